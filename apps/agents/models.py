@@ -1,0 +1,57 @@
+"""Agents: the people and bots that answer chats. The API arrives with the agents issue; the model
+exists from the start because chats, messages and statistics name agents."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from apps.core.models import Widget
+
+
+class Agent(models.Model):
+    class Type(models.TextChoices):
+        HUMAN = "human"
+        AI = "ai"
+        WEBHOOK = "webhook"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        RELAXATION = "relaxation"
+        BANNED = "banned"
+
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        OPERATOR = "operator"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="agents")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+    )
+    name = models.CharField(max_length=150)
+    surname = models.CharField(max_length=150, blank=True, default="")
+    email = models.EmailField(blank=True, default="")
+    avatar = models.FileField(upload_to="avatars/", null=True, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.OPERATOR)
+    type = models.CharField(max_length=16, choices=Type.choices, default=Type.HUMAN)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    show_in_header = models.BooleanField(default=True)
+    ai_assistant_id = models.BigIntegerField(null=True, blank=True)
+    # The owner's own agent row: never deletable through the API.
+    is_owner = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["widget", "status", "-created_at"], name="agent_widget_status"),
+            models.Index(fields=["widget", "type"], name="agent_widget_type"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["widget"], condition=models.Q(is_owner=True), name="agent_one_owner_per_widget"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.type}, widget {self.widget_id})"

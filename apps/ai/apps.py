@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AiConfig(AppConfig):
+    name = "apps.ai"
+    label = "ai"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CompatConfig(AppConfig):
+    name = "apps.compat"
+    label = "compat"

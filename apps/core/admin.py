@@ -1,0 +1,116 @@
+"""Django admin: the web cabinet's staff side for accounts, widgets and API tokens.
+
+Tokens are issued here through the same service as `issue_token`; the plaintext is shown once in
+the confirmation message and never again. Tokens are revoked, never edited.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from apps.core import services
+from apps.core.auth import scopes as catalogue
+from apps.core.models import Account, ApiToken, Widget
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "name", "surname", "seats", "created_at")
+    search_fields = ("user__email", "name", "surname")
+    raw_id_fields = ("user",)
+
+
+class WidgetAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "account", "button_guid", "api_enabled", "created_at")
+    list_filter = ("api_enabled",)
+    search_fields = ("name", "button_guid", "account__user__email")
+    readonly_fields = ("button_guid", "created_at")
+    raw_id_fields = ("account",)
+
+
+admin.site.register(Widget, WidgetAdmin)
+
+
+class IssueTokenForm(forms.ModelForm):
+    preset = forms.ChoiceField(
+        choices=[("", "— choose scopes below —")] + [(p, p) for p in sorted(catalogue.PRESETS)],
+        required=False,
+        help_text="A preset replaces the whole scope selection.",
+    )
+    scope_choices = forms.MultipleChoiceField(
+        choices=[(s, f"{s}{' (S)' if s in catalogue.SENSITIVE_SCOPES else ''}: {catalogue.CATALOGUE[s][0]}")
+                 for s in sorted(catalogue.ALL_SCOPES)],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Scopes",
+    )
+    expires_in_days = forms.IntegerField(required=False, min_value=1, help_text="Empty: never expires.")
+
+    class Meta:
+        model = ApiToken
+        fields = ("widget", "name")
+
+    def clean(self):
+        data = super().clean()
+        chosen = list(catalogue.PRESETS[data["preset"]]) if data.get("preset") else data.get("scope_choices")
+        if not chosen:
+            raise forms.ValidationError("Choose a preset or at least one scope.")
+        data["chosen_scopes"] = chosen
+        return data
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "name", "widget", "scope_count", "expires_at", "revoked_at", "last_used_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("prefix", "name", "widget__name", "widget__button_guid")
+    actions = ["revoke"]
+    raw_id_fields = ("widget",)
+
+    def scope_count(self, obj):
+        return len(obj.scopes)
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = IssueTokenForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("widget", "name", "preset", "scope_choices", "expires_in_days")
+        return ("widget", "name", "prefix", "scopes", "expires_at", "revoked_at", "last_used_at", "created_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return self.get_fields(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return  # tokens are immutable: revoke and re-issue
+        days = form.cleaned_data.get("expires_in_days")
+        issued = services.issue_token(
+            widget=form.cleaned_data["widget"],
+            scopes=form.cleaned_data["chosen_scopes"],
+            name=form.cleaned_data.get("name") or "",
+            expires_in=days * 86400 if days else None,
+        )
+        obj.pk = issued.token.pk
+        obj.refresh_from_db()
+        messages.warning(
+            request,
+            f"Token issued. Copy it now, it will not be shown again: {issued.plaintext}",
+        )
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request, obj)
+
+    @admin.action(description="Revoke selected tokens (immediate)")
+    def revoke(self, request, queryset):
+        count = 0
+        for token in queryset.filter(revoked_at__isnull=True):
+            services.revoke_token(token=token)
+            count += 1
+        self.message_user(request, f"Revoked {count} token(s) at {timezone.now():%Y-%m-%d %H:%M:%S} UTC.")

@@ -1,0 +1,70 @@
+"""Input serializers that refuse what they do not declare, and the tenant-bound id field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rest_framework import serializers
+
+from apps.core.errors import NotFound
+
+
+class StrictInputMixin:
+    """Unknown members -> 422 naming them; read-only members sent back -> 422 naming them; a body
+    that is not a JSON object -> 422 at `body`. Nested serializers using the mixin report at their
+    own dotted path."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
+        errors = {}
+        for name in data:
+            field = self.fields.get(name)
+            if field is None:
+                errors[name] = ["Unknown field."]
+            elif field.read_only:
+                errors[name] = ["Read-only field; it cannot be written."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class InputSerializer(StrictInputMixin, serializers.Serializer):
+    """Base of every `XInput` serializer."""
+
+
+class StrictModelSerializer(StrictInputMixin, serializers.ModelSerializer):
+    pass
+
+
+class TenantPrimaryKeyField(serializers.PrimaryKeyRelatedField):
+    """Resolves an id inside the request's widget, never outside it.
+
+    A foreign id and a missing id answer the same way: by default the route's 404 (`missing="404"`),
+    or a 422 at the field's path (`missing="422"`) where the spec says so. The queryset is filtered
+    on `tenant_field` (default `widget`) with the token's widget.
+    """
+
+    default_error_messages = {"does_not_exist": "Unknown id.", "incorrect_type": "Must be an integer id."}
+
+    def __init__(self, *, tenant_field: str = "widget", missing: str = "404", **kwargs):
+        self.tenant_field = tenant_field
+        self.missing = missing
+        super().__init__(**kwargs)
+
+    def get_queryset(self):
+        request = self.context["request"]
+        widget = getattr(request, "widget", None)
+        if widget is None:
+            return super().get_queryset().none()
+        return super().get_queryset().filter(**{self.tenant_field: widget})
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        try:
+            return self.get_queryset().get(pk=data)
+        except self.get_queryset().model.DoesNotExist:
+            if self.missing == "404":
+                raise NotFound() from None
+            self.fail("does_not_exist", pk_value=data)

@@ -1,0 +1,195 @@
+"""The base classes every API view inherits.
+
+SECURITY: `WidgetScopedViewSet` owns `get_queryset`/`get_object`; a subclass that overrides either
+fails at class definition (refine with `scope_queryset`). Every view declares
+`route_scopes = {action: [scope, ...]}` for each action it serves; a missing declaration, or a scope
+outside the catalogue, fails at class definition. The order of checks on every request is:
+authentication (401) -> per-token rate limit (429) -> api_enabled (403) -> scopes (403) ->
+idempotency key shape (400) -> the action, whose claim of the key and work share one transaction.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework import viewsets
+from rest_framework.views import APIView
+
+from apps.core import idempotency, ratelimit
+from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
+from apps.core.errors import NotFound
+
+_STANDARD_ACTIONS = ("list", "create", "retrieve", "update", "partial_update", "destroy")
+_HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+class RouteDeclarationError(TypeError):
+    pass
+
+
+def _check_scopes(cls, actions: set[str]) -> None:
+    declared = getattr(cls, "route_scopes", None)
+    if not isinstance(declared, dict):
+        raise RouteDeclarationError(f"{cls.__name__} must declare route_scopes = {{action: [scopes]}}")
+    missing = sorted(a for a in actions if not declared.get(a))
+    if missing:
+        raise RouteDeclarationError(f"{cls.__name__} declares no scopes for: {', '.join(missing)}")
+    for action, scopes in declared.items():
+        if isinstance(scopes, str):
+            raise RouteDeclarationError(f"{cls.__name__}.route_scopes[{action!r}] must be a list")
+        bad = [s for s in scopes if s not in ALL_SCOPES or s in RESERVED_SCOPES]
+        if bad:
+            raise RouteDeclarationError(f"{cls.__name__}.route_scopes[{action!r}]: not grantable: {bad}")
+    unknown_idem = set(getattr(cls, "idempotency_required", ())) - actions
+    if unknown_idem:
+        raise RouteDeclarationError(f"{cls.__name__}.idempotency_required names unknown actions {unknown_idem}")
+
+
+class ContractMixin:
+    """Rate-limit headers, the check order above, and the idempotency wrapper."""
+
+    route_scopes: dict[str, list[str]] = {}
+    # Actions marked `x-idempotency: required`.
+    idempotency_required: frozenset[str] | set[str] = frozenset()
+    # Optional per-action extra problem statuses for the OpenAPI document, e.g. {"close": [409]}.
+    problem_statuses: dict[str, list[int]] = {}
+    # Largest accepted body for this view (None: API_MAX_BODY_BYTES).
+    max_body_bytes: int | None = None
+
+    def current_action(self) -> str | None:
+        if hasattr(self, "action_map"):
+            return getattr(self, "action", None)
+        method = self.request.method.lower()
+        if method == "head":
+            method = "get"
+        return method if method in _HTTP_METHODS and hasattr(self, method) else None
+
+    def initial(self, request, *args, **kwargs):
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        neg = self.perform_content_negotiation(request)
+        request.accepted_renderer, request.accepted_media_type = neg
+        version, scheme = self.determine_version(request, *args, **kwargs)
+        request.version, request.versioning_scheme = version, scheme
+
+        self.perform_authentication(request)
+        self.rate_limit_decision = ratelimit.api_token_decision(request.auth)
+        self.rate_limit_decision.raise_if_denied("Per-token rate limit reached.")
+        self.check_permissions(request)
+
+        action = self.current_action()
+        if action in self.idempotency_required:
+            key = idempotency.validate_key(request.META.get(idempotency.META_KEY))
+            method = request.method.lower()
+            setattr(self, method, self._idempotent(getattr(self, method), key))
+
+    def _idempotent(self, handler, key: str):
+        def run(request, *args, **kwargs):
+            with transaction.atomic():
+                row = idempotency.claim(
+                    widget=request.widget, key=key, method=request.method, path=request.path
+                )
+                response = handler(request, *args, **kwargs)
+                if response.status_code >= 400:
+                    transaction.set_rollback(True)
+                    return response
+                idempotency.record(
+                    row,
+                    status=response.status_code,
+                    resource_id=_resource_id(response.data),
+                    location=response.get("Location", ""),
+                )
+                return response
+
+        return run
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        decision = getattr(self, "rate_limit_decision", None)
+        if decision is not None:
+            for name, value in decision.headers().items():
+                response[name] = value
+        return response
+
+
+def _resource_id(data):
+    if isinstance(data, dict):
+        if "id" in data:
+            return data["id"]
+        inner = data.get("data")
+        if isinstance(inner, dict):
+            return inner.get("id")
+    return None
+
+
+class ScopedAPIView(ContractMixin, APIView):
+    """A non-resource endpoint. `route_scopes` is keyed by HTTP method (`get`, `post`, ...)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            return
+        _check_scopes(cls, {m for m in _HTTP_METHODS if hasattr(cls, m)})
+
+
+class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
+    """Every viewset over widget-owned rows inherits this.
+
+    `queryset` names the model; rows are always filtered on `tenant_field` (default `widget`) with
+    the token's widget. Refine with `scope_queryset(qs)`; look up with `lookup_field`. A foreign id
+    answers exactly as a missing one (404 not_found).
+    """
+
+    tenant_field = "widget"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("get_queryset", "get_object"):
+            if name in cls.__dict__:
+                raise RouteDeclarationError(
+                    f"{cls.__name__} overrides {name}; tenancy is owned by WidgetScopedViewSet "
+                    "(use scope_queryset to refine)"
+                )
+        if cls.__dict__.get("abstract", False):
+            return
+        actions = {a for a in _STANDARD_ACTIONS if hasattr(cls, a)}
+        actions |= {extra.__name__ for extra in cls.get_extra_actions()}
+        _check_scopes(cls, actions)
+
+    def scope_queryset(self, queryset):
+        """Hook: refine the tenant-filtered queryset (filters, select_related)."""
+        return queryset
+
+    def get_queryset(self):
+        widget = getattr(self.request, "widget", None)
+        base = self.queryset.all()
+        if widget is None:
+            return base.none()
+        return self.scope_queryset(base.filter(**{self.tenant_field: widget}))
+
+    def get_object(self):
+        lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
+        value = self.kwargs.get(lookup_url_kwarg)
+        queryset = self.get_queryset()
+        try:
+            obj = queryset.get(**{self.lookup_field: value})
+        except (queryset.model.DoesNotExist, ValueError, TypeError):
+            raise NotFound() from None
+        self.check_object_permissions(self.request, obj)
+        return obj
+
+    def validated(self, serializer_class, *, data=None, partial: bool = False, **kwargs) -> dict:
+        """Validate the body (or `data`) with an `XInput` serializer; errors raise 422."""
+        serializer = serializer_class(
+            data=self.request.data if data is None else data,
+            partial=partial,
+            context=self.get_serializer_context(),
+            **kwargs,
+        )
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def paginated(self, queryset, serializer_class=None):
+        """Serve one keyset page of `queryset` in the list envelope."""
+        page = self.paginate_queryset(queryset)
+        serializer_class = serializer_class or self.get_serializer_class()
+        data = serializer_class(page, many=True, context=self.get_serializer_context()).data
+        return self.get_paginated_response(data)

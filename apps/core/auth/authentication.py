@@ -1,0 +1,93 @@
+"""Bearer token authentication.
+
+SECURITY: the token is read from `Authorization: Bearer <token>` only. A token-looking value in the
+query string is refused (401 token_in_query) before anything else, and request logs never carry
+the query string. Unknown, malformed, expired and revoked tokens all answer the same 401.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework.authentication import BaseAuthentication
+
+from apps.core.errors import InvalidToken, NotAuthenticated, TokenInQuery
+from apps.core.models import ApiToken
+
+from . import tokens
+
+_QUERY_TOKEN_NAMES = frozenset({"access_token", "token", "api_key", "apikey", "api_token", "bearer", "auth"})
+
+
+class TokenPrincipal:
+    """`request.user` of an API call: the token, not a person."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, token: ApiToken):
+        self.token = token
+        self.widget = token.widget
+        self.scopes = frozenset(token.scopes)
+
+    def __str__(self) -> str:
+        return f"token {self.token.prefix}"
+
+
+def query_carries_token(query_dict, raw_query: str) -> bool:
+    if any(name.lower() in _QUERY_TOKEN_NAMES for name in query_dict):
+        return True
+    return bool(tokens.TOKEN_RE.search(raw_query))
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        raw_query = request._request.META.get("QUERY_STRING", "")
+        if raw_query and query_carries_token(request.query_params, raw_query):
+            raise TokenInQuery("Send the token in the Authorization header, never in the URL.")
+        header = request._request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            raise NotAuthenticated("Send `Authorization: Bearer <token>`.")
+        scheme, _, credential = header.partition(" ")
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not credential or " " in credential:
+            raise InvalidToken("The Authorization header must be `Bearer <token>`.")
+        token = self.resolve(credential)
+        principal = TokenPrincipal(token)
+        # The tenant comes from the token only, never from the URL or the body.
+        request._request.widget = token.widget
+        request._request.token_prefix = token.prefix
+        request._request.api_token = token
+        return principal, token
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api"'
+
+    @staticmethod
+    def resolve(credential: str) -> ApiToken:
+        if not tokens.is_well_formed(credential):
+            raise InvalidToken()
+        token = (
+            ApiToken.objects.select_related("widget", "widget__account")
+            .filter(prefix=credential[: tokens.PREFIX_LENGTH])
+            .first()
+        )
+        if token is None or not tokens.matches(credential, token.secret_hash):
+            raise InvalidToken()
+        now = timezone.now()
+        if token.is_revoked or token.is_expired(now):
+            raise InvalidToken()
+        touch_last_used(token, now)
+        return token
+
+
+def touch_last_used(token: ApiToken, now) -> None:
+    """Record use at most once per resolution window: one UPDATE a minute, not one per request."""
+    window = timedelta(seconds=settings.TOKEN_LAST_USED_RESOLUTION_SECONDS)
+    if token.last_used_at is None or now - token.last_used_at >= window:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now

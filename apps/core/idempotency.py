@@ -1,0 +1,87 @@
+"""`X-Service-Idempotency-Key` on operations marked `x-idempotency: required`.
+
+The key is claimed by inserting a row unique per (widget, key) inside the operation's own
+transaction, before any work: of two concurrent requests with one key exactly one insert wins (the
+other waits on the unique index and then fails), so there is exactly one side effect. When the
+operation fails (validation, domain error, a provider 502), the transaction rolls back and the
+claim with it, so the key is not burnt and the client may retry with it. A reused key answers 409
+`idempotency_key_reused` with `previous` (the original status, resource id or location, and when),
+never a replayed success. Rows older than 24 h are purged by a beat job and ignored until then.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.errors import IdempotencyKeyMissing, IdempotencyKeyReused, InvalidIdempotencyKey
+from apps.core.models import IdempotencyKey, Widget
+
+HEADER = "X-Service-Idempotency-Key"
+META_KEY = "HTTP_X_SERVICE_IDEMPOTENCY_KEY"
+
+
+def validate_key(raw: str | None) -> str:
+    if raw is None:
+        raise IdempotencyKeyMissing(f"This operation requires the {HEADER} header.")
+    # WSGI/ASGI decode header bytes as latin-1; encoding back gives the bytes that were sent.
+    try:
+        size = len(raw.encode("latin-1"))
+    except UnicodeEncodeError:
+        size = len(raw.encode("utf-8"))
+    if not 1 <= size <= 64 or any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in raw):
+        raise InvalidIdempotencyKey(
+            f"{HEADER} must be 1 to 64 bytes without ASCII whitespace or control characters."
+        )
+    return raw
+
+
+def _ttl() -> timedelta:
+    return timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
+
+
+def previous_of(row: IdempotencyKey) -> dict:
+    return {
+        "status": row.response_status,
+        "resource_id": row.resource_id or None,
+        "location": row.location or None,
+        "method": row.method,
+        "path": row.path,
+        "at": row.created_at.isoformat(),
+    }
+
+
+def claim(*, widget: Widget, key: str, method: str, path: str) -> IdempotencyKey:
+    """Insert the claim row. Must run inside the operation's transaction."""
+    assert transaction.get_connection().in_atomic_block, "claim() must run inside the operation's transaction"
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                return IdempotencyKey.objects.create(widget=widget, key=key, method=method, path=path[:500])
+        except IntegrityError:
+            existing = IdempotencyKey.objects.filter(widget=widget, key=key).first()
+            if existing is None:
+                continue  # the holder rolled back between our insert and our read: try again
+            if existing.created_at <= timezone.now() - _ttl():
+                existing.delete()
+                continue
+            raise IdempotencyKeyReused(
+                "This idempotency key was already used within 24 hours; see `previous` for its result.",
+                previous=previous_of(existing),
+            ) from None
+    raise IdempotencyKeyReused("This idempotency key is in use.", previous=None)
+
+
+def record(row: IdempotencyKey, *, status: int, resource_id: object = None, location: str = "") -> None:
+    row.response_status = status
+    row.resource_id = "" if resource_id is None else str(resource_id)[:64]
+    row.location = (location or "")[:500]
+    row.save(update_fields=["response_status", "resource_id", "location"])
+
+
+def purge_expired() -> int:
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lte=timezone.now() - _ttl()).delete()
+    return deleted

@@ -1,0 +1,47 @@
+"""Structured JSON logs with the request id; tokens never appear beyond their public prefix."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import time
+
+from apps.core.auth.tokens import PREFIX_LENGTH, TOKEN_RE
+
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+_BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+\S+")
+
+
+def scrub(text: str) -> str:
+    """Redact every token-shaped string and Authorization credential from a log line."""
+    text = TOKEN_RE.sub(lambda m: m.group(0)[:PREFIX_LENGTH] + "…", text)
+    return _BEARER_RE.sub(lambda m: m.group(1) + " [redacted]", text)
+
+
+class RequestContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id_var.get()
+        return True
+
+
+class JSONFormatter(logging.Formatter):
+    _SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "request_id"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", "-"),
+            "message": scrub(record.getMessage()),
+        }
+        for key, value in record.__dict__.items():
+            if key not in self._SKIP and not key.startswith("_"):
+                payload[key] = scrub(str(value)) if isinstance(value, str) else value
+        if record.exc_info:
+            payload["exc"] = scrub(self.formatException(record.exc_info))
+        return json.dumps(payload, ensure_ascii=False, default=str)

@@ -1,0 +1,117 @@
+"""Request context, problem+json for everything under /api/, and the body size gate."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from django.conf import settings
+
+from apps.core.errors import (
+    PROBLEM_CONTENT_TYPE,
+    BodyTooLarge,
+    ServerError,
+    error_for_status,
+    problem_response,
+)
+from apps.core.logging import request_id_var
+
+logger = logging.getLogger("apps.request")
+
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/") and not path.startswith(("/api/docs", "/api/redoc"))
+
+
+class RequestContextMiddleware:
+    """Assigns a request id (or keeps a sane incoming `X-Request-Id`) and logs one line per
+    request: method, path (never the query string, which might carry a token), status, duration
+    and the token prefix."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get("X-Request-Id", "")
+        request_id = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        token_var = request_id_var.set(request_id)
+        started = time.monotonic()
+        try:
+            response = self.get_response(request)
+            response["X-Request-Id"] = request_id
+            logger.info(
+                "request",
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "status": response.status_code,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    "token": getattr(request, "token_prefix", None),
+                    "widget_id": getattr(getattr(request, "widget", None), "pk", None),
+                },
+            )
+            return response
+        finally:
+            request_id_var.reset(token_var)
+
+
+class ProblemResponseMiddleware:
+    """Any non-2xx/3xx answer under /api/ that is not already problem+json (Django's own 404 for
+    unknown paths, 405 of plain views, 400/403 of Django, 500 with or without DEBUG) becomes a
+    problem of the same status. No stack trace ever leaves under /api/."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and is_api_path(request.path)
+            and not response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE)
+            and not getattr(response, "problem_exempt", False)
+        ):
+            err = error_for_status(response.status_code)()
+            err.status = response.status_code
+            problem = problem_response(err, request)
+            for name in _KEPT_HEADERS:
+                if name in response:
+                    problem[name] = response[name]
+            return problem
+        return response
+
+    def process_exception(self, request, exception):
+        if is_api_path(request.path):
+            logger.exception("unhandled error", extra={"path": request.path})
+            return problem_response(ServerError(), request)
+        return None
+
+
+class BodySizeLimitMiddleware:
+    """413 before anything reads a body larger than the view allows (`max_body_bytes` on the
+    view class, else API_MAX_BODY_BYTES)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if not is_api_path(request.path):
+            return None
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        view_cls = getattr(view_func, "cls", None)
+        limit = getattr(view_cls, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
+        if length > limit:
+            return problem_response(BodyTooLarge(f"The body exceeds {limit} bytes."), request)
+        return None

@@ -1,0 +1,163 @@
+"""Named budgets: at most `limit` units per sliding `window` seconds, atomic across processes.
+
+One algorithm (an exact sliding log) on two backends:
+- Redis (REDIS_URL set): a Lua script over a sorted set, atomic in the server;
+- the database (embedded default): rows in `RateLimitHit` under a per-bucket lock (a PostgreSQL
+  advisory lock, or SQLite's IMMEDIATE write transaction, which serialises writers).
+
+`consume(..., cost=n)` admits all n units or none ("42 reservations per 3600 s accepted or rejected
+whole"). A rejected call records nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from apps.core.errors import RateLimited
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    # Seconds until at least one more unit frees up (0 when some remain now).
+    reset_after: float
+    # Seconds until `cost` units would fit (0 when allowed).
+    retry_after: float
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(math.ceil(self.reset_after)),
+        }
+
+    def raise_if_denied(self, detail: str = "Too many requests.", *, error=RateLimited) -> None:
+        if not self.allowed:
+            raise error(detail, headers={"Retry-After": str(max(1, math.ceil(self.retry_after)))})
+
+
+_LUA = """
+local key = KEYS[1]
+local window_ms = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local member = ARGV[4]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window_ms)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count + cost <= limit then
+  for i = 1, cost do
+    redis.call('ZADD', key, now, member .. ':' .. i)
+  end
+  count = count + cost
+  allowed = 1
+  redis.call('PEXPIRE', key, window_ms)
+end
+local reset = 0
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+if oldest[2] then reset = tonumber(oldest[2]) + window_ms - now end
+local retry = 0
+if allowed == 0 then
+  local k = count + cost - limit - 1
+  local entry = redis.call('ZRANGE', key, k, k, 'WITHSCORES')
+  if entry[2] then retry = tonumber(entry[2]) + window_ms - now else retry = window_ms end
+end
+return {allowed, count, reset, retry}
+"""
+
+
+@lru_cache(maxsize=1)
+def _redis():
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    return client, client.register_script(_LUA)
+
+
+def _consume_redis(bucket: str, limit: int, window: float, cost: int) -> Decision:
+    _, script = _redis()
+    allowed, count, reset_ms, retry_ms = script(
+        keys=[f"rl:{bucket}"], args=[int(window * 1000), limit, cost, uuid.uuid4().hex]
+    )
+    return Decision(
+        allowed=bool(allowed),
+        limit=limit,
+        remaining=max(0, limit - int(count)),
+        reset_after=max(0.0, float(reset_ms) / 1000),
+        retry_after=max(0.0, float(retry_ms) / 1000),
+    )
+
+
+def _consume_db(bucket: str, limit: int, window: float, cost: int) -> Decision:
+    from apps.core.models import RateLimitHit
+
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"rl:{bucket}"])
+        now = time.time()
+        RateLimitHit.objects.filter(bucket=bucket, at__lte=now - window).delete()
+        times = list(RateLimitHit.objects.filter(bucket=bucket).order_by("at").values_list("at", flat=True))
+        count = len(times)
+        allowed = count + cost <= limit
+        if allowed:
+            RateLimitHit.objects.bulk_create([RateLimitHit(bucket=bucket, at=now) for _ in range(cost)])
+            times.extend([now] * cost)
+            count += cost
+        reset = (times[0] + window - now) if times else 0.0
+        retry = 0.0
+        if not allowed:
+            k = count + cost - limit - 1
+            retry = (times[k] + window - now) if 0 <= k < len(times) else window
+    return Decision(
+        allowed=allowed,
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset_after=max(0.0, reset),
+        retry_after=max(0.0, retry),
+    )
+
+
+def consume(bucket: str, *, limit: int, window: float, cost: int = 1) -> Decision:
+    """Admit `cost` units of `bucket` or none. `limit <= 0` means unlimited."""
+    if limit <= 0:
+        return Decision(True, 0, 0, 0.0, 0.0)
+    if cost > limit:
+        return Decision(False, limit, limit, 0.0, window)
+    if settings.REDIS_URL:
+        return _consume_redis(bucket, limit, window, cost)
+    return _consume_db(bucket, limit, window, cost)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A named budget of the spec, e.g. Budget("widget_cache_purge", 6, 60)."""
+
+    name: str
+    limit: int
+    window: float
+
+    def consume(self, *parts: object, cost: int = 1) -> Decision:
+        key = ":".join([self.name, *(str(p) for p in parts)])
+        return consume(key, limit=self.limit, window=self.window, cost=cost)
+
+    def check(self, *parts: object, cost: int = 1, detail: str | None = None, error=RateLimited) -> Decision:
+        decision = self.consume(*parts, cost=cost)
+        decision.raise_if_denied(detail or f"Limit of {self.limit} per {int(self.window)} s reached.", error=error)
+        return decision
+
+
+def api_token_decision(token) -> Decision:
+    """The per-token API budget (API_RATE_LIMIT_PER_MINUTE, default 600 per minute)."""
+    return consume(f"api:token:{token.pk}", limit=settings.API_RATE_LIMIT_PER_MINUTE, window=60)

@@ -1,0 +1,88 @@
+"""Writes on tenancy and tokens. Operator commands and Django admin call these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.auth import scopes as scope_catalogue
+from apps.core.auth import tokens
+from apps.core.models import Account, ApiToken, Widget
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    plaintext: str  # shown once; never stored
+
+
+def get_or_create_account(*, email: str, name: str = "") -> Account:
+    User = get_user_model()
+    email = email.strip().lower()
+    user = User.objects.filter(email__iexact=email).first()
+    if user is None:
+        user = User.objects.create_user(username=email, email=email)
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    account, _ = Account.objects.get_or_create(user=user, defaults={"name": name})
+    return account
+
+
+@transaction.atomic
+def create_widget(*, owner_email: str, name: str = "My widget", enable_api: bool = False) -> Widget:
+    """A widget of the owner's account (created when missing) with the owner's own human agent."""
+    from apps.agents.services import create_human_agent
+
+    account = get_or_create_account(email=owner_email)
+    widget = Widget.objects.create(account=account, name=name or "My widget", api_enabled=enable_api)
+    create_human_agent(
+        widget=widget,
+        email=account.user.email,
+        name=account.name or account.user.email.split("@")[0],
+        surname=account.surname,
+        user=account.user,
+        is_owner=True,
+    )
+    return widget
+
+
+def resolve_widget(id_or_guid: str) -> Widget:
+    value = str(id_or_guid).strip()
+    if value.isdigit():
+        return Widget.objects.get(pk=int(value))
+    return Widget.objects.get(button_guid=value.lower())
+
+
+def issue_token(
+    *, widget: Widget, scopes: list[str], name: str = "", expires_in: int | None = None
+) -> IssuedToken:
+    """A new token of `widget`. Only the hash is stored; the plaintext is returned once."""
+    unknown = sorted(set(scopes) - scope_catalogue.ALL_SCOPES)
+    if unknown:
+        raise ValueError(f"unknown scopes: {', '.join(unknown)}")
+    if not scopes:
+        raise ValueError("a token needs at least one scope")
+    if expires_in is not None and expires_in <= 0:
+        raise ValueError("expires-in must be a positive number of seconds")
+    plaintext, prefix = tokens.generate()
+    token = ApiToken.objects.create(
+        widget=widget,
+        name=name,
+        prefix=prefix,
+        secret_hash=tokens.hash_token(plaintext),
+        scopes=sorted(set(scopes)),
+        expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
+    )
+    return IssuedToken(token=token, plaintext=plaintext)
+
+
+def revoke_token(*, token: ApiToken) -> ApiToken:
+    """Takes effect immediately: the next request with it is 401."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token

@@ -1,0 +1,110 @@
+"""pytest plugin of the project: fixtures every app's tests use.
+
+- `widget`, `other_widget`: two tenants with the API enabled.
+- `make_token(widget=None, scopes=..., **kw)`: issue a real token, returns the plaintext.
+- `api(scopes=...)`: a DRF APIClient authenticated for `widget`.
+- `assert_problem(response, status, code=None)`: the problem+json contract.
+- `captured_events`: the outbox rows emitted during the test.
+- markers `postgres` / `redis`: skipped, with the reason, on the embedded default.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.conf import settings
+
+from apps.core.auth.scopes import OPERATIONAL_SCOPES
+from apps.core.errors import PROBLEM_CONTENT_TYPE
+
+ALL = sorted(OPERATIONAL_SCOPES)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("postgres") and not settings.USING_POSTGRES:
+        pytest.skip("needs PostgreSQL: set DATABASE_URL (CI runs it)")
+    if item.get_closest_marker("redis") and not settings.REDIS_URL:
+        pytest.skip("needs Redis: set REDIS_URL (CI runs it)")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_rate_limits(settings):
+    """Each test starts with fresh per-token budgets (Redis keys survive the test database)."""
+    if settings.REDIS_URL:
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        keys = list(client.scan_iter("rl:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    yield
+
+
+@pytest.fixture
+def widget(db):
+    from apps.core.testing.factories import WidgetFactory
+
+    return WidgetFactory()
+
+
+@pytest.fixture
+def other_widget(db):
+    from apps.core.testing.factories import WidgetFactory
+
+    return WidgetFactory()
+
+
+@pytest.fixture
+def make_token(db, widget):
+    from apps.core import services
+
+    def make(w=None, scopes=ALL, **kwargs) -> str:
+        return services.issue_token(widget=w or widget, scopes=list(scopes), **kwargs).plaintext
+
+    return make
+
+
+@pytest.fixture
+def api(make_token, widget):
+    from rest_framework.test import APIClient
+
+    def make(scopes=ALL, w=None, **kwargs) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(w or widget, scopes, **kwargs)}")
+        return client
+
+    return make
+
+
+def assert_problem(response, status: int, code: str | None = None) -> dict:
+    assert response.status_code == status, (response.status_code, getattr(response, "content", b"")[:500])
+    assert response["Content-Type"].startswith(PROBLEM_CONTENT_TYPE), response["Content-Type"]
+    body = json.loads(response.content)
+    for member in ("type", "title", "status", "detail", "instance", "code"):
+        assert member in body, (member, body)
+    assert body["status"] == status
+    if code is not None:
+        assert body["code"] == code, body
+    return body
+
+
+@pytest.fixture(name="assert_problem")
+def assert_problem_fixture():
+    return assert_problem
+
+
+@pytest.fixture
+def captured_events(db):
+    """Call the returned function to get [(type, data), ...] emitted since the fixture started."""
+    from apps.core.models import OutboxEvent
+
+    before = set(OutboxEvent.objects.values_list("pk", flat=True))
+
+    def events():
+        return [
+            (e.type, e.data)
+            for e in OutboxEvent.objects.exclude(pk__in=before).order_by("created_at")
+        ]
+
+    return events

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class KbConfig(AppConfig):
+    name = "apps.kb"
+    label = "kb"

@@ -1,0 +1,22 @@
+"""Celery application. Beat uses django-celery-beat's DatabaseScheduler; the periodic jobs below
+are written into its tables on start (see apps.core.tasks.sync_beat_schedule)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("chatwidget")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+# name -> (task, every seconds). Kept here so ops read the whole schedule in one place.
+BEAT_SCHEDULE = {
+    "core.redrive_outbox": ("apps.core.tasks.redrive_outbox", 60),
+    "core.purge_idempotency_keys": ("apps.core.tasks.purge_idempotency_keys", 3600),
+    "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
+}
+app.conf.beat_schedule = {
+    name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()
+}

@@ -1,0 +1,312 @@
+"""Settings, read from the environment (twelve-factor).
+
+Two shapes of deployment share this file:
+- the embedded default (no DATABASE_URL, no REDIS_URL): SQLite under var/, a file cache, a
+  filesystem Celery broker, an in-process channel layer and database-backed rate limits, so
+  `make run` needs no server;
+- a server deployment: DATABASE_URL (PostgreSQL) and REDIS_URL (cache, rate limits, channel layer,
+  Celery broker).
+
+APP_MODE=production refuses to start with DEBUG on or with the development secret.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+env = environ.Env()
+
+APP_MODE = env.str("APP_MODE", default="development")
+if APP_MODE not in {"development", "production", "test"}:
+    raise ImproperlyConfigured("APP_MODE must be development, production or test")
+PRODUCTION = APP_MODE == "production"
+
+DEV_SECRET_KEY = "dev-insecure-secret-key-do-not-use-in-production-0123456789abcdef"
+SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
+DEBUG = env.bool("DEBUG", default=not PRODUCTION and APP_MODE != "test")
+
+if PRODUCTION:
+    if DEBUG:
+        raise ImproperlyConfigured("APP_MODE=production refuses DEBUG=1")
+    if SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured("APP_MODE=production needs SECRET_KEY: 50+ characters, not the default")
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_beat",
+    "channels",
+    "apps.core",
+    "apps.agents",
+    "apps.chats",
+    "apps.ai",
+    "apps.kb",
+    "apps.billing",
+    "apps.support",
+    "apps.webhooks",
+    "apps.compat",
+    "apps.widget",
+]
+
+MIDDLEWARE = [
+    "apps.core.middleware.RequestContextMiddleware",
+    "apps.core.middleware.ProblemResponseMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "apps.core.middleware.BodySizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+# --- database ---------------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE write transactions serialise writers, so "insert that only one request can win"
+    # and the database rate-limit budget stay atomic across the web, worker and beat processes.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USING_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
+
+# --- redis or the embedded default --------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+    }
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+    }
+    CELERY_BROKER_URL = REDIS_URL
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        },
+    }
+    # In-process layer: websocket fan-out reaches the sockets of the web process only, which is
+    # the single web process of the embedded default.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "filesystem://"
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("queue", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+
+# --- celery -------------------------------------------------------------------------------------
+# The longest countdown we schedule is a webhook retry (60 s) or the outbox re-drive; the broker's
+# visibility timeout must exceed it, or Redis would hand a waiting task to a second worker.
+CELERY_TASK_MAX_COUNTDOWN = 3600
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_MAX_COUNTDOWN * 2}
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- i18n / time --------------------------------------------------------------------------------
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Statistics windows, buckets and from/to parsing (product decision).
+BUSINESS_TIME_ZONE = "Europe/Moscow"
+
+# --- static and media (django-storages) --------------------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+MEDIA_URL = "/media/"
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+STORAGE_BACKEND = env.str("STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage")
+STORAGE_OPTIONS = env.json("STORAGE_OPTIONS", default={})
+STORAGES = {
+    "default": {"BACKEND": STORAGE_BACKEND, "OPTIONS": STORAGE_OPTIONS},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = not PRODUCTION
+
+# --- API ---------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.permissions.ScopePermission"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "apps.core.api.renderers.APIJSONRenderer",
+        "apps.core.api.renderers.ProblemJSONRenderer",
+    ],
+    "DEFAULT_METADATA_CLASS": None,
+    "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.StrictJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "apps.core.api.pagination.KeysetPagination",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.api.schema.ScopedAutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "EXCEPTION_HANDLER": "apps.core.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "PAGE_SIZE": 20,
+    "DEFAULT_VERSIONING_CLASS": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Chat Widget Service API",
+    "DESCRIPTION": (
+        "REST API of the chat widget service. Every request is scoped to one widget and carries "
+        "`Authorization: Bearer <token>`; each operation lists the scopes that grant it (any one "
+        "suffices). Errors are `application/problem+json`."
+    ),
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SECURITY": [],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "ApiToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "API token of one widget. Scopes are listed per operation.",
+            }
+        }
+    },
+    "PREPROCESSING_HOOKS": ["apps.core.api.schema.only_public_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.core.api.schema.add_problem_components",
+    ],
+    "ENUM_NAME_OVERRIDES": {},
+}
+
+# Bodies larger than this are refused with 413 before parsing (file uploads set their own cap).
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+API_FILE_UPLOAD_MAX_BYTES = 10 * 1024 * 1024 + 64 * 1024  # 10 MB file plus multipart framing
+
+API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=600)
+IDEMPOTENCY_KEY_TTL_SECONDS = 24 * 3600
+TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
+
+VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
+VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+
+OUTBOUND_ALLOW_LOOPBACK = env.bool("OUTBOUND_ALLOW_LOOPBACK", default=False)
+if OUTBOUND_ALLOW_LOOPBACK:
+    logging.getLogger("apps.core.outbound").warning(
+        "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"
+    )
+
+# Handlers of domain events, called by the outbox fan-out with (event). Apps append theirs.
+EVENT_HANDLERS: list[str] = []
+
+# --- security ------------------------------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# --- logging ---------------------------------------------------------------------------------------
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_context": {"()": "apps.core.logging.RequestContextFilter"}},
+    "formatters": {"json": {"()": "apps.core.logging.JSONFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_context"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "uvicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+    },
+}

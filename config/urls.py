@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from apps.core import views as core_views
+
+# Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
+api_v1 = []
+
+urlpatterns = [
+    path("healthz", core_views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    re_path(r"^api/v1/schema/?$", SpectacularAPIView.as_view(), name="schema"),
+    re_path(r"^api/docs/?$", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    re_path(r"^api/redoc/?$", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    re_path(r"^api/problems/?$", core_views.problem_index, name="problem-index"),
+    re_path(r"^api/problems/(?P<code>[a-z0-9_]+)/?$", core_views.problem_page, name="problem"),
+    path("api/v1/", include(api_v1)),
+]

@@ -1,0 +1,14 @@
+"""Test settings: the project's settings plus a test-only app and URLs (never in production)."""
+
+import os
+
+os.environ.setdefault("APP_MODE", "test")
+
+from config.settings import *  # noqa: E402,F403
+from config.settings import INSTALLED_APPS, VAR_DIR  # noqa: E402
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.testapp"]
+ROOT_URLCONF = "tests.urls"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+MEDIA_ROOT = VAR_DIR / "test-media"
