@@ -12,3 +12,4 @@ ROOT_URLCONF = "tests.urls"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 MEDIA_ROOT = VAR_DIR / "test-media"
+SCHEMA_INCLUDE_TEST_ROUTES = True

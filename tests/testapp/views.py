@@ -1,5 +1,6 @@
 import time
 
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -46,6 +47,8 @@ class NoteViewSet(
     mixins.CreateModelMixin,
     mixins.DestroyModelMixin,
 ):
+    """Notes of the token's widget (test-only resource)."""
+
     queryset = Note.objects.all()
     serializer_class = NoteSerializer
     route_scopes = {
@@ -60,6 +63,7 @@ class NoteViewSet(
     def list(self, request):
         return self.paginated(self.get_queryset())
 
+    @extend_schema(request=NoteInput, responses={201: NoteSerializer})
     def create(self, request):
         data = self.validated(NoteInput)
         note = Note.objects.create(widget=request.widget, title=data["title"], agent=data.get("agent_id"))
@@ -68,6 +72,7 @@ class NoteViewSet(
         emit(request.widget, CHAT_CLOSED, chat_id=note.pk, reason="created")
         return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=AssignInput, responses={200: NoteSerializer})
     @action(detail=True, methods=["post"])
     def assign(self, request, pk=None):
         note = self.get_object()
@@ -77,14 +82,20 @@ class NoteViewSet(
 
 
 class PingView(ScopedAPIView):
+    """Answers pong."""
+
     route_scopes = {"get": ["stats:read"]}
 
+    @extend_schema(responses={200: inline_serializer("Pong", {"pong": serializers.BooleanField()})})
     def get(self, request):
         return Response({"pong": True})
 
 
 class BoomView(ScopedAPIView):
+    """Always fails with an unexpected error."""
+
     route_scopes = {"get": ["stats:read"]}
 
+    @extend_schema(responses={200: inline_serializer("Boom", {"never": serializers.BooleanField()})})
     def get(self, request):
         raise RuntimeError("boom with secret stack detail")

@@ -76,7 +76,7 @@ def problem_components() -> dict:
 class ScopedAutoSchema(AutoSchema):
     def _action(self) -> str | None:
         view = self.view
-        if hasattr(view, "action_map"):
+        if getattr(view, "action_map", None):
             return getattr(view, "action", None)
         return self.method.lower()
 
@@ -135,17 +135,26 @@ class ScopedAutoSchema(AutoSchema):
 
 
 def only_public_api(endpoints, **kwargs):
-    """Preprocessing hook: document /api/v1 only (not the schema view itself, not test routes)."""
+    """Preprocessing hook: document /api/v1 only (not the schema view itself). Test-only routes
+    exist only under the test URLconf and are documented there so contract tests can read them."""
+    from django.conf import settings
+
+    include_test = getattr(settings, "SCHEMA_INCLUDE_TEST_ROUTES", False)
     return [
         (path, path_regex, method, callback)
         for path, path_regex, method, callback in endpoints
-        if path.startswith("/api/v1/") and not path.startswith("/api/v1/schema")
-        and not path.startswith("/api/v1/_test")
+        if path.startswith("/api/v1/")
+        and not path.startswith("/api/v1/schema")
+        and (include_test or not path.startswith("/api/v1/_test"))
     ]
 
 
 def add_problem_components(result, generator, request, public):
-    """Postprocessing hook: the shared Problem schema and one response per problem status."""
+    """Postprocessing hook: the shared Problem schema and one response per problem status; paths
+    as the spec writes them (routes accept an optional trailing slash, documented without)."""
+    result["paths"] = {
+        (path.rstrip("/") if path != "/" else path): item for path, item in result.get("paths", {}).items()
+    }
     components = result.setdefault("components", {})
     extra = problem_components()
     components.setdefault("schemas", {}).update(extra["schemas"])

@@ -56,7 +56,7 @@ class ContractMixin:
     max_body_bytes: int | None = None
 
     def current_action(self) -> str | None:
-        if hasattr(self, "action_map"):
+        if getattr(self, "action_map", None):
             return getattr(self, "action", None)
         method = self.request.method.lower()
         if method == "head":
