@@ -1,0 +1,108 @@
+"""The transactional outbox: emit writes a row in the caller's transaction, fan-out runs after
+commit, and the re-drive job hands off rows that never fanned out."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core import events
+from apps.core.models import OutboxEvent
+from apps.core.tasks import redrive_outbox
+
+pytestmark = pytest.mark.django_db
+
+CALLS = []
+
+
+def recording_handler(event):
+    CALLS.append((event.pk, event.type))
+
+
+@pytest.fixture
+def recorder(settings):
+    CALLS.clear()
+    settings.EVENT_HANDLERS = ["apps.core.tests.test_events.recording_handler"]
+    return CALLS
+
+
+def test_emit_writes_the_row_with_button_guid(widget, captured_events):
+    events.emit(widget, events.CHAT_CLOSED, chat_id=7, reason="expired")
+    assert captured_events() == [
+        ("chat.closed", {"chat_id": 7, "reason": "expired", "button_guid": widget.button_guid})
+    ]
+
+
+def test_emit_refuses_unknown_types_and_wrong_fields(widget):
+    with pytest.raises(ValueError):
+        events.emit(widget, "chat.updated", chat_id=1)
+    with pytest.raises(ValueError):
+        events.emit(widget, events.CHAT_CLOSED, chat_id=1)
+
+
+def test_rolled_back_transaction_leaves_no_event(widget):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        events.emit(widget, events.AGENT_ONLINE, operator_id=1)
+        raise RuntimeError
+    assert not OutboxEvent.objects.exists()
+
+
+def test_fan_out_runs_after_commit_and_marks_dispatched(widget, recorder, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        event = events.emit(widget, events.AGENT_OFFLINE, operator_id=3)
+        assert recorder == []
+    assert recorder == [(event.pk, "agent.offline")]
+    event.refresh_from_db()
+    assert event.dispatched_at is not None and event.attempts == 1
+
+
+def test_fan_out_twice_runs_handlers_once(widget, recorder):
+    event = events.emit(widget, events.AGENT_OFFLINE, operator_id=3)
+    assert events.fan_out(event.pk) is True
+    assert events.fan_out(event.pk) is False
+    assert len(recorder) == 1
+
+
+def test_failing_handler_leaves_the_event_for_redrive(widget, settings):
+    settings.EVENT_HANDLERS = ["apps.core.tests.test_events.exploding_handler"]
+    event = events.emit(widget, events.AGENT_OFFLINE, operator_id=3)
+    with pytest.raises(RuntimeError):
+        events.fan_out(event.pk)
+    event.refresh_from_db()
+    assert event.dispatched_at is None
+
+
+def exploding_handler(event):
+    raise RuntimeError("receiver down")
+
+
+def test_redrive_hands_off_stale_undispatched_rows_only(widget, recorder):
+    stale = events.emit(widget, events.AGENT_ONLINE, operator_id=1)
+    fresh = events.emit(widget, events.AGENT_ONLINE, operator_id=2)
+    OutboxEvent.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert redrive_outbox() == 1  # eager Celery in tests: the fan-out ran inline
+    assert recorder == [(stale.pk, "agent.online")]
+    fresh.refresh_from_db()
+    assert fresh.dispatched_at is None
+
+
+def test_lost_hand_off_is_recovered_by_redrive(widget, recorder, monkeypatch):
+    from apps.core import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(tasks.fan_out_event, "delay", broker_down)
+    event = events.emit(widget, events.AGENT_ONLINE, operator_id=1)
+    events._hand_off(event.pk)  # logs and swallows: the change that emitted it stays committed
+    monkeypatch.undo()
+    OutboxEvent.objects.filter(pk=event.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    redrive_outbox()
+    assert recorder == [(event.pk, "agent.online")]
+
+
+def test_catalogue_has_the_ten_native_and_five_legacy_names():
+    assert len(events.CATALOGUE) == 10
+    assert set(events.LEGACY_NAMES.values()) <= set(events.CATALOGUE)
+    assert len(events.LEGACY_NAMES) == 5

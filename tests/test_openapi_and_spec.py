@@ -1,0 +1,109 @@
+"""OpenAPI document and the route table of spec/endpoints.md against the router."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+from drf_spectacular.generators import SchemaGenerator
+
+from apps.core.auth.scopes import ALL_SCOPES, CONDITIONAL_SCOPES, OPERATIONAL_SCOPES, RESERVED_SCOPES
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "endpoints.md"
+SCOPE_RE = re.compile(r"[a-z]+(?::[a-z]+)+")
+
+
+def spec_routes() -> dict[tuple[str, str], frozenset[str]]:
+    """(METHOD, /v1/path with {} params) -> scopes (any one) from every table with a Scope column."""
+    routes = {}
+    header = []
+    for line in SPEC.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == "Method":
+            header = cells
+            continue
+        if len(cells) < 3 or not cells[1].startswith("/v1/"):
+            continue
+        method, path = cells[0], re.sub(r"\{[^}]+\}", "{}", cells[1])
+        scopes = frozenset()
+        if "Scope" in header:
+            route_part = cells[header.index("Scope")].split(";")[0]
+            scopes = frozenset(SCOPE_RE.findall(route_part))
+        routes[(method, path)] = scopes
+    return routes
+
+
+def schema(include_test=False) -> dict:
+    with override_settings(SCHEMA_INCLUDE_TEST_ROUTES=include_test):
+        return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(doc):
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method in ("get", "post", "put", "patch", "delete"):
+                yield path, method, op
+
+
+def test_spec_parser_reads_the_route_tables():
+    routes = spec_routes()
+    assert len(routes) > 150
+    assert routes[("GET", "/v1/chats")] == {"chats:read"}
+    assert routes[("POST", "/v1/support/tickets/{}/close")] == {"support:write", "support:tickets:close"}
+    assert routes[("POST", "/v1/ai/replies")] == {"responder:inject"}
+
+
+def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
+    named = set().union(*spec_routes().values())
+    assert named <= ALL_SCOPES, named - ALL_SCOPES
+    assert not named & RESERVED_SCOPES
+
+
+def test_catalogue_has_44_grantable_43_operational():
+    assert len(ALL_SCOPES) == 44 and len(OPERATIONAL_SCOPES) == 43
+    assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}
+
+
+@pytest.mark.django_db
+def test_every_production_route_matches_the_spec_table():
+    routes = spec_routes()
+    for path, method, op in operations(schema()):
+        key = (method.upper(), re.sub(r"\{[^}]+\}", "{}", path.removeprefix("/api")))
+        assert key in routes, f"{key} is not in spec/endpoints.md"
+        if routes[key]:
+            assert set(op["x-scopes"]) == routes[key], (key, op["x-scopes"], routes[key])
+
+
+@pytest.mark.django_db
+def test_every_operation_shows_scopes_idempotency_and_problems():
+    doc = schema(include_test=True)
+    ops = list(operations(doc))
+    assert ops
+    for path, method, op in ops:
+        assert op["x-scopes"], (path, method)
+        assert op["security"] == [{"ApiToken": [s]} for s in op["x-scopes"]]
+        assert op["x-idempotency"] in ("required", "none")
+        for status in ("401", "403", "429"):
+            assert op["responses"][status]["$ref"] == f"#/components/responses/Problem{status}"
+        if "{" in path:
+            assert "404" in op["responses"], (path, method)
+    create = doc["paths"]["/api/v1/_test/notes"]["post"]
+    assert create["x-idempotency"] == "required"
+    header = [p for p in create["parameters"] if p["name"] == "X-Service-Idempotency-Key"]
+    assert header and header[0]["required"] is True
+    assert {"400", "409", "413", "415", "422"} <= set(create["responses"])
+    assert doc["components"]["schemas"]["Problem"]["required"] == [
+        "type", "title", "status", "detail", "instance", "code"
+    ]
+
+
+@pytest.mark.django_db
+def test_schema_docs_and_redoc_are_served(client):
+    assert client.get("/api/v1/schema/").status_code == 200
+    assert client.get("/api/v1/schema/?format=json").json()["openapi"].startswith("3.1")
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+    assert client.get("/api/redoc/").status_code == 200
