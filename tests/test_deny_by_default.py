@@ -145,3 +145,13 @@ def test_overriding_tenancy_methods_is_refused(method):
                 "__module__": __name__,
             },
         )
+
+
+def test_conditional_scope_hook_names_the_scope():
+    from apps.core.auth.permissions import demand_scopes
+    from apps.core.errors import MissingScope
+
+    demand_scopes(frozenset({"responder:inject", "responder:escalate"}), "responder:escalate")
+    with pytest.raises(MissingScope) as caught:
+        demand_scopes(frozenset({"responder:inject"}), "responder:escalate")
+    assert caught.value.extra["required_scopes"] == ["responder:escalate"]

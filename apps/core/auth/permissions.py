@@ -41,3 +41,13 @@ class ScopePermission(BasePermission):
                 f"This operation needs one of: {', '.join(scopes)}.", required_scopes=list(scopes)
             )
         return True
+
+
+def demand_scopes(held: frozenset[str] | set[str], *any_of: str, detail: str | None = None) -> None:
+    """Conditional scopes chosen by the request body (e.g. `responder:escalate` on
+    POST /v1/ai/replies): call from the service once the body has selected them, before any state
+    is read or consumed. Raises 403 missing_scope naming the scopes that would do."""
+    if held.isdisjoint(any_of):
+        raise MissingScope(
+            detail or f"This request needs one of: {', '.join(any_of)}.", required_scopes=list(any_of)
+        )
