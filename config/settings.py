@@ -30,7 +30,7 @@ if APP_MODE not in {"development", "production", "test"}:
     raise ImproperlyConfigured("APP_MODE must be development, production or test")
 PRODUCTION = APP_MODE == "production"
 
-DEV_SECRET_KEY = "dev-insecure-secret-key-do-not-use-in-production-0123456789abcdef"
+DEV_SECRET_KEY = "dev-insecure-secret-key-do-not-use-in-production-0123456789abcdef"  # noqa: S105 (refused in production)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
 DEBUG = env.bool("DEBUG", default=not PRODUCTION and APP_MODE != "test")
 

@@ -14,7 +14,7 @@ import re
 import secrets
 import zlib
 
-TOKEN_PREFIX = "cwt_"
+TOKEN_PREFIX = "cwt_"  # noqa: S105 (public marker, not a secret)
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ID_LEN, _SECRET_LEN, _CHECK_LEN = 8, 32, 6
 TOKEN_LENGTH = len(TOKEN_PREFIX) + _ID_LEN + _SECRET_LEN + _CHECK_LEN

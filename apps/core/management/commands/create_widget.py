@@ -1,5 +1,5 @@
-from django.core.validators import validate_email
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 
 from apps.core import services
 
