@@ -12,7 +12,7 @@ from apps.core.auth.tokens import PREFIX_LENGTH, TOKEN_RE
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
-_BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+\S+")
+_BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+[^\s\"'\\,;]+")
 
 
 def scrub(text: str) -> str:
@@ -40,8 +40,13 @@ class JSONFormatter(logging.Formatter):
             "message": scrub(record.getMessage()),
         }
         for key, value in record.__dict__.items():
-            if key not in self._SKIP and not key.startswith("_"):
-                payload[key] = scrub(str(value)) if isinstance(value, str) else value
+            if key in self._SKIP or key.startswith("_"):
+                continue
+            if hasattr(value, "path") and hasattr(value, "method"):
+                # A request object (django.request puts one in `extra`): never its query string.
+                value = f"{value.method} {value.path}"
+            payload[key] = value
         if record.exc_info:
-            payload["exc"] = scrub(self.formatException(record.exc_info))
-        return json.dumps(payload, ensure_ascii=False, default=str)
+            payload["exc"] = self.formatException(record.exc_info)
+        # Scrub the whole line last, so no member (nested, or rendered by `default=str`) escapes.
+        return scrub(json.dumps(payload, ensure_ascii=False, default=str))
