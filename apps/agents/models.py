@@ -55,3 +55,24 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.type}, widget {self.widget_id})"
+
+
+class Department(models.Model):
+    """A group of agents serving some channels on a schedule. Its API arrives with the agents
+    issue; chats already name their department (and internal department rooms)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="departments")
+    name = models.CharField(max_length=200)
+    channels = models.JSONField(default=list)
+    agents = models.ManyToManyField(Agent, related_name="departments", blank=True)
+    # Monday..Sunday: "full", {"from": "HH:MM", "to": "HH:MM"} or None (closed).
+    schedule = models.JSONField(default=dict)
+    avatar = models.FileField(upload_to="departments/", null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at"], name="department_widget_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (widget {self.widget_id})"

@@ -1,0 +1,225 @@
+"""Conversations: contacts (the spec's clients), chats (rooms), messages, files, ratings.
+
+Facts that lists filter or sort on (last message, whether the visitor wrote) are kept on the chat
+by the services that write messages, so no list ever scans messages. Indexes start with the tenant.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from apps.agents.models import Agent, Department
+from apps.core.models import Widget
+
+
+def new_guid() -> str:
+    return uuid.uuid4().hex
+
+
+class Contact(models.Model):
+    """A visitor of one widget, addressed by a 32-character guid (never the numeric id)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="contacts")
+    guid = models.CharField(max_length=32, unique=True, default=new_guid, editable=False)
+    name = models.CharField(max_length=255, blank=True, default="")
+    email = models.CharField(max_length=255, blank=True, default="")
+    phone = models.CharField(max_length=64, blank=True, default="")
+    attributes = models.JSONField(default=dict, blank=True)
+    locale = models.CharField(max_length=16, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="contact_widget_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name or self.guid} (widget {self.widget_id})"
+
+
+class ContactTag(models.Model):
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["contact", "name"], name="contact_tag_unique")]
+        indexes = [models.Index(fields=["widget", "name"], name="contact_tag_widget_name")]
+
+
+class File(models.Model):
+    """An uploaded or fetched file, stored through django-storages."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="files")
+    stored = models.FileField(upload_to="files/%Y/%m/", max_length=300)
+    original_name = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=255, default="application/octet-stream")
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at"], name="file_widget_created")]
+
+
+class Chat(models.Model):
+    """The room of one contact on one channel of one widget."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        READY = "ready"
+        EXPIRED = "expired"
+        SPAM = "spam"
+
+    class Handling(models.TextChoices):
+        MISSED = "missed"
+        HUMAN = "human"
+        AI = "ai"
+        AI_TO_HUMAN = "ai_to_human"
+        HUMAN_TO_AI = "human_to_ai"
+
+    class OperatorType(models.TextChoices):
+        HUMAN = "human"
+        AI = "ai"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="chats")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="chats")
+    channel = models.CharField(max_length=64, default="widget")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # Routing owner; the AI operator never becomes owner.
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_chats")
+    department = models.ForeignKey(Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    is_internal = models.BooleanField(default=False)
+
+    accepted_by = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    accepted_by_type = models.CharField(max_length=8, choices=OperatorType.choices, blank=True, default="")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    handled_by = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    handled_by_type = models.CharField(max_length=8, choices=OperatorType.choices, blank=True, default="")
+    handled_at = models.DateTimeField(null=True, blank=True)
+    handling = models.CharField(max_length=16, choices=Handling.choices, default=Handling.MISSED)
+
+    last_message = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    has_client_messages = models.BooleanField(default=False)
+    first_agent_reply_at = models.DateTimeField(null=True, blank=True)
+    last_typing_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "contact", "channel"], name="chat_one_room_per_contact_channel"),
+        ]
+        indexes = [
+            models.Index(fields=["widget", "-created_at", "-id"], name="chat_widget_created"),
+            models.Index(fields=["widget", "status", "-created_at", "-id"], name="chat_widget_status"),
+            models.Index(fields=["widget", "channel", "-created_at", "-id"], name="chat_widget_channel"),
+            models.Index(
+                fields=["widget", "-created_at", "-id"],
+                name="chat_widget_client_wrote",
+                condition=models.Q(has_client_messages=True),
+            ),
+            # The lifecycle job: rooms with messages that are not spam, by last message time.
+            models.Index(
+                fields=["last_message_at"],
+                name="chat_lifecycle",
+                condition=models.Q(last_message_at__isnull=False) & ~models.Q(status="spam"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"chat {self.pk} ({self.status}, widget {self.widget_id})"
+
+
+class Message(models.Model):
+    class Type(models.TextChoices):
+        TEXT = "text"
+        IMAGE = "image"
+        FILE = "file"
+        LOCATION = "location"
+        STICKER = "sticker"
+        KEYBOARD = "keyboard"
+
+    class Author(models.TextChoices):
+        CLIENT = "client"
+        AGENT = "agent"
+        AI = "ai"
+        SYSTEM = "system"
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public"
+        NOTE = "note"  # private operator note
+        EMAIL = "email"  # operator-only e-mail
+        INTERNAL = "internal"  # operator-to-operator
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
+    type = models.CharField(max_length=16, choices=Type.choices, default=Type.TEXT)
+    body = models.TextField(blank=True, default="")
+    markdown = models.TextField(blank=True, default="")
+    file = models.ForeignKey(File, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    coords = models.JSONField(null=True, blank=True)
+    sticker = models.JSONField(null=True, blank=True)
+    keyboard = models.JSONField(null=True, blank=True)
+    origin = models.CharField(max_length=64, blank=True, default="")
+    author_kind = models.CharField(max_length=16, choices=Author.choices)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    visibility = models.CharField(max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC)
+    seen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["chat", "-created_at", "-id"], name="message_chat_created"),
+            models.Index(fields=["widget", "-created_at"], name="message_widget_created"),
+        ]
+
+    @property
+    def is_visible_to_client(self) -> bool:
+        return self.visibility == self.Visibility.PUBLIC
+
+
+class ChatTransfer(models.Model):
+    """One hand-over of a chat between agents (statistics count transfers in and out)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transfers")
+    from_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    to_agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at"], name="transfer_widget_created")]
+
+
+class Rating(models.Model):
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="ratings")
+    value = models.PositiveSmallIntegerField()
+    comment = models.TextField(blank=True, default="")
+    # The agent handling the chat at rating time.
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="ratings")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at"], name="rating_widget_created")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(value__gte=1, value__lte=5), name="rating_value_1_5"),
+        ]
+
+
+class VisitorSession(models.Model):
+    """An opaque visitor session token bound to one contact of one widget (stored hashed)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="sessions")
+    token_hash = models.CharField(max_length=64, unique=True)
+    page_url = models.CharField(max_length=2000, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)

@@ -1,0 +1,102 @@
+"""Output shapes of conversations, shared by the REST API, the visitor API and websocket frames."""
+
+from __future__ import annotations
+
+from django.core import signing
+from django.urls import reverse
+
+from .models import Chat, File, Message
+
+FILE_URL_MAX_AGE = 300  # seconds a signed download URL stays valid
+_FILE_SALT = "chats.file-download"
+
+
+def signed_file_url(file: File) -> str:
+    """A short-lived URL of the stored bytes. Storages that sign their own URLs (S3 and kin) are
+    used as they are; the file system storage goes through our signed download route."""
+    storage = file.stored.storage
+    if storage.__class__.__name__ != "FileSystemStorage":
+        return storage.url(file.stored.name)
+    token = signing.dumps({"f": file.pk, "w": file.widget_id}, salt=_FILE_SALT, compress=True)
+    return reverse("file-download", kwargs={"token": token})
+
+
+def read_file_token(token: str) -> dict | None:
+    try:
+        return signing.loads(token, salt=_FILE_SALT, max_age=FILE_URL_MAX_AGE)
+    except signing.BadSignature:
+        return None
+
+
+def attribution(agent_id, kind: str, at) -> dict | None:
+    if not kind:
+        return None
+    return {"agent_id": agent_id, "type": kind, "at": at.isoformat() if at else None}
+
+
+def file_payload(file: File | None) -> dict | None:
+    if file is None:
+        return None
+    return {"id": file.pk, "name": file.original_name, "content_type": file.content_type, "size": file.size}
+
+
+def chat_payload(chat: Chat) -> dict:
+    return {
+        "id": chat.pk,
+        "status": chat.status,
+        "channel": chat.channel,
+        "client_id": chat.contact.guid,
+        "agent_id": chat.agent_id,
+        "department_id": chat.department_id,
+        "accepted_by": attribution(chat.accepted_by_id, chat.accepted_by_type, chat.accepted_at),
+        "handled_by": attribution(chat.handled_by_id, chat.handled_by_type, chat.handled_at),
+        "handling": chat.handling,
+        "has_client_messages": chat.has_client_messages,
+        "last_message_id": chat.last_message_id,
+        "last_message_at": chat.last_message_at.isoformat() if chat.last_message_at else None,
+        "created_at": chat.created_at.isoformat(),
+        "updated_at": chat.updated_at.isoformat(),
+    }
+
+
+def message_payload(message: Message) -> dict:
+    payload = {
+        "id": message.pk,
+        "chat_id": message.chat_id,
+        "type": message.type,
+        "body": message.body,
+        "markdown": message.markdown or None,
+        "file": file_payload(message.file),
+        "url": signed_file_url(message.file) if message.file_id and message.file else None,
+        "coords": message.coords,
+        "sticker": message.sticker,
+        "keyboard": message.keyboard if message.type == Message.Type.KEYBOARD else None,
+        "origin": message.origin or None,
+        "author": {"kind": message.author_kind, "agent_id": message.agent_id},
+        "visibility": message.visibility,
+        "seen_at": message.seen_at.isoformat() if message.seen_at else None,
+        "created_at": message.created_at.isoformat(),
+    }
+    return payload
+
+
+def visitor_message_frame(message: Message) -> dict:
+    """What the visitor may see of a message (public messages only ever reach this)."""
+    author_name = ""
+    if message.agent_id and message.agent is not None:
+        author_name = message.agent.name
+    return {
+        "id": message.pk,
+        "chat_id": message.chat_id,
+        "type": message.type,
+        "body": message.body,
+        "markdown": message.markdown or None,
+        "file": file_payload(message.file),
+        "url": signed_file_url(message.file) if message.file_id and message.file else None,
+        "coords": message.coords,
+        "sticker": message.sticker,
+        "keyboard": message.keyboard if message.type == Message.Type.KEYBOARD else None,
+        "author": {"kind": message.author_kind, "name": author_name},
+        "seen": message.seen_at is not None,
+        "created_at": message.created_at.isoformat(),
+    }

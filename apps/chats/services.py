@@ -1,0 +1,505 @@
+"""Writes on conversations. Every state change of a chat goes through here: the REST API, the
+visitor channel, the operator console, compat routes and the lifecycle job call the same functions.
+
+Locking: functions that change a chat lock its row (`select_for_update`) inside their transaction,
+so two writers (a close and an incoming message, two closes) serialise and each emits its events
+once. Events are written to the outbox in the same transaction (apps.core.events.emit); live
+pushes to websockets go out after commit (apps.chats.realtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.agents.models import Agent
+from apps.core import events
+from apps.core.errors import Conflict
+from apps.core.models import Widget
+
+from . import realtime
+from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
+
+WIDGET_CHANNEL = "widget"
+IDLE_EXPIRY = timedelta(minutes=7)
+TYPING_INTERVAL = timedelta(seconds=5)
+
+
+class ChatIsSpam(Conflict):
+    """The chat is marked spam: only `state: active` moves it, and it takes no messages."""
+
+    code, title = "chat_is_spam", "Chat is marked as spam"
+
+
+class AlreadyRated(Conflict):
+    """The visitor has already rated this chat."""
+
+    code, title = "already_rated", "Chat already rated"
+
+
+def _lock(chat: Chat) -> Chat:
+    return Chat.objects.select_for_update().get(pk=chat.pk, widget_id=chat.widget_id)
+
+
+def _author_type(message: Message) -> str:
+    return "USER" if message.author_kind == Message.Author.CLIENT else "OPERATOR"
+
+
+# --- contacts -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_contact(
+    *, widget: Widget, name: str = "", email: str = "", phone: str = "", locale: str = "", attributes=None
+) -> Contact:
+    return Contact.objects.create(
+        widget=widget, name=name, email=email, phone=phone, locale=locale, attributes=attributes or {}
+    )
+
+
+@transaction.atomic
+def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: str = "api") -> Contact:
+    """Merge-safe PATCH: only the named members change; `attributes` merges key by key (a null
+    value removes that key). Emits contact.updated with the fields that actually changed."""
+    contact = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
+    changed: list[str] = []
+    for field in ("name", "email", "phone"):
+        if field in changes:
+            value = changes[field] or ""
+            if getattr(contact, field) != value:
+                setattr(contact, field, value)
+                changed.append(field)
+    if "attributes" in changes:
+        merged = dict(contact.attributes)
+        for key, value in (changes["attributes"] or {}).items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        if merged != contact.attributes:
+            contact.attributes = merged
+            changed.append("attributes")
+    if changed:
+        contact.updated_at = timezone.now()
+        contact.save(update_fields=[*changed, "updated_at"])
+        events.emit(widget, events.CONTACT_UPDATED, client_id=contact.guid, changed_fields=changed)
+    return contact
+
+
+@transaction.atomic
+def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]:
+    """Attach tags; re-posting an existing tag is a no-op. Returns the contact's tags."""
+    existing = set(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+    for name in dict.fromkeys(names):
+        if name in existing:
+            continue
+        try:
+            with transaction.atomic():
+                ContactTag.objects.create(widget=widget, contact=contact, name=name)
+        except IntegrityError:
+            pass  # a concurrent request attached it: still a no-op
+    return sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+
+
+# --- rooms ------------------------------------------------------------------------------------------
+
+
+def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL, source: str) -> Chat:
+    """The contact's room on `channel`; created (with chat.created) only the first time."""
+    chat = Chat.objects.filter(widget=widget, contact=contact, channel=channel).first()
+    if chat is not None:
+        return chat
+    try:
+        with transaction.atomic():
+            chat = Chat.objects.create(widget=widget, contact=contact, channel=channel)
+            events.emit(widget, events.CHAT_CREATED, chat_id=chat.pk, client_id=contact.guid, source=source)
+            return chat
+    except IntegrityError:  # the same contact's concurrent first message created it
+        return Chat.objects.get(widget=widget, contact=contact, channel=channel)
+
+
+# --- attribution -----------------------------------------------------------------------------------
+
+_NEXT_HANDLING = {
+    # (current handling, operator type now answering) -> new handling
+    (Chat.Handling.MISSED, "human"): Chat.Handling.HUMAN,
+    (Chat.Handling.MISSED, "ai"): Chat.Handling.AI,
+    (Chat.Handling.AI, "human"): Chat.Handling.AI_TO_HUMAN,
+    (Chat.Handling.HUMAN_TO_AI, "human"): Chat.Handling.AI_TO_HUMAN,
+    (Chat.Handling.HUMAN, "ai"): Chat.Handling.HUMAN_TO_AI,
+    (Chat.Handling.AI_TO_HUMAN, "ai"): Chat.Handling.HUMAN_TO_AI,
+}
+
+
+def _operator_type(agent: Agent) -> str:
+    return Chat.OperatorType.AI if agent.type == Agent.Type.AI else Chat.OperatorType.HUMAN
+
+
+def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> list[str]:
+    """An operator answered the (locked) chat: a person by explicit accept, assignment or a reply;
+    the AI operator by a visitor-visible message. Updates accepted_by / handled_by / handling and
+    emits chat.accepted the first time. Returns the changed field names (caller saves)."""
+    kind = _operator_type(agent)
+    changed = []
+    if not chat.accepted_by_type:
+        chat.accepted_by, chat.accepted_by_type, chat.accepted_at = agent, kind, now
+        changed += ["accepted_by", "accepted_by_type", "accepted_at"]
+        events.emit(
+            chat.widget,
+            events.CHAT_ACCEPTED,
+            chat_id=chat.pk,
+            operator_id=agent.pk,
+            operator_type=kind,
+            client_id=chat.contact.guid,
+        )
+    handling = _NEXT_HANDLING.get((chat.handling, kind), chat.handling)
+    if handling != chat.handling:
+        chat.handling = handling
+        changed.append("handling")
+    if chat.handled_by_id != agent.pk:
+        chat.handled_by, chat.handled_by_type, chat.handled_at = agent, kind, now
+        changed += ["handled_by", "handled_by_type", "handled_at"]
+    # A person answering an unclaimed room claims it; the AI operator never becomes owner.
+    if kind == Chat.OperatorType.HUMAN and chat.agent_id is None:
+        chat.agent = agent
+        changed.append("agent")
+    return changed
+
+
+# --- state ------------------------------------------------------------------------------------------------
+
+
+def _expire(chat: Chat, *, reason: str, now: datetime) -> list[str]:
+    """Move a locked chat into expired and emit chat.closed (every move into expired emits)."""
+    chat.status = Chat.Status.EXPIRED
+    chat.closed_at = now
+    events.emit(chat.widget, events.CHAT_CLOSED, chat_id=chat.pk, reason=reason or "expired")
+    return ["status", "closed_at"]
+
+
+@transaction.atomic
+def close_chat(*, widget: Widget, chat: Chat, reason: str | None = None) -> Chat:
+    """POST /close, state `expired` and the operator console: one implementation.
+
+    Closing an already expired chat changes nothing and emits nothing; a spam chat refuses (409).
+    """
+    chat = _lock(chat)
+    if chat.status == Chat.Status.EXPIRED:
+        return chat
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("A spam chat can only be moved back to active.")
+    now = timezone.now()
+    fields = _expire(chat, reason=reason or "expired", now=now)
+    chat.updated_at = now
+    chat.save(update_fields=[*fields, "updated_at"])
+    realtime.chat_changed(chat)
+    return chat
+
+
+@transaction.atomic
+def set_chat_state(*, widget: Widget, chat: Chat, state: str, reason: str | None = None) -> Chat:
+    """The state table: `active` always (even from spam); from spam anything else is 409; `ready`
+    is written and replaced at the next lifecycle tick; `expired` is close."""
+    if state == Chat.Status.EXPIRED:
+        return close_chat(widget=widget, chat=chat, reason=reason)
+    chat = _lock(chat)
+    if chat.status == Chat.Status.SPAM and state != Chat.Status.ACTIVE:
+        raise ChatIsSpam("A spam chat can only be moved back to active.")
+    if chat.status != state:
+        chat.status = state
+        chat.updated_at = timezone.now()
+        chat.save(update_fields=["status", "updated_at"])
+        realtime.chat_changed(chat)
+    return chat
+
+
+@transaction.atomic
+def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = "api") -> Chat:
+    """Hand the chat to another agent of this widget: routing owner and handler change, a transfer
+    row is kept for statistics, chat.transferred is emitted. Assigning an unanswered chat accepts it."""
+    chat = Chat.objects.select_for_update().select_related("contact", "widget").get(pk=chat.pk, widget=widget)
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("A spam chat cannot be transferred.")
+    if to_agent.widget_id != widget.pk:
+        raise AssertionError("to_agent must belong to the widget")
+    now = timezone.now()
+    from_agent_id = chat.agent_id
+    ChatTransfer.objects.create(widget=widget, chat=chat, from_agent_id=from_agent_id, to_agent=to_agent)
+    chat.agent = to_agent
+    fields = {"agent", "updated_at", *record_answer(chat=chat, agent=to_agent, now=now)}
+    chat.updated_at = now
+    chat.save(update_fields=sorted(fields))
+    events.emit(
+        widget,
+        events.CHAT_TRANSFERRED,
+        chat_id=chat.pk,
+        client_guid=chat.contact.guid,
+        from_operator_id=from_agent_id,
+        to_operator_id=to_agent.pk,
+        author_type="OPERATOR",
+        source=source,
+    )
+    realtime.chat_changed(chat)
+    return chat
+
+
+@transaction.atomic
+def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
+    """Explicit accept from the operator console."""
+    chat = Chat.objects.select_for_update().select_related("contact", "widget").get(pk=chat.pk, widget=widget)
+    fields = record_answer(chat=chat, agent=agent, now=timezone.now())
+    if fields:
+        chat.save(update_fields=[*fields, "updated_at"])
+    return chat
+
+
+# --- messages ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    type: str = Message.Type.TEXT
+    body: str = ""
+    markdown: str = ""
+    file_id: int | None = None
+    coords: dict | None = None
+    sticker: dict | None = None
+    keyboard: dict | None = None
+    origin: str = ""
+    visibility: str = Message.Visibility.PUBLIC
+
+
+def _store_message(
+    *, chat: Chat, data: MessageInput, author_kind: str, agent: Agent | None, now
+) -> tuple[Message, list[str]]:
+    message = Message.objects.create(
+        widget_id=chat.widget_id,
+        chat=chat,
+        type=data.type,
+        body=data.body,
+        markdown=data.markdown,
+        file_id=data.file_id,
+        coords=data.coords,
+        sticker=data.sticker,
+        keyboard=data.keyboard,
+        origin=data.origin,
+        author_kind=author_kind,
+        agent=agent,
+        visibility=data.visibility,
+        created_at=now,
+    )
+    chat.last_message, chat.last_message_at = message, now
+    fields = ["last_message", "last_message_at", "updated_at"]
+    chat.updated_at = now
+    if chat.status in (Chat.Status.EXPIRED, Chat.Status.READY):
+        chat.status = Chat.Status.ACTIVE  # a message reopens the room (same chat)
+        chat.closed_at = None
+        fields += ["status", "closed_at"]
+    if author_kind == Message.Author.CLIENT and not chat.has_client_messages:
+        chat.has_client_messages = True
+        fields.append("has_client_messages")
+    return message, fields
+
+
+@transaction.atomic
+def post_client_message(
+    *, widget: Widget, contact: Contact, data: MessageInput, channel: str = WIDGET_CHANNEL, source: str = "visitor"
+) -> Message:
+    """A visitor writes: the first message makes the room (chat.created), an expired room reopens."""
+    chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
+    chat = Chat.objects.select_for_update().select_related("widget", "contact").get(pk=chat.pk)
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("This conversation is closed.")
+    now = timezone.now()
+    message, fields = _store_message(chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=now)
+    chat.save(update_fields=fields)
+    events.emit(
+        widget,
+        events.MESSAGE_CREATED,
+        chat_id=chat.pk,
+        message_id=message.pk,
+        client_id=contact.guid,
+        author_type="USER",
+        source=source,
+    )
+    realtime.message_created(message)
+    return message
+
+
+@transaction.atomic
+def post_agent_message(
+    *, widget: Widget, chat: Chat, agent: Agent | None, data: MessageInput, source: str = "api"
+) -> Message:
+    """An operator writes into a chat (REST, console, compat). `agent` None means the chat's
+    assigned agent. A message into an expired chat is stored there and reopens it; a spam chat
+    refuses (409). A visible reply into an unclaimed room accepts it."""
+    chat = Chat.objects.select_for_update().select_related("widget", "contact", "agent").get(pk=chat.pk, widget=widget)
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("A spam chat takes no messages; move it to active first.")
+    author = agent or chat.agent
+    if author is None:
+        raise AssertionError("caller must resolve the author (agent_id required without an assigned agent)")
+    now = timezone.now()
+    kind = Message.Author.AI if author.type == Agent.Type.AI else Message.Author.AGENT
+    message, fields = _store_message(chat=chat, data=data, author_kind=kind, agent=author, now=now)
+    if data.visibility == Message.Visibility.PUBLIC:
+        fields += record_answer(chat=chat, agent=author, now=now)
+        if chat.first_agent_reply_at is None:
+            chat.first_agent_reply_at = now
+            fields.append("first_agent_reply_at")
+    chat.save(update_fields=sorted(set(fields)))
+    events.emit(
+        widget,
+        events.MESSAGE_CREATED,
+        chat_id=chat.pk,
+        message_id=message.pk,
+        client_id=chat.contact.guid,
+        author_type="OPERATOR",
+        source=source,
+    )
+    realtime.message_created(message)
+    return message
+
+
+@transaction.atomic
+def request_rating(*, widget: Widget, chat: Chat) -> Message:
+    """Ask the visitor to rate the chat: a system message the widget draws as a rating form."""
+    chat = Chat.objects.select_for_update().select_related("widget", "contact").get(pk=chat.pk, widget=widget)
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("A spam chat cannot be rated.")
+    if Rating.objects.filter(chat=chat).exists():
+        raise AlreadyRated("The visitor has already rated this chat.")
+    now = timezone.now()
+    message, fields = _store_message(
+        chat=chat,
+        data=MessageInput(body="Please rate this conversation.", origin="rate_request"),
+        author_kind=Message.Author.SYSTEM,
+        agent=None,
+        now=now,
+    )
+    chat.save(update_fields=fields)
+    realtime.message_created(message)
+    return message
+
+
+@transaction.atomic
+def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", source: str = "visitor") -> Rating:
+    """A visitor rates; the rating is attributed to the agent handling the chat now. The first
+    rating of a chat emits rating.created; later ones update it without a second event."""
+    chat = Chat.objects.select_for_update().select_related("contact").get(pk=chat.pk, widget=widget)
+    handler = chat.handled_by_id or chat.agent_id
+    rating = Rating.objects.filter(chat=chat).first()
+    if rating is not None:
+        rating.value, rating.comment, rating.agent_id = value, comment, handler
+        rating.save(update_fields=["value", "comment", "agent"])
+        return rating
+    rating = Rating.objects.create(widget=widget, chat=chat, value=value, comment=comment, agent_id=handler)
+    events.emit(
+        widget,
+        events.RATING_CREATED,
+        chat_client_id=chat.contact.guid,
+        operator_id=handler,
+        author_type="USER",
+        source=source,
+    )
+    return rating
+
+
+def note_typing(*, widget: Widget, chat: Chat, state: str, by: str) -> bool:
+    """Typing indicator, forwarded about once per 5 s per chat ("stop" always goes through).
+    Returns whether it was forwarded. The throttle is an atomic conditional UPDATE."""
+    now = timezone.now()
+    if state == "start":
+        updated = (
+            Chat.objects.filter(pk=chat.pk, widget=widget)
+            .exclude(last_typing_at__gt=now - TYPING_INTERVAL)
+            .update(last_typing_at=now)
+        )
+        if not updated:
+            return False
+    realtime.typing(chat, state=state, by=by)
+    return True
+
+
+@transaction.atomic
+def mark_seen(*, widget: Widget, chat: Chat, message: Message, by: str) -> int:
+    """Read receipt: every message of the other side up to and including `message` is seen."""
+    other = [Message.Author.CLIENT] if by == "agent" else [Message.Author.AGENT, Message.Author.AI]
+    now = timezone.now()
+    count = (
+        Message.objects.filter(chat=chat, widget=widget, author_kind__in=other, seen_at__isnull=True, id__lte=message.pk)
+        .update(seen_at=now)
+    )
+    realtime.seen(chat, message_id=message.pk, by=by)
+    return count
+
+
+@transaction.atomic
+def submit_offline_message(
+    *, widget: Widget, contact: Contact, message: str, name: str = "", email: str = "", phone: str = ""
+) -> Message:
+    """The offline/callback form: stored as a visitor message of the room, plus its own event."""
+    changes = {k: v for k, v in {"name": name, "email": email, "phone": phone}.items() if v}
+    if changes:
+        Contact.objects.filter(pk=contact.pk).update(**changes, updated_at=timezone.now())
+    stored = post_client_message(
+        widget=widget, contact=contact, data=MessageInput(body=message, origin="offline_form"), source="visitor"
+    )
+    events.emit(
+        widget,
+        events.OFFLINE_MESSAGE_CREATED,
+        chat_id=stored.chat_id,
+        client_id=contact.guid,
+        message_id=stored.pk,
+        name=name,
+        email=email,
+        phone=phone,
+    )
+    return stored
+
+
+# --- lifecycle -------------------------------------------------------------------------------------------------
+
+
+def sweep_idle_chats(*, now: datetime | None = None, batch_size: int = 500) -> dict[str, int]:
+    """The scheduled job (every 5 minutes): non-spam chats with messages whose last message is 7
+    minutes old or more move to expired (chat.closed on every move); younger ones that are `ready`
+    or `expired` become active again (so closing a chat just talked in reads back as active).
+    Spam chats and chats without messages are left alone.
+
+    Works in bounded batches, each its own transaction with `SKIP LOCKED` where the database has
+    it, so two sweeps running at once never move one chat twice."""
+    now = now or timezone.now()
+    cutoff = now - IDLE_EXPIRY
+    counts = {"expired": 0, "activated": 0}
+    while True:
+        with transaction.atomic():
+            batch = list(
+                Chat.objects.select_for_update(skip_locked=True)
+                .select_related("widget")
+                .filter(last_message_at__isnull=False, last_message_at__lte=cutoff)
+                .filter(status__in=[Chat.Status.ACTIVE, Chat.Status.READY])
+                .order_by("last_message_at")[:batch_size]
+            )
+            for chat in batch:
+                fields = _expire(chat, reason="expired", now=now)
+                chat.updated_at = now
+                chat.save(update_fields=[*fields, "updated_at"])
+        counts["expired"] += len(batch)
+        if len(batch) < batch_size:
+            break
+    while True:
+        with transaction.atomic():
+            ids = list(
+                Chat.objects.select_for_update(skip_locked=True)
+                .filter(status__in=[Chat.Status.READY, Chat.Status.EXPIRED], last_message_at__gt=cutoff)
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            Chat.objects.filter(pk__in=ids).update(status=Chat.Status.ACTIVE, closed_at=None, updated_at=now)
+        counts["activated"] += len(ids)
+        if len(ids) < batch_size:
+            break
+    return counts
