@@ -245,7 +245,16 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.core.api.schema.add_problem_components",
     ],
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "ChatStatusEnum": ["active", "ready", "expired", "spam"],
+        "ChatHandlingEnum": ["missed", "human", "ai", "ai_to_human", "human_to_ai"],
+        "OperatorTypeEnum": ["human", "ai"],
+        "MessageTypeEnum": ["text", "image", "file", "location", "sticker", "keyboard"],
+        "MessageAuthorEnum": ["client", "agent", "ai", "system"],
+        "MessageVisibilityEnum": ["public", "note", "email", "internal"],
+        "TypingStateEnum": ["start", "stop"],
+        "ButtonStyleEnum": ["primary", "secondary"],
+    },
 }
 
 # Bodies larger than this are refused with 413 before parsing (file uploads set their own cap).

@@ -5,7 +5,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from apps.core import views as core_views
 
 # Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
-api_v1 = []
+api_v1 = [
+    path("", include("apps.chats.api.urls")),
+]
 
 urlpatterns = [
     path("healthz", core_views.healthz, name="healthz"),

@@ -40,6 +40,11 @@ class AlreadyRated(Conflict):
     code, title = "already_rated", "Chat already rated"
 
 
+def ensure_not_spam(chat: Chat) -> None:
+    if chat.status == Chat.Status.SPAM:
+        raise ChatIsSpam("A spam chat takes no messages, typing or receipts; move it to active first.")
+
+
 def _lock(chat: Chat) -> Chat:
     return Chat.objects.select_for_update().get(pk=chat.pk, widget_id=chat.widget_id)
 

@@ -19,20 +19,20 @@ class NoteSerializer(serializers.ModelSerializer):
         fields = ["id", "title", "agent_id", "created_at"]
 
 
-class ButtonInput(InputSerializer):
+class NoteButtonInput(InputSerializer):
     label = serializers.CharField(min_length=1, max_length=64)
     url = serializers.URLField()
 
 
-class KeyboardInput(InputSerializer):
-    buttons = ButtonInput(many=True, max_length=7)
+class NoteKeyboardInput(InputSerializer):
+    buttons = NoteButtonInput(many=True, max_length=7)
 
 
 class NoteInput(InputSerializer):
     id = serializers.IntegerField(read_only=True)
     title = serializers.CharField(max_length=100)
     agent_id = TenantPrimaryKeyField(queryset=Agent.objects.all(), required=False, missing="422")
-    keyboard = KeyboardInput(required=False)
+    keyboard = NoteKeyboardInput(required=False)
     slow = serializers.FloatField(required=False, min_value=0, max_value=2)
 
 

@@ -151,7 +151,9 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
         if cls.__dict__.get("abstract", False):
             return
         actions = {a for a in _STANDARD_ACTIONS if hasattr(cls, a)}
-        actions |= {extra.__name__ for extra in cls.get_extra_actions()}
+        for extra in cls.get_extra_actions():
+            # An action's other methods (`@x.mapping.post`) are actions of their own name.
+            actions |= {extra.__name__, *extra.mapping.values()}
         _check_scopes(cls, actions)
 
     def scope_queryset(self, queryset):
@@ -176,12 +178,13 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
         self.check_object_permissions(self.request, obj)
         return obj
 
-    def validated(self, serializer_class, *, data=None, partial: bool = False, **kwargs) -> dict:
-        """Validate the body (or `data`) with an `XInput` serializer; errors raise 422."""
+    def validated(self, serializer_class, *, data=None, partial: bool = False, context=None, **kwargs) -> dict:
+        """Validate the body (or `data`) with an `XInput` serializer; errors raise 422.
+        `context` adds to the view's serializer context."""
         serializer = serializer_class(
             data=self.request.data if data is None else data,
             partial=partial,
-            context=self.get_serializer_context(),
+            context={**self.get_serializer_context(), **(context or {})},
             **kwargs,
         )
         serializer.is_valid(raise_exception=True)

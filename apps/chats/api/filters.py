@@ -1,0 +1,65 @@
+"""Query parameters of the chat and message lists, validated strictly (422, never a clamp)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer
+from apps.core.timeparse import parse_moment
+
+from ..models import Chat
+
+PAGINATION_PARAMS = ("cursor", "limit")
+
+
+class MomentField(serializers.CharField):
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            return parse_moment(text)
+        except ValueError:
+            self.fail("invalid_moment")
+
+    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
+
+
+class WindowQuery(InputSerializer):
+    from_ = MomentField(required=False)
+    to = MomentField(required=False)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+    def validate(self, attrs):
+        if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
+            raise serializers.ValidationError({"to": ["Must not be earlier than `from`."]})
+        return attrs
+
+
+class ChatListQuery(WindowQuery):
+    status = serializers.ChoiceField(choices=Chat.Status.values, required=False)
+    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", required=False)
+    has_client_messages = serializers.ChoiceField(choices=["0", "1"], required=False)
+    q = serializers.CharField(min_length=2, max_length=100, required=False, trim_whitespace=True)
+
+
+class MessageListQuery(WindowQuery):
+    pass
+
+
+def query_data(request) -> dict:
+    """Query parameters minus pagination, one value each (a repeated parameter is refused)."""
+    params = request.query_params
+    data, errors = {}, {}
+    for key in params:
+        if key in PAGINATION_PARAMS:
+            continue
+        values = params.getlist(key)
+        if len(values) > 1:
+            errors[key] = ["Give this parameter once."]
+        data[key] = values[-1]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return data

@@ -1,0 +1,171 @@
+"""Chats and messages of the token's widget. State changes go through apps.chats.services only."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.core.api.views import WidgetScopedViewSet
+
+from .. import selectors, services
+from ..models import Chat, Message
+from ..serializers import chat_payload, message_payload
+from . import serializers as s
+from .filters import ChatListQuery, MessageListQuery, query_data
+
+WINDOW_PARAMS = [
+    OpenApiParameter("from", str, description="Date-time or date (Europe/Moscow unless an offset is given)."),
+    OpenApiParameter("to", str, description="Date-time or date (a bare date is midnight; exclusive)."),
+]
+CHAT_LIST_PARAMS = [
+    OpenApiParameter("status", str, enum=Chat.Status.values),
+    OpenApiParameter("channel", str),
+    OpenApiParameter("has_client_messages", str, enum=["0", "1"], description="1 keeps chats where the visitor wrote."),
+    OpenApiParameter("q", str, description="2 to 100 characters, searched in visible message text."),
+    *WINDOW_PARAMS,
+]
+
+
+def _accepted(extra: dict | None = None) -> Response:
+    return Response({"status": "accepted", **(extra or {})}, status=status.HTTP_202_ACCEPTED)
+
+
+class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
+    """Chats of the token's widget: every state is listed, newest first."""
+
+    queryset = Chat.objects.all()
+    route_scopes = {
+        "list": ["chats:read"],
+        "retrieve": ["chats:read"],
+        "close": ["chats:write"],
+        "state": ["chats:write"],
+        "transfer": ["chats:write"],
+        "rate_request": ["chats:write"],
+        "messages": ["messages:read"],
+        "send_message": ["messages:write"],
+        "typing": ["messages:write"],
+        "seen": ["messages:write"],
+    }
+    idempotency_required = {"close", "state", "transfer", "rate_request", "send_message", "typing", "seen"}
+    problem_statuses = {
+        "close": [409],
+        "state": [409],
+        "transfer": [409],
+        "rate_request": [409],
+        "send_message": [409],
+        "typing": [409],
+        "seen": [409],
+    }
+
+    def scope_queryset(self, queryset):
+        return queryset.select_related("contact")
+
+    @extend_schema(parameters=CHAT_LIST_PARAMS, responses={200: s.ChatDoc(many=True)})
+    def list(self, request):
+        query = self.validated(ChatListQuery, data=query_data(request))
+        queryset = selectors.filter_chats(self.get_queryset(), widget=request.widget, **_rename_from(query))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response([chat_payload(chat) for chat in page])
+
+    @extend_schema(responses={200: s.ChatDoc})
+    def retrieve(self, request, pk=None):
+        return Response(chat_payload(self.get_object()))
+
+    @extend_schema(request=s.CloseInput, responses={200: s.ChatDoc})
+    @action(detail=True, methods=["post"])
+    def close(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.CloseInput)
+        chat = services.close_chat(widget=request.widget, chat=chat, reason=data.get("reason"))
+        return Response(chat_payload(chat))
+
+    @extend_schema(request=s.StateInput, responses={200: s.ChatDoc})
+    @action(detail=True, methods=["post"])
+    def state(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.StateInput)
+        chat = services.set_chat_state(widget=request.widget, chat=chat, state=data["state"], reason=data.get("reason"))
+        return Response(chat_payload(chat))
+
+    @extend_schema(request=s.TransferInput, responses={202: s.AcceptedDoc})
+    @action(detail=True, methods=["post"])
+    def transfer(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.TransferInput)
+        services.transfer_chat(widget=request.widget, chat=chat, to_agent=data["agent_id"])
+        return _accepted()
+
+    @extend_schema(request=None, responses={202: s.AcceptedDoc})
+    @action(detail=True, methods=["post"], url_path="rate-request")
+    def rate_request(self, request, pk=None):
+        chat = self.get_object()
+        self.validated(s.EmptyInput)
+        services.request_rating(widget=request.widget, chat=chat)
+        return _accepted()
+
+    @extend_schema(parameters=WINDOW_PARAMS, responses={200: s.MessageDoc(many=True)})
+    @action(detail=True, methods=["get"])
+    def messages(self, request, pk=None):
+        chat = self.get_object()
+        query = self.validated(MessageListQuery, data=query_data(request))
+        queryset = selectors.filter_messages(chat=chat, **_rename_from(query))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response([message_payload(m) for m in page])
+
+    @extend_schema(request=s.MessageInput, responses={202: s.MessageAcceptedDoc})
+    @messages.mapping.post
+    def send_message(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.MessageInput, context={"chat": chat})
+        message = services.post_agent_message(
+            widget=request.widget,
+            chat=chat,
+            agent=data.get("agent_id"),
+            data=services.MessageInput(
+                type=data["type"],
+                body=data.get("body", ""),
+                markdown=data.get("markdown", ""),
+                file_id=data["file"].pk if data.get("file") else None,
+                coords=data.get("coords"),
+                sticker=data.get("sticker"),
+                keyboard=_keyboard(data.get("keyboard")),
+                origin=data.get("origin", ""),
+            ),
+        )
+        return _accepted({"id": message.pk, "chat_id": chat.pk, "created_at": message.created_at.isoformat()})
+
+    @extend_schema(request=s.TypingInput, responses={202: s.TypingAcceptedDoc})
+    @action(detail=True, methods=["post"])
+    def typing(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.TypingInput)
+        services.ensure_not_spam(chat)
+        forwarded = services.note_typing(widget=request.widget, chat=chat, state=data["state"], by="agent")
+        return _accepted({"forwarded": forwarded})
+
+    @extend_schema(request=s.SeenInput, responses={200: s.SeenDoc})
+    @action(detail=True, methods=["post"])
+    def seen(self, request, pk=None):
+        chat = self.get_object()
+        data = self.validated(s.SeenInput, context={"chat": chat})
+        services.ensure_not_spam(chat)
+        message: Message = data["message_id"]
+        marked = services.mark_seen(widget=request.widget, chat=chat, message=message, by="agent")
+        return Response({"chat_id": chat.pk, "message_id": message.pk, "marked": marked})
+
+
+def _rename_from(query: dict) -> dict:
+    out = dict(query)
+    if "from" in out:
+        out["start"] = out.pop("from")
+    if "to" in out:
+        out["end"] = out.pop("to")
+    return out
+
+
+def _keyboard(keyboard: dict | None) -> dict | None:
+    if keyboard is None:
+        return None
+    return {"buttons": [dict(button) for button in keyboard["buttons"]]}
