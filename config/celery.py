@@ -16,6 +16,7 @@ BEAT_SCHEDULE = {
     "core.redrive_outbox": ("apps.core.tasks.redrive_outbox", 60),
     "core.purge_idempotency_keys": ("apps.core.tasks.purge_idempotency_keys", 3600),
     "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
+    "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()

@@ -7,6 +7,8 @@ from apps.core import views as core_views
 # Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
 api_v1 = [
     path("", include("apps.chats.api.urls")),
+    path("", include("apps.chats.api.urls_more")),
+    path("", include("apps.chats.api.urls_transcript")),
 ]
 
 urlpatterns = [
@@ -18,4 +20,6 @@ urlpatterns = [
     re_path(r"^api/problems/?$", core_views.problem_index, name="problem-index"),
     re_path(r"^api/problems/(?P<code>[a-z0-9_]+)/?$", core_views.problem_page, name="problem"),
     path("api/v1/", include(api_v1)),
+    path("api/visitor/v1/", include("apps.chats.visitor.urls")),
+    path("api/files/", include("apps.chats.api.urls_public")),
 ]
