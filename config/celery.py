@@ -17,6 +17,7 @@ BEAT_SCHEDULE = {
     "core.purge_idempotency_keys": ("apps.core.tasks.purge_idempotency_keys", 3600),
     "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
     "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
+    "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()

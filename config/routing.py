@@ -1,3 +1,9 @@
-"""Websocket routes. The visitor and agent sockets arrive with their issues."""
+"""Websocket routes. The agent socket arrives with its issue."""
 
-websocket_urlpatterns: list = []
+from django.urls import re_path
+
+from apps.chats.visitor.consumers import VisitorConsumer
+
+websocket_urlpatterns: list = [
+    re_path(r"^ws/visitor/(?P<button_guid>[^/]+)/?$", VisitorConsumer.as_asgi()),
+]

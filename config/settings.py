@@ -254,6 +254,9 @@ SPECTACULAR_SETTINGS = {
         "MessageVisibilityEnum": ["public", "note", "email", "internal"],
         "TypingStateEnum": ["start", "stop"],
         "ButtonStyleEnum": ["primary", "secondary"],
+        "WebhookVocabularyEnum": ["native", "legacy"],
+        "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
+        "EventStatusEnum": ["Live", "Wired"],
     },
 }
 
@@ -277,7 +280,13 @@ if OUTBOUND_ALLOW_LOOPBACK:
     )
 
 # Handlers of domain events, called by the outbox fan-out with (event). Apps append theirs.
-EVENT_HANDLERS: list[str] = []
+EVENT_HANDLERS: list[str] = ["apps.webhooks.services.fan_out_event"]
+
+# Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
+# or per type in Django admin (EventSwitch).
+WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])
+# Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
+WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

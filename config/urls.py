@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("apps.chats.api.urls")),
     path("", include("apps.chats.api.urls_more")),
     path("", include("apps.chats.api.urls_transcript")),
+    path("", include("apps.webhooks.api.urls")),
 ]
 
 urlpatterns = [

@@ -1,0 +1,28 @@
+from django.contrib import admin
+
+from .models import Delivery, EventSwitch, Subscription
+
+
+@admin.register(EventSwitch)
+class EventSwitchAdmin(admin.ModelAdmin):
+    """Switch `Wired` event types on platform-wide (or a `Live` one off)."""
+
+    list_display = ("event_type", "enabled", "updated_at")
+    list_editable = ("enabled",)
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ("id", "widget", "url", "is_active", "is_legacy_compat", "created_at")
+    list_filter = ("is_active", "is_legacy_compat")
+    search_fields = ("url", "widget__button_guid")
+    exclude = ("secret_encrypted",)
+    raw_id_fields = ("widget",)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ("delivery_id", "subscription", "event_type", "status", "attempts", "last_error", "created_at")
+    list_filter = ("status", "event_type", "envelope")
+    exclude = ("body",)
+    readonly_fields = [f.name for f in Delivery._meta.fields if f.name != "body"]

@@ -1,0 +1,83 @@
+"""The webhook event catalogue: native names with status and data fields, the legacy vocabulary.
+
+`Live` events are enabled platform-wide; `Wired` ones are emitted by the code and accepted in
+subscriptions, but delivered only once switched on (setting WEBHOOK_LIVE_EVENTS, overridden per
+event type by an EventSwitch row in Django admin).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from apps.core import events
+
+TRIGGERED_BY: dict[str, str] = {
+    events.MESSAGE_CREATED: "a chat message is persisted, from client or agent",
+    events.CHAT_CREATED: "a new chat room is created for a first-time client",
+    events.CHAT_TRANSFERRED: "a chat is transferred between agents",
+    events.CHAT_CLOSED: "closed via the close endpoint, or automatically on transition into expired",
+    events.RATING_CREATED: "a client submits a rating for the first time",
+    events.AGENT_ONLINE: "an agent socket connects",
+    events.AGENT_OFFLINE: "an agent's last socket disconnects",
+    events.CHAT_ACCEPTED: "an operator answers a previously unanswered chat",
+    events.OFFLINE_MESSAGE_CREATED: "a client submits the offline/callback form while no operator is connected",
+    events.CONTACT_UPDATED: "a contact is updated via the contact PATCH",
+}
+SPEC_STATUS: dict[str, str] = {name: ("Live" if name == events.MESSAGE_CREATED else "Wired") for name in TRIGGERED_BY}
+
+NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)
+LEGACY_NAMES: dict[str, str] = dict(events.LEGACY_NAMES)
+NATIVE_TO_LEGACY: dict[str, str] = {native: legacy for legacy, native in LEGACY_NAMES.items()}
+REFUSED_NATIVE = {"chat.updated": "chat.updated is not a native event; legacy integrations use chat_updated"}
+
+
+def live_by_setting() -> set[str]:
+    return set(getattr(settings, "WEBHOOK_LIVE_EVENTS", [events.MESSAGE_CREATED]))
+
+
+def enabled_types() -> set[str]:
+    from .models import EventSwitch
+
+    enabled = live_by_setting()
+    for event_type, on in EventSwitch.objects.values_list("event_type", "enabled"):
+        (enabled.add if on else enabled.discard)(event_type)
+    return enabled & set(NATIVE_NAMES)
+
+
+def listing() -> list[dict]:
+    enabled = enabled_types()
+    rows = [
+        {
+            "name": name,
+            "vocabulary": "native",
+            "enabled": name in enabled,
+            "status": "Live" if name in enabled else "Wired",
+            "triggered_by": TRIGGERED_BY[name],
+            "data_fields": ["button_guid", *events.CATALOGUE[name]],
+            "maps_to": None,
+        }
+        for name in NATIVE_NAMES
+    ]
+    rows += [
+        {
+            "name": legacy,
+            "vocabulary": "legacy",
+            "enabled": native in enabled,
+            "status": "Live" if native in enabled else "Wired",
+            "triggered_by": TRIGGERED_BY[native],
+            "data_fields": list(LEGACY_FIELDS[legacy]),
+            "maps_to": native,
+        }
+        for legacy, native in LEGACY_NAMES.items()
+    ]
+    return rows
+
+
+# Members of the legacy envelope per legacy name (see payloads.legacy_envelope).
+LEGACY_FIELDS: dict[str, tuple[str, ...]] = {
+    "chat_updated": ("event_name", "chat_id", "widget_id", "visitor", "agent", "previous_agent"),
+    "chat_finished": ("event_name", "chat_id", "widget_id", "visitor", "reason"),
+    "chat_accepted": ("event_name", "chat_id", "widget_id", "visitor", "agent"),
+    "offline_message": ("event_name", "chat_id", "widget_id", "visitor", "offline_message_id", "message"),
+    "client_updated": ("event_name", "client_id", "widget_id", "visitor", "changed_fields"),
+}

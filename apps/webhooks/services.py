@@ -1,0 +1,406 @@
+"""Subscriptions and the delivery engine.
+
+Fan-out (called by the outbox for every event) writes one Delivery row per matching endpoint in
+the outbox transaction. The rows are the source of truth: `deliver_due` sends every row whose
+`next_attempt_at` has passed, leasing it first (the lease moves `next_attempt_at` forward), so a
+lost Celery message or a killed worker delays a delivery by at most the lease, never loses it;
+the beat sweeper triggers `deliver_due` while due rows exist. Attempts run on a thread pool over
+one pooled guarded session, so a slow endpoint holds one thread, not the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from datetime import timedelta
+
+from django.db import IntegrityError, close_old_connections, transaction
+from django.utils import timezone
+
+from apps.core import outbound
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.models import OutboxEvent, Widget
+
+from . import catalogue, payloads, signing
+from .crypto import decrypt_secret, encrypt_secret, generate_secret
+from .models import Attempt, Delivery, Subscription
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 4
+LEASE = timedelta(seconds=90)  # longer than one attempt's timeouts
+TIMEOUT = (3.05, 10)
+RESPONSE_CAP = 64 * 1024
+
+
+def retry_wait(failed_attempt: int) -> int:
+    """After failed attempt n (1, 2, 3): min(60, 2^n * 5) seconds: 10, 20, 40."""
+    return min(60, 2**failed_attempt * 5)
+
+
+class DuplicateSubscription(Conflict):
+    """A subscription of this widget already targets that url."""
+
+    code, title = "subscription_url_exists", "A subscription for this url already exists"
+
+
+class NotRedeliverable(ValidationFailed):
+    """This delivery cannot be redelivered to the subscription as it is now."""
+
+    code, title = "not_redeliverable", "Delivery is not redeliverable"
+
+
+# --- subscriptions -----------------------------------------------------------------------------------
+
+
+def check_destination(url: str) -> None:
+    """https only, no credentials, and every resolved address public (loopback only when
+    OUTBOUND_ALLOW_LOOPBACK). Raises ValidationFailed at `url`."""
+    try:
+        parts = outbound.check_url(url)
+        outbound.pin_address(parts.hostname, parts.port or 443)
+    except outbound.OutboundBlocked as exc:
+        raise ValidationFailed(errors={"url": [f"Refused destination ({exc.reason})."]}) from None
+    except outbound.OutboundError:
+        raise ValidationFailed(errors={"url": ["The host does not resolve."]}) from None
+
+
+def validate_events(events: list[str], *, legacy: bool) -> list[str]:
+    errors = []
+    for name in events:
+        if legacy:
+            if name not in catalogue.LEGACY_NAMES:
+                errors.append(f"{name!r} is not a legacy event name ({', '.join(catalogue.LEGACY_NAMES)}).")
+        elif name in catalogue.REFUSED_NATIVE:
+            errors.append(catalogue.REFUSED_NATIVE[name])
+        elif name not in catalogue.NATIVE_NAMES:
+            errors.append(f"{name!r} is not a native event name.")
+    if errors:
+        raise ValidationFailed(errors={"events": errors})
+    return list(dict.fromkeys(events))
+
+
+@transaction.atomic
+def create_subscription(
+    *, widget: Widget, url: str, events: list[str], secret: str | None = None, is_legacy_compat: bool = False
+) -> tuple[Subscription, str]:
+    """Returns the subscription and its secret (shown once)."""
+    events = validate_events(events, legacy=is_legacy_compat)
+    check_destination(url)
+    secret = secret or generate_secret()
+    try:
+        with transaction.atomic():
+            sub = Subscription.objects.create(
+                widget=widget,
+                url=url,
+                events=events,
+                secret_encrypted=encrypt_secret(secret),
+                is_legacy_compat=is_legacy_compat,
+            )
+    except IntegrityError:
+        raise DuplicateSubscription("This widget already has a subscription for that url.") from None
+    return sub, secret
+
+
+@transaction.atomic
+def update_subscription(*, widget: Widget, subscription: Subscription, changes: dict) -> Subscription:
+    sub = Subscription.objects.select_for_update().get(pk=subscription.pk, widget=widget)
+    legacy = changes.get("is_legacy_compat", sub.is_legacy_compat)
+    events = changes.get("events", sub.events)
+    if "events" in changes or legacy != sub.is_legacy_compat:
+        try:
+            events = validate_events(events, legacy=legacy)
+        except ValidationFailed as exc:
+            if "events" not in changes:
+                raise ValidationFailed(
+                    errors={"is_legacy_compat": ["The subscribed events do not fit that vocabulary; send events too."]}
+                ) from exc
+            raise
+    if "url" in changes and changes["url"] != sub.url:
+        check_destination(changes["url"])
+        if Subscription.objects.filter(widget=widget, url=changes["url"]).exclude(pk=sub.pk).exists():
+            raise DuplicateSubscription("This widget already has a subscription for that url.")
+        sub.url = changes["url"]
+    sub.events, sub.is_legacy_compat = events, legacy
+    if "is_active" in changes:
+        sub.is_active = changes["is_active"]
+    sub.updated_at = timezone.now()
+    sub.save()
+    return sub
+
+
+@transaction.atomic
+def rotate_secret(*, widget: Widget, subscription: Subscription, secret: str | None = None) -> str:
+    """Immediate cutover: the old secret is overwritten; queued and backing-off deliveries read
+    the new one when their attempt runs."""
+    secret = secret or generate_secret()
+    Subscription.objects.filter(pk=subscription.pk, widget=widget).update(
+        secret_encrypted=encrypt_secret(secret), updated_at=timezone.now()
+    )
+    return secret
+
+
+@transaction.atomic
+def delete_subscription(*, widget: Widget, subscription: Subscription) -> None:
+    Subscription.objects.filter(pk=subscription.pk, widget=widget).delete()
+
+
+# --- fan-out -------------------------------------------------------------------------------------------
+
+
+def _envelope_for(sub: Subscription, event_type: str) -> str | None:
+    if sub.is_legacy_compat:
+        legacy = catalogue.NATIVE_TO_LEGACY.get(event_type)
+        return "legacy" if legacy and legacy in sub.events else None
+    return "native" if event_type in sub.events else None
+
+
+def fan_out_event(event: OutboxEvent) -> int:
+    """EVENT_HANDLERS entry: one delivery per matching active endpoint (idempotent per event)."""
+    enabled = event.type in catalogue.enabled_types()
+    now = timezone.now()
+    made = 0
+    for sub in Subscription.objects.filter(widget_id=event.widget_id, is_active=True):
+        envelope = _envelope_for(sub, event.type)
+        if envelope is None:
+            continue
+        body = payloads.render(event, envelope)
+        if body is None:
+            continue
+        _, created = Delivery.objects.get_or_create(
+            subscription=sub,
+            event=event,
+            redelivery_of=None,
+            defaults={
+                "widget_id": event.widget_id,
+                "event_type": event.type,
+                "envelope": envelope,
+                "status": Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
+                "body": body.decode(),
+                "payload": payloads.log_payload(body),
+                "next_attempt_at": now if enabled else None,
+            },
+        )
+        made += int(created and enabled)
+    if made:
+        transaction.on_commit(_trigger)
+    return made
+
+
+def _trigger(countdown: float | None = None) -> None:
+    from .tasks import deliver_due
+
+    try:
+        if countdown:
+            deliver_due.apply_async(countdown=countdown)
+        else:
+            deliver_due.delay()
+    except Exception:  # the sweeper re-drives due rows; a lost trigger only delays them
+        logger.warning("webhook delivery trigger failed; the sweeper will pick the rows up")
+
+
+# --- delivery ------------------------------------------------------------------------------------------------
+
+
+def redeliver(*, widget: Widget, subscription: Subscription, delivery_id) -> Delivery:
+    """Re-send a logged delivery's event with a new X-Service-Delivery and the same idempotency key,
+    in the envelope the subscription uses now."""
+    original = (
+        Delivery.objects.select_related("event")
+        .filter(widget=widget, subscription=subscription, delivery_id=delivery_id)
+        .first()
+    )
+    if original is None or not is_redeliverable(original, subscription):
+        if original is None:
+            raise ValidationFailed(errors={"delivery_id": ["No such delivery of this subscription."]})
+        raise NotRedeliverable(
+            "This delivery cannot be redelivered in the subscription's current envelope.",
+            errors={"delivery_id": ["Not redeliverable."]},
+        )
+    envelope = "legacy" if subscription.is_legacy_compat else "native"
+    body = payloads.render(original.event, envelope)
+    now = timezone.now()
+    with transaction.atomic():
+        copy = Delivery.objects.create(
+            widget=widget,
+            subscription=subscription,
+            event=original.event,
+            event_type=original.event_type,
+            envelope=envelope,
+            status=Delivery.Status.PENDING,
+            body=body.decode(),
+            payload=payloads.log_payload(body),
+            next_attempt_at=now,
+            redelivery_of=original,
+        )
+        transaction.on_commit(_trigger)
+    return copy
+
+
+def is_redeliverable(delivery: Delivery, subscription: Subscription) -> bool:
+    """Rows logged in the legacy envelope (final failures) never are; a pending row is still on its
+    way; while the subscription is legacy, only events with a legacy equivalent can go again."""
+    if delivery.envelope == Delivery.Envelope.LEGACY or delivery.status == Delivery.Status.PENDING:
+        return False
+    if subscription.is_legacy_compat:
+        return delivery.event_type in catalogue.NATIVE_TO_LEGACY
+    return True
+
+
+def log_rows(subscription: Subscription):
+    """The delivery log: native rows over their whole lifecycle; legacy rows only as final failures."""
+    from django.db.models import Q
+
+    return Delivery.objects.filter(widget_id=subscription.widget_id, subscription=subscription).filter(
+        Q(envelope=Delivery.Envelope.NATIVE) | Q(envelope=Delivery.Envelope.LEGACY, status=Delivery.Status.FAILED)
+    )
+
+
+def _lease(batch_size: int) -> list[int]:
+    now = timezone.now()
+    with transaction.atomic():
+        ids = list(
+            Delivery.objects.select_for_update(skip_locked=True)
+            .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:batch_size]
+        )
+        if ids:
+            Delivery.objects.filter(pk__in=ids).update(next_attempt_at=now + LEASE)
+    return ids
+
+
+_session_local = threading.local()
+
+
+def _session() -> outbound.GuardedSession:
+    session = getattr(_session_local, "session", None)
+    if session is None:
+        session = _session_local.session = outbound.get_session()
+    return session
+
+
+def attempt_delivery(delivery_pk: int) -> str:
+    """One attempt of one leased delivery. Returns the resulting status (or "dropped")."""
+    delivery = Delivery.objects.filter(pk=delivery_pk, status=Delivery.Status.PENDING).first()
+    if delivery is None:
+        return "gone"
+    sub = Subscription.objects.filter(pk=delivery.subscription_id).first()
+    if sub is None or not sub.is_active:
+        # Endpoint deleted or deactivated meanwhile: dropped silently, no failure record.
+        Delivery.objects.filter(pk=delivery.pk).delete()
+        return "dropped"
+    number = delivery.attempts + 1
+    started = timezone.now()
+    clock = time.monotonic()
+    secret = decrypt_secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
+    status_code, error, permanent = None, "", False
+    if secret is None:
+        error, permanent = "missing_secret", True
+    else:
+        body = delivery.body.encode()
+        ts = int(time.time())
+        event_id = str(delivery.event_id)
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "ChatWidgetService-Webhooks/1",
+            "X-Service-Event": delivery.event_type,
+            "X-Service-Signature": signing.service_signature(secret, body),
+            "X-Service-Idempotency-Key": event_id,
+            "X-Service-Delivery": str(delivery.delivery_id),
+            "X-Service-Timestamp": str(ts),
+            "webhook-id": event_id,
+            "webhook-timestamp": str(ts),
+            "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
+        }
+        try:
+            response = _session().request(
+                "POST", sub.url, data=body, headers=headers, timeout=TIMEOUT, max_redirects=0, max_bytes=RESPONSE_CAP
+            )
+            status_code = response.status_code
+            if not 200 <= status_code < 300:
+                error = f"http_{status_code}"  # redirects included: never followed
+        except outbound.OutboundBlocked as exc:
+            error, permanent = f"blocked:{exc.reason}", True
+        except outbound.OutboundError as exc:
+            error = exc.reason
+    duration = int((time.monotonic() - clock) * 1000)
+    now = timezone.now()
+    if not error:
+        status, next_at = Delivery.Status.DELIVERED, None
+    elif permanent or number >= MAX_ATTEMPTS:
+        status, next_at = Delivery.Status.FAILED, None
+    else:
+        status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=retry_wait(number))
+    with transaction.atomic():
+        Attempt.objects.create(
+            delivery=delivery, number=number, started_at=started, duration_ms=duration,
+            status_code=status_code, error=error[:200],
+        )
+        Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING).update(
+            status=status,
+            attempts=number,
+            next_attempt_at=next_at,
+            last_status_code=status_code,
+            last_error=error[:200],
+            updated_at=now,
+        )
+    if status == Delivery.Status.PENDING:
+        _trigger(countdown=retry_wait(number))
+    return status
+
+
+def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64) -> int:
+    """Send due deliveries until none are due or the time budget is spent. Keeps up to
+    `concurrency` attempts in flight and refills as each finishes; `concurrency=1` runs inline
+    (in the caller's thread and transaction: used by tests)."""
+    deadline = time.monotonic() + max_seconds
+    done = 0
+    if concurrency <= 1:
+        while time.monotonic() < deadline:
+            ids = _lease(batch_size)
+            if not ids:
+                break
+            for pk in ids:
+                attempt_delivery(pk)
+                done += 1
+        return done
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook") as pool:
+        running: set = set()
+        queue: list[int] = []
+        while True:
+            if not queue and time.monotonic() < deadline and len(running) < concurrency:
+                queue = _lease(batch_size)
+            while queue and len(running) < concurrency:
+                running.add(pool.submit(_attempt_in_thread, queue.pop(0)))
+            if not running:
+                if queue:
+                    continue
+                break
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            done += len(finished)
+            for future in finished:
+                exc = future.exception()
+                if exc is not None:
+                    logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+        _release(queue)
+    return done
+
+
+def _attempt_in_thread(pk: int) -> str:
+    try:
+        return attempt_delivery(pk)
+    finally:
+        close_old_connections()
+
+
+def _release(ids: list[int]) -> None:
+    """Leased rows we did not get to go back to the queue now."""
+    if ids:
+        Delivery.objects.filter(pk__in=ids, status=Delivery.Status.PENDING).update(next_attempt_at=timezone.now())
+
+
+def has_due() -> bool:
+    return Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now()).exists()
