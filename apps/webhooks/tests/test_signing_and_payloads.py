@@ -96,3 +96,26 @@ def test_no_generated_pii_survives(pii, before, after, key):
     logged = json.dumps(payloads.log_payload(body), ensure_ascii=False)
     assert pii not in logged
     assert "[скрыто]" in logged
+
+
+def test_rotate_webhook_keys_command_reencrypts_under_the_newest_key(db, widget, settings, monkeypatch):
+    import io
+    import ipaddress
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    from apps.core import outbound
+    from apps.webhooks import services
+    from apps.webhooks.models import Subscription
+
+    monkeypatch.setattr(outbound, "resolve_host", lambda h, p: [ipaddress.ip_address("93.184.216.34")])
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [old]
+    sub, secret = services.create_subscription(widget=widget, url="https://h.example.com", events=["message.created"])
+    settings.WEBHOOK_SECRET_KEYS = [new, old]
+    out = io.StringIO()
+    call_command("rotate_webhook_keys", stdout=out)
+    assert json.loads(out.getvalue()) == {"rotated": 1}
+    settings.WEBHOOK_SECRET_KEYS = [new]
+    assert decrypt_secret(Subscription.objects.get(pk=sub.pk).secret_encrypted) == secret
