@@ -83,3 +83,10 @@ def test_json_formatter_scrubs_tokens_and_carries_request_id():
     line = json.loads(JSONFormatter().format(record))
     assert token not in json.dumps(line)
     assert prefix in line["message"] and line["request_id"] == "rid-1"
+
+
+def test_scrub_redacts_session_tokens_in_websocket_urls():
+    from apps.core.logging import scrub
+
+    line = scrub("GET /ws/visitor/abc/?session=cvs_secretvalue&since=5")
+    assert "cvs_secretvalue" not in line and "since=5" in line

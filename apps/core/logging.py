@@ -12,12 +12,14 @@ from apps.core.auth.tokens import PREFIX_LENGTH, TOKEN_RE
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
+_QUERY_SECRET_RE = re.compile(r"(?i)([?&](?:session|access_token|token|api_key)=)[^&\s\"']+")
 _BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+[^\s\"'\\,;]+")
 
 
 def scrub(text: str) -> str:
     """Redact every token-shaped string and Authorization credential from a log line."""
     text = TOKEN_RE.sub(lambda m: m.group(0)[:PREFIX_LENGTH] + "…", text)
+    text = _QUERY_SECRET_RE.sub(lambda m: m.group(1) + "[redacted]", text)
     return _BEARER_RE.sub(lambda m: m.group(1) + " [redacted]", text)
 
 

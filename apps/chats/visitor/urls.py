@@ -1,1 +1,16 @@
-urlpatterns: list = []
+"""Routes relative to /api/visitor/v1/. Paths as written, a trailing slash also accepted."""
+
+from django.urls import re_path
+
+from . import views
+
+_GUID = r"^(?P<button_guid>[^/]+)"
+
+urlpatterns = [
+    re_path(_GUID + r"/config/?$", views.ConfigView.as_view(), name="visitor-config"),
+    re_path(_GUID + r"/sessions/?$", views.SessionsView.as_view(), name="visitor-sessions"),
+    re_path(_GUID + r"/messages/?$", views.MessagesView.as_view(), name="visitor-messages"),
+    re_path(_GUID + r"/typing/?$", views.TypingView.as_view(), name="visitor-typing"),
+    re_path(_GUID + r"/rating/?$", views.RatingView.as_view(), name="visitor-rating"),
+    re_path(_GUID + r"/offline/?$", views.OfflineView.as_view(), name="visitor-offline"),
+]

@@ -1,0 +1,581 @@
+"""The visitor API /api/visitor/v1/{button_guid}/...: what the embed script speaks over HTTP."""
+
+import json
+
+import pytest
+from django.core.files.base import ContentFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.agents.models import Agent
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Contact, File, Message, Rating, VisitorSession
+from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory, MessageFactory
+from apps.chats.visitor import auth
+from apps.core.testing.plugin import assert_problem
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/api/visitor/v1"
+
+
+def url(widget, route: str) -> str:
+    return f"{BASE}/{widget.button_guid}/{route}"
+
+
+def post(client, widget, route: str, body=None, token: str | None = None, **extra):
+    if token is not None:
+        extra["HTTP_AUTHORIZATION"] = f"Visitor {token}"
+    return client.post(url(widget, route), json.dumps(body or {}), content_type="application/json", **extra)
+
+
+def get(client, widget, route: str, token: str | None = None, **params):
+    extra = {"HTTP_AUTHORIZATION": f"Visitor {token}"} if token is not None else {}
+    return client.get(url(widget, route), params, **extra)
+
+
+def start(client, widget, **body) -> dict:
+    response = post(client, widget, "sessions", body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+@pytest.fixture
+def session(client, widget) -> dict:
+    return start(client, widget, name="Anna")
+
+
+@pytest.fixture
+def token(session) -> str:
+    return session["session_token"]
+
+
+@pytest.fixture
+def contact(session) -> Contact:
+    return Contact.objects.get(guid=session["client_id"])
+
+
+def say(client, widget, token, body="Hello"):
+    return post(client, widget, "messages", {"type": "text", "body": body}, token)
+
+
+def room_of(contact) -> Chat:
+    return Chat.objects.get(contact=contact, channel="widget")
+
+
+def make_file(widget, name="a.png", content_type="image/png") -> File:
+    return File.objects.create(
+        widget=widget, stored=ContentFile(b"x", name=name), original_name=name, content_type=content_type, size=1
+    )
+
+
+# --- config ----------------------------------------------------------------------------------------
+
+
+def test_config_is_public_and_cacheable(client, widget):
+    response = get(client, widget, "config")
+    assert response.status_code == 200
+    assert response.json() == {
+        "button_guid": widget.button_guid,
+        "name": widget.name,
+        "language": "auto",
+        "online": False,
+        "features": {"rating": True, "offline_form": True},
+    }
+    assert response["Cache-Control"] == "public, max-age=60"
+    assert response["Access-Control-Allow-Origin"] == "*"
+
+
+def test_config_is_online_with_an_active_human_agent(client, widget):
+    AgentFactory(widget=widget, status=Agent.Status.RELAXATION)
+    AgentFactory(widget=widget, type=Agent.Type.AI)
+    assert get(client, widget, "config").json()["online"] is False
+    AgentFactory(widget=widget)
+    assert get(client, widget, "config").json()["online"] is True
+
+
+def test_visitor_api_works_with_the_rest_api_switched_off(client, widget):
+    widget.api_enabled = False
+    widget.save(update_fields=["api_enabled"])
+    assert get(client, widget, "config").status_code == 200
+    assert post(client, widget, "sessions").status_code == 201
+
+
+@pytest.mark.parametrize("route", ["config", "messages"])
+def test_unknown_button_guid_is_404(client, route):
+    response = client.get(f"{BASE}/{'0' * 32}/{route}", HTTP_AUTHORIZATION="Visitor x")
+    assert_problem(response, 404, "not_found")
+    assert response["Access-Control-Allow-Origin"] == "*"
+
+
+def test_unknown_button_guid_on_a_write_is_404_before_the_session(client):
+    response = client.post(f"{BASE}/{'f' * 32}/messages", "{}", content_type="application/json")
+    assert_problem(response, 404)
+
+
+# --- sessions ----------------------------------------------------------------------------------------
+
+
+def test_session_makes_a_contact_and_returns_its_token_once(client, widget):
+    body = start(
+        client,
+        widget,
+        name="Anna",
+        email="anna@example.com",
+        phone="+7 900 1",
+        locale="ru-RU",
+        page_url="https://shop.example/x",
+    )
+    assert set(body) == {"session_token", "client_id"}
+    contact = Contact.objects.get(guid=body["client_id"], widget=widget)
+    assert (contact.name, contact.email, contact.phone, contact.locale) == (
+        "Anna",
+        "anna@example.com",
+        "+7 900 1",
+        "ru-RU",
+    )
+    stored = VisitorSession.objects.get(contact=contact)
+    assert stored.page_url == "https://shop.example/x"
+    assert stored.token_hash == auth.hash_token(body["session_token"])
+    assert body["session_token"] not in stored.token_hash
+    assert body["session_token"].startswith("cvs_") and len(body["session_token"]) == 47
+
+
+def test_session_answer_is_never_cached(client, widget):
+    response = post(client, widget, "sessions")
+    assert response["Cache-Control"] == "no-store"
+
+
+def test_every_session_is_a_new_contact(client, widget):
+    assert start(client, widget)["client_id"] != start(client, widget)["client_id"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"nickname": "x"},
+        {"email": "not-an-email"},
+        {"page_url": "javascript:alert(1)"},
+        {"locale": "x" * 20},
+        {"name": 5},
+    ],
+)
+def test_session_bad_body_is_422(client, widget, body):
+    assert_problem(post(client, widget, "sessions", body), 422, "validation_failed")
+
+
+def test_session_body_must_be_json(client, widget):
+    response = client.post(url(widget, "sessions"), "name=Anna", content_type="application/x-www-form-urlencoded")
+    assert_problem(response, 415, "unsupported_media_type")
+
+
+def test_malformed_json_is_400(client, widget):
+    response = client.post(url(widget, "sessions"), "{", content_type="application/json")
+    assert_problem(response, 400, "invalid_json")
+
+
+# --- authentication ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", ["messages", "typing", "rating", "offline"])
+def test_missing_session_is_401_with_www_authenticate(client, widget, route):
+    response = post(client, widget, route, {})
+    assert_problem(response, 401, "visitor_session_required")
+    assert response["WWW-Authenticate"].startswith("Visitor")
+
+
+@pytest.mark.parametrize(
+    "header", ["Visitor", "Visitor nonsense", "Visitor cvs_" + "A" * 43, "Bearer cvs_" + "A" * 43, "Basic dXNlcjpw"]
+)
+def test_bad_session_is_401(client, widget, header):
+    response = client.get(url(widget, "messages"), HTTP_AUTHORIZATION=header)
+    assert_problem(response, 401)
+    assert response["WWW-Authenticate"].startswith("Visitor")
+
+
+def test_session_of_another_widget_is_401(client, widget, other_widget):
+    foreign = start(client, other_widget)["session_token"]
+    response = get(client, widget, "messages", foreign)
+    assert_problem(response, 401, "invalid_visitor_session")
+
+
+def test_bearer_api_token_is_not_a_visitor_session(client, widget, make_token):
+    response = client.get(url(widget, "messages"), HTTP_AUTHORIZATION=f"Bearer {make_token()}")
+    assert_problem(response, 401)
+
+
+# --- messages ------------------------------------------------------------------------------------------
+
+
+def test_first_message_makes_the_room_and_emits_chat_created(client, widget, token, contact, captured_events):
+    response = say(client, widget, token)
+    assert response.status_code == 201
+    body = response.json()
+    chat = room_of(contact)
+    message = Message.objects.get(pk=body["id"])
+    assert body == {"id": message.pk, "chat_id": chat.pk, "created_at": message.created_at.isoformat()}
+    assert (message.author_kind, message.body, message.visibility) == ("client", "Hello", "public")
+    bg = widget.button_guid
+    assert captured_events() == [
+        ("chat.created", {"chat_id": chat.pk, "client_id": contact.guid, "source": "visitor", "button_guid": bg}),
+        (
+            "message.created",
+            {
+                "chat_id": chat.pk,
+                "message_id": message.pk,
+                "client_id": contact.guid,
+                "author_type": "USER",
+                "source": "visitor",
+                "button_guid": bg,
+            },
+        ),
+    ]
+
+
+def test_second_message_writes_into_the_same_room_without_chat_created(client, widget, token, captured_events):
+    first = say(client, widget, token, "one").json()
+    second = say(client, widget, token, "two").json()
+    assert first["chat_id"] == second["chat_id"]
+    types = [t for t, _ in captured_events()]
+    assert types == ["chat.created", "message.created", "message.created"]
+
+
+def test_message_into_an_expired_room_reopens_it(client, widget, token, contact):
+    say(client, widget, token)
+    Chat.objects.filter(contact=contact).update(status=Chat.Status.EXPIRED)
+    assert say(client, widget, token).status_code == 201
+    assert room_of(contact).status == Chat.Status.ACTIVE
+
+
+def test_message_into_a_spam_room_is_409(client, widget, token, contact, captured_events):
+    say(client, widget, token)
+    Chat.objects.filter(contact=contact).update(status=Chat.Status.SPAM)
+    assert_problem(say(client, widget, token), 409, "chat_is_spam")
+    assert [t for t, _ in captured_events()] == ["chat.created", "message.created"]
+
+
+def test_body_of_4096_characters_is_accepted(client, widget, token):
+    assert say(client, widget, token, "я" * 4096).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"type": "text", "body": ""}, "body"),
+        ({"type": "text", "body": "   \n"}, "body"),
+        ({"type": "text", "body": "x" * 4097}, "body"),
+        ({"type": "text"}, "body"),
+        ({"type": "text", "body": "x", "extra": 1}, "extra"),
+        ({"type": "keyboard", "body": "x"}, "type"),
+        ({"type": "file"}, "file_id"),
+        ({"type": "file", "file_id": "1"}, "file_id"),
+        ({"type": "file", "file_id": 999999}, "file_id"),
+        ({"body": "x"}, "type"),
+    ],
+)
+def test_bad_message_is_422(client, widget, token, body, field):
+    body = assert_problem(post(client, widget, "messages", body, token), 422)
+    assert field in body["errors"], body
+
+
+def test_a_message_must_be_a_json_object(client, widget, token):
+    assert_problem(post(client, widget, "messages", ["x"], token), 422)
+
+
+def test_message_body_must_be_json(client, widget, token):
+    response = client.post(
+        url(widget, "messages"), "hello", content_type="text/plain", HTTP_AUTHORIZATION=f"Visitor {token}"
+    )
+    assert_problem(response, 415, "unsupported_media_type")
+
+
+def test_file_message_with_a_file_of_the_widget(client, widget, token):
+    file = make_file(widget)
+    response = post(client, widget, "messages", {"type": "image", "file_id": file.pk}, token)
+    assert response.status_code == 201
+    assert Message.objects.get(pk=response.json()["id"]).file == file
+
+
+def test_file_of_another_widget_is_422(client, widget, other_widget, token):
+    file = make_file(other_widget)
+    body = assert_problem(post(client, widget, "messages", {"type": "file", "file_id": file.pk}, token), 422)
+    assert "file_id" in body["errors"]
+
+
+def test_file_shown_in_another_visitors_conversation_is_422(client, widget, token):
+    file = make_file(widget, name="secret.pdf", content_type="application/pdf")
+    MessageFactory(chat=ChatFactory(contact=ContactFactory(widget=widget)), type="file", file=file)
+    body = assert_problem(post(client, widget, "messages", {"type": "file", "file_id": file.pk}, token), 422)
+    assert "file_id" in body["errors"]
+
+
+def test_image_message_needs_an_image_file(client, widget, token):
+    file = make_file(widget, name="a.pdf", content_type="application/pdf")
+    assert_problem(post(client, widget, "messages", {"type": "image", "file_id": file.pk}, token), 422)
+
+
+# --- list -----------------------------------------------------------------------------------------------
+
+
+def test_list_before_the_first_message_is_empty(client, widget, token):
+    response = get(client, widget, "messages", token)
+    assert response.status_code == 200
+    assert response.json() == {"data": []}
+
+
+def test_list_shows_what_the_visitor_may_see_oldest_first(client, widget, token, contact):
+    mine = say(client, widget, token, "question").json()
+    chat = room_of(contact)
+    agent = AgentFactory(widget=widget, name="Olga")
+    for visibility in ("note", "email", "internal"):
+        chat_services.post_agent_message(
+            widget=widget,
+            chat=chat,
+            agent=agent,
+            data=chat_services.MessageInput(body=f"secret {visibility}", visibility=visibility),
+        )
+    reply = chat_services.post_agent_message(
+        widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="answer")
+    )
+    data = get(client, widget, "messages", token).json()["data"]
+    assert [m["id"] for m in data] == [mine["id"], reply.pk]
+    assert [m["body"] for m in data] == ["question", "answer"]
+    assert data[1]["author"] == {"kind": "agent", "name": "Olga"}
+    assert "visibility" not in data[1]
+
+
+def test_list_after_id(client, widget, token):
+    ids = [say(client, widget, token, f"m{i}").json()["id"] for i in range(3)]
+    data = get(client, widget, "messages", token, after_id=ids[0]).json()["data"]
+    assert [m["id"] for m in data] == ids[1:]
+
+
+def test_list_never_shows_another_contacts_messages(client, widget, token):
+    MessageFactory(chat=ChatFactory(contact=ContactFactory(widget=widget)), body="other visitor")
+    say(client, widget, token, "mine")
+    assert [m["body"] for m in get(client, widget, "messages", token).json()["data"]] == ["mine"]
+
+
+def test_list_gives_at_most_200_per_call(client, widget, token, contact):
+    say(client, widget, token)
+    chat = room_of(contact)
+    Message.objects.bulk_create(
+        [Message(widget=widget, chat=chat, body=f"m{i}", author_kind="client") for i in range(205)]
+    )
+    first = get(client, widget, "messages", token).json()["data"]
+    assert len(first) == 200
+    rest = get(client, widget, "messages", token, after_id=first[-1]["id"]).json()["data"]
+    assert len(rest) == 6
+
+
+@pytest.mark.parametrize("params", [{"after_id": "x"}, {"after_id": "-1"}, {"limit": "5"}])
+def test_list_bad_query_is_422(client, widget, token, params):
+    assert_problem(get(client, widget, "messages", token, **params), 422)
+
+
+def test_list_query_count_does_not_grow_with_messages(client, widget, token, contact):
+    say(client, widget, token)
+    chat = room_of(contact)
+
+    def count_queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert get(client, widget, "messages", token).status_code == 200
+        return len(captured)
+
+    one = count_queries()
+    for _ in range(3):
+        agent = AgentFactory(widget=widget)
+        chat_services.post_agent_message(
+            widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="hi")
+        )
+    for _ in range(2):
+        file = make_file(widget)
+        chat_services.post_client_message(
+            widget=widget, contact=contact, data=chat_services.MessageInput(type="image", file_id=file.pk)
+        )
+    assert count_queries() == one
+
+
+# --- typing ------------------------------------------------------------------------------------------------
+
+
+def test_typing_is_202_and_forwarded_once_per_interval(client, widget, token):
+    say(client, widget, token)
+    first = post(client, widget, "typing", {"state": "start"}, token)
+    assert first.status_code == 202
+    assert first.json() == {"status": "accepted", "forwarded": True}
+    assert post(client, widget, "typing", {"state": "start"}, token).json()["forwarded"] is False
+    assert post(client, widget, "typing", {"state": "stop"}, token).json()["forwarded"] is True
+
+
+def test_typing_before_the_first_message_is_202_not_forwarded(client, widget, token):
+    response = post(client, widget, "typing", {"state": "start"}, token)
+    assert response.status_code == 202
+    assert response.json()["forwarded"] is False
+
+
+@pytest.mark.parametrize("body", [{"state": "typing"}, {}, {"state": "start", "x": 1}])
+def test_bad_typing_is_422(client, widget, token, body):
+    assert_problem(post(client, widget, "typing", body, token), 422)
+
+
+# --- rating --------------------------------------------------------------------------------------------------
+
+
+def test_rating_before_any_conversation_is_409(client, widget, token, captured_events):
+    assert_problem(post(client, widget, "rating", {"value": 5}, token), 409, "no_conversation")
+    assert captured_events() == []
+
+
+def test_first_rating_emits_rating_created_and_a_second_does_not(client, widget, token, contact, captured_events):
+    say(client, widget, token)
+    chat = room_of(contact)
+    agent = AgentFactory(widget=widget)
+    chat_services.post_agent_message(widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="hi"))
+    before = len(captured_events())
+
+    first = post(client, widget, "rating", {"value": 4, "comment": "ok"}, token)
+    assert first.status_code == 201
+    assert first.json() == {"chat_id": chat.pk, "value": 4, "comment": "ok"}
+    assert captured_events()[before:] == [
+        (
+            "rating.created",
+            {
+                "chat_client_id": contact.guid,
+                "operator_id": agent.pk,
+                "author_type": "USER",
+                "source": "visitor",
+                "button_guid": widget.button_guid,
+            },
+        )
+    ]
+
+    second = post(client, widget, "rating", {"value": 2}, token)
+    assert second.status_code == 201
+    assert len(captured_events()) == before + 1
+    assert Rating.objects.get(chat=chat).value == 2
+
+
+@pytest.mark.parametrize("body", [{"value": 0}, {"value": 6}, {"value": "5"}, {"value": True}, {"value": 4.5}, {}])
+def test_bad_rating_is_422(client, widget, token, body):
+    say(client, widget, token)
+    body = assert_problem(post(client, widget, "rating", body, token), 422)
+    assert "value" in body["errors"]
+
+
+def test_rating_a_spam_room_is_409(client, widget, token, contact):
+    say(client, widget, token)
+    Chat.objects.filter(contact=contact).update(status=Chat.Status.SPAM)
+    assert_problem(post(client, widget, "rating", {"value": 5}, token), 409, "chat_is_spam")
+
+
+# --- offline form -------------------------------------------------------------------------------------------
+
+
+def test_offline_form_emits_offline_message_created(client, widget, token, contact, captured_events):
+    body = {"name": "Anna K", "email": "anna@example.com", "phone": "+79001234567", "message": "Call me back"}
+    response = post(client, widget, "offline", body, token)
+    assert response.status_code == 201
+    chat = room_of(contact)
+    message = Message.objects.get(pk=response.json()["id"])
+    assert response.json()["chat_id"] == chat.pk
+    assert (message.body, message.origin) == ("Call me back", "offline_form")
+    events = captured_events()
+    assert [t for t, _ in events] == ["chat.created", "message.created", "offline_message.created"]
+    assert events[-1][1] == {
+        "chat_id": chat.pk,
+        "client_id": contact.guid,
+        "message_id": message.pk,
+        "name": "Anna K",
+        "email": "anna@example.com",
+        "phone": "+79001234567",
+        "button_guid": widget.button_guid,
+    }
+    contact.refresh_from_db()
+    assert (contact.name, contact.email) == ("Anna K", "anna@example.com")
+
+
+@pytest.mark.parametrize("body", [{}, {"message": "  "}, {"message": "x", "email": "nope"}, {"message": "x", "x": 1}])
+def test_bad_offline_form_is_422(client, widget, token, body):
+    assert_problem(post(client, widget, "offline", body, token), 422)
+
+
+# --- rate limits -------------------------------------------------------------------------------------------
+
+
+def test_sessions_per_address_limit_is_429_with_retry_after(client, widget, settings):
+    settings.VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = 2
+    start(client, widget)
+    start(client, widget)
+    response = post(client, widget, "sessions")
+    assert_problem(response, 429, "rate_limited")
+    assert int(response["Retry-After"]) >= 1
+    assert response["Access-Control-Allow-Origin"] == "*"
+    # another address has its own budget
+    assert post(client, widget, "sessions", REMOTE_ADDR="203.0.113.9").status_code == 201
+
+
+def test_messages_per_address_limit_is_429_with_retry_after(client, widget, token, settings):
+    settings.VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = 2
+    assert say(client, widget, token).status_code == 201
+    assert post(client, widget, "offline", {"message": "x"}, token).status_code == 201
+    response = say(client, widget, token)
+    assert_problem(response, 429, "rate_limited")
+    assert int(response["Retry-After"]) >= 1
+    assert Message.objects.filter(widget=widget).count() == 2
+
+
+def test_limit_setting_is_read_at_call_time(client, widget, token, settings):
+    settings.VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = 1
+    say(client, widget, token)
+    assert say(client, widget, token).status_code == 429
+    settings.VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = 5
+    assert say(client, widget, token).status_code == 201
+
+
+def test_zero_turns_the_per_address_limits_off(client, widget, settings):
+    settings.VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = 0
+    settings.VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = 0
+    tokens = [start(client, widget)["session_token"] for _ in range(5)]
+    for _ in range(5):
+        assert say(client, widget, tokens[0]).status_code == 201
+        assert post(client, widget, "typing", {"state": "stop"}, tokens[0]).status_code == 202
+
+
+def test_limit_is_per_widget_and_address(client, widget, other_widget, settings):
+    settings.VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = 1
+    start(client, widget)
+    assert post(client, widget, "sessions").status_code == 429
+    assert post(client, other_widget, "sessions").status_code == 201
+
+
+def test_per_widget_budget_applies_whatever_the_address(client, widget, token, monkeypatch):
+    monkeypatch.setitem(
+        auth.LIMITS,
+        "messages",
+        auth.Limit("visitor_messages", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 1, 60, per_widget=1),
+    )
+    assert say(client, widget, token).status_code == 201
+    response = post(client, widget, "messages", {"type": "text", "body": "x"}, token, REMOTE_ADDR="198.51.100.7")
+    assert_problem(response, 429)
+
+
+# --- CORS -----------------------------------------------------------------------------------------------------
+
+
+def test_preflight_is_answered_without_a_session(client, widget):
+    response = client.options(
+        url(widget, "messages"),
+        HTTP_ORIGIN="https://shop.example",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type",
+    )
+    assert response.status_code == 204
+    assert response["Access-Control-Allow-Origin"] == "*"
+    assert "Authorization" in response["Access-Control-Allow-Headers"]
+    assert "POST" in response["Access-Control-Allow-Methods"]
+
+
+def test_unknown_method_is_405(client, widget, token):
+    response = client.delete(url(widget, "messages"), HTTP_AUTHORIZATION=f"Visitor {token}")
+    assert_problem(response, 405)

@@ -1,0 +1,401 @@
+"""The visitor websocket /ws/visitor/{button_guid}/?session=<token>[&since=<id>], end to end through
+config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
+pushes that apps.chats.realtime sends after commit really go out."""
+
+import json
+from unittest import mock
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from asgiref.sync import async_to_sync
+from asgiref.testing import ApplicationCommunicator
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.chats.realtime import widget_group
+from apps.chats.tests.factories import AgentFactory
+from apps.chats.visitor import services as visitor_services
+from config.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = [(b"origin", b"http://testserver")]
+TIMEOUT = 3
+
+
+class WebsocketCommunicator(ApplicationCommunicator):
+    """The few methods of channels.testing.WebsocketCommunicator these tests use (importing
+    channels.testing needs daphne, which the project does not install). Like channels' own
+    communicator, it keeps consumers from closing the test's database connection."""
+
+    async def send_input(self, message):
+        with mock.patch("channels.db.close_old_connections", lambda: None):
+            return await super().send_input(message)
+
+    async def receive_output(self, timeout=1):
+        with mock.patch("channels.db.close_old_connections", lambda: None):
+            return await super().receive_output(timeout)
+
+    def __init__(self, app, url: str, headers=None):
+        parsed = urlsplit(url)
+        scope = {
+            "type": "websocket",
+            "path": unquote(parsed.path),
+            "query_string": parsed.query.encode(),
+            "headers": headers or [],
+            "subprotocols": [],
+        }
+        super().__init__(app, scope)
+
+    async def connect(self, timeout=1):
+        await self.send_input({"type": "websocket.connect"})
+        response = await self.receive_output(timeout)
+        if response["type"] == "websocket.close":
+            return False, response.get("code", 1000)
+        return True, response.get("subprotocol")
+
+    async def send_to(self, text_data=None, bytes_data=None):
+        if text_data is not None:
+            await self.send_input({"type": "websocket.receive", "text": text_data})
+        else:
+            await self.send_input({"type": "websocket.receive", "bytes": bytes_data})
+
+    async def send_json_to(self, data):
+        await self.send_to(text_data=json.dumps(data))
+
+    async def receive_json_from(self, timeout=1):
+        response = await self.receive_output(timeout)
+        assert response["type"] == "websocket.send", response
+        return json.loads(response["text"])
+
+    async def disconnect(self, code=1000, timeout=1):
+        await self.send_input({"type": "websocket.disconnect", "code": code})
+        await self.wait(timeout)
+
+
+@pytest.fixture(autouse=True)
+def memory_layer(settings):
+    """A fresh in-memory layer per test (the setting change drops the cached one)."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+@pytest.fixture
+def visitor(widget):
+    session, token = visitor_services.start_session(widget=widget, name="Anna")
+    return session.contact, token
+
+
+@pytest.fixture
+def agent(widget):
+    return AgentFactory(widget=widget, name="Olga")
+
+
+def run(scenario):
+    async_to_sync(scenario)()
+
+
+def path(widget, token, **params) -> str:
+    query = "&".join(f"{k}={v}" for k, v in {"session": token, **params}.items())
+    return f"/ws/visitor/{widget.button_guid}/?{query}"
+
+
+async def open_socket(url: str) -> WebsocketCommunicator:
+    socket = WebsocketCommunicator(application, url, headers=ORIGIN)
+    connected, _ = await socket.connect(timeout=TIMEOUT)
+    assert connected
+    return socket
+
+
+async def close_code(url: str) -> int:
+    socket = WebsocketCommunicator(application, url, headers=ORIGIN)
+    connected, _ = await socket.connect(timeout=TIMEOUT)
+    assert connected  # accepted, then closed with a code the browser can read
+    output = await socket.receive_output(timeout=TIMEOUT)
+    assert output["type"] == "websocket.close"
+    return output["code"]
+
+
+def visitor_says(widget, contact, body="Hello") -> Message:
+    return visitor_services.send_message(widget=widget, contact=contact, data=chat_services.MessageInput(body=body))
+
+
+def agent_says(widget, chat, agent, body="Hi, how can I help?", visibility="public") -> Message:
+    return chat_services.post_agent_message(
+        widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body=body, visibility=visibility)
+    )
+
+
+async def message_frame(socket) -> dict:
+    frame = await socket.receive_json_from(timeout=TIMEOUT)
+    assert frame["event"] == "message", frame
+    return frame["message"]
+
+
+# --- live frames ------------------------------------------------------------------------------------
+
+
+def test_operator_message_arrives_as_a_frame(widget, visitor, agent):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        reply = await database_sync_to_async(agent_says)(widget, chat, agent)
+        frame = await socket.receive_json_from(timeout=TIMEOUT)
+        assert frame["event"] == "message" and frame["chat_id"] == chat.pk
+        assert frame["message"]["id"] == reply.pk
+        assert frame["message"]["body"] == "Hi, how can I help?"
+        assert frame["message"]["author"] == {"kind": "agent", "name": "Olga"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_private_notes_never_reach_the_visitor(widget, visitor, agent):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        for visibility in ("note", "email", "internal"):
+            await database_sync_to_async(agent_says)(widget, chat, agent, f"secret {visibility}", visibility)
+        public = await database_sync_to_async(agent_says)(widget, chat, agent, "visible")
+        assert (await message_frame(socket))["id"] == public.pk
+        assert await socket.receive_nothing(timeout=0.2)
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_agent_typing_arrives(widget, visitor):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        forwarded = await database_sync_to_async(chat_services.note_typing)(
+            widget=widget, chat=chat, state="start", by="agent"
+        )
+        assert forwarded
+        frame = await socket.receive_json_from(timeout=TIMEOUT)
+        assert frame == {"event": "typing", "chat_id": chat.pk, "state": "start", "by": "agent"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_socket_opened_before_the_first_message_receives_the_room(widget, visitor, agent):
+    contact, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        first = await database_sync_to_async(visitor_says)(widget, contact, "first")
+        mine = await message_frame(socket)
+        assert mine["id"] == first.pk and mine["author"]["kind"] == "client"
+        reply = await database_sync_to_async(agent_says)(widget, first.chat, agent)
+        assert (await message_frame(socket))["id"] == reply.pk
+        assert await socket.receive_nothing(timeout=0.2)  # the first message went out once
+        await socket.disconnect()
+
+    run(scenario)
+
+
+# --- reconnect -------------------------------------------------------------------------------------
+
+
+def test_reconnect_with_since_replays_missed_messages_oldest_first(widget, visitor, agent):
+    contact, token = visitor
+    seen = visitor_says(widget, contact, "before")
+    chat = seen.chat
+    missed = [agent_says(widget, chat, agent, "one"), agent_says(widget, chat, agent, "two")]
+    agent_says(widget, chat, agent, "private", visibility="note")
+    missed.append(visitor_says(widget, contact, "three"))
+
+    async def scenario():
+        socket = await open_socket(path(widget, token, since=seen.pk))
+        replayed = [await message_frame(socket) for _ in missed]
+        assert [m["id"] for m in replayed] == [m.pk for m in missed]
+        assert [m["body"] for m in replayed] == ["one", "two", "three"]
+        assert await socket.receive_nothing(timeout=0.2)
+        live = await database_sync_to_async(agent_says)(widget, chat, agent, "live")
+        assert (await message_frame(socket))["id"] == live.pk
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_connect_without_since_replays_nothing(widget, visitor):
+    contact, token = visitor
+    visitor_says(widget, contact)
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        assert await socket.receive_nothing(timeout=0.2)
+        await socket.disconnect()
+
+    run(scenario)
+
+
+# --- refusals --------------------------------------------------------------------------------------
+
+
+def test_bad_session_is_closed_with_4401(widget, visitor, other_widget):
+    _, token = visitor
+    _, foreign = visitor_services.start_session(widget=other_widget)
+
+    async def scenario():
+        assert await close_code(f"/ws/visitor/{widget.button_guid}/") == 4401
+        assert await close_code(path(widget, "cvs_" + "A" * 43)) == 4401
+        assert await close_code(path(widget, "junk")) == 4401
+        assert await close_code(path(widget, foreign)) == 4401
+
+    run(scenario)
+
+
+def test_unknown_widget_is_closed_with_4404(visitor):
+    _, token = visitor
+
+    async def scenario():
+        assert await close_code(f"/ws/visitor/{'0' * 32}/?session={token}") == 4404
+
+    run(scenario)
+
+
+def test_bad_since_is_closed_with_4400(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        assert await close_code(path(widget, token, since="abc")) == 4400
+
+    run(scenario)
+
+
+# --- client frames ---------------------------------------------------------------------------------
+
+
+def test_visitor_typing_frame_reaches_the_operators(widget, visitor):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+
+    async def scenario():
+        layer = get_channel_layer()
+        console = await layer.new_channel()
+        await layer.group_add(widget_group(widget.pk), console)
+        socket = await open_socket(path(widget, token))
+        await socket.send_json_to({"type": "typing", "state": "start"})
+        pushed = await layer.receive(console)
+        assert pushed["frame"] == {"event": "typing", "chat_id": chat.pk, "state": "start", "by": "client"}
+        assert await socket.receive_nothing(timeout=0.2)  # the visitor's own typing is not echoed
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_seen_frame_marks_operator_messages_seen(widget, visitor, agent):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+    reply = agent_says(widget, chat, agent)
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_json_to({"type": "seen", "message_id": reply.pk})
+        frame = await socket.receive_json_from(timeout=TIMEOUT)
+        assert frame == {"event": "seen", "chat_id": chat.pk, "message_id": reply.pk, "by": "client"}
+        await socket.disconnect()
+
+    run(scenario)
+    reply.refresh_from_db()
+    assert reply.seen_at is not None
+
+
+def test_seen_of_a_message_outside_the_conversation_is_an_error_frame(widget, visitor, agent):
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+    note = agent_says(widget, chat, agent, "private", visibility="note")
+    _, other_token = visitor_services.start_session(widget=widget)
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_json_to({"type": "seen", "message_id": note.pk})
+        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "not_found"
+        await socket.disconnect()
+        stranger = await open_socket(path(widget, other_token))
+        await stranger.send_json_to({"type": "seen", "message_id": chat.last_message_id})
+        assert (await stranger.receive_json_from(timeout=TIMEOUT))["code"] == "not_found"
+        await stranger.disconnect()
+
+    run(scenario)
+    assert Message.objects.get(pk=note.pk).seen_at is None
+
+
+@pytest.mark.parametrize(
+    ("sent", "code"),
+    [
+        ({"type": "dance"}, "unknown_frame"),
+        ({"state": "start"}, "unknown_frame"),
+        (["typing"], "invalid_frame"),
+        ({"type": "typing", "state": "maybe"}, "invalid_frame"),
+        ({"type": "seen", "message_id": "1"}, "invalid_frame"),
+    ],
+)
+def test_bad_client_frames_get_an_error_frame_and_the_socket_stays_open(widget, visitor, sent, code):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_json_to(sent)
+        frame = await socket.receive_json_from(timeout=TIMEOUT)
+        assert frame["event"] == "error" and frame["code"] == code
+        await socket.send_json_to({"type": "ping"})
+        assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_malformed_and_binary_frames_do_not_crash_the_socket(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_to(text_data="{not json")
+        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "invalid_json"
+        await socket.send_to(bytes_data=b"\x00\x01")
+        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "invalid_frame"
+        await socket.send_to(text_data=json.dumps({"type": "ping", "pad": "x" * 5000}))
+        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "frame_too_large"
+        await socket.send_json_to({"type": "ping"})
+        assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_typing_before_the_room_exists_is_ignored(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_json_to({"type": "typing", "state": "start"})
+        assert await socket.receive_nothing(timeout=0.2)
+        await socket.disconnect()
+
+    run(scenario)
+    assert not Chat.objects.filter(widget=widget).exists()
+
+
+def test_too_many_frames_are_refused(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        for _ in range(30):
+            await socket.send_json_to({"type": "ping"})
+            assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
+        await socket.send_json_to({"type": "ping"})
+        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "rate_limited"
+        await socket.disconnect()
+
+    run(scenario)

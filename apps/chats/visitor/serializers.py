@@ -1,0 +1,153 @@
+"""Inputs of the visitor API (`XInput`, strict: unknown members are 422) and its output shapes.
+
+Message output is `apps.chats.serializers.visitor_message_frame`, shared with the websocket.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer
+from apps.core.models import Widget
+
+from ..models import Message
+from . import services
+
+BODY_MAX = 4096
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: strings, floats and booleans are refused rather than coerced."""
+
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictStringMixin:
+    """A JSON string: numbers and booleans are refused rather than turned into text."""
+
+    default_error_messages = {"not_a_string": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(StrictStringMixin, serializers.CharField):
+    pass
+
+
+class StrictEmailField(StrictStringMixin, serializers.EmailField):
+    pass
+
+
+class StrictRegexField(StrictStringMixin, serializers.RegexField):
+    pass
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise serializers.ValidationError("Must not be blank.")
+    return value
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise serializers.ValidationError("Must be an absolute http(s) URL.")
+    return value
+
+
+class SessionInput(InputSerializer):
+    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    email = StrictEmailField(required=False, allow_blank=True, max_length=255)
+    phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
+    locale = StrictRegexField(
+        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$", required=False, allow_blank=True, max_length=16
+    )
+    page_url = StrictCharField(required=False, allow_blank=True, max_length=2000, validators=[_http_url])
+
+
+class MessageInput(InputSerializer):
+    """`{type: "text", body}` or `{type: "file" | "image", file_id}` (a file of this widget)."""
+
+    type = serializers.ChoiceField(choices=[Message.Type.TEXT, Message.Type.FILE, Message.Type.IMAGE])
+    body = StrictCharField(
+        required=False, min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank]
+    )
+    file_id = StrictIntegerField(required=False, min_value=1)
+
+    def validate(self, attrs):
+        kind = attrs["type"]
+        errors = {}
+        if kind == Message.Type.TEXT:
+            if "body" not in attrs:
+                errors["body"] = ["Required for type text."]
+            if "file_id" in attrs:
+                errors["file_id"] = ["Only file and image messages carry a file."]
+        else:
+            if "body" in attrs:
+                errors["body"] = ["Only text messages carry a body."]
+            if "file_id" not in attrs:
+                errors["file_id"] = [f"Required for type {kind}."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        if kind != Message.Type.TEXT:
+            file = services.attachable_file(
+                widget=self.context["widget"], contact=self.context["contact"], file_id=attrs["file_id"]
+            )
+            if file is None:
+                raise serializers.ValidationError({"file_id": ["Unknown file."]})
+            if kind == Message.Type.IMAGE and not file.content_type.startswith("image/"):
+                raise serializers.ValidationError({"file_id": ["Must be an image file."]})
+            attrs["file"] = file
+        return attrs
+
+
+class MessageListQuery(InputSerializer):
+    after_id = StrictRegexField(r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."})
+
+    def validate_after_id(self, value: str) -> int:
+        return int(value)
+
+
+class TypingInput(InputSerializer):
+    state = serializers.ChoiceField(choices=["start", "stop"])
+
+
+class RatingInput(InputSerializer):
+    value = StrictIntegerField(min_value=1, max_value=5)
+    comment = StrictCharField(required=False, allow_blank=True, max_length=2000, trim_whitespace=False)
+
+
+class OfflineInput(InputSerializer):
+    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    email = StrictEmailField(required=False, allow_blank=True, max_length=255)
+    phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
+    message = StrictCharField(min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank])
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def config_payload(widget: Widget, *, online: bool) -> dict:
+    """Public settings the embed script starts with. Members are only ever added: the widget
+    settings issue adds its appearance and language members here from its own selector."""
+    return {
+        "button_guid": widget.button_guid,
+        "name": widget.name,
+        "language": "auto",
+        "online": online,
+        "features": {"rating": True, "offline_form": True},
+    }
+
+
+def message_created_payload(message: Message) -> dict:
+    return {"id": message.pk, "chat_id": message.chat_id, "created_at": message.created_at.isoformat()}

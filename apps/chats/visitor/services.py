@@ -1,0 +1,173 @@
+"""The visitor channel's writes and the reads it serves. Chat writes go through apps.chats.services;
+this module adds what only the visitor side needs: sessions, the contact's on-site room, and the
+notice that tells the contact's sockets a room was just made.
+
+The tenant is always explicit: every function takes the widget and the session's contact and
+refuses a contact of another widget.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from apps.agents.models import Agent
+from apps.core.errors import Conflict, NotFound
+from apps.core.models import Widget
+
+from .. import services as chat_services
+from ..models import Chat, Contact, File, Message, Rating, VisitorSession
+from . import auth
+
+logger = logging.getLogger(__name__)
+
+MESSAGES_PER_CALL = 200
+
+
+class NoConversation(Conflict):
+    """The visitor has not written yet, so there is no conversation to rate."""
+
+    code, title = "no_conversation", "No conversation yet"
+
+
+def contact_group(guid: str) -> str:
+    """Channel-layer group of every socket of one contact (room notices only, never messages)."""
+    return f"contact.{guid}"
+
+
+def _own(widget: Widget, contact: Contact) -> None:
+    if contact.widget_id != widget.pk:
+        raise AssertionError("contact must belong to the widget")
+
+
+# --- sessions ----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_session(
+    *, widget: Widget, name: str = "", email: str = "", phone: str = "", locale: str = "", page_url: str = ""
+) -> tuple[VisitorSession, str]:
+    """A new contact and its session. Returns the session and the plaintext token, which is
+    shown once and stored only as its SHA-256."""
+    contact = chat_services.create_contact(widget=widget, name=name, email=email, phone=phone, locale=locale)
+    token = auth.new_session_token()
+    session = VisitorSession.objects.create(
+        widget=widget, contact=contact, token_hash=auth.hash_token(token), page_url=page_url
+    )
+    return session, token
+
+
+# --- reads ----------------------------------------------------------------------------------------------
+
+
+def get_room(*, widget: Widget, contact: Contact) -> Chat | None:
+    """The contact's on-site room, or None before the first message."""
+    _own(widget, contact)
+    return Chat.objects.filter(widget=widget, contact=contact, channel=chat_services.WIDGET_CHANNEL).first()
+
+
+def list_visible_messages(
+    *, widget: Widget, chat_id: int, after_id: int = 0, limit: int = MESSAGES_PER_CALL
+) -> list[Message]:
+    """Public messages of the room with id > after_id, oldest first (never notes, operator-only
+    e-mails or operator-to-operator messages)."""
+    return list(
+        Message.objects.filter(widget=widget, chat_id=chat_id, visibility=Message.Visibility.PUBLIC, id__gt=after_id)
+        .select_related("file", "agent")
+        .order_by("id")[:limit]
+    )
+
+
+def any_agent_online(widget: Widget) -> bool:
+    """A human agent of the widget is active (presence replaces this when agent sockets land)."""
+    return Agent.objects.filter(widget=widget, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE).exists()
+
+
+def attachable_file(*, widget: Widget, contact: Contact, file_id: int) -> File | None:
+    """A file of the widget that no other contact's conversation shows. Files carry no uploader
+    yet, so this keeps a visitor from re-posting (and so downloading) another visitor's file."""
+    _own(widget, contact)
+    file = File.objects.filter(pk=file_id, widget=widget).first()
+    if file is None:
+        return None
+    elsewhere = Message.objects.filter(widget=widget, file=file).exclude(chat__contact=contact).exists()
+    return None if elsewhere else file
+
+
+# --- writes ---------------------------------------------------------------------------------------------
+
+
+def send_message(*, widget: Widget, contact: Contact, data: chat_services.MessageInput) -> Message:
+    """The visitor writes. The first message makes the room (chat.created); a spam room is 409."""
+    had_room = get_room(widget=widget, contact=contact) is not None
+    message = chat_services.post_client_message(widget=widget, contact=contact, data=data, source="visitor")
+    if not had_room:
+        _announce_room(contact=contact, chat_id=message.chat_id)
+    return message
+
+
+def submit_offline_message(
+    *, widget: Widget, contact: Contact, message: str, name: str = "", email: str = "", phone: str = ""
+) -> Message:
+    """The offline/callback form (emits offline_message.created); it may make the room too."""
+    had_room = get_room(widget=widget, contact=contact) is not None
+    stored = chat_services.submit_offline_message(
+        widget=widget, contact=contact, message=message, name=name, email=email, phone=phone
+    )
+    if not had_room:
+        _announce_room(contact=contact, chat_id=stored.chat_id)
+    return stored
+
+
+def rate(*, widget: Widget, contact: Contact, value: int, comment: str = "") -> Rating:
+    """Rate the conversation: 409 before the first message or in a spam room. The first rating
+    emits rating.created; a later one replaces it silently."""
+    chat = get_room(widget=widget, contact=contact)
+    if chat is None:
+        raise NoConversation("Write a message before rating the conversation.")
+    chat_services.ensure_not_spam(chat)
+    return chat_services.rate_chat(widget=widget, chat=chat, value=value, comment=comment, source="visitor")
+
+
+def note_typing(*, widget: Widget, contact: Contact, state: str) -> bool:
+    """Forward the visitor's typing to the operators (about once per 5 s per chat). Nothing is
+    forwarded before the room exists or from a spam room. Returns whether it was forwarded."""
+    chat = get_room(widget=widget, contact=contact)
+    if chat is None or chat.status == Chat.Status.SPAM:
+        return False
+    return chat_services.note_typing(widget=widget, chat=chat, state=state, by="client")
+
+
+def mark_seen(*, widget: Widget, contact: Contact, message_id: int) -> int:
+    """The visitor has seen operator messages up to `message_id`, a visible message of their own
+    room (anything else is 404)."""
+    chat = get_room(widget=widget, contact=contact)
+    message = None
+    if chat is not None:
+        message = Message.objects.filter(
+            pk=message_id, chat=chat, widget=widget, visibility=Message.Visibility.PUBLIC
+        ).first()
+    if message is None:
+        raise NotFound("No such message in this conversation.")
+    chat_services.ensure_not_spam(chat)
+    return chat_services.mark_seen(widget=widget, chat=chat, message=message, by="client")
+
+
+def _announce_room(*, contact: Contact, chat_id: int) -> None:
+    """After commit, tell the contact's sockets to join the new room's group. They replay the
+    room's visible messages from the database on joining, so the first message's own push (sent
+    to the room group before anyone listened) is not lost."""
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(contact_group(contact.guid), {"type": "visitor.room", "chat_id": chat_id})
+        except Exception:  # best effort: the socket also finds the room on reconnect
+            logger.warning("room notice failed", extra={"chat_id": chat_id})
+
+    transaction.on_commit(send)

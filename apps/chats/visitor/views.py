@@ -1,0 +1,192 @@
+"""The visitor API under /api/visitor/v1/{button_guid}/: what the embed script speaks.
+
+Not a bearer API: no token, no scopes, no idempotency keys, and not in the OpenAPI document of
+/api/v1. Views are thin: parse, call one apps.chats.visitor.services function, shape the answer.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.parsers import StrictJSONParser
+from apps.core.api.renderers import APIJSONRenderer
+
+from .. import services as chat_services
+from ..serializers import visitor_message_frame
+from . import auth, services
+from . import serializers as s
+
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": "Retry-After, WWW-Authenticate, X-Request-Id",
+}
+PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "600",
+}
+
+
+class VisitorAPIView(APIView):
+    """Base of every visitor view.
+
+    SECURITY: the order of checks on every request is: widget from `button_guid` (unknown: 404,
+    whatever `api_enabled` says) -> the session from `Authorization: Visitor <token>` when
+    `session_required` (missing or invalid: 401 with `WWW-Authenticate: Visitor`) -> the route's
+    rate budgets per address and per widget (429 with Retry-After) -> the action, which parses
+    JSON only (415 otherwise) with strict inputs (unknown members 422). The widget and contact come
+    from the path and the session only, never from the body. Answers allow any origin (the embed
+    script runs on the customer's site) and carry no cookies.
+    """
+
+    authentication_classes = ()
+    permission_classes = ()
+    throttle_classes = ()
+    parser_classes = (StrictJSONParser,)
+    renderer_classes = (APIJSONRenderer,)
+    schema = None  # documented in product-decisions.md, not in the /api/v1 OpenAPI document
+
+    session_required = True
+    # HTTP method -> kind of budget in auth.LIMITS.
+    rate_limits: dict[str, str] = {}
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method == "OPTIONS":
+            return
+        self.widget = auth.resolve_widget(kwargs.get("button_guid"))
+        request.widget = request._request.widget = self.widget  # the request log names the widget
+        self.session = auth.authenticate(request, widget=self.widget) if self.session_required else None
+        self.contact = self.session.contact if self.session is not None else None
+        method = request.method.lower()
+        kind = self.rate_limits.get("get" if method == "head" else method)
+        if kind is not None:
+            auth.admit(kind, widget=self.widget, address=auth.client_address(request))
+
+    def options(self, request, *args, **kwargs):
+        """CORS preflight: no widget lookup, no session."""
+        allowed = ", ".join(m for m in self.allowed_methods if m != "OPTIONS")
+        headers = {**PREFLIGHT_HEADERS, "Access-Control-Allow-Methods": allowed}
+        return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
+
+    def validated(self, serializer_class, *, data=None) -> dict:
+        serializer = serializer_class(
+            data=self.request.data if data is None else data,
+            context={"request": self.request, "widget": self.widget, "contact": self.contact},
+        )
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        for name, value in CORS_HEADERS.items():
+            response[name] = value
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "no-store"
+        return response
+
+
+class ConfigView(VisitorAPIView):
+    """GET config: public appearance and language settings (no session)."""
+
+    session_required = False
+    rate_limits = {"get": "reads"}
+
+    def get(self, request, button_guid: str):
+        payload = s.config_payload(self.widget, online=services.any_agent_online(self.widget))
+        return Response(payload, headers={"Cache-Control": "public, max-age=60"})
+
+
+class SessionsView(VisitorAPIView):
+    """POST sessions: a new contact and its session token (shown once)."""
+
+    session_required = False
+    rate_limits = {"post": "sessions"}
+
+    def post(self, request, button_guid: str):
+        data = self.validated(s.SessionInput)
+        session, token = services.start_session(widget=self.widget, **data)
+        return Response({"session_token": token, "client_id": session.contact.guid}, status=status.HTTP_201_CREATED)
+
+
+class MessagesView(VisitorAPIView):
+    """GET: what the visitor may see, oldest first, at most 200 per call after `after_id`.
+    POST: the visitor writes; the first message makes the room."""
+
+    rate_limits = {"get": "reads", "post": "messages"}
+
+    def get(self, request, button_guid: str):
+        query = self.validated(s.MessageListQuery, data=_query(request))
+        chat = services.get_room(widget=self.widget, contact=self.contact)
+        messages = []
+        if chat is not None:
+            messages = services.list_visible_messages(
+                widget=self.widget, chat_id=chat.pk, after_id=query.get("after_id", 0)
+            )
+        return Response({"data": [visitor_message_frame(m) for m in messages]})
+
+    def post(self, request, button_guid: str):
+        data = self.validated(s.MessageInput)
+        file = data.get("file")
+        message = services.send_message(
+            widget=self.widget,
+            contact=self.contact,
+            data=chat_services.MessageInput(
+                type=data["type"], body=data.get("body", ""), file_id=file.pk if file is not None else None
+            ),
+        )
+        return Response(s.message_created_payload(message), status=status.HTTP_201_CREATED)
+
+
+class TypingView(VisitorAPIView):
+    rate_limits = {"post": "actions"}
+
+    def post(self, request, button_guid: str):
+        data = self.validated(s.TypingInput)
+        forwarded = services.note_typing(widget=self.widget, contact=self.contact, state=data["state"])
+        return Response({"status": "accepted", "forwarded": forwarded}, status=status.HTTP_202_ACCEPTED)
+
+
+class RatingView(VisitorAPIView):
+    rate_limits = {"post": "actions"}
+
+    def post(self, request, button_guid: str):
+        data = self.validated(s.RatingInput)
+        rating = services.rate(
+            widget=self.widget, contact=self.contact, value=data["value"], comment=data.get("comment", "")
+        )
+        return Response(
+            {"chat_id": rating.chat_id, "value": rating.value, "comment": rating.comment},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class OfflineView(VisitorAPIView):
+    rate_limits = {"post": "messages"}
+
+    def post(self, request, button_guid: str):
+        data = self.validated(s.OfflineInput)
+        message = services.submit_offline_message(
+            widget=self.widget,
+            contact=self.contact,
+            message=data["message"],
+            name=data.get("name", ""),
+            email=data.get("email", ""),
+            phone=data.get("phone", ""),
+        )
+        return Response(s.message_created_payload(message), status=status.HTTP_201_CREATED)
+
+
+def _query(request) -> dict:
+    """Query parameters, one value each: a repeated parameter is 422."""
+    params = request.query_params
+    data, errors = {}, {}
+    for key in params:
+        values = params.getlist(key)
+        if len(values) > 1:
+            errors[key] = ["Give this parameter once."]
+        data[key] = values[-1]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return data
