@@ -434,10 +434,8 @@ def mark_seen(*, widget: Widget, chat: Chat, message: Message, by: str) -> int:
     """Read receipt: every message of the other side up to and including `message` is seen."""
     other = [Message.Author.CLIENT] if by == "agent" else [Message.Author.AGENT, Message.Author.AI]
     now = timezone.now()
-    count = (
-        Message.objects.filter(chat=chat, widget=widget, author_kind__in=other, seen_at__isnull=True, id__lte=message.pk)
-        .update(seen_at=now)
-    )
+    unseen = Message.objects.filter(chat=chat, widget=widget, author_kind__in=other, seen_at__isnull=True)
+    count = unseen.filter(id__lte=message.pk).update(seen_at=now)
     realtime.seen(chat, message_id=message.pk, by=by)
     return count
 

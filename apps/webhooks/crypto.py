@@ -14,7 +14,7 @@ import secrets
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a format marker, not a secret)
 
 
 def _fernet() -> MultiFernet:

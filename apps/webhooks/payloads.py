@@ -71,7 +71,8 @@ def legacy_envelope(event: OutboxEvent) -> dict | None:
         message = Message.objects.filter(widget_id=event.widget_id, pk=data["message_id"]).first()
         body |= {
             "chat_id": data["chat_id"],
-            "visitor": visitor(data["client_id"]) or {"name": data["name"], "email": data["email"], "phone": data["phone"]},
+            "visitor": visitor(data["client_id"])
+            or {"name": data["name"], "email": data["email"], "phone": data["phone"]},
             "offline_message_id": data["message_id"],
             "message": message.body if message else "",
         }

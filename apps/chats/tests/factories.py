@@ -3,8 +3,8 @@
 import factory
 from django.utils import timezone
 
-from apps.core.testing.factories import AgentFactory, WidgetFactory
 from apps.chats.models import Chat, Contact, Message
+from apps.core.testing.factories import AgentFactory, WidgetFactory
 
 
 class ContactFactory(factory.django.DjangoModelFactory):

@@ -1,7 +1,6 @@
 """GET/POST /v1/chats...: list, read, close, state, transfer, rate-request."""
 
-from datetime import timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, timedelta
 
 import pytest
 from django.utils import timezone
@@ -109,7 +108,7 @@ def test_from_to_bound_creation_time_in_moscow(api, widget):
 def test_explicit_offset_is_honoured(api, widget):
     from datetime import datetime
 
-    chat = chat_of(widget, created_at=datetime(2026, 3, 1, 12, 0, tzinfo=dt_timezone.utc))
+    chat = chat_of(widget, created_at=datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
     client = api()
     assert client.get("/api/v1/chats", {"from": "2026-03-01T12:00:00+00:00"}).json()["data"][0]["id"] == chat.pk
     assert client.get("/api/v1/chats", {"from": "2026-03-01T12:00:01Z"}).json()["data"] == []
