@@ -10,11 +10,13 @@ api_v1 = [
     path("", include("apps.chats.api.urls_more")),
     path("", include("apps.chats.api.urls_transcript")),
     path("", include("apps.webhooks.api.urls")),
+    path("", include("apps.agents.api.urls")),
 ]
 
 urlpatterns = [
     path("healthz", core_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("invite/", include("apps.agents.invite_urls")),
     re_path(r"^api/v1/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^api/redoc/?$", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
