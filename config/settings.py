@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "apps.webhooks",
     "apps.compat",
     "apps.widget",
+    "apps.stats",
 ]
 
 MIDDLEWARE = [

@@ -10,6 +10,7 @@ api_v1 = [
     path("", include("apps.chats.api.urls_more")),
     path("", include("apps.chats.api.urls_transcript")),
     path("", include("apps.webhooks.api.urls")),
+    path("", include("apps.stats.api.urls")),  # before agents: agents/stats is not agents/{id}
     path("", include("apps.agents.api.urls")),
 ]
 

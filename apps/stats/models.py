@@ -1,0 +1,1 @@
+"""Statistics facts (per-day rollups maintained by the chat services)."""
