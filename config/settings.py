@@ -113,7 +113,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
     )
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    # Under ASGI each request runs sync code on a fresh thread: persistent connections would pile up.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USING_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
@@ -256,6 +257,7 @@ SPECTACULAR_SETTINGS = {
         "TypingStateEnum": ["start", "stop"],
         "ButtonStyleEnum": ["primary", "secondary"],
         "WebhookVocabularyEnum": ["native", "legacy"],
+        "AgentTypeEnum": ["human", "ai", "webhook"],
         "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
         "EventStatusEnum": ["Live", "Wired"],
     },

@@ -289,7 +289,7 @@ def test_same_timestamp_rows_are_split_by_id(api, widget):
     assert seen == [n.pk for n in reversed(notes)]
 
 
-@pytest.mark.parametrize("limit", ["0", "101", "-1", "abc", "1.5"])
+@pytest.mark.parametrize("limit", ["0", "101", "-1", "abc", "1.5", ""])
 def test_limit_outside_range_is_422(api, limit):
     body = assert_problem(api().get(NOTES, {"limit": limit}), 422)
     assert "limit" in body["errors"]

@@ -75,6 +75,12 @@ class InvalidJSON(AppError):
     status, code, title = 400, "invalid_json", "Malformed JSON body"
 
 
+class MalformedBody(AppError):
+    """The body could not be parsed as the media type it declares (e.g. a broken multipart form)."""
+
+    status, code, title = 400, "malformed_body", "Malformed request body"
+
+
 class IdempotencyKeyMissing(AppError):
     """This operation is marked `x-idempotency: required`; send `X-Service-Idempotency-Key`."""
 
@@ -286,7 +292,9 @@ def to_app_error(exc: Exception) -> AppError | None:
     if isinstance(exc, drf_exceptions.ValidationError):
         return ValidationFailed("One or more fields are invalid.", errors=flatten_errors(exc.detail))
     if isinstance(exc, drf_exceptions.ParseError):
-        return InvalidJSON(str(exc.detail))
+        # JSON bodies are parsed by StrictJSONParser, which raises InvalidJSON itself; a DRF
+        # ParseError comes from another parser (multipart).
+        return MalformedBody(str(exc.detail))
     if isinstance(exc, drf_exceptions.UnsupportedMediaType):
         return UnsupportedMediaType(str(exc.detail))
     if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):

@@ -1,1 +1,10 @@
-urlpatterns: list = []
+"""The public download route, mounted at /api/files/: no bearer token, the signed token is the
+credential (see apps.chats.serializers.signed_file_url)."""
+
+from django.urls import path
+
+from .files import download
+
+urlpatterns = [
+    path("<str:token>", download, name="file-download"),
+]

@@ -21,7 +21,7 @@ MAX_LIMIT = 100
 
 
 def parse_limit(raw: str | None) -> int:
-    if raw is None or raw == "":
+    if raw is None:
         return DEFAULT_LIMIT
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
         raise ValidationFailed(errors={"limit": [f"Must be an integer from 1 to {MAX_LIMIT}."]})

@@ -10,6 +10,8 @@ idempotency key shape (400) -> the action, whose claim of the key and work share
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from django.db import transaction
 from rest_framework import viewsets
 from rest_framework.views import APIView
@@ -40,6 +42,7 @@ def _check_scopes(cls, actions: set[str]) -> None:
         if bad:
             raise RouteDeclarationError(f"{cls.__name__}.route_scopes[{action!r}]: not grantable: {bad}")
     unknown_idem = set(getattr(cls, "idempotency_required", ())) - actions
+    unknown_idem |= set(getattr(cls, "idempotency_deferred", ())) - set(getattr(cls, "idempotency_required", ()))
     if unknown_idem:
         raise RouteDeclarationError(f"{cls.__name__}.idempotency_required names unknown actions {unknown_idem}")
 
@@ -50,6 +53,10 @@ class ContractMixin:
     route_scopes: dict[str, list[str]] = {}
     # Actions marked `x-idempotency: required`.
     idempotency_required: frozenset[str] | set[str] = frozenset()
+    # Of those, actions that do slow outside work (an outbound fetch) before their side effect:
+    # they run outside a transaction and claim the key with `with self.idempotency_claim():`
+    # around the side effect, so no database transaction is held during the slow part.
+    idempotency_deferred: frozenset[str] | set[str] = frozenset()
     # Optional per-action extra problem statuses for the OpenAPI document, e.g. {"close": [409]}.
     problem_statuses: dict[str, list[int]] = {}
     # Largest accepted body for this view (None: API_MAX_BODY_BYTES).
@@ -79,7 +86,34 @@ class ContractMixin:
         if action in self.idempotency_required:
             key = idempotency.validate_key(request.META.get(idempotency.META_KEY))
             method = request.method.lower()
-            setattr(self, method, self._idempotent(getattr(self, method), key))
+            wrap = self._idempotent_deferred if action in self.idempotency_deferred else self._idempotent
+            setattr(self, method, wrap(getattr(self, method), key))
+
+    @contextmanager
+    def idempotency_claim(self):
+        """Deferred actions: the claim and the side effect in one transaction (see above)."""
+        with transaction.atomic():
+            self._idempotency_row = idempotency.claim(
+                widget=self.request.widget, key=self._idempotency_key, method=self.request.method,
+                path=self.request.path,
+            )
+            yield
+
+    def _idempotent_deferred(self, handler, key: str):
+        def run(request, *args, **kwargs):
+            self._idempotency_key, self._idempotency_row = key, None
+            response = handler(request, *args, **kwargs)
+            row = self._idempotency_row
+            if response.status_code < 400:
+                if row is None:
+                    raise AssertionError("a deferred idempotent action must use idempotency_claim()")
+                idempotency.record(
+                    row, status=response.status_code, resource_id=_resource_id(response.data),
+                    location=response.get("Location", ""),
+                )
+            return response
+
+        return run
 
     def _idempotent(self, handler, key: str):
         def run(request, *args, **kwargs):

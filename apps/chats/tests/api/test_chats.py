@@ -140,8 +140,8 @@ def test_list_query_count_does_not_grow_with_rows(api, widget):
     for _ in range(30):
         MessageFactory(chat=chat_of(widget))
     assert _queries(client, "/api/v1/chats", {"limit": 50}) == one
-    # token lookup + the page (+ 3 for the database rate-limit budget on the embedded default)
-    assert one <= 5
+    # token lookup + the page (+ up to 4 for the database rate-limit budget without Redis)
+    assert one <= 6
 
 
 def test_list_needs_chats_read(api):

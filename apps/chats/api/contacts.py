@@ -1,0 +1,290 @@
+"""Contacts and tags of the token's widget. Writes go through apps.chats.services only.
+
+A contact is addressed by its 32-character guid, never by the numeric id. The tag list is the one
+account-wide read: the distinct tag names in use across every widget of the token's account.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.db import transaction
+from django.db.models import Prefetch, Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import mixins, serializers
+from rest_framework.decorators import action
+from rest_framework.fields import empty
+from rest_framework.response import Response
+
+from apps.core.api.serializers import InputSerializer
+from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+
+from .. import services
+from ..models import Contact, ContactTag
+from .filters import query_data
+
+ATTRIBUTES_MAX_BYTES = 16 * 1024
+TAGS_PER_REQUEST = 50
+PHONE_PATTERN = r"^\+?[0-9][0-9 ()\-]{0,31}$"
+PHONE_RE = re.compile(PHONE_PATTERN[1:-1])  # used with fullmatch: `$` would admit a trailing newline
+# As documented: the empty string (clears the phone) or a number.
+PHONE_PATTERN_DOC = r"^(?:\+?[0-9][0-9 ()\-]{0,31})?$"
+GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The contact's 32-character guid.")
+
+
+def contact_payload(contact: Contact, tags: list[str] | None = None) -> dict:
+    """The contact's output shape. `tags` defaults to the prefetched (or queried) tag names."""
+    if tags is None:
+        tags = sorted(tag.name for tag in contact.tags.all())
+    return {
+        "id": contact.guid,
+        "name": contact.name,
+        "email": contact.email,
+        "phone": contact.phone,
+        "attributes": contact.attributes,
+        "tags": tags,
+        "created_at": contact.created_at.isoformat(),
+        "updated_at": contact.updated_at.isoformat(),
+    }
+
+
+def _serialized_size(attributes: dict) -> int:
+    return len(json.dumps(attributes, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _merge(current: dict, patch: dict) -> dict:
+    # The same rule as services.update_contact: a null value removes its key.
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+# --- documentation of output shapes -----------------------------------------------------------------
+
+
+class ContactDoc(serializers.Serializer):
+    id = serializers.CharField(help_text="32-character guid.")
+    name = serializers.CharField(allow_blank=True)
+    email = serializers.CharField(allow_blank=True)
+    phone = serializers.CharField(allow_blank=True)
+    attributes = serializers.DictField(help_text="Free attributes object.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Tag names, sorted.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ContactTagsDoc(serializers.Serializer):
+    id = serializers.CharField(help_text="The contact's guid.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="All of the contact's tags, sorted.")
+
+
+class TagListDoc(serializers.Serializer):
+    data = serializers.ListField(child=serializers.CharField(), help_text="Distinct tag names of the account, sorted.")
+
+
+# --- inputs -------------------------------------------------------------------------------------------
+
+
+class StrictTextField(serializers.CharField):
+    """A string, never a number coerced to one. Length limits apply to what was sent (as the
+    OpenAPI document states them); surrounding whitespace is removed afterwards."""
+
+    default_error_messages = {"not_string": "Must be a string."}
+
+    def __init__(self, **kwargs):
+        kwargs["trim_whitespace"] = False
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_string")
+        return super().to_internal_value(data)
+
+    def run_validation(self, data=empty):
+        value = super().run_validation(data)
+        return value.strip() if isinstance(value, str) else value
+
+
+class ContactListQuery(InputSerializer):
+    """Query parameters of the contact list (besides `cursor` and `limit`)."""
+
+    query = StrictTextField(min_length=1, max_length=100, required=False)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class AttributesField(serializers.JSONField):
+    default_error_messages = {
+        "not_object": 'Must be a JSON object; send {{"key": null}} to remove a key.',
+        "too_large": f"Must serialize to at most {ATTRIBUTES_MAX_BYTES} bytes.",
+    }
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            self.fail("not_object")
+        if _serialized_size(data) > ATTRIBUTES_MAX_BYTES:
+            self.fail("too_large")
+        return data
+
+
+@extend_schema_field({"type": "string", "pattern": PHONE_PATTERN_DOC, "maxLength": 32})
+class PhoneField(serializers.Field):
+    """A phone number, or "" to clear it. Not a CharField: its blank rule would document a second,
+    overlapping alternative; the documented pattern already admits ""."""
+
+    default_error_messages = {
+        "not_string": "Must be a string.",
+        "invalid": "Digits, spaces, parentheses and dashes, optionally led by +; at most 32.",
+    }
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_string")
+        if data == "":
+            return ""
+        if not PHONE_RE.fullmatch(data):
+            self.fail("invalid")
+        return data.strip()
+
+    def to_representation(self, value):
+        return value
+
+
+class ContactPatchInput(InputSerializer):
+    """Only the members sent change; null (or "") clears name, email and phone."""
+
+    name = StrictTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    email = serializers.EmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    phone = PhoneField(required=False, allow_null=True)
+    attributes = AttributesField(
+        required=False,
+        help_text="Merged key by key into the stored attributes; a null value removes that key.",
+    )
+
+
+class TagNameField(StrictTextField):
+    default_error_messages = {"control": "Must not contain control characters."}
+
+    def __init__(self, **kwargs):
+        super().__init__(min_length=1, max_length=64, **kwargs)
+
+    def run_validation(self, data=empty):
+        value = super().run_validation(data)
+        if not value:
+            self.fail("blank")
+        if any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in value):
+            self.fail("control")
+        return value
+
+
+class TagsInput(InputSerializer):
+    """Tag names to attach: 1 to 50 names of 1 to 64 characters (trimmed); duplicates are no-ops."""
+
+    tags = serializers.ListField(child=TagNameField(), allow_empty=False, max_length=TAGS_PER_REQUEST)
+
+
+# --- views ----------------------------------------------------------------------------------------------
+
+
+class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
+    """Contacts of the token's widget, newest first, addressed by guid."""
+
+    queryset = Contact.objects.all()
+    lookup_field = "guid"
+    lookup_url_kwarg = "pk"
+    route_scopes = {
+        "list": ["contacts:read"],
+        "retrieve": ["contacts:read"],
+        "partial_update": ["contacts:write"],
+        "tags": ["tags:write"],
+    }
+    idempotency_required = {"partial_update", "tags"}
+    problem_statuses = {"partial_update": [409], "tags": [409]}
+
+    def scope_queryset(self, queryset):
+        return queryset.prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))
+
+    @extend_schema(
+        parameters=[OpenApiParameter("query", str, description="1 to 100 characters; matches name, e-mail, phone.")],
+        responses={200: ContactDoc(many=True)},
+    )
+    def list(self, request):
+        query = self.validated(ContactListQuery, data=query_data(request))
+        queryset = self.get_queryset()
+        text = query.get("query")
+        if text:
+            queryset = queryset.filter(Q(name__icontains=text) | Q(email__icontains=text) | Q(phone__icontains=text))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response([contact_payload(contact) for contact in page])
+
+    @extend_schema(parameters=[GUID_PARAM], responses={200: ContactDoc})
+    def retrieve(self, request, pk=None):
+        return Response(contact_payload(self.get_object()))
+
+    @extend_schema(
+        parameters=[GUID_PARAM],
+        request=ContactPatchInput,
+        responses={200: ContactDoc},
+        description=(
+            "Merge-safe update: only the members sent change; `attributes` merges key by key (a null value "
+            "removes that key). Emits contact.updated with the fields that changed."
+        ),
+    )
+    def partial_update(self, request, pk=None):
+        contact = self.get_object()
+        data = self.validated(ContactPatchInput)
+        with transaction.atomic():
+            if data.get("attributes"):
+                # Checked on the merged result under the row lock, so two patches cannot together
+                # grow the stored object past the limit.
+                current = Contact.objects.select_for_update().values_list("attributes", flat=True).get(pk=contact.pk)
+                if _serialized_size(_merge(current or {}, data["attributes"])) > ATTRIBUTES_MAX_BYTES:
+                    raise serializers.ValidationError(
+                        {"attributes": [f"The merged attributes would exceed {ATTRIBUTES_MAX_BYTES} bytes."]}
+                    )
+            contact = services.update_contact(widget=request.widget, contact=contact, changes=data)
+        tags = sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+        return Response(contact_payload(contact, tags))
+
+    @extend_schema(
+        parameters=[GUID_PARAM],
+        request=TagsInput,
+        responses={200: ContactTagsDoc},
+        description="Attach tags (1 to 64 characters each, at most 50); re-posting an existing tag is a no-op.",
+    )
+    @action(detail=True, methods=["post"])
+    def tags(self, request, pk=None):
+        contact = self.get_object()
+        data = self.validated(TagsInput)
+        tags = services.add_tags(widget=request.widget, contact=contact, names=data["tags"])
+        return Response({"id": contact.guid, "tags": tags})
+
+
+def list_account_tag_names(*, widget) -> list[str]:
+    """Distinct tag names in use across every widget of `widget`'s account, sorted."""
+    return list(
+        ContactTag.objects.filter(widget__account_id=widget.account_id)
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()
+    )
+
+
+class TagListView(ScopedAPIView):
+    """Distinct tag names in use across the account (every widget of the token's account), sorted."""
+
+    # SECURITY: the account comes from the token's widget, never from the request.
+    route_scopes = {"get": ["tags:read"]}
+    problem_statuses = {"get": [422]}
+
+    @extend_schema(responses={200: TagListDoc})
+    def get(self, request):
+        unknown = sorted(set(request.query_params))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown parameter."] for name in unknown})
+        return Response({"data": list_account_tag_names(widget=request.widget)})

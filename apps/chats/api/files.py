@@ -1,0 +1,295 @@
+"""Files of the token's widget: upload (multipart `file` or JSON `{url}` fetched through the guarded
+client), a redirect to a short-lived signed download URL, and the public download route the signed
+token opens.
+
+SECURITY: the client never names the stored path: bytes are stored under a random name, the
+original name is kept only as cleaned display text. The download route takes no bearer token (the
+signed, expiring token is the credential) and always serves an attachment with `nosniff`, so an
+uploaded HTML or SVG is never rendered from our origin.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from urllib.parse import quote, unquote, urlsplit
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.http import FileResponse
+from django.views.decorators.http import require_safe
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from apps.core import outbound
+from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
+from apps.core.api.serializers import InputSerializer
+from apps.core.api.views import WidgetScopedViewSet
+from apps.core.errors import BodyTooLarge, NotFound, problem_response
+from apps.core.models import Widget
+
+from ..models import File
+from ..serializers import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
+from .contacts import StrictTextField
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+NAME_MAX_CHARS = 255
+FALLBACK_NAME = "file"
+
+_CONTENT_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+_EXTENSION_RE = re.compile(r"^[a-z0-9]{1,10}$")
+
+
+# --- names and types -----------------------------------------------------------------------------------
+
+
+def clean_original_name(raw: str | None) -> str:
+    """Display name of a file: the last path segment, without control or format characters, at most
+    255 characters (the extension kept when it has to be cut). Never used as a storage path."""
+    name = (raw or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = unicodedata.normalize("NFC", name)
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] not in ("C", "Z") or ch == " ")
+    name = name.strip().strip(".").strip()
+    if not name:
+        return FALLBACK_NAME
+    if len(name) > NAME_MAX_CHARS:
+        stem, dot, ext = name.rpartition(".")
+        if dot and stem and len(ext) <= 16:
+            name = f"{stem[: NAME_MAX_CHARS - len(ext) - 1]}.{ext}"
+        else:
+            name = name[:NAME_MAX_CHARS]
+    return name
+
+
+def stored_name(original_name: str) -> str:
+    """A random storage name; only a short alphanumeric extension of the original survives."""
+    _, dot, ext = original_name.rpartition(".")
+    ext = ext.lower() if dot else ""
+    return f"{uuid.uuid4().hex}.{ext}" if _EXTENSION_RE.match(ext) else uuid.uuid4().hex
+
+
+def clean_content_type(raw: str | None) -> str:
+    value = (raw or "").split(";", 1)[0].strip().lower()
+    return value if _CONTENT_TYPE_RE.match(value) else DEFAULT_CONTENT_TYPE
+
+
+def name_from_url(url: str) -> str:
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return FALLBACK_NAME
+    return clean_original_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
+
+
+# --- the write -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def store_file(*, widget: Widget, content, original_name: str, content_type: str, size: int) -> File:
+    """Store `content` (a Django File) under a random name in the default storage and record it.
+
+    The bytes are written before the row; a rolled-back transaction leaves them orphaned, never a
+    row without bytes."""
+    file = File(
+        widget=widget,
+        original_name=clean_original_name(original_name),
+        content_type=clean_content_type(content_type),
+        size=size,
+    )
+    file.stored.save(stored_name(file.original_name), content, save=False)
+    file.save()
+    return file
+
+
+class UrlFetchFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+_FETCH_MESSAGES = {
+    "response_too_large": f"The file at this URL is larger than {MAX_FILE_BYTES} bytes.",
+    "too_many_redirects": "The URL redirects more than once.",
+    "timeout": "The URL did not answer in time.",
+    "tls_error": "The URL's TLS certificate could not be verified.",
+    "resolve_failed": "The URL's host does not resolve.",
+}
+
+
+def fetch_url(url: str) -> outbound.GuardedResponse:
+    """GET `url` through the guarded client: https only, one re-checked redirect hop, 10 MB cap."""
+    try:
+        response = outbound.request("GET", url, max_redirects=1, max_bytes=MAX_FILE_BYTES)
+    except outbound.OutboundBlocked as exc:
+        raise UrlFetchFailed(f"This URL is not allowed ({exc.reason}); only public https:// addresses are.") from None
+    except outbound.OutboundError as exc:
+        raise UrlFetchFailed(_FETCH_MESSAGES.get(exc.reason, f"The URL could not be fetched ({exc.reason}).")) from None
+    if not 200 <= response.status_code < 300:
+        raise UrlFetchFailed(f"The URL answered HTTP {response.status_code}.")
+    if not response.content:
+        raise UrlFetchFailed("The URL answered with an empty body.")
+    return response
+
+
+# --- documentation and inputs ----------------------------------------------------------------------------
+
+
+class FileDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField(help_text="Original file name, cleaned of paths and control characters.")
+    content_type = serializers.CharField()
+    size = serializers.IntegerField(help_text="Bytes.")
+    created_at = serializers.DateTimeField()
+
+
+class FileMultipartDoc(serializers.Serializer):
+    """The multipart alternative of the upload."""
+
+    file = serializers.FileField(help_text=f"The file, at most {MAX_FILE_BYTES} bytes.")
+
+
+class FileUrlInput(InputSerializer):
+    """The JSON alternative of the upload: a public https:// URL to fetch."""
+
+    url = StrictTextField(
+        max_length=2048,
+        help_text=f"Public https:// URL fetched once (one redirect hop), at most {MAX_FILE_BYTES} bytes.",
+    )
+
+
+class FileUploadInput(InputSerializer):
+    """Exactly one of `file` (multipart) or `url` (JSON)."""
+
+    file = serializers.FileField(required=False)
+    url = StrictTextField(required=False, max_length=2048)
+
+    def validate(self, attrs):
+        if ("file" in attrs) == ("url" in attrs):
+            raise serializers.ValidationError({"body": ["Send exactly one of multipart `file` or JSON `url`."]})
+        return attrs
+
+
+class _UrlJSONParser(StrictJSONParser):
+    """JSON bodies of this view (`{url}`) keep the ordinary API body cap, not the upload cap."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return super().parse(stream, media_type, {**(parser_context or {}), "view": None})
+
+
+# --- views -----------------------------------------------------------------------------------------------
+
+
+class FileViewSet(WidgetScopedViewSet):
+    """Files of the token's widget."""
+
+    queryset = File.objects.all()
+    parser_classes = [_UrlJSONParser, LimitedMultiPartParser]
+    # A 10 MB file plus multipart framing passes the body gate; the file itself is checked below.
+    max_body_bytes = settings.API_FILE_UPLOAD_MAX_BYTES
+    route_scopes = {"create": ["files:write"], "retrieve": ["files:read"]}
+    idempotency_required = {"create"}
+    # The url fetch (up to two hops) runs before the key is claimed, outside any transaction.
+    idempotency_deferred = {"create"}
+    problem_statuses = {"create": [409]}
+
+    @extend_schema(
+        request={"multipart/form-data": FileMultipartDoc, "application/json": FileUrlInput},
+        responses={201: FileDoc},
+        description="Upload a file: multipart `file` OR JSON `{url}`, exactly one; 10 MB cap.",
+    )
+    def create(self, request):
+        if len(request.FILES.getlist("file")) > 1:
+            raise serializers.ValidationError({"file": ["Send one file."]})
+        data = self.validated(FileUploadInput)
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > MAX_FILE_BYTES:
+                raise BodyTooLarge(f"The file exceeds {MAX_FILE_BYTES} bytes.")
+            content, name, content_type, size = upload, upload.name, upload.content_type, upload.size
+        else:
+            try:
+                fetched = fetch_url(data["url"])
+            except UrlFetchFailed as exc:
+                raise serializers.ValidationError({"url": [exc.message]}) from None
+            content, size = ContentFile(fetched.content), len(fetched.content)
+            name, content_type = name_from_url(fetched.url or data["url"]), fetched.headers.get("Content-Type")
+        with self.idempotency_claim():
+            file = store_file(
+                widget=request.widget, content=content, original_name=name, content_type=content_type, size=size
+            )
+        return Response(_file_output(file), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "Location",
+                str,
+                location=OpenApiParameter.HEADER,
+                response=[302],
+                description=f"Signed download URL, valid for {FILE_URL_MAX_AGE} seconds.",
+            )
+        ],
+        responses={302: OpenApiResponse(description="Redirect to the stored file (a short-lived signed URL).")},
+    )
+    def retrieve(self, request, pk=None):
+        file = self.get_object()
+        location = signed_file_url(file)
+        if location.startswith("/"):
+            location = request.build_absolute_uri(location)
+        return Response(status=status.HTTP_302_FOUND, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+_DONE = object()
+
+
+class DownloadResponse(FileResponse):
+    """A file response that streams under ASGI too.
+
+    Django's ASGI handler consumes a synchronous iterator with `sync_to_async(list)`, which would
+    hold the whole file (up to 10 MB) in memory per download; here each block is pulled with its own
+    `sync_to_async(next)`. Under WSGI the iterator is consumed as it is."""
+
+    async def __aiter__(self):
+        if self.is_async:
+            async for part in super().__aiter__():
+                yield part
+            return
+        blocks = iter(self.streaming_content)
+        pull = sync_to_async(next, thread_sensitive=True)
+        while (part := await pull(blocks, _DONE)) is not _DONE:
+            yield part
+
+
+def _file_output(file: File) -> dict:
+    return {**file_payload(file), "created_at": file.created_at.isoformat()}
+
+
+def _content_disposition(name: str) -> str:
+    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\' else "_" for ch in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+@require_safe
+def download(request, token: str):
+    """The bytes behind a signed file token; an invalid, expired or orphaned token is 404."""
+    claims = read_file_token(token)
+    if not isinstance(claims, dict):
+        return problem_response(NotFound(), request)
+    file = File.objects.filter(pk=claims.get("f"), widget_id=claims.get("w")).first()
+    if file is None:
+        return problem_response(NotFound(), request)
+    try:
+        handle = file.stored.open("rb")
+    except (OSError, ValueError):
+        return problem_response(NotFound(), request)
+    response = DownloadResponse(handle, content_type=file.content_type or DEFAULT_CONTENT_TYPE)
+    response["Content-Disposition"] = _content_disposition(file.original_name)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = f"private, max-age={FILE_URL_MAX_AGE}"
+    return response

@@ -1,0 +1,84 @@
+"""GET /v1/chats/{id}/transcript: the chat transcript as a streamed text/plain attachment."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
+
+from apps.core.api.views import WidgetScopedViewSet
+
+from .. import transcript as service
+from ..models import Chat
+
+_DONE = object()
+
+
+class TranscriptResponse(StreamingHttpResponse):
+    """A streaming response over a synchronous iterator that streams under ASGI too.
+
+    Django's ASGI handler consumes a synchronous iterator with `sync_to_async(list)`: the whole
+    body is built in memory before the first byte leaves. Here each piece is pulled with its own
+    thread-sensitive `sync_to_async(next)`, so the database work stays on the request's sync thread
+    (its connection, closed by request_finished there) and memory stays at one piece. Under WSGI
+    the iterator is consumed as it is.
+    """
+
+    async def __aiter__(self):
+        if self.is_async:
+            async for part in super().__aiter__():
+                yield part
+            return
+        pieces = iter(self.streaming_content)
+        pull = sync_to_async(next, thread_sensitive=True)
+        while (part := await pull(pieces, _DONE)) is not _DONE:
+            yield part
+
+
+class IgnoreAccept(BaseContentNegotiation):
+    """The transcript is text/plain whatever the client accepts; errors stay problem+json. DRF's
+    default negotiation would answer 406 to `Accept: text/plain` because only JSON renders here."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+
+class TranscriptViewSet(WidgetScopedViewSet):
+    """The transcript of one chat of the token's widget."""
+
+    queryset = Chat.objects.all()
+    route_scopes = {"retrieve": ["transcripts:read"]}
+    content_negotiation_class = IgnoreAccept
+
+    def scope_queryset(self, queryset):
+        return queryset.select_related("contact")
+
+    @extend_schema(
+        operation_id="chats_transcript_retrieve",
+        parameters=[OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The chat id.")],
+        description=(
+            "The chat's public messages as UTF-8 plain text (no BOM), streamed as the attachment "
+            "`chat-{id}-transcript.txt` without Content-Length. Private notes, operator-only e-mail "
+            "and operator-to-operator messages are never included. At most 50 000 messages, 10 MiB "
+            "and 64 Ki characters per body; a cut output ends with the line "
+            "`[Экспорт ограничен безопасным размером]`. An internal department chat answers 403 "
+            "`internal_room`."
+        ),
+        responses={
+            (200, "text/plain"): OpenApiResponse(
+                response=OpenApiTypes.STR,
+                description='Streamed; `Content-Disposition: attachment; filename="chat-{id}-transcript.txt"`.',
+            ),
+        },
+    )
+    def retrieve(self, request, pk=None):
+        chat = self.get_object()
+        pieces = service.export_transcript(widget=request.widget, chat=chat)
+        response = TranscriptResponse(pieces, content_type=service.CONTENT_TYPE)
+        response["Content-Disposition"] = f'attachment; filename="{service.transcript_filename(chat)}"'
+        return response
