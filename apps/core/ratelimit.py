@@ -28,7 +28,7 @@ class Decision:
     allowed: bool
     limit: int
     remaining: int
-    # Seconds until at least one more unit frees up (0 when some remain now).
+    # Seconds until the oldest counted unit leaves the window (one more unit frees up then).
     reset_after: float
     # Seconds until `cost` units would fit (0 when allowed).
     retry_after: float
@@ -133,8 +133,8 @@ def consume(bucket: str, *, limit: int, window: float, cost: int = 1) -> Decisio
     """Admit `cost` units of `bucket` or none. `limit <= 0` means unlimited."""
     if limit <= 0:
         return Decision(True, 0, 0, 0.0, 0.0)
-    if cost > limit:
-        return Decision(False, limit, limit, 0.0, window)
+    if cost > limit:  # can never fit: refused without touching the bucket
+        return Decision(False, limit, 0, 0.0, window)
     if settings.REDIS_URL:
         return _consume_redis(bucket, limit, window, cost)
     return _consume_db(bucket, limit, window, cost)

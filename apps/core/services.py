@@ -52,7 +52,7 @@ def create_widget(*, owner_email: str, name: str = "My widget", enable_api: bool
 
 def resolve_widget(id_or_guid: str) -> Widget:
     value = str(id_or_guid).strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return Widget.objects.get(pk=int(value))
     return Widget.objects.get(button_guid=value.lower())
 

@@ -100,6 +100,9 @@ class ContractMixin:
             yield
 
     def _idempotent_deferred(self, handler, key: str):
+        """The result is recorded just after the claim's transaction commits; a reuse arriving in
+        that instant sees `previous.status` null (the operation is still finishing)."""
+
         def run(request, *args, **kwargs):
             self._idempotency_key, self._idempotency_row = key, None
             response = handler(request, *args, **kwargs)
