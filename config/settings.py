@@ -258,6 +258,10 @@ SPECTACULAR_SETTINGS = {
         "ButtonStyleEnum": ["primary", "secondary"],
         "WebhookVocabularyEnum": ["native", "legacy"],
         "AgentTypeEnum": ["human", "ai", "webhook"],
+        "AgentStatusEnum": ["active", "relaxation", "banned"],
+        "AgentRoleEnum": ["owner", "operator"],
+        "InvitationStatusEnum": ["pending", "accepted", "revoked", "expired"],
+        "AgentEventTypeEnum": "apps.agents.events_log.SLUGS",
         "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
         "EventStatusEnum": ["Live", "Wired"],
     },
@@ -290,6 +294,14 @@ EVENT_HANDLERS: list[str] = ["apps.webhooks.services.fan_out_event"]
 WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
+
+# --- e-mail (invitations) -------------------------------------------------------------------------
+# EMAIL_URL like smtp+tls://user:pass@host:587; development prints mails (invitation links) to stdout.
+EMAIL_CONFIG = env.email_url("EMAIL_URL", default="smtp://localhost:25" if PRODUCTION else "consolemail://")
+vars().update(EMAIL_CONFIG)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="no-reply@localhost")
+# Absolute base of links in e-mails (invitations); empty: the request's own host.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

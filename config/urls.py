@@ -1,5 +1,7 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from apps.core import views as core_views
@@ -27,3 +29,14 @@ urlpatterns = [
     path("api/visitor/v1/", include("apps.chats.visitor.urls")),
     path("api/files/", include("apps.chats.api.urls_public")),
 ]
+
+if settings.STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
+    # Public assets only (operator avatars, department avatars, launcher icons); chat files are
+    # private and served through signed URLs (/api/files/<token>). Object storages serve their own.
+    urlpatterns.append(
+        re_path(
+            r"^media/(?P<path>(?:avatars|departments|icons)/[^\\]+)$",
+            serve,
+            {"document_root": settings.MEDIA_ROOT},
+        )
+    )

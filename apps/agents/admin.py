@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Agent
+from .models import Agent, AgentEvent, Department, Invitation
 
 
 @admin.register(Agent)
@@ -9,3 +9,29 @@ class AgentAdmin(admin.ModelAdmin):
     list_filter = ("type", "status", "role")
     search_fields = ("name", "email")
     raw_id_fields = ("widget", "user")
+
+
+@admin.register(Department)
+class DepartmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "widget", "created_at", "updated_at")
+    search_fields = ("name",)
+    raw_id_fields = ("widget",)
+    filter_horizontal = ("agents",)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Read-only: the token exists only in the e-mail; revoking is the API's or this row's
+    `revoked_at`."""
+
+    list_display = ("id", "email", "widget", "created_at", "expires_at", "accepted_at", "revoked_at")
+    search_fields = ("email",)
+    raw_id_fields = ("widget", "agent")
+    readonly_fields = ("token_hash", "created_at", "accepted_at", "agent")
+
+
+@admin.register(AgentEvent)
+class AgentEventAdmin(admin.ModelAdmin):
+    list_display = ("id", "agent", "widget", "type_code", "created_at")
+    list_filter = ("type_code",)
+    raw_id_fields = ("widget", "agent")

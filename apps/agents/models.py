@@ -76,3 +76,60 @@ class Department(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (widget {self.widget_id})"
+
+
+class Invitation(models.Model):
+    """An e-mailed invitation to become a human operator of one widget.
+
+    Only a SHA-256 hash of the link token is stored; the plaintext exists in the e-mail alone.
+    Outstanding (unexpired, unaccepted, unrevoked) invitations reserve a seat of the account.
+    """
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["widget", "-created_at"], name="invitation_widget_created"),
+            models.Index(
+                fields=["widget", "expires_at"],
+                name="invitation_outstanding",
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation of {self.email} (widget {self.widget_id})"
+
+    def state(self, now=None) -> str:
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= (now or timezone.now()):
+            return "expired"
+        return "pending"
+
+
+class AgentEvent(models.Model):
+    """One row of an agent's event log. `type_code` is the raw internal code; the slug and the
+    Russian console message are derived from it (apps.agents.events_log), so codes recorded before
+    their slug exists are kept and read back as `unknown`."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="events")
+    type_code = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "agent", "-created_at"], name="agentevent_agent_created")]
+
+    def __str__(self) -> str:
+        return f"agent {self.agent_id} event {self.type_code}"

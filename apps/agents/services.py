@@ -1,13 +1,131 @@
-"""Writes on agents. Other apps create agents only through here."""
+"""Writes on agents, invitations, departments and the agent event log. Other apps create agents
+and record agent events only through here.
+
+Seats: a paid seat (Account.seats) is used by every non-banned HUMAN agent of every widget of the
+account; AI and webhook operators use none. Seat decisions lock the account row
+(`select_for_update`) while counting, so two writers racing for the last seat cannot both win.
+Lock order everywhere: invitation -> account -> agent.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import secrets
+import uuid
+from collections.abc import Callable
+from datetime import UTC, timedelta
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.mail import send_mail
 from django.db import transaction
+from django.utils import timezone
 
-from apps.core.models import Widget
+from apps.core.errors import AppError, Conflict
+from apps.core.models import Account, Widget
+from apps.widget.services import purge_widget_cache
 
-from .models import Agent
+from . import events_log, selectors
+from .models import Agent, AgentEvent, Department, Invitation
+
+logger = logging.getLogger(__name__)
+
+INVITATION_TTL = timedelta(days=7)
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+
+class SeatLimitReached(AppError):
+    """No paid operator seat is free: free seats must outnumber outstanding invitations to invite,
+    and a seat must be free to restore a human agent. Free a seat or add seats to the plan."""
+
+    status, code, title = 409, "seat_limit_reached", "No free seat"
+
+
+class AgentNotDeletable(AppError):
+    """The AI operator and the owner's own agent row cannot be deleted through the API."""
+
+    status, code, title = 409, "agent_not_deletable", "This agent cannot be deleted"
+
+
+class MailFailed(AppError):
+    """The invitation e-mail could not be sent. Nothing was stored and the idempotency key was
+    released; retry later."""
+
+    status, code, title = 502, "mail_failed", "The invitation e-mail could not be sent"
+
+
+class AvatarStoreFailed(AppError):
+    """The avatar could not be written to file storage. Nothing changed; retry later."""
+
+    status, code, title = 502, "avatar_store_failed", "The avatar could not be stored"
+
+
+class InvitationUnusable(Exception):
+    """The invitation link cannot be used: `state` is expired, accepted or revoked."""
+
+    def __init__(self, state: str):
+        super().__init__(state)
+        self.state = state
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _purge_cache(widget_id: int) -> None:
+    """Purge the served widget cache now and again once the transaction commits.
+
+    The first purge makes the answer of this request never precede it; the second stops a visitor
+    request that ran between the first purge and the commit from caching the old state under the
+    new generation.
+    """
+    purge_widget_cache(widget_id=widget_id)
+    transaction.on_commit(lambda: purge_widget_cache(widget_id=widget_id))
+
+
+def _lock_account(widget: Widget) -> Account:
+    return Account.objects.select_for_update().get(pk=widget.account_id)
+
+
+def _lock_agent(widget: Widget, agent: Agent) -> Agent:
+    return Agent.objects.select_for_update().get(pk=agent.pk, widget=widget)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- the event log ----------------------------------------------------------------------------------------
+
+
+def record_agent_event(
+    *,
+    widget: Widget,
+    agent: Agent | int,
+    type: str | None = None,
+    type_code: int | None = None,
+    extra: dict | None = None,
+) -> AgentEvent:
+    """Append one row to an agent's event log.
+
+    Name the action by its slug (`type`, one of apps.agents.events_log.KINDS) or, for actions
+    that have no slug yet, by its raw `type_code`; exactly one of the two. `extra` holds the facts
+    the console message shows (`chat_id`, ...). Runs in the caller's transaction.
+    """
+    if (type is None) == (type_code is None):
+        raise ValueError("give exactly one of type or type_code")
+    code = events_log.code_of(type) if type is not None else int(type_code)
+    agent_id = agent if isinstance(agent, int) else agent.pk
+    if not isinstance(agent, int):
+        assert agent.widget_id == widget.pk, "the agent must belong to the widget"
+    return AgentEvent.objects.create(widget=widget, agent_id=agent_id, type_code=code, extra=extra or {})
+
+
+# --- agents -----------------------------------------------------------------------------------------------
 
 
 @transaction.atomic
@@ -16,7 +134,7 @@ def create_human_agent(
 ) -> Agent:
     """A human operator with console access to every chat of the widget.
 
-    Used by `create_widget` (the owner's own row), `create_agent` and, later, invitation accept.
+    Used by `create_widget` (the owner's own row), `create_agent` and invitation accept.
     Reuses the Django user with that e-mail when one exists; one agent row per user and widget.
     """
     User = get_user_model()
@@ -39,3 +157,291 @@ def create_human_agent(
         role=Agent.Role.OWNER if is_owner else Agent.Role.OPERATOR,
         is_owner=is_owner,
     )
+
+
+@transaction.atomic
+def set_show_in_header(*, widget: Widget, agent: Agent, show_in_header: bool) -> Agent:
+    """PATCH {show_in_header}. A change purges the widget cache and is logged; no change, no-op."""
+    agent = _lock_agent(widget, agent)
+    if agent.show_in_header == show_in_header:
+        return agent
+    agent.show_in_header = show_in_header
+    agent.save(update_fields=["show_in_header"])
+    record_agent_event(widget=widget, agent=agent, type="show_in_header_on" if show_in_header else "show_in_header_off")
+    _purge_cache(widget.pk)
+    return agent
+
+
+def _ban(widget: Widget, agent: Agent, *, event: str) -> Agent:
+    agent = _lock_agent(widget, agent)
+    if agent.status == Agent.Status.BANNED:
+        return agent
+    previous = agent.status
+    agent.status = Agent.Status.BANNED
+    agent.save(update_fields=["status"])
+    record_agent_event(widget=widget, agent=agent, type=event, extra={"previous_status": previous})
+    _purge_cache(widget.pk)
+    return agent
+
+
+@transaction.atomic
+def suspend_agent(*, widget: Widget, agent: Agent) -> Agent:
+    """active or relaxation -> banned; the seat is released. Suspending a banned agent changes
+    nothing. The agent stays in its departments."""
+    return _ban(widget, agent, event="suspended")
+
+
+@transaction.atomic
+def delete_agent(*, widget: Widget, agent: Agent) -> Agent:
+    """Soft delete: -> banned, releasing the seat. Chats, ratings and the event log stay readable
+    (the row is kept). Refused for the AI operator and for the owner's own agent row."""
+    if agent.type == Agent.Type.AI:
+        raise AgentNotDeletable("The AI operator cannot be deleted; manage it through the AI operator endpoints.")
+    if agent.is_owner:
+        raise AgentNotDeletable("The owner's own agent row cannot be deleted.")
+    return _ban(widget, agent, event="deleted")
+
+
+@transaction.atomic
+def restore_agent(*, widget: Widget, agent: Agent) -> Agent:
+    """banned -> active. A human agent needs a free seat (409 seat_limit_reached otherwise);
+    restoring an agent that is not banned changes nothing."""
+    account = _lock_account(widget) if agent.type == Agent.Type.HUMAN else None
+    agent = _lock_agent(widget, agent)
+    if agent.status != Agent.Status.BANNED:
+        return agent
+    if account is not None and selectors.seats_used(account) >= account.seats:
+        raise SeatLimitReached(f"All {account.seats} seats of the account are in use.")
+    agent.status = Agent.Status.ACTIVE
+    agent.save(update_fields=["status"])
+    record_agent_event(widget=widget, agent=agent, type="restored")
+    _purge_cache(widget.pk)
+    return agent
+
+
+@transaction.atomic
+def set_agent_status(*, widget: Widget, agent: Agent, status: str) -> Agent:
+    """The console's own status switch: active <-> relaxation (banned is reached only through
+    suspend/delete and left only through restore)."""
+    if status not in (Agent.Status.ACTIVE, Agent.Status.RELAXATION):
+        raise ValueError("status must be active or relaxation")
+    agent = _lock_agent(widget, agent)
+    if agent.status == Agent.Status.BANNED:
+        raise Conflict("A banned agent must be restored first.")
+    if agent.status == status:
+        return agent
+    agent.status = status
+    agent.save(update_fields=["status"])
+    record_agent_event(widget=widget, agent=agent, type=f"status_{status}")
+    _purge_cache(widget.pk)
+    return agent
+
+
+def _delete_file_on_commit(storage, name: str) -> None:
+    if name:
+        transaction.on_commit(lambda: storage.delete(name))
+
+
+@transaction.atomic
+def set_agent_avatar(*, widget: Widget, agent: Agent, content: bytes, extension: str) -> Agent:
+    """Store a checked image (the caller verified type and size) under a random name and make it
+    the agent's avatar; the previous file is deleted once this commits."""
+    agent = _lock_agent(widget, agent)
+    storage, previous = agent.avatar.storage, agent.avatar.name
+    name = f"{widget.pk}/{uuid.uuid4().hex}.{extension}"
+    try:
+        agent.avatar.save(name, ContentFile(content), save=False)
+    except Exception:
+        logger.exception("avatar store failed", extra={"agent_id": agent.pk})
+        raise AvatarStoreFailed() from None
+    agent.save(update_fields=["avatar"])
+    _delete_file_on_commit(storage, previous)
+    record_agent_event(widget=widget, agent=agent, type="avatar_set")
+    _purge_cache(widget.pk)
+    return agent
+
+
+@transaction.atomic
+def remove_agent_avatar(*, widget: Widget, agent: Agent) -> Agent:
+    """Clear the avatar (a no-op without one, still purging the cache)."""
+    agent = _lock_agent(widget, agent)
+    if agent.avatar:
+        _delete_file_on_commit(agent.avatar.storage, agent.avatar.name)
+        agent.avatar = None
+        agent.save(update_fields=["avatar"])
+        record_agent_event(widget=widget, agent=agent, type="avatar_removed")
+    _purge_cache(widget.pk)
+    return agent
+
+
+# --- invitations ----------------------------------------------------------------------------------------
+
+
+def _invitation_mail(*, widget: Widget, email: str, link: str, expires_at) -> None:
+    subject = f"Приглашение стать оператором виджета «{widget.name}»"
+    body = (
+        f"Вас пригласили стать оператором чата на сайте (виджет «{widget.name}»).\n\n"
+        f"Чтобы принять приглашение, откройте ссылку и задайте имя и пароль:\n{link}\n\n"
+        f"Ссылка действует до {expires_at.astimezone(UTC):%d.%m.%Y %H:%M} UTC и открывается один раз.\n"
+        "Если вы не ждали этого письма, просто проигнорируйте его.\n"
+    )
+    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [email], fail_silently=False)
+
+
+@transaction.atomic
+def invite_agent(*, widget: Widget, email: str, link_for: Callable[[str], str]) -> Invitation:
+    """Invite `email` to become a human operator of `widget`.
+
+    Under the account row lock: refused 409 seat_limit_reached unless the free seats outnumber the
+    outstanding invitations of the account. The e-mail (with a random token; only its hash is
+    stored) is sent BEFORE anything is stored, so a mail failure (502 mail_failed) leaves nothing
+    behind. `link_for(token)` builds the absolute accept URL.
+    """
+    account = _lock_account(widget)
+    now = timezone.now()
+    free = account.seats - selectors.seats_used(account)
+    outstanding = selectors.outstanding_invitations(account, now=now)
+    if free <= outstanding:
+        raise SeatLimitReached(
+            f"{max(free, 0)} free seat(s) and {outstanding} outstanding invitation(s): no seat left to invite into."
+        )
+    token = secrets.token_urlsafe(32)
+    expires_at = now + INVITATION_TTL
+    try:
+        _invitation_mail(widget=widget, email=email, link=link_for(token), expires_at=expires_at)
+    except Exception:
+        logger.exception("invitation mail failed", extra={"widget_id": widget.pk})
+        raise MailFailed() from None
+    return Invitation.objects.create(
+        widget=widget, email=email, token_hash=hash_token(token), created_at=now, expires_at=expires_at
+    )
+
+
+@transaction.atomic
+def revoke_invitation(*, widget: Widget, invitation: Invitation) -> Invitation:
+    """Revoke an outstanding invitation (its link stops working and its seat reservation ends).
+    An accepted, expired or already revoked invitation is left as it is; the access an accepted
+    invitation gave is revoked only in the web cabinet."""
+    invitation = Invitation.objects.select_for_update().get(pk=invitation.pk, widget=widget)
+    if invitation.state() == "pending":
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+def existing_user_for(invitation: Invitation):
+    """The Django user the invitation would attach to, when one exists with a usable password
+    (the accept page then asks for that password instead of setting a new one)."""
+    user = get_user_model().objects.filter(email__iexact=invitation.email).first()
+    return user if user is not None and user.has_usable_password() else None
+
+
+@transaction.atomic
+def accept_invitation(*, token: str, name: str, surname: str = "", password: str | None = None) -> Agent:
+    """Follow an invitation link: the invitee becomes a human operator of the widget.
+
+    Raises InvitationUnusable (expired, accepted, revoked; `missing` for an unknown token) and
+    SeatLimitReached when a restore took the reserved seat meanwhile. `password` is set on the
+    user (None when the page verified an existing user's own password instead).
+    """
+    invitation = Invitation.objects.select_for_update().filter(token_hash=hash_token(token)).first()
+    if invitation is None:
+        raise InvitationUnusable("missing")
+    state = invitation.state()
+    if state != "pending":
+        raise InvitationUnusable(state)
+    widget = invitation.widget
+    account = _lock_account(widget)
+    user = get_user_model().objects.filter(email__iexact=invitation.email).first()
+    current = Agent.objects.select_for_update().filter(widget=widget, user=user).first() if user else None
+    needs_seat = current is None or current.status == Agent.Status.BANNED
+    if needs_seat and selectors.seats_used(account) >= account.seats:
+        raise SeatLimitReached(f"All {account.seats} seats of the account are in use.")
+    agent = create_human_agent(widget=widget, email=invitation.email, name=name, surname=surname, user=user)
+    if agent.status == Agent.Status.BANNED:
+        agent.status = Agent.Status.ACTIVE
+        agent.save(update_fields=["status"])
+    if password is not None:
+        agent.user.set_password(password)
+        agent.user.save(update_fields=["password"])
+    invitation.accepted_at = timezone.now()
+    invitation.agent = agent
+    invitation.save(update_fields=["accepted_at", "agent"])
+    record_agent_event(widget=widget, agent=agent, type="invitation_accepted", extra={"invitation_id": invitation.pk})
+    _purge_cache(widget.pk)
+    return agent
+
+
+# --- departments --------------------------------------------------------------------------------------
+
+
+def full_week(schedule: dict | None = None, *, default=None) -> dict:
+    """All seven days in order; a day missing from `schedule` gets `default`."""
+    schedule = schedule or {}
+    return {day: schedule.get(day, default) for day in DAYS}
+
+
+def _check_agents(widget: Widget, agents: list[Agent]) -> None:
+    assert all(agent.widget_id == widget.pk for agent in agents), "agents must belong to the widget"
+
+
+@transaction.atomic
+def create_department(
+    *,
+    widget: Widget,
+    name: str,
+    channels: list[str] | None = None,
+    agents: list[Agent] | None = None,
+    schedule: dict | None = None,
+) -> Department:
+    """A department. Without `schedule` it is open every day (`full`); with one, an omitted day
+    is closed (as on PUT /schedule)."""
+    _check_agents(widget, agents or [])
+    department = Department.objects.create(
+        widget=widget,
+        name=name,
+        channels=list(channels or []),
+        schedule=full_week(schedule) if schedule is not None else full_week(default="full"),
+    )
+    if agents:
+        department.agents.set(agents)
+    return department
+
+
+@transaction.atomic
+def update_department(*, widget: Widget, department: Department, name: str | None = None, channels=None) -> Department:
+    department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    fields = ["updated_at"]
+    if name is not None:
+        department.name = name
+        fields.append("name")
+    if channels is not None:
+        department.channels = list(channels)
+        fields.append("channels")
+    department.save(update_fields=fields)
+    return department
+
+
+@transaction.atomic
+def delete_department(*, widget: Widget, department: Department) -> None:
+    """Delete the department; chats it already produced stay (their department becomes null)."""
+    Department.objects.filter(pk=department.pk, widget=widget).delete()
+
+
+@transaction.atomic
+def set_department_agents(*, widget: Widget, department: Department, agents: list[Agent]) -> Department:
+    """Replace the agent set (empty empties it). Suspended agents may be members."""
+    _check_agents(widget, agents)
+    department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    department.agents.set(agents)
+    department.save(update_fields=["updated_at"])
+    return department
+
+
+@transaction.atomic
+def set_department_schedule(*, widget: Widget, department: Department, schedule: dict) -> Department:
+    """Replace the week; an omitted day is closed."""
+    department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    department.schedule = full_week(schedule)
+    department.save(update_fields=["schedule", "updated_at"])
+    return department

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.agents.models import Agent
+from apps.agents.services import record_agent_event
 from apps.core import events
 from apps.core.errors import Conflict
 from apps.core.models import Widget
@@ -233,6 +234,14 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
     now = timezone.now()
     from_agent_id = chat.agent_id
     ChatTransfer.objects.create(widget=widget, chat=chat, from_agent_id=from_agent_id, to_agent=to_agent)
+    if from_agent_id is not None and from_agent_id != to_agent.pk:
+        record_agent_event(
+            widget=widget, agent=from_agent_id, type="chat_transferred_out",
+            extra={"chat_id": chat.pk, "to_agent_id": to_agent.pk},
+        )
+    record_agent_event(
+        widget=widget, agent=to_agent, type="chat_transferred_in", extra={"chat_id": chat.pk, "from_agent_id": from_agent_id}
+    )
     chat.agent = to_agent
     fields = {"agent", "updated_at", *record_answer(chat=chat, agent=to_agent, now=now)}
     chat.updated_at = now
@@ -258,6 +267,7 @@ def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
     fields = record_answer(chat=chat, agent=agent, now=timezone.now())
     if fields:
         chat.save(update_fields=[*fields, "updated_at"])
+        record_agent_event(widget=widget, agent=agent, type="chat_accepted", extra={"chat_id": chat.pk})
     return chat
 
 

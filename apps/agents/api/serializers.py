@@ -1,0 +1,489 @@
+"""Agents, invitations, the agent event log and departments: output builders, the `...Doc`
+serializers describing the same shapes for OpenAPI (a test keeps the two in step), and the strict
+`XInput` / `XQuery` serializers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer
+
+from .. import events_log, selectors
+from ..models import Agent, AgentEvent, Department, Invitation
+from ..services import DAYS, full_week
+
+AVATAR_MAX_BYTES = 2048 * 1024
+AVATAR_EXTENSIONS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png", "gif": "gif", "webp": "webp"}
+# Stored file extension per detected kind.
+AVATAR_STORED_EXTENSION = {"jpeg": "jpg", "png": "png", "gif": "gif", "webp": "webp"}
+CHANNELS = ("tg", "vk", "wa", "vb", "fb", "ok", "smb")
+AD_CABINET_PREFIX = "av__"
+UNKNOWN_ID = "Unknown id."
+INVITATION_STATES = ["pending", "accepted", "revoked", "expired"]
+PAGINATION_PARAMS = ("cursor", "limit")
+
+_HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+_CABINET_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+# --- output builders -------------------------------------------------------------------------------------
+
+
+def _iso(value):
+    return value.isoformat() if value is not None else None
+
+
+def file_url(field_file, absolute: Callable[[str], str] | None = None) -> str | None:
+    """The public URL of a stored image; a storage's relative URL is made absolute with `absolute`
+    (the request's `build_absolute_uri`)."""
+    if not field_file:
+        return None
+    url = field_file.url
+    return absolute(url) if absolute is not None and url.startswith("/") else url
+
+
+def agent_payload(agent: Agent, *, online_ids: set[int], absolute: Callable[[str], str] | None = None) -> dict:
+    """`departments` needs the agent's departments prefetched (selectors.with_department_ids)."""
+    return {
+        "id": agent.pk,
+        "user_id": agent.user_id,
+        "name": agent.name,
+        "surname": agent.surname,
+        "email": agent.email,
+        "avatar_url": file_url(agent.avatar, absolute),
+        "role": agent.role,
+        "type": agent.type,
+        "status": agent.status,
+        "online": agent.pk in online_ids,
+        "show_in_header": agent.show_in_header,
+        "ai_assistant_id": agent.ai_assistant_id,
+        "departments": sorted(d.pk for d in agent.departments.all()),
+        "created_at": _iso(agent.created_at),
+    }
+
+
+def invitation_payload(invitation: Invitation, *, now=None) -> dict:
+    return {
+        "id": invitation.pk,
+        "email": invitation.email,
+        "status": invitation.state(now),
+        "agent_id": invitation.agent_id,
+        "created_at": _iso(invitation.created_at),
+        "expires_at": _iso(invitation.expires_at),
+        "accepted_at": _iso(invitation.accepted_at),
+        "revoked_at": _iso(invitation.revoked_at),
+    }
+
+
+def event_payload(event: AgentEvent) -> dict:
+    return {
+        "type": events_log.slug_of(event.type_code),
+        "type_code": event.type_code,
+        "message": events_log.message_of(event.type_code, event.extra),
+        "created_at": _iso(event.created_at),
+    }
+
+
+def department_payload(department: Department, *, absolute: Callable[[str], str] | None = None) -> dict:
+    """`agent_ids` needs the department's agents prefetched (selectors.department_list)."""
+    return {
+        "id": department.pk,
+        "name": department.name,
+        "channels": list(department.channels),
+        "agent_ids": sorted(a.pk for a in department.agents.all()),
+        "schedule": full_week(department.schedule),
+        "avatar_url": file_url(department.avatar, absolute),
+        "created_at": _iso(department.created_at),
+        "updated_at": _iso(department.updated_at),
+    }
+
+
+# --- documentation of output shapes ---------------------------------------------------------------------
+
+
+class AgentDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    user_id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField(help_text="Full display name.")
+    surname = serializers.CharField(allow_blank=True)
+    email = serializers.CharField(allow_blank=True)
+    avatar_url = serializers.CharField(allow_null=True)
+    role = serializers.ChoiceField(choices=Agent.Role.values)
+    type = serializers.ChoiceField(choices=Agent.Type.values)
+    status = serializers.ChoiceField(choices=Agent.Status.values)
+    online = serializers.BooleanField(help_text="Live websocket presence, not the stored status.")
+    show_in_header = serializers.BooleanField()
+    ai_assistant_id = serializers.IntegerField(allow_null=True)
+    departments = serializers.ListField(child=serializers.IntegerField(), help_text="Department ids.")
+    created_at = serializers.DateTimeField()
+
+
+class AvatarDoc(serializers.Serializer):
+    avatar_url = serializers.CharField()
+
+
+class AgentEventDoc(serializers.Serializer):
+    type = serializers.ChoiceField(
+        choices=list(events_log.SLUGS), help_text="Stable slug (the contract); `unknown` for actions with no slug."
+    )
+    type_code = serializers.IntegerField(help_text="Raw internal code.")
+    message = serializers.CharField(help_text="Russian console string; not a contract, do not parse.")
+    created_at = serializers.DateTimeField()
+
+
+class InvitationDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.CharField()
+    status = serializers.ChoiceField(choices=INVITATION_STATES)
+    agent_id = serializers.IntegerField(allow_null=True, help_text="The agent the accepted invitation made.")
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(help_text="7 days after creation.")
+    accepted_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class DayHoursDoc(serializers.Serializer):
+    from_ = serializers.CharField(help_text="HH:MM, strictly earlier than `to`.")
+    to = serializers.CharField(help_text="HH:MM; overnight ranges are not supported.")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+DAY_SCHEMA = {
+    "oneOf": [
+        {"type": "string", "const": "full", "description": "Open all day."},
+        {"$ref": "#/components/schemas/DayHoursDoc"},
+        {"type": "null", "description": "Closed."},
+    ]
+}
+
+
+@extend_schema_field(DAY_SCHEMA)
+class DayField(serializers.JSONField):
+    pass
+
+
+class WeekDoc(serializers.Serializer):
+    """All seven days, Monday to Sunday."""
+
+    def get_fields(self):
+        return {day: DayField() for day in DAYS}
+
+
+class DepartmentDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    channels = serializers.ListField(child=serializers.CharField())
+    agent_ids = serializers.ListField(child=serializers.IntegerField())
+    schedule = WeekDoc()
+    avatar_url = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class PartialWeekDoc(serializers.Serializer):
+    """Any of the seven days; an omitted day is closed."""
+
+    def get_fields(self):
+        return {day: DayField(required=False) for day in DAYS}
+
+
+# --- shared fields ------------------------------------------------------------------------------------
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only (never "yes", 1 or "true")."""
+
+    default_error_messages = {"invalid": "Must be a boolean (true or false)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid")
+
+
+class AgentIdsField(serializers.ListField):
+    """A list of agent ids of the request's widget. Unknown and foreign ids answer identically
+    (422 `Unknown id.` at `<field>.<index>`); a repeated id is refused."""
+
+    child = serializers.IntegerField()
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            self.fail("not_a_list", input_type=type(data).__name__)
+        errors: dict[int, list[str]] = {}
+        seen: set[int] = set()
+        for index, value in enumerate(data):
+            if isinstance(value, bool) or not isinstance(value, int):
+                errors[index] = ["Must be an integer id."]
+            elif value in seen:
+                errors[index] = ["Duplicate id."]
+            else:
+                seen.add(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        found = selectors.agents_of(self.context["request"].widget, data)
+        errors = {i: [UNKNOWN_ID] for i, value in enumerate(data) if value not in found}
+        if errors:
+            raise serializers.ValidationError(errors)
+        return [found[value] for value in data]
+
+
+class ChannelsField(serializers.ListField):
+    """The closed channel vocabulary: tg, vk, wa, vb, fb, ok, smb, or av__<cabinet_id> of one of
+    this widget's ad cabinets. An `av__` channel naming no cabinet of this widget reports exactly as
+    an unknown agent id does (`Unknown id.`)."""
+
+    child = serializers.CharField()
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            self.fail("not_a_list", input_type=type(data).__name__)
+        cabinets = None
+        errors: dict[int, list[str]] = {}
+        seen: set[str] = set()
+        for index, value in enumerate(data):
+            if not isinstance(value, str):
+                errors[index] = ["Must be a string."]
+                continue
+            if value in seen:
+                errors[index] = ["Duplicate channel."]
+                continue
+            seen.add(value)
+            if value in CHANNELS:
+                continue
+            cabinet_id = value.removeprefix(AD_CABINET_PREFIX)
+            if value.startswith(AD_CABINET_PREFIX) and _CABINET_ID.match(cabinet_id):
+                if cabinets is None:
+                    cabinets = {str(c) for c in selectors.ad_cabinet_ids(self.context["request"].widget)}
+                if cabinet_id not in cabinets:
+                    errors[index] = [UNKNOWN_ID]
+                continue
+            errors[index] = [f"Unknown channel; use one of {', '.join(CHANNELS)} or av__<cabinet_id>."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return list(data)
+
+
+def _day(value, path_errors: dict, day: str):
+    if value is None or value == "full":
+        return value
+    if not isinstance(value, Mapping):
+        path_errors[day] = ['Must be "full", an object {from, to} or null.']
+        return None
+    errors = {}
+    for key in value:
+        if key not in ("from", "to"):
+            errors[key] = ["Unknown field."]
+    for key in ("from", "to"):
+        item = value.get(key)
+        if key not in value:
+            errors[key] = ["This field is required."]
+        elif not isinstance(item, str) or not _HHMM.match(item):
+            errors[key] = ["Must be a time HH:MM (00:00 to 23:59)."]
+    if not errors and value["from"] >= value["to"]:
+        errors["to"] = ["Must be later than `from`; overnight ranges are not supported."]
+    if errors:
+        path_errors[day] = errors
+        return None
+    return {"from": value["from"], "to": value["to"]}
+
+
+@extend_schema_field(PartialWeekDoc)
+class ScheduleField(serializers.Field):
+    """{<DayName>: "full" | {from, to} | null}, day names Monday to Sunday; an omitted day is
+    closed. Returns the sent days only (services.full_week fills the rest)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError("Must be an object keyed by day name (Monday to Sunday).")
+        errors: dict = {}
+        week = {}
+        for day, value in data.items():
+            if day not in DAYS:
+                errors[day] = ["Unknown day; use Monday to Sunday."]
+                continue
+            week[day] = _day(value, errors, day)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return week
+
+    def to_representation(self, value):
+        return value
+
+
+class NameField(serializers.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=200, allow_blank=False, trim_whitespace=True, **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+# --- queries --------------------------------------------------------------------------------------------
+
+
+def query_data(request) -> dict:
+    """Query parameters minus pagination, one value each (a repeated parameter is refused)."""
+    params = request.query_params
+    data, errors = {}, {}
+    for key in params:
+        if key in PAGINATION_PARAMS:
+            continue
+        values = params.getlist(key)
+        if len(values) > 1:
+            errors[key] = ["Give this parameter once."]
+        data[key] = values[-1]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return data
+
+
+class AgentListQuery(InputSerializer):
+    online = serializers.ChoiceField(choices=["0", "1"], required=False)
+    type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
+    department_id = serializers.RegexField(
+        r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."}
+    )
+    status = serializers.ChoiceField(choices=Agent.Status.values, required=False)
+
+
+class AgentEventQuery(InputSerializer):
+    type = serializers.ChoiceField(choices=list(events_log.SLUGS), required=False)
+
+
+# --- inputs ------------------------------------------------------------------------------------------------
+
+
+class EmptyInput(InputSerializer):
+    """No body members are accepted."""
+
+
+class AgentPatchInput(InputSerializer):
+    """`show_in_header` is the only writable member; every other agent member is refused by name."""
+
+    show_in_header = StrictBooleanField()
+    id = serializers.CharField(read_only=True)
+    user_id = serializers.CharField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    surname = serializers.CharField(read_only=True)
+    email = serializers.CharField(read_only=True)
+    avatar_url = serializers.CharField(read_only=True)
+    role = serializers.CharField(read_only=True)
+    type = serializers.CharField(read_only=True)
+    status = serializers.CharField(read_only=True)
+    online = serializers.CharField(read_only=True)
+    ai_assistant_id = serializers.CharField(read_only=True)
+    departments = serializers.CharField(read_only=True)
+    created_at = serializers.CharField(read_only=True)
+
+
+def sniff_image(head: bytes) -> str | None:
+    """The image kind from its magic bytes, or None."""
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+class AvatarInput(InputSerializer):
+    """Multipart `file`: jpeg, jpg, png, gif or webp, at most 2048 KB. The name's extension and
+    the content's magic bytes must both say the same allowed type."""
+
+    file = serializers.FileField(allow_empty_file=False)
+
+    def validate_file(self, upload):
+        if upload.size > AVATAR_MAX_BYTES:
+            raise serializers.ValidationError(f"The file exceeds 2048 KB ({AVATAR_MAX_BYTES} bytes).")
+        _, dot, ext = (upload.name or "").rpartition(".")
+        claimed = AVATAR_EXTENSIONS.get(ext.lower()) if dot else None
+        if claimed is None:
+            raise serializers.ValidationError("The file name must end in .jpeg, .jpg, .png, .gif or .webp.")
+        upload.seek(0)
+        content = upload.read()
+        kind = sniff_image(content[:16])
+        if kind is None:
+            raise serializers.ValidationError("The content is not a JPEG, PNG, GIF or WebP image.")
+        if kind != claimed:
+            raise serializers.ValidationError(f"The content is {kind.upper()} but the name says .{ext.lower()}.")
+        return {"content": content, "extension": AVATAR_STORED_EXTENSION[kind]}
+
+
+class AvatarMultipartDoc(serializers.Serializer):
+    file = serializers.FileField(help_text="jpeg, jpg, png, gif or webp, at most 2048 KB (checked by content).")
+
+
+class InvitationInput(InputSerializer):
+    email = serializers.EmailField(max_length=254)
+
+    def validate_email(self, value: str) -> str:
+        value = value.strip().lower()
+        if selectors.is_operator(self.context["request"].widget, value):
+            raise serializers.ValidationError("This e-mail already belongs to an operator of this widget.")
+        return value
+
+
+_DEPARTMENT_READ_ONLY = ("id", "avatar_url", "created_at", "updated_at")
+
+
+class DepartmentInput(InputSerializer):
+    name = NameField()
+    channels = ChannelsField(required=False)
+    agent_ids = AgentIdsField(required=False)
+    schedule = ScheduleField(required=False)
+    id = serializers.CharField(read_only=True)
+    avatar_url = serializers.CharField(read_only=True)
+    created_at = serializers.CharField(read_only=True)
+    updated_at = serializers.CharField(read_only=True)
+
+
+class DepartmentPatchInput(InputSerializer):
+    """`{name?, channels?}`; `agent_ids` and `schedule` have their own PUT routes and are refused."""
+
+    NOT_HERE = {
+        "agent_ids": "Not writable by PATCH; use PUT /v1/departments/{id}/agents.",
+        "schedule": "Not writable by PATCH; use PUT /v1/departments/{id}/schedule.",
+    }
+
+    name = NameField(required=False)
+    channels = ChannelsField(required=False)
+    id = serializers.CharField(read_only=True)
+    avatar_url = serializers.CharField(read_only=True)
+    created_at = serializers.CharField(read_only=True)
+    updated_at = serializers.CharField(read_only=True)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, Mapping):
+            return super().to_internal_value(data)
+        errors = {key: [message] for key, message in self.NOT_HERE.items() if key in data}
+        rest = {key: value for key, value in data.items() if key not in self.NOT_HERE}
+        try:
+            value = super().to_internal_value(rest)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, Mapping) else {"non_field_errors": exc.detail}
+            raise serializers.ValidationError({**errors, **detail}) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class DepartmentAgentsInput(InputSerializer):
+    agent_ids = AgentIdsField(allow_empty=True)
+
+
+class DepartmentScheduleInput(InputSerializer):
+    schedule = ScheduleField()

@@ -1,0 +1,137 @@
+"""The public invitation page at /invite/<token>: the invitee sets a name and password and becomes
+a human operator of the widget.
+
+SECURITY: the token in the URL is the credential (only its hash is stored). The page is a Django
+form with CSRF protection, is never cached and sends no Referer. An e-mail that already has an
+account with a password confirms with that password instead of overwriting it, so an invitation
+link can never be used to reset another principal's password.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model, password_validation
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_http_methods
+
+from . import selectors, services
+from .models import Invitation
+
+UNUSABLE = {
+    "missing": (404, "Ссылка недействительна", "Такого приглашения нет. Проверьте, что ссылка скопирована целиком."),
+    "expired": (410, "Срок приглашения истёк", "Приглашение действовало 7 дней и больше не действует."),
+    "accepted": (
+        410,
+        "Приглашение уже использовано",
+        "По этой ссылке приглашение уже приняли; второй раз она не открывается.",
+    ),
+    "revoked": (410, "Приглашение отозвано", "Владелец виджета отозвал это приглашение."),
+}
+
+
+class _NameFields(forms.Form):
+    name = forms.CharField(label="Имя", max_length=150)
+    surname = forms.CharField(label="Фамилия", max_length=150, required=False)
+
+
+class NewOperatorForm(_NameFields):
+    password1 = forms.CharField(
+        label="Пароль", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+    password2 = forms.CharField(
+        label="Пароль ещё раз", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+
+    def __init__(self, *args, invitation: Invitation, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.invitation = invitation
+
+    def clean(self):
+        data = super().clean()
+        first, second = data.get("password1"), data.get("password2")
+        if first and second:
+            if first != second:
+                self.add_error("password2", "Пароли не совпадают.")
+            else:
+                probe = get_user_model()(username=self.invitation.email, email=self.invitation.email)
+                try:
+                    password_validation.validate_password(first, user=probe)
+                except forms.ValidationError as exc:
+                    self.add_error("password1", exc)
+        return data
+
+
+class ExistingUserForm(_NameFields):
+    password = forms.CharField(
+        label="Ваш текущий пароль", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_password(self):
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError("Неверный пароль.")
+        return password
+
+
+def _unusable(request, state: str):
+    status, headline, message = UNUSABLE[state]
+    return render(request, "agents/invite_unusable.html", {"headline": headline, "message": message}, status=status)
+
+
+def _no_store(response):
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@never_cache
+@csrf_protect
+@require_http_methods(["GET", "POST"])
+def accept_invitation_page(request, token: str):
+    invitation = selectors.find_invitation(services.hash_token(token))
+    if invitation is None:
+        return _no_store(_unusable(request, "missing"))
+    state = invitation.state()
+    if state != "pending":
+        return _no_store(_unusable(request, state))
+    existing = services.existing_user_for(invitation)
+    if request.method == "POST":
+        form = (
+            ExistingUserForm(request.POST, user=existing)
+            if existing
+            else NewOperatorForm(request.POST, invitation=invitation)
+        )
+        if form.is_valid():
+            try:
+                agent = services.accept_invitation(
+                    token=token,
+                    name=form.cleaned_data["name"].strip(),
+                    surname=form.cleaned_data["surname"].strip(),
+                    password=None if existing else form.cleaned_data["password1"],
+                )
+            except services.InvitationUnusable as exc:
+                return _no_store(_unusable(request, exc.state))
+            except services.SeatLimitReached:
+                response = render(
+                    request,
+                    "agents/invite_unusable.html",
+                    {
+                        "headline": "Нет свободного места оператора",
+                        "message": "Все оплаченные места операторов заняты. Приглашение останется действительным, "
+                        "пока не истечёт срок: попробуйте снова, когда владелец освободит место.",
+                    },
+                    status=409,
+                )
+                return _no_store(response)
+            done = render(request, "agents/invite_done.html", {"agent": agent, "widget": invitation.widget})
+            return _no_store(done)
+    else:
+        form = ExistingUserForm(user=existing) if existing else NewOperatorForm(invitation=invitation)
+    context = {"form": form, "invitation": invitation, "widget": invitation.widget, "existing_user": bool(existing)}
+    return _no_store(render(request, "agents/invite_accept.html", context))

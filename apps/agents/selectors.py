@@ -1,0 +1,161 @@
+"""Reads on agents, departments, invitations and the agent event log. Tenant first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db.models import Prefetch, Q, QuerySet
+from django.utils import timezone
+
+from apps.core.models import Account, Widget
+
+from . import events_log
+from .models import Agent, AgentEvent, Department, Invitation
+
+
+def _no_presence(widget: Widget) -> set[int]:
+    return set()
+
+
+def _no_cabinets(widget: Widget) -> set[int]:
+    return set()
+
+
+# Live websocket presence (not the stored status). The presence service replaces this hook with a
+# callable `widget -> set of online agent ids`; until then nobody is online.
+PRESENCE_SOURCE: Callable[[Widget], set[int]] = _no_presence
+
+# Ad-marketplace cabinets of a widget (`av__<cabinet_id>` department channels). The messengers app
+# replaces this hook with a callable `widget -> set of cabinet ids`; until then none exist, so every
+# `av__` channel is refused like an unknown id.
+AD_CABINET_SOURCE: Callable[[Widget], set[int]] = _no_cabinets
+
+
+def online_agent_ids(widget: Widget) -> set[int]:
+    return set(PRESENCE_SOURCE(widget))
+
+
+def ad_cabinet_ids(widget: Widget) -> set[int]:
+    return set(AD_CABINET_SOURCE(widget))
+
+
+# --- agents ------------------------------------------------------------------------------------------
+
+
+def find_department(widget: Widget, department_id: int) -> Department | None:
+    return Department.objects.filter(widget=widget, pk=department_id).first()
+
+
+def with_department_ids(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+    """One extra query per page for every agent's department ids."""
+    return queryset.prefetch_related(Prefetch("departments", queryset=Department.objects.only("id")))
+
+
+def filter_agents(
+    queryset: QuerySet[Agent],
+    *,
+    widget: Widget,
+    online: bool | None = None,
+    type: str | None = None,
+    department: Department | None = None,
+    status: str | None = None,
+    online_ids: set[int] | None = None,
+) -> QuerySet[Agent]:
+    """The agent list: banned agents only when `status=banned` asks for them. `online_ids` is the
+    presence snapshot the caller also renders `online` from (read here when not given)."""
+    queryset = queryset.filter(widget=widget)
+    if status is None:
+        queryset = queryset.exclude(status=Agent.Status.BANNED)
+    else:
+        queryset = queryset.filter(status=status)
+    if type is not None:
+        queryset = queryset.filter(type=type)
+    if department is not None:
+        assert department.widget_id == widget.pk
+        queryset = queryset.filter(departments=department)
+    if online is not None:
+        ids = online_agent_ids(widget) if online_ids is None else online_ids
+        queryset = queryset.filter(pk__in=ids) if online else queryset.exclude(pk__in=ids)
+    return queryset
+
+
+def seats_used(account: Account) -> int:
+    """Seats in use: every non-banned human agent of every widget of the account (AI and webhook
+    operators use none)."""
+    return (
+        Agent.objects.filter(widget__account=account, type=Agent.Type.HUMAN)
+        .exclude(status=Agent.Status.BANNED)
+        .count()
+    )
+
+
+def outstanding_invitations(account: Account, *, now=None) -> int:
+    return Invitation.objects.filter(
+        widget__account=account,
+        accepted_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=now or timezone.now(),
+    ).count()
+
+
+def free_seats(account: Account) -> int:
+    return max(0, account.seats - seats_used(account))
+
+
+# --- event log -------------------------------------------------------------------------------------------
+
+
+def list_agent_events(*, widget: Widget, agent: Agent, type: str | None = None) -> QuerySet[AgentEvent]:
+    """Events of one agent; `type` is a known slug or `unknown` (codes without a slug)."""
+    assert agent.widget_id == widget.pk
+    queryset = AgentEvent.objects.filter(widget=widget, agent=agent)
+    if type == events_log.UNKNOWN:
+        queryset = queryset.exclude(type_code__in=list(events_log.BY_CODE))
+    elif type is not None:
+        queryset = queryset.filter(type_code=events_log.code_of(type))
+    return queryset
+
+
+# --- invitations --------------------------------------------------------------------------------------
+
+
+def find_invitation(token_hash: str) -> Invitation | None:
+    return Invitation.objects.select_related("widget").filter(token_hash=token_hash).first()
+
+
+def agents_of(widget: Widget, ids: list[int]) -> dict[int, Agent]:
+    return {agent.pk: agent for agent in Agent.objects.filter(widget=widget, pk__in=ids)}
+
+
+def with_agent_ids(queryset: QuerySet[Department]) -> QuerySet[Department]:
+    """One extra query per page for every department's agent ids."""
+    return queryset.prefetch_related(Prefetch("agents", queryset=Agent.objects.only("id")))
+
+
+__all__ = [
+    "AD_CABINET_SOURCE",
+    "PRESENCE_SOURCE",
+    "ad_cabinet_ids",
+    "agents_of",
+    "filter_agents",
+    "is_operator",
+    "find_department",
+    "find_invitation",
+    "free_seats",
+    "list_agent_events",
+    "online_agent_ids",
+    "outstanding_invitations",
+    "seats_used",
+    "with_agent_ids",
+    "with_department_ids",
+]
+
+
+def is_operator(widget: Widget, email: str) -> bool:
+    """Whether `email` already belongs to a non-banned human agent of the widget."""
+    return (
+        Agent.objects.filter(widget=widget, type=Agent.Type.HUMAN)
+        .exclude(status=Agent.Status.BANNED)
+        .filter(Q(email__iexact=email) | Q(user__email__iexact=email))
+        .exists()
+    )
