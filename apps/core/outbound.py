@@ -31,6 +31,7 @@ import os
 import re
 import socket
 import ssl
+import threading
 from collections.abc import Iterable, Iterator
 from http.cookiejar import DefaultCookiePolicy
 from typing import Any
@@ -47,6 +48,8 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 from requests.utils import requote_uri, rewind_body
 from requests_hardened import Config, HTTPSession
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.connection import allowed_gai_family
 
 __all__ = [
@@ -389,6 +392,71 @@ def check_url(url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY) -> Split
 # --- requests: pinned adapter, session, response --------------------------------------------------
 
 
+# --- overall deadline ---------------------------------------------------------------------------------
+# Per-read timeouts do not bound a response that trickles one byte at a time. A call with a
+# `deadline` registers the sockets it sends on (thread-local) and a watchdog timer shuts them down
+# when the deadline passes; the blocked read then fails and the call raises "deadline_exceeded".
+
+_deadline_local = threading.local()
+
+
+class _Watched:
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().request(*args, **kwargs)  # connects first when the pooled connection is new
+        sockets = getattr(_deadline_local, "sockets", None)
+        if sockets is not None and self.sock is not None:
+            sockets.append(self.sock)
+        return result
+
+
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _Deadline:
+    """Context manager arming the watchdog for the current thread's sends."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.fired = False
+
+    def __enter__(self) -> _Deadline:
+        if self.seconds is None:
+            return self
+        self.sockets: list[socket.socket] = []
+        _deadline_local.sockets = self.sockets
+        self.timer = threading.Timer(self.seconds, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+        return self
+
+    def _fire(self) -> None:
+        self.fired = True
+        for sock in list(self.sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.seconds is None:
+            return
+        self.timer.cancel()
+        _deadline_local.sockets = None
+
+
 class _PinnedAdapter(HTTPAdapter):
     """SECURITY: resolves, checks and pins every connection this session opens.
 
@@ -400,6 +468,13 @@ class _PinnedAdapter(HTTPAdapter):
     def __init__(self, *, is_https: bool) -> None:
         super().__init__()
         self._is_https = is_https
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _WatchedHTTPConnectionPool,
+            "https": _WatchedHTTPSConnectionPool,
+        }
 
     def build_connection_pool_key_attributes(
         self, request: requests.PreparedRequest, verify: Any, cert: Any = None
@@ -550,17 +625,28 @@ class GuardedSession:
         timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
         allowed_schemes: Iterable[str] = HTTPS_ONLY,
+        deadline: float | None = None,
         **kwargs: Any,
     ) -> GuardedResponse:
         """Send one request and read its body, following at most `max_redirects` checked hops.
+        `deadline` (seconds) bounds the whole call, however slowly the peer trickles bytes.
 
         Accepts the requests keywords params, data, json, headers, cookies, files, auth and cert.
         Raises OutboundBlocked (refused, nothing sent to the refused address) or OutboundError.
         """
+        watchdog = _Deadline(deadline)
         try:
-            return self._request(method, url, max_redirects, timeout, max_bytes, allowed_schemes, kwargs)
+            with watchdog:
+                result = self._request(method, url, max_redirects, timeout, max_bytes, allowed_schemes, kwargs)
+            if watchdog.fired:  # a body cut short by the watchdog may look complete: never trust it
+                raise OutboundError("deadline_exceeded", url=safe_url(url))
+            return result
         except OutboundBlocked as exc:
             _log_blocked(exc, url)
+            raise
+        except OutboundError as exc:
+            if watchdog.fired:
+                raise OutboundError("deadline_exceeded", url=exc.url) from None
             raise
 
     def _request(

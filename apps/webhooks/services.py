@@ -11,12 +11,13 @@ one pooled guarded session, so a slow endpoint holds one thread, not the batch.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import timedelta
 
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core import outbound
@@ -30,8 +31,11 @@ from .models import Attempt, Delivery, Subscription
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 4
-LEASE = timedelta(seconds=90)  # longer than one attempt's timeouts
 TIMEOUT = (3.05, 10)
+ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpoint answers
+# A leased row is not re-driven before this: longer than the deadline of every attempt a run may
+# queue ahead of it (batch_size / concurrency + 1 rounds).
+LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
 RESPONSE_CAP = 64 * 1024
 
 
@@ -317,7 +321,8 @@ def attempt_delivery(delivery_pk: int) -> str:
         }
         try:
             response = _session().request(
-                "POST", sub.url, data=body, headers=headers, timeout=TIMEOUT, max_redirects=0, max_bytes=RESPONSE_CAP
+                "POST", sub.url, data=body, headers=headers, timeout=TIMEOUT, max_redirects=0,
+                max_bytes=RESPONSE_CAP, deadline=ATTEMPT_DEADLINE,
             )
             status_code = response.status_code
             if not 200 <= status_code < 300:
@@ -367,33 +372,73 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
                 attempt_delivery(pk)
                 done += 1
         return done
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook") as pool:
-        running: set = set()
-        queue: list[int] = []
-        while True:
-            if not queue and time.monotonic() < deadline and len(running) < concurrency:
-                queue = _lease(batch_size)
-            while queue and len(running) < concurrency:
-                running.add(pool.submit(_attempt_in_thread, queue.pop(0)))
-            if not running:
-                if queue:
-                    continue
-                break
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            done += len(finished)
-            for future in finished:
-                exc = future.exception()
-                if exc is not None:
-                    logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
-        _release(queue)
+    pool = _executor(concurrency)  # lives with the process: threads keep their connection and session
+    running: set = set()
+    queue: list[int] = []
+    while True:
+        if not queue and time.monotonic() < deadline and len(running) < concurrency:
+            queue = _lease(batch_size)
+        while queue and len(running) < concurrency:
+            running.add(pool.submit(_attempt_in_thread, queue.pop(0)))
+        if not running:
+            if queue:
+                continue
+            break
+        finished, running = wait(running, return_when=FIRST_COMPLETED)
+        done += len(finished)
+        for future in finished:
+            exc = future.exception()
+            if exc is not None:
+                logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+    _release(queue)
     return done
 
 
+_executors: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def _executor(concurrency: int) -> ThreadPoolExecutor:
+    """One pool per process (re-made after a fork): bounded threads that keep their database
+    connection and pooled HTTPS session across runs instead of leaking one per run."""
+    key = (os.getpid(), concurrency)
+    with _executors_lock:
+        pool = _executors.get(key)
+        if pool is None:
+            pool = _executors[key] = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook")
+        return pool
+
+
+def shutdown_executors() -> None:
+    """Close every pool thread's database connection, then stop the pools (tests, shutdown)."""
+    with _executors_lock:
+        pools = list(_executors.items())
+        _executors.clear()
+    for (_, size), pool in pools:
+        barrier = threading.Barrier(size)
+
+        def close_own_connection(barrier: threading.Barrier = barrier) -> None:
+            from django.db import connections
+
+            barrier.wait(timeout=30)  # one task per thread: each closes its own connection
+            connections.close_all()
+
+        for future in [pool.submit(close_own_connection) for _ in range(size)]:
+            future.exception()
+        pool.shutdown(wait=True)
+
+
 def _attempt_in_thread(pk: int) -> str:
+    from django.db import connection
+
     try:
         return attempt_delivery(pk)
+    except Exception:
+        connection.close()  # a broken connection is not kept for the next attempt
+        raise
     finally:
-        close_old_connections()
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
 
 
 def _release(ids: list[int]) -> None:

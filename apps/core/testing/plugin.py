@@ -41,6 +41,17 @@ def _isolated_rate_limits(settings):
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _close_background_pools(django_db_setup, django_db_blocker):
+    """Worker pools that outlive a test (webhook delivery) hold database connections: close them
+    before the test database is dropped."""
+    yield
+    from apps.webhooks.services import shutdown_executors
+
+    with django_db_blocker.unblock():
+        shutdown_executors()
+
+
 @pytest.fixture
 def widget(db):
     from apps.core.testing.factories import WidgetFactory

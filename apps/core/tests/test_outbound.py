@@ -728,3 +728,56 @@ def test_async_httpx_client_refuses_private_address(resolver: FakeResolver, no_s
     # then
     assert refused.value.reason == "address_not_allowed"
     assert no_sockets == []
+
+
+# --- overall deadline -------------------------------------------------------------------------------
+
+
+def test_deadline_bounds_a_trickling_response(settings, monkeypatch, tmp_path):
+    """A server that sends its headers one byte every 50 ms is cut at the deadline."""
+    import socket as _socket
+    import ssl as _ssl
+    import threading as _threading
+    import time as _time
+
+    import trustme
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    ca_path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca_path))
+    monkeypatch.setattr(outbound, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+
+    server_ctx = _ssl.SSLContext(_ssl.PROTOCOL_TLS_SERVER)
+    cert.configure_cert(server_ctx)
+    listener = _socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    stop = _threading.Event()
+
+    def serve():
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as tls:
+            tls.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+                if stop.is_set():
+                    break
+                try:
+                    tls.sendall(bytes([byte]))
+                except OSError:
+                    break
+                _time.sleep(0.05)
+
+    thread = _threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started = _time.monotonic()
+    with pytest.raises(outbound.OutboundError) as caught:
+        outbound.request("GET", f"https://localhost:{port}/", timeout=(1, 1), deadline=1.0)
+    elapsed = _time.monotonic() - started
+    stop.set()
+    listener.close()
+    assert caught.value.reason == "deadline_exceeded"
+    assert elapsed < 10  # per-read timeouts alone would let it run for ~50 s

@@ -1,0 +1,422 @@
+"""The engine under failure: a flaky receiver, lost Celery triggers, expired leases, two engines at
+once and a worker killed with SIGKILL mid-batch. No event may be lost; duplicates are bounded by
+what was in flight and always carry the event's one idempotency key.
+
+These tests commit (transaction=True): the engine's thread pool and the worker process must see
+the rows. The ones running several writers at once need PostgreSQL (SQLite's in-memory test
+database locks whole tables across threads); the kill test also needs Redis for the real broker.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from datetime import timedelta
+from pathlib import Path
+from unittest import mock
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection, connections, transaction
+from django.utils import timezone
+
+from apps.core import events as core_events
+from apps.core.models import OutboxEvent, Widget
+from apps.webhooks import services, signing, tasks
+from apps.webhooks.models import Attempt, Delivery
+from apps.webhooks.tests.receiver import Hit, Receiver, always, flaky
+
+ROOT = Path(__file__).resolve().parents[3]
+CLIENT_GUID = "d" * 32
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch, settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with Receiver() as rx:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(rx.ca_path))
+        yield rx
+
+
+@pytest.fixture(autouse=True)
+def _collect_engine_connections():
+    """The engine's pool threads leave their database connections to the garbage collector (see
+    test_the_engine_does_not_leave_database_connections_open_run_after_run); collect them, so the
+    test database can be flushed and dropped."""
+    yield
+    gc.collect()
+
+
+@pytest.fixture
+def lost_triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """Every Celery trigger of the engine is lost (broker emptied): only the sweeper is left.
+    Recorded, so a test can see that one was asked for."""
+    asked: list[float | None] = []
+    monkeypatch.setattr(services, "_trigger", lambda countdown=None: asked.append(countdown))
+    return asked
+
+
+@pytest.fixture
+def pool_fit_for_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On SQLite the engine the sweeper starts runs inline: the in-memory test database is shared
+    between threads with table locks that fail at once (no busy wait), so a real pool there tests
+    SQLite's test set-up, not the engine. On PostgreSQL the real pool runs."""
+    if connection.vendor == "sqlite":
+        inline = services.deliver_due
+        monkeypatch.setattr(services, "deliver_due", lambda **kw: inline(**{**kw, "concurrency": 1}))
+
+
+def emit_messages(widget: Widget, count: int, *, bulk: bool = False) -> list[str]:
+    """`count` message.created events committed in one transaction. The outbox hands each off on
+    commit (eager Celery: one fan-out transaction per event, as in production); with `bulk` the
+    hand-off is skipped and all are fanned out in a single transaction (fast set-up of many rows).
+    Returns the event ids (= idempotency keys)."""
+    hand_off = mock.patch.object(core_events, "_hand_off", lambda event_id: None) if bulk else nullcontext()
+    with hand_off, transaction.atomic():
+        events = [
+            core_events.emit(
+                widget, "message.created", chat_id=n, message_id=n, client_id=CLIENT_GUID,
+                author_type="USER", source="api",
+            )
+            for n in range(count)
+        ]
+    if bulk:
+        with transaction.atomic():
+            for event in events:
+                core_events.fan_out(event.pk)
+    assert not OutboxEvent.objects.filter(dispatched_at__isnull=True).exists()
+    return [str(event.pk) for event in events]
+
+
+def expire_leases_and_backoffs() -> int:
+    """Stand-in for waiting: every pending row becomes due now."""
+    return Delivery.objects.filter(status=Delivery.Status.PENDING).update(
+        next_attempt_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def assert_signed(hits: list[Hit], secret: str) -> None:
+    for hit in hits:
+        assert signing.verify_service_signature(secret, hit.body, hit.header("X-Service-Signature")), hit.seq
+        assert signing.verify_standard_signature(
+            secret, hit.header("webhook-id"), int(hit.header("webhook-timestamp")), hit.body,
+            hit.header("webhook-signature"),
+        ), hit.seq
+
+
+def assert_one_key_per_delivery(hits: list[Hit]) -> None:
+    """Every request of a delivery carries the same idempotency key (== body id), and one key
+    belongs to one delivery (one endpoint here)."""
+    keys_of_delivery: dict[str, set[str]] = defaultdict(set)
+    deliveries_of_key: dict[str, set[str]] = defaultdict(set)
+    for hit in hits:
+        assert hit.key == hit.json()["id"] == hit.header("webhook-id")
+        keys_of_delivery[hit.delivery].add(hit.key)
+        deliveries_of_key[hit.key].add(hit.delivery)
+    assert all(len(keys) == 1 for keys in keys_of_delivery.values())
+    assert all(len(ids) == 1 for ids in deliveries_of_key.values())
+
+
+# --- the sweeper alone ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_any_trigger_the_sweeper_alone_delivers_everything(
+    widget, receiver, lost_triggers, pool_fit_for_the_database
+):
+    # given due deliveries whose Celery trigger was lost
+    secret = services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])[1]
+    keys = emit_messages(widget, 20)
+    assert lost_triggers == [None] * 20  # each fan-out asked for one
+    time.sleep(0.2)
+    assert receiver.hits == []
+    # when only the beat sweeper runs (eager: its deliver_due runs here with the real thread pool)
+    assert tasks.sweep_deliveries() is True
+    # then everything was delivered once, and the next sweep finds nothing to do
+    hits = receiver.wait_for(20)
+    assert sorted(hit.key for hit in hits) == sorted(keys)
+    assert_signed(hits, secret)
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}
+    assert tasks.sweep_deliveries() is False
+    assert len(receiver.snapshot()) == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_picks_up_a_lease_whose_worker_died(
+    widget, receiver, lost_triggers, pool_fit_for_the_database
+):
+    # given deliveries leased by a worker that died before attempting them
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    keys = emit_messages(widget, 5)
+    leased = services._lease(64)
+    assert len(leased) == 5
+    assert all(
+        at > timezone.now() + services.LEASE - timedelta(seconds=5)
+        for at in Delivery.objects.values_list("next_attempt_at", flat=True)
+    )
+    # when the sweeper runs while the lease holds
+    # then it leaves them alone
+    assert tasks.sweep_deliveries() is False
+    assert receiver.hits == []
+    # when the lease has run out
+    expire_leases_and_backoffs()
+    assert tasks.sweep_deliveries() is True
+    # then they are picked up and delivered
+    assert sorted(hit.key for hit in receiver.wait_for(5)) == sorted(keys)
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retries_come_back_through_the_sweeper_when_their_trigger_is_lost(
+    widget, receiver, lost_triggers, pool_fit_for_the_database
+):
+    # given an endpoint failing each event's first request, and lost triggers
+    receiver.rule = lambda hit: 500 if hit.key_attempt == 1 else 200
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    keys = emit_messages(widget, 10)
+    assert tasks.sweep_deliveries() is True
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"pending": 10}
+    assert lost_triggers.count(10) == 10  # each failure asked for a trigger in 10 s: lost
+    # when the backoff is over and the sweeper runs
+    assert tasks.sweep_deliveries() is False
+    expire_leases_and_backoffs()
+    assert tasks.sweep_deliveries() is True
+    # then
+    assert Counter(hit.key for hit in receiver.wait_for(20)) == {key: 2 for key in keys}
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 10}
+
+
+# --- a flaky receiver, many events ----------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_flaky_receiver_loses_no_event_across_1000_events(widget, receiver, lost_triggers):
+    # given an endpoint failing about half of the requests (never four times in a row per event)
+    receiver.rule = flaky(salt="resilience")
+    secret = services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])[1]
+    keys = emit_messages(widget, 1000, bulk=True)
+    assert Delivery.objects.filter(status="pending").count() == 1000
+    started = time.monotonic()
+    # when the engine runs with its thread pool, round after round, backoffs cut short between rounds
+    rounds = 0
+    while Delivery.objects.filter(status=Delivery.Status.PENDING).exists():
+        rounds += 1
+        assert rounds <= 6, Counter(Delivery.objects.values_list("status", "attempts"))
+        services.deliver_due(concurrency=16, batch_size=64)
+        expire_leases_and_backoffs()
+    # then every event was delivered exactly once (one 2xx per idempotency key), none failed
+    hits = receiver.snapshot()
+    successes = Counter(hit.key for hit in hits if hit.status == 200)
+    assert len(successes) == 1000 and set(successes.values()) == {1}
+    assert set(successes) == set(keys)
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 1000}
+    # about half of the requests failed, so retries really happened
+    failures = sum(1 for hit in hits if hit.status != 200)
+    assert 0.3 < failures / len(hits) < 0.7
+    assert max(hit.key_attempt for hit in hits) == 4
+    # the log agrees with the receiver: one Attempt row per request, attempts numbered 1..n
+    assert Attempt.objects.count() == len(hits)
+    per_key = Counter(hit.key for hit in hits)
+    attempts = dict(Delivery.objects.values_list("event_id", "attempts"))
+    assert {str(event_id): n for event_id, n in attempts.items()} == dict(per_key)
+    # every request of an event carried its one key, and every request was correctly signed
+    assert_one_key_per_delivery(hits)
+    assert_signed(hits, secret)
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_engines_at_once_never_send_one_delivery_twice(widget, receiver, lost_triggers):
+    # given 300 due deliveries and a receiver that takes a moment per request
+    receiver.rule = always(200, delay=0.01)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    keys = emit_messages(widget, 300, bulk=True)
+    # when two engines (two workers) run at the same time
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(lambda _: services.deliver_due(concurrency=8, batch_size=16), range(2)))
+    # then each delivery was sent once (leases with SKIP LOCKED keep them apart)
+    assert sum(done) == 300
+    assert Counter(hit.key for hit in receiver.snapshot()) == {key: 1 for key in keys}
+    assert Attempt.objects.count() == 300
+
+
+# --- a worker killed mid-batch ----------------------------------------------------------------------
+
+
+def _worker_env(receiver: Receiver) -> dict[str, str]:
+    """The environment of a real Celery worker on the test database, broker and receiver."""
+    db = django_settings.DATABASES["default"]
+    url = urlsplit(os.environ["DATABASE_URL"])
+    test_db_url = urlunsplit((url.scheme, url.netloc, "/" + db["NAME"], url.query, url.fragment))
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": test_db_url,
+        "REDIS_URL": django_settings.REDIS_URL,
+        "OUTBOUND_ALLOW_LOOPBACK": "1",
+        "REQUESTS_CA_BUNDLE": str(receiver.ca_path),
+        "PYTHONPATH": str(ROOT),
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def _wait_until_ready(log: Path, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the worker exited ({process.returncode}):\n{log.read_text()[-3000:]}")
+        if " ready." in log.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the worker did not get ready in {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_at_most_its_in_flight(
+    widget, receiver, lost_triggers, tmp_path
+):
+    from config.celery import app
+
+    # given 200 due deliveries, a slow endpoint (200 ms), and a real worker on its own queue
+    receiver.rule = always(200, delay=0.2)
+    secret = services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])[1]
+    keys = emit_messages(widget, 200, bulk=True)
+    assert receiver.hits == []
+    assert connection.vendor == "postgresql"
+    queue = f"webhook-kill-test-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "--concurrency", "1",
+                "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
+            ],
+            cwd=ROOT, env=_worker_env(receiver), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        _wait_until_ready(log, worker)
+        # when the worker runs deliver_due and is killed once some requests have reached the receiver
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # send_task ignores task_always_eager: that is the point
+            app.send_task("apps.webhooks.tasks.deliver_due", queue=queue)
+        receiver.wait_for(40, timeout=30)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        assert worker.returncode == -signal.SIGKILL
+        seen_at_kill = len(receiver.snapshot())
+        time.sleep(0.5)  # in-flight requests finish at the receiver; nobody is left to record them
+        recorded = Attempt.objects.count()
+        in_flight = len(receiver.snapshot()) - recorded
+        assert 0 < seen_at_kill < 200
+        assert Delivery.objects.filter(status="pending").exists()
+    finally:
+        if worker.poll() is None:
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_purge(queue)
+    # when the leases run out and the sweeper takes over in this process
+    rounds = 0
+    while Delivery.objects.filter(status=Delivery.Status.PENDING).exists():
+        rounds += 1
+        assert rounds <= 3
+        expire_leases_and_backoffs()
+        tasks.sweep_deliveries()
+    # then no event is lost ...
+    hits = receiver.snapshot()
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 200}
+    assert {hit.key for hit in hits} == set(keys)
+    # ... duplicates are only the requests in flight when the worker died (at most its pool of 16) ...
+    duplicates = {key: n for key, n in Counter(hit.key for hit in hits).items() if n > 1}
+    assert len(hits) == 200 + sum(n - 1 for n in duplicates.values())
+    assert sum(n - 1 for n in duplicates.values()) == in_flight <= 16
+    assert set(duplicates.values()) <= {2}
+    # ... and each duplicate carried the event's one idempotency key and delivery id, correctly signed
+    assert_one_key_per_delivery(hits)
+    assert_signed(hits, secret)
+    assert Attempt.objects.count() == 200
+
+
+# --- what the engine's threads leave behind ----------------------------------------------------------
+
+
+def _other_sessions() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def _settled(read, limit: int, timeout: float = 2.0) -> int:
+    """`read()` once it is at most `limit`, or its value after `timeout` (closing takes a moment)."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value > limit and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("conn_max_age", [0, 60])
+def test_the_engine_does_not_leave_database_connections_open_run_after_run(
+    widget, receiver, lost_triggers, monkeypatch, conn_max_age
+):
+    # given persistent connections or not (CONN_MAX_AGE from the environment), and the cyclic
+    # garbage collector off: connections must be closed (or reused) by the engine itself, not
+    # whenever a collection happens to run
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", conn_max_age)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    gc.collect()
+    before = _settled(_other_sessions, 0)
+    gc.disable()
+    try:
+        # when the engine runs three times with a pool of 4 (a worker running the task repeatedly)
+        for _ in range(3):
+            emit_messages(widget, 8, bulk=True)
+            assert services.deliver_due(concurrency=4) == 8
+        # then at most one pool's worth of connections stays open
+        after = _settled(_other_sessions, before + 4)
+    finally:
+        gc.enable()
+        gc.collect()
+    assert after - before <= 4, f"{after - before} database sessions left open by 3 runs of a 4-thread pool"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_does_not_leave_http_connections_open_run_after_run(
+    widget, receiver, lost_triggers, pool_fit_for_the_database
+):
+    # given (as above) the cyclic garbage collector off
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    gc.collect()
+    concurrency = 1 if connection.vendor == "sqlite" else 4
+    gc.disable()
+    try:
+        # when the engine runs three times
+        for _ in range(3):
+            emit_messages(widget, 8, bulk=True)
+            assert services.deliver_due(concurrency=concurrency) == 8
+        # then at most one pool's worth of keep-alive connections to the endpoint stays open
+        still_open = _settled(lambda: receiver.connections_open, concurrency)
+    finally:
+        gc.enable()
+        gc.collect()
+    assert receiver.connections_opened >= 1
+    assert still_open <= concurrency, f"{still_open} connections left open by 3 runs of a {concurrency}-thread pool"
