@@ -125,6 +125,14 @@ class ScopedAutoSchema(AutoSchema):
         if self.method == "GET" and self._is_list_view():
             statuses.add(422)
         statuses |= set(getattr(self.view, "problem_statuses", {}).get(action, ()))
+        for param in operation.get("parameters", []):
+            if param.get("in") == "header" and param.get("name") == IDEMPOTENCY_HEADER:
+                param["schema"] = {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 64,
+                    "pattern": r"^[^\s\x00-\x1f\x7f]+$",
+                }
         responses = operation.setdefault("responses", {})
         for status in sorted(statuses):
             responses.setdefault(str(status), {"$ref": f"#/components/responses/Problem{status}"})
@@ -156,6 +164,10 @@ def add_problem_components(result, generator, request, public):
         (path.rstrip("/") if path != "/" else path): item for path, item in result.get("paths", {}).items()
     }
     components = result.setdefault("components", {})
+    # Input serializers refuse members they do not declare (422): say so in their schemas.
+    for name, schema in components.get("schemas", {}).items():
+        if name.endswith("Request") and schema.get("type") == "object":
+            schema.setdefault("additionalProperties", False)
     extra = problem_components()
     components.setdefault("schemas", {}).update(extra["schemas"])
     components.setdefault("responses", {}).update(extra["responses"])
