@@ -10,6 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("chatwidget")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.autodiscover_tasks(["apps.agents"], related_name="tasks_presence")
 
 # name -> (task, every seconds). Kept here so ops read the whole schedule in one place.
 BEAT_SCHEDULE = {
@@ -18,6 +19,7 @@ BEAT_SCHEDULE = {
     "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
     "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),
+    "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()

@@ -9,21 +9,21 @@ from django.utils import timezone
 
 from apps.core.models import Account, Widget
 
-from . import events_log
+from . import events_log, presence
 from .models import Agent, AgentEvent, Department, Invitation
 
 
-def _no_presence(widget: Widget) -> set[int]:
-    return set()
+def _live_presence(widget: Widget) -> set[int]:
+    return presence.online_agent_ids(widget.pk)
 
 
 def _no_cabinets(widget: Widget) -> set[int]:
     return set()
 
 
-# Live websocket presence (not the stored status). The presence service replaces this hook with a
-# callable `widget -> set of online agent ids`; until then nobody is online.
-PRESENCE_SOURCE: Callable[[Widget], set[int]] = _no_presence
+# Live websocket presence (not the stored status): `widget -> set of online agent ids`. A hook so
+# tests can substitute it.
+PRESENCE_SOURCE: Callable[[Widget], set[int]] = _live_presence
 
 # Ad-marketplace cabinets of a widget (`av__<cabinet_id>` department channels). The messengers app
 # replaces this hook with a callable `widget -> set of cabinet ids`; until then none exist, so every

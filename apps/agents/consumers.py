@@ -1,0 +1,232 @@
+"""The operator's websocket: /ws/agent/[?widget=<id>], authenticated by the Django session.
+
+Server frames: `{"event": "ready", "operator_id", "widget_id"}` once registered, then the pushes of
+apps.chats.realtime for the widget's console group (`{"event": "message" | "chat" | "typing" |
+"seen", ...}`, private notes included), `{"event": "pong"}` and `{"event": "error", "code",
+"detail"}` answers to bad client frames. Client frames: `{"type": "ping"}` (also a heartbeat).
+
+Presence: the socket counts for its agent while it heartbeats (apps.agents.presence); the agent's
+first socket emits agent.online and its last one agent.offline.
+
+SECURITY: the route checks the Origin against ALLOWED_HOSTS (`agent_socket_app`), because a session
+cookie rides along with any page's handshake. The socket is accepted and then closed with 4401 (no
+logged-in active user), 4403 (the user is no active operator of the widget) or 4400 (bad `widget`, or
+none while the user serves several widgets), so the console can read the reason. Every heartbeat
+checks again: a session that ended closes the socket with 4401, a banned or removed agent with 4403.
+It joins only its own widget's group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import deque
+from importlib import import_module
+from types import SimpleNamespace
+from urllib.parse import parse_qs
+
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.security.websocket import AllowedHostsOriginValidator
+from django.conf import settings
+from django.contrib import auth
+
+from apps.chats.realtime import widget_group
+
+from . import presence
+from .models import Agent
+
+logger = logging.getLogger(__name__)
+
+CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4400, 4401, 4403
+REVOKED = {
+    CLOSE_UNAUTHORIZED: "The session ended; log in again.",
+    CLOSE_FORBIDDEN: "You are no longer an operator of this widget.",
+}
+FRAME_MAX_CHARS = 4096
+# Client frames per connection: at most FRAMES_PER_WINDOW in FRAME_WINDOW seconds.
+FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
+
+
+def _query(scope) -> dict[str, str]:
+    params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return {key: values[-1] for key, values in params.items()}
+
+
+def _operators(user_id: int):
+    return Agent.objects.filter(user_id=user_id).exclude(status=Agent.Status.BANNED)
+
+
+def _resolve(user, widget_param: str | None) -> tuple[int | None, str, Agent | None]:
+    """(close code, reason, None) or (None, "", the agent row this socket speaks for)."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return CLOSE_UNAUTHORIZED, "Log in first.", None
+    if widget_param is not None and not (widget_param.isdigit() and len(widget_param) <= 18):
+        return CLOSE_BAD_REQUEST, "`widget` is a widget id.", None
+    agents = _operators(user.pk)
+    if widget_param is not None:
+        agent = agents.filter(widget_id=int(widget_param)).first()
+    else:
+        found = list(agents.order_by("pk")[:2])
+        if len(found) > 1:
+            return CLOSE_BAD_REQUEST, "You serve several widgets: pass `widget`.", None
+        agent = found[0] if found else None
+    if agent is None:
+        return CLOSE_FORBIDDEN, "You are not an operator of this widget.", None
+    return None, "", agent
+
+
+def _session_user_id(session_key: str | None) -> int | None:
+    """The user the session logs in now, checked as Django checks a request (expiry, password change,
+    inactive user); None once it logged out."""
+    if not session_key:
+        return None
+    engine = import_module(settings.SESSION_ENGINE)
+    user = auth.get_user(SimpleNamespace(session=engine.SessionStore(session_key)))
+    return user.pk if user.is_authenticated else None
+
+
+def _heartbeat(*, agent_id: int, user_id: int, session_key: str | None, widget_id: int, socket_id: str) -> int | None:
+    """One heartbeat: the close code when the socket's user may no longer hold it (logged out, banned,
+    removed), else None."""
+    if _session_user_id(session_key) != user_id:
+        return CLOSE_UNAUTHORIZED
+    if not _operators(user_id).filter(pk=agent_id, widget_id=widget_id).exists():
+        return CLOSE_FORBIDDEN
+    presence.refresh_socket(agent_id=agent_id, widget_id=widget_id, socket_id=socket_id)
+    presence.reap_in_process()
+    return None
+
+
+class AgentConsumer(AsyncJsonWebsocketConsumer):
+    heartbeat_seconds: float = presence.HEARTBEAT_SECONDS
+
+    async def connect(self):
+        self.agent: Agent | None = None
+        self.socket_id = uuid.uuid4().hex
+        self.registered = False
+        self.heartbeat_task: asyncio.Task | None = None
+        self.presence_lock = asyncio.Lock()
+        self.frame_times: deque[float] = deque()
+
+        code, reason, agent = await database_sync_to_async(_resolve)(
+            self.scope.get("user"), _query(self.scope).get("widget")
+        )
+        await self.accept()
+        if code is not None:
+            await self.close(code=code, reason=reason)
+            return
+        self.agent = agent
+        # The group first: nothing the console should see is pushed between "ready" and joining.
+        group = widget_group(agent.widget_id)
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.groups.append(group)
+        await database_sync_to_async(presence.open_socket)(**self._presence_key())
+        self.registered = True
+        self.heartbeat_task = asyncio.create_task(self._heartbeats())
+        await self.send_json({"event": "ready", "operator_id": agent.pk, "widget_id": agent.widget_id})
+
+    async def disconnect(self, code):
+        await self._leave()
+
+    def _presence_key(self) -> dict:
+        return {"agent_id": self.agent.pk, "widget_id": self.agent.widget_id, "socket_id": self.socket_id}
+
+    async def _leave(self) -> None:
+        # Under the lock, so a heartbeat already on its way to the store cannot register the socket
+        # again after it was closed (which would announce a ghost agent.online).
+        if self.registered:
+            self.registered = False
+            async with self.presence_lock:
+                await database_sync_to_async(presence.close_socket)(**self._presence_key())
+        if self.heartbeat_task is not None and self.heartbeat_task is not asyncio.current_task():
+            self.heartbeat_task.cancel()
+        self.heartbeat_task = None
+
+    # --- heartbeats -----------------------------------------------------------------------------------
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_seconds)
+            if not await self._beat():
+                return
+
+    async def _beat(self) -> bool:
+        """Refresh this socket's presence; close it when its user lost the right to it."""
+        session = self.scope.get("session")
+        async with self.presence_lock:
+            if not self.registered:
+                return False
+            try:
+                code = await database_sync_to_async(_heartbeat)(
+                    user_id=self.agent.user_id,
+                    session_key=getattr(session, "session_key", None),
+                    **self._presence_key(),
+                )
+            except Exception:  # Redis or the database blinked: the next beat retries before the expiry
+                logger.warning("presence heartbeat failed", exc_info=True, extra={"agent_id": self.agent.pk})
+                return True
+        if code is None:
+            return True
+        await self._leave()
+        await self.close(code=code, reason=REVOKED[code])
+        return False
+
+    # --- server -> client ---------------------------------------------------------------------------
+
+    async def push(self, event):
+        """A frame of apps.chats.realtime for the widget's console group."""
+        if self.registered:
+            await self.send_json(event.get("frame") or {})
+
+    async def _error(self, code: str, detail: str) -> None:
+        await self.send_json({"event": "error", "code": code, "detail": detail})
+
+    # --- client -> server ---------------------------------------------------------------------------
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        if not self.registered:
+            return  # refused or closing: nothing is accepted
+        if text_data is None:
+            await self._error("invalid_frame", "Send JSON text frames.")
+            return
+        if len(text_data) > FRAME_MAX_CHARS:
+            await self._error("frame_too_large", f"A frame holds at most {FRAME_MAX_CHARS} characters.")
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            await self._error("invalid_json", "The frame is not valid JSON.")
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content, **kwargs):
+        if not self._admit_frame():
+            await self._error("rate_limited", "Too many frames; slow down.")
+            return
+        if not isinstance(content, dict):
+            await self._error("invalid_frame", "A frame is a JSON object with a `type`.")
+            return
+        if content.get("type") != "ping":
+            await self._error("unknown_frame", "Known frame types: ping.")
+            return
+        if await self._beat():
+            await self.send_json({"event": "pong"})
+
+    def _admit_frame(self) -> bool:
+        now = time.monotonic()
+        while self.frame_times and self.frame_times[0] <= now - FRAME_WINDOW:
+            self.frame_times.popleft()
+        if len(self.frame_times) >= FRAMES_PER_WINDOW:
+            return False
+        self.frame_times.append(now)
+        return True
+
+
+def agent_socket_app():
+    """The operator socket as routed: Origin checked against ALLOWED_HOSTS, then the Django session."""
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(AgentConsumer.as_asgi()))
