@@ -226,7 +226,11 @@ def set_chat_state(*, widget: Widget, chat: Chat, state: str, reason: str | None
 def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = "api") -> Chat:
     """Hand the chat to another agent of this widget: routing owner and handler change, a transfer
     row is kept for statistics, chat.transferred is emitted. Assigning an unanswered chat accepts it."""
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("contact", "widget").get(pk=chat.pk, widget=widget)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("contact", "widget")
+        .get(pk=chat.pk, widget=widget)
+    )
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("A spam chat cannot be transferred.")
     if to_agent.widget_id != widget.pk:
@@ -240,7 +244,8 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
             extra={"chat_id": chat.pk, "to_agent_id": to_agent.pk},
         )
     record_agent_event(
-        widget=widget, agent=to_agent, type="chat_transferred_in", extra={"chat_id": chat.pk, "from_agent_id": from_agent_id}
+        widget=widget, agent=to_agent, type="chat_transferred_in",
+        extra={"chat_id": chat.pk, "from_agent_id": from_agent_id},
     )
     chat.agent = to_agent
     fields = {"agent", "updated_at", *record_answer(chat=chat, agent=to_agent, now=now)}
@@ -263,7 +268,11 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
 @transaction.atomic
 def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
     """Explicit accept from the operator console."""
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("contact", "widget").get(pk=chat.pk, widget=widget)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("contact", "widget")
+        .get(pk=chat.pk, widget=widget)
+    )
     fields = record_answer(chat=chat, agent=agent, now=timezone.now())
     if fields:
         chat.save(update_fields=[*fields, "updated_at"])
@@ -325,7 +334,11 @@ def post_client_message(
 ) -> Message:
     """A visitor writes: the first message makes the room (chat.created), an expired room reopens."""
     chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("widget", "contact").get(pk=chat.pk)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("widget", "contact")
+        .get(pk=chat.pk)
+    )
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("This conversation is closed.")
     now = timezone.now()
@@ -351,7 +364,11 @@ def post_agent_message(
     """An operator writes into a chat (REST, console, compat). `agent` None means the chat's
     assigned agent. A message into an expired chat is stored there and reopens it; a spam chat
     refuses (409). A visible reply into an unclaimed room accepts it."""
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("widget", "contact", "agent").get(pk=chat.pk, widget=widget)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("widget", "contact", "agent")
+        .get(pk=chat.pk, widget=widget)
+    )
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("A spam chat takes no messages; move it to active first.")
     author = agent or chat.agent
@@ -382,7 +399,11 @@ def post_agent_message(
 @transaction.atomic
 def request_rating(*, widget: Widget, chat: Chat) -> Message:
     """Ask the visitor to rate the chat: a system message the widget draws as a rating form."""
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("widget", "contact").get(pk=chat.pk, widget=widget)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("widget", "contact")
+        .get(pk=chat.pk, widget=widget)
+    )
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("A spam chat cannot be rated.")
     if Rating.objects.filter(chat=chat).exists():
@@ -404,7 +425,11 @@ def request_rating(*, widget: Widget, chat: Chat) -> Message:
 def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", source: str = "visitor") -> Rating:
     """A visitor rates; the rating is attributed to the agent handling the chat now. The first
     rating of a chat emits rating.created; later ones update it without a second event."""
-    chat = Chat.objects.select_for_update(of=("self",)).select_related("contact").get(pk=chat.pk, widget=widget)
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("contact")
+        .get(pk=chat.pk, widget=widget)
+    )
     handler = chat.handled_by_id or chat.agent_id
     rating = Rating.objects.filter(chat=chat).first()
     if rating is not None:
