@@ -4,11 +4,58 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db import connection, transaction
+from django.db.models import Exists, Lookup, OuterRef, QuerySet, TextField
 
 from apps.core.models import Widget
 
 from .models import Chat, Message
+
+
+@TextField.register_lookup
+class ILike(Lookup):
+    """`body__ilike`: ILIKE with the pattern as given (PostgreSQL's trigram index serves it;
+    Django's icontains compiles to UPPER(...) LIKE UPPER(...), which it cannot)."""
+
+    lookup_name = "ilike"
+
+    def as_sql(self, compiler, conn):
+        lhs, lhs_params = self.process_lhs(compiler, conn)
+        rhs, rhs_params = self.process_rhs(compiler, conn)
+        return f"{lhs} ILIKE {rhs}", [*lhs_params, *rhs_params]
+
+    def as_sqlite(self, compiler, conn):
+        # unicode_lower is registered on every SQLite connection (apps.chats.apps).
+        lhs, lhs_params = self.process_lhs(compiler, conn)
+        rhs, rhs_params = self.process_rhs(compiler, conn)
+        return f"unicode_lower({lhs}) LIKE unicode_lower({rhs}) ESCAPE '\\'", [*lhs_params, *rhs_params]
+
+
+# A word matching more visible messages than this is "common": instead of collecting every match,
+# the list walks the newest chats and stops at the page size.
+RARE_MATCH_CAP = 2000
+
+
+def like_pattern(q: str) -> str:
+    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _rare_word_chat_ids(widget: Widget, q: str) -> list[int] | None:
+    """Chats of this widget whose visible messages contain `q`, from the tenant-first trigram index
+    alone, or None when the word is common. Plain index scans are switched off for this one query
+    so the planner cannot trade the (widget_id, body) GIN index for a walk of the whole tenant."""
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_indexscan = off")
+        cur.execute(
+            "SELECT chat_id FROM chats_message WHERE widget_id = %s::bigint AND visibility = 'public' "
+            "AND body ILIKE %s LIMIT %s",
+            [widget.pk, like_pattern(q), RARE_MATCH_CAP + 1],
+        )
+        rows = cur.fetchall()
+    if len(rows) > RARE_MATCH_CAP:
+        return None
+    return sorted({row[0] for row in rows})
 
 
 def visible_messages(widget: Widget) -> QuerySet[Message]:
@@ -41,8 +88,12 @@ def filter_chats(
     if end is not None:
         queryset = queryset.filter(created_at__lt=end)
     if q:
-        matching = visible_messages(widget).filter(body__icontains=q).values("chat_id")
-        queryset = queryset.filter(pk__in=matching)
+        ids = _rare_word_chat_ids(widget, q) if connection.vendor == "postgresql" else None
+        if ids is not None:
+            queryset = queryset.filter(pk__in=ids)
+        else:
+            matching = visible_messages(widget).filter(chat_id=OuterRef("pk"), body__ilike=like_pattern(q))
+            queryset = queryset.filter(Exists(matching))
     return queryset
 
 

@@ -288,11 +288,16 @@ def _session() -> outbound.GuardedSession:
 
 def attempt_delivery(delivery_pk: int) -> str:
     """One attempt of one leased delivery. Returns the resulting status (or "dropped")."""
-    delivery = Delivery.objects.filter(pk=delivery_pk, status=Delivery.Status.PENDING).first()
+    # One query: the row and its endpoint as they are now (the secret is read when the attempt runs).
+    delivery = (
+        Delivery.objects.select_related("subscription")
+        .filter(pk=delivery_pk, status=Delivery.Status.PENDING)
+        .first()
+    )
     if delivery is None:
-        return "gone"
-    sub = Subscription.objects.filter(pk=delivery.subscription_id).first()
-    if sub is None or not sub.is_active:
+        return "gone"  # delivered meanwhile, or its endpoint was deleted (rows cascade)
+    sub = delivery.subscription
+    if not sub.is_active:
         # Endpoint deleted or deactivated meanwhile: dropped silently, no failure record.
         Delivery.objects.filter(pk=delivery.pk).delete()
         return "dropped"

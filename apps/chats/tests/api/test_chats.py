@@ -380,3 +380,18 @@ def test_lifecycle_job_in_small_batches(widget):
 
 def test_agent_factory_default_is_human():
     assert AgentFactory.build().type == Agent.Type.HUMAN
+
+
+@pytest.mark.parametrize("cap", [2000, 1])
+def test_q_finds_the_same_chats_through_the_rare_and_the_common_word_paths(api, widget, other_widget, monkeypatch, cap):
+    from apps.chats import selectors
+
+    monkeypatch.setattr(selectors, "RARE_MATCH_CAP", cap)
+    hits = [chat_of(widget) for _ in range(3)]
+    for chat in hits:
+        MessageFactory(chat=chat, body="Где мой ЗАКАЗ 50%?")
+    MessageFactory(chat=chat_of(widget), body="nothing here")
+    MessageFactory(chat=chat_of(other_widget), body="заказ elsewhere")
+    data = api().get("/api/v1/chats", {"q": "заказ 50%"}).json()["data"]
+    assert [c["id"] for c in data] == [c.pk for c in reversed(hits)]
+    assert api().get("/api/v1/chats", {"q": "_%"}).json()["data"] == []
