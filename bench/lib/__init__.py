@@ -1,0 +1,1 @@
+"""Helpers of the benchmarks: seeding, the bench settings and floor views, the server and the timer."""

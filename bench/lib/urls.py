@@ -1,0 +1,14 @@
+"""The project's URLs plus the floor views (bench.lib.settings only)."""
+
+from django.urls import path
+
+from config.urls import urlpatterns as project_urlpatterns
+
+from . import floor_views
+
+urlpatterns = [
+    path("bench/chats", floor_views.chat_list),
+    path("bench/chats/<int:chat_id>/messages", floor_views.send_message),
+    path("bench/chats/<int:chat_id>/transcript", floor_views.transcript),
+    *project_urlpatterns,
+]
