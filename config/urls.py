@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("apps.webhooks.api.urls")),
     path("", include("apps.stats.api.urls")),  # before agents: agents/stats is not agents/{id}
     path("", include("apps.agents.api.urls")),
+    path("", include("apps.billing.api.urls")),
 ]
 
 urlpatterns = [

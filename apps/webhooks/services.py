@@ -15,7 +15,8 @@ import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -286,22 +287,31 @@ def _session() -> outbound.GuardedSession:
     return session
 
 
-def attempt_delivery(delivery_pk: int) -> str:
-    """One attempt of one leased delivery. Returns the resulting status (or "dropped")."""
-    # One query: the row and its endpoint as they are now (the secret is read when the attempt runs).
-    delivery = (
-        Delivery.objects.select_related("subscription")
-        .filter(pk=delivery_pk, status=Delivery.Status.PENDING)
-        .first()
+@dataclass
+class Outcome:
+    delivery: Delivery
+    started: datetime
+    duration_ms: int
+    status_code: int | None
+    error: str
+    permanent: bool
+
+
+def _load(ids: list[int]) -> list[Delivery]:
+    """The leased rows with their endpoints as they are now, in one query. Rows of an endpoint
+    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them)."""
+    rows = list(
+        Delivery.objects.select_related("subscription").filter(pk__in=ids, status=Delivery.Status.PENDING)
     )
-    if delivery is None:
-        return "gone"  # delivered meanwhile, or its endpoint was deleted (rows cascade)
+    inactive = [row.pk for row in rows if not row.subscription.is_active]
+    if inactive:
+        Delivery.objects.filter(pk__in=inactive).delete()
+    return [row for row in rows if row.subscription.is_active]
+
+
+def _send(delivery: Delivery) -> Outcome:
+    """The HTTP part of one attempt: no database work, so it runs on a pool thread."""
     sub = delivery.subscription
-    if not sub.is_active:
-        # Endpoint deleted or deactivated meanwhile: dropped silently, no failure record.
-        Delivery.objects.filter(pk=delivery.pk).delete()
-        return "dropped"
-    number = delivery.attempts + 1
     started = timezone.now()
     clock = time.monotonic()
     secret = decrypt_secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
@@ -337,35 +347,70 @@ def attempt_delivery(delivery_pk: int) -> str:
         except outbound.OutboundError as exc:
             error = exc.reason
     duration = int((time.monotonic() - clock) * 1000)
+    return Outcome(delivery, started, duration, status_code, error[:200], permanent)
+
+
+def _record(outcomes: list[Outcome]) -> list[str]:
+    """Write a set of finished attempts in one transaction: Attempt rows and the deliveries'
+    new state. Rows whose endpoint was deleted while the attempt ran are skipped."""
+    if not outcomes:
+        return []
     now = timezone.now()
-    if not error:
-        status, next_at = Delivery.Status.DELIVERED, None
-    elif permanent or number >= MAX_ATTEMPTS:
-        status, next_at = Delivery.Status.FAILED, None
-    else:
-        status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=retry_wait(number))
+    statuses: list[str] = []
+    waits: list[int] = []
     with transaction.atomic():
-        Attempt.objects.create(
-            delivery=delivery, number=number, started_at=started, duration_ms=duration,
-            status_code=status_code, error=error[:200],
+        alive = set(
+            Delivery.objects.filter(pk__in=[o.delivery.pk for o in outcomes], status=Delivery.Status.PENDING)
+            .values_list("pk", flat=True)
         )
-        Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING).update(
-            status=status,
-            attempts=number,
-            next_attempt_at=next_at,
-            last_status_code=status_code,
-            last_error=error[:200],
-            updated_at=now,
+        attempts, changed = [], []
+        for outcome in outcomes:
+            delivery = outcome.delivery
+            if delivery.pk not in alive:
+                statuses.append("gone")
+                continue
+            number = delivery.attempts + 1
+            if not outcome.error:
+                status, next_at = Delivery.Status.DELIVERED, None
+            elif outcome.permanent or number >= MAX_ATTEMPTS:
+                status, next_at = Delivery.Status.FAILED, None
+            else:
+                status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=retry_wait(number))
+                waits.append(retry_wait(number))
+            attempts.append(
+                Attempt(
+                    delivery=delivery, number=number, started_at=outcome.started, duration_ms=outcome.duration_ms,
+                    status_code=outcome.status_code, error=outcome.error,
+                )
+            )
+            delivery.status, delivery.attempts, delivery.next_attempt_at = status, number, next_at
+            delivery.last_status_code, delivery.last_error, delivery.updated_at = (
+                outcome.status_code, outcome.error, now,
+            )
+            changed.append(delivery)
+            statuses.append(status)
+        Attempt.objects.bulk_create(attempts)
+        Delivery.objects.bulk_update(
+            changed, ["status", "attempts", "next_attempt_at", "last_status_code", "last_error", "updated_at"]
         )
-    if status == Delivery.Status.PENDING:
-        _trigger(countdown=retry_wait(number))
-    return status
+    if waits:
+        _trigger(countdown=min(waits))
+    return statuses
+
+
+def attempt_delivery(delivery_pk: int) -> str:
+    """One attempt of one leased delivery, inline. Returns the resulting status (or "gone")."""
+    rows = _load([delivery_pk])
+    if not rows:
+        return "gone"
+    return _record([_send(rows[0])])[0]
 
 
 def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
-    `concurrency` attempts in flight and refills as each finishes; `concurrency=1` runs inline
-    (in the caller's thread and transaction: used by tests)."""
+    `concurrency` attempts in flight on the pool (HTTP only) and refills as they finish; the
+    finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
+    caller's thread and transaction: used by tests)."""
     deadline = time.monotonic() + max_seconds
     done = 0
     if concurrency <= 1:
@@ -377,24 +422,31 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
                 attempt_delivery(pk)
                 done += 1
         return done
-    pool = _executor(concurrency)  # lives with the process: threads keep their connection and session
+    pool = _executor(concurrency)  # lives with the process: its threads keep their HTTPS sessions
     running: set = set()
     queue: list[int] = []
     while True:
         if not queue and time.monotonic() < deadline and len(running) < concurrency:
             queue = _lease(batch_size)
-        while queue and len(running) < concurrency:
-            running.add(pool.submit(_attempt_in_thread, queue.pop(0)))
+        free = concurrency - len(running)
+        if queue and free > 0:
+            take, queue = queue[:free], queue[free:]
+            for row in _load(take):  # loaded just before sending: the endpoint as it is now
+                running.add(pool.submit(_send, row))
         if not running:
             if queue:
                 continue
             break
         finished, running = wait(running, return_when=FIRST_COMPLETED)
-        done += len(finished)
+        outcomes = []
         for future in finished:
             exc = future.exception()
             if exc is not None:
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+            else:
+                outcomes.append(future.result())
+        _record(outcomes)
+        done += len(finished)
     _release(queue)
     return done
 
@@ -404,8 +456,8 @@ _executors_lock = threading.Lock()
 
 
 def _executor(concurrency: int) -> ThreadPoolExecutor:
-    """One pool per process (re-made after a fork): bounded threads that keep their database
-    connection and pooled HTTPS session across runs instead of leaking one per run."""
+    """One pool per process (re-made after a fork): bounded threads that keep their pooled HTTPS
+    session across runs. They do no database work (the caller loads and records)."""
     key = (os.getpid(), concurrency)
     with _executors_lock:
         pool = _executors.get(key)
@@ -431,19 +483,6 @@ def shutdown_executors() -> None:
         for future in [pool.submit(close_own_connection) for _ in range(size)]:
             future.exception()
         pool.shutdown(wait=True)
-
-
-def _attempt_in_thread(pk: int) -> str:
-    from django.db import connection
-
-    try:
-        return attempt_delivery(pk)
-    except Exception:
-        connection.close()  # a broken connection is not kept for the next attempt
-        raise
-    finally:
-        if connection.connection is not None and not connection.is_usable():
-            connection.close()
 
 
 def _release(ids: list[int]) -> None:

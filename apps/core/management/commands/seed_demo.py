@@ -18,6 +18,9 @@ class Command(OperatorCommand):
         widget = Widget.objects.filter(account__user__email=DEMO_EMAIL, name=DEMO_WIDGET).first()
         if widget is None:
             widget = services.create_widget(owner_email=DEMO_EMAIL, name=DEMO_WIDGET, enable_api=True)
+        from apps.billing.demo import seed_demo_billing
+
+        billing = seed_demo_billing(widget)
         issued = services.issue_token(
             widget=widget, scopes=sorted(catalogue.OPERATIONAL_SCOPES), name="demo (seed_demo)"
         )
@@ -29,5 +32,6 @@ class Command(OperatorCommand):
                 "owner_agent_id": widget.agents.get(is_owner=True).pk,
                 "token": issued.plaintext,
                 "token_prefix": issued.token.prefix,
+                "billing": billing,
             }
         )
