@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("apps.stats.api.urls")),  # before agents: agents/stats is not agents/{id}
     path("", include("apps.agents.api.urls")),
     path("", include("apps.billing.api.urls")),
+    path("", include("apps.widget.api.urls")),
 ]
 
 urlpatterns = [

@@ -75,13 +75,15 @@ def make_file(widget, name="a.png", content_type="image/png") -> File:
 def test_config_is_public_and_cacheable(client, widget):
     response = get(client, widget, "config")
     assert response.status_code == 200
-    assert response.json() == {
+    body = response.json()
+    # the widget app adds settings, texts and icon URLs on top of these members
+    assert {k: body[k] for k in ("button_guid", "name", "language", "online")} == {
         "button_guid": widget.button_guid,
         "name": widget.name,
         "language": "auto",
         "online": False,
-        "features": {"rating": True, "offline_form": True},
     }
+    assert body["features"]["rating"] is True and body["features"]["offline_form"] is True
     assert response["Cache-Control"] == "public, max-age=60"
     assert response["Access-Control-Allow-Origin"] == "*"
 

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.parsers import StrictJSONParser
 from apps.core.api.renderers import APIJSONRenderer
+from apps.widget import services as widget_services
 
 from .. import services as chat_services
 from ..serializers import visitor_message_frame
@@ -94,7 +95,13 @@ class ConfigView(VisitorAPIView):
     rate_limits = {"get": "reads"}
 
     def get(self, request, button_guid: str):
-        payload = s.config_payload(self.widget, online=services.any_agent_online(self.widget))
+        payload = widget_services.public_config(
+            widget=self.widget,
+            base=lambda: s.config_payload(self.widget, online=services.any_agent_online(self.widget)),
+            absolute=request.build_absolute_uri,
+        )
+        # Presence is live: never served from the cached config.
+        payload = {**payload, "online": services.any_agent_online(self.widget)}
         return Response(payload, headers={"Cache-Control": "public, max-age=60"})
 
 

@@ -30,7 +30,11 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(autouse=True)
 def _isolated_rate_limits(settings):
-    """Each test starts with fresh per-token budgets (Redis keys survive the test database)."""
+    """Each test starts with fresh per-token budgets and an empty cache: Redis keys and cache files
+    survive the test database, whose ids are reused from test to test."""
+    from django.core.cache import cache
+
+    cache.clear()
     if settings.REDIS_URL:
         import redis
 

@@ -1,0 +1,123 @@
+"""Output shapes of the widget routes (documentation serializers) and their inputs.
+
+The settings object itself is not declared here: `WidgetSettingsDoc` and `WidgetSettingsPatchDoc`
+are markers whose OpenAPI schemas `apps.widget.api.schema` generates from `settings_schema`.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer
+
+from .. import settings_schema
+from ..icons import ICON_MAX_BYTES, ICON_MAX_SIDE, ICON_MIN_SIDE
+from . import schema  # noqa: F401  (registers the OpenAPI extensions of the markers below)
+
+
+class WidgetSettingsDoc(serializers.Serializer):
+    """Marker: every settings field (schema generated from settings_schema)."""
+
+
+class WidgetSettingsPatchDoc(serializers.Serializer):
+    """Marker: a PATCH body (schema generated from settings_schema)."""
+
+
+class SettingsSchemaDoc(serializers.Serializer):
+    """Marker: the schema document (schema in apps.widget.api.schema)."""
+
+
+class WidgetSettingsEnvelope(serializers.Serializer):
+    data = WidgetSettingsDoc()
+
+
+class SettingsSchemaEnvelope(serializers.Serializer):
+    data = SettingsSchemaDoc()
+
+
+class LanguageInput(InputSerializer):
+    """`{widget_default_language}`; the value is validated by its settings definition."""
+
+    widget_default_language = serializers.JSONField()
+
+
+class LanguageDoc(serializers.Serializer):
+    widget_default_language = serializers.ChoiceField(choices=settings_schema.DEFAULT_LANGUAGE_CHOICES)
+    is_default = serializers.BooleanField(
+        help_text="true while no value is stored: the implicit default of the widget's generation applies "
+        "(legacy widgets ru, new widgets auto)."
+    )
+    effective_language = serializers.ChoiceField(
+        choices=settings_schema.LANGUAGES,
+        help_text="The concrete language without a visitor: the value itself, or for `auto` the fallback language "
+        "(with a visitor, `auto` follows the browser language when it is enabled).",
+    )
+
+
+class LanguageEnvelope(serializers.Serializer):
+    data = LanguageDoc()
+
+
+class SkinDoc(serializers.Serializer):
+    id = serializers.ChoiceField(choices=settings_schema.SKIN_IDS, help_text="Value of `widget_skin`.")
+    name = serializers.CharField()
+    premium = serializers.BooleanField(help_text="Needs a plan with premium skins.")
+    available = serializers.BooleanField(help_text="This widget's plan includes the skin (it may be written).")
+
+
+class SkinListEnvelope(serializers.Serializer):
+    data = SkinDoc(many=True)
+
+
+class IconPresetDoc(serializers.Serializer):
+    id = serializers.ChoiceField(choices=settings_schema.ICON_PRESET_IDS, help_text="Value of `icon_preset`.")
+    name = serializers.CharField()
+
+
+class IconPresetListEnvelope(serializers.Serializer):
+    data = IconPresetDoc(many=True)
+
+
+class IconUploadDoc(serializers.Serializer):
+    file = serializers.FileField(
+        help_text=f"A static PNG, an animated WebP or a GIF (static or animated), at most {ICON_MAX_BYTES} bytes, "
+        f"each side {ICON_MIN_SIDE} to {ICON_MAX_SIDE} pixels; the name's extension (.png, .webp, .gif) must "
+        "match the content, which is checked."
+    )
+
+
+class IconDoc(serializers.Serializer):
+    icon_preset = serializers.CharField(help_text="`custom:{file_id}`: send it as `icon_preset` to use the icon.")
+    file_id = serializers.IntegerField(help_text="Id of the stored file (GET /v1/files/{id}).")
+    icon_format = serializers.ChoiceField(choices=["png", "webp", "gif"])
+    animated = serializers.BooleanField()
+    width = serializers.IntegerField()
+    height = serializers.IntegerField()
+    size = serializers.IntegerField(help_text="Bytes.")
+    url = serializers.CharField(help_text="Public URL the visitor widget loads the icon from.")
+
+
+class IconEnvelope(serializers.Serializer):
+    data = IconDoc()
+
+
+class EmbedDoc(serializers.Serializer):
+    button_guid = serializers.CharField()
+    script_url = serializers.CharField(
+        help_text="`{origin}/static/widget/loader.js?guid={button_guid}`: origin is the configured embed origin "
+        "(WIDGET_EMBED_ORIGIN) or else the scheme and host this API was called on."
+    )
+    snippet = serializers.CharField(help_text='`<script src="{script_url}" async></script>`, to paste before </body>.')
+
+
+class EmbedEnvelope(serializers.Serializer):
+    data = EmbedDoc()
+
+
+class CachePurgeDoc(serializers.Serializer):
+    purged = serializers.BooleanField()
+    widget_id = serializers.IntegerField()
+
+
+class CachePurgeEnvelope(serializers.Serializer):
+    data = CachePurgeDoc()

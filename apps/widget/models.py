@@ -1,0 +1,62 @@
+"""Stored widget settings and uploaded launcher icons.
+
+`WidgetSettings.values` holds only the keys a caller has written: a key that is absent (never
+written, or cleared with an explicit null) takes its render default from
+`apps.widget.settings_schema`, which is the one definition of every field. The row is created on
+the first write and locked (`select_for_update`) by every write, which merges only the keys that
+write names, so two concurrent PATCHes of different fields both survive.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from apps.chats.models import File
+from apps.core.models import Widget
+
+
+class WidgetSettings(models.Model):
+    """One row per widget: the stored (explicitly written) settings keys and the revisions."""
+
+    widget = models.OneToOneField(Widget, on_delete=models.CASCADE, primary_key=True, related_name="settings_row")
+    values = models.JSONField(default=dict, blank=True)
+    # Bumped whenever the effective value of a localization-policy field or the translation matrix
+    # changes; read back as `widget_language_policy_revision` and its alias `widget_translation_revision`.
+    language_policy_revision = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "widget settings"
+
+    def __str__(self) -> str:
+        return f"settings of widget {self.widget_id}"
+
+
+class WidgetIcon(models.Model):
+    """A launcher icon uploaded through POST /v1/widget/icons, selectable as `custom:{file_id}`.
+
+    `file` is the private upload (readable through the files API by its id); `image` is the public
+    copy under `icons/` that the visitor widget loads (the media route serves `icons/` publicly).
+    """
+
+    class Format(models.TextChoices):
+        PNG = "png"
+        WEBP = "webp"
+        GIF = "gif"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="launcher_icons")
+    file = models.OneToOneField(File, on_delete=models.CASCADE, related_name="launcher_icon")
+    image = models.FileField(upload_to="icons/", max_length=300)
+    format = models.CharField(max_length=8, choices=Format.choices)
+    animated = models.BooleanField(default=False)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at"], name="widgeticon_widget_created")]
+
+    def __str__(self) -> str:
+        return f"custom:{self.file_id}"

@@ -1,0 +1,142 @@
+"""Reads of the widget app: the settings as GET shows them, the language resource, the catalogues
+and the embed snippet. Every value comes from `settings_schema` (the one definition)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.utils.html import escape
+
+from apps.core.models import Widget
+
+from . import settings_schema as schema
+from .models import WidgetIcon, WidgetSettings
+
+# Widgets created before this instant are "legacy": they keep the implicit localization defaults of
+# the service before the language resource (ru; supported [ru, en]; fallback ru; AI off). Override
+# with the Django setting WIDGET_SETTINGS_LEGACY_CUTOFF (an aware datetime or ISO 8601 string).
+LEGACY_CUTOFF = datetime(2025, 1, 1, tzinfo=UTC)
+
+EMBED_SCRIPT_PATH = "/static/widget/loader.js"
+
+
+def legacy_cutoff() -> datetime:
+    value = getattr(settings, "WIDGET_SETTINGS_LEGACY_CUTOFF", None)
+    if value is None:
+        return LEGACY_CUTOFF
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def widget_generation(widget: Widget) -> str:
+    return "legacy" if widget.created_at < legacy_cutoff() else "new"
+
+
+def get_settings_row(widget: Widget) -> WidgetSettings | None:
+    return WidgetSettings.objects.filter(widget=widget).first()
+
+
+def stored_values(widget: Widget) -> dict:
+    row = get_settings_row(widget)
+    return dict(row.values) if row is not None else {}
+
+
+def available_skins(widget: Widget) -> frozenset[str]:
+    from .services import plan_features  # services imports this module
+
+    premium = plan_features(widget).get("premium_skins", False)
+    return frozenset(s.id for s in schema.SKINS if premium or not s.premium)
+
+
+def settings_context(widget: Widget, *, stored: dict | None = None) -> schema.Context:
+    """The per-widget facts validation and the schema need. `stored`: the stored keys when the
+    caller has them (the enabled locales of the schema's matrix keys come from them)."""
+    generation = widget_generation(widget)
+    base = schema.Context(generation=generation, available_skins=available_skins(widget))
+    stored = stored_values(widget) if stored is None else stored
+    enabled = schema.effective_values(stored, base)["widget_supported_languages"]
+    return schema.Context(
+        generation=generation,
+        available_skins=base.available_skins,
+        enabled_locales=tuple(enabled),
+        icon_exists=lambda file_id: WidgetIcon.objects.filter(widget=widget, file_id=file_id).exists(),
+    )
+
+
+def translation_status(*, enabled: bool, revision: int) -> dict:
+    """The translation store comes with the translations resource; until then it reports itself
+    unavailable (`schema_unavailable`) with zero counts, as the spec says for a missing table."""
+    return {
+        "available": False,
+        "enabled": enabled,
+        "reason": "schema_unavailable",
+        "revision": revision,
+        "total": 0,
+        "counts": {"ready": 0, "stale": 0, "pending": 0, "failed": 0},
+    }
+
+
+def settings_payload(widget: Widget, row: WidgetSettings | None = None) -> dict:
+    """Every field of the definition: writable ones with their effective value, then the read-only
+    members."""
+    if row is None:
+        row = get_settings_row(widget)
+    stored = dict(row.values) if row is not None else {}
+    ctx = settings_context(widget, stored=stored)
+    values = schema.effective_values(stored, ctx)
+    revision = row.language_policy_revision if row is not None else 0
+    updated_at = row.updated_at if row is not None and row.updated_at else widget.created_at
+    read_only = {
+        "widget_id": widget.pk,
+        "api_enabled": widget.api_enabled,
+        "widget_language_policy_revision": revision,
+        "widget_translation_revision": revision,
+        "widget_translation_status": translation_status(
+            enabled=values["widget_auto_translate_custom_texts"], revision=revision
+        ),
+        "updated_at": updated_at.isoformat(),
+    }
+    return {name: values[name] if name in values else read_only[name] for name in schema.FIELDS}
+
+
+def language_payload(widget: Widget, row: WidgetSettings | None = None) -> dict:
+    """`widget_default_language`, whether it is the implicit default (no stored key), and the
+    concrete language it resolves to without a visitor: the value itself, or for `auto` the
+    fallback language (a visitor's browser language decides at render time)."""
+    if row is None:
+        row = get_settings_row(widget)
+    stored = dict(row.values) if row is not None else {}
+    values = schema.effective_values(stored, settings_context(widget, stored=stored))
+    value = values["widget_default_language"]
+    return {
+        "widget_default_language": value,
+        "is_default": "widget_default_language" not in stored,
+        "effective_language": values["widget_fallback_language"] if value == "auto" else value,
+    }
+
+
+def list_skins(widget: Widget) -> list[dict]:
+    allowed = available_skins(widget)
+    return [{"id": s.id, "name": s.name, "premium": s.premium, "available": s.id in allowed} for s in schema.SKINS]
+
+
+def list_icon_presets() -> list[dict]:
+    return [{"id": preset, "name": name} for preset, name in schema.ICON_PRESETS]
+
+
+def embed_payload(widget: Widget, *, origin: str) -> dict:
+    """The loader URL is `{origin}/static/widget/loader.js?guid=<button_guid>`, where `origin` is
+    the setting WIDGET_EMBED_ORIGIN when set (a CDN or the public host), else the request's scheme
+    and host."""
+    origin = (getattr(settings, "WIDGET_EMBED_ORIGIN", "") or origin).rstrip("/")
+    script_url = f"{origin}{EMBED_SCRIPT_PATH}?guid={widget.button_guid}"
+    return {
+        "button_guid": widget.button_guid,
+        "script_url": script_url,
+        "snippet": f'<script src="{escape(script_url)}" async></script>',
+    }
+
+
+def icon_url(icon: WidgetIcon, absolute=None) -> str:
+    url = icon.image.url
+    return absolute(url) if absolute is not None and url.startswith("/") else url

@@ -1,0 +1,169 @@
+"""POST /v1/widget/cache/purge and the served widget cache, observed through the public config."""
+
+import inspect
+
+import pytest
+
+from apps.core.testing.plugin import assert_problem
+from apps.widget import services
+from apps.widget.models import WidgetSettings
+from apps.widget.tests.conftest import LANGUAGE, PURGE, idem, patch
+
+pytestmark = pytest.mark.django_db
+
+
+def purge(client, **headers):
+    return client.post(PURGE, **{**idem(), **headers})
+
+
+def config(widget) -> dict:
+    return services.public_config(widget=widget)
+
+
+def write_behind_the_services_back(widget, **values):
+    """Change stored settings without a service (as a migration or the shell would): nothing purges."""
+    row, _ = WidgetSettings.objects.get_or_create(widget=widget)
+    row.values = {**row.values, **values}
+    row.save()
+
+
+# --- the endpoint -----------------------------------------------------------------------------------------
+
+
+def test_purge_answers_200_and_purges(api, widget, purges):
+    response = purge(api(scopes=["widget:write"]))
+    assert response.status_code == 200
+    assert response.json() == {"data": {"purged": True, "widget_id": widget.pk}}
+    assert purges.count(widget.pk) >= 1
+
+
+def test_purge_is_limited_to_6_per_minute_per_widget(api, widget, other_widget):
+    client = api()
+    for _ in range(6):
+        assert purge(client).status_code == 200
+    response = purge(client)
+    assert_problem(response, 429, "rate_limited")
+    assert 1 <= int(response["Retry-After"]) <= 60
+    # per widget: another widget still has its six
+    assert purge(api(w=other_widget)).status_code == 200
+
+
+def test_a_refused_purge_releases_its_idempotency_key(api):
+    client = api()
+    for _ in range(6):
+        purge(client)
+    headers = idem()
+    assert_problem(purge(client, **headers), 429)
+    from apps.core.models import IdempotencyKey
+
+    assert not IdempotencyKey.objects.filter(key=headers["HTTP_X_SERVICE_IDEMPOTENCY_KEY"]).exists()
+
+
+def test_purge_needs_an_idempotency_key_and_refuses_its_reuse(api):
+    client = api()
+    assert_problem(client.post(PURGE), 400, "idempotency_key_missing")
+    headers = idem()
+    assert purge(client, **headers).status_code == 200
+    assert_problem(purge(client, **headers), 409, "idempotency_key_reused")
+
+
+def test_purge_needs_widget_write(api):
+    assert_problem(purge(api(scopes=["widget:read"])), 403, "missing_scope")
+
+
+# --- the served cache, observed through the public config ---------------------------------------------------
+
+
+def test_the_public_config_is_cached_per_widget(widget, other_widget):
+    first = config(widget)
+    write_behind_the_services_back(widget, widget_theme="dark")
+    assert config(widget) == first  # served from the cache
+    assert config(widget)["settings"]["widget_theme"] == "light"
+    assert config(other_widget)["button_guid"] == other_widget.button_guid
+
+
+def test_the_purge_endpoint_makes_the_public_config_rebuild(api, widget):
+    config(widget)
+    write_behind_the_services_back(widget, widget_theme="dark")
+    assert config(widget)["settings"]["widget_theme"] == "light"
+    purge(api())
+    assert config(widget)["settings"]["widget_theme"] == "dark"
+
+
+def test_a_settings_patch_is_visible_in_the_public_config_at_once(api, widget):
+    assert config(widget)["settings"]["widget_position"] == "bottom_right"
+    patch(api(), {"widget_position": "top_left"})
+    assert config(widget)["settings"]["widget_position"] == "top_left"
+
+
+def test_a_language_put_is_visible_in_the_public_config_at_once(api, widget):
+    assert config(widget)["language"] == "auto"
+    api().put(LANGUAGE, {"widget_default_language": "es"}, format="json", **idem())
+    assert config(widget)["language"] == "es"
+
+
+def test_the_base_members_are_cached_with_the_settings(widget):
+    calls = []
+
+    def base():
+        calls.append(1)
+        return {
+            "button_guid": widget.button_guid,
+            "name": widget.name,
+            "online": False,
+            "features": {"rating": True, "offline_form": True},
+        }
+
+    services.public_config(widget=widget, base=base)
+    services.public_config(widget=widget, base=base)
+    assert calls == [1]
+    services.purge_widget_cache(widget_id=widget.pk)
+    services.public_config(widget=widget, base=base)
+    assert calls == [1, 1]
+
+
+def test_the_settings_drive_the_public_features_language_and_texts(api, widget):
+    patch(
+        api(),
+        {
+            "widget_show_rating": False,
+            "widget_name": "Поддержка",
+            "widget_text_translations": {"en": {"widget_name": "Support"}},
+        },
+    )
+    payload = services.public_config(
+        widget=widget, base=lambda: {"button_guid": widget.button_guid, "features": {"rating": True, "x": 1}}
+    )
+    assert payload["features"] == {"rating": False, "offline_form": True, "file_upload": True, "x": 1}
+    assert payload["texts"]["en"]["widget_name"] == "Support"  # manual override
+    assert payload["texts"]["ru"]["widget_name"] == "Поддержка"  # the tenant's source text
+    assert payload["texts"]["ru"]["widget_greeting"] is None  # catalogue text
+    assert "widget_auto_translate_custom_texts" not in payload["settings"]  # not public
+
+
+def test_a_premium_skin_renders_as_the_default_after_a_downgrade(api, widget, monkeypatch):
+    monkeypatch.setattr(services, "plan_features", lambda w: {"plan": "pro", "premium_skins": True})
+    patch(api(), {"widget_skin": "neon"})
+    monkeypatch.setattr(services, "plan_features", lambda w: {"plan": "free", "premium_skins": False})
+    services.purge_widget_cache(widget_id=widget.pk)
+    assert config(widget)["settings"]["widget_skin"] == "classic"
+
+
+def _visitor_config_is_wired() -> bool:
+    from apps.chats.visitor.views import ConfigView
+
+    return "public_config" in inspect.getsource(ConfigView)
+
+
+@pytest.mark.skipif(
+    not _visitor_config_is_wired(), reason="ConfigView does not serve widget.services.public_config yet"
+)
+def test_purge_observed_through_the_visitor_config_route(api, client, widget):
+    url = f"/api/visitor/v1/{widget.button_guid}/config"
+    assert client.get(url).json()["settings"]["widget_theme"] == "light"
+    write_behind_the_services_back(widget, widget_theme="dark")
+    assert client.get(url).json()["settings"]["widget_theme"] == "light"
+    assert purge(api()).status_code == 200
+    assert client.get(url).json()["settings"]["widget_theme"] == "dark"
+    patch(api(), {"widget_theme": "auto"})
+    assert client.get(url).json()["settings"]["widget_theme"] == "auto"
