@@ -3,7 +3,8 @@ a common word (about 10% of its messages) and a word common in other widgets but
 this one. The absent word may not scan the tenant: it must stay within 100 times the rare-word
 case, which is its floor (BENCH search_absent, target 100). search_common prints common/rare
 without a target. Each word is also a chat list filter, so each is measured against the plain
-view running the same SQL (search_<word>_vs_plain, target 2, like the chat list).
+view running the same final list SQL (search_<word>_vs_plain, informative: the plain view skips
+the trigram probe that comes first).
 
 The EXPLAIN (ANALYZE, BUFFERS) of each word's statement is printed to the log for investigation,
 with how many of the tenant's message rows it reads (a WARNING when it is a tenth or more: the
@@ -61,7 +62,9 @@ def main() -> int:
                 return expect(floor_session.get(floor_url, params=params))
 
             ours_ms[label], floor_ms = compare(ours, floor, iterations=10, warmup=2)
-            report_latency(f"{NAME}_{label}_vs_plain", ours_ms[label], floor_ms, target=2)
+            # The plain view replays only the final list query; ours also probes the trigram index
+            # first (that probe is what keeps the absent word off the tenant), so no target here.
+            report_latency(f"{NAME}_{label}_vs_plain", ours_ms[label], floor_ms, target="-")
     rare = ours_ms["rare"]
     bench_line(f"{NAME}_absent", ours=ours_ms["absent"], floor=rare, ratio=ours_ms["absent"] / rare, target=100,
                unit="ms")
