@@ -429,7 +429,8 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
         if not queue and time.monotonic() < deadline and len(running) < concurrency:
             queue = _lease(batch_size)
         free = concurrency - len(running)
-        if queue and free > 0:
+        # Refill in groups (one query loads a group) unless nothing is running.
+        if queue and (free >= max(1, concurrency // 2) or not running):
             take, queue = queue[:free], queue[free:]
             for row in _load(take):  # loaded just before sending: the endpoint as it is now
                 running.add(pool.submit(_send, row))
@@ -438,6 +439,9 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
                 continue
             break
         finished, running = wait(running, return_when=FIRST_COMPLETED)
+        if running:  # gather what finishes in the next moment too: one transaction records them all
+            more, running = wait(running, timeout=0.02)
+            finished |= more
         outcomes = []
         for future in finished:
             exc = future.exception()
