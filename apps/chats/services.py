@@ -21,7 +21,7 @@ from apps.core import events
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 
-from . import realtime
+from . import facts, realtime
 from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
 
 WIDGET_CHANNEL = "widget"
@@ -121,6 +121,7 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
     try:
         with transaction.atomic():
             chat = Chat.objects.create(widget=widget, contact=contact, channel=channel)
+            facts.chat_created(chat=chat)
             events.emit(widget, events.CHAT_CREATED, chat_id=chat.pk, client_id=contact.guid, source=source)
             return chat
     except IntegrityError:  # the same contact's concurrent first message created it
@@ -251,6 +252,7 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
     fields = {"agent", "updated_at", *record_answer(chat=chat, agent=to_agent, now=now)}
     chat.updated_at = now
     chat.save(update_fields=sorted(fields))
+    facts.chat_transferred(chat=chat)
     events.emit(
         widget,
         events.CHAT_TRANSFERRED,
@@ -277,6 +279,7 @@ def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
     if fields:
         chat.save(update_fields=[*fields, "updated_at"])
         record_agent_event(widget=widget, agent=agent, type="chat_accepted", extra={"chat_id": chat.pk})
+    facts.chat_changed(chat=chat)
     return chat
 
 
@@ -344,6 +347,7 @@ def post_client_message(
     now = timezone.now()
     message, fields = _store_message(chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=now)
     chat.save(update_fields=fields)
+    facts.client_message_posted(chat=chat, message=message)
     events.emit(
         widget,
         events.MESSAGE_CREATED,
@@ -383,6 +387,7 @@ def post_agent_message(
             chat.first_agent_reply_at = now
             fields.append("first_agent_reply_at")
     chat.save(update_fields=sorted(set(fields)))
+    facts.agent_message_posted(chat=chat, message=message)
     events.emit(
         widget,
         events.MESSAGE_CREATED,
@@ -433,10 +438,12 @@ def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", sour
     handler = chat.handled_by_id or chat.agent_id
     rating = Rating.objects.filter(chat=chat).first()
     if rating is not None:
+        facts.rating_changed(chat=chat, rating=rating, value=value, agent_id=handler)
         rating.value, rating.comment, rating.agent_id = value, comment, handler
         rating.save(update_fields=["value", "comment", "agent"])
         return rating
     rating = Rating.objects.create(widget=widget, chat=chat, value=value, comment=comment, agent_id=handler)
+    facts.rating_created(chat=chat, rating=rating)
     events.emit(
         widget,
         events.RATING_CREATED,

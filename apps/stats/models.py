@@ -1,1 +1,142 @@
-"""Statistics facts (per-day rollups maintained by the chat services)."""
+"""Statistics facts, maintained by the chat services (apps.chats.facts) in the transaction of the
+change they count, so no statistics read scans messages.
+
+- `ChatFacts`: one row per chat, the chat's attribution as last added to the daily rollups (its
+  "snapshot"). A change of the chat is applied as (new contribution - snapshot contribution), so
+  a repeated call adds nothing and a chat that moves from missed to human leaves its creation
+  day's `chats_missed` and enters its `chats_handled_human` in one step.
+- `DailyWidgetFacts`: per Europe/Moscow day, channel and internal flag, the widget's counters.
+  Chat counters sit on the chat's creation day; messages and ratings on their own day.
+- `DailyAgentFacts`: per agent and Moscow day, the agent row counters.
+
+Agents are referenced by plain integer ids (no foreign key): facts outlive an agent row, and a
+decrement for an agent never fails on a constraint. Counters are signed integers, never clamped.
+Every index starts with the widget, so the widget foreign keys carry no index of their own.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.chats.models import Chat
+from apps.core.models import Widget
+
+# Counter columns of the daily rollups (the names the selectors and the upserts use).
+WIDGET_COUNTERS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted_ai",
+    "chats_accepted_human",
+    "chats_handled_ai",
+    "chats_handled_human",
+    "chats_ai_to_human",
+    "chats_human_to_ai",
+    "messages_total",
+    "response_ms_sum",
+    "response_count",
+    "first_response_ms_sum",
+    "first_response_count",
+    "rating_sum",
+    "rating_count",
+)
+AGENT_COUNTERS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted",
+    "chats_handled",
+    "response_ms_sum",
+    "response_count",
+    "messages_total",
+    "transferred_in",
+    "transferred_out",
+    "rating_1",
+    "rating_2",
+    "rating_3",
+    "rating_4",
+    "rating_5",
+)
+
+
+class ChatFacts(models.Model):
+    """What the rollups hold for one chat (see the module docstring)."""
+
+    chat = models.OneToOneField(Chat, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    created_at = models.DateTimeField()
+    day = models.DateField(help_text="Europe/Moscow date of created_at.")
+    channel = models.CharField(max_length=64)
+    is_internal = models.BooleanField(default=False)
+    handling = models.CharField(max_length=16, default=Chat.Handling.MISSED)
+    accepted_type = models.CharField(max_length=8, blank=True, default="")
+    handled_type = models.CharField(max_length=8, blank=True, default="")
+    owner_agent_id = models.BigIntegerField(null=True, blank=True)
+    accepted_agent_id = models.BigIntegerField(null=True, blank=True)
+    handled_agent_id = models.BigIntegerField(null=True, blank=True)
+    first_reply_at = models.DateTimeField(null=True, blank=True)
+    # The visitor message that opened the conversation awaiting the chat's first reply.
+    conversation_started_at = models.DateTimeField(null=True, blank=True)
+    first_response_ms = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "created_at"], name="chatfacts_widget_created")]
+
+    def __str__(self) -> str:
+        return f"facts of chat {self.chat_id}"
+
+
+class DailyWidgetFacts(models.Model):
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    channel = models.CharField(max_length=64)
+    is_internal = models.BooleanField(default=False)
+    chats_total = models.IntegerField(default=0)
+    chats_missed = models.IntegerField(default=0)
+    chats_accepted_ai = models.IntegerField(default=0)
+    chats_accepted_human = models.IntegerField(default=0)
+    chats_handled_ai = models.IntegerField(default=0)
+    chats_handled_human = models.IntegerField(default=0)
+    chats_ai_to_human = models.IntegerField(default=0)
+    chats_human_to_ai = models.IntegerField(default=0)
+    messages_total = models.BigIntegerField(default=0)
+    response_ms_sum = models.BigIntegerField(default=0)
+    response_count = models.IntegerField(default=0)
+    first_response_ms_sum = models.BigIntegerField(default=0)
+    first_response_count = models.IntegerField(default=0)
+    rating_sum = models.IntegerField(default=0)
+    rating_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "day", "channel", "is_internal"], name="dailywidgetfacts_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"widget {self.widget_id} {self.day} {self.channel}"
+
+
+class DailyAgentFacts(models.Model):
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    agent_id = models.BigIntegerField()
+    day = models.DateField()
+    chats_total = models.IntegerField(default=0)
+    chats_missed = models.IntegerField(default=0)
+    chats_accepted = models.IntegerField(default=0)
+    chats_handled = models.IntegerField(default=0)
+    response_ms_sum = models.BigIntegerField(default=0)
+    response_count = models.IntegerField(default=0)
+    messages_total = models.BigIntegerField(default=0)
+    transferred_in = models.IntegerField(default=0)
+    transferred_out = models.IntegerField(default=0)
+    rating_1 = models.IntegerField(default=0)
+    rating_2 = models.IntegerField(default=0)
+    rating_3 = models.IntegerField(default=0)
+    rating_4 = models.IntegerField(default=0)
+    rating_5 = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "agent_id", "day"], name="dailyagentfacts_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"agent {self.agent_id} {self.day}"

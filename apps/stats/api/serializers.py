@@ -1,0 +1,292 @@
+"""Query parameters of the statistics endpoints (strict: unknown, repeated or invalid -> 422, never a
+clamp) and documentation serializers of their output shapes."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from apps.agents.models import Agent
+from apps.core.api.serializers import InputSerializer
+from apps.core.timeparse import parse_moment
+
+from .. import selectors
+from ..windows import INTERVALS, MAX_BUCKETS, PERIODS, Window, WindowError, bucket_count
+
+TIMEZONE = "Europe/Moscow"
+WINDOW_PARAMS = ("from", "to", "period")
+
+
+def query_data(request, allowed: tuple[str, ...]) -> dict:
+    """The query parameters, one value each; a parameter outside `allowed` is refused by name."""
+    data, errors = {}, {}
+    for key in request.query_params:
+        values = request.query_params.getlist(key)
+        if key not in allowed:
+            errors[key] = ["Unknown parameter."]
+        elif len(values) > 1:
+            errors[key] = ["Give this parameter once."]
+        else:
+            data[key] = values[0]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return data
+
+
+class MomentField(serializers.CharField):
+    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            return parse_moment(text)
+        except ValueError:
+            self.fail("invalid_moment")
+
+
+class MetricListField(serializers.CharField):
+    """Comma-separated subset of `choices`; the result keeps the documented order."""
+
+    default_error_messages = {"unknown": "Unknown metric(s): {names}. Allowed: {allowed}.", "empty": "Empty metric."}
+
+    def __init__(self, *, choices: tuple[str, ...], **kwargs):
+        self.metric_choices = choices
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        names = [name.strip() for name in super().to_internal_value(data).split(",")]
+        if any(not name for name in names):
+            self.fail("empty")
+        unknown = sorted(set(names) - set(self.metric_choices))
+        if unknown:
+            self.fail("unknown", names=", ".join(unknown), allowed=", ".join(self.metric_choices))
+        return tuple(name for name in self.metric_choices if name in names)
+
+
+class WindowQuery(InputSerializer):
+    from_ = MomentField(required=False)
+    to = MomentField(required=False)
+    period = serializers.ChoiceField(choices=PERIODS, required=False)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+    def validate(self, attrs):
+        try:
+            attrs["window"] = Window.resolve(
+                period=attrs.get("period"), start=attrs.get("from"), end=attrs.get("to"), now=self.context["now"]
+            )
+        except WindowError as err:
+            raise serializers.ValidationError({err.field: [str(err)]}) from None
+        return attrs
+
+
+class StatsQuery(WindowQuery):
+    metric = MetricListField(choices=selectors.WIDGET_METRICS + selectors.OPT_IN_METRICS, required=False)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs.setdefault("metric", selectors.WIDGET_METRICS)
+        return attrs
+
+
+class ChannelStatsQuery(WindowQuery):
+    pass
+
+
+class TimeseriesQuery(WindowQuery):
+    interval = serializers.ChoiceField(choices=INTERVALS, required=False)
+    metric = MetricListField(choices=selectors.TIMESERIES_METRICS, required=False)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs.setdefault("interval", "day")
+        attrs.setdefault("metric", selectors.TIMESERIES_METRICS)
+        count = bucket_count(attrs["window"], attrs["interval"])
+        if count > MAX_BUCKETS:
+            raise serializers.ValidationError(
+                {"interval": [f"The window gives {count} {attrs['interval']} buckets; at most {MAX_BUCKETS}."]}
+            )
+        return attrs
+
+
+class AgentStatsQuery(WindowQuery):
+    metric = MetricListField(choices=selectors.AGENT_METRICS, required=False)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs.setdefault("metric", selectors.AGENT_METRICS)
+        return attrs
+
+
+def window_payload(window: Window) -> dict:
+    return {"from": window.start.isoformat(), "to": window.end.isoformat(), "timezone": TIMEZONE}
+
+
+# --- documentation of output shapes ---------------------------------------------------------------------
+
+_CHATS_WINDOW = " Chats created in the window."
+_AVG_RESPONSE = (
+    "Mean over the window's chats with a visible operator reply (person or AI operator) of the time from "
+    "room creation to that first reply, in seconds to the millisecond; null when no chat was answered. A "
+    "returning visitor writes into the same room, so a room created long before the reply inflates it."
+)
+
+
+class WindowDoc(serializers.Serializer):
+    def get_fields(self):
+        return {
+            "from": serializers.DateTimeField(help_text="Window start (inclusive), Europe/Moscow offset."),
+            "to": serializers.DateTimeField(help_text="Window end (exclusive), Europe/Moscow offset."),
+            "timezone": serializers.CharField(help_text="Always `Europe/Moscow`."),
+        }
+
+
+class WidgetMetricsDoc(serializers.Serializer):
+    """Exactly the metrics named by `metric` (all but the opt-in one when it is omitted)."""
+
+    chats_total = serializers.IntegerField(required=False, help_text="Chats (rooms) created in the window.")
+    chats_missed = serializers.IntegerField(required=False, help_text="Of those, chats nobody has answered.")
+    chats_accepted = serializers.IntegerField(required=False, help_text="`chats_total - chats_missed`.")
+    chats_accepted_ai = serializers.IntegerField(
+        required=False, help_text="First answered by the AI operator." + _CHATS_WINDOW
+    )
+    chats_accepted_human = serializers.IntegerField(
+        required=False, help_text="First answered by a person." + _CHATS_WINDOW
+    )
+    chats_handled_ai = serializers.IntegerField(required=False, help_text="Handled now by the AI operator.")
+    chats_handled_human = serializers.IntegerField(required=False, help_text="Handled now by a person.")
+    chats_ai_to_human = serializers.IntegerField(required=False, help_text="`handling` is `ai_to_human`.")
+    chats_human_to_ai = serializers.IntegerField(required=False, help_text="`handling` is `human_to_ai`.")
+    messages_total = serializers.IntegerField(
+        required=False,
+        help_text="Public messages of the visitor, people and the AI operator sent in the window (rating "
+        "requests, notes, e-mails and internal messages are not counted).",
+    )
+    avg_response_time_seconds = serializers.FloatField(required=False, allow_null=True, help_text=_AVG_RESPONSE)
+    rating_average = serializers.FloatField(
+        required=False, allow_null=True, help_text="Mean of the ratings given in the window (2 decimals); null if none."
+    )
+    avg_first_response_seconds = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Opt-in (name it in `metric`). Mean time from the visitor message that opened the conversation "
+        "answered by the chat's first operator reply to that reply, over the window's answered chats. A visitor "
+        "message opens a conversation when it is the room's first or comes 7 minutes or more (the idle expiry) "
+        "after the room's previous message, so returning visitors do not inflate it; chats whose first reply "
+        "came before any visitor message are left out. Seconds to the millisecond; null if none.",
+    )
+
+
+class StatsDataDoc(WindowDoc):
+    def get_fields(self):
+        return {**super().get_fields(), "metrics": WidgetMetricsDoc()}
+
+
+class StatsDoc(serializers.Serializer):
+    data = StatsDataDoc()
+
+
+class ChannelRowDoc(serializers.Serializer):
+    channel = serializers.CharField(help_text="Channel code: `widget`, `ch{id}` or a messenger code.")
+    chats_accepted = serializers.IntegerField()
+    chats_accepted_ai = serializers.IntegerField()
+    chats_accepted_human = serializers.IntegerField()
+    chats_missed = serializers.IntegerField()
+
+
+class ChannelStatsDoc(WindowDoc):
+    def get_fields(self):
+        return {"data": ChannelRowDoc(many=True), **super().get_fields()}
+
+
+class TimeseriesMetricsDoc(serializers.Serializer):
+    """Exactly the metrics named by `metric` (all six when it is omitted)."""
+
+    chats_total = serializers.IntegerField(required=False)
+    chats_missed = serializers.IntegerField(required=False)
+    chats_accepted = serializers.IntegerField(required=False)
+    chats_accepted_ai = serializers.IntegerField(required=False)
+    chats_accepted_human = serializers.IntegerField(required=False)
+    messages_total = serializers.IntegerField(required=False)
+
+
+class BucketDoc(serializers.Serializer):
+    def get_fields(self):
+        return {
+            "from": serializers.DateTimeField(help_text="Bucket start, Europe/Moscow (the first: the window start)."),
+            "to": serializers.DateTimeField(help_text="Bucket end, exclusive (the window end for the last)."),
+            "metrics": TimeseriesMetricsDoc(),
+        }
+
+
+class TimeseriesDataDoc(WindowDoc):
+    def get_fields(self):
+        return {
+            "interval": serializers.ChoiceField(choices=INTERVALS),
+            **super().get_fields(),
+            "buckets": BucketDoc(many=True),
+        }
+
+
+class TimeseriesDoc(serializers.Serializer):
+    data = TimeseriesDataDoc()
+
+
+class RatingDistributionDoc(serializers.Serializer):
+    def get_fields(self):
+        return {str(v): serializers.IntegerField() for v in selectors.RATING_VALUES}
+
+
+class AgentMetricsDoc(serializers.Serializer):
+    """Exactly the metrics named by `metric` (all when it is omitted); zero-filled."""
+
+    chats_total = serializers.IntegerField(
+        required=False, help_text="Chats created in the window whose routing owner is the agent."
+    )
+    avg_response_time_seconds = serializers.FloatField(
+        required=False, allow_null=True, help_text="Over the chats of `chats_total`. " + _AVG_RESPONSE
+    )
+    messages_total = serializers.IntegerField(required=False, help_text="Public messages the agent sent in the window.")
+    rating_average = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Ratings given in the window while the agent handled the chat (2 decimals); null if none.",
+    )
+    rating_distribution = RatingDistributionDoc(required=False, help_text="Those ratings counted per value 1 to 5.")
+    chats_accepted = serializers.IntegerField(required=False, help_text="Chats created in the window it answered 1st.")
+    chats_handled = serializers.IntegerField(required=False, help_text="Chats created in the window it handles now.")
+    chats_transferred_out = serializers.IntegerField(required=False, help_text="Transfers away from it in the window.")
+    chats_transferred_in = serializers.IntegerField(required=False, help_text="Transfers to it in the window.")
+    chats_missed = serializers.IntegerField(
+        required=False,
+        help_text="Chats of `chats_total` nobody has answered; always 0 for the AI operator (never an owner).",
+    )
+
+
+class AgentRowDoc(serializers.Serializer):
+    agent_id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.ChoiceField(choices=Agent.Type.values)
+    metrics = AgentMetricsDoc()
+
+
+@extend_schema_serializer(many=False)
+class AgentStatsListDoc(WindowDoc):
+    def get_fields(self):
+        return {
+            "data": AgentRowDoc(many=True, help_text="Every agent of the widget (banned ones too), by id."),
+            "next_cursor": serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page."),
+            **super().get_fields(),
+        }
+
+
+class AgentStatsDataDoc(AgentRowDoc):
+    def get_fields(self):
+        return {**super().get_fields(), **WindowDoc().get_fields()}
+
+
+class AgentStatsDoc(serializers.Serializer):
+    data = AgentStatsDataDoc()

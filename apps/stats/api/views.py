@@ -1,0 +1,169 @@
+"""Statistics of the token's widget: aggregate, per channel, time series and per agent.
+
+Figures come from the facts the chat services maintain (apps.stats.selectors); windows and buckets
+are calendar-anchored in Europe/Moscow (apps.stats.windows).
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins
+from rest_framework.response import Response
+
+from apps.agents.models import Agent
+from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+
+from .. import selectors
+from ..windows import INTERVALS, MAX_BUCKETS, PERIODS
+from . import serializers as s
+
+WINDOW_RULES = (
+    "Window: `period` (`today`, `yesterday`, `week` from Monday, `month` from the 1st; calendar-anchored in "
+    "Europe/Moscow, a running period ends at the next midnight) or `from`/`to`, never both (422). Without "
+    "either, the trailing 30 Moscow days including today; only `to`: the 30 days before it; only `from`: up to "
+    "the end of today. `to` must be later than `from`. Chat figures count chats created in the window (with "
+    "their attribution as it is now); messages, ratings and transfers count when they happened in it. "
+    "Response `from`, `to` and bucket boundaries are in Europe/Moscow."
+)
+WINDOW_PARAMS = [
+    OpenApiParameter(
+        "from",
+        str,
+        description="Date-time or date, Europe/Moscow unless an offset is given; a bare date is midnight. Inclusive.",
+    ),
+    OpenApiParameter("to", str, description="Like `from`; exclusive (send the next day to include a whole day)."),
+    OpenApiParameter("period", str, enum=list(PERIODS), description="Calendar period in Europe/Moscow."),
+]
+
+
+def _metric_param(choices, *, note: str = "") -> OpenApiParameter:
+    return OpenApiParameter(
+        "metric",
+        str,
+        description=f"Comma-separated subset of: {', '.join(f'`{c}`' for c in choices)}; omitted means all{note}. "
+        "An unknown name is 422.",
+    )
+
+
+def _validated(serializer_class, request, allowed: tuple[str, ...]) -> dict:
+    """Validate the query; `cursor` and `limit`, when allowed, are left to the paginator."""
+    data = {k: v for k, v in s.query_data(request, allowed).items() if k not in ("cursor", "limit")}
+    serializer = serializer_class(data=data, context={"now": timezone.now()})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class StatsView(ScopedAPIView):
+    route_scopes = {"get": ["stats:read"]}
+    problem_statuses = {"get": [422]}
+
+    @extend_schema(
+        summary="Aggregate statistics",
+        description=WINDOW_RULES
+        + " `chats_missed` counts chats opened in the window that nobody answered; `chats_accepted` equals "
+        "`chats_total - chats_missed`; `avg_response_time_seconds` is measured from room creation (inflated by "
+        "returning visitors); `avg_first_response_seconds` is opt-in.",
+        parameters=[
+            *WINDOW_PARAMS,
+            _metric_param(
+                selectors.WIDGET_METRICS + selectors.OPT_IN_METRICS,
+                note=" except the opt-in `avg_first_response_seconds`",
+            ),
+        ],
+        responses={200: s.StatsDoc},
+    )
+    def get(self, request):
+        query = _validated(s.StatsQuery, request, (*s.WINDOW_PARAMS, "metric"))
+        window = query["window"]
+        metrics = selectors.get_widget_stats(widget=request.widget, window=window, metrics=query["metric"])
+        return Response({"data": {**s.window_payload(window), "metrics": metrics}})
+
+
+class ChannelStatsView(ScopedAPIView):
+    route_scopes = {"get": ["stats:read"]}
+    problem_statuses = {"get": [422]}
+
+    @extend_schema(
+        summary="Statistics per channel",
+        description=WINDOW_RULES
+        + " One row per channel code with chats in the window, by code; channels without chats are omitted. "
+        "Internal department chats are excluded, so the channel totals can be below `chats_total` of /v1/stats.",
+        parameters=WINDOW_PARAMS,
+        responses={200: s.ChannelStatsDoc},
+    )
+    def get(self, request):
+        query = _validated(s.ChannelStatsQuery, request, s.WINDOW_PARAMS)
+        window = query["window"]
+        rows = selectors.list_channel_stats(widget=request.widget, window=window)
+        return Response({"data": rows, **s.window_payload(window)})
+
+
+class TimeseriesView(ScopedAPIView):
+    route_scopes = {"get": ["stats:read"]}
+    problem_statuses = {"get": [422]}
+
+    @extend_schema(
+        summary="Statistics as a time series",
+        description=WINDOW_RULES
+        + f" Buckets are Moscow calendar days, weeks (Monday) or months (the 1st) meeting the window, the first "
+        f"and last clipped to it; dense and zero-filled. A window giving over {MAX_BUCKETS} buckets is 422.",
+        parameters=[
+            *WINDOW_PARAMS,
+            OpenApiParameter("interval", str, enum=list(INTERVALS), description="Bucket size; `day` by default."),
+            _metric_param(selectors.TIMESERIES_METRICS),
+        ],
+        responses={200: s.TimeseriesDoc},
+    )
+    def get(self, request):
+        query = _validated(s.TimeseriesQuery, request, (*s.WINDOW_PARAMS, "interval", "metric"))
+        window, interval = query["window"], query["interval"]
+        rows = selectors.list_buckets(widget=request.widget, window=window, interval=interval, metrics=query["metric"])
+        buckets = [
+            {"from": row["from"].isoformat(), "to": row["to"].isoformat(), "metrics": row["metrics"]} for row in rows
+        ]
+        return Response({"data": {"interval": interval, **s.window_payload(window), "buckets": buckets}})
+
+
+AGENT_RULES = (
+    " Every agent of the widget is present (any type and status), zero-filled; an undefined average is null. "
+    "`chats_total` and `avg_response_time_seconds` count chats assigned to the agent (its routing owner now); "
+    "`messages_total` counts messages the agent sent; ratings are attributed to the agent handling the chat at "
+    "rating time; `chats_missed` is always 0 for the AI operator."
+)
+
+
+class AgentStatsViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
+    """Per-agent statistics: GET /v1/agents/stats (every agent, by id, paginated) and
+    GET /v1/agents/{id}/stats (one agent of this widget; a foreign id is 404)."""
+
+    queryset = Agent.objects.all()
+    cursor_ordering = ("id",)
+    route_scopes = {"list": ["stats:read"], "retrieve": ["stats:read"]}
+    problem_statuses = {"retrieve": [422]}
+
+    @extend_schema(
+        summary="Statistics of every agent",
+        description=WINDOW_RULES + AGENT_RULES,
+        parameters=[*WINDOW_PARAMS, _metric_param(selectors.AGENT_METRICS)],
+        responses={200: s.AgentStatsListDoc},
+    )
+    def list(self, request):
+        query = _validated(s.AgentStatsQuery, request, (*s.WINDOW_PARAMS, "metric", "cursor", "limit"))
+        window = query["window"]
+        agents = self.paginate_queryset(self.get_queryset())
+        rows = selectors.agent_rows(widget=request.widget, window=window, agents=agents, metrics=query["metric"])
+        return Response({"data": rows, "next_cursor": self.paginator.next_cursor(), **s.window_payload(window)})
+
+    @extend_schema(
+        summary="Statistics of one agent",
+        description=WINDOW_RULES + AGENT_RULES,
+        parameters=[*WINDOW_PARAMS, _metric_param(selectors.AGENT_METRICS)],
+        responses={200: s.AgentStatsDoc},
+    )
+    def retrieve(self, request, pk=None):
+        agent = self.get_object()
+        query = _validated(s.AgentStatsQuery, request, (*s.WINDOW_PARAMS, "metric"))
+        window = query["window"]
+        [row] = selectors.agent_rows(widget=request.widget, window=window, agents=[agent], metrics=query["metric"])
+        return Response({"data": {**row, **s.window_payload(window)}})

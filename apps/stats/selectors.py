@@ -1,0 +1,251 @@
+"""Reads of statistics, tenant first. Whole Moscow days come from the daily facts; a window edge
+that is not a midnight is counted from the per-chat facts and event rows of that partial day
+(apps.chats.facts.counters_between: index range scans over at most those hours). No read scans a
+widget's messages; a one-year window of whole days reads about 365 rows per channel.
+
+Metric definitions (also in the OpenAPI descriptions):
+- chats_total: chats (rooms) created in the window; chats_missed: those nobody has answered;
+  chats_accepted = chats_total - chats_missed; chats_accepted_ai / _human: by the type of the
+  operator who answered first; chats_handled_ai / _human: by the type of the operator handling
+  it now; chats_ai_to_human / chats_human_to_ai: by `handling`.
+- messages_total: public messages of the visitor, people and the AI operator sent in the window.
+- avg_response_time_seconds: mean over chats created in the window that have a visible operator
+  reply of (first reply - room creation); null without such chats.
+- avg_first_response_seconds (opt-in): mean of (first reply - the visitor message that opened the
+  conversation it answers) over the same chats, where such a message exists.
+- rating_average: mean value of the ratings given in the window.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import date
+
+from django.db.models import Sum
+
+from apps.agents.models import Agent
+from apps.chats import facts
+from apps.core.models import Widget
+
+from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
+from .windows import Window, buckets
+
+WIDGET_METRICS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted",
+    "chats_accepted_ai",
+    "chats_accepted_human",
+    "chats_handled_ai",
+    "chats_handled_human",
+    "chats_ai_to_human",
+    "chats_human_to_ai",
+    "messages_total",
+    "avg_response_time_seconds",
+    "rating_average",
+)
+OPT_IN_METRICS = ("avg_first_response_seconds",)
+TIMESERIES_METRICS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted",
+    "chats_accepted_ai",
+    "chats_accepted_human",
+    "messages_total",
+)
+CHANNEL_METRICS = ("chats_accepted", "chats_accepted_ai", "chats_accepted_human", "chats_missed")
+AGENT_METRICS = (
+    "chats_total",
+    "avg_response_time_seconds",
+    "messages_total",
+    "rating_average",
+    "rating_distribution",
+    "chats_accepted",
+    "chats_handled",
+    "chats_transferred_out",
+    "chats_transferred_in",
+    "chats_missed",
+)
+RATING_VALUES = (1, 2, 3, 4, 5)
+
+Counters = dict[str, int]
+
+
+def average_seconds(total_ms: int, count: int) -> float | None:
+    """Mean of a millisecond sum in seconds, to the millisecond; None for no samples."""
+    return round(total_ms / count / 1000, 3) if count else None
+
+
+def average_rating(total: int, count: int) -> float | None:
+    return round(total / count, 2) if count else None
+
+
+def _sums(counters: Iterable[str]) -> dict:
+    return {name: Sum(name) for name in counters}
+
+
+def _add(target: Counters, values: dict) -> None:
+    for name, value in values.items():
+        if value:
+            target[name] = target.get(name, 0) + int(value)
+
+
+# --- widget -----------------------------------------------------------------------------------------
+
+
+def _whole_days(widget: Widget, window: Window):
+    whole, pieces = window.split()
+    rows = DailyWidgetFacts.objects.none()
+    if whole is not None:
+        rows = DailyWidgetFacts.objects.filter(widget=widget, day__gte=whole[0], day__lt=whole[1])
+    partial = [facts.counters_between(widget_id=widget.pk, start=a, end=b) for a, b in pieces]
+    return rows.order_by(), partial
+
+
+def get_widget_counters(*, widget: Widget, window: Window) -> Counters:
+    rows, partial = _whole_days(widget, window)
+    total: Counters = {}
+    _add(total, rows.aggregate(**_sums(WIDGET_COUNTERS)))
+    for delta in partial:
+        for _key, values in delta.widget_rows():
+            _add(total, values)
+    return total
+
+
+def get_channel_counters(*, widget: Widget, window: Window) -> dict[str, Counters]:
+    """channel -> counters of its chats, internal department chats left out."""
+    rows, partial = _whole_days(widget, window)
+    per_channel: dict[str, Counters] = defaultdict(dict)
+    for row in rows.filter(is_internal=False).values("channel").annotate(**_sums(WIDGET_COUNTERS)):
+        _add(per_channel[row.pop("channel")], row)
+    for delta in partial:
+        for (_day, channel, internal), values in delta.widget_rows():
+            if not internal:
+                _add(per_channel[channel], values)
+    return dict(per_channel)
+
+
+def get_daily_counters(*, widget: Widget, window: Window) -> dict[date, Counters]:
+    rows, partial = _whole_days(widget, window)
+    per_day: dict[date, Counters] = defaultdict(dict)
+    for row in rows.values("day").annotate(**_sums(WIDGET_COUNTERS)):
+        _add(per_day[row.pop("day")], row)
+    for delta in partial:
+        for (day, _channel, _internal), values in delta.widget_rows():
+            _add(per_day[day], values)
+    return dict(per_day)
+
+
+def widget_metrics(counters: Counters) -> dict:
+    c = defaultdict(int, counters)
+    return {
+        "chats_total": c["chats_total"],
+        "chats_missed": c["chats_missed"],
+        "chats_accepted": c["chats_total"] - c["chats_missed"],
+        "chats_accepted_ai": c["chats_accepted_ai"],
+        "chats_accepted_human": c["chats_accepted_human"],
+        "chats_handled_ai": c["chats_handled_ai"],
+        "chats_handled_human": c["chats_handled_human"],
+        "chats_ai_to_human": c["chats_ai_to_human"],
+        "chats_human_to_ai": c["chats_human_to_ai"],
+        "messages_total": c["messages_total"],
+        "avg_response_time_seconds": average_seconds(c["response_ms_sum"], c["response_count"]),
+        "rating_average": average_rating(c["rating_sum"], c["rating_count"]),
+        "avg_first_response_seconds": average_seconds(c["first_response_ms_sum"], c["first_response_count"]),
+    }
+
+
+def get_widget_stats(*, widget: Widget, window: Window, metrics: Iterable[str]) -> dict:
+    values = widget_metrics(get_widget_counters(widget=widget, window=window))
+    return {name: values[name] for name in metrics}
+
+
+def list_channel_stats(*, widget: Widget, window: Window) -> list[dict]:
+    """Channels with chats in the window, by channel code; internal department chats excluded."""
+    out = []
+    for channel, counters in sorted(get_channel_counters(widget=widget, window=window).items()):
+        if not counters.get("chats_total"):
+            continue
+        values = widget_metrics(counters)
+        out.append({"channel": channel, **{name: values[name] for name in CHANNEL_METRICS}})
+    return out
+
+
+def list_buckets(*, widget: Widget, window: Window, interval: str, metrics: Iterable[str]) -> list[dict]:
+    """Dense, zero-filled calendar buckets (the caller has checked their number)."""
+    metrics = list(metrics)
+    spans = list(buckets(window, interval))
+    starts = [first_day for _start, _end, first_day, _following in spans]
+    per_bucket: list[Counters] = [{} for _ in spans]
+    for day, values in get_daily_counters(widget=widget, window=window).items():
+        _add(per_bucket[bisect_right(starts, day) - 1], values)
+    out = []
+    for (start, end, _first, _following), counters in zip(spans, per_bucket, strict=True):
+        values = widget_metrics(counters)
+        out.append({"from": start, "to": end, "metrics": {name: values[name] for name in metrics}})
+    return out
+
+
+# --- agents ---------------------------------------------------------------------------------------------
+
+
+def get_agent_counters(*, widget: Widget, window: Window, agent_ids: list[int]) -> dict[int, Counters]:
+    whole, pieces = window.split()
+    per_agent: dict[int, Counters] = {agent_id: {} for agent_id in agent_ids}
+    if not agent_ids:
+        return per_agent
+    if whole is not None:
+        rows = DailyAgentFacts.objects.filter(
+            widget=widget, agent_id__in=agent_ids, day__gte=whole[0], day__lt=whole[1]
+        ).order_by()
+        for row in rows.values("agent_id").annotate(**_sums(AGENT_COUNTERS)):
+            _add(per_agent[row.pop("agent_id")], row)
+    for a, b in pieces:
+        delta = facts.counters_between(widget_id=widget.pk, start=a, end=b, agents=True, agent_ids=agent_ids)
+        for (agent_id, _day), values in delta.agent_rows():
+            _add(per_agent[agent_id], values)
+    return per_agent
+
+
+def agent_metrics(counters: Counters, *, agent_type: str) -> dict:
+    c = defaultdict(int, counters)
+    distribution = {str(v): c[f"rating_{v}"] for v in RATING_VALUES}
+    rated = sum(distribution.values())
+    return {
+        "chats_total": c["chats_total"],
+        "avg_response_time_seconds": average_seconds(c["response_ms_sum"], c["response_count"]),
+        "messages_total": c["messages_total"],
+        "rating_average": average_rating(sum(v * c[f"rating_{v}"] for v in RATING_VALUES), rated),
+        "rating_distribution": distribution,
+        "chats_accepted": c["chats_accepted"],
+        "chats_handled": c["chats_handled"],
+        "chats_transferred_out": c["transferred_out"],
+        "chats_transferred_in": c["transferred_in"],
+        # The AI operator never owns a chat, so it never has one waiting for it.
+        "chats_missed": 0 if agent_type == Agent.Type.AI else c["chats_missed"],
+    }
+
+
+def agent_rows(*, widget: Widget, window: Window, agents: list[Agent], metrics: Iterable[str]) -> list[dict]:
+    """One row per agent, in the given order, zero-filled (null for an undefined average)."""
+    metrics = list(metrics)
+    counters = get_agent_counters(widget=widget, window=window, agent_ids=[a.pk for a in agents])
+    rows = []
+    for agent in agents:
+        values = agent_metrics(counters[agent.pk], agent_type=agent.type)
+        rows.append(
+            {
+                "agent_id": agent.pk,
+                "name": agent.name,
+                "type": agent.type,
+                "metrics": {name: values[name] for name in metrics},
+            }
+        )
+    return rows
+
+
+def agents_of(widget: Widget):
+    """Every agent of the widget (any type and status, banned included: they keep their history)."""
+    return Agent.objects.filter(widget=widget)

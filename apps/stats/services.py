@@ -1,0 +1,158 @@
+"""Writes of the statistics facts. apps.chats.facts decides what a change of a chat adds or takes
+away and hands it here as a `Delta`; this module owns how it is stored.
+
+Locking: the caller holds the chat row lock (the chat services take it), so the chat's own
+`ChatFacts` row has one writer at a time. Daily rollup rows are shared by every chat of a day;
+`apply` upserts them with `counter = counter + delta` in one fixed order (widget rows, then agent
+rows, each sorted by key), so two transactions never wait on each other's rows in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import date
+
+from django.db import connection, transaction
+
+from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
+
+WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
+AgentKey = tuple[int, date]  # (agent id, Moscow day)
+
+
+class Delta:
+    """Changes of the daily counters of one widget, accumulated before they are written."""
+
+    def __init__(self, widget_id: int):
+        self.widget_id = widget_id
+        self.widget: dict[WidgetKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.agent: dict[AgentKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def add_widget(self, key: WidgetKey, counters: Mapping[str, int], sign: int = 1) -> None:
+        row = self.widget[key]
+        for name, value in counters.items():
+            if value:
+                row[name] += sign * int(value)
+
+    def add_agent(self, key: AgentKey, counters: Mapping[str, int], sign: int = 1) -> None:
+        row = self.agent[key]
+        for name, value in counters.items():
+            if value:
+                row[name] += sign * int(value)
+
+    def widget_rows(self) -> list[tuple[WidgetKey, dict[str, int]]]:
+        return sorted((k, dict(v)) for k, v in self.widget.items() if any(v.values()))
+
+    def agent_rows(self) -> list[tuple[AgentKey, dict[str, int]]]:
+        return sorted((k, dict(v)) for k, v in self.agent.items() if any(v.values()))
+
+    def __bool__(self) -> bool:
+        return bool(self.widget_rows() or self.agent_rows())
+
+
+def _upsert(table: str, keys: tuple[str, ...], counters: tuple[str, ...], rows: list[tuple[tuple, dict]]) -> None:
+    """INSERT ... ON CONFLICT (key) DO UPDATE SET c = c + excluded.c, rows in the given order
+    (PostgreSQL and SQLite both speak it)."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    columns = [*keys, *counters]
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    updates = ", ".join(f"{quote(c)} = {quote(table)}.{quote(c)} + excluded.{quote(c)}" for c in counters)
+    # Identifiers are our models' own column names; every value is a parameter.
+    insert = f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
+    sql = (
+        f"{insert}VALUES {', '.join([one] * len(rows))} "
+        f"ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
+    )
+    params: list = []
+    for key, values in rows:
+        params.extend(key)
+        params.extend(values.get(c, 0) for c in counters)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _adapt_day(day: date):
+    return connection.ops.adapt_datefield_value(day)
+
+
+def apply(delta: Delta) -> None:
+    """Add `delta` to the daily rollups (widget rows first, then agent rows, each sorted). Runs in
+    the caller's transaction (no savepoint), or in one of its own outside any."""
+    widget_rows = [
+        ((delta.widget_id, _adapt_day(day), channel, internal), values)
+        for (day, channel, internal), values in delta.widget_rows()
+    ]
+    agent_rows = [
+        ((delta.widget_id, agent_id, _adapt_day(day)), values) for (agent_id, day), values in delta.agent_rows()
+    ]
+    with transaction.atomic(savepoint=False):
+        _upsert(
+            DailyWidgetFacts._meta.db_table,
+            ("widget_id", "day", "channel", "is_internal"),
+            WIDGET_COUNTERS,
+            widget_rows,
+        )
+        _upsert(DailyAgentFacts._meta.db_table, ("widget_id", "agent_id", "day"), AGENT_COUNTERS, agent_rows)
+
+
+def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
+    """The chat's snapshot; the caller holds the chat row lock."""
+    return ChatFacts.objects.filter(pk=chat_id).first()
+
+
+def save_chat_facts(facts: ChatFacts, *, created: bool) -> None:
+    if created:
+        facts.save(force_insert=True)
+    else:
+        facts.save(force_update=True)
+
+
+# --- rebuild ---------------------------------------------------------------------------------------
+
+
+def clear_widget_facts(*, widget_id: int) -> None:
+    """Delete every fact of the widget (the rebuild recomputes them in the same transaction)."""
+    ChatFacts.objects.filter(widget_id=widget_id).delete()
+    DailyWidgetFacts.objects.filter(widget_id=widget_id).delete()
+    DailyAgentFacts.objects.filter(widget_id=widget_id).delete()
+
+
+CHAT_FACTS_COLUMNS = tuple(field.attname for field in ChatFacts._meta.concrete_fields)
+
+
+def insert_chat_facts(rows: list[tuple], *, batch_size: int = 5000) -> None:
+    """Insert snapshots given as tuples in CHAT_FACTS_COLUMNS order (COPY on PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(c) for c in CHAT_FACTS_COLUMNS)
+        with (
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY {quote(ChatFacts._meta.db_table)} ({columns}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        return
+    ChatFacts.objects.bulk_create(
+        (ChatFacts(**dict(zip(CHAT_FACTS_COLUMNS, row, strict=True))) for row in rows), batch_size=batch_size
+    )
+
+
+def insert_rollups(delta: Delta, *, batch_size: int = 5000) -> None:
+    """Write `delta` as fresh rows (after clear_widget_facts)."""
+    DailyWidgetFacts.objects.bulk_create(
+        (
+            DailyWidgetFacts(widget_id=delta.widget_id, day=day, channel=channel, is_internal=internal, **values)
+            for (day, channel, internal), values in delta.widget_rows()
+        ),
+        batch_size=batch_size,
+    )
+    DailyAgentFacts.objects.bulk_create(
+        (
+            DailyAgentFacts(widget_id=delta.widget_id, agent_id=agent_id, day=day, **values)
+            for (agent_id, day), values in delta.agent_rows()
+        ),
+        batch_size=batch_size,
+    )
