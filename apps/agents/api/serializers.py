@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
 from apps.core.api.serializers import InputSerializer
 
 from .. import events_log, selectors
@@ -24,7 +25,6 @@ CHANNELS = ("tg", "vk", "wa", "vb", "fb", "ok", "smb")
 AD_CABINET_PREFIX = "av__"
 UNKNOWN_ID = "Unknown id."
 INVITATION_STATES = ["pending", "accepted", "revoked", "expired"]
-PAGINATION_PARAMS = ("cursor", "limit")
 
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 _CABINET_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -330,22 +330,6 @@ class NameField(serializers.CharField):
 
 
 # --- queries --------------------------------------------------------------------------------------------
-
-
-def query_data(request) -> dict:
-    """Query parameters minus pagination, one value each (a repeated parameter is refused)."""
-    params = request.query_params
-    data, errors = {}, {}
-    for key in params:
-        if key in PAGINATION_PARAMS:
-            continue
-        values = params.getlist(key)
-        if len(values) > 1:
-            errors[key] = ["Give this parameter once."]
-        data[key] = values[-1]
-    if errors:
-        raise serializers.ValidationError(errors)
-    return data
 
 
 class AgentListQuery(InputSerializer):

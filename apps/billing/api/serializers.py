@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
 from apps.core.api.serializers import InputSerializer
 from apps.core.models import Account
 
 from ..models import Balance, Invoice, LegalEntity, Plan, Subscription, Transaction, slug_or_unknown
 
-PAGINATION_PARAMS = ("cursor", "limit")
 PHONE_MAX = 32
 PHONE_PATTERN = r"^\+?[0-9][0-9 ()\-]*$"
 _PHONE_RE = re.compile(r"\+?[0-9][0-9 ()\-]*")  # fullmatch: `$` would admit a trailing newline
@@ -468,17 +468,3 @@ class InvoiceListQuery(InputSerializer):
     status = _slug_filter(Invoice.Status)
 
 
-def query_data(request) -> dict:
-    """Query parameters minus pagination, one value each (a repeated parameter is refused)."""
-    params = request.query_params
-    data, errors = {}, {}
-    for key in params:
-        if key in PAGINATION_PARAMS:
-            continue
-        values = params.getlist(key)
-        if len(values) > 1:
-            errors[key] = ["Give this parameter once."]
-        data[key] = values[-1]
-    if errors:
-        raise serializers.ValidationError(errors)
-    return data

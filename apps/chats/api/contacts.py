@@ -17,12 +17,12 @@ from rest_framework.decorators import action
 from rest_framework.fields import empty
 from rest_framework.response import Response
 
+from apps.core.api.query import query_data
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import services
 from ..models import Contact, ContactTag
-from .filters import query_data
 
 ATTRIBUTES_MAX_BYTES = 16 * 1024
 TAGS_PER_REQUEST = 50

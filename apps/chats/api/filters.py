@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
-from apps.core.timeparse import parse_moment
 
 from ..models import Chat
-
-PAGINATION_PARAMS = ("cursor", "limit")
-
-
-class MomentField(serializers.CharField):
-    def to_internal_value(self, data):
-        text = super().to_internal_value(data)
-        try:
-            return parse_moment(text)
-        except ValueError:
-            self.fail("invalid_moment")
-
-    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
 
 
 class WindowQuery(InputSerializer):
@@ -49,17 +36,3 @@ class MessageListQuery(WindowQuery):
     pass
 
 
-def query_data(request) -> dict:
-    """Query parameters minus pagination, one value each (a repeated parameter is refused)."""
-    params = request.query_params
-    data, errors = {}, {}
-    for key in params:
-        if key in PAGINATION_PARAMS:
-            continue
-        values = params.getlist(key)
-        if len(values) > 1:
-            errors[key] = ["Give this parameter once."]
-        data[key] = values[-1]
-    if errors:
-        raise serializers.ValidationError(errors)
-    return data

@@ -7,13 +7,14 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 
 from .. import selectors, services
 from ..models import Chat, Message
 from ..serializers import chat_payload, message_payload
 from . import serializers as s
-from .filters import ChatListQuery, MessageListQuery, query_data
+from .filters import ChatListQuery, MessageListQuery
 
 WINDOW_PARAMS = [
     OpenApiParameter("from", str, description="Date-time or date (Europe/Moscow unless an offset is given)."),

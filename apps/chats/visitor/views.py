@@ -6,11 +6,12 @@ Not a bearer API: no token, no scopes, no idempotency keys, and not in the OpenA
 
 from __future__ import annotations
 
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.parsers import StrictJSONParser
+from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
 from apps.widget import services as widget_services
 
@@ -124,7 +125,7 @@ class MessagesView(VisitorAPIView):
     rate_limits = {"get": "reads", "post": "messages"}
 
     def get(self, request, button_guid: str):
-        query = self.validated(s.MessageListQuery, data=_query(request))
+        query = self.validated(s.MessageListQuery, data=query_data(request, skip=()))
         chat = services.get_room(widget=self.widget, contact=self.contact)
         messages = []
         if chat is not None:
@@ -185,15 +186,3 @@ class OfflineView(VisitorAPIView):
         return Response(s.message_created_payload(message), status=status.HTTP_201_CREATED)
 
 
-def _query(request) -> dict:
-    """Query parameters, one value each: a repeated parameter is 422."""
-    params = request.query_params
-    data, errors = {}, {}
-    for key in params:
-        values = params.getlist(key)
-        if len(values) > 1:
-            errors[key] = ["Give this parameter once."]
-        data[key] = values[-1]
-    if errors:
-        raise serializers.ValidationError(errors)
-    return data

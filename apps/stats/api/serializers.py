@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from apps.agents.models import Agent
+from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
-from apps.core.timeparse import parse_moment
 
 from .. import selectors
 from ..windows import INTERVALS, MAX_BUCKETS, PERIODS, Window, WindowError, bucket_count
@@ -31,17 +31,6 @@ def query_data(request, allowed: tuple[str, ...]) -> dict:
     if errors:
         raise serializers.ValidationError(errors)
     return data
-
-
-class MomentField(serializers.CharField):
-    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
-
-    def to_internal_value(self, data):
-        text = super().to_internal_value(data)
-        try:
-            return parse_moment(text)
-        except ValueError:
-            self.fail("invalid_moment")
 
 
 class MetricListField(serializers.CharField):

@@ -7,7 +7,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.chats.api.filters import query_data
+from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import catalogue, services

@@ -1,0 +1,39 @@
+"""Strict query-string parsing shared by every list and report endpoint."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.core.timeparse import parse_moment
+
+PAGINATION_PARAMS = ("cursor", "limit")
+
+
+def query_data(request, *, skip: tuple[str, ...] = PAGINATION_PARAMS) -> dict:
+    """Query parameters minus `skip` (pagination, read by the paginator), one value each: a
+    repeated parameter is refused with 422. Unknown names are refused by the XQuery serializer."""
+    params = request.query_params
+    data, errors = {}, {}
+    for key in params:
+        if key in skip:
+            continue
+        values = params.getlist(key)
+        if len(values) > 1:
+            errors[key] = ["Give this parameter once."]
+        data[key] = values[-1]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return data
+
+
+class MomentField(serializers.CharField):
+    """`from`/`to`: a date or date-time, Europe/Moscow unless it carries an offset."""
+
+    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            return parse_moment(text)
+        except ValueError:
+            self.fail("invalid_moment")
