@@ -305,6 +305,12 @@ WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 
+# --- widget -------------------------------------------------------------------------------------------
+# Widgets created before this moment get the legacy implicit defaults (ISO 8601; empty: built-in).
+WIDGET_SETTINGS_LEGACY_CUTOFF = env.str("WIDGET_SETTINGS_LEGACY_CUTOFF", default="") or None
+# Origin of the embed script URL (a CDN or the public host); empty: the host the API was called on.
+WIDGET_EMBED_ORIGIN = env.str("WIDGET_EMBED_ORIGIN", default="")
+
 # --- e-mail (invitations) -------------------------------------------------------------------------
 # EMAIL_URL like smtp+tls://user:pass@host:587; development prints mails (invitation links) to stdout.
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="smtp://localhost:25" if PRODUCTION else "consolemail://")
