@@ -146,20 +146,23 @@ class InvitationDoc(serializers.Serializer):
     revoked_at = serializers.DateTimeField(allow_null=True)
 
 
-class DayHoursDoc(serializers.Serializer):
-    from_ = serializers.CharField(help_text="HH:MM, strictly earlier than `to`.")
-    to = serializers.CharField(help_text="HH:MM; overnight ranges are not supported.")
-
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
-
+# Written out in full: a "$ref" to a serializer that no view names is never registered as a component.
+HHMM_PATTERN = "^[0-2][0-9]:[0-5][0-9]$"
+DAY_HOURS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "from": {"type": "string", "pattern": HHMM_PATTERN, "description": "HH:MM, strictly earlier than `to`."},
+        "to": {"type": "string", "pattern": HHMM_PATTERN, "description": "HH:MM; overnight ranges are not supported."},
+    },
+    "required": ["from", "to"],
+    "additionalProperties": False,
+    "description": "Open from `from` to `to`.",
+}
 
 DAY_SCHEMA = {
     "oneOf": [
         {"type": "string", "const": "full", "description": "Open all day."},
-        {"$ref": "#/components/schemas/DayHoursDoc"},
+        DAY_HOURS_SCHEMA,
         {"type": "null", "description": "Closed."},
     ]
 }
