@@ -781,3 +781,33 @@ def test_deadline_bounds_a_trickling_response(settings, monkeypatch, tmp_path):
     listener.close()
     assert caught.value.reason == "deadline_exceeded"
     assert elapsed < 10  # per-read timeouts alone would let it run for ~50 s
+
+
+def test_deadlines_share_one_watchdog_thread_and_it_sleeps_when_idle():
+    """Arming a deadline starts no thread of its own: one watchdog per process fires them all,
+    fires only the expired ones, and is idle (not ticking) once nothing is armed."""
+    import threading as _threading
+    import time as _time
+
+    # given a watchdog that has run once in this process
+    with outbound._Deadline(5.0):
+        pass
+    before = _threading.active_count()
+    # when 200 calls arm and disarm a deadline, and two overlapping ones expire at different times
+    for _ in range(200):
+        with outbound._Deadline(5.0):
+            pass
+    short, long = outbound._Deadline(0.1), outbound._Deadline(30.0)
+    with short, long:
+        _time.sleep(0.1 + outbound.WATCHDOG_TICK * 4)
+        fired = (short.fired, long.fired)
+    # then no thread was added, only the expired deadline fired, and nothing stays armed
+    assert _threading.active_count() <= before  # (threads of earlier tests may end meanwhile)
+    assert [t.name for t in _threading.enumerate()].count("outbound-deadline") == 1
+    assert fired == (True, False)
+    assert outbound._watchdog.armed == {}
+    for _ in range(100):
+        if not outbound._watchdog.wake.is_set():
+            break
+        _time.sleep(outbound.WATCHDOG_TICK)
+    assert not outbound._watchdog.wake.is_set()
