@@ -301,7 +301,9 @@ def _load(ids: list[int]) -> list[Delivery]:
     """The leased rows with their endpoints as they are now, in one query. Rows of an endpoint
     deactivated meanwhile are dropped silently (deleted endpoints took their rows with them)."""
     rows = list(
-        Delivery.objects.select_related("subscription").filter(pk__in=ids, status=Delivery.Status.PENDING)
+        Delivery.objects.select_related("subscription")
+        .defer("payload")  # the log's copy: not needed to send
+        .filter(pk__in=ids, status=Delivery.Status.PENDING)
     )
     inactive = [row.pk for row in rows if not row.subscription.is_active]
     if inactive:
@@ -335,9 +337,14 @@ def _send(delivery: Delivery) -> Outcome:
             "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
         }
         try:
-            response = _session().request(
-                "POST", sub.url, data=body, headers=headers, timeout=TIMEOUT, max_redirects=0,
-                max_bytes=RESPONSE_CAP, deadline=ATTEMPT_DEADLINE,
+            response = _session().send_bytes(
+                "POST",
+                sub.url,
+                body=body,
+                headers=headers,
+                timeout=TIMEOUT,
+                max_bytes=RESPONSE_CAP,
+                deadline=ATTEMPT_DEADLINE,
             )
             status_code = response.status_code
             if not 200 <= status_code < 300:
@@ -352,7 +359,10 @@ def _send(delivery: Delivery) -> Outcome:
 
 def _record(outcomes: list[Outcome]) -> list[str]:
     """Write a set of finished attempts in one transaction: Attempt rows and the deliveries'
-    new state. Rows whose endpoint was deleted while the attempt ran are skipped."""
+    new state. Rows whose endpoint was deleted while the attempt ran are skipped.
+
+    The deliveries are updated in groups of the same new state (one UPDATE for all the
+    successes of a batch): a per-row CASE (bulk_update) cost more than the attempts themselves."""
     if not outcomes:
         return []
     now = timezone.now()
@@ -360,10 +370,12 @@ def _record(outcomes: list[Outcome]) -> list[str]:
     waits: list[int] = []
     with transaction.atomic():
         alive = set(
-            Delivery.objects.filter(pk__in=[o.delivery.pk for o in outcomes], status=Delivery.Status.PENDING)
-            .values_list("pk", flat=True)
+            Delivery.objects.filter(
+                pk__in=[o.delivery.pk for o in outcomes], status=Delivery.Status.PENDING
+            ).values_list("pk", flat=True)
         )
-        attempts, changed = [], []
+        attempts = []
+        groups: dict[tuple, list[int]] = {}
         for outcome in outcomes:
             delivery = outcome.delivery
             if delivery.pk not in alive:
@@ -379,20 +391,26 @@ def _record(outcomes: list[Outcome]) -> list[str]:
                 waits.append(retry_wait(number))
             attempts.append(
                 Attempt(
-                    delivery=delivery, number=number, started_at=outcome.started, duration_ms=outcome.duration_ms,
-                    status_code=outcome.status_code, error=outcome.error,
+                    delivery_id=delivery.pk,
+                    number=number,
+                    started_at=outcome.started,
+                    duration_ms=outcome.duration_ms,
+                    status_code=outcome.status_code,
+                    error=outcome.error,
                 )
             )
-            delivery.status, delivery.attempts, delivery.next_attempt_at = status, number, next_at
-            delivery.last_status_code, delivery.last_error, delivery.updated_at = (
-                outcome.status_code, outcome.error, now,
-            )
-            changed.append(delivery)
+            groups.setdefault((status, number, next_at, outcome.status_code, outcome.error), []).append(delivery.pk)
             statuses.append(status)
         Attempt.objects.bulk_create(attempts)
-        Delivery.objects.bulk_update(
-            changed, ["status", "attempts", "next_attempt_at", "last_status_code", "last_error", "updated_at"]
-        )
+        for (status, number, next_at, status_code, error), pks in groups.items():
+            Delivery.objects.filter(pk__in=pks).update(
+                status=status,
+                attempts=number,
+                next_attempt_at=next_at,
+                last_status_code=status_code,
+                last_error=error,
+                updated_at=now,
+            )
     if waits:
         _trigger(countdown=min(waits))
     return statuses

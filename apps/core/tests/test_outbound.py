@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -166,6 +167,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts.path == "/slow":
             time.sleep(1.0)
             self._reply(200, b"late")
+        else:
+            self._reply(404)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if urlsplit(self.path).path == "/echo-body":
+            self._reply(200, body)
         else:
             self._reply(404)
 
@@ -344,9 +352,15 @@ def _via_session(url: str, schemes: frozenset[str]) -> object:
         return session.request("POST", url, allowed_schemes=schemes, json={"event": "x"})
 
 
+def _via_send_bytes(url: str, schemes: frozenset[str]) -> object:
+    with GuardedSession() as session:
+        return session.send_bytes("POST", url, body=b"{}", headers={}, allowed_schemes=schemes)
+
+
 CLIENTS: dict[str, Callable[[str, frozenset[str]], object]] = {
     "request": _via_request,
     "session": _via_session,
+    "send_bytes": _via_send_bytes,
 }
 
 
@@ -661,6 +675,90 @@ def test_guarded_session_applies_the_guard(server: TLSServer, no_sockets: list) 
     assert no_sockets == []
 
 
+# --- GuardedSession.send_bytes (the webhook engine's call) -----------------------------------------
+
+
+def _send(session: GuardedSession, url: str, **kwargs: Any) -> outbound.GuardedResponse:
+    return session.send_bytes("GET", url, body=b"", headers={}, **kwargs)
+
+
+def test_send_bytes_pins_the_checked_address_and_keeps_the_hostname(
+    server: TLSServer, connect_spy: list[str], resolver: FakeResolver
+) -> None:
+    # when two calls go to a name only the guard's resolver knows
+    with GuardedSession() as session:
+        first = _send(session, server.url("/echo-host", host="pinned.test"))
+        second = _send(session, server.url("/ok", host="pinned.test"))
+    # then one pooled connection to the checked IP, the name resolved per call, SNI and Host kept it
+    assert first.content == f"pinned.test:{server.port}".encode()
+    assert (second.status_code, second.content) == (200, b"hello outbound")
+    assert connect_spy == ["127.0.0.1"]
+    assert resolver.calls == ["pinned.test", "pinned.test"]
+    assert server.sni_names == ["pinned.test"]
+    assert len(server.connections) == 1
+
+
+def test_send_bytes_posts_the_exact_bytes_and_headers(server: TLSServer) -> None:
+    # given a body and headers as the webhook engine sends them
+    body = b'{"id":"e1","type":"chat.created","data":{}}'
+    with GuardedSession() as session:
+        # when
+        response = session.send_bytes(
+            "POST", server.url("/echo-body"), body=body, headers={"X-Service-Event": "chat.created"}
+        )
+    # then the receiver read those bytes
+    assert response.status_code == 200
+    assert response.content == body
+
+
+def test_send_bytes_verifies_the_certificate(server: TLSServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given the test CA no longer trusted
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    with GuardedSession() as session, pytest.raises(OutboundError) as failed:
+        # when
+        _send(session, server.url("/ok"))
+    # then
+    assert failed.value.reason == "tls_error"
+
+
+def test_send_bytes_never_follows_a_redirect(server: TLSServer, connect_spy: list[str]) -> None:
+    # when
+    with GuardedSession() as session:
+        response = _send(session, server.url("/redirect?to=https://10.0.0.1/"))
+    # then the 3xx is the answer and nothing else was connected
+    assert response.status_code == 302
+    assert response.headers["Location"] == "https://10.0.0.1/"
+    assert connect_spy == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize("path", ["/declared?n=1000000000", "/stream?n=200000"])
+def test_send_bytes_caps_the_body(server: TLSServer, path: str) -> None:
+    # when
+    with GuardedSession() as session, pytest.raises(OutboundError) as failed:
+        _send(session, server.url(path), max_bytes=1024)
+    # then
+    assert failed.value.reason == "response_too_large"
+
+
+def test_send_bytes_times_out(server: TLSServer) -> None:
+    # when
+    with GuardedSession() as session, pytest.raises(OutboundError) as failed:
+        _send(session, server.url("/slow"), timeout=(1, 0.2))
+    # then
+    assert failed.value.reason == "timeout"
+
+
+def test_send_bytes_ignores_proxy_environment(server: TLSServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given proxy variables that would send the call elsewhere
+    monkeypatch.setenv("HTTPS_PROXY", "http://10.9.9.9:3128")
+    monkeypatch.setenv("ALL_PROXY", "http://10.9.9.9:3128")
+    # when
+    with GuardedSession() as session:
+        response = _send(session, server.url("/ok"))
+    # then
+    assert response.status_code == 200
+
+
 # --- httpx transport ------------------------------------------------------------------------------
 
 
@@ -733,7 +831,17 @@ def test_async_httpx_client_refuses_private_address(resolver: FakeResolver, no_s
 # --- overall deadline -------------------------------------------------------------------------------
 
 
-def test_deadline_bounds_a_trickling_response(settings, monkeypatch, tmp_path):
+def _get_with_deadline(url: str) -> object:
+    return outbound.request("GET", url, timeout=(1, 1), deadline=1.0)
+
+
+def _send_bytes_with_deadline(url: str) -> object:
+    with GuardedSession() as session:
+        return session.send_bytes("POST", url, body=b"{}", headers={}, timeout=(1, 1), deadline=1.0)
+
+
+@pytest.mark.parametrize("call", [_get_with_deadline, _send_bytes_with_deadline], ids=["request", "send_bytes"])
+def test_deadline_bounds_a_trickling_response(call, settings, monkeypatch, tmp_path):
     """A server that sends its headers one byte every 50 ms is cut at the deadline."""
     import socket as _socket
     import ssl as _ssl
@@ -775,7 +883,7 @@ def test_deadline_bounds_a_trickling_response(settings, monkeypatch, tmp_path):
     thread.start()
     started = _time.monotonic()
     with pytest.raises(outbound.OutboundError) as caught:
-        outbound.request("GET", f"https://localhost:{port}/", timeout=(1, 1), deadline=1.0)
+        call(f"https://localhost:{port}/")
     elapsed = _time.monotonic() - started
     stop.set()
     listener.close()
