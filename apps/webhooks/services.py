@@ -163,35 +163,41 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
 
 
 def fan_out_event(event: OutboxEvent) -> int:
-    """EVENT_HANDLERS entry: one delivery per matching active endpoint (idempotent per event)."""
+    """EVENT_HANDLERS entry: one delivery per matching active endpoint, written in one INSERT that
+    skips the endpoints already holding this event's delivery (fan-out may run twice). Returns the
+    number of deliveries due to be sent."""
+    matching = [
+        (sub, envelope)
+        for sub in Subscription.objects.filter(widget_id=event.widget_id, is_active=True)
+        if (envelope := _envelope_for(sub, event.type)) is not None
+    ]
+    if not matching:
+        return 0
     enabled = event.type in catalogue.enabled_types()
     now = timezone.now()
-    made = 0
-    for sub in Subscription.objects.filter(widget_id=event.widget_id, is_active=True):
-        envelope = _envelope_for(sub, event.type)
-        if envelope is None:
-            continue
+    rows = []
+    for sub, envelope in matching:
         body = payloads.render(event, envelope)
         if body is None:
             continue
-        _, created = Delivery.objects.get_or_create(
-            subscription=sub,
-            event=event,
-            redelivery_of=None,
-            defaults={
-                "widget_id": event.widget_id,
-                "event_type": event.type,
-                "envelope": envelope,
-                "status": Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
-                "body": body.decode(),
-                "payload": payloads.log_payload(body),
-                "next_attempt_at": now if enabled else None,
-            },
+        rows.append(
+            Delivery(
+                subscription=sub,
+                event=event,
+                widget_id=event.widget_id,
+                event_type=event.type,
+                envelope=envelope,
+                status=Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
+                body=body.decode(),
+                payload=payloads.log_payload(body),
+                next_attempt_at=now if enabled else None,
+            )
         )
-        made += int(created and enabled)
-    if made:
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)  # the unique (subscription, event) row
+    if enabled and rows:
         transaction.on_commit(_trigger)
-    return made
+        return len(rows)
+    return 0
 
 
 def _trigger(countdown: float | None = None) -> None:
