@@ -13,7 +13,10 @@ arrived.
    event at a time (what the fan-out task runs): events/s, printed for information.
 3. throughput: the N due deliveries sent by `deliver_due` (its thread pool of 16 over pooled
    guarded sessions, leases, Attempt rows) until all are delivered: deliveries/s vs the floor.
-4. latency: L events, each committed alone and handed off as in production but with Celery eager
+4. end to end: N more events committed in one transaction; a second process (a fan-out worker)
+   runs the fan-out task of each event while this one runs `deliver_due` (a delivery worker), as
+   two Celery worker processes would: events/s from commit until all are delivered, vs the floor.
+5. latency: L events, each committed alone and handed off as in production but with Celery eager
    (the broker hop is left out): commit -> outbox fan-out task -> deliver_due task -> first request
    at the receiver. p50 and p99 vs the floor's round trip.
 
@@ -198,7 +201,31 @@ def main() -> int:
         assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == N
         print(f"engine: {N} deliveries at {ours_rate:.0f}/s (fan-out {fanout_rate:.0f} events/s)", flush=True)
 
-        # 4. commit -> first attempt, through the on-commit hand-off (Celery eager)
+        # 4. end to end: fan-out in a second process, delivery here
+        keys = emit_batch(widget, N)
+        worker = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--fan-out-worker"],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert worker.stdout.readline().strip() == "ready"  # a running worker: its start is not timed
+        started = time.perf_counter()
+        worker.stdin.write("\n".join(keys) + "\n")
+        worker.stdin.close()
+        with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+            while True:
+                services.deliver_due(concurrency=CONCURRENCY)
+                if worker.poll() is not None and not Delivery.objects.filter(
+                    subscription=subscription, status="pending"
+                ).exists():
+                    break
+                if not Delivery.objects.filter(subscription=subscription, status="pending").exists():
+                    time.sleep(0.002)  # the fan-out worker is ahead of nothing: wait for its rows
+        end_to_end_rate = N / (time.perf_counter() - started)
+        assert worker.returncode == 0, worker.returncode
+        assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == 2 * N
+        print(f"end to end: {N} events at {end_to_end_rate:.0f}/s (fan-out worker process + delivery)", flush=True)
+
+        # 5. commit -> first attempt, through the on-commit hand-off (Celery eager)
         committed: dict[str, float] = {}
         for n in range(L):
             stamp: list[float] = []
@@ -210,7 +237,7 @@ def main() -> int:
                 )
             committed[str(event.pk)] = stamp[0]
             time.sleep(0.005)
-        assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == N + L
+        assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == 2 * N + L
     finally:
         hits = stop_receiver(receiver)
         if widget is not None:
@@ -227,15 +254,38 @@ def main() -> int:
     latencies_ms = [(first_arrival[key] - committed[key]) * 1000 for key in committed]
     floor_ms = [trip * 1000 for trip in floor_trips]
     engine_hits = sum(1 for hit in hits if hit["path"] == "/hook")
-    assert engine_hits == N + L, (engine_hits, N + L)
+    assert engine_hits == 2 * N + L, (engine_hits, 2 * N + L)
 
     print(f"latency: {L} events, mean {statistics.fmean(latencies_ms):.1f} ms", flush=True)
     print(bench_line("webhook_throughput", ours_rate, floor_rate, "events/s", TARGET))
+    print(bench_line("webhook_end_to_end", end_to_end_rate, floor_rate, "events/s", TARGET))
     print(f"BENCH webhook_fanout ours={fanout_rate:.1f} events/s")
     print(bench_line("webhook_commit_to_attempt_p50", percentile(latencies_ms, 0.5), percentile(floor_ms, 0.5), "ms"))
     print(bench_line("webhook_commit_to_attempt_p99", percentile(latencies_ms, 0.99), percentile(floor_ms, 0.99), "ms"))
     return 0
 
 
+def fan_out_worker() -> int:
+    """The second process of phase 4: the fan-out task of every event id read from stdin."""
+    configure_environment()
+    import django
+
+    django.setup()
+    from unittest import mock
+
+    from django.db import connection
+
+    from apps.core import events
+    from apps.webhooks import services
+
+    connection.ensure_connection()
+    print("ready", flush=True)
+    with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+        for line in sys.stdin:
+            if line.strip():
+                events.fan_out(line.strip())
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(fan_out_worker() if sys.argv[1:] == ["--fan-out-worker"] else main())

@@ -297,7 +297,8 @@ if OUTBOUND_ALLOW_LOOPBACK:
     )
 
 # Handlers of domain events, called by the outbox fan-out with (event). Apps append theirs.
-EVENT_HANDLERS: list[str] = ["apps.webhooks.services.fan_out_event"]
+# Each takes a list of OutboxEvent rows (a fan-out batch) and is idempotent on their ids.
+EVENT_HANDLERS: list[str] = ["apps.webhooks.services.fan_out_events"]
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).

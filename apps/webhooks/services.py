@@ -162,42 +162,48 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
     return "native" if event_type in sub.events else None
 
 
-def fan_out_event(event: OutboxEvent) -> int:
-    """EVENT_HANDLERS entry: one delivery per matching active endpoint, written in one INSERT that
-    skips the endpoints already holding this event's delivery (fan-out may run twice). Returns the
-    number of deliveries due to be sent."""
-    matching = [
-        (sub, envelope)
-        for sub in Subscription.objects.filter(widget_id=event.widget_id, is_active=True)
-        if (envelope := _envelope_for(sub, event.type)) is not None
-    ]
-    if not matching:
+def fan_out_events(events: list[OutboxEvent]) -> int:
+    """EVENT_HANDLERS entry: one delivery per event and matching active endpoint, written in one
+    INSERT that skips the endpoints already holding the event's delivery (fan-out may run twice).
+    Returns the number of deliveries due to be sent."""
+    by_widget: dict[int, list[Subscription]] = {}
+    for sub in Subscription.objects.filter(widget_id__in={event.widget_id for event in events}, is_active=True):
+        by_widget.setdefault(sub.widget_id, []).append(sub)
+    if not by_widget:
         return 0
-    enabled = event.type in catalogue.enabled_types()
+    enabled_types: set[str] | None = None
     now = timezone.now()
-    rows = []
-    for sub, envelope in matching:
-        body = payloads.render(event, envelope)
-        if body is None:
-            continue
-        rows.append(
-            Delivery(
-                subscription=sub,
-                event=event,
-                widget_id=event.widget_id,
-                event_type=event.type,
-                envelope=envelope,
-                status=Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
-                body=body.decode(),
-                payload=payloads.log_payload(body),
-                next_attempt_at=now if enabled else None,
+    rows, due = [], 0
+    for event in events:
+        for sub in by_widget.get(event.widget_id, ()):
+            envelope = _envelope_for(sub, event.type)
+            if envelope is None:
+                continue
+            body = payloads.render(event, envelope)
+            if body is None:
+                continue
+            if enabled_types is None:  # read once, and only when some endpoint matches
+                enabled_types = catalogue.enabled_types()
+            enabled = event.type in enabled_types
+            due += enabled
+            rows.append(
+                Delivery(
+                    subscription=sub,
+                    event=event,
+                    widget_id=event.widget_id,
+                    event_type=event.type,
+                    envelope=envelope,
+                    status=Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
+                    body=body.decode(),
+                    payload=payloads.log_payload(body),
+                    next_attempt_at=now if enabled else None,
+                )
             )
-        )
-    Delivery.objects.bulk_create(rows, ignore_conflicts=True)  # the unique (subscription, event) row
-    if enabled and rows:
+    # ignore_conflicts: the unique (subscription, event) row of an earlier run stays as it is.
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    if due:
         transaction.on_commit(_trigger)
-        return len(rows)
-    return 0
+    return due
 
 
 def _trigger(countdown: float | None = None) -> None:

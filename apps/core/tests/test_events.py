@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db
 CALLS = []
 
 
-def recording_handler(event):
-    CALLS.append((event.pk, event.type))
+def recording_handler(batch):
+    CALLS.extend((event.pk, event.type) for event in batch)
 
 
 @pytest.fixture
@@ -73,18 +73,72 @@ def test_failing_handler_leaves_the_event_for_redrive(widget, settings):
     assert event.dispatched_at is None
 
 
-def exploding_handler(event):
+def exploding_handler(batch):
     raise RuntimeError("receiver down")
 
 
-def test_redrive_hands_off_stale_undispatched_rows_only(widget, recorder):
+POISON = set()
+
+
+def poisoned_handler(batch):
+    """Fails on any batch holding a poisoned event; records the others."""
+    if POISON & {event.pk for event in batch}:
+        raise RuntimeError("cannot render this event")
+    CALLS.extend((event.pk, event.type) for event in batch)
+
+
+def test_redrive_hands_off_stale_undispatched_rows_only(widget, recorder, monkeypatch):
+    from apps.core import tasks
+
     stale = events.emit(widget, events.AGENT_ONLINE, operator_id=1)
-    fresh = events.emit(widget, events.AGENT_ONLINE, operator_id=2)
+    events.emit(widget, events.AGENT_ONLINE, operator_id=2)  # fresh: its own hand-off is on its way
     OutboxEvent.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(minutes=5))
-    assert redrive_outbox() == 1  # eager Celery in tests: the fan-out ran inline
-    assert recorder == [(stale.pk, "agent.online")]
-    fresh.refresh_from_db()
-    assert fresh.dispatched_at is None
+    handed = []
+    monkeypatch.setattr(tasks.fan_out_event, "delay", handed.append)
+    assert redrive_outbox() == 1
+    assert handed == [str(stale.pk)]
+
+
+def test_one_task_fans_out_the_waiting_events_in_one_batch(widget, recorder, django_assert_max_num_queries):
+    # given 30 committed events whose hand-offs have not run yet
+    burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(30)]
+    # when the first task runs, in a bounded number of statements
+    with django_assert_max_num_queries(8):
+        assert events.fan_out(burst[0].pk) is True
+    # then every waiting event went through the handlers once and is dispatched; the other tasks
+    # find their events done
+    assert sorted(pk for pk, _ in recorder) == sorted(event.pk for event in burst)
+    assert not OutboxEvent.objects.filter(dispatched_at__isnull=True).exists()
+    assert [events.fan_out(event.pk) for event in burst[1:]] == [False] * 29
+    assert len(recorder) == 30
+
+
+def test_batch_size_bounds_what_one_task_takes(widget, recorder):
+    burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(10)]
+    assert events.fan_out(burst[5].pk, batch_size=4) is True
+    assert len(recorder) == 4
+    assert burst[5].pk in {pk for pk, _ in recorder}
+    assert OutboxEvent.objects.filter(dispatched_at__isnull=True).count() == 6
+
+
+def test_an_event_that_cannot_fan_out_holds_back_no_other(widget, settings):
+    # given a burst where one event makes the handler fail
+    CALLS.clear()
+    settings.EVENT_HANDLERS = ["apps.core.tests.test_events.poisoned_handler"]
+    burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(5)]
+    POISON.clear()
+    POISON.add(burst[2].pk)
+    # when the task of the poisoned event runs, it fails alone and dispatches nothing
+    with pytest.raises(RuntimeError):
+        events.fan_out(burst[2].pk)
+    assert not OutboxEvent.objects.filter(dispatched_at__isnull=False).exists()
+    # and the task of a healthy event, whose batch holds the poisoned one, still dispatches its own
+    assert events.fan_out(burst[0].pk) is True
+    # then
+    assert CALLS == [(burst[0].pk, "agent.online")]
+    assert set(OutboxEvent.objects.filter(dispatched_at__isnull=True).values_list("pk", flat=True)) == {
+        event.pk for event in burst[1:]
+    }
 
 
 def test_lost_hand_off_is_recovered_by_redrive(widget, recorder, monkeypatch):

@@ -78,7 +78,8 @@ def pool_fit_for_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def emit_messages(widget: Widget, count: int, *, bulk: bool = False) -> list[str]:
     """`count` message.created events committed in one transaction. The outbox hands each off on
-    commit (eager Celery: one fan-out transaction per event, as in production); with `bulk` the
+    commit (eager Celery: the first task fans out the waiting events in one batch, the others find
+    theirs done, as in production); with `bulk` the
     hand-off is skipped and all are fanned out in a single transaction (fast set-up of many rows).
     Returns the event ids (= idempotency keys)."""
     hand_off = mock.patch.object(core_events, "_hand_off", lambda event_id: None) if bulk else nullcontext()
@@ -137,7 +138,7 @@ def test_without_any_trigger_the_sweeper_alone_delivers_everything(
     # given due deliveries whose Celery trigger was lost
     secret = services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])[1]
     keys = emit_messages(widget, 20)
-    assert lost_triggers == [None] * 20  # each fan-out asked for one
+    assert lost_triggers and set(lost_triggers) == {None}  # the fan-out (one batch here) asked for one
     time.sleep(0.2)
     assert receiver.hits == []
     # when only the beat sweeper runs (eager: its deliver_due runs here with the real thread pool)
