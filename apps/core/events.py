@@ -98,8 +98,11 @@ def fan_out(event_id, *, batch_size: int = FAN_OUT_BATCH) -> bool:
 
     When the handlers fail on the batch, it is rolled back and this event alone is run again, so
     one event that cannot fan out holds back no other (their own tasks or the re-drive take them)."""
+    pending = OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True)
+    if not pending.exists():  # one read, no lock: under a burst an earlier task usually took it
+        return False
     with transaction.atomic():
-        event = OutboxEvent.objects.select_for_update().filter(pk=event_id, dispatched_at__isnull=True).first()
+        event = pending.select_for_update().first()
         if event is None:
             return False
         others = []
