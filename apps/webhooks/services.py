@@ -14,7 +14,8 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -276,17 +277,23 @@ def log_rows(subscription: Subscription):
 
 
 def _lease(batch_size: int) -> list[int]:
+    return [pk for pk, _ in _lease_rows(batch_size)]
+
+
+def _lease_rows(batch_size: int) -> list[tuple[int, int]]:
+    """Up to `batch_size` due deliveries, leased (their next_attempt_at moved LEASE ahead, so no
+    other engine takes them meanwhile): (delivery pk, subscription pk), oldest due first."""
     now = timezone.now()
     with transaction.atomic():
-        ids = list(
+        rows = list(
             Delivery.objects.select_for_update(skip_locked=True)
             .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
             .order_by("next_attempt_at")
-            .values_list("pk", flat=True)[:batch_size]
+            .values_list("pk", "subscription_id")[:batch_size]
         )
-        if ids:
-            Delivery.objects.filter(pk__in=ids).update(next_attempt_at=now + LEASE)
-    return ids
+        if rows:
+            Delivery.objects.filter(pk__in=[pk for pk, _ in rows]).update(next_attempt_at=now + LEASE)
+    return rows
 
 
 _session_local = threading.local()
@@ -436,11 +443,17 @@ def attempt_delivery(delivery_pk: int) -> str:
     return _record([_send(rows[0])])[0]
 
 
-def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64) -> int:
+def deliver_due(
+    *, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64, per_endpoint: int | None = None
+) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
     `concurrency` attempts in flight on the pool (HTTP only) and refills as they finish; the
     finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
-    caller's thread and transaction: used by tests)."""
+    caller's thread and transaction: used by tests).
+
+    One endpoint has at most `per_endpoint` attempts in flight (default three quarters of the
+    pool), so an endpoint that answers slowly, however many deliveries it has, always leaves
+    threads to the others; its rows wait in the leased queue while the others' are sent."""
     deadline = time.monotonic() + max_seconds
     done = 0
     if concurrency <= 1:
@@ -452,28 +465,42 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
                 attempt_delivery(pk)
                 done += 1
         return done
+    per_endpoint = per_endpoint or max(1, concurrency * 3 // 4)
     pool = _executor(concurrency)  # lives with the process: its threads keep their HTTPS sessions
-    running: set = set()
-    queue: list[int] = []
+    running: dict[Future, int] = {}  # attempt -> its endpoint
+    in_flight: Counter[int] = Counter()
+    queue: list[tuple[int, int]] = []  # leased, not yet sent: (delivery, endpoint)
     while True:
-        if not queue and time.monotonic() < deadline and len(running) < concurrency:
-            queue = _lease(batch_size)
         free = concurrency - len(running)
-        # Refill in groups (one query loads a group) unless nothing is running.
-        if queue and (free >= max(1, concurrency // 2) or not running):
-            take, queue = queue[:free], queue[free:]
+        sendable = sum(1 for _, sub_id in queue if in_flight[sub_id] < per_endpoint)
+        if free and sendable < free and len(queue) < batch_size * 4 and time.monotonic() < deadline:
+            leased = _lease_rows(batch_size)
+            queue += leased
+            sendable += sum(1 for _, sub_id in leased if in_flight[sub_id] < per_endpoint)
+        # Refill (one query loads the group) whenever a thread is free and a leased row may go.
+        if free and sendable:
+            take, wait_list, counts = [], [], in_flight.copy()
+            for pk, sub_id in queue:
+                if len(take) < free and counts[sub_id] < per_endpoint:
+                    take.append(pk)
+                    counts[sub_id] += 1
+                else:
+                    wait_list.append((pk, sub_id))
+            queue = wait_list
             for row in _load(take):  # loaded just before sending: the endpoint as it is now
-                running.add(pool.submit(_send, row))
+                running[pool.submit(_send, row)] = row.subscription_id
+                in_flight[row.subscription_id] += 1
         if not running:
             if queue:
                 continue
             break
-        finished, running = wait(running, return_when=FIRST_COMPLETED)
-        if running:  # gather what finishes in the next moment too: one transaction records them all
-            more, running = wait(running, timeout=0.02)
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        if len(finished) < len(running):  # gather what finishes in the next moment too: one record
+            more, _ = wait(running.keys() - finished, timeout=0.02)
             finished |= more
         outcomes = []
         for future in finished:
+            in_flight[running.pop(future)] -= 1
             exc = future.exception()
             if exc is not None:
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
@@ -481,7 +508,7 @@ def deliver_due(*, max_seconds: float = 50.0, concurrency: int = 16, batch_size:
                 outcomes.append(future.result())
         _record(outcomes)
         done += len(finished)
-    _release(queue)
+    _release([pk for pk, _ in queue])
     return done
 
 

@@ -34,7 +34,7 @@ from apps.core import events as core_events
 from apps.core.models import OutboxEvent, Widget
 from apps.webhooks import services, signing, tasks
 from apps.webhooks.models import Attempt, Delivery
-from apps.webhooks.tests.receiver import Hit, Receiver, always, flaky
+from apps.webhooks.tests.receiver import Hit, Receiver, Reply, always, flaky
 
 ROOT = Path(__file__).resolve().parents[3]
 CLIENT_GUID = "d" * 32
@@ -421,3 +421,40 @@ def test_the_engine_does_not_leave_http_connections_open_run_after_run(
         gc.collect()
     assert receiver.connections_opened >= 1
     assert still_open <= concurrency, f"{still_open} connections left open by 3 runs of a {concurrency}-thread pool"
+
+
+# --- a slow endpoint beside fast ones -------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_endpoint_does_not_stall_the_others(widget, receiver, lost_triggers):
+    # given an endpoint answering after 2 s with 60 deliveries due first, and a fast one with 20 due next
+    receiver.rule = lambda hit: Reply(delay=2.0) if hit.path == "/slow" else Reply()
+    services.create_subscription(widget=widget, url=receiver.url("/slow"), events=["message.created"])
+    emit_messages(widget, 40, bulk=True)
+    services.create_subscription(widget=widget, url=receiver.url("/fast"), events=["message.created"])
+    fast_keys = emit_messages(widget, 20, bulk=True)  # (the slow endpoint gets these 20 too)
+    Delivery.objects.filter(subscription__url__endswith="/fast").update(
+        next_attempt_at=timezone.now() + timedelta(milliseconds=1)
+    )
+    time.sleep(0.01)
+    # when one engine run with 8 threads sends them
+    with ThreadPoolExecutor(1) as runner:
+        run = runner.submit(services.deliver_due, concurrency=8, max_seconds=5)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            hits = receiver.snapshot()
+            if sum(1 for hit in hits if hit.path == "/fast") >= 20:
+                break
+            time.sleep(0.01)
+        run.result(timeout=60)
+    # then the fast endpoint got all its deliveries before the slow one answered even once, and
+    # the slow one never held more than three quarters of the threads
+    slow = [hit for hit in hits if hit.path == "/slow"]
+    fast = [hit for hit in hits if hit.path == "/fast"]
+    assert sorted(hit.key for hit in fast) == sorted(fast_keys)
+    assert slow and max(hit.at for hit in fast) < min(hit.at for hit in slow) + 2.0
+    first_wave = [hit for hit in receiver.snapshot() if hit.path == "/slow" and hit.at < slow[0].at + 1.0]
+    assert len(first_wave) == 6
+    assert Delivery.objects.filter(subscription__url__endswith="/fast", status="delivered").count() == 20
