@@ -526,17 +526,7 @@ class _PinnedAdapter(HTTPAdapter):
         self, request: requests.PreparedRequest, verify: Any, cert: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
-        hostname = host_params["host"] or ""
-        scheme = host_params["scheme"]
-        port = host_params["port"]
-        default_port = _DEFAULT_PORTS[scheme]
-        ip = pin_address(hostname, port or default_port)
-
-        literal = parse_ip_literal(hostname)
-        name = str(literal) if literal is not None else hostname
-        host_header = f"[{name}]" if ":" in name else name
-        if port is not None and port != default_port:
-            host_header = f"{host_header}:{port}"
+        ip, name, host_header = _pin_target(host_params["host"] or "", host_params["scheme"], host_params["port"])
         # Copied first: the caller's headers mapping may be shared between requests.
         request.headers = CaseInsensitiveDict(request.headers or {})
         request.headers["Host"] = host_header
@@ -764,15 +754,8 @@ class GuardedSession:
         parts = check_url(url, allowed_schemes=frozenset(allowed_schemes))
         safe = safe_url(url)
         scheme = parts.scheme.lower()
-        hostname = parts.hostname or ""
-        default_port = _DEFAULT_PORTS[scheme]
-        port = parts.port or default_port
-        ip = pin_address(hostname, port)
-        literal = parse_ip_literal(hostname)
-        name = str(literal) if literal is not None else hostname
-        host_header = f"[{name}]" if ":" in name else name
-        if port != default_port:
-            host_header = f"{host_header}:{port}"
+        port = parts.port or _DEFAULT_PORTS[scheme]
+        ip, name, host_header = _pin_target(parts.hostname or "", scheme, parts.port)
         pool_kwargs: dict[str, Any] = {"maxsize": 1, "block": False, "retries": False}
         if scheme == "https":
             pool_kwargs.update(
@@ -795,16 +778,8 @@ class GuardedSession:
                 assert_same_host=False,
                 timeout=urllib3.Timeout(connect=connect, read=read),
             )
-            declared = response.headers.get("Content-Length")
-            if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
-                logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
-                raise OutboundError("response_too_large", url=safe)
-            content = bytearray()
-            for chunk in response.stream(min(_CHUNK_SIZE, max_bytes + 1)):
-                content += chunk
-                if len(content) > max_bytes:
-                    logger.info("outbound %s: body over %d bytes", safe, max_bytes)
-                    raise OutboundError("response_too_large", url=safe)
+            _check_declared_length(response.headers, max_bytes, safe)
+            content = _read_up_to(response.stream(min(_CHUNK_SIZE, max_bytes + 1)), max_bytes, safe)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if response is not None:
                 response.close()
@@ -817,7 +792,7 @@ class GuardedSession:
         response.release_conn()
         logger.debug("outbound %s %s -> %s", method.upper(), safe, response.status)
         return GuardedResponse(
-            status_code=response.status, headers=CaseInsensitiveDict(response.headers), content=bytes(content), url=url
+            status_code=response.status, headers=CaseInsensitiveDict(response.headers), content=content, url=url
         )
 
     def _request(
@@ -917,27 +892,52 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
     return parts.scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
 
 
-def _read_capped(response: requests.Response, *, max_bytes: int, safe: str) -> GuardedResponse:
-    declared = response.headers.get("Content-Length")
+def _pin_target(hostname: str, scheme: str, port: int | None) -> tuple[IPAddress, str, str]:
+    """Resolve and check `hostname` (pin_address) and return the address to connect to, the name
+    SNI and certificate matching must use, and the Host header."""
+    default_port = _DEFAULT_PORTS[scheme]
+    ip = pin_address(hostname, port or default_port)
+    literal = parse_ip_literal(hostname)
+    name = str(literal) if literal is not None else hostname
+    host_header = f"[{name}]" if ":" in name else name
+    if port is not None and port != default_port:
+        host_header = f"{host_header}:{port}"
+    return ip, name, host_header
+
+
+def _check_declared_length(headers: Mapping[str, str], max_bytes: int, safe: str) -> None:
+    declared = headers.get("Content-Length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
-        response.close()
         logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
         raise OutboundError("response_too_large", url=safe)
+
+
+def _read_up_to(chunks: Iterable[bytes], max_bytes: int, safe: str) -> bytes:
+    """The body from `chunks`; OutboundError("response_too_large") once it passes `max_bytes`
+    (the caller closes the response: the rest is never read)."""
     body = bytearray()
+    for chunk in chunks:
+        body += chunk
+        if len(body) > max_bytes:
+            logger.info("outbound %s: body over %d bytes", safe, max_bytes)
+            raise OutboundError("response_too_large", url=safe)
+    return bytes(body)
+
+
+def _read_capped(response: requests.Response, *, max_bytes: int, safe: str) -> GuardedResponse:
     try:
-        for chunk in response.iter_content(chunk_size=min(_CHUNK_SIZE, max_bytes + 1)):
-            body += chunk
-            if len(body) > max_bytes:
-                response.close()
-                logger.info("outbound %s: body over %d bytes", safe, max_bytes)
-                raise OutboundError("response_too_large", url=safe)
+        _check_declared_length(response.headers, max_bytes, safe)
+        body = _read_up_to(response.iter_content(chunk_size=min(_CHUNK_SIZE, max_bytes + 1)), max_bytes, safe)
+    except OutboundError:
+        response.close()
+        raise
     except requests.RequestException as exc:
         response.close()
         raise _transport_error(exc, safe) from None
     return GuardedResponse(
         status_code=response.status_code,
         headers=CaseInsensitiveDict(response.headers),
-        content=bytes(body),
+        content=body,
         url=response.url,
         encoding=response.encoding,
     )
