@@ -243,6 +243,8 @@ SPECTACULAR_SETTINGS = {
             }
         }
     },
+    # What receivers are sent: the delivery request per event, in both envelopes (OpenAPI 3.1 webhooks).
+    "WEBHOOKS": ["apps.webhooks.api.docs.NATIVE_DELIVERY", "apps.webhooks.api.docs.LEGACY_DELIVERY"],
     "PREPROCESSING_HOOKS": ["apps.core.api.schema.only_public_api"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
