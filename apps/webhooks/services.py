@@ -35,8 +35,8 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 4
 TIMEOUT = (3.05, 10)
 ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpoint answers
-# A leased row is not re-driven before this: longer than the deadline of every attempt a run may
-# queue ahead of it (batch_size / concurrency + 1 rounds).
+# A leased row is not re-driven before this: longer than a run's time budget (deliver_due's
+# max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
 LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
 RESPONSE_CAP = 64 * 1024
 
@@ -471,14 +471,17 @@ def deliver_due(
     in_flight: Counter[int] = Counter()
     queue: list[tuple[int, int]] = []  # leased, not yet sent: (delivery, endpoint)
     while True:
+        # Past the time budget nothing more is leased or started: the running attempts finish and
+        # the queue goes back (so no row waits in it longer than the budget: LEASE covers that).
+        in_time = time.monotonic() < deadline
         free = concurrency - len(running)
         sendable = sum(1 for _, sub_id in queue if in_flight[sub_id] < per_endpoint)
-        if free and sendable < free and len(queue) < batch_size * 4 and time.monotonic() < deadline:
+        if in_time and free and sendable < free and len(queue) < batch_size * 4:
             leased = _lease_rows(batch_size)
             queue += leased
             sendable += sum(1 for _, sub_id in leased if in_flight[sub_id] < per_endpoint)
         # Refill (one query loads the group) whenever a thread is free and a leased row may go.
-        if free and sendable:
+        if in_time and free and sendable:
             take, wait_list, counts = [], [], in_flight.copy()
             for pk, sub_id in queue:
                 if len(take) < free and counts[sub_id] < per_endpoint:
@@ -491,7 +494,7 @@ def deliver_due(
                 running[pool.submit(_send, row)] = row.subscription_id
                 in_flight[row.subscription_id] += 1
         if not running:
-            if queue:
+            if queue and in_time:
                 continue
             break
         finished, _ = wait(running, return_when=FIRST_COMPLETED)
