@@ -291,6 +291,12 @@ TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+# A visitor session unused for this many days is refused (401 invalid_visitor_session: the embed
+# script starts a new one) and purged by the beat job chats.purge_visitor_sessions.
+VISITOR_SESSION_IDLE_DAYS = env.int("VISITOR_SESSION_IDLE_DAYS", default=30)
+# How many reverse proxies we own in front of the app: the client address is then read that many
+# hops from the right of X-Forwarded-For (0: REMOTE_ADDR, and X-Forwarded-For is ignored).
+TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
 
 OUTBOUND_ALLOW_LOOPBACK = env.bool("OUTBOUND_ALLOW_LOOPBACK", default=False)
 if OUTBOUND_ALLOW_LOOPBACK:

@@ -222,4 +222,8 @@ class VisitorSession(models.Model):
     token_hash = models.CharField(max_length=64, unique=True)
     page_url = models.CharField(max_length=2000, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
+    # Written at most once a minute (visitor.auth); a session idle VISITOR_SESSION_IDLE_DAYS is dead.
     last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["last_seen_at"], name="visitor_session_last_seen")]

@@ -201,6 +201,74 @@ def test_session_of_another_widget_is_401(client, widget, other_widget):
     assert_problem(response, 401, "invalid_visitor_session")
 
 
+def test_session_idle_longer_than_the_setting_is_401_and_use_keeps_it_alive(client, widget, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    # given two sessions, one last seen 31 days ago and one 29 days ago, with 30 idle days allowed
+    settings.VISITOR_SESSION_IDLE_DAYS = 30
+    dead, alive = start(client, widget)["session_token"], start(client, widget)["session_token"]
+    now = timezone.now()
+    VisitorSession.objects.filter(token_hash=auth.hash_token(dead)).update(last_seen_at=now - timedelta(days=31))
+    VisitorSession.objects.filter(token_hash=auth.hash_token(alive)).update(last_seen_at=now - timedelta(days=29))
+    # when both are used
+    refused, served = get(client, widget, "messages", dead), get(client, widget, "messages", alive)
+    # then the idle one answers like an unknown token, and the other is seen again (its idle clock restarts)
+    assert_problem(refused, 401, "invalid_visitor_session")
+    assert served.status_code == 200
+    seen = VisitorSession.objects.get(token_hash=auth.hash_token(alive)).last_seen_at
+    assert seen > now - timedelta(minutes=1)
+
+
+def test_purge_deletes_only_sessions_idle_past_the_setting(client, widget, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.chats.tasks import purge_visitor_sessions
+
+    settings.VISITOR_SESSION_IDLE_DAYS = 30
+    tokens = [start(client, widget)["session_token"] for _ in range(4)]
+    now = timezone.now()
+    for token, days in zip(tokens, (40, 31, 29, 0), strict=True):
+        VisitorSession.objects.filter(token_hash=auth.hash_token(token)).update(last_seen_at=now - timedelta(days=days))
+    assert purge_visitor_sessions() == 2
+    assert set(VisitorSession.objects.values_list("token_hash", flat=True)) == {auth.hash_token(t) for t in tokens[2:]}
+    assert purge_visitor_sessions() == 0
+    assert Contact.objects.filter(widget=widget).count() == 4  # the contacts and their chats stay
+
+
+@pytest.mark.parametrize(
+    ("hops", "forwarded", "expected"),
+    [
+        (0, "198.51.100.7", "192.0.2.1"),  # no proxy of ours: the header is the client's own words
+        (1, "198.51.100.7", "198.51.100.7"),
+        (1, "10.9.9.9, 198.51.100.7", "198.51.100.7"),  # a forged entry further left is ignored
+        (2, "10.9.9.9, 198.51.100.7, 203.0.113.5", "198.51.100.7"),
+        (2, "198.51.100.7", "192.0.2.1"),  # did not pass both proxies
+        (1, None, "192.0.2.1"),
+    ],
+)
+def test_client_address_trusts_only_our_proxy_hops(settings, hops, forwarded, expected):
+    settings.TRUSTED_PROXY_HOPS = hops
+    assert auth.address_from("192.0.2.1", forwarded) == expected
+
+
+def test_per_address_limit_behind_a_proxy_counts_the_forwarded_client(client, widget, settings):
+    # given one proxy of ours in front: every request reaches the app from the proxy's address
+    settings.TRUSTED_PROXY_HOPS = 1
+    settings.VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = 1
+    via_proxy = {"REMOTE_ADDR": "10.0.0.2"}
+    # when two clients each start a session, and the first tries again with a forged entry on the left
+    first = post(client, widget, "sessions", HTTP_X_FORWARDED_FOR="198.51.100.7", **via_proxy)
+    second = post(client, widget, "sessions", HTTP_X_FORWARDED_FOR="198.51.100.8", **via_proxy)
+    again = post(client, widget, "sessions", HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.7", **via_proxy)
+    # then each client had its own budget, and the forged entry did not buy a new one
+    assert (first.status_code, second.status_code) == (201, 201)
+    assert_problem(again, 429, "rate_limited")
+
+
 def test_bearer_api_token_is_not_a_visitor_session(client, widget, make_token):
     response = client.get(url(widget, "messages"), HTTP_AUTHORIZATION=f"Bearer {make_token()}")
     assert_problem(response, 401)

@@ -254,6 +254,25 @@ def test_bad_session_is_closed_with_4401(widget, visitor, other_widget):
     run(scenario)
 
 
+def test_idle_session_is_closed_with_4401(widget, visitor, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.chats.models import VisitorSession
+    from apps.chats.visitor import auth
+
+    _, token = visitor
+    VisitorSession.objects.filter(token_hash=auth.hash_token(token)).update(
+        last_seen_at=timezone.now() - timedelta(days=settings.VISITOR_SESSION_IDLE_DAYS, minutes=1)
+    )
+
+    async def scenario():
+        assert await close_code(path(widget, token)) == 4401
+
+    run(scenario)
+
+
 def test_unknown_widget_is_closed_with_4404(visitor):
     _, token = visitor
 

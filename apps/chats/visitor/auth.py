@@ -6,8 +6,12 @@ in `Authorization: Visitor <session_token>` (or `?session=` on the websocket). A
 bits stored only as its SHA-256 and found by that hash; a token of another widget answers exactly
 like an unknown one. Nothing here reads `api_enabled`, which gates the bearer REST API only.
 
-Rate limits are budgets per widget and client address (REMOTE_ADDR) whose limits are settings read
-at call time (0 turns the per-address limit off), plus generous per-widget budgets.
+A session unused for VISITOR_SESSION_IDLE_DAYS answers like an unknown one and is purged hourly.
+
+Rate limits are budgets per widget and client address whose limits are settings read at call time
+(0 turns the per-address limit off), plus generous per-widget budgets. The client address is
+REMOTE_ADDR, or behind TRUSTED_PROXY_HOPS proxies of ours the address that many hops from the right
+of X-Forwarded-For (what a client writes further left is never trusted).
 """
 
 from __future__ import annotations
@@ -88,18 +92,38 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
     Touches `last_seen_at` at most once a minute."""
     if not token or not _TOKEN_RE.match(token):
         return None
+    now = timezone.now()
     session = (
         VisitorSession.objects.select_related("contact")
-        .filter(token_hash=hash_token(token), widget=widget, contact__widget=widget)
+        .filter(
+            token_hash=hash_token(token),
+            widget=widget,
+            contact__widget=widget,
+            last_seen_at__gte=idle_cutoff(now),
+        )
         .first()
     )
     if session is None:
         return None
-    now = timezone.now()
     if session.last_seen_at < now - LAST_SEEN_RESOLUTION:
         VisitorSession.objects.filter(pk=session.pk).update(last_seen_at=now)
         session.last_seen_at = now
     return session
+
+
+def idle_cutoff(now=None):
+    """Sessions last seen before this are dead."""
+    return (now or timezone.now()) - timedelta(days=settings.VISITOR_SESSION_IDLE_DAYS)
+
+
+def purge_idle_sessions(*, batch_size: int = 5000) -> int:
+    """Delete the sessions idle longer than VISITOR_SESSION_IDLE_DAYS, in batches. Returns how many."""
+    cutoff, total = idle_cutoff(), 0
+    while True:
+        ids = list(VisitorSession.objects.filter(last_seen_at__lt=cutoff).values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            return total
+        total += VisitorSession.objects.filter(pk__in=ids).delete()[0]
 
 
 def authenticate(request, *, widget: Widget) -> VisitorSession:
@@ -111,7 +135,19 @@ def authenticate(request, *, widget: Widget) -> VisitorSession:
 
 
 def client_address(request) -> str:
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    return address_from(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+
+
+def address_from(remote_addr: str | None, forwarded_for: str | None) -> str:
+    """The client's address: REMOTE_ADDR, or with TRUSTED_PROXY_HOPS = n > 0 the n-th address from
+    the right of X-Forwarded-For (each of our proxies appends the address it was reached from). A
+    header shorter than that did not pass all our proxies: REMOTE_ADDR then (as werkzeug's ProxyFix)."""
+    hops = settings.TRUSTED_PROXY_HOPS
+    if hops > 0 and forwarded_for:
+        chain = [part.strip() for part in forwarded_for.split(",") if part.strip()]
+        if len(chain) >= hops:
+            return chain[-hops]
+    return remote_addr or "unknown"
 
 
 # --- rate limits ---------------------------------------------------------------------------------
