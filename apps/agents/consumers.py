@@ -19,23 +19,19 @@ It joins only its own widget's group.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
 import uuid
-from collections import deque
 from importlib import import_module
 from types import SimpleNamespace
-from urllib.parse import parse_qs
 
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib import auth
 
 from apps.chats.realtime import widget_group
+from apps.core.websocket import FramedJsonConsumer, query_params
 
 from . import presence
 from .models import Agent
@@ -47,14 +43,6 @@ REVOKED = {
     CLOSE_UNAUTHORIZED: "The session ended; log in again.",
     CLOSE_FORBIDDEN: "You are no longer an operator of this widget.",
 }
-FRAME_MAX_CHARS = 4096
-# Client frames per connection: at most FRAMES_PER_WINDOW in FRAME_WINDOW seconds.
-FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
-
-
-def _query(scope) -> dict[str, str]:
-    params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return {key: values[-1] for key, values in params.items()}
 
 
 def _operators(user_id: int):
@@ -102,7 +90,7 @@ def _heartbeat(*, agent_id: int, user_id: int, session_key: str | None, widget_i
     return None
 
 
-class AgentConsumer(AsyncJsonWebsocketConsumer):
+class AgentConsumer(FramedJsonConsumer):
     heartbeat_seconds: float = presence.HEARTBEAT_SECONDS
 
     async def connect(self):
@@ -111,10 +99,9 @@ class AgentConsumer(AsyncJsonWebsocketConsumer):
         self.registered = False
         self.heartbeat_task: asyncio.Task | None = None
         self.presence_lock = asyncio.Lock()
-        self.frame_times: deque[float] = deque()
 
         code, reason, agent = await database_sync_to_async(_resolve)(
-            self.scope.get("user"), _query(self.scope).get("widget")
+            self.scope.get("user"), query_params(self.scope).get("widget")
         )
         await self.accept()
         if code is not None:
@@ -183,48 +170,17 @@ class AgentConsumer(AsyncJsonWebsocketConsumer):
         if self.registered:
             await self.send_json(event.get("frame") or {})
 
-    async def _error(self, code: str, detail: str) -> None:
-        await self.send_json({"event": "error", "code": code, "detail": detail})
+    # --- client -> server (frames read by FramedJsonConsumer) -------------------------------------------
 
-    # --- client -> server ---------------------------------------------------------------------------
+    def accepting(self) -> bool:
+        return self.registered  # refused or closing: nothing is accepted
 
-    async def receive(self, text_data=None, bytes_data=None, **kwargs):
-        if not self.registered:
-            return  # refused or closing: nothing is accepted
-        if text_data is None:
-            await self._error("invalid_frame", "Send JSON text frames.")
-            return
-        if len(text_data) > FRAME_MAX_CHARS:
-            await self._error("frame_too_large", f"A frame holds at most {FRAME_MAX_CHARS} characters.")
-            return
-        try:
-            content = json.loads(text_data)
-        except ValueError:
-            await self._error("invalid_json", "The frame is not valid JSON.")
-            return
-        await self.receive_json(content)
+    def frame_handlers(self):
+        return {"ping": self._ping}
 
-    async def receive_json(self, content, **kwargs):
-        if not self._admit_frame():
-            await self._error("rate_limited", "Too many frames; slow down.")
-            return
-        if not isinstance(content, dict):
-            await self._error("invalid_frame", "A frame is a JSON object with a `type`.")
-            return
-        if content.get("type") != "ping":
-            await self._error("unknown_frame", "Known frame types: ping.")
-            return
-        if await self._beat():
+    async def _ping(self, content: dict) -> None:
+        if await self._beat():  # a ping is also a heartbeat
             await self.send_json({"event": "pong"})
-
-    def _admit_frame(self) -> bool:
-        now = time.monotonic()
-        while self.frame_times and self.frame_times[0] <= now - FRAME_WINDOW:
-            self.frame_times.popleft()
-        if len(self.frame_times) >= FRAMES_PER_WINDOW:
-            return False
-        self.frame_times.append(now)
-        return True
 
 
 def agent_socket_app():

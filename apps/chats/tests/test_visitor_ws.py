@@ -3,12 +3,9 @@ config.asgi.application and the in-memory channel layer. Transactions really com
 pushes that apps.chats.realtime sends after commit really go out."""
 
 import json
-from unittest import mock
-from urllib.parse import unquote, urlsplit
 
 import pytest
 from asgiref.sync import async_to_sync
-from asgiref.testing import ApplicationCommunicator
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
@@ -17,62 +14,13 @@ from apps.chats.models import Chat, Message
 from apps.chats.realtime import widget_group
 from apps.chats.tests.factories import AgentFactory
 from apps.chats.visitor import services as visitor_services
+from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = [(b"origin", b"http://testserver")]
 TIMEOUT = 3
-
-
-class WebsocketCommunicator(ApplicationCommunicator):
-    """The few methods of channels.testing.WebsocketCommunicator these tests use (importing
-    channels.testing needs daphne, which the project does not install). Like channels' own
-    communicator, it keeps consumers from closing the test's database connection."""
-
-    async def send_input(self, message):
-        with mock.patch("channels.db.close_old_connections", lambda: None):
-            return await super().send_input(message)
-
-    async def receive_output(self, timeout=1):
-        with mock.patch("channels.db.close_old_connections", lambda: None):
-            return await super().receive_output(timeout)
-
-    def __init__(self, app, url: str, headers=None):
-        parsed = urlsplit(url)
-        scope = {
-            "type": "websocket",
-            "path": unquote(parsed.path),
-            "query_string": parsed.query.encode(),
-            "headers": headers or [],
-            "subprotocols": [],
-        }
-        super().__init__(app, scope)
-
-    async def connect(self, timeout=1):
-        await self.send_input({"type": "websocket.connect"})
-        response = await self.receive_output(timeout)
-        if response["type"] == "websocket.close":
-            return False, response.get("code", 1000)
-        return True, response.get("subprotocol")
-
-    async def send_to(self, text_data=None, bytes_data=None):
-        if text_data is not None:
-            await self.send_input({"type": "websocket.receive", "text": text_data})
-        else:
-            await self.send_input({"type": "websocket.receive", "bytes": bytes_data})
-
-    async def send_json_to(self, data):
-        await self.send_to(text_data=json.dumps(data))
-
-    async def receive_json_from(self, timeout=1):
-        response = await self.receive_output(timeout)
-        assert response["type"] == "websocket.send", response
-        return json.loads(response["text"])
-
-    async def disconnect(self, code=1000, timeout=1):
-        await self.send_input({"type": "websocket.disconnect", "code": code})
-        await self.wait(timeout)
 
 
 @pytest.fixture(autouse=True)

@@ -14,27 +14,18 @@ own notice group.
 
 from __future__ import annotations
 
-import json
-import logging
-import time
 from collections import deque
-from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from apps.core.errors import AppError
+from apps.core.websocket import FramedJsonConsumer, query_params
 
 from ..realtime import chat_group
 from ..serializers import visitor_message_frame
 from . import auth, services
 
-logger = logging.getLogger(__name__)
-
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
-FRAME_MAX_CHARS = 4096
-# Client frames per connection: at most FRAMES_PER_WINDOW in FRAME_WINDOW seconds.
-FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
 # Message ids already sent, so a live push and a replay of the same message go out once.
 SENT_MEMORY = 1000
 
@@ -51,20 +42,14 @@ def _open(button_guid: str, token: str):
     return None, (widget, session.contact)
 
 
-def _query(scope) -> dict[str, str]:
-    params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return {key: values[-1] for key, values in params.items()}
-
-
-class VisitorConsumer(AsyncJsonWebsocketConsumer):
+class VisitorConsumer(FramedJsonConsumer):
     async def connect(self):
         self.chat_id: int | None = None
         self.sent_order: deque[int] = deque()
         self.sent_ids: set[int] = set()
         self.cursor = 0
-        self.frame_times: deque[float] = deque()
 
-        params = _query(self.scope)
+        params = query_params(self.scope)
         button_guid = self.scope["url_route"]["kwargs"].get("button_guid", "")
         code, opened = await database_sync_to_async(_open)(button_guid, params.get("session", ""))
         await self.accept()
@@ -137,54 +122,13 @@ class VisitorConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups.append(group)
 
-    async def _error(self, code: str, detail: str) -> None:
-        await self.send_json({"event": "error", "code": code, "detail": detail})
+    # --- client -> server (frames read by FramedJsonConsumer) -------------------------------------------
 
-    # --- client -> server ---------------------------------------------------------------------------
+    def accepting(self) -> bool:
+        return bool(getattr(self, "contact", None))  # a refused socket is closing
 
-    async def receive(self, text_data=None, bytes_data=None, **kwargs):
-        if not getattr(self, "contact", None):
-            return  # closing: nothing is accepted from a refused socket
-        if text_data is None:
-            await self._error("invalid_frame", "Send JSON text frames.")
-            return
-        if len(text_data) > FRAME_MAX_CHARS:
-            await self._error("frame_too_large", f"A frame holds at most {FRAME_MAX_CHARS} characters.")
-            return
-        try:
-            content = json.loads(text_data)
-        except ValueError:
-            await self._error("invalid_json", "The frame is not valid JSON.")
-            return
-        await self.receive_json(content)
-
-    async def receive_json(self, content, **kwargs):
-        if not self._admit_frame():
-            await self._error("rate_limited", "Too many frames; slow down.")
-            return
-        if not isinstance(content, dict):
-            await self._error("invalid_frame", "A frame is a JSON object with a `type`.")
-            return
-        handler = {"typing": self._typing, "seen": self._seen, "ping": self._ping}.get(content.get("type"))
-        if handler is None:
-            await self._error("unknown_frame", "Known frame types: typing, seen, ping.")
-            return
-        try:
-            await handler(content)
-        except AppError as err:
-            await self._error(err.code, err.detail)
-        except Exception:
-            logger.exception("visitor frame failed", extra={"frame_type": content.get("type")})
-            await self._error("server_error", "The frame could not be handled; retry later.")
-
-    def _admit_frame(self) -> bool:
-        now = time.monotonic()
-        while self.frame_times and self.frame_times[0] <= now - FRAME_WINDOW:
-            self.frame_times.popleft()
-        if len(self.frame_times) >= FRAMES_PER_WINDOW:
-            return False
-        self.frame_times.append(now)
-        return True
+    def frame_handlers(self):
+        return {"typing": self._typing, "seen": self._seen, "ping": self._ping}
 
     async def _typing(self, content: dict) -> None:
         state = content.get("state")

@@ -1,0 +1,59 @@
+"""A websocket test client for ASGI apps (channels.testing needs daphne, which we do not install)."""
+
+import json
+from unittest import mock
+from urllib.parse import unquote, urlsplit
+
+from asgiref.testing import ApplicationCommunicator
+
+__all__ = ["WebsocketCommunicator"]
+
+
+class WebsocketCommunicator(ApplicationCommunicator):
+    """The few methods of channels.testing.WebsocketCommunicator these tests use (importing
+    channels.testing needs daphne, which the project does not install). Like channels' own
+    communicator, it keeps consumers from closing the test's database connection."""
+
+    def __init__(self, app, url: str, headers=None):
+        parsed = urlsplit(url)
+        scope = {
+            "type": "websocket",
+            "path": unquote(parsed.path),
+            "query_string": parsed.query.encode(),
+            "headers": headers or [],
+            "subprotocols": [],
+        }
+        super().__init__(app, scope)
+
+    async def send_input(self, message):
+        with mock.patch("channels.db.close_old_connections", lambda: None):
+            return await super().send_input(message)
+
+    async def receive_output(self, timeout=1):
+        with mock.patch("channels.db.close_old_connections", lambda: None):
+            return await super().receive_output(timeout)
+
+    async def connect(self, timeout=1):
+        await self.send_input({"type": "websocket.connect"})
+        response = await self.receive_output(timeout)
+        if response["type"] == "websocket.close":
+            return False, response.get("code", 1000)
+        return True, response.get("subprotocol")
+
+    async def send_to(self, text_data=None, bytes_data=None):
+        if text_data is not None:
+            await self.send_input({"type": "websocket.receive", "text": text_data})
+        else:
+            await self.send_input({"type": "websocket.receive", "bytes": bytes_data})
+
+    async def send_json_to(self, data):
+        await self.send_to(text_data=json.dumps(data))
+
+    async def receive_json_from(self, timeout=1):
+        response = await self.receive_output(timeout)
+        assert response["type"] == "websocket.send", response
+        return json.loads(response["text"])
+
+    async def disconnect(self, code=1000, timeout=1):
+        await self.send_input({"type": "websocket.disconnect", "code": code})
+        await self.wait(timeout)
