@@ -1,41 +1,17 @@
 """Seat races with real threads on PostgreSQL: the account row lock decides the last seat."""
 
-import threading
 import time
 from collections import Counter
 
 import pytest
 from django.core import mail
-from django.db import connection
 
 from apps.agents import selectors, services
 from apps.agents.models import Agent, Invitation
 from apps.agents.tests.factories import HumanAgentFactory, InvitationFactory
+from apps.core.testing.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def race(workers, timeout=60):
-    """Run every worker at once (a barrier), each on its own connection; their results in order."""
-    barrier = threading.Barrier(len(workers))
-    results = [None] * len(workers)
-
-    def run(index, work):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = work()
-        except Exception as exc:  # noqa: BLE001 - reported to the test
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, w)) for i, w in enumerate(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=timeout)
-    assert not any(thread.is_alive() for thread in threads), "a racer hung"
-    return results
 
 
 def slow_seat_count(monkeypatch):

@@ -1,40 +1,16 @@
 """Races with real threads on PostgreSQL: the shared entity write budget and the entity row lock."""
 
-import threading
 import time
 
 import pytest
-from django.db import connection
 
 from apps.billing import selectors, services
 from apps.billing.models import LegalEntity, Withdrawal
 from apps.billing.tests.factories import ENTITY_FIELDS, LegalEntityFactory
+from apps.core.testing.concurrency import race
 from apps.core.testing.factories import WidgetFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def race(workers, timeout=60):
-    """Run every worker at once (a barrier), each on its own connection; their results in order."""
-    barrier = threading.Barrier(len(workers))
-    results = [None] * len(workers)
-
-    def run(index, work):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = work()
-        except Exception as exc:  # noqa: BLE001 - reported to the test
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, w)) for i, w in enumerate(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=timeout)
-    assert not any(thread.is_alive() for thread in threads), "a racer hung"
-    return results
 
 
 def client_for(token):
@@ -121,4 +97,6 @@ def test_a_delete_racing_a_withdrawal_leaves_no_withdrawal_without_its_entity(wi
         assert not Withdrawal.objects.exists()
     else:
         assert exists and results[1] == "withdrawn"
-        assert isinstance(results[0], services.EntityLockedByPendingWithdrawal | services.EntityReferencedByFinancialRecord)
+        assert isinstance(
+            results[0], services.EntityLockedByPendingWithdrawal | services.EntityReferencedByFinancialRecord
+        )

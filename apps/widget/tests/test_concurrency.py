@@ -1,40 +1,16 @@
 """Merge-safe PATCH with real threads on PostgreSQL: the settings row lock serialises writers, and
 each writer merges only the keys it names, so concurrent writes of different fields all survive."""
 
-import threading
 import time
 
 import pytest
-from django.db import connection
 
+from apps.core.testing.concurrency import race
 from apps.widget import settings_schema
 from apps.widget.models import WidgetSettings
 from apps.widget.tests.conftest import SETTINGS, idem
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def race(workers, timeout=60):
-    """Run every worker at once (a barrier), each on its own connection; their results in order."""
-    barrier = threading.Barrier(len(workers))
-    results = [None] * len(workers)
-
-    def run(index, work):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = work()
-        except Exception as exc:  # noqa: BLE001 - reported to the test
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, w)) for i, w in enumerate(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=timeout)
-    assert not any(thread.is_alive() for thread in threads), "a racer hung"
-    return results
 
 
 @pytest.fixture
