@@ -58,6 +58,9 @@ class File(models.Model):
     original_name = models.CharField(max_length=255)
     content_type = models.CharField(max_length=255, default="application/octet-stream")
     size = models.PositiveBigIntegerField()
+    # The contact that uploaded it through the visitor API; null for staff uploads (REST, console).
+    # A visitor may attach only its own uploads.
+    uploaded_by = models.ForeignKey("Contact", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

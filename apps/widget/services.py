@@ -143,7 +143,7 @@ def request_cache_purge(*, widget: Widget) -> None:
 def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconInfo) -> WidgetIcon:
     """Store a checked launcher icon: the private file (its id is the `custom:{file_id}` value) and
     the public copy the visitor widget loads. Purges the served cache like every widget write."""
-    from apps.chats.api.files import store_file
+    from apps.chats.files import store_file
 
     file = store_file(
         widget=widget,

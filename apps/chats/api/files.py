@@ -2,23 +2,19 @@
 client), a redirect to a short-lived signed download URL, and the public download route the signed
 token opens.
 
-SECURITY: the client never names the stored path: bytes are stored under a random name, the
-original name is kept only as cleaned display text. The download route takes no bearer token (the
+SECURITY: the client never names the stored path (apps.chats.files stores bytes under random
+names and keeps the original name only as cleaned display text). The download route takes no bearer token (the
 signed, expiring token is the credential) and always serves an attachment with `nosniff`, so an
 uploaded HTML or SVG is never rendered from our origin.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-import uuid
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
 from django.http import FileResponse
 from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -30,80 +26,11 @@ from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import BodyTooLarge, NotFound, problem_response
-from apps.core.models import Widget
 
+from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, name_from_url, store_file
 from ..models import File
 from ..serializers import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from .contacts import StrictTextField
-
-MAX_FILE_BYTES = 10 * 1024 * 1024
-DEFAULT_CONTENT_TYPE = "application/octet-stream"
-NAME_MAX_CHARS = 255
-FALLBACK_NAME = "file"
-
-_CONTENT_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
-_EXTENSION_RE = re.compile(r"^[a-z0-9]{1,10}$")
-
-
-# --- names and types -----------------------------------------------------------------------------------
-
-
-def clean_original_name(raw: str | None) -> str:
-    """Display name of a file: the last path segment, without control or format characters, at most
-    255 characters (the extension kept when it has to be cut). Never used as a storage path."""
-    name = (raw or "").replace("\\", "/").rsplit("/", 1)[-1]
-    name = unicodedata.normalize("NFC", name)
-    name = "".join(ch for ch in name if unicodedata.category(ch)[0] not in ("C", "Z") or ch == " ")
-    name = name.strip().strip(".").strip()
-    if not name:
-        return FALLBACK_NAME
-    if len(name) > NAME_MAX_CHARS:
-        stem, dot, ext = name.rpartition(".")
-        if dot and stem and len(ext) <= 16:
-            name = f"{stem[: NAME_MAX_CHARS - len(ext) - 1]}.{ext}"
-        else:
-            name = name[:NAME_MAX_CHARS]
-    return name
-
-
-def stored_name(original_name: str) -> str:
-    """A random storage name; only a short alphanumeric extension of the original survives."""
-    _, dot, ext = original_name.rpartition(".")
-    ext = ext.lower() if dot else ""
-    return f"{uuid.uuid4().hex}.{ext}" if _EXTENSION_RE.match(ext) else uuid.uuid4().hex
-
-
-def clean_content_type(raw: str | None) -> str:
-    value = (raw or "").split(";", 1)[0].strip().lower()
-    return value if _CONTENT_TYPE_RE.match(value) else DEFAULT_CONTENT_TYPE
-
-
-def name_from_url(url: str) -> str:
-    try:
-        path = urlsplit(url).path
-    except ValueError:
-        return FALLBACK_NAME
-    return clean_original_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
-
-
-# --- the write -------------------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def store_file(*, widget: Widget, content, original_name: str, content_type: str, size: int) -> File:
-    """Store `content` (a Django File) under a random name in the default storage and record it.
-
-    The bytes are written before the row; a rolled-back transaction leaves them orphaned, never a
-    row without bytes."""
-    file = File(
-        widget=widget,
-        original_name=clean_original_name(original_name),
-        content_type=clean_content_type(content_type),
-        size=size,
-    )
-    file.stored.save(stored_name(file.original_name), content, save=False)
-    file.save()
-    return file
 
 
 class UrlFetchFailed(Exception):

@@ -359,11 +359,55 @@ def test_message_body_must_be_json(client, widget, token):
     assert_problem(response, 415, "unsupported_media_type")
 
 
-def test_file_message_with_a_file_of_the_widget(client, widget, token):
-    file = make_file(widget)
-    response = post(client, widget, "messages", {"type": "image", "file_id": file.pk}, token)
-    assert response.status_code == 201
-    assert Message.objects.get(pk=response.json()["id"]).file == file
+def upload(client, widget, token, name="a.png", content=b"\x89PNG\r\n\x1a\n", content_type="image/png", **extra):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    if token is not None:
+        extra["HTTP_AUTHORIZATION"] = f"Visitor {token}"
+    form = {"file": SimpleUploadedFile(name, content, content_type=content_type), **extra.pop("form", {})}
+    return client.post(url(widget, "files"), form, **extra)
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+def test_upload_then_send_it_as_an_image_message(client, widget, token, contact, media_root):
+    # when the visitor uploads a picture and sends it
+    response = upload(client, widget, token, name="../../photo.png")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    sent = post(client, widget, "messages", {"type": "image", "file_id": body["id"]}, token)
+    # then the file is stored under a random name as this contact's upload, and the message carries it
+    assert {k: body[k] for k in ("name", "content_type", "size")} == {
+        "name": "photo.png",
+        "content_type": "image/png",
+        "size": 8,
+    }
+    assert response["Access-Control-Allow-Origin"] == "*"
+    file = File.objects.get(pk=body["id"])
+    assert file.uploaded_by == contact and file.widget == widget
+    assert "photo" not in file.stored.name
+    assert sent.status_code == 201
+    assert Message.objects.get(pk=sent.json()["id"]).file == file
+
+
+def test_a_staff_file_of_the_widget_cannot_be_attached(client, widget, token):
+    # given a file an operator uploaded through the REST API (it may sit in a private note)
+    file = make_file(widget, name="internal.pdf", content_type="application/pdf")
+    # when / then
+    body = assert_problem(post(client, widget, "messages", {"type": "file", "file_id": file.pk}, token), 422)
+    assert "file_id" in body["errors"]
+    assert not Message.objects.filter(file=file).exists()
+
+
+def test_another_visitors_upload_cannot_be_attached(client, widget, token, media_root):
+    other = start(client, widget)["session_token"]
+    file_id = upload(client, widget, other).json()["id"]
+    body = assert_problem(post(client, widget, "messages", {"type": "image", "file_id": file_id}, token), 422)
+    assert "file_id" in body["errors"]
 
 
 def test_file_of_another_widget_is_422(client, widget, other_widget, token):
@@ -372,16 +416,48 @@ def test_file_of_another_widget_is_422(client, widget, other_widget, token):
     assert "file_id" in body["errors"]
 
 
-def test_file_shown_in_another_visitors_conversation_is_422(client, widget, token):
-    file = make_file(widget, name="secret.pdf", content_type="application/pdf")
-    MessageFactory(chat=ChatFactory(contact=ContactFactory(widget=widget)), type="file", file=file)
-    body = assert_problem(post(client, widget, "messages", {"type": "file", "file_id": file.pk}, token), 422)
-    assert "file_id" in body["errors"]
+def test_image_message_needs_an_image_file(client, widget, token, media_root):
+    file_id = upload(client, widget, token, name="a.pdf", content=b"%PDF-1.4", content_type="application/pdf").json()[
+        "id"
+    ]
+    assert_problem(post(client, widget, "messages", {"type": "image", "file_id": file_id}, token), 422)
+    assert post(client, widget, "messages", {"type": "file", "file_id": file_id}, token).status_code == 201
 
 
-def test_image_message_needs_an_image_file(client, widget, token):
-    file = make_file(widget, name="a.pdf", content_type="application/pdf")
-    assert_problem(post(client, widget, "messages", {"type": "image", "file_id": file.pk}, token), 422)
+def test_upload_needs_a_session(client, widget, media_root):
+    assert_problem(upload(client, widget, None), 401, "visitor_session_required")
+    assert not File.objects.exists()
+
+
+def test_upload_over_10_mb_is_413_and_stores_nothing(client, widget, token, media_root):
+    from pathlib import Path
+
+    response = upload(client, widget, token, name="big.bin", content=b"\0" * (10 * 1024 * 1024 + 1))
+    assert_problem(response, 413, "body_too_large")
+    assert not File.objects.exists()
+    assert not any(p.is_file() for p in Path(media_root).rglob("*"))
+
+
+def test_upload_refuses_json_extra_members_and_two_files(client, widget, token, media_root):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    assert_problem(post(client, widget, "files", {"file": "x"}, token), 415)
+    assert_problem(upload(client, widget, token, form={"note": "x"}), 422)
+    two = [SimpleUploadedFile("a.txt", b"a"), SimpleUploadedFile("b.txt", b"b")]
+    response = client.post(url(widget, "files"), {"file": two}, HTTP_AUTHORIZATION=f"Visitor {token}")
+    assert_problem(response, 422)
+    no_file = client.post(url(widget, "files"), {}, HTTP_AUTHORIZATION=f"Visitor {token}")
+    assert_problem(no_file, 422)
+    assert not File.objects.exists()
+
+
+def test_uploads_per_address_limit_is_429(client, widget, token, settings, media_root):
+    settings.VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = 2
+    assert upload(client, widget, token).status_code == 201
+    assert upload(client, widget, token).status_code == 201
+    response = upload(client, widget, token)
+    assert_problem(response, 429, "rate_limited")
+    assert File.objects.count() == 2
 
 
 # --- list -----------------------------------------------------------------------------------------------

@@ -183,6 +183,8 @@ LIMITS: dict[str, Limit] = {
     "messages": Limit("visitor_messages", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 1, 60, per_widget=600),
     # POST typing and POST rating: twice the message allowance (typing start and stop per burst).
     "actions": Limit("visitor_actions", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 2, 60, per_widget=1200),
+    # POST files: as many uploads per address as messages, a smaller per-widget budget (10 MB each).
+    "uploads": Limit("visitor_uploads", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 1, 60, per_widget=120),
     # GET config and GET messages (polling fallback of the socket).
     "reads": Limit("visitor_reads", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 5, 60, per_widget=6000),
 }

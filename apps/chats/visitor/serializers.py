@@ -18,6 +18,22 @@ from . import services
 BODY_MAX = 4096
 
 
+class FileUploadInput(InputSerializer):
+    """Multipart `file`: the file itself, at most MAX_FILE_BYTES (nothing else in the form)."""
+
+    file = serializers.FileField()
+
+
+def file_created_payload(file) -> dict:
+    return {
+        "id": file.pk,
+        "name": file.original_name,
+        "content_type": file.content_type,
+        "size": file.size,
+        "created_at": file.created_at.isoformat(),
+    }
+
+
 class StrictIntegerField(serializers.IntegerField):
     """A JSON integer: strings, floats and booleans are refused rather than coerced."""
 

@@ -15,10 +15,11 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.agents.models import Agent
-from apps.core.errors import Conflict, NotFound
+from apps.core.errors import BodyTooLarge, Conflict, NotFound
 from apps.core.models import Widget
 
 from .. import services as chat_services
+from ..files import MAX_FILE_BYTES, store_file
 from ..models import Chat, Contact, File, Message, Rating, VisitorSession
 from . import auth
 
@@ -87,17 +88,28 @@ def any_agent_online(widget: Widget) -> bool:
 
 
 def attachable_file(*, widget: Widget, contact: Contact, file_id: int) -> File | None:
-    """A file of the widget that no other contact's conversation shows. Files carry no uploader
-    yet, so this keeps a visitor from re-posting (and so downloading) another visitor's file."""
+    """A file this contact uploaded through the visitor API (POST files); any other file of the
+    widget (staff uploads, another visitor's) answers like an unknown one."""
     _own(widget, contact)
-    file = File.objects.filter(pk=file_id, widget=widget).first()
-    if file is None:
-        return None
-    elsewhere = Message.objects.filter(widget=widget, file=file).exclude(chat__contact=contact).exists()
-    return None if elsewhere else file
+    return File.objects.filter(pk=file_id, widget=widget, uploaded_by=contact).first()
 
 
 # --- writes ---------------------------------------------------------------------------------------------
+
+
+def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
+    """The visitor uploads a file to send with a file or image message."""
+    _own(widget, contact)
+    if upload.size > MAX_FILE_BYTES:
+        raise BodyTooLarge(f"The file exceeds {MAX_FILE_BYTES} bytes.")
+    return store_file(
+        widget=widget,
+        content=upload,
+        original_name=upload.name,
+        content_type=upload.content_type,
+        size=upload.size,
+        uploaded_by=contact,
+    )
 
 
 def send_message(*, widget: Widget, contact: Contact, data: chat_services.MessageInput) -> Message:

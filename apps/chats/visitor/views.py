@@ -6,11 +6,12 @@ Not a bearer API: no token, no scopes, no idempotency keys, and not in the OpenA
 
 from __future__ import annotations
 
-from rest_framework import status
+from django.conf import settings
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.api.parsers import StrictJSONParser
+from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
 from apps.widget import services as widget_services
@@ -186,3 +187,18 @@ class OfflineView(VisitorAPIView):
         return Response(s.message_created_payload(message), status=status.HTTP_201_CREATED)
 
 
+class FilesView(VisitorAPIView):
+    """POST files: multipart `file` (one, at most 10 MB). The answer's `id` is then sent as
+    `{type: "file" | "image", file_id}` to POST messages; a visitor can attach only its own uploads."""
+
+    parser_classes = (LimitedMultiPartParser,)
+    # A 10 MB file plus multipart framing passes the body gate; the file itself is checked after.
+    max_body_bytes = settings.API_FILE_UPLOAD_MAX_BYTES
+    rate_limits = {"post": "uploads"}
+
+    def post(self, request, button_guid: str):
+        if len(request.FILES.getlist("file")) > 1:
+            raise serializers.ValidationError({"file": ["Send one file."]})
+        data = self.validated(s.FileUploadInput)
+        file = services.upload_file(widget=self.widget, contact=self.contact, upload=data["file"])
+        return Response(s.file_created_payload(file), status=status.HTTP_201_CREATED)

@@ -1,0 +1,98 @@
+"""Stored files: names and types cleaned, bytes under random names. Used by the REST upload
+(apps.chats.api.files), the visitor upload, avatars, icons and billing documents.
+
+SECURITY: the client never names the stored path: bytes are stored under a random name, the
+original name is kept only as cleaned display text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from urllib.parse import unquote, urlsplit
+
+from django.db import transaction
+
+from apps.core.models import Widget
+
+from .models import Contact, File
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+NAME_MAX_CHARS = 255
+FALLBACK_NAME = "file"
+
+_CONTENT_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+_EXTENSION_RE = re.compile(r"^[a-z0-9]{1,10}$")
+
+
+# --- names and types -----------------------------------------------------------------------------------
+
+
+def clean_original_name(raw: str | None) -> str:
+    """Display name of a file: the last path segment, without control or format characters, at most
+    255 characters (the extension kept when it has to be cut). Never used as a storage path."""
+    name = (raw or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = unicodedata.normalize("NFC", name)
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] not in ("C", "Z") or ch == " ")
+    name = name.strip().strip(".").strip()
+    if not name:
+        return FALLBACK_NAME
+    if len(name) > NAME_MAX_CHARS:
+        stem, dot, ext = name.rpartition(".")
+        if dot and stem and len(ext) <= 16:
+            name = f"{stem[: NAME_MAX_CHARS - len(ext) - 1]}.{ext}"
+        else:
+            name = name[:NAME_MAX_CHARS]
+    return name
+
+
+def stored_name(original_name: str) -> str:
+    """A random storage name; only a short alphanumeric extension of the original survives."""
+    _, dot, ext = original_name.rpartition(".")
+    ext = ext.lower() if dot else ""
+    return f"{uuid.uuid4().hex}.{ext}" if _EXTENSION_RE.match(ext) else uuid.uuid4().hex
+
+
+def clean_content_type(raw: str | None) -> str:
+    value = (raw or "").split(";", 1)[0].strip().lower()
+    return value if _CONTENT_TYPE_RE.match(value) else DEFAULT_CONTENT_TYPE
+
+
+def name_from_url(url: str) -> str:
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return FALLBACK_NAME
+    return clean_original_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
+
+
+# --- the write -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def store_file(
+    *,
+    widget: Widget,
+    content,
+    original_name: str,
+    content_type: str,
+    size: int,
+    uploaded_by: Contact | None = None,
+) -> File:
+    """Store `content` (a Django File) under a random name in the default storage and record it.
+    `uploaded_by`: the contact that uploaded it through the visitor API (None for staff uploads).
+
+    The bytes are written before the row; a rolled-back transaction leaves them orphaned, never a
+    row without bytes."""
+    file = File(
+        widget=widget,
+        original_name=clean_original_name(original_name),
+        content_type=clean_content_type(content_type),
+        size=size,
+        uploaded_by=uploaded_by,
+    )
+    file.stored.save(stored_name(file.original_name), content, save=False)
+    file.save()
+    return file
