@@ -1059,13 +1059,11 @@ def _install_backend(pool: Any, wrap: type) -> None:
     pool._network_backend = wrap(inner)  # noqa: SLF001
 
 
-class GuardedHTTPXTransport(httpx.HTTPTransport):
-    """httpx transport with the outbound guard, for SDKs that take an `http_client`.
+class _GuardedTransportSetup:
+    """The construction both guarded httpx transports share: our TLS context, no environment, and
+    the guarded network backend (`_backend`) installed in the private httpcore pool."""
 
-    The URL is checked before sending, every new connection is resolved, checked and pinned, and a
-    transport never follows redirects (a client told to follow them sends each hop through here).
-    Proxies, unix sockets and environment settings are not available.
-    """
+    _backend: type
 
     def __init__(
         self,
@@ -1077,7 +1075,7 @@ class GuardedHTTPXTransport(httpx.HTTPTransport):
         limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
         retries: int = 0,
     ) -> None:
-        super().__init__(
+        super().__init__(  # type: ignore[call-arg]
             verify=_ssl_context(),
             cert=cert,
             trust_env=False,
@@ -1087,7 +1085,18 @@ class GuardedHTTPXTransport(httpx.HTTPTransport):
             retries=retries,
         )
         self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
-        _install_backend(self._pool, _GuardedBackend)
+        _install_backend(self._pool, self._backend)  # type: ignore[attr-defined]
+
+
+class GuardedHTTPXTransport(_GuardedTransportSetup, httpx.HTTPTransport):
+    """httpx transport with the outbound guard, for SDKs that take an `http_client`.
+
+    The URL is checked before sending, every new connection is resolved, checked and pinned, and a
+    transport never follows redirects (a client told to follow them sends each hop through here).
+    Proxies, unix sockets and environment settings are not available.
+    """
+
+    _backend = _GuardedBackend
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -1098,30 +1107,10 @@ class GuardedHTTPXTransport(httpx.HTTPTransport):
             raise
 
 
-class GuardedAsyncHTTPXTransport(httpx.AsyncHTTPTransport):
+class GuardedAsyncHTTPXTransport(_GuardedTransportSetup, httpx.AsyncHTTPTransport):
     """Async twin of GuardedHTTPXTransport."""
 
-    def __init__(
-        self,
-        *,
-        allowed_schemes: Iterable[str] = HTTPS_ONLY,
-        cert: Any = None,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        retries: int = 0,
-    ) -> None:
-        super().__init__(
-            verify=_ssl_context(),
-            cert=cert,
-            trust_env=False,
-            http1=http1,
-            http2=http2,
-            limits=limits,
-            retries=retries,
-        )
-        self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
-        _install_backend(self._pool, _GuardedAsyncBackend)
+    _backend = _GuardedAsyncBackend
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
