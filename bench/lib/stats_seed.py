@@ -19,12 +19,13 @@ import os
 import time
 from datetime import timedelta
 
+from bench.lib.seed import BIG_TABLES, _drop_secondary_structures
+
 WIDGET_NAME = "bench-stats"
 OWNER_EMAIL = "bench-stats@bench.invalid"
 AGENTS = 200  # including the owner and the AI operator
 MESSAGES_PER_CHAT = 10
 SPAN_DAYS = 370
-BIG_TABLES = ("chats_message", "chats_chat", "chats_contact")
 
 
 def scale_from_env() -> float:
@@ -68,37 +69,6 @@ def ensure_seeded() -> tuple[float, bool]:
         return existing, False
     seed(wanted)
     return wanted, True
-
-
-def _drop_secondary_structures(cur) -> list[tuple[str, str]]:
-    cur.execute(
-        """
-        SELECT i.indexname, i.indexdef FROM pg_indexes i
-        WHERE i.schemaname = current_schema() AND i.tablename = ANY(%(tables)s)
-          AND NOT EXISTS (SELECT 1 FROM pg_constraint c
-                          WHERE c.conindid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass)
-        ORDER BY i.indexname
-        """,
-        {"tables": list(BIG_TABLES)},
-    )
-    indexes = cur.fetchall()
-    cur.execute(
-        """
-        SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
-        WHERE c.contype = 'f' AND c.conrelid::regclass::text = ANY(%(tables)s) ORDER BY c.conname
-        """,
-        {"tables": list(BIG_TABLES)},
-    )
-    foreign_keys = cur.fetchall()
-    cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    for table, name, _ in foreign_keys:
-        cur.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
-    for name, _ in indexes:
-        cur.execute(f'DROP INDEX "{name}"')
-    recreate = [(f"index {name}", sql) for name, sql in indexes]
-    for table, name, sql in foreign_keys:
-        recreate.append((f"foreign key {name}", f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {sql}'))
-    return recreate
 
 
 # One row per chat: everything the chat, its messages, its rating and its transfer are made of.
