@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from django.db import transaction
 
+from apps.core.errors import BodyTooLarge
 from apps.core.models import Widget
 
 from .models import Contact, File
@@ -69,6 +70,12 @@ def name_from_url(url: str) -> str:
 
 
 # --- the write -------------------------------------------------------------------------------------------
+
+
+def check_upload_size(upload) -> None:
+    """413 for an uploaded file over MAX_FILE_BYTES (the body gate let its multipart framing in)."""
+    if upload.size > MAX_FILE_BYTES:
+        raise BodyTooLarge(f"The file exceeds {MAX_FILE_BYTES} bytes.")
 
 
 @transaction.atomic

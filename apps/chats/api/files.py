@@ -25,9 +25,9 @@ from apps.core import outbound
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
-from apps.core.errors import BodyTooLarge, NotFound, problem_response
+from apps.core.errors import NotFound, problem_response
 
-from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, name_from_url, store_file
+from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
 from ..models import File
 from ..serializers import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from .contacts import StrictTextField
@@ -135,8 +135,7 @@ class FileViewSet(WidgetScopedViewSet):
         data = self.validated(FileUploadInput)
         upload = data.get("file")
         if upload is not None:
-            if upload.size > MAX_FILE_BYTES:
-                raise BodyTooLarge(f"The file exceeds {MAX_FILE_BYTES} bytes.")
+            check_upload_size(upload)
             content, name, content_type, size = upload, upload.name, upload.content_type, upload.size
         else:
             try:

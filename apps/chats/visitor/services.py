@@ -15,11 +15,11 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.agents.models import Agent
-from apps.core.errors import BodyTooLarge, Conflict, NotFound
+from apps.core.errors import Conflict, NotFound
 from apps.core.models import Widget
 
 from .. import services as chat_services
-from ..files import MAX_FILE_BYTES, store_file
+from ..files import check_upload_size, store_file
 from ..models import Chat, Contact, File, Message, Rating, VisitorSession
 from . import auth
 
@@ -100,8 +100,7 @@ def attachable_file(*, widget: Widget, contact: Contact, file_id: int) -> File |
 def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
     """The visitor uploads a file to send with a file or image message."""
     _own(widget, contact)
-    if upload.size > MAX_FILE_BYTES:
-        raise BodyTooLarge(f"The file exceeds {MAX_FILE_BYTES} bytes.")
+    check_upload_size(upload)
     return store_file(
         widget=widget,
         content=upload,
