@@ -176,13 +176,17 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
     now = timezone.now()
     rows, due = [], 0
     for event in events:
+        rendered: dict[str, tuple[bytes, dict] | None] = {}  # one body and log copy per envelope
         for sub in by_widget.get(event.widget_id, ()):
             envelope = _envelope_for(sub, event.type)
             if envelope is None:
                 continue
-            body = payloads.render(event, envelope)
-            if body is None:
+            if envelope not in rendered:
+                body = payloads.render(event, envelope)
+                rendered[envelope] = None if body is None else (body, payloads.log_payload(body))
+            if rendered[envelope] is None:
                 continue
+            body, logged = rendered[envelope]
             if enabled_types is None:  # read once, and only when some endpoint matches
                 enabled_types = catalogue.enabled_types()
             enabled = event.type in enabled_types
@@ -196,7 +200,7 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
                     envelope=envelope,
                     status=Delivery.Status.PENDING if enabled else Delivery.Status.SKIPPED,
                     body=body.decode(),
-                    payload=payloads.log_payload(body),
+                    payload=logged,
                     next_attempt_at=now if enabled else None,
                 )
             )
