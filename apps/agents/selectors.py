@@ -123,8 +123,14 @@ def find_invitation(token_hash: str) -> Invitation | None:
     return Invitation.objects.select_related("widget").filter(token_hash=token_hash).first()
 
 
+# Larger integers name no row, and SQLite cannot even bind them in an IN list (exact lookups Django
+# already answers with no rows; `__in` it does not).
+MAX_ROW_ID = 2**63 - 1
+
+
 def agents_of(widget: Widget, ids: list[int]) -> dict[int, Agent]:
-    return {agent.pk: agent for agent in Agent.objects.filter(widget=widget, pk__in=ids)}
+    storable = [value for value in ids if -MAX_ROW_ID - 1 <= value <= MAX_ROW_ID]
+    return {agent.pk: agent for agent in Agent.objects.filter(widget=widget, pk__in=storable)}
 
 
 def with_agent_ids(queryset: QuerySet[Department]) -> QuerySet[Department]:

@@ -111,6 +111,15 @@ def test_unknown_foreign_agent_ids_and_av_channels_report_identically(api, widge
     assert not Department.objects.exists()
 
 
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 2**101])
+def test_an_id_past_the_64_bit_range_is_an_unknown_id(api, widget, value):
+    # found by schemathesis: SQLite cannot bind such an integer in an IN list (it was a 500)
+    client = api()
+    problem = assert_problem(create(client, {"name": "x", "agent_ids": [value]}), 422)
+    assert problem["errors"] == {"agent_ids.0": ["Unknown id."]}
+    assert not Department.objects.exists()
+
+
 def test_av_channel_of_this_widgets_cabinet_is_accepted_once_cabinets_exist(api, widget, monkeypatch):
     monkeypatch.setattr(selectors, "AD_CABINET_SOURCE", lambda w: {42} if w.pk == widget.pk else set())
     client = api()
