@@ -304,10 +304,6 @@ if OUTBOUND_ALLOW_LOOPBACK:
         "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"
     )
 
-# Handlers of domain events, called by the outbox fan-out with (event). Apps append theirs.
-# Each takes a list of OutboxEvent rows (a fan-out batch) and is idempotent on their ids.
-EVENT_HANDLERS: list[str] = ["apps.webhooks.services.fan_out_events"]
-
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
 WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])

@@ -30,7 +30,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib import auth
 
-from apps.chats.realtime import widget_group
+from apps.core.realtime import widget_group
 from apps.core.websocket import FramedJsonConsumer, query_params
 
 from . import presence
@@ -166,7 +166,7 @@ class AgentConsumer(FramedJsonConsumer):
     # --- server -> client ---------------------------------------------------------------------------
 
     async def push(self, event):
-        """A frame of apps.chats.realtime for the widget's console group."""
+        """A frame of apps.chats.realtime (groups of apps.core.realtime) for the widget's console group."""
         if self.registered:
             await self.send_json(event.get("frame") or {})
 

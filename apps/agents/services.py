@@ -23,9 +23,9 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core import events
 from apps.core.errors import AppError, Conflict
 from apps.core.models import Account, Widget
-from apps.widget.services import purge_widget_cache
 
 from . import events_log, selectors
 from .models import Agent, AgentEvent, Department, Invitation
@@ -76,15 +76,9 @@ class InvitationUnusable(Exception):
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
-def _purge_cache(widget_id: int) -> None:
-    """Purge the served widget cache now and again once the transaction commits.
-
-    The first purge makes the answer of this request never precede it; the second stops a visitor
-    request that ran between the first purge and the commit from caching the old state under the
-    new generation.
-    """
-    purge_widget_cache(widget_id=widget_id)
-    transaction.on_commit(lambda: purge_widget_cache(widget_id=widget_id))
+def _profile_changed(widget: Widget, agent: Agent) -> None:
+    """What the public widget config shows of `agent` changed (the widget app purges its cache)."""
+    events.emit(widget, events.AGENT_PROFILE_CHANGED, operator_id=agent.pk)
 
 
 def _lock_account(widget: Widget) -> Account:
@@ -168,7 +162,7 @@ def set_show_in_header(*, widget: Widget, agent: Agent, show_in_header: bool) ->
     agent.show_in_header = show_in_header
     agent.save(update_fields=["show_in_header"])
     record_agent_event(widget=widget, agent=agent, type="show_in_header_on" if show_in_header else "show_in_header_off")
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -180,7 +174,7 @@ def _ban(widget: Widget, agent: Agent, *, event: str) -> Agent:
     agent.status = Agent.Status.BANNED
     agent.save(update_fields=["status"])
     record_agent_event(widget=widget, agent=agent, type=event, extra={"previous_status": previous})
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -215,7 +209,7 @@ def restore_agent(*, widget: Widget, agent: Agent) -> Agent:
     agent.status = Agent.Status.ACTIVE
     agent.save(update_fields=["status"])
     record_agent_event(widget=widget, agent=agent, type="restored")
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -233,7 +227,7 @@ def set_agent_status(*, widget: Widget, agent: Agent, status: str) -> Agent:
     agent.status = status
     agent.save(update_fields=["status"])
     record_agent_event(widget=widget, agent=agent, type=f"status_{status}")
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -257,7 +251,7 @@ def set_agent_avatar(*, widget: Widget, agent: Agent, content: bytes, extension:
     agent.save(update_fields=["avatar"])
     _delete_file_on_commit(storage, previous)
     record_agent_event(widget=widget, agent=agent, type="avatar_set")
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -270,7 +264,7 @@ def remove_agent_avatar(*, widget: Widget, agent: Agent) -> Agent:
         agent.avatar = None
         agent.save(update_fields=["avatar"])
         record_agent_event(widget=widget, agent=agent, type="avatar_removed")
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 
@@ -368,7 +362,7 @@ def accept_invitation(*, token: str, name: str, surname: str = "", password: str
     invitation.agent = agent
     invitation.save(update_fields=["accepted_at", "agent"])
     record_agent_event(widget=widget, agent=agent, type="invitation_accepted", extra={"invitation_id": invitation.pk})
-    _purge_cache(widget.pk)
+    _profile_changed(widget, agent)
     return agent
 
 

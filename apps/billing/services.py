@@ -14,10 +14,10 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core import events
 from apps.core.errors import Conflict
 from apps.core.models import Account, Widget
 from apps.core.ratelimit import Budget
-from apps.widget.services import purge_widget_cache
 
 from . import selectors
 from .models import AccountPlan, Invoice, InvoiceItem, LegalEntity, Plan, Withdrawal
@@ -76,25 +76,12 @@ def _lock_entity(account: Account, entity: LegalEntity) -> LegalEntity:
 # --- account profile -------------------------------------------------------------------------------------
 
 
-def _purge_account_widgets(account: Account) -> None:
-    """Purge the served cache of every widget of the account now and again on commit (a visitor
-    request between the first purge and the commit must not cache the old name)."""
-    widget_ids = list(Widget.objects.filter(account_id=account.pk).values_list("pk", flat=True))
-    for widget_id in widget_ids:
-        purge_widget_cache(widget_id=widget_id)
-
-    def again():
-        for widget_id in widget_ids:
-            purge_widget_cache(widget_id=widget_id)
-
-    transaction.on_commit(again)
-
-
 @transaction.atomic
 def update_account_profile(*, widget: Widget, changes: dict) -> Account:
     """Merge `changes` (a subset of name, surname, phone; "" clears) into the widget's account.
 
-    A changed `name` purges the served cache of every widget the account owns."""
+    A changed `name` emits account.profile_changed (the served cache of every widget the account
+    owns is purged)."""
     unknown = set(changes) - set(PROFILE_FIELDS)
     assert not unknown, f"not profile fields: {unknown}"
     account = Account.objects.select_for_update().get(pk=widget.account_id)
@@ -104,7 +91,7 @@ def update_account_profile(*, widget: Widget, changes: dict) -> Account:
     if changed:
         account.save(update_fields=changed)
     if "name" in changed:
-        _purge_account_widgets(account)
+        events.emit(widget, events.ACCOUNT_PROFILE_CHANGED, account_id=account.pk)
     return account
 
 

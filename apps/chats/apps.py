@@ -14,3 +14,7 @@ class ChatsConfig(AppConfig):
 
     def ready(self):
         connection_created.connect(_sqlite_unicode_lower, dispatch_uid="chats.sqlite_unicode_lower")
+
+        from . import realtime
+
+        realtime.register()

@@ -1,64 +1,68 @@
-"""Live pushes to websockets through the channel layer, sent after the transaction commits.
+"""Live pushes of conversations: on-commit handlers of the event bus, registered in
+ChatsConfig.ready(). Every path of a transition (REST, visitor API, console, the idle sweep) emits the
+same event and so pushes the same frame.
 
-Groups: `chat.<id>` (the visitor's socket of that room) and `widget.<id>` (operator consoles).
-Frames carry only what the receiving side may see; the visitor group never receives private
-notes, operator-only e-mails or operator-to-operator messages.
+Frames carry only what the receiving side may see; the visitor group (`chat.<id>`) never receives
+private notes, operator-only e-mails or operator-to-operator messages; operator consoles listen on
+`widget.<id>`.
 """
 
 from __future__ import annotations
 
-import logging
+from apps.core import events
+from apps.core.realtime import chat_group, push, widget_group
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
-
-logger = logging.getLogger(__name__)
+from .models import Chat, Message
+from .payloads import visitor_message_frame
 
 
-def chat_group(chat_id: int) -> str:
-    return f"chat.{chat_id}"
-
-
-def widget_group(widget_id: int) -> str:
-    return f"widget.{widget_id}"
-
-
-def _send(groups: list[str], frame: dict) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    for group in groups:
-        try:
-            async_to_sync(layer.group_send)(group, {"type": "push", "frame": frame})
-        except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
-            logger.warning("websocket push failed", extra={"group": group})
-
-
-def _on_commit(groups: list[str], frame: dict) -> None:
-    transaction.on_commit(lambda: _send(groups, frame))
-
-
-def message_created(message) -> None:
-    from .serializers import visitor_message_frame
-
-    groups = [widget_group(message.widget_id)]
-    if message.visibility == "public":
-        groups.append(chat_group(message.chat_id))
-    _on_commit(groups, {"event": "message", "chat_id": message.chat_id, "message": visitor_message_frame(message)})
-
-
-def chat_changed(chat) -> None:
-    _on_commit([widget_group(chat.widget_id)], {"event": "chat", "chat_id": chat.pk, "status": chat.status})
-
-
-def typing(chat, *, state: str, by: str) -> None:
-    groups = [widget_group(chat.widget_id)] if by == "client" else [chat_group(chat.pk), widget_group(chat.widget_id)]
-    _send(groups, {"event": "typing", "chat_id": chat.pk, "state": state, "by": by})
-
-
-def seen(chat, *, message_id: int, by: str) -> None:
-    _on_commit(
-        [chat_group(chat.pk), widget_group(chat.widget_id)],
-        {"event": "seen", "chat_id": chat.pk, "message_id": message_id, "by": by},
+def message_stored(event: events.Event) -> None:
+    """message.created and rating.requested: the message frame to the console, and to the room
+    when the visitor may see it."""
+    message = event.obj(
+        "message", Message.objects.select_related("file"), pk=event.data["message_id"], widget_id=event.widget.pk
     )
+    if message is None:  # emitted by hand about no stored message
+        return
+    groups = [widget_group(message.widget_id)]
+    if message.visibility == Message.Visibility.PUBLIC:
+        groups.append(chat_group(message.chat_id))
+    push(groups, {"event": "message", "chat_id": message.chat_id, "message": visitor_message_frame(message)})
+
+
+def chat_status(event: events.Event) -> None:
+    """The chat's status as the console shows it, after a close, a state move or a transfer."""
+    if event.type == events.CHAT_CLOSED:
+        status = Chat.Status.EXPIRED
+    elif event.type == events.CHAT_STATUS_CHANGED:
+        status = event.data["status"]
+    else:
+        chat = event.obj("chat", Chat.objects.only("status"), pk=event.data["chat_id"], widget_id=event.widget.pk)
+        if chat is None:  # emitted by hand about no stored chat
+            return
+        status = chat.status
+    push([widget_group(event.widget.pk)], {"event": "chat", "chat_id": event.data["chat_id"], "status": status})
+
+
+def typing(event: events.Event) -> None:
+    chat_id, by = event.data["chat_id"], event.data["by"]
+    groups = [widget_group(event.widget.pk)] if by == "client" else [chat_group(chat_id), widget_group(event.widget.pk)]
+    push(groups, {"event": "typing", "chat_id": chat_id, "state": event.data["state"], "by": by})
+
+
+def seen(event: events.Event) -> None:
+    chat_id = event.data["chat_id"]
+    push(
+        [chat_group(chat_id), widget_group(event.widget.pk)],
+        {"event": "seen", "chat_id": chat_id, "message_id": event.data["message_id"], "by": event.data["by"]},
+    )
+
+
+def register() -> None:
+    on_commit = events.ON_COMMIT
+    events.subscribe([events.MESSAGE_CREATED, events.RATING_REQUESTED], message_stored, phase=on_commit)
+    events.subscribe(
+        [events.CHAT_CLOSED, events.CHAT_STATUS_CHANGED, events.CHAT_TRANSFERRED], chat_status, phase=on_commit
+    )
+    events.subscribe(events.CHAT_TYPING, typing, phase=on_commit)
+    events.subscribe(events.MESSAGES_SEEN, seen, phase=on_commit)

@@ -1,10 +1,11 @@
 """Writes on conversations. Every state change of a chat goes through here: the REST API, the
 visitor channel, the operator console, compat routes and the lifecycle job call the same functions.
 
-Locking: functions that change a chat lock its row (`select_for_update`) inside their transaction,
-so two writers (a close and an incoming message, two closes) serialise and each emits its events
-once. Events are written to the outbox in the same transaction (apps.core.events.emit); live
-pushes to websockets go out after commit (apps.chats.realtime).
+Locking: functions that change a chat lock its row (`lock_chat`) inside their transaction, so two
+writers (a close and an incoming message, two closes) serialise and each emits its events once.
+Each change calls `apps.core.events.emit` once and does nothing else: the statistics facts
+(apps.stats.facts, in the transaction), the websocket pushes (apps.chats.realtime, after commit)
+and the webhooks (the outbox) are handlers of those events.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from apps.core import events
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 
-from . import facts, realtime
 from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
 
 WIDGET_CHANNEL = "widget"
@@ -41,13 +41,22 @@ class AlreadyRated(Conflict):
     code, title = "already_rated", "Chat already rated"
 
 
-def ensure_not_spam(chat: Chat) -> None:
+def ensure_not_spam(
+    chat: Chat, *, detail: str = "A spam chat takes no messages, typing or receipts; move it to active first."
+) -> None:
+    """The spam rule of every write into a chat (messages, typing, receipts, ratings): 409."""
     if chat.status == Chat.Status.SPAM:
-        raise ChatIsSpam("A spam chat takes no messages, typing or receipts; move it to active first.")
+        raise ChatIsSpam(detail)
 
 
-def _lock(chat: Chat) -> Chat:
-    return Chat.objects.select_for_update().get(pk=chat.pk, widget_id=chat.widget_id)
+def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
+    """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
+    `of=self`), with `related` rows joined. The one way a writer takes a chat."""
+    return (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related(*related)
+        .get(pk=chat.pk, widget_id=widget.pk)
+    )
 
 
 def _author_type(message: Message) -> str:
@@ -121,8 +130,14 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
     try:
         with transaction.atomic():
             chat = Chat.objects.create(widget=widget, contact=contact, channel=channel)
-            facts.chat_created(chat=chat)
-            events.emit(widget, events.CHAT_CREATED, chat_id=chat.pk, client_id=contact.guid, source=source)
+            events.emit(
+                widget,
+                events.CHAT_CREATED,
+                objects={"chat": chat},
+                chat_id=chat.pk,
+                client_id=contact.guid,
+                source=source,
+            )
             return chat
     except IntegrityError:  # the same contact's concurrent first message created it
         return Chat.objects.get(widget=widget, contact=contact, channel=channel)
@@ -145,23 +160,25 @@ def _operator_type(agent: Agent) -> str:
     return Chat.OperatorType.AI if agent.type == Agent.Type.AI else Chat.OperatorType.HUMAN
 
 
-def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> list[str]:
+@dataclass
+class Answer:
+    """What `record_answer` changed on the chat: the fields to save, and whether this was the
+    chat's first acceptance (chat.accepted is emitted once the chat is saved)."""
+
+    fields: list[str]
+    accepted: bool
+
+
+def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> Answer:
     """An operator answered the (locked) chat: a person by explicit accept, assignment or a reply;
-    the AI operator by a visitor-visible message. Updates accepted_by / handled_by / handling and
-    emits chat.accepted the first time. Returns the changed field names (caller saves)."""
+    the AI operator by a visitor-visible message. Updates accepted_by / handled_by / handling.
+    The caller saves the fields and then calls `emit_accepted` when `accepted`."""
     kind = _operator_type(agent)
     changed = []
-    if not chat.accepted_by_type:
+    accepted = not chat.accepted_by_type
+    if accepted:
         chat.accepted_by, chat.accepted_by_type, chat.accepted_at = agent, kind, now
         changed += ["accepted_by", "accepted_by_type", "accepted_at"]
-        events.emit(
-            chat.widget,
-            events.CHAT_ACCEPTED,
-            chat_id=chat.pk,
-            operator_id=agent.pk,
-            operator_type=kind,
-            client_id=chat.contact.guid,
-        )
     handling = _NEXT_HANDLING.get((chat.handling, kind), chat.handling)
     if handling != chat.handling:
         chat.handling = handling
@@ -173,18 +190,33 @@ def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> list[str]:
     if kind == Chat.OperatorType.HUMAN and chat.agent_id is None:
         chat.agent = agent
         changed.append("agent")
-    return changed
+    return Answer(fields=changed, accepted=accepted)
+
+
+def emit_accepted(*, chat: Chat) -> None:
+    """chat.accepted for a chat whose first acceptance was just saved."""
+    events.emit(
+        chat.widget,
+        events.CHAT_ACCEPTED,
+        objects={"chat": chat},
+        chat_id=chat.pk,
+        operator_id=chat.accepted_by_id,
+        operator_type=chat.accepted_by_type,
+        client_id=chat.contact.guid,
+    )
 
 
 # --- state ------------------------------------------------------------------------------------------------
 
 
-def _expire(chat: Chat, *, reason: str, now: datetime) -> list[str]:
-    """Move a locked chat into expired and emit chat.closed (every move into expired emits)."""
+def _expire(chat: Chat, *, reason: str, now: datetime) -> None:
+    """Move a locked chat into expired, save it and emit chat.closed (every move into expired emits,
+    whoever makes it: POST /close, state `expired`, the console, the idle sweep)."""
     chat.status = Chat.Status.EXPIRED
     chat.closed_at = now
-    events.emit(chat.widget, events.CHAT_CLOSED, chat_id=chat.pk, reason=reason or "expired")
-    return ["status", "closed_at"]
+    chat.updated_at = now
+    chat.save(update_fields=["status", "closed_at", "updated_at"])
+    events.emit(chat.widget, events.CHAT_CLOSED, objects={"chat": chat}, chat_id=chat.pk, reason=reason or "expired")
 
 
 @transaction.atomic
@@ -193,17 +225,26 @@ def close_chat(*, widget: Widget, chat: Chat, reason: str | None = None) -> Chat
 
     Closing an already expired chat changes nothing and emits nothing; a spam chat refuses (409).
     """
-    chat = _lock(chat)
+    chat = lock_chat(widget=widget, chat=chat)
     if chat.status == Chat.Status.EXPIRED:
         return chat
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("A spam chat can only be moved back to active.")
-    now = timezone.now()
-    fields = _expire(chat, reason=reason or "expired", now=now)
-    chat.updated_at = now
-    chat.save(update_fields=[*fields, "updated_at"])
-    realtime.chat_changed(chat)
+    _expire(chat, reason=reason or "expired", now=timezone.now())
     return chat
+
+
+def _move_status(chat: Chat, *, status: str, now: datetime, reopen: bool = False) -> None:
+    """A locked chat takes a status other than expired: saved, chat.status_changed emitted.
+    `reopen` also clears closed_at (the idle sweep's re-activation of a talked-in room)."""
+    chat.status = status
+    chat.updated_at = now
+    fields = ["status", "updated_at"]
+    if reopen:
+        chat.closed_at = None
+        fields.append("closed_at")
+    chat.save(update_fields=fields)
+    events.emit(chat.widget, events.CHAT_STATUS_CHANGED, objects={"chat": chat}, chat_id=chat.pk, status=status)
 
 
 @transaction.atomic
@@ -212,14 +253,11 @@ def set_chat_state(*, widget: Widget, chat: Chat, state: str, reason: str | None
     is written and replaced at the next lifecycle tick; `expired` is close."""
     if state == Chat.Status.EXPIRED:
         return close_chat(widget=widget, chat=chat, reason=reason)
-    chat = _lock(chat)
+    chat = lock_chat(widget=widget, chat=chat)
     if chat.status == Chat.Status.SPAM and state != Chat.Status.ACTIVE:
         raise ChatIsSpam("A spam chat can only be moved back to active.")
     if chat.status != state:
-        chat.status = state
-        chat.updated_at = timezone.now()
-        chat.save(update_fields=["status", "updated_at"])
-        realtime.chat_changed(chat)
+        _move_status(chat, status=state, now=timezone.now())
     return chat
 
 
@@ -227,18 +265,14 @@ def set_chat_state(*, widget: Widget, chat: Chat, state: str, reason: str | None
 def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = "api") -> Chat:
     """Hand the chat to another agent of this widget: routing owner and handler change, a transfer
     row is kept for statistics, chat.transferred is emitted. Assigning an unanswered chat accepts it."""
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("contact", "widget")
-        .get(pk=chat.pk, widget=widget)
-    )
+    chat = lock_chat(widget=widget, chat=chat)
     if chat.status == Chat.Status.SPAM:
         raise ChatIsSpam("A spam chat cannot be transferred.")
     if to_agent.widget_id != widget.pk:
         raise AssertionError("to_agent must belong to the widget")
     now = timezone.now()
     from_agent_id = chat.agent_id
-    ChatTransfer.objects.create(widget=widget, chat=chat, from_agent_id=from_agent_id, to_agent=to_agent)
+    transfer = ChatTransfer.objects.create(widget=widget, chat=chat, from_agent_id=from_agent_id, to_agent=to_agent)
     if from_agent_id is not None and from_agent_id != to_agent.pk:
         record_agent_event(
             widget=widget, agent=from_agent_id, type="chat_transferred_out",
@@ -249,13 +283,15 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
         extra={"chat_id": chat.pk, "from_agent_id": from_agent_id},
     )
     chat.agent = to_agent
-    fields = {"agent", "updated_at", *record_answer(chat=chat, agent=to_agent, now=now)}
+    answer = record_answer(chat=chat, agent=to_agent, now=now)
     chat.updated_at = now
-    chat.save(update_fields=sorted(fields))
-    facts.chat_transferred(chat=chat)
+    chat.save(update_fields=sorted({"agent", "updated_at", *answer.fields}))
+    if answer.accepted:
+        emit_accepted(chat=chat)
     events.emit(
         widget,
         events.CHAT_TRANSFERRED,
+        objects={"chat": chat, "transfer": transfer},
         chat_id=chat.pk,
         client_guid=chat.contact.guid,
         from_operator_id=from_agent_id,
@@ -263,23 +299,22 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
         author_type="OPERATOR",
         source=source,
     )
-    realtime.chat_changed(chat)
     return chat
 
 
 @transaction.atomic
 def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
-    """Explicit accept from the operator console."""
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("contact", "widget")
-        .get(pk=chat.pk, widget=widget)
-    )
-    fields = record_answer(chat=chat, agent=agent, now=timezone.now())
-    if fields:
-        chat.save(update_fields=[*fields, "updated_at"])
+    """Explicit accept from the operator console: chat.accepted the first time, chat.attributed
+    when an accepted chat changes hands, nothing when this agent already handles it."""
+    chat = lock_chat(widget=widget, chat=chat)
+    answer = record_answer(chat=chat, agent=agent, now=timezone.now())
+    if answer.fields:
+        chat.save(update_fields=[*answer.fields, "updated_at"])
         record_agent_event(widget=widget, agent=agent, type="chat_accepted", extra={"chat_id": chat.pk})
-    facts.chat_changed(chat=chat)
+        if answer.accepted:
+            emit_accepted(chat=chat)
+        else:
+            events.emit(widget, events.CHAT_ATTRIBUTED, objects={"chat": chat}, chat_id=chat.pk, operator_id=agent.pk)
     return chat
 
 
@@ -331,33 +366,32 @@ def _store_message(
     return message, fields
 
 
+def _emit_message(chat: Chat, message: Message, *, source: str) -> None:
+    events.emit(
+        chat.widget,
+        events.MESSAGE_CREATED,
+        objects={"chat": chat, "message": message},
+        chat_id=chat.pk,
+        message_id=message.pk,
+        client_id=chat.contact.guid,
+        author_type="USER" if message.author_kind == Message.Author.CLIENT else "OPERATOR",
+        source=source,
+    )
+
+
 @transaction.atomic
 def post_client_message(
     *, widget: Widget, contact: Contact, data: MessageInput, channel: str = WIDGET_CHANNEL, source: str = "visitor"
 ) -> Message:
     """A visitor writes: the first message makes the room (chat.created), an expired room reopens."""
     chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("widget", "contact")
-        .get(pk=chat.pk)
+    chat = lock_chat(widget=widget, chat=chat)
+    ensure_not_spam(chat, detail="This conversation is closed.")
+    message, fields = _store_message(
+        chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=timezone.now()
     )
-    if chat.status == Chat.Status.SPAM:
-        raise ChatIsSpam("This conversation is closed.")
-    now = timezone.now()
-    message, fields = _store_message(chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=now)
     chat.save(update_fields=fields)
-    facts.client_message_posted(chat=chat, message=message)
-    events.emit(
-        widget,
-        events.MESSAGE_CREATED,
-        chat_id=chat.pk,
-        message_id=message.pk,
-        client_id=contact.guid,
-        author_type="USER",
-        source=source,
-    )
-    realtime.message_created(message)
+    _emit_message(chat, message, source=source)
     return message
 
 
@@ -368,85 +402,75 @@ def post_agent_message(
     """An operator writes into a chat (REST, console, compat). `agent` None means the chat's
     assigned agent. A message into an expired chat is stored there and reopens it; a spam chat
     refuses (409). A visible reply into an unclaimed room accepts it."""
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("widget", "contact", "agent")
-        .get(pk=chat.pk, widget=widget)
-    )
-    if chat.status == Chat.Status.SPAM:
-        raise ChatIsSpam("A spam chat takes no messages; move it to active first.")
+    chat = lock_chat(widget=widget, chat=chat, related=("widget", "contact", "agent"))
+    ensure_not_spam(chat, detail="A spam chat takes no messages; move it to active first.")
     author = agent or chat.agent
     if author is None:
         raise AssertionError("caller must resolve the author (agent_id required without an assigned agent)")
     now = timezone.now()
     kind = Message.Author.AI if author.type == Agent.Type.AI else Message.Author.AGENT
     message, fields = _store_message(chat=chat, data=data, author_kind=kind, agent=author, now=now)
+    accepted = False
     if data.visibility == Message.Visibility.PUBLIC:
-        fields += record_answer(chat=chat, agent=author, now=now)
+        answer = record_answer(chat=chat, agent=author, now=now)
+        fields += answer.fields
+        accepted = answer.accepted
         if chat.first_agent_reply_at is None:
             chat.first_agent_reply_at = now
             fields.append("first_agent_reply_at")
     chat.save(update_fields=sorted(set(fields)))
-    facts.agent_message_posted(chat=chat, message=message)
-    events.emit(
-        widget,
-        events.MESSAGE_CREATED,
-        chat_id=chat.pk,
-        message_id=message.pk,
-        client_id=chat.contact.guid,
-        author_type="OPERATOR",
-        source=source,
-    )
-    realtime.message_created(message)
+    if accepted:
+        emit_accepted(chat=chat)
+    _emit_message(chat, message, source=source)
     return message
 
 
 @transaction.atomic
 def request_rating(*, widget: Widget, chat: Chat) -> Message:
     """Ask the visitor to rate the chat: a system message the widget draws as a rating form."""
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("widget", "contact")
-        .get(pk=chat.pk, widget=widget)
-    )
-    if chat.status == Chat.Status.SPAM:
-        raise ChatIsSpam("A spam chat cannot be rated.")
+    chat = lock_chat(widget=widget, chat=chat)
+    ensure_not_spam(chat, detail="A spam chat cannot be rated.")
     if Rating.objects.filter(chat=chat).exists():
         raise AlreadyRated("The visitor has already rated this chat.")
-    now = timezone.now()
     message, fields = _store_message(
         chat=chat,
         data=MessageInput(body="Please rate this conversation.", origin="rate_request"),
         author_kind=Message.Author.SYSTEM,
         agent=None,
-        now=now,
+        now=timezone.now(),
     )
     chat.save(update_fields=fields)
-    realtime.message_created(message)
+    events.emit(widget, events.RATING_REQUESTED, objects={"message": message}, chat_id=chat.pk, message_id=message.pk)
     return message
 
 
 @transaction.atomic
 def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", source: str = "visitor") -> Rating:
     """A visitor rates; the rating is attributed to the agent handling the chat now. The first
-    rating of a chat emits rating.created; later ones update it without a second event."""
-    chat = (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("contact")
-        .get(pk=chat.pk, widget=widget)
-    )
+    rating of a chat emits rating.created; later ones update it and emit rating.updated (no
+    webhook). A spam chat takes no rating (409), whichever entry point asks."""
+    chat = lock_chat(widget=widget, chat=chat)
+    ensure_not_spam(chat)
     handler = chat.handled_by_id or chat.agent_id
     rating = Rating.objects.filter(chat=chat).first()
     if rating is not None:
-        facts.rating_changed(chat=chat, rating=rating, value=value, agent_id=handler)
+        previous_value, previous_agent_id = rating.value, rating.agent_id
         rating.value, rating.comment, rating.agent_id = value, comment, handler
         rating.save(update_fields=["value", "comment", "agent"])
+        events.emit(
+            widget,
+            events.RATING_UPDATED,
+            objects={"chat": chat, "rating": rating},
+            chat_id=chat.pk,
+            previous_value=previous_value,
+            previous_operator_id=previous_agent_id,
+        )
         return rating
     rating = Rating.objects.create(widget=widget, chat=chat, value=value, comment=comment, agent_id=handler)
-    facts.rating_created(chat=chat, rating=rating)
     events.emit(
         widget,
         events.RATING_CREATED,
+        objects={"chat": chat, "rating": rating},
         chat_client_id=chat.contact.guid,
         operator_id=handler,
         author_type="USER",
@@ -457,7 +481,9 @@ def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", sour
 
 def note_typing(*, widget: Widget, chat: Chat, state: str, by: str) -> bool:
     """Typing indicator, forwarded about once per 5 s per chat ("stop" always goes through).
-    Returns whether it was forwarded. The throttle is an atomic conditional UPDATE."""
+    Returns whether it was forwarded. The throttle is an atomic conditional UPDATE. A spam chat
+    refuses (409)."""
+    ensure_not_spam(chat)
     now = timezone.now()
     if state == "start":
         updated = (
@@ -467,18 +493,20 @@ def note_typing(*, widget: Widget, chat: Chat, state: str, by: str) -> bool:
         )
         if not updated:
             return False
-    realtime.typing(chat, state=state, by=by)
+    events.emit(widget, events.CHAT_TYPING, chat_id=chat.pk, state=state, by=by)
     return True
 
 
 @transaction.atomic
 def mark_seen(*, widget: Widget, chat: Chat, message: Message, by: str) -> int:
-    """Read receipt: every message of the other side up to and including `message` is seen."""
+    """Read receipt: every message of the other side up to and including `message` is seen. A spam
+    chat refuses (409)."""
+    ensure_not_spam(chat)
     other = [Message.Author.CLIENT] if by == "agent" else [Message.Author.AGENT, Message.Author.AI]
     now = timezone.now()
     unseen = Message.objects.filter(chat=chat, widget=widget, author_kind__in=other, seen_at__isnull=True)
     count = unseen.filter(id__lte=message.pk).update(seen_at=now)
-    realtime.seen(chat, message_id=message.pk, by=by)
+    events.emit(widget, events.MESSAGES_SEEN, chat_id=chat.pk, message_id=message.pk, by=by)
     return count
 
 
@@ -511,40 +539,40 @@ def submit_offline_message(
 
 def sweep_idle_chats(*, now: datetime | None = None, batch_size: int = 500) -> dict[str, int]:
     """The scheduled job (every 5 minutes): non-spam chats with messages whose last message is 7
-    minutes old or more move to expired (chat.closed on every move); younger ones that are `ready`
-    or `expired` become active again (so closing a chat just talked in reads back as active).
-    Spam chats and chats without messages are left alone.
+    minutes old or more move to expired (chat.closed on every move, the same effects as a close);
+    younger ones that are `ready` or `expired` become active again (chat.status_changed, so closing
+    a chat just talked in reads back as active). Spam chats and chats without messages are left alone.
 
     Works in bounded batches, each its own transaction with `SKIP LOCKED` where the database has
     it, so two sweeps running at once never move one chat twice."""
     now = now or timezone.now()
     cutoff = now - IDLE_EXPIRY
     counts = {"expired": 0, "activated": 0}
-    while True:
-        with transaction.atomic():
-            batch = list(
-                Chat.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("widget")
-                .filter(last_message_at__isnull=False, last_message_at__lte=cutoff)
-                .filter(status__in=[Chat.Status.ACTIVE, Chat.Status.READY])
-                .order_by("last_message_at")[:batch_size]
-            )
-            for chat in batch:
-                fields = _expire(chat, reason="expired", now=now)
-                chat.updated_at = now
-                chat.save(update_fields=[*fields, "updated_at"])
-        counts["expired"] += len(batch)
-        if len(batch) < batch_size:
-            break
-    while True:
-        with transaction.atomic():
-            ids = list(
-                Chat.objects.select_for_update(skip_locked=True)
-                .filter(status__in=[Chat.Status.READY, Chat.Status.EXPIRED], last_message_at__gt=cutoff)
-                .values_list("pk", flat=True)[:batch_size]
-            )
-            Chat.objects.filter(pk__in=ids).update(status=Chat.Status.ACTIVE, closed_at=None, updated_at=now)
-        counts["activated"] += len(ids)
-        if len(ids) < batch_size:
-            break
+    for key, status_in, window, move in (
+        (
+            "expired",
+            [Chat.Status.ACTIVE, Chat.Status.READY],
+            {"last_message_at__isnull": False, "last_message_at__lte": cutoff},
+            lambda chat: _expire(chat, reason="expired", now=now),
+        ),
+        (
+            "activated",
+            [Chat.Status.READY, Chat.Status.EXPIRED],
+            {"last_message_at__gt": cutoff},
+            lambda chat: _move_status(chat, status=Chat.Status.ACTIVE, now=now, reopen=True),
+        ),
+    ):
+        while True:
+            with transaction.atomic():
+                batch = list(
+                    Chat.objects.select_for_update(skip_locked=True, of=("self",))
+                    .select_related("widget")
+                    .filter(status__in=status_in, **window)
+                    .order_by("last_message_at")[:batch_size]
+                )
+                for chat in batch:
+                    move(chat)
+            counts[key] += len(batch)
+            if len(batch) < batch_size:
+                break
     return counts

@@ -1,10 +1,19 @@
-"""Domain events: the catalogue of names and the transactional outbox.
+"""Domain events: the one event bus. A service calls `emit()` once per change and nothing else;
+every side effect of that change is a handler registered by the app that owns the effect, in its
+`AppConfig.ready()`:
 
-`emit(widget, type, **data)` writes an OutboxEvent row in the caller's transaction and, when that
-transaction commits, hands its id to the fan-out task. If the hand-off is lost (broker down, worker
-killed), the beat job `redrive_outbox` finds rows never fanned out and hands them off again, so an
-event committed with its change is never lost. Handlers (the webhooks app) are listed in
-settings.EVENT_HANDLERS; each takes a list of events and must be idempotent on the event ids.
+- in-transaction handlers run inside `emit()`, in the caller's transaction, so what they write
+  (the statistics facts) commits or rolls back with the change (`subscribe(..., phase=IN_TRANSACTION)`);
+- on-commit handlers run once the transaction commits, never for a rolled-back change (websocket
+  pushes, widget cache purges) (`subscribe(..., phase=ON_COMMIT)`);
+- outbox handlers see the public events (the spec's catalogue) after fan-out (`subscribe_outbox`).
+
+Public events (CATALOGUE) are also written as an OutboxEvent row in the caller's transaction and,
+when it commits, handed to the fan-out task. If the hand-off is lost (broker down, worker killed),
+the beat job `redrive_outbox` finds rows never fanned out and hands them off again, so an event
+committed with its change is never lost. Outbox handlers (webhook fan-out) take a list of events
+and must be idempotent on the event ids. Internal events (INTERNAL) have no outbox row: they exist
+for the in-process handlers only.
 
 A fan-out task takes its own event and, in the same transaction, up to FAN_OUT_BATCH - 1 other
 events still waiting (oldest first, rows another worker holds skipped): under a burst, one task
@@ -14,7 +23,11 @@ does the work of many in a few statements, and the tasks of the events it took f
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -25,6 +38,8 @@ from django.utils.module_loading import import_string
 from apps.core.models import OutboxEvent, Widget
 
 logger = logging.getLogger(__name__)
+
+# --- the public catalogue (webhooks) ----------------------------------------------------------------
 
 MESSAGE_CREATED = "message.created"
 CHAT_CREATED = "chat.created"
@@ -60,26 +75,122 @@ LEGACY_NAMES: dict[str, str] = {
     "client_updated": CONTACT_UPDATED,
 }
 
+# --- internal events (no outbox row, no webhook) ------------------------------------------------------
+
+CHAT_STATUS_CHANGED = "chat.status_changed"
+CHAT_ATTRIBUTED = "chat.attributed"
+CHAT_TYPING = "chat.typing"
+MESSAGES_SEEN = "message.seen"
+RATING_REQUESTED = "rating.requested"
+RATING_UPDATED = "rating.updated"
+AGENT_PROFILE_CHANGED = "agent.profile_changed"
+ACCOUNT_PROFILE_CHANGED = "account.profile_changed"
+WIDGET_CONFIG_CHANGED = "widget.config_changed"
+
+INTERNAL: dict[str, tuple[str, ...]] = {
+    # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
+    CHAT_STATUS_CHANGED: ("chat_id", "status"),
+    # an operator took an already accepted chat (handler or owner changed, no chat.accepted)
+    CHAT_ATTRIBUTED: ("chat_id", "operator_id"),
+    CHAT_TYPING: ("chat_id", "state", "by"),
+    MESSAGES_SEEN: ("chat_id", "message_id", "by"),
+    # the system message asking for a rating was stored
+    RATING_REQUESTED: ("chat_id", "message_id"),
+    # a second rating replaced the first: the previous value and agent, as the rollups counted them
+    RATING_UPDATED: ("chat_id", "previous_value", "previous_operator_id"),
+    # something the public widget config shows changed (or its owner asked for a fresh copy)
+    AGENT_PROFILE_CHANGED: ("operator_id",),
+    ACCOUNT_PROFILE_CHANGED: ("account_id",),
+    WIDGET_CONFIG_CHANGED: (),
+}
+
 REDRIVE_AFTER = timedelta(seconds=60)
 FAN_OUT_BATCH = 100
 
+IN_TRANSACTION = "in_transaction"
+ON_COMMIT = "on_commit"
+Phase = Literal["in_transaction", "on_commit"]
 
-def emit(widget: Widget, type: str, **data) -> OutboxEvent:
-    """Record an event in the current transaction; fan it out after commit.
 
-    `data` must carry exactly the catalogue's fields for `type`; `button_guid` is added here.
+@dataclass(frozen=True)
+class Event:
+    """What a handler receives. `data` holds the catalogue's fields; `objects` the rows the service
+    already loaded (a locked chat, the stored message) so handlers need not read them again."""
+
+    widget: Widget
+    type: str
+    data: dict[str, Any]
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def obj(self, name: str, queryset: Any, **lookup: Any) -> Any:
+        """The object the service handed over under `name`, else the row `lookup` finds in
+        `queryset`, else None (an event emitted by hand about a row that does not exist)."""
+        value = self.objects.get(name)
+        return value if value is not None else queryset.filter(**lookup).first()
+
+
+Handler = Callable[[Event], None]
+OutboxHandler = Callable[[list[OutboxEvent]], None]
+
+_handlers: dict[tuple[str, str], list[Handler]] = defaultdict(list)
+_outbox_handlers: list[OutboxHandler] = []
+
+
+def subscribe(types: str | Iterable[str], handler: Handler, *, phase: Phase) -> None:
+    """Register `handler` for event `types` (called from the owning app's `AppConfig.ready()`).
+    Registering the same handler twice for a type is a no-op (ready() may run twice in tests)."""
+    if phase not in (IN_TRANSACTION, ON_COMMIT):
+        raise ValueError(f"unknown phase {phase!r}")
+    for type in [types] if isinstance(types, str) else types:
+        if type not in CATALOGUE and type not in INTERNAL:
+            raise ValueError(f"unknown event type {type!r}")
+        registered = _handlers[(type, phase)]
+        if handler not in registered:
+            registered.append(handler)
+
+
+def subscribe_outbox(handler: OutboxHandler) -> None:
+    """Register an outbox handler: called with batches of fanned-out public events."""
+    if handler not in _outbox_handlers:
+        _outbox_handlers.append(handler)
+
+
+def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **data) -> OutboxEvent | None:
+    """Announce one change of `widget`. Runs the in-transaction handlers now, queues the on-commit
+    ones, and for a public event writes its outbox row (returned) and queues the fan-out hand-off.
+
+    `data` must carry exactly the catalogue's fields for `type`; `button_guid` is added to public
+    events here. Call it inside the transaction of the change, after the change is saved.
     """
-    if type not in CATALOGUE:
+    fields = CATALOGUE.get(type, INTERNAL.get(type))
+    if fields is None:
         raise ValueError(f"unknown event type {type!r}")
-    expected = set(CATALOGUE[type])
-    if set(data) != expected:
-        raise ValueError(f"{type} needs fields {sorted(expected)}, got {sorted(data)}")
-    event = OutboxEvent.objects.create(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
-    transaction.on_commit(lambda: _hand_off(event.pk))
-    return event
+    if set(data) != set(fields):
+        raise ValueError(f"{type} needs fields {sorted(fields)}, got {sorted(data)}")
+    row = None
+    if type in CATALOGUE:
+        row = OutboxEvent.objects.create(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
+        transaction.on_commit(lambda: _hand_off(row.pk))
+    event = Event(widget=widget, type=type, data=data, objects=objects or {})
+    for handler in _handlers.get((type, IN_TRANSACTION), ()):
+        handler(event)
+    for handler in _handlers.get((type, ON_COMMIT), ()):
+        transaction.on_commit(_after_commit(handler, event))
+    return row
+
+
+def _after_commit(handler: Handler, event: Event) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            handler(event)
+        except Exception:  # the change is committed; an after-commit effect is best effort
+            logger.exception("on-commit event handler failed", extra={"event_type": event.type})
+
+    return run
 
 
 def _hand_off(event_id) -> None:
+    # core.tasks imports this module to call fan_out: the one import cycle the layers allow.
     from apps.core.tasks import fan_out_event
 
     try:
@@ -88,12 +199,15 @@ def _hand_off(event_id) -> None:
         logger.warning("outbox hand-off failed; the re-drive job will retry", extra={"event_id": str(event_id)})
 
 
-def handlers():
-    return [import_string(path) for path in settings.EVENT_HANDLERS]
+def handlers() -> list[OutboxHandler]:
+    """The outbox handlers: settings.EVENT_HANDLERS (dotted paths) when set, else the registered ones."""
+    if getattr(settings, "EVENT_HANDLERS", None):
+        return [import_string(path) for path in settings.EVENT_HANDLERS]
+    return list(_outbox_handlers)
 
 
 def fan_out(event_id, *, batch_size: int = FAN_OUT_BATCH) -> bool:
-    """Run every handler for this event (and the waiting ones taken with it), then mark them
+    """Run every outbox handler for this event (and the waiting ones taken with it), then mark them
     dispatched. Returns False when the event was already dispatched. Safe to run twice.
 
     When the handlers fail on the batch, it is rolled back and this event alone is run again, so

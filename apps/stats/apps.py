@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class StatsConfig(AppConfig):
     name = "apps.stats"
     label = "stats"
+
+    def ready(self):
+        from . import facts
+
+        facts.register()

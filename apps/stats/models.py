@@ -1,4 +1,4 @@
-"""Statistics facts, maintained by the chat services (apps.chats.facts) in the transaction of the
+"""Statistics facts, maintained by the chat services (apps.stats.facts) in the transaction of the
 change they count, so no statistics read scans messages.
 
 - `ChatFacts`: one row per chat, the chat's attribution as last added to the daily rollups (its

@@ -1,6 +1,6 @@
 """Reads of statistics, tenant first. Whole Moscow days come from the daily facts; a window edge
 that is not a midnight is counted from the per-chat facts and event rows of that partial day
-(apps.chats.facts.counters_between: index range scans over at most those hours). No read scans a
+(apps.stats.facts.counters_between: index range scans over at most those hours). No read scans a
 widget's messages; a one-year window of whole days reads about 365 rows per channel.
 
 Metric definitions (also in the OpenAPI descriptions):
@@ -26,8 +26,8 @@ from datetime import date
 from django.db.models import Sum
 
 from apps.agents.models import Agent
-from apps.chats import facts
 from apps.core.models import Widget
+from apps.stats import facts
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
 from .windows import Window, buckets

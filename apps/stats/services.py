@@ -1,4 +1,4 @@
-"""Writes of the statistics facts. apps.chats.facts decides what a change of a chat adds or takes
+"""Writes of the statistics facts. apps.stats.facts decides what a change of a chat adds or takes
 away and hands it here as a `Delta`; this module owns how it is stored.
 
 Locking: the caller holds the chat row lock (the chat services take it), so the chat's own

@@ -1,9 +1,10 @@
 """The served widget cache (public visitor config), owned by the widget app.
 
 Writes that change what a visitor's widget shows (agent status or `show_in_header`, avatars,
-settings, language, account name) call `purge_widget_cache` BEFORE answering. The cache is keyed
-by a per-widget generation number, so a purge is one atomic increment and stale entries are simply
-never read again (they expire on their own).
+settings, language, account name) emit an event whose handlers (apps.widget.handlers) purge the
+cache in the transaction, so the answer never precedes the purge, and again after commit. The
+cache is keyed by a per-widget generation number, so a purge is one atomic increment and stale
+entries are simply never read again (they expire on their own).
 
 Settings writes (PATCH settings, PUT language, icon upload, the purge route) live here too; they
 validate with `settings_schema` (the one definition), lock the settings row, merge only the keys
@@ -21,6 +22,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core import events
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
@@ -77,15 +79,8 @@ def plan_features(widget: Widget) -> dict:
     return {"plan": plan.slug if plan else "free", "premium_skins": billing.has_premium_skins(widget.account)}
 
 
-def _purge(widget_id: int) -> None:
-    """Purge the served cache now and again once the transaction commits.
-
-    The first purge makes the answer of this request never precede it; the second stops a visitor
-    request that ran between the first purge and the commit from caching the old state under the
-    new generation.
-    """
-    purge_widget_cache(widget_id=widget_id)
-    transaction.on_commit(lambda: purge_widget_cache(widget_id=widget_id))
+def _config_changed(widget: Widget) -> None:
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
 
 
 def _locked_row(widget: Widget) -> WidgetSettings:
@@ -123,7 +118,7 @@ def update_settings(*, widget: Widget, body: dict) -> WidgetSettings:
         row.values = merged
         row.updated_at = timezone.now()
         row.save(update_fields=["values", "language_policy_revision", "updated_at"])
-    _purge(widget.pk)
+    _config_changed(widget)
     return row
 
 
@@ -136,7 +131,7 @@ def set_default_language(*, widget: Widget, language: object) -> WidgetSettings:
 def request_cache_purge(*, widget: Widget) -> None:
     """POST /v1/widget/cache/purge: at most 6 per minute per widget (429 with Retry-After)."""
     CACHE_PURGE_BUDGET.check(widget.pk, detail="The widget cache may be purged 6 times per minute.")
-    _purge(widget.pk)
+    _config_changed(widget)
 
 
 @transaction.atomic
@@ -157,7 +152,7 @@ def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconIn
     )
     icon.image.save(f"{uuid.uuid4().hex}.{info.format}", ContentFile(content), save=False)
     icon.save()
-    _purge(widget.pk)
+    _config_changed(widget)
     return icon
 
 

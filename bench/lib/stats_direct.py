@@ -1,6 +1,6 @@
 """The direct count: each statistics endpoint's figures as one SQL aggregate over the base tables
 (chats_chat, chats_message, chats_rating, chats_chattransfer), with the definitions of
-apps.chats.facts and the reference of apps/stats/tests/reference.py. It is the floor of
+apps.stats.facts and the reference of apps/stats/tests/reference.py. It is the floor of
 bench/stats.py (timed in the same run) and the figures our endpoints must equal.
 
 Each function takes a cursor and returns the figures shaped as the endpoint's `metrics` (or rows).

@@ -14,7 +14,7 @@ def idem() -> dict:
 @pytest.fixture
 def purges(monkeypatch):
     """Widget ids whose served cache was purged, in call order (the real purge still runs)."""
-    from apps.agents import services
+    from apps.widget import handlers
     from apps.widget.services import purge_widget_cache
 
     calls: list[int] = []
@@ -23,7 +23,7 @@ def purges(monkeypatch):
         calls.append(widget_id)
         purge_widget_cache(widget_id=widget_id)
 
-    monkeypatch.setattr(services, "purge_widget_cache", spy)
+    monkeypatch.setattr(handlers, "purge_widget_cache", spy)
     return calls
 
 

@@ -29,7 +29,7 @@ def media(settings, tmp_path):
 @pytest.fixture
 def purges(monkeypatch):
     """Widget ids whose served cache was purged by billing services, in call order."""
-    from apps.billing import services
+    from apps.widget import handlers
     from apps.widget.services import purge_widget_cache
 
     calls: list[int] = []
@@ -38,5 +38,5 @@ def purges(monkeypatch):
         calls.append(widget_id)
         purge_widget_cache(widget_id=widget_id)
 
-    monkeypatch.setattr(services, "purge_widget_cache", spy)
+    monkeypatch.setattr(handlers, "purge_widget_cache", spy)
     return calls

@@ -29,7 +29,7 @@ from apps.core.errors import NotFound, problem_response
 
 from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
 from ..models import File
-from ..serializers import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
+from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from .contacts import StrictTextField
 
 

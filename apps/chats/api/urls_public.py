@@ -1,5 +1,5 @@
 """The public download route, mounted at /api/files/: no bearer token, the signed token is the
-credential (see apps.chats.serializers.signed_file_url)."""
+credential (see apps.chats.payloads.signed_file_url)."""
 
 from django.urls import path
 

@@ -12,7 +12,7 @@ from apps.core.api.views import WidgetScopedViewSet
 
 from .. import selectors, services
 from ..models import Chat, Message
-from ..serializers import chat_payload, message_payload
+from ..payloads import chat_payload, message_payload
 from . import serializers as s
 from .filters import ChatListQuery, MessageListQuery
 
@@ -142,7 +142,6 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     def typing(self, request, pk=None):
         chat = self.get_object()
         data = self.validated(s.TypingInput)
-        services.ensure_not_spam(chat)
         forwarded = services.note_typing(widget=request.widget, chat=chat, state=data["state"], by="agent")
         return _accepted({"forwarded": forwarded})
 
@@ -151,7 +150,6 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     def seen(self, request, pk=None):
         chat = self.get_object()
         data = self.validated(s.SeenInput, context={"chat": chat})
-        services.ensure_not_spam(chat)
         message: Message = data["message_id"]
         marked = services.mark_seen(widget=request.widget, chat=chat, message=message, by="agent")
         return Response({"chat_id": chat.pk, "message_id": message.pk, "marked": marked})

@@ -19,10 +19,10 @@ from collections import deque
 from channels.db import database_sync_to_async
 
 from apps.core.errors import AppError
+from apps.core.realtime import chat_group
 from apps.core.websocket import FramedJsonConsumer, query_params
 
-from ..realtime import chat_group
-from ..serializers import visitor_message_frame
+from ..payloads import visitor_message_frame
 from . import auth, services
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404

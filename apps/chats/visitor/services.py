@@ -139,7 +139,6 @@ def rate(*, widget: Widget, contact: Contact, value: int, comment: str = "") -> 
     chat = get_room(widget=widget, contact=contact)
     if chat is None:
         raise NoConversation("Write a message before rating the conversation.")
-    chat_services.ensure_not_spam(chat)
     return chat_services.rate_chat(widget=widget, chat=chat, value=value, comment=comment, source="visitor")
 
 
@@ -163,7 +162,6 @@ def mark_seen(*, widget: Widget, contact: Contact, message_id: int) -> int:
         ).first()
     if message is None:
         raise NotFound("No such message in this conversation.")
-    chat_services.ensure_not_spam(chat)
     return chat_services.mark_seen(widget=widget, chat=chat, message=message, by="client")
 
 

@@ -17,7 +17,7 @@ from apps.core.api.renderers import APIJSONRenderer
 from apps.widget import services as widget_services
 
 from .. import services as chat_services
-from ..serializers import visitor_message_frame
+from ..payloads import visitor_message_frame
 from . import auth, services
 from . import serializers as s
 

@@ -5,11 +5,10 @@ from datetime import date
 
 import pytest
 
-from apps.chats import facts
 from apps.chats.models import Chat
 from apps.chats.services import IDLE_EXPIRY
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.stats import selectors
+from apps.stats import facts, selectors
 from apps.stats.models import ChatFacts, DailyAgentFacts, DailyWidgetFacts
 from apps.stats.windows import Window
 

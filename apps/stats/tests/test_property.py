@@ -8,9 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.chats import facts
 from apps.core.testing.factories import WidgetFactory
-from apps.stats import selectors
+from apps.stats import facts, selectors
 from apps.stats.windows import Window, buckets
 
 from . import reference

@@ -48,14 +48,14 @@ def legacy_widget(db):
 @pytest.fixture
 def purges(monkeypatch):
     """Widget ids whose served cache was purged, in call order (the real purge still runs)."""
-    from apps.widget import services
+    from apps.widget import handlers
 
-    real = services.purge_widget_cache
+    real = handlers.purge_widget_cache
     calls: list[int] = []
 
     def spy(*, widget_id):
         calls.append(widget_id)
         real(widget_id=widget_id)
 
-    monkeypatch.setattr(services, "purge_widget_cache", spy)
+    monkeypatch.setattr(handlers, "purge_widget_cache", spy)
     return calls

@@ -2,10 +2,9 @@
 
 import pytest
 
-from apps.chats import facts
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.testing.plugin import assert_problem
-from apps.stats import selectors
+from apps.stats import facts, selectors
 
 from ..conftest import msk
 

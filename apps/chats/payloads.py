@@ -1,4 +1,5 @@
-"""Output shapes of conversations, shared by the REST API, the visitor API and websocket frames."""
+"""Payload builders of conversations (plain dicts), shared by the REST API, the visitor API, websocket
+frames and webhook payloads."""
 
 from __future__ import annotations
 

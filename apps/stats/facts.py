@@ -1,9 +1,10 @@
 """Statistics facts of conversations: what each change of a chat adds to the daily rollups of
 apps.stats, decided here and stored by apps.stats.services.
 
-apps.chats.services calls one function of this module at each change (room created, answered,
-accepted, transferred, message stored, rated), inside its transaction and with the chat row locked,
-so the figures change in the same commit as the chat. `rebuild_widget_facts` recomputes every fact
+The chat services emit one event per change (room created, accepted, attributed, transferred,
+message stored, rated); the in-transaction handlers at the end of this module (registered by
+StatsConfig.ready()) run inside that transaction with the chat row locked, so the figures change in
+the same commit as the chat. `rebuild_widget_facts` recomputes every fact
 of a widget from the base tables (existing data, repairs), with the same definitions:
 
 - A chat (room) counts on the Europe/Moscow day it was created, with its attribution as it is now:
@@ -33,11 +34,12 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDate
 
+from apps.chats.models import Chat, ChatTransfer, Message, Rating
+from apps.core import events
 from apps.core.timeparse import business_tz
-from apps.stats import services as stats
-from apps.stats.models import ChatFacts
 
-from .models import Chat, ChatTransfer, Message, Rating
+from . import services as stats
+from .models import ChatFacts
 
 # The idle expiry of apps.chats.services: a room quiet this long has been closed by the sweep.
 CONVERSATION_GAP = timedelta(minutes=7)
@@ -209,7 +211,7 @@ def _opens_conversation(message: Message) -> bool:
     return previous is None or message.created_at - previous >= CONVERSATION_GAP
 
 
-# --- hooks of apps.chats.services (inside its transaction, chat row locked) ---------------------------
+# --- one chat's changes (inside the change's transaction, chat row locked) ----------------------------
 
 
 def chat_created(*, chat: Chat) -> None:
@@ -224,10 +226,11 @@ def chat_changed(*, chat: Chat) -> None:
     stats.apply(delta)
 
 
-def chat_transferred(*, chat: Chat) -> None:
+def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> None:
     """The chat's newest transfer row was just written, and its owner and handler changed."""
     delta = stats.Delta(chat.widget_id)
-    transfer = ChatTransfer.objects.filter(chat_id=chat.pk).order_by("-id").first()
+    if transfer is None:
+        transfer = ChatTransfer.objects.filter(chat_id=chat.pk).order_by("-id").first()
     if transfer is not None:
         _count_transfer(
             delta, at=transfer.created_at, from_agent_id=transfer.from_agent_id, to_agent_id=transfer.to_agent_id
@@ -259,12 +262,75 @@ def rating_created(*, chat: Chat, rating: Rating) -> None:
     stats.apply(delta)
 
 
-def rating_changed(*, chat: Chat, rating: Rating, value: int, agent_id: int | None) -> None:
-    """Called before `rating` (as stored) takes `value` and `agent_id`; its day does not move."""
+def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_agent_id: int | None) -> None:
+    """`rating` (as stored now) replaced `previous_value` of `previous_agent_id`; its day does not move."""
     delta = stats.Delta(chat.widget_id)
-    _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=-1)
-    _count_rating(delta, chat, at=rating.created_at, value=value, agent_id=agent_id, sign=1)
+    _count_rating(delta, chat, at=rating.created_at, value=previous_value, agent_id=previous_agent_id, sign=-1)
+    _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)
+
+
+# --- the event handlers --------------------------------------------------------------------------------
+
+
+# Services hand the locked chat and the stored rows over with the event; an event emitted by hand
+# about rows that do not exist (tests, benchmarks) counts nothing.
+
+
+def _chat(event: events.Event) -> Chat | None:
+    return event.obj("chat", Chat.objects, pk=event.data.get("chat_id"), widget_id=event.widget.pk)
+
+
+def on_chat_attribution(event: events.Event) -> None:
+    """chat.created, chat.accepted, chat.attributed: the snapshot follows the chat."""
+    if chat := _chat(event):
+        chat_changed(chat=chat)
+
+
+def on_chat_transferred(event: events.Event) -> None:
+    if chat := _chat(event):
+        chat_transferred(chat=chat, transfer=event.objects.get("transfer"))
+
+
+def on_message_created(event: events.Event) -> None:
+    chat = _chat(event)
+    message = event.obj("message", Message.objects, pk=event.data["message_id"], widget_id=event.widget.pk)
+    if chat is None or message is None:
+        return
+    if message.author_kind == Message.Author.CLIENT:
+        client_message_posted(chat=chat, message=message)
+    else:
+        agent_message_posted(chat=chat, message=message)
+
+
+def on_rating_created(event: events.Event) -> None:
+    chat = event.objects.get("chat")  # rating.created names the chat by its visitor only
+    rating = event.obj("rating", Rating.objects, chat=chat) if chat else None
+    if rating is not None:
+        rating_created(chat=chat, rating=rating)
+
+
+def on_rating_updated(event: events.Event) -> None:
+    """The rating already holds its new value: take back the previous one the event carries."""
+    chat = _chat(event)
+    rating = event.obj("rating", Rating.objects, chat=chat) if chat else None
+    if rating is not None:
+        rating_changed(
+            chat=chat,
+            rating=rating,
+            previous_value=event.data["previous_value"],
+            previous_agent_id=event.data["previous_operator_id"],
+        )
+
+
+def register() -> None:
+    phase = events.IN_TRANSACTION
+    attribution = [events.CHAT_CREATED, events.CHAT_ACCEPTED, events.CHAT_ATTRIBUTED]
+    events.subscribe(attribution, on_chat_attribution, phase=phase)
+    events.subscribe(events.CHAT_TRANSFERRED, on_chat_transferred, phase=phase)
+    events.subscribe(events.MESSAGE_CREATED, on_message_created, phase=phase)
+    events.subscribe(events.RATING_CREATED, on_rating_created, phase=phase)
+    events.subscribe(events.RATING_UPDATED, on_rating_updated, phase=phase)
 
 
 # --- reads of a partial day (apps.stats.selectors) ----------------------------------------------------
