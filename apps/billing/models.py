@@ -283,7 +283,7 @@ class Invoice(WidgetRecord):
         LegalEntity, null=True, blank=True, on_delete=models.PROTECT, related_name="invoices"
     )
     total_minor = models.BigIntegerField(default=0)
-    document = models.ForeignKey("chats.File", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    document = models.ForeignKey("core.File", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     issued_at = models.DateTimeField(default=timezone.now)
     due_at = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)

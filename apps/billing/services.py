@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.core import events
 from apps.core.errors import Conflict
+from apps.core.files import store_file
 from apps.core.models import Account, Widget
 from apps.core.ratelimit import Budget
 
@@ -238,6 +239,4 @@ def store_invoice_document(*, widget: Widget, content, name: str, content_type: 
     """Store an invoice document as a file of `widget` (served by GET /v1/files/{id})."""
     # The chats app keeps its file writer beside the files API; it is imported here, at call time,
     # until chats.services exposes it.
-    from apps.chats.files import store_file
-
     return store_file(widget=widget, content=content, original_name=name, content_type=content_type, size=size)

@@ -12,7 +12,7 @@ from django.db import models
 from django.utils import timezone
 
 from apps.agents.models import Agent, Department
-from apps.core.models import Widget
+from apps.core.models import File, Widget
 
 
 def new_guid() -> str:
@@ -50,21 +50,16 @@ class ContactTag(models.Model):
         indexes = [models.Index(fields=["widget", "name"], name="contact_tag_widget_name")]
 
 
-class File(models.Model):
-    """An uploaded or fetched file, stored through django-storages."""
+class VisitorUpload(models.Model):
+    """A file a contact uploaded through the visitor API. A visitor may attach only its own uploads;
+    staff uploads (REST, console) have no row here. Deleting the contact forgets the ownership."""
 
-    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="files")
-    stored = models.FileField(upload_to="files/%Y/%m/", max_length=300)
-    original_name = models.CharField(max_length=255)
-    content_type = models.CharField(max_length=255, default="application/octet-stream")
-    size = models.PositiveBigIntegerField()
-    # The contact that uploaded it through the visitor API; null for staff uploads (REST, console).
-    # A visitor may attach only its own uploads.
-    uploaded_by = models.ForeignKey("Contact", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+    file = models.OneToOneField(File, primary_key=True, on_delete=models.CASCADE, related_name="visitor_upload")
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    contact = models.ForeignKey("Contact", on_delete=models.CASCADE, related_name="uploads")
 
     class Meta:
-        indexes = [models.Index(fields=["widget", "-created_at"], name="file_widget_created")]
+        indexes = [models.Index(fields=["widget", "contact"], name="visitor_upload_contact")]
 
 
 class Chat(models.Model):

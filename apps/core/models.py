@@ -1,4 +1,4 @@
-"""Tenancy (Account -> Widget), API tokens, and the core's own bookkeeping rows.
+"""Tenancy (Account -> Widget), API tokens, stored files, and the core's own bookkeeping rows.
 
 Every widget-scoped row in the project carries `widget`; account-wide rows carry `account`.
 Indexes on widget-scoped tables start with the tenant column.
@@ -49,6 +49,23 @@ class Widget(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})"
+
+
+class File(models.Model):
+    """An uploaded or fetched file of a widget, stored through django-storages (apps.core.files).
+    Chats, avatars, launcher icons and billing documents refer to it. The table keeps the name it
+    had when the chats app owned the model."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="files")
+    stored = models.FileField(upload_to="files/%Y/%m/", max_length=300)
+    original_name = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=255, default="application/octet-stream")
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "chats_file"
+        indexes = [models.Index(fields=["widget", "-created_at"], name="file_widget_created")]
 
 
 class ApiToken(models.Model):

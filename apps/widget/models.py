@@ -12,8 +12,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from apps.chats.models import File
-from apps.core.models import Widget
+from apps.core.models import File, Widget
 
 
 class WidgetSettings(models.Model):

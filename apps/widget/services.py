@@ -22,8 +22,10 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
+from apps.billing import selectors as billing
 from apps.core import events
 from apps.core.errors import ValidationFailed
+from apps.core.files import store_file
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
@@ -73,8 +75,6 @@ CACHE_PURGE_BUDGET = Budget("widget_cache_purge", 6, 60)
 def plan_features(widget: Widget) -> dict:
     """The plan of the widget's account as the widget app needs it (`premium_skins`: whether premium
     skins are available). Plans belong to the billing app; without one the account is on free."""
-    from apps.billing import selectors as billing
-
     plan = billing.plan_for(widget.account)
     return {"plan": plan.slug if plan else "free", "premium_skins": billing.has_premium_skins(widget.account)}
 
@@ -138,8 +138,6 @@ def request_cache_purge(*, widget: Widget) -> None:
 def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconInfo) -> WidgetIcon:
     """Store a checked launcher icon: the private file (its id is the `custom:{file_id}` value) and
     the public copy the visitor widget loads. Purges the served cache like every widget write."""
-    from apps.chats.files import store_file
-
     file = store_file(
         widget=widget,
         content=ContentFile(content),

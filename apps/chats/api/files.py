@@ -2,7 +2,7 @@
 client), a redirect to a short-lived signed download URL, and the public download route the signed
 token opens.
 
-SECURITY: the client never names the stored path (apps.chats.files stores bytes under random
+SECURITY: the client never names the stored path (apps.core.files stores bytes under random
 names and keeps the original name only as cleaned display text). The download route takes no bearer token (the
 signed, expiring token is the credential) and always serves an attachment with `nosniff`, so an
 uploaded HTML or SVG is never rendered from our origin.
@@ -26,8 +26,8 @@ from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
+from apps.core.files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
 
-from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from .contacts import StrictTextField

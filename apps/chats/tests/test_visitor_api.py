@@ -388,7 +388,7 @@ def test_upload_then_send_it_as_an_image_message(client, widget, token, contact,
     }
     assert response["Access-Control-Allow-Origin"] == "*"
     file = File.objects.get(pk=body["id"])
-    assert file.uploaded_by == contact and file.widget == widget
+    assert file.visitor_upload.contact == contact and file.widget == widget
     assert "photo" not in file.stored.name
     assert sent.status_code == 201
     assert Message.objects.get(pk=sent.json()["id"]).file == file

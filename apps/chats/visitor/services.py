@@ -16,11 +16,11 @@ from django.db import transaction
 
 from apps.agents.models import Agent
 from apps.core.errors import Conflict, NotFound
+from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
 
 from .. import services as chat_services
-from ..files import check_upload_size, store_file
-from ..models import Chat, Contact, File, Message, Rating, VisitorSession
+from ..models import Chat, Contact, File, Message, Rating, VisitorSession, VisitorUpload
 from . import auth
 
 logger = logging.getLogger(__name__)
@@ -91,24 +91,27 @@ def attachable_file(*, widget: Widget, contact: Contact, file_id: int) -> File |
     """A file this contact uploaded through the visitor API (POST files); any other file of the
     widget (staff uploads, another visitor's) answers like an unknown one."""
     _own(widget, contact)
-    return File.objects.filter(pk=file_id, widget=widget, uploaded_by=contact).first()
+    return File.objects.filter(pk=file_id, widget=widget, visitor_upload__contact=contact).first()
 
 
 # --- writes ---------------------------------------------------------------------------------------------
 
 
+@transaction.atomic
 def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
-    """The visitor uploads a file to send with a file or image message."""
+    """The visitor uploads a file to send with a file or image message; the file is recorded as
+    this contact's upload (the only files it may attach)."""
     _own(widget, contact)
     check_upload_size(upload)
-    return store_file(
+    file = store_file(
         widget=widget,
         content=upload,
         original_name=upload.name,
         content_type=upload.content_type,
         size=upload.size,
-        uploaded_by=contact,
     )
+    VisitorUpload.objects.create(file=file, widget=widget, contact=contact)
+    return file
 
 
 def send_message(*, widget: Widget, contact: Contact, data: chat_services.MessageInput) -> Message:

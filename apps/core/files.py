@@ -1,5 +1,5 @@
-"""Stored files: names and types cleaned, bytes under random names. Used by the REST upload
-(apps.chats.api.files), the visitor upload, avatars, icons and billing documents.
+"""Stored files: names and types cleaned, bytes under random names. Used by the REST upload and
+fetch-by-URL (apps.chats), the visitor upload, avatars, icons and billing documents.
 
 SECURITY: the client never names the stored path: bytes are stored under a random name, the
 original name is kept only as cleaned display text.
@@ -14,10 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from django.db import transaction
 
-from apps.core.errors import BodyTooLarge
-from apps.core.models import Widget
-
-from .models import Contact, File
+from .errors import BodyTooLarge
+from .models import File, Widget
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -86,10 +84,8 @@ def store_file(
     original_name: str,
     content_type: str,
     size: int,
-    uploaded_by: Contact | None = None,
 ) -> File:
     """Store `content` (a Django File) under a random name in the default storage and record it.
-    `uploaded_by`: the contact that uploaded it through the visitor API (None for staff uploads).
 
     The bytes are written before the row; a rolled-back transaction leaves them orphaned, never a
     row without bytes."""
@@ -98,7 +94,6 @@ def store_file(
         original_name=clean_original_name(original_name),
         content_type=clean_content_type(content_type),
         size=size,
-        uploaded_by=uploaded_by,
     )
     file.stored.save(stored_name(file.original_name), content, save=False)
     file.save()
