@@ -128,7 +128,8 @@ def create_human_agent(
 ) -> Agent:
     """A human operator with console access to every chat of the widget.
 
-    Used by `create_widget` (the owner's own row), `create_agent` and invitation accept.
+    Used by widget.created (the owner's own row, apps.agents.handlers), `create_agent` and
+    invitation accept.
     Reuses the Django user with that e-mail when one exists; one agent row per user and widget.
     """
     User = get_user_model()

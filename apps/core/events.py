@@ -83,6 +83,7 @@ CHAT_TYPING = "chat.typing"
 MESSAGES_SEEN = "message.seen"
 RATING_REQUESTED = "rating.requested"
 RATING_UPDATED = "rating.updated"
+WIDGET_CREATED = "widget.created"
 AGENT_PROFILE_CHANGED = "agent.profile_changed"
 ACCOUNT_PROFILE_CHANGED = "account.profile_changed"
 WIDGET_CONFIG_CHANGED = "widget.config_changed"
@@ -98,6 +99,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     RATING_REQUESTED: ("chat_id", "message_id"),
     # a second rating replaced the first: the previous value and agent, as the rollups counted them
     RATING_UPDATED: ("chat_id", "previous_value", "previous_operator_id"),
+    # a new widget of an account (its owner becomes its first agent)
+    WIDGET_CREATED: (),
     # something the public widget config shows changed (or its owner asked for a fresh copy)
     AGENT_PROFILE_CHANGED: ("operator_id",),
     ACCOUNT_PROFILE_CHANGED: ("account_id",),

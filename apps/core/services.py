@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
 from apps.core.models import Account, ApiToken, Widget
@@ -34,19 +35,11 @@ def get_or_create_account(*, email: str, name: str = "") -> Account:
 
 @transaction.atomic
 def create_widget(*, owner_email: str, name: str = "My widget", enable_api: bool = False) -> Widget:
-    """A widget of the owner's account (created when missing) with the owner's own human agent."""
-    from apps.agents.services import create_human_agent
-
+    """A widget of the owner's account (created when missing). widget.created makes the owner's
+    own human agent (a handler of the agents app, in this transaction)."""
     account = get_or_create_account(email=owner_email)
     widget = Widget.objects.create(account=account, name=name or "My widget", api_enabled=enable_api)
-    create_human_agent(
-        widget=widget,
-        email=account.user.email,
-        name=account.name or account.user.email.split("@")[0],
-        surname=account.surname,
-        user=account.user,
-        is_owner=True,
-    )
+    events.emit(widget, events.WIDGET_CREATED)
     return widget
 
 

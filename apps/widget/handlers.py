@@ -11,7 +11,7 @@ from __future__ import annotations
 from apps.core import events
 from apps.core.models import Widget
 
-from .services import purge_widget_cache
+from .cache import purge_widget_cache
 
 PURGING_EVENTS = (events.AGENT_PROFILE_CHANGED, events.ACCOUNT_PROFILE_CHANGED, events.WIDGET_CONFIG_CHANGED)
 

@@ -3,6 +3,7 @@ and the embed snippet. Every value comes from `settings_schema` (the one definit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.utils.html import escape
 from apps.core.models import Widget
 
 from . import settings_schema as schema
+from .cache import cached_public_config
 from .models import WidgetIcon, WidgetSettings
 
 # Widgets created before this instant are "legacy": they keep the implicit localization defaults of
@@ -140,3 +142,65 @@ def embed_payload(widget: Widget, *, origin: str) -> dict:
 def icon_url(icon: WidgetIcon, absolute=None) -> str:
     url = icon.image.url
     return absolute(url) if absolute is not None and url.startswith("/") else url
+
+
+# --- the public visitor config ----------------------------------------------------------------------
+
+
+def resolved_texts(values: dict) -> dict[str, dict[str, str | None]]:
+    """The translatable texts per enabled locale, in the spec's order: manual override, (current AI
+    value for the exact source hash: with the translations resource), the tenant's source text,
+    else null (the widget's catalogue text in that language)."""
+    matrix = values["widget_text_translations"]
+    return {
+        locale: {name: matrix.get(locale, {}).get(name) or values[name] for name in schema.TRANSLATABLE}
+        for locale in values["widget_supported_languages"]
+    }
+
+
+def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> dict:
+    stored = stored_values(widget)
+    ctx = settings_context(widget, stored=stored)
+    values = schema.public_values(stored, ctx)
+    effective = schema.effective_values(stored, ctx)
+    presets = {values["icon_preset"], *(p.get("icon_preset") for p in values["device_profiles"].values())}
+    custom_ids = [int(p.split(":", 1)[1]) for p in presets if isinstance(p, str) and p.startswith("custom:")]
+    icons = WidgetIcon.objects.filter(widget=widget, file_id__in=custom_ids) if custom_ids else []
+    return {
+        "language": values["widget_default_language"],
+        "settings": values,
+        "texts": resolved_texts(effective),
+        "icon_urls": {f"custom:{icon.file_id}": icon_url(icon, absolute) for icon in icons},
+        "features_from_settings": {
+            "rating": values["widget_show_rating"],
+            "offline_form": values["widget_show_offline_form"],
+            "file_upload": values["widget_show_file_upload"],
+        },
+    }
+
+
+def public_config(
+    *,
+    widget: Widget,
+    base: Callable[[], dict] | None = None,
+    absolute: Callable[[str], str] | None = None,
+) -> dict:
+    """The public visitor config (GET /api/visitor/v1/{button_guid}/config), cached per widget.
+
+    `base` builds the members other apps own (the chats app's `config_payload`: button_guid, name,
+    online, features); this adds the settings-driven members: `language` (widget_default_language),
+    `settings` (every public field, device profiles as rendered), `texts` (per enabled locale),
+    `icon_urls` (custom icons in use) and the settings' `features`. Everything, `base` included, is
+    built once per cache generation; every write named in the spec purges it. `absolute` makes
+    media URLs absolute (the embed script runs on the customer's site).
+    """
+
+    def build() -> dict:
+        payload = dict(base()) if base is not None else {"button_guid": widget.button_guid, "name": widget.name}
+        members = _settings_members(widget, absolute)
+        features = members.pop("features_from_settings")
+        payload.update(members)
+        payload["features"] = {**payload.get("features", {}), **features}
+        return payload
+
+    return cached_public_config(widget_id=widget.pk, build=build)

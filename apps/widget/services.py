@@ -1,23 +1,16 @@
-"""The served widget cache (public visitor config), owned by the widget app.
-
-Writes that change what a visitor's widget shows (agent status or `show_in_header`, avatars,
-settings, language, account name) emit an event whose handlers (apps.widget.handlers) purge the
-cache in the transaction, so the answer never precedes the purge, and again after commit. The
-cache is keyed by a per-widget generation number, so a purge is one atomic increment and stale
-entries are simply never read again (they expire on their own).
-
-Settings writes (PATCH settings, PUT language, icon upload, the purge route) live here too; they
-validate with `settings_schema` (the one definition), lock the settings row, merge only the keys
-they name, and purge the served cache before answering. `public_config` is what the visitor config
-route serves.
+"""Writes of the widget app: settings (PATCH settings, PUT language), launcher icons and the cache
+purge route. They validate with `settings_schema` (the one definition), lock the settings row,
+merge only the keys they name, and emit widget.config_changed, whose handlers (apps.widget.handlers)
+purge the served public config (apps.widget.cache) before the answer and again after commit. Other
+apps' writes that change what a visitor's widget shows (agent status or `show_in_header`, avatars,
+account name) emit their own events, handled the same way. The public config read is
+`selectors.public_config`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 
-from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
@@ -31,41 +24,10 @@ from apps.core.ratelimit import Budget
 
 from . import selectors
 from . import settings_schema as schema
+from .cache import _generation as _generation
+from .cache import purge_widget_cache as purge_widget_cache
 from .icons import IconInfo
 from .models import WidgetIcon, WidgetSettings
-
-CONFIG_TTL = 300
-
-
-def _generation_key(widget_id: int) -> str:
-    return f"widget-cache:gen:{widget_id}"
-
-
-def _generation(widget_id: int) -> int:
-    key = _generation_key(widget_id)
-    value = cache.get(key)
-    if value is None:
-        cache.add(key, 1, timeout=None)
-        value = cache.get(key) or 1
-    return int(value)
-
-
-def purge_widget_cache(*, widget_id: int) -> None:
-    key = _generation_key(widget_id)
-    try:
-        cache.incr(key)
-    except ValueError:  # never set yet: nothing cached under generation 1 can survive generation 2
-        cache.set(key, 2, timeout=None)
-
-
-def cached_public_config(*, widget_id: int, build: Callable[[], dict]) -> dict:
-    key = f"widget-cache:config:{widget_id}:{_generation(widget_id)}"
-    value = cache.get(key)
-    if value is None:
-        value = build()
-        cache.set(key, value, timeout=CONFIG_TTL)
-    return value
-
 
 # --- settings writes (everything below reads the one definition in settings_schema) -----------------
 
@@ -152,65 +114,3 @@ def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconIn
     icon.save()
     _config_changed(widget)
     return icon
-
-
-# --- the public visitor config ----------------------------------------------------------------------
-
-
-def resolved_texts(values: dict) -> dict[str, dict[str, str | None]]:
-    """The translatable texts per enabled locale, in the spec's order: manual override, (current AI
-    value for the exact source hash: with the translations resource), the tenant's source text,
-    else null (the widget's catalogue text in that language)."""
-    matrix = values["widget_text_translations"]
-    return {
-        locale: {name: matrix.get(locale, {}).get(name) or values[name] for name in schema.TRANSLATABLE}
-        for locale in values["widget_supported_languages"]
-    }
-
-
-def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> dict:
-    stored = selectors.stored_values(widget)
-    ctx = selectors.settings_context(widget, stored=stored)
-    values = schema.public_values(stored, ctx)
-    effective = schema.effective_values(stored, ctx)
-    presets = {values["icon_preset"], *(p.get("icon_preset") for p in values["device_profiles"].values())}
-    custom_ids = [int(p.split(":", 1)[1]) for p in presets if isinstance(p, str) and p.startswith("custom:")]
-    icons = WidgetIcon.objects.filter(widget=widget, file_id__in=custom_ids) if custom_ids else []
-    return {
-        "language": values["widget_default_language"],
-        "settings": values,
-        "texts": resolved_texts(effective),
-        "icon_urls": {f"custom:{icon.file_id}": selectors.icon_url(icon, absolute) for icon in icons},
-        "features_from_settings": {
-            "rating": values["widget_show_rating"],
-            "offline_form": values["widget_show_offline_form"],
-            "file_upload": values["widget_show_file_upload"],
-        },
-    }
-
-
-def public_config(
-    *,
-    widget: Widget,
-    base: Callable[[], dict] | None = None,
-    absolute: Callable[[str], str] | None = None,
-) -> dict:
-    """The public visitor config (GET /api/visitor/v1/{button_guid}/config), cached per widget.
-
-    `base` builds the members other apps own (the chats app's `config_payload`: button_guid, name,
-    online, features); this adds the settings-driven members: `language` (widget_default_language),
-    `settings` (every public field, device profiles as rendered), `texts` (per enabled locale),
-    `icon_urls` (custom icons in use) and the settings' `features`. Everything, `base` included, is
-    built once per cache generation; every write named in the spec purges it. `absolute` makes
-    media URLs absolute (the embed script runs on the customer's site).
-    """
-
-    def build() -> dict:
-        payload = dict(base()) if base is not None else {"button_guid": widget.button_guid, "name": widget.name}
-        members = _settings_members(widget, absolute)
-        features = members.pop("features_from_settings")
-        payload.update(members)
-        payload["features"] = {**payload.get("features", {}), **features}
-        return payload
-
-    return cached_public_config(widget_id=widget.pk, build=build)

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
-from apps.widget import services as widget_services
+from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
 from ..payloads import visitor_message_frame
@@ -97,7 +97,7 @@ class ConfigView(VisitorAPIView):
     rate_limits = {"get": "reads"}
 
     def get(self, request, button_guid: str):
-        payload = widget_services.public_config(
+        payload = widget_selectors.public_config(
             widget=self.widget,
             base=lambda: s.config_payload(self.widget, online=services.any_agent_online(self.widget)),
             absolute=request.build_absolute_uri,

@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 from apps.core.testing.plugin import assert_problem
-from apps.widget import services
+from apps.widget import selectors, services
 from apps.widget.models import WidgetSettings
 from apps.widget.tests.conftest import LANGUAGE, PURGE, idem, patch
 
@@ -17,7 +17,7 @@ def purge(client, **headers):
 
 
 def config(widget) -> dict:
-    return services.public_config(widget=widget)
+    return selectors.public_config(widget=widget)
 
 
 def write_behind_the_services_back(widget, **values):
@@ -114,11 +114,11 @@ def test_the_base_members_are_cached_with_the_settings(widget):
             "features": {"rating": True, "offline_form": True},
         }
 
-    services.public_config(widget=widget, base=base)
-    services.public_config(widget=widget, base=base)
+    selectors.public_config(widget=widget, base=base)
+    selectors.public_config(widget=widget, base=base)
     assert calls == [1]
     services.purge_widget_cache(widget_id=widget.pk)
-    services.public_config(widget=widget, base=base)
+    selectors.public_config(widget=widget, base=base)
     assert calls == [1, 1]
 
 
@@ -131,7 +131,7 @@ def test_the_settings_drive_the_public_features_language_and_texts(api, widget):
             "widget_text_translations": {"en": {"widget_name": "Support"}},
         },
     )
-    payload = services.public_config(
+    payload = selectors.public_config(
         widget=widget, base=lambda: {"button_guid": widget.button_guid, "features": {"rating": True, "x": 1}}
     )
     assert payload["features"] == {"rating": False, "offline_form": True, "file_upload": True, "x": 1}

@@ -5,7 +5,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.chats.models import File
 from apps.core.testing.plugin import assert_problem
-from apps.widget import services
+from apps.widget import selectors
 from apps.widget.icons import ICON_MAX_BYTES
 from apps.widget.models import WidgetIcon
 from apps.widget.tests import images
@@ -51,7 +51,7 @@ def test_the_public_config_carries_the_url_of_the_custom_icon(api, widget):
     client = api()
     data = upload(client, "icon.gif", images.gif(frames=2)).json()["data"]
     patch(client, {"icon_preset": data["icon_preset"]})
-    config = services.public_config(widget=widget, absolute=lambda url: f"https://h.example{url}")
+    config = selectors.public_config(widget=widget, absolute=lambda url: f"https://h.example{url}")
     assert config["settings"]["icon_preset"] == data["icon_preset"]
     assert config["icon_urls"][data["icon_preset"]].startswith("https://h.example/media/icons/")
 

@@ -347,12 +347,12 @@ def test_device_profiles_enabled_false_keeps_the_data(api):
 
 
 def test_a_disabled_profile_renders_with_the_base_settings(api, widget):
-    from apps.widget import services
+    from apps.widget import selectors
 
     client = api()
     patch(client, {"device_profiles": {"mobile": {"widget_button_size": 50}, "desktop": {"widget_offset_x": 9}}})
     patch(client, {"device_profiles": {"mobile": {"enabled": False}}})
-    rendered = services.public_config(widget=widget)["settings"]["device_profiles"]
+    rendered = selectors.public_config(widget=widget)["settings"]["device_profiles"]
     assert rendered == {"desktop": {"widget_offset_x": 9}}
 
 

@@ -2,24 +2,23 @@ from django.db import transaction
 
 from apps.core import services
 from apps.core.auth import scopes as catalogue
+from apps.core.management.commands._base import OperatorCommand
 from apps.core.models import Widget
 
-from ._base import OperatorCommand
+from ...demo import seed_demo_billing
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_WIDGET = "Demo widget"
 
 
 class Command(OperatorCommand):
-    help = "Create (once) a demo widget with the API enabled and print a fresh token for it."
+    help = "Create (once) a demo widget with the API enabled and demo billing, and print a fresh token for it."
 
     @transaction.atomic
     def handle(self, *args, **options):
         widget = Widget.objects.filter(account__user__email=DEMO_EMAIL, name=DEMO_WIDGET).first()
         if widget is None:
             widget = services.create_widget(owner_email=DEMO_EMAIL, name=DEMO_WIDGET, enable_api=True)
-        from apps.billing.demo import seed_demo_billing
-
         billing = seed_demo_billing(widget)
         issued = services.issue_token(
             widget=widget, scopes=sorted(catalogue.OPERATIONAL_SCOPES), name="demo (seed_demo)"
