@@ -26,11 +26,14 @@ from django.utils import timezone
 from apps.core import events
 from apps.core.errors import AppError, Conflict
 from apps.core.models import Account, Widget
+from apps.core.ratelimit import Budget
 
 from . import events_log, selectors
 from .models import Agent, AgentEvent, Department, Invitation
 
 logger = logging.getLogger(__name__)
+
+INVITATION_BUDGET = Budget("agent_invitations", 10, 3600)
 
 INVITATION_TTL = timedelta(days=7)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -283,15 +286,22 @@ def _invitation_mail(*, widget: Widget, email: str, link: str, expires_at) -> No
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [email], fail_silently=False)
 
 
-@transaction.atomic
 def invite_agent(*, widget: Widget, email: str, link_for: Callable[[str], str]) -> Invitation:
     """Invite `email` to become a human operator of `widget`.
 
     Under the account row lock: refused 409 seat_limit_reached unless the free seats outnumber the
     outstanding invitations of the account. The e-mail (with a random token; only its hash is
     stored) is sent BEFORE anything is stored, so a mail failure (502 mail_failed) leaves nothing
-    behind. `link_for(token)` builds the absolute accept URL.
+    behind. `link_for(token)` builds the absolute accept URL. At most 10 invitations per hour per
+    widget (429), counted before anything else and outside the transaction, so a refused or failed
+    invitation still spends its unit.
     """
+    INVITATION_BUDGET.check(widget.pk, detail="At most 10 invitations per hour per widget.")
+    return _invite(widget=widget, email=email, link_for=link_for)
+
+
+@transaction.atomic
+def _invite(*, widget: Widget, email: str, link_for: Callable[[str], str]) -> Invitation:
     account = _lock_account(widget)
     now = timezone.now()
     free = account.seats - selectors.seats_used(account)

@@ -10,6 +10,7 @@ and the webhooks (the outbox) are handlers of those events.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -19,13 +20,14 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.agents.services import record_agent_event
 from apps.core import events
-from apps.core.errors import Conflict
+from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
 
 from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
 
 WIDGET_CHANNEL = "widget"
 IDLE_EXPIRY = timedelta(minutes=7)
+ATTRIBUTES_MAX_BYTES = 16 * 1024
 TYPING_INTERVAL = timedelta(seconds=5)
 
 
@@ -75,10 +77,18 @@ def create_contact(
     )
 
 
+def attributes_size(attributes: dict) -> int:
+    """Bytes of the attributes object as stored (compact UTF-8 JSON)."""
+    return len(json.dumps(attributes, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
 @transaction.atomic
 def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: str = "api") -> Contact:
     """Merge-safe PATCH: only the named members change; `attributes` merges key by key (a null
-    value removes that key). Emits contact.updated with the fields that actually changed."""
+    value removes that key). Emits contact.updated with the fields that actually changed.
+
+    The merged attributes may hold at most ATTRIBUTES_MAX_BYTES (422, nothing changed): checked
+    under the row lock, so two patches cannot together grow the stored object past the limit."""
     contact = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
     changed: list[str] = []
     for field in ("name", "email", "phone"):
@@ -94,6 +104,11 @@ def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: s
                 merged.pop(key, None)
             else:
                 merged[key] = value
+        if attributes_size(merged) > ATTRIBUTES_MAX_BYTES:
+            raise ValidationFailed(
+                "One or more fields are invalid.",
+                errors={"attributes": [f"The merged attributes would exceed {ATTRIBUTES_MAX_BYTES} bytes."]},
+            )
         if merged != contact.attributes:
             contact.attributes = merged
             changed.append("attributes")

