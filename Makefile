@@ -4,7 +4,7 @@
 #
 #   make run           migrate, seed a demo widget, print its token, start web + worker + beat
 #   make test          the whole pytest suite (embedded default, or DATABASE_URL / REDIS_URL)
-#   make lint          ruff check .
+#   make lint          ruff check, ruff format --check, import-linter contracts (pyproject.toml)
 #   make schema        OpenAPI schema, validated, warnings are errors -> var/openapi.yaml
 #   make bench         every bench/*.py; prints their BENCH lines
 #   make check-deploy  Django's deployment checks with production settings
@@ -59,6 +59,7 @@ test: $(DEV_STAMP)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 schema: $(BASE_STAMP)
 	@mkdir -p var

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from apps.core.errors import RateLimited
+from apps.core.models import RateLimitHit
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,6 @@ def _consume_redis(bucket: str, limit: int, window: float, cost: int) -> Decisio
 
 
 def _consume_db(bucket: str, limit: int, window: float, cost: int) -> Decision:
-    from apps.core.models import RateLimitHit
-
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cur:
