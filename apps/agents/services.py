@@ -9,7 +9,6 @@ Lock order everywhere: invitation -> account -> agent.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import uuid
@@ -24,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.core import events
+from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, Conflict
 from apps.core.models import Account, Widget
 from apps.core.ratelimit import Budget
@@ -90,10 +90,6 @@ def _lock_account(widget: Widget) -> Account:
 
 def _lock_agent(widget: Widget, agent: Agent) -> Agent:
     return Agent.objects.select_for_update().get(pk=agent.pk, widget=widget)
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 # --- the event log ----------------------------------------------------------------------------------------

@@ -64,5 +64,6 @@ def register() -> None:
     events.subscribe(
         [events.CHAT_CLOSED, events.CHAT_STATUS_CHANGED, events.CHAT_TRANSFERRED], chat_status, phase=on_commit
     )
-    events.subscribe(events.CHAT_TYPING, typing, phase=on_commit)
+    # Typing stores nothing (only a throttle stamp, written at once): it is pushed as it is emitted.
+    events.subscribe(events.CHAT_TYPING, typing, phase=events.IN_TRANSACTION)
     events.subscribe(events.MESSAGES_SEEN, seen, phase=on_commit)

@@ -21,7 +21,6 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from apps.core.errors import RateLimited
-from apps.core.models import RateLimitHit
 
 
 @dataclass(frozen=True)
@@ -101,6 +100,10 @@ def _consume_redis(bucket: str, limit: int, window: float, cost: int) -> Decisio
 
 
 def _consume_db(bucket: str, limit: int, window: float, cost: int) -> Decision:
+    # Imported here: this module is imported before the app registry is ready (settings, spawned
+    # test processes), and a model cannot be imported before it.
+    from apps.core.models import RateLimitHit
+
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cur:

@@ -45,7 +45,6 @@ class AccountView(ScopedAPIView):
         "of the account.",
     )
     def patch(self, request):
-        serializer = s.AccountPatchInput(data=request.data, context={"request": request})
-        serializer.is_valid(raise_exception=True)
-        account = services.update_account_profile(widget=request.widget, changes=dict(serializer.validated_data))
+        data = self.validated(s.AccountPatchInput)
+        account = services.update_account_profile(widget=request.widget, changes=dict(data))
         return _account_response(Account.objects.select_related("user").get(pk=account.pk))

@@ -16,7 +16,6 @@ of X-Forwarded-For (what a client writes further left is never trusted).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, NotFound
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
@@ -57,10 +57,6 @@ class InvalidVisitorSession(VisitorSessionRequired):
 def new_session_token() -> str:
     """`cvs_` + 256 random bits (43 url-safe base64 characters)."""
     return SESSION_TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def token_from_header(header: str | None) -> str:

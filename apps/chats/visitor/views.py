@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
+from apps.core.api.serializers import validate_input
 from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
@@ -74,12 +75,11 @@ class VisitorAPIView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT, headers=headers)
 
     def validated(self, serializer_class, *, data=None) -> dict:
-        serializer = serializer_class(
-            data=self.request.data if data is None else data,
+        return validate_input(
+            serializer_class,
+            self.request.data if data is None else data,
             context={"request": self.request, "widget": self.widget, "contact": self.contact},
         )
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)

@@ -68,3 +68,11 @@ class TenantPrimaryKeyField(serializers.PrimaryKeyRelatedField):
             if self.missing == "404":
                 raise NotFound() from None
             self.fail("does_not_exist", pk_value=data)
+
+
+def validate_input(serializer_class, data, *, context: dict | None = None, **kwargs) -> dict:
+    """Validate `data` with an `XInput` serializer and return its validated data; errors raise the
+    422 problem. The one way a view (REST, visitor API, compat) reads a body or a query."""
+    serializer = serializer_class(data=data, context=context or {}, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

@@ -17,6 +17,7 @@ from rest_framework import viewsets
 from rest_framework.views import APIView
 
 from apps.core import idempotency, ratelimit
+from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
 from apps.core.errors import NotFound
 
@@ -61,6 +62,17 @@ class ContractMixin:
     problem_statuses: dict[str, list[int]] = {}
     # Largest accepted body for this view (None: API_MAX_BODY_BYTES).
     max_body_bytes: int | None = None
+
+    def validated(self, serializer_class, *, data=None, partial: bool = False, context=None, **kwargs) -> dict:
+        """Validate the body (or `data`) with an `XInput` serializer; errors raise 422.
+        `context` adds to the view's serializer context."""
+        return validate_input(
+            serializer_class,
+            self.request.data if data is None else data,
+            partial=partial,
+            context={**self.get_serializer_context(), **(context or {})},
+            **kwargs,
+        )
 
     def current_action(self) -> str | None:
         if getattr(self, "action_map", None):
@@ -160,6 +172,9 @@ def _resource_id(data):
 class ScopedAPIView(ContractMixin, APIView):
     """A non-resource endpoint. `route_scopes` is keyed by HTTP method (`get`, `post`, ...)."""
 
+    def get_serializer_context(self) -> dict:
+        return {"request": self.request, "format_kwarg": getattr(self, "format_kwarg", None), "view": self}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("abstract", False):
@@ -214,18 +229,6 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
             raise NotFound() from None
         self.check_object_permissions(self.request, obj)
         return obj
-
-    def validated(self, serializer_class, *, data=None, partial: bool = False, context=None, **kwargs) -> dict:
-        """Validate the body (or `data`) with an `XInput` serializer; errors raise 422.
-        `context` adds to the view's serializer context."""
-        serializer = serializer_class(
-            data=self.request.data if data is None else data,
-            partial=partial,
-            context={**self.get_serializer_context(), **(context or {})},
-            **kwargs,
-        )
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
 
     def paginated(self, queryset, serializer_class=None):
         """Serve one keyset page of `queryset` in the list envelope."""

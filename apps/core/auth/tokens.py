@@ -46,6 +46,8 @@ def generate() -> tuple[str, str]:
 
 
 def hash_token(token: str) -> str:
+    """SHA-256 hex of a secret token: the one way API tokens, visitor sessions and invitation
+    links are stored (only the hash is kept; lookups hash the presented token)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 

@@ -12,6 +12,7 @@ from rest_framework import mixins
 from rest_framework.response import Response
 
 from apps.agents.models import Agent
+from apps.core.api.serializers import validate_input
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import selectors
@@ -49,9 +50,7 @@ def _metric_param(choices, *, note: str = "") -> OpenApiParameter:
 def _validated(serializer_class, request, allowed: tuple[str, ...]) -> dict:
     """Validate the query; `cursor` and `limit`, when allowed, are left to the paginator."""
     data = {k: v for k, v in s.query_data(request, allowed).items() if k not in ("cursor", "limit")}
-    serializer = serializer_class(data=data, context={"now": timezone.now()})
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    return validate_input(serializer_class, data, context={"now": timezone.now()})
 
 
 class StatsView(ScopedAPIView):

@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.core.api.parsers import LimitedMultiPartParser
+from apps.core.api.serializers import validate_input
 from apps.core.api.views import ScopedAPIView
 
 from .. import selectors, services
@@ -116,7 +117,7 @@ class WidgetLanguageView(ScopedAPIView):
         responses={200: s.LanguageEnvelope},
     )
     def put(self, request):
-        data = _validated(s.LanguageInput, request.data)
+        data = validate_input(s.LanguageInput, request.data)
         row = services.set_default_language(widget=request.widget, language=data["widget_default_language"])
         return Response({"data": selectors.language_payload(request.widget, row)})
 
@@ -224,8 +225,3 @@ class WidgetCachePurgeView(ScopedAPIView):
         services.request_cache_purge(widget=request.widget)
         return Response({"data": {"purged": True, "widget_id": request.widget.pk}})
 
-
-def _validated(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
