@@ -9,8 +9,6 @@ from apps.core import views as core_views
 # Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
 api_v1 = [
     path("", include("apps.chats.api.urls")),
-    path("", include("apps.chats.api.urls_more")),
-    path("", include("apps.chats.api.urls_transcript")),
     path("", include("apps.webhooks.api.urls")),
     path("", include("apps.stats.api.urls")),  # before agents: agents/stats is not agents/{id}
     path("", include("apps.agents.api.urls")),
@@ -29,7 +27,7 @@ urlpatterns = [
     re_path(r"^api/problems/(?P<code>[a-z0-9_]+)/?$", core_views.problem_page, name="problem"),
     path("api/v1/", include(api_v1)),
     path("api/visitor/v1/", include("apps.chats.visitor.urls")),
-    path("api/files/", include("apps.chats.api.urls_public")),
+    path("api/files/", include("apps.chats.api.urls_download")),
 ]
 
 if settings.STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
