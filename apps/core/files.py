@@ -119,6 +119,16 @@ def fetch_url(url: str) -> Fetched:
 # --- the write -------------------------------------------------------------------------------------------
 
 
+def single_upload(request, field: str = "file", *, required: bool = False):
+    """The one uploaded file of a multipart `field`, or None: more than one is a 422 naming the
+    field (a form may repeat a field; every upload route takes one file), and so is none when
+    `required`. The one reading of upload input for the REST, visitor, avatar and icon routes."""
+    uploads = request.FILES.getlist(field)
+    if len(uploads) > 1 or (required and not uploads):
+        raise ValidationFailed("One or more fields are invalid.", errors={field: ["Send one file."]})
+    return uploads[0] if uploads else None
+
+
 def check_upload_size(upload) -> None:
     """413 for an uploaded file over MAX_FILE_BYTES (the body gate let its multipart framing in)."""
     if upload.size > MAX_FILE_BYTES:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
+from apps.core.files import single_upload
 
 from .. import events_log, selectors, services
 from ..models import Agent, Department, Invitation
@@ -159,8 +160,7 @@ class AgentViewSet(WidgetScopedViewSet):
     @action(detail=True, methods=["post"], parser_classes=[LimitedMultiPartParser])
     def avatar(self, request, pk=None):
         agent = self.get_object()
-        if len(request.FILES.getlist("file")) > 1:
-            raise serializers.ValidationError({"file": ["Send one file."]})
+        single_upload(request)
         data = self.validated(s.AvatarInput)
         agent = services.set_agent_avatar(
             widget=request.widget, agent=agent, content=data["file"]["content"], extension=data["file"]["extension"]

@@ -24,7 +24,14 @@ from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
-from apps.core.files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, fetch_url, store_file
+from apps.core.files import (
+    DEFAULT_CONTENT_TYPE,
+    MAX_FILE_BYTES,
+    check_upload_size,
+    fetch_url,
+    single_upload,
+    store_file,
+)
 
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
@@ -97,8 +104,7 @@ class FileViewSet(WidgetScopedViewSet):
         description="Upload a file: multipart `file` OR JSON `{url}`, exactly one; 10 MB cap.",
     )
     def create(self, request):
-        if len(request.FILES.getlist("file")) > 1:
-            raise serializers.ValidationError({"file": ["Send one file."]})
+        single_upload(request)
         data = self.validated(FileUploadInput)
         upload = data.get("file")
         if upload is not None:

@@ -7,7 +7,7 @@ Not a bearer API: no token, no scopes, no idempotency keys, and not in the OpenA
 from __future__ import annotations
 
 from django.conf import settings
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,6 +15,7 @@ from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
 from apps.core.api.serializers import validate_input
+from apps.core.files import single_upload
 from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
@@ -197,8 +198,7 @@ class FilesView(VisitorAPIView):
     rate_limits = {"post": "uploads"}
 
     def post(self, request, button_guid: str):
-        if len(request.FILES.getlist("file")) > 1:
-            raise serializers.ValidationError({"file": ["Send one file."]})
+        single_upload(request)
         data = self.validated(s.FileUploadInput)
         file = services.upload_file(widget=self.widget, contact=self.contact, upload=data["file"])
         return Response(s.file_created_payload(file), status=status.HTTP_201_CREATED)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from apps.core.api.parsers import LimitedMultiPartParser
 from apps.core.api.serializers import validate_input
 from apps.core.api.views import ScopedAPIView
+from apps.core.files import single_upload
 
 from .. import selectors, services
 from .. import settings_schema as schema
@@ -165,10 +166,7 @@ class WidgetIconsView(ScopedAPIView):
         unknown = sorted(set(request.data) - {"file"})
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        uploads = request.FILES.getlist("file")
-        if len(uploads) != 1:
-            raise serializers.ValidationError({"file": ["Send exactly one file."]})
-        upload = uploads[0]
+        upload = single_upload(request, required=True)
         if upload.size > ICON_MAX_BYTES:
             raise serializers.ValidationError({"file": [f"The file exceeds {ICON_MAX_BYTES} bytes."]})
         upload.seek(0)
