@@ -118,18 +118,18 @@ Phase = Literal["in_transaction", "on_commit"]
 @dataclass(frozen=True)
 class Event:
     """What a handler receives. `data` holds the catalogue's fields; `objects` the rows the service
-    already loaded (a locked chat, the stored message) so handlers need not read them again."""
+    already loaded (a locked chat, the stored message), so handlers read nothing again. Handlers
+    that need a row act only when the service handed it over: an event emitted by hand (tests,
+    benchmarks) has its outbox row but no in-process effects that need rows."""
 
     widget: Widget
     type: str
     data: dict[str, Any]
     objects: dict[str, Any] = field(default_factory=dict)
 
-    def obj(self, name: str, queryset: Any, **lookup: Any) -> Any:
-        """The object the service handed over under `name`, else the row `lookup` finds in
-        `queryset`, else None (an event emitted by hand about a row that does not exist)."""
-        value = self.objects.get(name)
-        return value if value is not None else queryset.filter(**lookup).first()
+    def obj(self, name: str) -> Any:
+        """The object the service handed over under `name`, or None."""
+        return self.objects.get(name)
 
 
 Handler = Callable[[Event], None]

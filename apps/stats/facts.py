@@ -274,11 +274,11 @@ def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_
 
 
 # Services hand the locked chat and the stored rows over with the event; an event emitted by hand
-# about rows that do not exist (tests, benchmarks) counts nothing.
+# (tests, benchmarks) counts nothing.
 
 
 def _chat(event: events.Event) -> Chat | None:
-    return event.obj("chat", Chat.objects, pk=event.data.get("chat_id"), widget_id=event.widget.pk)
+    return event.obj("chat")
 
 
 def on_chat_attribution(event: events.Event) -> None:
@@ -289,12 +289,12 @@ def on_chat_attribution(event: events.Event) -> None:
 
 def on_chat_transferred(event: events.Event) -> None:
     if chat := _chat(event):
-        chat_transferred(chat=chat, transfer=event.objects.get("transfer"))
+        chat_transferred(chat=chat, transfer=event.obj("transfer"))
 
 
 def on_message_created(event: events.Event) -> None:
     chat = _chat(event)
-    message = event.obj("message", Message.objects, pk=event.data["message_id"], widget_id=event.widget.pk)
+    message = event.obj("message")
     if chat is None or message is None:
         return
     if message.author_kind == Message.Author.CLIENT:
@@ -304,17 +304,15 @@ def on_message_created(event: events.Event) -> None:
 
 
 def on_rating_created(event: events.Event) -> None:
-    chat = event.objects.get("chat")  # rating.created names the chat by its visitor only
-    rating = event.obj("rating", Rating.objects, chat=chat) if chat else None
-    if rating is not None:
+    chat, rating = event.obj("chat"), event.obj("rating")
+    if chat is not None and rating is not None:
         rating_created(chat=chat, rating=rating)
 
 
 def on_rating_updated(event: events.Event) -> None:
     """The rating already holds its new value: take back the previous one the event carries."""
-    chat = _chat(event)
-    rating = event.obj("rating", Rating.objects, chat=chat) if chat else None
-    if rating is not None:
+    chat, rating = event.obj("chat"), event.obj("rating")
+    if chat is not None and rating is not None:
         rating_changed(
             chat=chat,
             rating=rating,
