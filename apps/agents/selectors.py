@@ -165,3 +165,7 @@ def is_operator(widget: Widget, email: str) -> bool:
         .filter(Q(email__iexact=email) | Q(user__email__iexact=email))
         .exists()
     )
+
+
+def get_agent(*, widget_id: int, agent_id: int | None) -> Agent | None:
+    return Agent.objects.filter(widget_id=widget_id, pk=agent_id).first() if agent_id else None

@@ -9,7 +9,7 @@ from django.db.models import Exists, Lookup, OuterRef, QuerySet, TextField
 
 from apps.core.models import Widget
 
-from .models import Chat, Message
+from .models import Chat, Contact, Message
 
 
 @TextField.register_lookup
@@ -104,3 +104,21 @@ def filter_messages(*, chat: Chat, start: datetime | None = None, end: datetime 
     if end is not None:
         queryset = queryset.filter(created_at__lt=end)
     return queryset
+
+
+# --- single rows by public or internal id (webhook payloads, compat) ------------------------------------
+
+
+def get_contact_by_guid(*, widget_id: int, guid: str | None) -> Contact | None:
+    return Contact.objects.filter(widget_id=widget_id, guid=guid).first() if guid else None
+
+
+def get_chat(*, widget_id: int, chat_id: int | None) -> Chat | None:
+    """The chat with its contact, or None."""
+    if chat_id is None:
+        return None
+    return Chat.objects.filter(widget_id=widget_id, pk=chat_id).select_related("contact").first()
+
+
+def get_message(*, widget_id: int, message_id: int | None) -> Message | None:
+    return Message.objects.filter(widget_id=widget_id, pk=message_id).first() if message_id else None

@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+from apps.agents import selectors as agents
+from apps.chats import selectors as chats
 from apps.core.models import OutboxEvent
 
 from .catalogue import NATIVE_TO_LEGACY
@@ -35,9 +37,6 @@ def legacy_envelope(event: OutboxEvent) -> dict | None:
     `chat_id`, `widget_id` (the button guid), `visitor` {id, name, email, phone}, `agent` {id, name,
     email} where an operator is involved, `offline_message_id` and `message` for offline messages,
     `client_id` and `changed_fields` for client updates. `id` is the event id (dedupe key)."""
-    from apps.agents.models import Agent
-    from apps.chats.models import Chat, Contact, Message
-
     name = NATIVE_TO_LEGACY.get(event.type)
     if name is None:
         return None
@@ -45,16 +44,16 @@ def legacy_envelope(event: OutboxEvent) -> dict | None:
     body: dict[str, Any] = {"event_name": name, "id": str(event.pk), "widget_id": data["button_guid"]}
 
     def visitor(guid: str | None) -> dict | None:
-        contact = Contact.objects.filter(widget_id=event.widget_id, guid=guid).first() if guid else None
+        contact = chats.get_contact_by_guid(widget_id=event.widget_id, guid=guid)
         if contact is None:
             return None
         return {"id": contact.guid, "name": contact.name, "email": contact.email, "phone": contact.phone}
 
     def agent(agent_id: int | None) -> dict | None:
-        row = Agent.objects.filter(widget_id=event.widget_id, pk=agent_id).first() if agent_id else None
+        row = agents.get_agent(widget_id=event.widget_id, agent_id=agent_id)
         return None if row is None else {"id": row.pk, "name": row.name, "email": row.email}
 
-    chat = Chat.objects.filter(widget_id=event.widget_id, pk=data.get("chat_id")).select_related("contact").first()
+    chat = chats.get_chat(widget_id=event.widget_id, chat_id=data.get("chat_id"))
     chat_guid = chat.contact.guid if chat else None
     if name == "chat_updated":
         body |= {
@@ -68,7 +67,7 @@ def legacy_envelope(event: OutboxEvent) -> dict | None:
     elif name == "chat_accepted":
         body |= {"chat_id": data["chat_id"], "visitor": visitor(data["client_id"]), "agent": agent(data["operator_id"])}
     elif name == "offline_message":
-        message = Message.objects.filter(widget_id=event.widget_id, pk=data["message_id"]).first()
+        message = chats.get_message(widget_id=event.widget_id, message_id=data["message_id"])
         body |= {
             "chat_id": data["chat_id"],
             "visitor": visitor(data["client_id"])

@@ -27,7 +27,8 @@ from django.utils import timezone
 from apps.core import outbound
 from apps.core.events import emit, fan_out
 from apps.core.models import OutboxEvent, Widget
-from apps.webhooks import services, signing
+from apps.webhooks import delivery as engine
+from apps.webhooks import fanout, redelivery, services, signing
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
 from apps.webhooks.tests.receiver import Receiver, Reply, always, fail_first
 
@@ -55,7 +56,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(services, "timezone", SimpleNamespace(now=fake.now))
+    for module in (engine, fanout, redelivery):
+        monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
     return fake
 
 
@@ -64,7 +66,7 @@ def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """Celery triggers the engine asks for (countdowns), recorded instead of sent: eager Celery would
     run them inline and ignore the countdown."""
     asked: list[float | None] = []
-    monkeypatch.setattr(services, "_trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 
@@ -332,7 +334,7 @@ def test_a_dropped_connection_consumes_an_attempt(widget, receiver, clock):
 
 def test_a_timeout_consumes_an_attempt(widget, receiver, clock, monkeypatch):
     # given a read timeout of 0.3 s and an endpoint that first answers after 1 s
-    monkeypatch.setattr(services, "TIMEOUT", (2.0, 0.3))
+    monkeypatch.setattr(engine, "TIMEOUT", (2.0, 0.3))
     receiver.rule = lambda hit: Reply(200, delay=1.0) if hit.key_attempt == 1 else Reply(200)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
@@ -519,7 +521,7 @@ def test_a_leased_delivery_is_not_sent_again_until_the_lease_expires(widget, rec
     # given a delivery leased by a worker that then died (its row still pending, moved forward)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
-    assert services._lease(10) == [Delivery.objects.get(subscription=sub).pk]
+    assert engine._lease(10) == [Delivery.objects.get(subscription=sub).pk]
     # when another engine runs before the lease is over
     clock.advance(services.LEASE.total_seconds() - 1)
     assert deliver() == 0
@@ -589,8 +591,8 @@ def test_an_attempt_is_bounded_in_total_not_only_per_socket_read(widget, receive
     # given timeouts of 1 s (connect) and 0.5 s (read), an attempt deadline of 1 s, and an endpoint
     # trickling its answer one byte every 40 ms: no single read waits 0.5 s, the whole answer takes
     # about 3 s
-    monkeypatch.setattr(services, "TIMEOUT", (1.0, 0.5))
-    monkeypatch.setattr(services, "ATTEMPT_DEADLINE", 1.0)
+    monkeypatch.setattr(engine, "TIMEOUT", (1.0, 0.5))
+    monkeypatch.setattr(engine, "ATTEMPT_DEADLINE", 1.0)
     receiver.rule = lambda hit: Reply(200, trickle=0.04)
     subscribe(widget, receiver.url())
     emit_message(widget)

@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from apps.core import events as core_events
 from apps.core.models import OutboxEvent, Widget
+from apps.webhooks import delivery as engine
 from apps.webhooks import services, signing, tasks
 from apps.webhooks.models import Attempt, Delivery
 from apps.webhooks.tests.receiver import Hit, Receiver, Reply, always, flaky
@@ -62,7 +63,7 @@ def lost_triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """Every Celery trigger of the engine is lost (broker emptied): only the sweeper is left.
     Recorded, so a test can see that one was asked for."""
     asked: list[float | None] = []
-    monkeypatch.setattr(services, "_trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 
@@ -159,7 +160,7 @@ def test_the_sweeper_picks_up_a_lease_whose_worker_died(
     # given deliveries leased by a worker that died before attempting them
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     keys = emit_messages(widget, 5)
-    leased = services._lease(64)
+    leased = engine._lease(64)
     assert len(leased) == 5
     assert all(
         at > timezone.now() + services.LEASE - timedelta(seconds=5)

@@ -1,0 +1,380 @@
+"""The delivery engine. The Delivery rows written by fan-out and redelivery are the source of truth:
+`deliver_due` sends every row whose `next_attempt_at` has passed, leasing it first (the lease moves
+`next_attempt_at` forward), so a lost Celery message or a killed worker delays a delivery by at most
+the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Attempts run
+on a thread pool over one pooled guarded session, so a slow endpoint holds one thread, not the batch;
+one endpoint holds at most three quarters of the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.db import connections, transaction
+from django.utils import timezone
+
+from apps.core import outbound
+
+from . import signing
+from .crypto import decrypt_secret
+from .models import Attempt, Delivery
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 4
+TIMEOUT = (3.05, 10)
+ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpoint answers
+# A leased row is not re-driven before this: longer than a run's time budget (deliver_due's
+# max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
+LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
+RESPONSE_CAP = 64 * 1024
+DELIVER_TASK = "apps.webhooks.tasks.deliver_due"
+
+
+def retry_wait(failed_attempt: int) -> int:
+    """After failed attempt n (1, 2, 3): min(60, 2^n * 5) seconds: 10, 20, 40."""
+    return min(60, 2**failed_attempt * 5)
+
+
+def trigger(countdown: float | None = None) -> None:
+    """Ask a worker to run `deliver_due` (now, or after `countdown` seconds). The task is looked up
+    by its registered name (apps.webhooks.tasks calls this module). Best effort: the sweeper
+    re-drives due rows, so a lost trigger only delays them."""
+    try:
+        task = current_app.tasks[DELIVER_TASK]
+        if countdown:
+            task.apply_async(countdown=countdown)
+        else:
+            task.delay()
+    except Exception:
+        logger.warning("webhook delivery trigger failed; the sweeper will pick the rows up")
+
+
+def _lease(batch_size: int) -> list[int]:
+    return [pk for pk, _ in _lease_rows(batch_size)]
+
+
+def _lease_rows(batch_size: int) -> list[tuple[int, int]]:
+    """Up to `batch_size` due deliveries, leased (their next_attempt_at moved LEASE ahead, so no
+    other engine takes them meanwhile): (delivery pk, subscription pk), oldest due first."""
+    now = timezone.now()
+    with transaction.atomic():
+        rows = list(
+            Delivery.objects.select_for_update(skip_locked=True)
+            .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+            .order_by("next_attempt_at")
+            .values_list("pk", "subscription_id")[:batch_size]
+        )
+        if rows:
+            Delivery.objects.filter(pk__in=[pk for pk, _ in rows]).update(next_attempt_at=now + LEASE)
+    return rows
+
+
+_session_local = threading.local()
+
+
+def _session() -> outbound.GuardedSession:
+    session = getattr(_session_local, "session", None)
+    if session is None:
+        session = _session_local.session = outbound.get_session()
+    return session
+
+
+@dataclass
+class Outcome:
+    delivery: Delivery
+    started: datetime
+    duration_ms: int
+    status_code: int | None
+    error: str
+    permanent: bool
+
+
+def _load(ids: list[int]) -> list[Delivery]:
+    """The leased rows with their endpoints as they are now, in one query. Rows of an endpoint
+    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them)."""
+    rows = list(
+        Delivery.objects.select_related("subscription")
+        .defer("payload")  # the log's copy: not needed to send
+        .filter(pk__in=ids, status=Delivery.Status.PENDING)
+    )
+    inactive = [row.pk for row in rows if not row.subscription.is_active]
+    if inactive:
+        Delivery.objects.filter(pk__in=inactive).delete()
+    return [row for row in rows if row.subscription.is_active]
+
+
+def _send(delivery: Delivery) -> Outcome:
+    """The HTTP part of one attempt: no database work, so it runs on a pool thread."""
+    sub = delivery.subscription
+    started = timezone.now()
+    clock = time.monotonic()
+    secret = decrypt_secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
+    status_code, error, permanent = None, "", False
+    if secret is None:
+        error, permanent = "missing_secret", True
+    else:
+        body = delivery.body.encode()
+        ts = int(time.time())
+        event_id = str(delivery.event_id)
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "ChatWidgetService-Webhooks/1",
+            "X-Service-Event": delivery.event_type,
+            "X-Service-Signature": signing.service_signature(secret, body),
+            "X-Service-Idempotency-Key": event_id,
+            "X-Service-Delivery": str(delivery.delivery_id),
+            "X-Service-Timestamp": str(ts),
+            "webhook-id": event_id,
+            "webhook-timestamp": str(ts),
+            "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
+        }
+        try:
+            response = _session().send_bytes(
+                "POST",
+                sub.url,
+                body=body,
+                headers=headers,
+                timeout=TIMEOUT,
+                max_bytes=RESPONSE_CAP,
+                deadline=ATTEMPT_DEADLINE,
+            )
+            status_code = response.status_code
+            if not 200 <= status_code < 300:
+                error = f"http_{status_code}"  # redirects included: never followed
+        except outbound.OutboundBlocked as exc:
+            error, permanent = f"blocked:{exc.reason}", True
+        except outbound.OutboundError as exc:
+            error = exc.reason
+    duration = int((time.monotonic() - clock) * 1000)
+    return Outcome(delivery, started, duration, status_code, error[:200], permanent)
+
+
+def _record(outcomes: list[Outcome]) -> list[str]:
+    """Write a set of finished attempts in one transaction: Attempt rows and the deliveries'
+    new state. Rows whose endpoint was deleted while the attempt ran are skipped.
+
+    The deliveries are updated in groups of the same new state (one UPDATE for all the
+    successes of a batch): a per-row CASE (bulk_update) cost more than the attempts themselves."""
+    if not outcomes:
+        return []
+    now = timezone.now()
+    statuses: list[str] = []
+    waits: list[int] = []
+    with transaction.atomic():
+        alive = set(
+            Delivery.objects.filter(
+                pk__in=[o.delivery.pk for o in outcomes], status=Delivery.Status.PENDING
+            ).values_list("pk", flat=True)
+        )
+        attempts = []
+        groups: dict[tuple, list[int]] = {}
+        for outcome in outcomes:
+            delivery = outcome.delivery
+            if delivery.pk not in alive:
+                statuses.append("gone")
+                continue
+            number = delivery.attempts + 1
+            if not outcome.error:
+                status, next_at = Delivery.Status.DELIVERED, None
+            elif outcome.permanent or number >= MAX_ATTEMPTS:
+                status, next_at = Delivery.Status.FAILED, None
+            else:
+                status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=retry_wait(number))
+                waits.append(retry_wait(number))
+            attempts.append(
+                Attempt(
+                    delivery_id=delivery.pk,
+                    number=number,
+                    started_at=outcome.started,
+                    duration_ms=outcome.duration_ms,
+                    status_code=outcome.status_code,
+                    error=outcome.error,
+                )
+            )
+            groups.setdefault((status, number, next_at, outcome.status_code, outcome.error), []).append(delivery.pk)
+            statuses.append(status)
+        Attempt.objects.bulk_create(attempts)
+        for (status, number, next_at, status_code, error), pks in groups.items():
+            Delivery.objects.filter(pk__in=pks).update(
+                status=status,
+                attempts=number,
+                next_attempt_at=next_at,
+                last_status_code=status_code,
+                last_error=error,
+                updated_at=now,
+            )
+    if waits:
+        trigger(countdown=min(waits))
+    return statuses
+
+
+def attempt_delivery(delivery_pk: int) -> str:
+    """One attempt of one leased delivery, inline. Returns the resulting status (or "gone")."""
+    rows = _load([delivery_pk])
+    if not rows:
+        return "gone"
+    return _record([_send(rows[0])])[0]
+
+
+def deliver_due(
+    *, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64, per_endpoint: int | None = None
+) -> int:
+    """Send due deliveries until none are due or the time budget is spent. Keeps up to
+    `concurrency` attempts in flight on the pool (HTTP only) and refills as they finish; the
+    finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
+    caller's thread and transaction: used by tests).
+
+    One endpoint has at most `per_endpoint` attempts in flight (default three quarters of the
+    pool), so an endpoint that answers slowly, however many deliveries it has, always leaves
+    threads to the others; its rows wait in the leased queue while the others' are sent.
+    Returns the number of attempts made."""
+    deadline = time.monotonic() + max_seconds
+    if concurrency <= 1:
+        return _deliver_inline(deadline=deadline, batch_size=batch_size)
+    run = _PoolRun(
+        pool=_executor(concurrency),  # lives with the process: its threads keep their HTTPS sessions
+        concurrency=concurrency,
+        batch_size=batch_size,
+        per_endpoint=per_endpoint or max(1, concurrency * 3 // 4),
+    )
+    return run.until(deadline)
+
+
+def _deliver_inline(*, deadline: float, batch_size: int) -> int:
+    done = 0
+    while time.monotonic() < deadline:
+        ids = _lease(batch_size)
+        if not ids:
+            break
+        for pk in ids:
+            attempt_delivery(pk)
+            done += 1
+    return done
+
+
+@dataclass
+class _PoolRun:
+    """One `deliver_due` run on the pool. Leased rows wait in `queue` (delivery, endpoint) until a
+    thread is free and their endpoint is under its share; `running` maps each attempt in flight to
+    its endpoint. Database work (lease, load, record) happens on the calling thread only."""
+
+    pool: ThreadPoolExecutor
+    concurrency: int
+    batch_size: int
+    per_endpoint: int
+    running: dict[Future, int] = field(default_factory=dict)
+    in_flight: Counter[int] = field(default_factory=Counter)
+    queue: list[tuple[int, int]] = field(default_factory=list)
+    done: int = 0
+
+    def until(self, deadline: float) -> int:
+        while True:
+            # Past the time budget nothing more is leased or started: the running attempts finish
+            # and the queue goes back (so no row waits in it longer than the budget: LEASE covers it).
+            in_time = time.monotonic() < deadline
+            if in_time:
+                self._start_more()
+            if not self.running:
+                if self.queue and in_time:
+                    continue
+                break
+            self._record_finished()
+        _release([pk for pk, _ in self.queue])
+        return self.done
+
+    def _sendable(self, rows: list[tuple[int, int]]) -> int:
+        return sum(1 for _, sub_id in rows if self.in_flight[sub_id] < self.per_endpoint)
+
+    def _start_more(self) -> None:
+        """Lease more rows when the queue cannot fill the free threads; then refill (one query loads
+        the group) whenever a thread is free and a leased row may go."""
+        free = self.concurrency - len(self.running)
+        if not free:
+            return
+        sendable = self._sendable(self.queue)
+        if sendable < free and len(self.queue) < self.batch_size * 4:
+            leased = _lease_rows(self.batch_size)
+            self.queue += leased
+            sendable += self._sendable(leased)
+        if not sendable:
+            return
+        take, waiting, counts = [], [], self.in_flight.copy()
+        for pk, sub_id in self.queue:
+            if len(take) < free and counts[sub_id] < self.per_endpoint:
+                take.append(pk)
+                counts[sub_id] += 1
+            else:
+                waiting.append((pk, sub_id))
+        self.queue = waiting
+        for row in _load(take):  # loaded just before sending: the endpoint as it is now
+            self.running[self.pool.submit(_send, row)] = row.subscription_id
+            self.in_flight[row.subscription_id] += 1
+
+    def _record_finished(self) -> None:
+        """Wait for an attempt to finish, gather what finishes in the next moment too, and record
+        them together."""
+        finished, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        if len(finished) < len(self.running):
+            more, _ = wait(self.running.keys() - finished, timeout=0.02)
+            finished |= more
+        outcomes = []
+        for future in finished:
+            self.in_flight[self.running.pop(future)] -= 1
+            exc = future.exception()
+            if exc is not None:
+                logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+            else:
+                outcomes.append(future.result())
+        _record(outcomes)
+        self.done += len(finished)
+
+
+_executors: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def _executor(concurrency: int) -> ThreadPoolExecutor:
+    """One pool per process (re-made after a fork): bounded threads that keep their pooled HTTPS
+    session across runs. They do no database work (the caller loads and records)."""
+    key = (os.getpid(), concurrency)
+    with _executors_lock:
+        pool = _executors.get(key)
+        if pool is None:
+            pool = _executors[key] = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook")
+        return pool
+
+
+def shutdown_executors() -> None:
+    """Close every pool thread's database connection, then stop the pools (tests, shutdown)."""
+    with _executors_lock:
+        pools = list(_executors.items())
+        _executors.clear()
+    for (_, size), pool in pools:
+        barrier = threading.Barrier(size)
+
+        def close_own_connection(barrier: threading.Barrier = barrier) -> None:
+            barrier.wait(timeout=30)  # one task per thread: each closes its own connection
+            connections.close_all()
+
+        for future in [pool.submit(close_own_connection) for _ in range(size)]:
+            future.exception()
+        pool.shutdown(wait=True)
+
+
+def _release(ids: list[int]) -> None:
+    """Leased rows we did not get to go back to the queue now."""
+    if ids:
+        Delivery.objects.filter(pk__in=ids, status=Delivery.Status.PENDING).update(next_attempt_at=timezone.now())
+
+
+def has_due() -> bool:
+    return Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now()).exists()
