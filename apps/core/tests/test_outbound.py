@@ -65,7 +65,7 @@ class FakeResolver:
 @pytest.fixture
 def resolver(monkeypatch: pytest.MonkeyPatch) -> FakeResolver:
     fake = FakeResolver()
-    monkeypatch.setattr(outbound, "resolve_host", fake)
+    monkeypatch.setattr(outbound.policy, "resolve_host", fake)
     return fake
 
 
@@ -856,7 +856,7 @@ def test_deadline_bounds_a_trickling_response(call, settings, monkeypatch, tmp_p
     ca_path = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_path))
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca_path))
-    monkeypatch.setattr(outbound, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
 
     server_ctx = _ssl.SSLContext(_ssl.PROTOCOL_TLS_SERVER)
     cert.configure_cert(server_ctx)

@@ -33,7 +33,7 @@ def public_dns(monkeypatch):
             return [ipaddress.ip_address("10.0.0.5")]
         return [ipaddress.ip_address("93.184.216.34")]
 
-    monkeypatch.setattr(outbound, "resolve_host", resolve)
+    monkeypatch.setattr(outbound.policy, "resolve_host", resolve)
 
 
 def create(client, **body):

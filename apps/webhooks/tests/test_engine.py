@@ -395,7 +395,7 @@ def test_a_name_rebound_to_a_private_address_fails_at_once(widget, receiver, mon
     # given a name that resolved to loopback when the subscription was made
     table = {"hook.test": ["127.0.0.1"]}
     monkeypatch.setattr(
-        outbound, "resolve_host", lambda host, port: [outbound.parse_ip_literal(a) for a in table[host]]
+        outbound.policy, "resolve_host", lambda host, port: [outbound.parse_ip_literal(a) for a in table[host]]
     )
     sub, _ = subscribe(widget, f"https://hook.test:{receiver.port}/hook")
     emit_message(widget)

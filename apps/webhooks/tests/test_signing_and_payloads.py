@@ -109,7 +109,7 @@ def test_rotate_webhook_keys_command_reencrypts_under_the_newest_key(db, widget,
     from apps.webhooks import services
     from apps.webhooks.models import Subscription
 
-    monkeypatch.setattr(outbound, "resolve_host", lambda h, p: [ipaddress.ip_address("93.184.216.34")])
+    monkeypatch.setattr(outbound.policy, "resolve_host", lambda h, p: [ipaddress.ip_address("93.184.216.34")])
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.WEBHOOK_SECRET_KEYS = [old]
     sub, secret = services.create_subscription(widget=widget, url="https://h.example.com", events=["message.created"])

@@ -1,0 +1,203 @@
+"""The LLM SDK transport: httpx transports and clients (sync and async) for SDKs that take an
+`http_client` (OpenAI, Anthropic and compatible). Built on the same address policy and pinning as
+the client: the URL is checked before sending, every new connection is resolved, checked and pinned
+to the checked address, redirects are never followed, no proxies or environment."""
+
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import anyio.to_thread
+import certifi
+import httpcore
+import httpx
+
+from .client import DEFAULT_TIMEOUT
+from .errors import OutboundBlocked
+from .policy import _SUPPORTED_SCHEMES, HTTPS_ONLY, _allow_loopback, _log_blocked, pin_address, safe_url
+
+logger = logging.getLogger("apps.core.outbound")
+
+DEFAULT_HTTPX_TIMEOUT = httpx.Timeout(DEFAULT_TIMEOUT[1], connect=DEFAULT_TIMEOUT[0])
+
+
+def _ssl_context() -> ssl.SSLContext:
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE")
+    if bundle and os.path.isdir(bundle):
+        return ssl.create_default_context(capath=bundle)
+    return ssl.create_default_context(cafile=bundle or certifi.where())
+
+
+def _check_httpx_url(url: httpx.URL, allowed_schemes: frozenset[str]) -> None:
+    safe = safe_url(str(url))
+    if url.scheme.lower() not in allowed_schemes:
+        raise OutboundBlocked("scheme_not_allowed", url=safe)
+    if url.userinfo:
+        raise OutboundBlocked("userinfo_not_allowed", url=safe)
+    if not url.host:
+        raise OutboundBlocked("missing_host", url=safe)
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """SECURITY: httpcore asks this backend for every TCP connection; it connects to the checked IP.
+
+    httpcore keeps the hostname for SNI and certificate matching, and the Host header comes from the
+    request, so only the socket address is pinned.
+    """
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        ip = pin_address(host, port)
+        return self._inner.connect_tcp(
+            str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        raise OutboundBlocked("unix_socket_not_allowed")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
+    """Async twin of _GuardedBackend; resolution runs in a worker thread."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        allow_loopback = _allow_loopback()
+        ip = await anyio.to_thread.run_sync(lambda: pin_address(host, port, allow_loopback=allow_loopback))
+        return await self._inner.connect_tcp(
+            str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        raise OutboundBlocked("unix_socket_not_allowed")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def _install_backend(pool: Any, wrap: type) -> None:
+    # httpx builds its httpcore pool privately; if that ever changes, fail at construction rather
+    # than run unguarded.
+    inner = getattr(pool, "_network_backend", None)
+    if not isinstance(pool, httpcore.ConnectionPool | httpcore.AsyncConnectionPool) or inner is None:
+        raise RuntimeError("httpx/httpcore internals changed: the outbound guard cannot be installed")
+    pool._network_backend = wrap(inner)  # noqa: SLF001
+
+
+class _GuardedTransportSetup:
+    """The construction both guarded httpx transports share: our TLS context, no environment, and
+    the guarded network backend (`_backend`) installed in the private httpcore pool."""
+
+    _backend: type
+
+    def __init__(
+        self,
+        *,
+        allowed_schemes: Iterable[str] = HTTPS_ONLY,
+        cert: Any = None,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
+        retries: int = 0,
+    ) -> None:
+        super().__init__(  # type: ignore[call-arg]
+            verify=_ssl_context(),
+            cert=cert,
+            trust_env=False,
+            http1=http1,
+            http2=http2,
+            limits=limits,
+            retries=retries,
+        )
+        self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
+        _install_backend(self._pool, self._backend)  # type: ignore[attr-defined]
+
+
+class GuardedHTTPXTransport(_GuardedTransportSetup, httpx.HTTPTransport):
+    """httpx transport with the outbound guard, for SDKs that take an `http_client`.
+
+    The URL is checked before sending, every new connection is resolved, checked and pinned, and a
+    transport never follows redirects (a client told to follow them sends each hop through here).
+    Proxies, unix sockets and environment settings are not available.
+    """
+
+    _backend = _GuardedBackend
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            _check_httpx_url(request.url, self._allowed_schemes)
+            return super().handle_request(request)
+        except OutboundBlocked as exc:
+            _log_blocked(exc, str(request.url))
+            raise
+
+
+class GuardedAsyncHTTPXTransport(_GuardedTransportSetup, httpx.AsyncHTTPTransport):
+    """Async twin of GuardedHTTPXTransport."""
+
+    _backend = _GuardedAsyncBackend
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            _check_httpx_url(request.url, self._allowed_schemes)
+            return await super().handle_async_request(request)
+        except OutboundBlocked as exc:
+            _log_blocked(exc, str(request.url))
+            raise
+
+
+_TRANSPORT_KWARGS = ("cert", "http1", "http2", "limits")
+_FORBIDDEN_CLIENT_KWARGS = ("transport", "mounts", "proxy", "verify", "trust_env", "follow_redirects", "app")
+
+
+def _client_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    for name in _FORBIDDEN_CLIENT_KWARGS:
+        if name in kwargs:
+            raise TypeError(f"{name} is fixed by the outbound guard")
+    transport_kwargs = {name: kwargs.pop(name) for name in _TRANSPORT_KWARGS if name in kwargs}
+    if kwargs.get("timeout") is None:
+        kwargs["timeout"] = DEFAULT_HTTPX_TIMEOUT
+    return transport_kwargs, kwargs
+
+
+def guarded_httpx_client(*, allowed_schemes: Iterable[str] = HTTPS_ONLY, **kwargs: Any) -> httpx.Client:
+    """An httpx.Client on GuardedHTTPXTransport: no redirects, no environment, timeouts set.
+
+    Accepts httpx.Client keywords (base_url, headers, auth, timeout, ...) plus cert, http1, http2 and
+    limits for the transport.
+    """
+    transport_kwargs, client_kwargs = _client_kwargs(dict(kwargs))
+    transport = GuardedHTTPXTransport(allowed_schemes=allowed_schemes, **transport_kwargs)
+    return httpx.Client(transport=transport, follow_redirects=False, trust_env=False, **client_kwargs)
+
+
+def guarded_async_httpx_client(*, allowed_schemes: Iterable[str] = HTTPS_ONLY, **kwargs: Any) -> httpx.AsyncClient:
+    """Async twin of guarded_httpx_client."""
+    transport_kwargs, client_kwargs = _client_kwargs(dict(kwargs))
+    transport = GuardedAsyncHTTPXTransport(allowed_schemes=allowed_schemes, **transport_kwargs)
+    return httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False, **client_kwargs)

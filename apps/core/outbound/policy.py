@@ -1,0 +1,291 @@
+"""The address policy: which URLs and resolved addresses an outbound call may reach, resolution,
+and pinning (the connection goes to the exact address that was checked)."""
+
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+import socket
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import SplitResult, urlsplit
+
+from django.conf import settings
+from urllib3.util.connection import allowed_gai_family
+
+from .errors import OutboundBlocked, OutboundError
+
+logger = logging.getLogger("apps.core.outbound")
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+HTTPS_ONLY: frozenset[str] = frozenset({"https"})
+_SUPPORTED_SCHEMES = frozenset({"http", "https"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+# --- address policy -------------------------------------------------------------------------------
+
+_net = ipaddress.ip_network
+
+# Order matters only for the reason reported: the first match names the refusal.
+_REFUSED_V4: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
+    (_net("169.254.169.254/32"), "cloud_metadata"),
+    (_net("100.100.100.200/32"), "cloud_metadata"),
+    (_net("0.0.0.0/8"), "unspecified"),
+    (_net("10.0.0.0/8"), "private"),
+    (_net("100.64.0.0/10"), "cgnat"),
+    (_net("127.0.0.0/8"), "loopback"),
+    (_net("169.254.0.0/16"), "link_local"),
+    (_net("172.16.0.0/12"), "private"),
+    (_net("192.0.0.0/24"), "ietf_protocol"),
+    (_net("192.0.2.0/24"), "documentation"),
+    (_net("192.88.99.0/24"), "6to4_relay"),
+    (_net("192.168.0.0/16"), "private"),
+    (_net("198.18.0.0/15"), "benchmark"),
+    (_net("198.51.100.0/24"), "documentation"),
+    (_net("203.0.113.0/24"), "documentation"),
+    (_net("224.0.0.0/4"), "multicast"),
+    (_net("255.255.255.255/32"), "broadcast"),
+    (_net("240.0.0.0/4"), "reserved"),
+)
+
+_REFUSED_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
+    (_net("fd00:ec2::254/128"), "cloud_metadata"),
+    (_net("::/128"), "unspecified"),
+    (_net("::1/128"), "loopback"),
+    (_net("::/96"), "ipv4_compatible"),
+    (_net("::ffff:0:0:0/96"), "ipv4_translated"),
+    (_net("64:ff9b:1::/48"), "nat64_local"),
+    (_net("100::/64"), "discard"),
+    (_net("2001::/32"), "teredo"),
+    (_net("2001:db8::/32"), "documentation"),
+    (_net("2001::/23"), "ietf_protocol"),
+    (_net("3fff::/20"), "documentation"),
+    (_net("5f00::/16"), "srv6"),
+    (_net("fc00::/7"), "unique_local"),
+    (_net("fe80::/10"), "link_local"),
+    (_net("fec0::/10"), "site_local"),
+    (_net("ff00::/8"), "multicast"),
+)
+
+_LOOPBACK_V4 = _net("127.0.0.0/8")
+_LOOPBACK_V6 = ipaddress.IPv6Address("::1")
+_NAT64_WELL_KNOWN = _net("64:ff9b::/96")
+_GLOBAL_UNICAST_V6 = _net("2000::/3")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, str] | None:
+    """The IPv4 address an IPv6 address really reaches, for the forms that carry one."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped, "ipv4_mapped"
+    if ip in _NAT64_WELL_KNOWN:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF), "nat64"
+    if ip.sixtofour is not None:
+        return ip.sixtofour, "6to4"
+    return None
+
+
+def address_refusal_reason(ip: IPAddress | str, *, allow_loopback: bool) -> str | None:
+    """Why `ip` may not be contacted, or None when it is a public unicast address.
+
+    `allow_loopback` opens 127.0.0.0/8 and ::1 only. Addresses that merely embed a loopback IPv4
+    (IPv4-mapped, NAT64, 6to4) stay refused: the switch is for a literal local receiver.
+    """
+    if isinstance(ip, str):
+        ip = ipaddress.ip_address(ip)
+    if ip.version == 6 and ip.scope_id:
+        return "scoped_address"
+    if ip in _LOOPBACK_V4 or ip == _LOOPBACK_V6:
+        return None if allow_loopback else "loopback"
+    if ip.version == 6:
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            v4, form = embedded
+            inner = address_refusal_reason(v4, allow_loopback=False)
+            return f"{form}:{inner}" if inner else None
+        for network, reason in _REFUSED_V6:
+            if ip in network:
+                return reason
+        if ip not in _GLOBAL_UNICAST_V6:
+            return "not_global_unicast"
+        if ip.is_site_local:
+            return "site_local"
+    else:
+        for network, reason in _REFUSED_V4:
+            if ip in network:
+                return reason
+    # Belt and braces: whatever the standard library knows to be special stays refused too.
+    if ip.is_multicast:
+        return "multicast"
+    if ip.is_unspecified:
+        return "unspecified"
+    if ip.is_link_local:
+        return "link_local"
+    if ip.is_reserved:
+        return "reserved"
+    if ip.is_private or not ip.is_global:
+        return "not_global"
+    return None
+
+
+def is_address_allowed(ip: IPAddress, *, allow_loopback: bool) -> bool:
+    """True when `ip` is a public unicast address (or loopback with `allow_loopback`)."""
+    return address_refusal_reason(ip, allow_loopback=allow_loopback) is None
+
+
+# --- URLs, numeric hosts and resolution ----------------------------------------------------------
+
+_LEGACY_IPV4_CHARS = re.compile(r"^[0-9][0-9a-fA-FxX.]*$")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
+
+
+def safe_url(url: str) -> str:
+    """scheme://host[:port]/path of `url`: no userinfo, query or fragment, fit for logs."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "<invalid url>"
+    if parts.scheme.lower() not in _SUPPORTED_SCHEMES:
+        return f"{parts.scheme}:" if parts.scheme else "<relative url>"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port is not None else host
+    return f"{parts.scheme}://{netloc}{parts.path}"
+
+
+def parse_ip_literal(host: str) -> IPAddress | None:
+    """The address a numeric host means, in every form a resolver accepts; None for a name.
+
+    Handles brackets, IPv6 and the legacy IPv4 spellings of inet_aton: decimal ``2130706433``,
+    octal ``0177.0.0.1``, hex ``0x7f.0.0.1``, short ``127.1``, ``0``. Parsing here, not in the
+    resolver, means a replaced resolver (tests) cannot be handed a numeric host to reinterpret.
+    """
+    host = host.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if ":" in host:
+        try:
+            return ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
+    if host.endswith("."):
+        host = host[:-1]
+    if not _LEGACY_IPV4_CHARS.match(host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def resolve_host(host: str, port: int) -> list[IPAddress]:
+    """Every address `host` resolves to, in resolver order. Replaced in tests.
+
+    Raises OutboundError("resolve_failed") when the name does not resolve.
+    """
+    family = allowed_gai_family()
+    try:
+        infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    except (socket.gaierror, UnicodeError):
+        try:
+            infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise OutboundError("resolve_failed", detail=type(exc).__name__) from None
+    addresses: list[IPAddress] = []
+    for af, _type, _proto, _canon, sockaddr in infos:
+        if af not in (socket.AF_INET, socket.AF_INET6):
+            continue
+        ip = ipaddress.ip_address(sockaddr[0])
+        if ip not in addresses:
+            addresses.append(ip)
+    return addresses
+
+
+def _allow_loopback() -> bool:
+    if not settings.configured:
+        return False
+    # Only a real True opens loopback: a stray "0" string must not.
+    return getattr(settings, "OUTBOUND_ALLOW_LOOPBACK", False) is True
+
+
+def pin_address(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAddress:
+    """Resolve `host` once and return the address to connect to.
+
+    SECURITY: every resolved address is checked and any refused one refuses the host, so a name
+    answering with both a public and a private address cannot slip through. The caller must connect
+    to the returned address and must not resolve `host` again.
+    """
+    if allow_loopback is None:
+        allow_loopback = _allow_loopback()
+    if not host:
+        raise OutboundBlocked("missing_host")
+    literal = parse_ip_literal(host)
+    if literal is not None:
+        candidates: list[Any] = [literal]
+    else:
+        try:
+            candidates = list(resolve_host(host, port))
+        except (OSError, UnicodeError) as exc:
+            raise OutboundError("resolve_failed", detail=type(exc).__name__) from None
+    if not candidates:
+        raise OutboundError("resolve_failed", detail="no addresses")
+    addresses: list[IPAddress] = []
+    for candidate in candidates:
+        try:
+            ip = candidate if isinstance(candidate, IPAddress) else ipaddress.ip_address(str(candidate))
+        except ValueError:
+            raise OutboundBlocked("invalid_address", address=str(candidate)) from None
+        reason = address_refusal_reason(ip, allow_loopback=allow_loopback)
+        if reason is not None:
+            raise OutboundBlocked("address_not_allowed", address=f"{ip} ({reason})")
+        addresses.append(ip)
+    return addresses[0]
+
+
+def check_url(url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY) -> SplitResult:
+    """Refuse a URL on its shape alone, before anything is resolved.
+
+    Raises OutboundBlocked with reason invalid_url, scheme_not_allowed, userinfo_not_allowed,
+    missing_host or invalid_port.
+    """
+    if not isinstance(url, str) or _CONTROL_OR_SPACE.search(url):
+        raise OutboundBlocked("invalid_url")
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise OutboundBlocked("invalid_url") from None
+    safe = safe_url(url)
+    allowed = {scheme.lower() for scheme in allowed_schemes} & _SUPPORTED_SCHEMES
+    if parts.scheme.lower() not in allowed:
+        raise OutboundBlocked("scheme_not_allowed", url=safe)
+    if "\\" in parts.netloc:
+        raise OutboundBlocked("invalid_url", url=safe)
+    if "@" in parts.netloc:
+        raise OutboundBlocked("userinfo_not_allowed", url=safe)
+    if not parts.hostname:
+        raise OutboundBlocked("missing_host", url=safe)
+    try:
+        parts.port  # noqa: B018 - evaluated for its ValueError on a bad port
+    except ValueError:
+        raise OutboundBlocked("invalid_port", url=safe) from None
+    return parts
+
+
+def _log_blocked(exc: OutboundBlocked, url: str) -> None:
+    if exc.url is None:
+        exc.url = safe_url(url)
+    logger.warning(
+        "outbound blocked (%s): %s%s",
+        exc.reason,
+        exc.url,
+        f" -> {exc.address}" if exc.address else "",
+        extra={"outbound_reason": exc.reason, "outbound_url": exc.url, "outbound_address": exc.address},
+    )
