@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictStringMixin
 from apps.core.models import Account
 
 from ..models import Balance, Invoice, LegalEntity, Plan, Subscription, Transaction, slug_or_unknown
@@ -299,28 +299,23 @@ class BillingInvoiceDetailDoc(BillingInvoiceDoc):
 # --- inputs -------------------------------------------------------------------------------------------------
 
 
-class CleanTextField(serializers.CharField):
+class CleanTextField(StrictCharField):
     """A string (never a number coerced to one) without control characters; surrounding whitespace
     is removed and the length is checked on the rest."""
 
-    default_error_messages = {
-        "not_string": "Must be a string.",
-        "control": "Must not contain control characters.",
-    }
+    default_error_messages = {"control": "Must not contain control characters."}
 
     def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_string")
-        if has_control_characters(data):
+        if isinstance(data, str) and has_control_characters(data):
             self.fail("control")
         return super().to_internal_value(data)
 
 
-class _PatternField(serializers.Field):
+class _PatternField(StrictStringMixin, serializers.Field):
     """A JSON string matched whole against `regex` (ASCII digits only); nothing is coerced."""
 
     regex: re.Pattern
-    default_error_messages = {"not_string": "Must be a string.", "invalid": "Invalid value."}
+    default_error_messages = {"invalid": "Invalid value."}
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

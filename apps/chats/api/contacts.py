@@ -16,7 +16,7 @@ from rest_framework.fields import empty
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, StrictCharField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import services
@@ -73,20 +73,13 @@ class TagListDoc(serializers.Serializer):
 # --- inputs -------------------------------------------------------------------------------------------
 
 
-class StrictTextField(serializers.CharField):
+class StrictTextField(StrictCharField):
     """A string, never a number coerced to one. Length limits apply to what was sent (as the
     OpenAPI document states them); surrounding whitespace is removed afterwards."""
-
-    default_error_messages = {"not_string": "Must be a string."}
 
     def __init__(self, **kwargs):
         kwargs["trim_whitespace"] = False
         super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_string")
-        return super().to_internal_value(data)
 
     def run_validation(self, data=empty):
         value = super().run_validation(data)

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictEmailField, StrictRegexField
 from apps.core.models import Widget
 
 from ..models import Message
@@ -43,29 +43,6 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-class StrictStringMixin:
-    """A JSON string: numbers and booleans are refused rather than turned into text."""
-
-    default_error_messages = {"not_a_string": "Must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_a_string")
-        return super().to_internal_value(data)
-
-
-class StrictCharField(StrictStringMixin, serializers.CharField):
-    pass
-
-
-class StrictEmailField(StrictStringMixin, serializers.EmailField):
-    pass
-
-
-class StrictRegexField(StrictStringMixin, serializers.RegexField):
-    pass
 
 
 def _not_blank(value: str) -> str:

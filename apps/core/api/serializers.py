@@ -1,4 +1,5 @@
-"""Input serializers that refuse what they do not declare, and the tenant-bound id field."""
+"""Input serializers that refuse what they do not declare, strict string fields, the tenant-bound id
+field, and the one way views validate input (`validate_input`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,30 @@ class InputSerializer(StrictInputMixin, serializers.Serializer):
 
 
 class StrictModelSerializer(StrictInputMixin, serializers.ModelSerializer):
+    pass
+
+
+class StrictStringMixin:
+    """A JSON string: numbers and booleans are refused (422 "Must be a string.", code `not_string`)
+    rather than turned into text. The one strict-string rule of every input field."""
+
+    default_error_messages = {"not_string": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_string")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(StrictStringMixin, serializers.CharField):
+    pass
+
+
+class StrictEmailField(StrictStringMixin, serializers.EmailField):
+    pass
+
+
+class StrictRegexField(StrictStringMixin, serializers.RegexField):
     pass
 
 
