@@ -45,8 +45,12 @@ def main() -> int:
     cases = [
         (NAME, {}, {}, {}),
         (f"{NAME}_status", {"status": "active"}, {"status": "active"}, {"status": "active"}),
-        (f"{NAME}_client_wrote", {"has_client_messages": "1"}, {"has_client_messages": "1"},
-         {"has_client_messages": "1"}),
+        (
+            f"{NAME}_client_wrote",
+            {"has_client_messages": "1"},
+            {"has_client_messages": "1"},
+            {"has_client_messages": "1"},
+        ),
         (f"{NAME}_deep_page", {"cursor": deep_cursor}, {"after": f"{at.isoformat()},{pk}"}, {"after": [at, pk]}),
     ]
     with Server(NAME) as server:
@@ -57,8 +61,12 @@ def main() -> int:
         first = expect(ours_session.get(ours_url, params={"limit": LIMIT})).json()
         last = first["data"][-1]
         page2 = expect(ours_session.get(ours_url, params={"limit": LIMIT, "cursor": first["next_cursor"]})).content
-        floor2 = expect(floor_session.get(floor_url, params={
-            "widget": data.widget_id, "limit": LIMIT, "after": f"{last['created_at']},{last['id']}"})).content
+        floor2 = expect(
+            floor_session.get(
+                floor_url,
+                params={"widget": data.widget_id, "limit": LIMIT, "after": f"{last['created_at']},{last['id']}"},
+            )
+        ).content
         print(f"{NAME}: page 2 by next_cursor vs floor: {first_difference(page2, floor2)}")
 
         for name, api_params, floor_params, sql_params in cases:
@@ -68,8 +76,10 @@ def main() -> int:
             same_sql = floor_runs_api_sql("/api/v1/chats", ours_params, data.token, sql, params)
             ours_body = expect(ours_session.get(ours_url, params=ours_params)).content
             floor_body = expect(floor_session.get(floor_url, params=floor_all)).content
-            print(f"{name}: floor runs the API's SQL: {'yes' if same_sql else 'NO'}; "
-                  f"bytes: {first_difference(ours_body, floor_body)}")
+            print(
+                f"{name}: floor runs the API's SQL: {'yes' if same_sql else 'NO'}; "
+                f"bytes: {first_difference(ours_body, floor_body)}"
+            )
 
             def ours(params=ours_params):
                 return expect(ours_session.get(ours_url, params=params))

@@ -20,9 +20,22 @@ from bench.lib.common import Server, compare, expect, prepare, report_latency, s
 NAME = "message_send"
 TARGET = 3
 CHATS = 100
-RESTORED = ("last_message_id", "last_message_at", "updated_at", "status", "closed_at", "first_agent_reply_at",
-            "accepted_by_id", "accepted_by_type", "accepted_at", "handled_by_id", "handled_by_type", "handled_at",
-            "handling", "agent_id")
+RESTORED = (
+    "last_message_id",
+    "last_message_at",
+    "updated_at",
+    "status",
+    "closed_at",
+    "first_agent_reply_at",
+    "accepted_by_id",
+    "accepted_by_type",
+    "accepted_at",
+    "handled_by_id",
+    "handled_by_type",
+    "handled_at",
+    "handling",
+    "agent_id",
+)
 
 
 def main() -> int:
@@ -52,19 +65,25 @@ def main() -> int:
             words = itertools.cycle(["Здравствуйте, ваш заказ передан в доставку", "Hello, your order has shipped"])
 
             def ours():
-                return expect(ours_session.post(
-                    f"{server.base}/api/v1/chats/{next(ours_targets)}/messages",
-                    json={"type": "text", "body": next(words)},
-                    headers={"X-Service-Idempotency-Key": uuid.uuid4().hex},
-                ), 202)
+                return expect(
+                    ours_session.post(
+                        f"{server.base}/api/v1/chats/{next(ours_targets)}/messages",
+                        json={"type": "text", "body": next(words)},
+                        headers={"X-Service-Idempotency-Key": uuid.uuid4().hex},
+                    ),
+                    202,
+                )
 
             def floor():
-                return expect(floor_session.post(
-                    f"{server.base}/bench/chats/{next(floor_targets)}/messages",
-                    params={"widget": data.widget_id},
-                    json={"type": "text", "body": next(words)},
-                    headers={"X-Service-Idempotency-Key": uuid.uuid4().hex},
-                ), 202)
+                return expect(
+                    floor_session.post(
+                        f"{server.base}/bench/chats/{next(floor_targets)}/messages",
+                        params={"widget": data.widget_id},
+                        json={"type": "text", "body": next(words)},
+                        headers={"X-Service-Idempotency-Key": uuid.uuid4().hex},
+                    ),
+                    202,
+                )
 
             try:
                 print(f"{NAME}: ours answers {ours().json()}; the floor {floor().json()}")

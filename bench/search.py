@@ -44,16 +44,21 @@ def main() -> int:
             same_sql = floor_runs_api_sql("/api/v1/chats", ours_params, data.token, sql, params)
             ours_body = expect(ours_session.get(ours_url, params=ours_params))
             floor_body = expect(floor_session.get(floor_url, params=floor_params))
-            print(f"{NAME} {label} ({word}): {len(ours_body.json()['data'])} chats on the page; floor runs the "
-                  f"API's SQL: {'yes' if same_sql else 'NO'}; bytes: "
-                  f"{first_difference(ours_body.content, floor_body.content)}")
+            print(
+                f"{NAME} {label} ({word}): {len(ours_body.json()['data'])} chats on the page; floor runs the "
+                f"API's SQL: {'yes' if same_sql else 'NO'}; bytes: "
+                f"{first_difference(ours_body.content, floor_body.content)}"
+            )
             examined, nodes = 0, ["no list query: the page is empty"]
             if sql:
                 print(f"EXPLAIN {label}:\n{explain(sql, params)}\n", flush=True)
                 examined, nodes = rows_examined(sql, params, "chats_message")
             warning = "  WARNING: scans the tenant" if examined >= tenant_messages // 10 else ""
-            print(f"{NAME} {label}: reads {examined} of the tenant's {tenant_messages} message rows "
-                  f"({'; '.join(nodes)}){warning}", flush=True)
+            print(
+                f"{NAME} {label}: reads {examined} of the tenant's {tenant_messages} message rows "
+                f"({'; '.join(nodes)}){warning}",
+                flush=True,
+            )
 
             def ours(params=ours_params):
                 return expect(ours_session.get(ours_url, params=params))
@@ -66,10 +71,12 @@ def main() -> int:
             # first (that probe is what keeps the absent word off the tenant), so no target here.
             report_latency(f"{NAME}_{label}_vs_plain", ours_ms[label], floor_ms, target="-")
     rare = ours_ms["rare"]
-    bench_line(f"{NAME}_absent", ours=ours_ms["absent"], floor=rare, ratio=ours_ms["absent"] / rare, target=100,
-               unit="ms")
-    bench_line(f"{NAME}_common", ours=ours_ms["common"], floor=rare, ratio=ours_ms["common"] / rare, target="-",
-               unit="ms")
+    bench_line(
+        f"{NAME}_absent", ours=ours_ms["absent"], floor=rare, ratio=ours_ms["absent"] / rare, target=100, unit="ms"
+    )
+    bench_line(
+        f"{NAME}_common", ours=ours_ms["common"], floor=rare, ratio=ours_ms["common"] / rare, target="-", unit="ms"
+    )
     return 0
 
 

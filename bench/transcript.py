@@ -70,8 +70,11 @@ def main() -> int:
                         sizes.append(download(s, f"{server.base}{floor_path}", floor_params))
                     seconds.append(time.perf_counter() - started)
             growth[side] = (sampler.peak - before) * 1024 / 1e6
-            print(f"{NAME} {side}: {sizes[0]} bytes, {statistics.median(seconds):.2f} s; RSS before "
-                  f"{before / 1024:.1f} MiB, peak {sampler.peak / 1024:.1f} MiB", flush=True)
+            print(
+                f"{NAME} {side}: {sizes[0]} bytes, {statistics.median(seconds):.2f} s; RSS before "
+                f"{before / 1024:.1f} MiB, peak {sampler.peak / 1024:.1f} MiB",
+                flush=True,
+            )
 
     with Server(NAME) as server:
         ours_session, floor_session = session(data.token), session()
@@ -82,8 +85,9 @@ def main() -> int:
         def floor():
             return download(floor_session, f"{server.base}{floor_path}", floor_params)
 
-        ours_ms, floor_ms = compare(ours, floor, iterations=env_int("BENCH_TRANSCRIPT_ITERATIONS", 3), rounds=3,
-                                    warmup=1, env=False)
+        ours_ms, floor_ms = compare(
+            ours, floor, iterations=env_int("BENCH_TRANSCRIPT_ITERATIONS", 3), rounds=3, warmup=1, env=False
+        )
     report_latency(NAME, ours_ms, floor_ms, target=3)
     ratio = growth["ours"] / growth["floor"] if growth["floor"] >= 0.1 else "n/a"
     bench_line(f"{NAME}_rss_growth", ours=growth["ours"], floor=growth["floor"], ratio=ratio, target=20, unit="MB")

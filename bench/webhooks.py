@@ -68,7 +68,10 @@ def configure_environment() -> None:
 def start_receiver() -> tuple[subprocess.Popen, int, str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "apps.webhooks.tests.receiver"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     ready = json.loads(process.stdout.readline())
     return process, ready["port"], ready["ca_path"]
@@ -141,8 +144,13 @@ def emit_batch(widget, count: int) -> list[str]:
     with mock.patch.object(events, "_hand_off", lambda event_id: None), transaction.atomic():
         emitted = [
             events.emit(
-                widget, "message.created", chat_id=n, message_id=n, client_id="b" * 32,
-                author_type="USER", source="api",
+                widget,
+                "message.created",
+                chat_id=n,
+                message_id=n,
+                client_id="b" * 32,
+                author_type="USER",
+                source="api",
             )
             for n in range(count)
         ]
@@ -205,7 +213,10 @@ def main() -> int:
         keys = emit_batch(widget, N)
         worker = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--fan-out-worker"],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert worker.stdout.readline().strip() == "ready"  # a running worker: its start is not timed
         started = time.perf_counter()
@@ -214,9 +225,10 @@ def main() -> int:
         with mock.patch.object(services, "_trigger", lambda countdown=None: None):
             while True:
                 services.deliver_due(concurrency=CONCURRENCY)
-                if worker.poll() is not None and not Delivery.objects.filter(
-                    subscription=subscription, status="pending"
-                ).exists():
+                if (
+                    worker.poll() is not None
+                    and not Delivery.objects.filter(subscription=subscription, status="pending").exists()
+                ):
                     break
                 if not Delivery.objects.filter(subscription=subscription, status="pending").exists():
                     time.sleep(0.002)  # the fan-out worker is ahead of nothing: wait for its rows
@@ -232,8 +244,13 @@ def main() -> int:
             with transaction.atomic():
                 transaction.on_commit(lambda stamp=stamp: stamp.append(time.time()))  # runs first
                 event = events.emit(
-                    widget, "message.created", chat_id=n, message_id=n, client_id="l" * 32,
-                    author_type="USER", source="api",
+                    widget,
+                    "message.created",
+                    chat_id=n,
+                    message_id=n,
+                    client_id="l" * 32,
+                    author_type="USER",
+                    source="api",
                 )
             committed[str(event.pk)] = stamp[0]
             time.sleep(0.005)

@@ -96,7 +96,12 @@ def test_every_operation_shows_scopes_idempotency_and_problems():
     assert header and header[0]["required"] is True
     assert {"400", "409", "413", "415", "422"} <= set(create["responses"])
     assert doc["components"]["schemas"]["Problem"]["required"] == [
-        "type", "title", "status", "detail", "instance", "code"
+        "type",
+        "title",
+        "status",
+        "detail",
+        "instance",
+        "code",
     ]
 
 

@@ -61,7 +61,10 @@ def agent_totals(widget, agent) -> dict:
 def visitor(client, widget, route, body=None, token=None):
     extra = {"HTTP_AUTHORIZATION": f"Visitor {token}"} if token else {}
     return client.post(
-        f"/api/visitor/v1/{widget.button_guid}/{route}", json.dumps(body or {}), content_type="application/json", **extra
+        f"/api/visitor/v1/{widget.button_guid}/{route}",
+        json.dumps(body or {}),
+        content_type="application/json",
+        **extra,
     )
 
 

@@ -83,9 +83,7 @@ def seats_used(account: Account) -> int:
     """Seats in use: every non-banned human agent of every widget of the account (AI and webhook
     operators use none)."""
     return (
-        Agent.objects.filter(widget__account=account, type=Agent.Type.HUMAN)
-        .exclude(status=Agent.Status.BANNED)
-        .count()
+        Agent.objects.filter(widget__account=account, type=Agent.Type.HUMAN).exclude(status=Agent.Status.BANNED).count()
     )
 
 

@@ -44,7 +44,8 @@ class AccountPlanAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         assigned = services.assign_plan(
-            account=form.cleaned_data["account"], plan=form.cleaned_data["plan"],
+            account=form.cleaned_data["account"],
+            plan=form.cleaned_data["plan"],
             extra_seats=form.cleaned_data.get("extra_seats") or 0,
         )
         obj.pk = assigned.pk
@@ -74,8 +75,11 @@ class WithdrawalAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         created = services.create_withdrawal(
-            account=obj.account, legal_entity=obj.legal_entity, amount_minor=obj.amount_minor,
-            currency=obj.currency, minor_unit_scale=obj.minor_unit_scale,
+            account=obj.account,
+            legal_entity=obj.legal_entity,
+            amount_minor=obj.amount_minor,
+            currency=obj.currency,
+            minor_unit_scale=obj.minor_unit_scale,
         )
         if obj.status != created.status:
             Withdrawal.objects.filter(pk=created.pk).update(status=obj.status)
@@ -136,8 +140,19 @@ class InvoiceForm(WidgetRecordForm):
     class Meta:
         model = Invoice
         fields = (
-            "widget", "number", "status", "payment_method", "legal_entity", "total_minor", "currency",
-            "minor_unit_scale", "document", "issued_at", "due_at", "paid_at", "created_at",
+            "widget",
+            "number",
+            "status",
+            "payment_method",
+            "legal_entity",
+            "total_minor",
+            "currency",
+            "minor_unit_scale",
+            "document",
+            "issued_at",
+            "due_at",
+            "paid_at",
+            "created_at",
         )
 
 
@@ -155,8 +170,11 @@ class InvoiceAdmin(WidgetRecordAdmin):
         upload = form.cleaned_data.get("document_upload")
         if upload is not None:
             obj.document = services.store_invoice_document(
-                widget=obj.widget, content=upload, name=upload.name,
-                content_type=getattr(upload, "content_type", None), size=upload.size,
+                widget=obj.widget,
+                content=upload,
+                name=upload.name,
+                content_type=getattr(upload, "content_type", None),
+                size=upload.size,
             )
         super().save_model(request, obj, form, change)
 

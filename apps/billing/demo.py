@@ -64,8 +64,11 @@ def seed_demo_billing(widget: Widget) -> dict:
     invoice = Invoice.objects.filter(widget=widget, number=DEMO_INVOICE).first()
     if invoice is None:
         document = services.store_invoice_document(
-            widget=widget, content=ContentFile(_DOCUMENT), name=f"{DEMO_INVOICE}.pdf",
-            content_type="application/pdf", size=len(_DOCUMENT),
+            widget=widget,
+            content=ContentFile(_DOCUMENT),
+            name=f"{DEMO_INVOICE}.pdf",
+            content_type="application/pdf",
+            size=len(_DOCUMENT),
         )
         invoice = services.create_invoice(
             widget=widget,
@@ -81,22 +84,41 @@ def seed_demo_billing(widget: Widget) -> dict:
         Transaction.objects.bulk_create(
             [
                 Transaction(
-                    widget=widget, account=account, type=Transaction.Type.TOP_UP,
-                    direction=Transaction.Direction.CREDIT, amount_minor=1_000_000,
-                    description="Пополнение по счёту", invoice=invoice, legal_entity=entity,
+                    widget=widget,
+                    account=account,
+                    type=Transaction.Type.TOP_UP,
+                    direction=Transaction.Direction.CREDIT,
+                    amount_minor=1_000_000,
+                    description="Пополнение по счёту",
+                    invoice=invoice,
+                    legal_entity=entity,
                 ),
                 Transaction(
-                    widget=widget, account=account, type=Transaction.Type.SUBSCRIPTION_CHARGE,
-                    direction=Transaction.Direction.DEBIT, amount_minor=299_000, description="Тариф Demo Pro",
+                    widget=widget,
+                    account=account,
+                    type=Transaction.Type.SUBSCRIPTION_CHARGE,
+                    direction=Transaction.Direction.DEBIT,
+                    amount_minor=299_000,
+                    description="Тариф Demo Pro",
                 ),
                 Transaction(
-                    widget=widget, account=account, type=Transaction.Type.BONUS, state=Transaction.State.PENDING,
-                    direction=Transaction.Direction.CREDIT, amount_minor=50_000, description="Бонус",
+                    widget=widget,
+                    account=account,
+                    type=Transaction.Type.BONUS,
+                    state=Transaction.State.PENDING,
+                    direction=Transaction.Direction.CREDIT,
+                    amount_minor=50_000,
+                    description="Бонус",
                 ),
             ]
         )
         Subscription.objects.create(
-            widget=widget, account=account, kind=Subscription.Kind.PRODUCT, product=DEMO_PLAN, name="Demo Pro",
-            price_minor=299_000, current_period_end=timezone.now() + timedelta(days=30),
+            widget=widget,
+            account=account,
+            kind=Subscription.Kind.PRODUCT,
+            product=DEMO_PLAN,
+            name="Demo Pro",
+            price_minor=299_000,
+            current_period_end=timezone.now() + timedelta(days=30),
         )
     return {"plan": plan.slug, "legal_entity_id": entity.pk, "invoice_id": invoice.pk}

@@ -113,8 +113,12 @@ def is_locked_by_pending_withdrawal(entity: LegalEntity) -> bool:
 
 def is_referenced_by_financial_record(entity: LegalEntity) -> bool:
     """An invoice, a transaction or a (settled) withdrawal of any widget names the entity."""
-    return LegalEntity.objects.filter(pk=entity.pk).filter(
-        Exists(Invoice.objects.filter(legal_entity_id=OuterRef("pk")))
-        | Exists(Transaction.objects.filter(legal_entity_id=OuterRef("pk")))
-        | Exists(Withdrawal.objects.filter(legal_entity_id=OuterRef("pk")))
-    ).exists()
+    return (
+        LegalEntity.objects.filter(pk=entity.pk)
+        .filter(
+            Exists(Invoice.objects.filter(legal_entity_id=OuterRef("pk")))
+            | Exists(Transaction.objects.filter(legal_entity_id=OuterRef("pk")))
+            | Exists(Withdrawal.objects.filter(legal_entity_id=OuterRef("pk")))
+        )
+        .exists()
+    )

@@ -54,11 +54,7 @@ def ensure_not_spam(
 def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
     `of=self`), with `related` rows joined. The one way a writer takes a chat."""
-    return (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related(*related)
-        .get(pk=chat.pk, widget_id=widget.pk)
-    )
+    return Chat.objects.select_for_update(of=("self",)).select_related(*related).get(pk=chat.pk, widget_id=widget.pk)
 
 
 def _author_type(message: Message) -> str:
@@ -290,11 +286,15 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
     transfer = ChatTransfer.objects.create(widget=widget, chat=chat, from_agent_id=from_agent_id, to_agent=to_agent)
     if from_agent_id is not None and from_agent_id != to_agent.pk:
         record_agent_event(
-            widget=widget, agent=from_agent_id, type="chat_transferred_out",
+            widget=widget,
+            agent=from_agent_id,
+            type="chat_transferred_out",
             extra={"chat_id": chat.pk, "to_agent_id": to_agent.pk},
         )
     record_agent_event(
-        widget=widget, agent=to_agent, type="chat_transferred_in",
+        widget=widget,
+        agent=to_agent,
+        type="chat_transferred_in",
         extra={"chat_id": chat.pk, "from_agent_id": from_agent_id},
     )
     chat.agent = to_agent

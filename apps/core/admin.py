@@ -40,8 +40,10 @@ class IssueTokenForm(forms.ModelForm):
         help_text="A preset replaces the whole scope selection.",
     )
     scope_choices = forms.MultipleChoiceField(
-        choices=[(s, f"{s}{' (S)' if s in catalogue.SENSITIVE_SCOPES else ''}: {catalogue.CATALOGUE[s][0]}")
-                 for s in sorted(catalogue.ALL_SCOPES)],
+        choices=[
+            (s, f"{s}{' (S)' if s in catalogue.SENSITIVE_SCOPES else ''}: {catalogue.CATALOGUE[s][0]}")
+            for s in sorted(catalogue.ALL_SCOPES)
+        ],
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Scopes",

@@ -33,9 +33,7 @@ def validate_key(raw: str | None) -> str:
     except UnicodeEncodeError:
         size = len(raw.encode("utf-8"))
     if not 1 <= size <= 64 or any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in raw):
-        raise InvalidIdempotencyKey(
-            f"{HEADER} must be 1 to 64 bytes without ASCII whitespace or control characters."
-        )
+        raise InvalidIdempotencyKey(f"{HEADER} must be 1 to 64 bytes without ASCII whitespace or control characters.")
     return raw
 
 

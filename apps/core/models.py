@@ -137,9 +137,7 @@ class OutboxEvent(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["widget", "-created_at"], name="outbox_widget_created"),
-            models.Index(
-                fields=["created_at"], name="outbox_pending", condition=models.Q(dispatched_at__isnull=True)
-            ),
+            models.Index(fields=["created_at"], name="outbox_pending", condition=models.Q(dispatched_at__isnull=True)),
         ]
 
 

@@ -50,9 +50,7 @@ def resolve_widget(id_or_guid: str) -> Widget:
     return Widget.objects.get(button_guid=value.lower())
 
 
-def issue_token(
-    *, widget: Widget, scopes: list[str], name: str = "", expires_in: int | None = None
-) -> IssuedToken:
+def issue_token(*, widget: Widget, scopes: list[str], name: str = "", expires_in: int | None = None) -> IssuedToken:
     """A new token of `widget`. Only the hash is stored; the plaintext is returned once."""
     unknown = sorted(set(scopes) - scope_catalogue.ALL_SCOPES)
     if unknown:

@@ -79,9 +79,7 @@ class Delivery(models.Model):
         indexes = [
             models.Index(fields=["subscription", "-created_at", "-id"], name="delivery_sub_created"),
             models.Index(fields=["widget", "-created_at"], name="delivery_widget_created"),
-            models.Index(
-                fields=["next_attempt_at"], name="delivery_due", condition=models.Q(status="pending")
-            ),
+            models.Index(fields=["next_attempt_at"], name="delivery_due", condition=models.Q(status="pending")),
         ]
         constraints = [
             # One automatic delivery per endpoint and event (fan-out may run twice; it stays one).

@@ -28,7 +28,7 @@ def verify_service_signature(secret: str, body: bytes, header: str) -> bool:
 def standard_key(secret: str) -> bytes:
     if secret.startswith(SECRET_PREFIX):
         try:
-            return base64.b64decode(secret[len(SECRET_PREFIX):], validate=True)
+            return base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
         except (binascii.Error, ValueError):
             pass
     return secret.encode()

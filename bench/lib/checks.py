@@ -35,7 +35,7 @@ def first_difference(a: bytes, b: bytes) -> str:
     if _same_but_cursor_stamp(a, b):
         return "identical but for the signing timestamp inside next_cursor (same cursor payload)"
     at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return f"DIFFERENT at byte {at} (lengths {len(a)} / {len(b)}): {a[at:at + 80]!r} vs {b[at:at + 80]!r}"
+    return f"DIFFERENT at byte {at} (lengths {len(a)} / {len(b)}): {a[at : at + 80]!r} vs {b[at : at + 80]!r}"
 
 
 def _same_but_cursor_stamp(a: bytes, b: bytes) -> bool:
@@ -81,8 +81,11 @@ def rows_examined(sql: str, params: tuple, relation: str) -> tuple[int, list[str
         nonlocal total
         if node.get("Relation Name") == relation:
             loops = node.get("Actual Loops", 1)
-            read = (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
-                    + node.get("Rows Removed by Index Recheck", 0)) * loops
+            read = (
+                node.get("Actual Rows", 0)
+                + node.get("Rows Removed by Filter", 0)
+                + node.get("Rows Removed by Index Recheck", 0)
+            ) * loops
             total += read
             nodes.append(f"{node['Node Type']} {node.get('Index Name', '')}".strip() + f" ({read} rows)")
         for child in node.get("Plans", []):

@@ -119,9 +119,23 @@ class Server:
         )
         with open(LOG_DIR / f"{self.name}.server.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--no-access-log", "--lifespan", "off"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "config.asgi:application",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--no-access-log",
+                    "--lifespan",
+                    "off",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -204,8 +218,13 @@ def _round(fn: Callable[[], object], iterations: int) -> float:
 
 
 def compare(
-    ours: Callable[[], object], floor: Callable[[], object], *, iterations: int, rounds: int | None = None,
-    warmup: int | None = None, env: bool = True,
+    ours: Callable[[], object],
+    floor: Callable[[], object],
+    *,
+    iterations: int,
+    rounds: int | None = None,
+    warmup: int | None = None,
+    env: bool = True,
 ) -> tuple[float, float]:
     """Median latency in ms of ours and of the floor (median of per-round medians, rounds alternate).
     With `env`, BENCH_ROUNDS / BENCH_ITERATIONS / BENCH_WARMUP override the defaults."""

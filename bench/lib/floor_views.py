@@ -76,8 +76,14 @@ def _iso(value):
 def chat_list(request):
     params = request.GET
     limit = int(params.get("limit", "20"))
-    key = (params.get("widget"), limit, params.get("status"), params.get("has_client_messages"), params.get("q"),
-           params.get("after"))
+    key = (
+        params.get("widget"),
+        limit,
+        params.get("status"),
+        params.get("has_client_messages"),
+        params.get("q"),
+        params.get("after"),
+    )
     compiled = _compiled.get(key)
     if compiled is None:
         compiled = _compiled[key] = chat_list_sql(
@@ -94,38 +100,64 @@ def chat_list(request):
     with connection.cursor() as cursor:
         cursor.execute(sql, sql_params)
         rows = cursor.fetchall()
-    c = {name: pos[f"chats_chat.{name}"] for name in (
-        "id", "status", "channel", "agent_id", "department_id", "accepted_by_id", "accepted_by_type", "accepted_at",
-        "handled_by_id", "handled_by_type", "handled_at", "handling", "has_client_messages", "last_message_id",
-        "last_message_at", "created_at", "updated_at",
-    )}
+    c = {
+        name: pos[f"chats_chat.{name}"]
+        for name in (
+            "id",
+            "status",
+            "channel",
+            "agent_id",
+            "department_id",
+            "accepted_by_id",
+            "accepted_by_type",
+            "accepted_at",
+            "handled_by_id",
+            "handled_by_type",
+            "handled_at",
+            "handling",
+            "has_client_messages",
+            "last_message_id",
+            "last_message_at",
+            "created_at",
+            "updated_at",
+        )
+    }
     guid = pos["chats_contact.guid"]
     data = []
     for r in rows[:limit]:
         accepted_type, handled_type = r[c["accepted_by_type"]], r[c["handled_by_type"]]
-        data.append({
-            "id": r[c["id"]],
-            "status": r[c["status"]],
-            "channel": r[c["channel"]],
-            "client_id": r[guid],
-            "agent_id": r[c["agent_id"]],
-            "department_id": r[c["department_id"]],
-            "accepted_by": {"agent_id": r[c["accepted_by_id"]], "type": accepted_type,
-                            "at": _iso(r[c["accepted_at"]])} if accepted_type else None,
-            "handled_by": {"agent_id": r[c["handled_by_id"]], "type": handled_type,
-                           "at": _iso(r[c["handled_at"]])} if handled_type else None,
-            "handling": r[c["handling"]],
-            "has_client_messages": r[c["has_client_messages"]],
-            "last_message_id": r[c["last_message_id"]],
-            "last_message_at": _iso(r[c["last_message_at"]]),
-            "created_at": r[c["created_at"]].isoformat(),
-            "updated_at": r[c["updated_at"]].isoformat(),
-        })
+        data.append(
+            {
+                "id": r[c["id"]],
+                "status": r[c["status"]],
+                "channel": r[c["channel"]],
+                "client_id": r[guid],
+                "agent_id": r[c["agent_id"]],
+                "department_id": r[c["department_id"]],
+                "accepted_by": {
+                    "agent_id": r[c["accepted_by_id"]],
+                    "type": accepted_type,
+                    "at": _iso(r[c["accepted_at"]]),
+                }
+                if accepted_type
+                else None,
+                "handled_by": {"agent_id": r[c["handled_by_id"]], "type": handled_type, "at": _iso(r[c["handled_at"]])}
+                if handled_type
+                else None,
+                "handling": r[c["handling"]],
+                "has_client_messages": r[c["has_client_messages"]],
+                "last_message_id": r[c["last_message_id"]],
+                "last_message_at": _iso(r[c["last_message_at"]]),
+                "created_at": r[c["created_at"]].isoformat(),
+                "updated_at": r[c["updated_at"]].isoformat(),
+            }
+        )
     next_cursor = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        next_cursor = signing.dumps([{"dt": last[c["created_at"]].isoformat()}, last[c["id"]]], salt=CURSOR_SALT,
-                                    compress=True)
+        next_cursor = signing.dumps(
+            [{"dt": last[c["created_at"]].isoformat()}, last[c["id"]]], salt=CURSOR_SALT, compress=True
+        )
     body = json.dumps({"data": data, "next_cursor": next_cursor}, ensure_ascii=False, separators=(",", ":"))
     return HttpResponse(body.encode(), content_type="application/json")
 
@@ -196,8 +228,11 @@ COPY (
 def _conninfo() -> str:
     db = settings.DATABASES["default"]
     return psycopg.conninfo.make_conninfo(
-        dbname=db["NAME"], user=db.get("USER") or None, password=db.get("PASSWORD") or None,
-        host=db.get("HOST") or None, port=db.get("PORT") or None,
+        dbname=db["NAME"],
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
     )
 
 

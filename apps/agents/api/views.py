@@ -28,9 +28,7 @@ AGENT_LIST_PARAMS = [
     OpenApiParameter("online", str, enum=["0", "1"], description="Live presence: 1 online, 0 offline."),
     OpenApiParameter("type", str, enum=Agent.Type.values),
     OpenApiParameter("department_id", int, description="A missing or foreign department is 404."),
-    OpenApiParameter(
-        "status", str, enum=Agent.Status.values, description="Without it, banned agents are left out."
-    ),
+    OpenApiParameter("status", str, enum=Agent.Status.values, description="Without it, banned agents are left out."),
 ]
 
 EVENT_LIST_PARAMS = [OpenApiParameter("type", str, enum=list(events_log.SLUGS), description="A slug, or `unknown`.")]
@@ -254,9 +252,7 @@ class DepartmentViewSet(WidgetScopedViewSet):
         return selectors.with_agent_ids(queryset)
 
     def _fresh(self, department: Department) -> dict:
-        return s.department_payload(
-            self.get_queryset().get(pk=department.pk), absolute=self.request.build_absolute_uri
-        )
+        return s.department_payload(self.get_queryset().get(pk=department.pk), absolute=self.request.build_absolute_uri)
 
     @extend_schema(responses={200: s.DepartmentDoc(many=True)})
     def list(self, request):

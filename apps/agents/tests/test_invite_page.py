@@ -84,7 +84,10 @@ def test_the_new_operator_appears_in_the_agents_api(api, widget):
 
 
 def test_full_flow_from_the_api_through_the_mailed_link(api, widget):
-    assert api().post("/api/v1/agents/invitations", {"email": "flow@example.com"}, format="json", **idem()).status_code == 201
+    assert (
+        api().post("/api/v1/agents/invitations", {"email": "flow@example.com"}, format="json", **idem()).status_code
+        == 201
+    )
     link = re.search(r"http://testserver(/invite/[A-Za-z0-9_-]+)", mail.outbox[0].body).group(1)
     assert submit(csrf_client(), link, new_operator()).status_code == 200
     assert Agent.objects.filter(widget=widget, email="flow@example.com", status="active").exists()

@@ -461,5 +461,3 @@ class SubscriptionListQuery(InputSerializer):
 
 class InvoiceListQuery(InputSerializer):
     status = _slug_filter(Invoice.Status)
-
-

@@ -16,9 +16,16 @@ def test_a_transaction_takes_its_widgets_account(admin_client, widget):
     response = admin_client.post(
         f"{ADMIN}/transaction/add/",
         {
-            "widget": widget.pk, "type": "top_up", "state": "completed", "direction": "credit",
-            "amount_minor": 100000, "currency": "RUB", "minor_unit_scale": 2, "description": "",
-            "created_at_0": "2026-01-01", "created_at_1": "10:00:00",
+            "widget": widget.pk,
+            "type": "top_up",
+            "state": "completed",
+            "direction": "credit",
+            "amount_minor": 100000,
+            "currency": "RUB",
+            "minor_unit_scale": 2,
+            "description": "",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -30,10 +37,16 @@ def test_a_transaction_naming_an_entity_of_another_account_is_refused(admin_clie
     response = admin_client.post(
         f"{ADMIN}/transaction/add/",
         {
-            "widget": widget.pk, "type": "refund", "state": "completed", "direction": "debit",
-            "amount_minor": 1, "currency": "RUB", "minor_unit_scale": 2,
+            "widget": widget.pk,
+            "type": "refund",
+            "state": "completed",
+            "direction": "debit",
+            "amount_minor": 1,
+            "currency": "RUB",
+            "minor_unit_scale": 2,
             "legal_entity": LegalEntityFactory(account=AccountFactory()).pk,
-            "created_at_0": "2026-01-01", "created_at_1": "10:00:00",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
         },
     )
     assert response.status_code == 200 and not Transaction.objects.exists()
@@ -43,15 +56,30 @@ def test_an_invoice_with_lines_and_an_uploaded_document(admin_client, widget, me
     # given
     entity = LegalEntityFactory(account=widget.account)
     data = {
-        "widget": widget.pk, "number": "INV-1", "status": "issued", "payment_method": "bank_transfer",
-        "legal_entity": entity.pk, "total_minor": 0, "currency": "RUB", "minor_unit_scale": 2,
-        "issued_at_0": "2026-01-01", "issued_at_1": "10:00:00", "created_at_0": "2026-01-01",
+        "widget": widget.pk,
+        "number": "INV-1",
+        "status": "issued",
+        "payment_method": "bank_transfer",
+        "legal_entity": entity.pk,
+        "total_minor": 0,
+        "currency": "RUB",
+        "minor_unit_scale": 2,
+        "issued_at_0": "2026-01-01",
+        "issued_at_1": "10:00:00",
+        "created_at_0": "2026-01-01",
         "created_at_1": "10:00:00",
         "document_upload": SimpleUploadedFile("invoice.pdf", b"%PDF-1.4", content_type="application/pdf"),
-        "items-TOTAL_FORMS": 2, "items-INITIAL_FORMS": 0, "items-MIN_NUM_FORMS": 0, "items-MAX_NUM_FORMS": 1000,
-        "items-0-position": 1, "items-0-description": "Тариф", "items-0-quantity": 1,
+        "items-TOTAL_FORMS": 2,
+        "items-INITIAL_FORMS": 0,
+        "items-MIN_NUM_FORMS": 0,
+        "items-MAX_NUM_FORMS": 1000,
+        "items-0-position": 1,
+        "items-0-description": "Тариф",
+        "items-0-quantity": 1,
         "items-0-unit_price_minor": 299000,
-        "items-1-position": 2, "items-1-description": "Места", "items-1-quantity": 2,
+        "items-1-position": 2,
+        "items-1-description": "Места",
+        "items-1-quantity": 2,
         "items-1-unit_price_minor": 49000,
     }
     # when
@@ -69,8 +97,14 @@ def test_a_withdrawal_is_created_through_the_service(admin_client, widget):
     response = admin_client.post(
         f"{ADMIN}/withdrawal/add/",
         {
-            "account": widget.account_id, "legal_entity": entity.pk, "status": "pending", "amount_minor": 5000,
-            "currency": "RUB", "minor_unit_scale": 2, "created_at_0": "2026-01-01", "created_at_1": "10:00:00",
+            "account": widget.account_id,
+            "legal_entity": entity.pk,
+            "status": "pending",
+            "amount_minor": 5000,
+            "currency": "RUB",
+            "minor_unit_scale": 2,
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -81,9 +115,14 @@ def test_a_withdrawal_to_an_entity_of_another_account_is_refused(admin_client, w
     response = admin_client.post(
         f"{ADMIN}/withdrawal/add/",
         {
-            "account": widget.account_id, "legal_entity": LegalEntityFactory().pk, "status": "pending",
-            "amount_minor": 5000, "currency": "RUB", "minor_unit_scale": 2,
-            "created_at_0": "2026-01-01", "created_at_1": "10:00:00",
+            "account": widget.account_id,
+            "legal_entity": LegalEntityFactory().pk,
+            "status": "pending",
+            "amount_minor": 5000,
+            "currency": "RUB",
+            "minor_unit_scale": 2,
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
         },
     )
     assert response.status_code == 200 and not Withdrawal.objects.exists()
@@ -105,8 +144,14 @@ def test_changing_a_plans_seats_in_admin_reaches_its_accounts(admin_client, widg
     response = admin_client.post(
         f"{ADMIN}/plan/{plan.pk}/change/",
         {
-            "slug": plan.slug, "name": plan.name, "is_paid": "on", "seats": 6, "paid_features": '["ai"]',
-            "ad_cabinet_slots": 0, "created_at_0": "2026-01-01", "created_at_1": "10:00:00",
+            "slug": plan.slug,
+            "name": plan.name,
+            "is_paid": "on",
+            "seats": 6,
+            "paid_features": '["ai"]',
+            "ad_cabinet_slots": 0,
+            "created_at_0": "2026-01-01",
+            "created_at_1": "10:00:00",
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]

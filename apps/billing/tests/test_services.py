@@ -196,7 +196,10 @@ def test_create_withdrawal_only_for_the_accounts_entity(widget, other_widget):
 def test_create_invoice_totals_its_lines(widget, media):
     entity = LegalEntityFactory(account=widget.account)
     invoice = services.create_invoice(
-        widget=widget, number="A-1", legal_entity=entity, document=make_file(widget),
+        widget=widget,
+        number="A-1",
+        legal_entity=entity,
+        document=make_file(widget),
         items=[
             {"description": "Тариф", "quantity": 1, "unit_price_minor": 299000},
             {"description": "Места", "quantity": 3, "unit_price_minor": 49000},
@@ -211,7 +214,9 @@ def test_create_invoice_refuses_a_foreign_entity_or_document(widget, other_widge
     with pytest.raises(ValueError):
         services.create_invoice(widget=widget, number="A", legal_entity=LegalEntityFactory(), items=[])
     with pytest.raises(ValueError):
-        services.create_invoice(widget=widget, number="A", legal_entity=None, items=[], document=make_file(other_widget))
+        services.create_invoice(
+            widget=widget, number="A", legal_entity=None, items=[], document=make_file(other_widget)
+        )
 
 
 def test_an_invoice_without_lines_keeps_its_total(widget):
@@ -240,7 +245,9 @@ def test_invoice_clean_refuses_a_foreign_entity_or_document(widget, sibling_widg
     with pytest.raises(ValidationError):
         InvoiceFactory.build(widget=widget, account=widget.account, legal_entity=LegalEntityFactory()).clean()
     invoice = InvoiceFactory.build(
-        widget=widget, account=widget.account, legal_entity=LegalEntityFactory(account=widget.account),
+        widget=widget,
+        account=widget.account,
+        legal_entity=LegalEntityFactory(account=widget.account),
         document=make_file(sibling_widget),
     )
     with pytest.raises(ValidationError):

@@ -34,5 +34,3 @@ class ChatListQuery(WindowQuery):
 
 class MessageListQuery(WindowQuery):
     pass
-
-

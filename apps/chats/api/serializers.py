@@ -220,4 +220,3 @@ class SeenInput(InputSerializer):
         if message is None:
             raise serializers.ValidationError("No such message in this chat.")
         return message
-

@@ -106,7 +106,9 @@ class ContractMixin:
         """Deferred actions: the claim and the side effect in one transaction (see above)."""
         with transaction.atomic():
             self._idempotency_row = idempotency.claim(
-                widget=self.request.widget, key=self._idempotency_key, method=self.request.method,
+                widget=self.request.widget,
+                key=self._idempotency_key,
+                method=self.request.method,
                 path=self.request.path,
             )
             yield
@@ -123,7 +125,9 @@ class ContractMixin:
                 if row is None:
                     raise AssertionError("a deferred idempotent action must use idempotency_claim()")
                 idempotency.record(
-                    row, status=response.status_code, resource_id=_resource_id(response.data),
+                    row,
+                    status=response.status_code,
+                    resource_id=_resource_id(response.data),
                     location=response.get("Location", ""),
                 )
             return response
@@ -133,9 +137,7 @@ class ContractMixin:
     def _idempotent(self, handler, key: str):
         def run(request, *args, **kwargs):
             with transaction.atomic():
-                row = idempotency.claim(
-                    widget=request.widget, key=key, method=request.method, path=request.path
-                )
+                row = idempotency.claim(widget=request.widget, key=key, method=request.method, path=request.path)
                 response = handler(request, *args, **kwargs)
                 if response.status_code >= 400:
                     transaction.set_rollback(True)

@@ -37,9 +37,7 @@ class ScopePermission(BasePermission):
             # Unknown action (e.g. an unrouted method): deny.
             raise MissingScope("No scope grants this operation.", required_scopes=[])
         if principal.scopes.isdisjoint(scopes):
-            raise MissingScope(
-                f"This operation needs one of: {', '.join(scopes)}.", required_scopes=list(scopes)
-            )
+            raise MissingScope(f"This operation needs one of: {', '.join(scopes)}.", required_scopes=list(scopes))
         return True
 
 
@@ -48,6 +46,4 @@ def demand_scopes(held: frozenset[str] | set[str], *any_of: str, detail: str | N
     POST /v1/ai/replies): call from the service once the body has selected them, before any state
     is read or consumed. Raises 403 missing_scope naming the scopes that would do."""
     if held.isdisjoint(any_of):
-        raise MissingScope(
-            detail or f"This request needs one of: {', '.join(any_of)}.", required_scopes=list(any_of)
-        )
+        raise MissingScope(detail or f"This request needs one of: {', '.join(any_of)}.", required_scopes=list(any_of))

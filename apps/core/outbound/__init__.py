@@ -26,7 +26,6 @@ The package, one module per job: `policy` (URL and address rules, resolution, pi
 LLM SDK transport), `errors`. Import from the package.
 """
 
-
 from .client import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from .client import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from .client import GuardedResponse as GuardedResponse

@@ -2,7 +2,6 @@
 webhook engine's raw POSTs), each connection resolved, checked and pinned, redirects followed only by
 hand and re-checked, bodies capped, a whole-call deadline."""
 
-
 from __future__ import annotations
 
 import json

@@ -1,6 +1,5 @@
 """The whole-call deadline: one watchdog thread per process shuts down the sockets of calls past it."""
 
-
 from __future__ import annotations
 
 import logging

@@ -1,11 +1,11 @@
 """The two failures of an outbound call: refused by policy (nothing sent) or failed in transport."""
 
-
 from __future__ import annotations
 
 import logging
 
 logger = logging.getLogger("apps.core.outbound")
+
 
 class OutboundBlocked(Exception):
     """The URL or an address it resolves to is refused by policy. Nothing was sent."""

@@ -3,7 +3,6 @@
 the client: the URL is checked before sending, every new connection is resolved, checked and pinned
 to the checked address, redirects are never followed, no proxies or environment."""
 
-
 from __future__ import annotations
 
 import logging

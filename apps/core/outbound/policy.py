@@ -1,7 +1,6 @@
 """The address policy: which URLs and resolved addresses an outbound call may reach, resolution,
 and pinning (the connection goes to the exact address that was checked)."""
 
-
 from __future__ import annotations
 
 import ipaddress

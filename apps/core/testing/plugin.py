@@ -117,9 +117,6 @@ def captured_events(db):
     before = set(OutboxEvent.objects.values_list("pk", flat=True))
 
     def events():
-        return [
-            (e.type, e.data)
-            for e in OutboxEvent.objects.exclude(pk__in=before).order_by("created_at")
-        ]
+        return [(e.type, e.data) for e in OutboxEvent.objects.exclude(pk__in=before).order_by("created_at")]
 
     return events

@@ -265,8 +265,13 @@ class Receiver:
             key = lowered.get("x-service-idempotency-key")
             self._per_key[key] = self._per_key.get(key, 0) + 1
             hit = Hit(
-                seq=len(self.hits), method=method, path=path, headers=lowered, body=body,
-                at=time.time(), key_attempt=self._per_key[key],
+                seq=len(self.hits),
+                method=method,
+                path=path,
+                headers=lowered,
+                body=body,
+                at=time.time(),
+                key_attempt=self._per_key[key],
             )
             self.hits.append(hit)
             self._arrived.notify_all()

@@ -44,7 +44,13 @@ def create(client, **body):
 def emit_message(widget):
     with transaction.atomic():
         event = events.emit(
-            widget, events.MESSAGE_CREATED, chat_id=1, message_id=2, client_id="c" * 32, author_type="USER", source="api"
+            widget,
+            events.MESSAGE_CREATED,
+            chat_id=1,
+            message_id=2,
+            client_id="c" * 32,
+            author_type="USER",
+            source="api",
         )
     events.fan_out(event.pk)
     return event
@@ -72,8 +78,15 @@ def test_create_keeps_a_given_secret(api):
 
 @pytest.mark.parametrize(
     "url",
-    ["http://hooks.example.com/a", "https://user:pw@hooks.example.com/a", "https://private.test/a",
-     "https://127.0.0.1/a", "https://169.254.169.254/latest", "ftp://hooks.example.com", "not a url"],
+    [
+        "http://hooks.example.com/a",
+        "https://user:pw@hooks.example.com/a",
+        "https://private.test/a",
+        "https://127.0.0.1/a",
+        "https://169.254.169.254/latest",
+        "ftp://hooks.example.com",
+        "not a url",
+    ],
 )
 def test_create_refuses_non_https_and_private_destinations(api, url):
     body = assert_problem(create(api(), url=url), 422)
@@ -110,7 +123,9 @@ def test_legacy_subscription_accepts_only_legacy_names(api):
 
 
 def test_create_needs_idempotency_key_and_scope(api):
-    assert_problem(api().post(BASE, {"url": "https://x.example.com", "events": ["message.created"]}, format="json"), 400)
+    assert_problem(
+        api().post(BASE, {"url": "https://x.example.com", "events": ["message.created"]}, format="json"), 400
+    )
     assert_problem(create(api(scopes=["webhooks:read"])), 403, "missing_scope")
 
 
@@ -137,7 +152,9 @@ def test_switching_to_legacy_needs_legacy_events(api):
     client = api()
     sub_id = create(client).json()["id"]
     assert_problem(client.patch(f"{BASE}/{sub_id}", {"is_legacy_compat": True}, format="json", **idem()), 422)
-    ok = client.patch(f"{BASE}/{sub_id}", {"is_legacy_compat": True, "events": ["chat_accepted"]}, format="json", **idem())
+    ok = client.patch(
+        f"{BASE}/{sub_id}", {"is_legacy_compat": True, "events": ["chat_accepted"]}, format="json", **idem()
+    )
     assert ok.status_code == 200 and ok.json()["is_legacy_compat"] is True
 
 
@@ -216,7 +233,9 @@ def test_redeliver_makes_a_new_delivery_with_the_same_event(api, widget):
     emit_message(widget)
     original = Delivery.objects.get()
     Delivery.objects.filter(pk=original.pk).update(status="failed")
-    response = client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(original.delivery_id)}, format="json", **idem())
+    response = client.post(
+        f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(original.delivery_id)}, format="json", **idem()
+    )
     assert response.status_code == 202 and response.json()["envelope"] == "native"
     copy = Delivery.objects.get(delivery_id=response.json()["delivery_id"])
     assert copy.event_id == original.event_id and copy.delivery_id != original.delivery_id
@@ -228,8 +247,13 @@ def test_redeliver_unknown_or_pending_is_422(api, widget):
     sub_id = create(client).json()["id"]
     emit_message(widget)
     pending = Delivery.objects.get()
-    assert_problem(client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(uuid.uuid4())}, format="json", **idem()), 422)
-    assert_problem(client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(pending.delivery_id)}, format="json", **idem()), 422)
+    assert_problem(
+        client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(uuid.uuid4())}, format="json", **idem()), 422
+    )
+    assert_problem(
+        client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(pending.delivery_id)}, format="json", **idem()),
+        422,
+    )
 
 
 def test_redeliver_into_legacy_needs_a_legacy_equivalent(api, widget):
@@ -245,11 +269,15 @@ def test_redeliver_into_legacy_needs_a_legacy_equivalent(api, widget):
     message_row = Delivery.objects.get(event_type="message.created")
     closed_row = Delivery.objects.get(event_type="chat.closed")
     body = assert_problem(
-        client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(message_row.delivery_id)}, format="json", **idem()),
+        client.post(
+            f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(message_row.delivery_id)}, format="json", **idem()
+        ),
         422,
     )
     assert "delivery_id" in body["errors"]
-    ok = client.post(f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(closed_row.delivery_id)}, format="json", **idem())
+    ok = client.post(
+        f"{BASE}/{sub_id}/redeliver", {"delivery_id": str(closed_row.delivery_id)}, format="json", **idem()
+    )
     assert ok.status_code == 202 and ok.json()["envelope"] == "legacy"
 
 
@@ -285,7 +313,13 @@ def test_catalogue_lists_both_vocabularies(api):
     assert legacy["chat_finished"]["maps_to"] == "chat.closed"
     assert all(r["triggered_by"] for r in rows)
     assert native["chat.transferred"]["data_fields"] == [
-        "button_guid", "chat_id", "client_guid", "from_operator_id", "to_operator_id", "author_type", "source"
+        "button_guid",
+        "chat_id",
+        "client_guid",
+        "from_operator_id",
+        "to_operator_id",
+        "author_type",
+        "source",
     ]
 
 

@@ -85,8 +85,13 @@ def subscribe(widget: Widget, url: str, events=("message.created",), secret: str
 def emit_message(widget: Widget, n: int = 1) -> OutboxEvent:
     with transaction.atomic():
         event = emit(
-            widget, "message.created", chat_id=n, message_id=1000 + n, client_id=CLIENT_GUID,
-            author_type="USER", source="api",
+            widget,
+            "message.created",
+            chat_id=n,
+            message_id=1000 + n,
+            client_id=CLIENT_GUID,
+            author_type="USER",
+            source="api",
         )
     fan_out(event.pk)
     return event
@@ -145,7 +150,11 @@ def test_delivery_request_has_the_spec_method_headers_and_body(widget, receiver)
         "id": str(event.pk),
         "type": "message.created",
         "data": {
-            "chat_id": 1, "message_id": 1001, "client_id": CLIENT_GUID, "author_type": "USER", "source": "api",
+            "chat_id": 1,
+            "message_id": 1001,
+            "client_id": CLIENT_GUID,
+            "author_type": "USER",
+            "source": "api",
             "button_guid": widget.button_guid,
         },
     }

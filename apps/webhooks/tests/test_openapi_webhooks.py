@@ -30,8 +30,14 @@ def test_the_schema_documents_every_event_in_both_envelopes_with_every_header():
     for name in ("delivery", "legacy-delivery"):
         headers = {p["name"] for p in doc["webhooks"][name]["post"]["parameters"] if p["in"] == "header"}
         assert headers == {
-            "X-Service-Event", "X-Service-Signature", "X-Service-Idempotency-Key", "X-Service-Delivery",
-            "X-Service-Timestamp", "webhook-id", "webhook-timestamp", "webhook-signature",
+            "X-Service-Event",
+            "X-Service-Signature",
+            "X-Service-Idempotency-Key",
+            "X-Service-Delivery",
+            "X-Service-Timestamp",
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
         }
     for event_type, variant in body_variants(doc, "delivery").items():
         assert set(variant["properties"]["data"]["required"]) == {"button_guid", *events.CATALOGUE[event_type]}

@@ -87,8 +87,13 @@ def emit_messages(widget: Widget, count: int, *, bulk: bool = False) -> list[str
     with hand_off, transaction.atomic():
         events = [
             core_events.emit(
-                widget, "message.created", chat_id=n, message_id=n, client_id=CLIENT_GUID,
-                author_type="USER", source="api",
+                widget,
+                "message.created",
+                chat_id=n,
+                message_id=n,
+                client_id=CLIENT_GUID,
+                author_type="USER",
+                source="api",
             )
             for n in range(count)
         ]
@@ -111,7 +116,10 @@ def assert_signed(hits: list[Hit], secret: str) -> None:
     for hit in hits:
         assert signing.verify_service_signature(secret, hit.body, hit.header("X-Service-Signature")), hit.seq
         assert signing.verify_standard_signature(
-            secret, hit.header("webhook-id"), int(hit.header("webhook-timestamp")), hit.body,
+            secret,
+            hit.header("webhook-id"),
+            int(hit.header("webhook-timestamp")),
+            hit.body,
             hit.header("webhook-signature"),
         ), hit.seq
 
@@ -154,9 +162,7 @@ def test_without_any_trigger_the_sweeper_alone_delivers_everything(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_sweeper_picks_up_a_lease_whose_worker_died(
-    widget, receiver, lost_triggers, pool_fit_for_the_database
-):
+def test_the_sweeper_picks_up_a_lease_whose_worker_died(widget, receiver, lost_triggers, pool_fit_for_the_database):
     # given deliveries leased by a worker that died before attempting them
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     keys = emit_messages(widget, 5)
@@ -304,10 +310,29 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_at_most_its_in_f
     with log.open("w") as out:
         worker = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "--concurrency", "1",
-                "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-P",
+                "solo",
+                "--concurrency",
+                "1",
+                "-Q",
+                queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "info",
             ],
-            cwd=ROOT, env=_worker_env(receiver), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=_worker_env(receiver),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         _wait_until_ready(log, worker)

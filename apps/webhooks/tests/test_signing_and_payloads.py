@@ -71,8 +71,17 @@ def test_body_rendering_is_deterministic():
 
 def test_log_payload_drops_button_id_and_masks_contacts():
     body = json.dumps(
-        {"id": "e", "data": {"button_id": 7, "button_guid": "abc123", "name": "Ann", "email": "ann@example.com",
-                             "phone": "+7 (912) 345-67-89", "note": "card 4111 1111 1111 1111 ok"}}
+        {
+            "id": "e",
+            "data": {
+                "button_id": 7,
+                "button_guid": "abc123",
+                "name": "Ann",
+                "email": "ann@example.com",
+                "phone": "+7 (912) 345-67-89",
+                "note": "card 4111 1111 1111 1111 ok",
+            },
+        }
     ).encode()
     logged = payloads.log_payload(body)
     assert "button_id" not in logged["data"]

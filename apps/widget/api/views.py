@@ -222,4 +222,3 @@ class WidgetCachePurgeView(ScopedAPIView):
     def post(self, request):
         services.request_cache_purge(widget=request.widget)
         return Response({"data": {"purged": True, "widget_id": request.widget.pk}})
-

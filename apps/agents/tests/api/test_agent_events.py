@@ -24,9 +24,7 @@ def test_rows_have_type_type_code_message_and_time_newest_first(api, widget):
     agent = AgentFactory(widget=widget)
     now = timezone.now()
     AgentEventFactory(agent=agent, type_code=events_log.code_of("suspended"), created_at=now - timedelta(minutes=2))
-    AgentEventFactory(
-        agent=agent, type_code=events_log.code_of("chat_accepted"), extra={"chat_id": 77}, created_at=now
-    )
+    AgentEventFactory(agent=agent, type_code=events_log.code_of("chat_accepted"), extra={"chat_id": 77}, created_at=now)
     data = api(scopes=["agents:events:read"]).get(events_url(agent)).json()["data"]
     assert [set(row) for row in data] == [set(AgentEventDoc().fields)] * 2
     assert [(r["type"], r["type_code"]) for r in data] == [

@@ -247,9 +247,7 @@ def test_patch_moves_the_served_cache_generation(api, widget):
 )
 def test_patch_refuses_every_other_agent_member_by_name(api, widget, member):
     agent = AgentFactory(widget=widget)
-    body = assert_problem(
-        api().patch(url(agent), {"show_in_header": False, member: "x"}, format="json", **idem()), 422
-    )
+    body = assert_problem(api().patch(url(agent), {"show_in_header": False, member: "x"}, format="json", **idem()), 422)
     assert body["errors"] == {member: ["Read-only field; it cannot be written."]}
     agent.refresh_from_db()
     assert agent.show_in_header is True
@@ -279,7 +277,9 @@ def test_patch_needs_an_idempotency_key_and_refuses_reuse(api, widget):
     assert_problem(client.patch(url(agent), {"show_in_header": False}, format="json"), 400, "idempotency_key_missing")
     key = idem()
     assert client.patch(url(agent), {"show_in_header": False}, format="json", **key).status_code == 200
-    assert_problem(client.patch(url(agent), {"show_in_header": True}, format="json", **key), 409, "idempotency_key_reused")
+    assert_problem(
+        client.patch(url(agent), {"show_in_header": True}, format="json", **key), 409, "idempotency_key_reused"
+    )
     agent.refresh_from_db()
     assert agent.show_in_header is False
 

@@ -34,8 +34,13 @@ def upload(client, agent, name, content, **extra):
 
 @pytest.mark.parametrize(
     "name, content, stored_ext",
-    [("a.png", PNG, "png"), ("a.jpg", JPEG, "jpg"), ("a.JPEG", JPEG, "jpg"), ("a.gif", GIF, "gif"),
-     ("a.webp", WEBP, "webp")],
+    [
+        ("a.png", PNG, "png"),
+        ("a.jpg", JPEG, "jpg"),
+        ("a.JPEG", JPEG, "jpg"),
+        ("a.gif", GIF, "gif"),
+        ("a.webp", WEBP, "webp"),
+    ],
 )
 def test_every_allowed_type_is_stored_and_answered_201(api, widget, purges, name, content, stored_ext):
     agent = AgentFactory(widget=widget)
@@ -210,8 +215,16 @@ def test_a_banned_agent_can_still_get_an_avatar(api, widget):
 
 @pytest.mark.parametrize(
     "head, kind",
-    [(PNG, "png"), (JPEG, "jpeg"), (GIF, "gif"), (b"GIF87a....", "gif"), (WEBP, "webp"),
-     (b"RIFF\x00\x00\x00\x00WAVE", None), (b"", None), (b"%PDF-1.7", None)],
+    [
+        (PNG, "png"),
+        (JPEG, "jpeg"),
+        (GIF, "gif"),
+        (b"GIF87a....", "gif"),
+        (WEBP, "webp"),
+        (b"RIFF\x00\x00\x00\x00WAVE", None),
+        (b"", None),
+        (b"%PDF-1.7", None),
+    ],
 )
 def test_sniff_image_reads_magic_bytes(head, kind):
     assert sniff_image(head[:16]) == kind

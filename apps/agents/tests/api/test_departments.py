@@ -171,7 +171,9 @@ def test_create_needs_departments_write(api, client):
 def test_bad_schedules_are_422_at_their_path(api, widget, schedule, path):
     department = DepartmentFactory(widget=widget, schedule=FULL_WEEK)
     client = api()
-    problem = assert_problem(client.put(url(department, "/schedule"), {"schedule": schedule}, format="json", **idem()), 422)
+    problem = assert_problem(
+        client.put(url(department, "/schedule"), {"schedule": schedule}, format="json", **idem()), 422
+    )
     assert path in problem["errors"], problem["errors"]
     department.refresh_from_db()
     assert department.schedule == FULL_WEEK
@@ -201,7 +203,10 @@ def test_put_an_empty_schedule_closes_every_day(api, widget):
 
 def test_put_schedule_needs_the_schedule_member(api, widget):
     department = DepartmentFactory(widget=widget)
-    assert "schedule" in assert_problem(api().put(url(department, "/schedule"), {}, format="json", **idem()), 422)["errors"]
+    assert (
+        "schedule"
+        in assert_problem(api().put(url(department, "/schedule"), {}, format="json", **idem()), 422)["errors"]
+    )
 
 
 def test_put_schedule_on_a_foreign_department_is_404(api, other_widget):
@@ -310,9 +315,7 @@ def test_patch_keeps_what_it_does_not_name(api, widget):
 @pytest.mark.parametrize("member, value", [("agent_ids", []), ("schedule", {})])
 def test_patch_refuses_agent_ids_and_schedule_by_name(api, widget, member, value):
     department = DepartmentFactory(widget=widget, name="Old")
-    problem = assert_problem(
-        api().patch(url(department), {"name": "New", member: value}, format="json", **idem()), 422
-    )
+    problem = assert_problem(api().patch(url(department), {"name": "New", member: value}, format="json", **idem()), 422)
     assert list(problem["errors"]) == [member] and "PUT" in problem["errors"][member][0]
     department.refresh_from_db()
     assert department.name == "Old"
@@ -328,7 +331,12 @@ def test_patch_reports_every_problem_at_once(api, widget):
 
 @pytest.mark.parametrize(
     "body, path",
-    [({"name": ""}, "name"), ({"channels": ["av__1"]}, "channels.0"), ({"updated_at": "x"}, "updated_at"), ([], "body")],
+    [
+        ({"name": ""}, "name"),
+        ({"channels": ["av__1"]}, "channels.0"),
+        ({"updated_at": "x"}, "updated_at"),
+        ([], "body"),
+    ],
 )
 def test_patch_bad_input_is_422(api, widget, body, path):
     department = DepartmentFactory(widget=widget)
@@ -431,7 +439,9 @@ def test_put_agents_refuses_unknown_and_foreign_ids_identically(api, widget, oth
     assert list(department.agents.values_list("pk", flat=True)) == [kept.pk]
 
 
-@pytest.mark.parametrize("body", [{}, {"agent_ids": None}, {"agent_ids": "1"}, {"agent_ids": [1, 1]}, {"agent_ids": [], "x": 1}])
+@pytest.mark.parametrize(
+    "body", [{}, {"agent_ids": None}, {"agent_ids": "1"}, {"agent_ids": [1, 1]}, {"agent_ids": [], "x": 1}]
+)
 def test_put_agents_bad_input_is_422(api, widget, body):
     department = DepartmentFactory(widget=widget)
     AgentFactory(widget=widget)

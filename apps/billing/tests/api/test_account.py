@@ -150,7 +150,9 @@ def test_a_bad_phone_is_422(api, widget, phone):
 
 
 @pytest.mark.parametrize("member", ["name", "surname"])
-@pytest.mark.parametrize("value", ["An\x00na", "An\tna", "An\nna", "Anna\x1b[31m", "An\x7fna", "An\x85na", "An\u2028na"])
+@pytest.mark.parametrize(
+    "value", ["An\x00na", "An\tna", "An\nna", "Anna\x1b[31m", "An\x7fna", "An\x85na", "An\u2028na"]
+)
 def test_control_characters_in_names_are_422(api, widget, member, value):
     body = assert_problem(patch(api(), {member: value}), 422)
     assert member in body["errors"]

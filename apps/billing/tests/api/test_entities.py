@@ -22,9 +22,7 @@ ENTITIES = "/api/v1/billing/entities"
 WRITE = ["billing:write"]
 READ = ["billing:read"]
 IDENTIFIERS = ("inn", "kpp", "ogrn", "bik", "checking_account", "correspondent_account")
-TEXTS = (
-    "short_name", "full_name", "representative", "legal_address", "postal_address", "contact_person", "bank_name"
-)
+TEXTS = ("short_name", "full_name", "representative", "legal_address", "postal_address", "contact_person", "bank_name")
 
 
 def url(entity):
@@ -170,9 +168,7 @@ def test_an_identifier_sent_as_a_json_number_is_422(api, field):
     assert errors == {field: ["Must be a string."]}
 
 
-@pytest.mark.parametrize(
-    "field, value", [("inn", "770123456789"), ("ogrn", "304500116000157"), ("inn", "0000000000")]
-)
+@pytest.mark.parametrize("field, value", [("inn", "770123456789"), ("ogrn", "304500116000157"), ("inn", "0000000000")])
 def test_the_other_allowed_lengths_are_accepted(api, field, value):
     assert create(api(), with_(**{field: value})).status_code == 201
 

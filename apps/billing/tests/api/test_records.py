@@ -59,7 +59,11 @@ def test_balance_is_money_in_minor_units(api, widget):
 def test_no_balance_recorded_reads_as_zero(api):
     body = api(scopes=READ).get(f"{BILLING}/balance").json()
     assert body == {
-        "balance_minor": 0, "reserved_minor": 0, "available_minor": 0, "currency": "RUB", "minor_unit_scale": 2,
+        "balance_minor": 0,
+        "reserved_minor": 0,
+        "available_minor": 0,
+        "currency": "RUB",
+        "minor_unit_scale": 2,
         "updated_at": None,
     }
 
@@ -157,7 +161,11 @@ def test_a_status_introduced_later_reads_and_filters_as_unknown(api, widget):
 
 def test_every_billing_enum_includes_unknown():
     for choices in (
-        Transaction.Type, Transaction.State, Transaction.Direction, Subscription.Kind, Subscription.Status,
+        Transaction.Type,
+        Transaction.State,
+        Transaction.Direction,
+        Subscription.Kind,
+        Subscription.Status,
         Invoice.Status,
     ):
         assert "unknown" in choices.values

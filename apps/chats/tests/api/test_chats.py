@@ -116,8 +116,13 @@ def test_explicit_offset_is_honoured(api, widget):
 
 @pytest.mark.parametrize(
     "params",
-    [{"status": "closed"}, {"has_client_messages": "yes"}, {"from": "yesterday"}, {"colour": "red"},
-     {"from": "2026-03-02", "to": "2026-03-01"}],
+    [
+        {"status": "closed"},
+        {"has_client_messages": "yes"},
+        {"from": "yesterday"},
+        {"colour": "red"},
+        {"from": "2026-03-02", "to": "2026-03-01"},
+    ],
 )
 def test_bad_filters_are_422(api, params):
     assert_problem(api().get("/api/v1/chats", params), 422)
@@ -251,13 +256,17 @@ def test_state_table(api, widget, captured_events, start, state, code, result, c
 
 def test_state_value_outside_the_set_is_422(api, widget):
     chat = chat_of(widget)
-    body = assert_problem(api().post(f"/api/v1/chats/{chat.pk}/state", {"state": "closed"}, format="json", **idem()), 422)
+    body = assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/state", {"state": "closed"}, format="json", **idem()), 422
+    )
     assert "state" in body["errors"]
 
 
 def test_status_is_not_a_writable_member(api, widget):
     chat = chat_of(widget)
-    body = assert_problem(api().post(f"/api/v1/chats/{chat.pk}/state", {"status": "spam"}, format="json", **idem()), 422)
+    body = assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/state", {"status": "spam"}, format="json", **idem()), 422
+    )
     assert "status" in body["errors"]
 
 
@@ -289,8 +298,12 @@ def test_transfer_to_an_agent_of_this_widget(api, widget, captured_events):
 def test_transfer_to_foreign_agent_is_404_like_missing(api, widget, other_widget):
     chat = chat_of(widget)
     foreign = AgentFactory(widget=other_widget)
-    a = assert_problem(api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": foreign.pk}, format="json", **idem()), 404)
-    b = assert_problem(api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": 999999}, format="json", **idem()), 404)
+    a = assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": foreign.pk}, format="json", **idem()), 404
+    )
+    b = assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": 999999}, format="json", **idem()), 404
+    )
     assert a["detail"] == b["detail"]
 
 
@@ -302,7 +315,9 @@ def test_transfer_without_agent_is_422(api, widget):
 def test_transfer_of_spam_is_409(api, widget):
     chat = chat_of(widget, status="spam")
     agent = AgentFactory(widget=widget)
-    assert_problem(api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": agent.pk}, format="json", **idem()), 409)
+    assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/transfer", {"agent_id": agent.pk}, format="json", **idem()), 409
+    )
 
 
 # --- rate-request ------------------------------------------------------------------------------------

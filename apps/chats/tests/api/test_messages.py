@@ -167,8 +167,12 @@ def test_keyboard_requires_body(api, chat):
 
 
 def test_keyboard_at_most_seven_buttons(api, chat):
-    assert send(api(), chat, {"type": "keyboard", "body": "x", "keyboard": {"buttons": [BUTTON] * 7}}).status_code == 202
-    body = assert_problem(send(api(), chat, {"type": "keyboard", "body": "x", "keyboard": {"buttons": [BUTTON] * 8}}), 422)
+    assert (
+        send(api(), chat, {"type": "keyboard", "body": "x", "keyboard": {"buttons": [BUTTON] * 7}}).status_code == 202
+    )
+    body = assert_problem(
+        send(api(), chat, {"type": "keyboard", "body": "x", "keyboard": {"buttons": [BUTTON] * 8}}), 422
+    )
     assert "keyboard.buttons" in body["errors"]
 
 
@@ -278,7 +282,9 @@ def test_seen_marks_visitor_messages_up_to_the_id(api, chat):
 
 def test_seen_of_a_message_of_another_chat_is_422(api, widget, chat):
     other = MessageFactory(chat=ChatFactory(contact=ContactFactory(widget=widget)))
-    body = assert_problem(api().post(f"/api/v1/chats/{chat.pk}/seen", {"message_id": other.pk}, format="json", **idem()), 422)
+    body = assert_problem(
+        api().post(f"/api/v1/chats/{chat.pk}/seen", {"message_id": other.pk}, format="json", **idem()), 422
+    )
     assert "message_id" in body["errors"]
 
 
