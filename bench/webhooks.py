@@ -174,6 +174,7 @@ def main() -> int:
 
     from apps.core import events
     from apps.core.testing.factories import WidgetFactory
+    from apps.webhooks import delivery as engine
     from apps.webhooks import services
     from apps.webhooks.models import Delivery
 
@@ -194,7 +195,7 @@ def main() -> int:
         # 2. fan-out (informational)
         keys = emit_batch(widget, N)
         started = time.perf_counter()
-        with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+        with mock.patch.object(engine, "trigger", lambda countdown=None: None):
             for key in keys:
                 events.fan_out(key)
         fanout_rate = N / (time.perf_counter() - started)
@@ -202,7 +203,7 @@ def main() -> int:
 
         # 3. delivery throughput
         started = time.perf_counter()
-        with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+        with mock.patch.object(engine, "trigger", lambda countdown=None: None):
             while Delivery.objects.filter(subscription=subscription, status="pending").exists():
                 services.deliver_due(concurrency=CONCURRENCY)
         ours_rate = N / (time.perf_counter() - started)
@@ -222,7 +223,7 @@ def main() -> int:
         started = time.perf_counter()
         worker.stdin.write("\n".join(keys) + "\n")
         worker.stdin.close()
-        with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+        with mock.patch.object(engine, "trigger", lambda countdown=None: None):
             while True:
                 services.deliver_due(concurrency=CONCURRENCY)
                 if (
@@ -293,11 +294,11 @@ def fan_out_worker() -> int:
     from django.db import connection
 
     from apps.core import events
-    from apps.webhooks import services
+    from apps.webhooks import delivery as engine
 
     connection.ensure_connection()
     print("ready", flush=True)
-    with mock.patch.object(services, "_trigger", lambda countdown=None: None):
+    with mock.patch.object(engine, "trigger", lambda countdown=None: None):
         for line in sys.stdin:
             if line.strip():
                 events.fan_out(line.strip())

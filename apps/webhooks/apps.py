@@ -8,6 +8,8 @@ class WebhooksConfig(AppConfig):
     def ready(self):
         from apps.core import events
 
+        # Registers the Celery tasks in every process: the engine enqueues deliver_due by name.
+        from . import tasks  # noqa: F401
         from .services import fan_out_events
 
         events.subscribe_outbox(fan_out_events)
