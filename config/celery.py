@@ -2,8 +2,11 @@
 are written into its tables on start (see apps.core.tasks.sync_beat_schedule)."""
 
 import os
+from logging.config import dictConfig
 
 from celery import Celery
+from celery.signals import setup_logging
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -11,6 +14,14 @@ app = Celery("chatwidget")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.autodiscover_tasks(["apps.agents"], related_name="tasks_presence")
+
+
+@setup_logging.connect
+def use_django_logging(**kwargs) -> None:
+    """Worker and beat log through settings.LOGGING (JSON lines, credentials scrubbed) instead of
+    Celery's own handlers, like the web process."""
+    dictConfig(settings.LOGGING)
+
 
 # name -> (task, every seconds). Kept here so ops read the whole schedule in one place.
 BEAT_SCHEDULE = {

@@ -362,5 +362,8 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         "uvicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        # uvicorn's own lines (websocket handshakes name the path and query string) go through the
+        # JSON handler, which scrubs credentials, instead of uvicorn's plain handler.
+        "uvicorn": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }

@@ -8,6 +8,7 @@ the 12-character prefix `cwt_` + public id may be stored and logged, nothing aft
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
 import string
@@ -305,3 +306,22 @@ def test_right_prefix_with_another_secret_is_401(client, widget):
 
     # then
     assert_problem(response, 401, "invalid_token")
+
+
+def test_worker_and_beat_log_through_the_scrubbing_json_handler(capsys):
+    # given the logging Celery's worker and beat set up on start (its setup_logging signal)
+    from celery.signals import setup_logging
+
+    from config.celery import use_django_logging
+
+    assert use_django_logging in [receiver() for _, receiver in setup_logging.receivers]
+    use_django_logging()
+
+    # when a worker logger writes a line carrying a visitor session token and a bearer token
+    logging.getLogger("celery.worker").warning("GET /ws/visitor/x/?session=cvs_SECRETSECRETSECRET Bearer cwt_ABC")
+
+    # then the console line is JSON and carries neither credential
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "celery.worker" in line)
+    assert json.loads(line)["logger"] == "celery.worker"
+    assert "SECRETSECRET" not in line and "cwt_ABC" not in line

@@ -1,0 +1,152 @@
+"""The web process as `make run` starts it (the Procfile's `web` command, run as it is written), on the
+embedded default: what only the real ASGI server shows. Forged proxy headers do not move the visitor's
+address, no credential reaches its log, and frames over the application's limit are refused by the
+server before they are read whole.
+"""
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+def _procfile_web_command(port: int) -> list[str]:
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith("web:"):
+            command = line.split(":", 1)[1].strip().replace("${PORT:-8000}", str(port))
+            return shlex.split(command)
+    raise AssertionError("Procfile has no web process")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_START_SESSION = (
+    "from apps.chats.visitor import services; from apps.core.models import Widget; "
+    "print(services.start_session(widget=Widget.objects.get(button_guid='{guid}'))[1])"
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A migrated embedded database with the demo widget, and the Procfile's web process on it."""
+    var = tmp_path_factory.mktemp("server-var")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(
+        VAR_DIR=str(var),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR="2",
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+    )
+    python = str(VENV_BIN / "python")
+    subprocess.run([python, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)
+    seed = subprocess.run(
+        [python, "manage.py", "seed_demo"], cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True
+    )
+    guid = json.loads(seed.stdout.strip().splitlines()[-1])["button_guid"]
+    session = subprocess.run(
+        [python, "manage.py", "shell", "-c", _START_SESSION.format(guid=guid)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    token = session.stdout.strip().splitlines()[-1]
+    port = _free_port()
+    log = var / "web.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(_procfile_web_command(port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/healthz", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if process.poll() is not None:
+                    raise AssertionError(log.read_text()) from None
+                time.sleep(0.1)
+        try:
+            yield {"base": base, "port": port, "guid": guid, "log": log, "token": token}
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+
+
+def _post(url: str, body: dict, headers: dict | None = None) -> int:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_forged_x_forwarded_for_does_not_reset_the_per_address_budget(server):
+    # given a budget of 2 visitor sessions per address per hour and TRUSTED_PROXY_HOPS=0 (the default)
+    url = f"{server['base']}/api/visitor/v1/{server['guid']}/sessions"
+    # when one client sends 4, each with another forged X-Forwarded-For
+    statuses = [_post(url, {}, {"X-Forwarded-For": f"203.0.113.{n}"}) for n in range(1, 5)]
+    # then the server kept the peer address: the third and fourth are refused
+    assert statuses == [201, 201, 429, 429]
+
+
+def test_no_visitor_token_reaches_the_server_log_from_a_websocket_handshake(server):
+    import websockets
+
+    secret = server["token"]
+
+    async def knock():
+        uri = f"ws://127.0.0.1:{server['port']}/ws/visitor/{server['guid']}/?session={secret}&since=0"
+        try:
+            async with websockets.connect(uri, open_timeout=5) as socket_:
+                await asyncio.wait_for(socket_.recv(), timeout=2)
+        except Exception:  # refused handshake or closed socket: only the log matters here
+            return
+
+    asyncio.run(knock())
+    time.sleep(0.3)
+    text = server["log"].read_text()
+    assert "/ws/visitor/" in text, "the handshake was not logged at all: the test saw nothing"
+    assert secret not in text
+    assert not re.search(r"session=cvs_\w", text)
+    assert secret[:12] not in text
+
+
+def test_the_server_refuses_a_frame_far_over_the_application_limit(server):
+    import websockets
+
+    async def oversized() -> str:
+        uri = f"ws://127.0.0.1:{server['port']}/ws/visitor/{server['guid']}/?session={server['token']}"
+        try:
+            async with websockets.connect(uri, open_timeout=5, max_size=None) as socket_:
+                await socket_.send("x" * (1024 * 1024))
+                await asyncio.wait_for(socket_.recv(), timeout=5)
+        except websockets.ConnectionClosed as exc:
+            return f"closed {exc.rcvd.code if exc.rcvd else None}"
+        except websockets.InvalidStatus as exc:
+            return f"refused {exc.response.status_code}"
+        return "read"
+
+    outcome = asyncio.run(oversized())
+    # the server closes with 1009 (message too big) instead of reading a megabyte into memory
+    assert outcome == "closed 1009", outcome
