@@ -17,6 +17,7 @@ from apps.core.errors import (
     problem_response,
 )
 from apps.core.logging import request_id_var
+from apps.core.numbers import parse_int
 
 logger = logging.getLogger("apps.request")
 
@@ -107,9 +108,9 @@ class BodySizeLimitMiddleware:
         if not is_api_path(request.path):
             return None
         try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
+            length = parse_int(request.META.get("CONTENT_LENGTH") or "0")
         except ValueError:
-            length = 0
+            length = 0  # as Django reads it: the body is then empty
         view_cls = getattr(view_func, "cls", None)
         limit = getattr(view_cls, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
         if length > limit:

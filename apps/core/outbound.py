@@ -54,6 +54,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.connection import allowed_gai_family
 
+from apps.core.numbers import parse_int
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TIMEOUT",
@@ -907,7 +909,11 @@ def _pin_target(hostname: str, scheme: str, port: int | None) -> tuple[IPAddress
 
 def _check_declared_length(headers: Mapping[str, str], max_bytes: int, safe: str) -> None:
     declared = headers.get("Content-Length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+    try:
+        too_large = declared is not None and parse_int(declared.strip()) > max_bytes
+    except ValueError:
+        too_large = False  # not a length (a client ignores it too); the read below stays capped
+    if too_large:
         logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
         raise OutboundError("response_too_large", url=safe)
 

@@ -15,6 +15,7 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
 from apps.core.errors import ValidationFailed
+from apps.core.numbers import parse_int
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -23,9 +24,10 @@ MAX_LIMIT = 100
 def parse_limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ValidationFailed(errors={"limit": [f"Must be an integer from 1 to {MAX_LIMIT}."]})
-    return int(raw)
+    try:
+        return parse_int(raw, minimum=1, maximum=MAX_LIMIT)
+    except ValueError:
+        raise ValidationFailed(errors={"limit": [f"Must be an integer from 1 to {MAX_LIMIT}."]}) from None
 
 
 def _encode(value):
