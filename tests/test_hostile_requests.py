@@ -29,6 +29,71 @@ def test_limit_of_anything_but_ascii_digits_in_range_is_422(api, limit, no_error
     assert "limit" in body["errors"]
 
 
+# --- more parameters, fields and files than Django reads ---------------------------------------------
+
+MANY_PARAMS = "&".join(f"p{i}=1" for i in range(1001))
+
+
+@pytest.mark.parametrize("path", ["/api/v1/chats", "/api/v1/contacts", "/api/v1/_test/ping"])
+def test_more_than_1000_query_parameters_is_400_before_authentication(client, path, no_errors_logged):
+    # Content negotiation reads the query string before the token is looked at.
+    assert_problem(client.get(f"{path}?{MANY_PARAMS}"), 400, "too_many_fields")
+
+
+def test_more_than_1000_query_parameters_with_a_token_is_400(api, no_errors_logged):
+    assert_problem(api().get(f"/api/v1/chats?{MANY_PARAMS}"), 400, "too_many_fields")
+
+
+def multipart(parts: list[tuple[str, str | None, bytes]]) -> tuple[bytes, str]:
+    boundary = "hostileboundary42"
+    chunks = []
+    for field, filename, data in parts:
+        disposition = f'form-data; name="{field}"' + (f'; filename="{filename}"' if filename is not None else "")
+        chunks.append(f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + data + b"\r\n")
+    return b"".join(chunks) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+def post_multipart(client, path, parts, **headers):
+    body, content_type = multipart(parts)
+    return client.generic("POST", path, body, content_type=content_type, HTTP_X_SERVICE_IDEMPOTENCY_KEY="k-1", **headers)
+
+
+def test_a_multipart_upload_of_more_than_100_files_is_400(api, media_root, no_errors_logged):
+    parts = [("file", f"f{i}.txt", b"x") for i in range(101)]
+    assert_problem(post_multipart(api(), "/api/v1/files", parts), 400, "too_many_files")
+
+
+def test_a_multipart_upload_of_more_than_1000_fields_is_400(api, media_root, no_errors_logged):
+    parts = [(f"field{i}", None, b"x") for i in range(1001)]
+    assert_problem(post_multipart(api(), "/api/v1/files", parts), 400, "too_many_fields")
+
+
+@pytest.fixture
+def visitor_token(client, widget):
+    response = client.post(f"/api/visitor/v1/{widget.button_guid}/sessions", {}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()["session_token"]
+
+
+@pytest.mark.parametrize(
+    ("parts", "code"),
+    [
+        ([("file", f"f{i}.txt", b"x") for i in range(101)], "too_many_files"),
+        ([(f"field{i}", None, b"x") for i in range(1001)], "too_many_fields"),
+    ],
+)
+def test_a_visitor_upload_of_too_many_parts_is_400(client, widget, visitor_token, media_root, parts, code, no_errors_logged):
+    path = f"/api/visitor/v1/{widget.button_guid}/files"
+    response = post_multipart(client, path, parts, HTTP_AUTHORIZATION=f"Visitor {visitor_token}")
+    assert_problem(response, 400, code)
+
+
 # --- JSON nested deeper than anything we read --------------------------------------------------------
 
 
@@ -55,3 +120,22 @@ def test_json_nested_64_deep_reaches_validation(client, widget, no_errors_logged
     # 63 brackets inside the top-level object: 64 levels in all
     response = client.post(f"/api/visitor/v1/{widget.button_guid}/sessions", nested(63), content_type="application/json")
     assert_problem(response, 422, "validation_failed")
+
+
+# --- exceptions of plain views under /api/ -----------------------------------------------------------
+
+
+def test_an_unknown_problem_page_is_404(client, no_errors_logged):
+    assert_problem(client.get("/api/problems/no_such_condition"), 404, "not_found")
+
+
+def test_a_known_problem_page_is_served(client):
+    response = client.get("/api/problems/not_found")
+    assert response.status_code == 200
+    assert b"not_found" in response.content
+
+
+def test_an_unexpected_error_is_still_a_logged_500(api, caplog):
+    # the test-only BoomView raises an unexpected exception
+    assert_problem(api().get("/api/v1/_test/boom"), 500, "server_error")
+    assert any(r.levelno >= logging.ERROR for r in caplog.records)

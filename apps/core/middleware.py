@@ -15,6 +15,7 @@ from apps.core.errors import (
     ServerError,
     error_for_status,
     problem_response,
+    to_app_error,
 )
 from apps.core.logging import request_id_var
 from apps.core.numbers import parse_int
@@ -88,10 +89,15 @@ class ProblemResponseMiddleware:
         return response
 
     def process_exception(self, request, exception):
-        if is_api_path(request.path):
+        """Exceptions of plain Django views under /api/: known ones (Http404, PermissionDenied,
+        Django's refusals of a hostile request) are their problem; only the unexpected are 500."""
+        if not is_api_path(request.path):
+            return None
+        err = to_app_error(exception)
+        if err is None:
             logger.exception("unhandled error", extra={"path": request.path})
-            return problem_response(ServerError(), request)
-        return None
+            err = ServerError()
+        return problem_response(err, request)
 
 
 class BodySizeLimitMiddleware:
