@@ -29,6 +29,38 @@ def test_limit_of_anything_but_ascii_digits_in_range_is_422(api, limit, no_error
     assert "limit" in body["errors"]
 
 
+# --- dates no query can use ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def chat(widget):
+    from apps.chats.tests.factories import ChatFactory
+
+    return ChatFactory(widget=widget)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("from", "0001-01-01"),
+        ("to", "0001-01-01T00:00:00+14:00"),
+        ("to", "9999-12-31T23:59:59-14:00"),
+        ("from", "9999-12-31"),
+        ("from", "1899-12-31T23:59:59+03:00"),
+    ],
+)
+@pytest.mark.parametrize("route", ["/api/v1/chats", "/api/v1/chats/{chat}/messages", "/api/v1/stats"])
+def test_from_and_to_outside_the_supported_range_are_422_on_every_route(api, chat, route, name, value, no_errors_logged):
+    response = api().get(route.format(chat=chat.pk), {name: value})
+    body = assert_problem(response, 422, "validation_failed")
+    assert body["errors"][name] == ["Must be from 1900-01-01 to 9999-01-01 (Europe/Moscow)."]
+
+
+def test_the_edges_of_the_supported_range_are_accepted(api, chat, no_errors_logged):
+    response = api().get("/api/v1/chats", {"from": "1900-01-01", "to": "9999-01-01"})
+    assert response.status_code == 200, response.content
+
+
 # --- more parameters, fields and files than Django reads ---------------------------------------------
 
 MANY_PARAMS = "&".join(f"p{i}=1" for i in range(1001))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.timeparse import parse_moment
+from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, in_supported_range, parse_moment
 
 PAGINATION_PARAMS = ("cursor", "limit")
 
@@ -27,13 +27,21 @@ def query_data(request, *, skip: tuple[str, ...] = PAGINATION_PARAMS) -> dict:
 
 
 class MomentField(serializers.CharField):
-    """`from`/`to`: a date or date-time, Europe/Moscow unless it carries an offset."""
+    """`from`/`to` of every list and report: a date or date-time, Europe/Moscow unless it carries
+    an offset, from 1900-01-01 to 9999-01-01 (outside, no query could use it: 422 here, never an
+    overflow further down)."""
 
-    default_error_messages = {"invalid_moment": "Not a date or date-time (ISO 8601)."}
+    default_error_messages = {
+        "invalid_moment": "Not a date or date-time (ISO 8601).",
+        "out_of_range": f"Must be from {EARLIEST_DAY} to {LATEST_DAY} (Europe/Moscow).",
+    }
 
     def to_internal_value(self, data):
         text = super().to_internal_value(data)
         try:
-            return parse_moment(text)
+            moment = parse_moment(text)
         except ValueError:
             self.fail("invalid_moment")
+        if not in_supported_range(moment):
+            self.fail("out_of_range")
+        return moment
