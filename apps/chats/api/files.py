@@ -10,8 +10,6 @@ uploaded HTML or SVG is never rendered from our origin.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -26,6 +24,7 @@ from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
+from apps.core.uploads import protect_upload
 
 from ..files import DEFAULT_CONTENT_TYPE, MAX_FILE_BYTES, check_upload_size, name_from_url, store_file
 from ..models import File
@@ -195,11 +194,6 @@ def _file_output(file: File) -> dict:
     return {**file_payload(file), "created_at": file.created_at.isoformat()}
 
 
-def _content_disposition(name: str) -> str:
-    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\' else "_" for ch in name)
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
-
-
 @require_safe
 def download(request, token: str):
     """The bytes behind a signed file token; an invalid, expired or orphaned token is 404."""
@@ -214,8 +208,6 @@ def download(request, token: str):
     except (OSError, ValueError):
         return problem_response(NotFound(), request)
     response = DownloadResponse(handle, content_type=file.content_type or DEFAULT_CONTENT_TYPE)
-    response["Content-Disposition"] = _content_disposition(file.original_name)
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    protect_upload(response, name=file.original_name, attachment=True)
     response["Cache-Control"] = f"private, max-age={FILE_URL_MAX_AGE}"
     return response
