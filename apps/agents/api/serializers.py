@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, LabelMixin
 
 from .. import events_log, selectors
 from ..models import Agent, AgentEvent, Department, Invitation
@@ -322,7 +322,9 @@ class ScheduleField(serializers.Field):
         return value
 
 
-class NameField(serializers.CharField):
+class NameField(LabelMixin, serializers.CharField):
+    """A department name: NFC, no invisible or bidirectional-control characters."""
+
     def __init__(self, **kwargs):
         super().__init__(max_length=200, allow_blank=False, trim_whitespace=True, **kwargs)
 

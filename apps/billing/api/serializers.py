@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, LabelMixin
 from apps.core.models import Account
 
 from ..models import Balance, Invoice, LegalEntity, Plan, Subscription, Transaction, slug_or_unknown
@@ -373,8 +373,16 @@ class ClearablePhoneField(PhoneField):
     allow_empty = True
 
 
+class NameTextField(LabelMixin, CleanTextField):
+    """A person's or an organisation's name: NFC, no invisible or bidirectional-control characters."""
+
+
 def _entity_text(max_length: int, **kwargs) -> CleanTextField:
     return CleanTextField(max_length=max_length, **kwargs)
+
+
+def _entity_name(max_length: int, **kwargs) -> NameTextField:
+    return NameTextField(max_length=max_length, **kwargs)
 
 
 class LegalEntityInput(InputSerializer):
@@ -382,17 +390,17 @@ class LegalEntityInput(InputSerializer):
     digits-only strings of an exact length (a JSON number is refused)."""
 
     id = serializers.IntegerField(read_only=True)
-    short_name = _entity_text(255)
-    full_name = _entity_text(500)
-    representative = _entity_text(255)
+    short_name = _entity_name(255)
+    full_name = _entity_name(500)
+    representative = _entity_name(255)
     legal_address = _entity_text(500)
     postal_address = _entity_text(500)
-    contact_person = _entity_text(255)
+    contact_person = _entity_name(255)
     contact_phone = PhoneField()
     inn = digits_field(10, 12)
     kpp = digits_field(9)
     ogrn = digits_field(13, 15)
-    bank_name = _entity_text(255)
+    bank_name = _entity_name(255)
     bik = digits_field(9)
     checking_account = digits_field(20)
     correspondent_account = digits_field(20)
@@ -418,8 +426,8 @@ class AccountPatchInput(InputSerializer):
     `legal_entities` are refused by name (422), as is every other member."""
 
     id = serializers.IntegerField(read_only=True)
-    name = CleanTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
-    surname = CleanTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
+    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
+    surname = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
     phone = ClearablePhoneField(required=False, allow_null=True)
     plan = serializers.JSONField(read_only=True)
     seats = serializers.IntegerField(read_only=True)

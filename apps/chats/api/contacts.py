@@ -18,7 +18,7 @@ from rest_framework.fields import empty
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, LabelMixin
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import services
@@ -110,6 +110,10 @@ class StrictTextField(serializers.CharField):
         return value.strip() if isinstance(value, str) else value
 
 
+class NameTextField(LabelMixin, StrictTextField):
+    """A contact's name: NFC, no invisible or bidirectional-control characters."""
+
+
 class ContactListQuery(InputSerializer):
     """Query parameters of the contact list (besides `cursor` and `limit`)."""
 
@@ -158,7 +162,7 @@ class PhoneField(serializers.Field):
 class ContactPatchInput(InputSerializer):
     """Only the members sent change; null (or "") clears name, email and phone."""
 
-    name = StrictTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
     email = serializers.EmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
     phone = PhoneField(required=False, allow_null=True)
     attributes = AttributesField(
@@ -167,7 +171,9 @@ class ContactPatchInput(InputSerializer):
     )
 
 
-class TagNameField(StrictTextField):
+class TagNameField(LabelMixin, StrictTextField):
+    """A tag name, NFC: two names that differ only in normalisation are one tag."""
+
     default_error_messages = {"control": "Must not contain control characters."}
 
     def __init__(self, **kwargs):

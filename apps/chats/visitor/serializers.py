@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, LabelField
 from apps.core.models import Widget
 
 from ..models import Message
@@ -82,7 +82,7 @@ def _http_url(value: str) -> str:
 
 
 class SessionInput(InputSerializer):
-    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    name = LabelField(required=False, allow_blank=True, max_length=255)
     email = StrictEmailField(required=False, allow_blank=True, max_length=255)
     phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
     locale = StrictRegexField(
@@ -144,7 +144,7 @@ class RatingInput(InputSerializer):
 
 
 class OfflineInput(InputSerializer):
-    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    name = LabelField(required=False, allow_blank=True, max_length=255)
     email = StrictEmailField(required=False, allow_blank=True, max_length=255)
     phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
     message = StrictCharField(min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank])
