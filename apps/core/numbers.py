@@ -36,13 +36,13 @@ def parse_int(text: str | None, *, minimum: int | None = None, maximum: int | No
 def parse_id(text: str | None) -> int | None:
     """An id written as text (a query value, a URL parameter): ASCII digits, else ValueError.
 
-    None when the number cannot be any row's id (0, or past MAX_ID, however many digits): such an
-    id names no row, and callers answer exactly as they do for a missing one (a database would
-    refuse to bind it, which must never become a 500)."""
+    None when the number is past MAX_ID (however many digits): such an id names no row, and
+    callers answer exactly as they do for a missing one (a database would refuse to bind it, which
+    must never become a 500)."""
     if not isinstance(text, str) or not _DIGITS.fullmatch(text):
         raise ValueError("not a string of ASCII digits")
     significant = text.lstrip("0")
-    if not significant or len(significant) > _MAX_ID_DIGITS:
+    if len(significant) > _MAX_ID_DIGITS:
         return None
-    value = int(significant)
+    value = int(significant or "0")
     return value if value <= MAX_ID else None

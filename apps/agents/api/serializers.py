@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
+from apps.core.api.query import (
+    IdQueryField,
+    query_data,  # noqa: F401 (used by the views as s.query_data)
+)
 from apps.core.api.serializers import InputSerializer, LabelMixin
 
 from .. import events_log, selectors
@@ -340,9 +343,7 @@ class NameField(LabelMixin, serializers.CharField):
 class AgentListQuery(InputSerializer):
     online = serializers.ChoiceField(choices=["0", "1"], required=False)
     type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
-    department_id = serializers.RegexField(
-        r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."}
-    )
+    department_id = IdQueryField(required=False)
     status = serializers.ChoiceField(choices=Agent.Status.values, required=False)
 
 

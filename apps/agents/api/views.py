@@ -28,7 +28,9 @@ AVATAR_BODY_BYTES = 8 * 1024 * 1024
 AGENT_LIST_PARAMS = [
     OpenApiParameter("online", str, enum=["0", "1"], description="Live presence: 1 online, 0 offline."),
     OpenApiParameter("type", str, enum=Agent.Type.values),
-    OpenApiParameter("department_id", int, description="A missing or foreign department is 404."),
+    OpenApiParameter(
+        "department_id", {"type": "integer", "minimum": 0}, description="A missing or foreign department is 404."
+    ),
     OpenApiParameter(
         "status", str, enum=Agent.Status.values, description="Without it, banned agents are left out."
     ),
@@ -90,7 +92,9 @@ class AgentViewSet(WidgetScopedViewSet):
         query = self.validated(s.AgentListQuery, data=s.query_data(request))
         department = None
         if "department_id" in query:
-            department = selectors.find_department(request.widget, int(query["department_id"]))
+            department_id = query["department_id"]  # None: an id no department can have
+            if department_id is not None:
+                department = selectors.find_department(request.widget, department_id)
             if department is None:
                 raise NotFound("No such department.")
         online_ids = selectors.online_agent_ids(request.widget)

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
+from apps.core.api.query import IdQueryField
 from apps.core.api.serializers import InputSerializer, LabelField
 from apps.core.models import Widget
 
@@ -128,10 +129,8 @@ class MessageInput(InputSerializer):
 
 
 class MessageListQuery(InputSerializer):
-    after_id = StrictRegexField(r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."})
-
-    def validate_after_id(self, value: str) -> int:
-        return int(value)
+    # None: past any id a message can have, so nothing comes after it.
+    after_id = IdQueryField(required=False)
 
 
 class TypingInput(InputSerializer):

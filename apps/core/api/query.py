@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.core.numbers import parse_id
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, in_supported_range, parse_moment
 
 PAGINATION_PARAMS = ("cursor", "limit")
@@ -24,6 +25,25 @@ def query_data(request, *, skip: tuple[str, ...] = PAGINATION_PARAMS) -> dict:
     if errors:
         raise serializers.ValidationError(errors)
     return data
+
+
+class IdQueryField(serializers.CharField):
+    """An id in a query parameter: ASCII digits, else 422 "Must be an id.". A number past the
+    64-bit range (however many digits) is None: no row has it, and the caller answers exactly as it
+    does for a missing id, never with a different status for a long one."""
+
+    default_error_messages = {"invalid": "Must be an id."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            return parse_id(text)
+        except ValueError:
+            self.fail("invalid")
 
 
 class MomentField(serializers.CharField):
