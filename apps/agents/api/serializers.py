@@ -341,14 +341,20 @@ class NameField(LabelMixin, serializers.CharField):
 
 
 class AgentListQuery(InputSerializer):
-    online = serializers.ChoiceField(choices=["0", "1"], required=False)
+    online = serializers.ChoiceField(
+        choices=["0", "1"], required=False, help_text="Live presence: 1 online, 0 offline."
+    )
     type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
-    department_id = IdQueryField(required=False)
-    status = serializers.ChoiceField(choices=Agent.Status.values, required=False)
+    department_id = IdQueryField(required=False, help_text="A missing or foreign department is 404.")
+    status = serializers.ChoiceField(
+        choices=Agent.Status.values, required=False, help_text="Without it, banned agents are left out."
+    )
 
 
 class AgentEventQuery(InputSerializer):
-    type = serializers.ChoiceField(choices=list(events_log.SLUGS), required=False)
+    type = serializers.ChoiceField(
+        choices=list(events_log.SLUGS), required=False, help_text="A slug, or `unknown`."
+    )
 
 
 # --- inputs ------------------------------------------------------------------------------------------------

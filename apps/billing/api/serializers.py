@@ -453,8 +453,10 @@ class AccountPatchInput(InputSerializer):
 # --- queries --------------------------------------------------------------------------------------------------
 
 
-def _slug_filter(choices) -> serializers.ChoiceField:
-    return serializers.ChoiceField(choices=choices.values, required=False)
+def _slug_filter(choices, what: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=choices.values, required=False, help_text=f"{what}; `unknown` matches statuses introduced later."
+    )
 
 
 class EmptyQuery(InputSerializer):
@@ -462,17 +464,17 @@ class EmptyQuery(InputSerializer):
 
 
 class TransactionListQuery(InputSerializer):
-    type = _slug_filter(Transaction.Type)
-    state = _slug_filter(Transaction.State)
-    direction = _slug_filter(Transaction.Direction)
+    type = _slug_filter(Transaction.Type, "Transaction type")
+    state = _slug_filter(Transaction.State, "Transaction state")
+    direction = _slug_filter(Transaction.Direction, "credit or debit")
 
 
 class SubscriptionListQuery(InputSerializer):
-    status = _slug_filter(Subscription.Status)
-    kind = _slug_filter(Subscription.Kind)
+    status = _slug_filter(Subscription.Status, "Subscription status")
+    kind = _slug_filter(Subscription.Kind, "product or package")
 
 
 class InvoiceListQuery(InputSerializer):
-    status = _slug_filter(Invoice.Status)
+    status = _slug_filter(Invoice.Status, "Invoice status")
 
 

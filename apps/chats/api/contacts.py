@@ -117,7 +117,9 @@ class NameTextField(LabelMixin, StrictTextField):
 class ContactListQuery(InputSerializer):
     """Query parameters of the contact list (besides `cursor` and `limit`)."""
 
-    query = StrictTextField(min_length=1, max_length=100, required=False)
+    query = StrictTextField(
+        min_length=1, max_length=100, required=False, help_text="1 to 100 characters; matches name, e-mail, phone."
+    )
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
@@ -216,7 +218,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         return queryset.prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))
 
     @extend_schema(
-        parameters=[OpenApiParameter("query", str, description="1 to 100 characters; matches name, e-mail, phone.")],
+        parameters=[ContactListQuery],
         responses={200: ContactDoc(many=True)},
     )
     def list(self, request):
