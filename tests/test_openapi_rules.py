@@ -2,9 +2,14 @@
 requests from it gets no 422 for input the document calls valid, and what the server answers
 validates against it."""
 
+import uuid
+
+import jsonschema
 import pytest
 from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
+
+from apps.chats.tests.factories import ChatFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -15,12 +20,89 @@ def doc(django_db_blocker):
         return SchemaGenerator().get_schema(request=None, public=True)
 
 
+def validator(doc, component: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{component}", "components": doc["components"]}
+    )
+
+
 def query_schema(doc, path: str, name: str) -> dict:
     [param] = [p for p in doc["paths"][path]["get"]["parameters"] if p["in"] == "query" and p["name"] == name]
     return param["schema"]
 
 
-# --- query parameters: what the server refuses is stated --------------------------------------------
+def walk(node, path=""):
+    yield path, node
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from walk(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from walk(value, f"{path}/{index}")
+
+
+# --- responses validate ---------------------------------------------------------------------------------
+
+
+def test_no_alternative_list_has_an_any_value_branch(doc):
+    # `oneOf: [{}, {type: null}]` refuses null (it matches both branches)
+    bad = [
+        path for path, node in walk(doc) if isinstance(node, dict) and any(
+            branch == {} for key in ("oneOf", "anyOf") for branch in node.get(key, [])
+        )
+    ]
+    assert bad == []
+
+
+def test_messages_as_served_validate_against_the_document(doc, api, widget):
+    chat = ChatFactory(widget=widget, agent=None)
+    from apps.agents.tests.factories import HumanAgentFactory
+
+    agent = HumanAgentFactory(widget=widget)
+    client = api()
+    bodies = [
+        {"type": "text", "body": "hello", "agent_id": agent.pk},
+        {"type": "location", "coords": {"latitude": 55.75, "longitude": 37.62, "title": "Office"}, "agent_id": agent.pk},
+        {"type": "sticker", "sticker": {"id": "smile"}, "agent_id": agent.pk},
+    ]
+    for body in bodies:
+        response = client.post(
+            f"/api/v1/chats/{chat.pk}/messages", body, format="json", HTTP_X_SERVICE_IDEMPOTENCY_KEY=uuid.uuid4().hex
+        )
+        assert response.status_code == 202, response.content
+    messages = client.get(f"/api/v1/chats/{chat.pk}/messages").json()["data"]
+    assert {m["type"] for m in messages} == {"text", "location", "sticker"}
+    check = validator(doc, "MessageDoc")
+    for message in messages:
+        errors = [e.message for e in check.iter_errors(message)]
+        assert errors == [], (message, errors)
+
+
+# --- requests: what the server refuses is stated ----------------------------------------------------------
+
+
+def test_every_object_with_members_in_a_request_body_refuses_others(doc):
+    schemas = doc["components"]["schemas"]
+    roots = [
+        media["schema"]
+        for item in doc["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict) and "requestBody" in op
+        for media in op["requestBody"]["content"].values()
+    ]
+    open_objects, seen, todo = [], set(), list(roots)
+    while todo:
+        node = todo.pop()
+        for path, sub in walk(node):
+            if not isinstance(sub, dict):
+                continue
+            ref = sub.get("$ref", "")
+            if ref and ref not in seen:
+                seen.add(ref)
+                todo.append(schemas[ref.rsplit("/", 1)[-1]])
+            if isinstance(sub.get("properties"), dict) and sub.get("additionalProperties") is not False:
+                open_objects.append((ref or path, sorted(sub["properties"])))
+    assert open_objects == []
 
 
 @pytest.mark.parametrize(
@@ -61,3 +143,16 @@ def test_q_at_its_documented_bounds_is_accepted_and_past_them_refused(doc, api):
     assert client.get("/api/v1/chats", {"q": "a" * schema["minLength"]}).status_code == 200
     assert client.get("/api/v1/chats", {"q": "a" * (schema["maxLength"] + 1)}).status_code == 422
     assert client.get("/api/v1/chats", {"q": "a" * (schema["minLength"] - 1) or " "}).status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("path", "types"),
+    [
+        ("/api/v1/agents/{id}/avatar", "image/jpeg, image/png, image/gif, image/webp"),
+        ("/api/v1/widget/icons", "image/png, image/gif, image/webp"),
+        ("/api/v1/files", "*/*"),
+    ],
+)
+def test_multipart_uploads_state_the_file_types_taken(doc, path, types):
+    media = doc["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]
+    assert media["encoding"]["file"]["contentType"] == types

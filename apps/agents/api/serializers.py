@@ -14,7 +14,7 @@ from apps.core.api.query import (
     IdQueryField,
     query_data,  # noqa: F401 (used by the views as s.query_data)
 )
-from apps.core.api.serializers import InputSerializer, LabelMixin
+from apps.core.api.serializers import InputSerializer, LabelMixin, UploadField
 
 from .. import events_log, selectors
 from ..models import Agent, AgentEvent, Department, Invitation
@@ -24,6 +24,7 @@ AVATAR_MAX_BYTES = 2048 * 1024
 AVATAR_EXTENSIONS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png", "gif": "gif", "webp": "webp"}
 # Stored file extension per detected kind.
 AVATAR_STORED_EXTENSION = {"jpeg": "jpg", "png": "png", "gif": "gif", "webp": "webp"}
+AVATAR_CONTENT_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 CHANNELS = ("tg", "vk", "wa", "vb", "fb", "ok", "smb")
 AD_CABINET_PREFIX = "av__"
 UNKNOWN_ID = "Unknown id."
@@ -420,7 +421,10 @@ class AvatarInput(InputSerializer):
 
 
 class AvatarMultipartDoc(serializers.Serializer):
-    file = serializers.FileField(help_text="jpeg, jpg, png, gif or webp, at most 2048 KB (checked by content).")
+    file = UploadField(
+        content_types=AVATAR_CONTENT_TYPES,
+        help_text="jpeg, jpg, png, gif or webp, at most 2048 KB (checked by content).",
+    )
 
 
 class InvitationInput(InputSerializer):

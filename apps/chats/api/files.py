@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from apps.core import outbound
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, UploadField
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
 from apps.core.uploads import protect_upload
@@ -76,7 +76,7 @@ class FileDoc(serializers.Serializer):
 class FileMultipartDoc(serializers.Serializer):
     """The multipart alternative of the upload."""
 
-    file = serializers.FileField(help_text=f"The file, at most {MAX_FILE_BYTES} bytes.")
+    file = UploadField(content_types=("*/*",), help_text=f"The file, of any type, at most {MAX_FILE_BYTES} bytes.")
 
 
 class FileUrlInput(InputSerializer):

@@ -68,6 +68,18 @@ class LabelField(LabelMixin, serializers.CharField):
         return super().to_internal_value(data)
 
 
+# --- uploads --------------------------------------------------------------------------------------------
+
+
+class UploadField(serializers.FileField):
+    """A multipart file part of a documentation serializer (`XMultipartDoc`) that names the media
+    types the server takes; ScopedAutoSchema states them as the part's `encoding.contentType`."""
+
+    def __init__(self, *, content_types: tuple[str, ...], **kwargs):
+        self.content_types = tuple(content_types)
+        super().__init__(**kwargs)
+
+
 # --- strict inputs --------------------------------------------------------------------------------------
 
 
