@@ -125,3 +125,19 @@ def test_an_operator_name_from_the_invitation_page_is_composed_and_refuses_invis
     refused = NewOperatorForm({**data, "name": "Anna\u202e", "surname": ""}, invitation=invitation)
     assert not refused.is_valid()
     assert list(refused.errors) == ["name"]
+
+
+def test_tags_stored_before_normalisation_are_merged_into_their_composed_form(widget):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("apps.chats.migrations.0006_tag_names_in_nfc")
+    both, alone = ContactFactory(widget=widget), ContactFactory(widget=widget)
+    ContactTag.objects.create(widget=widget, contact=both, name=DECOMPOSED)
+    ContactTag.objects.create(widget=widget, contact=both, name=COMPOSED)
+    ContactTag.objects.create(widget=widget, contact=alone, name=DECOMPOSED)
+    ContactTag.objects.create(widget=widget, contact=alone, name="plain")
+    migration.tags_to_nfc(apps, None)
+    assert sorted(both.tags.values_list("name", flat=True)) == [COMPOSED]
+    assert sorted(alone.tags.values_list("name", flat=True)) == [COMPOSED, "plain"]
