@@ -1,7 +1,6 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from apps.core import views as core_views
@@ -33,10 +32,6 @@ urlpatterns = [
 if settings.STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
     # Public assets only (operator avatars, department avatars, launcher icons); chat files are
     # private and served through signed URLs (/api/files/<token>). Object storages serve their own.
-    urlpatterns.append(
-        re_path(
-            r"^media/(?P<path>(?:avatars|departments|icons)/[^\\]+)$",
-            serve,
-            {"document_root": settings.MEDIA_ROOT},
-        )
-    )
+    # The view decides what is public after normalising the path (a pattern here cannot: it sees
+    # `avatars/../files/...` before normalisation).
+    urlpatterns.append(re_path(r"^media/(?P<path>.*)$", core_views.public_media, name="public-media"))

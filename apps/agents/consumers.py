@@ -30,6 +30,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib import auth
 
+from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import widget_group
 from apps.core.websocket import FramedJsonConsumer, query_params
 
@@ -53,11 +54,15 @@ def _resolve(user, widget_param: str | None) -> tuple[int | None, str, Agent | N
     """(close code, reason, None) or (None, "", the agent row this socket speaks for)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return CLOSE_UNAUTHORIZED, "Log in first.", None
-    if widget_param is not None and not (widget_param.isdigit() and len(widget_param) <= 18):
-        return CLOSE_BAD_REQUEST, "`widget` is a widget id.", None
-    agents = _operators(user.pk)
+    widget_id = None
     if widget_param is not None:
-        agent = agents.filter(widget_id=int(widget_param)).first()
+        try:
+            widget_id = parse_int(widget_param, minimum=1, maximum=MAX_ID)
+        except ValueError:
+            return CLOSE_BAD_REQUEST, "`widget` is a widget id.", None
+    agents = _operators(user.pk)
+    if widget_id is not None:
+        agent = agents.filter(widget_id=widget_id).first()
     else:
         found = list(agents.order_by("pk")[:2])
         if len(found) > 1:

@@ -16,6 +16,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
+from apps.core.api.serializers import InvisibleCharacter, normalize_label
+
 from . import selectors, services
 from .models import Invitation
 
@@ -32,8 +34,25 @@ UNUSABLE = {
 
 
 class _NameFields(forms.Form):
+    """The operator's name as visitors will read it: NFC, no invisible or bidirectional-control
+    characters (the rule of apps.core.api.serializers.normalize_label)."""
+
     name = forms.CharField(label="Имя", max_length=150)
     surname = forms.CharField(label="Фамилия", max_length=150, required=False)
+
+    def _label(self, field: str) -> str:
+        try:
+            return normalize_label(self.cleaned_data[field])
+        except InvisibleCharacter as exc:
+            raise forms.ValidationError(
+                f"Уберите невидимые символы и символы управления направлением текста ({exc.code_point})."
+            ) from None
+
+    def clean_name(self) -> str:
+        return self._label("name")
+
+    def clean_surname(self) -> str:
+        return self._label("surname")
 
 
 class NewOperatorForm(_NameFields):

@@ -13,7 +13,12 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import (
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -79,6 +84,18 @@ class MalformedBody(AppError):
     """The body could not be parsed as the media type it declares (e.g. a broken multipart form)."""
 
     status, code, title = 400, "malformed_body", "Malformed request body"
+
+
+class TooManyFields(AppError):
+    """The query string or form body carries more than 1,000 parameters; nothing was read."""
+
+    status, code, title = 400, "too_many_fields", "Too many parameters"
+
+
+class TooManyFiles(AppError):
+    """A multipart body carries more than 100 files; nothing was read."""
+
+    status, code, title = 400, "too_many_files", "Too many files"
 
 
 class IdempotencyKeyMissing(AppError):
@@ -286,9 +303,20 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def to_app_error(exc: Exception) -> AppError | None:
-    """Map any exception a view can raise to an AppError; None for unexpected ones."""
+    """Map any exception a view can raise to an AppError; None for unexpected ones (the only
+    exceptions that may become a 500)."""
     if isinstance(exc, AppError):
         return exc
+    # Django refuses these while parsing the query string or body, wherever that first happens
+    # (content negotiation reads the query string before authentication).
+    if isinstance(exc, RequestDataTooBig):
+        return BodyTooLarge()
+    if isinstance(exc, TooManyFieldsSent):
+        return TooManyFields()
+    if isinstance(exc, TooManyFilesSent):
+        return TooManyFiles()
+    if isinstance(exc, SuspiciousOperation):
+        return BadRequest()
     if isinstance(exc, drf_exceptions.ValidationError):
         return ValidationFailed("One or more fields are invalid.", errors=flatten_errors(exc.detail))
     if isinstance(exc, drf_exceptions.ParseError):
@@ -310,8 +338,6 @@ def to_app_error(exc: Exception) -> AppError | None:
     if isinstance(exc, drf_exceptions.Throttled):
         wait = int(exc.wait or 1)
         return RateLimited(headers={"Retry-After": str(max(1, wait))})
-    if isinstance(exc, RequestDataTooBig):
-        return BodyTooLarge()
     if isinstance(exc, drf_exceptions.APIException):
         return error_for_status(exc.status_code)(str(exc.detail))
     return None

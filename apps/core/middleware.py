@@ -15,8 +15,10 @@ from apps.core.errors import (
     ServerError,
     error_for_status,
     problem_response,
+    to_app_error,
 )
 from apps.core.logging import request_id_var
+from apps.core.numbers import parse_int
 
 logger = logging.getLogger("apps.request")
 
@@ -87,10 +89,15 @@ class ProblemResponseMiddleware:
         return response
 
     def process_exception(self, request, exception):
-        if is_api_path(request.path):
+        """Exceptions of plain Django views under /api/: known ones (Http404, PermissionDenied,
+        Django's refusals of a hostile request) are their problem; only the unexpected are 500."""
+        if not is_api_path(request.path):
+            return None
+        err = to_app_error(exception)
+        if err is None:
             logger.exception("unhandled error", extra={"path": request.path})
-            return problem_response(ServerError(), request)
-        return None
+            err = ServerError()
+        return problem_response(err, request)
 
 
 class BodySizeLimitMiddleware:
@@ -107,9 +114,9 @@ class BodySizeLimitMiddleware:
         if not is_api_path(request.path):
             return None
         try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
+            length = parse_int(request.META.get("CONTENT_LENGTH") or "0")
         except ValueError:
-            length = 0
+            length = 0  # as Django reads it: the body is then empty
         view_cls = getattr(view_func, "cls", None)
         limit = getattr(view_cls, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
         if length > limit:

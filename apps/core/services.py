@@ -13,6 +13,7 @@ from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
 from apps.core.models import Account, ApiToken, Widget
+from apps.core.numbers import MAX_ID, parse_int
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,10 @@ def create_widget(*, owner_email: str, name: str = "My widget", enable_api: bool
 
 def resolve_widget(id_or_guid: str) -> Widget:
     value = str(id_or_guid).strip()
-    if value.isascii() and value.isdigit():
-        return Widget.objects.get(pk=int(value))
+    try:
+        return Widget.objects.get(pk=parse_int(value, minimum=1, maximum=MAX_ID))
+    except ValueError:
+        pass
     return Widget.objects.get(button_guid=value.lower())
 
 

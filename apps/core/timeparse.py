@@ -14,6 +14,27 @@ def business_tz() -> ZoneInfo:
     return ZoneInfo(settings.BUSINESS_TIME_ZONE)
 
 
+# The moments a `from`/`to` may name. Outside them a date-time cannot be converted to UTC, bound
+# into a database query or shifted by calendar arithmetic without overflowing (0001-01-01 in
+# Moscow is still year 0 in UTC; 9999-12-31T23:59:59-14:00 is year 10000).
+EARLIEST_DAY, LATEST_DAY = date(1900, 1, 1), date(9999, 1, 1)
+
+
+def supported_range() -> tuple[datetime, datetime]:
+    return (
+        datetime.combine(EARLIEST_DAY, time.min, tzinfo=business_tz()),
+        datetime.combine(LATEST_DAY, time.min, tzinfo=business_tz()),
+    )
+
+
+def in_supported_range(moment: datetime) -> bool:
+    earliest, latest = supported_range()
+    try:
+        return earliest <= moment <= latest
+    except OverflowError:
+        return False
+
+
 def parse_moment(raw: str) -> datetime:
     """Raise ValueError when `raw` is not a date or date-time."""
     text = raw.strip()

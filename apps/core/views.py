@@ -1,18 +1,28 @@
-"""Plain Django views of the core: problem pages and the health check."""
+"""Plain Django views of the core: problem pages, public media and the health check."""
 
 from __future__ import annotations
 
 import logging
+import posixpath
+from pathlib import Path
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
+from django.views.static import serve
 
 from apps.core.errors import PROBLEM_CODES
+from apps.core.uploads import protect_upload
 
 logger = logging.getLogger(__name__)
+
+# The only public parts of the default storage: operator avatars, department avatars, launcher
+# icons. Everything else in it (chat files, billing documents) is private and leaves only through
+# the signed redirect of GET /v1/files/{id}.
+PUBLIC_MEDIA_PREFIXES = ("avatars", "departments", "icons")
 
 
 @require_GET
@@ -30,6 +40,33 @@ def problem_page(request, code: str):
         "problems/detail.html",
         {"code": code, "status": status, "title": title, "explanation": explanation},
     )
+
+
+def public_media_path(path: str) -> str | None:
+    """`path` (as routed, percent-escapes already decoded) normalised, when it names a file inside
+    a public prefix; None for anything else (`avatars/../files/x`, absolute paths, backslashes)."""
+    if not path or "\\" in path or "\x00" in path or path.startswith("/"):
+        return None
+    normal = posixpath.normpath(path)
+    parts = normal.split("/")
+    if len(parts) < 2 or parts[0] not in PUBLIC_MEDIA_PREFIXES or ".." in parts:
+        return None
+    root = Path(settings.MEDIA_ROOT).resolve()
+    # A symlink inside a public folder must not lead out of it either.
+    if not (root / normal).resolve().is_relative_to(root / parts[0]):
+        return None
+    return normal
+
+
+@require_safe
+def public_media(request, path: str):
+    """A public file of the default storage (development and single-host deployments: object
+    storages serve their own), with the headers of every user upload (apps.core.uploads)."""
+    normal = public_media_path(path)
+    if normal is None:
+        raise Http404
+    response = serve(request, normal, document_root=settings.MEDIA_ROOT)
+    return protect_upload(response, name=posixpath.basename(normal))
 
 
 def _check_database() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from apps.core.timeparse import business_tz
+from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, business_tz, in_supported_range
 
 PERIODS = ("today", "yesterday", "week", "month")
 INTERVALS = ("day", "week", "month")
@@ -33,18 +33,6 @@ def midnight(day: date) -> datetime:
 
 def local(moment: datetime) -> datetime:
     return moment.astimezone(business_tz())
-
-
-# `from`/`to` outside this range are refused (422): the calendar arithmetic stays in range.
-EARLIEST = midnight(date(1900, 1, 1))
-LATEST = midnight(date(9999, 1, 1))
-
-
-def _supported(moment: datetime) -> bool:
-    try:
-        return EARLIEST <= moment <= LATEST
-    except OverflowError:
-        return False
 
 
 def _shift_days(moment: datetime, days: int) -> datetime:
@@ -85,8 +73,9 @@ class Window:
         tomorrow = midnight(local(now).date() + timedelta(days=1))
         defaulted_end = end is None
         for name, value in (("from", start), ("to", end)):
-            if value is not None and not _supported(value):
-                raise WindowError(name, f"Must be from {EARLIEST.date()} to {LATEST.date()} (Europe/Moscow).")
+            # MomentField refuses these already; a caller building a window itself gets the same rule.
+            if value is not None and not in_supported_range(value):
+                raise WindowError(name, f"Must be from {EARLIEST_DAY} to {LATEST_DAY} (Europe/Moscow).")
         if start is None and end is None:
             start, end = _shift_days(tomorrow, -DEFAULT_DAYS), tomorrow
         elif end is None:

@@ -10,8 +10,11 @@ from collections.abc import Callable, Mapping
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
-from apps.core.api.serializers import InputSerializer, StrictCharField
+from apps.core.api.query import (
+    IdQueryField,
+    query_data,  # noqa: F401 (used by the views as s.query_data)
+)
+from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField, UploadField
 
 from .. import events_log, selectors
 from ..models import Agent, AgentEvent, Department, Invitation
@@ -21,6 +24,7 @@ AVATAR_MAX_BYTES = 2048 * 1024
 AVATAR_EXTENSIONS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png", "gif": "gif", "webp": "webp"}
 # Stored file extension per detected kind.
 AVATAR_STORED_EXTENSION = {"jpeg": "jpg", "png": "png", "gif": "gif", "webp": "webp"}
+AVATAR_CONTENT_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 CHANNELS = ("tg", "vk", "wa", "vb", "fb", "ok", "smb")
 AD_CABINET_PREFIX = "av__"
 UNKNOWN_ID = "Unknown id."
@@ -322,7 +326,9 @@ class ScheduleField(serializers.Field):
         return value
 
 
-class NameField(StrictCharField):
+class NameField(LabelMixin, StrictCharField):
+    """A department name: NFC, no invisible or bidirectional-control characters."""
+
     def __init__(self, **kwargs):
         super().__init__(max_length=200, allow_blank=False, trim_whitespace=True, **kwargs)
 
@@ -331,16 +337,18 @@ class NameField(StrictCharField):
 
 
 class AgentListQuery(InputSerializer):
-    online = serializers.ChoiceField(choices=["0", "1"], required=False)
-    type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
-    department_id = serializers.RegexField(
-        r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."}
+    online = serializers.ChoiceField(
+        choices=["0", "1"], required=False, help_text="Live presence: 1 online, 0 offline."
     )
-    status = serializers.ChoiceField(choices=Agent.Status.values, required=False)
+    type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
+    department_id = IdQueryField(required=False, help_text="A missing or foreign department is 404.")
+    status = serializers.ChoiceField(
+        choices=Agent.Status.values, required=False, help_text="Without it, banned agents are left out."
+    )
 
 
 class AgentEventQuery(InputSerializer):
-    type = serializers.ChoiceField(choices=list(events_log.SLUGS), required=False)
+    type = serializers.ChoiceField(choices=list(events_log.SLUGS), required=False, help_text="A slug, or `unknown`.")
 
 
 # --- inputs ------------------------------------------------------------------------------------------------
@@ -406,7 +414,10 @@ class AvatarInput(InputSerializer):
 
 
 class AvatarMultipartDoc(serializers.Serializer):
-    file = serializers.FileField(help_text="jpeg, jpg, png, gif or webp, at most 2048 KB (checked by content).")
+    file = UploadField(
+        content_types=AVATAR_CONTENT_TYPES,
+        help_text="jpeg, jpg, png, gif or webp, at most 2048 KB (checked by content).",
+    )
 
 
 class InvitationInput(InputSerializer):

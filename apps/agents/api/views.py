@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -15,7 +15,7 @@ from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
 from apps.core.files import single_upload
 
-from .. import events_log, selectors, services
+from .. import selectors, services
 from ..models import Agent, Department, Invitation
 from . import serializers as s
 
@@ -23,15 +23,6 @@ from . import serializers as s
 # Transport cap of an avatar upload body. A file over 2048 KB inside it is 422 at `file`; a body over
 # this cap is refused before it is read, with 413 body_too_large.
 AVATAR_BODY_BYTES = 8 * 1024 * 1024
-
-AGENT_LIST_PARAMS = [
-    OpenApiParameter("online", str, enum=["0", "1"], description="Live presence: 1 online, 0 offline."),
-    OpenApiParameter("type", str, enum=Agent.Type.values),
-    OpenApiParameter("department_id", int, description="A missing or foreign department is 404."),
-    OpenApiParameter("status", str, enum=Agent.Status.values, description="Without it, banned agents are left out."),
-]
-
-EVENT_LIST_PARAMS = [OpenApiParameter("type", str, enum=list(events_log.SLUGS), description="A slug, or `unknown`.")]
 
 
 class _ApiJSONParser(StrictJSONParser):
@@ -82,12 +73,14 @@ class AgentViewSet(WidgetScopedViewSet):
         """The agent as stored after a write (departments re-read)."""
         return self._payload(self.get_queryset().get(pk=agent.pk))
 
-    @extend_schema(parameters=AGENT_LIST_PARAMS, responses={200: s.AgentDoc(many=True)})
+    @extend_schema(parameters=[s.AgentListQuery], responses={200: s.AgentDoc(many=True)})
     def list(self, request):
         query = self.validated(s.AgentListQuery, data=s.query_data(request))
         department = None
         if "department_id" in query:
-            department = selectors.find_department(request.widget, int(query["department_id"]))
+            department_id = query["department_id"]  # None: an id no department can have
+            if department_id is not None:
+                department = selectors.find_department(request.widget, department_id)
             if department is None:
                 raise NotFound("No such department.")
         online_ids = selectors.online_agent_ids(request.widget)
@@ -174,7 +167,7 @@ class AgentViewSet(WidgetScopedViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
-        parameters=EVENT_LIST_PARAMS,
+        parameters=[s.AgentEventQuery],
         responses={200: s.AgentEventDoc(many=True)},
         description="Newest first. `type` is a stable slug; `message` is a Russian console string, not a contract.",
     )

@@ -385,6 +385,15 @@ def test_a_bad_widget_parameter_is_refused(widget, operator):
     run(scenario)
 
 
+# "²" and "５" pass str.isdigit(); int() crashes on the first and reads the second as 5.
+@pytest.mark.parametrize("value", ["%C2%B2", "%EF%BC%95", "+1", "0", "10000000000000000000"])
+def test_a_widget_parameter_of_anything_but_an_ascii_id_is_refused(widget, operator, value):
+    async def scenario():
+        assert await close_code(operator.user, f"widget={value}") == 4400
+
+    run(scenario)
+
+
 def test_a_foreign_origin_is_refused_before_the_handshake(widget, operator):
     async def scenario():
         socket = await database_sync_to_async(communicator)(operator.user, "", (b"origin", b"https://evil.example"))

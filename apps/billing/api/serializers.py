@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.query import query_data  # noqa: F401 (used by the views as s.query_data)
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictStringMixin
+from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField, StrictStringMixin
 from apps.core.models import Account
 
 from ..models import Balance, Invoice, LegalEntity, Plan, Subscription, Transaction, slug_or_unknown
@@ -368,8 +368,16 @@ class ClearablePhoneField(PhoneField):
     allow_empty = True
 
 
+class NameTextField(LabelMixin, CleanTextField):
+    """A person's or an organisation's name: NFC, no invisible or bidirectional-control characters."""
+
+
 def _entity_text(max_length: int, **kwargs) -> CleanTextField:
     return CleanTextField(max_length=max_length, **kwargs)
+
+
+def _entity_name(max_length: int, **kwargs) -> NameTextField:
+    return NameTextField(max_length=max_length, **kwargs)
 
 
 class LegalEntityInput(InputSerializer):
@@ -377,17 +385,17 @@ class LegalEntityInput(InputSerializer):
     digits-only strings of an exact length (a JSON number is refused)."""
 
     id = serializers.IntegerField(read_only=True)
-    short_name = _entity_text(255)
-    full_name = _entity_text(500)
-    representative = _entity_text(255)
+    short_name = _entity_name(255)
+    full_name = _entity_name(500)
+    representative = _entity_name(255)
     legal_address = _entity_text(500)
     postal_address = _entity_text(500)
-    contact_person = _entity_text(255)
+    contact_person = _entity_name(255)
     contact_phone = PhoneField()
     inn = digits_field(10, 12)
     kpp = digits_field(9)
     ogrn = digits_field(13, 15)
-    bank_name = _entity_text(255)
+    bank_name = _entity_name(255)
     bik = digits_field(9)
     checking_account = digits_field(20)
     correspondent_account = digits_field(20)
@@ -413,8 +421,8 @@ class AccountPatchInput(InputSerializer):
     `legal_entities` are refused by name (422), as is every other member."""
 
     id = serializers.IntegerField(read_only=True)
-    name = CleanTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
-    surname = CleanTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
+    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
+    surname = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
     phone = ClearablePhoneField(required=False, allow_null=True)
     plan = serializers.JSONField(read_only=True)
     seats = serializers.IntegerField(read_only=True)
@@ -440,8 +448,10 @@ class AccountPatchInput(InputSerializer):
 # --- queries --------------------------------------------------------------------------------------------------
 
 
-def _slug_filter(choices) -> serializers.ChoiceField:
-    return serializers.ChoiceField(choices=choices.values, required=False)
+def _slug_filter(choices, what: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=choices.values, required=False, help_text=f"{what}; `unknown` matches statuses introduced later."
+    )
 
 
 class EmptyQuery(InputSerializer):
@@ -449,15 +459,15 @@ class EmptyQuery(InputSerializer):
 
 
 class TransactionListQuery(InputSerializer):
-    type = _slug_filter(Transaction.Type)
-    state = _slug_filter(Transaction.State)
-    direction = _slug_filter(Transaction.Direction)
+    type = _slug_filter(Transaction.Type, "Transaction type")
+    state = _slug_filter(Transaction.State, "Transaction state")
+    direction = _slug_filter(Transaction.Direction, "credit or debit")
 
 
 class SubscriptionListQuery(InputSerializer):
-    status = _slug_filter(Subscription.Status)
-    kind = _slug_filter(Subscription.Kind)
+    status = _slug_filter(Subscription.Status, "Subscription status")
+    kind = _slug_filter(Subscription.Kind, "product or package")
 
 
 class InvoiceListQuery(InputSerializer):
-    status = _slug_filter(Invoice.Status)
+    status = _slug_filter(Invoice.Status, "Invoice status")

@@ -4,7 +4,7 @@ entities (read and write). No endpoint accepts an amount or moves money."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -13,24 +13,6 @@ from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from .. import selectors, services
 from ..models import Invoice, LegalEntity, Subscription, Transaction
 from . import serializers as s
-
-
-def _slug_param(name: str, choices, what: str) -> OpenApiParameter:
-    return OpenApiParameter(
-        name, str, enum=list(choices.values), description=f"{what}; `unknown` matches statuses introduced later."
-    )
-
-
-TRANSACTION_PARAMS = [
-    _slug_param("type", Transaction.Type, "Transaction type"),
-    _slug_param("state", Transaction.State, "Transaction state"),
-    _slug_param("direction", Transaction.Direction, "credit or debit"),
-]
-SUBSCRIPTION_PARAMS = [
-    _slug_param("status", Subscription.Status, "Subscription status"),
-    _slug_param("kind", Subscription.Kind, "product or package"),
-]
-INVOICE_PARAMS = [_slug_param("status", Invoice.Status, "Invoice status")]
 
 
 class BalanceView(ScopedAPIView):
@@ -60,7 +42,7 @@ class TransactionViewSet(_WidgetRecordViewSet):
     def scope_queryset(self, queryset):
         return super().scope_queryset(queryset).select_related("invoice")
 
-    @extend_schema(parameters=TRANSACTION_PARAMS, responses={200: s.BillingTransactionDoc(many=True)})
+    @extend_schema(parameters=[s.TransactionListQuery], responses={200: s.BillingTransactionDoc(many=True)})
     def list(self, request):
         query = self.validated(s.TransactionListQuery, data=s.query_data(request))
         queryset = self.get_queryset()
@@ -79,7 +61,7 @@ class SubscriptionViewSet(_WidgetRecordViewSet):
     queryset = Subscription.objects.all()
     route_scopes = {"list": ["billing:read"], "retrieve": ["billing:read"]}
 
-    @extend_schema(parameters=SUBSCRIPTION_PARAMS, responses={200: s.BillingSubscriptionDoc(many=True)})
+    @extend_schema(parameters=[s.SubscriptionListQuery], responses={200: s.BillingSubscriptionDoc(many=True)})
     def list(self, request):
         query = self.validated(s.SubscriptionListQuery, data=s.query_data(request))
         queryset = selectors.filter_slug(self.get_queryset(), "status", query.get("status"), Subscription.Status)
@@ -105,7 +87,7 @@ class InvoiceViewSet(_WidgetRecordViewSet):
             queryset = queryset.prefetch_related("items")
         return queryset
 
-    @extend_schema(parameters=INVOICE_PARAMS, responses={200: s.BillingInvoiceDoc(many=True)})
+    @extend_schema(parameters=[s.InvoiceListQuery], responses={200: s.BillingInvoiceDoc(many=True)})
     def list(self, request):
         query = self.validated(s.InvoiceListQuery, data=s.query_data(request))
         queryset = selectors.filter_slug(self.get_queryset(), "status", query.get("status"), Invoice.Status)

@@ -16,7 +16,7 @@ from rest_framework.fields import empty
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
-from apps.core.api.serializers import InputSerializer, StrictCharField
+from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import services
@@ -86,10 +86,16 @@ class StrictTextField(StrictCharField):
         return value.strip() if isinstance(value, str) else value
 
 
+class NameTextField(LabelMixin, StrictTextField):
+    """A contact's name: NFC, no invisible or bidirectional-control characters."""
+
+
 class ContactListQuery(InputSerializer):
     """Query parameters of the contact list (besides `cursor` and `limit`)."""
 
-    query = StrictTextField(min_length=1, max_length=100, required=False)
+    query = StrictTextField(
+        min_length=1, max_length=100, required=False, help_text="1 to 100 characters; matches name, e-mail, phone."
+    )
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
@@ -134,7 +140,7 @@ class PhoneField(serializers.Field):
 class ContactPatchInput(InputSerializer):
     """Only the members sent change; null (or "") clears name, email and phone."""
 
-    name = StrictTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
     email = serializers.EmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
     phone = PhoneField(required=False, allow_null=True)
     attributes = AttributesField(
@@ -143,7 +149,9 @@ class ContactPatchInput(InputSerializer):
     )
 
 
-class TagNameField(StrictTextField):
+class TagNameField(LabelMixin, StrictTextField):
+    """A tag name, NFC: two names that differ only in normalisation are one tag."""
+
     default_error_messages = {"control": "Must not contain control characters."}
 
     def __init__(self, **kwargs):
@@ -186,7 +194,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         return queryset.prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))
 
     @extend_schema(
-        parameters=[OpenApiParameter("query", str, description="1 to 100 characters; matches name, e-mail, phone.")],
+        parameters=[ContactListQuery],
         responses={200: ContactDoc(many=True)},
     )
     def list(self, request):

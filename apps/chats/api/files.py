@@ -10,8 +10,6 @@ uploaded HTML or SVG is never rendered from our origin.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import FileResponse
@@ -21,7 +19,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, UploadField
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, problem_response
 from apps.core.files import (
@@ -32,6 +30,7 @@ from apps.core.files import (
     single_upload,
     store_file,
 )
+from apps.core.uploads import protect_upload
 
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
@@ -51,7 +50,7 @@ class FileDoc(serializers.Serializer):
 class FileMultipartDoc(serializers.Serializer):
     """The multipart alternative of the upload."""
 
-    file = serializers.FileField(help_text=f"The file, at most {MAX_FILE_BYTES} bytes.")
+    file = UploadField(content_types=("*/*",), help_text=f"The file, of any type, at most {MAX_FILE_BYTES} bytes.")
 
 
 class FileUrlInput(InputSerializer):
@@ -164,11 +163,6 @@ def _file_output(file: File) -> dict:
     return {**file_payload(file), "created_at": file.created_at.isoformat()}
 
 
-def _content_disposition(name: str) -> str:
-    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\' else "_" for ch in name)
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
-
-
 @require_safe
 def download(request, token: str):
     """The bytes behind a signed file token; an invalid, expired or orphaned token is 404."""
@@ -183,8 +177,6 @@ def download(request, token: str):
     except (OSError, ValueError):
         return problem_response(NotFound(), request)
     response = DownloadResponse(handle, content_type=file.content_type or DEFAULT_CONTENT_TYPE)
-    response["Content-Disposition"] = _content_disposition(file.original_name)
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    protect_upload(response, name=file.original_name, attachment=True)
     response["Cache-Control"] = f"private, max-age={FILE_URL_MAX_AGE}"
     return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.query import MomentField
@@ -11,8 +12,11 @@ from ..models import Chat
 
 
 class WindowQuery(InputSerializer):
-    from_ = MomentField(required=False)
-    to = MomentField(required=False)
+    from_ = MomentField(
+        required=False,
+        help_text="Date-time or date (Europe/Moscow unless an offset is given), from 1900-01-01 to 9999-01-01.",
+    )
+    to = MomentField(required=False, help_text="Date-time or date (a bare date is midnight; exclusive).")
 
     def get_fields(self):
         fields = super().get_fields()
@@ -25,11 +29,25 @@ class WindowQuery(InputSerializer):
         return attrs
 
 
+# The length is checked after surrounding whitespace is removed: documented as a value without it.
+@extend_schema_field({"type": "string", "minLength": 2, "maxLength": 100, "pattern": r"^\S(?:[\s\S]*\S)?$"})
+class SearchTextField(serializers.CharField):
+    pass
+
+
 class ChatListQuery(WindowQuery):
     status = serializers.ChoiceField(choices=Chat.Status.values, required=False)
-    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", required=False)
-    has_client_messages = serializers.ChoiceField(choices=["0", "1"], required=False)
-    q = serializers.CharField(min_length=2, max_length=100, required=False, trim_whitespace=True)
+    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", max_length=64, required=False)
+    has_client_messages = serializers.ChoiceField(
+        choices=["0", "1"], required=False, help_text="1 keeps chats where the visitor wrote."
+    )
+    q = SearchTextField(
+        min_length=2,
+        max_length=100,
+        required=False,
+        trim_whitespace=True,
+        help_text="2 to 100 characters (surrounding whitespace is removed first), searched in visible message text.",
+    )
 
 
 class MessageListQuery(WindowQuery):

@@ -1,6 +1,6 @@
 """Input serializers (`XInput`) and documentation serializers of the output shapes.
 
-Output is rendered by the dict builders in apps.chats.serializers (fast, shared with the visitor
+Output is rendered by the dict builders in apps.chats.payloads (fast, shared with the visitor
 API and websocket frames); the `...Doc` serializers below describe the same shapes for OpenAPI and
 a contract test keeps the two in step.
 """
@@ -59,6 +59,17 @@ class KeyboardDoc(serializers.Serializer):
     buttons = KeyboardButtonDoc(many=True)
 
 
+class CoordsDoc(serializers.Serializer):
+    latitude = serializers.FloatField(min_value=-90, max_value=90)
+    longitude = serializers.FloatField(min_value=-180, max_value=180)
+    title = serializers.CharField(required=False)
+
+
+class StickerDoc(serializers.Serializer):
+    id = serializers.CharField()
+    url = serializers.CharField(required=False)
+
+
 class AuthorDoc(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Message.Author.values)
     agent_id = serializers.IntegerField(allow_null=True)
@@ -72,8 +83,8 @@ class MessageDoc(serializers.Serializer):
     markdown = serializers.CharField(allow_null=True)
     file = FileRefDoc(allow_null=True)
     url = serializers.CharField(allow_null=True, help_text="Short-lived download URL of a file/image message.")
-    coords = serializers.JSONField(allow_null=True)
-    sticker = serializers.JSONField(allow_null=True)
+    coords = CoordsDoc(allow_null=True, help_text="For `location` messages; null otherwise.")
+    sticker = StickerDoc(allow_null=True, help_text="For `sticker` messages; null otherwise.")
     keyboard = KeyboardDoc(allow_null=True)
     origin = serializers.CharField(allow_null=True)
     author = AuthorDoc()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -15,18 +15,6 @@ from ..models import Chat, Message
 from ..payloads import chat_payload, message_payload
 from . import serializers as s
 from .filters import ChatListQuery, MessageListQuery
-
-WINDOW_PARAMS = [
-    OpenApiParameter("from", str, description="Date-time or date (Europe/Moscow unless an offset is given)."),
-    OpenApiParameter("to", str, description="Date-time or date (a bare date is midnight; exclusive)."),
-]
-CHAT_LIST_PARAMS = [
-    OpenApiParameter("status", str, enum=Chat.Status.values),
-    OpenApiParameter("channel", str),
-    OpenApiParameter("has_client_messages", str, enum=["0", "1"], description="1 keeps chats where the visitor wrote."),
-    OpenApiParameter("q", str, description="2 to 100 characters, searched in visible message text."),
-    *WINDOW_PARAMS,
-]
 
 
 def _accepted(extra: dict | None = None) -> Response:
@@ -63,7 +51,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     def scope_queryset(self, queryset):
         return queryset.select_related("contact")
 
-    @extend_schema(parameters=CHAT_LIST_PARAMS, responses={200: s.ChatDoc(many=True)})
+    @extend_schema(parameters=[ChatListQuery], responses={200: s.ChatDoc(many=True)})
     def list(self, request):
         query = self.validated(ChatListQuery, data=query_data(request))
         queryset = selectors.filter_chats(self.get_queryset(), widget=request.widget, **_rename_from(query))
@@ -106,7 +94,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
         services.request_rating(widget=request.widget, chat=chat)
         return _accepted()
 
-    @extend_schema(parameters=WINDOW_PARAMS, responses={200: s.MessageDoc(many=True)})
+    @extend_schema(parameters=[MessageListQuery], responses={200: s.MessageDoc(many=True)})
     @action(detail=True, methods=["get"])
     def messages(self, request, pk=None):
         chat = self.get_object()

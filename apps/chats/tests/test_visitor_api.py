@@ -496,6 +496,20 @@ def test_list_after_id(client, widget, token):
     assert [m["id"] for m in data] == ids[1:]
 
 
+@pytest.mark.parametrize("after_id", ["0", "000"])
+def test_list_after_id_0_is_every_message(client, widget, token, after_id):
+    ids = [say(client, widget, token, f"m{i}").json()["id"] for i in range(2)]
+    assert [m["id"] for m in get(client, widget, "messages", token, after_id=after_id).json()["data"]] == ids
+
+
+@pytest.mark.parametrize("after_id", ["999999", "9223372036854775808", "9999999999999999999", "1" * 40])
+def test_list_after_an_id_past_every_message_is_empty_like_after_a_missing_one(client, widget, token, after_id):
+    say(client, widget, token)
+    response = get(client, widget, "messages", token, after_id=after_id)
+    assert response.status_code == 200, response.content
+    assert response.json() == {"data": []}
+
+
 def test_list_never_shows_another_contacts_messages(client, widget, token):
     MessageFactory(chat=ChatFactory(contact=ContactFactory(widget=widget)), body="other visitor")
     say(client, widget, token, "mine")
@@ -514,7 +528,9 @@ def test_list_gives_at_most_200_per_call(client, widget, token, contact):
     assert len(rest) == 6
 
 
-@pytest.mark.parametrize("params", [{"after_id": "x"}, {"after_id": "-1"}, {"limit": "5"}])
+@pytest.mark.parametrize(
+    "params", [{"after_id": "x"}, {"after_id": "-1"}, {"after_id": "²"}, {"after_id": "５"}, {"limit": "5"}]
+)
 def test_list_bad_query_is_422(client, widget, token, params):
     assert_problem(get(client, widget, "messages", token, **params), 422)
 

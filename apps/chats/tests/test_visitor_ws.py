@@ -239,6 +239,17 @@ def test_bad_since_is_closed_with_4400(widget, visitor):
     run(scenario)
 
 
+# "²" and "５" pass str.isdigit(); int() crashes on the first and reads the second as 5.
+@pytest.mark.parametrize("since", ["%C2%B2", "%EF%BC%95", "+5", "%205", "10000000000000000000"])
+def test_since_of_anything_but_ascii_digits_in_range_is_closed_with_4400(widget, visitor, since):
+    _, token = visitor
+
+    async def scenario():
+        assert await close_code(path(widget, token, since=since)) == 4400
+
+    run(scenario)
+
+
 # --- client frames ---------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 
 from apps.core.errors import AppError
+from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
 from apps.core.websocket import FramedJsonConsumer, query_params
 
@@ -57,11 +58,12 @@ class VisitorConsumer(FramedJsonConsumer):
             await self.close(code=code)
             return
         since = params.get("since")
-        if since is not None and not (since.isdigit() and len(since) <= 18):
+        try:
+            self.cursor = parse_int(since, maximum=MAX_ID) if since is not None else 0
+        except ValueError:
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         self.widget, self.contact = opened
-        self.cursor = int(since) if since is not None else 0
 
         # The notice group first: a room made from now on is announced to this socket.
         await self._join(services.contact_group(self.contact.guid))

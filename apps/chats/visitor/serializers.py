@@ -1,6 +1,6 @@
 """Inputs of the visitor API (`XInput`, strict: unknown members are 422) and its output shapes.
 
-Message output is `apps.chats.serializers.visitor_message_frame`, shared with the websocket.
+Message output is `apps.chats.payloads.visitor_message_frame`, shared with the websocket.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictEmailField, StrictRegexField
+from apps.core.api.query import IdQueryField
+from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField, StrictEmailField, StrictRegexField
 from apps.core.models import Widget
 
 from ..models import Message
@@ -59,7 +60,7 @@ def _http_url(value: str) -> str:
 
 
 class SessionInput(InputSerializer):
-    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    name = LabelField(required=False, allow_blank=True, max_length=255)
     email = StrictEmailField(required=False, allow_blank=True, max_length=255)
     phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
     locale = StrictRegexField(
@@ -105,10 +106,8 @@ class MessageInput(InputSerializer):
 
 
 class MessageListQuery(InputSerializer):
-    after_id = StrictRegexField(r"^[0-9]{1,18}$", required=False, error_messages={"invalid": "Must be an id."})
-
-    def validate_after_id(self, value: str) -> int:
-        return int(value)
+    # None: past any id a message can have, so nothing comes after it.
+    after_id = IdQueryField(required=False)
 
 
 class TypingInput(InputSerializer):
@@ -121,7 +120,7 @@ class RatingInput(InputSerializer):
 
 
 class OfflineInput(InputSerializer):
-    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    name = LabelField(required=False, allow_blank=True, max_length=255)
     email = StrictEmailField(required=False, allow_blank=True, max_length=255)
     phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
     message = StrictCharField(min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank])

@@ -130,9 +130,10 @@ class MessagesView(VisitorAPIView):
         query = self.validated(s.MessageListQuery, data=query_data(request, skip=()))
         chat = services.get_room(widget=self.widget, contact=self.contact)
         messages = []
-        if chat is not None:
+        past_every_id = "after_id" in query and query["after_id"] is None
+        if chat is not None and not past_every_id:
             messages = services.list_visible_messages(
-                widget=self.widget, chat_id=chat.pk, after_id=query.get("after_id", 0)
+                widget=self.widget, chat_id=chat.pk, after_id=query.get("after_id") or 0
             )
         return Response({"data": [visitor_message_frame(m) for m in messages]})
 

@@ -1,31 +1,49 @@
 """Keyset cursor pagination: `{data, next_cursor}`, newest first with an id tie-break, no COUNT.
 
-The cursor is the signed position of the last row served (HMAC with SECRET_KEY, salted per view),
-so it is opaque and tamper-evident: a forged or foreign cursor is 422, never a silent restart.
+The cursor is the position of the last row served, encrypted and authenticated (AES-256-GCM with a
+key derived from SECRET_KEY) for one view and one widget:
+- opaque: the position holds internal values (numeric contact ids, which are never exposed);
+- tamper-evident and bound: a forged cursor, another view's or another widget's is refused with
+  the same 422, never a silent restart and never a page of someone else's order.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import os
+import re
 from datetime import datetime
 from functools import reduce
 
-from django.core import signing
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from django.conf import settings
 from django.db.models import Q
+from django.utils.crypto import salted_hmac
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
 from apps.core.errors import ValidationFailed
+from apps.core.numbers import parse_int
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+CURSOR_MAX_LENGTH = 512
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+_CURSOR_RE = re.compile(CURSOR_PATTERN[1:-1])
+_NONCE_BYTES = 12
+_KEY_SALT = "apps.core.api.pagination.cursor"
 
 
 def parse_limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ValidationFailed(errors={"limit": [f"Must be an integer from 1 to {MAX_LIMIT}."]})
-    return int(raw)
+    try:
+        return parse_int(raw, minimum=1, maximum=MAX_LIMIT)
+    except ValueError:
+        raise ValidationFailed(errors={"limit": [f"Must be an integer from 1 to {MAX_LIMIT}."]}) from None
 
 
 def _encode(value):
@@ -36,24 +54,62 @@ def _decode(value):
     return datetime.fromisoformat(value["dt"]) if isinstance(value, dict) else value
 
 
+def _keys() -> list[AESGCM]:
+    """The current key first, then those of SECRET_KEY_FALLBACKS (cursors outlive a rotation)."""
+    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return [AESGCM(salted_hmac(_KEY_SALT, "", secret=secret, algorithm="sha256").digest()) for secret in secrets]
+
+
+def seal_cursor(values: list, *, context: str) -> str:
+    """`values` (JSON) encrypted and bound to `context` (view and widget), URL-safe base64."""
+    nonce = os.urandom(_NONCE_BYTES)
+    plain = json.dumps(values, separators=(",", ":")).encode()
+    sealed = nonce + _keys()[0].encrypt(nonce, plain, context.encode())
+    return base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+
+
+def open_cursor(raw: str, *, context: str) -> list:
+    """The values `seal_cursor` sealed for the same `context`; ValueError for anything else."""
+    if len(raw) > CURSOR_MAX_LENGTH or not _CURSOR_RE.fullmatch(raw):
+        raise ValueError("not a cursor")
+    try:
+        sealed = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+    except (binascii.Error, ValueError):
+        raise ValueError("not a cursor") from None
+    nonce, body = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
+    if len(nonce) < _NONCE_BYTES or not body:
+        raise ValueError("not a cursor")
+    for key in _keys():
+        try:
+            values = json.loads(key.decrypt(nonce, body, context.encode()))
+        except InvalidTag:
+            continue
+        if not isinstance(values, list):
+            raise ValueError("not a cursor")
+        return values
+    raise ValueError("not a cursor")
+
+
 class KeysetPagination(BasePagination):
     ordering: tuple[str, ...] = ("-created_at", "-id")
 
-    def _salt(self, view) -> str:
-        return f"cursor:{type(view).__module__}.{type(view).__qualname__}"
+    def _context(self, request, view) -> str:
+        """What a cursor is bound to: the view class and the token's widget."""
+        widget = getattr(request, "widget", None)
+        return f"cursor:{type(view).__module__}.{type(view).__qualname__}:widget:{getattr(widget, 'pk', '-')}"
 
     def paginate_queryset(self, queryset, request, view=None):
         ordering = tuple(getattr(view, "cursor_ordering", None) or self.ordering)
         self.limit = parse_limit(request.query_params.get("limit"))
-        self.view, self.ordering_used = view, ordering
+        self.context, self.ordering_used = self._context(request, view), ordering
         raw = request.query_params.get("cursor")
         queryset = queryset.order_by(*ordering)
         if raw:
             try:
-                position = [_decode(v) for v in signing.loads(raw, salt=self._salt(view))]
+                position = [_decode(v) for v in open_cursor(raw, context=self.context)]
                 if len(position) != len(ordering):
                     raise ValueError
-            except (signing.BadSignature, ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError):
                 raise ValidationFailed(errors={"cursor": ["Invalid cursor."]}) from None
             queryset = queryset.filter(self._after(ordering, position))
         rows = list(queryset[: self.limit + 1])
@@ -77,7 +133,7 @@ class KeysetPagination(BasePagination):
         if not self.has_next or self.last is None:
             return None
         values = [_encode(getattr(self.last, f.lstrip("-"))) for f in self.ordering_used]
-        return signing.dumps(values, salt=self._salt(self.view), compress=True)
+        return seal_cursor(values, context=self.context)
 
     def get_paginated_response(self, data):
         return Response({"data": data, "next_cursor": self.next_cursor()})
@@ -98,8 +154,11 @@ class KeysetPagination(BasePagination):
                 "name": "cursor",
                 "in": "query",
                 "required": False,
-                "description": "Opaque cursor from a previous page's `next_cursor`.",
-                "schema": {"type": "string"},
+                "description": (
+                    "Opaque cursor from a previous page's `next_cursor` of the same list and widget; "
+                    "anything else is 422."
+                ),
+                "schema": {"type": "string", "minLength": 1, "maxLength": CURSOR_MAX_LENGTH, "pattern": CURSOR_PATTERN},
             },
             {
                 "name": "limit",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import force_instance, is_serializer
+from drf_spectacular.utils import OpenApiRequest
 
 from apps.core.errors import PROBLEM_CONTENT_TYPE
 from apps.core.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -100,6 +102,26 @@ class ScopedAutoSchema(AutoSchema):
             )
         return params
 
+    def _get_request_body(self, direction="request"):
+        """Multipart parts declared with UploadField state the media types the server takes."""
+        body = super()._get_request_body(direction)
+        if body is None:
+            return None
+        declared = self.get_request_serializer()
+        for media_type, media in body["content"].items():
+            if not media_type.startswith("multipart/"):
+                continue
+            serializer = declared.get(media_type) if isinstance(declared, dict) else declared
+            if isinstance(serializer, OpenApiRequest):
+                serializer = serializer.request
+            if not is_serializer(serializer):
+                continue
+            for name, field in force_instance(serializer).fields.items():
+                content_types = getattr(field, "content_types", None)
+                if content_types:
+                    media.setdefault("encoding", {}).setdefault(name, {})["contentType"] = ", ".join(content_types)
+        return body
+
     def get_operation(self, *args, **kwargs):
         operation = super().get_operation(*args, **kwargs)
         if operation is None:
@@ -157,17 +179,75 @@ def only_public_api(endpoints, **kwargs):
     ]
 
 
+def _drop_unsatisfiable_alternatives(node) -> None:
+    """`oneOf: [{}, {type: null}]` (what a nullable JSONField becomes) is never satisfied by null,
+    which matches both branches: an alternative list with an any-value branch means any value."""
+    if isinstance(node, dict):
+        for key in ("oneOf", "anyOf"):
+            if key in node and any(branch == {} for branch in node[key]):
+                del node[key]
+        for value in node.values():
+            _drop_unsatisfiable_alternatives(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_unsatisfiable_alternatives(value)
+
+
+_SUBSCHEMA_LISTS = ("oneOf", "anyOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "not", "additionalProperties", "schema")
+
+
+def _close(node, schemas: dict, seen: set[str]) -> None:
+    """Close `node` (a schema) and the schemas inside it."""
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref", "")
+    if ref.startswith("#/components/schemas/"):
+        name = ref.rsplit("/", 1)[-1]
+        # Only request-side components (COMPONENT_SPLIT_REQUEST names them `...Request`): a shared
+        # response shape stays open to additive changes.
+        if name.endswith("Request") and name not in seen and name in schemas:
+            seen.add(name)
+            _close(schemas[name], schemas, seen)
+        return
+    if isinstance(node.get("properties"), dict):
+        node.setdefault("additionalProperties", False)
+        for value in node["properties"].values():
+            _close(value, schemas, seen)
+    for key in _SUBSCHEMA_LISTS:
+        for value in node.get(key, ()):
+            _close(value, schemas, seen)
+    for key in _SUBSCHEMAS:
+        _close(node.get(key), schemas, seen)
+
+
+def _close_request_objects(result) -> None:
+    """Input serializers refuse members they do not declare (422): every object with declared
+    members in a request body, inline or a component, nested included, says so
+    (`additionalProperties: false`). Free-form objects (`attributes`) declare no members."""
+    schemas = result.get("components", {}).get("schemas", {})
+    seen: set[str] = set()
+    for name, schema in schemas.items():
+        if name.endswith("Request"):
+            seen.add(name)
+            _close(schema, schemas, seen)
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                for media in operation["requestBody"].get("content", {}).values():
+                    _close(media.get("schema"), schemas, seen)
+
+
 def add_problem_components(result, generator, request, public):
     """Postprocessing hook: the shared Problem schema and one response per problem status; paths
-    as the spec writes them (routes accept an optional trailing slash, documented without)."""
+    as the spec writes them (routes accept an optional trailing slash, documented without); no
+    alternatives that a valid value cannot satisfy."""
+    _drop_unsatisfiable_alternatives(result)
     result["paths"] = {
         (path.rstrip("/") if path != "/" else path): item for path, item in result.get("paths", {}).items()
     }
     components = result.setdefault("components", {})
-    # Input serializers refuse members they do not declare (422): say so in their schemas.
-    for name, schema in components.get("schemas", {}).items():
-        if name.endswith("Request") and schema.get("type") == "object":
-            schema.setdefault("additionalProperties", False)
+    _close_request_objects(result)
     extra = problem_components()
     components.setdefault("schemas", {}).update(extra["schemas"])
     components.setdefault("responses", {}).update(extra["responses"])

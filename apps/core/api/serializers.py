@@ -1,13 +1,104 @@
 """Input serializers that refuse what they do not declare, strict string fields, the tenant-bound id
-field, and the one way views validate input (`validate_input`)."""
+field, the rule for names and labels people read, and the one way views validate input
+(`validate_input`)."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 
 from rest_framework import serializers
 
 from apps.core.errors import NotFound
+
+# --- text that people read ----------------------------------------------------------------------------
+
+# Unicode categories that draw nothing or change how the rest is drawn: controls (Cc), format
+# characters (Cf: zero-width space and joiners, soft hyphen, word joiner, BOM, the bidirectional
+# marks, embeddings, overrides and isolates, tag characters), surrogates (Cs), line and paragraph
+# separators (Zl, Zp).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Letters and marks of other categories that render as nothing: combining grapheme joiner, Khmer
+# inherent vowels, Hangul fillers, Braille blank.
+_BLANK_CHARACTERS = frozenset("\u034f\u17b4\u17b5\u115f\u1160\u3164\uffa0\u2800")
+
+
+class InvisibleCharacter(ValueError):
+    def __init__(self, char: str):
+        super().__init__(f"U+{ord(char):04X}")
+        self.code_point = f"U+{ord(char):04X}"
+
+
+def normalize_label(value: str) -> str:
+    """A name or tag as stored: Unicode NFC, so `café` and `cafe\u0301` are one value.
+    InvisibleCharacter for zero-width, bidirectional-control and other invisible characters,
+    which would make look-alike duplicates (product-decisions.md, "Text that people read")."""
+    value = unicodedata.normalize("NFC", value)
+    for char in value:
+        if unicodedata.category(char) in _INVISIBLE_CATEGORIES or char in _BLANK_CHARACTERS:
+            raise InvisibleCharacter(char)
+    return value
+
+
+class StrictStringMixin:
+    """A JSON string: numbers and booleans are refused (422 "Must be a string.", code `not_string`)
+    rather than turned into text. The one strict-string rule of every input field."""
+
+    default_error_messages = {"not_string": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_string")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(StrictStringMixin, serializers.CharField):
+    pass
+
+
+class StrictEmailField(StrictStringMixin, serializers.EmailField):
+    pass
+
+
+class StrictRegexField(StrictStringMixin, serializers.RegexField):
+    pass
+
+
+class LabelMixin:
+    """Mixed into every CharField that reads a name or tag (contact, visitor, account and legal
+    entity names, department names, tags): the value is normalised by `normalize_label`, and an
+    invisible or bidirectional-control character is 422 naming its code point."""
+
+    default_error_messages = {
+        "invisible": "Must not contain invisible or bidirectional control characters ({code_point}).",
+    }
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            return normalize_label(value)
+        except InvisibleCharacter as exc:
+            self.fail("invisible", code_point=exc.code_point)
+
+
+class LabelField(LabelMixin, StrictCharField):
+    """A name or label: a JSON string (never a number turned into text), normalised by
+    `normalize_label`."""
+
+
+# --- uploads --------------------------------------------------------------------------------------------
+
+
+class UploadField(serializers.FileField):
+    """A multipart file part of a documentation serializer (`XMultipartDoc`) that names the media
+    types the server takes; ScopedAutoSchema states them as the part's `encoding.contentType`."""
+
+    def __init__(self, *, content_types: tuple[str, ...], **kwargs):
+        self.content_types = tuple(content_types)
+        super().__init__(**kwargs)
+
+
+# --- strict inputs --------------------------------------------------------------------------------------
 
 
 class StrictInputMixin:
@@ -35,30 +126,6 @@ class InputSerializer(StrictInputMixin, serializers.Serializer):
 
 
 class StrictModelSerializer(StrictInputMixin, serializers.ModelSerializer):
-    pass
-
-
-class StrictStringMixin:
-    """A JSON string: numbers and booleans are refused (422 "Must be a string.", code `not_string`)
-    rather than turned into text. The one strict-string rule of every input field."""
-
-    default_error_messages = {"not_string": "Must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_string")
-        return super().to_internal_value(data)
-
-
-class StrictCharField(StrictStringMixin, serializers.CharField):
-    pass
-
-
-class StrictEmailField(StrictStringMixin, serializers.EmailField):
-    pass
-
-
-class StrictRegexField(StrictStringMixin, serializers.RegexField):
     pass
 
 

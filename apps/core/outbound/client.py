@@ -22,6 +22,8 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import requote_uri, rewind_body
 from requests_hardened import Config, HTTPSession
 
+from apps.core.numbers import parse_int
+
 from .deadline import _Deadline, _WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool
 from .errors import OutboundBlocked, OutboundError
 from .policy import (
@@ -447,7 +449,11 @@ def _pin_target(hostname: str, scheme: str, port: int | None) -> tuple[IPAddress
 
 def _check_declared_length(headers: Mapping[str, str], max_bytes: int, safe: str) -> None:
     declared = headers.get("Content-Length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+    try:
+        too_large = declared is not None and parse_int(declared.strip()) > max_bytes
+    except ValueError:
+        too_large = False  # not a length (a client ignores it too); the read below stays capped
+    if too_large:
         logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
         raise OutboundError("response_too_large", url=safe)
 

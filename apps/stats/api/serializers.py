@@ -3,7 +3,7 @@ clamp) and documentation serializers of their output shapes."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from apps.agents.models import Agent
@@ -38,9 +38,16 @@ class MetricListField(serializers.CharField):
 
     default_error_messages = {"unknown": "Unknown metric(s): {names}. Allowed: {allowed}.", "empty": "Empty metric."}
 
-    def __init__(self, *, choices: tuple[str, ...], **kwargs):
+    def __init__(self, *, choices: tuple[str, ...], note: str = "", **kwargs):
         self.metric_choices = choices
+        kwargs.setdefault(
+            "help_text",
+            f"Comma-separated subset of: {', '.join(f'`{c}`' for c in choices)}; omitted means all{note}. "
+            "An unknown name is 422.",
+        )
         super().__init__(**kwargs)
+        names = "|".join(choices)
+        extend_schema_field({"type": "string", "pattern": f"^(?:{names})(?:,(?:{names}))*$"})(self)
 
     def to_internal_value(self, data):
         names = [name.strip() for name in super().to_internal_value(data).split(",")]
@@ -53,9 +60,15 @@ class MetricListField(serializers.CharField):
 
 
 class WindowQuery(InputSerializer):
-    from_ = MomentField(required=False)
-    to = MomentField(required=False)
-    period = serializers.ChoiceField(choices=PERIODS, required=False)
+    from_ = MomentField(
+        required=False,
+        help_text="Date-time or date, Europe/Moscow unless an offset is given; a bare date is midnight. Inclusive. "
+        "From 1900-01-01 to 9999-01-01.",
+    )
+    to = MomentField(required=False, help_text="Like `from`; exclusive (send the next day to include a whole day).")
+    period = serializers.ChoiceField(
+        choices=PERIODS, required=False, help_text="Calendar period in Europe/Moscow; not with `from`/`to`."
+    )
 
     def get_fields(self):
         fields = super().get_fields()
@@ -73,7 +86,11 @@ class WindowQuery(InputSerializer):
 
 
 class StatsQuery(WindowQuery):
-    metric = MetricListField(choices=selectors.WIDGET_METRICS + selectors.OPT_IN_METRICS, required=False)
+    metric = MetricListField(
+        choices=selectors.WIDGET_METRICS + selectors.OPT_IN_METRICS,
+        note=" except the opt-in `avg_first_response_seconds`",
+        required=False,
+    )
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -86,7 +103,7 @@ class ChannelStatsQuery(WindowQuery):
 
 
 class TimeseriesQuery(WindowQuery):
-    interval = serializers.ChoiceField(choices=INTERVALS, required=False)
+    interval = serializers.ChoiceField(choices=INTERVALS, required=False, help_text="Bucket size; `day` by default.")
     metric = MetricListField(choices=selectors.TIMESERIES_METRICS, required=False)
 
     def validate(self, attrs):

@@ -7,7 +7,7 @@ are calendar-anchored in Europe/Moscow (apps.stats.windows).
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins
 from rest_framework.response import Response
 
@@ -16,7 +16,7 @@ from apps.core.api.serializers import validate_input
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import selectors
-from ..windows import INTERVALS, MAX_BUCKETS, PERIODS
+from ..windows import MAX_BUCKETS
 from . import serializers as s
 
 WINDOW_RULES = (
@@ -27,24 +27,6 @@ WINDOW_RULES = (
     "their attribution as it is now); messages, ratings and transfers count when they happened in it. "
     "Response `from`, `to` and bucket boundaries are in Europe/Moscow."
 )
-WINDOW_PARAMS = [
-    OpenApiParameter(
-        "from",
-        str,
-        description="Date-time or date, Europe/Moscow unless an offset is given; a bare date is midnight. Inclusive.",
-    ),
-    OpenApiParameter("to", str, description="Like `from`; exclusive (send the next day to include a whole day)."),
-    OpenApiParameter("period", str, enum=list(PERIODS), description="Calendar period in Europe/Moscow."),
-]
-
-
-def _metric_param(choices, *, note: str = "") -> OpenApiParameter:
-    return OpenApiParameter(
-        "metric",
-        str,
-        description=f"Comma-separated subset of: {', '.join(f'`{c}`' for c in choices)}; omitted means all{note}. "
-        "An unknown name is 422.",
-    )
 
 
 def _validated(serializer_class, request, allowed: tuple[str, ...]) -> dict:
@@ -63,13 +45,7 @@ class StatsView(ScopedAPIView):
         + " `chats_missed` counts chats opened in the window that nobody answered; `chats_accepted` equals "
         "`chats_total - chats_missed`; `avg_response_time_seconds` is measured from room creation (inflated by "
         "returning visitors); `avg_first_response_seconds` is opt-in.",
-        parameters=[
-            *WINDOW_PARAMS,
-            _metric_param(
-                selectors.WIDGET_METRICS + selectors.OPT_IN_METRICS,
-                note=" except the opt-in `avg_first_response_seconds`",
-            ),
-        ],
+        parameters=[s.StatsQuery],
         responses={200: s.StatsDoc},
     )
     def get(self, request):
@@ -88,7 +64,7 @@ class ChannelStatsView(ScopedAPIView):
         description=WINDOW_RULES
         + " One row per channel code with chats in the window, by code; channels without chats are omitted. "
         "Internal department chats are excluded, so the channel totals can be below `chats_total` of /v1/stats.",
-        parameters=WINDOW_PARAMS,
+        parameters=[s.ChannelStatsQuery],
         responses={200: s.ChannelStatsDoc},
     )
     def get(self, request):
@@ -107,11 +83,7 @@ class TimeseriesView(ScopedAPIView):
         description=WINDOW_RULES
         + f" Buckets are Moscow calendar days, weeks (Monday) or months (the 1st) meeting the window, the first "
         f"and last clipped to it; dense and zero-filled. A window giving over {MAX_BUCKETS} buckets is 422.",
-        parameters=[
-            *WINDOW_PARAMS,
-            OpenApiParameter("interval", str, enum=list(INTERVALS), description="Bucket size; `day` by default."),
-            _metric_param(selectors.TIMESERIES_METRICS),
-        ],
+        parameters=[s.TimeseriesQuery],
         responses={200: s.TimeseriesDoc},
     )
     def get(self, request):
@@ -144,7 +116,7 @@ class AgentStatsViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retri
     @extend_schema(
         summary="Statistics of every agent",
         description=WINDOW_RULES + AGENT_RULES,
-        parameters=[*WINDOW_PARAMS, _metric_param(selectors.AGENT_METRICS)],
+        parameters=[s.AgentStatsQuery],
         responses={200: s.AgentStatsListDoc},
     )
     def list(self, request):
@@ -157,7 +129,7 @@ class AgentStatsViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retri
     @extend_schema(
         summary="Statistics of one agent",
         description=WINDOW_RULES + AGENT_RULES,
-        parameters=[*WINDOW_PARAMS, _metric_param(selectors.AGENT_METRICS)],
+        parameters=[s.AgentStatsQuery],
         responses={200: s.AgentStatsDoc},
     )
     def retrieve(self, request, pk=None):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -11,7 +11,7 @@ from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
 from .. import catalogue, services
-from ..models import Delivery, Subscription
+from ..models import Subscription
 from . import serializers as s
 
 LEGACY_ENVELOPE_DOC = (
@@ -94,10 +94,7 @@ class SubscriptionViewSet(
         return Response({"delivery_id": str(copy.delivery_id), "envelope": copy.envelope}, status=202)
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("status", str, enum=Delivery.Status.values),
-            OpenApiParameter("event_type", str, enum=[*catalogue.NATIVE_NAMES]),
-        ],
+        parameters=[s.DeliveryListQuery],
         responses={200: s.DeliveryDoc(many=True)},
     )
     @action(detail=True, methods=["get"])

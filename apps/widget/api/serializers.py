@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, UploadField
 
 from .. import settings_schema
-from ..icons import ICON_MAX_BYTES, ICON_MAX_SIDE, ICON_MIN_SIDE
+from ..icons import CONTENT_TYPES, ICON_MAX_BYTES, ICON_MAX_SIDE, ICON_MIN_SIDE
 from . import schema  # noqa: F401  (registers the OpenAPI extensions of the markers below)
 
 
@@ -79,10 +79,11 @@ class IconPresetListEnvelope(serializers.Serializer):
 
 
 class IconUploadDoc(serializers.Serializer):
-    file = serializers.FileField(
+    file = UploadField(
+        content_types=tuple(CONTENT_TYPES.values()),
         help_text=f"A static PNG, an animated WebP or a GIF (static or animated), at most {ICON_MAX_BYTES} bytes, "
         f"each side {ICON_MIN_SIDE} to {ICON_MAX_SIDE} pixels; the name's extension (.png, .webp, .gif) must "
-        "match the content, which is checked."
+        "match the content, which is checked.",
     )
 
 

@@ -99,6 +99,13 @@ def test_foreign_or_missing_department_is_404_never_an_empty_list(api, widget, o
     assert a["detail"] == b["detail"]
 
 
+@pytest.mark.parametrize("department_id", ["0", "9223372036854775808", "9999999999999999999", "1" * 40])
+def test_an_id_past_any_department_is_404_like_a_missing_one(api, department_id):
+    missing = assert_problem(api().get(AGENTS, {"department_id": "999999"}), 404, "not_found")
+    too_large = assert_problem(api().get(AGENTS, {"department_id": department_id}), 404, "not_found")
+    assert too_large["detail"] == missing["detail"]
+
+
 def test_online_filter_and_member_come_from_live_presence(api, widget, presence):
     online = AgentFactory(widget=widget, status=Agent.Status.RELAXATION)
     offline = AgentFactory(widget=widget)
@@ -121,6 +128,10 @@ def test_nobody_is_online_until_presence_is_wired(widget):
         {"online": "yes"},
         {"online": "true"},
         {"department_id": "abc"},
+        {"department_id": "²"},
+        {"department_id": "５"},
+        {"department_id": "-1"},
+        {"department_id": " 1"},
         {"colour": "red"},
         {"limit": 0},
         {"limit": 101},
