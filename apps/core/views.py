@@ -51,9 +51,9 @@ def public_media_path(path: str) -> str | None:
     parts = normal.split("/")
     if len(parts) < 2 or parts[0] not in PUBLIC_MEDIA_PREFIXES or ".." in parts:
         return None
-    root = Path(settings.MEDIA_ROOT).resolve()
+    root = Path(settings.MEDIA_ROOT)
     # A symlink inside a public folder must not lead out of it either.
-    if not (root / normal).resolve().is_relative_to(root / parts[0]):
+    if not (root / normal).resolve().is_relative_to((root / parts[0]).resolve()):
         return None
     return normal
 
