@@ -11,7 +11,6 @@ whether the socket may take frames at all (not while refused or closing).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import deque
@@ -20,7 +19,8 @@ from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core.errors import AppError
+from apps.core.api import parsers
+from apps.core.errors import AppError, InvalidJSON
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             await self._error("frame_too_large", f"A frame holds at most {self.frame_max_chars} characters.")
             return
         try:
-            content = json.loads(text_data)
-        except ValueError:
+            content = parsers.loads(text_data)  # the one JSON reader: RFC 8259, nesting bounded
+        except InvalidJSON:
             await self._error("invalid_json", "The frame is not valid JSON.")
             return
         await self.receive_json(content)

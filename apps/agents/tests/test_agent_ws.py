@@ -313,6 +313,7 @@ def test_an_operator_of_several_widgets_picks_one(widget, other_widget, operator
     "frame, code",
     [
         ({"text": "not json"}, "invalid_json"),
+        ({"text": "[" * 2000 + "]" * 2000}, "invalid_json"),
         ({"text": json.dumps(["ping"])}, "invalid_frame"),
         ({"text": json.dumps({"type": "typing"})}, "unknown_frame"),
         ({"text": json.dumps({"type": "ping", "pad": "x" * 5000})}, "frame_too_large"),
