@@ -299,6 +299,9 @@ VISITOR_SESSION_IDLE_DAYS = env.int("VISITOR_SESSION_IDLE_DAYS", default=30)
 TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
 
 OUTBOUND_ALLOW_LOOPBACK = env.bool("OUTBOUND_ALLOW_LOOPBACK", default=False)
+# Whole-call deadline of every outbound call that names none (fetch-by-URL, ...); webhook attempts
+# use the same figure.
+OUTBOUND_DEADLINE_SECONDS = env.float("OUTBOUND_DEADLINE_SECONDS", default=15.0)
 if OUTBOUND_ALLOW_LOOPBACK:
     logging.getLogger("apps.core.outbound").warning(
         "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"

@@ -14,6 +14,8 @@ from . import catalogue
 from .crypto import encrypt_secret, generate_secret
 from .models import Subscription
 
+UNREACHABLE = "The host does not resolve to a public address."
+
 
 class DuplicateSubscription(Conflict):
     """A subscription of this widget already targets that url."""
@@ -22,15 +24,19 @@ class DuplicateSubscription(Conflict):
 
 
 def check_destination(url: str) -> None:
-    """https only, no credentials, and every resolved address public (loopback only when
-    OUTBOUND_ALLOW_LOOPBACK). Raises ValidationFailed at `url`."""
+    """https only, no credentials, a real port, and every resolved address public (loopback only
+    when OUTBOUND_ALLOW_LOOPBACK). Raises ValidationFailed at `url`.
+
+    SECURITY: a host that does not resolve and one that resolves to a refused address get the same
+    message, so a tenant cannot map which internal names exist."""
     try:
         parts = outbound.check_url(url)
-        outbound.pin_address(parts.hostname, parts.port or 443)
-    except outbound.OutboundBlocked as exc:
+    except outbound.OutboundBlocked as exc:  # the URL's shape: nothing was resolved
         raise ValidationFailed(errors={"url": [f"Refused destination ({exc.reason})."]}) from None
-    except outbound.OutboundError:
-        raise ValidationFailed(errors={"url": ["The host does not resolve."]}) from None
+    try:
+        outbound.pin_address(parts.hostname, parts.port or 443)
+    except (outbound.OutboundBlocked, outbound.OutboundError):
+        raise ValidationFailed(errors={"url": [UNREACHABLE]}) from None
 
 
 def validate_events(events: list[str], *, legacy: bool) -> list[str]:

@@ -17,6 +17,7 @@ import certifi
 import requests
 import urllib3
 import urllib3.exceptions
+from django.conf import settings
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 from requests.utils import requote_uri, rewind_body
@@ -233,7 +234,8 @@ class GuardedSession:
         **kwargs: Any,
     ) -> GuardedResponse:
         """Send one request and read its body, following at most `max_redirects` checked hops.
-        `deadline` (seconds) bounds the whole call, however slowly the peer trickles bytes.
+        `deadline` (seconds) bounds the whole call, however slowly the peer trickles bytes; without
+        one, settings.OUTBOUND_DEADLINE_SECONDS does (the webhook attempts' deadline).
 
         Accepts the requests keywords params, data, json, headers, cookies, files, auth and cert.
         Raises OutboundBlocked (refused, nothing sent to the refused address) or OutboundError.
@@ -268,7 +270,9 @@ class GuardedSession:
         )
 
     def _watched(self, url: str, deadline: float | None, call: Callable[[], GuardedResponse]) -> GuardedResponse:
-        watchdog = _Deadline(deadline)
+        # Every call has a whole-call deadline: per-read timeouts alone let a server that trickles
+        # one byte a second hold a call for minutes.
+        watchdog = _Deadline(deadline if deadline is not None else settings.OUTBOUND_DEADLINE_SECONDS)
         try:
             with watchdog:
                 result = call()

@@ -272,9 +272,11 @@ def check_url(url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY) -> Split
     if not parts.hostname:
         raise OutboundBlocked("missing_host", url=safe)
     try:
-        parts.port  # noqa: B018 - evaluated for its ValueError on a bad port
+        port = parts.port
     except ValueError:
         raise OutboundBlocked("invalid_port", url=safe) from None
+    if port == 0:  # no service listens on port 0; a connect to it picks nothing a tenant meant
+        raise OutboundBlocked("invalid_port", url=safe)
     return parts
 
 

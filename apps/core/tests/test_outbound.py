@@ -849,9 +849,19 @@ def _send_bytes_with_deadline(url: str) -> object:
         return session.send_bytes("POST", url, body=b"{}", headers={}, timeout=(1, 1), deadline=1.0)
 
 
-@pytest.mark.parametrize("call", [_get_with_deadline, _send_bytes_with_deadline], ids=["request", "send_bytes"])
+def _get_without_a_deadline(url: str) -> object:
+    # no deadline named: settings.OUTBOUND_DEADLINE_SECONDS (1 s in this test) bounds the call
+    return outbound.request("GET", url, timeout=(1, 1))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [_get_with_deadline, _send_bytes_with_deadline, _get_without_a_deadline],
+    ids=["request", "send_bytes", "request-default-deadline"],
+)
 def test_deadline_bounds_a_trickling_response(call, settings, monkeypatch, tmp_path):
     """A server that sends its headers one byte every 50 ms is cut at the deadline."""
+    settings.OUTBOUND_DEADLINE_SECONDS = 1.0
     import socket as _socket
     import ssl as _ssl
     import threading as _threading

@@ -94,6 +94,28 @@ def test_create_refuses_non_https_and_private_destinations(api, url):
     assert not Subscription.objects.exists()
 
 
+def test_port_zero_is_refused(api):
+    body = assert_problem(create(api(), url="https://hooks.example.com:0/a"), 422)
+    assert body["errors"]["url"] == ["Refused destination (invalid_port)."]
+    assert not Subscription.objects.exists()
+
+
+def test_an_unresolvable_and_a_private_host_get_the_same_answer(api, monkeypatch):
+    import ipaddress
+
+    from apps.core import outbound
+
+    def resolve(host, port):
+        if host == "private.test":
+            return [ipaddress.ip_address("10.0.0.5")]
+        raise outbound.OutboundError("resolve_failed")
+
+    monkeypatch.setattr(outbound.policy, "resolve_host", resolve)
+    private = assert_problem(create(api(), url="https://private.test/a"), 422)
+    missing = assert_problem(create(api(), url="https://nowhere.test/a"), 422)
+    assert private["errors"] == missing["errors"]
+
+
 def test_second_subscription_to_the_same_url_is_409(api):
     client = api()
     assert create(client).status_code == 201
