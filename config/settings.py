@@ -32,7 +32,9 @@ PRODUCTION = APP_MODE == "production"
 
 DEV_SECRET_KEY = "dev-insecure-secret-key-do-not-use-in-production-0123456789abcdef"  # noqa: S105 (refused in production)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
-DEBUG = env.bool("DEBUG", default=not PRODUCTION and APP_MODE != "test")
+# Off unless asked for (DEBUG=1), in development too: Django's technical 404/400/500 pages show
+# absolute paths, the URL patterns and (masked) settings to any client that reaches `make run`.
+DEBUG = env.bool("DEBUG", default=False)
 
 if PRODUCTION:
     if DEBUG:

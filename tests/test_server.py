@@ -47,7 +47,9 @@ _START_SESSION = (
 def server(tmp_path_factory):
     """A migrated embedded database with the demo widget, and the Procfile's web process on it."""
     var = tmp_path_factory.mktemp("server-var")
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    # As `make run` starts it: the development default, no DEBUG, DATABASE_URL or REDIS_URL given.
+    dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "APP_MODE", "DEBUG")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
         VAR_DIR=str(var),
         DJANGO_SETTINGS_MODULE="config.settings",
@@ -150,3 +152,33 @@ def test_the_server_refuses_a_frame_far_over_the_application_limit(server):
     outcome = asyncio.run(oversized())
     # the server closes with 1009 (message too big) instead of reading a megabyte into memory
     assert outcome == "closed 1009", outcome
+
+
+def _get(url: str, headers: dict | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def test_make_runs_default_shows_no_technical_error_pages(server):
+    # an unknown page and a forged Host header: plain pages, no URL patterns, paths or settings
+    for url, headers, expected in (
+        (f"{server['base']}/no-such-page", {}, 404),
+        (f"{server['base']}/api/v1/no-such-route", {}, 404),
+        (f"{server['base']}/healthz", {"Host": "evil.example"}, 400),
+    ):
+        status, body = _get(url, headers)
+        assert status == expected, (url, status)
+        for leak in ("URLconf", "Traceback", "DisallowedHost", str(ROOT), "SECRET_KEY", "settings.py"):
+            assert leak not in body, (url, leak)
+
+
+def test_the_api_docs_and_their_static_files_serve_without_debug(server):
+    status, page = _get(f"{server['base']}/api/docs/")
+    assert status == 200
+    asset = re.search(r'(/static/[^"]+swagger-ui[^"]*\.css)', page)
+    assert asset, page[:500]
+    assert _get(f"{server['base']}{asset.group(1)}")[0] == 200
