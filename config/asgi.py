@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through the body gate and Django, websockets through Channels."""
 
 import os
 
@@ -9,11 +9,14 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from apps.core.asgi_limits import RequestBodyLimit  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Over-limit bodies are refused while they are read, before Django spools them; chunked
+        # bodies reach Django with the length they had.
+        "http": RequestBodyLimit(django_asgi_app),
         # Visitor sockets come from the customers' sites (any origin; the session token is the
         # credential); operator sockets validate their origin in their own route.
         "websocket": URLRouter(websocket_urlpatterns),

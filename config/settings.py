@@ -286,6 +286,9 @@ API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 API_FILE_UPLOAD_MAX_BYTES = 10 * 1024 * 1024 + 64 * 1024  # 10 MB file plus multipart framing
+# The largest body any route accepts: larger ones are refused while they are read, before Django
+# (apps.core.asgi_limits); the per-route limits above apply after it.
+REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, API_FILE_UPLOAD_MAX_BYTES)
 
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=600)
 IDEMPOTENCY_KEY_TTL_SECONDS = 24 * 3600

@@ -61,7 +61,8 @@ def server(tmp_path_factory):
     seed = subprocess.run(
         [python, "manage.py", "seed_demo"], cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True
     )
-    guid = json.loads(seed.stdout.strip().splitlines()[-1])["button_guid"]
+    seeded = json.loads(seed.stdout.strip().splitlines()[-1])
+    guid = seeded["button_guid"]
     session = subprocess.run(
         [python, "manage.py", "shell", "-c", _START_SESSION.format(guid=guid)],
         cwd=ROOT,
@@ -86,7 +87,14 @@ def server(tmp_path_factory):
                     raise AssertionError(log.read_text()) from None
                 time.sleep(0.1)
         try:
-            yield {"base": base, "port": port, "guid": guid, "log": log, "token": token}
+            yield {
+                "base": base,
+                "port": port,
+                "guid": guid,
+                "log": log,
+                "token": token,
+                "api_token": seeded["token"],
+            }
         finally:
             process.terminate()
             process.wait(timeout=20)
@@ -182,3 +190,38 @@ def test_the_api_docs_and_their_static_files_serve_without_debug(server):
     asset = re.search(r'(/static/[^"]+swagger-ui[^"]*\.css)', page)
     assert asset, page[:500]
     assert _get(f"{server['base']}{asset.group(1)}")[0] == 200
+
+
+def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(server):
+    # a client that declares 1 GiB and sends nothing yet is answered 413 at once
+    with socket.create_connection(("127.0.0.1", server["port"]), timeout=10) as conn:
+        conn.sendall(
+            f"POST /api/visitor/v1/{server['guid']}/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {1024**3}\r\n\r\n".encode()
+        )
+        head = conn.recv(4096).decode(errors="replace")
+    assert head.startswith("HTTP/1.1 413"), head[:200]
+    assert "application/problem+json" in head
+
+
+def test_a_chunked_json_body_is_read_whole(server):
+    import http.client
+
+    body = json.dumps({"name": "Chunked Name"}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", server["port"], timeout=10)
+    conn.request(
+        "PATCH",
+        "/api/v1/account",
+        body=iter([body[:5], body[5:]]),
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {server['api_token']}",
+            "X-Service-Idempotency-Key": "chunked-account-patch",
+        },
+        encode_chunked=True,
+    )
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    assert response.status == 200, answer
+    assert answer["name"] == "Chunked Name"  # the fields sent in chunks were read
