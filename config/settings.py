@@ -296,6 +296,9 @@ TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+# Visitor websockets one client address holds open at once, across processes (0: no cap). One
+# session holds at most 10 (product decision, apps.chats.visitor.consumers).
+VISITOR_SOCKETS_PER_ADDRESS = env.int("VISITOR_SOCKETS_PER_ADDRESS", default=100)
 # A visitor session unused for this many days is refused (401 invalid_visitor_session: the embed
 # script starts a new one) and purged by the beat job chats.purge_visitor_sessions.
 VISITOR_SESSION_IDLE_DAYS = env.int("VISITOR_SESSION_IDLE_DAYS", default=30)

@@ -1,23 +1,35 @@
-"""The one way our websockets read client frames (the visitor's and the operator's sockets).
+"""The one way our websockets read client frames (the visitor's and the operator's sockets), and the
+per-key caps on open sockets.
 
 A client frame is a JSON text frame of at most FRAME_MAX_CHARS characters holding an object with a
-`type`; a connection may send FRAMES_PER_WINDOW frames in FRAME_WINDOW seconds. A frame that breaks
-a rule is answered `{"event": "error", "code", "detail"}` (`_error`: underscored, so no channel-layer
-message type can call it) and the socket stays open; a handler's
-AppError is answered the same way with its code; an unexpected error is logged and answered
-`server_error`. Subclasses name their frame types in `frame_handlers()` and say in `accepting()`
-whether the socket may take frames at all (not while refused or closing).
+`type`; a connection may send FRAMES_PER_WINDOW frames in FRAME_WINDOW seconds. Every frame counts
+toward that rate, valid or not (binary, malformed, oversized): past it the socket is closed with
+1008 (policy violation). A text frame over FRAME_MAX_CHARS closes the socket with 1009 (the server
+itself refuses larger frames while reading them: the Procfile's --ws-max-size). Any other frame that breaks a
+rule is answered `{"event": "error", "code", "detail"}` (`_error`: underscored, so no
+channel-layer message type can call it) and the socket stays open; a handler's AppError is answered
+the same way with its code; an unexpected error is logged and answered `server_error`. Subclasses
+name their frame types in `frame_handlers()` and say in `accepting()` whether the socket may take
+frames at all (not while refused or closing).
+
+SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
+across processes: each socket leases one of `limit` slots in the default cache (Redis with
+REDIS_URL, else the embedded file cache), refreshes the lease while it is open and frees it when
+it closes; a process that dies without closing its sockets loses their slots after SLOT_TTL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.core.cache import cache
 
 from apps.core.api import parsers
 from apps.core.errors import AppError, InvalidJSON
@@ -26,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 FRAME_MAX_CHARS = 4096
 FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
+CLOSE_POLICY_VIOLATION, CLOSE_TOO_BIG = 1008, 1009
+# A slot lease lives SLOT_TTL seconds unless its socket refreshes it (every SLOT_REFRESH seconds).
+SLOT_TTL, SLOT_REFRESH = 120, 40
 
 FrameHandler = Callable[[dict], Awaitable[None]]
 
@@ -34,6 +49,59 @@ def query_params(scope) -> dict[str, str]:
     """The socket URL's query string, the last value of each name."""
     params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     return {key: values[-1] for key, values in params.items()}
+
+
+def header(scope, name: bytes) -> str | None:
+    """The last value of one request header of the handshake."""
+    values = [value for key, value in scope.get("headers", []) if key == name]
+    return values[-1].decode("latin-1") if values else None
+
+
+class SocketSlots:
+    """The slots one socket holds (see the module docstring). Use `take` for each cap, `hold` once
+    all are taken, `release` when the socket closes."""
+
+    def __init__(self) -> None:
+        self.holder = uuid.uuid4().hex
+        self.keys: list[str] = []
+        self._refresher: asyncio.Task | None = None
+
+    async def take(self, kind: str, key: str, limit: int) -> bool:
+        """Lease one of `limit` slots of `kind:key` (limit <= 0: no cap). False when all are held."""
+        if limit <= 0:
+            return True
+        keys = [f"ws-slot:{kind}:{key}:{n}" for n in range(limit)]
+        held = await cache.aget_many(keys)
+        for slot in keys:
+            # add() is the claim: atomic on Redis (SET NX); on the file cache, the one web process of
+            # the embedded default runs these calls on its one sync thread.
+            if slot not in held and await cache.aadd(slot, self.holder, timeout=SLOT_TTL):
+                self.keys.append(slot)
+                return True
+        return False
+
+    def hold(self) -> None:
+        """Keep the leases alive while the socket is open."""
+        if self.keys and self._refresher is None:
+            self._refresher = asyncio.create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        while True:
+            await asyncio.sleep(SLOT_REFRESH)
+            for slot in self.keys:
+                try:
+                    await cache.atouch(slot, SLOT_TTL)
+                except Exception:  # the cache blinked: the next round retries before the expiry
+                    logger.warning("socket slot refresh failed", exc_info=True)
+
+    async def release(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
+        keys, self.keys = self.keys, []
+        for slot in keys:
+            if await cache.aget(slot) == self.holder:  # a lease that expired may be another socket's now
+                await cache.adelete(slot)
 
 
 class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
@@ -51,13 +119,17 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"event": "error", "code": code, "detail": detail})
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
-        if not self.accepting():
+        if self.__dict__.get("_closed_for_abuse") or not self.accepting():
             return  # refused or closing: nothing is accepted
+        # Every frame counts, whatever it holds: a flood of bad frames is a flood.
+        if not self._admit_frame():
+            await self._shut(CLOSE_POLICY_VIOLATION, "Too many frames.")
+            return
         if text_data is None:
             await self._error("invalid_frame", "Send JSON text frames.")
             return
         if len(text_data) > self.frame_max_chars:
-            await self._error("frame_too_large", f"A frame holds at most {self.frame_max_chars} characters.")
+            await self._shut(CLOSE_TOO_BIG, f"A frame holds at most {self.frame_max_chars} characters.")
             return
         try:
             content = parsers.loads(text_data)  # the one JSON reader: RFC 8259, nesting bounded
@@ -66,10 +138,13 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.receive_json(content)
 
+    async def _shut(self, code: int, reason: str) -> None:
+        """Close the socket for breaking a limit; later frames are dropped unread."""
+        self.__dict__["_closed_for_abuse"] = True
+        logger.info("websocket closed for abuse", extra={"close_code": code, "path": self.scope.get("path")})
+        await self.close(code=code, reason=reason)
+
     async def receive_json(self, content, **kwargs):
-        if not self._admit_frame():
-            await self._error("rate_limited", "Too many frames; slow down.")
-            return
         if not isinstance(content, dict):
             await self._error("invalid_frame", "A frame is a JSON object with a `type`.")
             return

@@ -316,7 +316,6 @@ def test_an_operator_of_several_widgets_picks_one(widget, other_widget, operator
         ({"text": "[" * 2000 + "]" * 2000}, "invalid_json"),
         ({"text": json.dumps(["ping"])}, "invalid_frame"),
         ({"text": json.dumps({"type": "typing"})}, "unknown_frame"),
-        ({"text": json.dumps({"type": "ping", "pad": "x" * 5000})}, "frame_too_large"),
         ({"bytes": b"\x00\x01"}, "invalid_frame"),
     ],
 )
@@ -333,13 +332,25 @@ def test_bad_frames_get_an_error_and_the_socket_stays_open(widget, operator, fra
     run(scenario)
 
 
-def test_frame_flood_is_rate_limited(widget, operator):
+def test_a_frame_over_the_limit_closes_the_socket_with_1009(widget, operator):
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.send_to(text_data=json.dumps({"type": "ping", "pad": "x" * 5000}))
+        closed = await socket.receive_output(timeout=TIMEOUT)
+        assert (closed["type"], closed["code"]) == ("websocket.close", 1009)
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_a_frame_flood_closes_the_socket_with_1008(widget, operator):
     async def scenario():
         socket = await open_socket(operator.user)
         for _ in range(31):
             await socket.send_json_to({"type": "ping"})
-        answers = [await socket.receive_json_from(timeout=TIMEOUT) for _ in range(31)]
-        assert answers[-1]["code"] == "rate_limited"
+        answers = [await socket.receive_output(timeout=TIMEOUT) for _ in range(31)]
+        assert [answer["type"] for answer in answers[:30]] == ["websocket.send"] * 30
+        assert (answers[-1]["type"], answers[-1]["code"]) == ("websocket.close", 1008)
         await socket.disconnect()
 
     run(scenario)
@@ -379,9 +390,10 @@ def test_a_banned_agent_is_refused(widget):
     run(scenario)
 
 
-def test_a_bad_widget_parameter_is_refused(widget, operator):
+@pytest.mark.parametrize("value", ["abc", "%C2%B2"], ids=["letters", "superscript"])
+def test_a_bad_widget_parameter_is_refused(widget, operator, value):
     async def scenario():
-        assert await close_code(operator.user, "widget=abc") == 4400
+        assert await close_code(operator.user, f"widget={value}") == 4400
 
     run(scenario)
 

@@ -230,11 +230,12 @@ def test_unknown_widget_is_closed_with_4404(visitor):
     run(scenario)
 
 
-def test_bad_since_is_closed_with_4400(widget, visitor):
+@pytest.mark.parametrize("since", ["abc", "%C2%B2", "%D9%A1%D9%A2"], ids=["letters", "superscript", "arabic-indic"])
+def test_bad_since_is_closed_with_4400(widget, visitor, since):
     _, token = visitor
 
     async def scenario():
-        assert await close_code(path(widget, token, since="abc")) == 4400
+        assert await close_code(path(widget, token, since=since)) == 4400
 
     run(scenario)
 
@@ -342,10 +343,23 @@ def test_malformed_and_binary_frames_do_not_crash_the_socket(widget, visitor):
         assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "invalid_json"
         await socket.send_to(bytes_data=b"\x00\x01")
         assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "invalid_frame"
-        await socket.send_to(text_data=json.dumps({"type": "ping", "pad": "x" * 5000}))
-        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "frame_too_large"
         await socket.send_json_to({"type": "ping"})
         assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_a_frame_over_the_limit_closes_the_socket_with_1009(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await socket.send_to(text_data=json.dumps({"type": "ping", "pad": "x" * 5000}))
+        closed = await socket.receive_output(timeout=TIMEOUT)
+        assert (closed["type"], closed["code"]) == ("websocket.close", 1009)
+        await socket.send_json_to({"type": "ping"})
+        assert await socket.receive_nothing(timeout=0.2)  # nothing more is read
         await socket.disconnect()
 
     run(scenario)
@@ -364,7 +378,7 @@ def test_typing_before_the_room_exists_is_ignored(widget, visitor):
     assert not Chat.objects.filter(widget=widget).exists()
 
 
-def test_too_many_frames_are_refused(widget, visitor):
+def test_too_many_frames_close_the_socket_with_1008(widget, visitor):
     _, token = visitor
 
     async def scenario():
@@ -373,7 +387,102 @@ def test_too_many_frames_are_refused(widget, visitor):
             await socket.send_json_to({"type": "ping"})
             assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
         await socket.send_json_to({"type": "ping"})
-        assert (await socket.receive_json_from(timeout=TIMEOUT))["code"] == "rate_limited"
+        closed = await socket.receive_output(timeout=TIMEOUT)
+        assert (closed["type"], closed["code"]) == ("websocket.close", 1008)
         await socket.disconnect()
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [{"bytes": b"\x00\x01"}, {"text": "{not json"}, {"text": json.dumps({"type": "dance"})}],
+    ids=["binary", "malformed", "unknown"],
+)
+def test_bad_frames_count_toward_the_frame_rate(widget, visitor, frame):
+    _, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        for _ in range(30):
+            await socket.send_input({"type": "websocket.receive", **frame})
+            assert (await socket.receive_json_from(timeout=TIMEOUT))["event"] == "error"
+        await socket.send_json_to({"type": "ping"})
+        closed = await socket.receive_output(timeout=TIMEOUT)
+        assert (closed["type"], closed["code"]) == ("websocket.close", 1008)
+        await socket.disconnect()
+
+    run(scenario)
+
+
+# --- sockets per session and per address ------------------------------------------------------------
+
+
+async def open_or_code(url: str, headers=()) -> tuple[WebsocketCommunicator, int | None]:
+    """The socket and None when it stays open, or the close code it got right after the handshake."""
+    socket = WebsocketCommunicator(application, url, headers=[*ORIGIN, *headers])
+    connected, _ = await socket.connect(timeout=TIMEOUT)
+    assert connected
+    await socket.send_json_to({"type": "ping"})
+    answer = await socket.receive_output(timeout=TIMEOUT)
+    if answer["type"] == "websocket.close":
+        return socket, answer["code"]
+    assert json.loads(answer["text"]) == {"event": "pong"}
+    return socket, None
+
+
+def test_one_session_holds_at_most_ten_sockets(widget, visitor):
+    _, token = visitor
+
+    async def scenario():
+        # given ten open sockets of one session
+        opened = [await open_or_code(path(widget, token)) for _ in range(10)]
+        assert [code for _, code in opened] == [None] * 10
+        # when an eleventh is opened, then it is closed with 1008
+        extra, code = await open_or_code(path(widget, token))
+        assert code == 1008
+        await extra.disconnect()
+        # when one of the ten closes, then a new one may open
+        await opened[0][0].disconnect()
+        again, code = await open_or_code(path(widget, token))
+        assert code is None
+        for socket, _ in [*opened[1:], (again, None)]:
+            await socket.disconnect()
+
+    run(scenario)
+
+
+def test_one_address_holds_at_most_its_cap_of_sockets_whatever_the_sessions(widget, settings):
+    # given a cap of two per address, three visitors behind one address and a fourth elsewhere
+    settings.VISITOR_SOCKETS_PER_ADDRESS = 2
+    settings.TRUSTED_PROXY_HOPS = 1
+    tokens = [visitor_services.start_session(widget=widget)[1] for _ in range(4)]
+    here = [(b"x-forwarded-for", b"198.51.100.7")]
+    there = [(b"x-forwarded-for", b"198.51.100.8")]
+
+    async def scenario():
+        first, first_code = await open_or_code(path(widget, tokens[0]), here)
+        second, second_code = await open_or_code(path(widget, tokens[1]), here)
+        third, third_code = await open_or_code(path(widget, tokens[2]), here)
+        elsewhere, elsewhere_code = await open_or_code(path(widget, tokens[3]), there)
+        # then the third from that address is closed with 1008, the other address is not affected
+        assert (first_code, second_code, third_code, elsewhere_code) == (None, None, 1008, None)
+        for socket in (first, second, third, elsewhere):
+            await socket.disconnect()
+
+    run(scenario)
+
+
+def test_the_slots_of_a_closed_refused_socket_are_free_again(widget, settings):
+    # given a cap of one per address
+    settings.VISITOR_SOCKETS_PER_ADDRESS = 1
+    _, token = visitor_services.start_session(widget=widget)
+
+    async def scenario():
+        # when a socket opens and closes, twice
+        for _ in range(2):
+            socket, code = await open_or_code(path(widget, token))
+            assert code is None
+            await socket.disconnect()
 
     run(scenario)

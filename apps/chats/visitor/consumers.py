@@ -6,10 +6,11 @@ and `{"event": "pong"}`. Client frames: `{"type": "typing", "state": "start" | "
 `{"type": "seen", "message_id": n}`, `{"type": "ping"}`.
 
 SECURITY: the socket is accepted and then closed with 4404 (unknown widget), 4401 (missing,
-unknown or foreign session) or 4400 (bad `since`), so the embed script can read the reason (a
-refusal before the handshake reaches a browser only as 1006). The socket joins only the group of
-the session contact's on-site room (which receives visitor-visible frames only) and the contact's
-own notice group.
+unknown or foreign session), 4400 (bad `since`) or 1008 (the session already holds
+SOCKETS_PER_SESSION sockets, or the client address VISITOR_SOCKETS_PER_ADDRESS, across processes),
+so the embed script can read the reason (a refusal before the handshake reaches a browser only as
+1006). The socket joins only the group of the session contact's on-site room (which receives
+visitor-visible frames only) and the contact's own notice group. Frame limits: apps.core.websocket.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 from collections import deque
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
-from apps.core.websocket import FramedJsonConsumer, query_params
+from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, header, query_params
 
 from ..payloads import visitor_message_frame
 from . import auth, services
@@ -29,10 +31,12 @@ from . import auth, services
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
 # Message ids already sent, so a live push and a replay of the same message go out once.
 SENT_MEMORY = 1000
+# Product decision ("Visitor API"): one visitor session holds at most this many sockets at once.
+SOCKETS_PER_SESSION = 10
 
 
 def _open(button_guid: str, token: str):
-    """(close code, None) or (None, (widget, contact))."""
+    """(close code, None) or (None, (widget, contact, session id))."""
     try:
         widget = auth.resolve_widget(button_guid)
     except AppError:
@@ -40,7 +44,7 @@ def _open(button_guid: str, token: str):
     session = auth.find_session(widget=widget, token=token)
     if session is None:
         return CLOSE_UNAUTHORIZED, None
-    return None, (widget, session.contact)
+    return None, (widget, session.contact, session.pk)
 
 
 class VisitorConsumer(FramedJsonConsumer):
@@ -49,27 +53,49 @@ class VisitorConsumer(FramedJsonConsumer):
         self.sent_order: deque[int] = deque()
         self.sent_ids: set[int] = set()
         self.cursor = 0
+        self.slots = SocketSlots()
 
         params = query_params(self.scope)
         button_guid = self.scope["url_route"]["kwargs"].get("button_guid", "")
         code, opened = await database_sync_to_async(_open)(button_guid, params.get("session", ""))
+        since = params.get("since")
+        if code is None and since is not None:
+            try:
+                self.cursor = parse_int(since, maximum=MAX_ID)  # the one ASCII integer parser
+            except ValueError:
+                code = CLOSE_BAD_REQUEST
+        # Before the accept, like the checks above: between the accept and joining the groups below
+        # nothing may wait, or a push sent in that gap would miss the socket.
+        if code is None and not await self._take_slots(opened[2]):
+            code = CLOSE_POLICY_VIOLATION
         await self.accept()
         if code is not None:
             await self.close(code=code)
             return
-        since = params.get("since")
-        try:
-            self.cursor = parse_int(since, maximum=MAX_ID) if since is not None else 0
-        except ValueError:
-            await self.close(code=CLOSE_BAD_REQUEST)
-            return
-        self.widget, self.contact = opened
+        self.widget, self.contact, _ = opened
 
         # The notice group first: a room made from now on is announced to this socket.
         await self._join(services.contact_group(self.contact.guid))
         chat = await database_sync_to_async(services.get_room)(widget=self.widget, contact=self.contact)
         if chat is not None:
             await self._enter_room(chat.pk, replay=since is not None)
+
+    async def disconnect(self, code):
+        await self.slots.release()
+
+    async def _take_slots(self, session_id: int) -> bool:
+        """One slot of the session's and one of the client address's (the address as the visitor API
+        reads it: TRUSTED_PROXY_HOPS applies)."""
+        client = self.scope.get("client") or (None, None)
+        address = auth.address_from(client[0], header(self.scope, b"x-forwarded-for"))
+        taken = await self.slots.take("visitor-session", str(session_id), SOCKETS_PER_SESSION) and (
+            await self.slots.take("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS)
+        )
+        if not taken:
+            await self.slots.release()
+            return False
+        self.slots.hold()
+        return True
 
     # --- server -> client ---------------------------------------------------------------------------
 
