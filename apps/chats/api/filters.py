@@ -29,8 +29,9 @@ class WindowQuery(InputSerializer):
         return attrs
 
 
-# The length is checked after surrounding whitespace is removed: documented as a value without it.
-@extend_schema_field({"type": "string", "minLength": 2, "maxLength": 100, "pattern": r"^\S(?:[\s\S]*\S)?$"})
+# The length is checked after surrounding whitespace is removed (the description says so); no
+# pattern is documented, since a value with surrounding whitespace is accepted and trimmed.
+@extend_schema_field({"type": "string", "minLength": 2, "maxLength": 100})
 class SearchTextField(serializers.CharField):
     pass
 

@@ -31,7 +31,8 @@ from apps.core.numbers import parse_int
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 CURSOR_MAX_LENGTH = 512
-CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+# An empty `cursor=` is the first page, like no cursor at all.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
 _CURSOR_RE = re.compile(CURSOR_PATTERN[1:-1])
 _NONCE_BYTES = 12
 _KEY_SALT = "apps.core.api.pagination.cursor"
@@ -158,7 +159,7 @@ class KeysetPagination(BasePagination):
                     "Opaque cursor from a previous page's `next_cursor` of the same list and widget; "
                     "anything else is 422."
                 ),
-                "schema": {"type": "string", "minLength": 1, "maxLength": CURSOR_MAX_LENGTH, "pattern": CURSOR_PATTERN},
+                "schema": {"type": "string", "maxLength": CURSOR_MAX_LENGTH, "pattern": CURSOR_PATTERN},
             },
             {
                 "name": "limit",
