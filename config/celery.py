@@ -4,7 +4,7 @@ are written into its tables on start (see apps.core.tasks.sync_beat_schedule).""
 import os
 from logging.config import dictConfig
 
-from celery import Celery
+from celery import Celery, signals
 from celery.signals import setup_logging
 from django.conf import settings
 
@@ -36,3 +36,13 @@ BEAT_SCHEDULE = {
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()
 }
+
+
+@signals.worker_process_init.connect
+def leave_the_worker_process_group(**kwargs):
+    """A pool process leaves the worker's process group, so a SIGTERM to the group (honcho stops
+    `make run` that way) reaches the worker alone and means what it means there: a warm shutdown,
+    in which the pool processes finish their task and exit when the worker closes the pool. Killed
+    by the group signal instead, they took their task with them and the worker waited for its
+    result until honcho killed it (or, standalone, for good)."""
+    os.setpgid(0, 0)

@@ -143,6 +143,8 @@ else:
     # the single web process of the embedded default.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport, returning from its polls when the worker is asked to stop.
+    CELERY_BROKER_TRANSPORT = "apps.core.broker:FilesystemTransport"
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
