@@ -3,7 +3,10 @@
 Server frames: `{"event": "ready", "operator_id", "widget_id"}` once registered, then the pushes of
 apps.chats.realtime for the widget's console group (`{"event": "message" | "chat" | "typing" |
 "seen", ...}`, private notes included), `{"event": "pong"}` and `{"event": "error", "code",
-"detail"}` answers to bad client frames. Client frames: `{"type": "ping"}` (also a heartbeat).
+"detail"}` answers to bad client frames. Client frames: `{"type": "ping"}` (also a heartbeat) and
+`{"type": "status", "status": "online" | "away"}`, the console's presence switch (the agent's
+stored status active / relaxation, apps.agents.services.set_agent_status), answered
+`{"event": "status", "status"}`; the ready frame names the current one.
 
 Presence: the socket counts for its agent while it heartbeats (apps.agents.presence); the agent's
 first socket emits agent.online and its last one agent.offline.
@@ -34,7 +37,7 @@ from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import widget_group
 from apps.core.websocket import FramedJsonConsumer, query_params
 
-from . import presence
+from . import presence, services
 from .models import Agent
 
 logger = logging.getLogger(__name__)
@@ -71,6 +74,17 @@ def _resolve(user, widget_param: str | None) -> tuple[int | None, str, Agent | N
     if agent is None:
         return CLOSE_FORBIDDEN, "You are not an operator of this widget.", None
     return None, "", agent
+
+
+# The console's words for the stored status an agent switches between.
+STATUS_WORDS = {Agent.Status.ACTIVE: "online", Agent.Status.RELAXATION: "away"}
+STATUS_OF_WORD = {word: status for status, word in STATUS_WORDS.items()}
+
+
+def _set_status(*, agent_id: int, widget_id: int, word: str) -> str:
+    agent = Agent.objects.select_related("widget").get(pk=agent_id, widget_id=widget_id)
+    agent = services.set_agent_status(widget=agent.widget, agent=agent, status=STATUS_OF_WORD[word])
+    return STATUS_WORDS.get(agent.status, word)
 
 
 def _session_user_id(session_key: str | None) -> int | None:
@@ -120,7 +134,14 @@ class AgentConsumer(FramedJsonConsumer):
         await database_sync_to_async(presence.open_socket)(**self._presence_key())
         self.registered = True
         self.heartbeat_task = asyncio.create_task(self._heartbeats())
-        await self.send_json({"event": "ready", "operator_id": agent.pk, "widget_id": agent.widget_id})
+        await self.send_json(
+            {
+                "event": "ready",
+                "operator_id": agent.pk,
+                "widget_id": agent.widget_id,
+                "status": STATUS_WORDS.get(agent.status, "online"),
+            }
+        )
 
     async def disconnect(self, code):
         await self._leave()
@@ -181,7 +202,17 @@ class AgentConsumer(FramedJsonConsumer):
         return self.registered  # refused or closing: nothing is accepted
 
     def frame_handlers(self):
-        return {"ping": self._ping}
+        return {"ping": self._ping, "status": self._status}
+
+    async def _status(self, content: dict) -> None:
+        word = content.get("status")
+        if word not in STATUS_OF_WORD:
+            await self._error("invalid_status", "`status` is online or away.")
+            return
+        word = await database_sync_to_async(_set_status)(
+            agent_id=self.agent.pk, widget_id=self.agent.widget_id, word=word
+        )
+        await self.send_json({"event": "status", "status": word})
 
     async def _ping(self, content: dict) -> None:
         if await self._beat():  # a ping is also a heartbeat

@@ -154,6 +154,18 @@ def create_human_agent(
 
 
 @transaction.atomic
+def set_console_password(*, widget: Widget, agent: Agent, password: str) -> Agent:
+    """Set the password a human agent signs in to the operator console with (`create_agent
+    --password`; the invitation page sets it otherwise). The caller has validated the password."""
+    agent = _lock_agent(widget, agent)
+    if agent.type != Agent.Type.HUMAN or agent.user_id is None:
+        raise ValueError("only a human agent with a user signs in to the console")
+    agent.user.set_password(password)
+    agent.user.save(update_fields=["password"])
+    return agent
+
+
+@transaction.atomic
 def set_show_in_header(*, widget: Widget, agent: Agent, show_in_header: bool) -> Agent:
     """PATCH {show_in_header}. A change purges the widget cache and is logged; no change, no-op."""
     agent = _lock_agent(widget, agent)

@@ -9,7 +9,8 @@ from django.db.models import Exists, Lookup, OuterRef, QuerySet, TextField
 
 from apps.core.models import Widget
 
-from .models import Chat, Contact, Message
+from .models import Chat, Contact, File, Message
+from .payloads import signed_file_url as _signed_file_url
 
 
 @TextField.register_lookup
@@ -122,3 +123,9 @@ def get_chat(*, widget_id: int, chat_id: int | None) -> Chat | None:
 
 def get_message(*, widget_id: int, message_id: int | None) -> Message | None:
     return Message.objects.filter(widget_id=widget_id, pk=message_id).first() if message_id else None
+
+
+def file_url(file: File) -> str:
+    """A short-lived download URL of a stored file (the operator console draws files and images
+    with it, as the REST API's `url`)."""
+    return _signed_file_url(file)

@@ -160,6 +160,23 @@ class Budget:
         return decision
 
 
+def client_address(request) -> str:
+    """The client address rate limits key on (the visitor API, the console's sign-in)."""
+    return address_from(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+
+
+def address_from(remote_addr: str | None, forwarded_for: str | None) -> str:
+    """The client's address: REMOTE_ADDR, or with TRUSTED_PROXY_HOPS = n > 0 the n-th address from
+    the right of X-Forwarded-For (each of our proxies appends the address it was reached from). A
+    header shorter than that did not pass all our proxies: REMOTE_ADDR then (as werkzeug's ProxyFix)."""
+    hops = settings.TRUSTED_PROXY_HOPS
+    if hops > 0 and forwarded_for:
+        chain = [part.strip() for part in forwarded_for.split(",") if part.strip()]
+        if len(chain) >= hops:
+            return chain[-hops]
+    return remote_addr or "unknown"
+
+
 def api_token_decision(token) -> Decision:
     """The per-token API budget (API_RATE_LIMIT_PER_MINUTE, default 600 per minute)."""
     return consume(f"api:token:{token.pk}", limit=settings.API_RATE_LIMIT_PER_MINUTE, window=60)

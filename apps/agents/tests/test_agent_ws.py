@@ -99,6 +99,14 @@ async def open_socket(user, query: str = "") -> WebsocketCommunicator:
     return socket
 
 
+async def open_socket_frame(user, query: str = ""):
+    """(the socket, its ready frame)."""
+    socket = await database_sync_to_async(communicator)(user, query)
+    connected, _ = await socket.connect(timeout=TIMEOUT)
+    assert connected
+    return socket, await socket.receive_json_from(timeout=TIMEOUT)
+
+
 async def close_code(user=None, query: str = "") -> int:
     socket = await database_sync_to_async(communicator)(user, query)
     connected, _ = await socket.connect(timeout=TIMEOUT)
@@ -237,6 +245,7 @@ def test_the_ready_frame_names_the_operator_and_widget(widget, operator):
             "event": "ready",
             "operator_id": operator.pk,
             "widget_id": widget.pk,
+            "status": "online",
         }
         await socket.disconnect()
 
@@ -279,6 +288,38 @@ def test_a_chat_change_reaches_the_operator(widget, operator):
         await database_sync_to_async(chat_services.close_chat)(widget=widget, chat=chat)
         frame = await socket.receive_json_from(timeout=TIMEOUT)
         assert frame == {"event": "chat", "chat_id": chat.pk, "status": "expired"}
+        await socket.disconnect()
+
+    run(scenario)
+
+
+def test_the_status_frame_switches_the_agent_between_online_and_away(widget, operator):
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.send_json_to({"type": "status", "status": "away"})
+        assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "status", "status": "away"}
+        assert (await database_sync_to_async(Agent.objects.get)(pk=operator.pk)).status == Agent.Status.RELAXATION
+        await socket.disconnect()
+        again = await open_socket_frame(operator.user)
+        assert again[1]["status"] == "away"
+        await again[0].send_json_to({"type": "status", "status": "online"})
+        assert await again[0].receive_json_from(timeout=TIMEOUT) == {"event": "status", "status": "online"}
+        assert (await database_sync_to_async(Agent.objects.get)(pk=operator.pk)).status == Agent.Status.ACTIVE
+        await again[0].disconnect()
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    "frame", [{"type": "status"}, {"type": "status", "status": "banned"}, {"type": "status", "status": 1}]
+)
+def test_a_bad_status_frame_changes_nothing(widget, operator, frame):
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.send_json_to(frame)
+        answer = await socket.receive_json_from(timeout=TIMEOUT)
+        assert answer["event"] == "error" and answer["code"] == "invalid_status"
+        assert (await database_sync_to_async(Agent.objects.get)(pk=operator.pk)).status == Agent.Status.ACTIVE
         await socket.disconnect()
 
     run(scenario)

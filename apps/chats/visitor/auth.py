@@ -28,6 +28,8 @@ from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, NotFound
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
+from apps.core.ratelimit import address_from as address_from
+from apps.core.ratelimit import client_address as client_address
 
 from ..models import VisitorSession
 
@@ -128,22 +130,6 @@ def authenticate(request, *, widget: Widget) -> VisitorSession:
     if session is None:
         raise InvalidVisitorSession()
     return session
-
-
-def client_address(request) -> str:
-    return address_from(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
-
-
-def address_from(remote_addr: str | None, forwarded_for: str | None) -> str:
-    """The client's address: REMOTE_ADDR, or with TRUSTED_PROXY_HOPS = n > 0 the n-th address from
-    the right of X-Forwarded-For (each of our proxies appends the address it was reached from). A
-    header shorter than that did not pass all our proxies: REMOTE_ADDR then (as werkzeug's ProxyFix)."""
-    hops = settings.TRUSTED_PROXY_HOPS
-    if hops > 0 and forwarded_for:
-        chain = [part.strip() for part in forwarded_for.split(",") if part.strip()]
-        if len(chain) >= hops:
-            return chain[-hops]
-    return remote_addr or "unknown"
 
 
 # --- rate limits ---------------------------------------------------------------------------------

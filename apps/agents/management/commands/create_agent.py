@@ -1,7 +1,9 @@
+from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
+from django.db import transaction
 
-from apps.agents.services import create_human_agent
+from apps.agents.services import create_human_agent, set_console_password
 from apps.core import services as core_services
 from apps.core.management.commands._base import OperatorCommand
 from apps.core.models import Widget
@@ -15,8 +17,11 @@ class Command(OperatorCommand):
         parser.add_argument("--email", required=True)
         parser.add_argument("--name", required=True)
         parser.add_argument("--surname", default="")
+        parser.add_argument(
+            "--password", default=None, help="the operator console password (otherwise the invitation page sets it)"
+        )
 
-    def handle(self, *args, widget, email, name, surname, **options):
+    def handle(self, *args, widget, email, name, surname, password=None, **options):
         try:
             target = core_services.resolve_widget(widget)
         except Widget.DoesNotExist:
@@ -27,5 +32,13 @@ class Command(OperatorCommand):
             self.fail(f"invalid --email: {email!r}")
         if not name.strip():
             self.fail("--name must not be empty")
-        agent = create_human_agent(widget=target, email=email, name=name.strip(), surname=surname.strip())
+        if password is not None:
+            try:
+                password_validation.validate_password(password)
+            except ValidationError as exc:
+                self.fail(f"invalid --password: {' '.join(exc.messages)}")
+        with transaction.atomic():
+            agent = create_human_agent(widget=target, email=email, name=name.strip(), surname=surname.strip())
+            if password is not None:
+                agent = set_console_password(widget=target, agent=agent, password=password)
         self.emit_json({"agent_id": agent.pk, "user_id": agent.user_id})

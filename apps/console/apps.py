@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class ConsoleConfig(AppConfig):
+    """The operator console at /console/: server-rendered pages, htmx and the operator websocket."""
+
+    name = "apps.console"
+    label = "console"

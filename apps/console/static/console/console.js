@@ -1,0 +1,220 @@
+/* The operator console's live part: the operator websocket (/ws/agent/), the live chat list and
+   history, typing both ways, presence, and the replay after a reconnect. Forms and fragments are
+   htmx; this file only listens to the socket and asks the server for the fragments it points at. */
+(function () {
+  "use strict";
+
+  var body = document.body;
+  var wsPath = body.dataset.ws;
+  if (!wsPath) return; // the sign-in page
+
+  var chatId = body.dataset.chatId ? Number(body.dataset.chatId) : null;
+  var csrf = JSON.parse(body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+  var socket = null;
+  var retry = 0;
+  var everConnected = false;
+  var holdUntil = 0;
+
+  function $(id) { return document.getElementById(id); }
+
+  function setConnection(state, text) {
+    var el = $("connection");
+    if (!el) return;
+    el.dataset.state = state;
+    el.textContent = text;
+  }
+
+  // --- the history: what came after the last message shown -------------------------------------
+
+  var fetching = false;
+  var again = false;
+
+  function lastMessageId() {
+    var items = document.querySelectorAll("#messages > li[data-id]");
+    var last = 0;
+    for (var i = 0; i < items.length; i++) last = Math.max(last, Number(items[i].dataset.id));
+    return last;
+  }
+
+  function fetchNewMessages() {
+    if (!chatId) return;
+    if (fetching) { again = true; return; }
+    fetching = true;
+    var url = body.dataset.messagesUrl + "?after=" + lastMessageId();
+    fetch(url, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (r) {
+        if (r.status === 401 || r.redirected) { location.href = body.dataset.loginUrl; return ""; }
+        return r.ok ? r.text() : "";
+      })
+      .then(function (html) {
+        if (!html) return;
+        var list = $("messages");
+        var tpl = document.createElement("template");
+        tpl.innerHTML = html;
+        var added = false;
+        Array.prototype.forEach.call(tpl.content.querySelectorAll("li[data-id]"), function (li) {
+          if (!document.getElementById(li.id)) { list.appendChild(li); added = true; }
+        });
+        if (added) {
+          list.lastElementChild.scrollIntoView({ block: "end" });
+          list.dispatchEvent(new CustomEvent("console:appended", { bubbles: true }));
+        }
+      })
+      .catch(function () { /* the next push or the reconnect replays */ })
+      .then(function () {
+        fetching = false;
+        if (again) { again = false; fetchNewMessages(); }
+      });
+  }
+
+  // --- the list and the panel --------------------------------------------------------------------
+
+  var listTimer = null;
+  function refreshList() {
+    clearTimeout(listTimer);
+    listTimer = setTimeout(function () {
+      var form = $("filters");
+      var params = form ? new URLSearchParams(new FormData(form)).toString() : "";
+      var url = body.dataset.listUrl + (params ? "?" + params : "");
+      if (window.htmx && $("chat-list")) htmx.ajax("GET", url, { target: "#chat-list", swap: "outerHTML" });
+    }, 80);
+  }
+
+  function refreshPanel() {
+    if (!chatId || !window.htmx || !$("chat-panel")) return;
+    // An open transfer choice or a visible error stays put: the operator is using it.
+    var active = document.activeElement;
+    if (active && $("chat-panel").contains(active) && active.tagName === "SELECT") return;
+    htmx.ajax("GET", body.dataset.panelUrl, { target: "#chat-panel", swap: "outerHTML" });
+  }
+
+  // --- typing ---------------------------------------------------------------------------------------
+
+  var typingTimer = null;
+  function showVisitorTyping(state) {
+    var el = $("typing");
+    if (!el) return;
+    clearTimeout(typingTimer);
+    el.textContent = state === "start" ? "The visitor is typing…" : "";
+    if (state === "start") typingTimer = setTimeout(function () { el.textContent = ""; }, 6000);
+  }
+
+  var lastStart = 0;
+  var stopTimer = null;
+  function sendTyping(state) {
+    if (!chatId) return;
+    var data = new URLSearchParams({ state: state });
+    fetch(body.dataset.typingUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf, "Content-Type": "application/x-www-form-urlencoded" },
+      body: data.toString()
+    }).catch(function () {});
+  }
+
+  document.addEventListener("input", function (event) {
+    if (!event.target.matches || !event.target.matches("#reply_body")) return;
+    var now = Date.now();
+    if (now - lastStart > 3000) { lastStart = now; sendTyping("start"); }
+    clearTimeout(stopTimer);
+    stopTimer = setTimeout(function () { lastStart = 0; sendTyping("stop"); }, 4000);
+  });
+
+  // Enter sends the reply; Shift+Enter adds a line.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    if (!event.target.matches || !event.target.matches("#reply_body")) return;
+    event.preventDefault();
+    var form = event.target.form;
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  });
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.target && event.target.id === "composer") {
+      var field = $("reply_body");
+      if (field && !document.querySelector("#composer .error")) {
+        clearTimeout(stopTimer);
+        if (lastStart) { lastStart = 0; sendTyping("stop"); }
+        field.focus();
+      }
+    }
+  });
+
+  body.addEventListener("console:messages", fetchNewMessages);
+  body.addEventListener("console:list", refreshList);
+
+  // --- presence ---------------------------------------------------------------------------------------
+
+  function showPresence(status) {
+    var button = $("presence");
+    if (!button) return;
+    button.dataset.status = status;
+    button.setAttribute("aria-pressed", status === "online" ? "true" : "false");
+    button.setAttribute("aria-label", "Presence: " + status + ". Toggle online or away");
+    button.textContent = status === "online" ? "Online" : "Away";
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("#presence");
+    if (!button || !socket || socket.readyState !== 1) return;
+    var next = button.dataset.status === "online" ? "away" : "online";
+    socket.send(JSON.stringify({ type: "status", status: next }));
+  });
+
+  // --- the socket ---------------------------------------------------------------------------------------
+
+  function onFrame(frame) {
+    switch (frame.event) {
+      case "ready":
+        retry = 0;
+        setConnection("open", "Connected");
+        if (frame.status) showPresence(frame.status);
+        // After a reconnect: whatever was written meanwhile (replay from the last message shown).
+        if (everConnected) { fetchNewMessages(); refreshList(); refreshPanel(); }
+        everConnected = true;
+        break;
+      case "message":
+        if (frame.chat_id === chatId) { fetchNewMessages(); showVisitorTyping("stop"); }
+        refreshList();
+        break;
+      case "chat":
+        refreshList();
+        if (frame.chat_id === chatId) refreshPanel();
+        break;
+      case "typing":
+        if (frame.chat_id === chatId && frame.by === "client") showVisitorTyping(frame.state);
+        break;
+      case "status":
+        showPresence(frame.status);
+        break;
+    }
+  }
+
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    setConnection("connecting", everConnected ? "Reconnecting…" : "Connecting…");
+    socket = new WebSocket(scheme + location.host + wsPath);
+    socket.onmessage = function (event) {
+      var frame;
+      try { frame = JSON.parse(event.data); } catch (e) { return; }
+      onFrame(frame);
+    };
+    socket.onclose = function (event) {
+      socket = null;
+      if (event.code === 4401) { location.href = body.dataset.loginUrl; return; }
+      if (event.code === 4403) { setConnection("closed", "You are no longer an operator of this widget."); return; }
+      var delay = Math.max(Math.min(5000, 250 * Math.pow(2, retry++)), holdUntil - Date.now());
+      setConnection("connecting", "Reconnecting…");
+      setTimeout(connect, delay);
+    };
+  }
+
+  // For tests: drop the socket as a network blip would, staying away `ms` milliseconds (it then
+  // reconnects by itself and replays what it missed).
+  window.consoleSocket = {
+    drop: function (ms) { holdUntil = Date.now() + (ms || 0); if (socket) socket.close(); },
+    isOpen: function () { return !!socket && socket.readyState === 1; }
+  };
+
+  connect();
+})();

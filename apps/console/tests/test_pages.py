@@ -1,0 +1,197 @@
+"""The chat list and a chat's page: only the agent's widget, filters, the history as drawn (notes,
+AI, keyboards, files), the fragments htmx and the socket ask for, and the list's query count."""
+
+import pytest
+from django.core.files.base import ContentFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.agents.tests.factories import AIAgentFactory, HumanAgentFactory
+from apps.chats.models import Chat, Message
+from apps.chats.tests.factories import MessageFactory
+from apps.core.models import File
+from apps.core.testing.factories import WidgetFactory
+
+from .conftest import make_chat
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_list_needs_a_signed_in_operator(chat):
+    from django.test import Client
+
+    response = Client().get("/console/")
+    assert response.status_code == 302 and response["Location"] == "/console/login/?next=%2Fconsole%2F"
+
+
+def test_htmx_requests_of_a_signed_out_user_are_sent_to_the_login_by_hx_redirect(chat):
+    from django.test import Client
+
+    response = Client(headers={"HX-Request": "true"}).get("/console/")
+    assert response.status_code == 200 and response["HX-Redirect"] == "/console/login/"
+
+
+def test_the_list_shows_the_widgets_chats_only(console, chat, foreign_chat):
+    html = console.get("/console/").content.decode()
+    assert f'data-chat-id="{chat.pk}"' in html and "Hello there" in html
+    assert f'data-chat-id="{foreign_chat.pk}"' not in html and "Not yours" not in html
+    assert 'data-ws="/ws/agent/?widget=' in html
+
+
+def test_the_list_is_newest_activity_first(console, widget):
+    old = make_chat(widget, name="Old", body="first")
+    new = make_chat(widget, name="New", body="second")
+    MessageFactory(chat=old, body="old one again")  # old talks last
+    html = console.get("/console/").content.decode()
+    assert html.index(f'data-chat-id="{old.pk}"') < html.index(f'data-chat-id="{new.pk}"')
+
+
+def test_filters(console, widget, operator):
+    mine = make_chat(widget, name="Mine", body="about a refund", agent=operator)
+    unassigned = make_chat(widget, name="Free", body="about delivery")
+    closed = make_chat(widget, name="Closed", body="bye", status=Chat.Status.EXPIRED)
+    telegram = make_chat(widget, name="Tg", body="from telegram", channel="tg")
+
+    def ids(query):
+        html = console.get("/console/", query).content.decode()
+        return {c.pk for c in (mine, unassigned, closed, telegram) if f'data-chat-id="{c.pk}"' in html}
+
+    assert ids({}) == {mine.pk, unassigned.pk, closed.pk, telegram.pk}
+    assert ids({"assigned": "mine"}) == {mine.pk}
+    assert ids({"assigned": "unassigned"}) == {unassigned.pk, closed.pk, telegram.pk}
+    assert ids({"status": "expired"}) == {closed.pk}
+    assert ids({"channel": "tg"}) == {telegram.pk}
+    assert ids({"q": "REFUND"}) == {mine.pk}
+
+
+def test_a_bad_filter_shows_its_error_and_is_left_out(console, chat):
+    response = console.get("/console/", {"channel": "no spaces<", "status": "bogus"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "A channel code holds letters, digits, _ and - only." in html
+    assert "Select a valid choice." in html
+    assert f'data-chat-id="{chat.pk}"' in html
+
+
+def test_htmx_gets_the_list_fragment(htmx, chat):
+    html = htmx.get("/console/", {"status": "active"}).content.decode()
+    assert html.lstrip().startswith('<ul id="chat-list"')
+    assert f'data-chat-id="{chat.pk}"' in html
+
+
+def _count_list_queries(console) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert console.get("/console/").status_code == 200
+    return len(queries)
+
+
+def test_the_list_costs_the_same_queries_for_3_and_30_chats(console, widget, operator, colleague):
+    for n in range(3):
+        make_chat(widget, name=f"A{n}", agent=operator)
+    few = _count_list_queries(console)
+    for n in range(27):
+        make_chat(widget, name=f"B{n}", agent=colleague if n % 2 else None)
+    assert _count_list_queries(console) == few
+    assert few <= 5  # session, user, agent rows, chats (with contact, agent, last message)
+
+
+# --- a chat ---------------------------------------------------------------------------------------
+
+
+def test_a_chat_page_shows_its_history(console, widget, chat, operator):
+    ai = AIAgentFactory(widget=widget, name="Robo")
+    MessageFactory(chat=chat, body="A reply", author_kind=Message.Author.AGENT, agent=operator)
+    MessageFactory(chat=chat, body="Secret plan", author_kind=Message.Author.AGENT, agent=operator,
+                   visibility=Message.Visibility.NOTE)  # fmt: skip
+    MessageFactory(chat=chat, body="I am a bot", author_kind=Message.Author.AI, agent=ai)
+    MessageFactory(
+        chat=chat,
+        type=Message.Type.KEYBOARD,
+        body="Pick one",
+        author_kind=Message.Author.AGENT,
+        agent=operator,
+        keyboard={
+            "buttons": [
+                {"label": "Track", "url": "https://shop.example/track", "style": "primary"},
+                {"label": "Bad", "url": "javascript:alert(1)", "style": "secondary"},
+            ]
+        },
+    )
+    html = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    assert "Hello there" in html and "A reply" in html
+    assert 'class="msg by-agent note"' in html and "Private note" in html and "Secret plan" in html
+    assert 'class="tag tag-ai"' in html and "I am a bot" in html and "Robo" in html
+    assert (
+        '<a class="kb kb-primary" href="https://shop.example/track" target="_blank" rel="noopener noreferrer">Track</a>'
+        in html
+    )
+    assert "javascript:" not in html
+    assert 'aria-current="page"' in html
+
+
+def test_files_and_images_are_drawn_with_signed_links(console, widget, chat):
+    def stored(name, content_type):
+        file = File(widget=widget, original_name=name, content_type=content_type, size=5)
+        file.stored.save(name, ContentFile(b"hello"), save=False)
+        file.save()
+        return file
+
+    doc = stored("invoice.pdf", "application/pdf")
+    pic = stored("photo.png", "image/png")
+    MessageFactory(chat=chat, type=Message.Type.FILE, body="", file=doc)
+    MessageFactory(chat=chat, type=Message.Type.IMAGE, body="", file=pic)
+    html = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    assert 'download="invoice.pdf"' in html and "/api/files/" in html
+    assert '<img src="/api/files/' in html and 'alt="photo.png"' in html
+
+
+def test_message_text_is_escaped(console, widget):
+    chat = make_chat(widget, body="<script>alert(1)</script>")
+    html = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+
+
+@pytest.mark.parametrize("path", ["", "messages/?after=0", "panel/"])
+def test_another_widgets_chat_is_a_404_like_a_missing_one(console, foreign_chat, path):
+    assert console.get(f"/console/chats/{foreign_chat.pk}/{path}").status_code == 404
+    assert console.get(f"/console/chats/999999999/{path}").status_code == 404
+    assert console.get(f"/console/chats/99999999999999999999/{path}").status_code == 404
+
+
+def test_messages_after_an_id_are_what_came_later(htmx, chat):
+    first = chat.messages.get()
+    later = MessageFactory(chat=chat, body="later one")
+    html = htmx.get(f"/console/chats/{chat.pk}/messages/", {"after": first.pk}).content.decode()
+    assert f'id="m-{later.pk}"' in html and f'id="m-{first.pk}"' not in html
+
+
+def test_messages_needs_after_or_before(htmx, chat):
+    assert htmx.get(f"/console/chats/{chat.pk}/messages/").status_code == 400
+    assert htmx.get(f"/console/chats/{chat.pk}/messages/", {"after": "x"}).status_code == 400
+
+
+def test_older_messages_page_backwards(htmx, chat, monkeypatch):
+    from apps.console import selectors
+
+    monkeypatch.setattr(selectors, "HISTORY_PAGE", 2)
+    rows = [MessageFactory(chat=chat, body=f"n{n}") for n in range(4)]
+    html = htmx.get(f"/console/chats/{chat.pk}/messages/", {"before": rows[2].pk}).content.decode()
+    assert f'id="m-{rows[1].pk}"' in html and f'id="m-{rows[0].pk}"' in html
+    assert f'id="m-{rows[2].pk}"' not in html
+    assert "Load earlier messages" in html  # the first message of the chat is older still
+
+
+def test_an_operator_of_two_widgets_switches_between_them(console, operator, widget):
+    second = WidgetFactory()
+    HumanAgentFactory(widget=second, user=operator.user, email=operator.email)
+    there = make_chat(second, name="There", body="over there")
+    assert f'data-chat-id="{there.pk}"' not in console.get("/console/").content.decode()
+    assert console.get(f"/console/chats/{there.pk}/").status_code == 404
+    assert console.post("/console/widget/", {"widget": second.pk}).status_code == 302
+    assert f'data-chat-id="{there.pk}"' in console.get("/console/").content.decode()
+    assert console.get(f"/console/chats/{there.pk}/").status_code == 200
+
+
+def test_switching_to_a_widget_one_does_not_serve_is_a_404(console, other_widget):
+    assert console.post("/console/widget/", {"widget": other_widget.pk}).status_code == 404
+    assert console.post("/console/widget/", {"widget": "x"}).status_code == 404

@@ -1,0 +1,26 @@
+"""The operator console, mounted at /console/ (Django session, CSRF; outside the API)."""
+
+from django.urls import path, re_path
+
+from . import views
+
+app_name = "console"
+
+ID = r"(?P<chat_id>[0-9]{1,20})"
+
+urlpatterns = [
+    path("", views.chat_list, name="chats"),
+    path("login/", views.login_view, name="login"),
+    path("logout/", views.logout_view, name="logout"),
+    path("widget/", views.switch_widget, name="switch-widget"),
+    re_path(rf"^chats/{ID}/$", views.chat_detail, name="chat"),
+    re_path(rf"^chats/{ID}/messages/$", views.chat_messages, name="messages"),
+    re_path(rf"^chats/{ID}/panel/$", views.chat_panel, name="panel"),
+    re_path(rf"^chats/{ID}/reply/$", views.reply, name="reply"),
+    re_path(rf"^chats/{ID}/note/$", views.note, name="note"),
+    re_path(rf"^chats/{ID}/accept/$", views.accept, name="accept"),
+    re_path(rf"^chats/{ID}/transfer/$", views.transfer, name="transfer"),
+    re_path(rf"^chats/{ID}/close/$", views.close, name="close"),
+    re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
+    re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
+]

@@ -1,0 +1,403 @@
+"""The operator console's pages and actions: thin views (parse a form, look the chat up inside the
+agent's widget, call one service of apps.chats or apps.agents, render).
+
+Actions answer htmx requests with the fragment they change (an error in it, and the status code,
+when the input or the chat's state refuses: nothing changed then) and plain form posts with a
+redirect back to the chat, so the console also works without JavaScript.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.core.errors import AppError
+from apps.core.numbers import MAX_ID
+from apps.core.ratelimit import Budget, client_address
+
+from . import access, forms, selectors, services
+from .access import operator_required
+
+# Sign-in attempts: per client address, and per e-mail whatever the address.
+LOGIN_BY_ADDRESS = Budget("console_login:addr", 20, 300)
+LOGIN_BY_EMAIL = Budget("console_login:email", 10, 900)
+FAILED_LOGIN = "The e-mail or the password is incorrect."
+
+
+def _id(raw: str | None) -> int | None:
+    """An id from the URL or the query (ASCII digits within the 64-bit range), else None."""
+    if raw is None or not raw.isascii() or not raw.isdigit() or len(raw) > 20:
+        return None
+    value = int(raw)
+    return value if 0 < value <= MAX_ID else None
+
+
+def _chat_or_404(request, chat_id: str) -> Chat:
+    chat = selectors.get_chat(agent=request.agent, chat_id=_id(chat_id) or 0)
+    if chat is None:
+        raise Http404("No such chat.")
+    return chat
+
+
+def _filter_form(request) -> forms.FilterForm:
+    return forms.FilterForm(request.GET or None)
+
+
+def _display_name(contact) -> str:
+    return contact.name or f"Visitor {contact.guid[:8]}"
+
+
+# --- sign-in ---------------------------------------------------------------------------------------
+
+
+def _safe_next(request) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target.startswith("/console/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("console:chats")
+
+
+def _authenticate(email: str, password: str):
+    """The active operator user with this e-mail and password, or None. A miss costs a password
+    hash like a hit, so the answer time does not tell whether the e-mail exists."""
+    User = get_user_model()
+    candidates = [
+        user for user in User.objects.filter(email__iexact=email, is_active=True) if user.has_usable_password()
+    ]
+    if not candidates:
+        User().set_password(password)
+        return None
+    for user in candidates:
+        if user.check_password(password) and access.may_sign_in(user):
+            return user
+    return None
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def login_view(request):
+    if request.method == "GET" and access.resolve(request)[0] is not None:
+        return HttpResponseRedirect(_safe_next(request))
+    form = forms.LoginForm(request.POST or None)
+    context = {"form": form, "next": _safe_next(request), "error": None}
+    if request.method == "POST":
+        email = (request.POST.get("email") or "").strip().lower()[:254]
+        limited = [
+            decision
+            for decision in (LOGIN_BY_ADDRESS.consume(client_address(request)), LOGIN_BY_EMAIL.consume(email))
+            if not decision.allowed
+        ]
+        if limited:
+            wait = max(1, math.ceil(max(d.retry_after for d in limited)))
+            context["error"] = f"Too many sign-in attempts. Try again in {math.ceil(wait / 60)} min."
+            response = render(request, "console/login.html", context, status=429)
+            response["Retry-After"] = str(wait)
+            return response
+        if form.is_valid():
+            user = _authenticate(form.cleaned_data["email"], form.cleaned_data["password"])
+            if user is not None:
+                services.sign_in(request, user)
+                return HttpResponseRedirect(_safe_next(request))
+            context["error"] = FAILED_LOGIN
+        return render(request, "console/login.html", context, status=400 if form.errors else 401)
+    return render(request, "console/login.html", context)
+
+
+@require_POST
+def logout_view(request):
+    services.sign_out(request)
+    return HttpResponseRedirect(reverse("console:login"))
+
+
+@require_POST
+@operator_required
+def switch_widget(request):
+    wanted = _id(request.POST.get("widget"))
+    if not any(row.widget_id == wanted for row in request.agent_rows):
+        raise Http404("No such widget.")
+    request.session[access.SESSION_WIDGET_KEY] = wanted
+    return HttpResponseRedirect(reverse("console:chats"))
+
+
+# --- pages -------------------------------------------------------------------------------------------
+
+
+def _list_context(request, *, current: Chat | None = None) -> dict:
+    form = _filter_form(request)
+    filters = form.filters() if request.GET else selectors.ChatFilters()
+    return {
+        "filter_form": form,
+        "filter_query": request.GET.urlencode(),
+        "chats": selectors.list_chats(agent=request.agent, filters=filters),
+        "current": current,
+    }
+
+
+def _page_context(request, **extra) -> dict:
+    agent = request.agent
+    return {
+        "agent": agent,
+        "agent_rows": request.agent_rows,
+        "presence": "away" if agent.status == agent.Status.RELAXATION else "online",
+        **extra,
+    }
+
+
+@never_cache
+@require_GET
+@operator_required
+def chat_list(request):
+    context = _list_context(request)
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "console/_chat_list.html", context)
+    return render(request, "console/chats.html", _page_context(request, **context))
+
+
+def _panel_context(request, chat: Chat, **extra) -> dict:
+    targets = selectors.transfer_targets(agent=request.agent)
+    return {
+        "agent": request.agent,
+        "chat": chat,
+        "contact_name": _display_name(chat.contact),
+        "transfer_form": extra.pop("transfer_form", None) or forms.TransferForm(targets=targets),
+        "online_ids": selectors.online_agent_ids(agent=request.agent),
+        "panel_error": None,
+        **extra,
+    }
+
+
+def _composer_context(chat: Chat, **extra) -> dict:
+    return {
+        "chat": chat,
+        "reply_form": extra.pop("reply_form", None) or forms.ReplyForm(auto_id="reply_%s"),
+        "note_form": extra.pop("note_form", None) or forms.NoteForm(auto_id="note_%s"),
+        "composer_error": None,
+        **extra,
+    }
+
+
+def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = None, composer: dict | None = None):
+    messages, has_older = selectors.latest_messages(chat)
+    context = _page_context(
+        request,
+        **{
+            **_list_context(request, current=chat),
+            **_panel_context(request, chat, **(panel or {})),
+            **_composer_context(chat, **(composer or {})),
+        },
+        messages=_view_messages(messages, chat),
+        has_older=has_older,
+    )
+    return render(request, "console/chat.html", context, status=status)
+
+
+@never_cache
+@require_GET
+@operator_required
+def chat_detail(request, chat_id: str):
+    return _chat_page(request, _chat_or_404(request, chat_id))
+
+
+def _view_messages(messages: list[Message], chat: Chat) -> list[dict]:
+    """What a message row draws: the message plus its author's label and file link."""
+    rows = []
+    for message in messages:
+        if message.author_kind == Message.Author.CLIENT:
+            author = _display_name(chat.contact)
+        elif message.author_kind == Message.Author.SYSTEM:
+            author = "System"
+        elif message.agent is not None:
+            author = message.agent.name
+        else:
+            author = "AI operator" if message.author_kind == Message.Author.AI else "Operator"
+        buttons = []
+        if message.type == Message.Type.KEYBOARD and isinstance(message.keyboard, dict):
+            for button in message.keyboard.get("buttons") or []:
+                url = str(button.get("url") or "")
+                if url.startswith("https://"):  # only links the keyboard rules accept are drawn as links
+                    buttons.append({"label": button.get("label") or url, "url": url, "style": button.get("style")})
+        rows.append(
+            {
+                "m": message,
+                "author": author,
+                "file_url": selectors.file_url(message.file) if message.file_id and message.file else None,
+                "buttons": buttons,
+                "note": message.visibility != Message.Visibility.PUBLIC,
+            }
+        )
+    return rows
+
+
+@never_cache
+@require_GET
+@operator_required
+def chat_messages(request, chat_id: str):
+    """Messages after `after` (live pushes, reconnect replay) or before `before` (older history)."""
+    chat = _chat_or_404(request, chat_id)
+    after, before = request.GET.get("after"), request.GET.get("before")
+    if after is not None:
+        after_id = 0 if after == "0" else _id(after)
+        if after_id is None:
+            return HttpResponse("`after` is a message id.", status=400, content_type="text/plain")
+        context = {"messages": _view_messages(selectors.messages_after(chat, after_id), chat), "chat": chat}
+        return render(request, "console/_messages.html", context)
+    before_id = _id(before)
+    if before_id is None:
+        return HttpResponse("Give `after` or `before`, a message id.", status=400, content_type="text/plain")
+    messages, has_older = selectors.messages_before(chat, before_id)
+    context = {"messages": _view_messages(messages, chat), "chat": chat, "has_older": has_older}
+    return render(request, "console/_older.html", context)
+
+
+@never_cache
+@require_GET
+@operator_required
+def chat_panel(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    return render(request, "console/_panel.html", _panel_context(request, chat))
+
+
+# --- actions -------------------------------------------------------------------------------------------
+
+
+def _back(chat: Chat) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("console:chat", args=[chat.pk]), status=303)
+
+
+def _refresh(response: HttpResponse, *events: str) -> HttpResponse:
+    """Ask the page (htmx) to re-read what the action changed."""
+    response["HX-Trigger"] = json.dumps(dict.fromkeys(events))
+    return response
+
+
+def _panel_answer(request, chat: Chat, *, error: AppError | str | None = None, status: int = 200, **extra):
+    if isinstance(error, AppError):
+        status, error = error.status, error.detail
+    if not request.htmx:
+        if error is None:
+            return _back(chat)
+        return _chat_page(request, chat, status=status, panel={"panel_error": error, **extra})
+    fresh = selectors.get_chat(agent=request.agent, chat_id=chat.pk) or chat
+    response = render(
+        request, "console/_panel.html", _panel_context(request, fresh, panel_error=error, **extra), status=status
+    )
+    return _refresh(response, "console:list", "console:messages") if error is None else response
+
+
+@require_POST
+@operator_required
+def accept(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    try:
+        chat_services.accept_chat(widget=request.agent.widget, chat=chat, agent=request.agent)
+    except AppError as err:
+        return _panel_answer(request, chat, error=err)
+    return _panel_answer(request, chat)
+
+
+@require_POST
+@operator_required
+def transfer(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    form = forms.TransferForm(request.POST, targets=selectors.transfer_targets(agent=request.agent))
+    if not form.is_valid():
+        message = " ".join(error for errors in form.errors.values() for error in errors)
+        return _panel_answer(request, chat, error=message, status=422, transfer_form=form)
+    try:
+        chat_services.transfer_chat(
+            widget=request.agent.widget, chat=chat, to_agent=form.cleaned_data["agent"], source="console"
+        )
+    except AppError as err:
+        return _panel_answer(request, chat, error=err)
+    return _panel_answer(request, chat)
+
+
+@require_POST
+@operator_required
+def close(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    try:
+        chat_services.close_chat(widget=request.agent.widget, chat=chat)
+    except AppError as err:
+        return _panel_answer(request, chat, error=err)
+    return _panel_answer(request, chat)
+
+
+@require_POST
+@operator_required
+def rate_request(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    try:
+        chat_services.request_rating(widget=request.agent.widget, chat=chat)
+    except AppError as err:
+        return _panel_answer(request, chat, error=err)
+    return _panel_answer(request, chat)
+
+
+def _post_text(request, chat_id: str, *, form_class, visibility: str):
+    chat = _chat_or_404(request, chat_id)
+    prefix = "reply" if form_class is forms.ReplyForm else "note"
+    form = form_class(request.POST, auto_id=f"{prefix}_%s")
+    error, status = None, 200
+    if form.is_valid():
+        try:
+            chat_services.post_agent_message(
+                widget=request.agent.widget,
+                chat=chat,
+                agent=request.agent,
+                data=chat_services.MessageInput(body=form.cleaned_data["body"], visibility=visibility),
+                source="console",
+            )
+        except AppError as err:
+            error, status = err.detail, err.status
+        else:
+            if not request.htmx:
+                return _back(chat)
+            form = form_class(auto_id=f"{prefix}_%s")
+    else:
+        status = 422
+    key = "reply_form" if prefix == "reply" else "note_form"
+    if not request.htmx:  # a plain post that failed: the chat page with the form and its error
+        return _chat_page(request, chat, status=status, composer={key: form, "composer_error": error})
+    response = render(
+        request, "console/_composer.html", _composer_context(chat, **{key: form}, composer_error=error), status=status
+    )
+    return _refresh(response, "console:messages", "console:list") if status == 200 else response
+
+
+@require_POST
+@operator_required
+def reply(request, chat_id: str):
+    return _post_text(request, chat_id, form_class=forms.ReplyForm, visibility=Message.Visibility.PUBLIC)
+
+
+@require_POST
+@operator_required
+def note(request, chat_id: str):
+    return _post_text(request, chat_id, form_class=forms.NoteForm, visibility=Message.Visibility.NOTE)
+
+
+@require_POST
+@operator_required
+def typing(request, chat_id: str):
+    chat = _chat_or_404(request, chat_id)
+    form = forms.TypingForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("`state` is start or stop.", status=422, content_type="text/plain")
+    try:
+        chat_services.note_typing(widget=request.agent.widget, chat=chat, state=form.cleaned_data["state"], by="agent")
+    except AppError as err:
+        return HttpResponse(err.detail, status=err.status, content_type="text/plain")
+    return HttpResponse(status=204)
