@@ -35,6 +35,10 @@ def subscription_payload(sub: Subscription) -> dict:
     }
 
 
+def _not_live(sub: Subscription) -> list[str]:
+    return catalogue.not_live(list(sub.events), legacy=sub.is_legacy_compat)
+
+
 class SubscriptionViewSet(
     WidgetScopedViewSet,
     mixins.ListModelMixin,
@@ -67,18 +71,21 @@ class SubscriptionViewSet(
     def create(self, request):
         data = self.validated(s.SubscriptionCreateInput)
         sub, secret = services.create_subscription(widget=request.widget, **data)
-        return Response({**subscription_payload(sub), "secret": secret}, status=status.HTTP_201_CREATED)
+        return Response(
+            {**subscription_payload(sub), "not_live_events": _not_live(sub), "secret": secret},
+            status=status.HTTP_201_CREATED,
+        )
 
     @extend_schema(responses={200: s.SubscriptionDoc})
     def retrieve(self, request, pk=None):
         return Response(subscription_payload(self.get_object()))
 
-    @extend_schema(request=s.SubscriptionPatchInput, responses={200: s.SubscriptionDoc})
+    @extend_schema(request=s.SubscriptionPatchInput, responses={200: s.SubscriptionWrittenDoc})
     def partial_update(self, request, pk=None):
         sub = self.get_object()
         data = self.validated(s.SubscriptionPatchInput, partial=True)
         sub = services.update_subscription(widget=request.widget, subscription=sub, changes=dict(data))
-        return Response(subscription_payload(sub))
+        return Response({**subscription_payload(sub), "not_live_events": _not_live(sub)})
 
     @extend_schema(responses={204: None})
     def destroy(self, request, pk=None):
@@ -107,20 +114,7 @@ class SubscriptionViewSet(
         if query.get("event_type"):
             rows = rows.filter(event_type=query["event_type"])
         page = self.paginate_queryset(rows)
-        return self.get_paginated_response(
-            [
-                {
-                    "delivery_id": str(d.delivery_id),
-                    "status": d.status,
-                    "event_type": d.event_type,
-                    "payload": d.payload,
-                    "is_redeliverable": services.is_redeliverable(d, sub),
-                    "attempts": d.attempts,
-                    "created_at": d.created_at.isoformat(),
-                }
-                for d in page
-            ]
-        )
+        return self.get_paginated_response([services.log_row(d, sub) for d in page])
 
     @extend_schema(request=s.RotateSecretInput, responses={200: s.SecretDoc})
     @action(detail=True, methods=["post"], url_path="rotate-secret")
