@@ -1,7 +1,8 @@
 """The visitor API under /api/visitor/v1/{button_guid}/: what the embed script speaks.
 
 Not a bearer API: no token, no scopes, no idempotency keys; in the OpenAPI document under the tag
-`visitor` with the security scheme `Visitor` (schema.py). Views are thin: parse, call one apps.chats.visitor.services function, shape the answer.
+`visitor` with the security scheme `Visitor` (schema.py). Views are thin: parse, call one
+apps.chats.visitor.services function, shape the answer.
 """
 
 from __future__ import annotations
