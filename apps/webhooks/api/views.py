@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -39,6 +39,59 @@ def _not_live(sub: Subscription) -> list[str]:
     return catalogue.not_live(list(sub.events), legacy=sub.is_legacy_compat)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List webhook subscriptions",
+        description="Webhook subscriptions of the token's widget, newest first; the secret is never included.",
+    ),
+    create=extend_schema(
+        summary="Create a webhook subscription",
+        description=(
+            "`{url, events, secret?, is_legacy_compat?}`: an https URL resolving to a public address, 1 to 20 event "
+            "names (native, or the five legacy names with `is_legacy_compat`). The secret is generated (`whsec_...`) "
+            "when omitted and answered once. `not_live_events` names the subscribed events that are `Wired`: "
+            "accepted, but not delivered until enabled."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a webhook subscription",
+        description="One subscription of the widget (never its secret). A foreign or unknown id is 404.",
+    ),
+    partial_update=extend_schema(
+        summary="Update a webhook subscription",
+        description=(
+            "Merge-safe `{url?, events?, is_active?, is_legacy_compat?}`; `secret` is not patchable (422: use "
+            "rotate-secret). The answer names the `not_live_events`, as on create."
+        ),
+    ),
+    destroy=extend_schema(
+        summary="Delete a webhook subscription",
+        description="Deletes the subscription; its queued deliveries are dropped silently.",
+    ),
+    redeliver=extend_schema(
+        summary="Redeliver a delivery",
+        description=(
+            "`{delivery_id}` from the delivery log: the stored event is sent again with a new `X-Service-Delivery` "
+            "and the same idempotency key, in the envelope the subscription uses now (named in the 202 answer). "
+            "Pending rows and legacy-envelope rows are not redeliverable (422)."
+        ),
+    ),
+    deliveries=extend_schema(
+        summary="List a subscription's deliveries",
+        description=(
+            "The delivery log, newest first: status, the masked payload, every attempt (time, outcome, HTTP status, "
+            "duration, the first bytes of the answer) and when the next attempt is due. Filters `status` and "
+            "`event_type`. The only source of `delivery_id`."
+        ),
+    ),
+    rotate_secret=extend_schema(
+        summary="Rotate a subscription's secret",
+        description=(
+            "`{secret?}` (16 to 256 characters; generated when omitted). The new secret is answered once and replaces "
+            "the old one at once, also for queued retries (no overlap)."
+        ),
+    ),
+)
 class SubscriptionViewSet(
     WidgetScopedViewSet,
     mixins.ListModelMixin,
@@ -125,6 +178,15 @@ class SubscriptionViewSet(
         return Response({"id": sub.pk, "secret": secret})
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="List webhook events",
+        description=(
+            "Every subscribable event name, native and legacy, with its `vocabulary`, whether it is `enabled` "
+            "(`Live`) or `Wired` (accepted, not delivered yet), what triggers it and its data members."
+        ),
+    ),
+)
 class EventCatalogueView(ScopedAPIView):
     """Every subscribable event name, native and legacy, with `vocabulary`, `enabled`, `triggered_by`."""
 
