@@ -246,9 +246,25 @@ SPECTACULAR_SETTINGS = {
                 "type": "http",
                 "scheme": "bearer",
                 "description": "API token of one widget. Scopes are listed per operation.",
-            }
+            },
+            # The visitor API (tag `visitor`, apps.chats.visitor.schema).
+            "Visitor": {
+                "type": "http",
+                "scheme": "Visitor",
+                "description": "`Authorization: Visitor <session_token>`: the `session_token` answered once by "
+                "`POST /api/visitor/v1/{button_guid}/sessions`. A missing, unknown or idle (30 days by default) "
+                "session is 401 with `WWW-Authenticate: Visitor`: start a new session.",
+            },
         }
     },
+    "TAGS": [
+        {
+            "name": "visitor",
+            "description": "The visitor API the embed script speaks (`Authorization: Visitor <session_token>`, "
+            "no bearer token). Its websocket `/ws/visitor/{button_guid}/` and the operator socket `/ws/agent/` "
+            "are described in the AsyncAPI document `/api/v1/asyncapi.yaml`.",
+        }
+    ],
     # What receivers are sent: the delivery request per event, in both envelopes (OpenAPI 3.1 webhooks).
     "WEBHOOKS": ["apps.webhooks.api.docs.NATIVE_DELIVERY", "apps.webhooks.api.docs.LEGACY_DELIVERY"],
     "PREPROCESSING_HOOKS": ["apps.core.api.schema.only_public_api"],

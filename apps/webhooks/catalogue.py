@@ -44,6 +44,13 @@ def enabled_types() -> set[str]:
     return enabled & set(NATIVE_NAMES)
 
 
+def not_live(names: list[str], *, legacy: bool) -> list[str]:
+    """The names among `names` (native, or legacy when `legacy`) whose event is `Wired`: accepted in
+    a subscription, but not delivered until it is enabled platform-wide."""
+    enabled = enabled_types()
+    return [name for name in names if (LEGACY_NAMES.get(name) if legacy else name) not in enabled]
+
+
 def listing() -> list[dict]:
     enabled = enabled_types()
     rows = [

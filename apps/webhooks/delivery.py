@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from apps.core import outbound
 
-from . import signing
+from . import payloads, signing
 from .crypto import decrypt_secret
 from .models import Attempt, Delivery
 
@@ -36,6 +36,7 @@ ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpo
 # max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
 LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
 RESPONSE_CAP = 64 * 1024
+RESPONSE_EXCERPT_BYTES = 256  # of the receiver's answer, kept (masked) on the attempt row
 DELIVER_TASK = "apps.webhooks.tasks.deliver_due"
 
 
@@ -96,6 +97,14 @@ class Outcome:
     status_code: int | None
     error: str
     permanent: bool
+    excerpt: str = ""
+
+
+def response_excerpt(content: bytes) -> str:
+    """The first RESPONSE_EXCERPT_BYTES of an answer as the log keeps them: decoded (bad bytes
+    replaced), NULs replaced (PostgreSQL text refuses them), personal data masked like the payload."""
+    text = content[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return payloads.mask_text(text)
 
 
 def _load(ids: list[int]) -> list[Delivery]:
@@ -118,7 +127,7 @@ def _send(delivery: Delivery) -> Outcome:
     started = timezone.now()
     clock = time.monotonic()
     secret = decrypt_secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
-    status_code, error, permanent = None, "", False
+    status_code, error, permanent, excerpt = None, "", False, ""
     if secret is None:
         error, permanent = "missing_secret", True
     else:
@@ -148,6 +157,7 @@ def _send(delivery: Delivery) -> Outcome:
                 deadline=ATTEMPT_DEADLINE,
             )
             status_code = response.status_code
+            excerpt = response_excerpt(response.content)
             if not 200 <= status_code < 300:
                 error = f"http_{status_code}"  # redirects included: never followed
         except outbound.OutboundBlocked as exc:
@@ -155,7 +165,7 @@ def _send(delivery: Delivery) -> Outcome:
         except outbound.OutboundError as exc:
             error = exc.reason
     duration = int((time.monotonic() - clock) * 1000)
-    return Outcome(delivery, started, duration, status_code, error[:200], permanent)
+    return Outcome(delivery, started, duration, status_code, error[:200], permanent, excerpt)
 
 
 def _record(outcomes: list[Outcome]) -> list[str]:
@@ -198,6 +208,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
                     duration_ms=outcome.duration_ms,
                     status_code=outcome.status_code,
                     error=outcome.error,
+                    response_excerpt=outcome.excerpt,
                 )
             )
             groups.setdefault((status, number, next_at, outcome.status_code, outcome.error), []).append(delivery.pk)

@@ -92,12 +92,19 @@ class Delivery(models.Model):
 
 
 class Attempt(models.Model):
+    """One HTTP attempt of a delivery, as the delivery log shows it: when, how long, what came back.
+    `error` is empty for a 2xx, `http_<status>` for any other answer, else the transport reason
+    (`timeout`, `tls_error`, `connection_error`, ...) or `blocked:<reason>`."""
+
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_rows")
     number = models.PositiveSmallIntegerField()
     started_at = models.DateTimeField(default=timezone.now)
     duration_ms = models.PositiveIntegerField(default=0)
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.CharField(max_length=200, blank=True, default="")
+    # The first bytes of the receiver's answer (RESPONSE_EXCERPT_BYTES, decoded, personal data
+    # masked like the payload); empty when nothing came back.
+    response_excerpt = models.CharField(max_length=512, blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["delivery", "number"], name="attempt_delivery_number")]

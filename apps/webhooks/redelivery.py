@@ -4,14 +4,14 @@ the same idempotency key) in the envelope the subscription uses now."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 
 from . import catalogue, delivery, payloads
-from .models import Delivery, Subscription
+from .models import Attempt, Delivery, Subscription
 
 
 class NotRedeliverable(ValidationFailed):
@@ -66,7 +66,72 @@ def is_redeliverable(delivery: Delivery, subscription: Subscription) -> bool:
 
 
 def log_rows(subscription: Subscription):
-    """The delivery log: native rows over their whole lifecycle; legacy rows only as final failures."""
-    return Delivery.objects.filter(widget_id=subscription.widget_id, subscription=subscription).filter(
-        Q(envelope=Delivery.Envelope.NATIVE) | Q(envelope=Delivery.Envelope.LEGACY, status=Delivery.Status.FAILED)
+    """The delivery log: native rows over their whole lifecycle; legacy rows only as final failures.
+    Each row's attempts come with it (one query for a page's attempts, whatever its size)."""
+    return (
+        Delivery.objects.filter(widget_id=subscription.widget_id, subscription=subscription)
+        .filter(
+            Q(envelope=Delivery.Envelope.NATIVE) | Q(envelope=Delivery.Envelope.LEGACY, status=Delivery.Status.FAILED)
+        )
+        .defer("body")
+        .prefetch_related(Prefetch("attempt_rows", queryset=Attempt.objects.order_by("number")))
     )
+
+
+# What the log shows as an attempt's `outcome`: `delivered` (2xx), `http_error` (any other status,
+# redirects included), `blocked` (the destination is refused: permanent), else the transport reason.
+OUTCOMES = (
+    "delivered",
+    "http_error",
+    "timeout",
+    "deadline_exceeded",
+    "tls_error",
+    "connection_error",
+    "resolve_failed",
+    "invalid_response",
+    "response_too_large",
+    "request_failed",
+    "blocked",
+    "missing_secret",
+)
+
+
+def attempt_outcome(error: str) -> str:
+    if not error:
+        return "delivered"
+    if error.startswith("http_"):
+        return "http_error"
+    if error.startswith("blocked:"):
+        return "blocked"
+    return error if error in OUTCOMES else "request_failed"
+
+
+def log_row(row: Delivery, subscription: Subscription) -> dict:
+    """One delivery as the log shows it: its state, every attempt made, and when the next is due."""
+    attempts = list(row.attempt_rows.all())
+    return {
+        "delivery_id": str(row.delivery_id),
+        "status": row.status,
+        "event_type": row.event_type,
+        "payload": row.payload,
+        "is_redeliverable": is_redeliverable(row, subscription),
+        "attempts": row.attempts,
+        "attempt_log": [
+            {
+                "number": a.number,
+                "at": a.started_at.isoformat(),
+                "outcome": attempt_outcome(a.error),
+                "error": a.error or None,
+                "status_code": a.status_code,
+                "duration_ms": a.duration_ms,
+                "response_excerpt": a.response_excerpt or None,
+            }
+            for a in attempts
+        ],
+        "next_attempt_at": (
+            row.next_attempt_at.isoformat()
+            if row.status == Delivery.Status.PENDING and row.next_attempt_at is not None
+            else None
+        ),
+        "created_at": row.created_at.isoformat(),
+    }

@@ -20,8 +20,11 @@ from .delivery import retry_wait as retry_wait
 from .delivery import shutdown_executors as shutdown_executors
 from .delivery import trigger as trigger
 from .fanout import fan_out_events as fan_out_events
+from .redelivery import OUTCOMES as OUTCOMES
 from .redelivery import NotRedeliverable as NotRedeliverable
+from .redelivery import attempt_outcome as attempt_outcome
 from .redelivery import is_redeliverable as is_redeliverable
+from .redelivery import log_row as log_row
 from .redelivery import log_rows as log_rows
 from .redelivery import redeliver as redeliver
 from .subscriptions import DuplicateSubscription as DuplicateSubscription

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -32,6 +32,37 @@ class _ApiJSONParser(StrictJSONParser):
         return super().parse(stream, media_type, {**(parser_context or {}), "view": None})
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List agents",
+        description=(
+            "Agents of the token's widget, human, AI and webhook operators. Filters: `online` (1 or 0), `type`, "
+            "`department_id` (an unknown department is 404), `status`. Agents are never created here: a human "
+            "operator exists only by accepting an invitation."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get an agent",
+    ),
+    partial_update=extend_schema(
+        summary="Update an agent",
+    ),
+    destroy=extend_schema(
+        summary="Delete an agent",
+    ),
+    suspend=extend_schema(
+        summary="Suspend an agent",
+    ),
+    restore=extend_schema(
+        summary="Restore a suspended agent",
+    ),
+    avatar=extend_schema(
+        summary="Upload an agent's avatar",
+    ),
+    events=extend_schema(
+        summary="List an agent's events",
+    ),
+)
 class AgentViewSet(WidgetScopedViewSet):
     """Agents of the token's widget. Agents are never created here: a human operator exists only by
     accepting an invitation, and AI operators belong to the AI operator endpoints."""
@@ -160,7 +191,12 @@ class AgentViewSet(WidgetScopedViewSet):
             {"avatar_url": s.file_url(agent.avatar, request.build_absolute_uri)}, status=status.HTTP_201_CREATED
         )
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        summary="Remove an agent's avatar",
+        description="Removes the uploaded avatar; the agent shows the default one again. 204 also when none was set.",
+    )
     @avatar.mapping.delete
     def delete_avatar(self, request, pk=None):
         services.remove_agent_avatar(widget=request.widget, agent=self.get_object())
@@ -188,6 +224,17 @@ def invitation_link(request, token: str) -> str:
     return f"{base.rstrip('/')}{path}" if base else request.build_absolute_uri(path)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List invitations",
+    ),
+    create=extend_schema(
+        summary="Invite an operator",
+    ),
+    destroy=extend_schema(
+        summary="Revoke an invitation",
+    ),
+)
 class InvitationViewSet(WidgetScopedViewSet):
     """Invitations of the token's widget; the invitation object is never the link (the token is
     only in the e-mail)."""
@@ -224,6 +271,42 @@ class InvitationViewSet(WidgetScopedViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List departments",
+        description="Departments of the token's widget with their channels, agents and weekly schedule.",
+    ),
+    create=extend_schema(
+        summary="Create a department",
+        description=(
+            "`{name, channels?, agent_ids?, schedule?}`: `agent_ids` are agents of this widget, `schedule` the weekly "
+            "opening hours (Europe/Moscow)."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a department",
+        description="One department of the widget with its channels, agents and schedule.",
+    ),
+    partial_update=extend_schema(
+        summary="Update a department",
+        description=(
+            "`{name?, channels?}`; `agent_ids` and `schedule` have their own PUT routes and are refused here (422)."
+        ),
+    ),
+    destroy=extend_schema(
+        summary="Delete a department",
+    ),
+    agents=extend_schema(
+        summary="Set a department's agents",
+        description=(
+            "`{agent_ids: [...]}` replaces the whole member list (empty allowed); every id is an agent of this widget."
+        ),
+    ),
+    schedule=extend_schema(
+        summary="Set a department's schedule",
+        description="`{schedule}` replaces the weekly opening hours: an omitted day is closed.",
+    ),
+)
 class DepartmentViewSet(WidgetScopedViewSet):
     """Departments of the token's widget."""
 

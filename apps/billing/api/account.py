@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.response import Response
 
 from apps.core.api.views import ScopedAPIView
@@ -23,6 +23,14 @@ def _account_response(account: Account) -> Response:
     )
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="Get the account",
+    ),
+    patch=extend_schema(
+        summary="Update the account owner",
+    ),
+)
 class AccountView(ScopedAPIView):
     """The owning account of the token's widget, with every legal entity of the account."""
 

@@ -4,7 +4,7 @@ entities (read and write). No endpoint accepts an amount or moves money."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -15,6 +15,11 @@ from ..models import Invoice, LegalEntity, Subscription, Transaction
 from . import serializers as s
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="Get the account balance",
+    ),
+)
 class BalanceView(ScopedAPIView):
     """The balance of the token's widget (zero when nothing is recorded)."""
 
@@ -35,6 +40,19 @@ class _WidgetRecordViewSet(WidgetScopedViewSet):
         return selectors.matching_account(queryset, widget=self.request.widget)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List balance transactions",
+        description=(
+            "Top-ups, subscription charges, refunds and bonuses of the widget's account, newest first; money in minor "
+            "units with `currency`."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a balance transaction",
+        description="One transaction of the widget's account. A foreign or unknown id is 404.",
+    ),
+)
 class TransactionViewSet(_WidgetRecordViewSet):
     queryset = Transaction.objects.all()
     route_scopes = {"list": ["billing:read"], "retrieve": ["billing:read"]}
@@ -57,6 +75,19 @@ class TransactionViewSet(_WidgetRecordViewSet):
         return Response(s.transaction_payload(self.get_object()))
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List product subscriptions",
+        description=(
+            "Products and packages the widget's account is subscribed to, with status (`trial`, `active`, `past_due`, "
+            "`cancelled`, `expired`) and period."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a product subscription",
+        description="One product subscription of the widget's account. A foreign or unknown id is 404.",
+    ),
+)
 class SubscriptionViewSet(_WidgetRecordViewSet):
     queryset = Subscription.objects.all()
     route_scopes = {"list": ["billing:read"], "retrieve": ["billing:read"]}
@@ -74,6 +105,14 @@ class SubscriptionViewSet(_WidgetRecordViewSet):
         return Response(s.subscription_payload(self.get_object()))
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List invoices",
+    ),
+    retrieve=extend_schema(
+        summary="Get an invoice",
+    ),
+)
 class InvoiceViewSet(_WidgetRecordViewSet):
     """Bank-transfer invoices against a legal entity of the account; others are never shown."""
 
@@ -103,6 +142,27 @@ class InvoiceViewSet(_WidgetRecordViewSet):
         return Response(s.invoice_payload(self.get_object(), with_items=True))
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List legal entities",
+        description=(
+            "Legal entities of the token's account: every widget of the account sees and edits the same entities."
+        ),
+    ),
+    create=extend_schema(
+        summary="Add a legal entity",
+    ),
+    retrieve=extend_schema(
+        summary="Get a legal entity",
+        description="One legal entity of the token's account with its fourteen fields.",
+    ),
+    partial_update=extend_schema(
+        summary="Update a legal entity",
+    ),
+    destroy=extend_schema(
+        summary="Delete a legal entity",
+    ),
+)
 class LegalEntityViewSet(WidgetScopedViewSet):
     """Legal entities of the token's account: every widget of the account sees and edits the same
     entities. Create, update and delete share 10 writes per hour per account."""

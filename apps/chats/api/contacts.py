@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from django.db.models import Prefetch, Q
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.fields import empty
@@ -175,6 +175,28 @@ class TagsInput(InputSerializer):
 # --- views ----------------------------------------------------------------------------------------------
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List contacts",
+        description=(
+            "Contacts of the token's widget, newest first, addressed by their 32-character guid. `query` matches "
+            "name, e-mail and phone."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a contact",
+        description=(
+            "One contact by guid: name, e-mail, phone, free-form `attributes` and tags. A foreign or unknown guid is "
+            "404."
+        ),
+    ),
+    partial_update=extend_schema(
+        summary="Update a contact",
+    ),
+    tags=extend_schema(
+        summary="Tag a contact",
+    ),
+)
 class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
     """Contacts of the token's widget, newest first, addressed by guid."""
 
@@ -250,6 +272,11 @@ def list_account_tag_names(*, widget) -> list[str]:
     )
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="List tags in use",
+    ),
+)
 class TagListView(ScopedAPIView):
     """Distinct tag names in use across the account (every widget of the token's account), sorted."""
 

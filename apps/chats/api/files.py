@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import FileResponse
 from django.views.decorators.http import require_safe
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -84,6 +84,17 @@ class _UrlJSONParser(StrictJSONParser):
 # --- views -----------------------------------------------------------------------------------------------
 
 
+@extend_schema_view(
+    create=extend_schema(
+        summary="Upload a file",
+    ),
+    retrieve=extend_schema(
+        summary="Download a file",
+        description=(
+            "Redirects (302) to a short-lived URL of the stored file of this widget. A foreign or unknown id is 404."
+        ),
+    ),
+)
 class FileViewSet(WidgetScopedViewSet):
     """Files of the token's widget."""
 

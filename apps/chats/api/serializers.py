@@ -179,7 +179,14 @@ class MessageInput(InputSerializer):
     sticker = StickerInput(required=False)
     keyboard = KeyboardInput(required=False)
     origin = serializers.CharField(required=False, max_length=64)
-    agent_id = TenantPrimaryKeyField(queryset=Agent.objects.all(), required=False, missing="422")
+    agent_id = TenantPrimaryKeyField(
+        queryset=Agent.objects.all(),
+        required=False,
+        missing="422",
+        help_text="The sending agent: a human agent of this widget (never the AI operator), not banned. "
+        "Required when the chat has no assigned agent (422 otherwise); optional when it has one, which "
+        "then sends.",
+    )
 
     REQUIRED_BY_TYPE = {
         "text": "body",

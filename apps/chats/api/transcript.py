@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.negotiation import BaseContentNegotiation
 
 from apps.core.api.views import WidgetScopedViewSet
@@ -48,6 +48,11 @@ class IgnoreAccept(BaseContentNegotiation):
         return parsers[0] if parsers else None
 
 
+@extend_schema_view(
+    retrieve=extend_schema(
+        summary="Download a chat transcript",
+    ),
+)
 class TranscriptViewSet(WidgetScopedViewSet):
     """The transcript of one chat of the token's widget."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -21,6 +21,73 @@ def _accepted(extra: dict | None = None) -> Response:
     return Response({"status": "accepted", **(extra or {})}, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="List chats",
+        description=(
+            "Chats of the token's widget in every state, newest first. Filters: `status`, `channel`, "
+            "`has_client_messages` (1 keeps chats where the visitor wrote), `q` (2 to 100 characters of visible "
+            "message text), `from` and `to` (chat creation date, Europe/Moscow unless an offset is given); `cursor` "
+            "and `limit` page."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a chat",
+        description=(
+            "One chat of the widget: status, channel, contact guid, routing agent, department, who accepted and "
+            "handled it, and its last message. A foreign or unknown id is 404."
+        ),
+    ),
+    close=extend_schema(
+        summary="Close a chat",
+        description=(
+            "Moves the chat into `expired` with an optional `reason` (up to 200 characters) and emits `chat.closed`. "
+            "Synchronous (200). Closing an already expired chat changes nothing and emits nothing."
+        ),
+    ),
+    state=extend_schema(
+        summary="Set a chat's state",
+        description=(
+            "`{state: active, ready, expired or spam; reason?}`. Synchronous (200); moving into `expired` is a close "
+            "(emits `chat.closed`)."
+        ),
+    ),
+    transfer=extend_schema(
+        summary="Transfer a chat",
+        description=(
+            "`{agent_id}` (required): a human agent of this widget, not banned; the chat's routing owner changes and "
+            "`chat.transferred` is emitted. Answers 202: handed to the chat layer."
+        ),
+    ),
+    rate_request=extend_schema(
+        summary="Ask the visitor for a rating",
+        description=(
+            "No body. Shows the visitor the rating prompt in the widget. Answers 202: handed to the chat layer."
+        ),
+    ),
+    messages=extend_schema(
+        summary="List a chat's messages",
+        description=(
+            "Messages of one chat, newest first, operator notes and e-mails included (see `visibility`). File and "
+            "image messages carry a short-lived `url`; keyboard messages carry `keyboard.buttons`. `from` and `to` "
+            "filter on creation date."
+        ),
+    ),
+    typing=extend_schema(
+        summary="Send a typing indicator",
+        description=(
+            "`{state: start or stop}` shows or hides the operator typing indicator in the visitor's widget; forwarded "
+            "about once per 5 s per chat (`forwarded` says whether this one was). Answers 202."
+        ),
+    ),
+    seen=extend_schema(
+        summary="Mark visitor messages seen",
+        description=(
+            "`{message_id}`: every visitor message of the chat up to this one is marked as seen by the operator; "
+            "`marked` counts the newly marked ones. Synchronous (200)."
+        ),
+    ),
+)
 class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
     """Chats of the token's widget: every state is listed, newest first."""
 
@@ -103,7 +170,18 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response([message_payload(m) for m in page])
 
-    @extend_schema(request=s.MessageInput, responses={202: s.MessageAcceptedDoc})
+    @extend_schema(
+        request=s.MessageInput,
+        responses={202: s.MessageAcceptedDoc},
+        summary="Send a message to a chat",
+        description=(
+            "Sends an operator message: `type` text, image, file, location, sticker or keyboard with the member that "
+            "type needs (`body`, `file`, `coords`, `sticker`, `keyboard`). `agent_id` (a human agent of this widget, "
+            "never the AI operator) is required when the chat has no assigned agent, and optional otherwise (default: "
+            "the chat's agent). A message into an expired chat reopens it. Answers 202: handed to the websocket "
+            "layer; confirm with the message list."
+        ),
+    )
     @messages.mapping.post
     def send_message(self, request, pk=None):
         chat = self.get_object()

@@ -1,12 +1,14 @@
 """The visitor API under /api/visitor/v1/{button_guid}/: what the embed script speaks.
 
-Not a bearer API: no token, no scopes, no idempotency keys, and not in the OpenAPI document of
-/api/v1. Views are thin: parse, call one apps.chats.visitor.services function, shape the answer.
+Not a bearer API: no token, no scopes, no idempotency keys; in the OpenAPI document under the tag
+`visitor` with the security scheme `Visitor` (schema.py). Views are thin: parse, call one
+apps.chats.visitor.services function, shape the answer.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,8 +22,9 @@ from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
 from ..payloads import visitor_message_frame
-from . import auth, services
+from . import auth, docs, services
 from . import serializers as s
+from .schema import VisitorAutoSchema, visitor_operation
 
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -50,7 +53,7 @@ class VisitorAPIView(APIView):
     throttle_classes = ()
     parser_classes = (StrictJSONParser,)
     renderer_classes = (APIJSONRenderer,)
-    schema = None  # documented in product-decisions.md, not in the /api/v1 OpenAPI document
+    schema = VisitorAutoSchema()
 
     session_required = True
     # HTTP method -> kind of budget in auth.LIMITS.
@@ -97,6 +100,13 @@ class ConfigView(VisitorAPIView):
     session_required = False
     rate_limits = {"get": "reads"}
 
+    @visitor_operation(
+        summary="Visitor: widget config",
+        description="What the embed script starts with: the widget's name, language, public appearance "
+        "settings, interface texts, custom icon URLs, feature switches and whether an operator is online. "
+        "No session needed; cacheable for 60 s (`online` is computed per request).",
+        responses={200: docs.VisitorConfigDoc},
+    )
     def get(self, request, button_guid: str):
         payload = widget_selectors.public_config(
             widget=self.widget,
@@ -114,6 +124,14 @@ class SessionsView(VisitorAPIView):
     session_required = False
     rate_limits = {"post": "sessions"}
 
+    @visitor_operation(
+        summary="Visitor: start a session",
+        description="Creates a contact and its visitor session; the `session_token` is answered once. "
+        "Every member is optional (`name`, `email`, `phone`, `locale`, `page_url`). Limited per client "
+        "address (`VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR`, 30 by default).",
+        request=s.SessionInput,
+        responses={201: docs.VisitorSessionDoc},
+    )
     def post(self, request, button_guid: str):
         data = self.validated(s.SessionInput)
         session, token = services.start_session(widget=self.widget, **data)
@@ -126,6 +144,14 @@ class MessagesView(VisitorAPIView):
 
     rate_limits = {"get": "reads", "post": "messages"}
 
+    @visitor_operation(
+        summary="Visitor: list messages",
+        description="The messages the visitor may see in their conversation, oldest first, at most 200 "
+        "per call: pass the last `id` seen as `after_id` for the next ones. Empty before the first "
+        "message. The websocket pushes the same message frames live.",
+        parameters=[OpenApiParameter("after_id", int, description="Only messages with a greater id.")],
+        responses={200: docs.VisitorMessageListDoc},
+    )
     def get(self, request, button_guid: str):
         query = self.validated(s.MessageListQuery, data=query_data(request, skip=()))
         chat = services.get_room(widget=self.widget, contact=self.contact)
@@ -137,6 +163,15 @@ class MessagesView(VisitorAPIView):
             )
         return Response({"data": [visitor_message_frame(m) for m in messages]})
 
+    @visitor_operation(
+        summary="Visitor: send a message",
+        description='`{type: "text", body}` (1 to 4,096 characters, not blank) or '
+        '`{type: "file" | "image", file_id}` with the `id` of the visitor\'s own upload '
+        "(`POST .../files`; `image` needs an image file). The first message opens the conversation. "
+        "Limited per client address (`VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE`, 60 by default).",
+        request=s.MessageInput,
+        responses={201: docs.VisitorMessageCreatedDoc},
+    )
     def post(self, request, button_guid: str):
         data = self.validated(s.MessageInput)
         file = data.get("file")
@@ -153,6 +188,13 @@ class MessagesView(VisitorAPIView):
 class TypingView(VisitorAPIView):
     rate_limits = {"post": "actions"}
 
+    @visitor_operation(
+        summary="Visitor: typing indicator",
+        description="`{state: start | stop}`, forwarded to the operators about once per 5 s per chat "
+        "(`forwarded` says whether this one was); nothing is forwarded before the first message.",
+        request=s.TypingInput,
+        responses={202: docs.VisitorTypingDoc},
+    )
     def post(self, request, button_guid: str):
         data = self.validated(s.TypingInput)
         forwarded = services.note_typing(widget=self.widget, contact=self.contact, state=data["state"])
@@ -161,7 +203,15 @@ class TypingView(VisitorAPIView):
 
 class RatingView(VisitorAPIView):
     rate_limits = {"post": "actions"}
+    problem_statuses = {"post": [409]}  # documented: no_conversation
 
+    @visitor_operation(
+        summary="Visitor: rate the conversation",
+        description="`{value: 1..5, comment?}` (comment up to 2,000 characters). 409 `no_conversation` "
+        "before the visitor's first message or in a spam conversation; a later rating replaces the first.",
+        request=s.RatingInput,
+        responses={201: docs.VisitorRatingDoc},
+    )
     def post(self, request, button_guid: str):
         data = self.validated(s.RatingInput)
         rating = services.rate(
@@ -176,6 +226,13 @@ class RatingView(VisitorAPIView):
 class OfflineView(VisitorAPIView):
     rate_limits = {"post": "messages"}
 
+    @visitor_operation(
+        summary="Visitor: leave an offline message",
+        description="The offline / callback form: `{message, name?, email?, phone?}`, stored as a message "
+        "of the visitor's conversation (emits `offline_message.created` while no operator is connected).",
+        request=s.OfflineInput,
+        responses={201: docs.VisitorMessageCreatedDoc},
+    )
     def post(self, request, button_guid: str):
         data = self.validated(s.OfflineInput)
         message = services.submit_offline_message(
@@ -198,6 +255,13 @@ class FilesView(VisitorAPIView):
     max_body_bytes = settings.API_FILE_UPLOAD_MAX_BYTES
     rate_limits = {"post": "uploads"}
 
+    @visitor_operation(
+        summary="Visitor: upload a file",
+        description="Multipart with one part, `file` (at most 10 MB). Send the answer's `id` as `file_id` "
+        "of a `file` or `image` message; a visitor can attach only its own uploads.",
+        request={"multipart/form-data": docs.VisitorFileUploadDoc},
+        responses={201: docs.VisitorFileDoc},
+    )
     def post(self, request, button_guid: str):
         single_upload(request)
         data = self.validated(s.FileUploadInput)

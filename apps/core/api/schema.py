@@ -3,6 +3,7 @@ names, and `x-scopes`), `x-idempotency`, the idempotency header, and its problem
 
 from __future__ import annotations
 
+import inspect
 import re
 
 from drf_spectacular.openapi import AutoSchema
@@ -75,7 +76,32 @@ def problem_components() -> dict:
     return {"schemas": {"Problem": PROBLEM_SCHEMA}, "responses": responses}
 
 
-class ScopedAutoSchema(AutoSchema):
+def own_doc(obj) -> str:
+    """The docstring `obj` itself declares, never one inherited from a base class: a base's text
+    (\"Base of every XInput serializer\", a base view's SECURITY note) is for us, not integrators."""
+    doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    return inspect.cleandoc(doc) if doc else ""
+
+
+class DescribedAutoSchema(AutoSchema):
+    """Descriptions come from `extend_schema(description=...)` or from the view's, action's or
+    serializer's own docstring; inherited docstrings never become descriptions."""
+
+    def get_description(self) -> str:
+        action_or_method = getattr(self.view, getattr(self.view, "action", self.method.lower()), None)
+        if action_or_method is not None and getattr(action_or_method, "__module__", "").startswith("rest_framework"):
+            action_or_method = None  # DRF's own mixin methods document DRF, not this route
+        action_doc = own_doc(action_or_method) if action_or_method is not None else ""
+        return action_doc or own_doc(self.view.__class__)
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if not own_doc(type(serializer)):
+            schema.pop("description", None)
+        return schema
+
+
+class ScopedAutoSchema(DescribedAutoSchema):
     def _action(self) -> str | None:
         view = self.view
         if getattr(view, "action_map", None):
@@ -165,15 +191,16 @@ class ScopedAutoSchema(AutoSchema):
 
 
 def only_public_api(endpoints, **kwargs):
-    """Preprocessing hook: document /api/v1 only (not the schema view itself). Test-only routes
-    exist only under the test URLconf and are documented there so contract tests can read them."""
+    """Preprocessing hook: document /api/v1 and the visitor API /api/visitor/v1 (not the schema
+    view itself). Test-only routes exist only under the test URLconf and are documented there so
+    contract tests can read them."""
     from django.conf import settings
 
     include_test = getattr(settings, "SCHEMA_INCLUDE_TEST_ROUTES", False)
     return [
         (path, path_regex, method, callback)
         for path, path_regex, method, callback in endpoints
-        if path.startswith("/api/v1/")
+        if (path.startswith("/api/v1/") or path.startswith("/api/visitor/v1/"))
         and not path.startswith("/api/v1/schema")
         and (include_test or not path.startswith("/api/v1/_test"))
     ]

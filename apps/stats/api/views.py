@@ -7,7 +7,7 @@ are calendar-anchored in Europe/Moscow (apps.stats.windows).
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins
 from rest_framework.response import Response
 
@@ -104,6 +104,24 @@ AGENT_RULES = (
 )
 
 
+@extend_schema_view(
+    list=extend_schema(
+        summary="Statistics of every agent",
+        description=(
+            "Per-agent metrics (chats accepted, missed, messages, response times, rating) over a window, one row per "
+            "agent of the widget, paged with `cursor` and `limit`. Window: `period` (`today`, `yesterday`, `week` "
+            "from Monday, `month` from the 1st, Europe/Moscow) or `from`/`to`; the trailing 30 days when neither is "
+            "given. `metric` picks metrics."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Statistics of one agent",
+        description=(
+            "The same metrics for one agent of the widget over the same kind of window (`period` or `from`/`to`, "
+            "trailing 30 days by default). A foreign or unknown agent is 404."
+        ),
+    ),
+)
 class AgentStatsViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
     """Per-agent statistics: GET /v1/agents/stats (every agent, by id, paginated) and
     GET /v1/agents/{id}/stats (one agent of this widget; a foreign id is 404)."""

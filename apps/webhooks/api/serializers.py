@@ -6,6 +6,7 @@ from apps.core.api.serializers import InputSerializer
 
 from ..catalogue import NATIVE_NAMES
 from ..models import Delivery
+from ..redelivery import OUTCOMES
 
 
 class SubscriptionDoc(serializers.Serializer):
@@ -18,7 +19,18 @@ class SubscriptionDoc(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class SubscriptionCreatedDoc(SubscriptionDoc):
+NOT_LIVE_HELP = (
+    "The subscribed events that are `Wired` now (see `GET /api/v1/webhook-events`): the subscription "
+    "is saved, but nothing is delivered for these until they are enabled platform-wide. Empty when "
+    "every subscribed event is `Live`."
+)
+
+
+class SubscriptionWrittenDoc(SubscriptionDoc):
+    not_live_events = serializers.ListField(child=serializers.CharField(), help_text=NOT_LIVE_HELP)
+
+
+class SubscriptionCreatedDoc(SubscriptionWrittenDoc):
     secret = serializers.CharField(help_text="Shown once; never readable again.")
 
 
@@ -27,13 +39,49 @@ class SecretDoc(serializers.Serializer):
     secret = serializers.CharField(help_text="The new secret, shown once; the old one stops working now.")
 
 
+class AttemptDoc(serializers.Serializer):
+    number = serializers.IntegerField(help_text="1 to 4.")
+    at = serializers.DateTimeField(help_text="When the attempt started.")
+    outcome = serializers.ChoiceField(
+        choices=list(OUTCOMES),
+        help_text="`delivered`: a 2xx answer. `http_error`: any other status (3xx included: redirects are "
+        "never followed), see `status_code`. `timeout`: no connection within 3 s or no byte for 10 s; "
+        "`deadline_exceeded`: the whole attempt passed 15 s. `tls_error`: the TLS handshake or the "
+        "certificate was refused. `connection_error`: refused, reset or closed without an answer. "
+        "`resolve_failed`: the host name did not resolve. `invalid_response`: not a readable HTTP answer. "
+        "`response_too_large`: an answer over 64 KiB. `blocked`: the destination resolves to an address "
+        "that is never called (private, link-local...): permanent, no retry. `missing_secret`: the "
+        "signing secret could not be read: permanent.",
+    )
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="The raw reason (`http_500`, `tls_error`, `blocked:address_not_allowed`...); null on success.",
+    )
+    status_code = serializers.IntegerField(
+        allow_null=True, help_text="The receiver's HTTP status; null when none came."
+    )
+    duration_ms = serializers.IntegerField(help_text="From the start of the attempt to its end, in milliseconds.")
+    response_excerpt = serializers.CharField(
+        allow_null=True,
+        help_text="The first 256 bytes of the receiver's answer body, decoded as UTF-8, with personal data "
+        "masked as in `payload`; null when the answer had no body or none came.",
+    )
+
+
 class DeliveryDoc(serializers.Serializer):
     delivery_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=Delivery.Status.values)
     event_type = serializers.CharField()
     payload = serializers.JSONField(help_text="What was sent, without button_id, personal data masked as [скрыто].")
     is_redeliverable = serializers.BooleanField()
-    attempts = serializers.IntegerField()
+    attempts = serializers.IntegerField(help_text="How many attempts were made (at most 4).")
+    attempt_log = AttemptDoc(many=True, help_text="Every attempt made, oldest first.")
+    next_attempt_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the next attempt is due (waits of 10, 20 and 40 s after failed attempts 1, 2 and 3); "
+        "null once the delivery is `delivered`, `failed` or `skipped`. While an attempt is in flight it "
+        "shows the time the engine would retry it if its worker died.",
+    )
     created_at = serializers.DateTimeField()
 
 

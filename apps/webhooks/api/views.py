@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -35,6 +35,63 @@ def subscription_payload(sub: Subscription) -> dict:
     }
 
 
+def _not_live(sub: Subscription) -> list[str]:
+    return catalogue.not_live(list(sub.events), legacy=sub.is_legacy_compat)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List webhook subscriptions",
+        description="Webhook subscriptions of the token's widget, newest first; the secret is never included.",
+    ),
+    create=extend_schema(
+        summary="Create a webhook subscription",
+        description=(
+            "`{url, events, secret?, is_legacy_compat?}`: an https URL resolving to a public address, 1 to 20 event "
+            "names (native, or the five legacy names with `is_legacy_compat`). The secret is generated (`whsec_...`) "
+            "when omitted and answered once. `not_live_events` names the subscribed events that are `Wired`: "
+            "accepted, but not delivered until enabled."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="Get a webhook subscription",
+        description="One subscription of the widget (never its secret). A foreign or unknown id is 404.",
+    ),
+    partial_update=extend_schema(
+        summary="Update a webhook subscription",
+        description=(
+            "Merge-safe `{url?, events?, is_active?, is_legacy_compat?}`; `secret` is not patchable (422: use "
+            "rotate-secret). The answer names the `not_live_events`, as on create."
+        ),
+    ),
+    destroy=extend_schema(
+        summary="Delete a webhook subscription",
+        description="Deletes the subscription; its queued deliveries are dropped silently.",
+    ),
+    redeliver=extend_schema(
+        summary="Redeliver a delivery",
+        description=(
+            "`{delivery_id}` from the delivery log: the stored event is sent again with a new `X-Service-Delivery` "
+            "and the same idempotency key, in the envelope the subscription uses now (named in the 202 answer). "
+            "Pending rows and legacy-envelope rows are not redeliverable (422)."
+        ),
+    ),
+    deliveries=extend_schema(
+        summary="List a subscription's deliveries",
+        description=(
+            "The delivery log, newest first: status, the masked payload, every attempt (time, outcome, HTTP status, "
+            "duration, the first bytes of the answer) and when the next attempt is due. Filters `status` and "
+            "`event_type`. The only source of `delivery_id`."
+        ),
+    ),
+    rotate_secret=extend_schema(
+        summary="Rotate a subscription's secret",
+        description=(
+            "`{secret?}` (16 to 256 characters; generated when omitted). The new secret is answered once and replaces "
+            "the old one at once, also for queued retries (no overlap)."
+        ),
+    ),
+)
 class SubscriptionViewSet(
     WidgetScopedViewSet,
     mixins.ListModelMixin,
@@ -67,18 +124,21 @@ class SubscriptionViewSet(
     def create(self, request):
         data = self.validated(s.SubscriptionCreateInput)
         sub, secret = services.create_subscription(widget=request.widget, **data)
-        return Response({**subscription_payload(sub), "secret": secret}, status=status.HTTP_201_CREATED)
+        return Response(
+            {**subscription_payload(sub), "not_live_events": _not_live(sub), "secret": secret},
+            status=status.HTTP_201_CREATED,
+        )
 
     @extend_schema(responses={200: s.SubscriptionDoc})
     def retrieve(self, request, pk=None):
         return Response(subscription_payload(self.get_object()))
 
-    @extend_schema(request=s.SubscriptionPatchInput, responses={200: s.SubscriptionDoc})
+    @extend_schema(request=s.SubscriptionPatchInput, responses={200: s.SubscriptionWrittenDoc})
     def partial_update(self, request, pk=None):
         sub = self.get_object()
         data = self.validated(s.SubscriptionPatchInput, partial=True)
         sub = services.update_subscription(widget=request.widget, subscription=sub, changes=dict(data))
-        return Response(subscription_payload(sub))
+        return Response({**subscription_payload(sub), "not_live_events": _not_live(sub)})
 
     @extend_schema(responses={204: None})
     def destroy(self, request, pk=None):
@@ -107,20 +167,7 @@ class SubscriptionViewSet(
         if query.get("event_type"):
             rows = rows.filter(event_type=query["event_type"])
         page = self.paginate_queryset(rows)
-        return self.get_paginated_response(
-            [
-                {
-                    "delivery_id": str(d.delivery_id),
-                    "status": d.status,
-                    "event_type": d.event_type,
-                    "payload": d.payload,
-                    "is_redeliverable": services.is_redeliverable(d, sub),
-                    "attempts": d.attempts,
-                    "created_at": d.created_at.isoformat(),
-                }
-                for d in page
-            ]
-        )
+        return self.get_paginated_response([services.log_row(d, sub) for d in page])
 
     @extend_schema(request=s.RotateSecretInput, responses={200: s.SecretDoc})
     @action(detail=True, methods=["post"], url_path="rotate-secret")
@@ -131,6 +178,15 @@ class SubscriptionViewSet(
         return Response({"id": sub.pk, "secret": secret})
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="List webhook events",
+        description=(
+            "Every subscribable event name, native and legacy, with its `vocabulary`, whether it is `enabled` "
+            "(`Live`) or `Wired` (accepted, not delivered yet), what triggers it and its data members."
+        ),
+    ),
+)
 class EventCatalogueView(ScopedAPIView):
     """Every subscribable event name, native and legacy, with `vocabulary`, `enabled`, `triggered_by`."""
 

@@ -54,6 +54,7 @@ class Reply:
     location: str | None = None  # sent as Location (with a 3xx status: a redirect)
     drop: bool = False  # close the connection without any answer
     trickle: float = 0.0  # write the answer one byte at a time, this many seconds apart
+    body: bytes = b"ok"  # the answer's body (text/plain)
 
 
 @dataclass
@@ -160,9 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.location is not None:
                 self.send_header("Location", reply.location)
             self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(reply.body)
             self.wfile.flush()
         hit.answered_at = time.time()
 

@@ -37,7 +37,8 @@ _NULLABLE = {
     "str": {"type": ["string", "null"]},
     "bool": {"type": ["boolean", "null"]},
     "obj": {"type": ["object", "null"]},
-    "arr": {"type": ["array", "null"]},
+    # `items` always: generators (openapi-python-client) drop a model whose array has none.
+    "arr": {"type": ["array", "null"], "items": {}},
 }
 _MEMBER_SCHEMAS = {
     "type": {
@@ -89,7 +90,15 @@ _MEMBER_SCHEMAS = {
     "properties": {**_NULLABLE["obj"], "description": "device_profiles: per device, the overridable members."},
     "keys": {**_NULLABLE["obj"], "description": "translation matrix: the locale keys."},
     "values": {**_NULLABLE["obj"], "description": "translation matrix: the texts of one locale."},
-    "aliases": {**_NULLABLE["arr"], "description": "`[{value, means}]`: accepted alias values."},
+    "aliases": {
+        **_NULLABLE["arr"],
+        "items": {
+            "type": "object",
+            "properties": {"value": {}, "means": {}},
+            "required": ["value", "means"],
+        },
+        "description": "`[{value, means}]`: accepted alias values.",
+    },
 }
 
 

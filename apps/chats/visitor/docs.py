@@ -1,0 +1,81 @@
+"""Documented shapes of the visitor API's answers (OpenAPI only: the views build plain dicts with
+apps.chats.payloads and serializers.py; tests check real answers against these)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, StickerDoc
+from ..models import Message
+
+
+class VisitorConfigDoc(serializers.Serializer):
+    button_guid = serializers.CharField()
+    name = serializers.CharField(help_text="The widget's name.")
+    language = serializers.CharField(help_text="`auto` or a language code (widget_default_language).")
+    online = serializers.BooleanField(help_text="An operator is connected now (live, never cached).")
+    features = serializers.DictField(help_text="Switches the embed script reads (`rating`, `offline_form`, ...).")
+    settings = serializers.DictField(required=False, help_text="Every public appearance setting, as rendered.")
+    texts = serializers.DictField(required=False, help_text="Interface texts per enabled locale.")
+    icon_urls = serializers.DictField(required=False, help_text="Absolute URLs of the custom icons in use.")
+
+
+class VisitorSessionDoc(serializers.Serializer):
+    session_token = serializers.CharField(
+        help_text="Shown once: send it as `Authorization: Visitor <session_token>` and as `?session=` of the websocket."
+    )
+    client_id = serializers.CharField(help_text="The new contact's 32-character guid.")
+
+
+class VisitorAuthorDoc(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Message.Author.values)
+    name = serializers.CharField(allow_blank=True, help_text="The operator's display name; empty for the visitor.")
+
+
+class VisitorMessageDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.IntegerField()
+    type = serializers.ChoiceField(choices=Message.Type.values)
+    body = serializers.CharField(allow_blank=True)
+    markdown = serializers.CharField(allow_null=True)
+    file = FileRefDoc(allow_null=True)
+    url = serializers.CharField(allow_null=True, help_text="Short-lived download URL of a file or image.")
+    coords = CoordsDoc(allow_null=True)
+    sticker = StickerDoc(allow_null=True)
+    keyboard = KeyboardDoc(allow_null=True, help_text="Link buttons of a `keyboard` message.")
+    author = VisitorAuthorDoc()
+    seen = serializers.BooleanField(help_text="An operator has seen it (visitor messages).")
+    created_at = serializers.DateTimeField()
+
+
+class VisitorMessageListDoc(serializers.Serializer):
+    data = VisitorMessageDoc(many=True, help_text="Oldest first, at most 200.")
+
+
+class VisitorMessageCreatedDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class VisitorTypingDoc(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["accepted"])
+    forwarded = serializers.BooleanField(help_text="False when coalesced (about one per 5 s per chat) or no chat yet.")
+
+
+class VisitorRatingDoc(serializers.Serializer):
+    chat_id = serializers.IntegerField()
+    value = serializers.IntegerField(min_value=1, max_value=5)
+    comment = serializers.CharField(allow_blank=True)
+
+
+class VisitorFileDoc(serializers.Serializer):
+    id = serializers.IntegerField(help_text="Send it as `file_id` of a `file` or `image` message.")
+    name = serializers.CharField()
+    content_type = serializers.CharField()
+    size = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class VisitorFileUploadDoc(serializers.Serializer):
+    file = serializers.FileField(help_text="The file, at most 10 MB; the form holds nothing else.")

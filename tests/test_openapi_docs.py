@@ -1,0 +1,170 @@
+"""The OpenAPI document reads well to an integrator and to generators (issue 18):
+
+- every operation, of every app (routes added later included), has a summary and a description
+  of its own: summaries unique, descriptions unique (scope footers aside), none copied from a
+  docstring of one of our base classes;
+- no schema description is a docstring inherited from a base class of ours (`InputSerializer`'s
+  "Base of every XInput serializer" reached 18 input schemas);
+- every array schema says what its members are (`items`): openapi-python-client drops a model
+  holding an array without them;
+- the visitor API is documented under its own tag with the `Visitor` security scheme.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from collections import Counter
+
+import pytest
+from django.test import override_settings
+from drf_spectacular.generators import SchemaGenerator
+
+from apps.core.api.schema import own_doc
+
+pytestmark = pytest.mark.django_db
+
+METHODS = ("get", "post", "put", "patch", "delete")
+FOOTER = re.compile(r"\s*\*\*Scopes\*\* \(any one\):.*$", re.S)
+
+
+@pytest.fixture(scope="module")
+def doc(django_db_blocker) -> dict:
+    with django_db_blocker.unblock(), override_settings(SCHEMA_INCLUDE_TEST_ROUTES=False):
+        return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(doc):
+    for path, item in doc["paths"].items():
+        for method in METHODS:
+            if method in item:
+                yield f"{method.upper()} {path}", item[method]
+
+
+def described(op: dict) -> str:
+    return FOOTER.sub("", op.get("description", "")).strip()
+
+
+def base_class_docstrings() -> set[str]:
+    """Docstrings of our classes that other classes inherit from (base views, base serializers,
+    mixins): text written for the code's readers, which must never reach the document."""
+    docs = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("apps.") or module is None:
+            continue
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != name or not cls.__subclasses__():
+                continue
+            text = own_doc(cls)
+            if text:
+                docs.add(text)
+    return docs
+
+
+def test_every_operation_has_a_summary_and_a_description(doc):
+    missing = [key for key, op in operations(doc) if not op.get("summary") or not described(op)]
+    assert not missing, f"operations without a summary or a description: {missing}"
+
+
+def test_summaries_are_unique(doc):
+    counts = Counter(op["summary"] for _, op in operations(doc) if op.get("summary"))
+    assert not [s for s, n in counts.items() if n > 1]
+
+
+def test_descriptions_are_not_shared_between_operations(doc):
+    by_text: dict[str, list[str]] = {}
+    for key, op in operations(doc):
+        by_text.setdefault(described(op), []).append(key)
+    shared = {text[:60]: keys for text, keys in by_text.items() if len(keys) > 1}
+    assert not shared, f"operations sharing one description: {shared}"
+
+
+def test_no_description_is_a_docstring_of_our_base_classes(doc):
+    internal = base_class_docstrings()
+    assert any("XInput" in text for text in internal)  # the detector sees InputSerializer's docstring
+    leaks = [key for key, op in operations(doc) if described(op) in internal]
+    for name, schema in doc["components"]["schemas"].items():
+        if inspect.cleandoc(schema.get("description", "")) in internal:
+            leaks.append(f"schema {name}")
+    assert not leaks, f"internal docstrings shown as descriptions: {leaks}"
+
+
+def _walk(node, path=""):
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _walk(value, f"{path}/{index}")
+
+
+def test_every_array_schema_declares_its_items(doc):
+    bare = []
+    for path, node in _walk(doc):
+        kind = node.get("type")
+        is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
+        if is_array and "items" not in node and "prefixItems" not in node:
+            bare.append(path)
+    assert not bare, bare
+
+
+def test_message_send_says_when_agent_id_is_required(doc):
+    member = doc["components"]["schemas"]["MessageInputRequest"]["properties"]["agent_id"]
+    assert "Required when the chat has no assigned agent" in member["description"]
+    op = doc["paths"]["/api/v1/chats/{id}/messages"]["post"]
+    assert "`agent_id`" in op["description"] and "required when the chat has no assigned agent" in op["description"]
+
+
+def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
+    scheme = doc["components"]["securitySchemes"]["Visitor"]
+    assert scheme == {**scheme, "type": "http", "scheme": "Visitor"}
+    visitor = {key: op for key, op in operations(doc) if " /api/visitor/v1/" in key}
+    assert set(visitor) == {
+        "GET /api/visitor/v1/{button_guid}/config",
+        "POST /api/visitor/v1/{button_guid}/sessions",
+        "GET /api/visitor/v1/{button_guid}/messages",
+        "POST /api/visitor/v1/{button_guid}/messages",
+        "POST /api/visitor/v1/{button_guid}/typing",
+        "POST /api/visitor/v1/{button_guid}/rating",
+        "POST /api/visitor/v1/{button_guid}/offline",
+        "POST /api/visitor/v1/{button_guid}/files",
+    }
+    for key, op in visitor.items():
+        assert op["tags"] == ["visitor"], key
+        public = key.endswith(("/config", "/sessions"))
+        assert op["security"] == ([] if public else [{"Visitor": []}]), key
+        assert ("401" in op["responses"]) is not public, key
+        assert "x-scopes" not in op
+    send = doc["paths"]["/api/visitor/v1/{button_guid}/messages"]["post"]
+    body = send["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(doc["components"]["schemas"][body]["properties"]) == {"type", "body", "file_id"}
+
+
+def test_visitor_answers_match_their_documented_shapes(client, widget, doc):
+    """Real answers of the visitor API against the document's schemas (members and types)."""
+    import jsonschema
+
+    components = {"components": doc["components"]}
+
+    def check(path: str, method: str, status: int, body: dict) -> None:
+        schema = doc["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+        jsonschema.validate(body, {**schema, **components}, cls=jsonschema.Draft202012Validator)
+
+    base = f"/api/visitor/v1/{widget.button_guid}"
+    started = client.post(f"{base}/sessions", {"name": "Ann"}, content_type="application/json")
+    assert started.status_code == 201
+    check("/api/visitor/v1/{button_guid}/sessions", "post", 201, started.json())
+    auth = {"HTTP_AUTHORIZATION": f"Visitor {started.json()['session_token']}"}
+    sent = client.post(f"{base}/messages", {"type": "text", "body": "hello"}, content_type="application/json", **auth)
+    assert sent.status_code == 201
+    check("/api/visitor/v1/{button_guid}/messages", "post", 201, sent.json())
+    listed = client.get(f"{base}/messages", **auth)
+    check("/api/visitor/v1/{button_guid}/messages", "get", 200, listed.json())
+    assert listed.json()["data"][0]["body"] == "hello"
+    check("/api/visitor/v1/{button_guid}/config", "get", 200, client.get(f"{base}/config").json())
+    typing = client.post(f"{base}/typing", {"state": "start"}, content_type="application/json", **auth)
+    check("/api/visitor/v1/{button_guid}/typing", "post", 202, typing.json())
+    rated = client.post(f"{base}/rating", {"value": 5}, content_type="application/json", **auth)
+    check("/api/visitor/v1/{button_guid}/rating", "post", 201, rated.json())
