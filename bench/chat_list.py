@@ -2,7 +2,7 @@
 answering the same bytes (bench.lib.floor_views.chat_list). Target: ratio at most 2.
 
 Cases: no filter; status=active; has_client_messages=1; a deep page (the keyset cursor of the row
-at offset 50 000, or half the list at smaller scales, signed as the API signs its next_cursor).
+at offset 50 000, or half the list at smaller scales, sealed as the API seals its next_cursor).
 Before timing, each case checks that the floor's SQL is the statement the API runs and that both
 answer identical bytes (printed, not asserted).
 """
@@ -35,13 +35,12 @@ def main() -> int:
     data = prepare(NAME)
     if data is None:
         return 0
-    from django.core import signing
-
+    from apps.core.api.pagination import seal_cursor
     from bench.lib.checks import first_difference, floor_runs_api_sql
-    from bench.lib.floor_views import CURSOR_SALT, chat_list_sql
+    from bench.lib.floor_views import chat_list_sql, cursor_context
 
     at, pk = deep_position(data.widget_id, min(50_000, int(100_000 * data.scale) // 2))
-    deep_cursor = signing.dumps([{"dt": at.isoformat()}, pk], salt=CURSOR_SALT, compress=True)
+    deep_cursor = seal_cursor([{"dt": at.isoformat()}, pk], context=cursor_context(data.widget_id))
     cases = [
         (NAME, {}, {}, {}),
         (f"{NAME}_status", {"status": "active"}, {"status": "active"}, {"status": "active"}),
@@ -67,7 +66,7 @@ def main() -> int:
                 params={"widget": data.widget_id, "limit": LIMIT, "after": f"{last['created_at']},{last['id']}"},
             )
         ).content
-        print(f"{NAME}: page 2 by next_cursor vs floor: {first_difference(page2, floor2)}")
+        print(f"{NAME}: page 2 by next_cursor vs floor: {first_difference(page2, floor2, data.widget_id)}")
 
         for name, api_params, floor_params, sql_params in cases:
             ours_params = {"limit": LIMIT, **api_params}
@@ -78,7 +77,7 @@ def main() -> int:
             floor_body = expect(floor_session.get(floor_url, params=floor_all)).content
             print(
                 f"{name}: floor runs the API's SQL: {'yes' if same_sql else 'NO'}; "
-                f"bytes: {first_difference(ours_body, floor_body)}"
+                f"bytes: {first_difference(ours_body, floor_body, data.widget_id)}"
             )
 
             def ours(params=ours_params):

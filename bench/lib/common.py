@@ -13,6 +13,7 @@ Knobs: BENCH_ROUNDS (default 5), BENCH_ITERATIONS (per benchmark default), BENCH
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import statistics
@@ -27,6 +28,7 @@ from pathlib import Path
 import requests
 
 from .env import ROOT, migrations_pending, postgres_problem, setup_django
+from .targets import bench, info
 
 LOG_DIR = ROOT / "var" / "bench"
 
@@ -36,15 +38,16 @@ def env_int(name: str, default: int) -> int:
     return int(raw) if raw.strip() else default
 
 
-def bench_line(name: str, *, ours, floor, ratio, target, unit: str) -> str:
-    def fmt(value) -> str:
-        if isinstance(value, float):
-            return f"{value:.2f}"
-        return str(value)
-
-    line = f"BENCH {name} ours={fmt(ours)} floor={fmt(floor)} ratio={fmt(ratio)} target={fmt(target)} {unit}"
-    print(line, flush=True)
-    return line
+def bench_line(name: str, *, ours, floor, ratio, target, unit: str) -> bool | None:
+    """The BENCH line of a figure and its target (bench.lib.targets: a check such as "ratio<=2" or
+    "ours<20"; a bare number means ratio<=number); target None prints an INFO line instead."""
+    if target is None:
+        info(name, ours=ours, floor=floor, ratio=ratio, unit=unit)
+        return None
+    if isinstance(target, int | float):
+        target = f"ratio<={target}"
+    ratio = ratio if isinstance(ratio, int | float) else None
+    return bench(name, unit=unit, target=target, ours=ours, floor=floor, ratio=ratio)
 
 
 def skipped(name: str, reason: str) -> None:
@@ -76,14 +79,17 @@ def prepare(name: str) -> Dataset | None:
 
     from apps.chats.models import Chat
     from apps.core.auth.scopes import ALL_SCOPES
-    from apps.core.models import Widget
+    from apps.core.models import ApiToken, Widget
     from apps.core.services import issue_token
 
     from .seed import MAIN_WIDGET_NAME, TRANSCRIPT_CONTACT_NAME, ensure_seeded
 
     scale = ensure_seeded()
     widget = Widget.objects.get(name=MAIN_WIDGET_NAME)
-    token = issue_token(widget=widget, scopes=sorted(ALL_SCOPES), name="bench").plaintext
+    issued = issue_token(widget=widget, scopes=sorted(ALL_SCOPES), name="bench")
+    token = issued.plaintext
+    # The token goes when the benchmark ends, so runs leave no rows behind.
+    atexit.register(lambda pk=issued.token.pk: ApiToken.objects.filter(pk=pk).delete())
     chat = Chat.objects.get(widget=widget, contact__name=TRANSCRIPT_CONTACT_NAME)
     print(f"{name}: data set scale {scale}, widget {widget.pk}, transcript chat {chat.pk}", flush=True)
     return Dataset(scale=scale, widget_id=widget.pk, token=token, transcript_chat_id=chat.pk)
@@ -99,10 +105,15 @@ def free_port() -> int:
 
 
 class Server:
-    """The service under uvicorn in a subprocess; use as a context manager."""
+    """The service under uvicorn in a subprocess; use as a context manager.
 
-    def __init__(self, name: str):
+    With `workers`, it is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers:
+    uvicorn's --workers supervisor above one process), so ours and the floor share the process count."""
+
+    def __init__(self, name: str, *, workers: int | None = None, env: dict[str, str] | None = None):
         self.name = name
+        self.workers = workers
+        self.extra_env = env or {}
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -116,14 +127,17 @@ class Server:
             DEBUG="0",
             API_RATE_LIMIT_PER_MINUTE="1000000000",
             PYTHONPATH=str(ROOT),
+            **self.extra_env,
         )
+        command = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
+        if self.workers is not None:
+            env["WEB_CONCURRENCY"] = str(self.workers)
+            env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+            command = [str(ROOT / "scripts" / "web.sh")]
         with open(LOG_DIR / f"{self.name}.server.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "config.asgi:application",
+                    *command,
                     "--host",
                     "127.0.0.1",
                     "--port",
@@ -242,5 +256,5 @@ def compare(
     return statistics.median(ours_rounds), statistics.median(floor_rounds)
 
 
-def report_latency(name: str, ours_ms: float, floor_ms: float, *, target) -> str:
+def report_latency(name: str, ours_ms: float, floor_ms: float, *, target) -> bool | None:
     return bench_line(name, ours=ours_ms, floor=floor_ms, ratio=ours_ms / floor_ms, target=target, unit="ms")

@@ -5,8 +5,11 @@ bench.lib.settings; the tenant is a `widget` query parameter because there is no
 - chat_list: runs the SQL our list runs (built once per distinct request by the same ORM calls:
   the base viewset's tenant filter, select_related, selectors.filter_chats, the keyset ordering,
   cursor condition and limit + 1) and renders the same JSON with an inline dict and json.dumps.
-- send_message: in one transaction, the rows our send writes: lock the chat, insert the message,
-  update the chat's facts, insert the outbox event and the idempotency key.
+- send_message / visitor_message: the same service call as ours (so the same SQL, statistics
+  rollups, outbox row, push and Celery hand-off) from a plain view; left out is exactly the API
+  layer (authentication and scope lookups, the rate-limit counter, the idempotency lookup, DRF's
+  parsing, validation and rendering). bench/message_send.py prints both statement lists.
+- subscription_list: the SQL of our webhook subscription list, the same JSON.
 - transcript: `COPY (SELECT the transcript's rows) TO STDOUT`, streamed from an async generator
   in pieces of about 64 KiB.
 """
@@ -14,19 +17,24 @@ bench.lib.settings; the tenant is a `widget` query parameter because there is no
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import datetime
 
 import psycopg
 from django.conf import settings
-from django.core import signing
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.http import HttpResponse, HttpResponseNotFound, StreamingHttpResponse
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-CURSOR_SALT = "cursor:apps.chats.api.views.ChatViewSet"  # KeysetPagination._salt of ChatViewSet
+from apps.core.api.pagination import seal_cursor
+
+CURSOR_VIEW = "cursor:apps.chats.api.views.ChatViewSet"  # KeysetPagination._context of ChatViewSet
+
+
+def cursor_context(widget_id) -> str:
+    return f"{CURSOR_VIEW}:widget:{widget_id}"
+
+
 ORDERING = ("-created_at", "-id")
 MAX_BODY_CHARS = 64 * 1024
 TRANSCRIPT_ROWS = 50_001
@@ -155,60 +163,121 @@ def chat_list(request):
     next_cursor = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        next_cursor = signing.dumps(
-            [{"dt": last[c["created_at"]].isoformat()}, last[c["id"]]], salt=CURSOR_SALT, compress=True
+        next_cursor = seal_cursor(
+            [{"dt": last[c["created_at"]].isoformat()}, last[c["id"]]], context=cursor_context(params["widget"])
         )
     body = json.dumps({"data": data, "next_cursor": next_cursor}, ensure_ascii=False, separators=(",", ":"))
     return HttpResponse(body.encode(), content_type="application/json")
 
 
+def _idempotency_row(cursor, widget_id: int, key: str, path: str, resource_id, now) -> None:
+    """The idempotency key row our API stores for a write (the floor never looks one up)."""
+    cursor.execute(
+        "INSERT INTO core_idempotencykey (widget_id, key, method, path, response_status, resource_id, location, "
+        "created_at) VALUES (%s, %s, 'POST', %s, 202, %s, '', %s)",
+        (widget_id, key, path[:500], str(resource_id), now),
+    )
+
+
 @csrf_exempt
 def send_message(request, chat_id: int):
+    """The operator's send without the API layer: the same service call as ours
+    (apps.chats.services.post_agent_message: the chat locked, the message row, the chat's facts,
+    the statistics rollups, the outbox row, the push to the websocket groups and the Celery hand-off
+    after commit) plus the idempotency key row, in one transaction."""
+    from apps.chats import services as chat_services
+    from apps.chats.models import Chat
+    from apps.core.models import Widget
+
     widget_id = int(request.GET["widget"])
     key = request.headers["X-Service-Idempotency-Key"]
     payload = json.loads(request.body)
-    now = timezone.now()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.agent_id, ct.guid, w.button_guid FROM chats_chat c "
-            "JOIN chats_contact ct ON ct.id = c.contact_id JOIN core_widget w ON w.id = c.widget_id "
-            "WHERE c.id = %s AND c.widget_id = %s FOR UPDATE OF c",
-            (chat_id, widget_id),
-        )
-        row = cursor.fetchone()
-        if row is None:
+    with transaction.atomic():
+        try:
+            message = chat_services.post_agent_message(
+                widget=Widget(pk=widget_id),
+                chat=Chat(pk=chat_id, widget_id=widget_id),
+                agent=None,
+                data=chat_services.MessageInput(type=payload["type"], body=payload.get("body", "")),
+            )
+        except Chat.DoesNotExist:
             return HttpResponseNotFound()
-        agent_id, contact_guid, button_guid = row
-        cursor.execute(
-            "INSERT INTO chats_message (widget_id, chat_id, type, body, markdown, origin, author_kind, agent_id, "
-            "visibility, created_at) VALUES (%s, %s, %s, %s, '', '', 'agent', %s, 'public', %s) RETURNING id",
-            (widget_id, chat_id, payload["type"], payload.get("body", ""), agent_id, now),
-        )
-        message_id = cursor.fetchone()[0]
-        cursor.execute(
-            "UPDATE chats_chat SET last_message_id = %s, last_message_at = %s, updated_at = %s WHERE id = %s",
-            (message_id, now, now, chat_id),
-        )
-        event = {
-            "chat_id": chat_id,
-            "message_id": message_id,
-            "client_id": contact_guid,
-            "author_type": "OPERATOR",
-            "source": "api",
-            "button_guid": button_guid,
-        }
-        cursor.execute(
-            "INSERT INTO core_outboxevent (id, widget_id, type, data, created_at, attempts) "
-            "VALUES (%s, %s, 'message.created', %s::jsonb, %s, 0)",
-            (uuid.uuid4(), widget_id, json.dumps(event), now),
-        )
-        cursor.execute(
-            "INSERT INTO core_idempotencykey (widget_id, key, method, path, response_status, resource_id, location, "
-            "created_at) VALUES (%s, %s, 'POST', %s, 202, %s, '', %s)",
-            (widget_id, key, request.path[:500], str(message_id), now),
-        )
-    body = json.dumps({"status": "accepted", "id": message_id, "chat_id": chat_id, "created_at": now.isoformat()})
+        with connection.cursor() as cursor:
+            _idempotency_row(cursor, widget_id, key, request.path, message.pk, message.created_at)
+    body = json.dumps(
+        {"status": "accepted", "id": message.pk, "chat_id": chat_id, "created_at": message.created_at.isoformat()}
+    )
     return HttpResponse(body.encode(), status=202, content_type="application/json")
+
+
+@csrf_exempt
+def visitor_message(request, contact_id: int):
+    """The visitor's message without the API layer: the same service call as ours
+    (apps.chats.visitor.services.send_message: the room read, then post_client_message: the chat
+    locked, the message row, the chat's facts, the statistics rollups, the outbox row, the push and
+    the hand-off after commit). The contact is named by id: no widget lookup by button_guid and no
+    session lookup by token."""
+    from apps.chats import services as chat_services
+    from apps.chats.models import Contact
+    from apps.chats.visitor import services as visitor_services
+    from apps.core.models import Widget
+
+    widget = Widget(pk=int(request.GET["widget"]))
+    contact = Contact(pk=contact_id, widget_id=widget.pk, guid=request.GET["guid"])
+    payload = json.loads(request.body)
+    message = visitor_services.send_message(
+        widget=widget,
+        contact=contact,
+        data=chat_services.MessageInput(type=payload["type"], body=payload.get("body", "")),
+    )
+    body = json.dumps({"id": message.pk, "chat_id": message.chat_id, "created_at": message.created_at.isoformat()})
+    return HttpResponse(body.encode(), status=201, content_type="application/json")
+
+
+_subscription_sql: dict[tuple, tuple[str, tuple, dict[str, int]]] = {}
+
+
+def subscription_list_sql(*, widget_id: int, limit: int) -> tuple[str, tuple, dict[str, int]]:
+    """The SQL of our webhook subscription list page (the scoped queryset, the keyset ordering and
+    limit + 1, built by the same ORM calls), and the position of each selected column."""
+    from apps.core.models import Widget
+    from apps.webhooks.models import Subscription
+
+    queryset = Subscription.objects.all().filter(widget=Widget(pk=widget_id)).order_by(*ORDERING)
+    compiler = queryset[: limit + 1].query.get_compiler(using="default")
+    sql, params = compiler.as_sql()
+    positions = {expr.target.column: i for i, (expr, _, _) in enumerate(compiler.select)}
+    return sql, tuple(params), positions
+
+
+def subscription_list(request):
+    """GET /api/v1/webhook-subscriptions without the API layer: the same SQL, the same JSON (the
+    benchmark's page holds every subscription, so there is no next_cursor to sign)."""
+    widget_id, limit = int(request.GET["widget"]), int(request.GET.get("limit", "20"))
+    compiled = _subscription_sql.get((widget_id, limit))
+    if compiled is None:
+        compiled = _subscription_sql[(widget_id, limit)] = subscription_list_sql(widget_id=widget_id, limit=limit)
+    sql, params, pos = compiled
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if len(rows) > limit:
+        return HttpResponse(b"the floor renders one page only", status=500)
+    events_at = pos["events"]
+    data = [
+        {
+            "id": r[pos["id"]],
+            "url": r[pos["url"]],
+            "events": list(r[events_at] if not isinstance(r[events_at], str) else json.loads(r[events_at])),
+            "is_active": r[pos["is_active"]],
+            "is_legacy_compat": r[pos["is_legacy_compat"]],
+            "created_at": r[pos["created_at"]].isoformat(),
+            "updated_at": r[pos["updated_at"]].isoformat(),
+        }
+        for r in rows
+    ]
+    body = json.dumps({"data": data, "next_cursor": None}, ensure_ascii=False, separators=(",", ":"))
+    return HttpResponse(body.encode(), content_type="application/json")
 
 
 TRANSCRIPT_COPY = """

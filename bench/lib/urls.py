@@ -10,5 +10,7 @@ urlpatterns = [
     path("bench/chats", floor_views.chat_list),
     path("bench/chats/<int:chat_id>/messages", floor_views.send_message),
     path("bench/chats/<int:chat_id>/transcript", floor_views.transcript),
+    path("bench/visitor/<int:contact_id>/messages", floor_views.visitor_message),
+    path("bench/webhook-subscriptions", floor_views.subscription_list),
     *project_urlpatterns,
 ]

@@ -1,0 +1,163 @@
+"""Leave the database as the benchmark found it: a snapshot of everything a benchmark may change in
+a widget, restored afterwards and verified by a fingerprint taken before and after.
+
+Every model with a `widget` foreign key is covered:
+- the three big tables (messages, chats, contacts): rows added during the run are deleted (their
+  primary keys are above the largest one before the run; the ORM's delete takes what hangs on them);
+  the chats the benchmark writes into, and their statistics facts, are put back field by field;
+- every other table of the widget (statistics rollups, outbox events, idempotency keys, tokens,
+  webhook subscriptions, visitor sessions, ...): its rows are snapshotted whole; rows added are
+  deleted and changed rows are put back.
+
+The fingerprint is the count and largest primary key of each big table plus a digest of every
+other table's rows of the widget and of the touched chats' rows and facts; `Restore` raises
+`NotRestored` when the fingerprints differ (the benchmark then fails).
+
+Celery hand-offs of the run's outbox events that no worker took are removed from the Redis broker
+queue too (when the broker is Redis), so no task for a deleted event is left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+BIG = ("chats.Message", "chats.Chat", "chats.Contact")
+
+
+class NotRestored(RuntimeError):
+    pass
+
+
+def _widget_models():
+    from django.apps import apps
+
+    found = []
+    for model in apps.get_models():
+        try:
+            field = model._meta.get_field("widget")
+        except Exception:
+            continue
+        if getattr(field, "many_to_one", False) or getattr(field, "one_to_one", False):
+            found.append(model)
+    return sorted(found, key=lambda m: m._meta.label)
+
+
+def _rows(queryset) -> list[dict]:
+    pk = queryset.model._meta.pk.attname
+    return list(queryset.order_by(pk).values())
+
+
+def _digest(rows: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(rows, default=str, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def fingerprint(widget_id: int, chat_ids: list[int]) -> dict[str, object]:
+    from django.db.models import Count, Max
+
+    from apps.chats.models import Chat
+    from apps.stats.models import ChatFacts
+
+    out: dict[str, object] = {}
+    for model in _widget_models():
+        queryset = model.objects.filter(widget_id=widget_id)
+        if model._meta.label in BIG:
+            out[model._meta.label] = queryset.aggregate(n=Count("pk"), top=Max("pk"))
+        elif model is not ChatFacts:
+            out[model._meta.label] = _digest(_rows(queryset))
+    out["ChatFacts.count"] = ChatFacts.objects.filter(widget_id=widget_id).count()
+    out["touched chats"] = _digest(_rows(Chat.objects.filter(pk__in=chat_ids)))
+    out["touched chat facts"] = _digest(_rows(ChatFacts.objects.filter(chat_id__in=chat_ids)))
+    return out
+
+
+class Restore:
+    """with Restore(widget_id, chat_ids): ... — snapshot on entry, restore and verify on exit."""
+
+    def __init__(self, widget_id: int, chat_ids: list[int], *, name: str):
+        self.widget_id, self.chat_ids, self.name = widget_id, list(chat_ids), name
+
+    def __enter__(self) -> Restore:
+        from django.db.models import Max
+
+        from apps.chats.models import Chat
+        from apps.stats.models import ChatFacts
+
+        self.before = fingerprint(self.widget_id, self.chat_ids)
+        self.tops, self.snapshots = {}, {}
+        for model in _widget_models():
+            queryset = model.objects.filter(widget_id=self.widget_id)
+            if model._meta.label in BIG:
+                self.tops[model] = queryset.aggregate(top=Max("pk"))["top"] or 0
+            elif model is not ChatFacts:
+                self.snapshots[model] = _rows(queryset)
+        self.chats = _rows(Chat.objects.filter(pk__in=self.chat_ids))
+        self.facts = _rows(ChatFacts.objects.filter(chat_id__in=self.chat_ids))
+        self.outbox_ids = set(self._outbox_ids())
+        return self
+
+    def _outbox_ids(self):
+        from apps.core.models import OutboxEvent
+
+        return (str(pk) for pk in OutboxEvent.objects.filter(widget_id=self.widget_id).values_list("pk", flat=True))
+
+    def __exit__(self, *exc) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        from django.db import transaction
+
+        from apps.chats.models import Chat
+        from apps.stats.models import ChatFacts
+
+        new_events = set(self._outbox_ids()) - self.outbox_ids
+        with transaction.atomic():
+            for row in self.chats:  # first: a restored chat no longer points at a message of the run
+                Chat.objects.filter(pk=row["id"]).update(**{k: v for k, v in row.items() if k != "id"})
+            for label in BIG:  # messages, then chats (with what hangs on them), then contacts
+                model = next(m for m in self.tops if m._meta.label == label)
+                model.objects.filter(widget_id=self.widget_id, pk__gt=self.tops[model]).delete()
+            had_facts = {row["chat_id"] for row in self.facts}
+            ChatFacts.objects.filter(chat_id__in=self.chat_ids).exclude(chat_id__in=had_facts).delete()
+            for row in self.facts:
+                ChatFacts.objects.filter(pk=row["chat_id"]).update(**{k: v for k, v in row.items() if k != "chat_id"})
+            for model, rows in self.snapshots.items():
+                pk = model._meta.pk.attname
+                kept = {row[pk]: row for row in rows}
+                model.objects.filter(widget_id=self.widget_id).exclude(pk__in=list(kept)).delete()
+                current = {row[pk]: row for row in _rows(model.objects.filter(widget_id=self.widget_id))}
+                for key, row in kept.items():
+                    if current.get(key) != row:
+                        model.objects.filter(pk=key).update(**{k: v for k, v in row.items() if k != pk})
+        removed = drop_queued_hand_offs(new_events)
+        after = fingerprint(self.widget_id, self.chat_ids)
+        differ = {key: (self.before[key], after.get(key)) for key in self.before if after.get(key) != self.before[key]}
+        if differ:
+            raise NotRestored(f"{self.name}: the database differs from before the run: {differ}")
+        print(
+            f"{self.name}: clean-up: the widget's rows, statistics rollups and facts are as before the run "
+            f"(fingerprint of {len(self.before)} tables checked; {removed} queued hand-offs of the run removed)",
+            flush=True,
+        )
+
+
+def drop_queued_hand_offs(event_ids: set[str]) -> int:
+    """Remove the fan-out tasks of `event_ids` that still wait in the Redis broker queue."""
+    from django.conf import settings
+
+    if not event_ids or not str(getattr(settings, "CELERY_BROKER_URL", "")).startswith("redis"):
+        return 0
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
+    removed = 0
+    for raw in client.lrange(queue, 0, -1):
+        try:
+            message = json.loads(raw)
+            args = message.get("headers", {}).get("argsrepr", "")
+        except (ValueError, AttributeError):
+            continue
+        if any(event_id in args for event_id in event_ids):
+            removed += client.lrem(queue, 1, raw)
+    return removed

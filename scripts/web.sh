@@ -1,0 +1,41 @@
+#!/usr/bin/env sh
+# The Procfile's web process: uvicorn serving config.asgi with WEB_CONCURRENCY worker processes
+# (uvicorn's own --workers supervisor: it binds the socket once, forks the workers, restarts one
+# that dies and stops them all on SIGTERM). Arguments are passed on to uvicorn.
+#
+# WEB_CONCURRENCY: the number of web processes; default the number of cores with REDIS_URL.
+# Without REDIS_URL (the embedded default of `make run`) the channel layer and operator presence
+# live inside one process, so a visitor's socket on one process would never hear the operator on
+# another: the default is then 1 process, and an explicit WEB_CONCURRENCY above 1 is refused.
+# One process runs without the supervisor (uvicorn serves in this very process, pid unchanged).
+set -eu
+
+cores="$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)"
+if [ -n "${WEB_CONCURRENCY:-}" ]; then
+  case "$WEB_CONCURRENCY" in
+    '' | *[!0-9]*)
+      echo "web: WEB_CONCURRENCY must be a whole number of processes (1 or more), not '$WEB_CONCURRENCY'" >&2
+      exit 2
+      ;;
+  esac
+  workers=$((WEB_CONCURRENCY + 0))
+  if [ "$workers" -lt 1 ]; then
+    echo "web: WEB_CONCURRENCY must be at least 1, not '$WEB_CONCURRENCY'" >&2
+    exit 2
+  fi
+  if [ "$workers" -gt 1 ] && [ -z "${REDIS_URL:-}" ]; then
+    echo "web: refused: WEB_CONCURRENCY=$workers needs REDIS_URL. Without it the channel layer and operator" \
+      "presence are in-process (the embedded default), so websockets on different processes could not" \
+      "reach each other. Set REDIS_URL (channels-redis, shared presence) or WEB_CONCURRENCY=1." >&2
+    exit 2
+  fi
+elif [ -n "${REDIS_URL:-}" ]; then
+  workers="$cores"
+else
+  workers=1
+fi
+
+if [ "$workers" -gt 1 ]; then
+  exec uvicorn config.asgi:application --workers "$workers" "$@"
+fi
+exec uvicorn config.asgi:application "$@"
