@@ -345,7 +345,7 @@ class FakeLLM:
     def _default_models(self) -> list[str]:
         return {
             "openai": ["gpt-4o-mini", "text-embedding-3-small", "whisper-1"],
-            "anthropic": ["claude-sonnet-4-5", "claude-haiku-4-5"],
+            "anthropic": ["claude-sonnet-5-5", "claude-haiku-5-5"],
             "gigachat": ["GigaChat", "GigaChat-Pro", "Embeddings"],
             "openai_compatible": ["llama3.1:8b", "nomic-embed-text"],
         }[self.flavor]

@@ -38,6 +38,14 @@ MAX_PASSES = 2
 BACKOFF_SECONDS = 0.5
 DEFAULT_DEADLINE_SECONDS = 60.0
 DEFAULT_MAX_OPERATIONS = 10
+# One operation waits at most this long for a connect or a read, so a hung member leaves time for its
+# backups (under a 45 s deadline: 20 s for the first, the rest for the next ones).
+DEFAULT_ATTEMPT_TIMEOUT_SECONDS = 20.0
+
+
+def _budget(deadline: float | None, max_operations: int) -> Budget:
+    attempt = float(getattr(settings, "AI_PROVIDER_ATTEMPT_TIMEOUT_SECONDS", DEFAULT_ATTEMPT_TIMEOUT_SECONDS))
+    return Budget(_deadline(deadline), max_operations, attempt_timeout=attempt)
 
 
 def _deadline(deadline: float | None) -> float:
@@ -203,7 +211,7 @@ def complete(
     _check_chain(chain)
     _check_messages(messages)
     started = time.monotonic()
-    budget = Budget(_deadline(deadline), max_operations)
+    budget = _budget(deadline, max_operations)
     result, index, call = _run(
         chain, budget, lambda call, config: drivers.chat(call, config, messages, max_tokens, temperature)
     )
@@ -224,7 +232,7 @@ async def acomplete(
     _check_chain(chain)
     _check_messages(messages)
     started = time.monotonic()
-    budget = Budget(_deadline(deadline), max_operations)
+    budget = _budget(deadline, max_operations)
     result, index, call = await _arun(
         chain, budget, lambda call, config: drivers.achat(call, config, messages, max_tokens, temperature)
     )
@@ -246,13 +254,13 @@ def embed(
         raise ProviderError("unsupported", provider=chain[0].provider, detail="no_embeddings")
     if not texts:
         return []
-    budget = Budget(_deadline(deadline), max_operations)
+    budget = _budget(deadline, max_operations)
     vectors, _index, _call = _run(able, budget, lambda call, config: drivers.embed(call, config, texts))
     return vectors
 
 
 def _single(config: ProviderConfig, deadline: float | None, step: Callable[[_Call, ProviderConfig], T]) -> T:
-    budget = Budget(_deadline(deadline), DEFAULT_MAX_OPERATIONS)
+    budget = _budget(deadline, DEFAULT_MAX_OPERATIONS)
     result, _index, _call = _run([config], budget, step)
     return result
 

@@ -56,7 +56,7 @@ GIGACHAT_BASE_URL = gigachat.settings.BASE_URL
 GIGACHAT_AUTH_URL = gigachat.settings.AUTH_URL
 GIGACHAT_SCOPE = gigachat.settings.SCOPE
 
-DEFAULT_MODELS = {OPENAI: "gpt-4o-mini", ANTHROPIC: "claude-sonnet-4-5", GIGACHAT: "GigaChat"}
+DEFAULT_MODELS = {OPENAI: "gpt-4o-mini", ANTHROPIC: "claude-sonnet-5-5", GIGACHAT: "GigaChat"}
 DEFAULT_EMBEDDING_MODELS = {OPENAI: "text-embedding-3-small", GIGACHAT: "Embeddings"}
 DEFAULT_TRANSCRIPTION_MODEL = "whisper-1"
 DEFAULT_SPEECH_MODEL = "gpt-4o-mini-tts"

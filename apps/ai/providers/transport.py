@@ -55,6 +55,7 @@ class Budget:
 
     deadline: float
     max_operations: int
+    attempt_timeout: float | None = None  # longest wait for one read / connect / write of one operation
     operations: int = 0
 
     def remaining(self) -> float:
@@ -77,19 +78,18 @@ def _admit(request: httpx.Request) -> Budget | None:
     if remaining <= 0:
         raise DeadlineExceeded("deadline passed", request=request)
     budget.take_operation()
+    cap = remaining if budget.attempt_timeout is None else min(remaining, budget.attempt_timeout)
     timeouts = dict(request.extensions.get("timeout") or {})
     for name in ("connect", "read", "write", "pool"):
         value = timeouts.get(name)
-        timeouts[name] = remaining if value is None else min(value, remaining)
+        timeouts[name] = cap if value is None else min(value, cap)
     request.extensions = {**request.extensions, "timeout": timeouts}
     return budget
 
 
-def _check_declared_length(response: httpx.Response) -> None:
+def _declared_too_large(response: httpx.Response) -> bool:
     declared = response.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-        response.close()
-        raise BodyTooLarge("response body over the cap")
+    return declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES
 
 
 class _LimitedStream(httpx.SyncByteStream):
@@ -137,7 +137,9 @@ class _Limited(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         budget = _admit(request)
         response = self._inner.handle_request(request)
-        _check_declared_length(response)
+        if _declared_too_large(response):
+            response.close()
+            raise BodyTooLarge("response body over the cap")
         response.stream = _LimitedStream(response.stream, budget.deadline if budget else None)
         return response
 
@@ -152,10 +154,7 @@ class _AsyncLimited(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         budget = _admit(request)
         response = await self._inner.handle_async_request(request)
-        if (
-            response.headers.get("content-length", "").isdigit()
-            and int(response.headers["content-length"]) > MAX_RESPONSE_BYTES
-        ):
+        if _declared_too_large(response):
             await response.aclose()
             raise BodyTooLarge("response body over the cap")
         response.stream = _AsyncLimitedStream(response.stream, budget.deadline if budget else None)
