@@ -2,7 +2,7 @@ from django.urls import re_path
 
 from apps.core.api.routers import ApiRouter
 
-from . import test_views, views
+from . import detached_views, views
 
 router = ApiRouter()
 router.register("ai/assistants", views.AssistantViewSet, basename="ai-assistant")
@@ -14,7 +14,7 @@ urlpatterns = [
     re_path(r"^ai/settings/?$", views.AiSettingsView.as_view(), name="ai-settings"),
     re_path(r"^ai/settings/migrate/?$", views.AiSettingsMigrateView.as_view(), name="ai-settings-migrate"),
     re_path(r"^ai/messages/?$", views.AiMessagesView.as_view(), name="ai-messages"),
-    re_path(r"^ai/assistants/(?P<pk>[^/]+)/test/?$", test_views.assistant_test, name="ai-assistant-test"),
+    re_path(r"^ai/assistants/(?P<pk>[^/]+)/test/?$", detached_views.assistant_test, name="ai-assistant-test"),
     re_path(r"^ai/demand-signals/?$", views.DemandSignalView.as_view(), name="ai-demand-signals"),
     re_path(r"^ai/marketplace/templates/?$", views.TemplateListView.as_view(), name="ai-templates"),
     re_path(
