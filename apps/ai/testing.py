@@ -1,0 +1,646 @@
+"""Loopback HTTPS fakes of the four LLM drivers' vendors, for tests and benchmarks (no Django needed to
+run them; `llm_fake` is a pytest fixture).
+
+Each `FakeLLM` is a ThreadingHTTPServer on 127.0.0.1 with TLS from one throw-away trustme CA shared by
+every fake of the process (`ca_path()`), so a chain across several fakes needs one REQUESTS_CA_BUNDLE.
+It speaks the vendor's real wire format and checks its real authentication:
+
+- ``openai`` and ``openai_compatible``: ``Authorization: Bearer <key>``; under ``/v1``:
+  ``POST /chat/completions``, ``POST /embeddings``, ``GET /models``, ``POST /audio/transcriptions``
+  (multipart), ``POST /audio/speech`` (audio bytes). `base_url` is ``https://localhost:<port>/v1``.
+- ``anthropic``: the key as ``x-api-key`` or ``Authorization: Bearer`` (what the pinned SDK sends),
+  and an ``anthropic-version`` header; ``POST /v1/messages``,
+  ``GET /v1/models``. `base_url` is ``https://localhost:<port>``.
+- ``gigachat``: ``POST /api/v2/oauth`` with ``Authorization: Basic <authorization key>``, a UUID
+  ``RqUID`` and the form field ``scope`` answers ``{access_token, expires_at}`` (milliseconds; lifetime
+  `token_ttl`); then ``Authorization: Bearer <token>`` on ``/api/v1/chat/completions``,
+  ``/api/v1/embeddings``, ``/api/v1/models``. `base_url` is ``https://localhost:<port>/api/v1`` (the
+  provider layer finds the token endpoint at the same origin).
+
+Every request is recorded (`requests`: method, path, lower-cased headers, body; `.json()`, `.form()`)
+before it is answered. Answers are scripted with `script(*replies, path=None)`: queued `Reply`s are
+used in order by the requests whose path contains `path` (None: any request but the token exchange;
+the token exchange only takes replies scripted with a path it contains, e.g. ``"oauth"``). Without a
+script a request is answered as the vendor would, with `text` as the completion. Helpers:
+`ok(text)`, `rate_limited(retry_after)`, `server_error(status)`, `unauthorized()`, `bad_request()`,
+`slow(seconds)`, `closed()`.
+
+    def test_x(llm_fake):
+        fake = llm_fake("openai")
+        fake.script(rate_limited(1))
+        answer = complete([fake.config()], [ChatMessage("user", "hi")])
+
+Also here: `hash_embedding` / `HashEmbedder`, a deterministic offline embedder (the fakes answer
+embeddings with it), and `sdk_floor_client` / `sdk_floor_completion`: the same completion made directly
+with the official OpenAI SDK on its default transport, the floor a benchmark compares against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import secrets
+import socket
+import ssl
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+import trustme
+
+__all__ = [
+    "FLAVORS",
+    "FakeLLM",
+    "HashEmbedder",
+    "Recorded",
+    "Reply",
+    "bad_request",
+    "ca_path",
+    "closed",
+    "hash_embedding",
+    "llm_fake",
+    "ok",
+    "rate_limited",
+    "sdk_floor_client",
+    "sdk_floor_completion",
+    "server_error",
+    "slow",
+    "unauthorized",
+]
+
+FLAVORS = ("openai", "anthropic", "gigachat", "openai_compatible")
+DEFAULT_TEXT = "Hello from the fake provider."
+EMBEDDING_DIMENSIONS = 16
+
+
+# --- the deterministic offline embedder --------------------------------------------------------------
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def hash_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A unit vector from the text's words (case-folded), each word hashed to one signed axis: the
+    same text always gives the same vector, and texts sharing words are closer (cosine)."""
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(text.casefold()):
+        digest = hashlib.sha256(word.encode()).digest()
+        axis = int.from_bytes(digest[:4], "big") % dimensions
+        vector[axis] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if not norm:
+        return vector
+    return [v / norm for v in vector]
+
+
+@dataclass(frozen=True)
+class HashEmbedder:
+    """Callable like an embedding backend: texts in, one `hash_embedding` vector per text out."""
+
+    dimensions: int = EMBEDDING_DIMENSIONS
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return [hash_embedding(text, self.dimensions) for text in texts]
+
+
+# --- scripted replies ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    text: str | None = None  # the completion / transcription text of a 200 (else the fake's `text`)
+    delay: float = 0.0  # seconds to wait (after recording) before answering
+    drop: bool = False  # close the connection without answering
+    retry_after: float | str | None = None  # sent as Retry-After
+    body: bytes | None = None  # a raw body instead of the vendor's answer
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def ok(text: str) -> Reply:
+    return Reply(200, text=text)
+
+
+def rate_limited(retry_after: float | str | None = 1) -> Reply:
+    return Reply(429, retry_after=retry_after)
+
+
+def server_error(status: int = 500) -> Reply:
+    return Reply(status)
+
+
+def unauthorized() -> Reply:
+    return Reply(401)
+
+
+def bad_request() -> Reply:
+    return Reply(400)
+
+
+def slow(seconds: float, text: str | None = None) -> Reply:
+    return Reply(200, text=text, delay=seconds)
+
+
+def closed() -> Reply:
+    return Reply(drop=True)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
+    at: float = field(default_factory=time.monotonic)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def form(self) -> dict[str, str]:
+        return {k: v[0] for k, v in parse_qs(self.body.decode()).items()}
+
+
+# --- the shared CA ---------------------------------------------------------------------------------------
+
+_ca_lock = threading.Lock()
+_ca: dict[str, Any] = {}
+
+
+def _authority() -> tuple[trustme.CA, Path]:
+    with _ca_lock:
+        if not _ca:
+            ca = trustme.CA()
+            folder = Path(tempfile.mkdtemp(prefix="llm-fakes-"))
+            path = folder / "ca.pem"
+            ca.cert_pem.write_to_path(str(path))
+            _ca["ca"], _ca["path"] = ca, path
+        return _ca["ca"], _ca["path"]
+
+
+def ca_path() -> str:
+    """The CA bundle every fake's certificate chains to (point REQUESTS_CA_BUNDLE at it)."""
+    return str(_authority()[1])
+
+
+# --- the server -------------------------------------------------------------------------------------------
+
+
+def _error_body(flavor: str, status: int) -> bytes:
+    if flavor == "anthropic":
+        kinds = {
+            401: "authentication_error",
+            400: "invalid_request_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }
+        kind = kinds.get(status, "api_error")
+        return json.dumps({"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}).encode()
+    if flavor == "gigachat":
+        return json.dumps({"status": status, "message": "fake error"}).encode()
+    codes = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+    return json.dumps(
+        {
+            "error": {
+                "message": f"fake error {status}",
+                "type": "invalid_request_error" if status < 500 else "server_error",
+                "param": None,
+                "code": codes.get(status),
+            }
+        }
+    ).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    timeout = 30
+    server: _Server
+
+    def setup(self) -> None:
+        self.request.settimeout(self.timeout)
+        try:
+            self.request.do_handshake()
+        except (OSError, ssl.SSLError):
+            self.close_connection = True
+        super().setup()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().strip() or b"0", 16)
+                if not size:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _serve(self) -> None:
+        fake = self.server.fake
+        body = self._read_body()
+        path = self.path.split("?", 1)[0]
+        hit = Recorded(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
+        fake._record(hit)
+        reply = fake._scripted(path)
+        if reply is not None and reply.delay:
+            time.sleep(reply.delay)
+        if reply is not None and reply.drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        if reply is not None and reply.status != 200:
+            headers = list(reply.headers)
+            if reply.retry_after is not None:
+                headers.append(("Retry-After", str(reply.retry_after)))
+            self._send(reply.status, reply.body or _error_body(fake.flavor, reply.status), headers=headers)
+            return
+        status, content, content_type = fake._answer(hit, reply)
+        self._send(status, content, content_type=content_type, headers=list(reply.headers) if reply else [])
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        *,
+        content_type: str = "application/json",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers or ():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+        except OSError:  # the client gave up (its timeout): nothing to answer to
+            self.close_connection = True
+
+    do_GET = do_POST = do_DELETE = _serve
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+    fake: FakeLLM
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
+class FakeLLM:
+    """One vendor's fake (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        flavor: str,
+        *,
+        api_key: str | None = None,
+        text: str = DEFAULT_TEXT,
+        token_ttl: float = 1800.0,
+        models: Sequence[str] | None = None,
+    ) -> None:
+        if flavor not in FLAVORS:
+            raise ValueError(f"unknown flavor {flavor!r}")
+        self.flavor = flavor
+        self.api_key = api_key or (
+            # GigaChat's authorization key is base64 of client_id:client_secret.
+            __import__("base64").b64encode(f"{uuid.uuid4()}:{secrets.token_hex(8)}".encode()).decode()
+            if flavor == "gigachat"
+            else f"sk-fake-{secrets.token_hex(12)}"
+        )
+        self.text = text
+        self.token_ttl = token_ttl
+        self.models = list(models or self._default_models())
+        self.requests: list[Recorded] = []
+        self.issued_tokens: dict[str, float] = {}  # token -> expiry (time.time())
+        self._queue: list[tuple[str | None, Reply]] = []
+        self._lock = threading.Lock()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def _default_models(self) -> list[str]:
+        return {
+            "openai": ["gpt-4o-mini", "text-embedding-3-small", "whisper-1"],
+            "anthropic": ["claude-sonnet-5-5", "claude-haiku-5-5"],
+            "gigachat": ["GigaChat", "GigaChat-Pro", "Embeddings"],
+            "openai_compatible": ["llama3.1:8b", "nomic-embed-text"],
+        }[self.flavor]
+
+    # --- life cycle -----------------------------------------------------------------------------------
+
+    def start(self) -> FakeLLM:
+        ca, _path = _authority()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "start() the fake first"
+        return self._httpd.server_address[1]
+
+    @property
+    def origin(self) -> str:
+        return f"https://localhost:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        suffix = {"openai": "/v1", "openai_compatible": "/v1", "anthropic": "", "gigachat": "/api/v1"}[self.flavor]
+        return self.origin + suffix
+
+    @property
+    def ca_path(self) -> str:
+        return ca_path()
+
+    def config(self, **overrides: Any) -> Any:
+        """A ProviderConfig pointing at this fake (keywords override its fields)."""
+        from apps.ai.providers import ProviderConfig
+
+        values: dict[str, Any] = {"provider": self.flavor, "api_key": self.api_key, "base_url": self.base_url}
+        if self.flavor == "openai_compatible":
+            values["model"] = self.models[0]
+        values.update(overrides)
+        return ProviderConfig(**values)
+
+    # --- script and records -------------------------------------------------------------------------
+
+    def script(self, *replies: Reply, path: str | None = None) -> FakeLLM:
+        with self._lock:
+            self._queue.extend((path, reply) for reply in replies)
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+
+    def expire_tokens(self) -> None:
+        """Make every issued GigaChat token lapse (the next API call answers 401)."""
+        with self._lock:
+            self.issued_tokens = {token: 0.0 for token in self.issued_tokens}
+
+    @property
+    def token_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path.endswith("/oauth")]
+
+    @property
+    def api_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if not r.path.endswith("/oauth")]
+
+    def _record(self, hit: Recorded) -> None:
+        with self._lock:
+            self.requests.append(hit)
+
+    def _scripted(self, path: str) -> Reply | None:
+        is_token = path.endswith("/oauth")
+        with self._lock:
+            for position, (wanted, reply) in enumerate(self._queue):
+                if (wanted is None and not is_token) or (wanted is not None and wanted in path):
+                    del self._queue[position]
+                    return reply
+        return None
+
+    # --- the vendors' answers -----------------------------------------------------------------------
+
+    def _answer(self, hit: Recorded, reply: Reply | None) -> tuple[int, bytes, str]:
+        text = reply.text if reply is not None and reply.text is not None else self.text
+        if self.flavor == "gigachat" and hit.path == "/api/v2/oauth":
+            return self._oauth(hit)
+        if not self._authorized(hit):
+            return 401, _error_body(self.flavor, 401), "application/json"
+        route = self._route(hit)
+        if route is None:
+            return 404, _error_body(self.flavor, 404), "application/json"
+        if reply is not None and reply.body is not None:
+            return 200, reply.body, "application/json"
+        return route(hit, text)
+
+    def _route(self, hit: Recorded) -> Any:
+        prefix = {"openai": "/v1", "openai_compatible": "/v1", "anthropic": "/v1", "gigachat": "/api/v1"}[self.flavor]
+        if not hit.path.startswith(prefix + "/"):
+            return None
+        name = (hit.method, hit.path[len(prefix) :])
+        if self.flavor == "anthropic":
+            return {("POST", "/messages"): self._anthropic_message, ("GET", "/models"): self._anthropic_models}.get(
+                name
+            )
+        routes = {
+            ("POST", "/chat/completions"): self._chat,
+            ("POST", "/embeddings"): self._embeddings,
+            ("GET", "/models"): self._models,
+        }
+        if self.flavor == "openai":
+            routes[("POST", "/audio/transcriptions")] = self._transcription
+            routes[("POST", "/audio/speech")] = self._speech
+        return routes.get(name)
+
+    def _authorized(self, hit: Recorded) -> bool:
+        if self.flavor == "anthropic":
+            # The API takes the key as x-api-key or as a bearer token (the SDK 2.x sends the latter).
+            keyed = hit.header("x-api-key") == self.api_key or hit.header("authorization") == f"Bearer {self.api_key}"
+            return keyed and bool(hit.header("anthropic-version"))
+        authorization = hit.header("authorization") or ""
+        if self.flavor == "gigachat":
+            token = authorization.removeprefix("Bearer ")
+            with self._lock:
+                expiry = self.issued_tokens.get(token)
+            return authorization.startswith("Bearer ") and expiry is not None and expiry > time.time()
+        return authorization == f"Bearer {self.api_key}"
+
+    def _oauth(self, hit: Recorded) -> tuple[int, bytes, str]:
+        try:
+            uuid.UUID(hit.header("rquid") or "")
+            scope = hit.form().get("scope")
+        except (ValueError, UnicodeDecodeError):
+            return 400, _error_body("gigachat", 400), "application/json"
+        if hit.header("authorization") != f"Basic {self.api_key}":
+            return 401, _error_body("gigachat", 401), "application/json"
+        if not scope:
+            return 400, _error_body("gigachat", 400), "application/json"
+        token = f"giga-{secrets.token_urlsafe(24)}"
+        expires = time.time() + self.token_ttl
+        with self._lock:
+            self.issued_tokens[token] = expires
+        body = {"access_token": token, "expires_at": int(expires * 1000)}
+        return 200, json.dumps(body).encode(), "application/json"
+
+    @staticmethod
+    def _usage_counts(hit: Recorded, text: str) -> tuple[int, int]:
+        return max(1, len(hit.body) // 4), max(1, len(text.split()))
+
+    def _chat(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        request = hit.json()
+        prompt, completion = self._usage_counts(hit, text)
+        body: dict[str, Any] = {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "created": int(time.time()),
+            "model": request.get("model") or self.models[0],
+            "object": "chat.completion",
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
+        if self.flavor != "gigachat":
+            body["id"] = f"chatcmpl-{secrets.token_hex(8)}"
+            body["choices"][0]["logprobs"] = None
+            body["choices"][0]["message"]["refusal"] = None
+        return 200, json.dumps(body).encode(), "application/json"
+
+    def _embeddings(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        request = hit.json()
+        inputs = request.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = []
+        for index, item in enumerate(inputs):
+            entry: dict[str, Any] = {"object": "embedding", "index": index, "embedding": hash_embedding(str(item))}
+            if self.flavor == "gigachat":
+                entry["usage"] = {"prompt_tokens": max(1, len(str(item).split()))}
+            data.append(entry)
+        body: dict[str, Any] = {"object": "list", "data": data, "model": request.get("model")}
+        if self.flavor != "gigachat":
+            tokens = sum(max(1, len(str(i).split())) for i in inputs)
+            body["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, json.dumps(body).encode(), "application/json"
+
+    def _models(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        owner = {"openai": "openai", "gigachat": "salutedevices", "openai_compatible": "library"}[self.flavor]
+        data: list[dict[str, Any]] = []
+        for model in self.models:
+            entry: dict[str, Any] = {"id": model, "object": "model", "owned_by": owner}
+            if self.flavor != "gigachat":
+                entry["created"] = 1_700_000_000
+            data.append(entry)
+        return 200, json.dumps({"object": "list", "data": data}).encode(), "application/json"
+
+    def _transcription(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        if not (hit.header("content-type") or "").startswith("multipart/form-data"):
+            return 400, _error_body("openai", 400), "application/json"
+        return 200, json.dumps({"text": text}).encode(), "application/json"
+
+    def _speech(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        request = hit.json()
+        audio = b"ID3\x04\x00" + hashlib.sha256(str(request.get("input")).encode()).digest()
+        return 200, audio, "audio/mpeg"
+
+    def _anthropic_message(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        request = hit.json()
+        if not isinstance(request.get("max_tokens"), int) or not request.get("messages"):
+            return 400, _error_body("anthropic", 400), "application/json"
+        prompt, completion = self._usage_counts(hit, text)
+        body = {
+            "id": f"msg_{secrets.token_hex(12)}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt, "output_tokens": completion},
+        }
+        return 200, json.dumps(body).encode(), "application/json"
+
+    def _anthropic_models(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        data = [
+            {
+                "type": "model",
+                "id": model,
+                "display_name": model.replace("-", " ").title(),
+                "created_at": "2025-09-29T00:00:00Z",
+            }
+            for model in self.models
+        ]
+        body = {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]}
+        return 200, json.dumps(body).encode(), "application/json"
+
+
+# --- the pytest fixture ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def llm_fake(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A factory: `llm_fake("openai", **kwargs)` starts a FakeLLM, trusted (REQUESTS_CA_BUNDLE) and
+    reachable (OUTBOUND_ALLOW_LOOPBACK), stopped after the test; GigaChat tokens are forgotten."""
+    from apps.ai.providers import clear_token_cache
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", ca_path())
+    clear_token_cache()
+    started: list[FakeLLM] = []
+
+    def make(flavor: str, **kwargs: Any) -> FakeLLM:
+        fake = FakeLLM(flavor, **kwargs).start()
+        started.append(fake)
+        return fake
+
+    yield make
+    for fake in started:
+        fake.stop()
+    clear_token_cache()
+
+
+# --- the benchmark floor ---------------------------------------------------------------------------------
+
+
+def sdk_floor_client(fake: FakeLLM) -> Any:
+    """The official OpenAI SDK on its own default transport (no guard, no budget), trusting the fakes'
+    CA: what one completion costs with nothing of ours in the way."""
+    import openai
+
+    context = ssl.create_default_context(cafile=ca_path())
+    return openai.OpenAI(
+        api_key=fake.api_key,
+        base_url=fake.base_url,
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(verify=context),
+    )
+
+
+def sdk_floor_completion(client: Any, prompt: str, *, model: str = "gpt-4o-mini") -> str:
+    response = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}])
+    return response.choices[0].message.content or ""
