@@ -298,6 +298,13 @@ SPECTACULAR_SETTINGS = {
         "WidgetIconPresetEnum": "apps.widget.settings_schema.ICON_PRESET_IDS",
         "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
         "EventStatusEnum": ["Live", "Wired"],
+        "AiOperatorStatusEnum": ["active", "paused", "retired"],
+        "AiAlertStateEnum": ["unacknowledged", "acknowledged"],
+        "AiAlertStateFilterEnum": ["unacknowledged", "acknowledged", "all"],
+        "AiDemandCategoryEnum": "apps.ai.api.serializers.DEMAND_CATEGORIES",
+        "AiTemplateCategoryEnum": "apps.ai.marketplace.CATEGORIES",
+        "AiTemplateLocaleEnum": "apps.ai.marketplace.LOCALES",
+        "AiOperatorsStateEnum": "apps.ai.detached.OPERATOR_STATES",
     },
 }
 

@@ -166,6 +166,42 @@ def set_console_password(*, widget: Widget, agent: Agent, password: str) -> Agen
 
 
 @transaction.atomic
+def create_ai_agent(*, widget: Widget, name: str, assistant_id: int, show_in_header: bool = True, status: str) -> Agent:
+    """An AI operator's agent row (type `ai`, no user, no seat). Called by apps.ai.services only;
+    `status` is one of Agent.Status."""
+    agent = Agent.objects.create(
+        widget=widget,
+        name=name,
+        type=Agent.Type.AI,
+        status=status,
+        show_in_header=show_in_header,
+        ai_assistant_id=assistant_id,
+    )
+    _profile_changed(widget, agent)
+    return agent
+
+
+@transaction.atomic
+def update_ai_agent(*, widget: Widget, agent: Agent, changes: dict) -> Agent:
+    """Rename, rebind (`ai_assistant_id`), `show_in_header` or `status` of an AI operator's row.
+    Called by apps.ai.services only, which checks the values; a change purges the widget cache."""
+    agent = _lock_agent(widget, agent)
+    assert agent.type == Agent.Type.AI, "only AI operators are updated here"
+    changed = [field for field, value in changes.items() if getattr(agent, field) != value]
+    if not changed:
+        return agent
+    for field in changed:
+        setattr(agent, field, changes[field])
+    agent.save(update_fields=changed)
+    if "status" in changed:
+        record_agent_event(
+            widget=widget, agent=agent, type="restored" if agent.status == Agent.Status.ACTIVE else "suspended"
+        )
+    _profile_changed(widget, agent)
+    return agent
+
+
+@transaction.atomic
 def set_show_in_header(*, widget: Widget, agent: Agent, show_in_header: bool) -> Agent:
     """PATCH {show_in_header}. A change purges the widget cache and is logged; no change, no-op."""
     agent = _lock_agent(widget, agent)

@@ -27,6 +27,7 @@ PROBLEM_TITLES = {
     500: "Internal error",
     502: "Upstream provider failed",
     503: "Service unavailable",
+    504: "Upstream provider work exceeded its budget",
 }
 
 PROBLEM_SCHEMA = {

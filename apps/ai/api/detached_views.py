@@ -1,0 +1,224 @@
+"""GET and POST /v1/ai/assistants/{id}/test: the free inspection and the detached test.
+
+The POST is served by an async view (`assistant_test`) so the provider call (up to 45 s) waits on
+the event loop, not on a web thread: the synchronous parts (authentication, scopes, input rules,
+admission, the idempotency claim; then recording the result) run through the DRF view below in
+short thread hops, and only the provider call is awaited in between.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from apps.core import idempotency
+from apps.core.api.views import ScopedAPIView
+from apps.core.errors import problem_response
+
+from .. import detached, errors
+
+RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+
+
+class TestInputDoc(serializers.Serializer):
+    question = serializers.CharField(min_length=1, max_length=4000)
+    history = serializers.ListField(child=serializers.DictField(), max_length=20, required=False)
+    operator_id = serializers.IntegerField(min_value=1, required=False)
+    locale = serializers.ChoiceField(choices=detached.LOCALES, required=False)
+    operators = serializers.ChoiceField(choices=detached.OPERATOR_STATES, required=False)
+
+
+class OperatorsDoc(serializers.Serializer):
+    state = serializers.ChoiceField(choices=detached.OPERATOR_STATES)
+    source = serializers.ChoiceField(choices=["request", "presence", "presence_unavailable"])
+
+
+class EscalationDoc(serializers.Serializer):
+    escalate = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+    trigger = serializers.CharField(allow_null=True)
+
+
+class TestResultDoc(serializers.Serializer):
+    answer = serializers.CharField()
+    assistant_id = serializers.IntegerField()
+    operator_id = serializers.IntegerField(allow_null=True)
+    assistant_enabled = serializers.BooleanField()
+    configured_provider = serializers.CharField()
+    configured_model = serializers.CharField(allow_null=True)
+    provider = serializers.CharField()
+    model = serializers.CharField()
+    provider_path = serializers.ChoiceField(choices=["primary", "fallback"])
+    locale = serializers.ChoiceField(choices=detached.LOCALES)
+    operators = OperatorsDoc()
+    presence_context_enabled = serializers.BooleanField()
+    rag_status = serializers.ChoiceField(choices=["disabled", "unavailable", "empty", "included"])
+    transformation = serializers.ChoiceField(
+        choices=[
+            "answer",
+            "social_reply",
+            "empty_response",
+            "answer_only_recovery",
+            "untrusted_handoff_fallback",
+            "escalation_outcome",
+        ]
+    )
+    classifier = serializers.ChoiceField(choices=["not_needed", "unavailable", "escalate", "no_escalation"])
+    escalation = EscalationDoc()
+    outcome = serializers.ChoiceField(
+        choices=["handover_notice", "handover_offline", "handover_unknown"], allow_null=True
+    )
+    offline_outcome_suppressed = serializers.BooleanField()
+    provider_http_operations = serializers.IntegerField()
+    latency_ms = serializers.FloatField()
+    chat_created = serializers.BooleanField()
+    limitations = serializers.ListField(child=serializers.CharField())
+
+
+class TestResultEnvelope(serializers.Serializer):
+    data = TestResultDoc()
+
+
+class InspectionDoc(serializers.Serializer):
+    assistant_id = serializers.IntegerField()
+    operator_id = serializers.IntegerField(allow_null=True)
+    assistant_enabled = serializers.BooleanField()
+    configured_provider = serializers.CharField()
+    configured_model = serializers.CharField(allow_null=True)
+    configuration_resolved = serializers.BooleanField()
+    provider_verified = serializers.BooleanField()
+    provider_http_operations = serializers.IntegerField()
+    chat_created = serializers.BooleanField()
+    limits = serializers.DictField(child=serializers.IntegerField())
+    limitations = serializers.ListField(child=serializers.CharField())
+
+
+class InspectionEnvelope(serializers.Serializer):
+    data = InspectionDoc()
+
+
+RULES = (
+    "Input: a JSON object of at most 131072 bytes; `question` and each history `content` are strings of 1 to 4000 "
+    "characters with a non-whitespace character and no control characters, together at most 20000; `history` "
+    "(default empty) holds at most 20 objects of exactly `role` (user or assistant) and `content`; `operator_id` a "
+    "positive integer; `locale` one of ru, en, el, de, es, ar, zh (omitted: the message's language, else the "
+    "widget's); `operators` online, offline or unknown (omitted: presence is read). Unknown members and null are "
+    "refused (422 `invalid_input`), a repeated member is 422 `duplicate_member`, malformed JSON 400 "
+    "`invalid_json`. No override of model, provider, key, endpoint, prompt or room."
+)
+
+
+class AssistantTestView(ScopedAPIView):
+    """The inspection (GET) and the synchronous phases of the detached test (POST)."""
+
+    route_scopes = {"get": ["ai:read"], "post": ["ai:write"]}
+    # The detached test validates and claims its key itself (apps.ai.detached: own codes, kept 86 400 s).
+    idempotency_required = {"post"}
+    max_body_bytes = detached.MAX_BODY_BYTES
+    problem_statuses = {
+        "get": [404, 409, 422, 503],
+        "post": [404, 409, 413, 415, 422, 502, 503, 504],
+    }
+
+    def initial(self, request, *args, **kwargs):
+        self.idempotency_required = frozenset()  # instance only: the class keeps it for the document
+        super().initial(request, *args, **kwargs)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if request.method in ("GET", "HEAD"):
+            response["Cache-Control"] = "no-store"
+        return response
+
+    @extend_schema(
+        summary="Inspect an assistant's test configuration",
+        description="Free: resolves the assistant, its operator (`operator_id` when several run it) and the credential "
+        "without any provider call. Query: only `operator_id`, a canonical positive decimal integer, once; the raw "
+        "query at most 128 bytes; no body, content type or idempotency key (each 422 `invalid_input`). Errors: 404 "
+        "`assistant_not_found` / `operator_not_found`, 409 `ambiguous_operator` / `unsupported_transport` / "
+        "`credential_unavailable`. Every answer is `Cache-Control: no-store`.",
+        parameters=[OpenApiParameter("operator_id", int, required=False, description="The AI operator to simulate.")],
+        responses={200: InspectionEnvelope},
+    )
+    def get(self, request, pk=None):
+        problems = {}
+        if request.body:
+            problems["body"] = ["The inspection takes no body."]
+        if request.META.get("CONTENT_TYPE"):
+            problems["content-type"] = ["The inspection takes no content type."]
+        if request.META.get(idempotency.META_KEY) is not None:
+            problems[idempotency.HEADER] = ["The inspection takes no idempotency key."]
+        if problems:
+            raise errors.InvalidInput("The inspection takes no body.", errors=problems)
+        operator_id = detached.parse_inspection_query(request.META.get("QUERY_STRING", ""))
+        return Response({"data": detached.inspection(request.widget, assistant_id=pk, operator_id=operator_id)})
+
+    @extend_schema(
+        summary="Test an assistant (detached)",
+        description="Runs the AI operator's real pipeline on `question` (prompt assembly, retrieval when enabled, the "
+        "provider with its backup chain, the transformation and escalation classifier) and returns the simulated "
+        "answer; a real, paid provider call; never creates a chat. Disabled assistants are testable. One bound "
+        "operator resolves by itself; several need `operator_id` (409 `ambiguous_operator`); a webhook or external "
+        "transport is 409 `unsupported_transport` before any network call. Admission fails closed before paid work: "
+        "1 in flight and 10 started per 60 s per widget (429 `test_rate_limited` with `Retry-After`; 503 "
+        "`admission_unavailable`); at most 10 provider HTTP operations under one 45 s deadline (504 "
+        "`test_budget_exhausted`); provider failure 502 `provider_failure`. The idempotency key is claimed before "
+        "paid work and kept 86400 s even after a provider failure: a repeated key is 409 `idempotency_reused` and no "
+        "saved answer is returned; never retry an uncertain test with a new key automatically. " + RULES,
+        request=TestInputDoc,
+        responses={200: TestResultEnvelope},
+    )
+    def post(self, request, pk=None):
+        raw_key = request.META.get(idempotency.META_KEY)
+        try:
+            key = idempotency.validate_key(raw_key)
+        except Exception:  # noqa: BLE001 - missing or malformed: one code for the detached test
+            raise errors.TestInvalidIdempotencyKey(
+                f"Send {idempotency.HEADER}: 1 to 64 bytes, no ASCII whitespace or control characters."
+            ) from None
+        data = detached.parse_body(request.body, request.META.get("CONTENT_TYPE"))
+        plan = detached.prepare(request.widget, assistant_id=pk, data=data, key=key, path=request.path)
+        response = Response(status=202)
+        response.plan = plan
+        return response
+
+
+_phase_one = AssistantTestView.as_view()
+
+
+def _finish(plan: detached.Plan, status: int) -> None:
+    detached.record_result(plan.row, status)
+    detached.release_slot(plan.widget, plan.slot)
+
+
+async def assistant_test(request, pk=None):
+    """The route of GET and POST /v1/ai/assistants/{id}/test (see the module docstring)."""
+    response = await sync_to_async(_phase_one)(request, pk=pk)
+    plan = getattr(response, "plan", None)
+    if plan is None:
+        return response
+    from ..providers import ProviderError
+
+    try:
+        completion = await detached.run_provider(plan)
+    except ProviderError as exc:
+        final = problem_response(detached.provider_error(exc), request)
+    except BaseException:
+        await sync_to_async(_finish)(plan, 500)
+        raise
+    else:
+        final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
+    await sync_to_async(_finish)(plan, final.status_code)
+    for name in RATE_HEADERS:
+        if name in response:
+            final[name] = response[name]
+    return final
+
+
+assistant_test.csrf_exempt = True
+# drf-spectacular documents the route from the DRF view it wraps.
+assistant_test.cls = AssistantTestView
+assistant_test.initkwargs = {}

@@ -1,0 +1,193 @@
+"""The AI turn pipeline shared by the AI operator at work and the detached assistant test: prompt
+assembly, the visitor's language, and `transform` (the transformation and escalation classifier in
+one function) that turns a provider answer into what the visitor is shown.
+
+Nothing here calls a provider or writes anything: callers do the provider call between
+`assemble_messages` and `transform`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from . import phrases
+
+HANDOFF_MARKER = "[KEY_TO_OPERATOR]"
+# Something that looks like the marker but is not it exactly (brackets lost, spaces, other case):
+# the model tried to hand off; we do not trust the form, so the visitor is handed over safely.
+_LOOSE_MARKER = re.compile(r"\[?\s*key[\s_-]*to[\s_-]*operator\s*\]?", re.IGNORECASE)
+# A model that echoes a role label or wraps the answer in a JSON-ish object.
+_ROLE_PREFIX = re.compile(r"^\s*(?:assistant|ассистент|bot|ai)\s*:\s*", re.IGNORECASE)
+_ANSWER_FIELD = re.compile(r'^\s*\{\s*"(?:answer|reply|text)"\s*:\s*"(?P<text>(?:[^"\\]|\\.)*)"\s*\}\s*$', re.DOTALL)
+
+SOCIAL = {
+    "ru": ("спасибо", "благодарю", "пока", "до свидания", "всего доброго"),
+    "en": ("thanks", "thank you", "bye", "goodbye", "cheers"),
+    "el": ("ευχαριστώ", "αντίο"),
+    "de": ("danke", "tschüss", "auf wiedersehen"),
+    "es": ("gracias", "adiós", "hasta luego"),
+    "ar": ("شكرا", "شكرًا", "مع السلامة"),
+    "zh": ("谢谢", "再见"),
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant
+    content: str
+
+
+def assemble_messages(
+    *, system_prompt: str, persona: str, knowledge: list[str], history: list[dict], question: str
+) -> list[Message]:
+    """System prompt + persona + (retrieved knowledge) + the visible history + the visitor's message."""
+    system_parts = [part.strip() for part in (system_prompt, persona) if part and part.strip()]
+    if knowledge:
+        system_parts.append("Knowledge base excerpts:\n" + "\n---\n".join(knowledge))
+    system_parts.append(
+        f"If the visitor needs a human operator, answer with exactly {HANDOFF_MARKER} and nothing else."
+    )
+    messages = [Message("system", "\n\n".join(system_parts))]
+    messages += [Message(item["role"], item["content"]) for item in history]
+    messages.append(Message("user", question))
+    return messages
+
+
+def detect_language(text: str) -> str | None:
+    """The language of `text` when its script (or its letters) names one of the seven, else None."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        name = unicodedata.name(ch, "")
+        if name.startswith("CYRILLIC"):
+            lang = "ru"
+        elif name.startswith("GREEK"):
+            lang = "el"
+        elif name.startswith("ARABIC"):
+            lang = "ar"
+        elif name.startswith("CJK") or name.startswith("HIRAGANA") or name.startswith("KATAKANA"):
+            lang = "zh"
+        elif name.startswith("LATIN"):
+            lang = "latin"
+        else:
+            continue
+        counts[lang] = counts.get(lang, 0) + 1
+    if not counts:
+        return None
+    best = max(counts, key=counts.get)
+    if best != "latin":
+        return best
+    lowered = text.lower()
+    if any(ch in lowered for ch in "äöüß"):
+        return "de"
+    if any(ch in lowered for ch in "ñ¿¡") or any(w in lowered.split() for w in ("hola", "gracias", "quiero")):
+        return "es"
+    return "en"
+
+
+def matches_trigger(triggers: list[str], text: str) -> str | None:
+    """The first escalation trigger found in `text` (Unicode case folding, substring)."""
+    folded = text.casefold()
+    for trigger in triggers:
+        if trigger and trigger.casefold() in folded:
+            return trigger
+    return None
+
+
+def _is_social(text: str, locale: str) -> bool:
+    words = re.sub(r"[^\w\s]", " ", text.casefold()).split()
+    phrase = " ".join(words)
+    return bool(phrase) and any(phrase == s or phrase == s.casefold() for s in SOCIAL.get(locale, ()) + SOCIAL["en"])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    answer: str
+    # answer | social_reply | empty_response | answer_only_recovery | untrusted_handoff_fallback |
+    # escalation_outcome
+    transformation: str
+    classifier: str  # not_needed | unavailable | escalate | no_escalation
+    escalation: dict
+    outcome: str | None  # None | handover_notice | handover_offline | handover_unknown
+    offline_outcome_suppressed: bool
+
+
+def _handover(
+    overrides: dict, locale: str, operators_state: str, presence_context_enabled: bool
+) -> tuple[str, str, bool]:
+    """(phrase text, outcome, offline_outcome_suppressed) of a handover."""
+    if operators_state == "online":
+        return phrases.text_of(overrides, "handoff_to_human", locale), "handover_notice", False
+    if operators_state == "offline" and presence_context_enabled:
+        return phrases.text_of(overrides, "handover_offline", locale), "handover_offline", False
+    suppressed = operators_state == "offline"
+    return phrases.text_of(overrides, "handover_unknown", locale), "handover_unknown", suppressed
+
+
+def transform(
+    *,
+    question: str,
+    answer: str,
+    triggers: list[str],
+    locale: str,
+    operators_state: str,
+    presence_context_enabled: bool,
+    overrides: dict,
+) -> Outcome:
+    """From the provider's raw answer to what the visitor sees, and whether the chat goes to people.
+
+    - an escalation trigger in the visitor's message, or the exact marker in the answer: handover
+      (`escalation_outcome`, classifier `escalate`); a social message (thanks, bye) answered with the
+      marker gets the `social_reply` phrase instead (classifier `no_escalation`);
+    - a marker in another form: not trusted as a command, handed over all the same
+      (`untrusted_handoff_fallback`);
+    - an empty answer: handover (`empty_response`, classifier `unavailable`);
+    - an answer wrapped in a role label or a JSON object: the text alone (`answer_only_recovery`);
+    - otherwise the answer as it is (`answer`, classifier `not_needed`).
+    """
+
+    def handover(transformation: str, classifier: str, reason: str, trigger: str | None = None) -> Outcome:
+        text, outcome, suppressed = _handover(overrides, locale, operators_state, presence_context_enabled)
+        return Outcome(
+            answer=text,
+            transformation=transformation,
+            classifier=classifier,
+            escalation={"escalate": True, "reason": reason, "trigger": trigger},
+            outcome=outcome,
+            offline_outcome_suppressed=suppressed,
+        )
+
+    def plain(text: str, transformation: str, classifier: str) -> Outcome:
+        return Outcome(
+            answer=text,
+            transformation=transformation,
+            classifier=classifier,
+            escalation={"escalate": False, "reason": None, "trigger": None},
+            outcome=None,
+            offline_outcome_suppressed=False,
+        )
+
+    trigger = matches_trigger(triggers, question)
+    if trigger is not None:
+        return handover("escalation_outcome", "escalate", "trigger", trigger)
+    text = (answer or "").strip()
+    if HANDOFF_MARKER in text:
+        if _is_social(question, locale):
+            return plain(phrases.text_of(overrides, "social_reply", locale), "social_reply", "no_escalation")
+        return handover("escalation_outcome", "escalate", "marker")
+    if _LOOSE_MARKER.search(text):
+        return handover("untrusted_handoff_fallback", "escalate", "untrusted_marker")
+    if not text:
+        return handover("empty_response", "unavailable", "empty_response")
+    recovered = _ANSWER_FIELD.match(text)
+    if recovered:
+        inner = recovered.group("text").encode().decode("unicode_escape", errors="ignore").strip()
+        if inner:
+            return plain(inner, "answer_only_recovery", "not_needed")
+    stripped = _ROLE_PREFIX.sub("", text, count=1).strip()
+    if stripped != text and stripped:
+        return plain(stripped, "answer_only_recovery", "not_needed")
+    return plain(text, "answer", "not_needed")

@@ -1,0 +1,256 @@
+"""Reads of the AI configuration, the payloads the API returns, and credential resolution (the one
+function every provider caller uses to find the chain of ProviderConfig to try)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from apps.agents.models import Agent
+from apps.core.models import Widget
+from apps.webhooks.services import decrypt_secret
+
+from . import phrases
+from .models import AiSettings, Assistant, Credential, IntegrationBinding
+
+AGENT_TO_OPERATOR_STATUS = {
+    Agent.Status.ACTIVE: "active",
+    Agent.Status.RELAXATION: "paused",
+    Agent.Status.BANNED: "retired",
+}
+MAX_CHAIN = 10
+
+
+# --- settings ---------------------------------------------------------------------------------------------
+
+
+def get_settings(widget: Widget) -> AiSettings:
+    """The stored row, or an unsaved one with the defaults (reads never write)."""
+    return AiSettings.objects.filter(widget=widget).first() or AiSettings(widget=widget)
+
+
+def effective_assistant(widget: Widget) -> Assistant | None:
+    """The default assistant when it is enabled, else the newest enabled one."""
+    return Assistant.objects.filter(widget=widget, enabled=True).order_by("-is_default", "-created_at", "-id").first()
+
+
+def offline_outcome_mode(row: AiSettings) -> str:
+    """What the visitor gets on a handover nobody can take: the `handover_offline` phrase when
+    presence is read (`presence_context_enabled`), else `handover_unknown`."""
+    return "handover_offline" if row.presence_context_enabled else "handover_unknown"
+
+
+def settings_payload(widget: Widget, *, assistant: Assistant | None = None) -> dict:
+    row = get_settings(widget)
+    effective = effective_assistant(widget)
+    target = assistant or effective
+    return {
+        "enabled": row.enabled,
+        "rag_enabled": row.rag_enabled,
+        "shadow_mode": row.shadow_mode,
+        "autonomous_tuning_enabled": row.autonomous_tuning_enabled,
+        "presence_context_enabled": row.presence_context_enabled,
+        "takeover_timeout_sec": row.takeover_timeout_sec,
+        "offline_outcome_mode": offline_outcome_mode(row),
+        "effective_assistant": {"id": effective.pk, "name": effective.name} if effective else None,
+        "legacy_persona": row.legacy_persona or None,
+        "learning_target": {"assistant_id": target.pk, "name": target.name} if target else None,
+    }
+
+
+def phrases_payload(widget: Widget) -> dict:
+    return phrases.resolved(get_settings(widget).phrases or {})
+
+
+# --- assistants and operators -----------------------------------------------------------------------------
+
+
+def assistant_payload(assistant: Assistant) -> dict:
+    return {
+        "id": assistant.pk,
+        "name": assistant.name,
+        "enabled": assistant.enabled,
+        "is_default": assistant.is_default,
+        "persona": assistant.persona,
+        "system_prompt": assistant.system_prompt,
+        "temperature": assistant.temperature,
+        "rag_enabled": assistant.rag_enabled,
+        "escalation_triggers": list(assistant.escalation_triggers),
+        "greeting": assistant.greeting,
+        "quick_phrases": list(assistant.quick_phrases),
+        "greeting_i18n": dict(assistant.greeting_i18n),
+        "quick_phrases_i18n": dict(assistant.quick_phrases_i18n),
+        "provider": assistant.provider or None,
+        "model": assistant.model or None,
+        "created_at": assistant.created_at.isoformat(),
+        "updated_at": assistant.updated_at.isoformat(),
+    }
+
+
+def ai_operators(widget: Widget) -> QuerySet[Agent]:
+    return Agent.objects.filter(widget=widget, type=Agent.Type.AI)
+
+
+def operators_of(widget: Widget, assistant: Assistant) -> QuerySet[Agent]:
+    return ai_operators(widget).filter(ai_assistant_id=assistant.pk)
+
+
+def operator_payload(agent: Agent) -> dict:
+    return {
+        "id": agent.pk,
+        "type": "ai",
+        "assistant_id": agent.ai_assistant_id,
+        "name": agent.name,
+        "show_in_header": agent.show_in_header,
+        "status": AGENT_TO_OPERATOR_STATUS[agent.status],
+        "created_at": agent.created_at.isoformat(),
+    }
+
+
+# --- credentials ------------------------------------------------------------------------------------------
+
+
+def active_credentials(widget: Widget) -> QuerySet[Credential]:
+    return Credential.objects.filter(widget=widget, is_active=True).order_by("-created_at", "-id")
+
+
+def widget_wide_credential(widget: Widget, provider: str | None = None) -> Credential | None:
+    qs = active_credentials(widget).filter(assistant__isnull=True, operator__isnull=True)
+    if provider:
+        qs = qs.filter(provider=provider)
+    return qs.first()
+
+
+def has_widget_wide_credential(widget: Widget) -> bool:
+    return widget_wide_credential(widget) is not None
+
+
+def credential_scope(credential: Credential) -> str:
+    if credential.operator_id is not None:
+        return "operator"
+    if credential.assistant_id is not None:
+        return "assistant"
+    return "widget"
+
+
+def backup_chain(credential: Credential, by_id: dict[int, Credential]) -> list[dict]:
+    """The declared backups in the order they are tried (`by_id`: the widget's credentials)."""
+    out, seen = [], {credential.pk}
+    node = by_id.get(credential.backup_credential_id)
+    while node is not None and node.pk not in seen and len(out) < MAX_CHAIN:
+        seen.add(node.pk)
+        out.append({"id": node.pk, "provider": node.provider, "model": node.model or None, "is_active": node.is_active})
+        node = by_id.get(node.backup_credential_id)
+    return out
+
+
+def credential_map(widget: Widget) -> dict[int, Credential]:
+    """Every credential of the widget by id (a widget holds a handful): chains resolve from it
+    without a query per link."""
+    return {c.pk: c for c in Credential.objects.filter(widget=widget)}
+
+
+def credential_payload(credential: Credential, by_id: dict[int, Credential]) -> dict:
+    return {
+        "id": credential.pk,
+        "provider": credential.provider,
+        "base_url": credential.base_url or None,
+        "model": credential.model or None,
+        "is_active": credential.is_active,
+        "scope": credential_scope(credential),
+        "assistant_id": credential.assistant_id,
+        "operator_id": credential.operator_id,
+        "backup_credential_id": credential.backup_credential_id,
+        "backup_chain": backup_chain(credential, by_id),
+        "has_api_key": bool(credential.api_key_encrypted),
+        "has_signing_secret": bool(credential.signing_secret_encrypted),
+        "created_at": credential.created_at.isoformat(),
+        "updated_at": credential.updated_at.isoformat(),
+    }
+
+
+def resolve_credential(
+    widget: Widget, *, operator: Agent | None = None, assistant: Assistant | None = None
+) -> Credential | None:
+    """product-decisions "AI providers": the operator's credential, else its assistant's, else the
+    widget-wide one of the assistant's `provider`, else the newest active widget-wide one."""
+    active = active_credentials(widget)
+    if operator is not None:
+        found = active.filter(operator=operator).first()
+        if found is not None:
+            return found
+    if assistant is not None:
+        found = active.filter(assistant=assistant).first()
+        if found is not None:
+            return found
+        if assistant.provider:
+            found = widget_wide_credential(widget, assistant.provider)
+            if found is not None:
+                return found
+    return widget_wide_credential(widget)
+
+
+def credential_chain(widget: Widget, primary: Credential) -> list[Credential]:
+    """`primary` then its active declared backups, in order, each once."""
+    by_id = credential_map(widget)
+    chain, seen, node = [], set(), primary
+    while node is not None and node.pk not in seen and len(chain) < MAX_CHAIN:
+        seen.add(node.pk)
+        if node.is_active:
+            chain.append(node)
+        node = by_id.get(node.backup_credential_id)
+    return chain
+
+
+def provider_config(credential: Credential, *, assistant: Assistant | None = None):
+    """The driver's view of a credential (decrypted key). The assistant's `model` applies when the
+    credential names none and the assistant targets this driver (or no driver)."""
+    from .providers import ProviderConfig
+
+    model = credential.model or None
+    if model is None and assistant is not None and assistant.model and assistant.provider in ("", credential.provider):
+        model = assistant.model
+    return ProviderConfig(
+        provider=credential.provider,
+        api_key=decrypt_secret(credential.api_key_encrypted) or "",
+        base_url=credential.base_url or None,
+        model=model,
+        credential_id=credential.pk,
+    )
+
+
+def resolve_chain(widget: Widget, *, operator: Agent | None = None, assistant: Assistant | None = None) -> list:
+    """The chain of ProviderConfig to try for this operator/assistant (empty: nothing resolves)."""
+    primary = resolve_credential(widget, operator=operator, assistant=assistant)
+    if primary is None:
+        return []
+    return [provider_config(c, assistant=assistant) for c in credential_chain(widget, primary)]
+
+
+# --- the integration binding ------------------------------------------------------------------------------
+
+
+def get_binding(widget: Widget) -> IntegrationBinding | None:
+    return IntegrationBinding.objects.filter(widget=widget).first()
+
+
+def binding_payload(binding: IntegrationBinding, *, turn_endpoint: str) -> dict:
+    return {
+        "provider": binding.provider,
+        "api_token_id": binding.api_token_id,
+        "assistant_id": binding.assistant_id,
+        "turn_endpoint": turn_endpoint,
+        "has_secret": bool(binding.secret_encrypted),
+        "created_at": binding.created_at.isoformat(),
+    }
+
+
+def get_signing_binding(widget: Widget) -> tuple[int, str] | None:
+    """For the signed application-assistant endpoints: the bound token's id and the secret, or
+    None when the widget has no binding (or its token was revoked)."""
+    binding = IntegrationBinding.objects.select_related("api_token").filter(widget=widget).first()
+    if binding is None or binding.api_token.is_revoked:
+        return None
+    secret = decrypt_secret(binding.secret_encrypted)
+    if secret is None:
+        return None
+    return binding.api_token_id, secret

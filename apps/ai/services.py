@@ -1,0 +1,468 @@
+"""Writes of the AI configuration: settings and phrases, assistants, AI operators, credentials,
+alerts, marketplace applies and the integration binding.
+
+Every function takes the tenant first and asserts the rows it is given belong to it. Rows two
+writers race on (the settings row, the default assistant, the widget-wide credential of a driver,
+the binding) are written under `select_for_update` of the settings row, the widget's AI lock.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.agents import services as agent_services
+from apps.agents.models import Agent
+from apps.core import events, outbound
+from apps.core.errors import AppError, MissingScope, ValidationFailed
+from apps.core.models import ApiToken, Widget
+from apps.core.ratelimit import Budget
+from apps.webhooks.services import encrypt_secret
+
+from . import marketplace, phrases, selectors
+from .models import PROVIDERS, AiSettings, Alert, Assistant, Credential, IntegrationBinding
+
+TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
+SECRET_ALPHABET = string.ascii_letters + string.digits
+SECRET_LENGTH = 48
+
+OPERATOR_STATUS_TO_AGENT = {
+    "active": Agent.Status.ACTIVE,
+    "paused": Agent.Status.RELAXATION,
+    "retired": Agent.Status.BANNED,
+}
+
+
+# --- errors ----------------------------------------------------------------------------------------------
+
+
+class AssistantInUse(AppError):
+    """The assistant still runs AI operators (named in `operators`): rebind or retire them first."""
+
+    status, code, title = 409, "assistant_in_use", "The assistant is run by AI operators"
+
+
+class CredentialConflict(AppError):
+    """The widget already has an active widget-wide credential of this driver: retire it
+    (`is_active: false`) or rotate its key instead."""
+
+    status, code, title = 409, "credential_conflict", "An active widget-wide credential of this driver exists"
+
+
+class CredentialUnavailable(AppError):
+    """No active credential can serve this: add one for the provider (widget-wide, or the assistant's)."""
+
+    status, code, title = 409, "credential_unavailable", "No usable credential"
+
+
+class IntegrationExists(AppError):
+    """The widget already has an integration binding; DELETE it first to rotate."""
+
+    status, code, title = 409, "integration_exists", "An integration binding already exists"
+
+
+class NothingToMigrate(AppError):
+    """The widget has no legacy AI settings (persona, system prompt or greeting) to seed an assistant from."""
+
+    status, code, title = 409, "nothing_to_migrate", "No legacy settings to migrate"
+
+
+class AssistantMissing(AppError):
+    """The AI operator's assistant no longer exists: bind it to an assistant (`assistant_id`) to revive it."""
+
+    status, code, title = 409, "assistant_missing", "The operator has no assistant"
+
+
+# --- settings and phrases ---------------------------------------------------------------------------------
+
+
+def lock_settings(widget: Widget) -> AiSettings:
+    """The widget's settings row, locked; created on first use. Must run in a transaction."""
+    AiSettings.objects.get_or_create(widget=widget)
+    return AiSettings.objects.select_for_update().get(widget=widget)
+
+
+@transaction.atomic
+def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
+    row = lock_settings(widget)
+    changed = [name for name, value in changes.items() if getattr(row, name) != value]
+    for name in changed:
+        setattr(row, name, changes[name])
+    if changed:
+        row.save(update_fields=[*changed, "updated_at"])
+        events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    return row
+
+
+@transaction.atomic
+def migrate_legacy_settings(*, widget: Widget) -> tuple[Assistant, bool]:
+    """Seed an assistant from the legacy persona, system prompt and greeting. Additive (never
+    changes an existing assistant) and repeatable: while an assistant seeded from the same legacy
+    values exists it is returned and nothing is created."""
+    row = lock_settings(widget)
+    seed = {
+        "persona": row.legacy_persona,
+        "system_prompt": row.legacy_system_prompt,
+        "greeting": row.legacy_greeting,
+    }
+    if not any(seed.values()):
+        raise NothingToMigrate("There is no legacy persona, system prompt or greeting to migrate.")
+    existing = Assistant.objects.filter(widget=widget, origin="legacy", **seed).order_by("-id").first()
+    if existing is not None:
+        return existing, False
+    has_default = Assistant.objects.filter(widget=widget, is_default=True).exists()
+    assistant = Assistant.objects.create(
+        widget=widget, name="Assistant", origin="legacy", is_default=not has_default, **seed
+    )
+    return assistant, True
+
+
+def _check_phrase_values(body: dict) -> dict:
+    """{key: {lang: text|None}|None} -> the same with texts cleaned; 422 naming every bad path."""
+    errors, out = {}, {}
+    for key, langs in body.items():
+        if langs is None:
+            out[key] = None
+            continue
+        out[key] = {}
+        for lang, text in langs.items():
+            if text is None:
+                out[key][lang] = None
+                continue
+            if len(text) > phrases.MAX_LENGTH:
+                errors[f"{key}.{lang}"] = [f"At most {phrases.MAX_LENGTH} characters."]
+                continue
+            cleaned = phrases.clean_override(text)
+            if not cleaned:
+                errors[f"{key}.{lang}"] = ["Empty after removing tags and control characters."]
+                continue
+            out[key][lang] = cleaned
+    if errors:
+        raise ValidationFailed(errors=errors)
+    return out
+
+
+@transaction.atomic
+def patch_phrases(*, widget: Widget, body: dict) -> AiSettings:
+    """Merge: a text sets one override, `{key: {lang: null}}` resets one language, `{key: null}`
+    every language of the key; what is not named is kept."""
+    values = _check_phrase_values(body)
+    row = lock_settings(widget)
+    stored = {k: dict(v) for k, v in (row.phrases or {}).items()}
+    for key, langs in values.items():
+        if langs is None:
+            stored.pop(key, None)
+            continue
+        mine = stored.setdefault(key, {})
+        for lang, text in langs.items():
+            if text is None:
+                mine.pop(lang, None)
+            else:
+                mine[lang] = text
+        if not mine:
+            stored.pop(key)
+    row.phrases = stored
+    row.save(update_fields=["phrases", "updated_at"])
+    return row
+
+
+@transaction.atomic
+def replace_phrases(*, widget: Widget, body: dict) -> AiSettings:
+    """PUT: the body is the complete override set; omitted keys and languages are cleared."""
+    values = _check_phrase_values(body)
+    row = lock_settings(widget)
+    row.phrases = {
+        key: {lang: text for lang, text in langs.items() if text is not None}
+        for key, langs in values.items()
+        if langs and any(text is not None for text in langs.values())
+    }
+    row.save(update_fields=["phrases", "updated_at"])
+    return row
+
+
+# --- assistants -------------------------------------------------------------------------------------------
+
+
+def _clear_other_defaults(widget: Widget, keep: Assistant | None) -> None:
+    qs = Assistant.objects.filter(widget=widget, is_default=True)
+    if keep is not None and keep.pk:
+        qs = qs.exclude(pk=keep.pk)
+    qs.update(is_default=False)
+
+
+@transaction.atomic
+def create_assistant(*, widget: Widget, fields: dict, origin: str = "") -> Assistant:
+    lock_settings(widget)
+    if fields.get("is_default"):
+        _clear_other_defaults(widget, None)
+    assistant = Assistant.objects.create(widget=widget, origin=origin, **fields)
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    return assistant
+
+
+@transaction.atomic
+def update_assistant(*, widget: Widget, assistant: Assistant, changes: dict) -> Assistant:
+    lock_settings(widget)
+    assistant = Assistant.objects.select_for_update().get(pk=assistant.pk, widget=widget)
+    if changes.get("is_default"):
+        _clear_other_defaults(widget, assistant)
+    for name, value in changes.items():
+        setattr(assistant, name, value)
+    assistant.save()
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    return assistant
+
+
+@transaction.atomic
+def delete_assistant(*, widget: Widget, assistant: Assistant) -> None:
+    """Refused (409, naming them) while an AI operator that is not retired runs it."""
+    lock_settings(widget)
+    running = list(
+        Agent.objects.filter(widget=widget, type=Agent.Type.AI, ai_assistant_id=assistant.pk)
+        .exclude(status=Agent.Status.BANNED)
+        .order_by("id")
+        .values("id", "name")
+    )
+    if running:
+        raise AssistantInUse(
+            "AI operators still run this assistant: " + ", ".join(f"{o['name']} ({o['id']})" for o in running) + ".",
+            operators=running,
+        )
+    assistant.delete()
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+
+
+# --- AI operators -----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_operator(
+    *,
+    widget: Widget,
+    assistant: Assistant,
+    name: str | None = None,
+    show_in_header: bool = True,
+    status: str = "active",
+) -> Agent:
+    assert assistant.widget_id == widget.pk
+    return agent_services.create_ai_agent(
+        widget=widget,
+        name=name or assistant.name,
+        assistant_id=assistant.pk,
+        show_in_header=show_in_header,
+        status=OPERATOR_STATUS_TO_AGENT[status],
+    )
+
+
+@transaction.atomic
+def update_operator(*, widget: Widget, operator: Agent, changes: dict) -> Agent:
+    """Rename, rebind, show_in_header, status (`active` revives a retired operator, which needs an
+    existing assistant)."""
+    assert operator.widget_id == widget.pk and operator.type == Agent.Type.AI
+    agent_changes = {}
+    if "name" in changes:
+        agent_changes["name"] = changes["name"]
+    if "show_in_header" in changes:
+        agent_changes["show_in_header"] = changes["show_in_header"]
+    if "assistant" in changes:
+        agent_changes["ai_assistant_id"] = changes["assistant"].pk
+    if "status" in changes:
+        agent_changes["status"] = OPERATOR_STATUS_TO_AGENT[changes["status"]]
+        assistant_id = agent_changes.get("ai_assistant_id", operator.ai_assistant_id)
+        if changes["status"] != "retired" and not Assistant.objects.filter(widget=widget, pk=assistant_id).exists():
+            raise AssistantMissing("Bind the operator to an assistant (`assistant_id`) to change its status.")
+    return agent_services.update_ai_agent(widget=widget, agent=operator, changes=agent_changes)
+
+
+def retire_operator(*, widget: Widget, operator: Agent) -> Agent:
+    return update_operator(widget=widget, operator=operator, changes={"status": "retired"})
+
+
+# --- credentials ------------------------------------------------------------------------------------------
+
+BASE_URL_REFUSED = "The host does not resolve to a public address."
+
+
+def check_base_url(url: str) -> str:
+    """https, no user:pass, a public address (loopback only with OUTBOUND_ALLOW_LOOPBACK), checked
+    once at save time through the one address policy. Returns the URL without a trailing slash."""
+    try:
+        parts = outbound.check_url(url)
+    except outbound.OutboundBlocked as exc:
+        raise ValidationFailed(errors={"base_url": [f"Refused endpoint ({exc.reason})."]}) from None
+    try:
+        outbound.pin_address(parts.hostname, parts.port or 443)
+    except (outbound.OutboundBlocked, outbound.OutboundError):
+        raise ValidationFailed(errors={"base_url": [BASE_URL_REFUSED]}) from None
+    return url.rstrip("/")
+
+
+def _check_backup(widget: Widget, credential: Credential | None, backup: Credential | None) -> None:
+    if backup is None:
+        return
+    seen = {credential.pk} if credential is not None and credential.pk else set()
+    node = backup
+    while node is not None:
+        if node.pk in seen:
+            raise ValidationFailed(errors={"backup_credential_id": ["This backup would make a cycle."]})
+        seen.add(node.pk)
+        node = Credential.objects.filter(widget=widget, pk=node.backup_credential_id).first()
+
+
+def _save_credential(credential: Credential) -> Credential:
+    try:
+        with transaction.atomic():
+            credential.save()
+    except IntegrityError:
+        raise CredentialConflict(
+            f"An active widget-wide {credential.provider} credential already exists; retire it first."
+        ) from None
+    return credential
+
+
+@transaction.atomic
+def create_credential(*, widget: Widget, data: dict) -> Credential:
+    lock_settings(widget)
+    provider = data["provider"]
+    base_url = data.get("base_url") or ""
+    if base_url:
+        base_url = check_base_url(base_url)
+    elif provider == "openai_compatible":
+        raise ValidationFailed(errors={"base_url": ["The openai_compatible driver needs base_url."]})
+    credential = Credential(
+        widget=widget,
+        provider=provider,
+        api_key_encrypted=encrypt_secret(data["api_key"]),
+        base_url=base_url,
+        model=data.get("model") or "",
+        signing_secret_encrypted=encrypt_secret(data["signing_secret"]) if data.get("signing_secret") else "",
+        is_active=data.get("is_active", True),
+        assistant=data.get("assistant"),
+        operator=data.get("operator"),
+        backup_credential=data.get("backup_credential"),
+    )
+    _check_backup(widget, None, credential.backup_credential)
+    return _save_credential(credential)
+
+
+@transaction.atomic
+def update_credential(*, widget: Widget, credential: Credential, changes: dict) -> Credential:
+    """Rotate (`api_key`, `signing_secret`), retire or revive (`is_active`), repoint (`base_url`,
+    `model`, scope, `backup_credential_id`). `provider` is immutable (refused by the input)."""
+    lock_settings(widget)
+    credential = Credential.objects.select_for_update().get(pk=credential.pk, widget=widget)
+    if "base_url" in changes:
+        url = changes["base_url"] or ""
+        if url:
+            url = check_base_url(url)
+        elif credential.provider == "openai_compatible":
+            raise ValidationFailed(errors={"base_url": ["The openai_compatible driver needs base_url."]})
+        credential.base_url = url
+    if "api_key" in changes:
+        credential.api_key_encrypted = encrypt_secret(changes["api_key"])
+    if "signing_secret" in changes:
+        secret = changes["signing_secret"]
+        credential.signing_secret_encrypted = encrypt_secret(secret) if secret else ""
+    for name in ("model",):
+        if name in changes:
+            setattr(credential, name, changes[name] or "")
+    for name in ("is_active", "assistant", "operator"):
+        if name in changes:
+            setattr(credential, name, changes[name])
+    if credential.assistant_id is not None and credential.operator_id is not None:
+        raise ValidationFailed(errors={"operator_id": ["Give assistant_id or operator_id, not both."]})
+    if "backup_credential" in changes:
+        credential.backup_credential = changes["backup_credential"]
+        _check_backup(widget, credential, credential.backup_credential)
+    return _save_credential(credential)
+
+
+# --- alerts -----------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def acknowledge_alerts(*, widget: Widget, ids: list[int] | None) -> list[int]:
+    """Acknowledge the named alerts (all of this widget; already acknowledged ones stay as they
+    were) or, with `ids` None, every outstanding one. Returns the ids acknowledged now."""
+    qs = Alert.objects.select_for_update().filter(widget=widget, acknowledged_at__isnull=True)
+    if ids is not None:
+        known = set(Alert.objects.filter(widget=widget, pk__in=ids).values_list("pk", flat=True))
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise ValidationFailed(errors={"ids": [f"Unknown alert ids: {', '.join(map(str, unknown))}."]})
+        qs = qs.filter(pk__in=ids)
+    done = sorted(qs.values_list("pk", flat=True))
+    Alert.objects.filter(pk__in=done).update(acknowledged_at=timezone.now())
+    return done
+
+
+# --- marketplace ------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def apply_template(*, widget: Widget, slug: str, locale: str) -> Assistant:
+    """A NEW assistant from the template (never the default, never changing another); 5 per hour
+    per widget."""
+    template = marketplace.BY_SLUG[slug]
+    TEMPLATE_APPLY_BUDGET.check(widget.pk, detail="At most 5 template applies per hour per widget.")
+    text = template[locale]
+    return create_assistant(
+        widget=widget,
+        origin=f"template:{slug}",
+        fields={
+            "name": text["name"],
+            "persona": text["persona"],
+            "system_prompt": text["system_prompt"],
+            "greeting": text["greeting"],
+            "quick_phrases": list(text["quick_phrases"]),
+            "escalation_triggers": marketplace.effective_triggers(template, locale),
+            "temperature": template["temperature"],
+        },
+    )
+
+
+# --- the integration binding ------------------------------------------------------------------------------
+
+
+def generate_signing_secret() -> str:
+    return "".join(secrets.choice(SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
+
+
+@transaction.atomic
+def bind_integration(
+    *, widget: Widget, token: ApiToken, provider: str, assistant: Assistant | None = None
+) -> tuple[IntegrationBinding, str]:
+    """The calling token becomes the only signer. Needs the token to hold ai:write too, and an
+    active credential: the assistant's when one is given, else an unowned (widget-wide) one of the
+    driver. One binding per widget (409); DELETE then POST rotates. Returns the secret once."""
+    assert token.widget_id == widget.pk and provider in PROVIDERS
+    if "ai:write" not in (token.scopes or []):
+        raise MissingScope("The binding's token must also hold ai:write.", required_scopes=["ai:write"])
+    lock_settings(widget)
+    if IntegrationBinding.objects.filter(widget=widget).exists():
+        raise IntegrationExists("The widget already has an integration binding; DELETE it first to rotate.")
+    if assistant is not None:
+        credential = selectors.active_credentials(widget).filter(assistant=assistant, provider=provider).first()
+    else:
+        credential = selectors.widget_wide_credential(widget, provider)
+    if credential is None:
+        raise CredentialUnavailable(f"No active unowned {provider} credential (or of the assistant) exists.")
+    secret = generate_signing_secret()
+    binding = IntegrationBinding.objects.create(
+        widget=widget,
+        provider=provider,
+        api_token=token,
+        assistant=assistant,
+        credential=credential,
+        secret_encrypted=encrypt_secret(secret),
+    )
+    return binding, secret
+
+
+@transaction.atomic
+def unbind_integration(*, widget: Widget) -> bool:
+    deleted, _ = IntegrationBinding.objects.filter(widget=widget).delete()
+    return bool(deleted)
