@@ -122,3 +122,11 @@ def get_chat(*, widget_id: int, chat_id: int | None) -> Chat | None:
 
 def get_message(*, widget_id: int, message_id: int | None) -> Message | None:
     return Message.objects.filter(widget_id=widget_id, pk=message_id).first() if message_id else None
+
+
+def client_address(request) -> str:
+    """The caller's address by the one rule of the visitor API (REMOTE_ADDR, or TRUSTED_PROXY_HOPS),
+    for other apps (the support gate's IP allowlist)."""
+    from .visitor.auth import client_address as address_of_request
+
+    return address_of_request(request)
