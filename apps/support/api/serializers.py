@@ -1,0 +1,243 @@
+"""Inputs (strict: a JSON object with known keys only) and documentation shapes of the support
+routes."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.core.api.query import IdQueryField, MomentField
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+
+from ..selectors import CHAT_LIST_MAX
+from ..services import CLAIM_TTL_MAX, CLAIM_TTL_MIN
+
+CLAIM_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean only (never "true" or 1)."""
+
+    default_error_messages = {"invalid": "Must be a JSON boolean."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only (never a string or a boolean)."""
+
+    default_error_messages = {"invalid": "Must be a JSON integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+# --- queries -----------------------------------------------------------------------------------------
+
+
+class SupportChatListQuery(InputSerializer):
+    updated_since = MomentField(help_text="Required; at most 7 days back.")
+    awaiting = serializers.ChoiceField(choices=["client", "any"], required=False, default="any")
+    min_idle_sec = serializers.IntegerField(min_value=0, max_value=7 * 86400, required=False, default=180)
+    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", max_length=64, required=False)
+    has_open_ticket = serializers.ChoiceField(choices=["true", "false"], required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=CHAT_LIST_MAX, required=False, default=CHAT_LIST_MAX)
+
+
+class SupportMessageListQuery(InputSerializer):
+    after_id = IdQueryField(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=100)
+    include = serializers.RegexField(
+        r"^(system|notes)(,(system|notes))?$", required=False, help_text="Comma list of `system`, `notes`."
+    )
+
+
+# --- bodies ------------------------------------------------------------------------------------------
+
+
+class ClaimInput(InputSerializer):
+    ttl_sec = StrictIntegerField(min_value=CLAIM_TTL_MIN, max_value=CLAIM_TTL_MAX, required=False, default=300)
+    claim_id = StrictRegexField(CLAIM_ID_PATTERN, required=False)
+    note = StrictCharField(max_length=500, required=False, allow_blank=True)
+
+
+class ReleaseInput(InputSerializer):
+    claim_id = StrictRegexField(CLAIM_ID_PATTERN)
+
+
+class ReplyInput(InputSerializer):
+    # The text is checked by the reply rules after normalisation (linkguard), not here: its length
+    # limits apply to the normalised text.
+    text = StrictCharField(trim_whitespace=False, allow_blank=True, max_length=20000)
+    expected_last_message_id = StrictIntegerField(min_value=0, allow_null=True)
+    ticket = StrictIntegerField(min_value=1, required=False)
+    close_ticket = StrictBooleanField(required=False, default=True)
+    claim_id = StrictRegexField(CLAIM_ID_PATTERN, required=False)
+    note = StrictCharField(max_length=500, required=False, allow_blank=True)
+
+
+# --- documentation shapes ---------------------------------------------------------------------------
+
+
+class SupportAccountDoc(serializers.Serializer):
+    link = serializers.ChoiceField(choices=["anonymous", "awaiting_code", "verified", "none"])
+    email = serializers.CharField(allow_null=True)
+    app_user_id = serializers.CharField(allow_null=True)
+    link_source = serializers.ChoiceField(
+        choices=["email_code", "agent_code", "cabinet", "telegram_link", "app_ticket"], required=False
+    )
+    identity_expires_at = serializers.DateTimeField(allow_null=True)
+    regrant_needed = serializers.BooleanField()
+    code_pending = serializers.BooleanField()
+    code_expires_at = serializers.DateTimeField(allow_null=True)
+    last_code_result = serializers.CharField(allow_null=True)
+    last_code_at = serializers.DateTimeField(allow_null=True)
+    email_requested = serializers.BooleanField()
+
+
+class SupportLeaseDoc(serializers.Serializer):
+    held_by = serializers.CharField()
+    mine = serializers.BooleanField()
+    claim_id = serializers.CharField(allow_null=True)
+    claimed_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+
+
+class SupportSenderDoc(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["client", "ai", "support", "external_operator", "system"])
+    agent_id = serializers.IntegerField(allow_null=True, required=False)
+
+
+class SupportLastMessageDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    sender = SupportSenderDoc()
+    type = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class SupportTicketBriefDoc(serializers.Serializer):
+    number = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["open", "closed"])
+    priority = serializers.CharField()
+    held_for_owner = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class SupportAiStateDoc(serializers.Serializer):
+    handling = serializers.CharField()
+    handled_by = serializers.CharField(allow_null=True)
+
+
+class SupportChatDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    channel = serializers.CharField()
+    delivery = serializers.CharField()
+    locale = serializers.CharField(allow_null=True)
+    last_message = SupportLastMessageDoc(allow_null=True)
+    unanswered_count = serializers.IntegerField()
+    ai_state = SupportAiStateDoc()
+    open_ticket = SupportTicketBriefDoc(allow_null=True)
+    account = SupportAccountDoc()
+    lease = SupportLeaseDoc(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SupportChatListDoc(serializers.Serializer):
+    data = SupportChatDoc(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class SupportAttachmentRefDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    content_type = serializers.CharField()
+    size = serializers.IntegerField()
+
+
+class SupportMessageDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.IntegerField()
+    type = serializers.CharField()
+    text = serializers.CharField()
+    sender = SupportSenderDoc()
+    visibility = serializers.CharField()
+    via_support_api = serializers.BooleanField()
+    attachment = SupportAttachmentRefDoc(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class SupportChatRefDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    account = SupportAccountDoc()
+
+
+class SupportMessageListDoc(serializers.Serializer):
+    data = SupportMessageDoc(many=True)
+    chat = SupportChatRefDoc()
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class SupportAttachmentDoc(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["image", "text"])
+    name = serializers.CharField()
+    mime_type = serializers.CharField()
+    size = serializers.IntegerField()
+    data_base64 = serializers.CharField(required=False)
+    text = serializers.CharField(required=False)
+    truncated = serializers.BooleanField(required=False)
+    chat = SupportChatRefDoc()
+
+
+class SupportClaimDoc(serializers.Serializer):
+    chat_id = serializers.IntegerField()
+    claim_id = serializers.CharField()
+    held_by = serializers.CharField()
+    ttl_sec = serializers.IntegerField()
+    claimed_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    action_id = serializers.IntegerField()
+
+
+class SupportReleaseDoc(serializers.Serializer):
+    chat_id = serializers.IntegerField()
+    released = serializers.BooleanField()
+    action_id = serializers.IntegerField()
+
+
+class SupportTicketEffectDoc(serializers.Serializer):
+    ticket = serializers.IntegerField(allow_null=True)
+    effect = serializers.ChoiceField(choices=["none", "closed", "held_for_owner", "unchanged"])
+    state = serializers.CharField(required=False)
+
+
+class SupportReplyDoc(serializers.Serializer):
+    action_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["stored", "pending"])
+    message_id = serializers.IntegerField(allow_null=True)
+    chat_id = serializers.IntegerField()
+    delivery = serializers.CharField()
+    text = serializers.CharField()
+    ticket_effect = SupportTicketEffectDoc()
+    chat = SupportChatRefDoc()
+
+
+class SupportActionDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    outcome = serializers.ChoiceField(choices=["ok", "refused", "pending"])
+    status_code = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    service_agent = serializers.CharField()
+    chat_id = serializers.IntegerField(allow_null=True)
+    ticket_number = serializers.IntegerField(allow_null=True)
+    message_id = serializers.IntegerField(allow_null=True)
+    text_sha256 = serializers.CharField(allow_null=True)
+    text_length = serializers.IntegerField(allow_null=True)
+    is_support_reply = serializers.BooleanField()
+    created_at = serializers.DateTimeField()

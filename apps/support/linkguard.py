@@ -1,0 +1,394 @@
+"""Reply text rules 2 and 3 of the support surface: normalisation, plain-text checks and the
+official-link guard.
+
+`find_links` is the ONE detection of "anything the widget or a chat messenger would turn into a
+link"; `check_links` decides which of them are official. Both work on the normalised text, which is
+what is checked, sent and stored.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import publicsuffixlist
+from linkify_it import LinkifyIt
+
+from .errors import ForbiddenWhitespace, GuardError, InvalidText, LinkNotAllowed
+
+TEXT_MAX = 3500
+MAX_LINKS = 200  # more candidates than this: guard_error (shorten the text)
+
+# --- rule 2: normalisation and plain text ---------------------------------------------------------
+
+FORBIDDEN_WHITESPACE = frozenset("\t\f\x85\u2028\u2029")
+# Removed by normalisation, never refused.
+ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e")
+_ZERO_WIDTH_TABLE = {ord(c): None for c in ZERO_WIDTH}
+_HTML_RE = re.compile(
+    r"<\s*/?\s*[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?\s*>|<!--|&(#[0-9]{1,7}|#x[0-9A-Fa-f]{1,6}|[A-Za-z]{2,31});"
+)
+_MD_LINK_RE = re.compile(r"\[[^\]\n]*\]\s?\([^)\n]*\)|\[[^\]\n]*\]\s?\[[^\]\n]*\]|^\s{0,3}\[[^\]\n]+\]:\s*\S", re.M)
+_MD_AUTOLINK_RE = re.compile(r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>|<[^<>\s@]+@[^<>\s]+>")
+_MARKER_RE = re.compile(r"\[\s*KEY_", re.I)
+
+
+def normalize_text(text: str) -> str:
+    """CR LF -> LF, Unicode spaces (category Zs) -> U+0020, zero-width characters removed."""
+    text = text.replace("\r\n", "\n").translate(_ZERO_WIDTH_TABLE)
+    if any(unicodedata.category(ch) == "Zs" and ch != " " for ch in text):
+        text = "".join(" " if unicodedata.category(ch) == "Zs" else ch for ch in text)
+    return text
+
+
+def check_plain_text(text: str) -> None:
+    """Rule 2 on normalised text: 422 `forbidden_whitespace` for tab, form feed, U+0085, U+2028,
+    U+2029; 422 `invalid_text` for other control or invisible characters, a JSON body, HTML,
+    Markdown links, `[KEY_...]` markers, and a length outside 1..3500 or blank text."""
+    for ch in text:
+        if ch in FORBIDDEN_WHITESPACE:
+            raise ForbiddenWhitespace(f"The text holds U+{ord(ch):04X}; use spaces and newlines only.")
+    for ch in text:
+        if ch == "\n":
+            continue
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp"):
+            raise InvalidText(f"The text holds a control or invisible character (U+{ord(ch):04X}).")
+    if not text.strip():
+        raise InvalidText("The text is empty.")
+    if len(text) > TEXT_MAX:
+        raise InvalidText(f"The text is {len(text)} characters after normalisation; at most {TEXT_MAX}.")
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            json.loads(stripped)
+        except ValueError:
+            pass
+        else:
+            raise InvalidText("The text is a JSON document; send plain text.")
+    if _MARKER_RE.search(text):
+        raise InvalidText("`[KEY_...]` markers are not allowed in support replies.")
+    if _HTML_RE.search(text):
+        raise InvalidText("HTML is not allowed; send plain text.")
+    if _MD_LINK_RE.search(text) or _MD_AUTOLINK_RE.search(text):
+        raise InvalidText("Markdown links are not allowed; write the official link as plain text.")
+
+
+# --- rule 3: link detection -------------------------------------------------------------------------
+
+
+def _psl_tlds() -> list[str]:
+    """Every top-level label of the ICANN section of the public suffix list shipped (pinned) with
+    the `publicsuffixlist` package, in Unicode and in punycode. Nothing is downloaded."""
+    labels: set[str] = set()
+    icann = False
+    with open(publicsuffixlist.PSLFILE, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if "===BEGIN ICANN DOMAINS===" in line:
+                icann = True
+            elif "===END ICANN DOMAINS===" in line:
+                break
+            elif icann and line and not line.startswith("//"):
+                label = line.rsplit(".", 1)[-1].lstrip("!*").lower()
+                if label:
+                    labels.add(label)
+                    try:
+                        labels.add(label.encode("idna").decode("ascii"))
+                    except UnicodeError:
+                        pass
+    return sorted(labels, key=lambda s: (-len(s), s))
+
+
+TLDS = frozenset(_psl_tlds())
+# `/command@bot` of a messenger, and any `scheme://` (linkify-it knows http, https, ftp, mailto
+# and `//` by itself; messengers also turn other schemes into links).
+_BOT_COMMAND_RE = re.compile(r"(?<![\w/])/[A-Za-z0-9_]{1,64}@([A-Za-z0-9_]{3,64})\b")
+_ANY_SCHEME_RE = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{1,31}):(//)?[^\s<>\"'`]+", re.I)
+# Schemes without `//` that clients open (a `word:word` in prose is not a link otherwise).
+_BARE_SCHEMES = frozenset(
+    {
+        "mailto",
+        "tel",
+        "sms",
+        "smsto",
+        "javascript",
+        "data",
+        "vbscript",
+        "file",
+        "tg",
+        "intent",
+        "skype",
+        "viber",
+        "whatsapp",
+        "xmpp",
+        "magnet",
+        "bitcoin",
+        "callto",
+        "facetime",
+        "sip",
+        "market",
+        "itms-apps",
+        "itms-services",
+    }
+)
+_HANDLE_RE = re.compile(r"(?<![\w@./\-])@([A-Za-z0-9_]{3,64})\b(?![@.][A-Za-z0-9])")
+
+
+@functools.cache
+def _linkify() -> LinkifyIt:
+    return LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": True, "fuzzy_ip": True}).tlds(
+        sorted(TLDS), keep_old=False
+    )
+
+
+@dataclass(frozen=True)
+class Link:
+    token: str  # the characters of the text
+    kind: str  # url, host, ipv4, email, handle, bot_command
+    view: str  # what a click opens (the URL a client builds from it)
+    start: int
+    end: int
+
+
+def _kind_of(schema: str, raw: str) -> str:
+    if schema == "mailto:":
+        return "email"
+    if schema:
+        return "url"
+    host = raw.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
+    try:
+        ipaddress.IPv4Address(host)
+        return "ipv4"
+    except ValueError:
+        return "host"
+
+
+def find_links(text: str) -> list[Link]:
+    """Everything in `text` the web widget or a chat messenger would turn into a link, in text order.
+
+    The web widget's JavaScript renders links with the `linkify-it` npm package configured exactly
+    like the `linkify-it-py` instance here, and applies the two extra patterns below:
+
+    - `new LinkifyIt({}, {fuzzyLink: true, fuzzyEmail: true, fuzzyIP: true})`
+    - `.tlds(TLDS, false)`: TLDS is every top-level label of the ICANN section of the public suffix
+      list (Unicode and punycode forms, e.g. `рф` and `xn--p1ai`), from the pinned
+      `publicsuffixlist` package; linkify-it also accepts any `xn--` top-level label;
+    - schemes: linkify-it's defaults (`http:`, `https:`, `ftp:`, `mailto:`, `//`); any other
+      `scheme://...`, and the schemes in `_BARE_SCHEMES` without `//` (`tel:`, `tg:`,
+      `javascript:`, ...), are links too (`_ANY_SCHEME_RE`);
+    - `@handle` (3 to 64 of `[A-Za-z0-9_]` after an `@` that does not follow a word character):
+      `_HANDLE_RE`; `/command@bot`: `_BOT_COMMAND_RE`.
+
+    A candidate overlapping an earlier one is dropped (linkify-it's own rule).
+    """
+    found: list[Link] = []
+    for match in _linkify().match(text) or ():
+        raw = text[match.index : match.last_index]
+        found.append(Link(raw, _kind_of(match.schema, raw), match.url, match.index, match.last_index))
+    for m in _ANY_SCHEME_RE.finditer(text):
+        scheme = m.group(1).lower()
+        if m.group(2) is None and scheme not in _BARE_SCHEMES:
+            continue
+        raw = m.group(0).rstrip(".,;:!?)]}'\"")
+        found.append(Link(raw, "email" if scheme == "mailto" else "url", raw, m.start(), m.start() + len(raw)))
+    for m in _BOT_COMMAND_RE.finditer(text):
+        found.append(Link(m.group(0), "bot_command", m.group(0), m.start(), m.end()))
+    for m in _HANDLE_RE.finditer(text):
+        found.append(Link(m.group(0), "handle", f"https://t.me/{m.group(1)}", m.start(), m.end()))
+    found.sort(key=lambda link: (link.start, -link.end))
+    out: list[Link] = []
+    last_end = -1
+    for link in found:
+        if link.start < last_end:
+            continue
+        out.append(link)
+        last_end = link.end
+    return out
+
+
+def emails_in(text: str) -> set[str]:
+    """The e-mail addresses in `text` by the same detection (the customer's own addresses)."""
+    out = set()
+    for link in find_links(text):
+        if link.kind == "email":
+            out.add(link.token.lower().removeprefix("mailto:"))
+    return out
+
+
+# --- rule 3: the official catalogue ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """What a reply may link to: the widget's configuration plus the customer's own addresses."""
+
+    hosts: frozenset[str]  # lower-case, punycode
+    exact_links: frozenset[str]
+    app_store_id: str | None
+    play_package: str | None
+    ipv4: frozenset[str]
+    handles: frozenset[str]  # lower-case, without @
+    emails: frozenset[str]  # lower-case
+    customer_emails: frozenset[str] = frozenset()
+    customer_phones: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_config(cls, config, *, customer_emails=(), customer_phones=()) -> Catalogue:
+        return cls(
+            hosts=frozenset(_ascii_host(h) for h in config.link_hosts),
+            exact_links=frozenset(config.exact_links),
+            app_store_id=(config.app_store_id or "").removeprefix("id") or None,
+            play_package=config.play_package or None,
+            ipv4=frozenset(config.ipv4_literals),
+            handles=frozenset(h.lower().lstrip("@") for h in config.messenger_handles),
+            emails=frozenset(e.lower() for e in config.emails),
+            customer_emails=frozenset(e.lower() for e in customer_emails),
+            customer_phones=frozenset(customer_phones),
+        )
+
+    def allowed(self) -> list[str]:
+        out = [f"https://{h}/" for h in sorted(self.hosts)]
+        out += sorted(self.exact_links)
+        if self.app_store_id:
+            out.append(f"https://apps.apple.com/app/id{self.app_store_id}")
+        if self.play_package:
+            out.append(f"https://play.google.com/store/apps/details?id={self.play_package}")
+        out += sorted(self.ipv4)
+        for handle in sorted(self.handles):
+            out += [f"https://t.me/{handle}", f"@{handle}"]
+        out += sorted(self.emails)
+        if self.customer_emails or self.customer_phones:
+            out.append("the customer's own address from this chat")
+        return out
+
+
+def _ascii_host(host: str) -> str:
+    host = host.strip().lower().rstrip(".")
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "\x00invalid"
+
+
+_TG_HOSTS = frozenset({"t.me"})
+_APP_STORE_PATH = re.compile(r"/(?:[a-z]{2}/)?app/(?:[^/?#]+/)?id([0-9]+)/?")
+
+
+def _split(token: str) -> tuple[str, str, str, str, str, str] | None:
+    """(scheme, userinfo, host, port, path, rest) of a link with or without scheme; None when it
+    cannot be read as scheme://host..."""
+    if "://" in token:
+        scheme, _, tail = token.partition("://")
+        scheme = scheme.lower()
+    elif token.startswith("//"):
+        scheme, tail = "", token[2:]
+    else:
+        scheme, tail = "", token
+    cut = len(tail)
+    for sep in "/?#":
+        i = tail.find(sep)
+        if i != -1:
+            cut = min(cut, i)
+    authority, rest = tail[:cut], tail[cut:]
+    userinfo, _, hostport = authority.rpartition("@")
+    host, port = hostport, ""
+    if ":" in hostport:
+        host, _, port = hostport.partition(":")
+    path = rest
+    return scheme, userinfo, host, port, path, rest
+
+
+def _is_official(link: Link, cat: Catalogue) -> bool:
+    token = link.token
+    if token in cat.exact_links:
+        return True
+    if link.kind == "handle":
+        return token[1:].lower() in cat.handles
+    if link.kind == "bot_command":
+        return token.rsplit("@", 1)[1].lower() in cat.handles
+    if link.kind == "email":
+        address = token.lower().removeprefix("mailto:")
+        if "?" in address or "/" in address:
+            return False
+        return address in cat.emails or address in cat.customer_emails
+    lower = token.lower()
+    if lower.startswith("tel:"):
+        digits = "".join(ch for ch in token[4:] if ch.isdigit())
+        return bool(digits) and digits in cat.customer_phones
+    parts = _split(token)
+    if parts is None:
+        return False
+    scheme, userinfo, host, port, path, rest = parts
+    if scheme not in ("", "https") or (scheme == "" and token.startswith("//")):
+        return False
+    if userinfo or ":" in token.split("//", 1)[-1].split("/", 1)[0] or port:
+        return False  # credentials or a port: never official
+    # Query and fragment only after a `/`.
+    if rest and rest[0] in "?#":
+        return False
+    host_ascii = _ascii_host(host)
+    if link.kind == "ipv4" or _is_ipv4(host):
+        return host in cat.ipv4
+    if host_ascii in cat.hosts:
+        return True
+    if host_ascii in _TG_HOSTS:
+        m = re.fullmatch(r"/([A-Za-z0-9_]{3,64})/?", path)
+        return bool(m) and m.group(1).lower() in cat.handles  # no start parameter, no other path
+    if host_ascii == "apps.apple.com" and cat.app_store_id:
+        m = _APP_STORE_PATH.fullmatch(path)
+        return bool(m) and m.group(1) == cat.app_store_id
+    if host_ascii == "play.google.com" and cat.play_package:
+        return path in (
+            f"/store/apps/details?id={cat.play_package}",
+            f"/store/apps/details/?id={cat.play_package}",
+        )
+    return False
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _view(link: Link) -> str:
+    """What a click opens, with an IDN host shown in punycode so a look-alike is visible."""
+    try:
+        parts = urlsplit(link.view)
+        host = parts.hostname or ""
+        if host and not host.isascii():
+            return link.view.replace(host, _ascii_host(host), 1)
+    except ValueError:
+        pass
+    return link.view
+
+
+def check_links(text: str, catalogue: Catalogue) -> list[Link]:
+    """Rule 3: every link in `text` must be official, else 422 `link_not_allowed` with
+    `offending` [{token, kind, view}] and `allowed`. Returns the links found."""
+    try:
+        links = find_links(text)
+    except Exception as exc:  # a pathological text must be refused, never sent unchecked
+        raise GuardError("The text could not be checked; shorten it.") from exc
+    if len(links) > MAX_LINKS:
+        raise GuardError("The text has too many link-like parts to check; shorten it.")
+    offending = [
+        {"token": link.token, "kind": link.kind, "view": _view(link)}
+        for link in links
+        if not _is_official(link, catalogue)
+    ]
+    if offending:
+        raise LinkNotAllowed(
+            "The text links outside the official catalogue.", offending=offending, allowed=catalogue.allowed()
+        )
+    return links
