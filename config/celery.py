@@ -32,6 +32,7 @@ BEAT_SCHEDULE = {
     "chats.purge_visitor_sessions": ("apps.chats.tasks.purge_visitor_sessions", 3600),
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),
     "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
+    "channels.sweep_deliveries": ("apps.channels.tasks.sweep_deliveries", 15),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()

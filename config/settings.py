@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "apps.compat",
     "apps.widget",
     "apps.stats",
+    "apps.channels",
 ]
 
 MIDDLEWARE = [

@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("apps.agents.api.urls")),
     path("", include("apps.billing.api.urls")),
     path("", include("apps.widget.api.urls")),
+    path("", include("apps.channels.api.urls")),
 ]
 
 urlpatterns = [
