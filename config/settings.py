@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "apps.widget",
     "apps.stats",
     "apps.console",
+    "apps.channels",
 ]
 
 MIDDLEWARE = [

@@ -3,14 +3,18 @@
 - subscriptions.py: create, update, rotate the secret, delete;
 - fanout.py: the outbox handler writing one Delivery row per event and matching endpoint;
 - redelivery.py: redelivery and the delivery log;
-- delivery.py: the delivery engine (leases, attempts on a pool, retries, the trigger).
+- delivery.py: the delivery engine (leases, attempts on a pool, retries, the trigger);
+- crypto.py and signing.py: secrets at rest under the rotatable key set and the two signatures,
+  also used by the other senders of signed posts (custom channels).
 
 Callers import from here; the names below are the app's public surface.
 """
 
-# The rotatable key set encrypting secrets at rest (webhook secrets, the AI app's provider keys).
+# The rotatable key set encrypting secrets at rest (webhook secrets, the AI app's provider keys,
+# custom channel secrets).
 from .crypto import decrypt_secret as decrypt_secret
 from .crypto import encrypt_secret as encrypt_secret
+from .crypto import generate_secret as generate_secret
 from .crypto import rotate_token as rotate_token
 from .delivery import ATTEMPT_DEADLINE as ATTEMPT_DEADLINE
 from .delivery import LEASE as LEASE
@@ -31,6 +35,8 @@ from .redelivery import is_redeliverable as is_redeliverable
 from .redelivery import log_row as log_row
 from .redelivery import log_rows as log_rows
 from .redelivery import redeliver as redeliver
+from .signing import service_signature as service_signature
+from .signing import standard_signature as standard_signature
 from .subscriptions import DuplicateSubscription as DuplicateSubscription
 from .subscriptions import check_destination as check_destination
 from .subscriptions import create_subscription as create_subscription

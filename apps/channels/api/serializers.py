@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField
+
+
+class ChannelDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    url = serializers.CharField()
+    is_active = serializers.BooleanField(help_text="false: the channel is disabled (takes and sends nothing).")
+    created_at = serializers.DateTimeField()
+
+
+class ChannelCreatedDoc(ChannelDoc):
+    secret = serializers.CharField(help_text="The signing secret of outbound posts; shown once, never again.")
+
+
+class ChannelStatusDoc(serializers.Serializer):
+    online = serializers.ChoiceField(
+        choices=[0, 1], help_text="1 when the channel is active and an operator of the widget answers now."
+    )
+
+
+class InboundAcceptedDoc(serializers.Serializer):
+    message_id = serializers.IntegerField()
+    chat_id = serializers.IntegerField()
+    client_id = serializers.CharField(help_text="Our contact guid for this external client.")
+
+
+class ChannelCreateInput(InputSerializer):
+    name = LabelField(min_length=1, max_length=255)
+    url = StrictCharField(max_length=2048, help_text="https only, public address; operator messages are posted here.")
+
+
+class InboundMessageBodyInput(InputSerializer):
+    text = StrictCharField(min_length=1, max_length=65536, trim_whitespace=False)
+
+    def validate_text(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("This field may not be blank.")
+        return value
+
+
+class InboundMessageInput(InputSerializer):
+    external_client_id = StrictCharField(min_length=1, max_length=255)
+    external_channel_id = StrictCharField(min_length=1, max_length=255)
+    message = InboundMessageBodyInput()

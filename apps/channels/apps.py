@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class ChannelsConfig(AppConfig):
+    name = "apps.channels"
+    label = "apps_channels"
+
+    def ready(self):
+        from apps.core import events
+
+        # Registers the Celery tasks in every process: the engine enqueues its sender by name.
+        from . import tasks  # noqa: F401
+        from .handlers import queue_outbound_message
+
+        # In the transaction of the message: the delivery row commits with the message or not at all.
+        events.subscribe(events.MESSAGE_CREATED, queue_outbound_message, phase=events.IN_TRANSACTION)

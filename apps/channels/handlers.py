@@ -1,0 +1,17 @@
+"""Event handlers of the channels app (registered in apps.py)."""
+
+from __future__ import annotations
+
+from apps.core.events import Event
+
+from . import selectors, services
+
+
+def queue_outbound_message(event: Event) -> None:
+    """message.created, in the transaction: an operator message of a chat on a channel is queued
+    for that channel. Chats of the on-site widget cost nothing here (no query)."""
+    chat, message = event.obj("chat"), event.obj("message")
+    if chat is None or message is None:
+        return
+    if selectors.custom_channel_id(chat.channel) is not None:
+        services.queue_custom_channel_delivery(widget=event.widget, chat=chat, message=message)

@@ -1,0 +1,107 @@
+"""Channels other than the on-site widget: custom channels, the external ids of their contacts,
+and the outbound deliveries (one row per operator message and channel, with its attempts)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from apps.chats.models import Chat, Contact, Message
+from apps.core.models import Widget
+
+
+class CustomChannel(models.Model):
+    """A channel registered by an installed app: inbound at POST /v1/channels/{id}/messages,
+    operator messages of its `ch{id}` chats posted to `url`, signed like a webhook."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="custom_channels")
+    name = models.CharField(max_length=255)
+    url = models.CharField(max_length=2048)
+    # Fernet token of the signing secret (the webhooks' rotatable key set); never readable again.
+    secret_encrypted = models.TextField()
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="custom_channel_widget_created")]
+
+    def __str__(self) -> str:
+        return f"ch{self.pk} {self.name}"
+
+    @property
+    def code(self) -> str:
+        return f"ch{self.pk}"
+
+
+class ExternalContact(models.Model):
+    """The contact behind an external id on one channel (`ch{id}`, `tg`, ...): the first inbound
+    message creates it, later ones find it. `address` is where replies go (the custom channel's
+    `external_channel_id`, a Telegram chat id), as the last inbound message named it."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    channel = models.CharField(max_length=64)
+    external_id = models.CharField(max_length=255)
+    address = models.CharField(max_length=255, blank=True, default="")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["widget", "channel", "external_id"], name="external_contact_once_per_channel"
+            )
+        ]
+        indexes = [models.Index(fields=["widget", "channel", "contact"], name="external_contact_by_contact")]
+
+
+class OutboundDelivery(models.Model):
+    """One operator message to one channel. Like a webhook Delivery, the row is the source of
+    truth: the sender sends every pending row whose `next_attempt_at` has passed (leasing it
+    first), so a lost Celery message or a killed worker only delays it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    channel = models.CharField(max_length=64)  # the chat's channel code (`ch12`, `tg`)
+    custom_channel = models.ForeignKey(
+        CustomChannel, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    # X-Service-Idempotency-Key and the body's `id`: the same on every attempt.
+    event_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    body = models.TextField()  # the exact bytes sent (UTF-8 JSON), identical on every retry
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["message", "channel"], name="outbound_delivery_once_per_message"),
+        ]
+        indexes = [
+            models.Index(fields=["widget", "channel", "-created_at"], name="outbound_widget_channel"),
+            models.Index(fields=["next_attempt_at"], name="outbound_due", condition=models.Q(status="pending")),
+        ]
+
+
+class OutboundAttempt(models.Model):
+    delivery = models.ForeignKey(OutboundDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(default=0)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["delivery", "number"], name="outbound_attempt_number")]

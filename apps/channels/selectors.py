@@ -1,0 +1,50 @@
+"""Reads on channels. Tenant first."""
+
+from __future__ import annotations
+
+from apps.agents import selectors as agent_selectors
+from apps.agents.models import Agent
+from apps.core.models import Widget
+
+from .models import CustomChannel, ExternalContact, OutboundDelivery
+
+CUSTOM_PREFIX = "ch"
+
+
+def custom_channel_id(code: str) -> int | None:
+    """`ch12` -> 12; None for any other channel code."""
+    if code.startswith(CUSTOM_PREFIX) and code[2:].isascii() and code[2:].isdigit() and code[2] != "0":
+        return int(code[2:])
+    return None
+
+
+def get_custom_channel(widget: Widget, channel_id: int) -> CustomChannel | None:
+    return CustomChannel.objects.filter(widget=widget, pk=channel_id).first()
+
+
+def has_active_custom_channel(widget: Widget) -> bool:
+    return CustomChannel.objects.filter(widget=widget, is_active=True).exists()
+
+
+def is_online(widget: Widget, channel: CustomChannel) -> bool:
+    """Someone answers on this channel now: the channel is active and an operator of the widget is
+    online (a human with live presence, or an active AI or external operator, which never sleep)."""
+    if not channel.is_active:
+        return False
+    if Agent.objects.filter(widget=widget, status=Agent.Status.ACTIVE).exclude(type=Agent.Type.HUMAN).exists():
+        return True
+    online = agent_selectors.online_agent_ids(widget)
+    return (
+        bool(online)
+        and Agent.objects.filter(
+            widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE
+        ).exists()
+    )
+
+
+def external_contact_for(widget: Widget, *, channel: str, contact_id: int) -> ExternalContact | None:
+    return ExternalContact.objects.filter(widget=widget, channel=channel, contact_id=contact_id).first()
+
+
+def list_deliveries(widget: Widget, *, channel: str):
+    return OutboundDelivery.objects.filter(widget=widget, channel=channel).order_by("-created_at", "-id")

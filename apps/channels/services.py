@@ -1,0 +1,162 @@
+"""Writes on channels: custom channel registration and switches, inbound messages from a channel
+(through the chats services, like the widget's), and the outbound deliveries of operator messages.
+
+Inbound: the first message of an external client on a channel creates the contact and its chat on
+that channel's code (`ch{id}`); later ones find them through ExternalContact. Outbound: the
+`message.created` handler (handlers.py) queues one OutboundDelivery per operator message of a chat
+on a channel, in the message's transaction; the sender (delivery.py) posts it after commit.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.core.errors import Conflict
+from apps.core.models import Widget
+from apps.webhooks import services as webhooks
+
+from . import delivery, payloads, selectors
+from .models import CustomChannel, ExternalContact, OutboundDelivery
+
+SOURCE_CUSTOM = "channel"
+
+
+class ChannelDisabled(Conflict):
+    """The custom channel is switched off (`is_active` false): it takes no messages."""
+
+    code, title = "channel_disabled", "Channel is disabled"
+
+
+# --- custom channels ----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def register_custom_channel(*, widget: Widget, name: str, url: str) -> tuple[CustomChannel, str]:
+    """A new active channel and its signing secret (returned once, stored encrypted with the
+    webhooks' rotatable key set). The url passes the webhook destination rule (https, public)."""
+    webhooks.check_destination(url)
+    secret = webhooks.generate_secret()
+    channel = CustomChannel.objects.create(
+        widget=widget, name=name, url=url, secret_encrypted=webhooks.encrypt_secret(secret)
+    )
+    return channel, secret
+
+
+@transaction.atomic
+def set_custom_channel_active(*, widget: Widget, channel: CustomChannel, is_active: bool) -> CustomChannel:
+    """Switch a channel on or off. Off: inbound is refused (409) and nothing more is posted to it
+    (queued deliveries fail as `channel_inactive` when their attempt comes)."""
+    channel = CustomChannel.objects.select_for_update().get(pk=channel.pk, widget=widget)
+    if channel.is_active != is_active:
+        channel.is_active = is_active
+        channel.updated_at = timezone.now()
+        channel.save(update_fields=["is_active", "updated_at"])
+    return channel
+
+
+@transaction.atomic
+def deactivate_custom_channels(*, widget: Widget) -> int:
+    """Every active custom channel of the widget off (the `custom` messenger's DELETE)."""
+    return CustomChannel.objects.filter(widget=widget, is_active=True).update(
+        is_active=False, updated_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def rotate_custom_channel_keys() -> int:
+    """Re-encrypt every stored channel secret under the newest key (after adding a key in front of
+    WEBHOOK_SECRET_KEYS). Returns the number of rows rewritten."""
+    count = 0
+    for channel in CustomChannel.objects.select_for_update().exclude(secret_encrypted=""):
+        CustomChannel.objects.filter(pk=channel.pk).update(
+            secret_encrypted=webhooks.rotate_token(channel.secret_encrypted)
+        )
+        count += 1
+    return count
+
+
+# --- inbound ------------------------------------------------------------------------------------
+
+
+def _external_contact(*, widget: Widget, channel: str, external_id: str, address: str) -> ExternalContact:
+    """The contact behind `external_id` on `channel`, created on first use; `address` (where
+    replies go) follows the latest inbound message."""
+    found = ExternalContact.objects.filter(widget=widget, channel=channel, external_id=external_id).first()
+    if found is None:
+        try:
+            with transaction.atomic():
+                contact = chat_services.create_contact(widget=widget)
+                return ExternalContact.objects.create(
+                    widget=widget, channel=channel, external_id=external_id, address=address, contact=contact
+                )
+        except IntegrityError:  # a concurrent first message of the same client made it
+            found = ExternalContact.objects.get(widget=widget, channel=channel, external_id=external_id)
+    if found.address != address:
+        found.address = address
+        found.save(update_fields=["address"])
+    return found
+
+
+@transaction.atomic
+def receive_custom_message(
+    *, widget: Widget, channel: CustomChannel, external_client_id: str, external_channel_id: str, text: str
+) -> Message:
+    """An inbound message of a custom channel: the contact and the `ch{id}` chat on first use,
+    then the chats service stores it (chat.created, message.created, reopening) like a visitor's.
+    A disabled channel refuses (409); the row is locked so a concurrent switch-off is seen."""
+    channel = CustomChannel.objects.select_for_update().get(pk=channel.pk, widget=widget)
+    if not channel.is_active:
+        raise ChannelDisabled("This channel is disabled; it takes no messages.")
+    link = _external_contact(
+        widget=widget, channel=channel.code, external_id=external_client_id, address=external_channel_id
+    )
+    return chat_services.post_client_message(
+        widget=widget,
+        contact=link.contact,
+        data=chat_services.MessageInput(body=text),
+        channel=channel.code,
+        source=SOURCE_CUSTOM,
+    )
+
+
+# --- outbound -----------------------------------------------------------------------------------
+
+OPERATOR_AUTHORS = (Message.Author.AGENT, Message.Author.AI)
+
+
+def is_deliverable(message: Message) -> bool:
+    """An operator's (human, AI, external) visible message with something to show."""
+    return (
+        message.author_kind in OPERATOR_AUTHORS
+        and message.visibility == Message.Visibility.PUBLIC
+        and bool(message.body or message.keyboard)
+    )
+
+
+def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: one delivery row for an operator message of a `ch{id}`
+    chat of an active channel, sent after commit. None when there is nothing to send."""
+    channel_id = selectors.custom_channel_id(chat.channel)
+    if channel_id is None or not is_deliverable(message):
+        return None
+    channel = CustomChannel.objects.filter(widget=widget, pk=channel_id, is_active=True).first()
+    if channel is None:
+        return None
+    link = selectors.external_contact_for(widget, channel=chat.channel, contact_id=chat.contact_id)
+    if link is None:  # a chat on the channel no external client opened (made by hand): nowhere to send
+        return None
+    row = OutboundDelivery(widget=widget, channel=chat.channel, custom_channel=channel, chat=chat, message=message)
+    row.body = payloads.custom_channel_body(
+        event_id=str(row.event_id),
+        chat_id=chat.pk,
+        external_client_id=link.external_id,
+        external_channel_id=link.address,
+        message=message,
+    )
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row

@@ -1,0 +1,197 @@
+"""Operator messages of `ch{id}` chats posted to the channel's url against a real HTTPS receiver on
+loopback: the body and signatures as sent, keyboards as `message.buttons`, retries with the
+webhook policy and Retry-After, what is not sent, and a disabled channel."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.channels import delivery as engine
+from apps.channels import services
+from apps.channels.models import CustomChannel, OutboundAttempt, OutboundDelivery
+from apps.chats import services as chat_services
+from apps.chats.models import Message
+from apps.core.testing.factories import AgentFactory
+from apps.webhooks import services as webhooks
+from apps.webhooks.tests.receiver import Reply
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "whsec_" + "A" * 43 + "="
+
+
+@pytest.fixture
+def setup(widget, receiver):
+    channel = CustomChannel.objects.create(
+        widget=widget, name="App", url=receiver.url("/in"), secret_encrypted=webhooks.encrypt_secret(SECRET)
+    )
+    inbound = services.receive_custom_message(
+        widget=widget, channel=channel, external_client_id="u-1", external_channel_id="room-9", text="Hi"
+    )
+    agent = AgentFactory(widget=widget)
+    return channel, inbound.chat, agent
+
+
+def reply(widget, chat, agent, **fields) -> Message:
+    data = chat_services.MessageInput(**{"body": "Hello there", **fields})
+    return chat_services.post_agent_message(widget=widget, chat=chat, agent=agent, data=data)
+
+
+def test_an_operator_message_is_posted_signed_in_the_channel_envelope(widget, setup, receiver):
+    channel, chat, agent = setup
+    message = reply(widget, chat, agent)
+    row = OutboundDelivery.objects.get(message=message)
+    assert engine.deliver_due(max_seconds=10) == 1
+    hit = receiver.wait_for(1)[0]
+    body = hit.json()
+    assert body == {
+        "id": str(row.event_id),
+        "type": "message.created",
+        "data": {
+            "chat_id": chat.pk,
+            "external_client_id": "u-1",
+            "external_channel_id": "room-9",
+            "message": {"text": "Hello there"},
+        },
+    }
+    assert hit.path == "/in" and hit.header("x-service-event") == "message.created"
+    assert hit.header("x-service-signature") == webhooks.service_signature(SECRET, hit.body)
+    assert hit.header("x-service-idempotency-key") == str(row.event_id)
+    ts = int(hit.header("webhook-timestamp"))
+    assert hit.header("webhook-signature") == webhooks.standard_signature(SECRET, str(row.event_id), ts, hit.body)
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.last_status_code) == ("delivered", 1, 200)
+    assert OutboundAttempt.objects.get(delivery=row).status_code == 200
+
+
+def test_a_keyboard_message_carries_its_buttons(widget, setup, receiver):
+    channel, chat, agent = setup
+    keyboard = {
+        "buttons": [
+            {"label": "Track", "url": "https://example.com/t", "style": "primary"},
+            {"label": "Help", "url": "https://example.com/h", "style": "secondary"},
+        ]
+    }
+    reply(widget, chat, agent, type=Message.Type.KEYBOARD, body="Pick one", keyboard=keyboard)
+    engine.deliver_due(max_seconds=10)
+    sent = receiver.wait_for(1)[0].json()["data"]["message"]
+    assert sent == {"text": "Pick one", "buttons": keyboard["buttons"]}
+
+
+def test_client_messages_notes_and_widget_chats_are_not_posted(widget, setup, receiver):
+    channel, chat, agent = setup
+    services.receive_custom_message(
+        widget=widget, channel=channel, external_client_id="u-1", external_channel_id="room-9", text="more"
+    )
+    reply(widget, chat, agent, visibility=Message.Visibility.NOTE)
+    contact = chat_services.create_contact(widget=widget)
+    web = chat_services.post_client_message(
+        widget=widget, contact=contact, data=chat_services.MessageInput(body="web")
+    ).chat
+    reply(widget, web, agent)
+    assert not OutboundDelivery.objects.exists()
+
+
+def test_a_failed_attempt_is_retried_with_the_webhook_waits(widget, setup, receiver, triggers):
+    channel, chat, agent = setup
+    receiver.rule = lambda hit: 500 if hit.key_attempt == 1 else 200
+    message = reply(widget, chat, agent)
+    row = OutboundDelivery.objects.get(message=message)
+    before = timezone.now()
+    assert engine.attempt(row.pk) == "pending"
+    row.refresh_from_db()
+    assert row.attempts == 1 and row.last_error == "http_500"
+    assert timedelta(seconds=9) < row.next_attempt_at - before <= timedelta(seconds=11)
+    assert triggers[-1] == 10
+    assert engine.attempt(row.pk) == "delivered"
+    hits = receiver.wait_for(2)
+    assert hits[0].body == hits[1].body and hits[0].key == hits[1].key
+
+
+def test_a_429_waits_at_least_its_retry_after(widget, setup, receiver, triggers):
+    channel, chat, agent = setup
+    receiver.rule = lambda hit: 429
+    message = reply(widget, chat, agent)
+    row = OutboundDelivery.objects.get(message=message)
+    # The receiver gives no Retry-After header: the webhook wait applies.
+    assert engine.attempt(row.pk) == "pending" and triggers[-1] == 10
+
+
+def test_retry_after_parsing():
+    class R:
+        status_code = 429
+
+        def __init__(self, headers, content=b""):
+            self.headers, self.content = headers, content
+
+    assert engine._retry_after(R({"Retry-After": "120"})) == 120
+    assert engine._retry_after(R({}, b'{"ok":false,"parameters":{"retry_after":7}}')) == 7
+    assert engine._retry_after(R({"Retry-After": "99999999"})) == engine.MAX_RETRY_AFTER
+    assert engine._retry_after(R({"Retry-After": "-1"})) is None
+    assert engine._retry_after(R({}, b'{"parameters":{"retry_after":"7"}}')) is None
+
+
+def test_four_failed_attempts_end_failed(widget, setup, receiver):
+    channel, chat, agent = setup
+    receiver.rule = lambda hit: Reply(status=503)
+    row = OutboundDelivery.objects.get(message=reply(widget, chat, agent))
+    results = [engine.attempt(row.pk) for _ in range(4)]
+    assert results == ["pending", "pending", "pending", "failed"]
+    assert engine.attempt(row.pk) == "gone"
+    assert OutboundAttempt.objects.filter(delivery=row).count() == 4
+
+
+def test_a_disabled_channel_gets_nothing(widget, setup, receiver):
+    channel, chat, agent = setup
+    queued = OutboundDelivery.objects.get(message=reply(widget, chat, agent))
+    services.set_custom_channel_active(widget=widget, channel=channel, is_active=False)
+    reply(widget, chat, agent, body="after")
+    assert OutboundDelivery.objects.count() == 1  # nothing queued while disabled
+    assert engine.attempt(queued.pk) == "failed"
+    queued.refresh_from_db()
+    assert queued.last_error == "channel_inactive"
+    assert receiver.snapshot() == []
+
+
+def test_a_secret_rotation_reaches_queued_messages(widget, setup, receiver, settings):
+    from cryptography.fernet import Fernet
+
+    channel, chat, agent = setup
+    row = OutboundDelivery.objects.get(message=reply(widget, chat, agent))
+    first = Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [first]
+    old = webhooks.encrypt_secret(SECRET)
+    settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
+    CustomChannel.objects.filter(pk=channel.pk).update(secret_encrypted=old)
+    assert services.rotate_custom_channel_keys() == 1
+    channel.refresh_from_db()
+    assert channel.secret_encrypted != old
+    assert engine.attempt(row.pk) == "delivered"
+    hit = receiver.wait_for(1)[0]
+    assert hit.header("x-service-signature") == webhooks.service_signature(SECRET, hit.body)
+
+
+def test_the_sweeper_sends_due_rows_and_the_body_is_stored_once(widget, setup, receiver):
+    from apps.channels import tasks
+
+    channel, chat, agent = setup
+    reply(widget, chat, agent)
+    assert tasks.sweep_deliveries() is True  # the trigger is recorded by the fixture
+    assert tasks.deliver_due() == 1
+    assert tasks.sweep_deliveries() is False
+    stored = json.loads(OutboundDelivery.objects.get().body)
+    assert receiver.wait_for(1)[0].json() == stored
+
+
+def test_the_rotation_command_prints_the_count(setup):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("rotate_channel_keys", stdout=out)
+    assert json.loads(out.getvalue()) == {"rotated": 1}
