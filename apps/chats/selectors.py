@@ -129,6 +129,8 @@ def file_url(file: File) -> str:
     """A short-lived download URL of a stored file (the operator console draws files and images
     with it, as the REST API's `url`)."""
     return _signed_file_url(file)
+
+
 def client_address(request) -> str:
     """The caller's address by the one rule of the visitor API (REMOTE_ADDR, or TRUSTED_PROXY_HOPS),
     for other apps (the support gate's IP allowlist)."""
