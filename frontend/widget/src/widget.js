@@ -429,15 +429,15 @@ function Widget({ config, conversation }) {
               <p>{settings.widget_offline_message || t.offlineIntro}</p>
               <label>
                 {t.name}
-                <input name="name" autocomplete="name" value={profile.name || ""} />
+                <input name="name" autocomplete="name" defaultValue={profile.name || ""} />
               </label>
               <label>
                 {t.email}
-                <input name="email" type="email" autocomplete="email" value={profile.email || ""} />
+                <input name="email" type="email" autocomplete="email" defaultValue={profile.email || ""} />
               </label>
               <label>
                 {t.phone}
-                <input name="phone" type="tel" autocomplete="tel" value={profile.phone || ""} />
+                <input name="phone" type="tel" autocomplete="tel" defaultValue={profile.phone || ""} />
               </label>
               <label>
                 {t.message}
