@@ -285,3 +285,54 @@ def test_an_image_is_uploaded_sent_and_shown_and_the_chat_rated(page, web_server
     expect(page.get_by_text("Thank you for your rating!")).to_be_visible()
     expect(stars).to_have_count(0)
     shot(page)
+
+
+def test_device_profiles_position_the_mobile_launcher_and_colours_keep_their_contrast(browser, start_server, shot):
+    # Given a widget whose mobile profile puts a small launcher bottom left with another icon
+    server = start_server(**SERVER_ENV)
+    response = api_client(server)(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={
+            "widget_skin": "rounded",
+            "device_profiles": {
+                "mobile": {"widget_button_size": 50, "widget_position": "bottom_left", "icon_preset": "headset"}
+            },
+        },
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+
+    for viewport, size, left in (
+        ({"width": 390, "height": 844}, 50, True),
+        ({"width": 1280, "height": 800}, 75, False),
+    ):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(server.url("/demo/"))
+        wait_ready(page)
+
+        # Then the launcher follows the profile of the device
+        box = page.get_by_role("button", name="Open chat").bounding_box()
+        assert box["width"] == pytest.approx(size, abs=1)
+        assert (box["x"] < viewport["width"] / 2) is left
+        assert page.locator("chat-widget .cw").get_attribute("class").split()[1] == "skin-rounded"
+        page.get_by_role("button", name="Open chat").click()
+        if left:  # a phone: the chat takes the whole screen
+            window = page.get_by_role("dialog").bounding_box()
+            assert window["width"] == pytest.approx(390, abs=1)
+            shot(page, "mobile")
+
+        # And the header's text reads against its background (WCAG AA, 4.5:1)
+        ratio = page.locator("chat-widget .head").evaluate(
+            """head => {
+              const rgb = s => s.match(/\\d+/g).slice(0, 3).map(Number);
+              const lum = c => { const l = c.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                                 return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+              const style = getComputedStyle(head);
+              const [a, b] = [lum(rgb(style.color)), lum(rgb(style.backgroundColor))].sort((x, y) => y - x);
+              return (a + 0.05) / (b + 0.05);
+            }"""
+        )
+        assert ratio >= 4.5
+        context.close()
