@@ -336,3 +336,31 @@ def test_device_profiles_position_the_mobile_launcher_and_colours_keep_their_con
         )
         assert ratio >= 4.5
         context.close()
+
+
+def test_a_reply_to_a_closed_widget_shows_an_unread_badge_and_calls_the_message_callback(page, web_server, api, shot):
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "I'll wait")
+    page.evaluate("window.got = []; ChatWidget.on('message', m => got.push(m.body))")
+    page.get_by_role("button", name="Close chat").first.click()
+    expect(page.get_by_role("dialog")).to_be_hidden()
+
+    # When the operator replies while the chat is closed
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Back to you"})
+
+    # Then the launcher carries an unread badge and the page's callback got the message
+    badge = page.locator("chat-widget .badge")
+    expect(badge).to_have_text("1")
+    expect(badge).to_have_attribute("aria-label", "1 unread")
+    assert page.evaluate("got") == ["Back to you"]
+    shot(page)
+
+    # And opening the chat clears it; the message is marked seen, so a reload raises no badge again
+    page.get_by_role("button", name="Open chat").click()
+    expect(badge).to_have_count(0)
+    page.wait_for_timeout(500)
+    page.reload()
+    wait_ready(page)
+    page.wait_for_timeout(1000)
+    expect(badge).to_have_count(0)

@@ -185,6 +185,8 @@ function Widget({ config, conversation }) {
   useEffect(() => {
     conversation.onChange = () => setTick((n) => n + 1);
     conversation.onMessage = (m) => {
+      // A replay (page load, reconnect) brings old messages too: only unseen ones are news.
+      if (m.seen) return;
       emit("message", m);
       if (!openRef.current || document.visibilityState !== "visible") {
         setUnread((n) => n + 1);
@@ -258,7 +260,13 @@ function Widget({ config, conversation }) {
     if (typingSent.current) conversation.typing("stop");
     typingSent.current = 0;
     try {
-      await conversation.send(body, sessionProfile());
+      try {
+        await conversation.send(body, sessionProfile());
+      } catch (err) {
+        // The stored session expired (401 forgot it): the retry starts a new one.
+        if (err.status !== 401) throw err;
+        await conversation.send(body, sessionProfile());
+      }
       setDraft("");
     } catch (err) {
       setError(t.failed);
