@@ -75,9 +75,14 @@
     doc.head.appendChild(tag);
   }
 
+  // After the load event, never inside it: the host page's load handlers and loadEventEnd stay ours-free.
+  function later() {
+    setTimeout(mount, 0);
+  }
+
   function start() {
-    if (doc.readyState === "complete") mount();
-    else win.addEventListener("load", mount);
+    if (doc.readyState === "complete") later();
+    else win.addEventListener("load", later);
   }
 
   start();
