@@ -142,6 +142,7 @@
 
   body.addEventListener("console:messages", fetchNewMessages);
   body.addEventListener("console:list", refreshList);
+  body.addEventListener("console:panel", refreshPanel);
 
   // --- presence ---------------------------------------------------------------------------------------
 
@@ -174,7 +175,8 @@
         everConnected = true;
         break;
       case "message":
-        if (frame.chat_id === chatId) { fetchNewMessages(); showVisitorTyping("stop"); }
+        // A message may reopen or claim the chat: the panel is read again with the history.
+        if (frame.chat_id === chatId) { fetchNewMessages(); refreshPanel(); showVisitorTyping("stop"); }
         refreshList();
         break;
       case "chat":
