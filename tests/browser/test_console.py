@@ -170,6 +170,8 @@ def test_a_chat_arrives_live_and_the_operator_and_visitor_talk_both_ways(page, c
     # And the visitor's next message arrives live in the open chat
     visitor.say("I need to change my delivery address")
     expect(page.locator("#messages")).to_contain_text("I need to change my delivery address", timeout=WAIT)
+    # (drawn from the push at once, then replaced by the server's rendering of the row)
+    expect(page.locator("#messages .provisional")).to_have_count(0, timeout=WAIT)
 
     # When the operator adds a private note
     page.get_by_label("Private note").fill("Gold customer, be quick")
