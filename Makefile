@@ -8,6 +8,7 @@
 #   make schema        OpenAPI schema, validated, warnings are errors -> var/openapi.yaml
 #   make bench         every bench/*.py; prints their BENCH lines
 #   make check-deploy  Django's deployment checks with production settings
+#   make widget        rebuild the widget (npm ci + esbuild) into apps/widget/static/widget/ (committed)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -29,7 +30,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 PYTEST_ARGS ?=
 
-.PHONY: help run test lint schema bench check-deploy venv venv-dev
+.PHONY: help run test lint schema bench check-deploy venv venv-dev widget
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -74,3 +75,7 @@ check-deploy: $(BASE_STAMP)
 	@APP_MODE=production DEBUG=0 ALLOWED_HOSTS=example.com \
 	  SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(48))')" \
 	  $(PY) manage.py check --deploy --fail-level WARNING
+
+# The built files are committed (make run needs only Python); CI rebuilds and compares.
+widget:
+	cd frontend/widget && npm ci --no-audit --no-fund && node build.mjs

@@ -20,6 +20,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("invite/", include("apps.agents.invite_urls")),
     path("console/", include("apps.console.urls")),
+    path("demo/", include("apps.widget.demo_urls")),
     re_path(r"^api/v1/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^api/redoc/?$", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),

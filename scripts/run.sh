@@ -28,6 +28,8 @@ print(f"  Demo widget {seed['widget_id']} (button_guid {seed['button_guid']}), A
 print()
 print(f"    {seed['token']}")
 print()
+print(f"  Demo page: {base}/demo/   (the widget on a page; chat with it)")
+print(f"  Console:   {base}/console/   (operators answer here)")
 print(f"  API docs:  {base}/api/docs/")
 print(f"  Health:    {base}/healthz")
 print(f"  Send it as: Authorization: Bearer {seed['token']}")

@@ -22,6 +22,11 @@ LEGACY_CUTOFF = datetime(2025, 1, 1, tzinfo=UTC)
 
 EMBED_SCRIPT_PATH = "/static/widget/loader.js"
 
+# The widget `manage.py seed_demo` makes (apps/billing/management/commands/seed_demo.py names the
+# same two values; tests/browser/test_demo.py checks they agree).
+DEMO_OWNER_EMAIL = "demo@example.com"
+DEMO_WIDGET_NAME = "Demo widget"
+
 
 def legacy_cutoff() -> datetime:
     value = getattr(settings, "WIDGET_SETTINGS_LEGACY_CUTOFF", None)
@@ -137,6 +142,11 @@ def embed_payload(widget: Widget, *, origin: str) -> dict:
         "script_url": script_url,
         "snippet": f'<script src="{escape(script_url)}" async></script>',
     }
+
+
+def get_demo_widget() -> Widget | None:
+    """The seeded demo widget (the first one, should several owners share the address)."""
+    return Widget.objects.filter(account__user__email=DEMO_OWNER_EMAIL, name=DEMO_WIDGET_NAME).order_by("pk").first()
 
 
 def icon_url(icon: WidgetIcon, absolute=None) -> str:

@@ -89,15 +89,30 @@ def web_server(live_template, tmp_path_factory) -> WebServer:
     server.terminate()
 
 
-@pytest.fixture
-def api(web_server):
-    """requests against the live server with the seeded token (every scope)."""
+def api_client(server: WebServer):
+    """call(method, path, **requests kwargs) against `server` with its seeded token (every scope)."""
 
     def call(method: str, path: str, **kwargs) -> requests.Response:
-        headers = {"Authorization": f"Bearer {web_server.seed['token']}", **kwargs.pop("headers", {})}
-        return requests.request(method, web_server.url(path), headers=headers, timeout=15, **kwargs)
+        headers = {"Authorization": f"Bearer {server.seed['token']}", **kwargs.pop("headers", {})}
+        return requests.request(method, server.url(path), headers=headers, timeout=15, **kwargs)
 
     return call
+
+
+@pytest.fixture
+def api(web_server):
+    """requests against the session's web server with the seeded token (every scope)."""
+    return api_client(web_server)
+
+
+@pytest.fixture
+def host_pages():
+    """Pages on another loopback origin (a customer's site): `host_pages.add(path, html, headers)`."""
+    from tests.browser.widget_pages import HostPages
+
+    pages = HostPages()
+    yield pages
+    pages.close()
 
 
 @pytest.fixture

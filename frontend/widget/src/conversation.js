@@ -1,0 +1,233 @@
+// The visitor's conversation over the visitor API and its websocket.
+//
+// - The session token lives in localStorage (`chatwidget:<guid>`), so it survives page loads and
+//   is shared by every tab of the site (a `storage` event hands a token made in one tab to the
+//   others). A session is made on the first message (or the offline form), never on a page view.
+// - The socket is opened with `since=<the largest message id held>` (0 at first): the server
+//   replays everything after it and then pushes live frames, so a reconnect misses nothing. Frames
+//   are merged by message id, so a replay and a live push of one message show it once.
+// - A dropped socket reconnects with backoff (0.5 s doubling to 10 s, at once when the page comes
+//   back online or visible). Codes 4401 (the session is gone) forget the token; 4404 stops.
+export class Conversation {
+  constructor({ origin, guid, onChange }) {
+    this.origin = origin;
+    this.guid = guid;
+    this.base = `${origin}/api/visitor/v1/${guid}`;
+    this.key = `chatwidget:${guid}`;
+    this.onChange = onChange;
+    this.messages = [];
+    this.byId = {};
+    this.state = "idle"; // idle | connecting | open | retrying
+    this.operatorTyping = false;
+    this.socket = null;
+    this.retry = 500;
+    this.timer = 0;
+    this.token = this.load().token || "";
+    addEventListener("storage", (e) => {
+      if (e.key !== this.key) return;
+      const token = this.load().token || "";
+      if (token !== this.token) {
+        this.token = token;
+        this.reset();
+        if (token) this.connect();
+      }
+    });
+    const wake = () => {
+      if (this.token && this.state === "retrying") this.connect();
+    };
+    addEventListener("online", wake);
+    document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && wake());
+  }
+
+  load() {
+    try {
+      return JSON.parse(localStorage.getItem(this.key) || "{}");
+    } catch (e) {
+      return {};
+    }
+  }
+
+  save(extra) {
+    try {
+      localStorage.setItem(this.key, JSON.stringify({ ...this.load(), ...extra }));
+    } catch (e) {
+      /* storage refused (private mode): the session lasts this page */
+    }
+  }
+
+  changed() {
+    this.onChange(this);
+  }
+
+  reset() {
+    this.messages = [];
+    this.byId = {};
+    if (this.socket) this.socket.close();
+    this.socket = null;
+  }
+
+  lastId() {
+    const last = this.messages[this.messages.length - 1];
+    return last ? last.id : 0;
+  }
+
+  async request(path, { method = "GET", body, form } = {}) {
+    const headers = {};
+    if (this.token) headers.Authorization = `Visitor ${this.token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(this.base + path, {
+      method,
+      headers,
+      body: form || (body !== undefined ? JSON.stringify(body) : undefined),
+      credentials: "omit",
+    });
+    const data = await response.json().catch(() => ({}));
+    if (response.status === 401 && this.token) {
+      this.forget();
+    }
+    if (!response.ok) {
+      const error = new Error(data.detail || data.title || `HTTP ${response.status}`);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  forget() {
+    this.token = "";
+    this.save({ token: "" });
+    this.reset();
+    this.changed();
+  }
+
+  async ensureSession(profile) {
+    if (this.token) return this.token;
+    const body = {};
+    for (const key of ["name", "email", "phone", "locale", "page_url"]) {
+      if (profile && profile[key]) body[key] = profile[key];
+    }
+    const data = await this.request("/sessions", { method: "POST", body });
+    this.token = data.session_token;
+    this.save({ token: this.token, client_id: data.client_id });
+    this.connect();
+    return this.token;
+  }
+
+  merge(message) {
+    if (!message || typeof message.id !== "number") return false;
+    const known = this.byId[message.id];
+    this.byId[message.id] = { ...known, ...message };
+    if (known) {
+      this.messages = this.messages.map((m) => (m.id === message.id ? this.byId[message.id] : m));
+      return false;
+    }
+    this.messages = [...this.messages, this.byId[message.id]].sort((a, b) => a.id - b.id);
+    return true;
+  }
+
+  connect() {
+    clearTimeout(this.timer);
+    if (!this.token) return;
+    if (this.socket) {
+      this.socket.onclose = null;
+      this.socket.close();
+    }
+    const url = `${this.origin.replace(/^http/, "ws")}/ws/visitor/${this.guid}/?session=${encodeURIComponent(
+      this.token,
+    )}&since=${this.lastId()}`;
+    const socket = new WebSocket(url);
+    this.socket = socket;
+    this.state = "connecting";
+    socket.onopen = () => {
+      this.state = "open";
+      this.retry = 500;
+      this.changed();
+    };
+    socket.onmessage = (e) => {
+      let frame;
+      try {
+        frame = JSON.parse(e.data);
+      } catch (err) {
+        return;
+      }
+      if (frame.event === "message") {
+        const fresh = this.merge(frame.message);
+        if (fresh && frame.message.author && frame.message.author.kind !== "client") {
+          this.operatorTyping = false;
+          this.onMessage && this.onMessage(frame.message);
+        }
+      } else if (frame.event === "typing" && frame.by !== "client") {
+        this.operatorTyping = frame.state === "start";
+      } else if (frame.event === "seen" && frame.by !== "client") {
+        for (const m of this.messages) if (m.id <= frame.message_id && m.author.kind === "client") m.seen = true;
+        this.messages = [...this.messages];
+      }
+      this.changed();
+    };
+    socket.onclose = (e) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      this.operatorTyping = false;
+      if (e.code === 4401) {
+        this.forget();
+        return;
+      }
+      if (e.code === 4404) {
+        this.state = "idle";
+        this.changed();
+        return;
+      }
+      this.state = "retrying";
+      this.changed();
+      this.timer = setTimeout(() => this.connect(), e.code === 1008 ? 10000 : this.retry);
+      this.retry = Math.min(this.retry * 2, 10000);
+    };
+  }
+
+  frame(data) {
+    if (this.socket && this.socket.readyState === 1) this.socket.send(JSON.stringify(data));
+  }
+
+  async send(body, profile) {
+    await this.ensureSession(profile);
+    const created = await this.request("/messages", { method: "POST", body: { type: "text", body } });
+    this.merge({
+      id: created.id,
+      chat_id: created.chat_id,
+      type: "text",
+      body,
+      author: { kind: "client", name: "" },
+      created_at: created.created_at,
+      seen: false,
+    });
+    this.changed();
+    return created;
+  }
+
+  async sendFile(file, profile) {
+    await this.ensureSession(profile);
+    const form = new FormData();
+    form.append("file", file);
+    const uploaded = await this.request("/files", { method: "POST", form });
+    const type = /^image\//.test(uploaded.content_type) ? "image" : "file";
+    await this.request("/messages", { method: "POST", body: { type, file_id: uploaded.id } });
+    // The socket brings the message back with its signed URL.
+  }
+
+  typing(state) {
+    this.frame({ type: "typing", state });
+  }
+
+  seen(messageId) {
+    this.frame({ type: "seen", message_id: messageId });
+  }
+
+  rate(value) {
+    return this.request("/rating", { method: "POST", body: { value } });
+  }
+
+  async offline(form, profile) {
+    await this.ensureSession(profile);
+    return this.request("/offline", { method: "POST", body: form });
+  }
+}

@@ -1,0 +1,608 @@
+// The widget, mounted by loader.js into the open shadow root it made (`ChatWidget.root`).
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import LinkifyIt from "linkify-it";
+import { Conversation } from "./conversation.js";
+import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
+import { ICONS } from "./icons.js";
+import { CSS } from "./styles.js";
+
+const api = window.ChatWidget;
+const linkify = new LinkifyIt();
+const FONTS = {
+  system: "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif",
+  inter: "Inter,system-ui,sans-serif",
+  roboto: "Roboto,system-ui,sans-serif",
+  open_sans: "'Open Sans',system-ui,sans-serif",
+  pt_sans: "'PT Sans',system-ui,sans-serif",
+  montserrat: "Montserrat,system-ui,sans-serif",
+};
+const EMOJI = ["😀", "😊", "👍", "🙏", "❤️", "😂", "🎉", "🤔"];
+
+function emit(event, payload) {
+  for (const fn of (api.handlers && api.handlers[event]) || []) {
+    try {
+      fn(payload);
+    } catch (e) {
+      setTimeout(() => {
+        throw e;
+      });
+    }
+  }
+  // The competitor's hooks, so a migrating site keeps its callbacks.
+  const legacy = { open: "jivo_onOpen", close: "jivo_onClose", message: "jivo_onMessageReceived" }[event];
+  if (typeof window[legacy] === "function") window[legacy](payload);
+}
+
+function Svg({ d }) {
+  return (
+    <svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" aria-hidden="true">
+      <path d={d} />
+    </svg>
+  );
+}
+
+// Links found with linkify-it (the same algorithm as the server's link guard, linkify-it-py).
+function Linked({ text }) {
+  const matches = (text && linkify.match(text)) || [];
+  const out = [];
+  let at = 0;
+  for (const m of matches) {
+    if (m.index > at) out.push(text.slice(at, m.index));
+    out.push(
+      <a href={m.url} target="_blank" rel="noopener noreferrer nofollow">
+        {m.text}
+      </a>,
+    );
+    at = m.lastIndex;
+  }
+  out.push(text ? text.slice(at) : "");
+  return out;
+}
+
+function absolute(url) {
+  return url && url.charAt(0) === "/" ? api.origin + url : url;
+}
+
+function Message({ m, t, settings }) {
+  const mine = m.author && m.author.kind === "client";
+  const system = m.author && m.author.kind === "system";
+  const name = m.author && m.author.name;
+  const showName = !mine && !system && settings.widget_show_agent_names !== false;
+  let content;
+  if (m.type === "image" && m.url) {
+    content = <img src={absolute(m.url)} alt={(m.file && m.file.name) || ""} />;
+  } else if (m.type === "file" && m.url) {
+    content = (
+      <a href={absolute(m.url)} target="_blank" rel="noopener noreferrer" download>
+        {(m.file && m.file.name) || m.url}
+      </a>
+    );
+  } else {
+    content = <Linked text={m.body || ""} />;
+  }
+  const buttons = (m.type === "keyboard" && m.keyboard && m.keyboard.buttons) || [];
+  return (
+    <div class={`msg${mine ? " me" : ""}${system ? " sys" : ""}`} data-id={m.id} data-chat={m.chat_id} data-type={m.type}>
+      <span class="sr">{mine ? t.you : name || t.operator}: </span>
+      {showName && <span class="who" aria-hidden="true">{name || t.operator}</span>}
+      {content}
+      {buttons.length > 0 && (
+        <div class="kb">
+          {buttons.map((b) => (
+            <a class={b.style === "secondary" ? "secondary" : ""} href={b.url} target="_blank" rel="noopener noreferrer">
+              {b.label}
+            </a>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function deviceSettings(config) {
+  const base = config.settings || {};
+  const mobile = matchMedia("(max-width: 640px)").matches;
+  const profile = (base.device_profiles || {})[mobile ? "mobile" : "desktop"] || {};
+  return { settings: { ...base, ...profile }, mobile };
+}
+
+function placement(position, x, y) {
+  const [v, hz] = (position || "bottom_right").split("_");
+  return { [v]: `${y}px`, [hz]: `${x}px` };
+}
+
+function Widget({ config, conversation }) {
+  const { settings, mobile } = deviceSettings(config);
+  const [open, setOpen] = useState(false);
+  const [, setTick] = useState(0);
+  const [language, setLanguage] = useState(() =>
+    resolveLanguage(settings, api.language || conversation.load().language, navigator.languages),
+  );
+  const [profile, setProfile] = useState({});
+  const [draft, setDraft] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [unread, setUnread] = useState(0);
+  const [greeting, setGreeting] = useState(false);
+  const [emoji, setEmoji] = useState(false);
+  const [offlineSent, setOfflineSent] = useState(false);
+  const [rated, setRated] = useState(() => conversation.load().rated || 0);
+  const textarea = useRef(null);
+  const launcher = useRef(null);
+  const log = useRef(null);
+  const typingSent = useRef(0);
+  const typingStop = useRef(0);
+  const openRef = useRef(open);
+  openRef.current = open;
+
+  const t = texts(language);
+  const own = (config.texts && config.texts[language]) || {};
+  const title = own.widget_name || settings.widget_name || config.name || t.title;
+  const signature = own.widget_signature || settings.widget_signature || t.signature;
+  const greetingText = own.widget_greeting || settings.widget_greeting || t.greeting;
+  const online = config.online !== false;
+  const offlineMode = online ? "chat" : settings.widget_offline_mode || "form";
+  const features = config.features || {};
+  const formOffline =
+    offlineMode === "form" && settings.widget_show_offline_form !== false && features.offline_form !== false;
+  const messages = conversation.messages;
+  const lastOperator = [...messages].reverse().find((m) => m.author && !["client", "system"].includes(m.author.kind));
+  const chatId = messages.length ? messages[messages.length - 1].chat_id : 0;
+
+  useEffect(() => {
+    conversation.onChange = () => setTick((n) => n + 1);
+    conversation.onMessage = (m) => {
+      emit("message", m);
+      if (!openRef.current || document.visibilityState !== "visible") {
+        setUnread((n) => n + 1);
+        if (settings.widget_sound_enabled) beep();
+      }
+    };
+    if (conversation.token) conversation.connect();
+    api._widget = {
+      open: () => toggle(true),
+      close: () => toggle(false),
+      identify: (data) => setProfile((p) => ({ ...p, ...pick(data, ["name", "email", "phone"]) })),
+      setLanguage: (code) => choose(code),
+    };
+    for (const [name, args] of api.q.splice(0)) api._widget[name](...args);
+    const timers = [];
+    if (settings.widget_show_greeting && !conversation.load().greeted) {
+      timers.push(setTimeout(() => setGreeting(true), (settings.widget_greeting_delay_sec || 0) * 1000));
+    }
+    if (settings.widget_auto_open_delay_sec > 0 && !conversation.load().opened) {
+      timers.push(setTimeout(() => toggle(true), settings.widget_auto_open_delay_sec * 1000));
+    }
+    return () => timers.forEach(clearTimeout);
+  }, []);
+
+  useEffect(() => {
+    if (log.current) log.current.scrollTop = log.current.scrollHeight;
+    if (open && document.visibilityState === "visible" && lastOperator && !lastOperator.seen) {
+      conversation.seen(lastOperator.id);
+      lastOperator.seen = true;
+    }
+  });
+
+  function pick(data, keys) {
+    const out = {};
+    for (const k of keys) if (data && typeof data[k] === "string" && data[k].trim()) out[k] = data[k].trim();
+    return out;
+  }
+
+  function choose(code) {
+    const next = resolveLanguage(settings, code, []);
+    setLanguage(next);
+    conversation.save({ language: next });
+  }
+
+  function toggle(next) {
+    if (next === openRef.current) return;
+    openRef.current = next;
+    setOpen(next);
+    setGreeting(false);
+    conversation.save({ greeted: 1, ...(next ? { opened: 1 } : {}) });
+    if (next) {
+      setUnread(0);
+      setTimeout(() => textarea.current && textarea.current.focus());
+    } else {
+      setTimeout(() => launcher.current && launcher.current.focus());
+    }
+    emit(next ? "open" : "close");
+  }
+
+  function sessionProfile() {
+    return { ...profile, locale: language, page_url: /^https?:/.test(location.href) ? location.href : "" };
+  }
+
+  async function send(e) {
+    if (e) e.preventDefault();
+    const body = draft.trim();
+    if (!body || busy) return;
+    setBusy(true);
+    setError("");
+    clearTimeout(typingStop.current);
+    if (typingSent.current) conversation.typing("stop");
+    typingSent.current = 0;
+    try {
+      await conversation.send(body, sessionProfile());
+      setDraft("");
+    } catch (err) {
+      setError(t.failed);
+    }
+    setBusy(false);
+    textarea.current && textarea.current.focus();
+  }
+
+  function onInput(e) {
+    setDraft(e.target.value);
+    const now = Date.now();
+    if (conversation.token && now - typingSent.current > 3000) {
+      conversation.typing("start");
+      typingSent.current = now;
+    }
+    clearTimeout(typingStop.current);
+    typingStop.current = setTimeout(() => {
+      if (typingSent.current) conversation.typing("stop");
+      typingSent.current = 0;
+    }, 4000);
+  }
+
+  function onKey(e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) send(e);
+  }
+
+  async function upload(e) {
+    const file = e.target.files && e.target.files[0];
+    e.target.value = "";
+    if (!file) return;
+    setBusy(true);
+    setError("");
+    try {
+      await conversation.sendFile(file, sessionProfile());
+    } catch (err) {
+      setError(t.failed);
+    }
+    setBusy(false);
+  }
+
+  async function rate(value) {
+    try {
+      await conversation.rate(value);
+      setRated(chatId);
+      conversation.save({ rated: chatId });
+    } catch (err) {
+      setError(t.failed);
+    }
+  }
+
+  async function submitOffline(e) {
+    e.preventDefault();
+    const data = Object.fromEntries(new FormData(e.target));
+    const form = pick(data, ["name", "email", "phone", "message"]);
+    if (!form.message) return;
+    setBusy(true);
+    setError("");
+    try {
+      await conversation.offline(form, { ...sessionProfile(), ...pick(data, ["name", "email", "phone"]) });
+      setOfflineSent(true);
+    } catch (err) {
+      setError(t.failed);
+    }
+    setBusy(false);
+  }
+
+  function onWindowKey(e) {
+    if (e.key === "Escape") toggle(false);
+  }
+
+  if (offlineMode === "hide") return null;
+  const radius = Math.min(settings.widget_border_radius ?? 12, 32);
+  const size = settings.widget_button_size || 75;
+  const vars = {
+    "--primary": settings.widget_color_primary || "#1E88E5",
+    "--primary-text": settings.widget_color_primary_text || "#FFFFFF",
+    "--bg": settings.widget_color_background || "#FFFFFF",
+    "--text": settings.widget_color_text || "#1F2933",
+    "--agent": settings.widget_color_agent_bubble || "#F1F3F4",
+    "--agent-text": settings.widget_color_text || "#1F2933",
+    "--visitor": settings.widget_color_visitor_bubble || "#1E88E5",
+    "--visitor-text": settings.widget_color_primary_text || "#FFFFFF",
+    "--button": settings.widget_color_button || settings.widget_color_primary || "#1E88E5",
+    "--line": "rgba(127,127,127,.3)",
+    "--focus": "#F9A825",
+    "--radius": `${radius}px`,
+    "--size": `${size}px`,
+    "--w": `${settings.widget_chat_width || 370}px`,
+    "--h": `${settings.widget_chat_height || 600}px`,
+    "--z": String(settings.widget_z_index || 2147483000),
+    "--font": FONTS[settings.widget_font_family] || FONTS.system,
+  };
+  const dark =
+    settings.widget_theme === "dark" ||
+    (settings.widget_theme === "auto" && matchMedia("(prefers-color-scheme: dark)").matches);
+  if (dark) Object.assign(vars, { "--bg": "#1E1E1E", "--text": "#ECEFF1", "--agent": "#2C2C2C", "--agent-text": "#ECEFF1" });
+  const buttonAt = placement(settings.widget_position, settings.widget_offset_x ?? 20, settings.widget_offset_y ?? 20);
+  const windowAt = placement(
+    settings.widget_position,
+    settings.widget_chat_offset_x ?? 20,
+    settings.widget_chat_offset_y ?? 90,
+  );
+  const bubbleAt = placement(settings.widget_position, settings.widget_offset_x ?? 20, (settings.widget_offset_y ?? 20) + size + 12);
+  const preset = settings.icon_preset || "chat_bubble";
+  const customIcon = config.icon_urls && config.icon_urls[preset];
+  const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
+  const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
+  const operators = operatorList(messages, settings.operators_display_mode);
+  const showRating =
+    features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
+  const offlineView = formOffline && (offlineSent || !messages.length);
+  const showButton = settings.widget_show_button !== false;
+
+  return (
+    <div
+      class={`cw skin-${settings.widget_skin || "classic"}${mobile ? " mobile" : ""}`}
+      style={vars}
+      dir={RTL[language] ? "rtl" : "ltr"}
+      lang={language}
+    >
+      {showButton && (
+        <button
+          ref={launcher}
+          type="button"
+          class={`launcher anim-${settings.icon_custom_animated || "static"}`}
+          style={buttonAt}
+          aria-label={open ? t.close : t.open}
+          aria-expanded={open ? "true" : "false"}
+          aria-controls="cw-window"
+          onClick={() => toggle(!open)}
+        >
+          {open ? <Svg d={ICONS.close} /> : customIcon ? <img src={customIcon} alt="" /> : <Svg d={ICONS[preset] || ICONS.chat_bubble} />}
+          {!open && unread > 0 && settings.widget_show_unread_badge !== false && (
+            <span class="badge" aria-label={t.unread.replace("{n}", unread)}>
+              {unread}
+            </span>
+          )}
+        </button>
+      )}
+      {greeting && !open && showButton && (
+        <div class="bubble" style={bubbleAt} role="status">
+          {greetingText}
+        </div>
+      )}
+      <div
+        id="cw-window"
+        class="win"
+        style={windowAt}
+        role="dialog"
+        aria-label={title}
+        hidden={!open}
+        onKeyDown={onWindowKey}
+      >
+        <div class="head">
+          <div class="t">
+            <h2>{title}</h2>
+            <p>
+              <span class={`dot${online ? " on" : ""}`} aria-hidden="true" />
+              {online ? t.online : t.offline} · {signature}
+            </p>
+            {operators.length > 0 && (
+              <div class="ops">
+                {operators.map((name) => (
+                  <span class="ops-item" title={name}>
+                    {settings.widget_show_agent_avatars !== false && (
+                      <span class="av" aria-hidden="true">
+                        {name.charAt(0).toUpperCase()}
+                      </span>
+                    )}
+                    {settings.widget_show_agent_names !== false && <span> {name}</span>}
+                  </span>
+                ))}
+              </div>
+            )}
+          </div>
+          {showSwitcher && (
+            <select aria-label={t.language} value={language} onChange={(e) => choose(e.target.value)}>
+              {supported.map((code) => (
+                <option value={code}>{NATIVE[code]}</option>
+              ))}
+            </select>
+          )}
+          <button type="button" class="icon-btn" aria-label={t.close} onClick={() => toggle(false)}>
+            <Svg d={ICONS.close} />
+          </button>
+        </div>
+        {conversation.state === "retrying" && (
+          <span class="note" role="status">
+            {t.reconnecting}
+          </span>
+        )}
+        {offlineView ? (
+          offlineSent ? (
+            <div class="form" role="status">
+              <p>{t.offlineSent}</p>
+            </div>
+          ) : (
+            <form class="form" onSubmit={submitOffline} aria-label={t.offlineTitle}>
+              <h3>{t.offlineTitle}</h3>
+              <p>{settings.widget_offline_message || t.offlineIntro}</p>
+              <label>
+                {t.name}
+                <input name="name" autocomplete="name" defaultValue={profile.name || ""} />
+              </label>
+              <label>
+                {t.email}
+                <input name="email" type="email" autocomplete="email" defaultValue={profile.email || ""} />
+              </label>
+              <label>
+                {t.phone}
+                <input name="phone" type="tel" autocomplete="tel" defaultValue={profile.phone || ""} />
+              </label>
+              <label>
+                {t.message}
+                <textarea name="message" required ref={textarea} />
+              </label>
+              {settings.widget_privacy_policy_url && (
+                <a href={settings.widget_privacy_policy_url} target="_blank" rel="noopener noreferrer">
+                  {settings.widget_privacy_policy_url}
+                </a>
+              )}
+              {error && <p role="alert">{error}</p>}
+              <button type="submit" class="btn" disabled={busy}>
+                {t.submit}
+              </button>
+            </form>
+          )
+        ) : (
+          <>
+            <div class="log" ref={log} role="log" aria-live="polite" aria-label={t.messages} tabindex="0">
+              {settings.widget_show_greeting !== false && <div class="msg">{greetingText}</div>}
+              {messages.map((m) => (
+                <Message key={m.id} m={m} t={t} settings={settings} />
+              ))}
+              {showRating && (
+                <div class="rate" role="group" aria-label={t.rate}>
+                  <span>{t.rate}</span>
+                  <div class="stars">
+                    {[1, 2, 3, 4, 5].map((n) => (
+                      <button type="button" aria-label={t.star.replace("{n}", n)} onClick={() => rate(n)}>
+                        ★
+                      </button>
+                    ))}
+                  </div>
+                </div>
+              )}
+              {rated && rated === chatId ? <div class="msg sys">{t.rated}</div> : null}
+            </div>
+            {conversation.operatorTyping && settings.widget_show_typing_indicator !== false && (
+              <span class="typing" role="status">
+                {t.typing}
+              </span>
+            )}
+            {error && (
+              <span class="note" role="alert">
+                {error}
+              </span>
+            )}
+            <form class="foot" onSubmit={send}>
+              {settings.widget_show_emoji_picker !== false && (
+                <span class="emo">
+                  <button type="button" class="icon-btn" aria-label="Emoji" aria-expanded={emoji ? "true" : "false"} onClick={() => setEmoji(!emoji)}>
+                    🙂
+                  </button>
+                  {emoji && (
+                    <span class="emo-list">
+                      {EMOJI.map((c) => (
+                        <button
+                          type="button"
+                          aria-label={c}
+                          onClick={() => {
+                            setDraft(draft + c);
+                            setEmoji(false);
+                            textarea.current && textarea.current.focus();
+                          }}
+                        >
+                          {c}
+                        </button>
+                      ))}
+                    </span>
+                  )}
+                </span>
+              )}
+              {settings.widget_show_file_upload !== false && features.file_upload !== false && (
+                <label class="icon-btn" aria-label={t.attach} title={t.attach}>
+                  <Svg d={ICONS.clip} />
+                  <input type="file" class="sr" aria-label={t.attach} onChange={upload} disabled={busy} />
+                </label>
+              )}
+              <textarea
+                ref={textarea}
+                rows="1"
+                aria-label={t.placeholder}
+                placeholder={settings.widget_input_placeholder || t.placeholder}
+                value={draft}
+                onInput={onInput}
+                onKeyDown={onKey}
+                maxLength={4096}
+              />
+              <button type="submit" class="send" aria-label={t.send} disabled={busy}>
+                <Svg d={ICONS.send} />
+              </button>
+            </form>
+          </>
+        )}
+        {settings.widget_show_branding !== false && <span class="brand">{t.powered}</span>}
+      </div>
+    </div>
+  );
+}
+
+// Operators in the header, by `operators_display_mode`: the config lists no operators, so the
+// widget shows those who have answered this visitor (newest last): `online` and `all` every one of
+// them (at most three), `single` the latest, `hidden` none.
+function operatorList(messages, mode) {
+  if (mode === "hidden") return [];
+  const names = [];
+  for (const m of messages) {
+    const name = m.author && m.author.kind !== "client" && m.author.kind !== "system" && m.author.name;
+    if (name) {
+      const at = names.indexOf(name);
+      if (at >= 0) names.splice(at, 1);
+      names.push(name);
+    }
+  }
+  return mode === "single" ? names.slice(-1) : names.slice(-3);
+}
+
+function beep() {
+  try {
+    const Audio = window.AudioContext || window.webkitAudioContext;
+    const ctx = new Audio();
+    const osc = ctx.createOscillator();
+    const gain = ctx.createGain();
+    gain.gain.value = 0.05;
+    osc.connect(gain).connect(ctx.destination);
+    osc.frequency.value = 880;
+    osc.start();
+    osc.stop(ctx.currentTime + 0.12);
+  } catch (e) {
+    /* no audio: silent */
+  }
+}
+
+function applyStyles(root) {
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
+  } catch (e) {
+    const style = document.createElement("style");
+    if (api.nonce) style.nonce = api.nonce;
+    style.textContent = CSS;
+    root.appendChild(style);
+  }
+}
+
+async function boot() {
+  if (!api || !api.root || api._booted) return;
+  api._booted = true;
+  const root = api.root;
+  applyStyles(root);
+  let config;
+  try {
+    const response = await fetch(`${api.origin}/api/visitor/v1/${api.guid}/config`, { credentials: "omit" });
+    if (!response.ok) throw new Error(`config: HTTP ${response.status}`);
+    config = await response.json();
+  } catch (e) {
+    console.warn("ChatWidget: the widget config could not be loaded", e);
+    return;
+  }
+  const conversation = new Conversation({ origin: api.origin, guid: api.guid, onChange: () => {} });
+  const mount = document.createElement("div");
+  root.appendChild(mount);
+  render(<Widget config={config} conversation={conversation} />, mount);
+  api.host.setAttribute("data-ready", "1");
+}
+
+boot();

@@ -1,0 +1,287 @@
+"""The widget in Chromium against the real web process: the demo page, live replies, a reconnect,
+a hostile host page under a strict CSP, Arabic, the offline form, keyboards. Each state is saved
+as a screenshot under var/screenshots/."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import SERVER_ENV, api_client
+from tests.browser.widget_pages import LAUNCHER, open_widget, operator_reply, send_text, wait_ready
+from tests.live import manage
+
+pytestmark = pytest.mark.browser
+
+
+def test_visitor_on_the_demo_page_gets_a_live_operator_reply(page, web_server, api, shot):
+    # Given the demo page with the seeded widget's snippet
+    page.goto(web_server.url("/demo/"))
+    wait_ready(page)
+    launcher = page.get_by_role("button", name="Open chat")
+    expect(launcher).to_be_visible()
+    shot(page, "closed")
+
+    # When the visitor opens the chat and sends a message with Enter
+    launcher.click()
+    expect(page.get_by_role("dialog", name="Demo widget")).to_be_visible()
+    expect(page.get_by_role("button", name="Close chat").first).to_be_visible()
+    chat_id = send_text(page, "Hello, I need help with my order")
+
+    # Then an operator's reply posted through the REST API shows live, with its link rendered
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Sure! See https://example.com/orders"})
+    reply = page.locator("chat-widget .msg:not(.me)", has_text="Sure!")
+    expect(reply).to_be_visible()
+    expect(reply.get_by_role("link", name="https://example.com/orders")).to_have_attribute(
+        "href", "https://example.com/orders"
+    )
+    shot(page, "replied")
+
+    # And the session survives a page load: the history comes back over the websocket replay
+    page.reload()
+    open_widget(page)
+    expect(page.locator("chat-widget .msg.me", has_text="Hello, I need help")).to_be_visible()
+    expect(page.locator("chat-widget .msg:not(.me)", has_text="Sure!")).to_be_visible()
+
+
+def test_a_reply_sent_while_the_socket_is_down_shows_after_the_reconnect(page, web_server, api, shot):
+    # Given the visitor's socket runs through a route the test can cut
+    sockets, state = [], {"down": False}
+
+    def route(ws):
+        sockets.append(ws.url)
+        if state["down"]:
+            ws.close(code=1011, reason="test: network down")
+            return
+        server = ws.connect_to_server()
+        state["page_side"], state["server_side"] = ws, server
+
+    page.route_web_socket(re.compile(r".*/ws/visitor/.*"), route)
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "Are you there?")
+    first = operator_reply(api, web_server, chat_id, {"type": "text", "body": "Yes, one moment"})
+    expect(page.locator("chat-widget .msg", has_text="Yes, one moment")).to_be_visible()
+
+    # When the connection drops and the operator replies meanwhile
+    state["down"] = True
+    state["server_side"].close()
+    state["page_side"].close(code=1011, reason="test: dropped")
+    expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_be_visible()
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Here is your answer"})
+    page.wait_for_timeout(1200)
+    expect(page.locator("chat-widget .msg", has_text="Here is your answer")).to_have_count(0)
+    shot(page, "down")
+
+    # Then after the network is back the widget reconnects with `since` and shows the reply once
+    state["down"] = False
+    expect(page.locator("chat-widget .msg", has_text="Here is your answer")).to_have_count(1, timeout=20_000)
+    since = [int(m.group(1)) for url in sockets[1:] if (m := re.search(r"since=(\d+)", url))]
+    assert since and max(since) >= first["id"]
+    expect(page.locator("chat-widget .msg", has_text="Yes, one moment")).to_have_count(1)
+    shot(page, "after")
+
+
+def test_the_widget_works_on_a_hostile_page_under_a_strict_csp(page, web_server, api, host_pages, shot):
+    # Given a customer page that unsets every style and hides every button, under a CSP that allows
+    # only its nonce and our origin
+    nonce = secrets.token_urlsafe(16)
+    origin, ws_origin = web_server.base, web_server.ws_base
+    csp = (
+        f"default-src 'none'; script-src 'nonce-{nonce}' {origin}; style-src 'nonce-{nonce}'; "
+        f"connect-src {origin} {ws_origin}; img-src {origin} data:; font-src 'none'"
+    )
+    guid = web_server.seed["button_guid"]
+    url = host_pages.add(
+        "/hostile.html",
+        f"""<!doctype html><html><head><title>Hostile</title>
+<style nonce="{nonce}">* {{all: unset; font-size: 40px !important}} button {{display: none !important}}
+div, span, p {{color: red !important; background: yellow !important}}</style>
+<script nonce="{nonce}">window.violations = [];
+document.addEventListener("securitypolicyviolation", e => violations.push(e.violatedDirective + " " + e.blockedURI));</script>
+</head><body><p>A page with hostile global CSS.</p>
+<script nonce="{nonce}" src="{origin}/static/widget/loader.js?guid={guid}" async></script></body></html>""",
+        {"Content-Security-Policy": csp},
+    )
+    page.goto(url)
+    wait_ready(page)
+
+    # Then the launcher is a visible button of the widget's own size in the corner
+    launcher = page.get_by_role("button", name="Open chat")
+    expect(launcher).to_be_visible()
+    box = launcher.bounding_box()
+    assert box["width"] == pytest.approx(75, abs=1) and box["height"] == pytest.approx(75, abs=1)
+    assert box["x"] > 1280 - 75 - 40 and box["y"] > 800 - 75 - 40
+
+    # And the chat opens and works, with the widget's own font size, and nothing was refused by the CSP
+    launcher.click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    assert page.locator("chat-widget .head h2").evaluate("e => getComputedStyle(e).fontSize") == "16px"
+    assert page.locator("chat-widget .log").evaluate("e => getComputedStyle(e).backgroundColor") != "rgb(255, 255, 0)"
+    chat_id = send_text(page, "Hello from a strict page")
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Welcome, strict page"})
+    expect(page.locator("chat-widget .msg", has_text="Welcome, strict page")).to_be_visible()
+    assert page.evaluate("window.violations") == []
+    # One global at most: the documented namespace
+    assert page.evaluate("typeof window.ChatWidget.open") == "function"
+    shot(page)
+
+
+def test_arabic_is_drawn_right_to_left(browser, start_server, live_var, shot):
+    # Given a widget that supports Arabic and a visitor whose browser prefers it
+    server = start_server(**SERVER_ENV)
+    api = api_client(server)
+    response = api(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={"widget_supported_languages": ["ru", "en", "ar"]},
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+    context = browser.new_context(locale="ar", viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(server.url("/demo/"))
+
+    # When the visitor opens the chat
+    wait_ready(page)
+    page.get_by_role("button", name="افتح المحادثة").click()
+
+    # Then the widget speaks Arabic, right to left
+    root = page.locator("chat-widget .cw")
+    expect(root).to_have_attribute("dir", "rtl")
+    expect(root).to_have_attribute("lang", "ar")
+    expect(page.get_by_role("textbox", name="اكتب رسالة…")).to_be_visible()
+    expect(page.get_by_role("button", name="إرسال")).to_be_visible()
+    send_text(page, "مرحبا", name="اكتب رسالة…")
+    shot(page)
+
+    # And the page's API switches the language at run time
+    page.evaluate("ChatWidget.setLanguage('en')")
+    expect(root).to_have_attribute("dir", "ltr")
+    expect(page.get_by_role("textbox", name="Type a message…")).to_be_visible()
+    context.close()
+
+
+def test_the_offline_form_when_no_operator_is_online(page, start_server, live_var, shot):
+    # Given a widget whose operators are all away
+    server = start_server(**SERVER_ENV)
+    manage(live_var, "shell", "-c", "from apps.agents.models import Agent; Agent.objects.update(status='relaxation')")
+    page.goto(server.url("/demo/"))
+    open_widget(page)
+
+    # When the visitor fills the offline form
+    form = page.get_by_role("form", name="Leave us a message")
+    expect(form).to_be_visible()
+    expect(page.locator("chat-widget .head")).to_contain_text("Offline")
+    shot(page, "form")
+    form.get_by_label("Name").fill("Ann")
+    form.get_by_label("E-mail").fill("ann@example.com")
+    form.get_by_label("Message").fill("Please call me back tomorrow")
+    form.get_by_role("button", name="Send message").click()
+
+    # Then it is thanked and the message reached the service
+    expect(page.get_by_text("Thank you! We will get back to you soon.")).to_be_visible()
+    shot(page, "sent")
+    chats = api_client(server)("GET", "/api/v1/chats").json()["data"]
+    assert chats, "the offline message made no chat"
+    messages = api_client(server)("GET", f"/api/v1/chats/{chats[0]['id']}/messages").json()["data"]
+    assert any("Please call me back tomorrow" in (m.get("body") or "") for m in messages)
+
+
+def test_a_keyboard_message_is_drawn_as_link_buttons(page, web_server, api, shot):
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "Which plan fits me?")
+
+    operator_reply(
+        api,
+        web_server,
+        chat_id,
+        {
+            "type": "keyboard",
+            "body": "Pick one",
+            "keyboard": {
+                "buttons": [
+                    {"label": "Pricing", "url": "https://example.com/pricing"},
+                    {"label": "Docs", "url": "https://example.com/docs", "style": "secondary"},
+                ]
+            },
+        },
+    )
+
+    message = page.locator("chat-widget .msg[data-type=keyboard]")
+    expect(message).to_contain_text("Pick one")
+    expect(message.get_by_role("link", name="Pricing")).to_have_attribute("href", "https://example.com/pricing")
+    expect(message.get_by_role("link", name="Docs")).to_have_attribute("href", "https://example.com/docs")
+    expect(message.get_by_role("link", name="Docs")).to_have_attribute("target", "_blank")
+    shot(page)
+
+
+def test_the_js_api_opens_identifies_and_reports_events(page, web_server, host_pages, shot):
+    guid = web_server.seed["button_guid"]
+    url = host_pages.add(
+        "/api.html",
+        f"""<!doctype html><title>API</title><body><script>
+window.events = [];
+function jivo_onOpen() {{ events.push("jivo_onOpen"); }}
+</script>
+<script src="{web_server.base}/static/widget/loader.js?guid={guid}" data-consent="required" async></script>
+<script>
+window.addEventListener("load", () => {{
+  ChatWidget.on("open", () => events.push("open")).on("close", () => events.push("close"));
+  ChatWidget.identify({{name: "Ann", email: "ann@example.com"}});
+}});
+</script></body>""",
+    )
+    page.goto(url)
+    page.wait_for_load_state("load")
+
+    # Consent required: nothing mounts before grantConsent
+    page.wait_for_timeout(300)
+    expect(page.locator("chat-widget")).to_have_count(0)
+    page.evaluate("ChatWidget.grantConsent(); ChatWidget.open()")
+    wait_ready(page)
+    expect(page.get_by_role("dialog")).to_be_visible()
+    page.evaluate("ChatWidget.close()")
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    assert page.evaluate("events") == ["open", "jivo_onOpen", "close"]
+    expect(page.locator(LAUNCHER)).to_be_focused()
+    shot(page)
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f80f0000010100005a4d6e0a0000000049454e44ae426082"
+)
+
+
+def test_an_image_is_uploaded_sent_and_shown_and_the_chat_rated(page, web_server, api, shot):
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "Here is a screenshot")
+
+    # When the visitor attaches an image
+    page.locator("chat-widget input[type=file]").set_input_files(
+        files=[{"name": "shot.png", "mimeType": "image/png", "buffer": PNG}]
+    )
+
+    # Then it is uploaded, sent as an image message and drawn from its signed URL
+    image = page.locator("chat-widget .msg.me[data-type=image] img")
+    expect(image).to_be_visible()
+    expect(image).to_have_attribute("alt", "shot.png")
+    assert image.evaluate("img => img.decode().then(() => img.naturalWidth)") == 1
+
+    # And after the operator answers, the visitor rates the chat
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Got it, thanks"})
+    stars = page.get_by_role("group", name="Rate this chat")
+    expect(stars).to_be_visible()
+    with page.expect_response(lambda r: r.url.endswith("/rating") and r.request.method == "POST") as rated:
+        stars.get_by_role("button", name="5 of 5").click()
+    assert rated.value.status == 201
+    expect(page.get_by_text("Thank you for your rating!")).to_be_visible()
+    expect(stars).to_have_count(0)
+    shot(page)
