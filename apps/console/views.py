@@ -374,7 +374,7 @@ def _post_text(request, chat_id: str, *, form_class, visibility: str):
     response = render(
         request, "console/_composer.html", _composer_context(chat, **{key: form}, composer_error=error), status=status
     )
-    return _refresh(response, "console:messages", "console:list") if status == 200 else response
+    return _refresh(response, "console:messages", "console:list", "console:panel") if status == 200 else response
 
 
 @require_POST

@@ -180,3 +180,20 @@ def test_department_services_refuse_agents_of_another_widget(widget, other_widge
     department = DepartmentFactory(widget=widget)
     with pytest.raises(AssertionError):
         services.set_department_agents(widget=widget, department=department, agents=[AgentFactory(widget=other_widget)])
+
+
+# --- the console password ----------------------------------------------------------------------------
+
+
+def test_set_console_password_sets_the_agents_user_password(widget):
+    agent = HumanAgentFactory(widget=widget)
+    services.set_console_password(widget=widget, agent=agent, password="Quiet-River-2024")
+    agent.user.refresh_from_db()
+    assert agent.user.check_password("Quiet-River-2024")
+
+
+def test_set_console_password_refuses_an_agent_without_a_user_and_changes_nothing(widget):
+    bot = AIAgentFactory(widget=widget)
+    with pytest.raises(ValueError):
+        services.set_console_password(widget=widget, agent=bot, password="Quiet-River-2024")
+    assert Agent.objects.get(pk=bot.pk).user_id is None

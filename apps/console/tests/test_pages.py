@@ -195,3 +195,17 @@ def test_an_operator_of_two_widgets_switches_between_them(console, operator, wid
 def test_switching_to_a_widget_one_does_not_serve_is_a_404(console, other_widget):
     assert console.post("/console/widget/", {"widget": other_widget.pk}).status_code == 404
     assert console.post("/console/widget/", {"widget": "x"}).status_code == 404
+
+
+def test_a_chat_page_costs_the_same_queries_for_3_and_30_messages(console, widget, chat, operator):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert console.get(f"/console/chats/{chat.pk}/").status_code == 200
+        return len(queries)
+
+    for n in range(2):
+        MessageFactory(chat=chat, body=f"a{n}", author_kind=Message.Author.AGENT, agent=operator)
+    few = count()
+    for n in range(27):
+        MessageFactory(chat=chat, body=f"b{n}", author_kind=Message.Author.AGENT, agent=operator)
+    assert count() == few

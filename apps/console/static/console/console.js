@@ -28,9 +28,11 @@
 
   var fetching = false;
   var again = false;
+  var panelAfterMessages = false;
 
+  // The last message the server rendered (rows drawn from a frame are provisional: fetched again).
   function lastMessageId() {
-    var items = document.querySelectorAll("#messages > li[data-id]");
+    var items = document.querySelectorAll("#messages > li[data-id]:not(.provisional)");
     var last = 0;
     for (var i = 0; i < items.length; i++) last = Math.max(last, Number(items[i].dataset.id));
     return last;
@@ -53,7 +55,9 @@
         tpl.innerHTML = html;
         var added = false;
         Array.prototype.forEach.call(tpl.content.querySelectorAll("li[data-id]"), function (li) {
-          if (!document.getElementById(li.id)) { list.appendChild(li); added = true; }
+          var present = document.getElementById(li.id);
+          if (!present) { list.appendChild(li); added = true; }
+          else if (present.classList.contains("provisional")) present.replaceWith(li);
         });
         if (added) {
           list.lastElementChild.scrollIntoView({ block: "end" });
@@ -63,8 +67,36 @@
       .catch(function () { /* the next push or the reconnect replays */ })
       .then(function () {
         fetching = false;
-        if (again) { again = false; fetchNewMessages(); }
+        if (again) { again = false; fetchNewMessages(); return; }
+        if (panelAfterMessages) { panelAfterMessages = false; refreshPanel(); }
       });
+  }
+
+  // A visitor's text message is drawn from its frame at once (text only, never as HTML), then
+  // replaced by the server's rendering when the fetch above brings it.
+  function drawFromFrame(message) {
+    if (!message || !message.author || message.author.kind !== "client" || message.type !== "text") return;
+    var list = $("messages");
+    if (!list || document.getElementById("m-" + message.id)) return;
+    var last = list.querySelector("li[data-id]:last-child");
+    if (last && Number(last.dataset.id) > message.id) return; // out of order: the fetch places it
+    var li = document.createElement("li");
+    li.id = "m-" + message.id;
+    li.dataset.id = String(message.id);
+    li.className = "msg by-client provisional";
+    var meta = document.createElement("div");
+    meta.className = "meta";
+    var author = document.createElement("span");
+    author.className = "author";
+    author.textContent = ($("chat-title") || {}).textContent || "Visitor";
+    meta.appendChild(author);
+    var text = document.createElement("div");
+    text.className = "body";
+    text.textContent = message.body || "";
+    li.appendChild(meta);
+    li.appendChild(text);
+    list.appendChild(li);
+    li.scrollIntoView({ block: "end" });
   }
 
   // --- the list and the panel --------------------------------------------------------------------
@@ -77,7 +109,7 @@
       var params = form ? new URLSearchParams(new FormData(form)).toString() : "";
       var url = body.dataset.listUrl + (params ? "?" + params : "");
       if (window.htmx && $("chat-list")) htmx.ajax("GET", url, { target: "#chat-list", swap: "outerHTML" });
-    }, 80);
+    }, 250); // after the history's own fetch, which the operator is waiting for
   }
 
   function refreshPanel() {
@@ -142,6 +174,7 @@
 
   body.addEventListener("console:messages", fetchNewMessages);
   body.addEventListener("console:list", refreshList);
+  body.addEventListener("console:panel", refreshPanel);
 
   // --- presence ---------------------------------------------------------------------------------------
 
@@ -174,7 +207,13 @@
         everConnected = true;
         break;
       case "message":
-        if (frame.chat_id === chatId) { fetchNewMessages(); showVisitorTyping("stop"); }
+        // A message may reopen or claim the chat: the panel is read again with the history.
+        if (frame.chat_id === chatId) {
+          drawFromFrame(frame.message);
+          fetchNewMessages();
+          panelAfterMessages = true;
+          showVisitorTyping("stop");
+        }
         refreshList();
         break;
       case "chat":

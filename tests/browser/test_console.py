@@ -1,0 +1,228 @@
+"""The operator console in Chromium against the real web process: sign-in, a chat arriving live,
+typing both ways, a reply the visitor receives, a private note the visitor never sees, the panel's
+actions and presence, and a reconnect during which the visitor writes (nothing is missed).
+
+The visitor side speaks the visitor API and its websocket directly (the widget's own browser tests
+drive the widget; the joint test drives both). Screenshots: var/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+from tests.browser.console_pages import EMAIL, WAIT, connected, open_chat, sign_in, start_console_server, wait_for
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def console_server(live_template, tmp_path_factory):
+    with start_console_server(live_template, tmp_path_factory) as server:
+        yield server
+
+
+class Visitor:
+    """A visitor of the seeded widget speaking the visitor API (what the widget does)."""
+
+    def __init__(self, server, name: str):
+        self.server = server
+        self.guid = server.seed["button_guid"]
+        self.token = server.visitor_session(name=name)
+        self.http = requests.Session()
+        self.http.trust_env = False
+        self.http.headers["Authorization"] = f"Visitor {self.token}"
+
+    def url(self, path: str) -> str:
+        return self.server.url(f"/api/visitor/v1/{self.guid}/{path}")
+
+    def say(self, body: str) -> dict:
+        response = self.http.post(self.url("messages"), json={"type": "text", "body": body}, timeout=10)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def typing(self, state: str) -> None:
+        assert self.http.post(self.url("typing"), json={"state": state}, timeout=10).status_code == 202
+
+    def bodies(self) -> list[str]:
+        response = self.http.get(self.url("messages"), timeout=10)
+        assert response.status_code == 200, response.text
+        return [m["body"] for m in response.json()["data"]]
+
+    def listen(self, page) -> None:
+        """Open the visitor's websocket in `page`; frames collect in window.frames."""
+        page.goto(self.server.url("/healthz"))
+        ws_url = self.server.ws_base + f"/ws/visitor/{self.guid}/?session={self.token}"
+        page.evaluate(
+            """(url) => new Promise((resolve, reject) => {
+                window.frames_ = [];
+                const ws = new WebSocket(url);
+                ws.onmessage = (e) => window.frames_.push(JSON.parse(e.data));
+                ws.onopen = () => resolve();
+                ws.onerror = () => reject(new Error("visitor socket failed"));
+            })""",
+            ws_url,
+        )
+
+    @staticmethod
+    def frames(page) -> list[dict]:
+        return page.evaluate("window.frames_")
+
+
+def test_a_failed_sign_in_says_so(page, console_server, shot):
+    page.goto(console_server.url("/console/login/"))
+    page.get_by_label("E-mail").fill(EMAIL)
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("The e-mail or the password is incorrect.")
+    shot(page)
+
+
+def test_a_chat_arrives_live_and_the_operator_and_visitor_talk_both_ways(page, console_server, shot):
+    # Given an operator signed in to the console, looking at the list
+    sign_in(page, console_server)
+    page.evaluate("window.__noReload = true")
+    visitor = Visitor(console_server, name="Anna")
+    marker = f"Hello, is anyone there? {uuid.uuid4().hex[:6]}"
+
+    # When a visitor writes for the first time
+    chat_id = visitor.say(marker)["chat_id"]
+
+    # Then the new chat appears in the list without a reload
+    row = page.locator(f'.chat-row[data-chat-id="{chat_id}"]')
+    expect(row).to_contain_text(marker, timeout=WAIT)
+    assert page.evaluate("window.__noReload") is True
+    shot(page, "chat-arrived")
+
+    # When the operator opens it, the visitor types, and the visitor's socket listens
+    open_chat(page, chat_id)
+    expect(page.locator("#messages")).to_contain_text(marker)
+    listener = page.context.new_page()
+    visitor.listen(listener)
+    visitor.typing("start")
+    expect(page.locator("#typing")).to_have_text("The visitor is typing…", timeout=WAIT)
+    shot(page, "visitor-typing")
+
+    # And the operator types a reply and sends it with Enter (after the 5 s that note_typing
+    # throttles typing starts per chat, whichever side typed: else the operator's start is dropped)
+    page.wait_for_timeout(5200)
+    reply = page.get_by_label("Reply")
+    reply.press_sequentially("Hi Anna, how can I help?")
+    reply.press("Enter")
+
+    # Then the reply is in the console's history, and the visitor got typing and the message live
+    expect(page.locator("#messages .msg.by-agent").last).to_contain_text("Hi Anna, how can I help?", timeout=WAIT)
+    wait_for(lambda: any(f.get("event") == "message" for f in Visitor.frames(listener)), page)
+    frames = Visitor.frames(listener)
+    assert {"event": "typing", "chat_id": chat_id, "state": "start", "by": "agent"} in [
+        {k: f.get(k) for k in ("event", "chat_id", "state", "by")} for f in frames if f.get("event") == "typing"
+    ]
+    assert [f["message"]["body"] for f in frames if f.get("event") == "message"] == ["Hi Anna, how can I help?"]
+    expect(reply).to_be_focused()  # the composer is ready for the next line
+    expect(page.locator("#chat-owner")).to_have_text("Olga", timeout=WAIT)  # the reply claimed the chat
+
+    # And the visitor's next message arrives live in the open chat
+    visitor.say("I need to change my delivery address")
+    expect(page.locator("#messages")).to_contain_text("I need to change my delivery address", timeout=WAIT)
+    # (drawn from the push at once, then replaced by the server's rendering of the row)
+    expect(page.locator("#messages .provisional")).to_have_count(0, timeout=WAIT)
+
+    # When the operator adds a private note
+    page.get_by_label("Private note").fill("Gold customer, be quick")
+    page.get_by_role("button", name="Add note").click()
+
+    # Then it is marked in the console and the visitor never sees it
+    note = page.locator("#messages .msg.note").last
+    expect(note).to_contain_text("Gold customer, be quick", timeout=WAIT)
+    expect(note.locator(".tag-note")).to_have_text("Private note")
+    page.wait_for_timeout(300)
+    assert "Gold customer, be quick" not in visitor.bodies()
+    assert all("Gold customer" not in json.dumps(f) for f in Visitor.frames(listener))
+    assert visitor.bodies() == [marker, "Hi Anna, how can I help?", "I need to change my delivery address"]
+    shot(page, "conversation")
+
+
+def test_a_reconnect_during_which_the_visitor_writes_misses_nothing(page, console_server, shot):
+    # Given an operator in an open chat
+    sign_in(page, console_server)
+    visitor = Visitor(console_server, name="Boris")
+    chat_id = visitor.say("First message")["chat_id"]
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+    open_chat(page, chat_id)
+
+    # When the console's socket drops (it stays away 2 s) and the visitor writes meanwhile
+    page.evaluate("window.consoleSocket.drop(2000)")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "connecting")
+    assert page.evaluate("window.consoleSocket.isOpen()") is False
+    visitor.say("Written while the console was away")
+    visitor.say("And a second one")
+    shot(page, "disconnected")
+    assert page.locator("#messages").inner_text().count("Written while the console was away") == 0
+
+    # Then, once it reconnects, the console replays both from the last message it showed, once each
+    connected(page)
+    expect(page.locator("#messages")).to_contain_text("And a second one", timeout=WAIT)
+    text = page.locator("#messages").inner_text()
+    assert text.count("Written while the console was away") == 1 and text.count("And a second one") == 1
+    ids = page.eval_on_selector_all("#messages > li", "items => items.map(li => Number(li.dataset.id))")
+    assert ids == sorted(ids) and len(ids) == len(set(ids)) == 3
+    shot(page, "replayed")
+
+    # And live pushes work again after the reconnect
+    visitor.say("Live again")
+    expect(page.locator("#messages")).to_contain_text("Live again", timeout=WAIT)
+
+
+def test_accept_transfer_close_and_presence_from_the_keyboard(page, console_server, shot):
+    # Given an operator in a new chat
+    sign_in(page, console_server)
+    visitor = Visitor(console_server, name="Vera")
+    chat_id = visitor.say("Can someone take this?")["chat_id"]
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+    open_chat(page, chat_id)
+    expect(page.locator("#chat-owner")).to_have_text("nobody")
+
+    # When the operator accepts with the keyboard
+    accept = page.get_by_role("button", name="Accept")
+    accept.focus()
+    page.keyboard.press("Enter")
+
+    # Then the chat is theirs
+    expect(page.locator("#chat-owner")).to_have_text("Olga", timeout=WAIT)
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"] .owner')).to_have_text("Olga", timeout=WAIT)
+
+    # When they switch to away and back (the operator websocket's status frame)
+    presence = page.locator("#presence")
+    expect(presence).to_have_attribute("aria-pressed", "true")
+    presence.focus()
+    page.keyboard.press("Enter")
+    expect(presence).to_have_text("Away", timeout=WAIT)
+    expect(presence).to_have_attribute("aria-pressed", "false")
+    page.reload()
+    connected(page)
+    expect(page.locator("#presence")).to_have_text("Away")
+    shot(page, "away")
+    page.locator("#presence").click()
+    expect(page.locator("#presence")).to_have_text("Online", timeout=WAIT)
+
+    # When they request a rating, then transfer the chat to a colleague
+    page.get_by_role("button", name="Request a rating").click()
+    expect(page.locator("#messages")).to_contain_text("Please rate this conversation.", timeout=WAIT)
+    page.get_by_label("Transfer to").select_option(label="Pavel")
+    page.get_by_role("button", name="Transfer").click()
+    expect(page.locator("#chat-owner")).to_have_text("Pavel", timeout=WAIT)
+
+    # And close it
+    page.get_by_role("button", name="Close chat").click()
+    expect(page.locator("#chat-status")).to_have_text("expired", timeout=WAIT)
+    expect(page.get_by_role("button", name="Close chat")).to_have_count(0)
+    shot(page, "closed")
+
+    # And a transfer without a choice is held by the form (the server refuses it too: 422)
+    page.get_by_role("button", name="Transfer").click()
+    assert page.get_by_label("Transfer to").evaluate("el => el.validity.valueMissing") is True
+    expect(page.locator("#chat-owner")).to_have_text("Pavel")
