@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from apps.chats.asyncapi import asyncapi_yaml
 from apps.core import views as core_views
 
 # Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
@@ -25,6 +26,8 @@ urlpatterns = [
     path("demo/", include("apps.widget.demo_urls")),
     path("console/", include("apps.console.urls")),
     re_path(r"^api/v1/schema/?$", SpectacularAPIView.as_view(), name="schema"),
+    # The websockets' frames (AsyncAPI 3), beside the OpenAPI document.
+    re_path(r"^api/v1/asyncapi\.yaml$", asyncapi_yaml, name="asyncapi"),
     re_path(r"^api/docs/?$", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^api/redoc/?$", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     re_path(r"^api/problems/?$", core_views.problem_index, name="problem-index"),

@@ -16,11 +16,17 @@ if [[ "${APP_MODE:-development}" == "production" ]]; then
 fi
 
 seed="$(python manage.py seed_demo)"
-python - "$seed" "$PORT" <<'PY'
+# Development only: a Django admin superuser with a fresh password on every start (dev_admin refuses
+# production, where `manage.py createsuperuser` is the way).
+admin="{}"
+if [[ "${APP_MODE:-development}" != "production" ]]; then
+  admin="$(python manage.py dev_admin)"
+fi
+python - "$seed" "$PORT" "$admin" <<'PY'
 import json
 import sys
 
-seed, port = json.loads(sys.argv[1]), sys.argv[2]
+seed, port, admin = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 base = f"http://127.0.0.1:{port}"
 line = "=" * 78
 print(line)
@@ -32,6 +38,11 @@ print(f"  Demo page: {base}/demo/   (the widget on a page; chat with it)")
 print(f"  Console:   {base}/console/   (operators answer here)")
 print(f"  API docs:  {base}/api/docs/")
 print(f"  Health:    {base}/healthz")
+if admin:
+    print(f"  Django admin (development only): {base}{admin['url']}")
+    print(f"    user {admin['username']}, password {admin['password']} (new on every start)")
+else:
+    print("  Django admin: create a superuser with `python manage.py createsuperuser`")
 print(f"  Send it as: Authorization: Bearer {seed['token']}")
 print("  Stop with Ctrl-C.")
 print(line, flush=True)

@@ -55,8 +55,8 @@ def _accepted(extra: dict | None = None) -> Response:
     transfer=extend_schema(
         summary="Transfer a chat",
         description=(
-            "`{agent_id}` (required): a human agent of this widget, not banned; the chat's routing owner changes and "
-            "`chat.transferred` is emitted. Answers 202: handed to the chat layer."
+            "`{agent_id}` (required): an agent of this widget, not banned; the chat's routing owner changes and "
+            "`chat.transferred` is emitted (a spam chat is 409). Answers 202: handed to the chat layer."
         ),
     ),
     rate_request=extend_schema(

@@ -1,0 +1,356 @@
+"""The AsyncAPI 3.1 document of both websockets, served at /api/v1/asyncapi.yaml beside the OpenAPI
+document: the visitor's socket `/ws/visitor/{button_guid}/` (apps.chats.visitor.consumers) and the
+operator's `/ws/agent/` (apps.agents.consumers), every frame either side sends, the close codes and
+the frame limits (apps.core.websocket).
+
+The document describes the service: `send` operations are frames the service sends, `receive`
+operations the frames it reads. tests/test_asyncapi.py keeps it in step with the code (every frame
+type a consumer or a push sends, every client frame type a consumer handles, the limits and close
+codes); CI validates it with the AsyncAPI Initiative's parser (.ci/asyncapi.sh).
+"""
+
+from __future__ import annotations
+
+import yaml
+from django.http import HttpResponse
+from django.views.decorators.http import require_safe
+
+from apps.core.websocket import CLOSE_POLICY_VIOLATION, CLOSE_TOO_BIG, FRAME_MAX_CHARS, FRAME_WINDOW, FRAMES_PER_WINDOW
+
+from .visitor.consumers import CLOSE_BAD_REQUEST, CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED, SOCKETS_PER_SESSION
+
+_INT = {"type": "integer"}
+_ID = {"type": "integer", "minimum": 1}
+_CHAT_ID = {**_ID, "description": "The chat the frame is about."}
+
+_FILE = {
+    "type": ["object", "null"],
+    "properties": {"id": _INT, "name": {"type": "string"}, "content_type": {"type": "string"}, "size": _INT},
+    "required": ["id", "name", "content_type", "size"],
+}
+MESSAGE_SCHEMA = {
+    "type": "object",
+    "description": "A message as the visitor may see it (the same shape as the visitor API's message list).",
+    "properties": {
+        "id": _ID,
+        "chat_id": _ID,
+        "type": {"type": "string", "enum": ["text", "image", "file", "location", "sticker", "keyboard"]},
+        "body": {"type": "string"},
+        "markdown": {"type": ["string", "null"]},
+        "file": _FILE,
+        "url": {"type": ["string", "null"], "description": "Short-lived download URL of a file or image."},
+        "coords": {
+            "type": ["object", "null"],
+            "properties": {
+                "latitude": {"type": "number"},
+                "longitude": {"type": "number"},
+                "title": {"type": "string"},
+            },
+        },
+        "sticker": {"type": ["object", "null"], "properties": {"id": {"type": "string"}, "url": {"type": "string"}}},
+        "keyboard": {
+            "type": ["object", "null"],
+            "properties": {
+                "buttons": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "label": {"type": "string"},
+                            "url": {"type": "string"},
+                            "style": {"type": "string", "enum": ["primary", "secondary"]},
+                        },
+                    },
+                }
+            },
+        },
+        "author": {
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["client", "agent", "ai", "system"]},
+                "name": {"type": "string", "description": "The operator's display name; empty for the visitor."},
+            },
+            "required": ["kind", "name"],
+        },
+        "seen": {"type": "boolean"},
+        "created_at": {"type": "string", "format": "date-time"},
+    },
+    "required": ["id", "chat_id", "type", "body", "author", "seen", "created_at"],
+}
+
+
+def _frame(event: str, members: dict, required: list[str], description: str) -> dict:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {"event": {"type": "string", "const": event}, **members},
+        "required": ["event", *required],
+    }
+
+
+def _client_frame(frame_type: str, members: dict, required: list[str]) -> dict:
+    return {
+        "type": "object",
+        "properties": {"type": {"type": "string", "const": frame_type}, **members},
+        "required": ["type", *required],
+    }
+
+
+ERROR_CODES = ["invalid_frame", "invalid_json", "unknown_frame", "server_error", "not_found"]
+
+# Frames the service sends: message name -> (event, title, summary, payload schema).
+SERVER_FRAMES: dict[str, dict] = {
+    "messageFrame": {
+        "name": "message",
+        "title": "A new message",
+        "summary": "A message stored in the chat: on the visitor socket only messages the visitor may see "
+        "(also replayed after `since` on connect, and when the room opens); on the operator socket every "
+        "message of the widget, private notes included.",
+        "payload": _frame(
+            "message", {"chat_id": _CHAT_ID, "message": MESSAGE_SCHEMA}, ["chat_id", "message"], "A new message."
+        ),
+    },
+    "typingFrame": {
+        "name": "typing",
+        "title": "Typing indicator",
+        "summary": "Someone started or stopped typing: the visitor socket sees the operators' typing, the "
+        "operator socket both sides'.",
+        "payload": _frame(
+            "typing",
+            {
+                "chat_id": _CHAT_ID,
+                "state": {"type": "string", "enum": ["start", "stop"]},
+                "by": {"type": "string", "description": "`client` (the visitor) or the operator side."},
+            },
+            ["chat_id", "state", "by"],
+            "Typing indicator.",
+        ),
+    },
+    "seenFrame": {
+        "name": "seen",
+        "title": "Messages seen",
+        "summary": "Messages up to `message_id` were seen, by the visitor (`by: client`) or an operator.",
+        "payload": _frame(
+            "seen",
+            {"chat_id": _CHAT_ID, "message_id": _ID, "by": {"type": "string"}},
+            ["chat_id", "message_id", "by"],
+            "Seen marker.",
+        ),
+    },
+    "chatFrame": {
+        "name": "chat",
+        "title": "Chat status changed",
+        "summary": "Operator socket only: a chat was closed, moved to another state or transferred.",
+        "payload": _frame(
+            "chat",
+            {"chat_id": _CHAT_ID, "status": {"type": "string", "enum": ["active", "ready", "expired", "spam"]}},
+            ["chat_id", "status"],
+            "Chat status.",
+        ),
+    },
+    "readyFrame": {
+        "name": "ready",
+        "title": "Registered",
+        "summary": "Operator socket only, once: the socket counts for the operator's presence from now on.",
+        "payload": _frame(
+            "ready",
+            {"operator_id": _ID, "widget_id": _ID},
+            ["operator_id", "widget_id"],
+            "Registered.",
+        ),
+    },
+    "pongFrame": {
+        "name": "pong",
+        "title": "Pong",
+        "summary": "The answer to a `ping` frame.",
+        "payload": _frame("pong", {}, [], "Pong."),
+    },
+    "errorFrame": {
+        "name": "error",
+        "title": "A client frame was refused",
+        "summary": "The answer to a client frame that breaks a rule; the socket stays open. `invalid_json`: not "
+        "JSON; `invalid_frame`: not an object, a binary frame or bad members; `unknown_frame`: an unknown "
+        "`type`; `not_found`: `seen` names no message of this conversation; `server_error`: retry later.",
+        "payload": _frame(
+            "error",
+            {"code": {"type": "string", "examples": ERROR_CODES}, "detail": {"type": "string"}},
+            ["code", "detail"],
+            "Refused frame.",
+        ),
+    },
+}
+
+# Frames the service reads.
+CLIENT_FRAMES: dict[str, dict] = {
+    "typingClientFrame": {
+        "name": "typing",
+        "title": "The visitor is typing",
+        "summary": "Visitor socket: forwarded to the operators about once per 5 s per chat, once the room exists.",
+        "payload": _client_frame("typing", {"state": {"type": "string", "enum": ["start", "stop"]}}, ["state"]),
+    },
+    "seenClientFrame": {
+        "name": "seen",
+        "title": "The visitor has seen messages",
+        "summary": "Visitor socket: operator messages up to `message_id` (a message of the visitor's conversation) "
+        "are marked seen.",
+        "payload": _client_frame("seen", {"message_id": _ID}, ["message_id"]),
+    },
+    "pingClientFrame": {
+        "name": "ping",
+        "title": "Ping",
+        "summary": "Both sockets: answered `pong`. On the operator socket it is also a presence heartbeat.",
+        "payload": _client_frame("ping", {}, []),
+    },
+}
+
+VISITOR_SENDS = ["messageFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
+VISITOR_READS = ["typingClientFrame", "seenClientFrame", "pingClientFrame"]
+AGENT_SENDS = ["readyFrame", "messageFrame", "chatFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
+AGENT_READS = ["pingClientFrame"]
+
+# Close codes per socket (the operator socket's are apps.agents.consumers', kept in step by the test).
+VISITOR_CLOSE_CODES = {
+    CLOSE_BAD_REQUEST: "`since` is not a message id",
+    CLOSE_UNAUTHORIZED: "missing, unknown or foreign `session`: start a new session",
+    CLOSE_NOT_FOUND: "no widget has this `button_guid`",
+    CLOSE_POLICY_VIOLATION: f"too many frames ({FRAMES_PER_WINDOW} per {FRAME_WINDOW:g} s), or the session "
+    f"already holds {SOCKETS_PER_SESSION} sockets, or the client address VISITOR_SOCKETS_PER_ADDRESS",
+    CLOSE_TOO_BIG: f"a frame over {FRAME_MAX_CHARS} characters",
+}
+AGENT_CLOSE_CODES = {
+    4400: "bad `widget`, or none while the user serves several widgets",
+    4401: "no logged-in active user, or the session ended (checked on every heartbeat)",
+    4403: "the user is no (longer an) active operator of the widget",
+    CLOSE_POLICY_VIOLATION: f"too many frames ({FRAMES_PER_WINDOW} per {FRAME_WINDOW:g} s)",
+    CLOSE_TOO_BIG: f"a frame over {FRAME_MAX_CHARS} characters",
+}
+
+LIMITS = (
+    f"Client frames are JSON text frames holding an object with a `type`, at most {FRAME_MAX_CHARS} characters; "
+    f"a socket may send {FRAMES_PER_WINDOW} frames per {FRAME_WINDOW:g} s, valid or not."
+)
+
+
+def _codes(codes: dict[int, str]) -> str:
+    return "Close codes: " + "; ".join(f"`{code}` {text}" for code, text in sorted(codes.items())) + "."
+
+
+def _message_refs(channel: str, names: list[str]) -> list[dict]:
+    return [{"$ref": f"#/channels/{channel}/messages/{name}"} for name in names]
+
+
+def document() -> dict:
+    return {
+        "asyncapi": "3.1.0",
+        "info": {
+            "title": "Chat Widget Service websockets",
+            "version": "1.0.0",
+            "description": "The two websockets of the chat widget service. The REST and visitor HTTP APIs are in "
+            "the OpenAPI document (`/api/v1/schema/`). Frames are JSON text frames: the service's carry "
+            "`event`, the client's `type`. Pushes are best effort: after a reconnect the visitor passes "
+            "`since` (the last message id seen) and receives what it missed; a console re-reads the lists.",
+        },
+        "defaultContentType": "application/json",
+        "servers": {
+            "local": {
+                "host": "127.0.0.1:8000",
+                "protocol": "ws",
+                "description": "`make run`; in production the same paths over `wss` on the service's host.",
+            }
+        },
+        "channels": {
+            "visitor": {
+                "address": "/ws/visitor/{button_guid}/",
+                "title": "Visitor socket",
+                "description": "What the embed script listens on for the visitor's conversation: the service's "
+                f"frames for the visitor's room only. {LIMITS} {_codes(VISITOR_CLOSE_CODES)} A refused socket is "
+                "accepted and then closed, so a browser can read the code.",
+                "parameters": {"button_guid": {"description": "The widget's public guid."}},
+                "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in VISITOR_SENDS + VISITOR_READS},
+                "bindings": {
+                    "ws": {
+                        "method": "GET",
+                        "query": {
+                            "type": "object",
+                            "properties": {
+                                "session": {
+                                    "type": "string",
+                                    "description": "The visitor API's `session_token` "
+                                    "(`POST /api/visitor/v1/{button_guid}/sessions`).",
+                                },
+                                "since": {
+                                    "type": "string",
+                                    "pattern": "^[0-9]+$",
+                                    "description": "The last message id the visitor has: the messages after it are "
+                                    "sent first (a replay; a message is never sent twice on one socket).",
+                                },
+                            },
+                            "required": ["session"],
+                        },
+                        "bindingVersion": "0.1.0",
+                    }
+                },
+            },
+            "agent": {
+                "address": "/ws/agent/",
+                "title": "Operator socket",
+                "description": "An operator console's socket, authenticated by the Django session cookie (the "
+                "Origin must be an allowed host). Live presence: the operator's first socket emits `agent.online`, "
+                f"the last one `agent.offline`. {LIMITS} {_codes(AGENT_CLOSE_CODES)}",
+                "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in AGENT_SENDS + AGENT_READS},
+                "bindings": {
+                    "ws": {
+                        "method": "GET",
+                        "query": {
+                            "type": "object",
+                            "properties": {
+                                "widget": {
+                                    "type": "string",
+                                    "pattern": "^[0-9]+$",
+                                    "description": "The widget id; required when the user serves several widgets.",
+                                }
+                            },
+                        },
+                        "bindingVersion": "0.1.0",
+                    }
+                },
+            },
+        },
+        "operations": {
+            "sendToVisitor": {
+                "action": "send",
+                "title": "Frames to the visitor",
+                "channel": {"$ref": "#/channels/visitor"},
+                "messages": _message_refs("visitor", VISITOR_SENDS),
+            },
+            "receiveFromVisitor": {
+                "action": "receive",
+                "title": "Frames from the visitor",
+                "channel": {"$ref": "#/channels/visitor"},
+                "messages": _message_refs("visitor", VISITOR_READS),
+            },
+            "sendToOperator": {
+                "action": "send",
+                "title": "Frames to the operator console",
+                "channel": {"$ref": "#/channels/agent"},
+                "messages": _message_refs("agent", AGENT_SENDS),
+            },
+            "receiveFromOperator": {
+                "action": "receive",
+                "title": "Frames from the operator console",
+                "channel": {"$ref": "#/channels/agent"},
+                "messages": _message_refs("agent", AGENT_READS),
+            },
+        },
+        "components": {"messages": {**SERVER_FRAMES, **CLIENT_FRAMES}},
+    }
+
+
+def document_yaml() -> str:
+    return yaml.safe_dump(document(), sort_keys=False, allow_unicode=True, width=120)
+
+
+@require_safe
+def asyncapi_yaml(request):
+    """GET /api/v1/asyncapi.yaml: public, like the OpenAPI document."""
+    return HttpResponse(document_yaml(), content_type="application/yaml; charset=utf-8")
