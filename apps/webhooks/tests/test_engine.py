@@ -444,6 +444,28 @@ def test_a_missing_or_undecryptable_secret_fails_at_once(widget, receiver, clock
     assert receiver.hits == []
 
 
+def test_a_rotated_secret_signs_the_next_attempt_though_secrets_are_decrypted_once(widget, receiver, monkeypatch):
+    # given a delivered event (its secret decrypted once and kept), counting decryptions
+    decrypted = []
+    real = engine.decrypt_secret
+    monkeypatch.setattr(engine, "decrypt_secret", lambda token: decrypted.append(token) or real(token))
+    monkeypatch.setattr(engine, "_secrets", {})
+    sub, old = subscribe(widget, receiver.url())
+    emit_message(widget)
+    emit_message(widget)
+    deliver()
+    assert len(receiver.hits) == 2 and len(decrypted) == 1
+    # when the secret is rotated and another event goes out
+    new = services.rotate_secret(widget=widget, subscription=sub)
+    emit_message(widget)
+    deliver()
+    # then it is signed with the new secret (the new stored token is read anew), never the old one
+    hit = receiver.hits[-1]
+    assert signing.verify_service_signature(new, hit.body, hit.header("X-Service-Signature"))
+    assert not signing.verify_service_signature(old, hit.body, hit.header("X-Service-Signature"))
+    assert len(decrypted) == 2
+
+
 def test_a_delivery_of_a_deleted_subscription_is_dropped_silently(widget, receiver):
     # given a queued delivery whose endpoint is then deleted
     sub, _ = subscribe(widget, receiver.url())
