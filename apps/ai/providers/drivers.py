@@ -33,7 +33,7 @@ import pydantic
 from apps.core.outbound import OutboundBlocked, OutboundError
 
 from . import transport
-from .transport import BodyTooLarge, DeadlineExceeded, OperationsExhausted
+from .transport import BodyTooLarge, BodyTooLarge2, DeadlineExceeded, DeadlineExceeded2, OperationsExhausted
 from .types import (
     ANTHROPIC,
     GIGACHAT,
@@ -131,9 +131,9 @@ def classify(exc: BaseException, provider: str) -> ProviderError:
             return _OperationsSpent(provider)
         if isinstance(item, OutboundBlocked):
             return ProviderError("refused_address", provider=provider, detail=item.reason)
-        if isinstance(item, DeadlineExceeded):
+        if isinstance(item, DeadlineExceeded | DeadlineExceeded2):
             return ProviderError("timeout", provider=provider, detail="deadline")
-        if isinstance(item, BodyTooLarge):
+        if isinstance(item, BodyTooLarge | BodyTooLarge2):
             return ProviderError("transport", provider=provider, detail="body_too_large")
         if isinstance(item, OutboundError):
             kind = "timeout" if item.reason in ("timeout", "deadline_exceeded") else "transport"
@@ -290,7 +290,7 @@ def _openai_client(config: ProviderConfig, *, is_async: bool) -> Any:
 
     def build() -> Any:
         cls = openai.AsyncOpenAI if is_async else openai.OpenAI
-        http_client = transport.async_httpx_client() if is_async else transport.httpx_client()
+        http_client = transport.async_httpx2_client() if is_async else transport.httpx2_client()
         client = cls(api_key=config.api_key, base_url=base, max_retries=0, http_client=http_client)
         # The SDK fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID: never send the operator's to a
         # tenant's endpoint.

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from apps.ai.providers import ChatMessage, ProviderError, acomplete, complete, embed, transport
-from apps.ai.testing import Reply, bad_request, closed, rate_limited, server_error, slow, unauthorized
+from apps.ai.testing import Reply, bad_request, closed, rate_limited, server_error, slow, trickling, unauthorized
 
 HI = [ChatMessage("user", "hi")]
 
@@ -158,6 +158,17 @@ def test_the_deadline_bounds_an_async_hung_provider(llm_fake, settings):
     with pytest.raises(ProviderError) as failure:
         asyncio.run(acomplete([fake.config()], HI, deadline=time.monotonic() + 0.6))
     assert 0.5 <= time.monotonic() - started < 1.5
+    assert failure.value.kind == "timeout"
+
+
+@pytest.mark.parametrize("flavor", ["openai", "anthropic"])
+def test_the_deadline_stops_a_trickling_answer(llm_fake, flavor):
+    fake = llm_fake(flavor)
+    fake.script(trickling(0.02))  # each read arrives in time; the whole answer would take seconds
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as failure:
+        complete([fake.config()], HI, deadline=time.monotonic() + 0.8)
+    assert time.monotonic() - started < 1.5
     assert failure.value.kind == "timeout"
 
 
