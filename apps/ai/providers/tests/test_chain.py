@@ -126,6 +126,24 @@ def test_retry_after_beyond_the_deadline_is_not_waited_for(llm_fake):
     assert len(fake.requests) == 1
 
 
+def test_a_member_waiting_past_the_deadline_does_not_stop_the_others(llm_fake):
+    limited = llm_fake("openai")
+    flaky = llm_fake("gigachat", text="second pass")
+    limited.script(rate_limited(30))
+    flaky.script(server_error(503), path="chat")
+    answer = complete(
+        [limited.config(credential_id=1), flaky.config(credential_id=2)], HI, deadline=time.monotonic() + 5
+    )
+    assert answer.text == "second pass" and answer.credential_id == 2
+    assert len(limited.requests) == 1  # not tried again before its Retry-After
+    assert [(a.credential_id, a.operation, a.outcome) for a in answer.attempts] == [
+        (1, "chat", "rate_limited"),
+        (2, "token", "ok"),
+        (2, "chat", "server_error"),
+        (2, "chat", "ok"),
+    ]
+
+
 def test_http_date_retry_after_is_read(llm_fake):
     from email.utils import formatdate
 
