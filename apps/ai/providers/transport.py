@@ -41,9 +41,10 @@ PROVIDER_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 PROVIDER_TIMEOUT2 = httpx2.Timeout(60.0, connect=5.0)
 MAX_RESPONSE_BYTES = DEFAULT_MAX_BYTES  # 10 MiB: a synthesized speech answer fits
 # One process's pool serves every provider call: many calls in flight under ASGI keep their
-# connections (a small keep-alive pool would re-handshake TLS for every call past it).
-POOL_LIMITS = httpx.Limits(max_connections=500, max_keepalive_connections=200, keepalive_expiry=30)
-POOL_LIMITS2 = httpx2.Limits(max_connections=500, max_keepalive_connections=200, keepalive_expiry=30)
+# connections (a small keep-alive pool would re-handshake TLS for every call past it). The OpenAI
+# SDK's own defaults.
+POOL_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=30)
+POOL_LIMITS2 = httpx2.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=30)
 
 
 class DeadlineExceeded(httpx.ReadTimeout):
