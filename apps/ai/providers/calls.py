@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from apps.core.outbound import OutboundBlocked, OutboundError, check_url, pin_address
+
 from . import drivers, transport
 from .drivers import _Call, _OperationsSpent
 from .transport import Budget
@@ -267,6 +269,22 @@ def _single(config: ProviderConfig, deadline: float | None, step: Callable[[_Cal
     budget = _budget(deadline, DEFAULT_MAX_OPERATIONS)
     result, _index, _call = _run([config], budget, step)
     return result
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a credential's `base_url` at save time through the one address policy: https only, no
+    userinfo, a host whose every resolved address is allowed (loopback only with
+    OUTBOUND_ALLOW_LOOPBACK). Raises ProviderError kind "refused_address" (detail: the policy's
+    reason) or "transport" (detail "resolve_failed": the name does not resolve). Resolves the name
+    (blocking); sends nothing."""
+    try:
+        parts = check_url(url)
+        port = parts.port or 443
+        pin_address(parts.hostname or "", port)
+    except OutboundBlocked as exc:
+        raise ProviderError("refused_address", detail=exc.reason) from None
+    except OutboundError as exc:
+        raise ProviderError("transport", detail=exc.reason) from None
 
 
 def list_models(config: ProviderConfig, *, deadline: float | None = None) -> list[dict[str, Any]]:
