@@ -121,9 +121,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify(exc: BaseException, provider: str) -> ProviderError:
-    """The ProviderError for any failure an SDK call can raise. Only class names and statuses are
-    kept: SDK messages may quote the response body, and some vendors echo part of the key."""
+def classify(exc: BaseException, provider: str) -> ProviderError | None:
+    """The ProviderError for a failure an SDK call can raise (None: not a provider failure). Only
+    class names and statuses are kept: SDK messages may quote the response body, and some vendors
+    echo part of the key."""
     if isinstance(exc, ProviderError):
         return exc
     for item in _chain(exc):
@@ -172,7 +173,7 @@ def classify(exc: BaseException, provider: str) -> ProviderError:
     )
     if isinstance(exc, invalid):  # an answer that is not the vendor's format
         return ProviderError("transport", provider=provider, detail="invalid_response")
-    return ProviderError("transport", provider=provider, detail=type(exc).__name__)
+    return None  # not a provider failure: a bug, raised as it is
 
 
 # --- one walk's attempts -------------------------------------------------------------------------
@@ -215,6 +216,8 @@ class _Call:
             result = fn()
         except Exception as exc:
             error = classify(exc, config.provider)
+            if error is None:
+                raise
             if not isinstance(error, _OperationsSpent):
                 self._record(config, operation, error.kind, error.status, started)
             raise error from None
@@ -233,6 +236,8 @@ class _Call:
                 result = await fn()
         except Exception as exc:
             error = classify(exc, config.provider)
+            if error is None:
+                raise
             if not isinstance(error, _OperationsSpent):
                 self._record(config, operation, error.kind, error.status, started)
             raise error from None

@@ -270,3 +270,18 @@ def test_bad_calls_are_programming_errors(llm_fake):
     with pytest.raises(ValueError):
         complete([fake.config()], [])
     assert fake.requests == []
+
+
+def test_a_bug_is_not_a_provider_failure(llm_fake, monkeypatch):
+    import openai.resources.chat.completions
+
+    primary = llm_fake("openai")
+    backup = llm_fake("openai_compatible")
+
+    def broken(self, **kwargs):
+        raise RuntimeError("a bug, not the provider")
+
+    monkeypatch.setattr(openai.resources.chat.completions.Completions, "create", broken)
+    with pytest.raises(RuntimeError):
+        complete([primary.config(), backup.config()], HI)
+    assert backup.requests == []
