@@ -119,7 +119,7 @@ def test_retry_after_beyond_the_deadline_is_not_waited_for(llm_fake):
     started = time.monotonic()
     with pytest.raises(ProviderError) as failure:
         complete([fake.config()], HI, deadline=time.monotonic() + 3)
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 3  # not the 30 s asked
     error = failure.value
     assert (error.kind, error.status, error.exhausted) == ("rate_limited", 429, "deadline")
     assert 29 <= error.retry_after <= 30
@@ -163,7 +163,7 @@ def test_the_deadline_bounds_a_hung_provider(llm_fake, settings):
     with pytest.raises(ProviderError) as failure:
         complete([fake.config(), backup.config()], HI, deadline=time.monotonic() + 0.6)
     elapsed = time.monotonic() - started
-    assert 0.5 <= elapsed < 1.5
+    assert 0.5 <= elapsed < 3  # not the 5 s the peer takes
     assert (failure.value.kind, failure.value.exhausted) == ("timeout", "deadline")
     assert backup.requests == []
 
@@ -175,7 +175,7 @@ def test_the_deadline_bounds_an_async_hung_provider(llm_fake, settings):
     started = time.monotonic()
     with pytest.raises(ProviderError) as failure:
         asyncio.run(acomplete([fake.config()], HI, deadline=time.monotonic() + 0.6))
-    assert 0.5 <= time.monotonic() - started < 1.5
+    assert 0.5 <= time.monotonic() - started < 3
     assert failure.value.kind == "timeout"
 
 
@@ -186,7 +186,7 @@ def test_the_deadline_stops_a_trickling_answer(llm_fake, flavor):
     started = time.monotonic()
     with pytest.raises(ProviderError) as failure:
         complete([fake.config()], HI, deadline=time.monotonic() + 0.8)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3  # the whole body would take seconds more
     assert failure.value.kind == "timeout"
 
 
