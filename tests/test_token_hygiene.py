@@ -325,3 +325,73 @@ def test_worker_and_beat_log_through_the_scrubbing_json_handler(capsys):
     line = next(line for line in err.splitlines() if "celery.worker" in line)
     assert json.loads(line)["logger"] == "celery.worker"
     assert "SECRETSECRET" not in line and "cwt_ABC" not in line
+
+
+# --- AI provider keys and signing secrets (issue 13) -------------------------------------------------------
+
+from apps.ai.testing import llm_fake  # noqa: E402,F401 (the fixture)
+
+
+@pytest.mark.django_db
+def test_ai_secrets_never_appear_in_responses_logs_or_the_database(widget, llm_fake, every_log_record):  # noqa: F811
+    # given a credential stored through the API, rotated, listed, used for a model list and a detached test
+    key, rotated, signing = "sk-hygiene-" + "a" * 24, "sk-hygiene-" + "b" * 24, "sig-hygiene-" + "c" * 20
+    fake = llm_fake("openai", api_key=rotated)
+    scopes = ["ai:read", "ai:write", "ai:credentials:write"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {services.issue_token(widget=widget, scopes=scopes).plaintext}")
+    bodies = []
+    with CaptureQueriesContext(connection):
+        created = client.post(
+            "/api/v1/ai/credentials",
+            {"provider": "openai", "api_key": key, "base_url": fake.base_url, "signing_secret": signing},
+            format="json",
+            HTTP_X_SERVICE_IDEMPOTENCY_KEY="ai-hygiene-1",
+        )
+        assert created.status_code == 201, created.content
+        cid = created.json()["id"]
+        bodies.append(created.content)
+        rotate = client.patch(
+            f"/api/v1/ai/credentials/{cid}",
+            {"api_key": rotated},
+            format="json",
+            HTTP_X_SERVICE_IDEMPOTENCY_KEY="ai-hygiene-2",
+        )
+        bodies.append(rotate.content)
+        bodies.append(client.get("/api/v1/ai/credentials").content)
+        models = client.get(f"/api/v1/ai/credentials/{cid}/models")
+        assert models.status_code == 200, models.content
+        bodies.append(models.content)
+        assistant = client.post(
+            "/api/v1/ai/assistants", {"name": "A"}, format="json", HTTP_X_SERVICE_IDEMPOTENCY_KEY="ai-hygiene-3"
+        ).json()
+        tested = client.generic(
+            "POST",
+            f"/api/v1/ai/assistants/{assistant['id']}/test",
+            json.dumps({"question": "Hello"}),
+            "application/json",
+            HTTP_X_SERVICE_IDEMPOTENCY_KEY="ai-hygiene-4",
+        )
+        assert tested.status_code == 200, tested.content
+        bodies.append(tested.content)
+        bound = client.post(
+            "/api/v1/ai/assistant/integration",
+            {"provider": "openai"},
+            format="json",
+            HTTP_X_SERVICE_IDEMPOTENCY_KEY="ai-hygiene-5",
+        )
+        assert bound.status_code == 201, bound.content
+        binding_secret = bound.json()["data"]["signing_secret"]
+        bodies.append(client.get("/api/v1/ai/assistant/integration").content)
+
+    # then neither key nor secret is in any answer (the binding secret only in its creation answer),
+    # any log record, or any stored value
+    assert fake.api_requests, "the provider was not called"
+    formatter = JSONFormatter()
+    output = [formatter.format(record) for record in every_log_record.records]
+    stored = every_stored_value()
+    for secret in (key, rotated, signing, binding_secret):
+        assert not [b for b in bodies if secret.encode() in b], secret[:6]
+        leaks = [line for line in output if secret in line]
+        assert not leaks, leaks[0].replace(secret, "<SECRET>")
+        assert not [v for v in stored if secret in v], secret[:6]

@@ -38,8 +38,11 @@ def public_dns(monkeypatch):
     def resolve(host, port):
         if host == "private.test":
             return [ipaddress.ip_address("10.0.0.5")]
-        if host == "loop.test":
+        if host in ("loop.test", "localhost"):
             return [ipaddress.ip_address("127.0.0.1")]
         return [ipaddress.ip_address("93.184.216.34")]
 
     monkeypatch.setattr(outbound.policy, "resolve_host", resolve)
+
+
+from apps.ai.testing import llm_fake  # noqa: F401,E402 (the fixture)

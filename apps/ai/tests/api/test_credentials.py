@@ -176,7 +176,6 @@ def test_resolution_operator_then_assistant_then_widget_by_provider_then_newest(
 
 
 def test_resolve_chain_gives_provider_configs_in_order_skipping_retired(widget):
-    pytest.importorskip("apps.ai.providers")
     c = CredentialFactory(widget=widget, provider="gigachat", api_key="k3")
     b = CredentialFactory(widget=widget, provider="anthropic", api_key="k2", backup_credential=c, is_active=False)
     a = CredentialFactory(widget=widget, provider="openai", api_key="k1", backup_credential=b, model="gpt-q")
