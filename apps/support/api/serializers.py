@@ -3,6 +3,7 @@ routes."""
 
 from __future__ import annotations
 
+from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField, MomentField
@@ -69,10 +70,19 @@ class ReleaseInput(InputSerializer):
     claim_id = StrictRegexField(CLAIM_ID_PATTERN)
 
 
+class ReplyTextField(StrictCharField):
+    """A JSON string taken as sent: the reply rules (normalisation, then 422 invalid_text or
+    forbidden_whitespace) judge every character, U+0000 included."""
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, allow_blank=True, **kwargs)
+        self.validators = [v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+
+
 class ReplyInput(InputSerializer):
     # The text is checked by the reply rules after normalisation (linkguard), not here: its length
     # limits apply to the normalised text.
-    text = StrictCharField(trim_whitespace=False, allow_blank=True, max_length=20000)
+    text = ReplyTextField(max_length=20000)
     expected_last_message_id = StrictIntegerField(min_value=0, allow_null=True)
     ticket = StrictIntegerField(min_value=1, required=False)
     close_ticket = StrictBooleanField(required=False, default=True)
