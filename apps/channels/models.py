@@ -16,8 +16,17 @@ class CustomChannel(models.Model):
     """A channel registered by an installed app: inbound at POST /v1/channels/{id}/messages,
     operator messages of its `ch{id}` chats posted to `url`, signed like a webhook."""
 
+    class WireFormat(models.TextChoices):
+        NATIVE = "native"  # our envelope, signed like a webhook
+        LEGACY_CHAT = "legacy_chat"  # the legacy platform's Chat API (compat routes)
+
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="custom_channels")
     name = models.CharField(max_length=255)
+    wire_format = models.CharField(max_length=16, choices=WireFormat.choices, default=WireFormat.NATIVE)
+    # Legacy Chat API channels are addressed by a secret in the path: `path_key` (its public first
+    # part) finds the row, the SHA-256 of the whole secret is compared in constant time.
+    path_key = models.CharField(max_length=16, null=True, blank=True, unique=True)
+    path_secret_hash = models.CharField(max_length=64, blank=True, default="")
     url = models.CharField(max_length=2048)
     # Fernet token of the signing secret (the webhooks' rotatable key set); never readable again.
     secret_encrypted = models.TextField()

@@ -165,7 +165,7 @@ class ScopedAutoSchema(AutoSchema):
 
 
 def only_public_api(endpoints, **kwargs):
-    """Preprocessing hook: document /api/v1 only (not the schema view itself). Test-only routes
+    """Preprocessing hook: document /api/v1 and the compat routes only (not the schema view itself). Test-only routes
     exist only under the test URLconf and are documented there so contract tests can read them."""
     from django.conf import settings
 
@@ -173,7 +173,7 @@ def only_public_api(endpoints, **kwargs):
     return [
         (path, path_regex, method, callback)
         for path, path_regex, method, callback in endpoints
-        if path.startswith("/api/v1/")
+        if (path.startswith("/api/v1/") or path.startswith("/api/compat/legacy/"))
         and not path.startswith("/api/v1/schema")
         and (include_test or not path.startswith("/api/v1/_test"))
     ]
