@@ -25,7 +25,7 @@ from apps.core import outbound
 from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
-from .models import OutboundAttempt, OutboundDelivery
+from .models import MessengerConnection, OutboundAttempt, OutboundDelivery
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,23 @@ def signed_request(*, url: str, secret: str, body: bytes, event_id: str, deliver
     return Request(url=url, body=body, headers=headers)
 
 
+def _build_telegram(delivery: OutboundDelivery) -> Request:
+    from .providers import telegram
+
+    conn = MessengerConnection.objects.filter(widget_id=delivery.widget_id, provider="tg").first()
+    token = webhooks.decrypt_secret(conn.token_encrypted) if conn is not None else None
+    if not token:
+        raise PermanentFailure("not_connected")
+    return Request(
+        url=telegram.method_url(token, "sendMessage"),
+        body=delivery.body.encode(),
+        headers={"Content-Type": "application/json", "User-Agent": "ChatWidgetService-Channels/1"},
+    )
+
+
 def _build(delivery: OutboundDelivery) -> Request:
+    if delivery.channel == "tg":
+        return _build_telegram(delivery)
     channel = delivery.custom_channel
     if channel is None or not channel.is_active:
         raise PermanentFailure("channel_inactive")
@@ -175,6 +191,8 @@ def _send(delivery: OutboundDelivery) -> Outcome:
         if not 200 <= status_code < 300:
             error = f"http_{status_code}"
             retry_after = _retry_after(response)
+            # A provider's refusal of the request itself (bad chat, bot blocked) will not change.
+            permanent = delivery.channel == "tg" and 400 <= status_code < 500 and status_code not in (408, 429)
     except PermanentFailure as exc:
         error, permanent = exc.reason, True
     except outbound.OutboundBlocked as exc:

@@ -114,3 +114,44 @@ class OutboundAttempt(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["delivery", "number"], name="outbound_attempt_number")]
+
+
+class MessengerConnection(models.Model):
+    """The stored credential of one messenger provider of a widget. Secrets are Fernet tokens under
+    the webhooks' rotatable key set; the hook id (the path of our inbound hook) and the provider
+    secret that authenticates it are never shown by the API."""
+
+    class WebhookStatus(models.TextChoices):
+        NONE = ""
+        REGISTERED = "registered"
+        FAILED = "failed"
+        UNCONFIRMED = "unconfirmed_provider_api"
+        NOT_SUPPORTED = "not_supported"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=16)
+    token_encrypted = models.TextField(blank=True, default="")
+    sid_encrypted = models.TextField(blank=True, default="")
+    url = models.CharField(max_length=2048, blank=True, default="")
+    hook_id = models.CharField(max_length=64, unique=True)
+    hook_secret_encrypted = models.TextField(blank=True, default="")
+    webhook_status = models.CharField(max_length=32, choices=WebhookStatus.choices, blank=True, default="")
+    webhook_detail = models.CharField(max_length=255, blank=True, default="")
+    inbound_live = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["widget", "provider"], name="messenger_once_per_widget")]
+
+
+class InboundUpdate(models.Model):
+    """A provider update already stored: a redelivered update id makes no second message."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=16)
+    update_id = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["widget", "provider", "update_id"], name="inbound_update_once")]

@@ -22,7 +22,7 @@ from apps.core.models import Widget
 from apps.webhooks import services as webhooks
 
 from . import delivery, payloads, selectors
-from .models import CustomChannel, ExternalContact, OutboundDelivery
+from .models import CustomChannel, ExternalContact, MessengerConnection, OutboundDelivery
 
 SOURCE_CUSTOM = "channel"
 
@@ -111,7 +111,7 @@ def rotate_custom_channel_keys() -> int:
 # --- inbound ------------------------------------------------------------------------------------
 
 
-def _external_contact(
+def link_external_contact(
     *, widget: Widget, channel: str, external_id: str, address: str, name: str = ""
 ) -> ExternalContact:
     """The contact behind `external_id` on `channel`, created on first use; `address` (where
@@ -148,7 +148,7 @@ def receive_custom_message(
     channel = CustomChannel.objects.select_for_update().get(pk=channel.pk, widget=widget)
     if not channel.is_active:
         raise ChannelDisabled("This channel is disabled; it takes no messages.")
-    link = _external_contact(
+    link = link_external_contact(
         widget=widget,
         channel=channel.code,
         external_id=external_client_id,
@@ -201,6 +201,26 @@ def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Messag
             external_channel_id=link.address,
             message=message,
         )
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row
+
+
+def queue_telegram_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: an operator message of a `tg` chat as a sendMessage
+    (keyboards as an inline keyboard, one URL button per row), sent after commit."""
+    from .providers import telegram
+
+    if not is_deliverable(message):
+        return None
+    if not MessengerConnection.objects.filter(widget=widget, provider="tg").exclude(token_encrypted="").exists():
+        return None
+    link = selectors.external_contact_for(widget, channel="tg", contact_id=chat.contact_id)
+    if link is None:
+        return None
+    row = OutboundDelivery(widget=widget, channel="tg", chat=chat, message=message)
+    row.body = telegram.send_message_body(chat_id=link.address, text=message.body, buttons=payloads.buttons_of(message))
     row.next_attempt_at = timezone.now()
     row.save()
     transaction.on_commit(delivery.trigger)
