@@ -30,8 +30,8 @@ from apps.core.ratelimit import Budget
 from apps.webhooks import services as webhooks
 
 from . import selectors
-from .models import CustomChannel, InboundUpdate, MessengerConnection
-from .providers import telegram
+from .models import CustomChannel, InboundUpdate, MessengerConnection, VkCommunity
+from .providers import telegram, vk
 from .services import link_external_contact
 
 PROVIDERS = ("tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom")
@@ -89,6 +89,9 @@ def provider_row(widget: Widget, provider: str, stored: MessengerConnection | No
     if provider == "custom":
         connected = selectors.has_active_custom_channel(widget)
         row = {"provider": provider, "connected": connected, "writable": False, "has_token": False}
+    elif provider == "vk":
+        connected = VkCommunity.objects.filter(widget=widget).exists()
+        row = {"provider": provider, "connected": connected, "writable": False, "has_token": connected}
     else:
         row = {
             "provider": provider,
@@ -215,6 +218,11 @@ def disconnect(*, widget: Widget, provider: str) -> None:
             )
             events.emit(widget, events.WIDGET_CONFIG_CHANGED)
         return
+    if provider == "vk":
+        for community in VkCommunity.objects.filter(widget=widget).order_by("pk"):
+            delete_community(widget=widget, community=community, count_call=False)  # 502 keeps what VK did not confirm
+        MessengerConnection.objects.filter(widget=widget, provider="vk").delete()
+        return
     conn = MessengerConnection.objects.filter(widget=widget, provider=provider).first()
     if conn is None:
         return
@@ -283,3 +291,170 @@ def receive_telegram_update(*, conn: MessengerConnection, update: dict) -> Messa
         channel="tg",
         source=SOURCE_TG,
     )
+
+
+# --- VK communities -------------------------------------------------------------------------------
+
+
+class ProviderFailed(AppError):
+    status, code, title = 502, "provider_failed", "The provider did not answer or did not confirm"
+
+
+class CommunityExists(Conflict):
+    code, title = "community_exists", "This community is already connected"
+
+
+def _vk_hook(widget: Widget) -> MessengerConnection:
+    """The widget's VK hook (one per widget; communities are told apart by group_id)."""
+    conn = MessengerConnection.objects.filter(widget=widget, provider="vk").first()
+    if conn is None:
+        try:
+            with transaction.atomic():
+                conn = MessengerConnection.objects.create(
+                    widget=widget, provider="vk", hook_id=secrets.token_urlsafe(24)
+                )
+        except IntegrityError:
+            conn = MessengerConnection.objects.get(widget=widget, provider="vk")
+    return conn
+
+
+def community_payload(community: VkCommunity) -> dict:
+    return {
+        "id": community.pk,
+        "community_id": community.community_id,
+        "name": community.name,
+        "screen_name": community.screen_name,
+        "is_primary": community.is_primary,
+        "webhook_status": community.webhook_status or None,
+        "created_at": community.created_at.isoformat(),
+    }
+
+
+def connect_community(
+    *, widget: Widget, token: str, community: str, base_url: str, claim=contextlib.nullcontext
+) -> tuple[VkCommunity, WebhookOutcome]:
+    """Resolve the community through VK (a rejection is 422, no answer 502, nothing stored), store
+    it (the first one is primary), then register our Callback API server; a failed registration
+    keeps the record with inbound not live."""
+    if not billing.has_paid_plan(widget.account):
+        raise PlanRequired("Connecting messengers needs a paid plan.")
+    key = vk.community_key(community)
+    if key is None:
+        raise ValidationFailed(errors={"community": ["An id, a club-style name or a vk.com link."]})
+    check_provider_budget(widget)
+    found = vk.resolve(token, key)
+    if not found.ok:
+        if found.rejected:
+            raise CredentialRejected(
+                "VK refused the token or the community.", errors={"community": [found.description]}
+            )
+        raise ProviderFailed(f"VK did not answer: {found.description}")
+    group = found.response
+    community_id = group.get("id") if isinstance(group.get("id"), int) else None
+    if community_id is None:
+        raise ProviderFailed("VK answered without a community id.")
+    hook = _vk_hook(widget)
+    with transaction.atomic(), claim():
+        if VkCommunity.objects.filter(widget=widget, community_id=community_id).exists():
+            raise CommunityExists("This community is already connected to the widget.")
+        row = VkCommunity.objects.create(
+            widget=widget,
+            community_id=community_id,
+            name=str(group.get("name") or "")[:255],
+            screen_name=str(group.get("screen_name") or "")[:255],
+            token_encrypted=webhooks.encrypt_secret(token),
+            secret_encrypted="",
+            is_primary=not VkCommunity.objects.filter(widget=widget).exists(),
+        )
+        events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    result, code, secret, server_id = vk.register(
+        token, community_id=community_id, url=base_url.rstrip("/") + hook_path(hook)
+    )
+    outcome = (
+        WebhookOutcome(True, MessengerConnection.WebhookStatus.REGISTERED)
+        if result.ok
+        else WebhookOutcome(True, MessengerConnection.WebhookStatus.FAILED, result.description)
+    )
+    VkCommunity.objects.filter(pk=row.pk).update(
+        confirmation_code=code[:64],
+        secret_encrypted=webhooks.encrypt_secret(secret),
+        server_id=server_id,
+        webhook_status=outcome.status,
+        webhook_detail=outcome.detail[:255],
+    )
+    row.refresh_from_db()
+    return row, outcome
+
+
+@transaction.atomic
+def set_primary_community(*, widget: Widget, community: VkCommunity) -> VkCommunity:
+    VkCommunity.objects.select_for_update().filter(widget=widget).update(is_primary=False)
+    VkCommunity.objects.filter(pk=community.pk, widget=widget).update(is_primary=True)
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    community.refresh_from_db()
+    return community
+
+
+def delete_community(*, widget: Widget, community: VkCommunity, count_call: bool = True) -> None:
+    """Remove our callback server at VK first; when VK does not confirm, the record stays and the
+    answer is 502 (try again). The next oldest community becomes primary."""
+    if count_call:
+        check_provider_budget(widget)
+    token = webhooks.decrypt_secret(community.token_encrypted)
+    if community.server_id is not None:
+        result = vk.unregister(token or "", community_id=community.community_id, server_id=community.server_id)
+        if not result.ok:
+            raise ProviderFailed(f"VK did not confirm the removal ({result.description}); the community is kept.")
+    with transaction.atomic():
+        VkCommunity.objects.filter(pk=community.pk, widget=widget).delete()
+        if community.is_primary:
+            successor = VkCommunity.objects.filter(widget=widget).order_by("created_at", "pk").first()
+            if successor is not None:
+                VkCommunity.objects.filter(pk=successor.pk).update(is_primary=True)
+        events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+
+
+def receive_vk_event(*, conn: MessengerConnection, event: dict) -> str:
+    """One Callback API event. `confirmation` answers the community's confirmation code; others
+    must carry the community's secret (401 otherwise); `message_new` becomes a visitor message of
+    the `vk` chat of its sender, once per event_id. Returns the plain-text answer VK expects."""
+    widget = conn.widget
+    group_id = event.get("group_id")
+    if isinstance(group_id, bool) or not isinstance(group_id, int):
+        raise ValidationFailed("Not a VK event.", errors={"group_id": ["Must be an integer."]})
+    community = VkCommunity.objects.filter(widget=widget, community_id=group_id).first()
+    if community is None:
+        raise NotFound("No such community.")
+    if event.get("type") == "confirmation":
+        return community.confirmation_code
+    expected = webhooks.decrypt_secret(community.secret_encrypted) or ""
+    given = event.get("secret") if isinstance(event.get("secret"), str) else ""
+    if not expected or not hmac.compare_digest(expected.encode(), given.encode()):
+        raise HookUnauthorized("The VK secret does not match.")
+    if event.get("type") != "message_new":
+        return "ok"
+    message = (event.get("object") or {}).get("message") if isinstance(event.get("object"), dict) else None
+    if not isinstance(message, dict):
+        return "ok"
+    text, from_id, peer_id = message.get("text"), message.get("from_id"), message.get("peer_id")
+    if not isinstance(text, str) or not text.strip() or not isinstance(from_id, int) or not isinstance(peer_id, int):
+        return "ok"
+    event_id = event.get("event_id")
+    dedupe = str(event_id) if isinstance(event_id, str) and event_id else f"{group_id}:{message.get('id')}"
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                InboundUpdate.objects.create(widget=widget, provider="vk", update_id=dedupe[:64])
+        except IntegrityError:
+            return "ok"
+        link = link_external_contact(
+            widget=widget, channel="vk", external_id=str(from_id), address=f"{group_id}:{peer_id}"
+        )
+        chat_services.post_client_message(
+            widget=widget,
+            contact=link.contact,
+            data=chat_services.MessageInput(body=text[:65536]),
+            channel="vk",
+            source="vk",
+        )
+    return "ok"

@@ -155,3 +155,30 @@ class InboundUpdate(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["widget", "provider", "update_id"], name="inbound_update_once")]
+
+
+class VkCommunity(models.Model):
+    """A VK community connected to a widget (Callback API). Its access token and callback secret
+    are Fernet tokens; the confirmation code is what VK asks our hook to echo once."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    community_id = models.BigIntegerField()
+    name = models.CharField(max_length=255, blank=True, default="")
+    screen_name = models.CharField(max_length=255, blank=True, default="")
+    token_encrypted = models.TextField()
+    secret_encrypted = models.TextField()
+    confirmation_code = models.CharField(max_length=64, blank=True, default="")
+    server_id = models.BigIntegerField(null=True, blank=True)
+    webhook_status = models.CharField(max_length=32, blank=True, default="")
+    webhook_detail = models.CharField(max_length=255, blank=True, default="")
+    is_primary = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "community_id"], name="vk_community_once_per_widget"),
+            models.UniqueConstraint(
+                fields=["widget"], condition=models.Q(is_primary=True), name="vk_one_primary_community"
+            ),
+        ]
+        indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="vk_community_widget_created")]

@@ -10,6 +10,7 @@ on a channel, in the message's transaction; the sender (delivery.py) posts it af
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
 from django.db import IntegrityError, transaction
@@ -221,6 +222,26 @@ def queue_telegram_delivery(*, widget: Widget, chat: Chat, message: Message) -> 
         return None
     row = OutboundDelivery(widget=widget, channel="tg", chat=chat, message=message)
     row.body = telegram.send_message_body(chat_id=link.address, text=message.body, buttons=payloads.buttons_of(message))
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row
+
+
+def queue_vk_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: an operator message of a `vk` chat as messages.send from
+    the community the visitor wrote to (keyboards as `label: url` lines)."""
+    if not is_deliverable(message):
+        return None
+    link = selectors.external_contact_for(widget, channel="vk", contact_id=chat.contact_id)
+    if link is None or ":" not in link.address:
+        return None
+    community_id, peer_id = link.address.split(":", 1)
+    row = OutboundDelivery(widget=widget, channel="vk", chat=chat, message=message)
+    row.body = json.dumps(
+        {"community_id": int(community_id), "peer_id": peer_id, "message": payloads.text_with_link_lines(message)},
+        ensure_ascii=False,
+    )
     row.next_attempt_at = timezone.now()
     row.save()
     transaction.on_commit(delivery.trigger)

@@ -88,3 +88,24 @@ class TelegramTokenInput(InputSerializer):
         if not re.fullmatch(r"[0-9]{1,20}:[A-Za-z0-9_-]{20,100}", value):
             raise serializers.ValidationError("Not a Telegram bot token (`<digits>:<characters>`).")
         return value
+
+
+class VkCommunityDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    community_id = serializers.IntegerField()
+    name = serializers.CharField()
+    screen_name = serializers.CharField()
+    is_primary = serializers.BooleanField()
+    webhook_status = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class VkCommunityCreatedDoc(VkCommunityDoc):
+    webhook = WebhookOutcomeDoc()
+
+
+class VkCommunityInput(InputSerializer):
+    token = StrictCharField(min_length=10, max_length=512, trim_whitespace=False, help_text="Community access token.")
+    community = StrictCharField(
+        min_length=1, max_length=255, help_text="An id, a club-style name (`club123`, `myshop`) or a vk.com link."
+    )
