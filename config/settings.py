@@ -362,6 +362,9 @@ vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="no-reply@localhost")
 # Absolute base of links in e-mails (invitations); empty: the request's own host.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
+# Messenger provider API hosts (a test points one at a loopback fake of the provider's wire format).
+PROVIDER_API_BASE_TG = env.str("PROVIDER_API_BASE_TG", default="https://api.telegram.org")
+PROVIDER_API_BASE_VK = env.str("PROVIDER_API_BASE_VK", default="https://api.vk.com")
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -34,6 +34,8 @@ urlpatterns = [
     re_path(r"^api/problems/(?P<code>[a-z0-9_]+)/?$", core_views.problem_page, name="problem"),
     path("api/v1/", include(api_v1)),
     path("api/visitor/v1/", include("apps.chats.visitor.urls")),
+    path("api/compat/legacy/", include("apps.compat.api.urls")),
+    path("api/hooks/", include("apps.channels.hook_urls")),
     path("api/files/", include("apps.chats.api.urls_download")),
 ]
 

@@ -25,7 +25,7 @@ def spec_routes() -> dict[tuple[str, str], frozenset[str]]:
         if cells and cells[0] == "Method":
             header = cells
             continue
-        if len(cells) < 3 or not cells[1].startswith("/v1/"):
+        if len(cells) < 3 or not cells[1].startswith(("/v1/", "/compat/")):
             continue
         method, path = cells[0], re.sub(r"\{[^}]+\}", "{}", cells[1])
         scopes = frozenset()
@@ -64,6 +64,7 @@ def test_spec_parser_reads_the_route_tables():
     assert routes[("GET", "/v1/chats")] == {"chats:read"}
     assert routes[("POST", "/v1/support/tickets/{}/close")] == {"support:write", "support:tickets:close"}
     assert routes[("POST", "/v1/ai/replies")] == {"responder:inject"}
+    assert routes[("GET", "/compat/legacy/chat/{}/status")] == frozenset()
 
 
 def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
@@ -93,6 +94,10 @@ def test_every_operation_shows_scopes_idempotency_and_problems():
     ops = list(operations(doc))
     assert ops
     for path, method, op in ops:
+        if path.startswith("/api/compat/"):  # authentication path 4: a secret in the path
+            assert op["x-auth"] == "path-secret" and op["security"] == [] and op["x-scopes"] == []
+            assert op["x-idempotency"] == "none" and "404" in op["responses"], (path, method)
+            continue
         assert op["x-scopes"], (path, method)
         assert op["security"] == [{"ApiToken": [s]} for s in op["x-scopes"]]
         assert op["x-idempotency"] in ("required", "none")

@@ -25,7 +25,7 @@ from apps.core import outbound
 from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
-from .models import OutboundAttempt, OutboundDelivery
+from .models import MessengerConnection, OutboundAttempt, OutboundDelivery, VkCommunity
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,57 @@ def signed_request(*, url: str, secret: str, body: bytes, event_id: str, deliver
     return Request(url=url, body=body, headers=headers)
 
 
+def _build_telegram(delivery: OutboundDelivery) -> Request:
+    from .providers import telegram
+
+    conn = MessengerConnection.objects.filter(widget_id=delivery.widget_id, provider="tg").first()
+    token = webhooks.decrypt_secret(conn.token_encrypted) if conn is not None else None
+    if not token:
+        raise PermanentFailure("not_connected")
+    return Request(
+        url=telegram.method_url(token, "sendMessage"),
+        body=delivery.body.encode(),
+        headers={"Content-Type": "application/json", "User-Agent": "ChatWidgetService-Channels/1"},
+    )
+
+
+def _build_vk(delivery: OutboundDelivery) -> Request:
+    from urllib.parse import urlencode
+
+    from django.conf import settings
+
+    from .providers import vk
+
+    data = json.loads(delivery.body)
+    community = VkCommunity.objects.filter(widget_id=delivery.widget_id, community_id=data["community_id"]).first()
+    token = webhooks.decrypt_secret(community.token_encrypted) if community is not None else None
+    if not token:
+        raise PermanentFailure("not_connected")
+    form = vk.send_message_form(peer_id=data["peer_id"], text=data["message"], random_id=delivery.pk)
+    form |= {"access_token": token, "v": vk.API_VERSION}
+    return Request(
+        url=f"{settings.PROVIDER_API_BASE_VK.rstrip('/')}/method/messages.send",
+        body=urlencode(form).encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "ChatWidgetService-Channels/1"},
+    )
+
+
+def _vk_error(content: bytes) -> str:
+    """VK answers errors with HTTP 200 and `{"error": {...}}`."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return "vk_invalid_answer"
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return f"vk_error_{data['error'].get('error_code')}"
+    return "" if isinstance(data, dict) and "response" in data else "vk_invalid_answer"
+
+
 def _build(delivery: OutboundDelivery) -> Request:
+    if delivery.channel == "tg":
+        return _build_telegram(delivery)
+    if delivery.channel == "vk":
+        return _build_vk(delivery)
     channel = delivery.custom_channel
     if channel is None or not channel.is_active:
         raise PermanentFailure("channel_inactive")
@@ -175,6 +225,10 @@ def _send(delivery: OutboundDelivery) -> Outcome:
         if not 200 <= status_code < 300:
             error = f"http_{status_code}"
             retry_after = _retry_after(response)
+            # A provider's refusal of the request itself (bad chat, bot blocked) will not change.
+            permanent = delivery.channel == "tg" and 400 <= status_code < 500 and status_code not in (408, 429)
+        elif delivery.channel == "vk":
+            error = _vk_error(response.content)
     except PermanentFailure as exc:
         error, permanent = exc.reason, True
     except outbound.OutboundBlocked as exc:

@@ -36,3 +36,24 @@ def custom_channel_body(
         },
     }
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def text_with_link_lines(message: Message) -> str:
+    """The text followed by one `label: url` line per keyboard button: how a keyboard reaches
+    channels that draw no buttons (core specification, Message)."""
+    lines = [message.body] if message.body else []
+    lines += [f"{b['label']}: {b['url']}" for b in buttons_of(message)]
+    return "\n".join(lines)
+
+
+def legacy_chat_body(*, recipient_id: str, message: Message) -> str:
+    """The legacy Chat API's operator reply: `{sender: {id, name}, recipient: {id}, message:
+    {type: "text", text, id}}` (text only: keyboards become `label: url` lines)."""
+    agent = message.agent
+    sender = {"id": str(agent.pk), "name": agent.name} if agent is not None else {"id": "0", "name": ""}
+    body = {
+        "sender": sender,
+        "recipient": {"id": recipient_id},
+        "message": {"type": "text", "text": text_with_link_lines(message), "id": str(message.pk)},
+    }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

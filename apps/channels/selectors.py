@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core.models import Widget
@@ -20,6 +23,24 @@ def custom_channel_id(code: str) -> int | None:
 
 def get_custom_channel(widget: Widget, channel_id: int) -> CustomChannel | None:
     return CustomChannel.objects.filter(widget=widget, pk=channel_id).first()
+
+
+def find_legacy_chat_channel(secret: str) -> CustomChannel | None:
+    """The legacy Chat API channel whose path secret is `secret`, or None. The row is found by the
+    secret's public first part; the whole secret is compared as a SHA-256 in constant time, so a
+    guess that finds the row learns nothing from the timing of the comparison."""
+    if not isinstance(secret, str) or not 16 <= len(secret) <= 128 or not secret.isascii():
+        return None
+    channel = (
+        CustomChannel.objects.select_related("widget")
+        .filter(path_key=secret[:8], wire_format=CustomChannel.WireFormat.LEGACY_CHAT)
+        .first()
+    )
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    stored = channel.path_secret_hash if channel is not None else "0" * 64
+    if not hmac.compare_digest(digest, stored) or channel is None:
+        return None
+    return channel
 
 
 def has_active_custom_channel(widget: Widget) -> bool:

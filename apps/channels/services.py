@@ -9,6 +9,10 @@ on a channel, in the message's transaction; the sender (delivery.py) posts it af
 
 from __future__ import annotations
 
+import hashlib
+import json
+import secrets
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -19,7 +23,7 @@ from apps.core.models import Widget
 from apps.webhooks import services as webhooks
 
 from . import delivery, payloads, selectors
-from .models import CustomChannel, ExternalContact, OutboundDelivery
+from .models import CustomChannel, ExternalContact, MessengerConnection, OutboundDelivery
 
 SOURCE_CUSTOM = "channel"
 
@@ -41,6 +45,33 @@ def register_custom_channel(*, widget: Widget, name: str, url: str) -> tuple[Cus
     secret = webhooks.generate_secret()
     channel = CustomChannel.objects.create(
         widget=widget, name=name, url=url, secret_encrypted=webhooks.encrypt_secret(secret)
+    )
+    return channel, secret
+
+
+PATH_KEY_LENGTH = 8
+
+
+def path_secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@transaction.atomic
+def create_legacy_chat_channel(*, widget: Widget, url: str, name: str = "Chat API") -> tuple[CustomChannel, str]:
+    """A custom channel speaking the legacy platform's Chat API (compat routes): its secret is
+    the path segment of `/api/compat/legacy/chat/{secret}`, also the key of the outbound
+    signatures. Returned once; stored as a lookup key, a SHA-256 and the encrypted secret."""
+    webhooks.check_destination(url)
+    key = secrets.token_hex(PATH_KEY_LENGTH // 2)
+    secret = key + secrets.token_hex(20)
+    channel = CustomChannel.objects.create(
+        widget=widget,
+        name=name,
+        url=url,
+        wire_format=CustomChannel.WireFormat.LEGACY_CHAT,
+        path_key=key,
+        path_secret_hash=path_secret_hash(secret),
+        secret_encrypted=webhooks.encrypt_secret(secret),
     )
     return channel, secret
 
@@ -81,14 +112,16 @@ def rotate_custom_channel_keys() -> int:
 # --- inbound ------------------------------------------------------------------------------------
 
 
-def _external_contact(*, widget: Widget, channel: str, external_id: str, address: str) -> ExternalContact:
+def link_external_contact(
+    *, widget: Widget, channel: str, external_id: str, address: str, name: str = ""
+) -> ExternalContact:
     """The contact behind `external_id` on `channel`, created on first use; `address` (where
     replies go) follows the latest inbound message."""
     found = ExternalContact.objects.filter(widget=widget, channel=channel, external_id=external_id).first()
     if found is None:
         try:
             with transaction.atomic():
-                contact = chat_services.create_contact(widget=widget)
+                contact = chat_services.create_contact(widget=widget, name=name)
                 return ExternalContact.objects.create(
                     widget=widget, channel=channel, external_id=external_id, address=address, contact=contact
                 )
@@ -102,7 +135,13 @@ def _external_contact(*, widget: Widget, channel: str, external_id: str, address
 
 @transaction.atomic
 def receive_custom_message(
-    *, widget: Widget, channel: CustomChannel, external_client_id: str, external_channel_id: str, text: str
+    *,
+    widget: Widget,
+    channel: CustomChannel,
+    external_client_id: str,
+    external_channel_id: str,
+    text: str,
+    contact_name: str = "",
 ) -> Message:
     """An inbound message of a custom channel: the contact and the `ch{id}` chat on first use,
     then the chats service stores it (chat.created, message.created, reopening) like a visitor's.
@@ -110,8 +149,12 @@ def receive_custom_message(
     channel = CustomChannel.objects.select_for_update().get(pk=channel.pk, widget=widget)
     if not channel.is_active:
         raise ChannelDisabled("This channel is disabled; it takes no messages.")
-    link = _external_contact(
-        widget=widget, channel=channel.code, external_id=external_client_id, address=external_channel_id
+    link = link_external_contact(
+        widget=widget,
+        channel=channel.code,
+        external_id=external_client_id,
+        address=external_channel_id,
+        name=contact_name,
     )
     return chat_services.post_client_message(
         widget=widget,
@@ -149,12 +192,55 @@ def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Messag
     if link is None:  # a chat on the channel no external client opened (made by hand): nowhere to send
         return None
     row = OutboundDelivery(widget=widget, channel=chat.channel, custom_channel=channel, chat=chat, message=message)
-    row.body = payloads.custom_channel_body(
-        event_id=str(row.event_id),
-        chat_id=chat.pk,
-        external_client_id=link.external_id,
-        external_channel_id=link.address,
-        message=message,
+    if channel.wire_format == CustomChannel.WireFormat.LEGACY_CHAT:
+        row.body = payloads.legacy_chat_body(recipient_id=link.external_id, message=message)
+    else:
+        row.body = payloads.custom_channel_body(
+            event_id=str(row.event_id),
+            chat_id=chat.pk,
+            external_client_id=link.external_id,
+            external_channel_id=link.address,
+            message=message,
+        )
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row
+
+
+def queue_telegram_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: an operator message of a `tg` chat as a sendMessage
+    (keyboards as an inline keyboard, one URL button per row), sent after commit."""
+    from .providers import telegram
+
+    if not is_deliverable(message):
+        return None
+    if not MessengerConnection.objects.filter(widget=widget, provider="tg").exclude(token_encrypted="").exists():
+        return None
+    link = selectors.external_contact_for(widget, channel="tg", contact_id=chat.contact_id)
+    if link is None:
+        return None
+    row = OutboundDelivery(widget=widget, channel="tg", chat=chat, message=message)
+    row.body = telegram.send_message_body(chat_id=link.address, text=message.body, buttons=payloads.buttons_of(message))
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row
+
+
+def queue_vk_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: an operator message of a `vk` chat as messages.send from
+    the community the visitor wrote to (keyboards as `label: url` lines)."""
+    if not is_deliverable(message):
+        return None
+    link = selectors.external_contact_for(widget, channel="vk", contact_id=chat.contact_id)
+    if link is None or ":" not in link.address:
+        return None
+    community_id, peer_id = link.address.split(":", 1)
+    row = OutboundDelivery(widget=widget, channel="vk", chat=chat, message=message)
+    row.body = json.dumps(
+        {"community_id": int(community_id), "peer_id": peer_id, "message": payloads.text_with_link_lines(message)},
+        ensure_ascii=False,
     )
     row.next_attempt_at = timezone.now()
     row.save()

@@ -47,3 +47,65 @@ class InboundMessageInput(InputSerializer):
     external_client_id = StrictCharField(min_length=1, max_length=255)
     external_channel_id = StrictCharField(min_length=1, max_length=255)
     message = InboundMessageBodyInput()
+
+
+class WebhookOutcomeDoc(serializers.Serializer):
+    attempted = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["registered", "failed", "unconfirmed_provider_api", "not_supported"])
+    detail = serializers.CharField(required=False, help_text="The provider's reason when registration failed.")
+
+
+class MessengerDoc(serializers.Serializer):
+    provider = serializers.ChoiceField(
+        choices=["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"]
+    )
+    connected = serializers.BooleanField()
+    writable = serializers.BooleanField(help_text="false for `vk` and `custom` only.")
+    has_token = serializers.BooleanField()
+    has_sid = serializers.BooleanField(required=False, help_text="`wa` and `apple` only.")
+
+
+class MessengerListDoc(serializers.Serializer):
+    data = MessengerDoc(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class MessengerWriteDoc(MessengerDoc):
+    webhook = WebhookOutcomeDoc(help_text="Read it: a 200 does not by itself mean inbound works.")
+
+
+class TelegramTokenInput(InputSerializer):
+    token = StrictCharField(
+        min_length=10,
+        max_length=128,
+        trim_whitespace=False,
+        help_text="The bot token from @BotFather (`<digits>:<35+ characters>`).",
+    )
+
+    def validate_token(self, value: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[0-9]{1,20}:[A-Za-z0-9_-]{20,100}", value):
+            raise serializers.ValidationError("Not a Telegram bot token (`<digits>:<characters>`).")
+        return value
+
+
+class VkCommunityDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    community_id = serializers.IntegerField()
+    name = serializers.CharField()
+    screen_name = serializers.CharField()
+    is_primary = serializers.BooleanField()
+    webhook_status = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class VkCommunityCreatedDoc(VkCommunityDoc):
+    webhook = WebhookOutcomeDoc()
+
+
+class VkCommunityInput(InputSerializer):
+    token = StrictCharField(min_length=10, max_length=512, trim_whitespace=False, help_text="Community access token.")
+    community = StrictCharField(
+        min_length=1, max_length=255, help_text="An id, a club-style name (`club123`, `myshop`) or a vk.com link."
+    )

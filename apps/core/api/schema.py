@@ -192,16 +192,16 @@ class ScopedAutoSchema(DescribedAutoSchema):
 
 
 def only_public_api(endpoints, **kwargs):
-    """Preprocessing hook: document /api/v1 and the visitor API /api/visitor/v1 (not the schema
-    view itself). Test-only routes exist only under the test URLconf and are documented there so
-    contract tests can read them."""
+    """Preprocessing hook: document /api/v1, the visitor API /api/visitor/v1 and the compat routes
+    (not the schema view itself). Test-only routes exist only under the test URLconf and are
+    documented there so contract tests can read them."""
     from django.conf import settings
 
     include_test = getattr(settings, "SCHEMA_INCLUDE_TEST_ROUTES", False)
     return [
         (path, path_regex, method, callback)
         for path, path_regex, method, callback in endpoints
-        if (path.startswith("/api/v1/") or path.startswith("/api/visitor/v1/"))
+        if (path.startswith("/api/v1/") or path.startswith("/api/visitor/v1/") or path.startswith("/api/compat/legacy/"))
         and not path.startswith("/api/v1/schema")
         and (include_test or not path.startswith("/api/v1/_test"))
     ]

@@ -1,0 +1,206 @@
+"""Messengers of the token's widget: reads, connect (PUT), verify, disconnect (DELETE); and the
+inbound provider hooks (/api/hooks/{provider}/{hook_id}/, outside the REST API)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.parsers import loads
+from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+from apps.core.errors import InvalidJSON, NotFound, ValidationFailed
+
+from .. import messengers
+from ..models import VkCommunity
+from . import serializers as s
+
+PROVIDER_PARAM = OpenApiParameter(
+    "provider", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(messengers.PROVIDERS), description="Provider code."
+)
+
+
+def _base_url(request) -> str:
+    return settings.PUBLIC_BASE_URL or request.build_absolute_uri("/")
+
+
+class MessengerListView(ScopedAPIView):
+    route_scopes = {"get": ["messengers:read"]}
+
+    @extend_schema(
+        operation_id="messengers_list",
+        summary="Messenger providers",
+        description="All eleven providers with `connected`, `writable`, `has_token` (`has_sid` for `wa`, `apple`). "
+        "Never a credential or a hook URL.",
+        responses={200: s.MessengerListDoc},
+    )
+    def get(self, request):
+        return Response({"data": messengers.list_rows(request.widget), "next_cursor": None})
+
+
+class MessengerDetailView(ScopedAPIView):
+    route_scopes = {"get": ["messengers:read"], "put": ["messengers:write"], "delete": ["messengers:write"]}
+    idempotency_required = {"put"}
+    idempotency_deferred = {"put"}
+    problem_statuses = {"put": [409, 429], "delete": [429]}
+
+    @extend_schema(summary="One messenger provider", parameters=[PROVIDER_PARAM], responses={200: s.MessengerDoc})
+    def get(self, request, provider: str):
+        return Response(messengers.get_row(request.widget, provider))
+
+    @extend_schema(
+        summary="Connect a messenger",
+        description=(
+            "Replaces the stored credential whole. Order: the read-only probe (`tg`: getMe; a real rejection is "
+            "422 `credential_rejected` and stores nothing), the local write, then the provider webhook "
+            "registration, whose failure leaves the credential saved and inbound not live (retry with verify). "
+            "`vk` and `custom` are 422 `not_writable`; without a paid plan 409 `plan_required`; providers this "
+            "deployment cannot connect yet 409 `provider_unavailable`. 10 provider calls per minute per widget."
+        ),
+        parameters=[PROVIDER_PARAM],
+        request=s.TelegramTokenInput,
+        responses={200: s.MessengerWriteDoc},
+    )
+    def put(self, request, provider: str):
+        messengers._writable(request.widget, provider)
+        data = self.validated(s.TelegramTokenInput)
+        row, outcome = messengers.connect(
+            widget=request.widget,
+            provider=provider,
+            data=data,
+            base_url=_base_url(request),
+            claim=self.idempotency_claim,
+        )
+        return Response({**row, "webhook": outcome.as_dict()})
+
+    @extend_schema(
+        summary="Disconnect a messenger",
+        description="Provider-side removal first (`tg`: deleteWebhook), never blocking; then the stored credential "
+        "is gone. `custom` deactivates every custom channel. No paid plan needed.",
+        parameters=[PROVIDER_PARAM],
+        responses={204: None},
+    )
+    def delete(self, request, provider: str):
+        messengers.disconnect(widget=request.widget, provider=provider)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MessengerVerifyView(ScopedAPIView):
+    route_scopes = {"post": ["messengers:write"]}
+    idempotency_required = {"post"}
+    idempotency_deferred = {"post"}
+    problem_statuses = {"post": [409, 429]}
+
+    @extend_schema(
+        summary="Verify a messenger",
+        description="Re-registers the stored credential with the provider (409 `not_connected` when nothing is "
+        "stored, 409 `plan_required` without a paid plan). No body.",
+        parameters=[PROVIDER_PARAM],
+        request=None,
+        responses={200: s.MessengerWriteDoc},
+    )
+    def post(self, request, provider: str):
+        if request.data:
+            raise ValidationFailed("No body is taken.", errors={"body": ["Send no body."]})
+        row, outcome = messengers.verify(
+            widget=request.widget, provider=provider, base_url=_base_url(request), claim=self.idempotency_claim
+        )
+        return Response({**row, "webhook": outcome.as_dict()})
+
+
+class ProviderHookView(APIView):
+    """Inbound provider webhooks. SECURITY: no bearer token; each provider's own mechanism
+    authenticates the call (Telegram: X-Telegram-Bot-Api-Secret-Token, compared in constant time).
+    An unknown hook is 404."""
+
+    authentication_classes = ()
+    permission_classes = ()
+    parser_classes = ()
+    schema = None
+
+    def post(self, request, provider: str, hook_id: str):
+        conn = messengers.find_hook(provider, hook_id)
+        if conn is None or provider not in ("tg", "vk"):
+            raise NotFound()
+        if provider == "vk":
+            event = self._json(request)
+            answer = messengers.receive_vk_event(conn=conn, event=event)
+            return HttpResponse(answer.encode(), content_type="text/plain; charset=utf-8")
+        messengers.check_telegram_secret(conn, request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
+        update = self._json(request)
+        messengers.receive_telegram_update(conn=conn, update=update)
+        return Response({"ok": True})
+
+    @staticmethod
+    def _json(request) -> dict:
+        try:
+            data = loads(request.body or b"")
+        except InvalidJSON as exc:
+            raise ValidationFailed("Not a provider event.", errors={"body": [exc.detail]}) from None
+        if not isinstance(data, dict):
+            raise ValidationFailed("Not a provider event.", errors={"body": ["Expected a JSON object."]})
+        return data
+
+
+class VkCommunityViewSet(WidgetScopedViewSet):
+    """VK communities of the token's widget (the `vk` provider is connected through them)."""
+
+    queryset = VkCommunity.objects.all()
+    route_scopes = {
+        "list": ["messengers:read"],
+        "create": ["messengers:write"],
+        "primary": ["messengers:write"],
+        "destroy": ["messengers:write"],
+    }
+    idempotency_required = {"create", "primary"}
+    idempotency_deferred = {"create"}
+    problem_statuses = {"create": [409, 429, 502], "primary": [409], "destroy": [429, 502]}
+
+    @extend_schema(summary="VK communities", responses={200: s.VkCommunityDoc(many=True)})
+    def list(self, request):
+        page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-id"))
+        return self.get_paginated_response([messengers.community_payload(c) for c in page])
+
+    @extend_schema(
+        summary="Connect a VK community",
+        description="The community is resolved through VK (`groups.getById`; a rejection is 422, no answer 502, "
+        "nothing stored), stored (the first is primary), then our Callback API server is registered; the answer's "
+        "`webhook` tells whether that worked. Needs a paid plan; 10 provider calls per minute per widget.",
+        request=s.VkCommunityInput,
+        responses={201: s.VkCommunityCreatedDoc},
+    )
+    def create(self, request):
+        data = self.validated(s.VkCommunityInput)
+        community, outcome = messengers.connect_community(
+            widget=request.widget,
+            token=data["token"],
+            community=data["community"],
+            base_url=_base_url(request),
+            claim=self.idempotency_claim,
+        )
+        body = {**messengers.community_payload(community), "webhook": outcome.as_dict()}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Make a VK community primary", request=None, responses={200: s.VkCommunityDoc})
+    @action(detail=True, methods=["post"])
+    def primary(self, request, pk=None):
+        community = self.get_object()
+        if request.data:
+            raise ValidationFailed("No body is taken.", errors={"body": ["Send no body."]})
+        community = messengers.set_primary_community(widget=request.widget, community=community)
+        return Response(messengers.community_payload(community))
+
+    @extend_schema(
+        summary="Disconnect a VK community",
+        description="Our callback server is removed at VK first; when VK does not confirm, the record is kept and "
+        "the answer is 502 (try again).",
+        responses={204: None},
+    )
+    def destroy(self, request, pk=None):
+        messengers.delete_community(widget=request.widget, community=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

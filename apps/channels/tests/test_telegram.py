@@ -1,0 +1,323 @@
+"""Telegram end to end against a loopback fake of the Bot API: reads, PUT (probe, local write,
+setWebhook), the probe rejection, a failed registration and its retry through verify, DELETE,
+the paid plan, the provider budget, the inbound hook (secret token, redelivered update), and an
+operator keyboard message as Telegram receives it (with 429 retry_after)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from apps.billing.models import AccountPlan, Plan
+from apps.channels import delivery as engine
+from apps.channels.models import InboundUpdate, MessengerConnection, OutboundDelivery
+from apps.channels.tests.tg_fake import TelegramFake
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.core.testing.factories import AgentFactory
+from apps.core.testing.plugin import assert_problem
+from apps.webhooks import services as webhooks
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+BAD_TOKEN = "987654321:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+TG = "/api/v1/messengers/tg"
+
+
+@pytest.fixture
+def tg(settings, monkeypatch):
+    fake = TelegramFake(valid_tokens={TOKEN}).start()
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    settings.PROVIDER_API_BASE_TG = fake.base
+    settings.PUBLIC_BASE_URL = "https://chat.example.com"
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(fake.ca_path))
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def paid(widget):
+    plan = Plan.objects.create(slug="pro", name="Pro", is_paid=True, paid_features=["messengers"])
+    AccountPlan.objects.create(account=widget.account, plan=plan)
+    return plan
+
+
+def idem() -> dict:
+    return {"HTTP_X_SERVICE_IDEMPOTENCY_KEY": str(uuid.uuid4())}
+
+
+def put(api, token=TOKEN, **extra):
+    return api(scopes=["messengers:write"]).put(TG, {"token": token, **extra}, format="json", **idem())
+
+
+def connect(api, tg) -> MessengerConnection:
+    assert put(api).status_code == 200
+    return MessengerConnection.objects.get(provider="tg")
+
+
+# --- reads ----------------------------------------------------------------------------------------
+
+
+def test_the_list_has_eleven_rows_and_no_secret(api, widget, tg, paid):
+    connect(api, tg)
+    body = api(scopes=["messengers:read"]).get("/api/v1/messengers").json()
+    rows = {row["provider"]: row for row in body["data"]}
+    assert list(rows) == ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"]
+    assert rows["tg"] == {"provider": "tg", "connected": True, "writable": True, "has_token": True}
+    assert rows["vk"]["writable"] is False and rows["custom"]["writable"] is False
+    assert rows["wa"] == {"provider": "wa", "connected": False, "writable": True, "has_token": False, "has_sid": False}
+    text = json.dumps(body)
+    conn = MessengerConnection.objects.get()
+    assert TOKEN not in text and conn.hook_id not in text and "hooks" not in text
+
+
+def test_an_unknown_provider_is_404(api):
+    assert_problem(api(scopes=["messengers:read"]).get("/api/v1/messengers/xx"), 404)
+
+
+# --- PUT ------------------------------------------------------------------------------------------
+
+
+def test_put_probes_writes_then_registers_the_webhook(api, widget, tg, paid):
+    response = put(api)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["webhook"] == {"attempted": True, "status": "registered"}
+    assert body["connected"] is True and "token" not in body
+    assert tg.methods() == ["getMe", "setWebhook"]
+    conn = MessengerConnection.objects.get(widget=widget, provider="tg")
+    assert TOKEN not in conn.token_encrypted and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
+    registered = tg.calls[1].body
+    assert registered["url"] == f"https://chat.example.com/api/hooks/tg/{conn.hook_id}/"
+    assert registered["secret_token"] == webhooks.decrypt_secret(conn.hook_secret_encrypted)
+    assert conn.inbound_live is True
+
+
+def test_a_rejected_token_is_422_and_stores_nothing(api, tg, paid):
+    body = assert_problem(put(api, token=BAD_TOKEN), 422, "credential_rejected")
+    assert "token" in body["errors"]
+    assert tg.methods() == ["getMe"]
+    assert not MessengerConnection.objects.exists()
+
+
+def test_a_failed_registration_keeps_the_credential_and_verify_retries(api, tg, paid):
+    tg.fail_set_webhook = True
+    body = put(api).json()
+    assert body["webhook"]["attempted"] is True and body["webhook"]["status"] == "failed"
+    assert "resolve host" in body["webhook"]["detail"]
+    conn = MessengerConnection.objects.get()
+    assert conn.inbound_live is False and body["has_token"] is True
+    tg.fail_set_webhook = False
+    verified = api(scopes=["messengers:write"]).post(f"{TG}/verify", **idem())
+    assert verified.status_code == 200 and verified.json()["webhook"] == {"attempted": True, "status": "registered"}
+    conn.refresh_from_db()
+    assert conn.inbound_live is True
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"token": "nope"}, "token"),
+        ({"token": 5}, "token"),
+        ({}, "token"),
+        ({"token": TOKEN, "url": "https://x"}, "url"),
+    ],
+)
+def test_put_validation_is_strict(api, tg, paid, payload, field):
+    response = api(scopes=["messengers:write"]).put(TG, payload, format="json", **idem())
+    assert field in assert_problem(response, 422)["errors"]
+    assert tg.calls == [] and not MessengerConnection.objects.exists()
+
+
+def test_vk_and_custom_are_not_writable(api, paid):
+    for provider in ("vk", "custom"):
+        response = api(scopes=["messengers:write"]).put(
+            f"/api/v1/messengers/{provider}", {"token": TOKEN}, format="json", **idem()
+        )
+        assert_problem(response, 422, "not_writable")
+
+
+def test_connecting_and_verifying_need_a_paid_plan_removing_does_not(api, tg):
+    assert_problem(put(api), 409, "plan_required")
+    assert_problem(api(scopes=["messengers:write"]).post(f"{TG}/verify", **idem()), 409, "plan_required")
+    assert tg.calls == []
+    assert api(scopes=["messengers:write"]).delete(TG).status_code == 204
+
+
+def test_verify_with_nothing_stored_is_409(api, tg, paid):
+    assert_problem(api(scopes=["messengers:write"]).post(f"{TG}/verify", **idem()), 409, "not_connected")
+
+
+def test_ten_provider_calls_per_minute_per_widget(api, tg, paid):
+    for _ in range(10):
+        assert put(api).status_code == 200
+    calls = len(tg.calls)
+    response = put(api)
+    assert_problem(response, 429)
+    assert "Retry-After" in response and len(tg.calls) == calls
+
+
+def test_write_scope_and_idempotency_key(api, tg, paid):
+    assert_problem(api(scopes=["messengers:read"]).put(TG, {"token": TOKEN}, format="json", **idem()), 403)
+    response = api(scopes=["messengers:write"]).put(TG, {"token": TOKEN}, format="json")
+    assert_problem(response, 400, "idempotency_key_missing")
+
+
+def test_writes_purge_the_widget_cache(api, widget, tg, paid, monkeypatch):
+    from apps.core import events
+
+    seen = []
+    original = events.emit
+    monkeypatch.setattr(events, "emit", lambda w, t, **kw: (seen.append(t), original(w, t, **kw))[1])
+    put(api)
+    api(scopes=["messengers:write"]).delete(TG)
+    assert seen.count(events.WIDGET_CONFIG_CHANGED) == 2
+
+
+# --- DELETE ---------------------------------------------------------------------------------------
+
+
+def test_delete_unregisters_first_then_forgets(api, tg, paid):
+    connect(api, tg)
+    assert api(scopes=["messengers:write"]).delete(TG).status_code == 204
+    assert tg.methods()[-1] == "deleteWebhook"
+    assert not MessengerConnection.objects.exists()
+
+
+def test_delete_is_not_blocked_by_the_provider(api, tg, paid, settings):
+    connect(api, tg)
+    settings.PROVIDER_API_BASE_TG = "https://127.0.0.1:9"  # nothing listens there
+    assert api(scopes=["messengers:write"]).delete(TG).status_code == 204
+    assert not MessengerConnection.objects.exists()
+
+
+def test_delete_custom_deactivates_every_custom_channel(api, widget):
+    from apps.channels.models import CustomChannel
+
+    CustomChannel.objects.create(widget=widget, name="a", url="https://127.0.0.1/a")
+    CustomChannel.objects.create(widget=widget, name="b", url="https://127.0.0.1/b")
+    rows = api(scopes=["messengers:read"]).get("/api/v1/messengers/custom").json()
+    assert rows["connected"] is True
+    assert api(scopes=["messengers:write"]).delete("/api/v1/messengers/custom").status_code == 204
+    assert not CustomChannel.objects.filter(is_active=True).exists()
+
+
+# --- inbound --------------------------------------------------------------------------------------
+
+
+def update(update_id=1000, text="Hello", user=42):
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": 7,
+            "from": {"id": user, "is_bot": False, "first_name": "Ivan", "last_name": "Petrov"},
+            "chat": {"id": user, "type": "private"},
+            "date": 1700000000,
+            "text": text,
+        },
+    }
+
+
+def hook(client, conn, body, secret=None):
+    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted) if secret is None else secret
+    return client.post(
+        f"/api/hooks/tg/{conn.hook_id}/",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=secret,
+    )
+
+
+def test_an_update_creates_the_contact_and_the_tg_chat_once(client, api, widget, tg, paid):
+    conn = connect(api, tg)
+    assert hook(client, conn, update()).status_code == 200
+    assert hook(client, conn, update()).status_code == 200  # redelivered
+    chat = Chat.objects.get(widget=widget)
+    assert chat.channel == "tg" and chat.contact.name == "Ivan Petrov"
+    assert list(chat.messages.values_list("body", flat=True)) == ["Hello"]
+    assert hook(client, conn, update(update_id=1001, text="again")).status_code == 200
+    assert chat.messages.count() == 2 and InboundUpdate.objects.count() == 2
+
+
+def test_a_forged_secret_is_refused_and_stores_nothing(client, api, tg, paid):
+    conn = connect(api, tg)
+    assert_problem(hook(client, conn, update(), secret="forged"), 401, "invalid_signature")
+    assert_problem(hook(client, conn, update(), secret=""), 401)
+    assert not Chat.objects.exists() and not InboundUpdate.objects.exists()
+
+
+def test_an_unknown_hook_is_404(client):
+    response = client.post("/api/hooks/tg/nope/", data="{}", content_type="application/json")
+    assert_problem(response, 404)
+
+
+def test_updates_without_text_are_acknowledged(client, api, tg, paid):
+    conn = connect(api, tg)
+    sticker = update()
+    del sticker["message"]["text"]
+    assert hook(client, conn, sticker).status_code == 200
+    assert hook(client, conn, {"update_id": 5, "edited_message": {}}).status_code == 200
+    assert not Chat.objects.exists()
+    assert_problem(hook(client, conn, {"update_id": "x"}), 422)
+
+
+# --- outbound -------------------------------------------------------------------------------------
+
+
+def test_an_operator_keyboard_message_reaches_telegram_as_an_inline_keyboard(client, api, widget, tg, paid):
+    conn = connect(api, tg)
+    hook(client, conn, update())
+    chat = Chat.objects.get()
+    keyboard = {
+        "buttons": [
+            {"label": "Track", "url": "https://example.com/t", "style": "primary"},
+            {"label": "Help", "url": "https://example.com/h", "style": "secondary"},
+        ]
+    }
+    agent = AgentFactory(widget=widget)
+    chat_services.post_agent_message(
+        widget=widget,
+        chat=chat,
+        agent=agent,
+        data=chat_services.MessageInput(type=Message.Type.KEYBOARD, body="Pick", keyboard=keyboard),
+    )
+    assert engine.deliver_due(max_seconds=10) == 1
+    sent = [c for c in tg.calls if c.method == "sendMessage"]
+    assert sent[0].token == TOKEN
+    assert sent[0].body == {
+        "chat_id": "42",
+        "text": "Pick",
+        "reply_markup": {
+            "inline_keyboard": [
+                [{"text": "Track", "url": "https://example.com/t"}],
+                [{"text": "Help", "url": "https://example.com/h"}],
+            ]
+        },
+    }
+    row = OutboundDelivery.objects.get(channel="tg")
+    assert row.status == "delivered" and TOKEN not in row.body
+
+
+def test_a_429_waits_its_retry_after_and_a_refusal_is_final(client, api, widget, tg, paid, triggers):
+    conn = connect(api, tg)
+    hook(client, conn, update())
+    chat = Chat.objects.get()
+    agent = AgentFactory(widget=widget)
+    tg.throttle_sends, tg.retry_after = 1, 45
+    message = chat_services.post_agent_message(
+        widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Hi")
+    )
+    row = OutboundDelivery.objects.get(message=message)
+    assert engine.attempt(row.pk) == "pending"
+    assert triggers[-1] == 45  # Telegram's retry_after, longer than the webhook wait of 10 s
+    row.refresh_from_db()
+    assert row.last_status_code == 429
+    second = chat_services.post_agent_message(
+        widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Again")
+    )
+    tg.fail_sends, tg.throttle_sends = True, 0
+    other = OutboundDelivery.objects.get(message=second)
+    assert engine.attempt(other.pk) == "failed"  # a 400 from Telegram will not change

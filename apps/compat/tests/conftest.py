@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import pytest
+
+from apps.webhooks.tests.receiver import Receiver
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch, settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with Receiver() as rx:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(rx.ca_path))
+        yield rx
+
+
+@pytest.fixture(autouse=True)
+def no_channel_trigger(monkeypatch: pytest.MonkeyPatch):
+    """The channels sender is run by the tests themselves (eager Celery would run it inline)."""
+    from apps.channels import delivery
+
+    monkeypatch.setattr(delivery, "trigger", lambda countdown=None: None)
