@@ -201,7 +201,9 @@ def only_public_api(endpoints, **kwargs):
     return [
         (path, path_regex, method, callback)
         for path, path_regex, method, callback in endpoints
-        if (path.startswith("/api/v1/") or path.startswith("/api/visitor/v1/") or path.startswith("/api/compat/legacy/"))
+        if (
+            path.startswith("/api/v1/") or path.startswith("/api/visitor/v1/") or path.startswith("/api/compat/legacy/")
+        )
         and not path.startswith("/api/v1/schema")
         and (include_test or not path.startswith("/api/v1/_test"))
     ]
