@@ -24,6 +24,17 @@ def test_visitor_on_the_demo_page_gets_a_live_operator_reply(page, web_server, a
     launcher = page.get_by_role("button", name="Open chat")
     expect(launcher).to_be_visible()
     shot(page, "closed")
+    # Only the loader was fetched before the page's load event; widget.js and the config after it
+    timing = page.evaluate(
+        """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
+                   resources: performance.getEntriesByType('resource').map(r => [r.name, r.startTime])})"""
+    )
+    ours = [(name, start) for name, start in timing["resources"] if web_server.base in name]
+    assert [name for name, start in ours if start < timing["load"]] == [
+        f"{web_server.base}/static/widget/loader.js?guid={web_server.seed['button_guid']}"
+    ]
+    assert any("/static/widget/widget.js" in name for name, _ in ours)
+    assert any(name.endswith("/config") for name, _ in ours)
 
     # When the visitor opens the chat and sends a message with Enter
     launcher.click()
