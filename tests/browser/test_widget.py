@@ -4,6 +4,7 @@ as a screenshot under var/screenshots/."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
@@ -375,3 +376,53 @@ def test_a_reply_to_a_closed_widget_shows_an_unread_badge_and_calls_the_message_
     wait_ready(page)
     page.wait_for_timeout(1000)
     expect(badge).to_have_count(0)
+
+
+def test_typing_both_ways_and_seen(page, web_server, api, shot):
+    # Given the widget's socket frames are recorded on their way to the server
+    sent, received = [], []
+
+    def route(ws):
+        server = ws.connect_to_server()
+        ws.on_message(lambda message: (sent.append(json.loads(message)), server.send(message)))
+        server.on_message(lambda message: (received.append(json.loads(message)), ws.send(message)))
+
+    page.route_web_socket(re.compile(r".*/ws/visitor/.*"), route)
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "First question")
+
+    # When the operator types (REST), the visitor sees it; when it stops, it goes
+    def typing(state):
+        response = api(
+            "POST",
+            f"/api/v1/chats/{chat_id}/typing",
+            json={"state": state},
+            headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+        )
+        assert response.status_code in (200, 202), response.text
+
+    typing("start")
+    indicator = page.get_by_role("status").filter(has_text="Operator is typing…")
+    expect(indicator).to_be_visible()
+    shot(page)
+    typing("stop")
+    expect(indicator).to_have_count(0)
+
+    # And the visitor's typing goes to the server as typing frames, accepted without an error
+    page.get_by_role("textbox", name="Type a message…").press_sequentially("Second", delay=20)
+    for _ in range(50):
+        if {"type": "typing", "state": "start"} in sent:
+            break
+        page.wait_for_timeout(100)
+    assert {"type": "typing", "state": "start"} in sent
+
+    # And an operator message read in the open widget is reported seen
+    reply = operator_reply(api, web_server, chat_id, {"type": "text", "body": "Answer"})
+    expect(page.locator("chat-widget .msg", has_text="Answer")).to_be_visible()
+    for _ in range(50):
+        if {"type": "seen", "message_id": reply["id"]} in sent:
+            break
+        page.wait_for_timeout(100)
+    assert {"type": "seen", "message_id": reply["id"]} in sent
+    assert not [frame for frame in received if frame.get("event") == "error"]
