@@ -426,3 +426,32 @@ def test_typing_both_ways_and_seen(page, web_server, api, shot):
         page.wait_for_timeout(100)
     assert {"type": "seen", "message_id": reply["id"]} in sent
     assert not [frame for frame in received if frame.get("event") == "error"]
+
+
+def test_the_prechat_form_names_the_visitor_before_the_first_message(page, start_server, shot):
+    server = start_server(**SERVER_ENV)
+    api = api_client(server)
+    response = api(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={"widget_prechat_form_enabled": True, "widget_prechat_fields": ["name", "phone"]},
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+    page.goto(server.url("/demo/"))
+    open_widget(page)
+
+    # When the visitor introduces themselves
+    form = page.get_by_role("form", name="Please introduce yourself before we start.")
+    expect(form).to_be_visible()
+    expect(form.get_by_label("E-mail")).to_have_count(0)
+    shot(page)
+    form.get_by_label("Name").fill("Boris")
+    form.get_by_label("Phone").fill("+7 900 000-00-00")
+    form.get_by_role("button", name="Start chat").click()
+
+    # Then the chat starts and its contact carries the details
+    chat_id = send_text(page, "Hello, it's Boris")
+    chat = api("GET", f"/api/v1/chats/{chat_id}").json()
+    contact = api("GET", f"/api/v1/contacts/{chat['client_id']}").json()
+    assert (contact["name"], contact["phone"]) == ("Boris", "+7 900 000-00-00")
