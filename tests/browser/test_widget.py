@@ -455,3 +455,38 @@ def test_the_prechat_form_names_the_visitor_before_the_first_message(page, start
     chat = api("GET", f"/api/v1/chats/{chat_id}").json()
     contact = api("GET", f"/api/v1/contacts/{chat['client_id']}").json()
     assert (contact["name"], contact["phone"]) == ("Boris", "+7 900 000-00-00")
+
+
+def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, shot):
+    # Given a greeting written in English with a manual Russian translation
+    server = start_server(**SERVER_ENV)
+    response = api_client(server)(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={
+            "widget_greeting": "Hi from the shop!",
+            "widget_greeting_delay_sec": 0,
+            "widget_text_translations": {"ru": {"widget_greeting": "Привет из магазина!"}},
+        },
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+
+    for locale, greeting, launcher in (
+        ("ru-RU", "Привет из магазина!", "Открыть чат"),
+        ("en-US", "Hi from the shop!", "Open chat"),
+    ):
+        context = browser.new_context(locale=locale)
+        page = context.new_page()
+        page.goto(server.url("/demo/"))
+        wait_ready(page)
+
+        # Then the greeting bubble next to the launcher speaks the visitor's language
+        expect(page.locator("chat-widget .bubble")).to_have_text(greeting)
+        expect(page.get_by_role("button", name=launcher)).to_be_visible()
+        shot(page, locale)
+
+        # And it opens the conversation too
+        page.get_by_role("button", name=launcher).click()
+        expect(page.locator("chat-widget .log .msg").first).to_have_text(greeting)
+        context.close()
