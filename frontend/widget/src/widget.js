@@ -160,6 +160,7 @@ function Widget({ config, conversation }) {
   const [emoji, setEmoji] = useState(false);
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
+  const [introduced, setIntroduced] = useState(false);
   const textarea = useRef(null);
   const launcher = useRef(null);
   const log = useRef(null);
@@ -333,6 +334,13 @@ function Widget({ config, conversation }) {
     setBusy(false);
   }
 
+  function submitPrechat(e) {
+    e.preventDefault();
+    setProfile((p) => ({ ...p, ...pick(Object.fromEntries(new FormData(e.target)), ["name", "email", "phone"]) }));
+    setIntroduced(true);
+    setTimeout(() => textarea.current && textarea.current.focus());
+  }
+
   function onWindowKey(e) {
     if (e.key === "Escape") toggle(false);
   }
@@ -379,6 +387,10 @@ function Widget({ config, conversation }) {
   const showRating =
     features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
   const offlineView = formOffline && (offlineSent || !messages.length);
+  // The pre-chat form: before the first message of a visitor without a session.
+  const prechatView =
+    !offlineView && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
+  const prechatFields = (settings.widget_prechat_fields || ["name", "email"]).filter((f) => t[f]);
   const showButton = settings.widget_show_button !== false;
 
   return (
@@ -459,7 +471,31 @@ function Widget({ config, conversation }) {
             {t.reconnecting}
           </span>
         )}
-        {offlineView ? (
+        {prechatView ? (
+          <form class="form" onSubmit={submitPrechat} aria-label={t.prechat}>
+            <p>{t.prechat}</p>
+            {prechatFields.map((field) => (
+              <label>
+                {t[field]}
+                <input
+                  name={field}
+                  required
+                  type={field === "email" ? "email" : field === "phone" ? "tel" : "text"}
+                  autocomplete={field === "phone" ? "tel" : field}
+                  defaultValue={profile[field] || ""}
+                />
+              </label>
+            ))}
+            {settings.widget_privacy_policy_url && (
+              <a href={settings.widget_privacy_policy_url} target="_blank" rel="noopener noreferrer">
+                {settings.widget_privacy_policy_url}
+              </a>
+            )}
+            <button type="submit" class="btn">
+              {t.start}
+            </button>
+          </form>
+        ) : offlineView ? (
           offlineSent ? (
             <div class="form" role="status">
               <p>{t.offlineSent}</p>
