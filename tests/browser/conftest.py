@@ -64,6 +64,15 @@ def _sync_playwright_beside_django():
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _patient_expectations():
+    """Assertions wait up to 15 s (Playwright's default is 5 s): CI shares two cores with the rest
+    of the suite, and a live reply crosses the web process, the channel layer and a websocket."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """pytest-playwright's launch options plus Debian's Chromium binary (never a downloaded build)."""

@@ -4,6 +4,7 @@ as a screenshot under var/screenshots/."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
@@ -24,6 +25,17 @@ def test_visitor_on_the_demo_page_gets_a_live_operator_reply(page, web_server, a
     launcher = page.get_by_role("button", name="Open chat")
     expect(launcher).to_be_visible()
     shot(page, "closed")
+    # Only the loader was fetched before the page's load event; widget.js and the config after it
+    timing = page.evaluate(
+        """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
+                   resources: performance.getEntriesByType('resource').map(r => [r.name, r.startTime])})"""
+    )
+    ours = [(name, start) for name, start in timing["resources"] if web_server.base in name]
+    assert [name for name, start in ours if start < timing["load"]] == [
+        f"{web_server.base}/static/widget/loader.js?guid={web_server.seed['button_guid']}"
+    ]
+    assert any("/static/widget/widget.js" in name for name, _ in ours)
+    assert any(name.endswith("/config") for name, _ in ours)
 
     # When the visitor opens the chat and sends a message with Enter
     launcher.click()
@@ -285,3 +297,196 @@ def test_an_image_is_uploaded_sent_and_shown_and_the_chat_rated(page, web_server
     expect(page.get_by_text("Thank you for your rating!")).to_be_visible()
     expect(stars).to_have_count(0)
     shot(page)
+
+
+def test_device_profiles_position_the_mobile_launcher_and_colours_keep_their_contrast(browser, start_server, shot):
+    # Given a widget whose mobile profile puts a small launcher bottom left with another icon
+    server = start_server(**SERVER_ENV)
+    response = api_client(server)(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={
+            "widget_skin": "rounded",
+            "device_profiles": {
+                "mobile": {"widget_button_size": 50, "widget_position": "bottom_left", "icon_preset": "headset"}
+            },
+        },
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+
+    for viewport, size, left in (
+        ({"width": 390, "height": 844}, 50, True),
+        ({"width": 1280, "height": 800}, 75, False),
+    ):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(server.url("/demo/"))
+        wait_ready(page)
+
+        # Then the launcher follows the profile of the device
+        box = page.get_by_role("button", name="Open chat").bounding_box()
+        assert box["width"] == pytest.approx(size, abs=1)
+        assert (box["x"] < viewport["width"] / 2) is left
+        assert page.locator("chat-widget .cw").get_attribute("class").split()[1] == "skin-rounded"
+        page.get_by_role("button", name="Open chat").click()
+        if left:  # a phone: the chat takes the whole screen
+            window = page.get_by_role("dialog").bounding_box()
+            assert window["width"] == pytest.approx(390, abs=1)
+            shot(page, "mobile")
+
+        # And the header's text reads against its background (WCAG AA, 4.5:1)
+        ratio = page.locator("chat-widget .head").evaluate(
+            """head => {
+              const rgb = s => s.match(/\\d+/g).slice(0, 3).map(Number);
+              const lum = c => { const l = c.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                                 return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+              const style = getComputedStyle(head);
+              const [a, b] = [lum(rgb(style.color)), lum(rgb(style.backgroundColor))].sort((x, y) => y - x);
+              return (a + 0.05) / (b + 0.05);
+            }"""
+        )
+        assert ratio >= 4.5
+        context.close()
+
+
+def test_a_reply_to_a_closed_widget_shows_an_unread_badge_and_calls_the_message_callback(page, web_server, api, shot):
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "I'll wait")
+    page.evaluate("window.got = []; ChatWidget.on('message', m => got.push(m.body))")
+    page.get_by_role("button", name="Close chat").first.click()
+    expect(page.get_by_role("dialog")).to_be_hidden()
+
+    # When the operator replies while the chat is closed
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Back to you"})
+
+    # Then the launcher carries an unread badge and the page's callback got the message
+    badge = page.locator("chat-widget .badge")
+    expect(badge).to_have_text("1")
+    expect(badge).to_have_attribute("aria-label", "1 unread")
+    assert page.evaluate("got") == ["Back to you"]
+    shot(page)
+
+    # And opening the chat clears it; the message is marked seen, so a reload raises no badge again
+    page.get_by_role("button", name="Open chat").click()
+    expect(badge).to_have_count(0)
+    page.wait_for_timeout(500)
+    page.reload()
+    wait_ready(page)
+    page.wait_for_timeout(1000)
+    expect(badge).to_have_count(0)
+
+
+def test_typing_both_ways_and_seen(page, web_server, api, shot):
+    # Given the widget's socket frames are recorded on their way to the server
+    sent, received = [], []
+
+    def route(ws):
+        server = ws.connect_to_server()
+        ws.on_message(lambda message: (sent.append(json.loads(message)), server.send(message)))
+        server.on_message(lambda message: (received.append(json.loads(message)), ws.send(message)))
+
+    page.route_web_socket(re.compile(r".*/ws/visitor/.*"), route)
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    chat_id = send_text(page, "First question")
+
+    # When the operator types (REST), the visitor sees it; when it stops, it goes
+    def typing(state):
+        response = api(
+            "POST",
+            f"/api/v1/chats/{chat_id}/typing",
+            json={"state": state},
+            headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+        )
+        assert response.status_code in (200, 202), response.text
+
+    typing("start")
+    indicator = page.get_by_role("status").filter(has_text="Operator is typing…")
+    expect(indicator).to_be_visible()
+    shot(page)
+    typing("stop")
+    expect(indicator).to_have_count(0)
+
+    # And the visitor's typing goes to the server as typing frames, accepted without an error
+    page.get_by_role("textbox", name="Type a message…").press_sequentially("Second", delay=20)
+    for _ in range(50):
+        if {"type": "typing", "state": "start"} in sent:
+            break
+        page.wait_for_timeout(100)
+    assert {"type": "typing", "state": "start"} in sent
+
+    # And an operator message read in the open widget is reported seen
+    reply = operator_reply(api, web_server, chat_id, {"type": "text", "body": "Answer"})
+    expect(page.locator("chat-widget .msg", has_text="Answer")).to_be_visible()
+    for _ in range(50):
+        if {"type": "seen", "message_id": reply["id"]} in sent:
+            break
+        page.wait_for_timeout(100)
+    assert {"type": "seen", "message_id": reply["id"]} in sent
+    assert not [frame for frame in received if frame.get("event") == "error"]
+
+
+def test_the_prechat_form_names_the_visitor_before_the_first_message(page, start_server, shot):
+    server = start_server(**SERVER_ENV)
+    api = api_client(server)
+    response = api(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={"widget_prechat_form_enabled": True, "widget_prechat_fields": ["name", "phone"]},
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+    page.goto(server.url("/demo/"))
+    open_widget(page)
+
+    # When the visitor introduces themselves
+    form = page.get_by_role("form", name="Please introduce yourself before we start.")
+    expect(form).to_be_visible()
+    expect(form.get_by_label("E-mail")).to_have_count(0)
+    shot(page)
+    form.get_by_label("Name").fill("Boris")
+    form.get_by_label("Phone").fill("+7 900 000-00-00")
+    form.get_by_role("button", name="Start chat").click()
+
+    # Then the chat starts and its contact carries the details
+    chat_id = send_text(page, "Hello, it's Boris")
+    chat = api("GET", f"/api/v1/chats/{chat_id}").json()
+    contact = api("GET", f"/api/v1/contacts/{chat['client_id']}").json()
+    assert (contact["name"], contact["phone"]) == ("Boris", "+7 900 000-00-00")
+
+
+def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, shot):
+    # Given a greeting written in English with a manual Russian translation
+    server = start_server(**SERVER_ENV)
+    response = api_client(server)(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={
+            "widget_greeting": "Hi from the shop!",
+            "widget_greeting_delay_sec": 0,
+            "widget_text_translations": {"ru": {"widget_greeting": "Привет из магазина!"}},
+        },
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+
+    for locale, greeting, launcher in (
+        ("ru-RU", "Привет из магазина!", "Открыть чат"),
+        ("en-US", "Hi from the shop!", "Open chat"),
+    ):
+        context = browser.new_context(locale=locale)
+        page = context.new_page()
+        page.goto(server.url("/demo/"))
+        wait_ready(page)
+
+        # Then the greeting bubble next to the launcher speaks the visitor's language
+        expect(page.locator("chat-widget .bubble")).to_have_text(greeting)
+        expect(page.get_by_role("button", name=launcher)).to_be_visible()
+        shot(page, locale)
+
+        # And it opens the conversation too
+        page.get_by_role("button", name=launcher).click()
+        expect(page.locator("chat-widget .log .msg").first).to_have_text(greeting)
+        context.close()

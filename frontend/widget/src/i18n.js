@@ -45,6 +45,8 @@ const KEYS = [
   "you",
   "operator",
   "unread",
+  "prechat",
+  "start",
 ];
 
 const TABLE = {
@@ -80,6 +82,8 @@ const TABLE = {
     "You",
     "Operator",
     "{n} unread",
+    "Please introduce yourself before we start.",
+    "Start chat",
   ],
   ru: [
     "Открыть чат",
@@ -113,6 +117,8 @@ const TABLE = {
     "Вы",
     "Оператор",
     "Непрочитанных: {n}",
+    "Представьтесь, пожалуйста, прежде чем начать.",
+    "Начать чат",
   ],
   el: [
     "Άνοιγμα συνομιλίας",
@@ -146,6 +152,8 @@ const TABLE = {
     "Εσείς",
     "Χειριστής",
     "{n} μη αναγνωσμένα",
+    "Συστηθείτε πριν ξεκινήσουμε.",
+    "Έναρξη συνομιλίας",
   ],
   de: [
     "Chat öffnen",
@@ -179,6 +187,8 @@ const TABLE = {
     "Sie",
     "Mitarbeiter",
     "{n} ungelesen",
+    "Bitte stellen Sie sich vor, bevor wir beginnen.",
+    "Chat starten",
   ],
   es: [
     "Abrir el chat",
@@ -212,6 +222,8 @@ const TABLE = {
     "Tú",
     "Operador",
     "{n} sin leer",
+    "Preséntate antes de empezar, por favor.",
+    "Iniciar chat",
   ],
   ar: [
     "افتح المحادثة",
@@ -245,6 +257,8 @@ const TABLE = {
     "أنت",
     "الموظف",
     "{n} غير مقروءة",
+    "يرجى التعريف بنفسك قبل أن نبدأ.",
+    "ابدأ المحادثة",
   ],
   zh: [
     "打开聊天",
@@ -278,6 +292,8 @@ const TABLE = {
     "您",
     "客服",
     "{n} 条未读",
+    "开始之前，请先介绍一下您自己。",
+    "开始聊天",
   ],
 };
 

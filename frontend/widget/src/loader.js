@@ -9,7 +9,8 @@
   var NS = "ChatWidget";
   var pre = win[NS];
   if (pre && pre.version) return; // the snippet pasted twice
-  var script = doc.currentScript;
+  // currentScript is null only when a tag manager runs the code without a script element of its own.
+  var script = doc.currentScript || doc.querySelector('script[src*="/static/widget/loader.js"]');
   if (!script) return;
   var src = new URL(script.src, location.href);
   var data = function (name) {

@@ -22,7 +22,7 @@ export const CSS = `
 .badge{position:absolute;top:-4px;inset-inline-end:-4px;min-width:22px;height:22px;border-radius:11px;background:#C62828;color:#fff;font-size:12px;font-weight:700;justify-content:center;display:flex;align-items:center;padding:0 6px}
 .bubble{position:fixed;z-index:var(--z);max-width:260px;padding:10px 14px;border-radius:var(--radius);background:var(--bg);color:var(--text);box-shadow:0 4px 16px rgba(0,0,0,.2);display:block}
 .win{position:fixed;z-index:var(--z);width:var(--w);height:var(--h);max-height:calc(100vh - 24px);max-width:calc(100vw - 24px);display:flex;flex-direction:column;background:var(--bg);color:var(--text);border-radius:var(--radius);box-shadow:0 8px 32px rgba(0,0,0,.28);overflow:hidden}
-.mobile .win{inset:0!important;width:100vw;height:100%;max-height:none;max-width:none;border-radius:0}
+.mobile .win{inset:0!important;width:100vw;height:100%;max-height:none;max-width:none;border-radius:0!important}
 .head{display:flex;align-items:center;gap:10px;padding:14px 16px;background:var(--primary);color:var(--primary-text)}
 .head .t{flex:1;min-width:0}
 .head h2{font-size:16px;font-weight:700}

@@ -100,6 +100,38 @@ function Message({ m, t, settings }) {
   );
 }
 
+// WCAG contrast: a tenant colour pair under 4.5:1 (the default blue under white text is 3.7:1) gets
+// its background darkened (light text) or lightened (dark text) in small steps until it reads.
+function luminance(hex) {
+  const c = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255);
+  const lin = c.map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+}
+
+function contrast(a, b) {
+  const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}
+
+export function readable(bg, fg) {
+  const hex = /^#[0-9a-f]{6}$/i;
+  if (!hex.test(bg || "") || !hex.test(fg || "")) return bg;
+  const darken = luminance(fg) > luminance(bg);
+  let color = bg;
+  for (let i = 0; i < 20 && contrast(color, fg) < 4.5; i++) {
+    color =
+      "#" +
+      [1, 3, 5]
+        .map((k) => {
+          const v = parseInt(color.slice(k, k + 2), 16);
+          const next = darken ? v * 0.92 : v + (255 - v) * 0.15;
+          return Math.round(next).toString(16).padStart(2, "0");
+        })
+        .join("");
+  }
+  return color;
+}
+
 function deviceSettings(config) {
   const base = config.settings || {};
   const mobile = matchMedia("(max-width: 640px)").matches;
@@ -128,6 +160,7 @@ function Widget({ config, conversation }) {
   const [emoji, setEmoji] = useState(false);
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
+  const [introduced, setIntroduced] = useState(false);
   const textarea = useRef(null);
   const launcher = useRef(null);
   const log = useRef(null);
@@ -153,6 +186,8 @@ function Widget({ config, conversation }) {
   useEffect(() => {
     conversation.onChange = () => setTick((n) => n + 1);
     conversation.onMessage = (m) => {
+      // A replay (page load, reconnect) brings old messages too: only unseen ones are news.
+      if (m.seen) return;
       emit("message", m);
       if (!openRef.current || document.visibilityState !== "visible") {
         setUnread((n) => n + 1);
@@ -226,7 +261,13 @@ function Widget({ config, conversation }) {
     if (typingSent.current) conversation.typing("stop");
     typingSent.current = 0;
     try {
-      await conversation.send(body, sessionProfile());
+      try {
+        await conversation.send(body, sessionProfile());
+      } catch (err) {
+        // The stored session expired (401 forgot it): the retry starts a new one.
+        if (err.status !== 401) throw err;
+        await conversation.send(body, sessionProfile());
+      }
       setDraft("");
     } catch (err) {
       setError(t.failed);
@@ -293,6 +334,13 @@ function Widget({ config, conversation }) {
     setBusy(false);
   }
 
+  function submitPrechat(e) {
+    e.preventDefault();
+    setProfile((p) => ({ ...p, ...pick(Object.fromEntries(new FormData(e.target)), ["name", "email", "phone"]) }));
+    setIntroduced(true);
+    setTimeout(() => textarea.current && textarea.current.focus());
+  }
+
   function onWindowKey(e) {
     if (e.key === "Escape") toggle(false);
   }
@@ -300,16 +348,17 @@ function Widget({ config, conversation }) {
   if (offlineMode === "hide") return null;
   const radius = Math.min(settings.widget_border_radius ?? 12, 32);
   const size = settings.widget_button_size || 75;
+  const primaryText = settings.widget_color_primary_text || "#FFFFFF";
   const vars = {
-    "--primary": settings.widget_color_primary || "#1E88E5",
+    "--primary": readable(settings.widget_color_primary || "#1E88E5", primaryText),
     "--primary-text": settings.widget_color_primary_text || "#FFFFFF",
     "--bg": settings.widget_color_background || "#FFFFFF",
     "--text": settings.widget_color_text || "#1F2933",
-    "--agent": settings.widget_color_agent_bubble || "#F1F3F4",
+    "--agent": readable(settings.widget_color_agent_bubble || "#F1F3F4", settings.widget_color_text || "#1F2933"),
     "--agent-text": settings.widget_color_text || "#1F2933",
-    "--visitor": settings.widget_color_visitor_bubble || "#1E88E5",
+    "--visitor": readable(settings.widget_color_visitor_bubble || "#1E88E5", primaryText),
     "--visitor-text": settings.widget_color_primary_text || "#FFFFFF",
-    "--button": settings.widget_color_button || settings.widget_color_primary || "#1E88E5",
+    "--button": readable(settings.widget_color_button || settings.widget_color_primary || "#1E88E5", primaryText),
     "--line": "rgba(127,127,127,.3)",
     "--focus": "#F9A825",
     "--radius": `${radius}px`,
@@ -338,6 +387,10 @@ function Widget({ config, conversation }) {
   const showRating =
     features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
   const offlineView = formOffline && (offlineSent || !messages.length);
+  // The pre-chat form: before the first message of a visitor without a session.
+  const prechatView =
+    !offlineView && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
+  const prechatFields = (settings.widget_prechat_fields || ["name", "email"]).filter((f) => t[f]);
   const showButton = settings.widget_show_button !== false;
 
   return (
@@ -418,7 +471,31 @@ function Widget({ config, conversation }) {
             {t.reconnecting}
           </span>
         )}
-        {offlineView ? (
+        {prechatView ? (
+          <form class="form" onSubmit={submitPrechat} aria-label={t.prechat}>
+            <p>{t.prechat}</p>
+            {prechatFields.map((field) => (
+              <label>
+                {t[field]}
+                <input
+                  name={field}
+                  required
+                  type={field === "email" ? "email" : field === "phone" ? "tel" : "text"}
+                  autocomplete={field === "phone" ? "tel" : field}
+                  defaultValue={profile[field] || ""}
+                />
+              </label>
+            ))}
+            {settings.widget_privacy_policy_url && (
+              <a href={settings.widget_privacy_policy_url} target="_blank" rel="noopener noreferrer">
+                {settings.widget_privacy_policy_url}
+              </a>
+            )}
+            <button type="submit" class="btn">
+              {t.start}
+            </button>
+          </form>
+        ) : offlineView ? (
           offlineSent ? (
             <div class="form" role="status">
               <p>{t.offlineSent}</p>
