@@ -213,6 +213,11 @@ def test_accept_transfer_close_and_presence_from_the_keyboard(page, console_serv
     page.get_by_role("button", name="Request a rating").click()
     expect(page.locator("#messages")).to_contain_text("Please rate this conversation.", timeout=WAIT)
     page.get_by_label("Transfer to").select_option(label="Pavel")
+    page.evaluate("document.activeElement.blur()")
+    visitor.say("One more thing")  # its push re-reads the panel while the pick is made: the pick stays
+    expect(page.locator("#messages")).to_contain_text("One more thing", timeout=WAIT)
+    page.wait_for_timeout(500)
+    assert page.get_by_label("Transfer to").evaluate("s => s.options[s.selectedIndex].text") == "Pavel"
     page.get_by_role("button", name="Transfer").click()
     expect(page.locator("#chat-owner")).to_have_text("Pavel", timeout=WAIT)
 

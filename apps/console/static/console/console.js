@@ -112,12 +112,24 @@
     }, 250); // after the history's own fetch, which the operator is waiting for
   }
 
+  // The operator's pick of a transfer target survives a refresh of the panel until it is sent.
+  var transferPick = "";
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.id === "transfer-agent") transferPick = event.target.value;
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.target && event.target.classList && event.target.classList.contains("transfer")) transferPick = "";
+  });
+
   function refreshPanel() {
     if (!chatId || !window.htmx || !$("chat-panel")) return;
     // An open transfer choice or a visible error stays put: the operator is using it.
     var active = document.activeElement;
     if (active && $("chat-panel").contains(active) && active.tagName === "SELECT") return;
-    htmx.ajax("GET", body.dataset.panelUrl, { target: "#chat-panel", swap: "outerHTML" });
+    htmx.ajax("GET", body.dataset.panelUrl, { target: "#chat-panel", swap: "outerHTML" }).then(function () {
+      var select = $("transfer-agent");
+      if (transferPick && select && !select.value) select.value = transferPick;
+    });
   }
 
   // --- typing ---------------------------------------------------------------------------------------
