@@ -38,6 +38,7 @@ compares against; and `python -m apps.ai.testing --flavor openai`, a fake in a p
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -352,7 +353,7 @@ class FakeLLM:
         self.flavor = flavor
         self.api_key = api_key or (
             # GigaChat's authorization key is base64 of client_id:client_secret.
-            __import__("base64").b64encode(f"{uuid.uuid4()}:{secrets.token_hex(8)}".encode()).decode()
+            base64.b64encode(f"{uuid.uuid4()}:{secrets.token_hex(8)}".encode()).decode()
             if flavor == "gigachat"
             else f"sk-fake-{secrets.token_hex(12)}"
         )

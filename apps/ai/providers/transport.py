@@ -27,13 +27,8 @@ from typing import Any
 import httpx
 import httpx2
 
-from apps.core.outbound import (
-    DEFAULT_MAX_BYTES,
-    GuardedAsyncHTTPX2Transport,
-    GuardedAsyncHTTPXTransport,
-    GuardedHTTPX2Transport,
-    GuardedHTTPXTransport,
-)
+from apps.core.outbound import DEFAULT_MAX_BYTES, GuardedAsyncHTTPXTransport, GuardedHTTPXTransport
+from apps.core.outbound.httpx2_transport import GuardedAsyncHTTPX2Transport, GuardedHTTPX2Transport
 
 # An LLM may think for a while before its first byte: reads wait up to 60 s, always bounded by the
 # call's deadline and the per-operation cap.

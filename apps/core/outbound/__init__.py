@@ -23,8 +23,9 @@ addresses through or refuses them wholesale, and resolves through a path tests c
 
 The package, one module per job: `policy` (URL and address rules, resolution, pinning), `deadline`
 (the whole-call watchdog), `client` (the guarded session and `request()`), `httpx_transport` (the
-LLM SDK transport), `httpx2_transport` (its twin for SDKs built on httpx2: OpenAI, Anthropic),
-`errors`. Import from the package.
+LLM SDK transport), `errors`. Import from the package; `httpx2_transport` (the twin for SDKs built
+on httpx2: OpenAI, Anthropic) is imported from its module, so processes without an LLM call do not
+load httpx2.
 """
 
 from .client import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
@@ -38,8 +39,6 @@ from .deadline import _Deadline as _Deadline  # noqa: F401 (tests drive the watc
 from .deadline import _watchdog as _watchdog  # noqa: F401
 from .errors import OutboundBlocked as OutboundBlocked
 from .errors import OutboundError as OutboundError
-from .httpx2_transport import GuardedAsyncHTTPX2Transport as GuardedAsyncHTTPX2Transport
-from .httpx2_transport import GuardedHTTPX2Transport as GuardedHTTPX2Transport
 from .httpx_transport import GuardedAsyncHTTPXTransport as GuardedAsyncHTTPXTransport
 from .httpx_transport import GuardedHTTPXTransport as GuardedHTTPXTransport
 from .httpx_transport import guarded_async_httpx_client as guarded_async_httpx_client
@@ -56,9 +55,7 @@ from .policy import safe_url as safe_url
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TIMEOUT",
-    "GuardedAsyncHTTPX2Transport",
     "GuardedAsyncHTTPXTransport",
-    "GuardedHTTPX2Transport",
     "GuardedHTTPXTransport",
     "GuardedResponse",
     "GuardedSession",
