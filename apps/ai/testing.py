@@ -23,7 +23,7 @@ used in order by the requests whose path contains `path` (None: any request but 
 the token exchange only takes replies scripted with a path it contains, e.g. ``"oauth"``). Without a
 script a request is answered as the vendor would, with `text` as the completion. Helpers:
 `ok(text)`, `rate_limited(retry_after)`, `server_error(status)`, `unauthorized()`, `bad_request()`,
-`slow(seconds)`, `closed()`.
+`slow(seconds)`, `closed()`, `trickling(seconds_per_byte)`; `delay` slows every unscripted answer.
 
     def test_x(llm_fake):
         fake = llm_fake("openai")
@@ -31,12 +31,14 @@ script a request is answered as the vendor would, with `text` as the completion.
         answer = complete([fake.config()], [ChatMessage("user", "hi")])
 
 Also here: `hash_embedding` / `HashEmbedder`, a deterministic offline embedder (the fakes answer
-embeddings with it), and `sdk_floor_client` / `sdk_floor_completion`: the same completion made directly
-with the official OpenAI SDK on its default transport, the floor a benchmark compares against.
+embeddings with it); `sdk_floor_client` / `sdk_floor_completion` / `asdk_floor_completion`: the same
+completion made directly with the official OpenAI SDK on its default transport, the floor a benchmark
+compares against; and `python -m apps.ai.testing --flavor openai`, a fake in a process of its own.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -71,10 +73,13 @@ __all__ = [
     "llm_fake",
     "ok",
     "rate_limited",
+    "asdk_floor_completion",
+    "main",
     "sdk_floor_client",
     "sdk_floor_completion",
     "server_error",
     "slow",
+    "trickling",
     "unauthorized",
 ]
 
@@ -124,6 +129,7 @@ class Reply:
     retry_after: float | str | None = None  # sent as Retry-After
     body: bytes | None = None  # a raw body instead of the vendor's answer
     headers: tuple[tuple[str, str], ...] = ()
+    trickle: float = 0.0  # send the body one byte at a time, this many seconds apart
 
 
 def ok(text: str) -> Reply:
@@ -152,6 +158,10 @@ def slow(seconds: float, text: str | None = None) -> Reply:
 
 def closed() -> Reply:
     return Reply(drop=True)
+
+
+def trickling(seconds_per_byte: float) -> Reply:
+    return Reply(200, trickle=seconds_per_byte)
 
 
 @dataclass
@@ -260,8 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
         hit = Recorded(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
         fake._record(hit)
         reply = fake._scripted(path)
-        if reply is not None and reply.delay:
-            time.sleep(reply.delay)
+        delay = reply.delay if reply is not None else fake.delay
+        if delay:
+            time.sleep(delay)
         if reply is not None and reply.drop:
             self.close_connection = True
             try:
@@ -276,7 +287,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, reply.body or _error_body(fake.flavor, reply.status), headers=headers)
             return
         status, content, content_type = fake._answer(hit, reply)
-        self._send(status, content, content_type=content_type, headers=list(reply.headers) if reply else [])
+        self._send(
+            status,
+            content,
+            content_type=content_type,
+            headers=list(reply.headers) if reply else [],
+            trickle=reply.trickle if reply else 0.0,
+        )
 
     def _send(
         self,
@@ -285,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
         *,
         content_type: str = "application/json",
         headers: list[tuple[str, str]] | None = None,
+        trickle: float = 0.0,
     ) -> None:
         try:
             self.send_response(status)
@@ -293,6 +311,13 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in headers or ():
                 self.send_header(name, value)
             self.end_headers()
+            if trickle:  # the body one byte at a time: every read succeeds, the whole never ends
+                self.wfile.flush()
+                for offset in range(len(body)):
+                    self.wfile.write(body[offset : offset + 1])
+                    self.wfile.flush()
+                    time.sleep(trickle)
+                return
             self.wfile.write(body)
             self.wfile.flush()
         except OSError:  # the client gave up (its timeout): nothing to answer to
@@ -328,11 +353,12 @@ class FakeLLM:
         self.flavor = flavor
         self.api_key = api_key or (
             # GigaChat's authorization key is base64 of client_id:client_secret.
-            __import__("base64").b64encode(f"{uuid.uuid4()}:{secrets.token_hex(8)}".encode()).decode()
+            base64.b64encode(f"{uuid.uuid4()}:{secrets.token_hex(8)}".encode()).decode()
             if flavor == "gigachat"
             else f"sk-fake-{secrets.token_hex(12)}"
         )
         self.text = text
+        self.delay = 0.0  # seconds before every unscripted answer
         self.token_ttl = token_ttl
         self.models = list(models or self._default_models())
         self.requests: list[Recorded] = []
@@ -627,20 +653,74 @@ def llm_fake(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 # --- the benchmark floor ---------------------------------------------------------------------------------
 
 
-def sdk_floor_client(fake: FakeLLM) -> Any:
-    """The official OpenAI SDK on its own default transport (no guard, no budget), trusting the fakes'
-    CA: what one completion costs with nothing of ours in the way."""
+def sdk_floor_client(base_url: str, api_key: str, *, is_async: bool = False, ca_file: str | None = None) -> Any:
+    """The official OpenAI SDK on its own default transport (no guard, no budget, no retries),
+    trusting the fakes' CA (`ca_file`: a fake process's): what one completion costs with nothing of
+    ours in the way."""
     import openai
 
-    context = ssl.create_default_context(cafile=ca_path())
+    context = ssl.create_default_context(cafile=ca_file or ca_path())
+    if is_async:
+        return openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(verify=context),
+        )
     return openai.OpenAI(
-        api_key=fake.api_key,
-        base_url=fake.base_url,
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(verify=context),
+        api_key=api_key, base_url=base_url, max_retries=0, http_client=openai.DefaultHttpxClient(verify=context)
     )
 
 
-def sdk_floor_completion(client: Any, prompt: str, *, model: str = "gpt-4o-mini") -> str:
-    response = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}])
+def _floor_messages(prompt: str, system: str | None) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}] if system else []
+    return [*messages, {"role": "user", "content": prompt}]
+
+
+def sdk_floor_completion(client: Any, prompt: str, *, system: str | None = None, model: str = "gpt-4o-mini") -> str:
+    """The same chat completion `complete()` makes, straight through the SDK."""
+    response = client.chat.completions.create(model=model, messages=_floor_messages(prompt, system))
     return response.choices[0].message.content or ""
+
+
+async def asdk_floor_completion(
+    client: Any, prompt: str, *, system: str | None = None, model: str = "gpt-4o-mini"
+) -> str:
+    response = await client.chat.completions.create(model=model, messages=_floor_messages(prompt, system))
+    return response.choices[0].message.content or ""
+
+
+# --- as a process ----------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m apps.ai.testing [--flavor openai] [--text T] [--delay S]`: one fake in a process of its
+    own (its threads off the caller's interpreter lock). Prints one JSON line {flavor, port, origin,
+    base_url, api_key, ca_path}, serves until standard input closes, then prints {"requests": n}."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--flavor", default="openai", choices=FLAVORS)
+    parser.add_argument("--text", default=DEFAULT_TEXT)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
+    args = parser.parse_args(argv)
+    fake = FakeLLM(args.flavor, text=args.text).start()
+    fake.delay = args.delay
+    info = {
+        "flavor": fake.flavor,
+        "port": fake.port,
+        "origin": fake.origin,
+        "base_url": fake.base_url,
+        "api_key": fake.api_key,
+        "ca_path": fake.ca_path,
+    }
+    print(json.dumps(info), flush=True)
+    sys.stdin.read()
+    fake.stop()
+    print(json.dumps({"requests": len(fake.requests)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

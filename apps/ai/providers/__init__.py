@@ -19,6 +19,7 @@ for the guard and budget, `drivers` for the SDK wiring, and `apps.ai.testing` fo
 """
 
 from .calls import acomplete as acomplete
+from .calls import check_base_url as check_base_url
 from .calls import complete as complete
 from .calls import embed as embed
 from .calls import list_models as list_models
@@ -44,6 +45,7 @@ __all__ = [
     "acomplete",
     "can_embed",
     "can_speak",
+    "check_base_url",
     "clear_token_cache",
     "complete",
     "embed",

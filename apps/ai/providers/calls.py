@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.conf import settings
+
+from apps.core.outbound import OutboundBlocked, OutboundError, check_url, pin_address
 
 from . import drivers, transport
 from .drivers import _Call, _OperationsSpent
@@ -55,14 +56,6 @@ def _deadline(deadline: float | None) -> float:
     return time.monotonic() + seconds
 
 
-@dataclass
-class _Failed:
-    index: int
-    config: ProviderConfig
-    error: ProviderError
-    not_before: float
-
-
 class _Walk:
     """The state of one chain walk, shared by the sync and async loops."""
 
@@ -70,25 +63,31 @@ class _Walk:
         self.budget = budget
         self.call = _Call()
         self.pending: list[tuple[int, ProviderConfig, float]] = [(i, c, 0.0) for i, c in enumerate(chain)]
-        self.failed: list[_Failed] = []
+        self.failed: list[tuple[int, ProviderConfig, float]] = []
         self.last_error: ProviderError | None = None
         self.exhausted: str | None = None
+        self.skipped = False  # a member's Retry-After fell past the deadline
+        self.rate_limited_until: list[float] = []
 
     def next_pass(self) -> bool:
         """Queue the retryable failures for another pass; False when nothing is left to try."""
-        self.pending = [(f.index, f.config, f.not_before) for f in self.failed]
-        self.failed = []
+        self.pending, self.failed = self.failed, []
         return bool(self.pending)
 
-    def admit(self, not_before: float) -> float | None:
-        """Seconds to wait before trying a member, or None when the budget forbids trying it."""
-        now = time.monotonic()
+    def stopped(self) -> bool:
+        """True when the budget allows no further operation at all."""
         if self.budget.operations >= self.budget.max_operations:
             self.exhausted = "operations"
-            return None
+        elif time.monotonic() >= self.budget.deadline:
+            self.exhausted = "deadline"
+        return self.exhausted is not None
+
+    def wait_for(self, not_before: float) -> float | None:
+        """Seconds to wait before trying a member, or None to skip it (its moment is past the deadline)."""
+        now = time.monotonic()
         wait = max(0.0, not_before - now)
         if now + wait >= self.budget.deadline:
-            self.exhausted = "deadline"
+            self.skipped = True
             return None
         return wait
 
@@ -99,23 +98,26 @@ class _Walk:
         self.last_error = error
         if not error.retryable:
             raise error.with_attempts(tuple(self.call.attempts))
-        wait = error.retry_after if error.kind == "rate_limited" and error.retry_after is not None else BACKOFF_SECONDS
-        self.failed.append(_Failed(index, config, error, time.monotonic() + wait))
+        wait = BACKOFF_SECONDS
+        if error.kind == "rate_limited" and error.retry_after is not None:
+            wait = error.retry_after
+            self.rate_limited_until.append(time.monotonic() + wait)
+        self.failed.append((index, config, time.monotonic() + wait))
 
     def final_error(self) -> ProviderError:
         attempts = tuple(self.call.attempts)
-        exhausted = self.exhausted or "chain"
+        exhausted = self.exhausted or ("deadline" if self.skipped else "chain")
+        now = time.monotonic()
+        # The soonest moment a rate-limiting member said it would answer again (for a Retry-After).
+        retry_after = min((max(0.0, until - now) for until in self.rate_limited_until), default=None)
         error = self.last_error
         if error is None:
-            return ProviderError("timeout", attempts=attempts, exhausted=exhausted, detail="nothing_tried")
-        retry_afters = [a for a in (f.error.retry_after for f in self.failed) if a is not None]
-        if error.retry_after is not None:
-            retry_afters.append(error.retry_after)
+            return ProviderError("timeout", attempts=attempts, exhausted=exhausted, detail=f"{exhausted}_exhausted")
         return ProviderError(
             error.kind,
             provider=error.provider,
             status=error.status,
-            retry_after=min(retry_afters) if retry_afters else None,
+            retry_after=retry_after,
             attempts=attempts,
             exhausted=exhausted,
             detail=error.detail,
@@ -130,9 +132,11 @@ def _run(
     try:
         for _ in range(MAX_PASSES):
             for index, config, not_before in walk.pending:
-                wait = walk.admit(not_before)
-                if wait is None:
+                if walk.stopped():
                     break
+                wait = walk.wait_for(not_before)
+                if wait is None:
+                    continue
                 if wait:
                     time.sleep(wait)
                 try:
@@ -154,9 +158,11 @@ async def _arun(
     try:
         for _ in range(MAX_PASSES):
             for index, config, not_before in walk.pending:
-                wait = walk.admit(not_before)
-                if wait is None:
+                if walk.stopped():
                     break
+                wait = walk.wait_for(not_before)
+                if wait is None:
+                    continue
                 if wait:
                     await asyncio.sleep(wait)
                 try:
@@ -263,6 +269,22 @@ def _single(config: ProviderConfig, deadline: float | None, step: Callable[[_Cal
     budget = _budget(deadline, DEFAULT_MAX_OPERATIONS)
     result, _index, _call = _run([config], budget, step)
     return result
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a credential's `base_url` at save time through the one address policy: https only, no
+    userinfo, a host whose every resolved address is allowed (loopback only with
+    OUTBOUND_ALLOW_LOOPBACK). Raises ProviderError kind "refused_address" (detail: the policy's
+    reason) or "transport" (detail "resolve_failed": the name does not resolve). Resolves the name
+    (blocking); sends nothing."""
+    try:
+        parts = check_url(url)
+        port = parts.port or 443
+        pin_address(parts.hostname or "", port)
+    except OutboundBlocked as exc:
+        raise ProviderError("refused_address", detail=exc.reason) from None
+    except OutboundError as exc:
+        raise ProviderError("transport", detail=exc.reason) from None
 
 
 def list_models(config: ProviderConfig, *, deadline: float | None = None) -> list[dict[str, Any]]:

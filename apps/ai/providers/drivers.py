@@ -33,7 +33,7 @@ import pydantic
 from apps.core.outbound import OutboundBlocked, OutboundError
 
 from . import transport
-from .transport import BodyTooLarge, DeadlineExceeded, OperationsExhausted
+from .transport import BodyTooLarge, BodyTooLarge2, DeadlineExceeded, DeadlineExceeded2, OperationsExhausted
 from .types import (
     ANTHROPIC,
     GIGACHAT,
@@ -121,9 +121,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify(exc: BaseException, provider: str) -> ProviderError:
-    """The ProviderError for any failure an SDK call can raise. Only class names and statuses are
-    kept: SDK messages may quote the response body, and some vendors echo part of the key."""
+def classify(exc: BaseException, provider: str) -> ProviderError | None:
+    """The ProviderError for a failure an SDK call can raise (None: not a provider failure). Only
+    class names and statuses are kept: SDK messages may quote the response body, and some vendors
+    echo part of the key."""
     if isinstance(exc, ProviderError):
         return exc
     for item in _chain(exc):
@@ -131,9 +132,9 @@ def classify(exc: BaseException, provider: str) -> ProviderError:
             return _OperationsSpent(provider)
         if isinstance(item, OutboundBlocked):
             return ProviderError("refused_address", provider=provider, detail=item.reason)
-        if isinstance(item, DeadlineExceeded):
+        if isinstance(item, DeadlineExceeded | DeadlineExceeded2):
             return ProviderError("timeout", provider=provider, detail="deadline")
-        if isinstance(item, BodyTooLarge):
+        if isinstance(item, BodyTooLarge | BodyTooLarge2):
             return ProviderError("transport", provider=provider, detail="body_too_large")
         if isinstance(item, OutboundError):
             kind = "timeout" if item.reason in ("timeout", "deadline_exceeded") else "transport"
@@ -172,7 +173,7 @@ def classify(exc: BaseException, provider: str) -> ProviderError:
     )
     if isinstance(exc, invalid):  # an answer that is not the vendor's format
         return ProviderError("transport", provider=provider, detail="invalid_response")
-    return ProviderError("transport", provider=provider, detail=type(exc).__name__)
+    return None  # not a provider failure: a bug, raised as it is
 
 
 # --- one walk's attempts -------------------------------------------------------------------------
@@ -215,6 +216,8 @@ class _Call:
             result = fn()
         except Exception as exc:
             error = classify(exc, config.provider)
+            if error is None:
+                raise
             if not isinstance(error, _OperationsSpent):
                 self._record(config, operation, error.kind, error.status, started)
             raise error from None
@@ -233,6 +236,8 @@ class _Call:
                 result = await fn()
         except Exception as exc:
             error = classify(exc, config.provider)
+            if error is None:
+                raise
             if not isinstance(error, _OperationsSpent):
                 self._record(config, operation, error.kind, error.status, started)
             raise error from None
@@ -290,7 +295,7 @@ def _openai_client(config: ProviderConfig, *, is_async: bool) -> Any:
 
     def build() -> Any:
         cls = openai.AsyncOpenAI if is_async else openai.OpenAI
-        http_client = transport.async_httpx_client() if is_async else transport.httpx_client()
+        http_client = transport.async_httpx2_client() if is_async else transport.httpx2_client()
         client = cls(api_key=config.api_key, base_url=base, max_retries=0, http_client=http_client)
         # The SDK fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID: never send the operator's to a
         # tenant's endpoint.

@@ -23,7 +23,9 @@ addresses through or refuses them wholesale, and resolves through a path tests c
 
 The package, one module per job: `policy` (URL and address rules, resolution, pinning), `deadline`
 (the whole-call watchdog), `client` (the guarded session and `request()`), `httpx_transport` (the
-LLM SDK transport), `errors`. Import from the package.
+LLM SDK transport), `errors`. Import from the package; `httpx2_transport` (the twin for SDKs built
+on httpx2: OpenAI, Anthropic) is imported from its module, so processes without an LLM call do not
+load httpx2.
 """
 
 from .client import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES

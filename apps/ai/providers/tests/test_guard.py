@@ -10,7 +10,16 @@ import socket
 
 import pytest
 
-from apps.ai.providers import PROVIDERS, ChatMessage, ProviderConfig, ProviderError, acomplete, complete, list_models
+from apps.ai.providers import (
+    PROVIDERS,
+    ChatMessage,
+    ProviderConfig,
+    ProviderError,
+    acomplete,
+    check_base_url,
+    complete,
+    list_models,
+)
 from apps.core.outbound import policy
 
 HI = [ChatMessage("user", "hi")]
@@ -98,3 +107,34 @@ def test_proxy_environment_is_ignored(llm_fake, monkeypatch):
     for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     assert complete([fake.config()], HI).text
+
+
+@pytest.mark.parametrize(
+    ("url", "resolved", "detail"),
+    [
+        ("http://llm.example.com/v1", "93.184.215.14", "scheme_not_allowed"),
+        ("https://user:pw@llm.example.com/v1", "93.184.215.14", "userinfo_not_allowed"),
+        ("https://llm.example.com/v1", "10.0.0.7", "address_not_allowed"),
+        ("https://169.254.169.254/latest", None, "address_not_allowed"),
+        ("https://[::ffff:10.0.0.1]/v1", None, "address_not_allowed"),
+    ],
+)
+def test_check_base_url_refuses_through_the_address_policy(resolves_to, no_connect, settings, url, resolved, detail):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    if resolved:
+        resolves_to(resolved)
+    with pytest.raises(ProviderError) as failure:
+        check_base_url(url)
+    assert (failure.value.kind, failure.value.detail) == ("refused_address", detail)
+    assert no_connect == []
+
+
+def test_check_base_url_accepts_a_public_host_and_loopback_only_when_allowed(resolves_to, no_connect, settings):
+    resolves_to("93.184.215.14")
+    check_base_url("https://llm.example.com/v1")
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    with pytest.raises(ProviderError):
+        check_base_url("https://127.0.0.1:8443/v1")
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    check_base_url("https://127.0.0.1:8443/v1")
+    assert no_connect == []
