@@ -45,7 +45,8 @@ def seed(count: int, fake) -> list[dict]:
 
     out = []
     for _ in range(count):
-        widget = WidgetFactory(name=f"bench-ai-{uuid.uuid4().hex[:8]}", api_enabled=True)
+        tag = uuid.uuid4().hex[:12]
+        widget = WidgetFactory(name=f"bench-ai-{tag}", api_enabled=True, account__user__username=f"bench-ai-{tag}")
         assistant = Assistant.objects.create(widget=widget, name="Bench", system_prompt="Be brief.")
         agent_services.create_ai_agent(widget=widget, name="Bot", assistant_id=assistant.pk, status=Agent.Status.ACTIVE)
         Credential.objects.create(
@@ -116,7 +117,7 @@ def main() -> int:
                 status, ms = post_test(http, server.base, latency_items[1 + i // per_widget])
                 assert status == 200, status
                 ours.append(ms)
-            client = sdk_floor_client(fake)
+            client = sdk_floor_client(fake.base_url, fake.api_key)
             sdk_floor_completion(client, "warm up")
             floor = []
             for _ in range(ITERATIONS):
