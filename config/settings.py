@@ -306,6 +306,7 @@ SPECTACULAR_SETTINGS = {
         "AiTemplateCategoryEnum": "apps.ai.marketplace.CATEGORIES",
         "AiTemplateLocaleEnum": "apps.ai.marketplace.LOCALES",
         "AiOperatorsStateEnum": "apps.ai.detached.OPERATOR_STATES",
+        "WidgetTranslatableFieldEnum": "apps.widget.settings_vocabulary.TRANSLATABLE",
     },
 }
 

@@ -5,3 +5,29 @@ class AiConfig(AppConfig):
     name = "apps.ai"
     label = "ai"
     verbose_name = "AI configuration"
+
+    def ready(self) -> None:
+        from apps.widget import selectors as widget_selectors
+
+        from . import selectors
+
+        # The widget app reports `credential_missing` in its translation status through this.
+        widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
+        _register_signing_binding(selectors)
+
+
+def _register_signing_binding(selectors) -> None:
+    """The signed application-assistant endpoints find the bound token and secret through the core's
+    signed-envelope verifier (apps.core.signed, from the support branch), when it is present."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("apps.core.signed") is None:
+        return
+    signed = importlib.import_module("apps.core.signed")
+
+    def lookup(widget):
+        found = selectors.get_signing_binding(widget)
+        return None if found is None else signed.SigningBinding(token_id=found[0], secret=found[1])
+
+    signed.register_binding_lookup(lookup)

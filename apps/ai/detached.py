@@ -212,6 +212,7 @@ class Resolved:
     assistant: Assistant
     operator: Agent | None
     credential: Credential
+    by_id: dict
     configured_provider: str
     configured_model: str | None
 
@@ -240,7 +241,8 @@ def resolve(widget: Widget, *, assistant_id, operator_id: int | None) -> Resolve
         raise errors.UnsupportedTransport(
             "The widget's chats are answered by its external (webhook) operator, which this test cannot simulate."
         )
-    credential = selectors.resolve_credential(widget, operator=operator, assistant=assistant)
+    by_id = selectors.credential_map(widget)
+    credential = selectors.resolve_credential(widget, operator=operator, assistant=assistant, by_id=by_id)
     if credential is None:
         raise errors.TestCredentialUnavailable("No active provider credential resolves for this assistant.")
     config = selectors.provider_config(credential, assistant=assistant)
@@ -248,6 +250,7 @@ def resolve(widget: Widget, *, assistant_id, operator_id: int | None) -> Resolve
         assistant=assistant,
         operator=operator,
         credential=credential,
+        by_id=by_id,
         configured_provider=credential.provider,
         configured_model=config.model,
     )
@@ -390,7 +393,10 @@ def prepare(widget: Widget, *, assistant_id, data: TestInput, key: str, path: st
     operators = _operators_state(widget, data.operators)
     rag = retrieval.retrieve(widget=widget, assistant=assistant, question=data.question, enabled=assistant.rag_enabled)
     credential = resolved.credential
-    chain = [selectors.provider_config(c, assistant=assistant) for c in selectors.credential_chain(widget, credential)]
+    chain = [
+        selectors.provider_config(c, assistant=assistant)
+        for c in selectors.credential_chain(widget, credential, resolved.by_id)
+    ]
     from .providers import ChatMessage
 
     messages = [

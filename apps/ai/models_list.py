@@ -38,8 +38,9 @@ def list_models(*, widget: Widget, credential: Credential) -> list[dict]:
             out.append(
                 {
                     "id": model_id,
-                    "label": str(row.get("label") or model_id),
-                    "is_recommended": bool(row.get("is_recommended", False)),
+                    "label": str(row.get("display_name") or row.get("label") or model_id),
+                    # The model the credential is set to use.
+                    "is_recommended": bool(credential.model) and model_id == credential.model,
                 }
             )
     return out

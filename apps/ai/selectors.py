@@ -169,29 +169,36 @@ def credential_payload(credential: Credential, by_id: dict[int, Credential]) -> 
 
 
 def resolve_credential(
-    widget: Widget, *, operator: Agent | None = None, assistant: Assistant | None = None
+    widget: Widget,
+    *,
+    operator: Agent | None = None,
+    assistant: Assistant | None = None,
+    by_id: dict[int, Credential] | None = None,
 ) -> Credential | None:
     """product-decisions "AI providers": the operator's credential, else its assistant's, else the
-    widget-wide one of the assistant's `provider`, else the newest active widget-wide one."""
-    active = active_credentials(widget)
+    widget-wide one of the assistant's `provider`, else the newest active widget-wide one. One query
+    (the widget's credentials; `by_id` when the caller has them)."""
+    if by_id is None:
+        by_id = credential_map(widget)
+    active = sorted((c for c in by_id.values() if c.is_active), key=lambda c: (c.created_at, c.pk), reverse=True)
+    wide = [c for c in active if c.assistant_id is None and c.operator_id is None]
+    candidates = []
     if operator is not None:
-        found = active.filter(operator=operator).first()
-        if found is not None:
-            return found
+        candidates += [c for c in active if c.operator_id == operator.pk]
     if assistant is not None:
-        found = active.filter(assistant=assistant).first()
-        if found is not None:
-            return found
+        candidates += [c for c in active if c.assistant_id == assistant.pk]
         if assistant.provider:
-            found = widget_wide_credential(widget, assistant.provider)
-            if found is not None:
-                return found
-    return widget_wide_credential(widget)
+            candidates += [c for c in wide if c.provider == assistant.provider]
+    candidates += wide
+    return candidates[0] if candidates else None
 
 
-def credential_chain(widget: Widget, primary: Credential) -> list[Credential]:
+def credential_chain(
+    widget: Widget, primary: Credential, by_id: dict[int, Credential] | None = None
+) -> list[Credential]:
     """`primary` then its active declared backups, in order, each once."""
-    by_id = credential_map(widget)
+    if by_id is None:
+        by_id = credential_map(widget)
     chain, seen, node = [], set(), primary
     while node is not None and node.pk not in seen and len(chain) < MAX_CHAIN:
         seen.add(node.pk)
@@ -220,10 +227,11 @@ def provider_config(credential: Credential, *, assistant: Assistant | None = Non
 
 def resolve_chain(widget: Widget, *, operator: Agent | None = None, assistant: Assistant | None = None) -> list:
     """The chain of ProviderConfig to try for this operator/assistant (empty: nothing resolves)."""
-    primary = resolve_credential(widget, operator=operator, assistant=assistant)
+    by_id = credential_map(widget)
+    primary = resolve_credential(widget, operator=operator, assistant=assistant, by_id=by_id)
     if primary is None:
         return []
-    return [provider_config(c, assistant=assistant) for c in credential_chain(widget, primary)]
+    return [provider_config(c, assistant=assistant) for c in credential_chain(widget, primary, by_id)]
 
 
 # --- the integration binding ------------------------------------------------------------------------------

@@ -59,3 +59,38 @@ class WidgetIcon(models.Model):
 
     def __str__(self) -> str:
         return f"custom:{self.file_id}"
+
+
+class TextTranslation(models.Model):
+    """The AI translation of one translatable text (`widget_name`, `widget_signature`,
+    `widget_greeting`) into one locale.
+
+    `text` is the last validated translation of the source whose hash is `source_hash`; it stays
+    served while a regeneration is `pending` or after it `failed`, and only for that exact source
+    (a changed source makes it `stale`). Written through apps.widget.services by the AI app's
+    translation job.
+    """
+
+    class Status(models.TextChoices):
+        READY = "ready"
+        PENDING = "pending"
+        FAILED = "failed"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="text_translations")
+    locale = models.CharField(max_length=8)
+    field = models.CharField(max_length=32)
+    text = models.TextField(blank=True, default="")
+    source_hash = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # The source the pending (or failed) job translates.
+    requested_hash = models.CharField(max_length=64, blank=True, default="")
+    error = models.CharField(max_length=64, blank=True, default="")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "locale", "field"], name="widget_translation_one_per_text"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field} in {self.locale} (widget {self.widget_id})"

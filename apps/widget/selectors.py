@@ -3,17 +3,19 @@ and the embed snippet. Every value comes from `settings_schema` (the one definit
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils.html import escape
 
 from apps.core.models import Widget
 
 from . import settings_schema as schema
 from .cache import cached_public_config
-from .models import WidgetIcon, WidgetSettings
+from .models import TextTranslation, WidgetIcon, WidgetSettings
 
 # Widgets created before this instant are "legacy": they keep the implicit localization defaults of
 # the service before the language resource (ru; supported [ru, en]; fallback ru; AI off). Override
@@ -70,16 +72,84 @@ def settings_context(widget: Widget, *, stored: dict | None = None) -> schema.Co
     )
 
 
-def translation_status(*, enabled: bool, revision: int) -> dict:
-    """The translation store comes with the translations resource; until then it reports itself
-    unavailable (`schema_unavailable`) with zero counts, as the spec says for a missing table."""
+# The AI app registers whether the widget has an active widget-wide provider credential (the widget
+# app sits below it); without a registration nothing can translate.
+CREDENTIAL_CHECK: Callable[[Widget], bool] = lambda widget: False  # noqa: E731
+
+
+def register_credential_check(check: Callable[[Widget], bool]) -> None:
+    global CREDENTIAL_CHECK
+    CREDENTIAL_CHECK = check
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def translation_sources(values: dict) -> dict[str, dict]:
+    """{(locale, field) key: {locale, field, source, hash}} of every text an AI translation serves:
+    the enabled locales other than the content source language, the translatable fields with a
+    non-empty source text."""
+    source_language = values.get("widget_content_source_language")
+    out = {}
+    for locale in values["widget_supported_languages"]:
+        if locale == source_language:
+            continue
+        for field in schema.TRANSLATABLE:
+            text = values.get(field) or ""
+            if text:
+                out[f"{locale}:{field}"] = {"locale": locale, "field": field, "source": text, "hash": source_hash(text)}
+    return out
+
+
+def effective_settings(widget: Widget) -> dict:
+    """Every writable setting's effective value (stored, else its default)."""
+    stored = stored_values(widget)
+    return schema.effective_values(stored, settings_context(widget, stored=stored))
+
+
+def translation_rows(widget: Widget) -> dict[str, TextTranslation]:
+    return {f"{row.locale}:{row.field}": row for row in TextTranslation.objects.filter(widget=widget)}
+
+
+def translation_state(row: TextTranslation | None, current_hash: str) -> str:
+    if row is None:
+        return "stale"
+    if row.status == TextTranslation.Status.PENDING:
+        return "pending"
+    if row.status == TextTranslation.Status.FAILED and row.requested_hash == current_hash:
+        return "failed"
+    return "ready" if row.source_hash == current_hash and row.text else "stale"
+
+
+def translation_status(widget: Widget, *, values: dict, revision: int) -> dict:
+    """`{available, enabled, reason, revision, total, counts}`: `schema_unavailable` (zero counts)
+    when the translation table cannot be read, `credential_missing` while auto-translation is on and
+    no active widget-wide credential exists."""
+    enabled = bool(values["widget_auto_translate_custom_texts"])
+    counts = {"ready": 0, "stale": 0, "pending": 0, "failed": 0}
+    sources = translation_sources(values)
+    try:
+        rows = translation_rows(widget)
+    except DatabaseError:
+        return {
+            "available": False,
+            "enabled": enabled,
+            "reason": "schema_unavailable",
+            "revision": revision,
+            "total": 0,
+            "counts": counts,
+        }
+    for key, source in sources.items():
+        counts[translation_state(rows.get(key), source["hash"])] += 1
+    reason = "credential_missing" if enabled and not CREDENTIAL_CHECK(widget) else None
     return {
-        "available": False,
+        "available": True,
         "enabled": enabled,
-        "reason": "schema_unavailable",
+        "reason": reason,
         "revision": revision,
-        "total": 0,
-        "counts": {"ready": 0, "stale": 0, "pending": 0, "failed": 0},
+        "total": len(sources),
+        "counts": counts,
     }
 
 
@@ -98,9 +168,7 @@ def settings_payload(widget: Widget, row: WidgetSettings | None = None) -> dict:
         "api_enabled": widget.api_enabled,
         "widget_language_policy_revision": revision,
         "widget_translation_revision": revision,
-        "widget_translation_status": translation_status(
-            enabled=values["widget_auto_translate_custom_texts"], revision=revision
-        ),
+        "widget_translation_status": translation_status(widget, values=values, revision=revision),
         "updated_at": updated_at.isoformat(),
     }
     return {name: values[name] if name in values else read_only[name] for name in schema.FIELDS}
@@ -157,15 +225,63 @@ def icon_url(icon: WidgetIcon, absolute=None) -> str:
 # --- the public visitor config ----------------------------------------------------------------------
 
 
-def resolved_texts(values: dict) -> dict[str, dict[str, str | None]]:
-    """The translatable texts per enabled locale, in the spec's order: manual override, (current AI
-    value for the exact source hash: with the translations resource), the tenant's source text,
-    else null (the widget's catalogue text in that language)."""
+def resolved_texts(
+    values: dict, translations: dict[str, TextTranslation] | None = None
+) -> dict[str, dict[str, str | None]]:
+    """The translatable texts per enabled locale, in the spec's order: manual override, the AI value
+    for the exact source hash (the last validated one, kept while a regeneration is pending or
+    failed), the tenant's source text, else null (the widget's catalogue text in that language)."""
     matrix = values["widget_text_translations"]
+    translations = translations or {}
+
+    def ai_value(locale: str, field: str) -> str | None:
+        row = translations.get(f"{locale}:{field}")
+        source = values.get(field) or ""
+        if row is not None and row.text and source and row.source_hash == source_hash(source):
+            return row.text
+        return None
+
     return {
-        locale: {name: matrix.get(locale, {}).get(name) or values[name] for name in schema.TRANSLATABLE}
+        locale: {
+            name: matrix.get(locale, {}).get(name) or ai_value(locale, name) or values[name]
+            for name in schema.TRANSLATABLE
+        }
         for locale in values["widget_supported_languages"]
     }
+
+
+def _served_translations(widget: Widget) -> dict[str, TextTranslation]:
+    try:
+        return translation_rows(widget)
+    except DatabaseError:  # the store is unavailable: the tenant's texts are served
+        return {}
+
+
+def translations_payload(widget: Widget) -> dict:
+    """GET /v1/widget/translations: the status object, the revision and one item per text, the
+    translated text itself redacted (`has_text`)."""
+    row = get_settings_row(widget)
+    stored = dict(row.values) if row is not None else {}
+    values = schema.effective_values(stored, settings_context(widget, stored=stored))
+    revision = row.language_policy_revision if row is not None else 0
+    status = translation_status(widget, values=values, revision=revision)
+    items = []
+    if status["available"]:
+        rows = translation_rows(widget)
+        for key, source in translation_sources(values).items():
+            found = rows.get(key)
+            items.append(
+                {
+                    "locale": source["locale"],
+                    "field": source["field"],
+                    "state": translation_state(found, source["hash"]),
+                    "has_text": bool(found and found.text),
+                    "source_hash": source["hash"],
+                    "error": (found.error or None) if found else None,
+                    "updated_at": found.updated_at.isoformat() if found else None,
+                }
+            )
+    return {"status": status, "revision": revision, "items": items}
 
 
 def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> dict:
@@ -179,7 +295,7 @@ def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> 
     return {
         "language": values["widget_default_language"],
         "settings": values,
-        "texts": resolved_texts(effective),
+        "texts": resolved_texts(effective, _served_translations(widget)),
         "icon_urls": {f"custom:{icon.file_id}": icon_url(icon, absolute) for icon in icons},
         "features_from_settings": {
             "rating": values["widget_show_rating"],

@@ -12,12 +12,12 @@ from __future__ import annotations
 import uuid
 
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from apps.billing import selectors as billing
 from apps.core import events
-from apps.core.errors import ValidationFailed
+from apps.core.errors import AppError, ValidationFailed
 from apps.core.files import store_file
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
@@ -27,7 +27,7 @@ from . import settings_schema as schema
 from .cache import _generation as _generation
 from .cache import purge_widget_cache as purge_widget_cache
 from .icons import IconInfo
-from .models import WidgetIcon, WidgetSettings
+from .models import TextTranslation, WidgetIcon, WidgetSettings
 
 # --- settings writes (everything below reads the one definition in settings_schema) -----------------
 
@@ -114,3 +114,58 @@ def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconIn
     icon.save()
     _config_changed(widget)
     return icon
+
+
+# --- AI translations of the translatable texts ------------------------------------------------------------
+
+
+class TranslationStoreUnavailable(AppError):
+    """The translation store cannot be written now; nothing was reserved or dispatched. Retry later."""
+
+    status, code, title = 503, "widget_translation_store_unavailable", "Translation store unavailable"
+
+
+def request_translations(*, widget: Widget, pairs: list[tuple[str, str, str]]) -> list[TextTranslation]:
+    """Mark each (locale, field, source hash) `pending`, keeping the last validated text, which stays
+    served until the job stores its replacement. Runs in the caller's transaction (a savepoint, so a
+    store failure leaves the caller's transaction usable); TranslationStoreUnavailable when the table
+    cannot be written."""
+    now = timezone.now()
+    rows = []
+    try:
+        with transaction.atomic():
+            for locale, field, requested_hash in pairs:
+                row, _ = TextTranslation.objects.select_for_update().get_or_create(
+                    widget=widget, locale=locale, field=field
+                )
+                row.status = TextTranslation.Status.PENDING
+                row.requested_hash = requested_hash
+                row.error = ""
+                row.updated_at = now
+                row.save(update_fields=["status", "requested_hash", "error", "updated_at"])
+                rows.append(row)
+    except DatabaseError:
+        raise TranslationStoreUnavailable("The translation store cannot be written now.") from None
+    return rows
+
+
+@transaction.atomic
+def store_translation(*, widget: Widget, translation_id: int, requested_hash: str, text: str) -> TextTranslation | None:
+    """The job's validated text for the source it was asked to translate. A job overtaken by a newer
+    request (another hash) stores nothing. The served config is purged."""
+    row = TextTranslation.objects.select_for_update().filter(pk=translation_id, widget=widget).first()
+    if row is None or row.requested_hash != requested_hash:
+        return None
+    row.text, row.source_hash = text, requested_hash
+    row.status, row.error, row.updated_at = TextTranslation.Status.READY, "", timezone.now()
+    row.save(update_fields=["text", "source_hash", "status", "error", "updated_at"])
+    _config_changed(widget)
+    return row
+
+
+@transaction.atomic
+def fail_translation(*, widget: Widget, translation_id: int, requested_hash: str, error: str) -> None:
+    """The job could not produce a valid text: `failed`, the last validated text still served."""
+    TextTranslation.objects.filter(pk=translation_id, widget=widget, requested_hash=requested_hash).update(
+        status=TextTranslation.Status.FAILED, error=error[:64], updated_at=timezone.now()
+    )

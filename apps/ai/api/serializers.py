@@ -464,3 +464,76 @@ def demand_payload(signal: DemandSignal) -> dict:
         "sample": signal.sample,
         "occurred_at": signal.occurred_at.isoformat(),
     }
+
+
+# --- widget translations ----------------------------------------------------------------------------------
+
+
+class RegenerateInput(InputSerializer):
+    def get_fields(self):
+        return {
+            "fields": serializers.ListField(
+                child=serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting")),
+                min_length=1,
+                max_length=3,
+            ),
+            "locales": serializers.ListField(
+                child=serializers.ChoiceField(choices=LOCALE_CHOICES), min_length=1, max_length=7
+            ),
+        }
+
+    def validate(self, attrs):
+        for name in ("fields", "locales"):
+            if len(set(attrs[name])) != len(attrs[name]):
+                raise serializers.ValidationError({name: ["Give each value once."]})
+        return attrs
+
+
+class TranslationCountsDoc(serializers.Serializer):
+    ready = serializers.IntegerField()
+    stale = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class TranslationStatusDoc(serializers.Serializer):
+    available = serializers.BooleanField()
+    enabled = serializers.BooleanField()
+    reason = serializers.ChoiceField(choices=["schema_unavailable", "credential_missing"], allow_null=True)
+    revision = serializers.IntegerField()
+    total = serializers.IntegerField()
+    counts = TranslationCountsDoc()
+
+
+class TranslationItemDoc(serializers.Serializer):
+    locale = serializers.ChoiceField(choices=LOCALE_CHOICES)
+    field = serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting"))
+    state = serializers.ChoiceField(choices=["ready", "stale", "pending", "failed"])
+    has_text = serializers.BooleanField()
+    source_hash = serializers.CharField()
+    error = serializers.CharField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class TranslationsDoc(serializers.Serializer):
+    status = TranslationStatusDoc()
+    revision = serializers.IntegerField()
+    items = TranslationItemDoc(many=True)
+
+
+class TranslationsEnvelope(serializers.Serializer):
+    data = TranslationsDoc()
+
+
+class RegenerateJobDoc(serializers.Serializer):
+    locale = serializers.ChoiceField(choices=LOCALE_CHOICES)
+    field = serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting"))
+
+
+class RegenerateDoc(serializers.Serializer):
+    accepted = serializers.IntegerField()
+    jobs = RegenerateJobDoc(many=True)
+
+
+class RegenerateEnvelope(serializers.Serializer):
+    data = RegenerateDoc()

@@ -24,5 +24,11 @@ urlpatterns = [
     ),
     re_path(r"^ai/marketplace/templates/(?P<slug>[^/]+)/?$", views.TemplateDetailView.as_view(), name="ai-template"),
     re_path(r"^ai/assistant/integration/?$", views.IntegrationView.as_view(), name="ai-integration"),
+    re_path(r"^widget/translations/?$", views.WidgetTranslationsView.as_view(), name="widget-translations"),
+    re_path(
+        r"^widget/translations/regenerate/?$",
+        views.WidgetTranslationsRegenerateView.as_view(),
+        name="widget-translations-regenerate",
+    ),
     *router.urls,
 ]

@@ -1,6 +1,6 @@
 """AI configuration routes: settings, phrases, assistants, AI operators, credentials, alerts,
 demand signals, the marketplace and the integration binding. Thin: parse, call one service or
-selector, serialize. The detached assistant test lives in `apps.ai.api.test_views`."""
+selector, serialize. The detached assistant test lives in `apps.ai.api.detached_views`."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from apps.core.api.pagination import parse_limit
 from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import NotFound, ValidationFailed
+from apps.widget import selectors as widget_selectors
 
-from .. import marketplace, models_list, selectors, services
+from .. import marketplace, models_list, selectors, services, translations
 from ..models import Alert, Assistant, Credential, DemandSignal
 from . import serializers as s
 
@@ -567,3 +568,51 @@ class IntegrationView(ScopedAPIView):
         if not services.unbind_integration(widget=request.widget):
             raise NotFound("The widget has no integration binding.")
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- widget translations ----------------------------------------------------------------------------------
+
+
+class WidgetTranslationsView(ScopedAPIView):
+    """GET /v1/widget/translations."""
+
+    route_scopes = {"get": ["widget:read"]}
+
+    @extend_schema(
+        summary="Widget text translations",
+        description="The translation status object (`{available, enabled, reason, revision, total, counts}`; "
+        "`schema_unavailable` when the store cannot be read, `credential_missing` while auto-translation is on "
+        "without an active widget-wide credential), the revision, and one item per translatable text and enabled "
+        "locale with its state (`ready`, `stale`, `pending`, `failed`); the translated text itself is redacted "
+        "(`has_text`).",
+        responses={200: s.TranslationsEnvelope},
+    )
+    def get(self, request):
+        _no_query(request)
+        return Response({"data": widget_selectors.translations_payload(request.widget)})
+
+
+class WidgetTranslationsRegenerateView(ScopedAPIView):
+    """POST /v1/widget/translations/regenerate."""
+
+    route_scopes = {"post": ["widget:write"]}
+    idempotency_required = {"post"}
+    problem_statuses = {"post": [409, 503]}
+
+    @extend_schema(
+        summary="Regenerate widget text translations",
+        description="`{fields: [widget_name, widget_signature, widget_greeting], locales: [...]}` (enabled locales "
+        "other than the content source language; fields with a source text). Asynchronous (202): each text is "
+        "marked `pending` and translated by a worker through the widget-wide credential; the last validated "
+        "translation stays served while it is pending or if it fails. Reserves one provider job per field and "
+        "locale in the widget's budget of 42 per hour, all or none (429 `widget_translation_rate_limited` with "
+        "`Retry-After`); a budget store that is down fails closed (503 `widget_translation_budget_unavailable`), "
+        "as does the translation store (503 `widget_translation_store_unavailable`). No widget-wide credential: "
+        "409 `credential_unavailable`. A request refused with 422, 429 or 503 releases its idempotency key.",
+        request=s.RegenerateInput,
+        responses={202: s.RegenerateEnvelope},
+    )
+    def post(self, request):
+        data = self.validated(s.RegenerateInput)
+        result = translations.regenerate(widget=request.widget, fields=data["fields"], locales=data["locales"])
+        return Response({"data": result}, status=status.HTTP_202_ACCEPTED)

@@ -26,6 +26,14 @@ def test_lists_the_providers_models(client, cred):
     assert fake.api_key.encode() not in r.content
 
 
+def test_the_credentials_model_is_recommended(client, cred):
+    fake, credential = cred
+    credential.model = fake.models[1]
+    credential.save()
+    data = client.get(f"/api/v1/ai/credentials/{credential.pk}/models").json()["data"]
+    assert [m["id"] for m in data if m["is_recommended"]] == [fake.models[1]]
+
+
 def test_anthropic_models(client, widget, llm_fake):
     fake = llm_fake("anthropic")
     credential = CredentialFactory(widget=widget, provider="anthropic", api_key=fake.api_key, base_url=fake.base_url)

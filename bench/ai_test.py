@@ -1,0 +1,165 @@
+"""The detached assistant test: POST /api/v1/ai/assistants/{id}/test against an OpenAI-format loopback fake
+that answers at once, p50 and p99, against the floor of the same completion made directly with the
+official OpenAI SDK against the same fake in the same run (apps.ai.testing.sdk_floor_completion).
+Target: p50 ratio at most 3.
+
+Then concurrency: N detached tests whose provider answers after SLOW_SECONDS run at once (one widget each:
+the spec allows one in flight per widget) while a chat list of another widget is timed; the figure is the
+largest N for which every test answers 200 and the chat list's median stays under 2x its idle median.
+
+Needs PostgreSQL (DATABASE_URL); seeds its own small data (widgets named `bench-ai-*`) and migrates
+the database when needed. The server runs under uvicorn as in production (one process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.lib.common import Server, bench_line, env_int, session, skipped  # noqa: E402
+from bench.lib.env import migrations_pending, postgres_problem, setup_django  # noqa: E402
+
+NAME = "ai_test"
+TARGET = 3
+ITERATIONS = env_int("BENCH_AI_ITERATIONS", 200)
+SLOW_SECONDS = 2.0
+LEVELS = (10, 25, 50, 100)
+
+
+def seed(count: int, fake) -> list[dict]:
+    """`count` widgets, each with an assistant, an operator, a credential on the fake and a token."""
+    from apps.agents import services as agent_services
+    from apps.agents.models import Agent
+    from apps.ai.models import Assistant, Credential
+    from apps.core import services as core_services
+    from apps.core.testing.factories import WidgetFactory
+    from apps.webhooks.services import encrypt_secret
+
+    out = []
+    for _ in range(count):
+        tag = uuid.uuid4().hex[:12]
+        widget = WidgetFactory(name=f"bench-ai-{tag}", api_enabled=True, account__user__username=f"bench-ai-{tag}")
+        assistant = Assistant.objects.create(widget=widget, name="Bench", system_prompt="Be brief.")
+        agent_services.create_ai_agent(widget=widget, name="Bot", assistant_id=assistant.pk, status=Agent.Status.ACTIVE)
+        Credential.objects.create(
+            widget=widget,
+            provider="openai",
+            api_key_encrypted=encrypt_secret(fake.api_key),
+            base_url=fake.base_url,
+            model="gpt-4o-mini",
+        )
+        token = core_services.issue_token(widget=widget, scopes=["ai:write", "ai:read", "chats:read"]).plaintext
+        out.append({"widget": widget.pk, "assistant": assistant.pk, "token": token})
+    return out
+
+
+def post_test(http, base: str, item: dict) -> tuple[int, float]:
+    started = time.perf_counter()
+    r = http.post(
+        f"{base}/api/v1/ai/assistants/{item['assistant']}/test",
+        data=json.dumps({"question": "How long is delivery?", "operators": "online"}),
+        headers={
+            "Authorization": f"Bearer {item['token']}",
+            "Content-Type": "application/json",
+            "X-Service-Idempotency-Key": uuid.uuid4().hex,
+        },
+        timeout=120,
+    )
+    return r.status_code, (time.perf_counter() - started) * 1000
+
+
+def chat_list_ms(http, base: str, token: str) -> float:
+    started = time.perf_counter()
+    r = http.get(f"{base}/api/v1/chats?limit=20", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    assert r.status_code == 200, r.status_code
+    return (time.perf_counter() - started) * 1000
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    problem = postgres_problem()
+    if problem:
+        skipped(NAME, problem)
+        return 0
+    from apps.ai.testing import FakeLLM, ca_path, sdk_floor_client, sdk_floor_completion, slow
+
+    os.environ["OUTBOUND_ALLOW_LOOPBACK"] = "1"
+    os.environ["REQUESTS_CA_BUNDLE"] = ca_path()
+    setup_django()
+    if migrations_pending():
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+
+    with FakeLLM("openai", text="Delivery takes two days.") as fake:
+        per_widget = 10  # the spec's start budget per widget and minute
+        latency_items = seed(ITERATIONS // per_widget + 1, fake)
+        load_items = seed(max(LEVELS), fake)
+        observer = seed(1, fake)[0]
+        with Server(NAME) as server:
+            http = session()
+            for item in latency_items[:1]:  # warm up
+                post_test(http, server.base, item)
+            ours = []
+            for i in range(ITERATIONS):
+                status, ms = post_test(http, server.base, latency_items[1 + i // per_widget])
+                assert status == 200, status
+                ours.append(ms)
+            client = sdk_floor_client(fake.base_url, fake.api_key)
+            sdk_floor_completion(client, "warm up")
+            floor = []
+            for _ in range(ITERATIONS):
+                started = time.perf_counter()
+                sdk_floor_completion(client, "How long is delivery?")
+                floor.append((time.perf_counter() - started) * 1000)
+            p50, p99 = percentile(ours, 50), percentile(ours, 99)
+            f50, f99 = percentile(floor, 50), percentile(floor, 99)
+            bench_line(f"{NAME}.p50", ours=p50, floor=f50, ratio=p50 / f50, target=TARGET, unit="ms")
+            bench_line(f"{NAME}.p99", ours=p99, floor=f99, ratio=p99 / f99, target="-", unit="ms")
+
+            idle = statistics.median(chat_list_ms(http, server.base, observer["token"]) for _ in range(30))
+            sustained = 0
+            for level in LEVELS:
+                fake.reset()
+                fake.script(*[slow(SLOW_SECONDS, "Slow answer.") for _ in range(level)])
+                results: list[int] = []
+
+                def one(item: dict, results: list[int] = results) -> None:
+                    results.append(post_test(session(), server.base, item)[0])
+
+                threads = [threading.Thread(target=one, args=(item,)) for item in load_items[:level]]
+                for t in threads:
+                    t.start()
+                time.sleep(min(0.5, SLOW_SECONDS / 4))
+                during = []
+                while any(t.is_alive() for t in threads) and len(during) < 20:
+                    during.append(chat_list_ms(http, server.base, observer["token"]))
+                for t in threads:
+                    t.join()
+                loaded = statistics.median(during) if during else float("nan")
+                ok = results.count(200) == level and loaded < 2 * idle
+                print(
+                    f"BENCH {NAME}.concurrency level={level} tests_ok={results.count(200)}/{level} "
+                    f"chat_list_idle={idle:.1f}ms chat_list_loaded={loaded:.1f}ms ok={ok}"
+                )
+                if not ok:
+                    break
+                sustained = level
+            print(f"BENCH {NAME}.concurrent_tests sustained={sustained} (levels tried: {LEVELS})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
