@@ -28,6 +28,7 @@ BEAT_SCHEDULE = {
     "core.redrive_outbox": ("apps.core.tasks.redrive_outbox", 60),
     "core.purge_idempotency_keys": ("apps.core.tasks.purge_idempotency_keys", 3600),
     "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
+    "core.purge_signed_nonces": ("apps.core.tasks.purge_signed_nonces", 600),
     "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
     "chats.purge_visitor_sessions": ("apps.chats.tasks.purge_visitor_sessions", 3600),
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),

@@ -152,3 +152,16 @@ class RateLimitHit(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["bucket", "at"], name="ratelimit_bucket_at")]
+
+
+class SignedNonce(models.Model):
+    """A used `X-Service-Nonce` of a signed application-assistant call (apps.core.signed), unique
+    per widget: of two requests with one nonce exactly one insert wins. Kept 600 s."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    nonce = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["widget", "nonce"], name="signed_nonce_once")]
+        indexes = [models.Index(fields=["created_at"], name="signed_nonce_created")]

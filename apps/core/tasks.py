@@ -34,3 +34,10 @@ def purge_rate_limit_hits() -> int:
     # The longest database-backed window is one hour; a day keeps a wide margin.
     deleted, _ = RateLimitHit.objects.filter(at__lt=time.time() - 86400).delete()
     return deleted
+
+
+@shared_task
+def purge_signed_nonces() -> int:
+    from apps.core import signed
+
+    return signed.purge_nonces()

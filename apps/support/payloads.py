@@ -156,3 +156,23 @@ def chat_payload(chat: Chat, *, detail: bool = False, token_id: int | None = Non
         "updated_at": chat.updated_at.isoformat(),
     }
     return body
+
+
+def ticket_payload(ticket: Ticket, *, now=None) -> dict:
+    chat = ticket.chat
+    return {
+        "number": ticket.number,
+        "state": ticket.state,
+        "reason": ticket.reason or None,
+        "priority": ticket.priority,
+        "held_for_owner": ticket.held_for_owner,
+        "source": ticket.source,
+        "category": ticket.category,
+        "subject": ticket.subject or None,
+        "duplicate_of": ticket.duplicate_of,
+        "chat_id": ticket.chat_id,
+        "account": account_payload(getattr(chat, "support_account", None), chat=chat, now=now),
+        "created_at": ticket.created_at.isoformat(),
+        "updated_at": ticket.updated_at.isoformat(),
+        "closed_at": _iso(ticket.closed_at),
+    }

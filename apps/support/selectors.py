@@ -113,3 +113,11 @@ def customer_addresses(*, chat: Chat) -> tuple[set[str], set[str]]:
     for body in bodies:
         emails.update(emails_in(body))
     return emails, phones
+
+
+def ticket_transcript(*, ticket, limit: int) -> list[Message]:
+    """The ticket's opening: its first message and what followed, oldest first."""
+    qs = Message.objects.filter(chat_id=ticket.chat_id, widget_id=ticket.widget_id, visibility="public")
+    if ticket.opening_message_id:
+        qs = qs.filter(id__gte=ticket.opening_message_id)
+    return list(qs.select_related("agent", "file").order_by("id")[:limit])

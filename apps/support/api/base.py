@@ -97,10 +97,13 @@ class SupportViewMixin:
                 fields["outcome"] = self.audit.get("outcome", SupportAction.Outcome.OK)
         return fields
 
-    def open_audit_row(self) -> SupportAction:
-        """Create this action's audit row now (inside the action's transaction), so the response can
-        name it; `finalize_response` completes it, or writes it anew if the transaction rolled back."""
-        self._audit_row = SupportAction.objects.create(**self.audit_fields(self.request))
+    def open_audit_row(self, *, status: int) -> SupportAction:
+        """Create this action's audit row now, as answered with `status` (inside the action's
+        transaction), so the response can name it. `finalize_response` leaves it when the answer is
+        that status, and otherwise (the transaction rolled back, or another answer) writes it again."""
+        fields = self.audit_fields(self.request)
+        fields.update(status_code=status, finished_at=timezone.now(), outcome=self.audit.get("outcome", "ok"))
+        self._audit_row = SupportAction.objects.create(**fields)
         return self._audit_row
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -110,7 +113,9 @@ class SupportViewMixin:
                 response.data.setdefault("reason", response.data["code"])
         if isinstance(getattr(request, "_user", None), TokenPrincipal) and getattr(request, "_auth", None) is not None:
             fields = self.audit_fields(request, response)
-            row = self._audit_row if hasattr(self, "_audit_row") else None
+            row = getattr(self, "_audit_row", None)
+            if row is not None and row.status_code == response.status_code:
+                return response  # written with the action, committed with it
             updated = 0
             if row is not None:
                 updated = SupportAction.objects.filter(pk=row.pk).update(**fields)

@@ -97,8 +97,8 @@ class SupportAccountDoc(serializers.Serializer):
     link = serializers.ChoiceField(choices=["anonymous", "awaiting_code", "verified", "none"])
     email = serializers.CharField(allow_null=True)
     app_user_id = serializers.CharField(allow_null=True)
-    link_source = serializers.ChoiceField(
-        choices=["email_code", "agent_code", "cabinet", "telegram_link", "app_ticket"], required=False
+    link_source = serializers.CharField(
+        required=False, help_text="email_code, agent_code, cabinet, telegram_link or app_ticket"
     )
     identity_expires_at = serializers.DateTimeField(allow_null=True)
     regrant_needed = serializers.BooleanField()
@@ -131,7 +131,7 @@ class SupportLastMessageDoc(serializers.Serializer):
 
 class SupportTicketBriefDoc(serializers.Serializer):
     number = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=["open", "closed"])
+    state = serializers.CharField(help_text="open or closed")
     priority = serializers.CharField()
     held_for_owner = serializers.BooleanField()
     created_at = serializers.DateTimeField()

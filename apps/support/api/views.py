@@ -60,7 +60,10 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
     }
 
     def scope_queryset(self, queryset):
-        return selectors.support_chats(self.request.widget).filter(pk__in=queryset.values("pk"))
+        if self.action in ("list", "retrieve"):
+            # The payload's facts (annotations, account, lease, open ticket) in a fixed number of queries.
+            return selectors.support_chats(self.request.widget).filter(pk__in=queryset.values("pk"))
+        return queryset.select_related("contact", "support_account")
 
     @extend_schema(
         summary="List support chats",
@@ -176,7 +179,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
             note=data.get("note", ""),
         )
         self.audit["claim_id"] = lease.claim_id
-        row = self.open_audit_row()
+        row = self.open_audit_row(status=200)
         return Response(
             {
                 "chat_id": chat.pk,
@@ -202,7 +205,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
         data = self.validated(s.ReleaseInput)
         self.audit["claim_id"] = data["claim_id"]
         services.release_chat(widget=request.widget, chat=chat, claim_id=data["claim_id"])
-        row = self.open_audit_row()
+        row = self.open_audit_row(status=200)
         return Response({"chat_id": chat.pk, "released": True, "action_id": row.pk})
 
     @extend_schema(
@@ -251,7 +254,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
         confirmed = time.monotonic() - started <= STORE_CONFIRM_SECONDS
         if not confirmed:
             self.audit["outcome"] = SupportAction.Outcome.PENDING
-        row = self.open_audit_row()
+        row = self.open_audit_row(status=201 if confirmed else 202)
         return Response(
             {
                 "action_id": row.pk,

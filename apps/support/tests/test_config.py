@@ -114,3 +114,39 @@ def test_unknown_widget_exits_2(db, capsys):
     with pytest.raises(SystemExit) as exc:
         call_command("configure_support", "--widget", "999999", "--config", "{}")
     assert exc.value.code == 2
+
+
+def test_admin_form_refuses_enabling_without_an_allowlist(widget):
+    from apps.support.admin import SupportConfigForm
+
+    agent = AgentFactory(widget=widget)
+    base = {
+        "widget": widget.pk,
+        "enabled": True,
+        "operator": agent.pk,
+        "allowed_tokens": '["cwt_AbCdEf12"]',
+        "ip_allowlist": "[]",
+        "link_hosts": "[]",
+        "exact_links": "[]",
+        "ipv4_literals": "[]",
+        "messenger_handles": "[]",
+        "emails": "[]",
+        "channels": '["widget"]',
+        "room_reply_limit": '{"count": 3, "window_sec": 1800}',
+        "token_reply_limit": '{"per_10_min": 20, "per_day": 300}',
+    }
+    form = SupportConfigForm(data=base)
+    assert not form.is_valid()
+    assert "an IP allowlist" in str(form.errors)
+    form = SupportConfigForm(data={**base, "ip_allowlist": '["127.0.0.1/32"]'})
+    assert form.is_valid(), form.errors
+    stored = form.save()
+    assert stored.enabled and stored.operator_id == agent.pk and stored.ip_allowlist == ["127.0.0.1/32"]
+
+
+def test_admin_pages_render(admin_client, widget):
+    from apps.support.models import SupportConfig
+
+    SupportConfig.objects.create(widget=widget)
+    for url in ("/admin/support/supportconfig/", "/admin/support/supportconfig/add/", "/admin/support/supportaction/"):
+        assert admin_client.get(url).status_code == 200, url

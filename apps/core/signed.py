@@ -1,0 +1,138 @@
+"""The signed envelope of the application-assistant endpoints (product-decisions.md "Signed
+application-assistant calls"): the one verifier every signed route calls.
+
+A request carries the bound token (`Authorization: Bearer`) and
+- `X-Service-Timestamp`: Unix seconds, within 300 s of ours (else 401 `stale_timestamp`);
+- `X-Service-Nonce`: 16 to 64 characters of `[A-Za-z0-9_-]`, never seen before within 600 s
+  (else 409 `nonce_reused`);
+- `X-Service-Signature`: `sha256=v1:` + lowercase hex HMAC-SHA256 over
+  `"{timestamp}.{nonce}.".encode() + raw body`, keyed with the binding's 48-character signing
+  secret (else 401 `invalid_signature`).
+
+SECURITY: the order is binding and token (403 `token_not_bound`) -> header shapes and signature
+(401) -> timestamp window (401) -> nonce (409). The nonce is stored only after the signature and
+the timestamp passed, so a request refused for either does not use it up; it is stored by a unique
+insert (atomic across processes on every database). Signatures are compared in constant time.
+
+The integration binding (bound token and signing secret) belongs to the AI app, which core may not
+import: that app registers `register_binding_lookup(fn)`, `fn(widget) -> SigningBinding | None`.
+With no binding (or no lookup registered) every signed call is 403 `token_not_bound`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.errors import AppError
+from apps.core.models import ApiToken, SignedNonce, Widget
+
+TIMESTAMP_HEADER = "X-Service-Timestamp"
+NONCE_HEADER = "X-Service-Nonce"
+SIGNATURE_HEADER = "X-Service-Signature"
+WINDOW_SECONDS = 300
+NONCE_TTL = timedelta(seconds=600)
+SIGNATURE_PREFIX = "sha256=v1:"
+_NONCE_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+_TIMESTAMP_RE = re.compile(r"[0-9]{1,12}")
+_SIGNATURE_RE = re.compile(r"sha256=v1:[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class SigningBinding:
+    token_id: int
+    secret: str
+
+
+class InvalidSignature(AppError):
+    """The signed call's signature is missing or wrong, or its timestamp or nonce header is malformed."""
+
+    status, code, title = 401, "invalid_signature", "Invalid signature"
+    headers = {"WWW-Authenticate": 'Bearer realm="api", error="invalid_signature"'}
+
+
+class StaleTimestamp(AppError):
+    """`X-Service-Timestamp` is more than 300 s away from the server's clock."""
+
+    status, code, title = 401, "stale_timestamp", "Stale timestamp"
+    headers = {"WWW-Authenticate": 'Bearer realm="api", error="stale_timestamp"'}
+
+
+class NonceReused(AppError):
+    """This `X-Service-Nonce` was used within 600 s; sign the request again with a new nonce."""
+
+    status, code, title = 409, "nonce_reused", "Nonce already used"
+
+
+class TokenNotBound(AppError):
+    """Signed calls take only the token bound to the widget's integration (and need a binding)."""
+
+    status, code, title = 403, "token_not_bound", "Token not bound"
+
+
+_lookup: Callable[[Widget], SigningBinding | None] | None = None
+
+
+def register_binding_lookup(fn: Callable[[Widget], SigningBinding | None] | None) -> None:
+    """Called once by the app that owns integration bindings (the AI app), in its ready()."""
+    global _lookup
+    _lookup = fn
+
+
+def binding_for(widget: Widget) -> SigningBinding | None:
+    return _lookup(widget) if _lookup is not None else None
+
+
+def sign(*, secret: str, timestamp: str, nonce: str, body: bytes) -> str:
+    """The `X-Service-Signature` value of a request (also what clients and tests compute)."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.{nonce}.".encode() + body, hashlib.sha256).hexdigest()
+    return SIGNATURE_PREFIX + digest
+
+
+def verify(*, widget: Widget, token: ApiToken, meta: dict, body: bytes, now: float | None = None) -> str:
+    """Check a signed call (see the module docstring); returns the nonce, now used up."""
+    binding = binding_for(widget)
+    if binding is None or not hmac.compare_digest(str(binding.token_id), str(token.pk)):
+        raise TokenNotBound("Signed calls take only the token bound to this widget's integration.")
+    timestamp = meta.get("HTTP_X_SERVICE_TIMESTAMP") or ""
+    nonce = meta.get("HTTP_X_SERVICE_NONCE") or ""
+    signature = meta.get("HTTP_X_SERVICE_SIGNATURE") or ""
+    if not _TIMESTAMP_RE.fullmatch(timestamp) or not _NONCE_RE.fullmatch(nonce):
+        raise InvalidSignature(
+            f"Send {TIMESTAMP_HEADER} (Unix seconds) and {NONCE_HEADER} (16 to 64 of [A-Za-z0-9_-])."
+        )
+    expected = sign(secret=binding.secret, timestamp=timestamp, nonce=nonce, body=body)
+    if not _SIGNATURE_RE.fullmatch(signature) or not hmac.compare_digest(expected, signature):
+        raise InvalidSignature("The signature does not match the request.")
+    now = time.time() if now is None else now
+    if abs(now - int(timestamp)) > WINDOW_SECONDS:
+        raise StaleTimestamp(f"{TIMESTAMP_HEADER} must be within {WINDOW_SECONDS} s of the server's clock.")
+    _use_nonce(widget, nonce)
+    return nonce
+
+
+def _use_nonce(widget: Widget, nonce: str) -> None:
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                SignedNonce.objects.create(widget=widget, nonce=nonce)
+                return
+        except IntegrityError:
+            stale = timezone.now() - NONCE_TTL
+            if SignedNonce.objects.filter(widget=widget, nonce=nonce, created_at__lte=stale).delete()[0]:
+                continue  # seen more than 600 s ago: free again
+            raise NonceReused("This nonce was already used; sign the request again with a new nonce.") from None
+    raise NonceReused("This nonce is in use.")
+
+
+def purge_nonces() -> int:
+    deleted, _ = SignedNonce.objects.filter(created_at__lte=timezone.now() - NONCE_TTL).delete()
+    return deleted

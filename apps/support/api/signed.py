@@ -1,0 +1,234 @@
+"""The signed application-assistant endpoints of the support surface: ticket intake and status,
+account link and revoke. Authenticated by the bound token and the signed envelope of
+apps.core.signed (no idempotency header: the nonce protects from replay, `request_id` makes the
+writes idempotent for 24 h)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from apps.core import signed
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+from apps.core.api.views import ScopedAPIView
+from apps.core.errors import NotFound
+
+from .. import services
+from ..models import SupportConfig
+from .serializers import StrictIntegerField
+
+USER_ID = r"^[A-Za-z0-9_.:@-]{1,128}$"
+REQUEST_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
+SIGNED_PROBLEMS = [401, 403, 409, 413, 415, 422, 429, 503]
+
+
+class SignedAssistantView(ScopedAPIView):
+    """SECURITY: authentication -> rate limit -> api_enabled and `ai:write` -> `available()` (404
+    while off) -> the signed envelope (bound token, signature, timestamp, nonce) -> the action."""
+
+    abstract = True
+    route_scopes = {"post": ["ai:write"]}
+    problem_statuses = {"post": SIGNED_PROBLEMS}
+
+    def available(self, request) -> bool:
+        return True
+
+    def check_permissions(self, request):
+        super().check_permissions(request)
+        if not self.available(request):
+            raise NotFound()
+        # The raw bytes are read before the parser runs (Django keeps them for it).
+        signed.verify(widget=request.widget, token=request.auth, meta=request.META, body=request._request.body)
+
+
+class ContractField(serializers.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(choices=["v1"], **kwargs)
+
+
+class AccountRefInput(InputSerializer):
+    user_id = StrictRegexField(USER_ID)
+    email = serializers.EmailField(required=False, max_length=254)
+
+
+class ClientInput(InputSerializer):
+    platform = StrictCharField(max_length=32, required=False)
+    app_version = StrictCharField(max_length=32, required=False)
+    locale = StrictRegexField(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?$", required=False)
+
+
+class RefundInput(InputSerializer):
+    order_id = StrictCharField(max_length=128)
+    reason = StrictCharField(max_length=500, required=False)
+
+
+class TicketIntakeInput(InputSerializer):
+    contract = ContractField()
+    request_id = StrictRegexField(REQUEST_ID)
+    source = serializers.ChoiceField(choices=["app", "web", "bot"])
+    category = serializers.ChoiceField(choices=["billing", "technical", "account", "other"])
+    message = StrictCharField(min_length=1, max_length=4000)
+    subject = StrictCharField(max_length=200, required=False)
+    in_reply_to = StrictIntegerField(min_value=1, required=False)
+    account = AccountRefInput()
+    client = ClientInput(required=False)
+    context = serializers.DictField(required=False)
+    refund = RefundInput(required=False)
+
+
+class TicketCursorInput(InputSerializer):
+    number = StrictIntegerField(min_value=1)
+    after_message_id = StrictIntegerField(min_value=0, required=False)
+
+
+class StatusAccountInput(InputSerializer):
+    user_id = StrictRegexField(USER_ID)
+
+
+class TicketStatusInput(InputSerializer):
+    contract = ContractField()
+    account = StatusAccountInput()
+    tickets = TicketCursorInput(many=True, required=False, max_length=services.STATUS_MAX_TICKETS)
+
+
+class TargetInput(InputSerializer):
+    chat_id = StrictIntegerField(min_value=1, required=False)
+    ticket = StrictIntegerField(min_value=1, required=False)
+    widget_visitor = StrictRegexField(r"^[0-9a-f]{32}$", required=False)
+    telegram_user = StrictCharField(max_length=64, required=False)
+
+    def validate(self, attrs):
+        if len(attrs) != 1:
+            raise serializers.ValidationError("Name exactly one of chat_id, ticket, widget_visitor.")
+        return attrs
+
+
+class LinkAccountInput(InputSerializer):
+    app_user_id = StrictRegexField(USER_ID)
+    email = serializers.EmailField(required=False, max_length=254)
+
+
+class GrantInput(InputSerializer):
+    token = StrictCharField(min_length=1, max_length=512)
+    expires_at = serializers.DateTimeField()
+
+
+class AccountLinkInput(InputSerializer):
+    contract = ContractField()
+    request_id = StrictRegexField(REQUEST_ID)
+    target = TargetInput()
+    account = LinkAccountInput()
+    method = serializers.ChoiceField(choices=list(services.IDENTITY_MAX))
+    identity_expires_at = serializers.DateTimeField()
+    grant = GrantInput()
+    verification_ref = StrictCharField(max_length=128, required=False)
+
+
+class RevokeInput(InputSerializer):
+    contract = ContractField()
+    request_id = StrictRegexField(REQUEST_ID)
+    target = TargetInput()
+    reason = StrictCharField(max_length=200)
+
+
+class TicketIntakeDoc(serializers.Serializer):
+    number = serializers.IntegerField()
+    state = serializers.CharField(help_text="open or closed")
+    chat_id = serializers.IntegerField()
+    created = serializers.BooleanField()
+
+
+class TicketReplyDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    text = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TicketStatusItemDoc(serializers.Serializer):
+    number = serializers.IntegerField()
+    state = serializers.CharField()
+    reason = serializers.CharField(allow_null=True)
+    replies = TicketReplyDoc(many=True)
+
+
+class TicketStatusDoc(serializers.Serializer):
+    tickets = TicketStatusItemDoc(many=True)
+    not_found = serializers.ListField(child=serializers.IntegerField())
+
+
+class AccountLinkDoc(serializers.Serializer):
+    bound = serializers.BooleanField()
+    chat_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    identity_expires_at = serializers.DateTimeField(required=False)
+    grant_expires_at = serializers.DateTimeField(required=False)
+    revoked = serializers.IntegerField(required=False)
+
+
+class TicketIntakeView(SignedAssistantView):
+    @extend_schema(
+        summary="File a support ticket (signed)",
+        description="Files a ticket for the application account: one room and one open ticket per account "
+        "(a further intake appends to the open ticket, `created: false`); appears in the widget's ticket "
+        "queue; idempotent on `request_id` for 24 h; 60 per minute per widget, 10 per hour per account. "
+        "The service never contacts the customer; read replies with tickets/status.",
+        request=TicketIntakeInput,
+        responses={200: TicketIntakeDoc},
+    )
+    def post(self, request):
+        data = self.validated(TicketIntakeInput)
+        return Response(services.file_ticket(widget=request.widget, data=data))
+
+
+class TicketStatusView(SignedAssistantView):
+    @extend_schema(
+        summary="Read ticket replies (signed)",
+        description="Human support replies after each cursor for up to 20 tickets of the account; other "
+        "accounts' numbers come back in `not_found`. Read-only.",
+        request=TicketStatusInput,
+        responses={200: TicketStatusDoc},
+    )
+    def post(self, request):
+        data = self.validated(TicketStatusInput)
+        result = services.ticket_status(
+            widget=request.widget, user_id=data["account"]["user_id"], cursors=data.get("tickets")
+        )
+        return Response(result)
+
+
+def _account_link_on(request) -> bool:
+    return SupportConfig.objects.filter(widget=request.widget, account_link=True).exists()
+
+
+class AccountLinkView(SignedAssistantView):
+    def available(self, request) -> bool:
+        return _account_link_on(request)
+
+    @extend_schema(
+        summary="Link a chat to an application account (signed)",
+        description="Only for widgets on the account-link list (404 while off). A chat bound to another "
+        "account is 409 `chat_bound_to_other_account` and unchanged; the same account extends; identity and "
+        "grant are clamped; `telegram_user` is 422 `target_not_supported_yet`; idempotent on `request_id`.",
+        request=AccountLinkInput,
+        responses={200: AccountLinkDoc},
+    )
+    def post(self, request):
+        data = self.validated(AccountLinkInput)
+        return Response(services.link_account(widget=request.widget, data=data))
+
+
+class AccountRevokeView(SignedAssistantView):
+    def available(self, request) -> bool:
+        return _account_link_on(request)
+
+    @extend_schema(
+        summary="Revoke an account link (signed)",
+        description="Clears identity, read grant and confirmed mailbox (every chat of a widget_visitor); "
+        "`{bound: false}` when nothing was bound; an app-ticket chat also hides the account until the next "
+        "signed intake.",
+        request=RevokeInput,
+        responses={200: AccountLinkDoc},
+    )
+    def post(self, request):
+        data = self.validated(RevokeInput)
+        return Response(services.revoke_account(widget=request.widget, data=data))

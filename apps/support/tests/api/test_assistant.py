@@ -1,0 +1,333 @@
+"""The signed application-assistant endpoints of tickets and account links, through HTTP."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from apps.chats.models import Chat, Message
+from apps.core import services as core_services
+from apps.core import signed
+from apps.core.testing.plugin import assert_problem
+from apps.support.config import set_account_link
+from apps.support.models import ChatAccount, Ticket
+
+SECRET = "k" * 48
+_nonces = itertools.count(1)
+
+
+class Signed:
+    def __init__(self, widget):
+        self.widget = widget
+        issued = core_services.issue_token(widget=widget, scopes=["ai:write"])
+        self.token = issued.token
+        self.client = APIClient()
+        self.client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+
+    def post(self, path, body, *, nonce=None, ts=None, secret=SECRET, client=None):
+        raw = json.dumps(body).encode()
+        ts = str(int(time.time()) if ts is None else ts)
+        nonce = nonce or f"nonce-{next(_nonces):012d}"
+        return (client or self.client).post(
+            f"/api/v1/ai/assistant/{path}",
+            raw,
+            content_type="application/json",
+            HTTP_X_SERVICE_TIMESTAMP=ts,
+            HTTP_X_SERVICE_NONCE=nonce,
+            HTTP_X_SERVICE_SIGNATURE=signed.sign(secret=secret, timestamp=ts, nonce=nonce, body=raw),
+        )
+
+
+@pytest.fixture
+def app(widget):
+    s = Signed(widget)
+    signed.register_binding_lookup(
+        lambda w: signed.SigningBinding(token_id=s.token.pk, secret=SECRET) if w.pk == widget.pk else None
+    )
+    yield s
+    signed.register_binding_lookup(None)
+
+
+def intake(n=1, user="user-1", **extra):
+    return {
+        "contract": "v1",
+        "request_id": f"req-{n}",
+        "source": "app",
+        "category": "billing",
+        "message": f"My payment failed ({n})",
+        "account": {"user_id": user},
+        **extra,
+    }
+
+
+def test_intake_files_a_ticket_in_the_accounts_app_room(app):
+    response = app.post("tickets", intake(subject="Payment"))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["created"] is True and body["state"] == "open" and body["number"] == 1
+    chat = Chat.objects.get(pk=body["chat_id"])
+    assert chat.channel == "app" and chat.messages.get().body == "My payment failed (1)"
+    account = ChatAccount.objects.get(chat=chat)
+    assert account.link == "verified" and account.link_source == "app_ticket" and account.app_user_id == "user-1"
+    assert account.email is None
+
+
+def test_a_second_intake_appends_to_the_open_ticket_one_room(app):
+    first = app.post("tickets", intake(1)).json()
+    second = app.post("tickets", intake(2)).json()
+    assert second == {**first, "created": False}
+    assert Chat.objects.filter(widget=app.widget, channel="app").count() == 1
+    other = app.post("tickets", intake(3, user="user-2")).json()
+    assert other["number"] == 2 and other["chat_id"] != first["chat_id"]
+
+
+def test_intake_is_idempotent_on_request_id(app):
+    first = app.post("tickets", intake(1)).json()
+    again = app.post("tickets", intake(1)).json()
+    assert again == first
+    assert Message.objects.filter(chat_id=first["chat_id"]).count() == 1
+
+
+def test_intake_is_limited_to_10_per_hour_per_account(app):
+    for n in range(10):
+        assert app.post("tickets", intake(n)).status_code == 200
+    refused = app.post("tickets", intake(99))
+    assert_problem(refused, 429, "rate_limited")
+    assert "Retry-After" in refused
+    assert app.post("tickets", intake(100, user="user-2")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"contract": "v2"},
+        {"source": "email"},
+        {"category": "fun"},
+        {"message": ""},
+        {"message": "x" * 4001},
+        {"account": {}},
+        {"account": {"user_id": "u", "extra": 1}},
+        {"surprise": 1},
+        {"in_reply_to": "7"},
+    ],
+)
+def test_bad_intake_is_422_and_files_nothing(app, change):
+    assert_problem(app.post("tickets", {**intake(), **change}), 422)
+    assert not Ticket.objects.exists()
+
+
+def test_the_ticket_shows_in_the_support_queue(app, support):
+    app.post("tickets", intake())
+    support.configure(channels=["widget", "tg", "app"])
+    queue = support.client.get("/api/v1/support/tickets").json()["data"]
+    assert [t["number"] for t in queue] == [1]
+    assert queue[0]["account"]["link"] == "verified" and queue[0]["account"]["email"] is None
+
+
+def test_status_returns_human_support_replies_after_the_cursor(app, support):
+    support.configure(channels=["widget", "tg", "app"])
+    body = app.post("tickets", intake()).json()
+    chat = Chat.objects.get(pk=body["chat_id"])
+    first = support.reply(chat, "Looking into it", ticket=1, close_ticket=False).json()
+    support.reply(chat, "Fixed, refunded", ticket=1)
+    status = app.post("tickets/status", {"contract": "v1", "account": {"user_id": "user-1"}}).json()
+    assert status["not_found"] == []
+    [ticket] = status["tickets"]
+    assert ticket["state"] == "closed" and ticket["reason"] == "answered"
+    assert [r["text"] for r in ticket["replies"]] == ["Looking into it", "Fixed, refunded"]
+    after = app.post(
+        "tickets/status",
+        {
+            "contract": "v1",
+            "account": {"user_id": "user-1"},
+            "tickets": [{"number": 1, "after_message_id": first["message_id"]}],
+        },
+    ).json()
+    assert [r["text"] for r in after["tickets"][0]["replies"]] == ["Fixed, refunded"]
+
+
+def test_status_puts_other_accounts_numbers_in_not_found(app):
+    app.post("tickets", intake(1, user="user-1"))
+    app.post("tickets", intake(2, user="user-2"))
+    status = app.post(
+        "tickets/status",
+        {"contract": "v1", "account": {"user_id": "user-1"}, "tickets": [{"number": 1}, {"number": 2}, {"number": 99}]},
+    ).json()
+    assert [t["number"] for t in status["tickets"]] == [1]
+    assert status["not_found"] == [2, 99]
+
+
+def test_status_takes_at_most_20_tickets(app):
+    body = {"contract": "v1", "account": {"user_id": "u"}, "tickets": [{"number": n} for n in range(1, 22)]}
+    assert_problem(app.post("tickets/status", body), 422)
+
+
+# --- the envelope through HTTP -------------------------------------------------------------------------
+
+
+def test_a_wrong_signature_is_401_and_its_nonce_stays_usable(app):
+    response = app.post("tickets", intake(), nonce="reusable-nonce-0001", secret="x" * 48)
+    assert_problem(response, 401, "invalid_signature")
+    assert app.post("tickets", intake(), nonce="reusable-nonce-0001").status_code == 200
+    assert_problem(app.post("tickets", intake(2), nonce="reusable-nonce-0001"), 409, "nonce_reused")
+
+
+def test_a_stale_request_is_401(app):
+    assert_problem(app.post("tickets", intake(), ts=int(time.time()) - 301), 401, "stale_timestamp")
+    assert_problem(app.post("tickets", intake(), ts=int(time.time()) + 301), 401, "stale_timestamp")
+    assert not Ticket.objects.exists()
+
+
+def test_another_token_is_403_token_not_bound(app, widget):
+    other = Signed(widget)
+    assert_problem(app.post("tickets", intake(), client=other.client), 403, "token_not_bound")
+
+
+def test_an_unbound_widget_is_403(widget):
+    signed.register_binding_lookup(None)
+    s = Signed(widget)
+    assert_problem(s.post("tickets", intake()), 403, "token_not_bound")
+
+
+def test_without_ai_write_is_403_missing_scope(app, widget):
+    issued = core_services.issue_token(widget=widget, scopes=["ai:read"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    assert_problem(app.post("tickets", intake(), client=client), 403, "missing_scope")
+
+
+# --- account link ---------------------------------------------------------------------------------------
+
+
+def _visitor_chat(support, **kw):
+    return support.chat(**kw)
+
+
+def link_body(chat, n=1, user="user-1", **extra):
+    now = timezone.now()
+    return {
+        "contract": "v1",
+        "request_id": f"link-{n}",
+        "target": {"chat_id": chat.pk},
+        "account": {"app_user_id": user, "email": "c@shop.ru"},
+        "method": "email_code",
+        "identity_expires_at": (now + timedelta(hours=2)).isoformat(),
+        "grant": {"token": "grant-token", "expires_at": (now + timedelta(minutes=10)).isoformat()},
+        **extra,
+    }
+
+
+def test_account_link_is_404_while_the_widget_is_off(app, support):
+    chat = _visitor_chat(support)
+    assert_problem(app.post("account-link", link_body(chat)), 404, "not_found")
+    assert_problem(
+        app.post(
+            "account-link/revoke", {"contract": "v1", "request_id": "r", "target": {"chat_id": chat.pk}, "reason": "x"}
+        ),
+        404,
+    )
+
+
+def test_account_link_binds_and_shows_in_chat_account(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    body = app.post("account-link", link_body(chat)).json()
+    assert body["bound"] is True and body["chat_ids"] == [chat.pk]
+    account = support.client.get(f"/api/v1/support/chats/{chat.pk}").json()["account"]
+    assert account["link"] == "verified" and account["app_user_id"] == "user-1" and account["email"] == "c@shop.ru"
+    assert account["link_source"] == "email_code" and account["regrant_needed"] is False
+
+
+def test_identity_and_grant_are_clamped(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    now = timezone.now()
+    body = link_body(
+        chat,
+        method="cabinet",
+        identity_expires_at=(now + timedelta(days=30)).isoformat(),
+        grant={"token": "t", "expires_at": (now + timedelta(days=1)).isoformat()},
+    )
+    answer = app.post("account-link", body).json()
+    from datetime import datetime
+
+    identity = datetime.fromisoformat(answer["identity_expires_at"])
+    grant = datetime.fromisoformat(answer["grant_expires_at"])
+    assert identity - now <= timedelta(hours=12, seconds=5)
+    assert grant - now <= timedelta(minutes=30, seconds=5)
+
+
+def test_a_chat_bound_to_another_account_is_409_and_unchanged(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    app.post("account-link", link_body(chat, 1, user="user-1"))
+    refused = app.post("account-link", link_body(chat, 2, user="user-2"))
+    assert_problem(refused, 409, "chat_bound_to_other_account")
+    assert ChatAccount.objects.get(chat=chat).app_user_id == "user-1"
+    again = app.post("account-link", link_body(chat, 3, user="user-1"))
+    assert again.status_code == 200
+
+
+def test_account_link_is_idempotent_on_request_id(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    first = app.post("account-link", link_body(chat, 1)).json()
+    assert app.post("account-link", link_body(chat, 1)).json() == first
+
+
+def test_telegram_user_target_is_422_not_supported_yet(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    body = link_body(chat, target={"telegram_user": "12345"})
+    assert_problem(app.post("account-link", body), 422, "target_not_supported_yet")
+
+
+def test_a_foreign_target_is_404(app, support, other_widget):
+    set_account_link(widget=app.widget, enabled=True)
+    from apps.chats import services as chat_services
+
+    contact = chat_services.create_contact(widget=other_widget)
+    foreign = chat_services.post_client_message(
+        widget=other_widget, contact=contact, data=chat_services.MessageInput(body="x")
+    ).chat
+    assert_problem(app.post("account-link", link_body(foreign)), 404)
+
+
+def test_revoke_clears_every_chat_of_a_visitor(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    tg = support.chat(channel="tg", contact=chat.contact)
+    app.post("account-link", link_body(chat, 1, target={"widget_visitor": chat.contact.guid}))
+    answer = app.post(
+        "account-link/revoke",
+        {"contract": "v1", "request_id": "rv-1", "target": {"widget_visitor": chat.contact.guid}, "reason": "logout"},
+    ).json()
+    assert answer == {"bound": False, "revoked": 2}
+    for c in (chat, tg):
+        account = support.client.get(f"/api/v1/support/chats/{c.pk}").json()["account"]
+        assert account["link"] == "anonymous" and account["email"] is None and account["app_user_id"] is None
+    nothing = app.post(
+        "account-link/revoke",
+        {"contract": "v1", "request_id": "rv-2", "target": {"chat_id": chat.pk}, "reason": "again"},
+    ).json()
+    assert nothing == {"bound": False, "revoked": 0}
+
+
+def test_revoking_an_app_ticket_chat_hides_it_until_the_next_intake(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    body = app.post("tickets", intake(1)).json()
+    app.post(
+        "account-link/revoke",
+        {"contract": "v1", "request_id": "rv", "target": {"ticket": body["number"]}, "reason": "x"},
+    )
+    account = support.client.get(f"/api/v1/support/chats/{body['chat_id']}").json()["account"]
+    assert account["link"] == "none" and account["app_user_id"] is None
+    app.post("tickets", intake(2))
+    account = support.client.get(f"/api/v1/support/chats/{body['chat_id']}").json()["account"]
+    assert account["link"] == "verified" and account["app_user_id"] == "user-1"
