@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import CustomChannel, OutboundAttempt, OutboundDelivery
+from .models import AdCabinet, CustomChannel, OutboundAttempt, OutboundDelivery
 
 
 @admin.register(CustomChannel)
@@ -33,3 +33,14 @@ class OutboundDeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(AdCabinet)
+class AdCabinetAdmin(admin.ModelAdmin):
+    """What create_ad_cabinet does (new cabinets start disabled); billing staff set
+    suspended_by_billing here."""
+
+    list_display = ("id", "widget", "name", "status", "created_at")
+    list_filter = ("status",)
+    raw_id_fields = ("widget",)
+    fields = ("widget", "name", "status")

@@ -14,3 +14,10 @@ class ChannelsConfig(AppConfig):
 
         # In the transaction of the message: the delivery row commits with the message or not at all.
         events.subscribe(events.MESSAGE_CREATED, queue_outbound_message, phase=events.IN_TRANSACTION)
+
+        # Departments may name `av__<id>` channels of the widget's ad cabinets (agents' hook).
+        from apps.agents import selectors as agent_selectors
+
+        from .cabinets import cabinet_ids
+
+        agent_selectors.AD_CABINET_SOURCE = cabinet_ids

@@ -182,3 +182,27 @@ class VkCommunity(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="vk_community_widget_created")]
+
+
+class AdCabinet(models.Model):
+    """An ad-marketplace cabinet (`av__<id>` channels), created by the interactive cabinet flow
+    (`create_ad_cabinet`); the API reads, enables/disables within the plan's slots and deletes it.
+    `suspended_by_billing` is set by the system only."""
+
+    class Status(models.TextChoices):
+        ENABLED = "enabled"
+        DISABLED = "disabled"
+        SUSPENDED_BY_BILLING = "suspended_by_billing"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=32, choices=Status.choices, default=Status.DISABLED)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="ad_cabinet_widget_created")]
+
+    @property
+    def channel(self) -> str:
+        return f"av__{self.pk}"

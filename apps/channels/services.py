@@ -98,14 +98,22 @@ def deactivate_custom_channels(*, widget: Widget) -> int:
 
 @transaction.atomic
 def rotate_custom_channel_keys() -> int:
-    """Re-encrypt every stored channel secret under the newest key (after adding a key in front of
-    WEBHOOK_SECRET_KEYS). Returns the number of rows rewritten."""
+    """Re-encrypt every stored channel secret (custom channel secrets, messenger tokens and hook
+    secrets, VK community tokens and callback secrets) under the newest key, after a key was
+    added in front of WEBHOOK_SECRET_KEYS. Returns the number of rows rewritten."""
+    from .models import VkCommunity
+
     count = 0
-    for channel in CustomChannel.objects.select_for_update().exclude(secret_encrypted=""):
-        CustomChannel.objects.filter(pk=channel.pk).update(
-            secret_encrypted=webhooks.rotate_token(channel.secret_encrypted)
-        )
-        count += 1
+    for model, fields in (
+        (CustomChannel, ("secret_encrypted",)),
+        (MessengerConnection, ("token_encrypted", "sid_encrypted", "hook_secret_encrypted")),
+        (VkCommunity, ("token_encrypted", "secret_encrypted")),
+    ):
+        for row in model.objects.select_for_update().only("pk", *fields):
+            changes = {f: webhooks.rotate_token(getattr(row, f)) for f in fields if getattr(row, f)}
+            if changes:
+                model.objects.filter(pk=row.pk).update(**changes)
+                count += 1
     return count
 
 

@@ -16,8 +16,8 @@ from apps.core.api.parsers import loads
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import InvalidJSON, NotFound, ValidationFailed
 
-from .. import messengers
-from ..models import VkCommunity
+from .. import cabinets, messengers
+from ..models import AdCabinet, VkCommunity
 from . import serializers as s
 
 PROVIDER_PARAM = OpenApiParameter(
@@ -203,4 +203,47 @@ class VkCommunityViewSet(WidgetScopedViewSet):
     )
     def destroy(self, request, pk=None):
         messengers.delete_community(widget=request.widget, community=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AdCabinetViewSet(WidgetScopedViewSet):
+    """Ad-marketplace cabinets of the token's widget. There is no API to create one (the
+    interactive cabinet flow does); DELETE is permanent."""
+
+    queryset = AdCabinet.objects.all()
+    route_scopes = {
+        "list": ["messengers:read"],
+        "retrieve": ["messengers:read"],
+        "partial_update": ["messengers:write"],
+        "destroy": ["messengers:write"],
+    }
+    idempotency_required = {"partial_update"}
+    problem_statuses = {"partial_update": [409]}
+
+    @extend_schema(summary="Ad cabinets", responses={200: s.AdCabinetDoc(many=True)})
+    def list(self, request):
+        page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-id"))
+        return self.get_paginated_response([cabinets.cabinet_payload(c) for c in page])
+
+    @extend_schema(summary="One ad cabinet", responses={200: s.AdCabinetDoc})
+    def retrieve(self, request, pk=None):
+        return Response(cabinets.cabinet_payload(self.get_object()))
+
+    @extend_schema(
+        summary="Enable or disable an ad cabinet",
+        description="`enabled` needs a paid plan (409 `plan_required`) and a free slot of the plan (409 "
+        "`cabinet_slots_exhausted`); `suspended_by_billing` is system-owned (422 to set it, 409 "
+        "`cabinet_suspended` while it holds).",
+        request=s.AdCabinetPatchInput,
+        responses={200: s.AdCabinetDoc},
+    )
+    def partial_update(self, request, pk=None):
+        cabinet = self.get_object()
+        data = self.validated(s.AdCabinetPatchInput)
+        cabinet = cabinets.set_cabinet_status(widget=request.widget, cabinet=cabinet, status=data["status"])
+        return Response(cabinets.cabinet_payload(cabinet))
+
+    @extend_schema(summary="Delete an ad cabinet", description="Permanent.", responses={204: None})
+    def destroy(self, request, pk=None):
+        cabinets.delete_cabinet(widget=request.widget, cabinet=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

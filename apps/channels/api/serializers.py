@@ -109,3 +109,19 @@ class VkCommunityInput(InputSerializer):
     community = StrictCharField(
         min_length=1, max_length=255, help_text="An id, a club-style name (`club123`, `myshop`) or a vk.com link."
     )
+
+
+class AdCabinetDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["enabled", "disabled", "suspended_by_billing"])
+    channel = serializers.CharField(help_text="`av__<id>`: the channel code of its chats and department lists.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class AdCabinetPatchInput(InputSerializer):
+    status = serializers.ChoiceField(
+        choices=["enabled", "disabled"],
+        error_messages={"invalid_choice": "Must be enabled or disabled (suspended_by_billing is system-owned)."},
+    )

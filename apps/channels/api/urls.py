@@ -2,12 +2,19 @@ from django.urls import re_path
 
 from apps.core.api.routers import ApiRouter
 
-from .messenger_views import MessengerDetailView, MessengerListView, MessengerVerifyView, VkCommunityViewSet
+from .messenger_views import (
+    AdCabinetViewSet,
+    MessengerDetailView,
+    MessengerListView,
+    MessengerVerifyView,
+    VkCommunityViewSet,
+)
 from .views import CustomChannelViewSet
 
 router = ApiRouter()
 router.register("channels", CustomChannelViewSet, basename="custom-channel")
 router.register("messengers/vk/communities", VkCommunityViewSet, basename="vk-community")
+router.register("messengers/av/cabinets", AdCabinetViewSet, basename="ad-cabinet")
 
 PROVIDER = r"(?P<provider>[A-Za-z0-9_-]{1,32})"
 

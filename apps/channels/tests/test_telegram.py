@@ -321,3 +321,20 @@ def test_a_429_waits_its_retry_after_and_a_refusal_is_final(client, api, widget,
     tg.fail_sends, tg.throttle_sends = True, 0
     other = OutboundDelivery.objects.get(message=second)
     assert engine.attempt(other.pk) == "failed"  # a 400 from Telegram will not change
+
+
+def test_key_rotation_reaches_the_stored_token(api, tg, paid, settings):
+    from cryptography.fernet import Fernet
+
+    from apps.channels.services import rotate_custom_channel_keys
+
+    first = Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [first]
+    conn = connect(api, tg)
+    before = conn.token_encrypted
+    settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
+    assert rotate_custom_channel_keys() == 1
+    conn.refresh_from_db()
+    assert conn.token_encrypted != before and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
+    settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
+    assert webhooks.decrypt_secret(conn.hook_secret_encrypted) is not None

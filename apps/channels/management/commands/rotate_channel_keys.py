@@ -4,7 +4,8 @@ from apps.core.management.commands._base import OperatorCommand
 
 class Command(OperatorCommand):
     help = (
-        "Re-encrypt every stored custom channel secret under the first key of WEBHOOK_SECRET_KEYS "
+        "Re-encrypt every stored channel secret (custom channels, messenger tokens, VK communities) "
+        "under the first key of WEBHOOK_SECRET_KEYS "
         "(run with rotate_webhook_keys); afterwards older keys can be removed from the setting."
     )
 
