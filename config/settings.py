@@ -307,6 +307,9 @@ SPECTACULAR_SETTINGS = {
         "AiTemplateLocaleEnum": "apps.ai.marketplace.LOCALES",
         "AiOperatorsStateEnum": "apps.ai.detached.OPERATOR_STATES",
         "WidgetTranslatableFieldEnum": "apps.widget.settings_vocabulary.TRANSLATABLE",
+        "AiProviderEnum": ["openai", "anthropic", "gigachat", "openai_compatible"],
+        "MessengerProviderEnum": ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"],
+        "AcceptedStatusEnum": ["accepted"],
     },
 }
 

@@ -96,7 +96,7 @@ def _client_frame(frame_type: str, members: dict, required: list[str]) -> dict:
     }
 
 
-ERROR_CODES = ["invalid_frame", "invalid_json", "unknown_frame", "server_error", "not_found"]
+ERROR_CODES = ["invalid_frame", "invalid_json", "unknown_frame", "server_error", "not_found", "invalid_status"]
 
 # Frames the service sends: message name -> (event, title, summary, payload schema).
 SERVER_FRAMES: dict[str, dict] = {
@@ -154,9 +154,22 @@ SERVER_FRAMES: dict[str, dict] = {
         "summary": "Operator socket only, once: the socket counts for the operator's presence from now on.",
         "payload": _frame(
             "ready",
-            {"operator_id": _ID, "widget_id": _ID},
-            ["operator_id", "widget_id"],
-            "Registered.",
+            {
+                "operator_id": _ID,
+                "widget_id": _ID,
+                "status": {"type": "string", "enum": ["online", "away"]},
+            },
+            ["operator_id", "widget_id", "status"],
+            "Registered; `status` is the operator's presence switch as stored.",
+        ),
+    },
+    "statusFrame": {
+        "name": "status",
+        "title": "Presence switched",
+        "summary": "Operator socket: the answer to a `status` frame, naming the presence now stored "
+        "(`online`: active, `away`: relaxation).",
+        "payload": _frame(
+            "status", {"status": {"type": "string", "enum": ["online", "away"]}}, ["status"], "Presence."
         ),
     },
     "pongFrame": {
@@ -195,6 +208,13 @@ CLIENT_FRAMES: dict[str, dict] = {
         "are marked seen.",
         "payload": _client_frame("seen", {"message_id": _ID}, ["message_id"]),
     },
+    "statusClientFrame": {
+        "name": "status",
+        "title": "Switch presence",
+        "summary": "Operator socket: the console's Online/Away switch (stored as the agent's status active / "
+        "relaxation); answered by a `status` frame, or `error` `invalid_status` for another word.",
+        "payload": _client_frame("status", {"status": {"type": "string", "enum": ["online", "away"]}}, ["status"]),
+    },
     "pingClientFrame": {
         "name": "ping",
         "title": "Ping",
@@ -205,8 +225,17 @@ CLIENT_FRAMES: dict[str, dict] = {
 
 VISITOR_SENDS = ["messageFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
 VISITOR_READS = ["typingClientFrame", "seenClientFrame", "pingClientFrame"]
-AGENT_SENDS = ["readyFrame", "messageFrame", "chatFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
-AGENT_READS = ["pingClientFrame"]
+AGENT_SENDS = [
+    "readyFrame",
+    "messageFrame",
+    "chatFrame",
+    "typingFrame",
+    "seenFrame",
+    "statusFrame",
+    "pongFrame",
+    "errorFrame",
+]
+AGENT_READS = ["statusClientFrame", "pingClientFrame"]
 
 # Close codes per socket (the operator socket's are apps.agents.consumers', kept in step by the test).
 VISITOR_CLOSE_CODES = {

@@ -41,12 +41,19 @@ def chromium_missing() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Browser tests run last: Playwright's sync API keeps an event loop running in the test thread
+    # until the session ends and the session fixture below allows async-unsafe calls; tests that run
+    # after them (asyncio.run, check --deploy in a subprocess that inherits the environment) must
+    # not see either.
+    browser = [item for item in items if item.get_closest_marker("browser") is not None]
+    if browser:
+        others = [item for item in items if item.get_closest_marker("browser") is None]
+        items[:] = others + browser
     reason = chromium_missing()
     if reason is None:
         return
-    for item in items:
-        if item.get_closest_marker("browser") is not None:
-            item.add_marker(pytest.mark.skip(reason=f"browser test: {reason}"))
+    for item in browser:
+        item.add_marker(pytest.mark.skip(reason=f"browser test: {reason}"))
 
 
 @pytest.fixture(autouse=True, scope="session")
