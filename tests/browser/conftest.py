@@ -40,8 +40,10 @@ def chromium_missing() -> str | None:
     return None
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    # Browser tests run last: Playwright's sync API keeps an event loop running in the test thread
+    # trylast: after pytest-django's reordering (database tests first), which would otherwise put
+    # browser tests that use the database before the rest. Browser tests run last: Playwright's sync API keeps an event loop running in the test thread
     # until the session ends and the session fixture below allows async-unsafe calls; tests that run
     # after them (asyncio.run, check --deploy in a subprocess that inherits the environment) must
     # not see either.
