@@ -42,10 +42,17 @@ unset DATABASE_URL REDIS_URL
 PY=.venv/bin/python
 
 $PY manage.py migrate --noinput >"$WORK/migrate.log" 2>&1 || { cat "$WORK/migrate.log"; exit 1; }
-WIDGET_ID="$($PY manage.py create_widget --owner-email ci@example.com --name "CI fuzz" --enable-api \
-  | $PY -c 'import json, sys; print(json.load(sys.stdin)["widget_id"])')"
-TOKEN="$($PY manage.py issue_token --widget "$WIDGET_ID" --scopes all --name schemathesis)"
+WIDGET="$($PY manage.py create_widget --owner-email ci@example.com --name "CI fuzz" --enable-api)"
+WIDGET_ID="$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["widget_id"])' "$WIDGET")"
+OWNER_AGENT_ID="$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["owner_agent_id"])' "$WIDGET")"
+# Every scope of the catalogue, the support-agents preset's included, so the support routes are
+# fuzzed past their gate: the widget's support surface is switched on for this token from loopback,
+# with the owner as the support operator, and the signed account-link endpoints are enabled.
+ALL_SCOPES="$($PY manage.py shell -c 'from apps.core.auth.scopes import ALL_SCOPES; print(",".join(sorted(ALL_SCOPES)))')"
+TOKEN="$($PY manage.py issue_token --widget "$WIDGET_ID" --scopes "$ALL_SCOPES" --name schemathesis)"
 [[ -n "$TOKEN" ]] || { echo "issue_token printed no token" >&2; exit 1; }
+$PY manage.py configure_support --widget "$WIDGET_ID" --config "{\"enabled\": true, \"operator_agent_id\": $OWNER_AGENT_ID, \"allowed_tokens\": [\"${TOKEN:0:12}\"], \"ip_allowlist\": [\"127.0.0.1/32\"], \"channels\": [\"widget\"]}" >/dev/null
+$PY manage.py enable_account_link --widget "$WIDGET_ID" >/dev/null
 
 PORT="$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 BASE="http://127.0.0.1:$PORT"
@@ -79,7 +86,7 @@ seed_args=()
 # /api/v1/_test/boom exists to raise an unexpected error (it tests the 500 problem body), so a 500
 # there is its contract.
 # shellcheck disable=SC2086
-.venv/bin/schemathesis run "$BASE/api/v1/schema/?format=json" \
+.venv/bin/schemathesis --config-file .ci/schemathesis.toml run "$BASE/api/v1/schema/?format=json" \
   --url "$BASE" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \

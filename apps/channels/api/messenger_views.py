@@ -49,7 +49,13 @@ class MessengerDetailView(ScopedAPIView):
     idempotency_deferred = {"put"}
     problem_statuses = {"put": [409, 429], "delete": [429]}
 
-    @extend_schema(summary="One messenger provider", parameters=[PROVIDER_PARAM], responses={200: s.MessengerDoc})
+    @extend_schema(
+        summary="One messenger provider",
+        description="One provider's row: `connected` (a credential is stored), `writable` (replies can be sent), "
+        "`has_token` (`has_sid` for `wa`, `apple`). Never a secret or the hook URL.",
+        parameters=[PROVIDER_PARAM],
+        responses={200: s.MessengerDoc},
+    )
     def get(self, request, provider: str):
         return Response(messengers.get_row(request.widget, provider))
 
@@ -161,7 +167,11 @@ class VkCommunityViewSet(WidgetScopedViewSet):
     idempotency_deferred = {"create"}
     problem_statuses = {"create": [409, 429, 502], "primary": [409], "destroy": [429, 502]}
 
-    @extend_schema(summary="VK communities", responses={200: s.VkCommunityDoc(many=True)})
+    @extend_schema(
+        summary="VK communities",
+        description="The VK communities connected to the widget, the primary one first marked `primary`.",
+        responses={200: s.VkCommunityDoc(many=True)},
+    )
     def list(self, request):
         page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-id"))
         return self.get_paginated_response([messengers.community_payload(c) for c in page])
@@ -186,7 +196,13 @@ class VkCommunityViewSet(WidgetScopedViewSet):
         body = {**messengers.community_payload(community), "webhook": outcome.as_dict()}
         return Response(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Make a VK community primary", request=None, responses={200: s.VkCommunityDoc})
+    @extend_schema(
+        summary="Make a VK community primary",
+        description="The community becomes the primary one (replies of `vk` chats go out through it); the "
+        "previous primary one stays connected.",
+        request=None,
+        responses={200: s.VkCommunityDoc},
+    )
     @action(detail=True, methods=["post"])
     def primary(self, request, pk=None):
         community = self.get_object()
@@ -220,12 +236,22 @@ class AdCabinetViewSet(WidgetScopedViewSet):
     idempotency_required = {"partial_update"}
     problem_statuses = {"partial_update": [409]}
 
-    @extend_schema(summary="Ad cabinets", responses={200: s.AdCabinetDoc(many=True)})
+    @extend_schema(
+        summary="Ad cabinets",
+        description="The widget's ad-marketplace cabinets (`channel` `av__<id>`); they are created by the "
+        "cabinet flow (`create_ad_cabinet`), not through the API.",
+        responses={200: s.AdCabinetDoc(many=True)},
+    )
     def list(self, request):
         page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-id"))
         return self.get_paginated_response([cabinets.cabinet_payload(c) for c in page])
 
-    @extend_schema(summary="One ad cabinet", responses={200: s.AdCabinetDoc})
+    @extend_schema(
+        summary="One ad cabinet",
+        description="One cabinet with its `status` (`enabled`, `disabled`, or `suspended_by_billing`, which only "
+        "billing sets).",
+        responses={200: s.AdCabinetDoc},
+    )
     def retrieve(self, request, pk=None):
         return Response(cabinets.cabinet_payload(self.get_object()))
 

@@ -171,7 +171,10 @@ class ScopedAutoSchema(DescribedAutoSchema):
             statuses |= {400, 409}
         if re.search(r"\{[^}]+\}", self.path):
             statuses.add(404)
-        if self.method == "GET" and self._is_list_view():
+        # Lists validate limit and cursor; any GET that reads query parameters validates them (unknown
+        # names included) and answers 422 when they break a rule.
+        reads_query = any(param.get("in") == "query" for param in operation.get("parameters", []))
+        if self.method == "GET" and (self._is_list_view() or reads_query):
             statuses.add(422)
         statuses |= set(getattr(self.view, "problem_statuses", {}).get(action, ()))
         for param in operation.get("parameters", []):
