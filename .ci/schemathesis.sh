@@ -48,7 +48,7 @@ OWNER_AGENT_ID="$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["owner
 # Every scope of the catalogue, the support-agents preset's included, so the support routes are
 # fuzzed past their gate: the widget's support surface is switched on for this token from loopback,
 # with the owner as the support operator, and the signed account-link endpoints are enabled.
-ALL_SCOPES="$($PY manage.py shell -c 'from apps.core.auth.scopes import ALL_SCOPES; print(",".join(sorted(ALL_SCOPES)))')"
+ALL_SCOPES="$($PY -c 'import django; django.setup(); from apps.core.auth.scopes import ALL_SCOPES; print(",".join(sorted(ALL_SCOPES)))')"
 TOKEN="$($PY manage.py issue_token --widget "$WIDGET_ID" --scopes "$ALL_SCOPES" --name schemathesis)"
 [[ -n "$TOKEN" ]] || { echo "issue_token printed no token" >&2; exit 1; }
 $PY manage.py configure_support --widget "$WIDGET_ID" --config "{\"enabled\": true, \"operator_agent_id\": $OWNER_AGENT_ID, \"allowed_tokens\": [\"${TOKEN:0:12}\"], \"ip_allowlist\": [\"127.0.0.1/32\"], \"channels\": [\"widget\"]}" >/dev/null
