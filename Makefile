@@ -6,7 +6,7 @@
 #   make test          the whole pytest suite (embedded default, or DATABASE_URL / REDIS_URL)
 #   make lint          ruff check, ruff format --check, import-linter contracts (pyproject.toml)
 #   make schema        OpenAPI schema, validated, warnings are errors -> var/openapi.yaml
-#   make bench         every bench/*.py; prints their BENCH lines
+#   make bench         every bench/*.py; checks every BENCH line against its target (exit 1 naming misses)
 #   make check-deploy  Django's deployment checks with production settings
 #   make widget        rebuild the widget (npm ci + esbuild) into apps/widget/static/widget/ (committed)
 
