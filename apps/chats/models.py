@@ -105,7 +105,9 @@ class Chat(models.Model):
     last_message_at = models.DateTimeField(null=True, blank=True)
     has_client_messages = models.BooleanField(default=False)
     first_agent_reply_at = models.DateTimeField(null=True, blank=True)
+    # The typing throttle, one per side, so that one side typing never mutes the other.
     last_typing_at = models.DateTimeField(null=True, blank=True)
+    last_client_typing_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)

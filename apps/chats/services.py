@@ -495,16 +495,17 @@ def rate_chat(*, widget: Widget, chat: Chat, value: int, comment: str = "", sour
 
 
 def note_typing(*, widget: Widget, chat: Chat, state: str, by: str) -> bool:
-    """Typing indicator, forwarded about once per 5 s per chat ("stop" always goes through).
-    Returns whether it was forwarded. The throttle is an atomic conditional UPDATE. A spam chat
-    refuses (409)."""
+    """Typing indicator, forwarded about once per 5 s per chat and side ("stop" always goes
+    through; the visitor's typing never mutes the operator's). Returns whether it was forwarded.
+    The throttle is an atomic conditional UPDATE. A spam chat refuses (409)."""
     ensure_not_spam(chat)
     now = timezone.now()
     if state == "start":
+        field = "last_client_typing_at" if by == "client" else "last_typing_at"
         updated = (
             Chat.objects.filter(pk=chat.pk, widget=widget)
-            .exclude(last_typing_at__gt=now - TYPING_INTERVAL)
-            .update(last_typing_at=now)
+            .exclude(**{f"{field}__gt": now - TYPING_INTERVAL})
+            .update(**{field: now})
         )
         if not updated:
             return False

@@ -570,6 +570,16 @@ def test_typing_is_202_and_forwarded_once_per_interval(client, widget, token):
     assert post(client, widget, "typing", {"state": "stop"}, token).json()["forwarded"] is True
 
 
+def test_the_visitors_typing_never_mutes_the_operators(client, widget, token, contact):
+    say(client, widget, token)
+    assert post(client, widget, "typing", {"state": "start"}, token).json()["forwarded"] is True
+    chat = room_of(contact)
+
+    assert chat_services.note_typing(widget=widget, chat=chat, state="start", by="agent") is True
+    assert chat_services.note_typing(widget=widget, chat=chat, state="start", by="agent") is False
+    assert post(client, widget, "typing", {"state": "start"}, token).json()["forwarded"] is False
+
+
 def test_typing_before_the_first_message_is_202_not_forwarded(client, widget, token):
     response = post(client, widget, "typing", {"state": "start"}, token)
     assert response.status_code == 202
