@@ -71,6 +71,8 @@ INSTALLED_APPS = [
     "apps.stats",
     "apps.console",
     "apps.channels",
+    "apps.external",
+    "apps.learning",
 ]
 
 MIDDLEWARE = [
