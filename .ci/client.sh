@@ -9,55 +9,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WORK="$(mktemp -d /tmp/ci-client.XXXXXX)"
-SERVER_PID=""
-stop() {
-  local rc=$?
-  set +e
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID"
-    for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-    wait "$SERVER_PID" 2>/dev/null
-  fi
-  if [[ $rc -ne 0 && -s "$WORK/server.log" ]]; then
-    echo "--- last lines of the server log ---"
-    tail -n 40 "$WORK/server.log"
-  fi
-  rm -rf "$WORK"
-  exit "$rc"
-}
-trap stop EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=.ci/serve.sh
+source .ci/serve.sh
+serve_init client 40
 
-export VAR_DIR="$WORK/var"
-unset DATABASE_URL REDIS_URL DJANGO_SETTINGS_MODULE
-PY="$PWD/.venv/bin/python"
+unset DJANGO_SETTINGS_MODULE
 # The generator formats its output with ruff, which it looks up on PATH.
 export PATH="$PWD/.venv/bin:$PATH"
 
-$PY manage.py migrate --noinput >"$WORK/migrate.log" 2>&1 || { cat "$WORK/migrate.log"; exit 1; }
+serve_migrate
 CREATED="$($PY manage.py create_widget --owner-email client@example.com --name "CI client" --enable-api)"
 WIDGET_ID="$(printf '%s' "$CREATED" | $PY -c 'import json, sys; print(json.load(sys.stdin)["widget_id"])')"
 BUTTON_GUID="$(printf '%s' "$CREATED" | $PY -c 'import json, sys; print(json.load(sys.stdin)["button_guid"])')"
 TOKEN="$($PY manage.py issue_token --widget "$WIDGET_ID" --scopes chats:read,messages:read,messages:write,agents:read --name client)"
 [[ -n "$TOKEN" ]] || { echo "issue_token printed no token" >&2; exit 1; }
 
-PORT="$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-BASE="http://127.0.0.1:$PORT"
-.venv/bin/uvicorn config.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log \
-  --lifespan off >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for i in $(seq 150); do
-  code="$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz" || true)"
-  [[ "$code" == 200 ]] && break
-  if ! kill -0 "$SERVER_PID" 2>/dev/null || [[ $i -eq 150 ]]; then
-    echo "the server did not answer /healthz with 200 (last: $code)" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
+serve_start
 echo "server up on $BASE (widget $WIDGET_ID)"
 
 curl -sf "$BASE/api/v1/schema/?format=json" -o "$WORK/openapi.json"

@@ -10,38 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WORK="$(mktemp -d /tmp/ci-schemathesis.XXXXXX)"
-SERVER_PID=""
-stop() {
-  local rc=$?
-  set +e
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID"
-    for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-    wait "$SERVER_PID" 2>/dev/null
-  fi
-  if [[ $rc -ne 0 && -s "$WORK/server.log" ]]; then
-    echo "--- last lines of the server log ---"
-    tail -n 60 "$WORK/server.log"
-  fi
-  rm -rf "$WORK"
-  exit "$rc"
-}
-trap stop EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=.ci/serve.sh
+source .ci/serve.sh
+serve_init schemathesis 60
 
 export DJANGO_SETTINGS_MODULE=tests.settings
-export VAR_DIR="$WORK/var"
 # Fuzzing sends far more than a client would; the limits have their own tests.
 export API_RATE_LIMIT_PER_MINUTE=1000000
 export VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR=0
 export VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE=0
-unset DATABASE_URL REDIS_URL
-PY=.venv/bin/python
 
-$PY manage.py migrate --noinput >"$WORK/migrate.log" 2>&1 || { cat "$WORK/migrate.log"; exit 1; }
+serve_migrate
 WIDGET="$($PY manage.py create_widget --owner-email ci@example.com --name "CI fuzz" --enable-api)"
 WIDGET_ID="$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["widget_id"])' "$WIDGET")"
 OWNER_AGENT_ID="$($PY -c 'import json, sys; print(json.loads(sys.argv[1])["owner_agent_id"])' "$WIDGET")"
@@ -54,21 +33,7 @@ TOKEN="$($PY manage.py issue_token --widget "$WIDGET_ID" --scopes "$ALL_SCOPES" 
 $PY manage.py configure_support --widget "$WIDGET_ID" --config "{\"enabled\": true, \"operator_agent_id\": $OWNER_AGENT_ID, \"allowed_tokens\": [\"${TOKEN:0:12}\"], \"ip_allowlist\": [\"127.0.0.1/32\"], \"channels\": [\"widget\"]}" >/dev/null
 $PY manage.py enable_account_link --widget "$WIDGET_ID" >/dev/null
 
-PORT="$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-BASE="http://127.0.0.1:$PORT"
-.venv/bin/uvicorn config.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log \
-  --lifespan off >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-
-for i in $(seq 150); do
-  code="$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz" || true)"
-  [[ "$code" == 200 ]] && break
-  if ! kill -0 "$SERVER_PID" 2>/dev/null || [[ $i -eq 150 ]]; then
-    echo "the server did not answer /healthz with 200 (last: $code)" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
+serve_start
 echo "server up on $BASE (widget $WIDGET_ID)"
 
 seed_args=()
