@@ -129,11 +129,16 @@ def visitor_locale(*, widget: Widget, chat: Chat, question: str = "") -> str:
 # --- the hand-over --------------------------------------------------------------------------------------
 
 
-def post_as_operator(*, widget: Widget, chat: Chat, operator: Agent, text: str, origin: str) -> Message:
+def post_as_operator(
+    *, widget: Widget, chat: Chat, operator: Agent, text: str, origin: str, shadow: bool | None = None
+) -> Message:
     """A machine's message into the chat: visible to the visitor, or a private note in shadow mode
-    (the built-in AI operator only: shadow mode is an AI setting). A visible message of the AI
-    operator accepts the chat (`record_answer`); a note never does."""
-    shadow = operator.type == Agent.Type.AI and selectors.get_settings(widget).shadow_mode
+    (the built-in AI operator only: shadow mode is an AI setting; `shadow` is the caller's reading
+    of it, else it is read here). A visible message of the AI operator accepts the chat
+    (`record_answer`); a note never does."""
+    if shadow is None:
+        shadow = selectors.get_settings(widget).shadow_mode
+    shadow = operator.type == Agent.Type.AI and shadow
     visibility = Message.Visibility.NOTE if shadow else Message.Visibility.PUBLIC
     return chat_services.post_agent_message(
         widget=widget,

@@ -58,8 +58,10 @@ HISTORY_CHARACTERS = 12000
 ALERT_KIND = "provider_failing"
 ALERT_QUIET = timedelta(hours=1)
 
-# The queue the tasks go to (None: Celery's default). Tests with a real worker use one of their own.
-QUEUE: str | None = None
+# The queue of the AI reply tasks: the Procfile's `ai` worker (a thread pool: the tasks mostly wait on
+# the provider, up to its deadline) consumes it, so a slow provider never holds the main worker's
+# slots (webhook deliveries, the outbox fan-out). Tests with a real worker use a queue of their own.
+QUEUE: str | None = "ai"
 
 
 # --- enqueueing --------------------------------------------------------------------------------------
@@ -325,9 +327,10 @@ def _finish(
     if held is None or held.state != ReplyClaim.State.WORKING:
         return "claimed_elsewhere"
     reply = None
+    ai_settings = selectors.get_settings(widget)  # again: the switch may have gone off meanwhile
     if newer_visitor_message_exists(message):
         state = ReplyClaim.State.SUPERSEDED
-    elif not selectors.get_settings(widget).enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+    elif not ai_settings.enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
         state = ReplyClaim.State.DROPPED
     elif handoff_reason is not None:
         reply = handoff.hand_to_people(
@@ -335,7 +338,9 @@ def _finish(
         )
         state = ReplyClaim.State.HANDED_OFF
     else:
-        reply = handoff.post_as_operator(widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN)
+        reply = handoff.post_as_operator(
+            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=ai_settings.shadow_mode
+        )
         state = ReplyClaim.State.ANSWERED
     if reply is None:
         _typing(widget, chat, "stop")
