@@ -119,3 +119,27 @@ class ProviderUnsupported(AppError):
     """The driver does not offer this operation."""
 
     status, code, title = 422, "provider_unsupported", "Not supported by the provider"
+
+
+class SpeechUnsupported(AppError):
+    """Speech needs the reference vendor (`openai`) as the integration's bound provider."""
+
+    status, code, title = 422, "speech_unsupported", "Speech is not supported by the bound provider"
+
+
+class AudioTooLarge(AppError):
+    """The decoded audio exceeds 6 MiB."""
+
+    status, code, title = 413, "audio_too_large", "Audio too large"
+
+
+class AssistantUnavailable(AppError):
+    """The integration has no enabled assistant or no active credential resolves for it."""
+
+    status, code, title = 503, "assistant_unavailable", "Assistant unavailable"
+
+
+class InvalidToolPlan(AppError):
+    """The provider answered with a tool plan that does not validate against the declared tools."""
+
+    status, code, title = 502, "invalid_tool_plan", "Invalid tool plan from the provider"

@@ -39,13 +39,29 @@ class Message:
     content: str
 
 
+PRESENCE_CONTEXT = {
+    "online": "A human operator is online now: when the visitor needs one, they can take over.",
+    "offline": "No human operator is online now: a hand-over will be answered later, not now.",
+    "unknown": "Whether a human operator is online is not known now.",
+}
+
+
 def assemble_messages(
-    *, system_prompt: str, persona: str, knowledge: list[str], history: list[dict], question: str
+    *,
+    system_prompt: str,
+    persona: str,
+    knowledge: list[str],
+    history: list[dict],
+    question: str,
+    operators_state: str | None = None,
 ) -> list[Message]:
-    """System prompt + persona + (retrieved knowledge) + the visible history + the visitor's message."""
+    """System prompt + persona + (retrieved knowledge) + (presence context: `operators_state`, when
+    the widget's `presence_context_enabled`) + the visible history + the visitor's message."""
     system_parts = [part.strip() for part in (system_prompt, persona) if part and part.strip()]
     if knowledge:
         system_parts.append("Knowledge base excerpts:\n" + "\n---\n".join(knowledge))
+    if operators_state in PRESENCE_CONTEXT:
+        system_parts.append(PRESENCE_CONTEXT[operators_state])
     system_parts.append(
         f"If the visitor needs a human operator, answer with exactly {HANDOFF_MARKER} and nothing else."
     )
@@ -115,10 +131,13 @@ class Outcome:
     offline_outcome_suppressed: bool
 
 
-def _handover(
+def handover_choice(
     overrides: dict, locale: str, operators_state: str, presence_context_enabled: bool
 ) -> tuple[str, str, bool]:
-    """(phrase text, outcome, offline_outcome_suppressed) of a handover."""
+    """(phrase text, outcome, offline_outcome_suppressed) of a handover: `handoff_to_human` when a
+    person is online, `handover_offline` when none is and presence is read (the widget's
+    `offline_outcome_mode`), else `handover_unknown`. The one choice of every handover (the detached
+    test, the AI operator at work, an external operator's escalation)."""
     if operators_state == "online":
         return phrases.text_of(overrides, "handoff_to_human", locale), "handover_notice", False
     if operators_state == "offline" and presence_context_enabled:
@@ -150,7 +169,7 @@ def transform(
     """
 
     def handover(transformation: str, classifier: str, reason: str, trigger: str | None = None) -> Outcome:
-        text, outcome, suppressed = _handover(overrides, locale, operators_state, presence_context_enabled)
+        text, outcome, suppressed = handover_choice(overrides, locale, operators_state, presence_context_enabled)
         return Outcome(
             answer=text,
             transformation=transformation,

@@ -84,6 +84,15 @@ __all__ = [
 ]
 
 FLAVORS = ("openai", "anthropic", "gigachat", "openai_compatible")
+# The audio/speech `response_format`s of the vendor: (content type, the file's leading bytes).
+SPEECH_FORMATS = {
+    "mp3": ("audio/mpeg", b"ID3\x04\x00"),
+    "opus": ("audio/ogg", b"OggS"),
+    "aac": ("audio/aac", b"\xff\xf1"),
+    "flac": ("audio/flac", b"fLaC"),
+    "wav": ("audio/wav", b"RIFF"),
+    "pcm": ("audio/pcm", b""),
+}
 DEFAULT_TEXT = "Hello from the fake provider."
 EMBEDDING_DIMENSIONS = 16
 
@@ -585,14 +594,24 @@ class FakeLLM:
         return 200, json.dumps({"object": "list", "data": data}).encode(), "application/json"
 
     def _transcription(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
-        if not (hit.header("content-type") or "").startswith("multipart/form-data"):
+        # The vendor's multipart form: a `file` part and a `model` field are required.
+        content_type = hit.header("content-type") or ""
+        if not content_type.startswith("multipart/form-data"):
+            return 400, _error_body("openai", 400), "application/json"
+        if b'name="file"' not in hit.body or b'name="model"' not in hit.body:
             return 400, _error_body("openai", 400), "application/json"
         return 200, json.dumps({"text": text}).encode(), "application/json"
 
     def _speech(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
+        # JSON {model, input, voice, response_format?}; the answer is the audio itself.
         request = hit.json()
-        audio = b"ID3\x04\x00" + hashlib.sha256(str(request.get("input")).encode()).digest()
-        return 200, audio, "audio/mpeg"
+        if not request.get("model") or not request.get("input") or not request.get("voice"):
+            return 400, _error_body("openai", 400), "application/json"
+        fmt = request.get("response_format") or "mp3"
+        if fmt not in SPEECH_FORMATS:
+            return 400, _error_body("openai", 400), "application/json"
+        audio = SPEECH_FORMATS[fmt][1] + hashlib.sha256(str(request.get("input")).encode()).digest()
+        return 200, audio, SPEECH_FORMATS[fmt][0]
 
     def _anthropic_message(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
         request = hit.json()

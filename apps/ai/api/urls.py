@@ -2,7 +2,7 @@ from django.urls import re_path
 
 from apps.core.api.routers import ApiRouter
 
-from . import detached_views, views
+from . import detached_views, signed_views, views
 
 router = ApiRouter()
 router.register("ai/assistants", views.AssistantViewSet, basename="ai-assistant")
@@ -24,6 +24,13 @@ urlpatterns = [
     ),
     re_path(r"^ai/marketplace/templates/(?P<slug>[^/]+)/?$", views.TemplateDetailView.as_view(), name="ai-template"),
     re_path(r"^ai/assistant/integration/?$", views.IntegrationView.as_view(), name="ai-integration"),
+    re_path(r"^ai/assistant/turn/?$", signed_views.AssistantTurnView.as_view(), name="ai-assistant-turn"),
+    re_path(
+        r"^ai/assistant/speech-to-text/?$", signed_views.SpeechToTextView.as_view(), name="ai-assistant-speech-to-text"
+    ),
+    re_path(
+        r"^ai/assistant/text-to-speech/?$", signed_views.TextToSpeechView.as_view(), name="ai-assistant-text-to-speech"
+    ),
     re_path(r"^widget/translations/?$", views.WidgetTranslationsView.as_view(), name="widget-translations"),
     re_path(
         r"^widget/translations/regenerate/?$",

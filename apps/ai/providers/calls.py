@@ -292,11 +292,25 @@ def list_models(config: ProviderConfig, *, deadline: float | None = None) -> lis
     return _single(config, deadline, drivers.list_models)
 
 
-def transcribe(config: ProviderConfig, audio: bytes, *, filename: str, deadline: float | None = None) -> str:
+def transcribe(
+    config: ProviderConfig,
+    audio: bytes,
+    *,
+    filename: str,
+    language: str | None = None,
+    deadline: float | None = None,
+) -> str:
     """Speech to text (openai only; other drivers: ProviderError kind "unsupported")."""
-    return _single(config, deadline, lambda call, c: drivers.transcribe(call, c, audio, filename))
+    return _single(config, deadline, lambda call, c: drivers.transcribe(call, c, audio, filename, language))
 
 
-def synthesize(config: ProviderConfig, text: str, *, voice: str | None = None, deadline: float | None = None) -> bytes:
+def synthesize(
+    config: ProviderConfig,
+    text: str,
+    *,
+    voice: str | None = None,
+    response_format: str | None = None,
+    deadline: float | None = None,
+) -> bytes:
     """Text to speech, the audio bytes (openai only; other drivers: ProviderError "unsupported")."""
-    return _single(config, deadline, lambda call, c: drivers.synthesize(call, c, text, voice))
+    return _single(config, deadline, lambda call, c: drivers.synthesize(call, c, text, voice, response_format))

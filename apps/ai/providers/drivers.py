@@ -639,30 +639,34 @@ def list_models(call: _Call, config: ProviderConfig) -> list[dict[str, Any]]:
     return call.timed(config, "models", lambda: _models_list(client.models.list().data))
 
 
-def transcribe(call: _Call, config: ProviderConfig, audio: bytes, filename: str) -> str:
+def transcribe(call: _Call, config: ProviderConfig, audio: bytes, filename: str, language: str | None = None) -> str:
     check_provider(config)
     if config.provider != OPENAI:
         raise ProviderError("unsupported", provider=config.provider, detail="no_speech")
     client = _openai_client(config, is_async=False)
     model = str(config.options.get("transcription_model") or DEFAULT_TRANSCRIPTION_MODEL)
+    extra = {"language": language} if language else {}
     return call.timed(
         config,
         "transcription",
-        lambda: str(client.audio.transcriptions.create(model=model, file=(filename, audio)).text),
+        lambda: str(client.audio.transcriptions.create(model=model, file=(filename, audio), **extra).text),
     )
 
 
-def synthesize(call: _Call, config: ProviderConfig, text: str, voice: str | None) -> bytes:
+def synthesize(
+    call: _Call, config: ProviderConfig, text: str, voice: str | None, response_format: str | None = None
+) -> bytes:
     check_provider(config)
     if config.provider != OPENAI:
         raise ProviderError("unsupported", provider=config.provider, detail="no_speech")
     client = _openai_client(config, is_async=False)
     model = str(config.options.get("speech_model") or DEFAULT_SPEECH_MODEL)
     chosen = voice or str(config.options.get("voice") or DEFAULT_VOICE)
+    extra = {"response_format": response_format} if response_format else {}
     return call.timed(
         config,
         "speech",
-        lambda: bytes(client.audio.speech.create(model=model, voice=chosen, input=text).content),
+        lambda: bytes(client.audio.speech.create(model=model, voice=chosen, input=text, **extra).content),
     )
 
 

@@ -1,0 +1,186 @@
+"""The signed application-assistant endpoints of the AI app: one assistant turn, speech to text and
+text to speech. Authenticated by the bound token and the signed envelope of apps.core.signed (the
+same verifier as the support app's ticket and account-link endpoints); replay protection is the
+nonce, no idempotency header."""
+
+from __future__ import annotations
+
+import io
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from apps.core import signed
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+from apps.core.api.views import ScopedAPIView
+
+from .. import assistant_api
+
+IDENTIFIER = r"^[A-Za-z0-9_.:-]{1,128}$"
+SIGNED_PROBLEMS = [401, 403, 409, 413, 415, 422, 429, 502, 503]
+ENVELOPE = (
+    " Signed: the integration's bound token (`Authorization: Bearer`) and `X-Service-Timestamp` (Unix "
+    "seconds, within 300 s), `X-Service-Nonce` (16 to 64 of `[A-Za-z0-9_-]`, once within 600 s) and "
+    '`X-Service-Signature` = `sha256=v1:` + hex HMAC-SHA256 of `"{timestamp}.{nonce}." + raw body` keyed '
+    "with the binding's signing secret: 401 `invalid_signature` / `stale_timestamp`, 403 `token_not_bound`, "
+    "409 `nonce_reused` (a refused signature or timestamp does not use the nonce up)."
+)
+
+
+class SignedAssistantView(ScopedAPIView):
+    """SECURITY: authentication -> the per-token rate limit -> api_enabled and `ai:write` -> the signed
+    envelope (bound token, signature, timestamp, nonce) -> input rules -> the per-widget budget ->
+    the provider."""
+
+    abstract = True
+    route_scopes = {"post": ["ai:write"]}
+    problem_statuses = {"post": SIGNED_PROBLEMS}
+
+    def check_permissions(self, request):
+        super().check_permissions(request)
+        signed.verify(widget=request.widget, token=request.auth, meta=request.META, body=self._raw_body(request))
+
+    def _raw_body(self, request) -> bytes:
+        """The raw bytes the signature covers, read before the parser runs (which then parses them).
+
+        Django buffers at most DATA_UPLOAD_MAX_MEMORY_SIZE through `request.body`; a route that
+        accepts more (speech to text: 6 MiB of audio as base64) reads its stream itself, bounded by
+        its `max_body_bytes` (BodySizeLimitMiddleware refused anything longer before the view)."""
+        django_request = request._request
+        limit = getattr(self, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
+        if limit > settings.DATA_UPLOAD_MAX_MEMORY_SIZE and not hasattr(django_request, "_body"):
+            django_request._body = django_request.read(limit + 1)
+            django_request._stream = io.BytesIO(django_request._body)
+        return django_request.body
+
+
+# --- inputs and documented outputs ----------------------------------------------------------------------
+
+
+class TurnMessageInput(InputSerializer):
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    content = StrictCharField(min_length=1, max_length=assistant_api.MAX_TEXT, trim_whitespace=False)
+
+
+class ToolInput(InputSerializer):
+    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+    description = StrictCharField(max_length=1000, required=False, allow_blank=True)
+    parameters = serializers.DictField(required=False, help_text="The tool's arguments as a JSON Schema object.")
+
+
+class ToolResultInput(InputSerializer):
+    call_id = StrictRegexField(IDENTIFIER)
+    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+    content = StrictCharField(max_length=assistant_api.MAX_TEXT, allow_blank=True, trim_whitespace=False)
+
+
+class TurnInput(InputSerializer):
+    conversation_id = StrictRegexField(IDENTIFIER)
+    request_id = StrictRegexField(IDENTIFIER)
+    messages = TurnMessageInput(many=True, min_length=1, max_length=assistant_api.MAX_MESSAGES)
+    context = serializers.DictField(
+        required=False, help_text="What the application knows (locale, screen, account facts): data, not instructions."
+    )
+    tools = ToolInput(many=True, required=False, max_length=assistant_api.MAX_TOOLS)
+    tool_results = ToolResultInput(many=True, required=False, max_length=assistant_api.MAX_TOOLS)
+
+
+class ReplyDoc(serializers.Serializer):
+    text = serializers.CharField()
+    transformation = serializers.CharField(help_text="As the detached test's `transformation`.")
+    escalate = serializers.BooleanField(help_text="The assistant hands the conversation to people.")
+    escalation_reason = serializers.CharField(allow_null=True)
+    outcome = serializers.CharField(
+        allow_null=True, help_text="null, handover_notice, handover_offline or handover_unknown"
+    )
+
+
+class ToolCallDoc(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    arguments = serializers.DictField()
+
+
+class TurnDoc(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    request_id = serializers.CharField()
+    type = serializers.ChoiceField(choices=["reply", "tool_plan"])
+    reply = ReplyDoc(allow_null=True)
+    tool_calls = ToolCallDoc(many=True)
+    provider = serializers.CharField()
+    model = serializers.CharField()
+    provider_path = serializers.ChoiceField(choices=["primary", "fallback"])
+
+
+class SpeechToTextInput(InputSerializer):
+    audio_base64 = StrictCharField(trim_whitespace=False, help_text="At most 6 MiB once decoded.")
+    mime_type = serializers.ChoiceField(choices=sorted(assistant_api.AUDIO_TYPES))
+    language = StrictRegexField(r"^[a-z]{2}$", required=False, help_text="ISO 639-1 code of the speech.")
+
+
+class SpeechToTextDoc(serializers.Serializer):
+    text = serializers.CharField()
+
+
+class TextToSpeechInput(InputSerializer):
+    text = StrictCharField(min_length=1, max_length=assistant_api.MAX_TEXT)
+    voice = serializers.ChoiceField(choices=list(assistant_api.VOICES), required=False)
+    format = serializers.ChoiceField(choices=list(assistant_api.SPEECH_FORMATS), required=False)
+
+
+class TextToSpeechDoc(serializers.Serializer):
+    audio_base64 = serializers.CharField()
+    mime_type = serializers.CharField()
+    format = serializers.CharField()
+
+
+# --- views -------------------------------------------------------------------------------------------------
+
+
+class AssistantTurnView(SignedAssistantView):
+    @extend_schema(
+        summary="Run one assistant turn (signed)",
+        description="The integrating backend sends the conversation (`messages`, oldest first, the user's "
+        "last unless `tool_results` follow up a plan), its `context` and the `tools` it offers; the answer is a "
+        "validated `reply` (hand-off marker and escalation triggers applied as for the AI operator) or a "
+        "`tool_plan` whose calls name declared tools with arguments valid against their JSON Schema. History, "
+        "authorization, confirmation and execution stay with the caller. 30 per minute per widget; 422 "
+        "`invalid_input`, 502 `provider_failure` / `invalid_tool_plan`, 503 `assistant_unavailable`." + ENVELOPE,
+        request=TurnInput,
+        responses={200: TurnDoc},
+    )
+    def post(self, request):
+        data = self.validated(TurnInput)
+        return Response(assistant_api.run_turn(widget=request.widget, data=data))
+
+
+class SpeechToTextView(SignedAssistantView):
+    max_body_bytes = assistant_api.SPEECH_BODY_BYTES
+
+    @extend_schema(
+        summary="Transcribe speech (signed)",
+        description="`audio_base64` (at most 6 MiB decoded: 413 `audio_too_large`) of `mime_type`, optional "
+        "`language`; answers `{text}`. Only with the reference vendor (`openai`) as the integration's provider "
+        "(else 422 `speech_unsupported`). 20 per minute per widget." + ENVELOPE,
+        request=SpeechToTextInput,
+        responses={200: SpeechToTextDoc},
+    )
+    def post(self, request):
+        data = self.validated(SpeechToTextInput)
+        return Response(assistant_api.speech_to_text(widget=request.widget, data=data))
+
+
+class TextToSpeechView(SignedAssistantView):
+    @extend_schema(
+        summary="Synthesize speech (signed)",
+        description="`text` (1 to 4000 characters), optional `voice` and `format` (default mp3); answers "
+        "`{audio_base64, mime_type, format}`. Only with the reference vendor (`openai`) as the integration's "
+        "provider (else 422 `speech_unsupported`). 20 per minute per widget." + ENVELOPE,
+        request=TextToSpeechInput,
+        responses={200: TextToSpeechDoc},
+    )
+    def post(self, request):
+        data = self.validated(TextToSpeechInput)
+        return Response(assistant_api.text_to_speech(widget=request.widget, data=data))

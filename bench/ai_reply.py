@@ -1,0 +1,321 @@
+"""The AI operator at work: from the visitor's POST of a message to the AI operator's answer visible
+to the visitor, with a fake provider answering at once, at 1, 20 and 100 concurrent chats.
+
+As deployed: the web process under uvicorn (bench.lib.common.Server), the Procfile's worker (celery,
+the same broker), Redis, PostgreSQL, and the OpenAI-format loopback fake in a process of its own
+(`python -m apps.ai.testing`). Each chat is one visitor session of a widget with AI switched on; a
+chat's loop POSTs a message to the visitor API and waits until the AI's answer is committed (the
+moment its websocket push goes out: the push is an on-commit handler), then sends the next. One
+poller thread reads the answers of every waiting chat in one query every POLL_SECONDS.
+
+The floor, measured in the same run at the same concurrency: one provider round trip (the official
+OpenAI SDK straight to the same fake, `apps.ai.testing.sdk_floor_completion`) plus one message
+insert (a plain INSERT of a message row in its own transaction), at most FLOOR_THREADS at once.
+Target: at 20 concurrent chats our p50 at most 50 ms over the floor's p50 and no failed request
+(`added<=50,errors==0`); 1 and 100 are printed as INFO (with their failed requests: on a shared
+PostgreSQL, 100 chats can run out of its connections).
+
+Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker the worker shares); seeds its own
+widget (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES (messages per level,
+default 200).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.lib.common import Server, env_int, session, skipped  # noqa: E402
+from bench.lib.env import ROOT, postgres_problem  # noqa: E402
+
+NAME = "ai_reply"
+LEVELS = (1, 20, 100)
+TARGET_LEVEL = 20
+ADDED_TARGET_MS = 50
+MESSAGES = env_int("BENCH_AI_REPLY_MESSAGES", 200)
+POLL_SECONDS = 0.002
+# The floor's threads each hold a database connection: at most this many (PostgreSQL's default
+# max_connections is 100, shared with the measured processes).
+FLOOR_THREADS = 20
+ANSWER = "Delivery takes two days."
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def start_fake() -> tuple[subprocess.Popen, dict]:
+    process = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "apps.ai.testing", "--flavor", "openai", "--text", ANSWER],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, json.loads(process.stdout.readline())
+
+
+def start_worker(entry: str, log: Path) -> subprocess.Popen:
+    """A Procfile worker line (`worker`, `ai`), on this run's database and broker."""
+    command = next(
+        line.split(":", 1)[1].strip()
+        for line in (ROOT / "Procfile").read_text().splitlines()
+        if line.startswith(f"{entry}:")
+    )
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("CELERY_TASK_ALWAYS_EAGER", None)
+    out = log.open("wb")
+    return subprocess.Popen(  # noqa: S603
+        ["sh", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def wait_ready(worker: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if " ready." in log.read_text(errors="replace"):
+            return
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker exited ({worker.returncode}); see {log}")
+        time.sleep(0.2)
+    raise RuntimeError(f"the worker was not ready in {timeout} s; see {log}")
+
+
+def stop(process: subprocess.Popen, *, group: bool) -> None:
+    if process.poll() is not None:
+        return
+    if group:
+        os.killpg(process.pid, signal.SIGTERM)
+    else:
+        process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL) if group else process.kill()
+        process.wait()
+
+
+def seed(fake: dict):
+    from apps.agents import services as agent_services
+    from apps.agents.models import Agent
+    from apps.ai.models import AiSettings, Assistant, Credential
+    from apps.core.testing.factories import WidgetFactory
+    from apps.webhooks.services import encrypt_secret
+
+    tag = uuid.uuid4().hex[:12]
+    widget = WidgetFactory(name=f"bench-ai-reply-{tag}", api_enabled=True, account__user__username=f"bench-ai-{tag}")
+    AiSettings.objects.create(widget=widget, enabled=True)
+    assistant = Assistant.objects.create(
+        widget=widget, name="Bench", is_default=True, system_prompt="You sell tea.", persona="Brief."
+    )
+    agent_services.create_ai_agent(widget=widget, name="Bot", assistant_id=assistant.pk, status=Agent.Status.ACTIVE)
+    Credential.objects.create(
+        widget=widget,
+        provider="openai",
+        api_key_encrypted=encrypt_secret(fake["api_key"]),
+        base_url=fake["base_url"],
+        model="gpt-4o-mini",
+    )
+    return widget
+
+
+class Poller:
+    """Records when each awaited chat's newest AI answer (id above a mark) is first seen committed."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[int, tuple[int, threading.Event, list]] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        from django.db import connection
+
+        from apps.chats.models import Message
+
+        try:
+            while not self.stopped.is_set():
+                with self.lock:
+                    pending = dict(self.waiting)
+                if pending:
+                    rows = Message.objects.filter(
+                        chat_id__in=list(pending), author_kind="ai", visibility="public"
+                    ).values_list("chat_id", "id")
+                    now = time.perf_counter()
+                    for chat_id, message_id in rows:
+                        mark, event, seen = pending[chat_id]
+                        if message_id > mark and not event.is_set():
+                            seen.extend((now, message_id))
+                            with self.lock:
+                                self.waiting.pop(chat_id, None)
+                            event.set()
+                time.sleep(POLL_SECONDS)
+        finally:
+            connection.close()
+
+    def expect(self, chat_id: int, mark: int) -> tuple[threading.Event, list]:
+        event, seen = threading.Event(), []
+        with self.lock:
+            self.waiting[chat_id] = (mark, event, seen)
+        return event, seen
+
+
+def run_level(server: Server, widget, level: int, poller: Poller, messages: int = MESSAGES) -> tuple[list[float], int]:
+    """`level` chats, each sending messages one after the other until MESSAGES are answered in all."""
+    per_chat = max(1, messages // level)
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def chat_loop() -> None:
+        http = session()
+        base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
+        try:
+            r = http.post(f"{base}/sessions", json={}, timeout=30)
+            assert r.status_code == 201, r.text
+            token = r.json()["session_token"]
+            headers = {"Authorization": f"Visitor {token}"}
+            chat_id, mark = None, 0
+            for i in range(per_chat + 1):  # the first message opens the room (not timed)
+                started = time.perf_counter()
+                if chat_id is not None:
+                    event, seen = poller.expect(chat_id, mark)
+                r = http.post(f"{base}/messages", json={"type": "text", "body": f"Question {i}?"}, headers=headers)
+                assert r.status_code == 201, r.text
+                if chat_id is None:
+                    chat_id = r.json()["chat_id"]
+                    event, seen = poller.expect(chat_id, mark)
+                if not event.wait(timeout=120):
+                    raise AssertionError(f"no answer in chat {chat_id} within 120 s")
+                mark = seen[1]
+                if i > 0:
+                    with lock:
+                        latencies.append((seen[0] - started) * 1000)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            with lock:
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=chat_loop) for _ in range(level)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        print(f"{NAME}.c{level}: {len(errors)} chats stopped on an error, first: {errors[0][:300]}", flush=True)
+    return latencies, len(errors)
+
+
+def floor_level(fake: dict, widget, level: int) -> list[float]:
+    """The same number of round trips as `run_level`: an SDK completion plus one message insert."""
+    from django.db import connection, transaction
+
+    from apps.ai.testing import sdk_floor_client, sdk_floor_completion
+    from apps.chats.models import Chat, Contact, Message
+
+    contact = Contact.objects.create(widget=widget, name="floor")
+    chat = Chat.objects.create(widget=widget, contact=contact, channel=f"floor-{uuid.uuid4().hex[:8]}")
+    per_chat = max(1, MESSAGES // min(level, FLOOR_THREADS))
+    out: list[float] = []
+    lock = threading.Lock()
+
+    def loop() -> None:
+        client = sdk_floor_client(fake["base_url"], fake["api_key"], ca_file=fake["ca_path"])
+        sdk_floor_completion(client, "warm up")
+        try:
+            for _ in range(per_chat):
+                started = time.perf_counter()
+                text = sdk_floor_completion(client, "How long is delivery?")
+                with transaction.atomic():
+                    Message.objects.create(widget_id=widget.pk, chat=chat, body=str(text), author_kind="ai")
+                with lock:
+                    out.append((time.perf_counter() - started) * 1000)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=loop) for _ in range(min(level, FLOOR_THREADS))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def main() -> int:
+    problem = postgres_problem()
+    if problem:
+        skipped(NAME, problem)
+        return 0
+    if not os.environ.get("REDIS_URL"):
+        skipped(NAME, "REDIS_URL is not set: the worker needs the broker the web process uses")
+        return 0
+    fake_process, fake = start_fake()
+    os.environ["OUTBOUND_ALLOW_LOOPBACK"] = "1"
+    os.environ["REQUESTS_CA_BUNDLE"] = fake["ca_path"]
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    widget = seed(fake)
+    log_dir = ROOT / "var" / "bench"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    logs = {entry: log_dir / f"{NAME}.{entry}.log" for entry in ("worker", "ai")}
+    workers = {entry: start_worker(entry, log) for entry, log in logs.items()}
+    poller = Poller()
+    env = {
+        "VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR": "1000000",
+        "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE": "1000000",
+        "VISITOR_SOCKETS_PER_ADDRESS": "1000000",
+    }
+    try:
+        for entry, worker in workers.items():
+            wait_ready(worker, logs[entry])
+        poller.thread.start()
+        with Server(NAME, env=env) as server:
+            run_level(server, widget, 2, poller, messages=10)  # warm up: connections, the worker's imports
+            for level in LEVELS:
+                ours, failed = run_level(server, widget, level, poller)
+                if not ours:
+                    print(f"BENCH {NAME}.c{level} FAILED (no chat got an answer; {failed} stopped on errors)")
+                    continue
+                floor = floor_level(fake, widget, level)
+                p50, p99 = percentile(ours, 0.5), percentile(ours, 0.99)
+                f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
+                name = f"{NAME}.c{level}"
+                figures = dict(ours=round(p50, 1), floor=round(f50, 1), added=round(p50 - f50, 1))
+                extra = dict(p99=round(p99, 1), floor_p99=round(f99, 1), n=len(ours), errors=failed)
+                if level == TARGET_LEVEL:
+                    from bench.lib.targets import bench
+
+                    bench(name, unit="ms", target=f"added<={ADDED_TARGET_MS},errors==0", **figures, **extra)
+                else:
+                    from bench.lib.targets import info
+
+                    info(name, unit="ms", **figures, **extra)
+                print(f"{name}: p50 {p50:.1f} ms p99 {p99:.1f} ms; floor p50 {f50:.1f} ms p99 {f99:.1f} ms", flush=True)
+    finally:
+        poller.stopped.set()
+        for worker in workers.values():
+            stop(worker, group=True)
+        fake_process.stdin.close()
+        fake_process.wait(timeout=10)
+        from apps.core.models import Widget
+
+        Widget.objects.filter(pk=widget.pk).delete()
+    return 0
+
+
+if __name__ == "__main__":
+    from bench.lib.env import setup_django
+
+    setup_django()
+    sys.exit(main())
