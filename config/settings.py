@@ -302,6 +302,8 @@ SPECTACULAR_SETTINGS = {
         "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
         "EventStatusEnum": ["Live", "Wired"],
         "AiOperatorStatusEnum": ["active", "paused", "retired"],
+        "ExternalOperatorStateEnum": ["testing", "active", "paused", "revoked", "rotating"],
+        "ExternalOperatorLifecycleStateEnum": ["testing", "active", "paused", "revoked"],
         "AiAlertStateEnum": ["unacknowledged", "acknowledged"],
         "AiAlertStateFilterEnum": ["unacknowledged", "acknowledged", "all"],
         "AiDemandCategoryEnum": "apps.ai.api.serializers.DEMAND_CATEGORIES",

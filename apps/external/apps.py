@@ -5,3 +5,12 @@ class ExternalConfig(AppConfig):
     name = "apps.external"
     label = "external"
     verbose_name = "External operators"
+
+    def ready(self):
+        from apps.webhooks import services as webhooks
+
+        from . import services
+        from .models import ENDPOINT_OWNER
+
+        # A rotation ends when the old endpoint's last queued call settles.
+        webhooks.on_endpoint_settled(ENDPOINT_OWNER, services.finish_drained_rotations)
