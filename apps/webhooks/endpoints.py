@@ -52,6 +52,8 @@ def set_endpoint_mode(*, endpoint: Endpoint, mode: str, reason: str = "endpoint_
     pending = Delivery.objects.filter(widget_id=endpoint.widget_id, endpoint=endpoint, status=Delivery.Status.PENDING)
     if mode == Endpoint.Mode.DROP:
         delivery.skip_endpoint_rows(pending, reason=reason)
+    elif mode == Endpoint.Mode.HOLD:
+        pending.update(next_attempt_at=None)  # one an engine leased meanwhile is parked when loaded
     elif mode == Endpoint.Mode.SEND:
         if pending.filter(next_attempt_at=None).update(next_attempt_at=timezone.now()):
             transaction.on_commit(delivery.trigger)

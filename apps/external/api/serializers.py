@@ -11,9 +11,7 @@ from ..models import ExternalOperator
 STATES = [s.value for s in ExternalOperator.State]
 
 
-class ExternalOperatorDoc(serializers.Serializer):
-    """An external (webhook) operator. Never shows its signing secret."""
-
+class _OperatorFields(serializers.Serializer):
     public_id = serializers.CharField(help_text="`xop_...`: the id in the routes.")
     name = serializers.CharField()
     url = serializers.CharField(help_text="The https endpoint that receives the signed calls now.")
@@ -31,6 +29,10 @@ class ExternalOperatorDoc(serializers.Serializer):
     )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class ExternalOperatorDoc(_OperatorFields):
+    """An external (webhook) operator. Never shows its signing secret."""
 
 
 class ExternalOperatorPatchInput(InputSerializer):
@@ -51,7 +53,9 @@ class EmptyInput(InputSerializer):
     """No members (an empty body or `{}`)."""
 
 
-class ForceDrainDoc(ExternalOperatorDoc):
+class ForceDrainDoc(_OperatorFields):
+    """The operator after the drain was broken."""
+
     abandoned = serializers.IntegerField(help_text="Calls to the old URL skipped, never to be sent.")
 
 
