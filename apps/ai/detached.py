@@ -23,15 +23,13 @@ from dataclasses import dataclass, field
 from django.core.cache import cache
 from django.db import DatabaseError, transaction
 
-from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core import idempotency
 from apps.core.errors import IdempotencyKeyReused
 from apps.core.models import IdempotencyKey, Widget
 from apps.core.ratelimit import Budget
-from apps.widget import selectors as widget_selectors
 
-from . import errors, phrases, pipeline, retrieval, selectors
+from . import errors, handoff, phrases, pipeline, retrieval, selectors
 from .models import Assistant, Credential
 
 logger = logging.getLogger(__name__)
@@ -364,14 +362,8 @@ class Plan:
 def _operators_state(widget: Widget, given: str | None) -> dict:
     if given is not None:
         return {"state": given, "source": "request"}
-    try:
-        online = agent_selectors.online_agent_ids(widget)
-        humans = Agent.objects.filter(
-            widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE
-        ).exists()
-    except Exception:  # noqa: BLE001 - presence unreadable: the unknown outcome applies
-        return {"state": "unknown", "source": "presence_unavailable"}
-    return {"state": "online" if humans else "offline", "source": "presence"}
+    state = handoff.operators_state(widget)
+    return {"state": state, "source": "presence_unavailable" if state == "unknown" else "presence"}
 
 
 def _locale(widget: Widget, given: str | None, question: str) -> str:
@@ -380,8 +372,7 @@ def _locale(widget: Widget, given: str | None, question: str) -> str:
     detected = pipeline.detect_language(question)
     if detected in LOCALES:
         return detected
-    language = widget_selectors.language_payload(widget)["effective_language"]
-    return language if language in LOCALES else "en"
+    return handoff.widget_locale(widget)
 
 
 def prepare(widget: Widget, *, assistant_id, data: TestInput, key: str, path: str) -> Plan:

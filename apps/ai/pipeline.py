@@ -115,10 +115,13 @@ class Outcome:
     offline_outcome_suppressed: bool
 
 
-def _handover(
+def handover_choice(
     overrides: dict, locale: str, operators_state: str, presence_context_enabled: bool
 ) -> tuple[str, str, bool]:
-    """(phrase text, outcome, offline_outcome_suppressed) of a handover."""
+    """(phrase text, outcome, offline_outcome_suppressed) of a handover: `handoff_to_human` when a
+    person is online, `handover_offline` when none is and presence is read (the widget's
+    `offline_outcome_mode`), else `handover_unknown`. The one choice of every handover (the detached
+    test, the AI operator at work, an external operator's escalation)."""
     if operators_state == "online":
         return phrases.text_of(overrides, "handoff_to_human", locale), "handover_notice", False
     if operators_state == "offline" and presence_context_enabled:
@@ -150,7 +153,7 @@ def transform(
     """
 
     def handover(transformation: str, classifier: str, reason: str, trigger: str | None = None) -> Outcome:
-        text, outcome, suppressed = _handover(overrides, locale, operators_state, presence_context_enabled)
+        text, outcome, suppressed = handover_choice(overrides, locale, operators_state, presence_context_enabled)
         return Outcome(
             answer=text,
             transformation=transformation,

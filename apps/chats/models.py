@@ -98,6 +98,9 @@ class Chat(models.Model):
     handled_by_type = models.CharField(max_length=8, choices=OperatorType.choices, blank=True, default="")
     handled_at = models.DateTimeField(null=True, blank=True)
     handling = models.CharField(max_length=16, choices=Handling.choices, default=Handling.MISSED)
+    # Set when a machine (the AI operator, an external operator) handed the chat to people; cleared
+    # when a person answers. While set, no machine answers the chat.
+    awaiting_human_since = models.DateTimeField(null=True, blank=True)
 
     last_message = models.ForeignKey(
         "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False

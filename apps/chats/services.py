@@ -201,6 +201,10 @@ def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> Answer:
     if kind == Chat.OperatorType.HUMAN and chat.agent_id is None:
         chat.agent = agent
         changed.append("agent")
+    # A person answering a chat handed to people ends the wait (a machine answering does not).
+    if agent.type == Agent.Type.HUMAN and chat.awaiting_human_since is not None:
+        chat.awaiting_human_since = None
+        changed.append("awaiting_human_since")
     return Answer(fields=changed, accepted=accepted)
 
 
@@ -215,6 +219,20 @@ def emit_accepted(*, chat: Chat) -> None:
         operator_type=chat.accepted_by_type,
         client_id=chat.contact.guid,
     )
+
+
+@transaction.atomic
+def await_human(*, widget: Widget, chat: Chat, reason: str) -> Chat:
+    """A machine operator handed the chat to people: it waits for a person (no machine answers it)
+    until one answers (`record_answer` clears the mark). Emits chat.awaiting_human once; a chat
+    already waiting changes nothing and emits nothing."""
+    chat = lock_chat(widget=widget, chat=chat)
+    if chat.awaiting_human_since is not None:
+        return chat
+    chat.awaiting_human_since = chat.updated_at = timezone.now()
+    chat.save(update_fields=["awaiting_human_since", "updated_at"])
+    events.emit(widget, events.CHAT_AWAITING_HUMAN, objects={"chat": chat}, chat_id=chat.pk, reason=reason)
+    return chat
 
 
 # --- state ------------------------------------------------------------------------------------------------

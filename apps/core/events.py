@@ -79,6 +79,7 @@ LEGACY_NAMES: dict[str, str] = {
 
 CHAT_STATUS_CHANGED = "chat.status_changed"
 CHAT_ATTRIBUTED = "chat.attributed"
+CHAT_AWAITING_HUMAN = "chat.awaiting_human"
 CHAT_TYPING = "chat.typing"
 MESSAGES_SEEN = "message.seen"
 RATING_REQUESTED = "rating.requested"
@@ -93,6 +94,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     CHAT_STATUS_CHANGED: ("chat_id", "status"),
     # an operator took an already accepted chat (handler or owner changed, no chat.accepted)
     CHAT_ATTRIBUTED: ("chat_id", "operator_id"),
+    # a machine operator handed the chat to people (escalation, provider failure); a person's
+    # answer ends the wait
+    CHAT_AWAITING_HUMAN: ("chat_id", "reason"),
     CHAT_TYPING: ("chat_id", "state", "by"),
     MESSAGES_SEEN: ("chat_id", "message_id", "by"),
     # the system message asking for a rating was stored
