@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.agents.models import Agent
+from apps.ai import handoff
 from apps.chats import services as chats
 from apps.chats.models import Chat, Message
 from apps.core.errors import ValidationFailed
@@ -34,7 +35,7 @@ State = ExternalOperator.State
 SETTABLE_STATES = (State.TESTING, State.ACTIVE, State.PAUSED, State.REVOKED)
 ESCALATION_MARKER = "[KEY_TO_OPERATOR]"
 NAME_MAX = 150
-REPLY_MAX = 65536  # characters, as an operator's message body
+REPLY_ORIGIN = "external_reply"
 
 
 def secret_overlap() -> timedelta:
@@ -231,7 +232,7 @@ def finish_drained_rotations(endpoint_ids: set[int]) -> int:
         state=State.ROTATING, draining_id__in=endpoint_ids, deleted_at=None
     ).values_list("pk", flat=True):
         with transaction.atomic():
-            operator = ExternalOperator.objects.select_for_update().select_related("draining").get(pk=pk)
+            operator = ExternalOperator.objects.select_for_update(of=("self",)).select_related("draining").get(pk=pk)
             if operator.state != State.ROTATING or operator.draining_id not in endpoint_ids:
                 continue
             if webhooks.pending_count(operator.draining):
@@ -299,15 +300,24 @@ def answering_operators(widget: Widget) -> list[ExternalOperator]:
     )
 
 
+def answer_externally(chat: Chat, message: Message) -> bool:
+    """The AI reply worker's external answerer (apps.ai.routing): see dispatch_visitor_message."""
+    return dispatch_visitor_message(chat=chat, message=message)
+
+
 def dispatch_visitor_message(*, chat: Chat, message: Message) -> bool:
     """Send a visitor message to every active external operator of the chat's widget, each as a
     signed call with its own causation id: `chat.assigned` for the operator's first call about the
     chat, `message.created` after. Idempotent per operator and message (a repeated task sends
-    nothing twice). Returns whether the widget has an answering operator (the message is theirs)."""
+    nothing twice). Returns whether the widget has an answering operator: then the message is
+    theirs, and the built-in AI stays quiet, also when a person handles the chat (nothing is sent:
+    `machine_may_answer` says no machine may answer it now)."""
     widget = chat.widget
     operators = answering_operators(widget)
     if not operators:
         return False
+    if message.author_kind != Message.Author.CLIENT or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+        return True
     with transaction.atomic():
         seen = set(
             Call.objects.filter(widget=widget, chat=chat, operator__in=operators).values_list("operator_id", flat=True)
@@ -385,19 +395,17 @@ def accept_reply(
     with transaction.atomic():
         call = (
             Call.objects.select_for_update(of=("self",))
-            .select_related("operator", "operator__agent", "chat")
+            .select_related("operator", "operator__agent", "message", "chat")
             .filter(widget=widget, causation_id=causation)
             .first()
         )
         if call is None:
             raise errors.CausationNotFound()
         operator = call.operator
-        if call.chat_id != room_id or call.chat.widget_id != widget.pk:
+        if call.chat_id != room_id:  # another room (of this widget or another one)
             raise errors.BindingMismatch("The causation id belongs to another room.")
         if operator.deleted_at is not None or operator.state == State.REVOKED:
             raise errors.BindingMismatch("The call's operator is revoked and can no longer answer.")
-        if operator.agent.widget_id != widget.pk:
-            raise errors.BindingMismatch("The call's operator belongs to another widget.")
         if call.consumed_at is not None:
             raise errors.CausationConsumed("This causation id was already answered.")
         result = _apply_reply(widget=widget, call=call, content=content or "", escalate=escalate)
@@ -407,20 +415,17 @@ def accept_reply(
 
 
 def _apply_reply(*, widget: Widget, call: Call, content: str, escalate: bool) -> ReplyResult:
-    from apps.ai import handoff
-
-    chat = call.chat
+    chat = chats.lock_chat(widget=widget, chat=call.chat)
     operator = call.operator
     if not handoff.machine_may_answer(chat=chat, now=timezone.now()):
         return ReplyResult("discarded")  # a person took the chat meanwhile: the machine stays quiet
-    text = content.replace(ESCALATION_MARKER, "").strip() if ESCALATION_MARKER in content else content
     if escalate or ESCALATION_MARKER in content or not content.strip():
         reason = "escalate" if escalate else ("marker" if ESCALATION_MARKER in content else "empty_reply")
         handoff.hand_to_people(
             widget=widget, chat=chat, operator=operator.agent, reason=reason, question=call.message.body
         )
         return ReplyResult("handed_off")
-    message = chats.post_agent_message(
-        widget=widget, chat=chat, agent=operator.agent, data=chats.MessageInput(body=text), source="api"
+    message = handoff.post_as_operator(
+        widget=widget, chat=chat, operator=operator.agent, text=content, origin=REPLY_ORIGIN
     )
     return ReplyResult("posted", message)
