@@ -356,6 +356,8 @@ if OUTBOUND_ALLOW_LOOPBACK:
 WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
+# After an external operator's secret rotation the previous secret keeps signing this long.
+EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
 
 # --- widget -------------------------------------------------------------------------------------------
 # Widgets created before this moment get the legacy implicit defaults (ISO 8601; empty: built-in).

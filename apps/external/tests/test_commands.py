@@ -144,3 +144,20 @@ def test_the_admin_revoke_action_is_the_kill_switch(admin_client, widget):
         "/admin/external/externaloperator/", {"action": "revoke", "_selected_action": [operator.pk]}, follow=True
     )
     assert ExternalOperator.objects.get(pk=operator.pk).state == "revoked"
+
+
+def test_rotate_webhook_keys_reencrypts_operator_secrets_and_their_previous_ones(widget, settings):
+    from cryptography.fernet import Fernet
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [old]
+    printed = run(
+        "create_external_operator", "--widget", widget.button_guid, "--name", "B", "--url", "https://127.0.0.1:9/h"
+    )
+    rotated = run("rotate_external_operator_secret", "--operator", printed["public_id"])
+    settings.WEBHOOK_SECRET_KEYS = [new, old]
+    assert run("rotate_webhook_keys") == {"rotated": 1}
+    settings.WEBHOOK_SECRET_KEYS = [new]
+    endpoint = ExternalOperator.objects.get(public_id=printed["public_id"]).endpoint
+    assert decrypt_secret(endpoint.secret_encrypted) == rotated["secret"]
+    assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["secret"]
