@@ -224,16 +224,19 @@ def _finish_rotation(operator: ExternalOperator) -> None:
     _save(operator, "state", "resume_state", "draining")
 
 
-def finish_drained_rotations(endpoint_ids: set[int]) -> int:
-    """The engine's settled hook: a rotating operator whose old endpoint has nothing left to send
-    returns to its state (the old endpoint is retired). Returns how many finished."""
+def finish_drained_rotations(endpoint_ids: set[int] | None = None) -> int:
+    """A rotating operator whose old endpoint has nothing left to send returns to its state (the
+    old endpoint is retired). The engine's settled hook passes the endpoints whose rows settled;
+    the beat job (`endpoint_ids` None) looks at every rotating operator, so a lost hook only
+    delays the end of a rotation. Returns how many finished."""
+    rotating = ExternalOperator.objects.filter(state=State.ROTATING, deleted_at=None)
+    if endpoint_ids is not None:
+        rotating = rotating.filter(draining_id__in=endpoint_ids)
     finished = 0
-    for pk in ExternalOperator.objects.filter(
-        state=State.ROTATING, draining_id__in=endpoint_ids, deleted_at=None
-    ).values_list("pk", flat=True):
+    for pk in rotating.values_list("pk", flat=True):
         with transaction.atomic():
             operator = ExternalOperator.objects.select_for_update(of=("self",)).select_related("draining").get(pk=pk)
-            if operator.state != State.ROTATING or operator.draining_id not in endpoint_ids:
+            if operator.state != State.ROTATING or operator.draining_id is None:
                 continue
             if webhooks.pending_count(operator.draining):
                 continue

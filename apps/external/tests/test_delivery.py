@@ -319,3 +319,18 @@ def test_a_probe_is_a_signed_delivery_test_frame(widget, receiver, triggers):
     assert hit.header("x-service-signature") == signature(SECRET, hit.body)
     uuid.UUID(frame["id"])
     assert json.loads(Delivery.objects.get(pk=probe.delivery_id).body) == frame
+
+
+def test_the_beat_job_ends_a_drained_rotation_whose_hook_was_lost(widget, receiver, triggers):
+    from apps.external import tasks
+
+    operator = make_operator(widget, receiver.url("/old"))
+    message = visitor_message(widget)
+    services.dispatch_visitor_message(chat=message.chat, message=message)
+    operator = services.update_external_operator(
+        widget=widget, operator=operator, changes={"url": receiver.url("/new")}
+    )
+    deliver()  # the test's transaction never commits: the on-commit hook does not run
+    assert ExternalOperator.objects.get(pk=operator.pk).state == "rotating"
+    assert tasks.finish_rotations() == 1
+    assert ExternalOperator.objects.get(pk=operator.pk).state == "active"
