@@ -242,7 +242,7 @@ class ReplyView(ScopedAPIView):
     """The external operators' reply callback."""
 
     route_scopes = {"post": ["responder:inject"]}
-    problem_statuses = {"post": [409]}
+    problem_statuses = {"post": [404, 409]}
 
     @extend_schema(request=s.ExternalReplyInput, responses={202: s.ExternalReplyDoc})
     def post(self, request):
