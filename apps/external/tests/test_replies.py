@@ -189,3 +189,12 @@ def test_no_call_while_a_person_holds_the_chat(widget, triggers):
     message.chat.refresh_from_db()
     assert services.dispatch_visitor_message(chat=message.chat, message=message) is True  # theirs, not the AI's
     assert not Call.objects.exists()
+
+
+def test_the_operators_first_reply_accepts_the_chat_as_a_machine(api, call, captured_events):
+    reply(api(scopes=INJECT), call, content="Hello!")
+    chat = Chat.objects.get(pk=call.chat_id)
+    assert (chat.accepted_by_id, chat.accepted_by_type) == (call.operator.agent_id, "ai")
+    assert chat.handling == "ai" and chat.agent_id is None  # a machine never becomes the routing owner
+    accepted = [d for t, d in captured_events() if t == "chat.accepted"]
+    assert accepted and accepted[0]["operator_type"] == "ai" and accepted[0]["operator_id"] == call.operator.agent_id
