@@ -7,13 +7,16 @@ class AiConfig(AppConfig):
     verbose_name = "AI configuration"
 
     def ready(self) -> None:
+        from apps.core import events
         from apps.widget import selectors as widget_selectors
 
-        from . import selectors
+        from . import runtime, selectors
 
         # The widget app reports `credential_missing` in its translation status through this.
         widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
         _register_signing_binding(selectors)
+        # Each visitor message gets the AI operator's worker task once it commits.
+        events.subscribe(events.MESSAGE_CREATED, runtime.message_created, phase=events.ON_COMMIT)
 
 
 def _register_signing_binding(selectors) -> None:

@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from apps.agents.models import Agent
+from apps.chats.models import Chat, Message
 from apps.core.models import ApiToken, Widget
 
 PROVIDERS = ("openai", "anthropic", "gigachat", "openai_compatible")
@@ -173,3 +174,36 @@ class DemandSignal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}: {self.topic} (widget {self.widget_id})"
+
+
+class ReplyClaim(models.Model):
+    """The AI operator's claim on one visitor message: at most one answer per message, whichever
+    worker runs the task (a redelivered task, two workers racing). Taken by a unique insert just
+    before the provider call; a `working` claim older than the lease (its worker died) may be taken
+    over, and only the holder of the current `token` may post the answer."""
+
+    class State(models.TextChoices):
+        WORKING = "working"
+        ANSWERED = "answered"  # the answer was posted (visible, or a note in shadow mode)
+        HANDED_OFF = "handed_off"  # escalation, empty answer or provider failure: handed to people
+        SUPERSEDED = "superseded"  # a newer visitor message arrived meanwhile: that one is answered
+        DROPPED = "dropped"  # a person answered (or the switch went off) while the provider worked
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="+")
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WORKING)
+    token = models.CharField(max_length=32)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    reply = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # transform's transformation, or the provider failure kind
+    detail = models.CharField(max_length=64, blank=True, default="")
+    provider_ms = models.FloatField(null=True, blank=True)
+    claimed_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-claimed_at"], name="ai_reply_claim_widget")]
+
+    def __str__(self) -> str:
+        return f"AI reply claim on message {self.message_id} ({self.state})"

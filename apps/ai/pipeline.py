@@ -39,13 +39,29 @@ class Message:
     content: str
 
 
+PRESENCE_CONTEXT = {
+    "online": "A human operator is online now: when the visitor needs one, they can take over.",
+    "offline": "No human operator is online now: a hand-over will be answered later, not now.",
+    "unknown": "Whether a human operator is online is not known now.",
+}
+
+
 def assemble_messages(
-    *, system_prompt: str, persona: str, knowledge: list[str], history: list[dict], question: str
+    *,
+    system_prompt: str,
+    persona: str,
+    knowledge: list[str],
+    history: list[dict],
+    question: str,
+    operators_state: str | None = None,
 ) -> list[Message]:
-    """System prompt + persona + (retrieved knowledge) + the visible history + the visitor's message."""
+    """System prompt + persona + (retrieved knowledge) + (presence context: `operators_state`, when
+    the widget's `presence_context_enabled`) + the visible history + the visitor's message."""
     system_parts = [part.strip() for part in (system_prompt, persona) if part and part.strip()]
     if knowledge:
         system_parts.append("Knowledge base excerpts:\n" + "\n---\n".join(knowledge))
+    if operators_state in PRESENCE_CONTEXT:
+        system_parts.append(PRESENCE_CONTEXT[operators_state])
     system_parts.append(
         f"If the visitor needs a human operator, answer with exactly {HANDOFF_MARKER} and nothing else."
     )

@@ -1,8 +1,16 @@
 from celery import shared_task
+from django.db import DatabaseError
 
-from . import translations
+from . import runtime, translations
 
 
 @shared_task(acks_late=True)
 def translate_widget_texts(widget_id: int, ids: list[int]) -> None:
     translations.translate(widget_id=widget_id, ids=ids)
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=1, retry_jitter=True)
+def answer_visitor_message(message_id: int) -> str:
+    """The AI operator answers one visitor message (apps.ai.runtime.answer: idempotent, claims the
+    message before the provider call, so a redelivery or a second worker answers nothing twice)."""
+    return runtime.answer(message_id=message_id)

@@ -1,0 +1,360 @@
+"""The AI operator at work (product-decisions.md "The AI operator at work"): each visitor message of a
+chat that no person handles is answered in a worker task.
+
+The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`):
+
+1. the visitor's `message.created` commits; the on-commit handler `message_created` enqueues the
+   task (ids in);
+2. a newer visitor message in the chat supersedes this one (its own task answers the newest, with
+   this one in the history);
+3. a machine may answer (`handoff.machine_may_answer`): else, when a person holds the chat, the
+   task comes back when their `takeover_timeout_sec` runs out (`human_to_ai` if they stayed silent);
+4. the widget's active external operators take the message when it has one
+   (`routing.dispatch_to_external`), whatever the AI switch says;
+5. with the switch on, an effective assistant, its active AI operator and a resolvable credential,
+   the message is claimed (`ReplyClaim`, a unique insert: two workers, or a redelivered task, answer
+   once), the visitor sees the AI typing, and the provider chain (backups included) is asked with
+   the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
+   (`presence_context_enabled`) and the visible history;
+6. `pipeline.transform` (the classifier the detached test runs too) decides; under the chat's lock,
+   and only while the claim is still this worker's, the answer is posted as the AI operator's message
+   (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
+   newer visitor message or a person's answer that arrived meanwhile drops the answer; a provider
+   failure or timeout hands the chat to people instead of leaving the visitor unanswered.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.agents.models import Agent
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.core import events
+from apps.core.models import Widget
+
+from . import handoff, pipeline, retrieval, routing, selectors
+from .models import AiSettings, Alert, Assistant, ReplyClaim
+from .providers import ChatMessage, ProviderError, complete
+
+logger = logging.getLogger(__name__)
+
+REPLY_ORIGIN = "ai_reply"
+PROVIDER_DEADLINE_SECONDS = 45.0
+MAX_PROVIDER_OPERATIONS = 10
+# A `working` claim older than this belongs to a worker that died: the provider deadline bounds a
+# live one, so another worker may take it over.
+CLAIM_LEASE = timedelta(seconds=PROVIDER_DEADLINE_SECONDS + 30)
+HISTORY_MESSAGES = 20
+HISTORY_CHARACTERS = 12000
+ALERT_KIND = "provider_failing"
+ALERT_QUIET = timedelta(hours=1)
+
+# The queue the tasks go to (None: Celery's default). Tests with a real worker use one of their own.
+QUEUE: str | None = None
+
+
+# --- enqueueing --------------------------------------------------------------------------------------
+
+
+def message_created(event: events.Event) -> None:
+    """On-commit handler of message.created: a visitor's message gets its worker task."""
+    message = event.obj("message")
+    if message is None or message.author_kind != Message.Author.CLIENT:
+        return
+    enqueue(message.pk)
+
+
+def enqueue(message_id: int, *, countdown: float | None = None) -> None:
+    from .tasks import answer_visitor_message
+
+    options: dict = {}
+    if QUEUE:
+        options["queue"] = QUEUE
+    if countdown:
+        options["countdown"] = countdown
+    try:
+        answer_visitor_message.apply_async((message_id,), **options)
+    except Exception:  # noqa: BLE001 - broker down: the message is committed, its answer is lost
+        logger.warning("AI reply task could not be enqueued", extra={"message_id": message_id}, exc_info=True)
+
+
+def _eager() -> bool:
+    from celery import current_app
+
+    return bool(current_app.conf.task_always_eager)
+
+
+# --- reads ---------------------------------------------------------------------------------------------
+
+
+def newer_visitor_message_exists(message: Message) -> bool:
+    return Message.objects.filter(
+        chat_id=message.chat_id, widget_id=message.widget_id, author_kind=Message.Author.CLIENT, id__gt=message.pk
+    ).exists()
+
+
+def active_operator(widget: Widget, assistant: Assistant) -> Agent | None:
+    """The AI operator that answers for `assistant`: its oldest active one."""
+    return selectors.operators_of(widget, assistant).filter(status=Agent.Status.ACTIVE).order_by("id").first()
+
+
+def _content(message: Message) -> str:
+    if message.type == Message.Type.TEXT or message.body:
+        return message.body
+    return f"[{message.type}]"
+
+
+def visible_history(message: Message) -> list[dict]:
+    """The messages the visitor saw before `message` (newest HISTORY_MESSAGES, at most
+    HISTORY_CHARACTERS in all), oldest first, as {role, content}."""
+    rows = (
+        Message.objects.filter(
+            chat_id=message.chat_id,
+            widget_id=message.widget_id,
+            visibility=Message.Visibility.PUBLIC,
+            author_kind__in=[Message.Author.CLIENT, Message.Author.AGENT, Message.Author.AI],
+            id__lt=message.pk,
+        )
+        .order_by("-created_at", "-id")
+        .only("type", "body", "author_kind")[:HISTORY_MESSAGES]
+    )
+    history, total = [], 0
+    for row in rows:
+        content = _content(row)
+        if not content.strip():
+            continue
+        total += len(content)
+        if total > HISTORY_CHARACTERS:
+            break
+        history.append(
+            {"role": "user" if row.author_kind == Message.Author.CLIENT else "assistant", "content": content}
+        )
+    history.reverse()
+    return history
+
+
+# --- the task --------------------------------------------------------------------------------------------
+
+
+def answer(*, message_id: int) -> str:
+    """Answer one visitor message (see the module text). Returns what happened: `answered`,
+    `handed_off`, `external`, `superseded`, `dropped`, `person_handles`, `awaiting_human`,
+    `disabled`, `unconfigured`, `claimed_elsewhere` or `not_a_visitor_message`. Safe to run twice
+    and concurrently for one message: it is answered at most once."""
+    message = (
+        Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
+        .filter(pk=message_id)
+        .first()
+    )
+    if message is None or message.author_kind != Message.Author.CLIENT:
+        return "not_a_visitor_message"
+    chat, widget = message.chat, message.chat.widget
+    if newer_visitor_message_exists(message):
+        return "superseded"
+    now = timezone.now()
+    if not handoff.machine_may_answer(chat=chat, now=now):
+        if chat.awaiting_human_since is not None:
+            return "awaiting_human"
+        _schedule_takeover(chat, message, now)
+        return "person_handles"
+    if routing.dispatch_to_external(chat, message):
+        return "external"
+    ai_settings = selectors.get_settings(widget)
+    if not ai_settings.enabled:
+        return "disabled"
+    assistant = selectors.effective_assistant(widget)
+    operator = active_operator(widget, assistant) if assistant is not None else None
+    chain = selectors.resolve_chain(widget, operator=operator, assistant=assistant) if operator else []
+    if not chain:
+        return "unconfigured"
+    claim = _claim(widget=widget, chat=chat, message=message)
+    if claim is None:
+        return "claimed_elsewhere"
+    try:
+        return _run(
+            widget=widget,
+            chat=chat,
+            message=message,
+            claim=claim,
+            ai_settings=ai_settings,
+            assistant=assistant,
+            operator=operator,
+            chain=chain,
+        )
+    except BaseException:
+        # Free the claim for the task's retry (or redelivery), unless the answer was already posted.
+        ReplyClaim.objects.filter(pk=claim.pk, token=claim.token, state=ReplyClaim.State.WORKING).delete()
+        raise
+
+
+def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
+    """A person holds the chat: come back when their silence would let the AI take over."""
+    if handoff.person_handling(chat) is None or _eager():
+        return
+    due = handoff.takeover_due_at(chat, timeout_sec=selectors.get_settings(chat.widget).takeover_timeout_sec)
+    if due is None:
+        return
+    limit = float(getattr(settings, "CELERY_TASK_MAX_COUNTDOWN", 3600)) - 60
+    enqueue(message.pk, countdown=min(max((due - now).total_seconds(), 0.0) + 1.0, limit))
+
+
+def _claim(*, widget: Widget, chat: Chat, message: Message) -> ReplyClaim | None:
+    token = secrets.token_hex(16)
+    try:
+        with transaction.atomic():
+            return ReplyClaim.objects.create(widget=widget, chat=chat, message=message, token=token)
+    except IntegrityError:
+        pass
+    now = timezone.now()
+    taken = ReplyClaim.objects.filter(
+        message=message, state=ReplyClaim.State.WORKING, claimed_at__lt=now - CLAIM_LEASE
+    ).update(token=token, claimed_at=now, attempts=F("attempts") + 1)
+    return ReplyClaim.objects.get(message=message) if taken else None
+
+
+def _typing(widget: Widget, chat: Chat, state: str) -> None:
+    try:
+        chat_services.note_typing(widget=widget, chat=chat, state=state, by="agent")
+    except Exception:  # noqa: BLE001 - the indicator is best effort (a chat turned spam refuses it)
+        logger.info("AI typing indicator not sent for chat %s", chat.pk)
+
+
+def _run(
+    *,
+    widget: Widget,
+    chat: Chat,
+    message: Message,
+    claim: ReplyClaim,
+    ai_settings: AiSettings,
+    assistant: Assistant,
+    operator: Agent,
+    chain: list,
+) -> str:
+    question = _content(message)
+    operators_state = handoff.operators_state(widget)
+    rag = retrieval.retrieve(
+        widget=widget,
+        assistant=assistant,
+        question=question,
+        enabled=ai_settings.rag_enabled or assistant.rag_enabled,
+    )
+    prompt = [
+        ChatMessage(role=m.role, content=m.content)
+        for m in pipeline.assemble_messages(
+            system_prompt=assistant.system_prompt,
+            persona=assistant.persona,
+            knowledge=rag.chunks,
+            history=visible_history(message),
+            question=question,
+            operators_state=operators_state if ai_settings.presence_context_enabled else None,
+        )
+    ]
+    locale = handoff.visitor_locale(widget=widget, chat=chat, question=question)
+    _typing(widget, chat, "start")
+    started = time.monotonic()
+    try:
+        completion = complete(
+            chain,
+            prompt,
+            temperature=assistant.temperature,
+            deadline=started + PROVIDER_DEADLINE_SECONDS,
+            max_operations=MAX_PROVIDER_OPERATIONS,
+        )
+    except ProviderError as exc:
+        logger.warning("AI provider chain failed for chat %s: %s", chat.pk, exc.kind)
+        _alert(widget, exc)
+        return _finish(
+            widget=widget,
+            chat=chat,
+            message=message,
+            claim=claim,
+            operator=operator,
+            handoff_reason="provider_failure",
+            detail=exc.kind,
+            provider_ms=(time.monotonic() - started) * 1000,
+        )
+    outcome = pipeline.transform(
+        question=question,
+        answer=completion.text,
+        triggers=list(assistant.escalation_triggers),
+        locale=locale,
+        operators_state=operators_state,
+        presence_context_enabled=ai_settings.presence_context_enabled,
+        overrides=ai_settings.phrases or {},
+    )
+    escalation = outcome.escalation
+    return _finish(
+        widget=widget,
+        chat=chat,
+        message=message,
+        claim=claim,
+        operator=operator,
+        text=outcome.answer,
+        handoff_reason=escalation["reason"] if escalation["escalate"] else None,
+        detail=outcome.transformation,
+        provider_ms=completion.latency_ms,
+    )
+
+
+@transaction.atomic
+def _finish(
+    *,
+    widget: Widget,
+    chat: Chat,
+    message: Message,
+    claim: ReplyClaim,
+    operator: Agent,
+    text: str = "",
+    handoff_reason: str | None,
+    detail: str,
+    provider_ms: float,
+) -> str:
+    """Post the answer (or hand over) under the chat's lock, if the claim is still this worker's and
+    nothing that arrived during generation makes the answer stale."""
+    chat = chat_services.lock_chat(widget=widget, chat=chat)
+    held = ReplyClaim.objects.select_for_update().filter(pk=claim.pk, token=claim.token).first()
+    if held is None or held.state != ReplyClaim.State.WORKING:
+        return "claimed_elsewhere"
+    reply = None
+    if newer_visitor_message_exists(message):
+        state = ReplyClaim.State.SUPERSEDED
+    elif not selectors.get_settings(widget).enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+        state = ReplyClaim.State.DROPPED
+    elif handoff_reason is not None:
+        reply = handoff.hand_to_people(
+            widget=widget, chat=chat, operator=operator, reason=handoff_reason, question=_content(message)
+        )
+        state = ReplyClaim.State.HANDED_OFF
+    else:
+        reply = handoff.post_as_operator(widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN)
+        state = ReplyClaim.State.ANSWERED
+    if reply is None:
+        _typing(widget, chat, "stop")
+    held.state, held.reply, held.detail = state, reply, detail[:64]
+    held.provider_ms, held.finished_at = provider_ms, timezone.now()
+    held.save(update_fields=["state", "reply", "detail", "provider_ms", "finished_at"])
+    return str(state)
+
+
+def _alert(widget: Widget, exc: ProviderError) -> None:
+    """One outstanding `provider_failing` alert an hour at most, so a dead provider does not flood."""
+    recent = timezone.now() - ALERT_QUIET
+    if Alert.objects.filter(
+        widget=widget, kind=ALERT_KIND, acknowledged_at__isnull=True, created_at__gte=recent
+    ).exists():
+        return
+    Alert.objects.create(
+        widget=widget,
+        kind=ALERT_KIND,
+        message="The AI provider and every declared backup failed; the chat was handed to people.",
+        details={"kind": exc.kind, "status": exc.status, "exhausted": exc.exhausted},
+    )

@@ -1,0 +1,543 @@
+"""The AI operator at work: `runtime.answer` per visitor message, against loopback vendor fakes.
+
+The task body is called directly here (the worker only translates ids); `test_runtime_worker.py`
+runs it in real Celery workers on PostgreSQL + Redis.
+"""
+
+from collections import defaultdict
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.agents import selectors as agent_selectors
+from apps.ai import handoff, phrases, pipeline, routing, runtime
+from apps.ai.models import AiSettings, Alert, ReplyClaim
+from apps.ai.testing import ok, server_error, slow
+from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, Message
+from apps.chats.tests.factories import ContactFactory
+from apps.core import events
+from apps.core.testing.concurrency import race
+from apps.core.testing.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+ANSWER = "Delivery takes two days."
+
+
+@pytest.fixture
+def presence(monkeypatch):
+    def set_online(ids):
+        def source(widget):
+            if ids is None:
+                raise ConnectionError("presence store down")
+            return set(ids)
+
+        monkeypatch.setattr(agent_selectors, "PRESENCE_SOURCE", source)
+
+    set_online(set())
+    return set_online
+
+
+@pytest.fixture
+def bot(widget, llm_fake, presence):
+    """AI switched on: an assistant with one AI operator and a widget-wide credential on a fake."""
+    fake = llm_fake("openai", text=ANSWER)
+    ai_settings = AiSettings.objects.create(widget=widget, enabled=True, takeover_timeout_sec=60)
+    assistant = AssistantFactory(
+        widget=widget,
+        is_default=True,
+        system_prompt="You sell tea.",
+        persona="Warm and brief.",
+        escalation_triggers=["refund"],
+        temperature=0.2,
+    )
+    operator = AiOperatorFactory(assistant=assistant)
+    credential = CredentialFactory(widget=widget, api_key=fake.api_key, base_url=fake.base_url, model="gpt-4o-mini")
+    return type(
+        "Bot",
+        (),
+        {"fake": fake, "settings": ai_settings, "assistant": assistant, "operator": operator, "credential": credential},
+    )
+
+
+@pytest.fixture
+def internal_events(monkeypatch):
+    seen = []
+    monkeypatch.setattr(events, "_handlers", defaultdict(list, {k: list(v) for k, v in events._handlers.items()}))
+    events.subscribe(list(events.INTERNAL), lambda e: seen.append((e.type, dict(e.data))), phase=events.IN_TRANSACTION)
+    return seen
+
+
+@pytest.fixture
+def hook():
+    yield routing.register_external_answerer
+    routing.register_external_answerer(None)
+
+
+def visitor_writes(widget, text="How long is delivery?", contact=None, locale=""):
+    contact = contact or ContactFactory(widget=widget, locale=locale)
+    return chat_services.post_client_message(widget=widget, contact=contact, data=chat_services.MessageInput(body=text))
+
+
+def ai_messages(chat):
+    return list(
+        Message.objects.filter(chat_id=chat.pk if hasattr(chat, "pk") else chat, author_kind="ai").order_by("id")
+    )
+
+
+def fresh(chat):
+    return Chat.objects.get(pk=chat.pk)
+
+
+def prompt_of(fake, index=-1):
+    return fake.requests[index].json()["messages"]
+
+
+# --- answering ----------------------------------------------------------------------------------------
+
+
+def test_a_visitor_message_gets_the_providers_answer_and_the_ai_accepts(bot, widget, captured_events, internal_events):
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+    [reply] = ai_messages(message.chat)
+    assert (reply.body, reply.visibility, reply.agent_id, reply.origin) == (
+        ANSWER,
+        "public",
+        bot.operator.pk,
+        runtime.REPLY_ORIGIN,
+    )
+    chat = fresh(message.chat)
+    assert (chat.accepted_by_id, chat.accepted_by_type, chat.handling) == (bot.operator.pk, "ai", "ai")
+    accepted = [d for t, d in captured_events() if t == "chat.accepted"]
+    assert accepted == [{**accepted[0], "operator_type": "ai", "operator_id": bot.operator.pk}]
+    # the visitor saw the AI typing while the provider worked
+    assert ("chat.typing", {"chat_id": chat.pk, "state": "start", "by": "agent"}) in internal_events
+    claim = ReplyClaim.objects.get(message=message)
+    assert (claim.state, claim.reply_id, claim.detail) == ("answered", reply.pk, "answer")
+
+
+def test_the_prompt_holds_system_prompt_persona_presence_history_and_question(bot, widget, presence):
+    first = visitor_writes(widget, "Hi")
+    runtime.answer(message_id=first.pk)
+    chat_services.post_agent_message(
+        widget=widget,
+        chat=first.chat,
+        agent=bot.operator,
+        data=chat_services.MessageInput(body="secret note", visibility=Message.Visibility.NOTE),
+    )
+    second = visitor_writes(widget, "How long is delivery?", contact=first.chat.contact)
+    runtime.answer(message_id=second.pk)
+    messages = prompt_of(bot.fake)
+    system = messages[0]["content"]
+    assert messages[0]["role"] == "system"
+    assert "You sell tea." in system and "Warm and brief." in system
+    assert "No human operator is online now" in system
+    assert [(m["role"], m["content"]) for m in messages[1:]] == [
+        ("user", "Hi"),
+        ("assistant", ANSWER),
+        ("user", "How long is delivery?"),
+    ]
+    assert bot.fake.requests[-1].json()["temperature"] == 0.2
+
+
+def test_without_presence_context_the_prompt_says_nothing_about_operators(bot, widget):
+    AiSettings.objects.filter(widget=widget).update(presence_context_enabled=False)
+    runtime.answer(message_id=visitor_writes(widget).pk)
+    system = prompt_of(bot.fake)[0]["content"]
+    assert not any(text in system for text in pipeline.PRESENCE_CONTEXT.values())
+
+
+def test_with_rag_the_retrieved_knowledge_is_in_the_prompt(bot, widget, monkeypatch):
+    from apps.ai import retrieval
+
+    AiSettings.objects.filter(widget=widget).update(rag_enabled=True)
+    asked = []
+
+    def retrieve(*, widget, assistant, question, enabled):
+        asked.append((question, enabled))
+        return retrieval.Retrieval("included", chunks=["Tea ships from Yunnan in 2 days."])
+
+    monkeypatch.setattr(retrieval, "retrieve", retrieve)
+    runtime.answer(message_id=visitor_writes(widget).pk)
+    assert asked == [("How long is delivery?", True)]
+    assert "Tea ships from Yunnan in 2 days." in prompt_of(bot.fake)[0]["content"]
+
+
+def test_with_the_switch_off_nothing_replies(bot, widget):
+    AiSettings.objects.filter(widget=widget).update(enabled=False)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "disabled"
+    assert ai_messages(message.chat) == [] and bot.fake.requests == []
+
+
+@pytest.mark.parametrize("missing", ["assistant", "operator", "credential"])
+def test_without_assistant_operator_or_credential_nothing_replies(bot, widget, missing):
+    if missing == "assistant":
+        bot.assistant.enabled = False
+        bot.assistant.save()
+    elif missing == "operator":
+        bot.operator.status = "relaxation"
+        bot.operator.save()
+    else:
+        bot.credential.is_active = False
+        bot.credential.save()
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "unconfigured"
+    assert ai_messages(message.chat) == [] and bot.fake.requests == []
+
+
+def test_in_shadow_mode_the_answer_is_a_note_that_never_accepts(bot, widget, captured_events):
+    AiSettings.objects.filter(widget=widget).update(shadow_mode=True)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+    [note] = ai_messages(message.chat)
+    assert (note.body, note.visibility) == (ANSWER, "note")
+    chat = fresh(message.chat)
+    assert chat.accepted_by_id is None and chat.handling == "missed"
+    assert "chat.accepted" not in [t for t, _ in captured_events()]
+
+
+def test_a_staff_message_gets_no_answer(bot, widget):
+    message = visitor_writes(widget)
+    staff = chat_services.post_agent_message(
+        widget=widget, chat=message.chat, agent=AgentFactory(widget=widget), data=chat_services.MessageInput(body="Hi")
+    )
+    assert runtime.answer(message_id=staff.pk) == "not_a_visitor_message"
+    assert bot.fake.requests == []
+
+
+# --- escalation ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "lang"),
+    [
+        ("I want a refund", "en"),
+        ("Хочу вернуть деньги, refund", "ru"),
+        ("Ich möchte refund für Tee", "de"),
+        ("我要退款，请帮帮我 refund", "zh"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("online", "presence_context", "key"),
+    [
+        ("person", True, "handoff_to_human"),
+        ("nobody", True, "handover_offline"),
+        ("nobody", False, "handover_unknown"),
+        ("unreadable", True, "handover_unknown"),
+    ],
+)
+def test_a_trigger_hands_over_in_the_visitors_language_by_presence(
+    bot, widget, presence, question, lang, online, presence_context, key
+):
+    person = AgentFactory(widget=widget)
+    AiSettings.objects.filter(widget=widget).update(presence_context_enabled=presence_context)
+    presence({"person": {person.pk}, "nobody": set(), "unreadable": None}[online])
+    message = visitor_writes(widget, question)
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    [phrase] = ai_messages(message.chat)
+    assert phrase.body == phrases.DEFAULTS[key][lang]
+    chat = fresh(message.chat)
+    assert chat.awaiting_human_since is not None and chat.handling == "ai"
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        ("[KEY_TO_OPERATOR]", "escalation_outcome"),
+        ("key to operator", "untrusted_handoff_fallback"),
+        ("   ", "empty_response"),
+    ],
+)
+def test_the_marker_a_loose_marker_or_an_empty_answer_hand_over(bot, widget, answer, detail):
+    bot.fake.script(ok(answer))
+    message = visitor_writes(widget, "Where is my order?")
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    [phrase] = ai_messages(message.chat)
+    assert phrase.body == phrases.DEFAULTS["handover_offline"]["en"]
+    assert ReplyClaim.objects.get(message=message).detail == detail
+    assert fresh(message.chat).awaiting_human_since is not None
+
+
+def test_thanks_answered_with_the_marker_gets_the_social_reply(bot, widget):
+    bot.fake.script(ok("[KEY_TO_OPERATOR]"))
+    message = visitor_writes(widget, "Thanks!")
+    assert runtime.answer(message_id=message.pk) == "answered"
+    assert ai_messages(message.chat)[0].body == phrases.DEFAULTS["social_reply"]["en"]
+    assert fresh(message.chat).awaiting_human_since is None
+
+
+def test_a_wrapped_answer_is_recovered(bot, widget):
+    bot.fake.script(ok('{"answer": "Two days."}'))
+    message = visitor_writes(widget)
+    runtime.answer(message_id=message.pk)
+    assert ai_messages(message.chat)[0].body == "Two days."
+
+
+def test_after_a_handover_the_ai_stays_silent_until_a_person_answers(bot, widget):
+    first = visitor_writes(widget, "refund please")
+    runtime.answer(message_id=first.pk)
+    second = visitor_writes(widget, "hello?", contact=first.chat.contact)
+    assert runtime.answer(message_id=second.pk) == "awaiting_human"
+    person = AgentFactory(widget=widget)
+    chat_services.post_agent_message(
+        widget=widget, chat=first.chat, agent=person, data=chat_services.MessageInput(body="I'm here")
+    )
+    chat = fresh(first.chat)
+    assert chat.handling == Chat.Handling.AI_TO_HUMAN and chat.awaiting_human_since is None
+    assert len(ai_messages(first.chat)) == 1
+
+
+# --- takeover -----------------------------------------------------------------------------------------------
+
+
+def test_a_silent_person_lets_the_ai_take_over_after_the_timeout(bot, widget):
+    person = AgentFactory(widget=widget)
+    message = visitor_writes(widget)
+    chat_services.accept_chat(widget=widget, chat=message.chat, agent=person)
+    assert runtime.answer(message_id=message.pk) == "person_handles"
+    assert bot.fake.requests == []
+    # when the visitor's message is older than takeover_timeout_sec and the person said nothing
+    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(seconds=61))
+    assert runtime.answer(message_id=message.pk) == "answered"
+    chat = fresh(message.chat)
+    assert chat.handling == Chat.Handling.HUMAN_TO_AI
+    assert (chat.accepted_by_id, chat.handled_by_id, chat.handled_by_type) == (person.pk, bot.operator.pk, "ai")
+
+
+def test_a_person_who_answers_keeps_the_chat(bot, widget):
+    person = AgentFactory(widget=widget)
+    message = visitor_writes(widget)
+    chat_services.post_agent_message(
+        widget=widget, chat=message.chat, agent=person, data=chat_services.MessageInput(body="Hello!")
+    )
+    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert runtime.answer(message_id=message.pk) == "person_handles"
+    assert ai_messages(message.chat) == []
+
+
+@pytest.fixture
+def not_eager():
+    from celery import current_app
+
+    before = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = False
+    yield
+    current_app.conf.task_always_eager = before
+
+
+def test_the_takeover_is_scheduled_for_when_the_timeout_runs_out(bot, widget, monkeypatch, not_eager):
+    scheduled = []
+    monkeypatch.setattr(
+        runtime, "enqueue", lambda message_id, countdown=None: scheduled.append((message_id, countdown))
+    )
+    person = AgentFactory(widget=widget)
+    message = visitor_writes(widget)
+    chat_services.accept_chat(widget=widget, chat=message.chat, agent=person)
+    assert runtime.answer(message_id=message.pk) == "person_handles"
+    [(message_id, countdown)] = scheduled
+    assert message_id == message.pk and 55 < countdown <= 61
+
+
+# --- providers ----------------------------------------------------------------------------------------------
+
+
+def older_backup(widget, backup_fake, bot):
+    """A backup declared on the bot's credential (older, so the resolution still picks the primary)."""
+    backup = CredentialFactory(
+        widget=widget,
+        api_key=backup_fake.api_key,
+        base_url=backup_fake.base_url,
+        assistant=bot.assistant,
+        created_at=timezone.now() - timedelta(days=1),
+    )
+    bot.credential.assistant, bot.credential.backup_credential = bot.assistant, backup
+    bot.credential.save()
+    return backup
+
+
+def test_a_failing_provider_falls_over_to_the_backup(bot, widget, llm_fake):
+    backup_fake = llm_fake("openai", text="Backup here.")
+    backup = older_backup(widget, backup_fake, bot)
+    bot.fake.script(*[server_error(503)] * 4)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+    assert ai_messages(message.chat)[0].body == "Backup here."
+    assert len(bot.fake.requests) >= 1 and len(backup_fake.requests) == 1
+    assert backup.pk != bot.credential.pk
+
+
+def test_a_provider_failing_entirely_hands_the_chat_to_people(bot, widget, llm_fake):
+    backup_fake = llm_fake("openai")
+    older_backup(widget, backup_fake, bot)
+    bot.fake.script(*[server_error(500)] * 4)
+    backup_fake.script(*[server_error(502)] * 4)
+    message = visitor_writes(widget, "Где мой заказ?")
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    [phrase] = ai_messages(message.chat)
+    assert phrase.body == phrases.DEFAULTS["handover_offline"]["ru"]
+    assert fresh(message.chat).awaiting_human_since is not None
+    assert ReplyClaim.objects.get(message=message).detail == "server_error"
+    assert len(bot.fake.requests) >= 1 and len(backup_fake.requests) >= 1
+    [alert] = Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND)
+    assert alert.details["kind"] == "server_error"
+    # a second failure within the hour adds no second alert
+    bot.fake.script(*[server_error(500)] * 4)
+    backup_fake.script(*[server_error(502)] * 4)
+    other = visitor_writes(widget, "And mine?")
+    runtime.answer(message_id=other.pk)
+    assert Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND).count() == 1
+
+
+def test_a_provider_timeout_hands_the_chat_to_people(bot, widget, monkeypatch, settings):
+    settings.AI_PROVIDER_ATTEMPT_TIMEOUT_SECONDS = 0.3
+    monkeypatch.setattr(runtime, "PROVIDER_DEADLINE_SECONDS", 1.0)
+    bot.fake.script(*[slow(3)] * 4)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    assert ai_messages(message.chat)[0].origin == handoff.HANDOFF_ORIGIN
+
+
+# --- staleness and idempotency --------------------------------------------------------------------------------
+
+
+def test_a_second_visitor_message_during_generation_is_answered_instead(bot, widget, monkeypatch):
+    first = visitor_writes(widget, "Hi")
+    real_complete = runtime.complete
+
+    def complete_while_the_visitor_writes(*args, **kwargs):
+        visitor_writes(widget, "How long is delivery?", contact=first.chat.contact)
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "complete", complete_while_the_visitor_writes)
+    assert runtime.answer(message_id=first.pk) == "superseded"
+    assert ai_messages(first.chat) == []
+    monkeypatch.setattr(runtime, "complete", real_complete)
+    second = Message.objects.filter(chat=first.chat, author_kind="client").latest("id")
+    assert runtime.answer(message_id=second.pk) == "answered"
+    assert [m["content"] for m in prompt_of(bot.fake)[1:]] == ["Hi", "How long is delivery?"]
+    assert len(ai_messages(first.chat)) == 1
+
+
+def test_an_older_message_whose_task_runs_late_is_not_answered(bot, widget):
+    first = visitor_writes(widget, "Hi")
+    visitor_writes(widget, "Anyone?", contact=first.chat.contact)
+    assert runtime.answer(message_id=first.pk) == "superseded"
+    assert bot.fake.requests == []
+
+
+def test_a_person_answering_during_generation_drops_the_answer(bot, widget, monkeypatch):
+    message = visitor_writes(widget)
+    person = AgentFactory(widget=widget)
+    real_complete = runtime.complete
+
+    def complete_while_a_person_answers(*args, **kwargs):
+        chat_services.post_agent_message(
+            widget=widget, chat=message.chat, agent=person, data=chat_services.MessageInput(body="Two days.")
+        )
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "complete", complete_while_a_person_answers)
+    assert runtime.answer(message_id=message.pk) == "dropped"
+    assert ai_messages(message.chat) == []
+
+
+def test_a_message_is_answered_once_however_often_the_task_runs(bot, widget):
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+    assert runtime.answer(message_id=message.pk) == "claimed_elsewhere"
+    assert len(ai_messages(message.chat)) == 1 and len(bot.fake.requests) == 1
+
+
+def test_the_claim_of_a_dead_worker_is_taken_over_after_the_lease(bot, widget):
+    message = visitor_writes(widget)
+    ReplyClaim.objects.create(
+        widget=widget,
+        chat=message.chat,
+        message=message,
+        token="dead",
+        claimed_at=timezone.now() - runtime.CLAIM_LEASE - timedelta(seconds=1),
+    )
+    assert runtime.answer(message_id=message.pk) == "answered"
+    assert ReplyClaim.objects.get(message=message).attempts == 2
+
+
+def test_a_live_claim_is_left_alone(bot, widget):
+    message = visitor_writes(widget)
+    ReplyClaim.objects.create(widget=widget, chat=message.chat, message=message, token="alive")
+    assert runtime.answer(message_id=message.pk) == "claimed_elsewhere"
+    assert bot.fake.requests == []
+
+
+def test_an_unexpected_error_frees_the_claim_for_the_retry(bot, widget, monkeypatch):
+    message = visitor_writes(widget)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runtime, "complete", broken)
+    with pytest.raises(RuntimeError):
+        runtime.answer(message_id=message.pk)
+    assert not ReplyClaim.objects.filter(message=message).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_racing_for_one_message_answer_once(widget, llm_fake, presence, monkeypatch):
+    monkeypatch.setattr(runtime, "enqueue", lambda message_id, countdown=None: None)  # the racers run it
+    fake = llm_fake("openai", text=ANSWER)
+    fake.delay = 0.3
+    AiSettings.objects.create(widget=widget, enabled=True)
+    assistant = AssistantFactory(widget=widget, is_default=True)
+    AiOperatorFactory(assistant=assistant)
+    CredentialFactory(widget=widget, api_key=fake.api_key, base_url=fake.base_url)
+    message = visitor_writes(widget)
+    results = race([lambda: runtime.answer(message_id=message.pk)] * 2)
+    assert sorted(results) == ["answered", "claimed_elsewhere"]
+    assert len(ai_messages(message.chat)) == 1 and len(fake.requests) == 1
+
+
+# --- routing --------------------------------------------------------------------------------------------
+
+
+def test_external_operators_take_the_message_whatever_the_ai_switch_says(bot, widget, hook):
+    AiSettings.objects.filter(widget=widget).update(enabled=False)
+    taken = []
+    hook(lambda chat, message: taken.append(message.pk) or True)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "external"
+    assert taken == [message.pk] and ai_messages(message.chat) == [] and bot.fake.requests == []
+
+
+def test_without_external_operators_the_ai_answers(bot, widget, hook):
+    hook(lambda chat, message: False)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+
+
+def test_external_operators_are_not_asked_while_a_person_holds_the_chat(bot, widget, hook):
+    taken = []
+    hook(lambda chat, message: taken.append(message.pk) or True)
+    message = visitor_writes(widget)
+    chat_services.accept_chat(widget=widget, chat=message.chat, agent=AgentFactory(widget=widget))
+    assert runtime.answer(message_id=message.pk) == "person_handles"
+    assert taken == []
+
+
+# --- the event handler ------------------------------------------------------------------------------------
+
+
+def test_a_committed_visitor_message_runs_the_task(bot, widget, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        message = visitor_writes(widget)
+    assert [m.body for m in ai_messages(message.chat)] == [ANSWER]
+    assert ReplyClaim.objects.get(message=message).state == "answered"
+
+
+def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        message = visitor_writes(widget)
+    assert ReplyClaim.objects.count() == 1 and len(ai_messages(message.chat)) == 1
