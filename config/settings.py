@@ -302,6 +302,8 @@ SPECTACULAR_SETTINGS = {
         "DeliveryStatusEnum": ["pending", "delivered", "failed", "skipped"],
         "EventStatusEnum": ["Live", "Wired"],
         "AiOperatorStatusEnum": ["active", "paused", "retired"],
+        "ExternalOperatorStateEnum": ["testing", "active", "paused", "revoked", "rotating"],
+        "ExternalOperatorLifecycleStateEnum": ["testing", "active", "paused", "revoked"],
         "AiAlertStateEnum": ["unacknowledged", "acknowledged"],
         "AiAlertStateFilterEnum": ["unacknowledged", "acknowledged", "all"],
         "AiDemandCategoryEnum": "apps.ai.api.serializers.DEMAND_CATEGORIES",
@@ -354,6 +356,8 @@ if OUTBOUND_ALLOW_LOOPBACK:
 WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
+# After an external operator's secret rotation the previous secret keeps signing this long.
+EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
 
 # --- widget -------------------------------------------------------------------------------------------
 # Widgets created before this moment get the legacy implicit defaults (ISO 8601; empty: built-in).

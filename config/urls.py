@@ -17,6 +17,7 @@ api_v1 = [
     path("", include("apps.ai.api.urls")),
     path("", include("apps.support.api.urls")),
     path("", include("apps.channels.api.urls")),
+    path("", include("apps.external.api.urls")),
 ]
 
 urlpatterns = [

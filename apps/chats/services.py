@@ -168,7 +168,9 @@ _NEXT_HANDLING = {
 
 
 def _operator_type(agent: Agent) -> str:
-    return Chat.OperatorType.AI if agent.type == Agent.Type.AI else Chat.OperatorType.HUMAN
+    # An external (webhook) operator is an external AI operator: a machine, attributed as `ai`.
+    machine = agent.type in (Agent.Type.AI, Agent.Type.WEBHOOK)
+    return Chat.OperatorType.AI if machine else Chat.OperatorType.HUMAN
 
 
 @dataclass

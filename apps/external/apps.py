@@ -5,3 +5,15 @@ class ExternalConfig(AppConfig):
     name = "apps.external"
     label = "external"
     verbose_name = "External operators"
+
+    def ready(self):
+        from apps.ai import routing
+        from apps.webhooks import services as webhooks
+
+        from . import services
+        from .models import ENDPOINT_OWNER
+
+        # A rotation ends when the old endpoint's last queued call settles.
+        webhooks.on_endpoint_settled(ENDPOINT_OWNER, services.finish_drained_rotations)
+        # The AI reply worker offers every visitor message to the external operators first.
+        routing.register_external_answerer(services.answer_externally)

@@ -4,6 +4,10 @@
 the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Attempts run
 on a thread pool over one pooled guarded session, so a slow endpoint holds one thread, not the batch;
 one endpoint holds at most three quarters of the pool.
+
+A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
+same lease, attempts, retries and log; the endpoint's `mode` holds or drops its rows, and its owner
+hears (`on_endpoint_settled`) when one of its rows reached a final state.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +30,7 @@ from apps.core import outbound
 
 from . import payloads, signing
 from .crypto import decrypt_secret
-from .models import Attempt, Delivery
+from .models import Attempt, Delivery, Endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +68,20 @@ def _lease(batch_size: int) -> list[int]:
     return [pk for pk, _ in _lease_rows(batch_size)]
 
 
-def _lease_rows(batch_size: int) -> list[tuple[int, int]]:
+def _lease_rows(batch_size: int) -> list[tuple[int, str]]:
     """Up to `batch_size` due deliveries, leased (their next_attempt_at moved LEASE ahead, so no
-    other engine takes them meanwhile): (delivery pk, subscription pk), oldest due first."""
+    other engine takes them meanwhile): (delivery pk, target key), oldest due first."""
     now = timezone.now()
     with transaction.atomic():
         rows = list(
             Delivery.objects.select_for_update(skip_locked=True)
             .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
             .order_by("next_attempt_at")
-            .values_list("pk", "subscription_id")[:batch_size]
+            .values_list("pk", "subscription_id", "endpoint_id")[:batch_size]
         )
         if rows:
-            Delivery.objects.filter(pk__in=[pk for pk, _ in rows]).update(next_attempt_at=now + LEASE)
-    return rows
+            Delivery.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(next_attempt_at=now + LEASE)
+    return [(pk, f"s{sub_id}" if sub_id else f"e{endpoint_id}") for pk, sub_id, endpoint_id in rows]
 
 
 _session_local = threading.local()
@@ -108,17 +113,65 @@ def response_excerpt(content: bytes) -> str:
 
 
 def _load(ids: list[int]) -> list[Delivery]:
-    """The leased rows with their endpoints as they are now, in one query. Rows of an endpoint
-    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them)."""
+    """The leased rows with their endpoints as they are now, in one query. Rows of a subscription
+    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them); rows of
+    an `Endpoint` in `drop` mode are skipped (kept for its log), in `hold` mode parked unsent."""
     rows = list(
-        Delivery.objects.select_related("subscription")
+        Delivery.objects.select_related("subscription", "endpoint")
         .defer("payload")  # the log's copy: not needed to send
         .filter(pk__in=ids, status=Delivery.Status.PENDING)
     )
-    inactive = [row.pk for row in rows if not row.subscription.is_active]
+    inactive = [row.pk for row in rows if row.subscription_id and not row.subscription.is_active]
     if inactive:
         Delivery.objects.filter(pk__in=inactive).delete()
-    return [row for row in rows if row.subscription.is_active]
+    dropped = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.DROP]
+    if dropped:
+        skip_endpoint_rows(Delivery.objects.filter(pk__in=dropped), reason="endpoint_dropped")
+    held = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.HOLD]
+    if held:
+        Delivery.objects.filter(pk__in=held, status=Delivery.Status.PENDING).update(next_attempt_at=None)
+    return [row for row in rows if row.target.is_active and row.pk not in held]
+
+
+def skip_endpoint_rows(rows, *, reason: str) -> int:
+    """Mark pending rows `skipped` (never sent again); their owners hear they settled."""
+    rows = rows.filter(status=Delivery.Status.PENDING)
+    settled = set(rows.exclude(endpoint=None).values_list("endpoint__owner", "endpoint_id").distinct())
+    count = rows.update(
+        status=Delivery.Status.SKIPPED, next_attempt_at=None, last_error=reason, updated_at=timezone.now()
+    )
+    _notify_settled(settled)
+    return count
+
+
+# owner -> callbacks(endpoint ids) run after a row of one of its endpoints reached a final state.
+_settled_hooks: dict[str, list[Callable[[set[int]], None]]] = {}
+
+
+def on_endpoint_settled(owner: str, callback: Callable[[set[int]], None]) -> None:
+    """Register (in the owner app's ready()) what runs when rows of the owner's endpoints settle."""
+    hooks = _settled_hooks.setdefault(owner, [])
+    if callback not in hooks:
+        hooks.append(callback)
+
+
+def _notify_settled(settled: set[tuple[str, int]]) -> None:
+    """Run the owners' callbacks once the current transaction commits (at once outside one)."""
+    if not settled:
+        return
+    by_owner: dict[str, set[int]] = {}
+    for owner, endpoint_id in settled:
+        by_owner.setdefault(owner, set()).add(endpoint_id)
+
+    def run() -> None:
+        for owner, ids in by_owner.items():
+            for callback in _settled_hooks.get(owner, ()):
+                try:
+                    callback(ids)
+                except Exception:
+                    logger.exception("endpoint settled hook of %s failed", owner)
+
+    transaction.on_commit(run)
 
 
 _secrets: dict[str, str] = {}
@@ -139,9 +192,17 @@ def _secret(token: str) -> str | None:
     return secret
 
 
+def _previous_secret(target, now: datetime) -> str | None:
+    """The old secret of an `Endpoint` while its rotation overlap window lasts."""
+    until = getattr(target, "previous_secret_until", None)
+    if until is None or until <= now or not target.previous_secret_encrypted:
+        return None
+    return _secret(target.previous_secret_encrypted)
+
+
 def _send(delivery: Delivery) -> Outcome:
     """The HTTP part of one attempt: no database work, so it runs on a pool thread."""
-    sub = delivery.subscription
+    sub = delivery.target
     started = timezone.now()
     clock = time.monotonic()
     secret = _secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
@@ -151,7 +212,7 @@ def _send(delivery: Delivery) -> Outcome:
     else:
         body = delivery.body.encode()
         ts = int(time.time())
-        event_id = str(delivery.event_id)
+        event_id = delivery.idempotency_key
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "ChatWidgetService-Webhooks/1",
@@ -164,6 +225,10 @@ def _send(delivery: Delivery) -> Outcome:
             "webhook-timestamp": str(ts),
             "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
         }
+        previous = _previous_secret(sub, started)
+        if previous is not None:
+            headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
+            headers["webhook-signature"] += " " + signing.standard_signature(previous, event_id, ts, body)
         try:
             response = _session().send_bytes(
                 "POST",
@@ -197,6 +262,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
     now = timezone.now()
     statuses: list[str] = []
     waits: list[int] = []
+    settled: set[tuple[str, int]] = set()
     with transaction.atomic():
         alive = set(
             Delivery.objects.filter(
@@ -231,6 +297,8 @@ def _record(outcomes: list[Outcome]) -> list[str]:
             )
             groups.setdefault((status, number, next_at, outcome.status_code, outcome.error), []).append(delivery.pk)
             statuses.append(status)
+            if delivery.endpoint_id and status != Delivery.Status.PENDING:
+                settled.add((delivery.endpoint.owner, delivery.endpoint_id))
         Attempt.objects.bulk_create(attempts)
         for (status, number, next_at, status_code, error), pks in groups.items():
             Delivery.objects.filter(pk__in=pks).update(
@@ -241,6 +309,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
                 last_error=error,
                 updated_at=now,
             )
+        _notify_settled(settled)
     if waits:
         trigger(countdown=min(waits))
     return statuses
@@ -300,9 +369,9 @@ class _PoolRun:
     concurrency: int
     batch_size: int
     per_endpoint: int
-    running: dict[Future, int] = field(default_factory=dict)
-    in_flight: Counter[int] = field(default_factory=Counter)
-    queue: list[tuple[int, int]] = field(default_factory=list)
+    running: dict[Future, str] = field(default_factory=dict)
+    in_flight: Counter[str] = field(default_factory=Counter)
+    queue: list[tuple[int, str]] = field(default_factory=list)
     done: int = 0
 
     def until(self, deadline: float) -> int:
@@ -320,7 +389,7 @@ class _PoolRun:
         _release([pk for pk, _ in self.queue])
         return self.done
 
-    def _sendable(self, rows: list[tuple[int, int]]) -> int:
+    def _sendable(self, rows: list[tuple[int, str]]) -> int:
         return sum(1 for _, sub_id in rows if self.in_flight[sub_id] < self.per_endpoint)
 
     def _start_more(self) -> None:
@@ -345,8 +414,8 @@ class _PoolRun:
                 waiting.append((pk, sub_id))
         self.queue = waiting
         for row in _load(take):  # loaded just before sending: the endpoint as it is now
-            self.running[self.pool.submit(_send, row)] = row.subscription_id
-            self.in_flight[row.subscription_id] += 1
+            self.running[self.pool.submit(_send, row)] = row.target_key
+            self.in_flight[row.target_key] += 1
 
     def _record_finished(self) -> None:
         """Wait for an attempt to finish, gather what finishes in the next moment too, and record

@@ -41,9 +41,49 @@ class Subscription(models.Model):
         return f"subscription {self.pk} → {self.url}"
 
 
+class Endpoint(models.Model):
+    """A delivery target other than a subscription, owned by a higher app that names it by `owner`
+    (its kind, e.g. "external_operator") and `owner_id`. The engine sends to it as to a subscription
+    (same rows, retries, attempt log, redelivery); the owner decides what happens to queued rows:
+
+    - `send`: due rows are sent;
+    - `hold`: due rows stay pending without being sent (a paused target; `release_endpoint` sends them);
+    - `drop`: queued rows are skipped at once, also one leased in the instant before (a kill switch).
+
+    During `previous_secret_until` the old secret signs too (`X-Service-Signature-Previous` and a
+    second `webhook-signature` entry): the overlap window of a rotated per-tenant signing secret."""
+
+    class Mode(models.TextChoices):
+        SEND = "send"
+        HOLD = "hold"
+        DROP = "drop"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    owner = models.CharField(max_length=32)
+    owner_id = models.BigIntegerField()
+    url = models.CharField(max_length=2048)
+    secret_encrypted = models.TextField(blank=True, default="")
+    previous_secret_encrypted = models.TextField(blank=True, default="")
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.SEND)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "owner", "owner_id"], name="webhook_endpoint_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.owner} {self.owner_id} → {self.url}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.mode != self.Mode.DROP
+
+
 class Delivery(models.Model):
-    """One event to one endpoint. The Celery message is only a trigger: the sweeper sends every
-    row whose `next_attempt_at` has passed, so a lost message or a killed worker costs nothing."""
+    """One event to one endpoint (a subscription, or an `Endpoint` of a higher app). The Celery
+    message is only a trigger: the sweeper sends every row whose `next_attempt_at` has passed, so a
+    lost message or a killed worker costs nothing."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -56,8 +96,14 @@ class Delivery(models.Model):
         LEGACY = "legacy"
 
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
-    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.ForeignKey(OutboxEvent, on_delete=models.CASCADE, related_name="+")
+    # Exactly one of `subscription` and `endpoint` is set.
+    subscription = models.ForeignKey(
+        Subscription, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    endpoint = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries")
+    # The outbox event of a subscription's delivery; an endpoint's call has its own `key` instead.
+    event = models.ForeignKey(OutboxEvent, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    key = models.UUIDField(null=True, blank=True)
     # X-Service-Delivery: one per endpoint and event; a manual redelivery gets a new one.
     delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     event_type = models.CharField(max_length=64)
@@ -80,6 +126,11 @@ class Delivery(models.Model):
             models.Index(fields=["subscription", "-created_at", "-id"], name="delivery_sub_created"),
             models.Index(fields=["widget", "-created_at"], name="delivery_widget_created"),
             models.Index(fields=["next_attempt_at"], name="delivery_due", condition=models.Q(status="pending")),
+            models.Index(
+                fields=["widget", "endpoint", "status"],
+                name="delivery_endpoint_status",
+                condition=models.Q(endpoint__isnull=False),
+            ),
         ]
         constraints = [
             # One automatic delivery per endpoint and event (fan-out may run twice; it stays one).
@@ -88,7 +139,27 @@ class Delivery(models.Model):
                 condition=models.Q(redelivery_of__isnull=True),
                 name="delivery_once_per_subscription_event",
             ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(subscription__isnull=False, endpoint__isnull=True, event__isnull=False)
+                    | models.Q(subscription__isnull=True, endpoint__isnull=False, key__isnull=False)
+                ),
+                name="delivery_one_target",
+            ),
         ]
+
+    @property
+    def target(self) -> Subscription | Endpoint:
+        return self.subscription if self.subscription_id else self.endpoint
+
+    @property
+    def target_key(self) -> str:
+        return f"s{self.subscription_id}" if self.subscription_id else f"e{self.endpoint_id}"
+
+    @property
+    def idempotency_key(self) -> str:
+        """X-Service-Idempotency-Key and the body's `id`."""
+        return str(self.event_id or self.key)
 
 
 class Attempt(models.Model):

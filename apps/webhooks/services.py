@@ -3,6 +3,8 @@
 - subscriptions.py: create, update, rotate the secret, delete;
 - fanout.py: the outbox handler writing one Delivery row per event and matching endpoint;
 - redelivery.py: redelivery and the delivery log;
+- endpoints.py: delivery targets of higher apps (an external operator's URL): enqueue, hold,
+  release, drop, rotate with overlap, redeliver;
 - delivery.py: the delivery engine (leases, attempts on a pool, retries, the trigger);
 - crypto.py and signing.py: secrets at rest under the rotatable key set and the two signatures,
   also used by the other senders of signed posts (custom channels).
@@ -24,9 +26,17 @@ from .delivery import TIMEOUT as TIMEOUT
 from .delivery import attempt_delivery as attempt_delivery
 from .delivery import deliver_due as deliver_due
 from .delivery import has_due as has_due
+from .delivery import on_endpoint_settled as on_endpoint_settled
 from .delivery import retry_wait as retry_wait
 from .delivery import shutdown_executors as shutdown_executors
 from .delivery import trigger as trigger
+from .endpoints import abandon_pending as abandon_pending
+from .endpoints import create_endpoint as create_endpoint
+from .endpoints import enqueue_call as enqueue_call
+from .endpoints import pending_count as pending_count
+from .endpoints import redeliver_endpoint_call as redeliver_endpoint_call
+from .endpoints import rotate_endpoint_secrets as rotate_endpoint_secrets
+from .endpoints import set_endpoint_mode as set_endpoint_mode
 from .fanout import fan_out_events as fan_out_events
 from .redelivery import OUTCOMES as OUTCOMES
 from .redelivery import NotRedeliverable as NotRedeliverable

@@ -2,13 +2,14 @@ from django.db import transaction
 
 from apps.core.management.commands._base import OperatorCommand
 from apps.webhooks.crypto import rotate_token
-from apps.webhooks.models import Subscription
+from apps.webhooks.models import Endpoint, Subscription
 
 
 class Command(OperatorCommand):
     help = (
-        "Re-encrypt every stored webhook secret under the first key of WEBHOOK_SECRET_KEYS; "
-        "afterwards older keys can be removed from the setting."
+        "Re-encrypt every stored webhook secret (subscriptions, and the endpoints of external operators, "
+        "their previous secrets included) under the first key of WEBHOOK_SECRET_KEYS; afterwards older keys "
+        "can be removed from the setting."
     )
 
     def handle(self, *args, **options):
@@ -16,5 +17,12 @@ class Command(OperatorCommand):
         with transaction.atomic():
             for sub in Subscription.objects.select_for_update().exclude(secret_encrypted=""):
                 Subscription.objects.filter(pk=sub.pk).update(secret_encrypted=rotate_token(sub.secret_encrypted))
+                count += 1
+            for endpoint in Endpoint.objects.select_for_update().exclude(secret_encrypted=""):
+                previous = endpoint.previous_secret_encrypted
+                Endpoint.objects.filter(pk=endpoint.pk).update(
+                    secret_encrypted=rotate_token(endpoint.secret_encrypted),
+                    previous_secret_encrypted=rotate_token(previous) if previous else "",
+                )
                 count += 1
         self.emit_json({"rotated": count})

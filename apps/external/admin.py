@@ -1,0 +1,116 @@
+from django import forms
+from django.contrib import admin, messages
+
+from apps.core.errors import ValidationFailed
+from apps.webhooks import services as webhooks
+
+from . import services
+from .models import Call, ExternalOperator, Probe
+
+
+class ExternalOperatorAddForm(forms.ModelForm):
+    """Creating goes through the service (a webhook agent, the endpoint, a generated secret)."""
+
+    state = forms.ChoiceField(choices=[("active", "active"), ("testing", "testing"), ("paused", "paused")])
+
+    class Meta:
+        model = ExternalOperator
+        fields = ["widget", "name", "url"]
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        try:
+            webhooks.check_destination(url)
+        except ValidationFailed as exc:
+            raise forms.ValidationError(" ".join((exc.errors or {}).get("url", [exc.detail]))) from None
+        return url
+
+
+@admin.register(ExternalOperator)
+class ExternalOperatorAdmin(admin.ModelAdmin):
+    """External operators: create (the signing secret is shown once, in the confirmation message),
+    rename, and the lifecycle actions (the kill switch included). `manage.py create_external_operator`
+    does the same from the command line."""
+
+    list_display = ("public_id", "name", "widget", "url", "state", "created_at", "deleted_at")
+    list_filter = ("state",)
+    search_fields = ("public_id", "name", "url", "widget__button_guid")
+    readonly_fields = [
+        "widget",
+        "agent",
+        "public_id",
+        "url",
+        "state",
+        "resume_state",
+        "endpoint",
+        "draining",
+        "secret_rotated_at",
+        "created_at",
+        "updated_at",
+        "deleted_at",
+    ]
+    fields = ["name", *readonly_fields]
+    actions = ["pause", "activate", "revoke", "force_drain"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = ExternalOperatorAddForm
+            kwargs["fields"] = ["widget", "name", "url", "state"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_fields(self, request, obj=None):
+        return self.fields if obj is not None else ["widget", "name", "url", "state"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            services.update_external_operator(widget=obj.widget, operator=obj, changes={"name": obj.name})
+            return
+        created, secret = services.create_external_operator(
+            widget=obj.widget, name=obj.name, url=obj.url, state=form.cleaned_data["state"]
+        )
+        obj.__dict__.update({k: v for k, v in created.__dict__.items() if not k.startswith("_")})
+        obj._state.adding = False
+        self.message_user(request, f"Signing secret of {created.public_id} (shown once): {secret}", messages.WARNING)
+
+    def _move(self, request, queryset, state):
+        for op in queryset:
+            try:
+                services.set_lifecycle(widget=op.widget, operator=op, state=state)
+            except Exception as exc:  # noqa: BLE001 - shown to the admin, per operator
+                self.message_user(request, f"{op.public_id}: {exc}", level=messages.ERROR)
+
+    @admin.action(description="Pause (hold deliveries)")
+    def pause(self, request, queryset):
+        self._move(request, queryset, ExternalOperator.State.PAUSED)
+
+    @admin.action(description="Activate")
+    def activate(self, request, queryset):
+        self._move(request, queryset, ExternalOperator.State.ACTIVE)
+
+    @admin.action(description="Revoke (kill switch, final)")
+    def revoke(self, request, queryset):
+        self._move(request, queryset, ExternalOperator.State.REVOKED)
+
+    @admin.action(description="Force-drain a rotation")
+    def force_drain(self, request, queryset):
+        for op in queryset:
+            try:
+                services.force_drain(widget=op.widget, operator=op)
+            except Exception as exc:  # noqa: BLE001 - shown to the admin, per operator
+                self.message_user(request, f"{op.public_id}: {exc}", level=messages.ERROR)
+
+
+@admin.register(Call)
+class CallAdmin(admin.ModelAdmin):
+    list_display = ("causation_id", "operator", "chat", "type", "created_at", "consumed_at", "outcome")
+    list_filter = ("type", "outcome")
+    readonly_fields = [f.name for f in Call._meta.fields]
+
+
+@admin.register(Probe)
+class ProbeAdmin(admin.ModelAdmin):
+    list_display = ("public_id", "operator", "created_at")
+    readonly_fields = [f.name for f in Probe._meta.fields]

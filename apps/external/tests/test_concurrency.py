@@ -1,0 +1,42 @@
+"""Consume-once under concurrency, with real threads on PostgreSQL: 20 callbacks carrying one
+causation id post one message; the other 19 are 409 `causation_consumed`."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.chats.models import Message
+from apps.core import services as core_services
+from apps.core.testing.concurrency import race
+from apps.external import services
+from apps.external.models import Call
+from apps.webhooks import delivery as engine
+
+from .factories import make_operator, visitor_message
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def test_twenty_concurrent_replies_with_one_causation_post_one_message(widget, monkeypatch):
+    monkeypatch.setattr(engine, "trigger", lambda countdown=None: None)
+    operator = make_operator(widget)
+    message = visitor_message(widget)
+    services.dispatch_visitor_message(chat=message.chat, message=message)
+    call = Call.objects.get(operator=operator, message=message)
+    token = core_services.issue_token(widget=widget, scopes=["responder:inject"]).plaintext
+    body = {"room_id": call.chat_id, "causation_id": str(call.causation_id), "content": "One answer."}
+
+    def post():
+        client = APIClient()
+        client.raise_request_exception = False
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.post("/api/v1/ai/replies", body, format="json")
+        return response.status_code, response.json().get("code")
+
+    results = race([post] * 20)
+    assert Counter(results) == {(202, None): 1, (409, "causation_consumed"): 19}, results
+    assert Message.objects.filter(chat_id=call.chat_id, agent_id=operator.agent_id).count() == 1
+    assert Call.objects.get(pk=call.pk).outcome == "posted"
