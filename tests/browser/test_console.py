@@ -21,6 +21,7 @@ from tests.browser.console_pages import (
     COLLEAGUE_EMAIL,
     COLLEAGUE_PASSWORD,
     EMAIL,
+    PASSWORD,
     WAIT,
     connected,
     open_chat,
@@ -258,8 +259,8 @@ def test_an_accept_in_one_console_shows_at_once_in_another(browser, console_serv
     olga = browser.new_context().new_page()
     pavel = browser.new_context().new_page()
     try:
-        for page, email, password in ((olga, EMAIL, None), (pavel, COLLEAGUE_EMAIL, COLLEAGUE_PASSWORD)):
-            sign_in(page, console_server, email=email, **({"password": password} if password else {}))
+        for page, email, password in ((olga, EMAIL, PASSWORD), (pavel, COLLEAGUE_EMAIL, COLLEAGUE_PASSWORD)):
+            sign_in(page, console_server, email=email, password=password)
             expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
             open_chat(page, chat_id)
             expect(page.locator("#chat-owner")).to_have_text("nobody")
