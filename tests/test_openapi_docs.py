@@ -142,6 +142,33 @@ def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
     assert set(doc["components"]["schemas"][body]["properties"]) == {"type", "body", "file_id"}
 
 
+def test_the_visitor_config_with_header_operators_matches_its_documented_shape(client, widget, doc, monkeypatch):
+    """The config's `operators` (live presence, every kind and presence) against the document."""
+    import jsonschema
+
+    from apps.agents import selectors as agent_selectors
+    from apps.agents import services as agent_services
+    from apps.agents.models import Agent
+    from apps.widget import services as widget_services
+
+    olga = agent_services.create_human_agent(widget=widget, email="olga@example.com", name="Olga")
+    agent_services.create_human_agent(widget=widget, email="ivan@example.com", name="Ivan")
+    Agent.objects.create(widget=widget, name="Robo", type=Agent.Type.AI, status=Agent.Status.RELAXATION)
+    monkeypatch.setattr(agent_selectors, "PRESENCE_SOURCE", lambda w: {olga.pk})
+    widget_services.update_settings(widget=widget, body={"operators_display_mode": "all"})
+    body = client.get(f"/api/visitor/v1/{widget.button_guid}/config").json()
+    assert {(o["name"], o["presence"]) for o in body["operators"]} >= {
+        ("Olga", "online"),
+        ("Robo", "away"),
+        ("Ivan", "offline"),
+    }
+    path = doc["paths"]["/api/visitor/v1/{button_guid}/config"]["get"]
+    schema = path["responses"]["200"]["content"]["application/json"]["schema"]
+    jsonschema.validate(body, {**schema, "components": doc["components"]}, cls=jsonschema.Draft202012Validator)
+    operator = doc["components"]["schemas"]["VisitorHeaderOperatorDoc"]
+    assert set(operator["properties"]) == set(body["operators"][0]) == {"name", "avatar_url", "kind", "presence"}
+
+
 def test_visitor_answers_match_their_documented_shapes(client, widget, doc):
     """Real answers of the visitor API against the document's schemas (members and types)."""
     import jsonschema

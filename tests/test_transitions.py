@@ -111,8 +111,11 @@ def test_an_agent_message_counts_pushes_and_emits_through_rest(api, widget, push
     assert widget_totals(widget)["messages_total"] == 1
     assert widget_totals(widget)["chats_accepted_human"] == 1
     assert agent_totals(widget, agent)["messages_total"] == 1
-    assert [frame["event"] for _, frame in pushes] == ["message"]
-    assert pushes[0][1]["message"]["body"] == "Hi"
+    # The implicit accept is pushed like an explicit one (other consoles re-read who handles it),
+    # then the message.
+    assert pushes[0] == ([f"widget.{widget.pk}"], {"event": "chat", "chat_id": chat.pk, "status": chat.status})
+    assert [frame["event"] for _, frame in pushes] == ["chat", "message"]
+    assert pushes[1][1]["message"]["body"] == "Hi"
 
 
 # --- chat.closed --------------------------------------------------------------------------------------------
@@ -196,6 +199,32 @@ def test_transfer_through_rest_counts_pushes_and_emits(api, widget, pushes, capt
     assert agent_totals(widget, new)["transferred_in"] == 1
     assert ChatFacts.objects.get(chat=chat).owner_agent_id == new.pk
     assert pushes == [([f"widget.{widget.pk}"], {"event": "chat", "chat_id": chat.pk, "status": chat.status})]
+
+
+# --- chat.accepted / chat.attributed (the console's explicit accept) ------------------------------------
+
+
+def test_an_explicit_accept_pushes_the_chat_to_every_console_once(widget, pushes, captured_events, run):
+    agent = AgentFactory(widget=widget)
+    chat = ChatFactory(contact=ContactFactory(widget=widget), status=Chat.Status.ACTIVE)
+    before = len(captured_events())
+    run(chat_services.accept_chat, widget=widget, chat=chat, agent=agent)
+    assert new_events(captured_events, before) == ["chat.accepted"]
+    assert pushes == [([f"widget.{widget.pk}"], {"event": "chat", "chat_id": chat.pk, "status": "active"})]
+
+
+def test_taking_an_accepted_chat_pushes_it_and_accepting_again_pushes_nothing(widget, pushes, captured_events, run):
+    first, second = AgentFactory(widget=widget), AgentFactory(widget=widget)
+    chat = ChatFactory(contact=ContactFactory(widget=widget), status=Chat.Status.ACTIVE)
+    run(chat_services.accept_chat, widget=widget, chat=chat, agent=first)
+    pushes.clear()
+    before = len(captured_events())
+    run(chat_services.accept_chat, widget=widget, chat=chat, agent=second)
+    assert new_events(captured_events, before) == []  # chat.attributed is internal: no webhook
+    assert pushes == [([f"widget.{widget.pk}"], {"event": "chat", "chat_id": chat.pk, "status": "active"})]
+    pushes.clear()
+    run(chat_services.accept_chat, widget=widget, chat=chat, agent=second)
+    assert pushes == []
 
 
 # --- rating.created / rating.updated -------------------------------------------------------------------------

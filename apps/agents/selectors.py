@@ -167,3 +167,30 @@ def is_operator(widget: Widget, email: str) -> bool:
 
 def get_agent(*, widget_id: int, agent_id: int | None) -> Agent | None:
     return Agent.objects.filter(widget_id=widget_id, pk=agent_id).first() if agent_id else None
+
+
+# --- the widget header ---------------------------------------------------------------------------------
+
+
+def list_header_operators(widget: Widget) -> list[Agent]:
+    """Operators the widget header may show visitors: `show_in_header`, human or AI, not banned,
+    oldest first. One query (index agent_widget_type); the public config caches what it builds from
+    them, and every change of these fields emits agent.profile_changed, which purges it."""
+    return list(
+        Agent.objects.filter(widget=widget, show_in_header=True, type__in=[Agent.Type.HUMAN, Agent.Type.AI])
+        .exclude(status=Agent.Status.BANNED)
+        .only("id", "widget_id", "name", "avatar", "type", "status")
+        .order_by("created_at", "pk")
+    )
+
+
+def header_presence(*, type: str, status: str, connected: bool) -> str:
+    """`online`, `away` or `offline` as a visitor sees an operator. A person is online while a
+    console socket of theirs is live and they have not switched to away (`relaxation`); with no live
+    socket they are offline whatever they chose. An AI operator has no socket: it is online while
+    active and away while paused."""
+    if type == Agent.Type.AI:
+        return "online" if status == Agent.Status.ACTIVE else "away"
+    if not connected:
+        return "offline"
+    return "online" if status == Agent.Status.ACTIVE else "away"

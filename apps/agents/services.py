@@ -141,7 +141,7 @@ def create_human_agent(
     existing = Agent.objects.filter(widget=widget, user=user).first()
     if existing is not None:
         return existing
-    return Agent.objects.create(
+    agent = Agent.objects.create(
         widget=widget,
         user=user,
         name=name,
@@ -151,6 +151,8 @@ def create_human_agent(
         role=Agent.Role.OWNER if is_owner else Agent.Role.OPERATOR,
         is_owner=is_owner,
     )
+    _profile_changed(widget, agent)  # a new face for the widget header
+    return agent
 
 
 @transaction.atomic

@@ -29,7 +29,8 @@ def message_stored(event: events.Event) -> None:
 
 
 def chat_status(event: events.Event) -> None:
-    """The chat's status as the console shows it, after a close, a state move or a transfer."""
+    """The chat's status as the console shows it, after a close, a state move, a transfer, an
+    acceptance or an operator taking an accepted chat (the other consoles re-read who handles it)."""
     if event.type == events.CHAT_CLOSED:
         status = Chat.Status.EXPIRED
     elif event.type == events.CHAT_STATUS_CHANGED:
@@ -60,7 +61,15 @@ def register() -> None:
     on_commit = events.ON_COMMIT
     events.subscribe([events.MESSAGE_CREATED, events.RATING_REQUESTED], message_stored, phase=on_commit)
     events.subscribe(
-        [events.CHAT_CLOSED, events.CHAT_STATUS_CHANGED, events.CHAT_TRANSFERRED], chat_status, phase=on_commit
+        [
+            events.CHAT_CLOSED,
+            events.CHAT_STATUS_CHANGED,
+            events.CHAT_TRANSFERRED,
+            events.CHAT_ACCEPTED,
+            events.CHAT_ATTRIBUTED,
+        ],
+        chat_status,
+        phase=on_commit,
     )
     # Typing stores nothing (only a throttle stamp, written at once): it is pushed as it is emitted.
     events.subscribe(events.CHAT_TYPING, typing, phase=events.IN_TRANSACTION)

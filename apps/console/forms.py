@@ -45,6 +45,13 @@ class NoteForm(_TextForm):
     )
 
 
+class FileForm(forms.Form):
+    """One file to send (an image is sent as an image message); its size is checked by the service's
+    caller with the upload limit every upload route uses."""
+
+    file = forms.FileField(label="Attach a file", error_messages={"required": "Choose a file first."})
+
+
 class TransferForm(forms.Form):
     agent = forms.ModelChoiceField(
         label="Transfer to",

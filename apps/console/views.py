@@ -183,6 +183,7 @@ def _composer_context(chat: Chat, **extra) -> dict:
         "chat": chat,
         "reply_form": extra.pop("reply_form", None) or forms.ReplyForm(auto_id="reply_%s"),
         "note_form": extra.pop("note_form", None) or forms.NoteForm(auto_id="note_%s"),
+        "file_form": extra.pop("file_form", None) or forms.FileForm(auto_id="file_%s"),
         "composer_error": None,
         **extra,
     }
@@ -387,6 +388,34 @@ def reply(request, chat_id: str):
 @operator_required
 def note(request, chat_id: str):
     return _post_text(request, chat_id, form_class=forms.NoteForm, visibility=Message.Visibility.NOTE)
+
+
+@require_POST
+@operator_required
+def send_file(request, chat_id: str):
+    """A file from the composer (multipart `file`): an image or a file message of the operator."""
+    chat = _chat_or_404(request, chat_id)
+    form = forms.FileForm(request.POST, request.FILES, auto_id="file_%s")
+    error, status = None, 200
+    if len(request.FILES.getlist("file")) > 1:
+        error, status = "Send one file at a time.", 422
+    elif form.is_valid():
+        try:
+            services.send_file(agent=request.agent, chat=chat, upload=form.cleaned_data["file"])
+        except AppError as err:
+            error, status = err.detail, err.status
+        else:
+            if not request.htmx:
+                return _back(chat)
+            form = forms.FileForm(auto_id="file_%s")
+    else:
+        status = 422
+    if not request.htmx:
+        return _chat_page(request, chat, status=status, composer={"file_form": form, "composer_error": error})
+    response = render(
+        request, "console/_composer.html", _composer_context(chat, file_form=form, composer_error=error), status=status
+    )
+    return _refresh(response, "console:messages", "console:list", "console:panel") if status == 200 else response
 
 
 @require_POST

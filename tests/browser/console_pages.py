@@ -13,18 +13,30 @@ from tests.live import manage, start_web
 EMAIL = "console-operator@example.com"
 PASSWORD = "Console-Browser-Test-71"
 COLLEAGUE_EMAIL = "console-colleague@example.com"
+COLLEAGUE_PASSWORD = "Console-Browser-Test-72"
 WAIT = 10_000  # ms
 
 
 @contextmanager
 def start_console_server(live_template, tmp_path_factory):
-    """The web process on a copy of the seeded VAR_DIR with two operators of the demo widget, one
+    """The web process on a copy of the seeded VAR_DIR with two operators of the demo widget, both
     with a console password (`create_agent --password`, as the README says)."""
     where = tmp_path_factory.mktemp("console-server")
     var_dir = live_template.copy(where)
     guid = live_template.seed["button_guid"]
     manage(var_dir, "create_agent", "--widget", guid, "--email", EMAIL, "--name", "Olga", "--password", PASSWORD)
-    manage(var_dir, "create_agent", "--widget", guid, "--email", COLLEAGUE_EMAIL, "--name", "Pavel")
+    manage(
+        var_dir,
+        "create_agent",
+        "--widget",
+        guid,
+        "--email",
+        COLLEAGUE_EMAIL,
+        "--name",
+        "Pavel",
+        "--password",
+        COLLEAGUE_PASSWORD,
+    )
     server = start_web(var_dir, live_template.seed, where / "web.log", **SERVER_ENV)
     try:
         yield server
@@ -32,10 +44,10 @@ def start_console_server(live_template, tmp_path_factory):
         server.terminate()
 
 
-def sign_in(page, server) -> None:
+def sign_in(page, server, *, email: str = EMAIL, password: str = PASSWORD) -> None:
     page.goto(server.url("/console/login/"))
-    page.get_by_label("E-mail").fill(EMAIL)
-    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("E-mail").fill(email)
+    page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(server.url("/console/"))
     connected(page)

@@ -9,15 +9,34 @@ drive the widget; the joint test drives both). Screenshots: var/screenshots/.
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
 
 import pytest
 import requests
 from playwright.sync_api import expect
 
-from tests.browser.console_pages import EMAIL, WAIT, connected, open_chat, sign_in, start_console_server, wait_for
+from tests.browser.conftest import api_client
+from tests.browser.console_pages import (
+    COLLEAGUE_EMAIL,
+    COLLEAGUE_PASSWORD,
+    EMAIL,
+    PASSWORD,
+    WAIT,
+    connected,
+    open_chat,
+    sign_in,
+    start_console_server,
+    wait_for,
+)
+from tests.browser.widget_pages import wait_ready
 
 pytestmark = pytest.mark.browser
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+    b"\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+)
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +250,147 @@ def test_accept_transfer_close_and_presence_from_the_keyboard(page, console_serv
     page.get_by_role("button", name="Transfer").click()
     assert page.get_by_label("Transfer to").evaluate("el => el.validity.valueMissing") is True
     expect(page.locator("#chat-owner")).to_have_text("Pavel")
+
+
+def test_an_accept_in_one_console_shows_at_once_in_another(browser, console_server, shot):
+    # Given two operators, each with the same new chat open in their own console
+    visitor = Visitor(console_server, name="Gleb")
+    chat_id = visitor.say("Who will take me?")["chat_id"]
+    olga = browser.new_context().new_page()
+    pavel = browser.new_context().new_page()
+    try:
+        for page, email, password in ((olga, EMAIL, PASSWORD), (pavel, COLLEAGUE_EMAIL, COLLEAGUE_PASSWORD)):
+            sign_in(page, console_server, email=email, password=password)
+            expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+            open_chat(page, chat_id)
+            expect(page.locator("#chat-owner")).to_have_text("nobody")
+        olga.evaluate("window.__noReload = true")
+
+        # When Pavel accepts it (no message is written)
+        pavel.get_by_role("button", name="Accept").click()
+        expect(pavel.locator("#chat-owner")).to_have_text("Pavel", timeout=WAIT)
+
+        # Then Olga's console shows it at once, in the panel and in the list, without a reload
+        expect(olga.locator("#chat-owner")).to_have_text("Pavel", timeout=WAIT)
+        expect(olga.locator(f'.chat-row[data-chat-id="{chat_id}"] .owner')).to_have_text("Pavel", timeout=WAIT)
+        assert olga.evaluate("window.__noReload") is True
+        shot(olga, "accepted-elsewhere")
+
+        # When Olga takes the accepted chat over (chat.attributed: Pavel stays its owner)
+        olga.get_by_role("button", name="Accept").click()
+        expect(olga.get_by_role("button", name="Accept")).to_have_count(0, timeout=WAIT)
+
+        # Then Pavel's console offers him the accept again, live
+        expect(pavel.get_by_role("button", name="Accept")).to_be_visible(timeout=WAIT)
+        shot(pavel, "taken-over")
+    finally:
+        olga.context.close()
+        pavel.context.close()
+
+
+def _display_mode(server, mode: str) -> None:
+    response = api_client(server)(
+        "PATCH",
+        "/api/v1/widget/settings",
+        json={"operators_display_mode": mode},
+        headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
+    )
+    assert response.status_code == 200, response.text
+
+
+def _header(browser, server):
+    """A fresh visitor (no HTTP cache: the config may be cached 60 s) on the demo page, widget open;
+    the header's operator list."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.url("/demo/"))
+    wait_ready(page)
+    page.get_by_role("button", name="Open chat").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    return page, page.locator("chat-widget .head .ops")
+
+
+def test_the_widget_header_shows_operators_by_display_mode_with_live_presence(browser, console_server, shot):
+    # Given every header-visible operator shown, and Olga's console open (Pavel has none)
+    _display_mode(console_server, "all")
+    console = browser.new_context().new_page()
+    pages = []
+    try:
+        sign_in(console, console_server)
+        expect(console.locator("#presence")).to_have_text("Online")
+
+        # When a visitor opens the widget
+        page, team = _header(browser, console_server)
+        pages.append(page)
+
+        # Then the header lists Olga online and Pavel offline, named for screen readers too
+        expect(team).to_have_attribute("aria-label", "Our team")
+        expect(team.locator('li[title="Olga"]')).to_have_attribute("data-presence", "online")
+        expect(team.locator('li[title="Pavel"]')).to_have_attribute("data-presence", "offline")
+        expect(team.locator('li[title="Olga"] .sr')).to_have_text("Olga (Online)")
+        expect(team.locator('li[title="Olga"] .pres.online')).to_have_count(1)
+        shot(page, "all")
+
+        # When Olga switches to away, a new visitor sees her away
+        console.locator("#presence").click()
+        expect(console.locator("#presence")).to_have_text("Away", timeout=WAIT)
+        page, team = _header(browser, console_server)
+        pages.append(page)
+        expect(team.locator('li[title="Olga"]')).to_have_attribute("data-presence", "away")
+        expect(team.locator('li[title="Olga"] .sr')).to_have_text("Olga (Away)")
+        shot(page, "away")
+
+        # When she is back and the mode shows only operators online: Olga alone
+        console.locator("#presence").click()
+        expect(console.locator("#presence")).to_have_text("Online", timeout=WAIT)
+        _display_mode(console_server, "online")
+        page, team = _header(browser, console_server)
+        pages.append(page)
+        expect(team.locator("li")).to_have_count(1)
+        expect(team.locator("li")).to_have_attribute("title", "Olga")
+
+        # And with `hidden`, no operator list at all
+        _display_mode(console_server, "hidden")
+        page, team = _header(browser, console_server)
+        pages.append(page)
+        expect(page.locator("chat-widget .head h2")).to_be_visible()
+        expect(team).to_have_count(0)
+    finally:
+        if console.locator("#presence").text_content() == "Away":
+            console.locator("#presence").click()
+            expect(console.locator("#presence")).to_have_text("Online", timeout=WAIT)
+        for page in pages:
+            page.context.close()
+        console.context.close()
+        _display_mode(console_server, "online")
+
+
+def test_the_operator_sends_an_image_and_a_file_the_visitor_receives(page, console_server, shot):
+    # Given an operator in a visitor's chat
+    sign_in(page, console_server)
+    visitor = Visitor(console_server, name="Dina")
+    chat_id = visitor.say("Can you send me the invoice?")["chat_id"]
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+    open_chat(page, chat_id)
+
+    # When they attach a file and send it
+    page.get_by_label("Attach a file").set_input_files(
+        files=[{"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4 test"}]
+    )
+    page.get_by_role("button", name="Send file").click()
+
+    # Then the history shows it as a download, and the visitor's API lists it with its URL
+    expect(page.locator("#messages .msg.by-agent a.file").last).to_contain_text("invoice.pdf", timeout=WAIT)
+    response = visitor.http.get(visitor.url("messages"), timeout=10)
+    sent = [m for m in response.json()["data"] if m["type"] == "file"]
+    assert [m["file"]["name"] for m in sent] == ["invoice.pdf"] and sent[0]["url"]
+    assert visitor.http.get(console_server.url(sent[0]["url"]), timeout=10).content == b"%PDF-1.4 test"
+
+    # And an image goes out as an image message, drawn inline
+    page.get_by_label("Attach a file").set_input_files(
+        files=[{"name": "dot.png", "mimeType": "image/png", "buffer": PNG}]
+    )
+    page.get_by_role("button", name="Send file").click()
+    expect(page.locator("#messages .msg.by-agent img").last).to_have_attribute("alt", "dot.png", timeout=WAIT)
+    expect(page.locator("#file-form .error")).to_have_count(0)
+    shot(page)

@@ -273,7 +273,9 @@ def test_operator_messages_and_private_notes_reach_the_operator(widget, operator
         socket = await open_socket(operator.user)
         reply = await database_sync_to_async(agent_says)(widget, chat, operator, "Hi")
         note = await database_sync_to_async(agent_says)(widget, chat, operator, "secret", "note")
-        frames = [await socket.receive_json_from(timeout=TIMEOUT) for _ in range(2)]
+        # The reply accepts the chat: every console hears that first, then the two messages.
+        frames = [await socket.receive_json_from(timeout=TIMEOUT) for _ in range(3)]
+        assert frames[0] == {"event": "chat", "chat_id": chat.pk, "status": "active"}
         assert [f["message"]["id"] for f in frames if f["event"] == "message"] == [reply.pk, note.pk]
         await socket.disconnect()
 

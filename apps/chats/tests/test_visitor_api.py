@@ -751,3 +751,148 @@ def test_preflight_is_answered_without_a_session(client, widget):
 def test_unknown_method_is_405(client, widget, token):
     response = client.delete(url(widget, "messages"), HTTP_AUTHORIZATION=f"Visitor {token}")
     assert_problem(response, 405)
+
+
+# --- config: the header's operators ------------------------------------------------------------------
+
+
+@pytest.fixture
+def live(monkeypatch):
+    """The agents whose console socket is live (the presence store), set per test."""
+    from apps.agents import selectors as agent_selectors
+
+    connected: set[int] = set()
+    monkeypatch.setattr(agent_selectors, "PRESENCE_SOURCE", lambda widget: set(connected))
+    return connected
+
+
+@pytest.fixture
+def crew(widget, live):
+    """Header-visible operators in every presence, plus three the header never shows."""
+    from apps.widget.cache import purge_widget_cache
+
+    olga = AgentFactory(widget=widget, name="Olga", email="olga@example.com")
+    pavel = AgentFactory(widget=widget, name="Pavel", status=Agent.Status.RELAXATION)
+    AgentFactory(widget=widget, name="Ivan")  # active, but no console open
+    bot = AgentFactory(widget=widget, name="Robo", type=Agent.Type.AI)
+    AgentFactory(widget=widget, name="Shy", show_in_header=False)
+    AgentFactory(widget=widget, name="Gone", status=Agent.Status.BANNED)
+    AgentFactory(widget=widget, name="Hook", type=Agent.Type.WEBHOOK)
+    live.update({olga.pk, pavel.pk})
+    purge_widget_cache(widget_id=widget.pk)  # factories write behind the services' back
+    return {"olga": olga, "pavel": pavel, "bot": bot}
+
+
+def set_display_mode(widget, mode: str) -> None:
+    from apps.widget import services as widget_services
+
+    widget_services.update_settings(widget=widget, body={"operators_display_mode": mode})
+
+
+def operators(client, widget) -> list[dict]:
+    response = get(client, widget, "config")
+    assert response.status_code == 200, response.content
+    return response.json()["operators"]
+
+
+def test_config_lists_header_operators_with_live_presence_and_nothing_private(client, widget, crew):
+    set_display_mode(widget, "all")
+    listed = operators(client, widget)
+    assert [(o["name"], o["kind"], o["presence"]) for o in listed] == [
+        ("Olga", "human", "online"),
+        ("Robo", "ai", "online"),
+        ("Pavel", "human", "away"),
+        ("Ivan", "human", "offline"),
+    ]
+    assert all(set(o) == {"name", "avatar_url", "kind", "presence"} for o in listed)
+    assert "olga@example.com" not in get(client, widget, "config").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("mode", "names"),
+    [("online", ["Olga", "Robo"]), ("single", ["Olga"]), ("hidden", []), ("all", ["Olga", "Robo", "Pavel", "Ivan"])],
+)
+def test_config_operators_follow_the_display_mode(client, widget, crew, mode, names):
+    set_display_mode(widget, mode)
+    assert [o["name"] for o in operators(client, widget)] == names
+
+
+def test_the_default_mode_lists_online_operators(client, widget, crew):
+    assert [o["name"] for o in operators(client, widget)] == ["Olga", "Robo"]
+
+
+def test_single_falls_back_to_an_away_operator_when_nobody_is_online(client, widget, crew, live):
+    set_display_mode(widget, "single")
+    live.clear()
+    crew["bot"].status = Agent.Status.RELAXATION
+    crew["bot"].save(update_fields=["status"])
+    from apps.widget.cache import purge_widget_cache
+
+    purge_widget_cache(widget_id=widget.pk)
+    # (Pavel chose away, but with no console open he is offline; the paused AI operator is away)
+    assert [(o["name"], o["presence"]) for o in operators(client, widget)] == [("Robo", "away")]
+
+
+def test_presence_is_live_while_the_roster_stays_cached(client, widget, crew, live):
+    # Given a warm config cache
+    set_display_mode(widget, "all")
+    assert operators(client, widget)[0]["presence"] == "online"
+    # When Olga's console closes and Ivan's opens (no write, no purge)
+    live.discard(crew["olga"].pk)
+    live.add(AgentFactory._meta.model.objects.get(widget=widget, name="Ivan").pk)
+    # Then the next read shows it at once
+    assert {o["name"]: o["presence"] for o in operators(client, widget)} == {
+        "Olga": "offline",
+        "Ivan": "online",
+        "Robo": "online",
+        "Pavel": "away",
+    }
+
+
+def test_a_cached_config_costs_the_same_queries_whatever_the_number_of_operators(client, widget, crew):
+    from apps.widget.cache import purge_widget_cache
+
+    set_display_mode(widget, "all")
+    operators(client, widget)  # warm
+    with CaptureQueriesContext(connection) as few:
+        assert len(operators(client, widget)) == 4
+    for n in range(15):
+        AgentFactory(widget=widget, name=f"Extra {n}")
+    purge_widget_cache(widget_id=widget.pk)
+    operators(client, widget)  # rebuilt once
+    with CaptureQueriesContext(connection) as many:
+        listed = operators(client, widget)
+    assert len(listed) == 10  # at most ten
+    # the same queries (widget lookup, rate budget, the `online` flag); the roster comes from the cache
+    # and presence from its store, so the only agent query is the `online` flag's
+    assert len(many.captured_queries) == len(few.captured_queries)
+    agent_queries = [q["sql"] for q in many.captured_queries if '"agents_agent"' in q["sql"]]
+    assert len(agent_queries) == 1 and "LIMIT 1" in agent_queries[0], agent_queries
+
+
+def test_operator_changes_through_the_services_reach_the_cached_roster(client, widget, crew):
+    from apps.agents import services as agent_services
+
+    set_display_mode(widget, "all")
+    assert "Nina" not in [o["name"] for o in operators(client, widget)]
+    nina = agent_services.create_human_agent(widget=widget, email="nina@example.com", name="Nina")
+    assert "Nina" in [o["name"] for o in operators(client, widget)]
+    agent_services.set_show_in_header(widget=widget, agent=nina, show_in_header=False)
+    assert "Nina" not in [o["name"] for o in operators(client, widget)]
+    agent_services.suspend_agent(widget=widget, agent=crew["olga"])
+    assert "Olga" not in [o["name"] for o in operators(client, widget)]
+
+
+def test_an_operator_avatar_is_an_absolute_url(client, widget, crew):
+    from apps.agents import services as agent_services
+
+    set_display_mode(widget, "single")
+    agent_services.set_agent_avatar(widget=widget, agent=crew["olga"], content=b"\x89PNG\r\n", extension="png")
+    avatar = operators(client, widget)[0]["avatar_url"]
+    assert avatar.startswith("http://testserver/") and avatar.endswith(".png")
+
+
+def test_another_widgets_operators_never_show(client, widget, other_widget, crew):
+    AgentFactory(widget=other_widget, name="Stranger")
+    set_display_mode(widget, "all")
+    assert "Stranger" not in [o["name"] for o in operators(client, widget)]

@@ -9,6 +9,17 @@ from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, StickerDoc
 from ..models import Message
 
 
+class VisitorHeaderOperatorDoc(serializers.Serializer):
+    name = serializers.CharField(help_text="The operator's display name (as messages show it).")
+    avatar_url = serializers.CharField(allow_null=True, help_text="Absolute URL of the avatar, or null.")
+    kind = serializers.ChoiceField(choices=["human", "ai"])
+    presence = serializers.ChoiceField(
+        choices=["online", "away", "offline"],
+        help_text="Live: a person is online while their console is connected and not switched to away, "
+        "offline without a connected console; an AI operator is online while active, away while paused.",
+    )
+
+
 class VisitorConfigDoc(serializers.Serializer):
     button_guid = serializers.CharField()
     name = serializers.CharField(help_text="The widget's name.")
@@ -18,6 +29,13 @@ class VisitorConfigDoc(serializers.Serializer):
     settings = serializers.DictField(required=False, help_text="Every public appearance setting, as rendered.")
     texts = serializers.DictField(required=False, help_text="Interface texts per enabled locale.")
     icon_urls = serializers.DictField(required=False, help_text="Absolute URLs of the custom icons in use.")
+    operators = VisitorHeaderOperatorDoc(
+        many=True,
+        help_text="The operators the header shows, by `operators_display_mode`: `online` those online, `all` every "
+        "header-visible operator (online first, then away, then offline), `single` one representative (the first "
+        "online, else the first away, else the first), `hidden` none; at most 10, header-visible "
+        "(`show_in_header`) human and AI operators only, never banned ones.",
+    )
 
 
 class VisitorSessionDoc(serializers.Serializer):

@@ -129,15 +129,18 @@ class OfflineInput(InputSerializer):
 # --- output ----------------------------------------------------------------------------------------
 
 
-def config_payload(widget: Widget, *, online: bool) -> dict:
+def config_payload(widget: Widget, *, online: bool, operators: list[dict] | None = None) -> dict:
     """Public settings the embed script starts with. Members are only ever added: the widget
-    settings issue adds its appearance and language members here from its own selector."""
+    settings issue adds its appearance and language members here from its own selector.
+    `operators` is the cached roster (services.header_roster), which the view replaces per request
+    with the visitor's view of it (services.header_operators)."""
     return {
         "button_guid": widget.button_guid,
         "name": widget.name,
         "language": "auto",
         "online": online,
         "features": {"rating": True, "offline_form": True},
+        "operators": operators or [],
     }
 
 

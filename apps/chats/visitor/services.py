@@ -9,11 +9,13 @@ refuses a contact of another widget.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core.errors import Conflict, NotFound
 from apps.core.files import check_upload_size, store_file
@@ -85,6 +87,53 @@ def list_visible_messages(
 def any_agent_online(widget: Widget) -> bool:
     """A human agent of the widget is active (presence replaces this when agent sockets land)."""
     return Agent.objects.filter(widget=widget, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE).exists()
+
+
+# The header lists at most this many operators (the widget draws three and counts the rest).
+HEADER_OPERATORS_MAX = 10
+_PRESENCE_ORDER = {"online": 0, "away": 1, "offline": 2}
+
+
+def header_roster(widget: Widget, *, absolute: Callable[[str], str] | None = None) -> list[dict]:
+    """The cached half of the config's `operators`: every header-visible operator with what a
+    visitor may see (name, avatar URL, kind) plus the id, type and stored status that the per-request
+    half (`header_operators`) needs and never passes on. Built once per config cache generation."""
+    roster = []
+    for agent in agent_selectors.list_header_operators(widget):
+        avatar = agent.avatar.url if agent.avatar else None
+        if avatar and absolute is not None and avatar.startswith("/"):
+            avatar = absolute(avatar)
+        roster.append(
+            {"id": agent.pk, "name": agent.name, "avatar_url": avatar, "type": agent.type, "status": agent.status}
+        )
+    return roster
+
+
+def header_operators(widget: Widget, *, roster: list[dict], mode: str) -> list[dict]:
+    """The config's `operators`, per request: the cached roster with live presence (the presence
+    store, no database query), chosen by `operators_display_mode`: `hidden` none, `online` those
+    online, `all` every one (online first, then away, then offline), `single` one representative
+    (the first online, else the first away, else the first). Items are `{name, avatar_url, kind, presence}`."""
+    if mode == "hidden" or not roster:
+        return []
+    connected = agent_selectors.online_agent_ids(widget)
+    rows = [
+        {
+            "name": entry["name"],
+            "avatar_url": entry["avatar_url"],
+            "kind": "ai" if entry["type"] == Agent.Type.AI else "human",
+            "presence": agent_selectors.header_presence(
+                type=entry["type"], status=entry["status"], connected=entry["id"] in connected
+            ),
+        }
+        for entry in roster
+    ]
+    rows.sort(key=lambda row: _PRESENCE_ORDER[row["presence"]])  # stable: oldest first within a group
+    if mode == "online":
+        rows = [row for row in rows if row["presence"] == "online"]
+    elif mode == "single":
+        rows = rows[:1]
+    return rows[:HEADER_OPERATORS_MAX]
 
 
 def attachable_file(*, widget: Widget, contact: Contact, file_id: int) -> File | None:

@@ -103,18 +103,31 @@ class ConfigView(VisitorAPIView):
     @visitor_operation(
         summary="Visitor: widget config",
         description="What the embed script starts with: the widget's name, language, public appearance "
-        "settings, interface texts, custom icon URLs, feature switches and whether an operator is online. "
-        "No session needed; cacheable for 60 s (`online` is computed per request).",
+        "settings, interface texts, custom icon URLs, feature switches, whether an operator is online and "
+        "the operators the header shows (`operators`, chosen by `operators_display_mode`, with live "
+        "presence). No session needed; cacheable for 60 s (`online` and the operators' `presence` are "
+        "computed per request).",
         responses={200: docs.VisitorConfigDoc},
     )
     def get(self, request, button_guid: str):
+        absolute = request.build_absolute_uri
         payload = widget_selectors.public_config(
             widget=self.widget,
-            base=lambda: s.config_payload(self.widget, online=services.any_agent_online(self.widget)),
-            absolute=request.build_absolute_uri,
+            base=lambda: s.config_payload(
+                self.widget,
+                online=services.any_agent_online(self.widget),
+                operators=services.header_roster(self.widget, absolute=absolute),
+            ),
+            absolute=absolute,
         )
-        # Presence is live: never served from the cached config.
-        payload = {**payload, "online": services.any_agent_online(self.widget)}
+        # Presence is live: never served from the cached config (the roster is; its internal
+        # members never leave this view).
+        mode = (payload.get("settings") or {}).get("operators_display_mode") or "online"
+        payload = {
+            **payload,
+            "online": services.any_agent_online(self.widget),
+            "operators": services.header_operators(self.widget, roster=payload.get("operators") or [], mode=mode),
+        }
         return Response(payload, headers={"Cache-Control": "public, max-age=60"})
 
 

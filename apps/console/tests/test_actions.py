@@ -3,10 +3,11 @@ login), another widget's chat (404), bad input or a refusing state (an error, no
 CSRF. htmx posts get the fragment they change; plain posts a redirect back to the chat."""
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from apps.agents.tests.factories import HumanAgentFactory
-from apps.chats.models import Chat, Message, Rating
+from apps.chats.models import Chat, File, Message, Rating
 
 from .conftest import make_chat
 
@@ -20,6 +21,7 @@ ACTIONS = {
     "close": {},
     "rate-request": {},
     "typing": {"state": "start"},
+    "file": None,  # a fresh upload each time
 }
 
 
@@ -27,7 +29,13 @@ def url(chat, action):
     return f"/console/chats/{chat.pk}/{action}/"
 
 
+def upload(name="notes.txt", content=b"hello", content_type="text/plain"):
+    return SimpleUploadedFile(name, content, content_type=content_type)
+
+
 def data_for(action, colleague):
+    if action == "file":
+        return {"file": upload()}
     return {"agent": colleague.pk} if action == "transfer" else ACTIONS[action]
 
 
@@ -219,3 +227,74 @@ def test_a_bad_typing_state_is_refused(htmx, chat):
 def test_typing_into_a_spam_chat_is_refused(htmx, widget):
     chat = make_chat(widget, status=Chat.Status.SPAM)
     assert htmx.post(url(chat, "typing"), {"state": "start"}).status_code == 409
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+    b"\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+
+
+def test_a_file_is_sent_as_a_file_message_of_the_operator(htmx, chat, operator, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = htmx.post(url(chat, "file"), {"file": upload("invoice.pdf", b"%PDF-1.4", "application/pdf")})
+    assert response.status_code == 200, response.content
+    assert "console:messages" in response["HX-Trigger"]
+    message = Message.objects.filter(chat=chat).latest("pk")
+    assert (message.type, message.agent_id, message.visibility) == ("file", operator.pk, "public")
+    assert message.file.original_name == "invoice.pdf" and message.file.widget_id == chat.widget_id
+    assert message.file.stored.read() == b"%PDF-1.4"
+    chat.refresh_from_db()
+    assert chat.agent_id == operator.pk  # like a reply, it accepts the chat
+    # and the history draws it as a download link
+    page = htmx.get(f"/console/chats/{chat.pk}/messages/?after=0").content.decode()
+    assert "invoice.pdf" in page and "download=" in page
+
+
+def test_an_image_is_sent_as_an_image_message(htmx, chat):
+    assert htmx.post(url(chat, "file"), {"file": upload("cat.png", PNG, "image/png")}).status_code == 200
+    message = Message.objects.filter(chat=chat).latest("pk")
+    assert message.type == "image"
+    assert "<img" in htmx.get(f"/console/chats/{chat.pk}/messages/?after=0").content.decode()
+
+
+def test_a_plain_file_post_redirects_back_to_the_chat(console, chat):
+    response = console.post(url(chat, "file"), {"file": upload()})
+    assert response.status_code == 303 and response["Location"] == f"/console/chats/{chat.pk}/"
+    assert Message.objects.filter(chat=chat, type="file").count() == 1
+
+
+def test_no_file_is_refused_and_stores_nothing(htmx, console, chat):
+    before, files = snapshot(chat), File.objects.count()
+    response = htmx.post(url(chat, "file"), {})
+    assert response.status_code == 422
+    assert "Choose a file first." in response.content.decode()
+    assert console.post(url(chat, "file"), {}).status_code == 422
+    assert snapshot(chat) == before and File.objects.count() == files
+
+
+def test_two_files_at_once_are_refused(htmx, chat):
+    before, files = snapshot(chat), File.objects.count()
+    response = htmx.post(url(chat, "file"), {"file": [upload("a.txt"), upload("b.txt")]})
+    assert response.status_code == 422 and "one file" in response.content.decode()
+    assert snapshot(chat) == before and File.objects.count() == files
+
+
+def test_a_file_over_the_upload_limit_is_413_and_stores_nothing(htmx, chat, monkeypatch):
+    from apps.core import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 4)
+    before, count = snapshot(chat), File.objects.count()
+    response = htmx.post(url(chat, "file"), {"file": upload(content=b"too large")})
+    assert response.status_code == 413 and 'role="alert"' in response.content.decode()
+    assert snapshot(chat) == before and File.objects.count() == count
+
+
+def test_a_file_into_a_spam_chat_is_refused_and_leaves_no_file_row(htmx, widget):
+    chat = make_chat(widget, status=Chat.Status.SPAM)
+    before, count = snapshot(chat), File.objects.count()
+    response = htmx.post(url(chat, "file"), {"file": upload()})
+    assert response.status_code == 409 and "spam" in response.content.decode()
+    assert snapshot(chat) == before and File.objects.count() == count

@@ -47,6 +47,8 @@ const KEYS = [
   "unread",
   "prechat",
   "start",
+  "away",
+  "team",
 ];
 
 const TABLE = {
@@ -84,6 +86,8 @@ const TABLE = {
     "{n} unread",
     "Please introduce yourself before we start.",
     "Start chat",
+    "Away",
+    "Our team",
   ],
   ru: [
     "Открыть чат",
@@ -119,6 +123,8 @@ const TABLE = {
     "Непрочитанных: {n}",
     "Представьтесь, пожалуйста, прежде чем начать.",
     "Начать чат",
+    "Нет на месте",
+    "Наша команда",
   ],
   el: [
     "Άνοιγμα συνομιλίας",
@@ -154,6 +160,8 @@ const TABLE = {
     "{n} μη αναγνωσμένα",
     "Συστηθείτε πριν ξεκινήσουμε.",
     "Έναρξη συνομιλίας",
+    "Απών",
+    "Η ομάδα μας",
   ],
   de: [
     "Chat öffnen",
@@ -189,6 +197,8 @@ const TABLE = {
     "{n} ungelesen",
     "Bitte stellen Sie sich vor, bevor wir beginnen.",
     "Chat starten",
+    "Abwesend",
+    "Unser Team",
   ],
   es: [
     "Abrir el chat",
@@ -224,6 +234,8 @@ const TABLE = {
     "{n} sin leer",
     "Preséntate antes de empezar, por favor.",
     "Iniciar chat",
+    "Ausente",
+    "Nuestro equipo",
   ],
   ar: [
     "افتح المحادثة",
@@ -259,6 +271,8 @@ const TABLE = {
     "{n} غير مقروءة",
     "يرجى التعريف بنفسك قبل أن نبدأ.",
     "ابدأ المحادثة",
+    "بعيد",
+    "فريقنا",
   ],
   zh: [
     "打开聊天",
@@ -294,6 +308,8 @@ const TABLE = {
     "{n} 条未读",
     "开始之前，请先介绍一下您自己。",
     "开始聊天",
+    "离开",
+    "我们的团队",
   ],
 };
 

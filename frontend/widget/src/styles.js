@@ -29,8 +29,13 @@ export const CSS = `
 .head p{font-size:12px;opacity:.9}
 .dot{display:inline-block;width:8px;height:8px;border-radius:50%;background:#9E9E9E;margin-inline-end:6px}
 .dot.on{background:#43A047}
-.ops{display:flex;gap:4px;margin-top:4px;font-size:12px;align-items:center}
-.av{width:24px;height:24px;border-radius:50%;background:rgba(255,255,255,.3);display:inline-flex;justify-content:center;align-items:center;font-weight:700;font-size:12px}
+.ops{display:flex;gap:8px;margin-top:4px;font-size:12px;align-items:center;list-style:none;padding:0;flex-wrap:wrap}
+.ops-item{display:inline-flex;align-items:center;gap:4px;min-width:0}
+.av{position:relative;flex:none;width:24px;height:24px;border-radius:50%;background:rgba(255,255,255,.3);display:inline-flex;justify-content:center;align-items:center;font-weight:700;font-size:12px}
+.av img{width:100%;height:100%;border-radius:50%;object-fit:cover}
+.pres{position:absolute;inset-inline-end:-1px;bottom:-1px;width:9px;height:9px;border-radius:50%;border:2px solid var(--primary);background:#9E9E9E}
+.pres.online{background:#43A047}
+.pres.away{background:#FB8C00}
 .icon-btn{width:36px;height:36px;border-radius:50%;justify-content:center;color:inherit}
 .icon-btn svg{width:20px;height:20px}
 .icon-btn:hover{background:rgba(127,127,127,.18)}

@@ -383,7 +383,7 @@ function Widget({ config, conversation }) {
   const customIcon = config.icon_urls && config.icon_urls[preset];
   const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
   const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
-  const operators = operatorList(messages, settings.operators_display_mode);
+  const operators = operatorList(config.operators || [], messages, settings.operators_display_mode);
   const showRating =
     features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
   const offlineView = formOffline && (offlineSent || !messages.length);
@@ -441,18 +441,21 @@ function Widget({ config, conversation }) {
               {online ? t.online : t.offline} · {signature}
             </p>
             {operators.length > 0 && (
-              <div class="ops">
-                {operators.map((name) => (
-                  <span class="ops-item" title={name}>
+              <ul class="ops" aria-label={t.team}>
+                {operators.slice(0, 3).map((op) => (
+                  <li class="ops-item" title={op.name} data-presence={op.presence || ""}>
                     {settings.widget_show_agent_avatars !== false && (
                       <span class="av" aria-hidden="true">
-                        {name.charAt(0).toUpperCase()}
+                        {op.avatar_url ? <img src={op.avatar_url} alt="" /> : op.name.charAt(0).toUpperCase()}
+                        {op.presence && <span class={`pres ${op.presence}`} />}
                       </span>
                     )}
-                    {settings.widget_show_agent_names !== false && <span> {name}</span>}
-                  </span>
+                    {settings.widget_show_agent_names !== false && <span aria-hidden="true">{op.name}</span>}
+                    <span class="sr">{op.presence ? `${op.name} (${t[op.presence]})` : op.name}</span>
+                  </li>
                 ))}
-              </div>
+                {operators.length > 3 && <li class="ops-item">+{operators.length - 3}</li>}
+              </ul>
             )}
           </div>
           {showSwitcher && (
@@ -615,21 +618,16 @@ function Widget({ config, conversation }) {
   );
 }
 
-// Operators in the header, by `operators_display_mode`: the config lists no operators, so the
-// widget shows those who have answered this visitor (newest last): `online` and `all` every one of
-// them (at most three), `single` the latest, `hidden` none.
-function operatorList(messages, mode) {
+// Operators in the header, by `operators_display_mode`: the config's `operators` (already chosen by
+// the mode, with live presence: `online` those online, `all` every header-visible one, `single`
+// one). For `single`, the operator who last answered this visitor stands for the team instead.
+function operatorList(listed, messages, mode) {
   if (mode === "hidden") return [];
-  const names = [];
-  for (const m of messages) {
-    const name = m.author && m.author.kind !== "client" && m.author.kind !== "system" && m.author.name;
-    if (name) {
-      const at = names.indexOf(name);
-      if (at >= 0) names.splice(at, 1);
-      names.push(name);
-    }
-  }
-  return mode === "single" ? names.slice(-1) : names.slice(-3);
+  if (mode !== "single") return listed;
+  const last = [...messages].reverse().find((m) => m.author && m.author.name && !["client", "system"].includes(m.author.kind));
+  if (!last) return listed.slice(0, 1);
+  const known = listed.find((op) => op.name === last.author.name);
+  return [known || { name: last.author.name, avatar_url: null, presence: null }];
 }
 
 function beep() {
