@@ -111,6 +111,8 @@ class SupportAction(models.Model):
             models.Index(fields=["widget", "-created_at"], name="support_action_widget_created"),
             models.Index(fields=["widget", "token", "kind", "-created_at"], name="support_action_token_kind"),
             models.Index(fields=["created_at"], name="support_action_created"),
+            # Rule 8: has an agent acted on a chat's open ticket?
+            models.Index(fields=["widget", "ticket_number", "created_at"], name="support_action_ticket"),
         ]
 
 
@@ -200,6 +202,8 @@ class ChatAccount(models.Model):
     code_hash = models.CharField(max_length=64, blank=True, default="")
     code_email = models.CharField(max_length=254, blank=True, default="")
     code_attempts = models.PositiveSmallIntegerField(default=0)
+    # When the codes of the last hour were mailed (ISO times): at most a few per hour per chat.
+    code_sent_at = models.JSONField(default=list, blank=True)
     # Customer messages that were checked as codes: the support API shows them redacted.
     code_message_ids = models.JSONField(default=list, blank=True)
     last_code_result = models.CharField(max_length=24, null=True, blank=True)

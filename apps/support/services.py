@@ -589,6 +589,9 @@ def revoke_account(*, widget: Widget, data: dict) -> dict:
             account.link, account.identity_expires_at, account.grant_expires_at = ChatAccount.Link.ANONYMOUS, None, None
             account.grant_token_encrypted, account.verification_ref = "", None
             account.email = None
+            # A pending e-mail code would prove the mailbox again: it goes with the identity.
+            account.code_hash, account.code_email, account.code_expires_at = "", "", None
+            account.email_requested = False
             if account.chat.channel == APP_CHANNEL or account.link_source == "app_ticket":
                 account.hidden_until_intake = True
             else:
