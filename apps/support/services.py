@@ -386,6 +386,13 @@ def remembered(*, widget: Widget, endpoint: str, request_id: str) -> dict | None
     return row.response
 
 
+def purge_signed_requests(*, now=None) -> int:
+    """Forget `request_id`s older than 24 h (beat job, beside the audit purge)."""
+    cutoff = (now or timezone.now()) - REQUEST_ID_TTL
+    deleted, _ = SignedRequest.objects.filter(created_at__lte=cutoff).delete()
+    return deleted
+
+
 def _remember(*, widget: Widget, endpoint: str, request_id: str, response: dict) -> None:
     SignedRequest.objects.create(widget=widget, endpoint=endpoint, request_id=request_id, response=response)
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -483,3 +484,56 @@ def test_signed_audit_rows_are_purged_after_180_days(app):
     row = SupportAction.objects.get(widget=app.widget)
     assert services.purge_audit(now=row.created_at + timedelta(days=179)) == 0
     assert services.purge_audit(now=row.created_at + timedelta(days=181)) == 1
+
+
+# --- limits and retention of the signed intake --------------------------------------------------------------
+
+
+def test_intake_is_limited_to_60_per_minute_per_widget(app):
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        for n in range(60):
+            assert app.post("tickets", intake(n, user=f"user-{n // 10}")).status_code == 200, n
+        refused = app.post("tickets", intake(60, user="user-other"))
+        assert_problem(refused, 429, "rate_limited")
+        assert "Retry-After" in refused
+    if settings.REDIS_URL:
+        return  # Redis budgets read the Redis server's clock, which a test cannot move
+    with time_machine.travel(start + timedelta(seconds=61), tick=False):
+        assert app.post("tickets", intake(61, user="user-other")).status_code == 200
+
+
+def test_a_request_id_is_remembered_for_24_hours_then_purged(app):
+    first = app.post("tickets", intake(1)).json()
+    with time_machine.travel(timezone.now() + timedelta(hours=23)):
+        assert app.post("tickets", intake(1)).json() == first
+        assert services.purge_signed_requests() == 0
+    with time_machine.travel(timezone.now() + timedelta(hours=24, minutes=1)):
+        assert services.purge_signed_requests() == 1
+        again = app.post("tickets", intake(1))
+    assert again.status_code == 200 and again.json()["created"] is False  # a new intake, appended
+    assert Message.objects.filter(chat_id=first["chat_id"]).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("method", "lifetime"),
+    [
+        ("email_code", timedelta(hours=24)),
+        ("agent_code", timedelta(hours=24)),
+        ("cabinet", timedelta(hours=12)),
+        ("telegram_link", timedelta(days=7)),
+        ("app_ticket", timedelta(days=37)),
+    ],
+)
+def test_each_methods_identity_is_clamped_not_refused(app, support, method, lifetime):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    now = timezone.now()
+    body = link_body(chat, method=method, identity_expires_at=(now + timedelta(days=400)).isoformat())
+    answer = app.post("account-link", body)
+    assert answer.status_code == 200
+    stored = ChatAccount.objects.get(chat=chat).identity_expires_at
+    assert lifetime - timedelta(seconds=5) <= stored - now <= lifetime + timedelta(seconds=5)
+    shorter = link_body(chat, 2, method=method, identity_expires_at=(now + timedelta(hours=1)).isoformat())
+    app.post("account-link", shorter)
+    assert ChatAccount.objects.get(chat=chat).identity_expires_at - now <= timedelta(hours=1, seconds=5)
