@@ -196,11 +196,19 @@ def _check_code(account: ChatAccount, *, chat: Chat, code: str, now: datetime) -
         account.code_attempts += 1
         return "wrong" if account.code_attempts < MAX_ATTEMPTS else "attempts_exhausted"
     account.code_expires_at = None
+    account.email_requested = False
+    if _live_identity(account, now):
+        # An identity bound meanwhile stays as the integrating backend set it: the code proves a
+        # mailbox, never an account.
+        account.code_email = ""
+        return "verified"
+    # A lapsed binding is not revived by a mailbox: no account is inferred.
+    account.app_user_id, account.grant_token_encrypted, account.grant_expires_at = None, "", None
+    account.verification_ref = None
     account.link, account.link_source = ChatAccount.Link.VERIFIED, "email_code"
     account.identity_expires_at = now + IDENTITY_AFTER_CODE
     account.email = account.code_email
     account.code_email = ""
-    account.email_requested = False
     return "verified"
 
 

@@ -351,3 +351,36 @@ def test_revoke_drops_a_pending_code(support, mailed):
     account = _account(support, chat)
     assert account["link"] == "anonymous" and account["code_pending"] is False
     assert account["last_code_result"] is None
+
+
+def test_a_code_never_revives_a_lapsed_account_binding(support, mailed):
+    chat = support.chat()
+    ChatAccount.objects.create(
+        widget=support.widget,
+        chat=chat,
+        link=ChatAccount.Link.VERIFIED,
+        link_source="cabinet",
+        app_user_id="user-1",
+        identity_expires_at=timezone.now() - timedelta(minutes=1),
+    )
+    _request(support, chat, mailed)
+    _type(support, chat, _code_of(mail.outbox[0]))
+    account = _account(support, chat)
+    assert account["link"] == "verified" and account["link_source"] == "email_code"
+    assert account["app_user_id"] is None and account["email"] == "client@mail.ru"
+
+
+def test_a_code_typed_after_the_backend_bound_the_chat_leaves_the_binding(support, mailed):
+    chat = support.chat()
+    _request(support, chat, mailed)
+    ChatAccount.objects.filter(chat=chat).update(
+        link=ChatAccount.Link.VERIFIED,
+        link_source="cabinet",
+        app_user_id="user-1",
+        email="owner@shop.ru",
+        identity_expires_at=timezone.now() + timedelta(hours=1),
+    )
+    _type(support, chat, _code_of(mail.outbox[0]))
+    account = _account(support, chat)
+    assert account["last_code_result"] == "verified" and account["link_source"] == "cabinet"
+    assert account["app_user_id"] == "user-1" and account["email"] == "owner@shop.ru"
