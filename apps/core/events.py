@@ -88,6 +88,7 @@ WIDGET_CREATED = "widget.created"
 AGENT_PROFILE_CHANGED = "agent.profile_changed"
 ACCOUNT_PROFILE_CHANGED = "account.profile_changed"
 WIDGET_CONFIG_CHANGED = "widget.config_changed"
+CHAT_CODE_REQUESTED = "chat.code_requested"
 
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
@@ -109,6 +110,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     AGENT_PROFILE_CHANGED: ("operator_id",),
     ACCOUNT_PROFILE_CHANGED: ("account_id",),
     WIDGET_CONFIG_CHANGED: (),
+    # the chat's assistant asks to prove the customer's mailbox by an e-mail code (email optional:
+    # without it the chat waits for the mailbox); apps.support mails it unless an agent handles the chat
+    CHAT_CODE_REQUESTED: ("chat_id", "email"),
 }
 
 REDRIVE_AFTER = timedelta(seconds=60)

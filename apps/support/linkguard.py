@@ -42,9 +42,21 @@ _UNICODE_SPACES_RE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
 
 
+_ZERO_WIDTH_RE = re.compile("[" + "".join(sorted(ZERO_WIDTH)) + "]")
+
+
 def normalize_text(text: str) -> str:
-    """CR LF -> LF, Unicode spaces (category Zs) -> U+0020, zero-width characters removed."""
-    return _UNICODE_SPACES_RE.sub(" ", text.replace("\r\n", "\n").translate(_ZERO_WIDTH_TABLE))
+    """CR LF -> LF, Unicode spaces (category Zs) -> U+0020, zero-width characters removed.
+
+    Speed: each step runs only when its pre-check (one C-level scan) finds something to change;
+    `str.translate` with a table costs a dictionary lookup per character."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if _ZERO_WIDTH_RE.search(text):
+        text = text.translate(_ZERO_WIDTH_TABLE)
+    if _UNICODE_SPACES_RE.search(text):
+        text = _UNICODE_SPACES_RE.sub(" ", text)
+    return text
 
 
 def check_plain_text(text: str) -> None:
@@ -70,11 +82,13 @@ def check_plain_text(text: str) -> None:
             pass
         else:
             raise InvalidText("The text is a JSON document; send plain text.")
-    if _MARKER_RE.search(text):
+    # Each pattern needs a character most replies lack (`[`, `<`, `&`): test for it first.
+    square, angle = "[" in text, "<" in text
+    if square and _MARKER_RE.search(text):
         raise InvalidText("`[KEY_...]` markers are not allowed in support replies.")
-    if _HTML_RE.search(text):
+    if (angle or "&" in text) and _HTML_RE.search(text):
         raise InvalidText("HTML is not allowed; send plain text.")
-    if _MD_LINK_RE.search(text) or _MD_AUTOLINK_RE.search(text):
+    if (square and _MD_LINK_RE.search(text)) or (angle and _MD_AUTOLINK_RE.search(text)):
         raise InvalidText("Markdown links are not allowed; write the official link as plain text.")
 
 
@@ -210,35 +224,37 @@ def find_links(text: str) -> list[Link]:
 
     Speed: a link never spans whitespace, and every detector treats a whitespace neighbour exactly
     like the start or end of the text, so they run over the words that could hold a link (those
-    with `.`, `@`, `:` or `/`) joined by newlines, not over the whole text: the same matches.
+    with `@` or `/`, a `:` followed by a character, or a `.` followed by a character other than a
+    dot), each distinct word once, joined by newlines, not over the whole text: the same matches,
+    placed at every occurrence of their word.
     """
     found: list[Link] = []
-    joined, starts, origins = _candidate_words(text)
+    joined, starts, occurrences = _candidate_words(text)
     if not joined:
         return found
 
-    def place(index: int, length: int) -> tuple[int, int]:
+    def place(index: int, length: int) -> list[tuple[int, int]]:
         at = bisect.bisect_right(starts, index) - 1
-        begin = origins[at] + index - starts[at]
-        return begin, begin + length
+        offset = index - starts[at]
+        return [(origin + offset, origin + offset + length) for origin in occurrences[at]]
 
     for match in _linkify().match(joined) or ():
-        start, end = place(match.index, match.last_index - match.index)
-        raw = text[start:end]
-        found.append(Link(raw, _kind_of(match.schema, raw), match.url, start, end))
+        for start, end in place(match.index, match.last_index - match.index):
+            raw = text[start:end]
+            found.append(Link(raw, _kind_of(match.schema, raw), match.url, start, end))
     for m in _ANY_SCHEME_RE.finditer(joined):
         scheme = m.group(1).lower()
         if m.group(2) is None and scheme not in _BARE_SCHEMES:
             continue
         raw = m.group(0).rstrip(".,;:!?)]}'\"")
-        start, end = place(m.start(), len(raw))
-        found.append(Link(raw, "email" if scheme == "mailto" else "url", raw, start, end))
+        for start, end in place(m.start(), len(raw)):
+            found.append(Link(raw, "email" if scheme == "mailto" else "url", raw, start, end))
     for m in _BOT_COMMAND_RE.finditer(joined):
-        start, end = place(m.start(), len(m.group(0)))
-        found.append(Link(m.group(0), "bot_command", m.group(0), start, end))
+        for start, end in place(m.start(), len(m.group(0))):
+            found.append(Link(m.group(0), "bot_command", m.group(0), start, end))
     for m in _HANDLE_RE.finditer(joined):
-        start, end = place(m.start(), len(m.group(0)))
-        found.append(Link(m.group(0), "handle", f"https://t.me/{m.group(1)}", start, end))
+        for start, end in place(m.start(), len(m.group(0))):
+            found.append(Link(m.group(0), "handle", f"https://t.me/{m.group(1)}", start, end))
     found.sort(key=lambda link: (link.start, -link.end))
     out: list[Link] = []
     last_end = -1
@@ -250,23 +266,41 @@ def find_links(text: str) -> list[Link]:
     return out
 
 
-# A word (a run of non-whitespace) holding `@`, `:`, `/` or a `.` followed by a character.
-_CANDIDATE_RE = re.compile(r"(?<!\S)\S*?(?:[@:/]|\.[^\s.])\S*")
+# What makes a word a candidate: `@` or `/`; a `:` followed by a character (a `:` ending a word
+# opens no scheme and starts no host); a `.` followed by a character other than a dot.
+_TRIGGER_RE = re.compile(r"[@/]|:\S|\.[^\s.]")
+_REST_OF_WORD_RE = re.compile(r"\S*")
 
 
-def _candidate_words(text: str) -> tuple[str, list[int], list[int]]:
-    """The words of `text` that may hold a link, joined by newlines; with each word's start in the
-    joined string and in `text`. Every detector of `find_links` runs on the joined string: each
-    looks at most at a word's whitespace neighbours, and a newline stands for them."""
-    parts, starts, origins = [], [], []
-    position = 0
-    for word in _CANDIDATE_RE.finditer(text):
-        chunk = word.group(0)
-        parts.append(chunk)
-        starts.append(position)
-        origins.append(word.start())
-        position += len(chunk) + 1
-    return "\n".join(parts), starts, origins
+def _candidate_words(text: str) -> tuple[str, list[int], list[list[int]]]:
+    """The distinct words of `text` that may hold a link, joined by newlines; with each word's start
+    in the joined string and the starts of its occurrences in `text`. Every detector of
+    `find_links` runs on the joined string: each looks at most at a word's whitespace neighbours,
+    and a newline stands for them. Words are found from their trigger character, so the scan of
+    text without one is a single regex search."""
+    parts: list[str] = []
+    starts: list[int] = []
+    occurrences: list[list[int]] = []
+    index_of: dict[str, int] = {}
+    position, scan = 0, 0
+    search, rest = _TRIGGER_RE.search, _REST_OF_WORD_RE.match
+    while (hit := search(text, scan)) is not None:
+        begin = hit.start()
+        while begin and not text[begin - 1].isspace():
+            begin -= 1
+        end = rest(text, hit.start()).end()
+        word = text[begin:end]
+        at = index_of.get(word)
+        if at is None:
+            index_of[word] = len(parts)
+            parts.append(word)
+            starts.append(position)
+            occurrences.append([begin])
+            position += len(word) + 1
+        else:
+            occurrences[at].append(begin)
+        scan = end
+    return "\n".join(parts), starts, occurrences
 
 
 def emails_in(text: str) -> set[str]:

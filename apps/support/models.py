@@ -111,6 +111,8 @@ class SupportAction(models.Model):
             models.Index(fields=["widget", "-created_at"], name="support_action_widget_created"),
             models.Index(fields=["widget", "token", "kind", "-created_at"], name="support_action_token_kind"),
             models.Index(fields=["created_at"], name="support_action_created"),
+            # Rule 8: has an agent acted on a chat's open ticket?
+            models.Index(fields=["widget", "ticket_number", "created_at"], name="support_action_ticket"),
         ]
 
 
@@ -190,7 +192,20 @@ class ChatAccount(models.Model):
     link_source = models.CharField(max_length=16, null=True, blank=True)
     identity_expires_at = models.DateTimeField(null=True, blank=True)
     grant_expires_at = models.DateTimeField(null=True, blank=True)
+    # The assistant's read grant of the account-link call: a Fernet token under the webhooks' key
+    # set (WEBHOOK_SECRET_KEYS), never returned by any endpoint; revoke clears it.
+    grant_token_encrypted = models.TextField(blank=True, default="")
+    verification_ref = models.CharField(max_length=128, null=True, blank=True)
     code_expires_at = models.DateTimeField(null=True, blank=True)
+    # The e-mail code of the chat (rule 8 of the support reply rules): only its keyed hash, the
+    # mailbox it went to and the attempts typed are kept; neither the code nor that mailbox is shown.
+    code_hash = models.CharField(max_length=64, blank=True, default="")
+    code_email = models.CharField(max_length=254, blank=True, default="")
+    code_attempts = models.PositiveSmallIntegerField(default=0)
+    # When the codes of the last hour were mailed (ISO times): at most a few per hour per chat.
+    code_sent_at = models.JSONField(default=list, blank=True)
+    # Customer messages that were checked as codes: the support API shows them redacted.
+    code_message_ids = models.JSONField(default=list, blank=True)
     last_code_result = models.CharField(max_length=24, null=True, blank=True)
     last_code_at = models.DateTimeField(null=True, blank=True)
     email_requested = models.BooleanField(default=False)

@@ -8,6 +8,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats.models import Chat, Message
 
+from . import codes
 from .models import SUPPORT_REPLY_ORIGIN, ChatAccount, SupportClaim, Ticket
 
 # Delivery of a support reply, as an operator-console reply: messengers at once, the web widget's
@@ -49,7 +50,9 @@ def account_payload(account: ChatAccount | None, *, chat: Chat, detail: bool = F
     email = None
     if detail and verified and account.link_source != "app_ticket" and chat.channel != "app":
         email = account.email
-    code_pending = account.code_expires_at is not None and account.code_expires_at > now
+    code_pending = codes.code_pending(account, now)
+    if link == ChatAccount.Link.AWAITING_CODE and not (code_pending or account.email_requested):
+        link = ChatAccount.Link.ANONYMOUS  # the code lapsed, was used up or never came
     body = {
         "link": link,
         "email": email,
@@ -82,13 +85,18 @@ def sender_kind(message: Message) -> str:
     return "support"
 
 
-def message_payload(message: Message) -> dict:
+def message_payload(message: Message, *, account: ChatAccount | None = None) -> dict:
+    """One message. With the chat's `account`, a customer message that carried an e-mail code or
+    the mailbox a code went to shows redacted (the code and that mailbox are never shown)."""
     file = message.file
+    text = message.body
+    if account is not None and message.author_kind == Message.Author.CLIENT:
+        text = codes.redact(text, message_id=message.pk, account=account)
     return {
         "id": message.pk,
         "chat_id": message.chat_id,
         "type": message.type,
-        "text": message.body,
+        "text": text,
         "sender": {"kind": sender_kind(message), "agent_id": message.agent_id},
         "visibility": message.visibility,
         "via_support_api": message.origin == SUPPORT_REPLY_ORIGIN,

@@ -6,11 +6,13 @@ from datetime import datetime, timedelta
 
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from apps.chats.models import Chat, Message
 from apps.core.models import Widget
+from apps.webhooks import services as webhooks
 
-from .models import Ticket
+from .models import ChatAccount, Ticket
 
 CHAT_LIST_MAX = 200
 REPLY_AUTHORS = (Message.Author.AGENT, Message.Author.AI)
@@ -121,3 +123,18 @@ def ticket_transcript(*, ticket, limit: int) -> list[Message]:
     if ticket.opening_message_id:
         qs = qs.filter(id__gte=ticket.opening_message_id)
     return list(qs.select_related("agent", "file").order_by("id")[:limit])
+
+
+def get_read_grant(*, widget: Widget, chat: Chat, now: datetime | None = None) -> str | None:
+    """The assistant's read grant of the account bound to `chat` (the token the integrating backend
+    handed to account-link), or None when no identity holds, the grant ran out (`regrant_needed`)
+    or it was revoked. The only reader of the stored token; no endpoint returns it."""
+    now = now or timezone.now()
+    account = ChatAccount.objects.filter(widget=widget, chat=chat).first()
+    if account is None or account.hidden_until_intake or account.link != ChatAccount.Link.VERIFIED:
+        return None
+    if account.identity_expires_at is None or account.identity_expires_at <= now:
+        return None
+    if account.grant_expires_at is None or account.grant_expires_at <= now:
+        return None
+    return webhooks.decrypt_secret(account.grant_token_encrypted)

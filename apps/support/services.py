@@ -21,6 +21,7 @@ from apps.chats.models import Chat, Message
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import ApiToken, Widget
 from apps.core.ratelimit import Budget
+from apps.webhooks import services as webhooks
 
 from . import config as support_config
 from . import linkguard, selectors
@@ -385,6 +386,13 @@ def remembered(*, widget: Widget, endpoint: str, request_id: str) -> dict | None
     return row.response
 
 
+def purge_signed_requests(*, now=None) -> int:
+    """Forget `request_id`s older than 24 h (beat job, beside the audit purge)."""
+    cutoff = (now or timezone.now()) - REQUEST_ID_TTL
+    deleted, _ = SignedRequest.objects.filter(created_at__lte=cutoff).delete()
+    return deleted
+
+
 def _remember(*, widget: Widget, endpoint: str, request_id: str, response: dict) -> None:
     SignedRequest.objects.create(widget=widget, endpoint=endpoint, request_id=request_id, response=response)
 
@@ -553,6 +561,8 @@ def link_account(*, widget: Widget, data: dict) -> dict:
             bound.append(chat.pk)
             account.link, account.link_source, account.app_user_id = ChatAccount.Link.VERIFIED, method, user_id
             account.identity_expires_at, account.grant_expires_at = identity, grant
+            account.grant_token_encrypted = webhooks.encrypt_secret(data["grant"]["token"])
+            account.verification_ref = data.get("verification_ref") or None
             account.email = data["account"].get("email") or account.email
             if chat.channel == APP_CHANNEL:
                 account.email = None
@@ -584,7 +594,11 @@ def revoke_account(*, widget: Widget, data: dict) -> dict:
                 continue
             revoked += 1
             account.link, account.identity_expires_at, account.grant_expires_at = ChatAccount.Link.ANONYMOUS, None, None
+            account.grant_token_encrypted, account.verification_ref = "", None
             account.email = None
+            # A pending e-mail code would prove the mailbox again: it goes with the identity.
+            account.code_hash, account.code_email, account.code_expires_at = "", "", None
+            account.email_requested = False
             if account.chat.channel == APP_CHANNEL or account.link_source == "app_ticket":
                 account.hidden_until_intake = True
             else:

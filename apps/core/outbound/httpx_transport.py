@@ -1,7 +1,10 @@
 """The LLM SDK transport: httpx transports and clients (sync and async) for SDKs that take an
 `http_client` (OpenAI, Anthropic and compatible). Built on the same address policy and pinning as
 the client: the URL is checked before sending, every new connection is resolved, checked and pinned
-to the checked address, redirects are never followed, no proxies or environment."""
+to the checked address, redirects are never followed, no proxies or environment.
+
+`guarded_transport_classes` builds the transports for one httpx lineage; `httpx2_transport` uses it
+for httpx2/httpcore2, so both lineages share one implementation."""
 
 from __future__ import annotations
 
@@ -32,142 +35,152 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=bundle or certifi.where())
 
 
-def _check_httpx_url(url: httpx.URL, allowed_schemes: frozenset[str]) -> None:
-    safe = safe_url(str(url))
-    if url.scheme.lower() not in allowed_schemes:
-        raise OutboundBlocked("scheme_not_allowed", url=safe)
-    if url.userinfo:
-        raise OutboundBlocked("userinfo_not_allowed", url=safe)
-    if not url.host:
-        raise OutboundBlocked("missing_host", url=safe)
+def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str) -> tuple[type, type]:
+    """The guarded sync and async transports for one httpx lineage (`httpx`/`httpcore`, or the
+    `httpx2`/`httpcore2` twins the newer LLM SDKs are built on): the same classes on either library,
+    named `Guarded{suffix}Transport` and `GuardedAsync{suffix}Transport`.
 
-
-class _GuardedBackend(httpcore.NetworkBackend):
-    """SECURITY: httpcore asks this backend for every TCP connection; it connects to the checked IP.
-
-    httpcore keeps the hostname for SNI and certificate matching, and the Host header comes from the
-    request, so only the socket address is pinned.
+    SECURITY: the URL is checked before sending; httpcore asks the guarded network backend for every
+    TCP connection and it connects to the checked IP (httpcore keeps the hostname for SNI and
+    certificate matching, and the Host header comes from the request, so only the socket address is
+    pinned); unix sockets are refused; redirects are never followed by a transport (a client told to
+    follow them sends each hop through here); proxies and environment settings are not available.
     """
 
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
+    def check_url(url: Any, allowed_schemes: frozenset[str]) -> None:
+        safe = safe_url(str(url))
+        if url.scheme.lower() not in allowed_schemes:
+            raise OutboundBlocked("scheme_not_allowed", url=safe)
+        if url.userinfo:
+            raise OutboundBlocked("userinfo_not_allowed", url=safe)
+        if not url.host:
+            raise OutboundBlocked("missing_host", url=safe)
 
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        ip = pin_address(host, port)
-        return self._inner.connect_tcp(
-            str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
+    class GuardedBackend(httpcore_lib.NetworkBackend):
+        """SECURITY: connects every TCP connection to the checked, pinned address."""
 
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        raise OutboundBlocked("unix_socket_not_allowed")
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
 
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> Any:
+            ip = pin_address(host, port)
+            return self._inner.connect_tcp(
+                str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+            )
+
+        def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+            raise OutboundBlocked("unix_socket_not_allowed")
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    class GuardedAsyncBackend(httpcore_lib.AsyncNetworkBackend):
+        """Async twin of GuardedBackend; resolution runs in a worker thread."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> Any:
+            allow_loopback = _allow_loopback()
+            ip = await anyio.to_thread.run_sync(lambda: pin_address(host, port, allow_loopback=allow_loopback))
+            return await self._inner.connect_tcp(
+                str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+            )
+
+        async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+            raise OutboundBlocked("unix_socket_not_allowed")
+
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
+
+    pools = (httpcore_lib.ConnectionPool, httpcore_lib.AsyncConnectionPool)
+    default_limits = httpx_lib.Limits(max_connections=100, max_keepalive_connections=20)
+
+    def install_backend(pool: Any, wrap: type) -> None:
+        # httpx builds its httpcore pool privately; if that ever changes, fail at construction rather
+        # than run unguarded.
+        inner = getattr(pool, "_network_backend", None)
+        if not isinstance(pool, pools) or inner is None:
+            raise RuntimeError(
+                f"{httpx_lib.__name__}/{httpcore_lib.__name__} internals changed: "
+                "the outbound guard cannot be installed"
+            )
+        pool._network_backend = wrap(inner)  # noqa: SLF001
+
+    class GuardedSetup:
+        """The construction both transports share: our TLS context, no environment, and the guarded
+        network backend (`_backend`) installed in the private httpcore pool."""
+
+        _backend: type
+
+        def __init__(
+            self,
+            *,
+            allowed_schemes: Iterable[str] = HTTPS_ONLY,
+            cert: Any = None,
+            http1: bool = True,
+            http2: bool = False,
+            limits: Any = default_limits,
+            retries: int = 0,
+        ) -> None:
+            super().__init__(  # type: ignore[call-arg]
+                verify=_ssl_context(),
+                cert=cert,
+                trust_env=False,
+                http1=http1,
+                http2=http2,
+                limits=limits,
+                retries=retries,
+            )
+            self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
+            install_backend(self._pool, self._backend)  # type: ignore[attr-defined]
+
+    class Transport(GuardedSetup, httpx_lib.HTTPTransport):
+        """httpx transport with the outbound guard, for SDKs that take an `http_client`."""
+
+        _backend = GuardedBackend
+
+        def handle_request(self, request: Any) -> Any:
+            try:
+                check_url(request.url, self._allowed_schemes)
+                return super().handle_request(request)
+            except OutboundBlocked as exc:
+                _log_blocked(exc, str(request.url))
+                raise
+
+    class AsyncTransport(GuardedSetup, httpx_lib.AsyncHTTPTransport):
+        """Async twin of the guarded transport."""
+
+        _backend = GuardedAsyncBackend
+
+        async def handle_async_request(self, request: Any) -> Any:
+            try:
+                check_url(request.url, self._allowed_schemes)
+                return await super().handle_async_request(request)
+            except OutboundBlocked as exc:
+                _log_blocked(exc, str(request.url))
+                raise
+
+    for cls, name in ((Transport, f"Guarded{suffix}Transport"), (AsyncTransport, f"GuardedAsync{suffix}Transport")):
+        cls.__name__ = cls.__qualname__ = name
+    return Transport, AsyncTransport
 
 
-class _GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
-    """Async twin of _GuardedBackend; resolution runs in a worker thread."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
-        self._inner = inner
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        allow_loopback = _allow_loopback()
-        ip = await anyio.to_thread.run_sync(lambda: pin_address(host, port, allow_loopback=allow_loopback))
-        return await self._inner.connect_tcp(
-            str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        raise OutboundBlocked("unix_socket_not_allowed")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def _install_backend(pool: Any, wrap: type) -> None:
-    # httpx builds its httpcore pool privately; if that ever changes, fail at construction rather
-    # than run unguarded.
-    inner = getattr(pool, "_network_backend", None)
-    if not isinstance(pool, httpcore.ConnectionPool | httpcore.AsyncConnectionPool) or inner is None:
-        raise RuntimeError("httpx/httpcore internals changed: the outbound guard cannot be installed")
-    pool._network_backend = wrap(inner)  # noqa: SLF001
-
-
-class _GuardedTransportSetup:
-    """The construction both guarded httpx transports share: our TLS context, no environment, and
-    the guarded network backend (`_backend`) installed in the private httpcore pool."""
-
-    _backend: type
-
-    def __init__(
-        self,
-        *,
-        allowed_schemes: Iterable[str] = HTTPS_ONLY,
-        cert: Any = None,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        retries: int = 0,
-    ) -> None:
-        super().__init__(  # type: ignore[call-arg]
-            verify=_ssl_context(),
-            cert=cert,
-            trust_env=False,
-            http1=http1,
-            http2=http2,
-            limits=limits,
-            retries=retries,
-        )
-        self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
-        _install_backend(self._pool, self._backend)  # type: ignore[attr-defined]
-
-
-class GuardedHTTPXTransport(_GuardedTransportSetup, httpx.HTTPTransport):
-    """httpx transport with the outbound guard, for SDKs that take an `http_client`.
-
-    The URL is checked before sending, every new connection is resolved, checked and pinned, and a
-    transport never follows redirects (a client told to follow them sends each hop through here).
-    Proxies, unix sockets and environment settings are not available.
-    """
-
-    _backend = _GuardedBackend
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            _check_httpx_url(request.url, self._allowed_schemes)
-            return super().handle_request(request)
-        except OutboundBlocked as exc:
-            _log_blocked(exc, str(request.url))
-            raise
-
-
-class GuardedAsyncHTTPXTransport(_GuardedTransportSetup, httpx.AsyncHTTPTransport):
-    """Async twin of GuardedHTTPXTransport."""
-
-    _backend = _GuardedAsyncBackend
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            _check_httpx_url(request.url, self._allowed_schemes)
-            return await super().handle_async_request(request)
-        except OutboundBlocked as exc:
-            _log_blocked(exc, str(request.url))
-            raise
+GuardedHTTPXTransport, GuardedAsyncHTTPXTransport = guarded_transport_classes(httpx, httpcore, suffix="HTTPX")
 
 
 _TRANSPORT_KWARGS = ("cert", "http1", "http2", "limits")

@@ -5,17 +5,20 @@ writes idempotent for 24 h)."""
 
 from __future__ import annotations
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from apps.chats.selectors import client_address
 from apps.core import signed
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
 from apps.core.api.views import ScopedAPIView
+from apps.core.auth.authentication import TokenPrincipal
 from apps.core.errors import NotFound
 
 from .. import services
-from ..models import SupportConfig
+from ..models import SupportAction, SupportConfig
 from .serializers import StrictIntegerField
 
 USER_ID = r"^[A-Za-z0-9_.:@-]{1,128}$"
@@ -25,14 +28,40 @@ SIGNED_PROBLEMS = [401, 403, 409, 413, 415, 422, 429, 503]
 
 class SignedAssistantView(ScopedAPIView):
     """SECURITY: authentication -> rate limit -> api_enabled and `ai:write` -> `available()` (404
-    while off) -> the signed envelope (bound token, signature, timestamp, nonce) -> the action."""
+    while off) -> the signed envelope (bound token, signature, timestamp, nonce) -> the action.
+
+    Audited like every support action: each call that names a token leaves one `SupportAction`
+    row (kind `assistant.<audit_name>`), refused ones included (signature, scope, 404 while off,
+    validation, limits, conflicts), written after the action's transaction so a refused write rolls
+    back its work, never its audit row. Texts are kept as SHA-256 and length only."""
 
     abstract = True
     route_scopes = {"post": ["ai:write"]}
     problem_statuses = {"post": SIGNED_PROBLEMS}
+    audit_name = ""
 
     def available(self, request) -> bool:
         return True
+
+    def initial(self, request, *args, **kwargs):
+        self.audit = {}
+        super().initial(request, *args, **kwargs)
+
+    def validated(self, serializer_class, **kwargs):
+        data = super().validated(serializer_class, **kwargs)
+        self.audit.update(audit_of_input(data))
+        return data
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if isinstance(getattr(request, "_user", None), TokenPrincipal) and getattr(request, "_auth", None) is not None:
+            record_signed_call(
+                request=request,
+                response=response,
+                kind=f"assistant.{self.audit_name}",
+                audit=getattr(self, "audit", {}),
+            )
+        return response
 
     def check_permissions(self, request):
         super().check_permissions(request)
@@ -40,6 +69,51 @@ class SignedAssistantView(ScopedAPIView):
             raise NotFound()
         # The raw bytes are read before the parser runs (Django keeps them for it).
         signed.verify(widget=request.widget, token=request.auth, meta=request.META, body=request._request.body)
+
+
+def audit_of_input(data: dict) -> dict:
+    """What the audit keeps of a signed call's validated body: its `request_id`, the ticket or chat
+    it names and the intake message as SHA-256 and length (never the text, the grant or the e-mail)."""
+    audit = {"idempotency_key": data.get("request_id", "")}
+    target = data.get("target") or {}
+    if "chat_id" in target:
+        audit["chat_id"] = target["chat_id"]
+    if "ticket" in target:
+        audit["ticket_number"] = target["ticket"]
+    if "message" in data:
+        audit["text_sha256"], audit["text_length"] = services.text_digest(data["message"])
+    return audit
+
+
+def record_signed_call(*, request, response, kind: str, audit: dict) -> SupportAction:
+    """One audit row for one signed call, with its outcome (`refused` with the problem code for
+    any answer of 400 or more)."""
+    token = request.auth
+    data = getattr(response, "data", None)
+    refused = response.status_code >= 400
+    if not refused and isinstance(data, dict):
+        if isinstance(data.get("chat_id"), int):
+            audit.setdefault("chat_id", data["chat_id"])
+        if isinstance(data.get("number"), int):
+            audit.setdefault("ticket_number", data["number"])
+    return SupportAction.objects.create(
+        widget_id=token.widget_id,
+        token_id=token.pk,
+        token_prefix=token.prefix,
+        kind=kind[:32],
+        method=request.method,
+        path=request.path[:500],
+        client_address=client_address(request)[:64],
+        idempotency_key=(audit.get("idempotency_key") or "")[:64],
+        chat_id=audit.get("chat_id"),
+        ticket_number=audit.get("ticket_number"),
+        text_sha256=audit.get("text_sha256", ""),
+        text_length=audit.get("text_length"),
+        outcome=SupportAction.Outcome.REFUSED if refused else SupportAction.Outcome.OK,
+        status_code=response.status_code,
+        reason=((data.get("code") if isinstance(data, dict) else "") or "")[:64] if refused else "",
+        finished_at=timezone.now(),
+    )
 
 
 class ContractField(serializers.ChoiceField):
@@ -166,6 +240,8 @@ class AccountLinkDoc(serializers.Serializer):
 
 
 class TicketIntakeView(SignedAssistantView):
+    audit_name = "tickets"
+
     @extend_schema(
         summary="File a support ticket (signed)",
         description="Files a ticket for the application account: one room and one open ticket per account "
@@ -181,6 +257,8 @@ class TicketIntakeView(SignedAssistantView):
 
 
 class TicketStatusView(SignedAssistantView):
+    audit_name = "tickets_status"
+
     @extend_schema(
         summary="Read ticket replies (signed)",
         description="Human support replies after each cursor for up to 20 tickets of the account; other "
@@ -201,6 +279,8 @@ def _account_link_on(request) -> bool:
 
 
 class AccountLinkView(SignedAssistantView):
+    audit_name = "account_link"
+
     def available(self, request) -> bool:
         return _account_link_on(request)
 
@@ -218,6 +298,8 @@ class AccountLinkView(SignedAssistantView):
 
 
 class AccountRevokeView(SignedAssistantView):
+    audit_name = "account_link_revoke"
+
     def available(self, request) -> bool:
         return _account_link_on(request)
 

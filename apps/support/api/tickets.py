@@ -131,7 +131,9 @@ class SupportTicketViewSet(SupportViewMixin, WidgetScopedViewSet, mixins.ListMod
         return {
             **ticket_payload(ticket),
             "chat": chat_payload(chat, detail=True, token_id=self.request.auth.pk),
-            "opening_transcript": [message_payload(m) for m in transcript],
+            "opening_transcript": [
+                message_payload(m, account=getattr(chat, "support_account", None)) for m in transcript
+            ],
             "previous_numbers": ticket.previous_numbers,
             "agent_notes": ticket.agent_notes,
         }

@@ -123,7 +123,13 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
             include_system="system" in include,
             include_notes="notes" in include,
         )
-        return Response({"data": [message_payload(m) for m in messages], "chat": _chat_ref(chat), "next_cursor": None})
+        return Response(
+            {
+                "data": [message_payload(m, account=getattr(chat, "support_account", None)) for m in messages],
+                "chat": _chat_ref(chat),
+                "next_cursor": None,
+            }
+        )
 
     @extend_schema(
         summary="Read a message's attachment",

@@ -366,3 +366,88 @@ def test_invalid_text(text):
 )
 def test_plain_text_accepted(text):
     linkguard.check_plain_text(linkguard.normalize_text(text))
+
+
+# --- the fast path finds exactly what the detectors find on the whole text --------------------------------
+
+
+def _whole_text_links(text: str) -> list[tuple[int, int, str]]:
+    """The reference: every detector of find_links run over the whole text (no candidate words, no
+    de-duplication), with linkify-it's overlap rule."""
+    found = []
+    for match in linkguard._linkify().match(text) or ():
+        found.append((match.index, match.last_index, "linkify"))
+    for m in linkguard._ANY_SCHEME_RE.finditer(text):
+        if m.group(2) is None and m.group(1).lower() not in linkguard._BARE_SCHEMES:
+            continue
+        raw = m.group(0).rstrip(".,;:!?)]}'\"")
+        found.append((m.start(), m.start() + len(raw), "scheme"))
+    for m in linkguard._BOT_COMMAND_RE.finditer(text):
+        found.append((m.start(), m.end(), "bot"))
+    for m in linkguard._HANDLE_RE.finditer(text):
+        found.append((m.start(), m.end(), "handle"))
+    found.sort(key=lambda f: (f[0], -f[1]))
+    out, last_end = [], -1
+    for start, end, _ in found:
+        if start >= last_end:
+            out.append((start, end))
+            last_end = end
+    return out
+
+
+_PROSE = [
+    "Hello",
+    "заказ:",
+    "Details:",
+    "ok.",
+    "end...",
+    "a:b",
+    "note:\n",
+    "(see",
+    "it)",
+    "—",
+    "1.5",
+    "v2.0.1",
+    "x@y",
+    "/start",
+    "e.g.",
+    "10:30",
+]
+_LINKS = [item if isinstance(item, str) else item[0] for item in ALLOWED + REFUSED]
+
+
+def _texts():
+    import random
+
+    rng = random.Random(16)
+    seps = [" ", "  ", "\n", " \n ", "\u3000", ", "]
+    for _ in range(300):
+        words = rng.choices(_PROSE, k=rng.randint(1, 12)) + rng.choices(_LINKS, k=rng.randint(0, 4))
+        words += rng.choices(_LINKS[:5], k=rng.randint(0, 3))  # the same link twice or more
+        rng.shuffle(words)
+        yield "".join(word + rng.choice(seps) for word in words)
+
+
+@pytest.mark.parametrize("text", list(_texts()))
+def test_candidate_words_find_what_the_whole_text_holds(text):
+    text = linkguard.normalize_text(text)
+    assert [(link.start, link.end) for link in linkguard.find_links(text)] == _whole_text_links(text)
+
+
+def test_a_repeated_link_is_reported_at_each_place():
+    text = "evil.com and again evil.com, then shop.ru and evil.com"
+    links = linkguard.find_links(text)
+    assert [(link.token, link.start) for link in links] == [
+        ("evil.com", 0),
+        ("evil.com", 19),
+        ("shop.ru", 34),
+        ("evil.com", 46),
+    ]
+    with pytest.raises(LinkNotAllowed) as exc:
+        linkguard.check_links(text, CATALOGUE)
+    assert [o["token"] for o in exc.value.extra["offending"]] == ["evil.com"] * 3
+
+
+def test_normalisation_of_text_with_nothing_to_change_is_the_text_itself():
+    text = "Plain reply, shop.ru/help: nothing to normalise."
+    assert linkguard.normalize_text(text) is text

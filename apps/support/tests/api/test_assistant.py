@@ -8,6 +8,8 @@ import time
 from datetime import timedelta
 
 import pytest
+import time_machine
+from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -15,8 +17,10 @@ from apps.chats.models import Chat, Message
 from apps.core import services as core_services
 from apps.core import signed
 from apps.core.testing.plugin import assert_problem
+from apps.support import selectors, services
 from apps.support.config import set_account_link
-from apps.support.models import ChatAccount, Ticket
+from apps.support.models import ChatAccount, SupportAction, Ticket
+from apps.webhooks import services as webhooks
 
 SECRET = "k" * 48
 _nonces = itertools.count(1)
@@ -331,3 +335,205 @@ def test_revoking_an_app_ticket_chat_hides_it_until_the_next_intake(app, support
     app.post("tickets", intake(2))
     account = support.client.get(f"/api/v1/support/chats/{body['chat_id']}").json()["account"]
     assert account["link"] == "verified" and account["app_user_id"] == "user-1"
+
+
+# --- the grant and the verification reference are stored, never returned ------------------------------
+
+
+def test_the_grant_is_stored_encrypted_and_never_returned(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    answer = app.post("account-link", link_body(chat, verification_ref="ver-77"))
+    assert "grant-token" not in answer.content.decode()
+    account = ChatAccount.objects.get(chat=chat)
+    assert account.verification_ref == "ver-77"
+    assert account.grant_token_encrypted and "grant-token" not in account.grant_token_encrypted
+    assert selectors.get_read_grant(widget=app.widget, chat=chat) == "grant-token"
+    detail = support.client.get(f"/api/v1/support/chats/{chat.pk}").content.decode()
+    assert "grant-token" not in detail and "ver-77" not in detail and account.grant_token_encrypted not in detail
+
+
+def test_the_read_grant_lapses_at_its_clamped_expiry(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    now = timezone.now()
+    body = link_body(chat, grant={"token": "g", "expires_at": (now + timedelta(days=1)).isoformat()})
+    app.post("account-link", body)
+    assert selectors.get_read_grant(widget=app.widget, chat=chat, now=now + timedelta(minutes=29)) == "g"
+    assert selectors.get_read_grant(widget=app.widget, chat=chat, now=now + timedelta(minutes=31)) is None
+    with time_machine.travel(now + timedelta(minutes=31)):
+        account = support.client.get(f"/api/v1/support/chats/{chat.pk}").json()["account"]
+    assert account["link"] == "verified" and account["regrant_needed"] is True
+
+
+def test_a_new_link_of_the_same_account_replaces_the_grant(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    app.post("account-link", link_body(chat, 1, verification_ref="first"))
+    app.post("account-link", link_body(chat, 2, grant={"token": "fresh", "expires_at": timezone.now().isoformat()}))
+    account = ChatAccount.objects.get(chat=chat)
+    assert account.verification_ref is None
+    assert webhooks.decrypt_secret(account.grant_token_encrypted) == "fresh"
+
+
+def test_revoke_clears_the_read_grant_and_the_verification_ref(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    app.post("account-link", link_body(chat, verification_ref="ver-1"))
+    app.post(
+        "account-link/revoke", {"contract": "v1", "request_id": "rv", "target": {"chat_id": chat.pk}, "reason": "x"}
+    )
+    account = ChatAccount.objects.get(chat=chat)
+    assert account.grant_token_encrypted == "" and account.grant_expires_at is None and account.verification_ref is None
+    assert selectors.get_read_grant(widget=app.widget, chat=chat) is None
+
+
+def test_revoking_an_app_ticket_chat_clears_its_grant(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    body = app.post("tickets", intake(1)).json()
+    chat = Chat.objects.get(pk=body["chat_id"])
+    app.post("account-link", link_body(chat, 1, method="app_ticket"))
+    assert selectors.get_read_grant(widget=app.widget, chat=chat) == "grant-token"
+    app.post("account-link/revoke", {"contract": "v1", "request_id": "rv", "target": {"ticket": 1}, "reason": "x"})
+    account = ChatAccount.objects.get(chat=chat)
+    assert account.grant_token_encrypted == "" and selectors.get_read_grant(widget=app.widget, chat=chat) is None
+
+
+# --- audit of the signed calls ----------------------------------------------------------------------------
+
+
+def _rows(widget, kind):
+    return list(SupportAction.objects.filter(widget=widget, kind=kind).order_by("pk"))
+
+
+def test_an_intake_is_audited_with_text_hash_and_length_only(app):
+    body = app.post("tickets", intake(1)).json()
+    [row] = _rows(app.widget, "assistant.tickets")
+    assert row.outcome == "ok" and row.status_code == 200 and row.token_id == app.token.pk
+    assert row.ticket_number == body["number"] and row.chat_id == body["chat_id"]
+    assert row.idempotency_key == "req-1" and row.method == "POST" and row.path == "/api/v1/ai/assistant/tickets"
+    assert (row.text_sha256, row.text_length) == services.text_digest("My payment failed (1)")
+    assert "My payment" not in str(SupportAction.objects.filter(pk=row.pk).values().get())
+
+
+@pytest.mark.parametrize(
+    ("call", "status", "code"),
+    [
+        (lambda a: a.post("tickets", intake(), secret="x" * 48), 401, "invalid_signature"),
+        (lambda a: a.post("tickets", intake(), ts=int(time.time()) - 301), 401, "stale_timestamp"),
+        (lambda a: a.post("tickets", {**intake(), "surprise": 1}), 422, "validation_failed"),
+        (lambda a: a.post("tickets/status", {"contract": "v2", "account": {"user_id": "u"}}), 422, "validation_failed"),
+        (lambda a: a.post("account-link", {"contract": "v1"}), 404, "not_found"),
+        (lambda a: a.post("account-link/revoke", {"contract": "v1"}), 404, "not_found"),
+    ],
+)
+def test_every_refused_signed_call_leaves_a_row(app, call, status, code):
+    response = call(app)
+    assert_problem(response, status, code)
+    [row] = SupportAction.objects.filter(widget=app.widget)
+    assert row.outcome == "refused" and row.status_code == status and row.reason == code
+    assert row.kind.startswith("assistant.") and row.token_id == app.token.pk
+
+
+def test_a_reused_nonce_and_a_rate_limit_are_audited_as_refused(app):
+    app.post("tickets", intake(1), nonce="same-nonce-000001")
+    assert_problem(app.post("tickets", intake(2), nonce="same-nonce-000001"), 409, "nonce_reused")
+    for n in range(2, 11):
+        app.post("tickets", intake(n))
+    assert_problem(app.post("tickets", intake(99)), 429, "rate_limited")
+    reasons = [r.reason for r in _rows(app.widget, "assistant.tickets") if r.outcome == "refused"]
+    assert reasons == ["nonce_reused", "rate_limited"]
+
+
+def test_an_unbound_token_is_audited(app, widget):
+    other = Signed(widget)
+    assert_problem(app.post("tickets", intake(), client=other.client), 403, "token_not_bound")
+    [row] = SupportAction.objects.filter(widget=widget)
+    assert row.token_id == other.token.pk and row.reason == "token_not_bound" and row.outcome == "refused"
+
+
+def test_account_link_and_revoke_calls_are_audited_with_their_target(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    app.post("account-link", link_body(chat, 1, user="user-1"))
+    assert_problem(app.post("account-link", link_body(chat, 2, user="user-2")), 409, "chat_bound_to_other_account")
+    assert_problem(app.post("account-link", link_body(chat, 3, target={"telegram_user": "1"})), 422)
+    app.post(
+        "account-link/revoke", {"contract": "v1", "request_id": "rv", "target": {"chat_id": chat.pk}, "reason": "x"}
+    )
+    links = _rows(app.widget, "assistant.account_link")
+    assert [(r.outcome, r.reason, r.chat_id) for r in links] == [
+        ("ok", "", chat.pk),
+        ("refused", "chat_bound_to_other_account", chat.pk),
+        ("refused", "target_not_supported_yet", None),
+    ]
+    [revoke] = _rows(app.widget, "assistant.account_link_revoke")
+    assert revoke.outcome == "ok" and revoke.chat_id == chat.pk and revoke.idempotency_key == "rv"
+    every = SupportAction.objects.filter(widget=app.widget).values_list("text_sha256", "idempotency_key")
+    assert all("grant-token" not in "".join(v) for v in every)
+
+
+def test_a_status_read_is_audited(app):
+    app.post("tickets/status", {"contract": "v1", "account": {"user_id": "u"}})
+    [row] = _rows(app.widget, "assistant.tickets_status")
+    assert row.outcome == "ok" and row.status_code == 200
+
+
+def test_signed_audit_rows_are_purged_after_180_days(app):
+    app.post("tickets", intake(1))
+    row = SupportAction.objects.get(widget=app.widget)
+    assert services.purge_audit(now=row.created_at + timedelta(days=179)) == 0
+    assert services.purge_audit(now=row.created_at + timedelta(days=181)) == 1
+
+
+# --- limits and retention of the signed intake --------------------------------------------------------------
+
+
+def test_intake_is_limited_to_60_per_minute_per_widget(app):
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        for n in range(60):
+            assert app.post("tickets", intake(n, user=f"user-{n // 10}")).status_code == 200, n
+        refused = app.post("tickets", intake(60, user="user-other"))
+        assert_problem(refused, 429, "rate_limited")
+        assert "Retry-After" in refused
+    if settings.REDIS_URL:
+        return  # Redis budgets read the Redis server's clock, which a test cannot move
+    with time_machine.travel(start + timedelta(seconds=61), tick=False):
+        assert app.post("tickets", intake(61, user="user-other")).status_code == 200
+
+
+def test_a_request_id_is_remembered_for_24_hours_then_purged(app):
+    first = app.post("tickets", intake(1)).json()
+    with time_machine.travel(timezone.now() + timedelta(hours=23)):
+        assert app.post("tickets", intake(1)).json() == first
+        assert services.purge_signed_requests() == 0
+    with time_machine.travel(timezone.now() + timedelta(hours=24, minutes=1)):
+        assert services.purge_signed_requests() == 1
+        again = app.post("tickets", intake(1))
+    assert again.status_code == 200 and again.json()["created"] is False  # a new intake, appended
+    assert Message.objects.filter(chat_id=first["chat_id"]).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("method", "lifetime"),
+    [
+        ("email_code", timedelta(hours=24)),
+        ("agent_code", timedelta(hours=24)),
+        ("cabinet", timedelta(hours=12)),
+        ("telegram_link", timedelta(days=7)),
+        ("app_ticket", timedelta(days=37)),
+    ],
+)
+def test_each_methods_identity_is_clamped_not_refused(app, support, method, lifetime):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    now = timezone.now()
+    body = link_body(chat, method=method, identity_expires_at=(now + timedelta(days=400)).isoformat())
+    answer = app.post("account-link", body)
+    assert answer.status_code == 200
+    stored = ChatAccount.objects.get(chat=chat).identity_expires_at
+    assert lifetime - timedelta(seconds=5) <= stored - now <= lifetime + timedelta(seconds=5)
+    shorter = link_body(chat, 2, method=method, identity_expires_at=(now + timedelta(hours=1)).isoformat())
+    app.post("account-link", shorter)
+    assert ChatAccount.objects.get(chat=chat).identity_expires_at - now <= timedelta(hours=1, seconds=5)
