@@ -17,9 +17,10 @@ and must be idempotent on the event ids. Internal events (INTERNAL) have no outb
 for the in-process handlers only.
 
 A fan-out task reads its events in one query (locked; the ones already dispatched left out) and,
-when they are fewer than FAN_OUT_BATCH, takes other events still waiting in the same transaction
-(oldest first, rows another worker holds skipped): under a burst of one-event transactions, one
-task does the work of many in a few statements, and the tasks of the events it took find them done.
+when they waited longer than STEAL_AFTER and are fewer than FAN_OUT_BATCH, takes other events
+still waiting in the same transaction (oldest first, rows another worker holds skipped): under a
+backlog of one-event transactions, one task does the work of many in a few statements, and the
+tasks of the events it took find them done.
 """
 
 from __future__ import annotations
@@ -111,6 +112,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
 
 REDRIVE_AFTER = timedelta(seconds=60)
 FAN_OUT_BATCH = 100
+# A hand-off whose events waited this long means the workers are behind: its task takes other
+# waiting events with its own (one statement more; not spent while the workers keep up).
+STEAL_AFTER = timedelta(milliseconds=500)
 
 IN_TRANSACTION = "in_transaction"
 ON_COMMIT = "on_commit"
@@ -269,37 +273,41 @@ def fan_out(event_id, *, batch_size: int = FAN_OUT_BATCH) -> bool:
 
 
 def fan_out_many(event_ids: list, *, batch_size: int = FAN_OUT_BATCH) -> int:
-    """Run every outbox handler for these events (one transaction's hand-off) and for waiting ones
-    taken with them up to `batch_size`, then mark them dispatched. Returns how many of
-    `event_ids` this call dispatched (0: all were dispatched already). Safe to run twice.
+    """Run every outbox handler for these events (one transaction's hand-off), then mark them
+    dispatched. Returns how many of `event_ids` this call dispatched (0: all were dispatched
+    already, by an earlier run or a task that took them). Safe to run twice.
 
-    The events are read in one query, locked in id order (two tasks never wait on each other in a
-    cycle); the others are taken with SKIP LOCKED. When the handlers fail on the batch, it is
-    rolled back and each own event is run alone in a savepoint, so one event that cannot fan out
-    holds back no other (the failed one waits for the re-drive); when all of them fail, the error
-    is raised."""
-    pending = OutboxEvent.objects.filter(pk__in=list(event_ids), dispatched_at__isnull=True)
-    if not pending.exists():  # one read, no lock: under a burst an earlier task usually took them
-        return 0
+    The events are read and locked in one query, in id order (two tasks never wait on each other
+    in a cycle). When the oldest of them waited longer than STEAL_AFTER (the workers are behind),
+    other waiting events are taken too, up to `batch_size` (SKIP LOCKED, oldest first), so a
+    backlog of one-event hand-offs is worked off in batches. When the handlers fail on a batch of
+    several events, it is rolled back and each own event is run alone in a savepoint, so one event
+    that cannot fan out holds back no other (the failed one waits for the re-drive); when all of
+    them fail, the error is raised. One event alone takes no savepoint: it commits or fails whole."""
     with transaction.atomic():
-        own = list(pending.select_for_update().order_by("pk"))
+        own = list(
+            OutboxEvent.objects.select_for_update()
+            .filter(pk__in=list(event_ids), dispatched_at__isnull=True)
+            .order_by("pk")
+        )
         if not own:
             return 0
         others = []
-        if batch_size > len(own):
+        if batch_size > len(own) and min(event.created_at for event in own) < timezone.now() - STEAL_AFTER:
             others = list(
                 OutboxEvent.objects.select_for_update(skip_locked=True)
                 .filter(dispatched_at__isnull=True)
                 .exclude(pk__in=[event.pk for event in own])
                 .order_by("created_at")[: batch_size - len(own)]
             )
+        if len(own) == 1 and not others:
+            _dispatch(own)
+            return 1
         try:
             with transaction.atomic():
                 _dispatch([*own, *others])
             return len(own)
         except Exception as exc:
-            if len(own) == 1 and not others:
-                raise
             logger.warning("outbox batch fan-out failed; running its events one at a time", exc_info=True)
             failure: Exception = exc
         done = 0

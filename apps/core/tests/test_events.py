@@ -99,9 +99,19 @@ def test_redrive_hands_off_stale_undispatched_rows_only(widget, recorder, monkey
     assert handed == [[str(stale.pk)]]
 
 
+def behind(burst):
+    """The workers are behind: the events waited longer than STEAL_AFTER for their hand-offs."""
+    OutboxEvent.objects.filter(pk__in=[event.pk for event in burst]).update(
+        created_at=timezone.now() - events.STEAL_AFTER * 2
+    )
+    for event in burst:
+        event.refresh_from_db()
+
+
 def test_one_task_fans_out_the_waiting_events_in_one_batch(widget, recorder, django_assert_max_num_queries):
-    # given 30 committed events whose hand-offs have not run yet
+    # given 30 committed events whose hand-offs have waited (the workers are behind)
     burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(30)]
+    behind(burst)
     # when the first task runs, in a bounded number of statements
     with django_assert_max_num_queries(8):
         assert events.fan_out(burst[0].pk) is True
@@ -113,8 +123,22 @@ def test_one_task_fans_out_the_waiting_events_in_one_batch(widget, recorder, dja
     assert len(recorder) == 30
 
 
+def test_a_prompt_hand_off_fans_out_its_own_events_only(widget, recorder, django_assert_max_num_queries):
+    # given waiting events and a fresh one whose hand-off runs at once (the workers keep up)
+    waiting = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(3)]
+    fresh = events.emit(widget, events.AGENT_ONLINE, operator_id=9)
+    # when its task runs: lock-and-read, handlers, mark dispatched (no steal, no savepoint of its
+    # own: the two more statements are the test transaction's savepoint around the task's atomic)
+    with django_assert_max_num_queries(4):
+        assert events.fan_out(fresh.pk) is True
+    # then only its own event went through
+    assert recorder == [(fresh.pk, "agent.online")]
+    assert OutboxEvent.objects.filter(dispatched_at__isnull=True).count() == len(waiting)
+
+
 def test_batch_size_bounds_what_one_task_takes(widget, recorder):
     burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(10)]
+    behind(burst)
     assert events.fan_out(burst[5].pk, batch_size=4) is True
     assert len(recorder) == 4
     assert burst[5].pk in {pk for pk, _ in recorder}
@@ -126,6 +150,7 @@ def test_an_event_that_cannot_fan_out_holds_back_no_other(widget, settings):
     CALLS.clear()
     settings.EVENT_HANDLERS = ["apps.core.tests.test_events.poisoned_handler"]
     burst = [events.emit(widget, events.AGENT_ONLINE, operator_id=n) for n in range(5)]
+    behind(burst)
     POISON.clear()
     POISON.add(burst[2].pk)
     # when the task of the poisoned event runs, it fails alone and dispatches nothing
