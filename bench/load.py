@@ -14,8 +14,8 @@ Scenarios (bench.lib.locustfile; floors in bench.lib.floor_views, served only by
 
 Each runs at 1, 20 and 100 users (locust, headless, users spawned at once, no wait between
 requests; BENCH_LOAD_USERS="20" runs some), for each process count of BENCH_LOAD_WORKERS (default
-"1 2": the server is started as the Procfile's web is, scripts/web.sh with WEB_CONCURRENCY). A measurement runs BENCH_LOAD_WARMUP
-(2) + BENCH_LOAD_SECONDS (8) seconds; the warm-up is cut off. At 20 users there are
+"1 2": the server is started as the Procfile's web is, scripts/web.sh with WEB_CONCURRENCY). A
+measurement runs BENCH_LOAD_WARMUP (2) + BENCH_LOAD_SECONDS (8) seconds; the warm-up is cut off. At 20 users there are
 BENCH_LOAD_ROUNDS (2) rounds, ours and the floor alternating, and the figures are the medians.
 
 Targets: at 20 users, requests/s at least 0.6 of the floor's and p99 under 250 ms; 0 errors on
