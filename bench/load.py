@@ -13,9 +13,9 @@ Scenarios (bench.lib.locustfile; floors in bench.lib.floor_views, served only by
   view running the same SQL, same bytes.
 
 Each runs at 1, 20 and 100 users (locust, headless, users spawned at once, no wait between
-requests), for each process count of BENCH_LOAD_WORKERS (default "1 2": the server is started as
-the Procfile's web is, scripts/web.sh with WEB_CONCURRENCY). A measurement runs BENCH_LOAD_WARMUP
-(2) + BENCH_LOAD_SECONDS (8) seconds; the warm-up is cut off. At 20 users there are
+requests; BENCH_LOAD_USERS="20" runs some), for each process count of BENCH_LOAD_WORKERS (default
+"1 2": the server is started as the Procfile's web is, scripts/web.sh with WEB_CONCURRENCY). A
+measurement runs BENCH_LOAD_WARMUP (2) + BENCH_LOAD_SECONDS (8) seconds; the warm-up is cut off. At 20 users there are
 BENCH_LOAD_ROUNDS (2) rounds, ours and the floor alternating, and the figures are the medians.
 
 Targets: at 20 users, requests/s at least 0.6 of the floor's and p99 under 250 ms; 0 errors on
@@ -180,7 +180,7 @@ def measure(server: Server, plan: dict, workers: int) -> bool:
     scenarios = os.environ.get("BENCH_LOAD_SCENARIOS", " ".join(SCENARIOS)).split()
     all_ok = True
     for scenario in scenarios:
-        for users in USERS:
+        for users in [int(n) for n in os.environ.get("BENCH_LOAD_USERS", " ".join(map(str, USERS))).split()]:
             rounds = rounds_at_target if users == TARGET_USERS else 1
             ours_runs, floor_runs = [], []
             for r in range(rounds):

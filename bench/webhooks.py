@@ -7,8 +7,9 @@ The receiver (apps/webhooks/tests/receiver.py) runs as a separate process, so it
 compete with the engine's for this interpreter's lock; it answers 200 at once and records when each
 request arrived.
 
-1. seed: N message.created events committed in one transaction and fanned out one outbox event at a
-   time (what the fan-out task runs): N due deliveries; the fan-out rate is printed (INFO).
+1. seed: N message.created events committed in one transaction and fanned out in hand-offs of
+   FAN_OUT_BATCH events (what the fan-out tasks of that transaction run): N due deliveries; the
+   fan-out rate is printed (INFO).
 2. floor: the receiver's capacity with the engine's connection count (CONCURRENCY = 16), measured
    now, after the seed: locust (bench/lib/locust_receiver.py, gevent, one keep-alive HTTPS
    connection per user, 16 users) POSTs signed bodies of the deliveries' size for
@@ -19,9 +20,9 @@ request arrived.
    floor. Target ratio >= 0.5.
 4. end to end, as the deployment runs it: the Procfile's worker (celery, --concurrency 2, the same
    broker as the web process) is started; N more events are committed in one transaction with
-   their hand-offs, and the worker fans them out and delivers them (fan_out_event and deliver_due
-   tasks on its two pool processes): events/s from commit until all are delivered, vs the floor.
-   Target ratio >= 0.5.
+   their hand-off (one fan_out_batch task per FAN_OUT_BATCH events), and the worker fans them out
+   and delivers them (fan_out_batch and deliver_due tasks on its two pool processes): events/s from
+   commit until all are delivered, vs the floor. Target ratio >= 0.5.
 5. latency: L events, each committed alone and handed off as in production but with Celery eager
    (the broker hop is left out): commit -> outbox fan-out task -> deliver_due task -> first request
    at the receiver. Target p50 < 10 ms; p99 printed (INFO). The same through the running worker
@@ -340,8 +341,8 @@ def main() -> int:
         keys = emit_batch(widget, N)
         started = time.perf_counter()
         with mock.patch.object(engine, "trigger", lambda countdown=None: None):
-            for key in keys:
-                events.fan_out(key)
+            for start in range(0, len(keys), events.FAN_OUT_BATCH):
+                events.fan_out_many(keys[start : start + events.FAN_OUT_BATCH])
         fanout_rate = N / (time.perf_counter() - started)
         assert Delivery.objects.filter(subscription=subscription, status="pending").count() == N
         body_bytes = len(Delivery.objects.filter(subscription=subscription).first().body.encode())

@@ -9,15 +9,18 @@ every side effect of that change is a handler registered by the app that owns th
 - outbox handlers see the public events (the spec's catalogue) after fan-out (`subscribe_outbox`).
 
 Public events (CATALOGUE) are also written as an OutboxEvent row in the caller's transaction and,
-when it commits, handed to the fan-out task. If the hand-off is lost (broker down, worker killed),
+when it commits, handed to the fan-out task: one task per transaction's batch of events (at most
+FAN_OUT_BATCH ids a task), not one per event. If the hand-off is lost (broker down, worker killed),
 the beat job `redrive_outbox` finds rows never fanned out and hands them off again, so an event
 committed with its change is never lost. Outbox handlers (webhook fan-out) take a list of events
 and must be idempotent on the event ids. Internal events (INTERNAL) have no outbox row: they exist
 for the in-process handlers only.
 
-A fan-out task takes its own event and, in the same transaction, up to FAN_OUT_BATCH - 1 other
-events still waiting (oldest first, rows another worker holds skipped): under a burst, one task
-does the work of many in a few statements, and the tasks of the events it took find them done.
+A fan-out task reads its events in one query (locked; the ones already dispatched left out) and,
+when they waited longer than STEAL_AFTER and are fewer than FAN_OUT_BATCH, takes other events
+still waiting in the same transaction (oldest first, rows another worker holds skipped): under a
+backlog of one-event transactions, one task does the work of many in a few statements, and the
+tasks of the events it took find them done.
 """
 
 from __future__ import annotations
@@ -117,6 +120,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
 
 REDRIVE_AFTER = timedelta(seconds=60)
 FAN_OUT_BATCH = 100
+# A hand-off whose events waited this long means the workers are behind: its task takes other
+# waiting events with its own (one statement more; not spent while the workers keep up).
+STEAL_AFTER = timedelta(milliseconds=500)
 
 IN_TRANSACTION = "in_transaction"
 ON_COMMIT = "on_commit"
@@ -181,7 +187,7 @@ def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **
     row = None
     if type in CATALOGUE:
         row = OutboxEvent.objects.create(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
-        transaction.on_commit(lambda: _hand_off(row.pk))
+        _pending_hand_off().add(row.pk)
     event = Event(widget=widget, type=type, data=data, objects=objects or {})
     for handler in _handlers.get((type, IN_TRANSACTION), ()):
         handler(event)
@@ -200,14 +206,65 @@ def _after_commit(handler: Handler, event: Event) -> Callable[[], None]:
     return run
 
 
-def _hand_off(event_id) -> None:
+class _HandOff:
+    """The on-commit hand-off of one transaction's events: registered once, with the first event
+    of a transaction (or savepoint), and filled by the events emitted after it at the same level."""
+
+    def __init__(self, sids: frozenset) -> None:
+        self.sids = sids
+        self.ids: list = []
+        self.fired = False
+
+    def add(self, event_id) -> None:
+        self.ids.append(event_id)
+
+    def __call__(self) -> None:
+        self.fired = True
+        for start in range(0, len(self.ids), FAN_OUT_BATCH):
+            _hand_off([str(pk) for pk in self.ids[start : start + FAN_OUT_BATCH]])
+
+
+class _Immediate(_HandOff):
+    """Outside a transaction: hand the event off at once (nothing to wait for)."""
+
+    def add(self, event_id) -> None:
+        _hand_off([str(event_id)])
+
+
+def _pending_hand_off() -> _HandOff:
+    """The hand-off this event joins: the one already registered in this transaction at the same
+    savepoint level, or a new one registered with `on_commit`.
+
+    Joining only at the same level keeps the outbox's guarantee: Django drops the on-commit
+    callbacks of a savepoint that rolls back, so an event never joins a hand-off that a rollback it
+    survives would drop. The cached hand-off is trusted only while the connection's on-commit list
+    is the same object: a commit, a rollback and a savepoint rollback all replace that list."""
+    connection = transaction.get_connection()
+    sids = frozenset(connection.savepoint_ids)
+    if not connection.in_atomic_block:  # autocommit: the row is committed already
+        return _Immediate(sids)
+    cached = getattr(connection, "_outbox_hand_off", None)
+    if cached is not None:
+        registered_in, pending = cached
+        if registered_in is connection.run_on_commit and pending.sids == sids and not pending.fired:
+            return pending
+    pending = _HandOff(sids)
+    connection._outbox_hand_off = (connection.run_on_commit, pending)
+    transaction.on_commit(pending)
+    return pending
+
+
+def _hand_off(event_ids: list[str]) -> None:
     # core.tasks imports this module to call fan_out: the one import cycle the layers allow.
-    from apps.core.tasks import fan_out_event
+    from apps.core.tasks import fan_out_batch
 
     try:
-        fan_out_event.delay(str(event_id))
-    except Exception:  # broker down: the beat re-drive picks the row up later
-        logger.warning("outbox hand-off failed; the re-drive job will retry", extra={"event_id": str(event_id)})
+        fan_out_batch.delay(list(event_ids))
+    except Exception:  # broker down: the beat re-drive picks the rows up later
+        logger.warning(
+            "outbox hand-off failed; the re-drive job will retry",
+            extra={"event_ids": [str(pk) for pk in event_ids]},
+        )
 
 
 def handlers() -> list[OutboxHandler]:
@@ -218,35 +275,61 @@ def handlers() -> list[OutboxHandler]:
 
 
 def fan_out(event_id, *, batch_size: int = FAN_OUT_BATCH) -> bool:
-    """Run every outbox handler for this event (and the waiting ones taken with it), then mark them
-    dispatched. Returns False when the event was already dispatched. Safe to run twice.
+    """Fan out one event (and waiting ones taken with it, see `fan_out_many`). Returns False when
+    the event was already dispatched. Safe to run twice."""
+    return fan_out_many([event_id], batch_size=batch_size) > 0
 
-    When the handlers fail on the batch, it is rolled back and this event alone is run again, so
-    one event that cannot fan out holds back no other (their own tasks or the re-drive take them)."""
-    pending = OutboxEvent.objects.filter(pk=event_id, dispatched_at__isnull=True)
-    if not pending.exists():  # one read, no lock: under a burst an earlier task usually took it
-        return False
+
+def fan_out_many(event_ids: list, *, batch_size: int = FAN_OUT_BATCH) -> int:
+    """Run every outbox handler for these events (one transaction's hand-off), then mark them
+    dispatched. Returns how many of `event_ids` this call dispatched (0: all were dispatched
+    already, by an earlier run or a task that took them). Safe to run twice.
+
+    The events are read and locked in one query, in id order (two tasks never wait on each other
+    in a cycle). When the oldest of them waited longer than STEAL_AFTER (the workers are behind),
+    other waiting events are taken too, up to `batch_size` (SKIP LOCKED, oldest first), so a
+    backlog of one-event hand-offs is worked off in batches. When the handlers fail on a batch of
+    several events, it is rolled back and each own event is run alone in a savepoint, so one event
+    that cannot fan out holds back no other (the failed one waits for the re-drive); when all of
+    them fail, the error is raised. One event alone takes no savepoint: it commits or fails whole."""
     with transaction.atomic():
-        event = pending.select_for_update().first()
-        if event is None:
-            return False
+        own = list(
+            OutboxEvent.objects.select_for_update()
+            .filter(pk__in=list(event_ids), dispatched_at__isnull=True)
+            .order_by("pk")
+        )
+        if not own:
+            return 0
         others = []
-        if batch_size > 1:
+        if batch_size > len(own) and min(event.created_at for event in own) < timezone.now() - STEAL_AFTER:
             others = list(
                 OutboxEvent.objects.select_for_update(skip_locked=True)
                 .filter(dispatched_at__isnull=True)
-                .exclude(pk=event.pk)
-                .order_by("created_at")[: batch_size - 1]
+                .exclude(pk__in=[event.pk for event in own])
+                .order_by("created_at")[: batch_size - len(own)]
             )
-        if others:
+        if len(own) == 1 and not others:
+            _dispatch(own)
+            return 1
+        try:
+            with transaction.atomic():
+                _dispatch([*own, *others])
+            return len(own)
+        except Exception as exc:
+            logger.warning("outbox batch fan-out failed; running its events one at a time", exc_info=True)
+            failure: Exception = exc
+        done = 0
+        for event in own:
             try:
                 with transaction.atomic():
-                    _dispatch([event, *others])
-                return True
-            except Exception:
-                logger.warning("outbox batch fan-out failed; running the event alone", exc_info=True)
-        _dispatch([event])
-    return True
+                    _dispatch([event])
+                done += 1
+            except Exception as exc:
+                failure = exc
+                logger.warning("outbox event could not fan out; the re-drive job will retry", exc_info=True)
+        if not done:
+            raise failure
+    return done
 
 
 def _dispatch(batch: list[OutboxEvent]) -> None:

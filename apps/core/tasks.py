@@ -11,16 +11,25 @@ from apps.core.models import RateLimitHit
 
 
 @shared_task(acks_late=True)
+def fan_out_batch(event_ids: list[str]) -> int:
+    """The hand-off of one transaction's events (at most events.FAN_OUT_BATCH ids)."""
+    return events.fan_out_many(event_ids)
+
+
+@shared_task(acks_late=True)
 def fan_out_event(event_id: str) -> bool:
+    """One event's hand-off, as queued before hand-offs were batched (messages still in a broker
+    queue at an upgrade are run, not lost)."""
     return events.fan_out(event_id)
 
 
 @shared_task
 def redrive_outbox() -> int:
-    """Hand off again every event that never fanned out (lost message, killed worker)."""
-    ids = events.pending_for_redrive()
-    for event_id in ids:
-        fan_out_event.delay(str(event_id))
+    """Hand off again every event that never fanned out (lost message, killed worker), in batches
+    of events.FAN_OUT_BATCH."""
+    ids = [str(event_id) for event_id in events.pending_for_redrive()]
+    for start in range(0, len(ids), events.FAN_OUT_BATCH):
+        fan_out_batch.delay(ids[start : start + events.FAN_OUT_BATCH])
     return len(ids)
 
 

@@ -154,7 +154,7 @@ class Delivery(models.Model):
 
     @property
     def target_key(self) -> str:
-        return f"s{self.subscription_id}" if self.subscription_id else f"e{self.endpoint_id}"
+        return target_key(self.subscription_id, self.endpoint_id)
 
     @property
     def idempotency_key(self) -> str:
@@ -179,3 +179,8 @@ class Attempt(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["delivery", "number"], name="attempt_delivery_number")]
+
+
+def target_key(subscription_id: int | None, endpoint_id: int | None) -> str:
+    """The engine's per-target key of a delivery row (its in-flight cap counts per target)."""
+    return f"s{subscription_id}" if subscription_id else f"e{endpoint_id}"

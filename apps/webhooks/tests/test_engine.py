@@ -563,6 +563,85 @@ def test_a_leased_delivery_is_not_sent_again_until_the_lease_expires(widget, rec
     assert Delivery.objects.get(subscription=sub).status == "delivered"
 
 
+def test_a_lease_takes_the_oldest_due_pending_rows_up_to_the_batch(widget, receiver, clock):
+    # given five deliveries due at different times, one not yet due and one already delivered
+    sub, _ = subscribe(widget, receiver.url())
+    for n in range(7):
+        emit_message(widget, n)
+    rows = list(Delivery.objects.filter(subscription=sub).order_by("pk"))
+    now = clock.now()
+    for age, row in zip([5, 1, 4, 2, 3], rows[:5], strict=True):
+        Delivery.objects.filter(pk=row.pk).update(next_attempt_at=now - timedelta(seconds=age))
+    Delivery.objects.filter(pk=rows[5].pk).update(next_attempt_at=now + timedelta(seconds=30))
+    Delivery.objects.filter(pk=rows[6].pk).update(status=Delivery.Status.DELIVERED, next_attempt_at=None)
+    # when an engine leases three, then the rest
+    first = engine._lease_rows(3)
+    rest = engine._lease_rows(10)
+    # then the oldest due come first, with their endpoint; nothing is leased twice
+    assert first == [(rows[0].pk, sub.pk), (rows[2].pk, sub.pk), (rows[4].pk, sub.pk)]
+    assert rest == [(rows[3].pk, sub.pk), (rows[1].pk, sub.pk)]
+    # and the leased rows moved LEASE ahead, the others kept their times
+    leased = Delivery.objects.filter(pk__in=[pk for pk, _ in first + rest])
+    assert set(leased.values_list("next_attempt_at", flat=True)) == {now + services.LEASE}
+    assert Delivery.objects.get(pk=rows[5].pk).next_attempt_at == now + timedelta(seconds=30)
+    assert engine._lease_rows(10) == []
+
+
+def test_recording_writes_each_outcome_and_skips_a_row_gone_meanwhile(widget, receiver, clock):
+    # given three leased deliveries: one answered 200, one 500 (first attempt), one whose endpoint
+    # was deleted while its attempt ran
+    sub, _ = subscribe(widget, receiver.url())
+    doomed, _ = subscribe(widget, receiver.url("/doomed"))
+    for n in range(2):
+        emit_message(widget, n)
+    ok, failing = Delivery.objects.filter(subscription=sub).order_by("pk")
+    gone = Delivery.objects.filter(subscription=doomed).first()
+    started = clock.now()
+    outcomes = [
+        engine.Outcome(ok, started, 12, 200, "", False, "fine"),
+        engine.Outcome(failing, started, 30, 500, "http_500", False, "oops"),
+        engine.Outcome(gone, started, 7, 200, "", False, ""),
+    ]
+    doomed.delete()
+    # when they are recorded together
+    statuses = engine._record(outcomes)
+    # then each row has its new state and its one attempt row; the gone one has neither
+    assert statuses == ["delivered", "pending", "gone"]
+    ok.refresh_from_db()
+    failing.refresh_from_db()
+    assert (ok.status, ok.attempts, ok.next_attempt_at, ok.last_status_code, ok.last_error) == (
+        "delivered",
+        1,
+        None,
+        200,
+        "",
+    )
+    assert (failing.status, failing.attempts, failing.last_status_code, failing.last_error) == (
+        "pending",
+        1,
+        500,
+        "http_500",
+    )
+    assert failing.next_attempt_at == clock.now() + timedelta(seconds=engine.retry_wait(1))
+    rows = {row.delivery_id: row for row in Attempt.objects.all()}
+    assert set(rows) == {ok.pk, failing.pk}
+    assert (rows[ok.pk].number, rows[ok.pk].duration_ms, rows[ok.pk].status_code, rows[ok.pk].error) == (
+        1,
+        12,
+        200,
+        "",
+    )
+    assert rows[ok.pk].started_at == started and rows[ok.pk].response_excerpt == "fine"
+    assert (rows[failing.pk].status_code, rows[failing.pk].error, rows[failing.pk].response_excerpt) == (
+        500,
+        "http_500",
+        "oops",
+    )
+    # and recording the same outcomes again (a row no longer pending) writes nothing more
+    assert engine._record(outcomes[:1]) == ["gone"]
+    assert Attempt.objects.count() == 2
+
+
 # --- 3. the Wired/Live switch ------------------------------------------------------------------------
 
 
