@@ -578,8 +578,9 @@ def test_a_lease_takes_the_oldest_due_pending_rows_up_to_the_batch(widget, recei
     first = engine._lease_rows(3)
     rest = engine._lease_rows(10)
     # then the oldest due come first, with their endpoint; nothing is leased twice
-    assert first == [(rows[0].pk, sub.pk), (rows[2].pk, sub.pk), (rows[4].pk, sub.pk)]
-    assert rest == [(rows[3].pk, sub.pk), (rows[1].pk, sub.pk)]
+    key = f"s{sub.pk}"
+    assert first == [(rows[0].pk, key), (rows[2].pk, key), (rows[4].pk, key)]
+    assert rest == [(rows[3].pk, key), (rows[1].pk, key)]
     # and the leased rows moved LEASE ahead, the others kept their times
     leased = Delivery.objects.filter(pk__in=[pk for pk, _ in first + rest])
     assert set(leased.values_list("next_attempt_at", flat=True)) == {now + services.LEASE}
