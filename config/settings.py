@@ -371,6 +371,17 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 # Messenger provider API hosts (a test points one at a loopback fake of the provider's wire format).
 PROVIDER_API_BASE_TG = env.str("PROVIDER_API_BASE_TG", default="https://api.telegram.org")
 PROVIDER_API_BASE_VK = env.str("PROVIDER_API_BASE_VK", default="https://api.vk.com")
+PROVIDER_API_BASE_VB = env.str("PROVIDER_API_BASE_VB", default="https://chatapi.viber.com")
+PROVIDER_API_BASE_FB = env.str("PROVIDER_API_BASE_FB", default="https://graph.facebook.com")
+PROVIDER_API_BASE_WA = env.str("PROVIDER_API_BASE_WA", default="https://graph.facebook.com")
+PROVIDER_API_BASE_OK = env.str("PROVIDER_API_BASE_OK", default="https://api.ok.ru")
+PROVIDER_API_BASE_MX = env.str("PROVIDER_API_BASE_MX", default="https://botapi.max.ru")
+PROVIDER_API_BASE_CIAN = env.str("PROVIDER_API_BASE_CIAN", default="https://public-api.cian.ru")
+PROVIDER_API_BASE_ALI = env.str("PROVIDER_API_BASE_ALI", default="https://api-sg.aliexpress.com")
+# Meta signs Messenger and WhatsApp callbacks with the delivering app's secret (X-Hub-Signature-256);
+# unset, every callback of that provider is refused.
+PROVIDER_APP_SECRET_FB = env.str("PROVIDER_APP_SECRET_FB", default="")
+PROVIDER_APP_SECRET_WA = env.str("PROVIDER_APP_SECRET_WA", default="")
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

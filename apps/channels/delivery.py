@@ -26,6 +26,7 @@ from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
 from .models import MessengerConnection, OutboundAttempt, OutboundDelivery, VkCommunity
+from .providers import registry
 
 logger = logging.getLogger(__name__)
 
@@ -172,9 +173,24 @@ def _vk_error(content: bytes) -> str:
     return "" if isinstance(data, dict) and "response" in data else "vk_invalid_answer"
 
 
+def _build_messenger(delivery: OutboundDelivery) -> Request:
+    """A generic provider's send call: the stored payload with the credential read now."""
+    from .messengers import credential
+
+    conn = MessengerConnection.objects.filter(widget_id=delivery.widget_id, provider=delivery.channel).first()
+    cred = credential(conn) if conn is not None else None
+    if cred is None:
+        raise PermanentFailure("not_connected")
+    sent = registry.get(delivery.channel).send_request(cred, json.loads(delivery.body))
+    headers = {"User-Agent": "ChatWidgetService-Channels/1", **sent.headers}
+    return Request(url=sent.url, body=sent.body, headers=headers)
+
+
 def _build(delivery: OutboundDelivery) -> Request:
     if delivery.channel == "tg":
         return _build_telegram(delivery)
+    if registry.get(delivery.channel) is not None:
+        return _build_messenger(delivery)
     if delivery.channel == "vk":
         return _build_vk(delivery)
     channel = delivery.custom_channel
@@ -222,7 +238,11 @@ def _send(delivery: OutboundDelivery) -> Outcome:
             deadline=ATTEMPT_DEADLINE,
         )
         status_code = response.status_code
-        if not 200 <= status_code < 300:
+        provider = registry.get(delivery.channel)
+        if provider is not None:
+            error, permanent = provider.send_error(status_code, response.content)
+            retry_after = _retry_after(response)
+        elif not 200 <= status_code < 300:
             error = f"http_{status_code}"
             retry_after = _retry_after(response)
             # A provider's refusal of the request itself (bad chat, bot blocked) will not change.
