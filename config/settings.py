@@ -382,6 +382,9 @@ PROVIDER_API_BASE_ALI = env.str("PROVIDER_API_BASE_ALI", default="https://api-sg
 # unset, every callback of that provider is refused.
 PROVIDER_APP_SECRET_FB = env.str("PROVIDER_APP_SECRET_FB", default="")
 PROVIDER_APP_SECRET_WA = env.str("PROVIDER_APP_SECRET_WA", default="")
+# The verify token the Meta app's dashboard sends when it checks a callback URL (GET hub.challenge).
+PROVIDER_VERIFY_TOKEN_FB = env.str("PROVIDER_VERIFY_TOKEN_FB", default="")
+PROVIDER_VERIFY_TOKEN_WA = env.str("PROVIDER_VERIFY_TOKEN_WA", default="")
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -146,11 +146,11 @@ def credential(conn: MessengerConnection) -> Credential | None:
 
 def hook_url(conn: MessengerConnection, base_url: str) -> str:
     """The absolute URL registered at the provider; providers that sign nothing and echo no secret
-    header get our hook secret in the query (`?s=`)."""
+    header get our hook secret in the query (`?token=`, redacted in logs)."""
     url = base_url.rstrip("/") + hook_path(conn)
     provider = registry.get(conn.provider)
     if provider is not None and provider.hook_auth == "query":
-        url += "?s=" + (webhooks.decrypt_secret(conn.hook_secret_encrypted) or "")
+        url += "?token=" + (webhooks.decrypt_secret(conn.hook_secret_encrypted) or "")
     return url
 
 
@@ -349,6 +349,15 @@ def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) ->
     for item in provider.parse(cred, data):
         _store_inbound(conn, item)
     return provider.hook_answer(data)
+
+
+def provider_handshake(*, conn: MessengerConnection, query: dict[str, str]) -> str:
+    """A provider's GET verification of our hook URL (Meta): the challenge to echo; 404 otherwise."""
+    provider = registry.get(conn.provider)
+    answer = provider.handshake(query) if provider is not None else None
+    if answer is None:
+        raise NotFound()
+    return answer
 
 
 @transaction.atomic

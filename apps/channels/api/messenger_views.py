@@ -138,6 +138,14 @@ class ProviderHookView(APIView):
     parser_classes = ()
     schema = None
 
+    def get(self, request, provider: str, hook_id: str):
+        """Meta's verification of the callback URL (`hub.challenge` echoed); 404 for any other."""
+        conn = messengers.find_hook(provider, hook_id)
+        if conn is None:
+            raise NotFound()
+        challenge = messengers.provider_handshake(conn=conn, query={k: v for k, v in request.GET.items()})
+        return HttpResponse(challenge.encode(), content_type="text/plain; charset=utf-8")
+
     def post(self, request, provider: str, hook_id: str):
         conn = messengers.find_hook(provider, hook_id)
         if conn is None or provider == "custom":

@@ -2,7 +2,7 @@
 <token>` and JSON. Its subscribe call is not part of a published contract, so a 2xx answer to
 `POST /im/webhook/subscribe` is reported `unconfirmed_provider_api` (the call was made, whether
 events will come is not confirmed); a refusal is `failed`. There is no unregister call. Callbacks
-are not signed: the subscribed URL carries our hook's own secret (`?s=`), compared in constant
+are not signed: the subscribed URL carries our hook's own secret (`?token=`, redacted in logs), compared in constant
 time. Events: `{"event_id", "event_type": "message", "conversation_id", "sender": {"buyer_id",
 "name"}, "content": {"type": "text", "text"}}`; replies `POST /im/message/send`."""
 

@@ -108,7 +108,7 @@ class Provider(ABC):
     code: ClassVar[str] = ""
     fields: ClassVar[tuple[str, ...]] = ("token",)
     # where the hook's own secret travels: "header" (the provider echoes what we registered),
-    # "query" (the registered hook URL carries `?s=<secret>`), or "" (the provider signs).
+    # "query" (the registered hook URL carries `?token=<secret>`, redacted in logs), or "" (the provider signs).
     hook_auth: ClassVar[str] = ""
 
     @property
@@ -164,12 +164,17 @@ class Provider(ABC):
 
     def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
         if self.hook_auth == "query":
-            return same(hook_secret, request.query.get("s"))
+            return same(hook_secret, request.query.get("token"))
         return False
 
     @abstractmethod
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
         """The user text messages of one hook call (others are acknowledged and dropped)."""
+
+    def handshake(self, query: dict[str, str]) -> str | None:
+        """A GET verification of the hook URL (Meta's `hub.challenge`): the text to echo, or None
+        when the provider has none or the request is not genuine."""
+        return None
 
     def hook_answer(self, data: dict) -> tuple[str, bytes]:
         """The content type and body the provider expects from our hook."""

@@ -2,7 +2,7 @@
 with `Authorization: Bearer <token>` and JSON; a refusal is a non-2xx answer `{"message", "errors"?}`.
 `subscribe-webhook` registers our hook URL and `unsubscribe-webhook` removes it (Cian and Telegram
 are the providers with a real unregister call). Cian does not sign its callbacks, so the subscribed
-URL carries our hook's own secret (`?s=`), compared in constant time. Events: `{"eventId",
+URL carries our hook's own secret (`?token=`, redacted in logs), compared in constant time. Events: `{"eventId",
 "eventType": "message", "data": {"chatId", "message": {"messageId", "text", "author": {"userId",
 "name"}}}}`; replies `POST /v1/chats/send-message` `{chatId, text}`. Cian publishes this API to
 partners only: the shapes are the partner documentation's as understood here, and the loopback fake

@@ -4,7 +4,8 @@ Neither has a webhook registration call a page or number token can make (the app
 in Meta's app dashboard), so PUT answers `webhook: {attempted: false, status: "not_supported"}`.
 Meta signs every callback: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` keyed by
 the app secret of the Meta app that delivers it, the deployment's setting
-`PROVIDER_APP_SECRET_FB` / `PROVIDER_APP_SECRET_WA` (unset: every callback is refused).
+`PROVIDER_APP_SECRET_FB` / `PROVIDER_APP_SECRET_WA` (unset: every callback is refused). The app's
+GET verification of the callback URL is answered with `PROVIDER_VERIFY_TOKEN_FB` / `_WA`.
 Sends authenticate with `Authorization: Bearer <token>`; errors are `{"error": {message, code}}`.
 """
 
@@ -42,6 +43,16 @@ class _Graph(Provider):
 
     def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
         return _signed(getattr(settings, f"PROVIDER_APP_SECRET_{self.code.upper()}", ""), request)
+
+    def handshake(self, query: dict[str, str]) -> str | None:
+        """Meta verifies a callback URL with `GET ?hub.mode=subscribe&hub.verify_token=..&hub.challenge=..`:
+        the challenge is echoed when the verify token is the deployment's
+        `PROVIDER_VERIFY_TOKEN_FB` / `_WA` (unset: never)."""
+        expected = getattr(settings, f"PROVIDER_VERIFY_TOKEN_{self.code.upper()}", "")
+        challenge = query.get("hub.challenge", "")
+        if query.get("hub.mode") != "subscribe" or not same(expected, query.get("hub.verify_token")):
+            return None
+        return challenge if challenge.isascii() and challenge.isalnum() and len(challenge) <= 128 else None
 
     def _post(self, url: str, stored: dict, cred: Credential) -> SendRequest:
         return SendRequest(

@@ -1,7 +1,7 @@
 """OK.ru bot API (https://apiok.ru/en/dev/graph_api/): `{base}/graph/me/<method>?access_token=<token>`
 with JSON bodies; a refusal is `{"error_code", "error_msg"}` (often with HTTP 200). `me/subscribe`
 registers our hook URL. OK.ru does not sign its webhooks, so the URL we subscribe carries our hook's
-own secret (`?s=`), compared in constant time; without it a call is refused. Events:
+own secret (`?token=`, redacted in logs), compared in constant time; without it a call is refused. Events:
 `{"webhookType": "MESSAGE_CREATED", "sender": {"user_id", "name"}, "recipient": {"chat_id"},
 "message": {"mid", "text"}, "timestamp"}`; replies `POST me/messages/{chat_id}`."""
 

@@ -23,6 +23,7 @@ from apps.channels.providers.base import hmac_hex
 from apps.channels.tests.provider_fakes import ProviderFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core.logging import scrub
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as webhooks
@@ -223,7 +224,7 @@ def deliver(client, conn: MessengerConnection, payload: dict, *, forged: bool = 
         jwt = apple_provider.sign_jwt(BAD if forged else TOKEN, {"aud": SID, "exp": int(time.time()) + 60})
         headers |= {"HTTP_AUTHORIZATION": f"Bearer {jwt}", "HTTP_DESTINATION_ID": SID, "HTTP_SOURCE_ID": "x"}
     else:
-        query = "?s=" + ("forged" if forged else secret)
+        query = "?token=" + ("forged" if forged else secret)
     return client.post(
         f"/api/hooks/{code}/{conn.hook_id}/{query}", data=raw, content_type="application/json", **headers
     )
@@ -253,7 +254,8 @@ def test_put_writes_then_registers(api, widget, fake, paid):
     assert url.startswith(f"https://chat.example.com/api/hooks/{fake.code}/{conn.hook_id}/")
     secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
     if fake.code in ("ok", "cian", "ali"):  # providers that sign nothing get our secret in the URL
-        assert dict(parse_qsl(urlsplit(url).query)) == {"s": secret}
+        assert dict(parse_qsl(urlsplit(url).query)) == {"token": secret}
+        assert secret not in scrub(f"GET {url}")  # never in a log line
     if fake.code == "mx":
         assert registration.body["secret"] == secret and registration.body["update_types"] == ["message_created"]
         assert registration.headers["authorization"] == TOKEN
@@ -363,6 +365,21 @@ def test_meta_callbacks_are_refused_without_an_app_secret(client, api, fake, pai
     conn = connect(api, fake)
     settings.PROVIDER_APP_SECRET_FB = settings.PROVIDER_APP_SECRET_WA = ""
     assert_problem(deliver(client, conn, event(fake.code, "1001")), 401)
+
+
+def test_meta_verifies_the_callback_url_with_the_deployment_verify_token(client, api, fake, paid, settings):
+    conn = connect(api, fake)
+    settings.PROVIDER_VERIFY_TOKEN_FB = settings.PROVIDER_VERIFY_TOKEN_WA = "verify-me"
+    url = f"/api/hooks/{fake.code}/{conn.hook_id}/"
+    query = {"hub.mode": "subscribe", "hub.verify_token": "verify-me", "hub.challenge": "1158201444"}
+    response = client.get(url, query)
+    if fake.code not in ("fb", "wa"):
+        assert_problem(response, 404)
+        return
+    assert response.status_code == 200 and response.content == b"1158201444"
+    assert_problem(client.get(url, {**query, "hub.verify_token": "guess"}), 404)
+    settings.PROVIDER_VERIFY_TOKEN_FB = settings.PROVIDER_VERIFY_TOKEN_WA = ""
+    assert_problem(client.get(url, {**query, "hub.verify_token": ""}), 404)
 
 
 def test_events_without_user_text_are_acknowledged(client, api, fake, paid):
