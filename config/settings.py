@@ -330,6 +330,11 @@ TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+# Compat routes (no token, a secret in the path): requests per client address per minute (over it:
+# 503 with Retry-After, which the legacy senders retry) and unknown path secrets per address per hour
+# (spent: 429 for every compat request of that address). 0 turns a limit off.
+COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE = env.int("COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE", default=600)
+COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR = env.int("COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR", default=30)
 # Visitor websockets one client address holds open at once, across processes (0: no cap). One
 # session holds at most 10 (product decision, apps.chats.visitor.consumers).
 VISITOR_SOCKETS_PER_ADDRESS = env.int("VISITOR_SOCKETS_PER_ADDRESS", default=100)
