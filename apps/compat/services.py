@@ -84,6 +84,23 @@ def reset_bot_signing_secret(*, bot: CompatBot) -> str:
     return signing_secret
 
 
+@transaction.atomic
+def rotate_bot_keys() -> int:
+    """Re-encrypt every bot's CLIENT_MESSAGE signing secret under the newest WEBHOOK_SECRET_KEYS key
+    (after a key was added in front). Returns the number of bots rewritten."""
+    count = 0
+    for bot in (
+        CompatBot.objects.select_for_update()
+        .exclude(signing_secret_encrypted="")
+        .only("pk", "signing_secret_encrypted")
+    ):
+        CompatBot.objects.filter(pk=bot.pk).update(
+            signing_secret_encrypted=webhooks.rotate_token(bot.signing_secret_encrypted)
+        )
+        count += 1
+    return count
+
+
 def client_message_headers(*, bot: CompatBot, event_id: str, body: bytes) -> dict[str, str]:
     """The headers of one CLIENT_MESSAGE attempt: signed like our webhooks (authentication path 2:
     `X-Service-Signature: sha256=v1:<hex HMAC-SHA256 of the body>` and the Standard Webhooks

@@ -272,3 +272,25 @@ def test_create_compat_bot_command(widget, receiver):
     assert reset["bot_id"] == bot.pk and reset["signing_secret"] != printed["signing_secret"]
     bot.refresh_from_db()
     assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == reset["signing_secret"]
+
+
+def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, settings):
+    from io import StringIO
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    from apps.webhooks import services as webhooks
+
+    first = Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [first]
+    bot, _, secret = services.create_compat_bot(widget=widget, url=receiver.url("/bot"))
+    before = bot.signing_secret_encrypted
+    settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
+    out = StringIO()
+    call_command("rotate_compat_keys", stdout=out)
+    assert json.loads(out.getvalue()) == {"rotated": 1}
+    bot.refresh_from_db()
+    assert bot.signing_secret_encrypted != before
+    settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
+    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == secret
