@@ -332,6 +332,11 @@ TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+# Compat routes (no token, a secret in the path): requests per client address per minute (over it:
+# 503 with Retry-After, which the legacy senders retry) and unknown path secrets per address per hour
+# (spent: 429 for every compat request of that address). 0 turns a limit off.
+COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE = env.int("COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE", default=600)
+COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR = env.int("COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR", default=30)
 # Visitor websockets one client address holds open at once, across processes (0: no cap). One
 # session holds at most 10 (product decision, apps.chats.visitor.consumers).
 VISITOR_SOCKETS_PER_ADDRESS = env.int("VISITOR_SOCKETS_PER_ADDRESS", default=100)
@@ -375,6 +380,20 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 # Messenger provider API hosts (a test points one at a loopback fake of the provider's wire format).
 PROVIDER_API_BASE_TG = env.str("PROVIDER_API_BASE_TG", default="https://api.telegram.org")
 PROVIDER_API_BASE_VK = env.str("PROVIDER_API_BASE_VK", default="https://api.vk.com")
+PROVIDER_API_BASE_VB = env.str("PROVIDER_API_BASE_VB", default="https://chatapi.viber.com")
+PROVIDER_API_BASE_FB = env.str("PROVIDER_API_BASE_FB", default="https://graph.facebook.com")
+PROVIDER_API_BASE_WA = env.str("PROVIDER_API_BASE_WA", default="https://graph.facebook.com")
+PROVIDER_API_BASE_OK = env.str("PROVIDER_API_BASE_OK", default="https://api.ok.ru")
+PROVIDER_API_BASE_MX = env.str("PROVIDER_API_BASE_MX", default="https://botapi.max.ru")
+PROVIDER_API_BASE_CIAN = env.str("PROVIDER_API_BASE_CIAN", default="https://public-api.cian.ru")
+PROVIDER_API_BASE_ALI = env.str("PROVIDER_API_BASE_ALI", default="https://api-sg.aliexpress.com")
+# Meta signs Messenger and WhatsApp callbacks with the delivering app's secret (X-Hub-Signature-256);
+# unset, every callback of that provider is refused.
+PROVIDER_APP_SECRET_FB = env.str("PROVIDER_APP_SECRET_FB", default="")
+PROVIDER_APP_SECRET_WA = env.str("PROVIDER_APP_SECRET_WA", default="")
+# The verify token the Meta app's dashboard sends when it checks a callback URL (GET hub.challenge).
+PROVIDER_VERIFY_TOKEN_FB = env.str("PROVIDER_VERIFY_TOKEN_FB", default="")
+PROVIDER_VERIFY_TOKEN_WA = env.str("PROVIDER_VERIFY_TOKEN_WA", default="")
 
 # --- security ------------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -26,6 +26,7 @@ from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
 from .models import MessengerConnection, OutboundAttempt, OutboundDelivery, VkCommunity
+from .providers import registry
 
 logger = logging.getLogger(__name__)
 
@@ -126,21 +127,46 @@ def signed_request(*, url: str, secret: str, body: bytes, event_id: str, deliver
     return Request(url=url, body=body, headers=headers)
 
 
-def _build_telegram(delivery: OutboundDelivery) -> Request:
+class Credentials:
+    """Decrypted credentials of one batch, read once per (widget, provider) or VK community: a
+    batch of sends to one messenger makes one query and one decryption, not one per message."""
+
+    def __init__(self) -> None:
+        self._messenger: dict[tuple[int, str], object] = {}
+        self._vk: dict[tuple[int, int], str | None] = {}
+
+    def messenger(self, widget_id: int, provider: str):
+        """The generic providers' Credential (Telegram's token as one), or None when not connected."""
+        key = (widget_id, provider)
+        if key not in self._messenger:
+            from .messengers import credential
+
+            conn = MessengerConnection.objects.filter(widget_id=widget_id, provider=provider).first()
+            self._messenger[key] = credential(conn) if conn is not None else None
+        return self._messenger[key]
+
+    def vk(self, widget_id: int, community_id: int) -> str | None:
+        key = (widget_id, community_id)
+        if key not in self._vk:
+            community = VkCommunity.objects.filter(widget_id=widget_id, community_id=community_id).first()
+            self._vk[key] = webhooks.decrypt_secret(community.token_encrypted) if community is not None else None
+        return self._vk[key]
+
+
+def _build_telegram(delivery: OutboundDelivery, creds: Credentials) -> Request:
     from .providers import telegram
 
-    conn = MessengerConnection.objects.filter(widget_id=delivery.widget_id, provider="tg").first()
-    token = webhooks.decrypt_secret(conn.token_encrypted) if conn is not None else None
-    if not token:
+    cred = creds.messenger(delivery.widget_id, "tg")
+    if cred is None:
         raise PermanentFailure("not_connected")
     return Request(
-        url=telegram.method_url(token, "sendMessage"),
+        url=telegram.method_url(cred.token, "sendMessage"),
         body=delivery.body.encode(),
         headers={"Content-Type": "application/json", "User-Agent": "ChatWidgetService-Channels/1"},
     )
 
 
-def _build_vk(delivery: OutboundDelivery) -> Request:
+def _build_vk(delivery: OutboundDelivery, creds: Credentials) -> Request:
     from urllib.parse import urlencode
 
     from django.conf import settings
@@ -148,8 +174,7 @@ def _build_vk(delivery: OutboundDelivery) -> Request:
     from .providers import vk
 
     data = json.loads(delivery.body)
-    community = VkCommunity.objects.filter(widget_id=delivery.widget_id, community_id=data["community_id"]).first()
-    token = webhooks.decrypt_secret(community.token_encrypted) if community is not None else None
+    token = creds.vk(delivery.widget_id, data["community_id"])
     if not token:
         raise PermanentFailure("not_connected")
     form = vk.send_message_form(peer_id=data["peer_id"], text=data["message"], random_id=delivery.pk)
@@ -172,11 +197,23 @@ def _vk_error(content: bytes) -> str:
     return "" if isinstance(data, dict) and "response" in data else "vk_invalid_answer"
 
 
-def _build(delivery: OutboundDelivery) -> Request:
+def _build_messenger(delivery: OutboundDelivery, creds: Credentials) -> Request:
+    """A generic provider's send call: the stored payload with the credential read now."""
+    cred = creds.messenger(delivery.widget_id, delivery.channel)
+    if cred is None:
+        raise PermanentFailure("not_connected")
+    sent = registry.get(delivery.channel).send_request(cred, json.loads(delivery.body))
+    headers = {"User-Agent": "ChatWidgetService-Channels/1", **sent.headers}
+    return Request(url=sent.url, body=sent.body, headers=headers)
+
+
+def _build(delivery: OutboundDelivery, creds: Credentials) -> Request:
     if delivery.channel == "tg":
-        return _build_telegram(delivery)
+        return _build_telegram(delivery, creds)
+    if registry.get(delivery.channel) is not None:
+        return _build_messenger(delivery, creds)
     if delivery.channel == "vk":
-        return _build_vk(delivery)
+        return _build_vk(delivery, creds)
     channel = delivery.custom_channel
     if channel is None or not channel.is_active:
         raise PermanentFailure("channel_inactive")
@@ -207,11 +244,11 @@ def _retry_after(response) -> int | None:
     return min(value, MAX_RETRY_AFTER)
 
 
-def _send(delivery: OutboundDelivery) -> Outcome:
+def _send(delivery: OutboundDelivery, creds: Credentials | None = None) -> Outcome:
     started, clock = timezone.now(), time.monotonic()
     status_code, error, permanent, retry_after = None, "", False, None
     try:
-        req = _build(delivery)
+        req = _build(delivery, creds or Credentials())
         response = _session().send_bytes(
             "POST",
             req.url,
@@ -222,7 +259,11 @@ def _send(delivery: OutboundDelivery) -> Outcome:
             deadline=ATTEMPT_DEADLINE,
         )
         status_code = response.status_code
-        if not 200 <= status_code < 300:
+        provider = registry.get(delivery.channel)
+        if provider is not None:
+            error, permanent = provider.send_error(status_code, response.content)
+            retry_after = _retry_after(response)
+        elif not 200 <= status_code < 300:
             error = f"http_{status_code}"
             retry_after = _retry_after(response)
             # A provider's refusal of the request itself (bad chat, bot blocked) will not change.
@@ -239,41 +280,64 @@ def _send(delivery: OutboundDelivery) -> Outcome:
     return Outcome(delivery, started, duration, status_code, error[:200], permanent, retry_after)
 
 
-def _record(outcome: Outcome) -> str:
+def _record(outcomes: list[Outcome]) -> list[str]:
+    """The attempts of a batch in one transaction: a row moves only if it is still the pending row
+    that was sent (same attempt count, checked under lock), so a row changed meanwhile (deleted,
+    failed by hand) is left alone ("gone"). Rows with the same outcome move in one UPDATE (a batch
+    that went through is one statement). Returns the new statuses, in order."""
+    if not outcomes:
+        return []
     now = timezone.now()
-    delivery = outcome.delivery
+    statuses, rows, waits = [], [], []
+    groups: dict[tuple, list[int]] = {}
     with transaction.atomic():
-        current = OutboundDelivery.objects.select_for_update().filter(pk=delivery.pk).first()
-        if current is None or current.status != OutboundDelivery.Status.PENDING:
-            return "gone"
-        number = current.attempts + 1
-        wait = None
-        if not outcome.error:
-            status, next_at = OutboundDelivery.Status.DELIVERED, None
-        elif outcome.permanent or number >= MAX_ATTEMPTS:
-            status, next_at = OutboundDelivery.Status.FAILED, None
-        else:
-            wait = max(retry_wait(number), outcome.retry_after or 0)
-            status, next_at = OutboundDelivery.Status.PENDING, now + timedelta(seconds=wait)
-        OutboundAttempt.objects.create(
-            delivery=current,
-            number=number,
-            started_at=outcome.started,
-            duration_ms=outcome.duration_ms,
-            status_code=outcome.status_code,
-            error=outcome.error,
-        )
-        OutboundDelivery.objects.filter(pk=current.pk).update(
-            status=status,
-            attempts=number,
-            next_attempt_at=next_at,
-            last_status_code=outcome.status_code,
-            last_error=outcome.error,
-            updated_at=now,
-        )
-    if wait is not None:
+        current = {
+            pk: (status, attempts)
+            for pk, status, attempts in OutboundDelivery.objects.select_for_update()
+            .filter(pk__in=[o.delivery.pk for o in outcomes])
+            .values_list("pk", "status", "attempts")
+        }
+        for outcome in outcomes:
+            delivery = outcome.delivery
+            if current.get(delivery.pk) != (OutboundDelivery.Status.PENDING, delivery.attempts):
+                statuses.append("gone")
+                continue
+            number = delivery.attempts + 1
+            wait = None
+            if not outcome.error:
+                status, next_at = OutboundDelivery.Status.DELIVERED, None
+            elif outcome.permanent or number >= MAX_ATTEMPTS:
+                status, next_at = OutboundDelivery.Status.FAILED, None
+            else:
+                wait = max(retry_wait(number), outcome.retry_after or 0)
+                status, next_at = OutboundDelivery.Status.PENDING, now + timedelta(seconds=wait)
+            groups.setdefault((status, number, next_at, outcome.status_code, outcome.error), []).append(delivery.pk)
+            rows.append(
+                OutboundAttempt(
+                    delivery_id=delivery.pk,
+                    number=number,
+                    started_at=outcome.started,
+                    duration_ms=outcome.duration_ms,
+                    status_code=outcome.status_code,
+                    error=outcome.error,
+                )
+            )
+            statuses.append(status)
+            if wait is not None:
+                waits.append(wait)
+        for (status, number, next_at, status_code, error), pks in groups.items():
+            OutboundDelivery.objects.filter(pk__in=pks).update(
+                status=status,
+                attempts=number,
+                next_attempt_at=next_at,
+                last_status_code=status_code,
+                last_error=error,
+                updated_at=now,
+            )
+        OutboundAttempt.objects.bulk_create(rows)
+    for wait in sorted(set(waits)):
         trigger(countdown=wait)
-    return status
+    return statuses
 
 
 def attempt(delivery_pk: int) -> str:
@@ -281,26 +345,35 @@ def attempt(delivery_pk: int) -> str:
     delivery = OutboundDelivery.objects.select_related("custom_channel").filter(pk=delivery_pk).first()
     if delivery is None or delivery.status != OutboundDelivery.Status.PENDING:
         return "gone"
-    return _record(_send(delivery))
+    return _record([_send(delivery)])[0]
 
 
 def deliver_due(*, max_seconds: float = 50.0, batch_size: int = 32) -> int:
     """Send due deliveries until none is due or `max_seconds` have passed. Returns the number of
-    attempts made. Leased rows not reached before the time budget go back to due."""
+    attempts made. A leased batch is read in one query, its credentials once per messenger, sent in
+    order (a chat's messages keep their order) and recorded in one transaction; rows not reached
+    before the time budget go back to due."""
     deadline = time.monotonic() + max_seconds
     done = 0
     while time.monotonic() < deadline:
         ids = _lease(batch_size)
         if not ids:
             break
+        batch = OutboundDelivery.objects.select_related("custom_channel").filter(
+            pk__in=ids, status=OutboundDelivery.Status.PENDING
+        )
+        by_id = {d.pk: d for d in batch}
+        creds, outcomes = Credentials(), []
         for position, pk in enumerate(ids):
             if time.monotonic() >= deadline:
                 OutboundDelivery.objects.filter(pk__in=ids[position:], status="pending").update(
                     next_attempt_at=timezone.now()
                 )
-                return done
-            attempt(pk)
-            done += 1
+                break
+            if pk in by_id:
+                outcomes.append(_send(by_id[pk], creds))
+        _record(outcomes)
+        done += len(outcomes)
     return done
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from apps.core.events import Event
 
 from . import selectors, services
+from .providers import registry
 
 
 def queue_outbound_message(event: Event) -> None:
@@ -19,3 +20,5 @@ def queue_outbound_message(event: Event) -> None:
         services.queue_telegram_delivery(widget=event.widget, chat=chat, message=message)
     elif chat.channel == "vk":
         services.queue_vk_delivery(widget=event.widget, chat=chat, message=message)
+    elif chat.channel in registry.PROVIDERS:
+        services.queue_messenger_delivery(widget=event.widget, chat=chat, message=message)

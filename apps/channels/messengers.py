@@ -1,9 +1,11 @@
-"""Messenger providers: reads, connect (PUT), verify, disconnect (DELETE), the Telegram inbound hook.
+"""Messenger providers: reads, connect (PUT), verify, disconnect (DELETE), the inbound hooks.
 
-PUT runs in the spec's order: the read-only probe of the credential (Telegram `getMe`; a real
+PUT runs in the spec's order: the read-only probe of the credential (Telegram `getMe` only; a real
 rejection is 422 and stores nothing), then the local write (committed), then the provider webhook
-registration (`setWebhook`), whose failure leaves the credential saved and inbound not live (retry
-with verify). DELETE tries the provider-side removal first (`deleteWebhook`, short deadline) and
+registration (`setWebhook`, Viber `set_webhook`, OK.ru `me/subscribe`, Max `POST /subscriptions`,
+Cian `subscribe-webhook`, AliExpress's unverified subscribe; `wa`, `fb`, `apple` have none), whose
+failure leaves the credential saved and inbound not live (retry with verify). DELETE tries the
+provider-side removal first (`tg` deleteWebhook, `cian` unsubscribe-webhook; short deadline) and
 never lets it block. Connecting and verifying need a paid plan; removing never does. Requests to
 these routes count 10 per minute per widget (sliding window) before any provider is called. Every
 successful write purges the widget cache (widget.config_changed).
@@ -12,7 +14,9 @@ successful write purges the widget cache (widget.config_changed).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
+import json
 import secrets
 import unicodedata
 from dataclasses import dataclass
@@ -31,15 +35,15 @@ from apps.webhooks import services as webhooks
 
 from . import selectors
 from .models import CustomChannel, InboundUpdate, MessengerConnection, VkCommunity
-from .providers import telegram, vk
+from .providers import registry, telegram, vk
+from .providers.base import Credential, HookRequest
 from .services import link_external_contact
 
 PROVIDERS = ("tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom")
 NOT_WRITABLE = ("vk", "custom")
 WITH_SID = ("wa", "apple")
-# Providers whose connection this deployment carries out end to end (probe, registration, inbound,
-# outbound). The others answer 409 provider_unavailable on PUT and verify; reads and DELETE work.
-CONNECTABLE = ("tg",)
+# Every writable provider is connected through PUT: Telegram by its own module, the others through
+# the generic path of `providers.registry` (registration, signed or secret-carrying hook, send call).
 PROVIDER_CALLS = Budget("messenger_provider_calls", 10, 60)
 SOURCE_TG = "tg"
 
@@ -54,10 +58,6 @@ class PlanRequired(Conflict):
 
 class NotConnected(Conflict):
     code, title = "not_connected", "Nothing is stored for this provider"
-
-
-class ProviderUnavailable(Conflict):
-    code, title = "provider_unavailable", "This provider cannot be connected on this deployment yet"
 
 
 class CredentialRejected(ValidationFailed):
@@ -130,20 +130,41 @@ def _writable(widget: Widget, provider: str) -> None:
         raise NotWritable(f"`{provider}` is not writable through this endpoint.")
     if not billing.has_paid_plan(widget.account):
         raise PlanRequired("Connecting and verifying messengers need a paid plan.")
-    if provider not in CONNECTABLE:
-        raise ProviderUnavailable(f"Connecting `{provider}` is not available on this deployment yet.")
 
 
 # --- connect, verify, disconnect ------------------------------------------------------------------
 
 
+def credential(conn: MessengerConnection) -> Credential | None:
+    """The stored credential, decrypted; None when it cannot be read (key dropped) or is gone."""
+    token = webhooks.decrypt_secret(conn.token_encrypted) if conn.token_encrypted else None
+    sid = webhooks.decrypt_secret(conn.sid_encrypted) if conn.sid_encrypted else ""
+    if not token or sid is None:
+        return None
+    return Credential(token=token, sid=sid, url=conn.url)
+
+
+def hook_url(conn: MessengerConnection, base_url: str) -> str:
+    """The absolute URL registered at the provider; providers that sign nothing and echo no secret
+    header get our hook secret in the query (`?token=`, redacted in logs)."""
+    url = base_url.rstrip("/") + hook_path(conn)
+    provider = registry.get(conn.provider)
+    if provider is not None and provider.hook_auth == "query":
+        url += "?token=" + (webhooks.decrypt_secret(conn.hook_secret_encrypted) or "")
+    return url
+
+
 def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
-    token = webhooks.decrypt_secret(conn.token_encrypted)
+    cred = credential(conn)
     secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
-    if token is None or secret is None:
+    provider = registry.get(conn.provider)
+    if cred is None or secret is None:
         outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.FAILED, "stored credential unreadable")
+    elif provider is not None:
+        registration = provider.register(cred, hook_url=hook_url, hook_secret=secret)
+        outcome = WebhookOutcome(registration.attempted, registration.status, registration.detail)
     else:
-        result = telegram.set_webhook(token, url=hook_url, secret_token=secret)
+        result = telegram.set_webhook(cred.token, url=hook_url, secret_token=secret)
         if result.ok:
             outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.REGISTERED)
         else:
@@ -167,24 +188,30 @@ def connect(
     """PUT: probe, local write, registration (see the module docstring). Runs outside a
     transaction: no database transaction is held while the provider is called."""
     _writable(widget, provider)
+    if "url" in data:  # `apple`: the gateway must be a real public https address
+        webhooks.check_destination(data["url"])
     check_provider_budget(widget)
     token = data["token"]
-    probe = telegram.get_me(token)
-    if probe.rejected:
-        raise CredentialRejected(
-            "Telegram rejected the token.", errors={"token": [f"Rejected by the provider: {probe.description}"]}
-        )
+    if provider == "tg":  # the read-only probe: the chat messenger only (endpoints.md, Rules)
+        probe = telegram.get_me(token)
+        if probe.rejected:
+            raise CredentialRejected(
+                "Telegram rejected the token.", errors={"token": [f"Rejected by the provider: {probe.description}"]}
+            )
     with transaction.atomic(), claim():
         conn = MessengerConnection.objects.select_for_update().filter(widget=widget, provider=provider).first()
         if conn is None:
             conn = MessengerConnection(widget=widget, provider=provider, hook_id=secrets.token_urlsafe(24))
-            conn.hook_secret_encrypted = webhooks.encrypt_secret(secrets.token_urlsafe(32))
+            # hex: every provider's secret alphabet takes it (Max allows letters, digits and `-`)
+            conn.hook_secret_encrypted = webhooks.encrypt_secret(secrets.token_hex(32))
         conn.token_encrypted = webhooks.encrypt_secret(token)
+        conn.sid_encrypted = webhooks.encrypt_secret(data["sid"]) if data.get("sid") else ""
+        conn.url = data.get("url", "")
         conn.webhook_status, conn.webhook_detail, conn.inbound_live = "", "", False
         conn.updated_at = timezone.now()
         conn.save()
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
-    outcome = _register(conn, hook_url=base_url.rstrip("/") + hook_path(conn))
+    outcome = _register(conn, hook_url=hook_url(conn, base_url))
     return get_row(widget, provider), outcome
 
 
@@ -199,15 +226,16 @@ def verify(
     check_provider_budget(widget)
     with claim():  # the key is used from here on: the provider is called next
         pass
-    outcome = _register(conn, hook_url=base_url.rstrip("/") + hook_path(conn))
+    outcome = _register(conn, hook_url=hook_url(conn, base_url))
     with transaction.atomic():
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return get_row(widget, provider), outcome
 
 
-def disconnect(*, widget: Widget, provider: str) -> None:
-    """DELETE: the provider-side removal first (Telegram deleteWebhook, never blocking), then the
-    stored credential. `custom` deactivates every custom channel. Never needs a paid plan."""
+def disconnect(*, widget: Widget, provider: str, base_url: str = "") -> None:
+    """DELETE: the provider-side removal first (Telegram deleteWebhook, Cian unsubscribe-webhook;
+    short deadline, never blocking), then the stored credential. `custom` deactivates every custom
+    channel. Never needs a paid plan."""
     if provider not in PROVIDERS:
         raise NotFound("No such provider.")
     check_provider_budget(widget)
@@ -226,10 +254,11 @@ def disconnect(*, widget: Widget, provider: str) -> None:
     conn = MessengerConnection.objects.filter(widget=widget, provider=provider).first()
     if conn is None:
         return
-    if provider == "tg":
-        token = webhooks.decrypt_secret(conn.token_encrypted)
-        if token:
-            telegram.delete_webhook(token)  # best effort: an inert webhook may remain
+    cred = credential(conn)
+    if provider == "tg" and cred is not None:
+        telegram.delete_webhook(cred.token)  # best effort: an inert webhook may remain
+    elif registry.get(provider) is not None and cred is not None:
+        registry.get(provider).unregister(cred, hook_url=hook_url(conn, base_url))  # a no-op but for cian
     with transaction.atomic():
         MessengerConnection.objects.filter(pk=conn.pk).delete()
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
@@ -290,6 +319,68 @@ def receive_telegram_update(*, conn: MessengerConnection, update: dict) -> Messa
         data=chat_services.MessageInput(body=text[:65536]),
         channel="tg",
         source=SOURCE_TG,
+    )
+
+
+# --- the other providers' hooks -------------------------------------------------------------------
+
+
+def _update_key(update_id: str) -> str:
+    """The dedupe key of a provider update id (long ids, such as Meta's, as their SHA-256)."""
+    return update_id if len(update_id) <= 64 else hashlib.sha256(update_id.encode()).hexdigest()
+
+
+def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) -> tuple[str, bytes]:
+    """One callback of a generic provider: authenticated with the provider's own mechanism (401
+    and nothing stored otherwise), then every user text message in it becomes a visitor message of
+    the provider's chat of that user, once per provider message id. Returns the content type and
+    body the provider expects back."""
+    provider = registry.get(conn.provider)
+    cred = credential(conn)
+    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted) or ""
+    if provider is None or cred is None or not provider.authentic(cred, secret, request):
+        raise HookUnauthorized("The provider's signature or secret does not match.")
+    try:
+        data = json.loads(request.body or b"")
+    except ValueError:
+        raise ValidationFailed("Not a provider event.", errors={"body": ["Not JSON."]}) from None
+    if not isinstance(data, dict):
+        raise ValidationFailed("Not a provider event.", errors={"body": ["Expected a JSON object."]})
+    for item in provider.parse(cred, data):
+        _store_inbound(conn, item)
+    return provider.hook_answer(data)
+
+
+def provider_handshake(*, conn: MessengerConnection, query: dict[str, str]) -> str:
+    """A provider's GET verification of our hook URL (Meta): the challenge to echo; 404 otherwise."""
+    provider = registry.get(conn.provider)
+    answer = provider.handshake(query) if provider is not None else None
+    if answer is None:
+        raise NotFound()
+    return answer
+
+
+@transaction.atomic
+def _store_inbound(conn: MessengerConnection, item) -> Message | None:
+    widget = conn.widget
+    try:
+        with transaction.atomic():
+            InboundUpdate.objects.create(widget=widget, provider=conn.provider, update_id=_update_key(item.update_id))
+    except IntegrityError:
+        return None  # a redelivered update makes no second message
+    link = link_external_contact(
+        widget=widget,
+        channel=conn.provider,
+        external_id=item.external_id[:255],
+        address=item.address[:255],
+        name=_display_name({"first_name": item.name}),
+    )
+    return chat_services.post_client_message(
+        widget=widget,
+        contact=link.contact,
+        data=chat_services.MessageInput(body=item.text[:65536]),
+        channel=conn.provider,
+        source=conn.provider,
     )
 
 

@@ -254,3 +254,30 @@ def queue_vk_delivery(*, widget: Widget, chat: Chat, message: Message) -> Outbou
     row.save()
     transaction.on_commit(delivery.trigger)
     return row
+
+
+def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+    """Inside the message's transaction: an operator message of a chat on one of the generic
+    providers (`wa`, `vb`, `fb`, `ok`, `mx`, `cian`, `ali`, `apple`) as that provider's send call
+    (keyboards as `label: url` lines), sent after commit. The stored body has no credential."""
+    from .providers import registry
+
+    provider = registry.get(chat.channel)
+    if provider is None or not is_deliverable(message):
+        return None
+    if (
+        not MessengerConnection.objects.filter(widget=widget, provider=chat.channel)
+        .exclude(token_encrypted="")
+        .exists()
+    ):
+        return None
+    link = selectors.external_contact_for(widget, channel=chat.channel, contact_id=chat.contact_id)
+    if link is None:
+        return None
+    row = OutboundDelivery(widget=widget, channel=chat.channel, chat=chat, message=message)
+    payload = provider.send_payload(address=link.address, text=payloads.text_with_link_lines(message))
+    row.body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    row.next_attempt_at = timezone.now()
+    row.save()
+    transaction.on_commit(delivery.trigger)
+    return row

@@ -42,10 +42,10 @@ class CompatBotAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        bot, token = services.create_compat_bot(widget=obj.widget, url=obj.url)
+        bot, token, signing_secret = services.create_compat_bot(widget=obj.widget, url=obj.url)
         obj.pk, obj.agent_id, obj.token_key, obj.token_hash = bot.pk, bot.agent_id, bot.token_key, bot.token_hash
-        obj.created_at = bot.created_at
-        messages.warning(request, f"Bot token (shown once): {token}")
+        obj.signing_secret_encrypted, obj.created_at = bot.signing_secret_encrypted, bot.created_at
+        messages.warning(request, f"Bot token (shown once): {token}; CLIENT_MESSAGE signing secret: {signing_secret}")
 
 
 class LegacyChatChannelForm(_CreateForm):

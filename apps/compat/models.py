@@ -26,6 +26,9 @@ class CompatBot(models.Model):
     # The token's public first part finds the row; its SHA-256 is compared in constant time.
     token_key = models.CharField(max_length=16, unique=True)
     token_hash = models.CharField(max_length=64)
+    # Fernet token (the webhooks' rotatable key set) of the secret CLIENT_MESSAGE posts are signed
+    # with (X-Service-Signature and the Standard Webhooks headers); shown once at creation.
+    signing_secret_encrypted = models.TextField(blank=True, default="")
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
 

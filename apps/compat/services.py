@@ -56,17 +56,73 @@ class ChannelDisabled(AppError):
 
 
 @transaction.atomic
-def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[CompatBot, str]:
-    """A bot of the legacy Bot API with its own automated operator; returns the bot and its path
-    token (shown once, stored as a lookup key and a SHA-256)."""
+def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[CompatBot, str, str]:
+    """A bot of the legacy Bot API with its own automated operator; returns the bot, its path token
+    (shown once, stored as a lookup key and a SHA-256) and the secret its CLIENT_MESSAGE posts are
+    signed with (shown once, stored encrypted under the webhooks' rotatable key set)."""
     webhooks.check_destination(url)
     key = secrets.token_hex(selectors.KEY_LENGTH // 2)
     token = key + secrets.token_hex(20)
+    signing_secret = webhooks.generate_secret()
     agent = Agent.objects.create(widget=widget, name=name, type=Agent.Type.AI, show_in_header=False)
     bot = CompatBot.objects.create(
-        widget=widget, agent=agent, url=url, token_key=key, token_hash=selectors.token_hash(token)
+        widget=widget,
+        agent=agent,
+        url=url,
+        token_key=key,
+        token_hash=selectors.token_hash(token),
+        signing_secret_encrypted=webhooks.encrypt_secret(signing_secret),
     )
-    return bot, token
+    return bot, token, signing_secret
+
+
+@transaction.atomic
+def reset_bot_signing_secret(*, bot: CompatBot) -> str:
+    """A new CLIENT_MESSAGE signing secret for the bot (the old one stops at once); shown once."""
+    signing_secret = webhooks.generate_secret()
+    CompatBot.objects.filter(pk=bot.pk).update(signing_secret_encrypted=webhooks.encrypt_secret(signing_secret))
+    return signing_secret
+
+
+@transaction.atomic
+def rotate_bot_keys() -> int:
+    """Re-encrypt every bot's CLIENT_MESSAGE signing secret under the newest WEBHOOK_SECRET_KEYS key
+    (after a key was added in front). Returns the number of bots rewritten."""
+    count = 0
+    for bot in (
+        CompatBot.objects.select_for_update()
+        .exclude(signing_secret_encrypted="")
+        .only("pk", "signing_secret_encrypted")
+    ):
+        CompatBot.objects.filter(pk=bot.pk).update(
+            signing_secret_encrypted=webhooks.rotate_token(bot.signing_secret_encrypted)
+        )
+        count += 1
+    return count
+
+
+def client_message_headers(*, bot: CompatBot, event_id: str, body: bytes) -> dict[str, str]:
+    """The headers of one CLIENT_MESSAGE attempt: signed like our webhooks (authentication path 2:
+    `X-Service-Signature: sha256=v1:<hex HMAC-SHA256 of the body>` and the Standard Webhooks
+    `webhook-id` / `webhook-timestamp` / `webhook-signature`), keyed by the bot's signing secret.
+    The legacy platform signs nothing; a legacy bot may ignore them, a migrated one should check."""
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "User-Agent": "ChatWidgetService-Compat/1",
+        "X-Service-Event": "CLIENT_MESSAGE",
+        "X-Service-Idempotency-Key": event_id,
+    }
+    secret = webhooks.decrypt_secret(bot.signing_secret_encrypted) if bot.signing_secret_encrypted else None
+    if secret:
+        ts = int(time.time())
+        headers |= {
+            "X-Service-Signature": webhooks.service_signature(secret, body),
+            "X-Service-Timestamp": str(ts),
+            "webhook-id": event_id,
+            "webhook-timestamp": str(ts),
+            "webhook-signature": webhooks.standard_signature(secret, event_id, ts, body),
+        }
+    return headers
 
 
 def create_compat_channel(*, widget: Widget, url: str) -> tuple[int, str]:
@@ -191,11 +247,7 @@ def send_client_message(delivery_id: int) -> str:
                     "POST",
                     delivery.bot.url,
                     body=body,
-                    headers={
-                        "Content-Type": "application/json; charset=utf-8",
-                        "User-Agent": "ChatWidgetService-Compat/1",
-                        "X-Service-Idempotency-Key": str(delivery.event_id),
-                    },
+                    headers=client_message_headers(bot=delivery.bot, event_id=str(delivery.event_id), body=body),
                     timeout=(BOT_TIMEOUT, BOT_TIMEOUT),
                     max_bytes=RESPONSE_CAP,
                     deadline=BOT_TIMEOUT,

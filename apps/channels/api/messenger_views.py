@@ -18,6 +18,7 @@ from apps.core.errors import InvalidJSON, NotFound, ValidationFailed
 
 from .. import cabinets, messengers
 from ..models import AdCabinet, VkCommunity
+from ..providers.base import HookRequest
 from . import serializers as s
 
 PROVIDER_PARAM = OpenApiParameter(
@@ -65,16 +66,21 @@ class MessengerDetailView(ScopedAPIView):
             "Replaces the stored credential whole. Order: the read-only probe (`tg`: getMe; a real rejection is "
             "422 `credential_rejected` and stores nothing), the local write, then the provider webhook "
             "registration, whose failure leaves the credential saved and inbound not live (retry with verify). "
-            "`vk` and `custom` are 422 `not_writable`; without a paid plan 409 `plan_required`; providers this "
-            "deployment cannot connect yet 409 `provider_unavailable`. 10 provider calls per minute per widget."
+            "Bodies: `{token}` for `tg`, `vb`, `fb`, `ok`, `mx`, `cian`, `ali`; `{token, sid}` for `wa`; "
+            "`{token, sid, url}` for `apple` (`url` https, public); any other member is 422. Registration: `tg` "
+            "setWebhook, `vb` set_webhook, `ok` subscribe, `mx` subscription, `cian` subscribe (registered or "
+            "failed); `ali` an unverified subscribe (`unconfirmed_provider_api`); `wa`, `fb`, `apple` have no "
+            "webhook mechanism (`attempted: false`, `not_supported`). "
+            "`vk` and `custom` are 422 `not_writable`; without a paid plan 409 `plan_required`. "
+            "10 provider calls per minute per widget."
         ),
         parameters=[PROVIDER_PARAM],
-        request=s.TelegramTokenInput,
+        request=s.MessengerCredentialDoc,
         responses={200: s.MessengerWriteDoc},
     )
     def put(self, request, provider: str):
         messengers._writable(request.widget, provider)
-        data = self.validated(s.TelegramTokenInput)
+        data = self.validated(s.credential_input(provider))
         row, outcome = messengers.connect(
             widget=request.widget,
             provider=provider,
@@ -86,13 +92,14 @@ class MessengerDetailView(ScopedAPIView):
 
     @extend_schema(
         summary="Disconnect a messenger",
-        description="Provider-side removal first (`tg`: deleteWebhook), never blocking; then the stored credential "
-        "is gone. `custom` deactivates every custom channel. No paid plan needed.",
+        description="Provider-side removal first (`tg`: deleteWebhook, `cian`: unsubscribe; the others have no "
+        "unregister call and an inert webhook may remain), never blocking; then the stored credential is gone. "
+        "`custom` deactivates every custom channel. No paid plan needed.",
         parameters=[PROVIDER_PARAM],
         responses={204: None},
     )
     def delete(self, request, provider: str):
-        messengers.disconnect(widget=request.widget, provider=provider)
+        messengers.disconnect(widget=request.widget, provider=provider, base_url=_base_url(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -121,18 +128,38 @@ class MessengerVerifyView(ScopedAPIView):
 
 class ProviderHookView(APIView):
     """Inbound provider webhooks. SECURITY: no bearer token; each provider's own mechanism
-    authenticates the call (Telegram: X-Telegram-Bot-Api-Secret-Token, compared in constant time).
-    An unknown hook is 404."""
+    authenticates the call, compared in constant time (Telegram: X-Telegram-Bot-Api-Secret-Token;
+    VK: the event's secret; Viber: X-Viber-Content-Signature; Meta: X-Hub-Signature-256 with the
+    app secret; Max: X-Max-Bot-Api-Secret; Apple: the gateway's HS256 JWT; OK.ru, Cian,
+    AliExpress: our secret in the registered URL). An unknown hook is 404."""
 
     authentication_classes = ()
     permission_classes = ()
     parser_classes = ()
     schema = None
 
+    def get(self, request, provider: str, hook_id: str):
+        """Meta's verification of the callback URL (`hub.challenge` echoed); 404 for any other."""
+        conn = messengers.find_hook(provider, hook_id)
+        if conn is None:
+            raise NotFound()
+        challenge = messengers.provider_handshake(conn=conn, query={k: v for k, v in request.GET.items()})
+        return HttpResponse(challenge.encode(), content_type="text/plain; charset=utf-8")
+
     def post(self, request, provider: str, hook_id: str):
         conn = messengers.find_hook(provider, hook_id)
-        if conn is None or provider not in ("tg", "vk"):
+        if conn is None or provider == "custom":
             raise NotFound()
+        if provider not in ("tg", "vk"):
+            content_type, body = messengers.receive_provider_hook(
+                conn=conn,
+                request=HookRequest(
+                    body=request.body or b"",
+                    headers={k.lower(): v for k, v in request.headers.items()},
+                    query={k: v for k, v in request.GET.items()},
+                ),
+            )
+            return HttpResponse(body, content_type=content_type)
         if provider == "vk":
             event = self._json(request)
             answer = messengers.receive_vk_event(conn=conn, event=event)

@@ -90,6 +90,59 @@ class TelegramTokenInput(InputSerializer):
         return value
 
 
+_PRINTABLE = r"[\x21-\x7e]{1,512}"  # printable ASCII, no spaces: every provider's token alphabet
+_SID = r"[A-Za-z0-9_.:@-]{1,128}"
+
+
+class ProviderTokenInput(InputSerializer):
+    token = StrictCharField(
+        min_length=1, max_length=512, trim_whitespace=False, help_text="The provider's access token (write-only)."
+    )
+
+    def validate_token(self, value: str) -> str:
+        import re
+
+        if not re.fullmatch(_PRINTABLE, value):
+            raise serializers.ValidationError("Printable ASCII without spaces, at most 512 characters.")
+        return value
+
+
+class ProviderTokenSidInput(ProviderTokenInput):
+    sid = StrictCharField(
+        min_length=1,
+        max_length=128,
+        trim_whitespace=False,
+        help_text="`wa`: the WhatsApp business phone number id; `apple`: the business id.",
+    )
+
+    def validate_sid(self, value: str) -> str:
+        import re
+
+        if not re.fullmatch(_SID, value):
+            raise serializers.ValidationError("Letters, digits and `_.:@-`, at most 128 characters.")
+        return value
+
+
+class AppleInput(ProviderTokenSidInput):
+    url = StrictCharField(
+        max_length=2048, help_text="The messaging gateway's endpoint: https, a public address (checked)."
+    )
+
+
+def credential_input(provider: str) -> type[InputSerializer]:
+    """The PUT body of a provider: `{token}` (`tg` a bot token), `{token, sid}` for `wa`,
+    `{token, sid, url}` for `apple`; any other member is 422."""
+    return {"tg": TelegramTokenInput, "wa": ProviderTokenSidInput, "apple": AppleInput}.get(
+        provider, ProviderTokenInput
+    )
+
+
+class MessengerCredentialDoc(serializers.Serializer):
+    token = serializers.CharField(help_text="Every provider: its access token (`tg`: the bot token). Write-only.")
+    sid = serializers.CharField(required=False, help_text="`wa` and `apple` only (required there).")
+    url = serializers.CharField(required=False, help_text="`apple` only (required there): https, public.")
+
+
 class VkCommunityDoc(serializers.Serializer):
     id = serializers.IntegerField()
     community_id = serializers.IntegerField()

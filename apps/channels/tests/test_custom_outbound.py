@@ -195,3 +195,38 @@ def test_the_rotation_command_prints_the_count(setup):
     out = StringIO()
     call_command("rotate_channel_keys", stdout=out)
     assert json.loads(out.getvalue()) == {"rotated": 1}
+
+
+def test_a_batch_is_recorded_together_and_a_row_changed_meanwhile_is_left_alone(widget, setup, receiver):
+    channel, chat, agent = setup
+    rows = [OutboundDelivery.objects.get(message=reply(widget, chat, agent, body=f"m{n}")) for n in range(4)]
+    outcomes = []
+    for n, row in enumerate(rows):
+        error = "" if n < 2 else "http_503"
+        outcomes.append(engine.Outcome(row, timezone.now(), 5, 200 if not error else 503, error, False))
+    OutboundDelivery.objects.filter(pk=rows[3].pk).update(status="failed")  # failed by hand meanwhile
+    assert engine._record(outcomes) == ["delivered", "delivered", "pending", "gone"]
+    for row in rows:
+        row.refresh_from_db()
+    assert [(r.status, r.attempts) for r in rows] == [("delivered", 1), ("delivered", 1), ("pending", 1), ("failed", 0)]
+    assert rows[2].next_attempt_at > timezone.now() + timedelta(seconds=9)
+    assert OutboundAttempt.objects.filter(delivery__in=rows).count() == 3
+    # the same outcome again (a second sender that leased the row after its lease ran out) moves nothing
+    assert engine._record(outcomes[:1]) == ["gone"]
+
+
+def test_the_query_count_of_a_batch_does_not_grow_with_its_size(widget, setup, receiver):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    channel, chat, agent = setup
+    counts = []
+    for size in (3, 12):
+        for n in range(size):
+            reply(widget, chat, agent, body=f"m{n}")
+        with CaptureQueriesContext(connection) as queries:
+            assert engine.deliver_due(max_seconds=20) == size
+        counts.append(len(queries))
+    receiver.wait_for(15)
+    assert counts[0] == counts[1] <= 14  # lease, batch read, lock, one update, one insert, the empty lease
+    assert OutboundDelivery.objects.filter(status="delivered").count() == 15

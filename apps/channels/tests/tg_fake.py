@@ -140,3 +140,26 @@ class TelegramFake:
     def methods(self) -> list[str]:
         with self.lock:
             return [c.method for c in self.calls]
+
+
+def main() -> None:
+    """A fake in a process of its own (benchmarks): `python -m apps.channels.tests.tg_fake TOKEN...`
+    prints `{"base", "ca_path"}` as one JSON line and serves until its stdin closes."""
+    import sys
+
+    fake = TelegramFake(valid_tokens=set(sys.argv[1:])).start()
+    fake.calls = _Discarded()
+    print(json.dumps({"base": fake.base, "ca_path": str(fake.ca_path)}), flush=True)
+    sys.stdin.read()
+    fake.stop()
+
+
+class _Discarded(list):
+    """A call log that keeps nothing (a long benchmark run would only grow it)."""
+
+    def append(self, item: object) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    main()

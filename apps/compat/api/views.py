@@ -18,8 +18,9 @@ from apps.chats.models import Message
 from apps.core.api.parsers import loads
 from apps.core.api.serializers import validate_input
 from apps.core.errors import AppError, InvalidJSON, NotAuthenticated, NotFound, ValidationFailed
+from apps.core.ratelimit import client_address
 
-from .. import selectors, services
+from .. import selectors, services, throttle
 from . import serializers as s
 from .schema import CompatAutoSchema, compat_schema
 
@@ -42,6 +43,18 @@ def _object(data) -> dict:
     return data
 
 
+THROTTLE_RESPONSES = {
+    429: OpenApiResponse(
+        description="This address sent too many unknown secrets (`COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR`, "
+        "30 by default): every compat request from it is refused until the hour frees up (`Retry-After`)."
+    ),
+    503: OpenApiResponse(
+        description="Over `COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE` (600 by default) from one address: retry after "
+        "`Retry-After` (a 5xx, which the legacy senders retry; a 4xx would be final for them)."
+    ),
+}
+
+
 class CompatView(APIView):
     """No bearer token (the secret is in the path), no DRF parsing (the body is read raw)."""
 
@@ -49,6 +62,10 @@ class CompatView(APIView):
     permission_classes = ()
     parser_classes = ()
     schema = CompatAutoSchema()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        throttle.admit(client_address(request))  # per-address budgets, before any secret lookup
 
 
 def _bot_message_input(message: dict) -> chat_services.MessageInput:
@@ -91,11 +108,13 @@ class BotView(CompatView):
             403: OpenApiResponse(description="Bot disabled, or the chat is not the bot's"),
             404: OpenApiResponse(description="No such chat"),
             422: OpenApiResponse(description="Malformed or non-JSON body"),
+            **THROTTLE_RESPONSES,
         },
     )
     def post(self, request, token: str):
         bot = selectors.find_bot(token)
         if bot is None:
+            throttle.unknown_secret(client_address(request))
             raise InvalidBotToken("Unknown bot token.")
         data = validate_input(s.BotEventInput, _object(_body(request)))
         kind, chat_id = data["kind"], data["chat_id"]
@@ -111,9 +130,10 @@ class BotView(CompatView):
         return Response({"status": "rating_requested", "message_id": message.pk})
 
 
-def _chat_channel(secret: str):
+def _chat_channel(request, secret: str):
     channel = channel_selectors.find_legacy_chat_channel(secret)
     if channel is None:
+        throttle.unknown_secret(client_address(request))
         raise NotFound("No such channel.")
     if not channel.is_active:
         raise services.ChannelDisabled("This channel is disabled.")
@@ -136,10 +156,11 @@ class ChatView(CompatView):
             403: OpenApiResponse(description="Channel disabled"),
             404: OpenApiResponse(description="Unknown channel secret"),
             422: OpenApiResponse(description="Malformed or non-JSON body, or not a text message"),
+            **THROTTLE_RESPONSES,
         },
     )
     def post(self, request, secret: str):
-        channel = _chat_channel(secret)
+        channel = _chat_channel(request, secret)
         data = validate_input(s.ChatEventInput, _object(_body(request)))
         try:
             message = channel_services.receive_custom_message(
@@ -169,9 +190,10 @@ class ChatStatusView(CompatView):
             (200, "text/plain"): OpenApiResponse(response=str, description="`0` or `1`"),
             403: OpenApiResponse(description="Channel disabled"),
             404: OpenApiResponse(description="Unknown channel secret"),
+            **THROTTLE_RESPONSES,
         },
     )
     def get(self, request, secret: str):
-        channel = _chat_channel(secret)
+        channel = _chat_channel(request, secret)
         online = channel_selectors.is_online(channel.widget, channel)
         return HttpResponse(b"1" if online else b"0", content_type="text/plain; charset=utf-8")

@@ -49,12 +49,22 @@ def call(client, token, body, raw=False):
 
 
 def test_a_visitor_message_is_posted_to_the_bot_as_client_message(
-    widget, bot, receiver, django_capture_on_commit_callbacks
+    widget, bot_and_token, receiver, django_capture_on_commit_callbacks
 ):
+    from apps.webhooks import services as webhooks
+
     with django_capture_on_commit_callbacks(execute=True):
         message = visitor_writes(widget, "Can you help me?")
     hit = receiver.wait_for(1)[0]
     body = hit.json()
+    # signed like our webhooks, with the bot's own signing secret
+    secret = bot_and_token[2]
+    assert hit.header("x-service-signature") == webhooks.service_signature(secret, hit.body)
+    ts = int(hit.header("webhook-timestamp"))
+    assert hit.header("webhook-id") == body["id"] == hit.header("x-service-idempotency-key")
+    assert hit.header("webhook-signature") == webhooks.standard_signature(secret, body["id"], ts, hit.body)
+    assert hit.header("x-service-event") == "CLIENT_MESSAGE"
+    assert hit.header("x-service-signature") != webhooks.service_signature("whsec_other", hit.body)
     assert body["event"] == "CLIENT_MESSAGE"
     assert body["chat_id"] == str(message.chat_id) and isinstance(body["chat_id"], str)
     assert body["client_id"] == message.chat.contact.guid
@@ -249,6 +259,38 @@ def test_create_compat_bot_command(widget, receiver):
     out = StringIO()
     call_command("create_compat_bot", "--widget", str(widget.pk), "--url", receiver.url("/b"), stdout=out)
     printed = json.loads(out.getvalue())
-    assert set(printed) == {"bot_token", "agent_id"}
+    assert set(printed) == {"bot_token", "agent_id", "signing_secret"}
     bot = CompatBot.objects.get(agent_id=printed["agent_id"])
     assert printed["bot_token"] not in bot.token_hash and bot.agent.type == Agent.Type.AI
+    assert printed["signing_secret"] not in bot.signing_secret_encrypted
+    from apps.webhooks import services as webhooks
+
+    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == printed["signing_secret"]
+    out = StringIO()
+    call_command("reset_compat_bot_secret", "--bot", str(bot.pk), stdout=out)
+    reset = json.loads(out.getvalue())
+    assert reset["bot_id"] == bot.pk and reset["signing_secret"] != printed["signing_secret"]
+    bot.refresh_from_db()
+    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == reset["signing_secret"]
+
+
+def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, settings):
+    from io import StringIO
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    from apps.webhooks import services as webhooks
+
+    first = Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [first]
+    bot, _, secret = services.create_compat_bot(widget=widget, url=receiver.url("/bot"))
+    before = bot.signing_secret_encrypted
+    settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
+    out = StringIO()
+    call_command("rotate_compat_keys", stdout=out)
+    assert json.loads(out.getvalue()) == {"rotated": 1}
+    bot.refresh_from_db()
+    assert bot.signing_secret_encrypted != before
+    settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
+    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == secret

@@ -45,7 +45,7 @@ def replay(example: dict, **ids) -> str:
 
 
 def test_bot_api_rehearsal(client, widget, receiver, monkeypatch, django_capture_on_commit_callbacks):
-    bot, token = services.create_compat_bot(widget=widget, url=receiver.url("/bot"))
+    bot, token, _ = services.create_compat_bot(widget=widget, url=receiver.url("/bot"))
     docs = EXAMPLES["bot"]
     url = f"/api/compat/legacy/bot/{token}"
 

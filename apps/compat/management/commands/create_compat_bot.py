@@ -6,7 +6,10 @@ from apps.core.models import Widget
 
 
 class Command(OperatorCommand):
-    help = "Create a bot of the legacy Bot API for a widget; prints its path token (once) and its operator id."
+    help = (
+        "Create a bot of the legacy Bot API for a widget; prints its path token and the secret its "
+        "CLIENT_MESSAGE posts are signed with (both once) and its operator id."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--widget", required=True, help="numeric id or button_guid")
@@ -18,7 +21,7 @@ class Command(OperatorCommand):
         except Widget.DoesNotExist:
             self.fail(f"no widget {widget!r}")
         try:
-            bot, token = services.create_compat_bot(widget=target, url=url)
+            bot, token, signing_secret = services.create_compat_bot(widget=target, url=url)
         except ValidationFailed as exc:
             self.fail(f"invalid --url: {'; '.join((exc.errors or {}).get('url', [exc.detail]))}")
-        self.emit_json({"bot_token": token, "agent_id": bot.agent_id})
+        self.emit_json({"bot_token": token, "agent_id": bot.agent_id, "signing_secret": signing_secret})

@@ -1,0 +1,98 @@
+"""Apple Messages for Business through the business's messaging gateway (`{token, sid, url}`: the
+gateway's shared secret, the business id, and the gateway's https endpoint, which must be a public
+address). There is no registration call (the gateway is configured in Apple Business Register), so
+PUT answers `webhook: {attempted: false, status: "not_supported"}`.
+
+Both directions carry Apple's headers: `id` (the message id), `Source-Id`, `Destination-Id`, and
+`Authorization: Bearer <JWT>` signed HS256 with the shared secret. Inbound, the JWT is verified
+(signature, `exp` when present), `Destination-Id` must be our business id and the message's
+`Source-Id` is the customer; outbound, our JWT has `iss` = the business id and the body is
+`{"v": 1, "type": "text", "id", "sourceId", "destinationId", "body"}` posted to the gateway URL."""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import time
+import uuid
+
+from .base import Credential, HookRequest, Inbound, Provider, SendRequest, json_body, same
+
+TOKEN_LIFETIME = 300  # seconds
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def sign_jwt(secret: str, claims: dict) -> str:
+    head = _b64(json_body({"alg": "HS256", "typ": "JWT"}))
+    body = _b64(json_body(claims))
+    mac = hmac.new(secret.encode(), f"{head}.{body}".encode(), "sha256").digest()
+    return f"{head}.{body}.{_b64(mac)}"
+
+
+def verify_jwt(secret: str, token: str, *, now: float | None = None) -> bool:
+    parts = token.split(".")
+    if len(parts) != 3 or not secret:
+        return False
+    try:
+        header = json.loads(_unb64(parts[0]))
+        claims = json.loads(_unb64(parts[1]))
+    except (ValueError, TypeError):
+        return False
+    if not isinstance(header, dict) or header.get("alg") != "HS256" or not isinstance(claims, dict):
+        return False
+    expected = _b64(hmac.new(secret.encode(), f"{parts[0]}.{parts[1]}".encode(), "sha256").digest())
+    if not same(expected, parts[2]):
+        return False
+    exp = claims.get("exp")
+    if exp is not None and (not isinstance(exp, int | float) or isinstance(exp, bool) or exp < (now or time.time())):
+        return False
+    return True
+
+
+class Apple(Provider):
+    code = "apple"
+    fields = ("token", "sid", "url")
+
+    def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
+        auth = request.headers.get("authorization") or ""
+        if not auth.startswith("Bearer ") or not verify_jwt(cred.token, auth[7:]):
+            return False
+        return same(cred.sid, request.headers.get("destination-id"))
+
+    def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        text, mid, user = data.get("body"), data.get("id"), data.get("sourceId")
+        if data.get("type") != "text" or not (isinstance(text, str) and text.strip()):
+            return []
+        if not (isinstance(mid, str) and mid and isinstance(user, str) and user):
+            return []
+        return [Inbound(mid, user, user, text)]
+
+    def send_payload(self, *, address: str, text: str) -> dict:
+        return {"v": 1, "type": "text", "id": str(uuid.uuid4()), "destinationId": address, "body": text or " "}
+
+    def send_request(self, cred: Credential, stored: dict) -> SendRequest:
+        body = {**stored, "sourceId": cred.sid}
+        now = int(time.time())
+        token = sign_jwt(cred.token, {"iss": cred.sid, "iat": now, "exp": now + TOKEN_LIFETIME})
+        return SendRequest(
+            cred.url,
+            json_body(body),
+            {
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {token}",
+                "id": stored["id"],
+                "Source-Id": cred.sid,
+                "Destination-Id": stored["destinationId"],
+            },
+        )
+
+
+PROVIDER = Apple()

@@ -1,0 +1,146 @@
+"""Meta's Graph API: Facebook Messenger (Send API) and WhatsApp Business (Cloud API).
+
+Neither has a webhook registration call a page or number token can make (the app's webhook is set
+in Meta's app dashboard), so PUT answers `webhook: {attempted: false, status: "not_supported"}`.
+Meta signs every callback: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>` keyed by
+the app secret of the Meta app that delivers it, the deployment's setting
+`PROVIDER_APP_SECRET_FB` / `PROVIDER_APP_SECRET_WA` (unset: every callback is refused). The app's
+GET verification of the callback URL is answered with `PROVIDER_VERIFY_TOKEN_FB` / `_WA`.
+Sends authenticate with `Authorization: Bearer <token>`; errors are `{"error": {message, code}}`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from .base import (
+    Credential,
+    HookRequest,
+    Inbound,
+    Provider,
+    SendRequest,
+    hmac_hex,
+    json_body,
+    same,
+    short,
+)
+
+GRAPH_VERSION = "v19.0"
+
+
+def _signed(app_secret: str, request: HookRequest) -> bool:
+    if not app_secret:
+        return False
+    return same("sha256=" + hmac_hex(app_secret, request.body), request.headers.get("x-hub-signature-256"))
+
+
+class _Graph(Provider):
+    def answer_error(self, status_code: int, data: object) -> str:
+        if 200 <= status_code < 300 and isinstance(data, dict) and "error" not in data:
+            return ""
+        error = data.get("error") if isinstance(data, dict) else None
+        return short(error.get("message") if isinstance(error, dict) else f"HTTP {status_code}")
+
+    def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
+        return _signed(getattr(settings, f"PROVIDER_APP_SECRET_{self.code.upper()}", ""), request)
+
+    def handshake(self, query: dict[str, str]) -> str | None:
+        """Meta verifies a callback URL with `GET ?hub.mode=subscribe&hub.verify_token=..&hub.challenge=..`:
+        the challenge is echoed when the verify token is the deployment's
+        `PROVIDER_VERIFY_TOKEN_FB` / `_WA` (unset: never)."""
+        expected = getattr(settings, f"PROVIDER_VERIFY_TOKEN_{self.code.upper()}", "")
+        challenge = query.get("hub.challenge", "")
+        if query.get("hub.mode") != "subscribe" or not same(expected, query.get("hub.verify_token")):
+            return None
+        return challenge if challenge.isascii() and challenge.isalnum() and len(challenge) <= 128 else None
+
+    def _post(self, url: str, stored: dict, cred: Credential) -> SendRequest:
+        return SendRequest(
+            url, json_body(stored), {"Content-Type": "application/json", "Authorization": f"Bearer {cred.token}"}
+        )
+
+
+class Messenger(_Graph):
+    """Facebook Messenger: events `{"object": "page", "entry": [{"messaging": [{"sender": {"id"},
+    "message": {"mid", "text"}}]}]}`; replies `POST /{v}/me/messages` to the sender's page-scoped id."""
+
+    code = "fb"
+
+    def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        if data.get("object") != "page" or not isinstance(data.get("entry"), list):
+            return []
+        out = []
+        for entry in data["entry"]:
+            events = entry.get("messaging") if isinstance(entry, dict) else None
+            for event in events if isinstance(events, list) else []:
+                if not isinstance(event, dict):
+                    continue
+                message, sender = event.get("message"), event.get("sender")
+                if not isinstance(message, dict) or not isinstance(sender, dict) or message.get("is_echo"):
+                    continue
+                text, mid, user = message.get("text"), message.get("mid"), sender.get("id")
+                if isinstance(text, str) and text.strip() and isinstance(mid, str) and mid and isinstance(user, str):
+                    out.append(Inbound(mid, user, user, text))
+        return out
+
+    def send_payload(self, *, address: str, text: str) -> dict:
+        return {"recipient": {"id": address}, "messaging_type": "RESPONSE", "message": {"text": text or " "}}
+
+    def send_request(self, cred: Credential, stored: dict) -> SendRequest:
+        return self._post(f"{self.base}/{GRAPH_VERSION}/me/messages", stored, cred)
+
+
+class WhatsApp(_Graph):
+    """WhatsApp Cloud API: the credential is `{token, sid}` (`sid` the business phone number id);
+    events `{"object": "whatsapp_business_account", "entry": [{"changes": [{"field": "messages",
+    "value": {"metadata": {"phone_number_id"}, "contacts": [{"profile": {"name"}, "wa_id"}],
+    "messages": [{"from", "id", "type": "text", "text": {"body"}}]}}]}]}`; replies
+    `POST /{v}/{phone_number_id}/messages`. Messages to another number of the same app are ignored."""
+
+    code = "wa"
+    fields = ("token", "sid")
+
+    def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        if data.get("object") != "whatsapp_business_account" or not isinstance(data.get("entry"), list):
+            return []
+        out = []
+        for entry in data["entry"]:
+            changes = entry.get("changes") if isinstance(entry, dict) else None
+            for change in changes if isinstance(changes, list) else []:
+                value = change.get("value") if isinstance(change, dict) else None
+                if not isinstance(value, dict) or change.get("field") != "messages":
+                    continue
+                metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+                if str(metadata.get("phone_number_id") or "") != cred.sid:
+                    continue
+                names = {
+                    c.get("wa_id"): (c.get("profile") or {}).get("name")
+                    for c in value.get("contacts") or []
+                    if isinstance(c, dict) and isinstance(c.get("profile"), dict)
+                }
+                for message in value.get("messages") or []:
+                    if not isinstance(message, dict) or message.get("type") != "text":
+                        continue
+                    body = (message.get("text") or {}).get("body") if isinstance(message.get("text"), dict) else None
+                    mid, user = message.get("id"), message.get("from")
+                    if not (isinstance(body, str) and body.strip() and isinstance(user, str)):
+                        continue
+                    if isinstance(mid, str) and mid:
+                        out.append(Inbound(mid, user, user, body, short(names.get(user), 255)))
+        return out
+
+    def send_payload(self, *, address: str, text: str) -> dict:
+        return {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": address,
+            "type": "text",
+            "text": {"preview_url": True, "body": text or " "},
+        }
+
+    def send_request(self, cred: Credential, stored: dict) -> SendRequest:
+        return self._post(f"{self.base}/{GRAPH_VERSION}/{cred.sid}/messages", stored, cred)
+
+
+FB = Messenger()
+WA = WhatsApp()
