@@ -35,6 +35,7 @@ BEAT_SCHEDULE = {
     "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
     "support.purge_support_audit": ("apps.support.tasks.purge_support_audit", 3600),
     "channels.sweep_deliveries": ("apps.channels.tasks.sweep_deliveries", 15),
+    "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()
