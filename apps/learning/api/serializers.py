@@ -12,6 +12,7 @@ from apps.core.api.serializers import InputSerializer, StrictCharField
 from ..models import HistoryEntry, PersonaVersion, TuningCycle, Wish
 from ..selectors import MAX_PROBATION_HOURS, PROBATION_HOURS
 
+MAX_ID = 2**63 - 1
 ASSISTANT_HELP = "The assistant learning follows (one of the widget's); default: the effective assistant."
 
 
@@ -34,7 +35,7 @@ class WishListQuery(InputSerializer):
 
 
 class RevertInput(InputSerializer):
-    assistant_id = StrictIntegerField(required=False, min_value=1, help_text=ASSISTANT_HELP)
+    assistant_id = StrictIntegerField(required=False, min_value=1, max_value=MAX_ID, help_text=ASSISTANT_HELP)
     restore = serializers.ChoiceField(
         required=False,
         default="snapshot",
@@ -56,7 +57,7 @@ class PlainTextField(StrictCharField):
 
 class WishInput(InputSerializer):
     text = PlainTextField(min_length=1, max_length=2000, help_text="What the assistant should do better.")
-    assistant_id = StrictIntegerField(required=False, min_value=1, help_text=ASSISTANT_HELP)
+    assistant_id = StrictIntegerField(required=False, min_value=1, max_value=MAX_ID, help_text=ASSISTANT_HELP)
 
 
 class ApproveInput(InputSerializer):

@@ -38,9 +38,16 @@ def _no_body(request) -> None:
         raise ValidationFailed(errors={"body": ["This operation takes no body."]})
 
 
-def _assistant(request, assistant_id: int | None, *, missing: str):
-    """The selected assistant (or the effective one); an unknown id is `missing` ("404" or "422")."""
-    assistant = selectors.learning_assistant(request.widget, assistant_id)
+_NO_ROW = object()  # an id given but past any row's range (IdQueryField answers None): a missing one
+
+
+def _assistant(request, assistant_id, *, missing: str):
+    """The selected assistant (or the effective one when `assistant_id` is None); an unknown id is
+    `missing` ("404" or "422")."""
+    if assistant_id is _NO_ROW:
+        assistant = None
+    else:
+        assistant = selectors.learning_assistant(request.widget, assistant_id)
     if assistant is None and assistant_id is not None:
         if missing == "404":
             raise NotFound()
@@ -48,9 +55,15 @@ def _assistant(request, assistant_id: int | None, *, missing: str):
     return assistant
 
 
+def _given_id(query: dict):
+    if "assistant_id" not in query:
+        return None
+    return _NO_ROW if query["assistant_id"] is None else query["assistant_id"]
+
+
 def _query_assistant(view, *, missing: str):
     query = view.validated(s.AssistantQuery, data=query_data(view.request))
-    return _assistant(view.request, query.get("assistant_id"), missing=missing)
+    return _assistant(view.request, _given_id(query), missing=missing)
 
 
 # --- the control panel and the gates ----------------------------------------------------------------------
@@ -274,7 +287,7 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
         query = self.validated(s.WishListQuery, data=query_data(request))
         assistant = None
         if "assistant_id" in query:
-            assistant = _assistant(request, query["assistant_id"], missing="422")
+            assistant = _assistant(request, _given_id(query), missing="422")
         qs = selectors.filter_wishes(self.get_queryset(), status=query.get("status"), assistant=assistant)
         page = self.paginate_queryset(qs)
         return self.get_paginated_response([selectors.wish_payload(w) for w in page])

@@ -394,3 +394,11 @@ def test_credential_of_the_selected_assistant_is_used(
     run_tune(client, django_capture_on_commit_callbacks)
     assert TuningCycle.objects.get().status == "applied"
     assert own.api_requests and not wide.api_requests
+
+
+def test_an_assistant_id_past_any_row_is_unknown_not_the_default(client, assistant):
+    huge = "9" * 30
+    assert_problem(client.get(f"{BASE}/kill-switch?assistant_id={huge}"), 422)
+    assert_problem(client.get(f"{BASE}/history?assistant_id={huge}"), 404, "not_found")
+    assert_problem(client.get(f"/api/v1/wishes?assistant_id={huge}"), 422)
+    assert_problem(revert(client, 1, {"assistant_id": 2**63}), 422)
