@@ -175,6 +175,7 @@ class HistoryViewSet(_AssistantScoped, mixins.ListModelMixin):
     queryset = HistoryEntry.objects.all()
     cursor_ordering = ("-created_at", "-id")
     route_scopes = {"list": ["ai:read"]}
+    problem_statuses = {"list": [404]}
 
     @extend_schema(
         summary="Learning history",
@@ -268,7 +269,7 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
         "revert": ["ai:apply"],
     }
     idempotency_required = {"create", "approve", "reject", "revert"}
-    problem_statuses = {"create": [409], "approve": [409], "reject": [409], "revert": [409]}
+    problem_statuses = {"create": [404, 409], "approve": [409], "reject": [409], "revert": [409]}
 
     STATES = (
         "Statuses: `proposing` (the provider's rewrite is being made) -> `proposed` or `proposal_failed`; "
