@@ -36,6 +36,7 @@ BEAT_SCHEDULE = {
     "support.purge_support_audit": ("apps.support.tasks.purge_support_audit", 3600),
     "channels.sweep_deliveries": ("apps.channels.tasks.sweep_deliveries", 15),
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),
+    "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
 }
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()

@@ -314,6 +314,10 @@ SPECTACULAR_SETTINGS = {
         "AiProviderEnum": ["openai", "anthropic", "gigachat", "openai_compatible"],
         "MessengerProviderEnum": ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"],
         "AcceptedStatusEnum": ["accepted"],
+        "LearningCycleStatusEnum": "apps.learning.models.TuningCycle.Status",
+        "PersonaVersionSourceEnum": "apps.learning.models.PersonaVersion.Source",
+        "WishStatusEnum": "apps.learning.models.Wish.Status",
+        "PersonaRestoreEnum": ["snapshot", "previous"],
     },
 }
 

@@ -183,7 +183,7 @@ class WebServer(Process):
             try:
                 if requests.get(self.url("/healthz"), timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a slow first answer under load: ask again
                 pass
             time.sleep(0.2)
         raise AssertionError(f"the server did not answer /healthz in {timeout} s:\n{self.output()[-3000:]}")

@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Case, Q, When
 
 from apps.agents.models import Agent
 from apps.core import idempotency
@@ -215,6 +216,13 @@ class Resolved:
     configured_model: str | None
 
 
+_RUNNING = [status for status in Agent.Status.values if status != Agent.Status.BANNED]
+
+
+def _webhook_active(widget: Widget) -> bool:
+    return Agent.objects.filter(widget=widget, type=Agent.Type.WEBHOOK, status=Agent.Status.ACTIVE).exists()
+
+
 def resolve(widget: Widget, *, assistant_id, operator_id: int | None) -> Resolved:
     """The assistant, its operator and the credential, or the named 404/409 before any network call."""
     assistant = (
@@ -230,12 +238,24 @@ def resolve(widget: Widget, *, assistant_id, operator_id: int | None) -> Resolve
             raise errors.UnsupportedTransport("An external (webhook) operator cannot be tested here.")
         if operator.type != Agent.Type.AI:
             raise errors.OperatorNotFound("No such operator of this assistant.")
+        webhook = _webhook_active(widget)
     else:
-        bound = list(selectors.operators_of(widget, assistant).exclude(status=Agent.Status.BANNED).order_by("id")[:2])
+        # One query: the assistant's running AI operators (two tell "several") and, first, an active
+        # webhook operator (which makes the widget's chats untestable here).
+        rows = list(
+            Agent.objects.filter(widget=widget)
+            .filter(
+                Q(type=Agent.Type.AI, ai_assistant_id=assistant.pk, status__in=_RUNNING)
+                | Q(type=Agent.Type.WEBHOOK, status=Agent.Status.ACTIVE)
+            )
+            .order_by(Case(When(type=Agent.Type.WEBHOOK, then=0), default=1), "id")[:3]
+        )
+        webhook = bool(rows) and rows[0].type == Agent.Type.WEBHOOK
+        bound = [a for a in rows if a.type == Agent.Type.AI]
         if len(bound) > 1:
             raise errors.AmbiguousOperator("Several AI operators run this assistant; name one with operator_id.")
         operator = bound[0] if bound else None
-    if Agent.objects.filter(widget=widget, type=Agent.Type.WEBHOOK, status=Agent.Status.ACTIVE).exists():
+    if webhook:
         raise errors.UnsupportedTransport(
             "The widget's chats are answered by its external (webhook) operator, which this test cannot simulate."
         )
@@ -303,8 +323,16 @@ def release_slot(widget: Widget, token: str) -> None:
 
 
 def claim_key(widget: Widget, *, key: str, path: str) -> IdempotencyKey:
-    """Claim in a transaction of its own that commits now: the key stays taken whatever follows."""
+    """Claim in a statement of its own that commits now: the key stays taken whatever follows.
+
+    The common case, a fresh key, is one INSERT in autocommit (one round trip and the commit); only a
+    key that is taken already (reused, or an expired row to replace) takes the general claim path."""
     try:
+        if not transaction.get_connection().in_atomic_block:
+            try:
+                return IdempotencyKey.objects.create(widget=widget, key=key, method="POST", path=path[:500])
+            except IntegrityError:
+                pass  # taken: the general path below tells a reuse from an expired row
         with transaction.atomic():
             return idempotency.claim(widget=widget, key=key, method="POST", path=path)
     except IdempotencyKeyReused:
@@ -330,10 +358,17 @@ def consume_start(widget: Widget, row: IdempotencyKey) -> None:
 
 
 def record_result(row: IdempotencyKey, status: int) -> None:
+    """The recorded status is informative (the claim itself is what keeps the key, and a reuse never
+    replays it), so on PostgreSQL its commit does not wait for the disk flush."""
     try:
-        idempotency.record(row, status=status)
+        with transaction.atomic():
+            connection = transaction.get_connection()
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            idempotency.record(row, status=status)
     except DatabaseError:
-        pass  # the claim itself is what keeps the key; its recorded status is informative
+        pass
 
 
 # --- the run ----------------------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ class Server:
             try:
                 requests.get(f"{self.base}/healthz", timeout=5)
                 return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a slow first answer under load: ask again
                 time.sleep(0.2)
         self.__exit__(None, None, None)
         raise RuntimeError("the server did not answer within 60 s")

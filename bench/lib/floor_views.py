@@ -17,6 +17,7 @@ bench.lib.settings; the tenant is a `widget` query parameter because there is no
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 
 import psycopg
@@ -323,3 +324,55 @@ async def _copy_pieces(chat_id: int, widget_id: int):
 def transcript(request, chat_id: int):
     widget_id = int(request.GET["widget"])
     return StreamingHttpResponse(_copy_pieces(chat_id, widget_id), content_type="text/plain; charset=UTF-8")
+
+
+# --- the detached assistant test's request floor -------------------------------------------------------------
+
+_floor_clients: dict[tuple[str, str], object] = {}
+
+
+def _ai_floor_lookup(authorization: str, assistant_id: int):
+    """The token (the API's own lookup: one query, hash check, last-used touch) and the assistant's
+    credential (one query), or None."""
+    from apps.ai.models import Credential
+    from apps.core.auth.authentication import BearerTokenAuthentication
+    from apps.webhooks.services import decrypt_secret
+
+    scheme, _, raw = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = BearerTokenAuthentication.resolve(raw.strip())
+    credential = Credential.objects.filter(widget_id=token.widget_id, is_active=True).order_by("-id").first()
+    if credential is None:
+        return None
+    return credential.base_url, decrypt_secret(credential.api_key_encrypted), credential.model or "gpt-4o-mini"
+
+
+@csrf_exempt
+async def ai_test(request, assistant_id: int):
+    """The floor of POST /v1/ai/assistants/{id}/test: the same HTTP request shape with nothing but what
+    any implementation must do: an async Django view authenticates the bearer token (the API's lookup)
+    and reads the credential (one thread hop), parses the JSON body, makes one chat completion with the
+    official OpenAI SDK (async, its default keep-alive transport, one client per credential) and
+    answers JSON. Left out: DRF, scopes, the rate-limit counter, input rules, the assistant and
+    operator resolution, admission (in-flight slot, start budget), the committed idempotency claim and
+    its result, the guarded transport, the transformation."""
+    from asgiref.sync import sync_to_async
+
+    from apps.ai.testing import sdk_floor_client
+
+    found = await sync_to_async(_ai_floor_lookup)(request.META.get("HTTP_AUTHORIZATION", ""), assistant_id)
+    if found is None:
+        return HttpResponseNotFound()
+    base_url, api_key, model = found
+    question = json.loads(request.body)["question"]
+    client = _floor_clients.get((base_url, api_key))
+    if client is None:
+        # Trust the fake's authority (the benchmark's process made it; ours would be another).
+        ca_file = os.environ.get("REQUESTS_CA_BUNDLE")
+        client = _floor_clients[(base_url, api_key)] = sdk_floor_client(
+            base_url, api_key, is_async=True, ca_file=ca_file
+        )
+    response = await client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}])
+    body = {"data": {"answer": response.choices[0].message.content or "", "chat_created": False}}
+    return HttpResponse(json.dumps(body, ensure_ascii=False), content_type="application/json")

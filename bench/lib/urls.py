@@ -12,5 +12,6 @@ urlpatterns = [
     path("bench/chats/<int:chat_id>/transcript", floor_views.transcript),
     path("bench/visitor/<int:contact_id>/messages", floor_views.visitor_message),
     path("bench/webhook-subscriptions", floor_views.subscription_list),
+    path("bench/ai/assistants/<int:assistant_id>/test", floor_views.ai_test),
     *project_urlpatterns,
 ]
