@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("apps.billing.api.urls")),
     path("", include("apps.widget.api.urls")),
     path("", include("apps.ai.api.urls")),
+    path("", include("apps.kb.api.urls")),
     path("", include("apps.support.api.urls")),
     path("", include("apps.channels.api.urls")),
 ]

@@ -14,6 +14,12 @@ class AiConfig(AppConfig):
         # The widget app reports `credential_missing` in its translation status through this.
         widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
         _register_signing_binding(selectors)
+        # The knowledge base (a layer below) embeds and reports through these.
+        from apps.kb import services as kb_services
+
+        from .retrieval import KbHooks
+
+        kb_services.register_ai_hooks(KbHooks())
 
 
 def _register_signing_binding(selectors) -> None:
