@@ -5,8 +5,8 @@ import pytest
 from apps.core.models import IdempotencyKey
 from apps.kb import services
 from apps.kb.models import KbChunk, KbIndex
-from apps.kb.tests.conftest import idem
 from apps.kb.testing import OfflineHooks
+from apps.kb.tests.conftest import idem
 
 RULES = "/api/v1/kb/rules"
 pytestmark = pytest.mark.django_db
