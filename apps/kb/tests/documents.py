@@ -68,7 +68,7 @@ def samples() -> dict[str, tuple[str, bytes, str]]:
         "md": ("faq.md", b"# Returns\n\nUnused items can be returned within **30 days**.", "returned within"),
         "html": ("delivery.html", HTML.encode(), "Courier delivery inside the ring road"),
         "csv": ("prices.csv", "item,price\nкабель,300\nзарядка,900\n".encode(), "item: зарядка"),
-        "json": ("faq.json", '{"faq": [{"q": "Hours?", "a": "We open at nine"}]}'.encode(), "We open at nine"),
+        "json": ("faq.json", b'{"faq": [{"q": "Hours?", "a": "We open at nine"}]}', "We open at nine"),
         "pdf": ("terms.pdf", pdf_bytes("Warranty lasts twelve months"), "Warranty lasts twelve months"),
         "docx": ("guide.docx", docx_bytes("Гарантия на технику 12 месяцев"), "Гарантия на технику"),
         "odt": ("guide.odt", odt_bytes("Самовывоз с Тверской улицы"), "Самовывоз с Тверской"),

@@ -5,8 +5,8 @@ import pytest
 from apps.kb import services
 from apps.kb.hooks import AssistantInfo
 from apps.kb.models import KbDocument
-from apps.kb.tests.conftest import idem
 from apps.kb.testing import OfflineHooks
+from apps.kb.tests.conftest import idem
 
 pytestmark = pytest.mark.django_db
 SEARCH, SOURCES, STATUS = "/api/v1/kb/search", "/api/v1/kb/sources", "/api/v1/kb/status"

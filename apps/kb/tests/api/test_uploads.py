@@ -6,9 +6,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from apps.core.models import File, IdempotencyKey
 from apps.kb import services
 from apps.kb.models import KbChunk, KbDocument
+from apps.kb.testing import OfflineHooks
 from apps.kb.tests.conftest import idem
 from apps.kb.tests.documents import pdf_bytes, samples
-from apps.kb.testing import OfflineHooks
 
 UPLOADS = "/api/v1/kb/uploads"
 pytestmark = pytest.mark.django_db
