@@ -14,6 +14,7 @@ cannot embed are skipped), the assistants and the master switch.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -102,9 +103,10 @@ class ChainEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> kb_services.hooks.Embedded:
         last: ProviderError | None = None
+        deadline = time.monotonic() + EMBED_DEADLINE_SECONDS
         for config in self.chain:
             try:
-                vectors = provider_embed([config], list(texts), deadline=EMBED_DEADLINE_SECONDS)
+                vectors = provider_embed([config], list(texts), deadline=deadline)
             except ProviderError as exc:
                 last = exc
                 if exc.kind in RETRYABLE_KINDS:

@@ -120,6 +120,7 @@ class RuleViewSet(
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
+        operation_id="kb_rules_delete_source",
         summary="Delete a source's rules",
         description="`?source_ref=` (required, else 422): deletes every rule of that source and answers "
         "`{deleted}` (0 for a source with no rules). An upload's document stays listed with its chunk count at 0.",
@@ -142,7 +143,6 @@ class SourceListView(ScopedAPIView):
         summary="List knowledge-base sources",
         description="Distinct source groups (`manual:<id>`, `upload:<id>`, `crawl:<url>`) in `source_ref` order, "
         "each with its `chunk_count`, `kind` and `regenerates`. Cursor list; unknown parameters are 422.",
-        parameters=[s.EmptyQuery],
         responses={200: s.SourceDoc(many=True)},
     )
     def get(self, request):
@@ -242,7 +242,6 @@ class UploadViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateMod
         summary="List uploaded documents",
         description="Newest first, each with its ingestion `state` (`queued`, `processing`, `ready`, `failed` with "
         "`error`) and `chunk_count`.",
-        parameters=[s.EmptyQuery],
         responses={200: s.DocumentDoc(many=True)},
     )
     def list(self, request):
