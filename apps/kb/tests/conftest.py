@@ -31,3 +31,6 @@ def offline():
 @pytest.fixture
 def kb(api):
     return api(["kb:read", "kb:write"])
+
+
+from apps.ai.testing import llm_fake  # noqa: F401,E402 (the fixture)

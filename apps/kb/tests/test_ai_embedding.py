@@ -12,8 +12,6 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, Credent
 from apps.kb.models import KbChunk
 from apps.kb.tests.conftest import idem
 
-from apps.ai.testing import llm_fake  # noqa: F401 (the fixture)
-
 pytestmark = pytest.mark.django_db
 RULES = "/api/v1/kb/rules"
 
