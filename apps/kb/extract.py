@@ -82,7 +82,7 @@ def detect(data: bytes, name: str = "") -> str:
         try:
             json.loads(stripped)
             return "json"
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     if ext == "csv" and _looks_csv(text):
         return "csv"

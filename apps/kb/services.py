@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from apps.core import files as core_files
 from apps.core.errors import ValidationFailed
@@ -32,6 +34,8 @@ MAX_DOCUMENTS = 200
 MAX_FILE_BYTES = core_files.MAX_FILE_BYTES
 MAX_CHUNKS_PER_DOCUMENT = 2000
 EMBED_BATCH = 64
+# A document left `processing` longer than this (its worker died) may be deleted.
+STALE_PROCESSING = timedelta(minutes=15)
 
 register_ai_hooks = hooks.register
 
@@ -273,9 +277,11 @@ def store_chunks(
 
 @transaction.atomic
 def delete_document(*, widget: Widget, document: KbDocument) -> int:
-    """Delete a document, its stored file and its chunks; 409 while it is processing."""
+    """Delete a document, its stored file and its chunks; 409 while it is processing (unless its
+    worker has been silent for STALE_PROCESSING: it died, and the document must not be stuck)."""
     document = KbDocument.objects.select_for_update().get(pk=document.pk, widget=widget)
-    if document.state == KbDocument.State.PROCESSING:
+    stale = document.updated_at < timezone.now() - STALE_PROCESSING
+    if document.state == KbDocument.State.PROCESSING and not stale:
         raise DocumentBusy()
     deleted, _ = KbChunk.objects.filter(widget=widget, document=document).delete()
     stored = document.file

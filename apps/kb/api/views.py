@@ -277,7 +277,8 @@ class UploadViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateMod
     @extend_schema(
         summary="Delete a document",
         description="Deletes the document, its stored file and its chunks; answers `{deleted_chunks}`. 409 "
-        "`kb_document_processing` while a worker is processing it.",
+        "`kb_document_processing` while a worker is processing it (a document silent in `processing` for 15 minutes, "
+        "whose worker died, may be deleted).",
         request=None,
         responses={200: s.DocumentDeletedDoc},
     )

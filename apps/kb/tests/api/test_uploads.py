@@ -154,6 +154,19 @@ def test_delete_while_processing_is_409(kb, offline, assert_problem):
     assert KbDocument.objects.filter(pk=doc["id"]).exists()
 
 
+def test_a_document_stuck_in_processing_can_be_deleted_after_a_while(kb, offline):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    doc = upload(kb, "faq.txt", b"text").json()
+    KbDocument.objects.filter(pk=doc["id"]).update(
+        state="processing", updated_at=timezone.now() - timedelta(minutes=16)
+    )
+    assert kb.delete(f"{UPLOADS}/{doc['id']}").status_code == 200
+    assert not KbDocument.objects.exists()
+
+
 def test_ingestion_of_a_document_not_queued_does_nothing(widget, offline):
     document = KbDocument.objects.create(
         widget=widget, name="a.txt", format="txt", size=1, sha256="0" * 64, state="ready"
