@@ -22,7 +22,8 @@ questions, in-process and instantly (the provider's latency is not what is measu
    a throw-away widget that is deleted afterwards.
 5. INFO `kb_cold_load`: loading the tenant's matrix into the cache after a write (first search).
 
-Knobs: BENCH_KB_SCALE (1.0), BENCH_KB_OTHERS_SCALE (1.0: the other widgets' share), BENCH_KB_DIMS (256), BENCH_KB_QUERIES (300), BENCH_KB_INGEST (5000).
+Knobs: BENCH_KB_SCALE (1.0), BENCH_KB_OTHERS_SCALE (1.0: the other widgets' share),
+BENCH_KB_DIMS (256), BENCH_KB_QUERIES (300), BENCH_KB_INGEST (5000).
 """
 
 from __future__ import annotations
