@@ -28,10 +28,13 @@ import math
 import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
 
 from . import text as kbtext
 from .models import KbChunk, KbIndex
@@ -40,6 +43,8 @@ CANDIDATES = 50
 RRF_K = 60
 MAX_QUERY_WORDS = 64
 BM25_K1, BM25_B = 1.2, 0.75
+REFRESH_MARGIN = timedelta(minutes=5)
+FULL_RELOAD_NEW_ROWS = 5000
 
 
 def to_blob(vector) -> bytes:
@@ -65,6 +70,7 @@ class _Vectors:
     version: int
     ids: np.ndarray
     matrix: np.ndarray
+    loaded_at: datetime | None = None
 
     @property
     def nbytes(self) -> int:
@@ -116,24 +122,63 @@ def index_version(widget_id: int) -> int:
     return KbIndex.objects.filter(widget_id=widget_id).values_list("version", flat=True).first() or 0
 
 
-def tenant_vectors(widget_id: int, model: str, version: int) -> _Vectors:
-    """The widget's vectors of `model` at `version` (loaded once per version per process)."""
-    key = ("v", widget_id, model)
-    entry = _cached(key, version)
-    if entry is not None:
-        return entry
-    rows = KbChunk.objects.filter(widget_id=widget_id, embedding_model=model).values_list("id", "embedding")
-    ids, blobs = [], []
-    for pk, blob in rows.iterator(chunk_size=5000):
-        ids.append(pk)
-        blobs.append(bytes(blob))
+def _matrix(ids: list[int], blobs: list[bytes], width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """ids and their vectors as arrays; rows of another width than `width` (default: the most common
+    one) are left out (mixed widths under one model name)."""
     widths = [len(b) for b in blobs]
-    width = max(set(widths), key=widths.count) if widths else 0
-    if widths and widths.count(width) != len(widths):  # mixed widths under one model name: keep the common one
+    if width is None:
+        width = max(set(widths), key=widths.count) if widths else 0
+    if widths.count(width) != len(widths):
         keep = [i for i, w in enumerate(widths) if w == width]
         ids, blobs = [ids[i] for i in keep], [blobs[i] for i in keep]
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width // 4)
-    entry = _Vectors(version, np.asarray(ids, dtype=np.int64), matrix)
+    return np.asarray(ids, dtype=np.int64), matrix
+
+
+def _rows(queryset) -> tuple[list[int], list[bytes]]:
+    ids, blobs = [], []
+    for pk, blob in queryset.values_list("id", "embedding").iterator(chunk_size=5000):
+        ids.append(pk)
+        blobs.append(bytes(blob))
+    return ids, blobs
+
+
+def _remember_full(key: tuple, version: int, started: datetime, rows) -> _Vectors:
+    ids, matrix = _matrix(*_rows(rows))
+    entry = _Vectors(version, ids, matrix, loaded_at=started)
+    _remember(key, entry)
+    return entry
+
+
+def tenant_vectors(widget_id: int, model: str, version: int) -> _Vectors:
+    """The widget's vectors of `model` at `version`.
+
+    The first search of a process loads them all. After a write (a new version) only the difference
+    is read: the tenant's current ids (one narrow index-only query) tell the deleted rows and the new
+    ones, whose vectors are fetched by id, and rows updated since the previous load, less
+    REFRESH_MARGIN (an edit's transaction is short: its embedding is computed before it opens), are
+    fetched again."""
+    key = ("v", widget_id, model)
+    with _lock:
+        entry = _cache.get(key)
+    if entry is not None and entry.version == version:
+        _remember(key, entry)
+        return entry
+    started = timezone.now()
+    rows = KbChunk.objects.filter(widget_id=widget_id, embedding_model=model)
+    if entry is None or not len(entry.ids):
+        return _remember_full(key, version, started, rows)
+    else:
+        current = np.fromiter(rows.values_list("id", flat=True).iterator(chunk_size=20000), dtype=np.int64)
+        new = np.setdiff1d(current, entry.ids, assume_unique=True)
+        if len(new) > FULL_RELOAD_NEW_ROWS:
+            return _remember_full(key, version, started, rows)
+        changed = rows.filter(Q(id__in=new.tolist()) | Q(updated_at__gte=entry.loaded_at - REFRESH_MARGIN))
+        fresh_ids, fresh_matrix = _matrix(*_rows(changed), width=entry.matrix.shape[1] * 4)
+        keep = np.isin(entry.ids, current, assume_unique=True) & ~np.isin(entry.ids, fresh_ids, assume_unique=True)
+        ids = np.concatenate([entry.ids[keep], fresh_ids])
+        matrix = np.vstack([entry.matrix[keep], fresh_matrix]) if len(fresh_ids) else entry.matrix[keep]
+    entry = _Vectors(version, ids, matrix, loaded_at=started)
     _remember(key, entry)
     return entry
 

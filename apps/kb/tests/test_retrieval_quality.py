@@ -49,11 +49,13 @@ def test_recall_at_5_is_at_least_0_9_with_the_tenant_filter_on(widget, offline):
         else:
             misses.append((question["q"], question["rule"], found))
     recall = hits / len(data["questions"])
+    print(f"kb eval recall@5 = {recall:.3f} ({hits}/{len(data['questions'])})")
     assert recall >= 0.9, (recall, misses)
 
 
-def test_each_side_alone_is_weaker_than_the_fusion(widget, offline):
-    """The fusion earns its place: vector-only and keyword-only recall@5 are each measured too."""
+def test_the_fusion_keeps_what_either_side_finds(widget, offline):
+    """Vector-only and keyword-only recall@5 are measured too: fusing never loses more than one
+    answer that the better side alone ranks in its top five."""
     data = load_eval_set()
     rules = data["rules"]
     _store(widget, [r["content"] for r in rules], offline)
@@ -70,5 +72,8 @@ def test_each_side_alone_is_weaker_than_the_fusion(widget, offline):
         vector_hits += question["rule"] in [ids[pk] for pk, _ in vector[:5]]
         keyword_hits += question["rule"] in [ids[pk] for pk, _ in keyword[:5]]
         fused_hits += question["rule"] in [ids[pk] for pk, _ in index.fuse(vector, keyword, 5)]
+    print(
+        f"kb eval recall@5: vector {vector_hits}, keyword {keyword_hits}, fused {fused_hits} of {len(data['questions'])}"
+    )
     assert fused_hits >= max(vector_hits, keyword_hits) - 1
     assert fused_hits / len(data["questions"]) >= 0.9
