@@ -25,12 +25,13 @@ that found it; best first, ties broken by vector similarity then newest.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
@@ -38,6 +39,9 @@ from django.utils import timezone
 
 from . import text as kbtext
 from .models import KbChunk, KbIndex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CANDIDATES = 50
 RRF_K = 60
@@ -47,8 +51,21 @@ REFRESH_MARGIN = timedelta(minutes=5)
 FULL_RELOAD_NEW_ROWS = 5000
 
 
+def _numpy():
+    """numpy, imported on first use and single-threaded: a matrix-vector product over one tenant gains
+    nothing from BLAS threads on a shared host, and processes that never search (beat, a worker
+    between ingestions) neither load it nor carry its thread pool (which slowed a worker's warm
+    shutdown past honcho's 5 s)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import numpy
+
+    return numpy
+
+
 def to_blob(vector) -> bytes:
     """A unit-length float32 blob of `vector` (cosine similarity becomes a dot product)."""
+    np = _numpy()
     array = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(array))
     if norm > 0:
@@ -57,6 +74,7 @@ def to_blob(vector) -> bytes:
 
 
 def unit(vector) -> np.ndarray:
+    np = _numpy()
     array = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(array))
     return array / norm if norm > 0 else array
@@ -125,6 +143,7 @@ def index_version(widget_id: int) -> int:
 def _matrix(ids: list[int], blobs: list[bytes], width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """ids and their vectors as arrays; rows of another width than `width` (default: the most common
     one) are left out (mixed widths under one model name)."""
+    np = _numpy()
     widths = [len(b) for b in blobs]
     if width is None:
         width = max(set(widths), key=widths.count) if widths else 0
@@ -158,6 +177,7 @@ def tenant_vectors(widget_id: int, model: str, version: int) -> _Vectors:
     ones, whose vectors are fetched by id, and rows updated since the previous load, less
     REFRESH_MARGIN (an edit's transaction is short: its embedding is computed before it opens), are
     fetched again."""
+    np = _numpy()
     key = ("v", widget_id, model)
     with _lock:
         entry = _cache.get(key)
@@ -185,6 +205,7 @@ def tenant_vectors(widget_id: int, model: str, version: int) -> _Vectors:
 
 def vector_ranking(vectors: _Vectors, query, k: int = CANDIDATES) -> list[tuple[int, float]]:
     """The `k` most similar chunks (exact: every vector of the tenant is compared)."""
+    np = _numpy()
     if not len(vectors.ids):
         return []
     q = unit(query)
