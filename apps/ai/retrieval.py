@@ -24,10 +24,6 @@ from apps.kb import services as kb_services
 
 from . import selectors
 from .models import Assistant, Credential
-from .providers import ProviderConfig, ProviderError, can_embed
-from .providers import embed as provider_embed
-from .providers.drivers import DEFAULT_EMBEDDING_MODELS
-from .providers.types import RETRYABLE_KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +58,17 @@ def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bo
 # --- the knowledge base's embedder ---------------------------------------------------------------------------
 
 
-def embedding_model(config: ProviderConfig) -> str:
+def embedding_model(config) -> str:
     """The vector space a member embeds in: driver and embedding model (what the driver asks for)."""
+    # The provider layer (the vendors' SDKs) is imported on first use, not at start-up (AiConfig.ready
+    # imports this module in every process, the worker and beat included).
+    from .providers.drivers import DEFAULT_EMBEDDING_MODELS
+
     model = config.options.get("embedding_model") or DEFAULT_EMBEDDING_MODELS.get(config.provider) or config.model
     return f"{config.provider}:{model or 'default'}"
 
 
-def embedding_chain(widget: Widget) -> list[ProviderConfig]:
+def embedding_chain(widget: Widget) -> list:
     """The members tried for a knowledge-base embedding, in order, each once: the widget-wide
     credentials (newest first) then the enabled assistants' own (default first, then newest), each
     followed by its backup chain; operators' credentials never; drivers that cannot embed skipped."""
@@ -79,7 +79,9 @@ def embedding_chain(widget: Widget) -> list[ProviderConfig]:
     rank = {a.pk: i for i, a in enumerate(assistants)}
     owned = [c for c in active if c.assistant_id in rank and c.operator_id is None]
     primaries += sorted(owned, key=lambda c: rank[c.assistant_id])
-    chain: list[ProviderConfig] = []
+    from .providers import can_embed
+
+    chain: list = []
     seen: set[int] = set()
     for primary in primaries:
         for credential in selectors.credential_chain(widget, primary, by_id):
@@ -95,13 +97,17 @@ class ChainEmbedder:
     """Embeds with the first member that answers; a retryable failure (transport, timeout, 429, 5xx)
     moves to the next, any other stops. The result names the member's vector space."""
 
-    chain: tuple[ProviderConfig, ...]
+    chain: tuple
 
     @property
     def model(self) -> str:
         return embedding_model(self.chain[0])
 
     def __call__(self, texts: Sequence[str]) -> kb_services.hooks.Embedded:
+        from .providers import ProviderError
+        from .providers import embed as provider_embed
+        from .providers.types import RETRYABLE_KINDS
+
         last: ProviderError | None = None
         deadline = time.monotonic() + EMBED_DEADLINE_SECONDS
         for config in self.chain:
