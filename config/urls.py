@@ -16,6 +16,7 @@ api_v1 = [
     path("", include("apps.widget.api.urls")),
     path("", include("apps.ai.api.urls")),
     path("", include("apps.learning.api.urls")),
+    path("", include("apps.kb.api.urls")),
     path("", include("apps.support.api.urls")),
     path("", include("apps.channels.api.urls")),
     path("", include("apps.external.api.urls")),

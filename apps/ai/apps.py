@@ -17,6 +17,12 @@ class AiConfig(AppConfig):
         _register_signing_binding(selectors)
         # Each visitor message gets the AI operator's worker task once it commits.
         events.subscribe(events.MESSAGE_CREATED, runtime.message_created, phase=events.ON_COMMIT)
+        # The knowledge base (a layer below) embeds and reports through these.
+        from apps.kb import services as kb_services
+
+        from .retrieval import KbHooks
+
+        kb_services.register_ai_hooks(KbHooks())
 
 
 def _register_signing_binding(selectors) -> None:

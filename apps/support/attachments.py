@@ -8,16 +8,16 @@ by pypdf, python-docx and odfpy (pure Python, no macros, no external entities)."
 from __future__ import annotations
 
 import base64
-import io
 import logging
 from dataclasses import dataclass
 
+from apps.core import documents
 from apps.core.errors import UnsupportedMediaType
 from apps.core.models import File
 
 logger = logging.getLogger(__name__)
 
-TEXT_MAX_CHARS = 200_000
+TEXT_MAX_CHARS = documents.TEXT_MAX_CHARS
 IMAGE_SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -76,34 +76,9 @@ def _clip(text: str) -> tuple[str, bool]:
     return (text[:TEXT_MAX_CHARS], True) if len(text) > TEXT_MAX_CHARS else (text, False)
 
 
-def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
-
-    reader = PdfReader(io.BytesIO(data))
-    parts = []
-    total = 0
-    for page in reader.pages:
-        piece = page.extract_text() or ""
-        parts.append(piece)
-        total += len(piece)
-        if total > TEXT_MAX_CHARS:
-            break
-    return "\n".join(parts)
-
-
-def _docx_text(data: bytes) -> str:
-    import docx
-
-    document = docx.Document(io.BytesIO(data))
-    return "\n".join(p.text for p in document.paragraphs)
-
-
-def _odt_text(data: bytes) -> str:
-    from odf import teletype, text
-    from odf.opendocument import load
-
-    document = load(io.BytesIO(data))
-    return "\n".join(teletype.extractText(p) for p in document.getElementsByType(text.P))
+_pdf_text = documents.pdf_text
+_docx_text = documents.docx_text
+_odt_text = documents.odt_text
 
 
 def serve(file: File) -> Served:

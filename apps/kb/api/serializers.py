@@ -1,0 +1,185 @@
+"""Inputs (strict: unknown members are 422; read-only rule members 422 `kb_read_only_field`) and
+documentation shapes of the knowledge-base API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rest_framework import serializers
+
+from apps.core.api.query import IdQueryField
+from apps.core.api.serializers import InputSerializer, StrictCharField, UploadField
+
+from .. import selectors, services
+from ..errors import ReadOnlyField
+
+READ_ONLY_RULE_FIELDS = (
+    "id",
+    "source_ref",
+    "button_id",
+    "operator_id",
+    "chunk_index",
+    "regenerates",
+    "created_at",
+    "updated_at",
+)
+
+
+class RuleContentField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=services.CONTENT_MAX_CHARS, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if "\x00" in value:
+            raise serializers.ValidationError("Must not contain NUL characters.")
+        if not value.strip():
+            raise serializers.ValidationError("Must not be blank.")
+        return value
+
+
+class RuleInput(InputSerializer):
+    """`content` (1..4000 characters, required on create) and `doc_id` (up to 200 characters or
+    null). Any read-only rule field is refused by name with 422 `kb_read_only_field`."""
+
+    content = RuleContentField()
+    doc_id = StrictCharField(max_length=services.DOC_ID_MAX_CHARS, allow_null=True, required=False)
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            sent = sorted(name for name in data if name in READ_ONLY_RULE_FIELDS)
+            if sent:
+                raise ReadOnlyField(
+                    f"Read-only fields cannot be written: {', '.join(sent)}. Send only content and doc_id.",
+                    errors={name: ["Read-only field; send only content and doc_id."] for name in sent},
+                )
+        value = super().to_internal_value(data)
+        if self.partial and not value:
+            raise serializers.ValidationError({"non_field_errors": ["Send content or doc_id."]})
+        return value
+
+
+class RuleListQuery(InputSerializer):
+    source_ref = StrictCharField(max_length=600, required=False, help_text="Only the rules of this source.")
+
+
+class SourceDeleteQuery(InputSerializer):
+    source_ref = StrictCharField(max_length=600, help_text="The source whose rules are deleted (required).")
+
+
+class SearchQuery(InputSerializer):
+    q = StrictCharField(max_length=1000, help_text="The question, 1 to 1000 characters (not blank).")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=selectors.MAX_SEARCH_LIMIT, required=False, help_text="1 to 20, default 5."
+    )
+    assistant_id = IdQueryField(required=False, help_text="Preview as this assistant (404 when not the widget's).")
+
+    def validate_q(self, value):
+        if not value.strip():
+            raise serializers.ValidationError("Must not be blank.")
+        return value
+
+
+class EmptyQuery(InputSerializer):
+    """No parameters."""
+
+
+class RuleDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    content = serializers.CharField()
+    doc_id = serializers.CharField(allow_null=True)
+    source_ref = serializers.CharField(help_text="`manual:<id>`, `upload:<id>` or `crawl:<url>`.")
+    button_id = serializers.CharField(allow_null=True)
+    operator_id = serializers.IntegerField(allow_null=True)
+    chunk_index = serializers.IntegerField()
+    regenerates = serializers.BooleanField(help_text="True for upload and crawl sources.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SourceDoc(serializers.Serializer):
+    source_ref = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["manual", "upload", "crawl"])
+    chunk_count = serializers.IntegerField()
+    regenerates = serializers.BooleanField()
+    updated_at = serializers.DateTimeField()
+
+
+class DeletedDoc(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="Rules deleted (0 for an unknown source).")
+
+
+class HitDoc(RuleDoc):
+    score = serializers.FloatField(help_text="Reciprocal-rank-fusion score; higher is better.")
+    similarity = serializers.FloatField(allow_null=True, help_text="Cosine similarity of the vectors, if ranked.")
+
+
+class SearchDoc(serializers.Serializer):
+    data = HitDoc(many=True)
+    mode = serializers.ChoiceField(choices=["hybrid", "keyword", "empty"])
+    embedding_model = serializers.CharField(allow_null=True)
+    assistant_id = serializers.IntegerField(allow_null=True)
+    rag_enabled = serializers.BooleanField(allow_null=True, help_text="The assistant's switch, when one is named.")
+
+
+class AssistantStatusDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    enabled = serializers.BooleanField()
+    is_default = serializers.BooleanField()
+    rag_enabled = serializers.BooleanField()
+    in_use = serializers.BooleanField()
+
+
+class StatusDoc(serializers.Serializer):
+    indexed = serializers.BooleanField()
+    in_use = serializers.BooleanField()
+    ai_enabled = serializers.BooleanField()
+    chunks = serializers.IntegerField()
+    embedded_chunks = serializers.IntegerField()
+    stale_chunks = serializers.IntegerField()
+    embedding_model = serializers.CharField(allow_null=True)
+    can_embed = serializers.BooleanField()
+    documents = serializers.DictField(child=serializers.IntegerField())
+    assistants = AssistantStatusDoc(many=True)
+
+
+class DocumentErrorDoc(serializers.Serializer):
+    code = serializers.ChoiceField(
+        choices=["extraction_failed", "file_missing", "empty_document", "too_many_chunks", "embed_provider_failed"]
+    )
+    detail = serializers.CharField()
+
+
+class DocumentDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    format = serializers.ChoiceField(choices=["txt", "md", "html", "csv", "json", "pdf", "docx", "odt"])
+    size = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["queued", "processing", "ready", "failed"])
+    error = DocumentErrorDoc(allow_null=True)
+    chunk_count = serializers.IntegerField()
+    characters = serializers.IntegerField()
+    source_ref = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentDeletedDoc(serializers.Serializer):
+    deleted_chunks = serializers.IntegerField()
+
+
+class UploadMultipartDoc(serializers.Serializer):
+    file = UploadField(
+        content_types=(
+            "text/plain",
+            "text/markdown",
+            "text/html",
+            "text/csv",
+            "application/json",
+            "application/pdf",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/vnd.oasis.opendocument.text",
+        ),
+        help_text="One document, at most 10 MB; its format is read from its bytes.",
+    )

@@ -1,0 +1,90 @@
+"""The knowledge base of a widget: rules (chunks of text with their embedding), uploaded documents
+and the per-widget index version.
+
+A rule is one chunk: written by hand (`manual:<id>`, one chunk), or cut from an uploaded document
+(`upload:<id>`, several chunks with `chunk_index`). Its embedding is stored as little-endian float32
+bytes, unit length, with the model that made it (`embedding_model`): the vector side of a search
+compares only vectors of the model that embeds the question.
+
+`KbIndex.version` counts every write to a widget's chunks (in the writer's transaction); search
+processes cache the tenant's vectors and revalidate them with one primary-key read of it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.core.models import File, Widget
+
+
+class KbIndex(models.Model):
+    widget = models.OneToOneField(Widget, on_delete=models.CASCADE, related_name="kb_index")
+    version = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"KB index of widget {self.widget_id} v{self.version}"
+
+
+class KbDocument(models.Model):
+    """An uploaded document and its ingestion state (see README "Knowledge base")."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        PROCESSING = "processing"
+        READY = "ready"
+        FAILED = "failed"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="kb_documents")
+    file = models.ForeignKey(File, on_delete=models.SET_NULL, null=True, related_name="+")
+    name = models.CharField(max_length=255)
+    format = models.CharField(max_length=8)  # txt md html csv json pdf docx odt (detected from the bytes)
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    error = models.CharField(max_length=64, blank=True, default="")
+    error_detail = models.CharField(max_length=500, blank=True, default="")
+    chunk_count = models.PositiveIntegerField(default=0)
+    characters = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="kb_doc_widget_created")]
+        constraints = [
+            models.UniqueConstraint(fields=["widget", "sha256"], name="kb_doc_unique_content"),
+        ]
+
+    def __str__(self) -> str:
+        return f"KB document {self.pk} ({self.state})"
+
+
+class KbChunk(models.Model):
+    """One rule: a chunk of knowledge the bot retrieves."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="kb_chunks")
+    document = models.ForeignKey(KbDocument, on_delete=models.CASCADE, null=True, blank=True, related_name="chunks")
+    content = models.TextField()
+    doc_id = models.CharField(max_length=200, null=True, blank=True)
+    source_ref = models.CharField(max_length=600)
+    button_id = models.CharField(max_length=64, null=True, blank=True)
+    operator_id = models.BigIntegerField(null=True, blank=True)
+    chunk_index = models.PositiveIntegerField(default=0)
+    embedding = models.BinaryField()
+    embedding_model = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["widget", "-created_at", "-id"], name="kb_chunk_widget_created"),
+            models.Index(fields=["widget", "source_ref"], name="kb_chunk_widget_source"),
+            models.Index(fields=["widget", "embedding_model"], name="kb_chunk_widget_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"KB rule {self.pk} ({self.source_ref})"
+
+    @property
+    def regenerates(self) -> bool:
+        return not self.source_ref.startswith("manual:")
