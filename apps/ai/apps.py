@@ -10,19 +10,27 @@ class AiConfig(AppConfig):
         from apps.core import events
         from apps.widget import selectors as widget_selectors
 
-        from . import runtime, selectors
+        from . import selectors
 
         # The widget app reports `credential_missing` in its translation status through this.
         widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
         _register_signing_binding(selectors)
         # Each visitor message gets the AI operator's worker task once it commits.
-        events.subscribe(events.MESSAGE_CREATED, runtime.message_created, phase=events.ON_COMMIT)
+        events.subscribe(events.MESSAGE_CREATED, _message_created, phase=events.ON_COMMIT)
         # The knowledge base (a layer below) embeds and reports through these.
         from apps.kb import services as kb_services
 
         from .retrieval import KbHooks
 
         kb_services.register_ai_hooks(KbHooks())
+
+
+def _message_created(*args, **kwargs):
+    """The runtime (and the vendor SDKs under it, ~2 s of imports) loads on the first visitor
+    message, not in every process's start-up."""
+    from . import runtime
+
+    return runtime.message_created(*args, **kwargs)
 
 
 def _register_signing_binding(selectors) -> None:
