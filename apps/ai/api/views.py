@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from apps.agents.models import Agent
 from apps.core.api.pagination import parse_limit
 from apps.core.api.query import query_data
+from apps.core.api.serializers import refuse_body, refuse_query
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import NotFound, ValidationFailed
 from apps.widget import selectors as widget_selectors
@@ -22,16 +23,6 @@ from ..models import Alert, Assistant, Credential, DemandSignal
 from . import serializers as s
 
 MERGE_NOTE = "PATCH is merge-safe: members not sent keep their values."
-
-
-def _no_query(request) -> None:
-    if request.query_params:
-        raise ValidationFailed(errors={name: ["Unknown parameter."] for name in request.query_params})
-
-
-def _no_body(request) -> None:
-    if request.body.strip():
-        raise ValidationFailed(errors={"body": ["This operation takes no body."]})
 
 
 # --- settings ---------------------------------------------------------------------------------------------
@@ -93,7 +84,7 @@ class AiSettingsMigrateView(ScopedAPIView):
         responses={200: s.AssistantCreatedDoc},
     )
     def post(self, request):
-        _no_body(request)
+        refuse_body(request)
         assistant, created = services.migrate_legacy_settings(widget=request.widget)
         return Response({"assistant": selectors.assistant_payload(assistant), "created": created})
 
@@ -118,7 +109,7 @@ class AiMessagesView(ScopedAPIView):
         responses={200: s.PhrasesDoc},
     )
     def get(self, request):
-        _no_query(request)
+        refuse_query(request)
         return Response(selectors.phrases_payload(request.widget))
 
     @extend_schema(
@@ -360,8 +351,8 @@ class CredentialViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Creat
     @action(detail=True, methods=["get"])
     def models(self, request, pk=None):
         credential = self.get_object()
-        _no_query(request)
-        _no_body(request)
+        refuse_query(request)
+        refuse_body(request)
         return Response({"data": models_list.list_models(widget=request.widget, credential=credential)})
 
 
@@ -508,7 +499,7 @@ class TemplateApplyView(ScopedAPIView):
         if slug not in marketplace.BY_SLUG:
             raise NotFound()
         query = self.validated(s.TemplateQuery, data=query_data(request, skip=()))
-        _no_body(request)
+        refuse_body(request)
         assistant = services.apply_template(widget=request.widget, slug=slug, locale=_locale(query))
         return Response(selectors.assistant_payload(assistant), status=status.HTTP_201_CREATED)
 
@@ -535,7 +526,7 @@ class IntegrationView(ScopedAPIView):
         responses={200: s.IntegrationEnvelope},
     )
     def get(self, request):
-        _no_query(request)
+        refuse_query(request)
         binding = selectors.get_binding(request.widget)
         payload = selectors.binding_payload(binding, turn_endpoint=turn_endpoint(request)) if binding else None
         return Response({"data": payload})
@@ -588,7 +579,7 @@ class WidgetTranslationsView(ScopedAPIView):
         responses={200: s.TranslationsEnvelope},
     )
     def get(self, request):
-        _no_query(request)
+        refuse_query(request)
         return Response({"data": widget_selectors.translations_payload(request.widget)})
 
 

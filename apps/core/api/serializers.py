@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 
-from apps.core.errors import NotFound
+from apps.core.errors import NotFound, ValidationFailed
 
 # --- text that people read ----------------------------------------------------------------------------
 
@@ -168,3 +168,15 @@ def validate_input(serializer_class, data, *, context: dict | None = None, **kwa
     serializer = serializer_class(data=data, context=context or {}, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def refuse_query(request) -> None:
+    """422 naming each query parameter of an operation that takes none."""
+    if request.query_params:
+        raise ValidationFailed(errors={name: ["Unknown parameter."] for name in request.query_params})
+
+
+def refuse_body(request) -> None:
+    """422 for a body sent to an operation that takes none."""
+    if request.body.strip():
+        raise ValidationFailed(errors={"body": ["This operation takes no body."]})

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from apps.core.api.pagination import open_cursor, parse_limit, seal_cursor
 from apps.core.api.parsers import LimitedMultiPartParser
 from apps.core.api.query import query_data
+from apps.core.api.serializers import refuse_query
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.files import single_upload
@@ -21,11 +22,6 @@ from ..models import KbChunk, KbDocument
 from . import serializers as s
 
 UPLOAD_BODY_BYTES = services.MAX_FILE_BYTES + 64 * 1024  # the document plus multipart framing
-
-
-def _no_query(request) -> None:
-    if request.query_params:
-        raise ValidationFailed(errors={name: ["Unknown parameter."] for name in request.query_params})
 
 
 class RuleViewSet(
@@ -223,7 +219,7 @@ class StatusView(ScopedAPIView):
         responses={200: s.StatusDoc},
     )
     def get(self, request):
-        _no_query(request)
+        refuse_query(request)
         return Response(selectors.status(request.widget))
 
 

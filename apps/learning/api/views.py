@@ -14,6 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
+from apps.core.api.serializers import refuse_body
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import NotFound, ValidationFailed
 
@@ -31,11 +32,6 @@ ASSISTANT_NOTE = (
 def _token_id(request) -> int | None:
     token = getattr(request, "api_token", None) or getattr(request._request, "api_token", None)
     return getattr(token, "pk", None)
-
-
-def _no_body(request) -> None:
-    if request.body.strip():
-        raise ValidationFailed(errors={"body": ["This operation takes no body."]})
 
 
 _NO_ROW = object()  # an id given but past any row's range (IdQueryField answers None): a missing one
@@ -131,7 +127,7 @@ class TuneView(ScopedAPIView):
         responses={202: s.CycleDoc},
     )
     def post(self, request):
-        _no_body(request)
+        refuse_body(request)
         assistant = _query_assistant(self, missing="422")
         cycle = services.queue_cycle(widget=request.widget, assistant=assistant, token_id=_token_id(request))
         return Response(selectors.cycle_payload(cycle), status=status.HTTP_202_ACCEPTED)
@@ -364,7 +360,7 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
     )
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
-        _no_body(request)
+        refuse_body(request)
         wish = services.reject_wish(widget=request.widget, wish=self.get_object(), token_id=_token_id(request))
         return Response(selectors.wish_payload(wish, trail=selectors.wish_trail(wish)))
 
@@ -378,6 +374,6 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
     )
     @action(detail=True, methods=["post"])
     def revert(self, request, pk=None):
-        _no_body(request)
+        refuse_body(request)
         wish = services.revert_wish(widget=request.widget, wish=self.get_object(), token_id=_token_id(request))
         return Response(selectors.wish_payload(wish, trail=selectors.wish_trail(wish)))
