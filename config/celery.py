@@ -4,6 +4,7 @@ are written into its tables on start (see apps.core.tasks.sync_beat_schedule).""
 import os
 from logging.config import dictConfig
 
+import environ
 from celery import Celery, signals
 from celery.signals import setup_logging
 from django.conf import settings
@@ -38,6 +39,14 @@ BEAT_SCHEDULE = {
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),
     "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
 }
+# A deployment with no public address polls Telegram instead of a webhook (the same environment
+# variables as settings.TELEGRAM_LONG_POLL / TELEGRAM_POLL_SECONDS: settings are not loaded yet here).
+_env = environ.Env()
+if _env.bool("TELEGRAM_LONG_POLL", default=False):
+    BEAT_SCHEDULE["channels.poll_telegram"] = (
+        "apps.channels.tasks.poll_telegram",
+        _env.int("TELEGRAM_POLL_SECONDS", default=2),
+    )
 app.conf.beat_schedule = {
     name: {"task": task, "schedule": float(every)} for name, (task, every) in BEAT_SCHEDULE.items()
 }

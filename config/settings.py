@@ -383,6 +383,10 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="no-reply@localhost")
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 # Messenger provider API hosts (a test points one at a loopback fake of the provider's wire format).
 PROVIDER_API_BASE_TG = env.str("PROVIDER_API_BASE_TG", default="https://api.telegram.org")
+# Long-poll mode for a deployment with no public address: PUT/verify delete the webhook and check the
+# bot's identity; beat polls getUpdates every TELEGRAM_POLL_SECONDS.
+TELEGRAM_LONG_POLL = env.bool("TELEGRAM_LONG_POLL", default=False)
+TELEGRAM_POLL_SECONDS = env.int("TELEGRAM_POLL_SECONDS", default=2)
 PROVIDER_API_BASE_VK = env.str("PROVIDER_API_BASE_VK", default="https://api.vk.com")
 PROVIDER_API_BASE_VB = env.str("PROVIDER_API_BASE_VB", default="https://chatapi.viber.com")
 PROVIDER_API_BASE_FB = env.str("PROVIDER_API_BASE_FB", default="https://graph.facebook.com")

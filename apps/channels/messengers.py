@@ -17,10 +17,12 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import unicodedata
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,6 +40,8 @@ from .models import CustomChannel, InboundUpdate, MessengerConnection, VkCommuni
 from .providers import registry, telegram, vk
 from .providers.base import Credential, HookRequest
 from .services import link_external_contact
+
+logger = logging.getLogger(__name__)
 
 PROVIDERS = ("tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom")
 NOT_WRITABLE = ("vk", "custom")
@@ -163,6 +167,14 @@ def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
     elif provider is not None:
         registration = provider.register(cred, hook_url=hook_url, hook_secret=secret)
         outcome = WebhookOutcome(registration.attempted, registration.status, registration.detail)
+    elif settings.TELEGRAM_LONG_POLL:  # no webhook: delete it, check the identity; beat polls
+        result = telegram.delete_webhook(cred.token)
+        if result.ok:
+            result = telegram.get_me(cred.token)
+        if result.ok:
+            outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.REGISTERED, "long-poll mode")
+        else:
+            outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.FAILED, result.description)
     else:
         result = telegram.set_webhook(cred.token, url=hook_url, secret_token=secret)
         if result.ok:
@@ -320,6 +332,37 @@ def receive_telegram_update(*, conn: MessengerConnection, update: dict) -> Messa
         channel="tg",
         source=SOURCE_TG,
     )
+
+
+def poll_telegram(conn: MessengerConnection) -> int:
+    """Long-poll mode: one getUpdates from the stored offset; each update goes through
+    `receive_telegram_update` (the hook's path: dedupe, contact, chat, message), then the offset
+    moves past the last one. A crash between the two re-reads updates the dedupe drops. Returns the
+    number of updates taken."""
+    cred = credential(conn)
+    if cred is None:
+        return 0
+    result = telegram.get_updates(cred.token, offset=conn.poll_offset)
+    if not result.ok or not isinstance(result.result, list):
+        logger.warning("telegram getUpdates failed", extra={"widget_id": conn.widget_id, "detail": result.description})
+        return 0
+    updates = [u for u in result.result if isinstance(u, dict) and type(u.get("update_id")) is int]
+    for update in sorted(updates, key=lambda u: u["update_id"]):
+        receive_telegram_update(conn=conn, update=update)
+    if updates:
+        conn.poll_offset = max(u["update_id"] for u in updates) + 1
+        MessengerConnection.objects.filter(pk=conn.pk).update(poll_offset=conn.poll_offset)
+    return len(updates)
+
+
+def poll_all_telegram() -> int:
+    """Every live Telegram connection polled once (long-poll mode only)."""
+    if not settings.TELEGRAM_LONG_POLL:
+        return 0
+    taken = 0
+    for conn in MessengerConnection.objects.select_related("widget").filter(provider="tg", inbound_live=True):
+        taken += poll_telegram(conn)
+    return taken
 
 
 # --- the other providers' hooks -------------------------------------------------------------------

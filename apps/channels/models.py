@@ -138,6 +138,8 @@ class MessengerConnection(models.Model):
     webhook_status = models.CharField(max_length=32, choices=WebhookStatus.choices, blank=True, default="")
     webhook_detail = models.CharField(max_length=255, blank=True, default="")
     inbound_live = models.BooleanField(default=False)
+    # Telegram long-poll mode: the next getUpdates offset (the last update id taken + 1).
+    poll_offset = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import delivery
+from . import delivery, messengers
 
 
 @shared_task(name="apps.channels.tasks.deliver_due", acks_late=True)
@@ -17,3 +17,9 @@ def sweep_deliveries() -> bool:
         delivery.trigger()
         return True
     return False
+
+
+@shared_task(name="apps.channels.tasks.poll_telegram")
+def poll_telegram() -> int:
+    """Beat, in long-poll mode only: take the waiting updates of every live Telegram connection."""
+    return messengers.poll_all_telegram()

@@ -77,6 +77,15 @@ def delete_webhook(token: str) -> Result:
     return call(token, "deleteWebhook", {"drop_pending_updates": False}, deadline=DELETE_DEADLINE)
 
 
+POLL_LIMIT = 100  # updates per getUpdates call (the Bot API's maximum)
+
+
+def get_updates(token: str, *, offset: int) -> Result:
+    """Long-poll mode: the updates from `offset` on, at once (`timeout` 0: beat calls again)."""
+    payload = {"offset": offset, "limit": POLL_LIMIT, "timeout": 0, "allowed_updates": ALLOWED_UPDATES}
+    return call(token, "getUpdates", payload)
+
+
 def send_message_body(*, chat_id: str, text: str, buttons: list[dict]) -> str:
     """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""
     payload: dict = {"chat_id": chat_id, "text": text or " "}

@@ -12,6 +12,7 @@ import pytest
 
 from apps.billing.models import AccountPlan, Plan
 from apps.channels import delivery as engine
+from apps.channels import messengers
 from apps.channels.models import InboundUpdate, MessengerConnection, OutboundDelivery
 from apps.channels.tests.tg_fake import TelegramFake
 from apps.chats import services as chat_services
@@ -338,3 +339,52 @@ def test_key_rotation_reaches_the_stored_token(api, tg, paid, settings):
     assert conn.token_encrypted != before and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
     settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
     assert webhooks.decrypt_secret(conn.hook_secret_encrypted) is not None
+
+
+# --- long-poll mode -------------------------------------------------------------------------------
+
+
+def test_long_poll_mode_deletes_the_webhook_checks_the_bot_and_polls_updates(api, widget, tg, paid, settings):
+    # given a deployment with no public address
+    settings.TELEGRAM_LONG_POLL = True
+    tg.webhook_set = True  # a webhook left from an earlier deployment
+    response = put(api)
+    # then PUT deletes the webhook and checks the identity instead of registering one
+    assert response.status_code == 200, response.content
+    assert response.json()["webhook"]["status"] == "registered"
+    assert tg.methods() == ["getMe", "deleteWebhook", "getMe"]
+    conn = MessengerConnection.objects.get(widget=widget, provider="tg")
+    assert conn.inbound_live is True and tg.webhook_set is False
+
+    # when updates wait at Telegram (one without text, one redelivered later)
+    tg.pending_updates = [update(1000), update(1001, text="second"), {"update_id": 1002, "edited_message": {}}]
+    assert messengers.poll_all_telegram() == 3
+    # then they become the visitor's messages, and the offset confirms them
+    chat = Chat.objects.get(widget=widget, channel="tg")
+    assert list(chat.messages.order_by("pk").values_list("body", flat=True)) == ["Hello", "second"]
+    conn.refresh_from_db()
+    assert conn.poll_offset == 1003
+    assert tg.calls[-1].body["offset"] == 0  # the first poll takes whatever waits
+
+    # and the next poll asks from the new offset; an update seen before stores nothing twice
+    tg.pending_updates = [update(1001, text="second"), update(1003, text="third")]
+    assert messengers.poll_all_telegram() == 1
+    assert tg.calls[-1].body["offset"] == 1003
+    assert list(chat.messages.order_by("pk").values_list("body", flat=True)) == ["Hello", "second", "third"]
+
+
+def test_without_long_poll_mode_nothing_polls(api, tg, paid):
+    connect(api, tg)
+    tg.pending_updates = [update(1000)]
+    assert messengers.poll_all_telegram() == 0
+    assert "getUpdates" not in tg.methods()
+
+
+def test_a_failed_poll_keeps_the_offset(api, widget, tg, paid, settings):
+    settings.TELEGRAM_LONG_POLL = True
+    conn = connect(api, tg)
+    tg.webhook_set = True  # someone set a webhook behind our back: Telegram refuses getUpdates
+    tg.pending_updates = [update(1000)]
+    assert messengers.poll_all_telegram() == 0
+    conn.refresh_from_db()
+    assert conn.poll_offset == 0 and not Chat.objects.filter(widget=widget).exists()

@@ -78,6 +78,9 @@ class TelegramFake:
     fail_sends: bool = False
     retry_after: int = 7
     calls: list[Call] = field(default_factory=list)
+    # long-poll mode: what getUpdates hands out (an offset confirms, and forgets, the ones below it)
+    pending_updates: list[dict] = field(default_factory=list)
+    webhook_set: bool = False  # getUpdates is refused while a webhook is set, as Telegram does
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -97,9 +100,22 @@ class TelegramFake:
                     "error_code": 400,
                     "description": "Bad Request: bad webhook: Failed to resolve host",
                 }
+            self.webhook_set = True
             return 200, {"ok": True, "result": True, "description": "Webhook was set"}
         if method == "deleteWebhook":
+            self.webhook_set = False
             return 200, {"ok": True, "result": True, "description": "Webhook was deleted"}
+        if method == "getUpdates":
+            if self.webhook_set:
+                return 409, {
+                    "ok": False,
+                    "error_code": 409,
+                    "description": "Conflict: can't use getUpdates method while webhook is active",
+                }
+            offset, limit = int(body.get("offset") or 0), int(body.get("limit") or 100)
+            with self.lock:
+                self.pending_updates = [u for u in self.pending_updates if u["update_id"] >= offset]
+                return 200, {"ok": True, "result": self.pending_updates[:limit]}
         if method == "sendMessage":
             with self.lock:
                 if self.throttle_sends > 0:
