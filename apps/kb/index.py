@@ -55,11 +55,20 @@ def _numpy():
     """numpy, imported on first use and single-threaded: a matrix-vector product over one tenant gains
     nothing from BLAS threads on a shared host, and processes that never search (beat, a worker
     between ingestions) neither load it nor carry its thread pool (which slowed a worker's warm
-    shutdown past honcho's 5 s)."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import numpy
-
+    shutdown past honcho's 5 s). The thread variables are set only while numpy loads (its BLAS reads
+    them then), so they never leak into this process's children (`nproc` honours OMP_NUM_THREADS)."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.setdefault(name, "1")
+    try:
+        import numpy
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return numpy
 
 

@@ -1,6 +1,8 @@
 """The per-process vector cache: after writes it is refreshed by difference and always equals a
 full load of the tenant's committed vectors."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,12 @@ def test_a_cached_version_is_served_without_reading_vectors(widget, django_asser
     index.tenant_vectors(widget.pk, hooks.model, version)
     with django_assert_num_queries(0):
         index.tenant_vectors(widget.pk, hooks.model, version)
+
+
+def test_loading_numpy_leaves_the_thread_variables_of_child_processes_alone(monkeypatch):
+    # OMP_NUM_THREADS=1 inherited by a child makes `nproc` (scripts/web.sh) count one core
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    index._numpy()
+    assert "OMP_NUM_THREADS" not in os.environ
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
