@@ -304,7 +304,9 @@ def _event(wish: Wish, action: str, *, token_id: int | None, note: str = "", det
 
 
 def _locked_wish(widget: Widget, wish: Wish) -> Wish:
-    return Wish.objects.select_for_update().select_related("assistant").get(pk=wish.pk, widget=widget)
+    """The wish row locked, and only it (`of=self`: a join's FOR UPDATE would lock the assistant row
+    too, in the opposite order to approve/revert, which lock the assistant first: a deadlock)."""
+    return Wish.objects.select_for_update(of=("self",)).select_related("assistant").get(pk=wish.pk, widget=widget)
 
 
 @transaction.atomic
