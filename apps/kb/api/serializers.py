@@ -183,3 +183,8 @@ class UploadMultipartDoc(serializers.Serializer):
         ),
         help_text="One document, at most 10 MB; its format is read from its bytes.",
     )
+
+
+class SourcePageDoc(serializers.Serializer):
+    data = SourceDoc(many=True)
+    next_cursor = serializers.CharField(allow_null=True)

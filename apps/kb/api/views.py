@@ -45,7 +45,7 @@ class RuleViewSet(
     }
     idempotency_required = {"create", "partial_update"}
     idempotency_deferred = {"create", "partial_update"}
-    problem_statuses = {"create": [409, 415, 502], "partial_update": [409, 415, 502]}
+    problem_statuses = {"create": [409, 415, 502], "partial_update": [409, 415, 502], "delete_source": [422]}
 
     @extend_schema(
         summary="List knowledge-base rules",
@@ -139,7 +139,7 @@ class SourceListView(ScopedAPIView):
         summary="List knowledge-base sources",
         description="Distinct source groups (`manual:<id>`, `upload:<id>`, `crawl:<url>`) in `source_ref` order, "
         "each with its `chunk_count`, `kind` and `regenerates`. Cursor list; unknown parameters are 422.",
-        responses={200: s.SourceDoc(many=True)},
+        responses={200: s.SourcePageDoc},
     )
     def get(self, request):
         self.validated(s.EmptyQuery, data=query_data(request))
