@@ -3,7 +3,7 @@ it carries an explicit offset; a bare date means midnight of that day."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -54,3 +54,12 @@ def parse_moment(raw: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=business_tz())
     return parsed
+
+
+def format_moment(moment: datetime) -> str:
+    """RFC 3339 text of an aware moment. Offsets with seconds (local mean time: Moscow was
+    +02:30:17 before 1919) have no RFC 3339 spelling, so such a moment is written in UTC."""
+    offset = moment.utcoffset()
+    if offset is not None and offset.total_seconds() % 60:
+        moment = moment.astimezone(UTC)
+    return moment.isoformat()

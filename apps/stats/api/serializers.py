@@ -9,6 +9,7 @@ from rest_framework import serializers
 from apps.agents.models import Agent
 from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
+from apps.core.timeparse import format_moment
 
 from .. import selectors
 from ..windows import INTERVALS, MAX_BUCKETS, PERIODS, Window, WindowError, bucket_count
@@ -128,7 +129,7 @@ class AgentStatsQuery(WindowQuery):
 
 
 def window_payload(window: Window) -> dict:
-    return {"from": window.start.isoformat(), "to": window.end.isoformat(), "timezone": TIMEZONE}
+    return {"from": format_moment(window.start), "to": format_moment(window.end), "timezone": TIMEZONE}
 
 
 # --- documentation of output shapes ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from apps.agents.models import Agent
 from apps.core.api.serializers import validate_input
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+from apps.core.timeparse import format_moment
 
 from .. import selectors
 from ..windows import MAX_BUCKETS
@@ -91,7 +92,8 @@ class TimeseriesView(ScopedAPIView):
         window, interval = query["window"], query["interval"]
         rows = selectors.list_buckets(widget=request.widget, window=window, interval=interval, metrics=query["metric"])
         buckets = [
-            {"from": row["from"].isoformat(), "to": row["to"].isoformat(), "metrics": row["metrics"]} for row in rows
+            {"from": format_moment(row["from"]), "to": format_moment(row["to"]), "metrics": row["metrics"]}
+            for row in rows
         ]
         return Response({"data": {"interval": interval, **s.window_payload(window), "buckets": buckets}})
 

@@ -174,3 +174,12 @@ def test_366_buckets_pass_and_367_are_422(api, widget):
 )
 def test_timeseries_refuses_bad_input_with_422(api, widget, params, field):
     assert field in assert_problem(api().get(SERIES, params), 422)["errors"]
+
+
+def test_a_window_before_moscow_had_a_whole_minute_offset_is_written_in_utc(api, widget):
+    # Moscow kept local mean time (+02:30:17) until 1919: an offset RFC 3339 cannot spell, so such
+    # bounds are written in UTC (schemathesis drew a `from` in 1913 and read `+02:30:17`).
+    data = api().get(STATS, {"from": "1913-05-09", "to": "1913-05-10"}).json()["data"]
+    assert data["from"] == "1913-05-08T21:29:43+00:00" and data["to"] == "1913-05-09T21:29:43+00:00"
+    series = api().get(SERIES, {"from": "1913-05-09", "to": "1913-05-11"}).json()["data"]["buckets"]
+    assert [b["from"] for b in series] == ["1913-05-08T21:29:43+00:00", "1913-05-09T21:29:43+00:00"]
