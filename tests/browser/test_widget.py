@@ -518,9 +518,16 @@ def _prechat(page, server, shot):
     assert (contact["name"], contact["phone"]) == ("Boris", "+7 900 000-00-00")
 
 
-def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, shot):
-    # Given a greeting written in English with a manual Russian translation
+def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, live_var, shot):
+    # Given a greeting written in English with a manual Russian translation, and an operator online
+    # (the greeting opens the conversation, which the offline form replaces when nobody is)
     server = start_server(**SERVER_ENV)
+    add_operator(live_var, server.seed["button_guid"])
+    with console_open(browser, server):
+        _greeting(browser, server, shot)
+
+
+def _greeting(browser, server, shot):
     response = api_client(server)(
         "PATCH",
         "/api/v1/widget/settings",
