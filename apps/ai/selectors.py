@@ -113,8 +113,10 @@ def answers_visitors(widget: Widget) -> bool:
     """Whether the built-in AI answers the widget's visitors now: the AI switch is on, an effective
     assistant has an active AI operator (the one apps.ai.runtime.active_operator picks) and a
     provider credential resolves for it. The visitor config's `online` reads this (through the hook
-    apps.ai registers with the visitor API); no provider is called."""
-    if not get_settings(widget).enabled:
+    apps.ai registers with the visitor API); no provider is called. In shadow mode the AI's answers
+    are private notes: it answers no visitor."""
+    ai_settings = get_settings(widget)
+    if not ai_settings.enabled or ai_settings.shadow_mode:
         return False
     assistant = effective_assistant(widget)
     if assistant is None:

@@ -166,6 +166,15 @@ def test_the_ai_without_a_credential_or_an_active_operator_answers_nobody(client
     assert get(client, widget, "config").json()["online"] is False
 
 
+def test_the_ai_in_shadow_mode_answers_nobody(client, widget, live):
+    from apps.ai import services as ai_services
+
+    _answering_ai(widget)
+    ai_services.update_settings(widget=widget, changes={"shadow_mode": True})
+    body = get(client, widget, "config").json()
+    assert body["online"] is False and body["operators"] == []
+
+
 def test_an_active_external_operator_makes_the_widget_online(client, widget, live, settings):
     from apps.external import services as external_services
     from apps.external.tests.factories import make_operator

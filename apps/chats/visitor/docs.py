@@ -27,9 +27,9 @@ class VisitorConfigDoc(serializers.Serializer):
     language = serializers.CharField(help_text="`auto` or a language code (widget_default_language).")
     online = serializers.BooleanField(
         help_text="Someone answers now: an active person of the widget has the console open (live presence, "
-        "never cached), or a machine answers (the built-in AI switched on with an active AI operator and a "
-        "credential, or an active external operator; these within 30 s of a change). False: the widget "
-        "shows its offline form."
+        "never cached), or a machine answers (the built-in AI switched on, not in shadow mode, with an "
+        "active AI operator and a credential, or an active external operator; these within 30 s of a "
+        "change). False: the widget shows its offline form."
     )
     features = serializers.DictField(help_text="Switches the embed script reads (`rating`, `offline_form`, ...).")
     settings = serializers.DictField(required=False, help_text="Every public appearance setting, as rendered.")
