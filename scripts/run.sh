@@ -19,14 +19,21 @@ seed="$(python manage.py seed_demo)"
 # Development only: a Django admin superuser with a fresh password on every start (dev_admin refuses
 # production, where `manage.py createsuperuser` is the way).
 admin="{}"
+operator_password=""
 if [[ "${APP_MODE:-development}" != "production" ]]; then
   admin="$(python manage.py dev_admin)"
+  # A console operator of the demo widget with a fresh password on every start: the widget shows
+  # Online (and takes chats) only while an operator's console is open.
+  operator_password="demo-$(python -c 'import secrets; print(secrets.token_urlsafe(12))')"
+  guid="$(python -c 'import json, sys; print(json.loads(sys.argv[1])["button_guid"])' "$seed")"
+  python manage.py create_agent --widget "$guid" --email operator@example.com --name "Demo operator" \
+    --password "$operator_password" >/dev/null
 fi
-python - "$seed" "$PORT" "$admin" <<'PY'
+python - "$seed" "$PORT" "$admin" "$operator_password" <<'PY'
 import json
 import sys
 
-seed, port, admin = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+seed, port, admin, operator_password = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 base = f"http://127.0.0.1:{port}"
 line = "=" * 78
 print(line)
@@ -36,6 +43,9 @@ print(f"    {seed['token']}")
 print()
 print(f"  Demo page: {base}/demo/   (the widget on a page; chat with it)")
 print(f"  Console:   {base}/console/   (operators answer here)")
+if operator_password:
+    print(f"    sign in as operator@example.com, password {operator_password} (new on every start);")
+print("    the widget is Online while an operator's console is open, else it offers the offline form")
 print(f"  API docs:  {base}/api/docs/")
 print(f"  Health:    {base}/healthz")
 if admin:

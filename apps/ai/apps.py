@@ -14,6 +14,10 @@ class AiConfig(AppConfig):
 
         # The widget app reports `credential_missing` in its translation status through this.
         widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
+        # The visitor config's `online` counts the AI as someone who answers (chats sits below).
+        from apps.chats import selectors as chat_selectors
+
+        chat_selectors.register_machine_answerer("ai", selectors.answers_visitors)
         _register_signing_binding(selectors)
         # Each visitor message gets the AI operator's worker task once it commits.
         events.subscribe(events.MESSAGE_CREATED, _message_created, phase=events.ON_COMMIT)

@@ -109,6 +109,22 @@ def operator_payload(agent: Agent) -> dict:
 # --- credentials ------------------------------------------------------------------------------------------
 
 
+def answers_visitors(widget: Widget) -> bool:
+    """Whether the built-in AI answers the widget's visitors now: the AI switch is on, an effective
+    assistant has an active AI operator (the one apps.ai.runtime.active_operator picks) and a
+    provider credential resolves for it. The visitor config's `online` reads this (through the hook
+    apps.ai registers with the visitor API); no provider is called. In shadow mode the AI's answers
+    are private notes: it answers no visitor."""
+    ai_settings = get_settings(widget)
+    if not ai_settings.enabled or ai_settings.shadow_mode:
+        return False
+    assistant = effective_assistant(widget)
+    if assistant is None:
+        return False
+    operator = operators_of(widget, assistant).filter(status=Agent.Status.ACTIVE).order_by("id").first()
+    return operator is not None and resolve_credential(widget, operator=operator, assistant=assistant) is not None
+
+
 def active_credentials(widget: Widget) -> QuerySet[Credential]:
     return Credential.objects.filter(widget=widget, is_active=True).order_by("-created_at", "-id")
 

@@ -30,7 +30,8 @@ def message_stored(event: events.Event) -> None:
 
 def chat_status(event: events.Event) -> None:
     """The chat's status as the console shows it, after a close, a state move, a transfer, an
-    acceptance or an operator taking an accepted chat (the other consoles re-read who handles it)."""
+    acceptance, an operator taking an accepted chat (the other consoles re-read who handles it) or a
+    machine's hand-over to people (the consoles show the chat waiting for a person)."""
     if event.type == events.CHAT_CLOSED:
         status = Chat.Status.EXPIRED
     elif event.type == events.CHAT_STATUS_CHANGED:
@@ -67,6 +68,7 @@ def register() -> None:
             events.CHAT_TRANSFERRED,
             events.CHAT_ACCEPTED,
             events.CHAT_ATTRIBUTED,
+            events.CHAT_AWAITING_HUMAN,
         ],
         chat_status,
         phase=on_commit,

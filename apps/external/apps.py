@@ -17,3 +17,7 @@ class ExternalConfig(AppConfig):
         webhooks.on_endpoint_settled(ENDPOINT_OWNER, services.finish_drained_rotations)
         # The AI reply worker offers every visitor message to the external operators first.
         routing.register_external_answerer(services.answer_externally)
+        # The visitor config's `online` counts an active external operator as someone who answers.
+        from apps.chats import selectors as chat_selectors
+
+        chat_selectors.register_machine_answerer("external", lambda widget: bool(services.answering_operators(widget)))

@@ -32,6 +32,18 @@ def purge_widget_cache(*, widget_id: int) -> None:
         cache.set(key, 2, timeout=None)
 
 
+def cached_per_generation(*, name: str, widget_id: int, build: Callable[[], object], ttl: int) -> object:
+    """A value derived from the widget's public state, cached under the same generation as the
+    config (every purge drops it too) and for at most `ttl` seconds (what no purge announces, such
+    as another app's switch, reaches readers within `ttl`)."""
+    key = f"widget-cache:{name}:{widget_id}:{_generation(widget_id)}"
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, timeout=ttl)
+    return value
+
+
 def cached_public_config(*, widget_id: int, build: Callable[[], dict]) -> dict:
     key = f"widget-cache:config:{widget_id}:{_generation(widget_id)}"
     value = cache.get(key)

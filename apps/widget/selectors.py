@@ -14,7 +14,7 @@ from django.utils.html import escape
 from apps.core.models import Widget
 
 from . import settings_schema as schema
-from .cache import cached_public_config
+from .cache import cached_per_generation, cached_public_config
 from .models import TextTranslation, WidgetIcon, WidgetSettings
 
 # Widgets created before this instant are "legacy": they keep the implicit localization defaults of
@@ -330,3 +330,9 @@ def public_config(
         return payload
 
     return cached_public_config(widget_id=widget.pk, build=build)
+
+
+def cached_for_config(*, widget: Widget, name: str, build: Callable[[], object], ttl: int) -> object:
+    """A value other apps derive for the public config (the visitor API's answerers), cached with
+    the config: purged with it, and at most `ttl` seconds old."""
+    return cached_per_generation(name=name, widget_id=widget.pk, build=build, ttl=ttl)

@@ -97,14 +97,23 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture(scope="session")
-def web_server(live_template, tmp_path_factory) -> WebServer:
+def web_server(live_template, tmp_path_factory, browser) -> WebServer:
     """One web process for the browser tests of the session (each test uses its own browser context,
-    so its own visitor session). Separate servers: `start_server` (tests/conftest.py)."""
+    so its own visitor session). An operator's console stays open in a browser context of its own
+    for the whole session, so the widget is online and offers the chat (the config's `online` is
+    live presence); without one it shows the offline form. Separate servers: `start_server`
+    (tests/conftest.py)."""
+    from tests.browser.console_pages import add_operator, console_open
+
     where = tmp_path_factory.mktemp("browser-server")
     var_dir = live_template.copy(where)
+    add_operator(var_dir, live_template.seed["button_guid"])
     server = start_web(var_dir, live_template.seed, where / "web.log", **SERVER_ENV)
-    yield server
-    server.terminate()
+    try:
+        with console_open(browser, server):
+            yield server
+    finally:
+        server.terminate()
 
 
 def api_client(server: WebServer):

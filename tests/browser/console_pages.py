@@ -44,6 +44,25 @@ def start_console_server(live_template, tmp_path_factory):
         server.terminate()
 
 
+def add_operator(var_dir, guid: str, *, email: str = EMAIL, name: str = "Olga", password: str = PASSWORD) -> None:
+    """An operator of the widget with a console password (`create_agent --password`); the server
+    may already run (they share the VAR_DIR's database)."""
+    manage(var_dir, "create_agent", "--widget", guid, "--email", email, "--name", name, "--password", password)
+
+
+@contextmanager
+def console_open(browser, server, *, email: str = EMAIL, password: str = PASSWORD):
+    """An operator's console signed in and connected in its own browser context for the block: the
+    operator is online (live presence), so the widget offers the chat, as in production."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    page = context.new_page()
+    try:
+        sign_in(page, server, email=email, password=password)
+        yield page
+    finally:
+        context.close()
+
+
 def sign_in(page, server, *, email: str = EMAIL, password: str = PASSWORD) -> None:
     page.goto(server.url("/console/login/"))
     page.get_by_label("E-mail").fill(email)

@@ -16,13 +16,14 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from tests.browser.conftest import api_client
+from tests.browser.conftest import SERVER_ENV, api_client
 from tests.browser.console_pages import (
     COLLEAGUE_EMAIL,
     COLLEAGUE_PASSWORD,
     EMAIL,
     PASSWORD,
     WAIT,
+    add_operator,
     connected,
     open_chat,
     sign_in,
@@ -30,6 +31,7 @@ from tests.browser.console_pages import (
     wait_for,
 )
 from tests.browser.widget_pages import wait_ready
+from tests.live import manage
 
 pytestmark = pytest.mark.browser
 
@@ -394,3 +396,53 @@ def test_the_operator_sends_an_image_and_a_file_the_visitor_receives(page, conso
     expect(page.locator("#messages .msg.by-agent img").last).to_have_attribute("alt", "dot.png", timeout=WAIT)
     expect(page.locator("#file-form .error")).to_have_count(0)
     shot(page)
+
+
+AI_SEED = """
+from apps.agents import services as agent_services
+from apps.agents.models import Agent
+from apps.ai.models import AiSettings, Assistant, Credential
+from apps.core.models import Widget
+from apps.webhooks.services import encrypt_secret
+
+widget = Widget.objects.get(button_guid=%r)
+AiSettings.objects.update_or_create(widget=widget, defaults={"enabled": True})
+assistant = Assistant.objects.create(widget=widget, name="Helper", is_default=True, system_prompt="Help.")
+agent_services.create_ai_agent(widget=widget, name="Robo", assistant_id=assistant.pk, status=Agent.Status.ACTIVE)
+# Nothing listens there: every answer fails, and the AI hands the chat to people (provider_failure).
+Credential.objects.create(
+    widget=widget, provider="openai", api_key_encrypted=encrypt_secret("sk-test"), base_url="https://127.0.0.1:9/v1"
+)
+"""
+
+
+def test_a_chat_the_ai_hands_over_is_badged_live_until_the_operator_answers(browser, start_server, live_var, shot):
+    # Given the built-in AI answers the demo widget (its provider fails, so it hands chats to people),
+    # run inside the web process (eager tasks: the embedded default's channel layer lives there), and
+    # an operator's console open on the chat list
+    server = start_server(**SERVER_ENV, CELERY_TASK_ALWAYS_EAGER="1", OUTBOUND_ALLOW_LOOPBACK="1")
+    add_operator(live_var, server.seed["button_guid"])
+    manage(live_var, "shell", "-c", AI_SEED % server.seed["button_guid"])
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    sign_in(page, server)
+
+    # When a visitor writes and the AI hands the chat over
+    visitor = Visitor(server, "Nadia")
+    chat_id = visitor.say("I want to talk to a person")["chat_id"]
+
+    # Then the list shows the chat waiting for a person, live
+    row = page.locator(f'.chat-row[data-chat-id="{chat_id}"]')
+    expect(row.locator(".badge.waiting")).to_have_text("Waiting for a person", timeout=30_000)
+    open_chat(page, chat_id)
+    waiting = page.locator("#chat-waiting")
+    expect(waiting).to_contain_text("Waiting for a person")
+    shot(page, "waiting")
+
+    # When the operator answers, the badge goes from the panel and the list
+    page.get_by_label("Reply").fill("Hello Nadia, I am here")
+    page.get_by_label("Reply").press("Enter")
+    expect(page.locator("#messages")).to_contain_text("Hello Nadia, I am here")
+    expect(waiting).to_have_count(0)
+    expect(row.locator(".badge.waiting")).to_have_count(0)
+    shot(page, "answered")
+    page.context.close()

@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import SERVER_ENV, api_client
+from tests.browser.console_pages import add_operator, console_open, sign_in
 from tests.browser.widget_pages import LAUNCHER, open_widget, operator_reply, send_text, wait_ready
-from tests.live import manage
 
 pytestmark = pytest.mark.browser
 
@@ -154,6 +154,12 @@ def test_arabic_is_drawn_right_to_left(browser, start_server, live_var, shot):
         headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
     )
     assert response.status_code == 200, response.text
+    add_operator(live_var, server.seed["button_guid"])
+    with console_open(browser, server):
+        _arabic(browser, server, shot)
+
+
+def _arabic(browser, server, shot):
     context = browser.new_context(locale="ar", viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.goto(server.url("/demo/"))
@@ -179,9 +185,8 @@ def test_arabic_is_drawn_right_to_left(browser, start_server, live_var, shot):
 
 
 def test_the_offline_form_when_no_operator_is_online(page, start_server, live_var, shot):
-    # Given a widget whose operators are all away
+    # Given a widget whose operators have no console open (the AI is off: nobody answers)
     server = start_server(**SERVER_ENV)
-    manage(live_var, "shell", "-c", "from apps.agents.models import Agent; Agent.objects.update(status='relaxation')")
     page.goto(server.url("/demo/"))
     open_widget(page)
 
@@ -189,6 +194,7 @@ def test_the_offline_form_when_no_operator_is_online(page, start_server, live_va
     form = page.get_by_role("form", name="Leave us a message")
     expect(form).to_be_visible()
     expect(page.locator("chat-widget .head")).to_contain_text("Offline")
+    expect(page.get_by_role("textbox", name="Type a message…")).to_have_count(0)
     shot(page, "form")
     form.get_by_label("Name").fill("Ann")
     form.get_by_label("E-mail").fill("ann@example.com")
@@ -202,6 +208,55 @@ def test_the_offline_form_when_no_operator_is_online(page, start_server, live_va
     assert chats, "the offline message made no chat"
     messages = api_client(server)("GET", f"/api/v1/chats/{chats[0]['id']}/messages").json()["data"]
     assert any("Please call me back tomorrow" in (m.get("body") or "") for m in messages)
+
+
+def test_the_widget_switches_live_as_the_operator_comes_goes_away_and_leaves(
+    browser, page, start_server, live_var, host_pages, shot
+):
+    # Given a customer page whose snippet reads presence every second while the chat is open, and
+    # an operator of the widget with no console open
+    server = start_server(**SERVER_ENV)
+    add_operator(live_var, server.seed["button_guid"])
+    url = host_pages.add(
+        "/shop.html",
+        f"""<!doctype html><html><head><title>Shop</title></head><body><p>A shop.</p>
+<script src="{server.base}/static/widget/loader.js?guid={server.seed["button_guid"]}" data-presence-poll="1" async></script>
+</body></html>""",
+    )
+    page.goto(url)
+    open_widget(page)
+    head = page.locator("chat-widget .head")
+    offline_form = page.get_by_role("form", name="Leave us a message")
+    textbox = page.get_by_role("textbox", name="Type a message…")
+    expect(offline_form).to_be_visible()
+    expect(head).to_contain_text("Offline")
+
+    # When the operator signs in to the console, the open widget turns to the chat without a reload
+    console = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US").new_page()
+    try:
+        sign_in(console, server)
+        expect(textbox).to_be_visible()
+        expect(offline_form).to_have_count(0)
+        expect(head).to_contain_text("Online")
+        shot(page, "online")
+
+        # When they switch to away, the widget offers the form again; back online, the chat
+        console.locator("#presence").click()
+        expect(console.locator("#presence")).to_have_text("Away")
+        expect(offline_form).to_be_visible()
+        expect(head).to_contain_text("Offline")
+        shot(page, "away")
+        console.locator("#presence").click()
+        expect(console.locator("#presence")).to_have_text("Online")
+        expect(textbox).to_be_visible()
+
+        # And the visitor can write while the operator is there
+        send_text(page, "Caught you online")
+    finally:
+        # When the console closes (its socket goes away), the widget is offline again
+        console.context.close()
+    expect(head).to_contain_text("Offline")
+    shot(page, "left")
 
 
 def test_a_keyboard_message_is_drawn_as_link_buttons(page, web_server, api, shot):
@@ -428,8 +483,14 @@ def test_typing_both_ways_and_seen(page, web_server, api, shot):
     assert not [frame for frame in received if frame.get("event") == "error"]
 
 
-def test_the_prechat_form_names_the_visitor_before_the_first_message(page, start_server, shot):
+def test_the_prechat_form_names_the_visitor_before_the_first_message(browser, page, start_server, live_var, shot):
     server = start_server(**SERVER_ENV)
+    add_operator(live_var, server.seed["button_guid"])
+    with console_open(browser, server):
+        _prechat(page, server, shot)
+
+
+def _prechat(page, server, shot):
     api = api_client(server)
     response = api(
         "PATCH",
@@ -457,9 +518,16 @@ def test_the_prechat_form_names_the_visitor_before_the_first_message(page, start
     assert (contact["name"], contact["phone"]) == ("Boris", "+7 900 000-00-00")
 
 
-def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, shot):
-    # Given a greeting written in English with a manual Russian translation
+def test_the_greeting_is_the_tenants_text_translated_per_language(browser, start_server, live_var, shot):
+    # Given a greeting written in English with a manual Russian translation, and an operator online
+    # (the greeting opens the conversation, which the offline form replaces when nobody is)
     server = start_server(**SERVER_ENV)
+    add_operator(live_var, server.seed["button_guid"])
+    with console_open(browser, server):
+        _greeting(browser, server, shot)
+
+
+def _greeting(browser, server, shot):
     response = api_client(server)(
         "PATCH",
         "/api/v1/widget/settings",

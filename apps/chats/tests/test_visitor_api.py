@@ -88,12 +88,155 @@ def test_config_is_public_and_cacheable(client, widget):
     assert response["Access-Control-Allow-Origin"] == "*"
 
 
-def test_config_is_online_with_an_active_human_agent(client, widget):
-    AgentFactory(widget=widget, status=Agent.Status.RELAXATION)
+def test_config_is_online_only_while_an_active_human_agent_has_a_console_open(client, widget):
+    from apps.agents import presence
+
+    # Given an active person, a person who chose away and an AI operator while the AI is off
+    olga = AgentFactory(widget=widget)
+    pavel = AgentFactory(widget=widget, status=Agent.Status.RELAXATION)
     AgentFactory(widget=widget, type=Agent.Type.AI)
+    # Then nobody answers while no console is open, and away people do not count
     assert get(client, widget, "config").json()["online"] is False
-    AgentFactory(widget=widget)
+    presence.connect(agent_id=pavel.pk, widget_id=widget.pk, socket_id="pavel-1")
+    try:
+        assert get(client, widget, "config").json()["online"] is False
+        # When Olga's console socket connects, the cached config answers online at once
+        presence.connect(agent_id=olga.pk, widget_id=widget.pk, socket_id="olga-1")
+        assert get(client, widget, "config").json()["online"] is True
+        # and offline again when it closes (no write, no cache purge)
+        presence.disconnect(agent_id=olga.pk, widget_id=widget.pk, socket_id="olga-1")
+        assert get(client, widget, "config").json()["online"] is False
+    finally:
+        presence.disconnect(agent_id=olga.pk, widget_id=widget.pk, socket_id="olga-1")
+        presence.disconnect(agent_id=pavel.pk, widget_id=widget.pk, socket_id="pavel-1")
+
+
+def test_an_agent_switching_to_away_makes_the_widget_offline(client, widget, live):
+    from apps.agents import services as agent_services
+
+    olga = AgentFactory(widget=widget)
+    live.add(olga.pk)
     assert get(client, widget, "config").json()["online"] is True
+    agent_services.set_agent_status(widget=widget, agent=olga, status=Agent.Status.RELAXATION)
+    assert get(client, widget, "config").json()["online"] is False
+    agent_services.set_agent_status(widget=widget, agent=olga, status=Agent.Status.ACTIVE)
+    assert get(client, widget, "config").json()["online"] is True
+
+
+def _answering_ai(widget, *, show_in_header: bool = True):
+    """The built-in AI switched on, with an assistant, an active AI operator and a credential."""
+    from apps.ai import services as ai_services
+    from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
+
+    assistant = AssistantFactory(widget=widget)
+    operator = AiOperatorFactory(assistant=assistant, name="Robo", show_in_header=show_in_header)
+    CredentialFactory(widget=widget)
+    ai_services.update_settings(widget=widget, changes={"enabled": True})  # purges the config cache
+    return operator
+
+
+def test_the_answering_ai_makes_the_widget_online_and_its_operator_online_in_the_header(client, widget, live):
+    from apps.ai import services as ai_services
+
+    # Given nobody's console open and the AI answering
+    AgentFactory(widget=widget, name="Olga")
+    _answering_ai(widget)
+    body = get(client, widget, "config").json()
+    assert body["online"] is True
+    assert [(o["name"], o["presence"]) for o in body["operators"]] == [("Robo", "online")]
+    # When the AI is switched off, the widget is offline and the header agrees
+    ai_services.update_settings(widget=widget, changes={"enabled": False})
+    body = get(client, widget, "config").json()
+    assert body["online"] is False
+    assert body["operators"] == []  # the default mode lists online operators only
+
+
+def test_the_ai_without_a_credential_or_an_active_operator_answers_nobody(client, widget, live):
+    from apps.ai import services as ai_services
+    from apps.ai.models import Credential
+    from apps.widget.cache import purge_widget_cache
+
+    operator = _answering_ai(widget)
+    assert get(client, widget, "config").json()["online"] is True
+    Credential.objects.filter(widget=widget).update(is_active=False)
+    purge_widget_cache(widget_id=widget.pk)
+    assert get(client, widget, "config").json()["online"] is False
+    Credential.objects.filter(widget=widget).update(is_active=True)
+    ai_services.update_operator(widget=widget, operator=operator, changes={"status": "paused"})
+    assert get(client, widget, "config").json()["online"] is False
+
+
+def test_the_ai_in_shadow_mode_answers_nobody(client, widget, live):
+    from apps.ai import services as ai_services
+
+    _answering_ai(widget)
+    ai_services.update_settings(widget=widget, changes={"shadow_mode": True})
+    body = get(client, widget, "config").json()
+    assert body["online"] is False and body["operators"] == []
+
+
+def test_an_active_external_operator_makes_the_widget_online(client, widget, live, settings):
+    from apps.external import services as external_services
+    from apps.external.tests.factories import make_operator
+    from apps.widget.cache import purge_widget_cache
+
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    operator = make_operator(widget)
+    assert get(client, widget, "config").json()["online"] is True
+    external_services.set_lifecycle(widget=widget, operator=operator, state="paused")
+    # (a lifecycle change purges nothing: the cached answerers expire within ANSWERERS_TTL)
+    purge_widget_cache(widget_id=widget.pk)
+    assert get(client, widget, "config").json()["online"] is False
+
+
+def test_cached_answerers_expire_within_their_ttl(client, widget, live, monkeypatch):
+    from django.core.cache import cache
+
+    from apps.chats.visitor import services as visitor_services
+
+    # Given a warm config and a machine check that purges nothing when it changes
+    answers = {"now": False}
+    monkeypatch.setitem(visitor_services.chat_selectors.MACHINE_ANSWERERS, "test", lambda w: answers["now"])
+    assert get(client, widget, "config").json()["online"] is False
+    answers["now"] = True
+    assert get(client, widget, "config").json()["online"] is False  # still cached
+    # When the cached entry's TTL runs out (dropped here as the cache backend would)
+    cache.delete_many([k for k in _answerer_keys(widget)])
+    # Then the next read sees the machine
+    assert get(client, widget, "config").json()["online"] is True
+
+
+def _answerer_keys(widget) -> list[str]:
+    from apps.widget.cache import _generation
+
+    return [f"widget-cache:answerers:{widget.pk}:{_generation(widget.pk)}"]
+
+
+def test_answerers_are_cached_for_at_most_their_ttl(widget, monkeypatch):
+    from apps.chats.visitor import services as visitor_services
+    from apps.widget import cache as widget_cache
+
+    seen = {}
+    real_set = widget_cache.cache.set
+
+    def spy(key, value, timeout=None, *args, **kwargs):
+        seen[key] = timeout
+        return real_set(key, value, timeout, *args, **kwargs)
+
+    monkeypatch.setattr(widget_cache.cache, "set", spy)
+    visitor_services.answerers(widget)
+    assert seen[_answerer_keys(widget)[0]] == visitor_services.ANSWERERS_TTL
+
+
+def test_a_failing_machine_check_counts_as_no_answer(client, widget, live, monkeypatch):
+    from apps.chats.visitor import services as visitor_services
+
+    def broken(widget):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(visitor_services.chat_selectors.MACHINE_ANSWERERS, "broken", broken)
+    response = get(client, widget, "config")
+    assert response.status_code == 200 and response.json()["online"] is False
 
 
 def test_visitor_api_works_with_the_rest_api_switched_off(client, widget):
@@ -767,8 +910,9 @@ def live(monkeypatch):
 
 
 @pytest.fixture
-def crew(widget, live):
+def crew(widget, live, monkeypatch):
     """Header-visible operators in every presence, plus three the header never shows."""
+    from apps.chats import selectors as chat_selectors
     from apps.widget.cache import purge_widget_cache
 
     olga = AgentFactory(widget=widget, name="Olga", email="olga@example.com")
@@ -779,6 +923,8 @@ def crew(widget, live):
     AgentFactory(widget=widget, name="Gone", status=Agent.Status.BANNED)
     AgentFactory(widget=widget, name="Hook", type=Agent.Type.WEBHOOK)
     live.update({olga.pk, pavel.pk})
+    # the built-in AI answers (its own tests: test_the_answering_ai_...), so Robo is online
+    monkeypatch.setitem(chat_selectors.MACHINE_ANSWERERS, "ai", lambda w: True)
     purge_widget_cache(widget_id=widget.pk)  # factories write behind the services' back
     return {"olga": olga, "pavel": pavel, "bot": bot}
 
@@ -863,11 +1009,11 @@ def test_a_cached_config_costs_the_same_queries_whatever_the_number_of_operators
     with CaptureQueriesContext(connection) as many:
         listed = operators(client, widget)
     assert len(listed) == 10  # at most ten
-    # the same queries (widget lookup, rate budget, the `online` flag); the roster comes from the cache
-    # and presence from its store, so the only agent query is the `online` flag's
+    # the same queries (widget lookup, rate budget); the roster and who may answer come from the
+    # cache and presence from its store, so `online` and the operators cost no agent query
     assert len(many.captured_queries) == len(few.captured_queries)
     agent_queries = [q["sql"] for q in many.captured_queries if '"agents_agent"' in q["sql"]]
-    assert len(agent_queries) == 1 and "LIMIT 1" in agent_queries[0], agent_queries
+    assert agent_queries == []
 
 
 def test_operator_changes_through_the_services_reach_the_cached_roster(client, widget, crew):

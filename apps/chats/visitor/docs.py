@@ -16,7 +16,8 @@ class VisitorHeaderOperatorDoc(serializers.Serializer):
     presence = serializers.ChoiceField(
         choices=["online", "away", "offline"],
         help_text="Live: a person is online while their console is connected and not switched to away, "
-        "offline without a connected console; an AI operator is online while active, away while paused.",
+        "offline without a connected console; an AI operator is online while active and the built-in AI answers "
+        "(switched on, with a provider credential), away while paused, offline otherwise.",
     )
 
 
@@ -24,7 +25,12 @@ class VisitorConfigDoc(serializers.Serializer):
     button_guid = serializers.CharField()
     name = serializers.CharField(help_text="The widget's name.")
     language = serializers.CharField(help_text="`auto` or a language code (widget_default_language).")
-    online = serializers.BooleanField(help_text="An operator is connected now (live, never cached).")
+    online = serializers.BooleanField(
+        help_text="Someone answers now: an active person of the widget has the console open (live presence, "
+        "never cached), or a machine answers (the built-in AI switched on, not in shadow mode, with an "
+        "active AI operator and a credential, or an active external operator; these within 30 s of a "
+        "change). False: the widget shows its offline form."
+    )
     features = serializers.DictField(help_text="Switches the embed script reads (`rating`, `offline_form`, ...).")
     settings = serializers.DictField(required=False, help_text="Every public appearance setting, as rendered.")
     texts = serializers.DictField(required=False, help_text="Interface texts per enabled locale.")

@@ -20,7 +20,9 @@ from apps.agents.models import Agent
 from apps.core.errors import Conflict, NotFound
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
+from apps.widget import selectors as widget_selectors
 
+from .. import selectors as chat_selectors
 from .. import services as chat_services
 from ..models import Chat, Contact, File, Message, Rating, VisitorSession, VisitorUpload
 from . import auth
@@ -84,9 +86,47 @@ def list_visible_messages(
     )
 
 
-def any_agent_online(widget: Widget) -> bool:
-    """A human agent of the widget is active (presence replaces this when agent sockets land)."""
-    return Agent.objects.filter(widget=widget, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE).exists()
+# --- who answers a visitor: live presence, or a machine ---------------------------------------------------
+
+# How old the cached answerers may be. Agent, AI settings, assistant and AI operator changes purge the
+# config cache at once; what purges nothing (an external operator's lifecycle, an AI credential)
+# reaches visitors within this.
+ANSWERERS_TTL = 30
+
+
+def _build_answerers(widget: Widget) -> dict:
+    machines = {}
+    for kind, check in sorted(chat_selectors.MACHINE_ANSWERERS.items()):
+        try:
+            machines[kind] = bool(check(widget))
+        except Exception:  # noqa: BLE001 - a broken check must not take the config down
+            logger.exception("machine answerer check %s failed for widget %s", kind, widget.pk)
+            machines[kind] = False
+    humans = Agent.objects.filter(widget=widget, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE)
+    return {"humans": sorted(humans.values_list("pk", flat=True)), "machines": machines}
+
+
+def answerers(widget: Widget) -> dict:
+    """Who may answer the widget's visitors, cached with the public config (at most ANSWERERS_TTL
+    seconds old): `humans`, the ids of its active human agents (whether one is online is read live
+    per request), and `machines`, `{kind: answers}` of the registered machine answerers."""
+    return widget_selectors.cached_for_config(
+        widget=widget, name="answerers", build=lambda: _build_answerers(widget), ttl=ANSWERERS_TTL
+    )
+
+
+def is_online(*, answering: dict, connected: set[int]) -> bool:
+    """The config's `online`: a machine answers, or an active human agent has a live console socket
+    (the presence store). Reads no database: `answering` comes from `answerers`, `connected` from
+    the presence store."""
+    return any(answering["machines"].values()) or any(agent_id in connected for agent_id in answering["humans"])
+
+
+def live_presence(widget: Widget) -> tuple[bool, set[int]]:
+    """(`online`, the ids of the connected agents) of the widget now, for callers outside the
+    config view (the console, tests)."""
+    connected = agent_selectors.online_agent_ids(widget)
+    return is_online(answering=answerers(widget), connected=connected), connected
 
 
 # The header lists at most this many operators (the widget draws three and counts the rest).
@@ -109,25 +149,32 @@ def header_roster(widget: Widget, *, absolute: Callable[[str], str] | None = Non
     return roster
 
 
-def header_operators(widget: Widget, *, roster: list[dict], mode: str) -> list[dict]:
-    """The config's `operators`, per request: the cached roster with live presence (the presence
-    store, no database query), chosen by `operators_display_mode`: `hidden` none, `online` those
-    online, `all` every one (online first, then away, then offline), `single` one representative
-    (the first online, else the first away, else the first). Items are `{name, avatar_url, kind, presence}`."""
+def header_operators(
+    widget: Widget, *, roster: list[dict], mode: str, connected: set[int], ai_answers: bool
+) -> list[dict]:
+    """The config's `operators`, per request: the cached roster with live presence (`connected`,
+    from the presence store: no database query), chosen by `operators_display_mode`: `hidden` none,
+    `online` those online, `all` every one (online first, then away, then offline), `single` one
+    representative (the first online, else the first away, else the first). An AI operator is online
+    only while the built-in AI answers (`ai_answers`), so the list agrees with the config's `online`.
+    Items are `{name, avatar_url, kind, presence}`."""
     if mode == "hidden" or not roster:
         return []
-    connected = agent_selectors.online_agent_ids(widget)
-    rows = [
-        {
-            "name": entry["name"],
-            "avatar_url": entry["avatar_url"],
-            "kind": "ai" if entry["type"] == Agent.Type.AI else "human",
-            "presence": agent_selectors.header_presence(
-                type=entry["type"], status=entry["status"], connected=entry["id"] in connected
-            ),
-        }
-        for entry in roster
-    ]
+    rows = []
+    for entry in roster:
+        presence = agent_selectors.header_presence(
+            type=entry["type"], status=entry["status"], connected=entry["id"] in connected
+        )
+        if entry["type"] == Agent.Type.AI and presence == "online" and not ai_answers:
+            presence = "offline"  # active, but the AI switch is off (or it has nothing to answer with)
+        rows.append(
+            {
+                "name": entry["name"],
+                "avatar_url": entry["avatar_url"],
+                "kind": "ai" if entry["type"] == Agent.Type.AI else "human",
+                "presence": presence,
+            }
+        )
     rows.sort(key=lambda row: _PRESENCE_ORDER[row["presence"]])  # stable: oldest first within a group
     if mode == "online":
         rows = [row for row in rows if row["presence"] == "online"]

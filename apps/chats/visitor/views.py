@@ -13,6 +13,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.agents import selectors as agent_selectors
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
@@ -103,7 +104,8 @@ class ConfigView(VisitorAPIView):
     @visitor_operation(
         summary="Visitor: widget config",
         description="What the embed script starts with: the widget's name, language, public appearance "
-        "settings, interface texts, custom icon URLs, feature switches, whether an operator is online and "
+        "settings, interface texts, custom icon URLs, feature switches, whether someone answers now "
+        "(`online`: a person's console is open, or the built-in AI or an external operator answers) and "
         "the operators the header shows (`operators`, chosen by `operators_display_mode`, with live "
         "presence). No session needed; cacheable for 60 s (`online` and the operators' `presence` are "
         "computed per request).",
@@ -114,19 +116,26 @@ class ConfigView(VisitorAPIView):
         payload = widget_selectors.public_config(
             widget=self.widget,
             base=lambda: s.config_payload(
-                self.widget,
-                online=services.any_agent_online(self.widget),
-                operators=services.header_roster(self.widget, absolute=absolute),
+                self.widget, online=False, operators=services.header_roster(self.widget, absolute=absolute)
             ),
             absolute=absolute,
         )
-        # Presence is live: never served from the cached config (the roster is; its internal
-        # members never leave this view).
+        # Presence is live: never served from the cached config. Who may answer is cached with it
+        # (the roster too; their internal members never leave this view); which of them is online
+        # is one read of the presence store, no database query.
+        answering = services.answerers(self.widget)
+        connected = agent_selectors.online_agent_ids(self.widget)
         mode = (payload.get("settings") or {}).get("operators_display_mode") or "online"
         payload = {
             **payload,
-            "online": services.any_agent_online(self.widget),
-            "operators": services.header_operators(self.widget, roster=payload.get("operators") or [], mode=mode),
+            "online": services.is_online(answering=answering, connected=connected),
+            "operators": services.header_operators(
+                self.widget,
+                roster=payload.get("operators") or [],
+                mode=mode,
+                connected=connected,
+                ai_answers=answering["machines"].get("ai", False),
+            ),
         }
         return Response(payload, headers={"Cache-Control": "public, max-age=60"})
 

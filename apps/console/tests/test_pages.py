@@ -209,3 +209,59 @@ def test_a_chat_page_costs_the_same_queries_for_3_and_30_messages(console, widge
     for n in range(27):
         MessageFactory(chat=chat, body=f"b{n}", author_kind=Message.Author.AGENT, agent=operator)
     assert count() == few
+
+
+# --- a chat handed to people by the AI -----------------------------------------------------------------
+
+
+def _hand_over(widget, chat):
+    from apps.chats import services as chat_services
+
+    return chat_services.await_human(widget=widget, chat=chat, reason="ai_handoff")
+
+
+def test_a_chat_handed_over_by_the_ai_is_badged_in_the_list_and_the_panel(console, widget, chat):
+    other = make_chat(widget, name="Boris", body="No hand-over here")
+    _hand_over(widget, chat)
+    listing = console.get("/console/").content.decode()
+    rows = {c: listing[listing.index(f'data-chat-id="{c.pk}"') :].split("</li>", 1)[0] for c in (chat, other)}
+    assert "Waiting for a person" in rows[chat] and "Waiting for a person" not in rows[other]
+    panel = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    assert 'id="chat-waiting"' in panel and "handed over by the AI" in panel
+    assert 'id="chat-waiting"' not in console.get(f"/console/chats/{other.pk}/").content.decode()
+
+
+def test_the_badge_goes_when_a_person_answers(htmx, console, widget, chat):
+    _hand_over(widget, chat)
+    assert htmx.post(f"/console/chats/{chat.pk}/reply/", {"body": "I am here"}).status_code == 200
+    chat.refresh_from_db()
+    assert chat.awaiting_human_since is None
+    assert "Waiting for a person" not in console.get("/console/").content.decode()
+    assert 'id="chat-waiting"' not in console.get(f"/console/chats/{chat.pk}/").content.decode()
+
+
+def test_the_hand_over_pushes_a_chat_frame_to_the_consoles(
+    widget, chat, monkeypatch, django_capture_on_commit_callbacks
+):
+    from apps.chats import realtime
+    from apps.core.realtime import widget_group
+
+    pushed = []
+    monkeypatch.setattr(realtime, "push", lambda groups, frame: pushed.append((groups, frame)))
+    with django_capture_on_commit_callbacks(execute=True):
+        _hand_over(widget, chat)
+    assert ([widget_group(widget.pk)], {"event": "chat", "chat_id": chat.pk, "status": chat.status}) in pushed
+    # a chat already waiting: nothing again
+    pushed.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        _hand_over(widget, chat)
+    assert pushed == []
+
+
+def test_the_list_costs_the_same_queries_with_chats_waiting_for_a_person(console, widget, operator):
+    for n in range(3):
+        _hand_over(widget, make_chat(widget, name=f"A{n}", agent=operator))
+    few = _count_list_queries(console)
+    for n in range(12):
+        _hand_over(widget, make_chat(widget, name=f"B{n}"))
+    assert _count_list_queries(console) == few

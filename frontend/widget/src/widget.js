@@ -17,6 +17,12 @@ const FONTS = {
   pt_sans: "'PT Sans',system-ui,sans-serif",
   montserrat: "Montserrat,system-ui,sans-serif",
 };
+// Presence is read again while the window is open (and on opening it): every PRESENCE seconds, or
+// what the snippet's `data-presence-poll` says (1..300). A widget that hides itself while nobody is
+// online (`widget_offline_mode: hide`) also reads it while closed, four times less often.
+const loaderTag = document.querySelector('script[src*="/static/widget/loader.js"]');
+const presenceSetting = parseFloat(loaderTag && loaderTag.getAttribute("data-presence-poll"));
+const PRESENCE = presenceSetting >= 1 && presenceSetting <= 300 ? presenceSetting : 15;
 const EMOJI = ["😀", "😊", "👍", "🙏", "❤️", "😂", "🎉", "🤔"];
 
 function emit(event, payload) {
@@ -161,6 +167,7 @@ function Widget({ config, conversation }) {
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
   const [introduced, setIntroduced] = useState(false);
+  const [live, setLive] = useState({ online: config.online, operators: config.operators });
   const textarea = useRef(null);
   const launcher = useRef(null);
   const log = useRef(null);
@@ -174,7 +181,7 @@ function Widget({ config, conversation }) {
   const title = own.widget_name || settings.widget_name || config.name || t.title;
   const signature = own.widget_signature || settings.widget_signature || t.signature;
   const greetingText = own.widget_greeting || settings.widget_greeting || t.greeting;
-  const online = config.online !== false;
+  const online = live.online !== false;
   const offlineMode = online ? "chat" : settings.widget_offline_mode || "form";
   const features = config.features || {};
   const formOffline =
@@ -219,6 +226,34 @@ function Widget({ config, conversation }) {
       lastOperator.seen = true;
     }
   });
+
+  // `online` and the operators' presence, read past every cache (the config is cacheable for 60 s).
+  async function refreshPresence() {
+    try {
+      const response = await fetch(`${api.origin}/api/visitor/v1/${api.guid}/config`, {
+        credentials: "omit",
+        cache: "no-store",
+      });
+      if (!response.ok) return;
+      const fresh = await response.json();
+      setLive({ online: fresh.online, operators: fresh.operators });
+    } catch (e) {
+      /* offline or refused: keep what is shown, the next read tries again */
+    }
+  }
+
+  useEffect(() => {
+    if (open) refreshPresence();
+    const every = open ? PRESENCE : settings.widget_offline_mode === "hide" ? PRESENCE * 4 : 0;
+    if (!every) return undefined;
+    const read = () => document.visibilityState === "visible" && refreshPresence();
+    const timer = setInterval(read, every * 1000);
+    document.addEventListener("visibilitychange", read);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", read);
+    };
+  }, [open]);
 
   function pick(data, keys) {
     const out = {};
@@ -383,7 +418,7 @@ function Widget({ config, conversation }) {
   const customIcon = config.icon_urls && config.icon_urls[preset];
   const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
   const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
-  const operators = operatorList(config.operators || [], messages, settings.operators_display_mode);
+  const operators = operatorList(live.operators || [], messages, settings.operators_display_mode);
   const showRating =
     features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
   const offlineView = formOffline && (offlineSent || !messages.length);
