@@ -455,7 +455,7 @@ def _queue_if_due(widget_id: int, schedule: str, due_before) -> int:
 def start_crawl_run(*, run_id: int) -> tuple[KbCrawlRun, KbCrawlConfig] | None:
     """queued -> running under the run's lock; None when the run is no longer queued (cancelled
     by a write, taken by another worker) or its configuration was replaced or removed."""
-    run = KbCrawlRun.objects.select_for_update().select_related("widget").filter(pk=run_id).first()
+    run = KbCrawlRun.objects.select_for_update(of=("self",)).select_related("widget").filter(pk=run_id).first()
     if run is None or run.status != KbCrawlRun.Status.QUEUED:
         return None
     config = KbCrawlConfig.objects.filter(widget=run.widget).first()
