@@ -366,7 +366,7 @@ class Crawl:
 
         try:
             document = lxml.html.document_fromstring(fetched.content)
-        except (lxml.etree.ParserError, ValueError):
+        except (lxml.etree.LxmlError, ValueError):
             return []
         found: list[str] = []
         for element in document.iter("a"):

@@ -113,7 +113,9 @@ def update_rule(*, widget: Widget, rule: KbChunk, changes: dict, embedded: hooks
     if fields:
         rule.save(update_fields=[*fields, "updated_at"])
         bump_version(widget.pk)
-        events.emit(widget, events.KB_RULE_UPDATED, rule_id=rule.pk, fields=[f for f in fields if f != "embedding"])
+        events.emit(
+            widget, events.KB_RULE_UPDATED, rule_id=rule.pk, fields=[f for f in fields if f in ("content", "doc_id")]
+        )
     return rule
 
 

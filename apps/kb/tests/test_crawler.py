@@ -266,3 +266,41 @@ def test_a_crawl_emits_internal_kb_events(widget, site, offline):
     assert types.count(events.KB_CRAWL_PAGE_CHANGED) == run.pages_indexed
     assert seen[-1].type == events.KB_CRAWL_FINISHED and seen[-1].data["status"] == "finished"
     assert not set(kb_types) & set(events.CATALOGUE)  # never a webhook
+
+
+def test_an_index_sitemap_and_a_gzipped_one_are_read_through_the_guard(widget, site, offline):
+    import gzip
+
+    site.text("/robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site.url('/index.xml')}\n")
+    site.text(
+        "/index.xml",
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{site.url('/pages.xml.gz')}</loc></sitemap>"
+        "<sitemap><loc>https://elsewhere.test/s.xml</loc></sitemap>"
+        "</sitemapindex>",
+        "application/xml",
+    )
+    urlset = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/deep/page')}</loc></url><url><loc>https://elsewhere.test/p</loc></url></urlset>"
+    )
+    site.pages["/pages.xml.gz"] = (200, {"Content-Type": "application/gzip"}, gzip.compress(urlset.encode()))
+    site.html("/", paragraph("Front page with no links at all."))
+    site.html("/deep/page", paragraph("A page only the gzipped sitemap knows about the gift cards."))
+    run = crawl(widget, site)
+    assert run.status == "finished"
+    assert chunks_of(widget, site, "/deep/page")
+    assert not KbCrawlPage.objects.filter(url__contains="elsewhere").exists()
+
+
+def test_robots_unreachable_disallows_the_host_and_non_html_is_not_indexed(widget, site, offline):
+    site.pages["/robots.txt"] = (503, {"Content-Type": "text/plain"}, b"busy")
+    site.html("/", paragraph("Front page."))
+    run = crawl(widget, site)
+    assert run.status == "finished" and run.pages_disallowed == 1 and "/" not in site.requested
+    site.text("/robots.txt", "User-agent: *\nAllow: /\n")
+    site.html("/", paragraph("Front page text, long enough to keep. " * 3) + links("/file.pdf"))
+    site.pages["/file.pdf"] = (200, {"Content-Type": "application/pdf"}, b"%PDF-1.4 not a page")
+    run = crawl(widget, site)
+    assert "/file.pdf" in site.requested
+    assert set(KbCrawlPage.objects.values_list("url", flat=True)) == {site.url("/")}
