@@ -18,7 +18,8 @@ Per page: the text (trafilatura) is fingerprinted (sha256); an unchanged fingerp
 rules alone (no embedding), a changed one replaces `crawl:<url>`'s rules; a 404/410 retires them
 at once. At the end of a finished run, pages indexed before that the crawl no longer reached (not
 linked, not in a sitemap, disallowed, excluded) are retired too; pages it found but did not fetch
-(page cap) and pages that failed keep their rules. An embedding failure fails the page, not the
+(page cap) and pages that failed keep their rules, and a run that could not reach a robots.txt or a
+start URL (an outage, not a site that shrank) retires nothing at the end. An embedding failure fails the page, not the
 run. Between pages the run checks whether a write replaced its configuration (it then stops,
 `cancelled`).
 """
@@ -133,6 +134,9 @@ class Crawl:
     last_fetch: dict[str, float] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     keep: set[str] = field(default_factory=set)  # pages whose rules stay (reached, failed or capped)
+    # False once a robots.txt or a start URL could not be reached: an outage must not read as
+    # "every page gone", so such a run retires only the pages answered 404/410.
+    complete: bool = True
 
     def __post_init__(self) -> None:
         self.widget = self.run.widget
@@ -203,12 +207,14 @@ class Crawl:
         except _PageFailed as exc:
             logger.info("kb crawl: robots.txt of %s unreachable (%s): host disallowed", host, exc.error)
             self.robots[host] = Protego.parse("User-agent: *\nDisallow: /\n")
+            self.complete = False
             return []
         if 400 <= fetched.status < 500:
             self.robots[host] = Protego.parse("")
             return []
         if fetched.status != 200:
             self.robots[host] = Protego.parse("User-agent: *\nDisallow: /\n")
+            self.complete = False
             return []
         rules = Protego.parse(fetched.content.decode("utf-8", errors="replace"))
         self.robots[host] = rules
@@ -308,6 +314,8 @@ class Crawl:
         except _PageFailed as exc:
             self.keep.add(url)
             self._record_failure(url, exc.error)
+            if url in self.starts:
+                self.complete = False
             return []
         final = fetched.url
         if fetched.status in (404, 410):
@@ -317,6 +325,8 @@ class Crawl:
         if fetched.status != 200:
             self.keep.add(url)
             self._record_failure(url, f"http_{fetched.status}")
+            if url in self.starts:
+                self.complete = False
             return []
         if fetched.content_type not in HTML_TYPES:
             return []  # not a page (a PDF, an image): neither indexed nor kept
@@ -379,7 +389,10 @@ class Crawl:
         return found
 
     def retire_unreached(self) -> None:
-        """After a finished run: the rules of pages indexed before that this crawl did not reach."""
+        """After a finished run: the rules of pages indexed before that this crawl did not reach
+        (nothing when a robots.txt or a start URL was unreachable)."""
+        if not self.complete:
+            return
         for url in services.crawled_urls(widget=self.widget):
             if url not in self.keep and services.retire_crawled_page(widget=self.widget, url=url):
                 self.run.pages_retired += 1

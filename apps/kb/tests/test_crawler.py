@@ -304,3 +304,16 @@ def test_robots_unreachable_disallows_the_host_and_non_html_is_not_indexed(widge
     run = crawl(widget, site)
     assert "/file.pdf" in site.requested
     assert set(KbCrawlPage.objects.values_list("url", flat=True)) == {site.url("/")}
+
+
+def test_a_site_outage_retires_nothing(widget, site, offline):
+    build(site)
+    crawl(widget, site)
+    indexed = set(KbCrawlPage.objects.values_list("url", flat=True))
+    site.pages["/"] = (503, {"Content-Type": "text/plain"}, b"down")
+    run = crawl(widget, site)
+    assert run.status == "finished" and {"url": site.url("/"), "error": "http_503"} in run.failures
+    assert set(KbCrawlPage.objects.values_list("url", flat=True)) == indexed and run.pages_retired == 0
+    site.pages["/robots.txt"] = (500, {"Content-Type": "text/plain"}, b"down")
+    run = crawl(widget, site)
+    assert set(KbCrawlPage.objects.values_list("url", flat=True)) == indexed and run.pages_retired == 0
