@@ -431,11 +431,29 @@ def queue_scheduled_crawls(*, now=None) -> int:
     """The beat job: queue a crawl for each daily or weekly configuration whose last crawl was
     queued at least a day (a week) ago and that has none queued or running. The count queued."""
     now = now or timezone.now()
+    _fail_stale_runs(now)
     queued = 0
     for schedule, every in SCHEDULE_EVERY.items():
         for widget_id in KbCrawlConfig.objects.filter(schedule=schedule).values_list("widget_id", flat=True):
             queued += _queue_if_due(widget_id, schedule, now - every)
     return queued
+
+
+def _fail_stale_runs(now) -> None:
+    """Running crawls silent for STALE_CRAWL lost their worker (a redelivered task finds them
+    running and leaves them): they end `failed` / `worker_lost`, so the GET stops showing them and
+    the schedule can queue the next one."""
+    stale = KbCrawlRun.objects.filter(status=KbCrawlRun.Status.RUNNING, heartbeat_at__lt=now - STALE_CRAWL)
+    for run_id in stale.values_list("pk", flat=True):
+        with transaction.atomic():
+            run = (
+                KbCrawlRun.objects.select_for_update(of=("self",))
+                .select_related("widget")
+                .filter(pk=run_id, status=KbCrawlRun.Status.RUNNING, heartbeat_at__lt=now - STALE_CRAWL)
+                .first()
+            )
+            if run is not None:
+                _end_run(run, KbCrawlRun.Status.FAILED, "worker_lost")
 
 
 @transaction.atomic

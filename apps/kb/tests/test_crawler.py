@@ -317,3 +317,15 @@ def test_a_site_outage_retires_nothing(widget, site, offline):
     site.pages["/robots.txt"] = (500, {"Content-Type": "text/plain"}, b"down")
     run = crawl(widget, site)
     assert set(KbCrawlPage.objects.values_list("url", flat=True)) == indexed and run.pages_retired == 0
+
+
+def test_the_schedule_job_ends_a_crawl_whose_worker_is_gone(widget, site, offline):
+    run = configure(widget, site, schedule="daily")
+    services.start_crawl_run(run_id=run.pk)
+    KbCrawlRun.objects.filter(pk=run.pk).update(
+        heartbeat_at=timezone.now() - timedelta(hours=2), created_at=timezone.now() - timedelta(days=2)
+    )
+    assert services.queue_scheduled_crawls() == 1
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error == "worker_lost"
+    assert KbCrawlRun.objects.filter(widget=widget, status="queued").count() == 1
