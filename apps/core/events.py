@@ -92,6 +92,16 @@ AGENT_PROFILE_CHANGED = "agent.profile_changed"
 ACCOUNT_PROFILE_CHANGED = "account.profile_changed"
 WIDGET_CONFIG_CHANGED = "widget.config_changed"
 CHAT_CODE_REQUESTED = "chat.code_requested"
+# knowledge base (apps.kb): internal only, never in the webhook catalogue
+KB_RULE_CREATED = "kb.rule_created"
+KB_RULE_UPDATED = "kb.rule_updated"
+KB_RULE_DELETED = "kb.rule_deleted"
+KB_SOURCE_DELETED = "kb.source_deleted"
+KB_DOCUMENT_STATE_CHANGED = "kb.document_state_changed"
+KB_DOCUMENT_DELETED = "kb.document_deleted"
+KB_CRAWLER_CHANGED = "kb.crawler_changed"
+KB_CRAWL_PAGE_CHANGED = "kb.crawl_page_changed"
+KB_CRAWL_FINISHED = "kb.crawl_finished"
 
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
@@ -116,6 +126,20 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     # the chat's assistant asks to prove the customer's mailbox by an e-mail code (email optional:
     # without it the chat waits for the mailbox); apps.support mails it unless an agent handles the chat
     CHAT_CODE_REQUESTED: ("chat_id", "email"),
+    # knowledge-base writes (apps.kb.services): one per change of rules, documents, the crawler
+    KB_RULE_CREATED: ("rule_id", "source_ref"),
+    KB_RULE_UPDATED: ("rule_id", "fields"),
+    KB_RULE_DELETED: ("rule_id", "source_ref"),
+    KB_SOURCE_DELETED: ("source_ref", "deleted"),
+    # an upload's ingestion state moved (queued on upload, processing, ready, failed)
+    KB_DOCUMENT_STATE_CHANGED: ("document_id", "state", "error"),
+    KB_DOCUMENT_DELETED: ("document_id", "deleted_chunks"),
+    # the crawler configuration was replaced (a crawl queued) or removed
+    KB_CRAWLER_CHANGED: ("action", "generation"),
+    # a crawled page's rules were (re)written or retired (`change`: indexed or retired)
+    KB_CRAWL_PAGE_CHANGED: ("url", "change", "chunks"),
+    # a crawl ended: finished, failed or cancelled
+    KB_CRAWL_FINISHED: ("run_id", "status", "error"),
 }
 
 REDRIVE_AFTER = timedelta(seconds=60)

@@ -42,3 +42,10 @@ class UnsupportedDocument(AppError):
     odt), whatever the file's name says; `errors.file` says what was found."""
 
     status, code, title = 422, "kb_unsupported_document", "Unsupported document"
+
+
+class CrawlRunning(AppError):
+    """A crawl is running: the configuration cannot be replaced or removed until it ends (a queued
+    crawl, by contrast, is cancelled by the write). `run_id` names the running crawl."""
+
+    status, code, title = 409, "kb_crawl_running", "A crawl is running"

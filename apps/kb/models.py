@@ -88,3 +88,84 @@ class KbChunk(models.Model):
     @property
     def regenerates(self) -> bool:
         return not self.source_ref.startswith("manual:")
+
+
+class KbCrawlConfig(models.Model):
+    """The widget's one crawler configuration (replaced whole by PUT). `generation` counts the
+    replacements: a running crawl of an older generation stops between pages."""
+
+    class Schedule(models.TextChoices):
+        MANUAL = "manual"
+        DAILY = "daily"
+        WEEKLY = "weekly"
+
+    widget = models.OneToOneField(Widget, on_delete=models.CASCADE, related_name="kb_crawl_config")
+    start_urls = models.JSONField(default=list)
+    include = models.JSONField(default=list)
+    exclude = models.JSONField(default=list)
+    max_pages = models.PositiveIntegerField(default=100)
+    max_depth = models.PositiveSmallIntegerField(default=3)
+    schedule = models.CharField(max_length=8, choices=Schedule.choices, default=Schedule.MANUAL)
+    generation = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"KB crawler of widget {self.widget_id} (gen {self.generation})"
+
+
+class KbCrawlRun(models.Model):
+    """One crawl: queued -> running -> finished | failed | cancelled (a queued one may go straight
+    to cancelled). `heartbeat_at` moves after every page; a running crawl silent for
+    services.STALE_CRAWL is taken as dead (its worker is gone)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINISHED = "finished"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="kb_crawl_runs")
+    generation = models.PositiveIntegerField()
+    trigger = models.CharField(max_length=8)  # put | schedule
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    pages_fetched = models.PositiveIntegerField(default=0)
+    pages_indexed = models.PositiveIntegerField(default=0)
+    pages_unchanged = models.PositiveIntegerField(default=0)
+    pages_failed = models.PositiveIntegerField(default=0)
+    pages_retired = models.PositiveIntegerField(default=0)
+    pages_disallowed = models.PositiveIntegerField(default=0)
+    failures = models.JSONField(default=list)  # [{url, error}], the first services.MAX_FAILURES_KEPT
+    error = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["widget", "-created_at", "-id"], name="kb_crawlrun_widget_created"),
+            models.Index(fields=["widget", "status"], name="kb_crawlrun_widget_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"KB crawl {self.pk} ({self.status})"
+
+
+class KbCrawlPage(models.Model):
+    """A page the crawler indexed: its text's fingerprint (sha256 of the extracted text) decides
+    whether a later crawl re-embeds it; its chunks are the rules with `source_ref` `crawl:<url>`."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="kb_crawl_pages")
+    url = models.CharField(max_length=594)
+    fingerprint = models.CharField(max_length=64)
+    chunk_count = models.PositiveIntegerField(default=0)
+    last_run = models.ForeignKey(KbCrawlRun, on_delete=models.SET_NULL, null=True, related_name="+")
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["widget", "url"], name="kb_crawlpage_unique_url")]
+
+    def __str__(self) -> str:
+        return f"KB crawled page {self.url}"

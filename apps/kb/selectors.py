@@ -13,7 +13,7 @@ from django.db.models import Count, Max, QuerySet
 from apps.core.models import Widget
 
 from . import hooks, index
-from .models import KbChunk, KbDocument
+from .models import KbChunk, KbCrawlConfig, KbCrawlRun, KbDocument
 
 DEFAULT_SEARCH_LIMIT = 5
 MAX_SEARCH_LIMIT = 20
@@ -161,3 +161,48 @@ def search_chunks(*, widget: Widget, question: str, limit: int = DEFAULT_SEARCH_
     similarity = dict(vector)
     hits = [Hit(rows[pk], round(score, 6), similarity.get(pk)) for pk, score in fused if pk in rows]
     return SearchResult(hits, "hybrid" if embedder is not None else "keyword", model)
+
+
+def crawl_run_payload(run: KbCrawlRun) -> dict:
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "trigger": run.trigger,
+        "pages_fetched": run.pages_fetched,
+        "pages_indexed": run.pages_indexed,
+        "pages_unchanged": run.pages_unchanged,
+        "pages_failed": run.pages_failed,
+        "pages_retired": run.pages_retired,
+        "pages_disallowed": run.pages_disallowed,
+        "failures": list(run.failures),
+        "error": run.error or None,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+
+
+LIVE_CRAWL = (KbCrawlRun.Status.QUEUED, KbCrawlRun.Status.RUNNING)
+
+
+def crawler(widget: Widget) -> dict:
+    """The configuration (None when absent), the queued or running crawl and the last one ended."""
+    config = KbCrawlConfig.objects.filter(widget=widget).first()
+    runs = KbCrawlRun.objects.filter(widget=widget).order_by("-created_at", "-id")
+    current = runs.filter(status__in=LIVE_CRAWL).first()
+    last = runs.exclude(status__in=LIVE_CRAWL).order_by("-finished_at", "-id").first()
+    return {
+        "config": None
+        if config is None
+        else {
+            "start_urls": config.start_urls,
+            "include": config.include,
+            "exclude": config.exclude,
+            "max_pages": config.max_pages,
+            "max_depth": config.max_depth,
+            "schedule": config.schedule,
+            "updated_at": config.updated_at,
+        },
+        "current_run": crawl_run_payload(current) if current else None,
+        "last_run": crawl_run_payload(last) if last else None,
+    }

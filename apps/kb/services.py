@@ -17,14 +17,22 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.core import events, outbound
 from apps.core import files as core_files
 from apps.core.errors import ValidationFailed
 from apps.core.models import File, Widget
 
 from . import extract, hooks, index
 from . import text as kbtext
-from .errors import DocumentBusy, DuplicateDocument, EmbedProviderFailed, UnsupportedDocument, UploadLimitReached
-from .models import KbChunk, KbDocument, KbIndex
+from .errors import (
+    CrawlRunning,
+    DocumentBusy,
+    DuplicateDocument,
+    EmbedProviderFailed,
+    UnsupportedDocument,
+    UploadLimitReached,
+)
+from .models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun, KbDocument, KbIndex
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +91,7 @@ def create_rule(*, widget: Widget, content: str, doc_id: str | None, embedded: h
     rule.source_ref = f"manual:{rule.pk}"
     rule.save(update_fields=["source_ref"])
     bump_version(widget.pk)
+    events.emit(widget, events.KB_RULE_CREATED, rule_id=rule.pk, source_ref=rule.source_ref)
     return rule
 
 
@@ -104,6 +113,9 @@ def update_rule(*, widget: Widget, rule: KbChunk, changes: dict, embedded: hooks
     if fields:
         rule.save(update_fields=[*fields, "updated_at"])
         bump_version(widget.pk)
+        events.emit(
+            widget, events.KB_RULE_UPDATED, rule_id=rule.pk, fields=[f for f in fields if f in ("content", "doc_id")]
+        )
     return rule
 
 
@@ -112,6 +124,7 @@ def delete_rule(*, widget: Widget, rule: KbChunk) -> None:
     KbChunk.objects.filter(pk=rule.pk, widget=widget).delete()
     _sync_document_count(widget, rule.document_id)
     bump_version(widget.pk)
+    events.emit(widget, events.KB_RULE_DELETED, rule_id=rule.pk, source_ref=rule.source_ref)
 
 
 @transaction.atomic
@@ -123,10 +136,13 @@ def delete_source(*, widget: Widget, source_ref: str) -> int:
         .values_list("document_id", flat=True)
     )
     deleted, _ = KbChunk.objects.filter(widget=widget, source_ref=source_ref).delete()
+    if source_ref.startswith(CRAWL_SOURCE_PREFIX):  # the next crawl indexes the page afresh
+        KbCrawlPage.objects.filter(widget=widget, url=source_ref.removeprefix(CRAWL_SOURCE_PREFIX)).delete()
     for document_id in documents:
         _sync_document_count(widget, document_id)
     if deleted:
         bump_version(widget.pk)
+        events.emit(widget, events.KB_SOURCE_DELETED, source_ref=source_ref, deleted=deleted)
     return deleted
 
 
@@ -170,6 +186,7 @@ def create_document(*, widget: Widget, upload) -> KbDocument:
     document = KbDocument.objects.create(
         widget=widget, file=stored, name=name, format=fmt, size=len(data), sha256=digest
     )
+    events.emit(widget, events.KB_DOCUMENT_STATE_CHANGED, document_id=document.pk, state=document.state, error="")
     transaction.on_commit(lambda: _dispatch(document.pk))
     return document
 
@@ -180,22 +197,31 @@ def _dispatch(document_id: int) -> None:
     task.delay(document_id)
 
 
+@transaction.atomic
 def _fail(document: KbDocument, error: str, detail: str) -> None:
-    KbDocument.objects.filter(pk=document.pk, state=KbDocument.State.PROCESSING).update(
+    failed = KbDocument.objects.filter(pk=document.pk, state=KbDocument.State.PROCESSING).update(
         state=KbDocument.State.FAILED, error=error, error_detail=detail[:500]
     )
+    if failed:
+        events.emit(
+            document.widget, events.KB_DOCUMENT_STATE_CHANGED, document_id=document.pk, state="failed", error=error
+        )
 
 
 def ingest_document(*, document_id: int) -> None:
     """queued -> processing -> ready | failed. Extraction, chunking and embedding run outside any
     transaction; the chunks replace the document's old ones in one transaction. A document that is
     not queued (deleted, already taken by another worker) is left alone."""
-    claimed = KbDocument.objects.filter(pk=document_id, state=KbDocument.State.QUEUED).update(
-        state=KbDocument.State.PROCESSING, error="", error_detail=""
-    )
-    if not claimed:
-        return
-    document = KbDocument.objects.select_related("widget", "file").get(pk=document_id)
+    with transaction.atomic():
+        claimed = KbDocument.objects.filter(pk=document_id, state=KbDocument.State.QUEUED).update(
+            state=KbDocument.State.PROCESSING, error="", error_detail=""
+        )
+        if not claimed:
+            return
+        document = KbDocument.objects.select_related("widget", "file").get(pk=document_id)
+        events.emit(
+            document.widget, events.KB_DOCUMENT_STATE_CHANGED, document_id=document_id, state="processing", error=""
+        )
     try:
         with document.file.stored.open("rb") as fh:
             data = fh.read()
@@ -229,6 +255,7 @@ def ingest_document(*, document_id: int) -> None:
         )
         current.state, current.chunk_count, current.characters = KbDocument.State.READY, len(pieces), len(text)
         current.save(update_fields=["state", "chunk_count", "characters", "updated_at"])
+        events.emit(document.widget, events.KB_DOCUMENT_STATE_CHANGED, document_id=document_id, state="ready", error="")
     return None
 
 
@@ -284,7 +311,7 @@ def delete_document(*, widget: Widget, document: KbDocument) -> int:
     if document.state == KbDocument.State.PROCESSING and not stale:
         raise DocumentBusy()
     deleted, _ = KbChunk.objects.filter(widget=widget, document=document).delete()
-    stored = document.file
+    stored, document_id = document.file, document.pk
     document.delete()
     if stored is not None:
         name = stored.stored.name
@@ -292,4 +319,261 @@ def delete_document(*, widget: Widget, document: KbDocument) -> int:
         File.objects.filter(pk=stored.pk).delete()
         transaction.on_commit(lambda: storage.delete(name))
     bump_version(widget.pk)
+    events.emit(widget, events.KB_DOCUMENT_DELETED, document_id=document_id, deleted_chunks=deleted)
     return deleted
+
+
+# --- crawler ----------------------------------------------------------------------------------------------
+
+# A running crawl silent this long (no page finished) lost its worker: a write may replace it.
+STALE_CRAWL = timedelta(minutes=15)
+MAX_FAILURES_KEPT = 50
+SCHEDULE_EVERY = {"daily": timedelta(days=1), "weekly": timedelta(days=7)}
+CRAWL_SOURCE_PREFIX = "crawl:"
+
+
+def _end_run(run: KbCrawlRun, status: str, error: str = "") -> None:
+    """Inside a transaction holding `run`'s lock."""
+    run.status, run.error, run.finished_at = status, error, timezone.now()
+    run.save(update_fields=["status", "error", "finished_at"])
+    events.emit(run.widget, events.KB_CRAWL_FINISHED, run_id=run.pk, status=status, error=error)
+
+
+def _clear_live_runs(widget: Widget) -> None:
+    """Inside the write's transaction: cancel a queued crawl, end a running one whose worker is
+    gone; 409 `kb_crawl_running` while one really runs. The run rows are locked, so a worker's
+    claim (queued -> running, under the same lock) either happened before (409) or sees the
+    cancellation and never starts."""
+    live = KbCrawlRun.objects.select_for_update().filter(
+        widget=widget, status__in=[KbCrawlRun.Status.QUEUED, KbCrawlRun.Status.RUNNING]
+    )
+    stale_before = timezone.now() - STALE_CRAWL
+    for run in live:
+        if run.status == KbCrawlRun.Status.QUEUED:
+            _end_run(run, KbCrawlRun.Status.CANCELLED, "replaced")
+        elif (run.heartbeat_at or run.started_at or run.created_at) < stale_before:
+            _end_run(run, KbCrawlRun.Status.FAILED, "worker_lost")
+        else:
+            raise CrawlRunning(
+                "A crawl is running; replace or remove the configuration when it has ended.", run_id=run.pk
+            )
+
+
+def check_start_url(url: str) -> str | None:
+    """Why a start URL cannot be crawled (None: it can): https only, no credentials, and every
+    address its host resolves to public (the guarded client's policy). An unresolvable host and a
+    private one get the same answer, so a tenant cannot map internal names."""
+    try:
+        parts = outbound.check_url(url)
+    except outbound.OutboundBlocked as exc:
+        return f"Refused start URL ({exc.reason})."
+    try:
+        outbound.pin_address(parts.hostname or "", parts.port or 443)
+    except (outbound.OutboundBlocked, outbound.OutboundError):
+        return "The host does not resolve to a public address."
+    return None
+
+
+def check_start_urls(urls: Sequence[str]) -> None:
+    """422 naming each start URL that resolves to a private address (or does not resolve). Call it
+    before the write's transaction: it resolves names."""
+    errors = [f"{url}: {why}" for url in urls if (why := check_start_url(url))]
+    if errors:
+        raise ValidationFailed(errors={"start_urls": errors})
+
+
+@transaction.atomic
+def replace_crawler(*, widget: Widget, config: dict) -> tuple[KbCrawlConfig, KbCrawlRun]:
+    """Replace the widget's crawler configuration whole and queue a crawl (dispatched on commit).
+    409 `kb_crawl_running` while a crawl runs; a queued one is cancelled. `config` is validated
+    (start URLs checked by `check_start_urls`)."""
+    Widget.objects.select_for_update().filter(pk=widget.pk).first()  # one writer per widget
+    _clear_live_runs(widget)
+    fields = {name: config[name] for name in ("start_urls", "include", "exclude", "max_pages", "max_depth", "schedule")}
+    current = KbCrawlConfig.objects.select_for_update().filter(widget=widget).first()
+    if current is None:
+        current = KbCrawlConfig.objects.create(widget=widget, generation=1, **fields)
+    else:
+        for name, value in fields.items():
+            setattr(current, name, value)
+        current.generation += 1
+        current.save()
+    run = _queue_run(widget, current, trigger="put")
+    events.emit(widget, events.KB_CRAWLER_CHANGED, action="replaced", generation=current.generation)
+    return current, run
+
+
+@transaction.atomic
+def delete_crawler(*, widget: Widget) -> bool:
+    """Remove the configuration (no more crawls; a queued one is cancelled, 409 while one runs).
+    The crawled rules stay searchable until deleted by source. False when there was none."""
+    Widget.objects.select_for_update().filter(pk=widget.pk).first()
+    _clear_live_runs(widget)
+    deleted, _ = KbCrawlConfig.objects.filter(widget=widget).delete()
+    if deleted:
+        events.emit(widget, events.KB_CRAWLER_CHANGED, action="removed", generation=None)
+    return bool(deleted)
+
+
+def _queue_run(widget: Widget, config: KbCrawlConfig, *, trigger: str) -> KbCrawlRun:
+    run = KbCrawlRun.objects.create(widget=widget, generation=config.generation, trigger=trigger)
+    transaction.on_commit(lambda: _dispatch_crawl(run.pk))
+    return run
+
+
+def _dispatch_crawl(run_id: int) -> None:
+    from .tasks import run_crawl
+
+    run_crawl.delay(run_id)
+
+
+def queue_scheduled_crawls(*, now=None) -> int:
+    """The beat job: queue a crawl for each daily or weekly configuration whose last crawl was
+    queued at least a day (a week) ago and that has none queued or running. The count queued."""
+    now = now or timezone.now()
+    _fail_stale_runs(now)
+    queued = 0
+    for schedule, every in SCHEDULE_EVERY.items():
+        for widget_id in KbCrawlConfig.objects.filter(schedule=schedule).values_list("widget_id", flat=True):
+            queued += _queue_if_due(widget_id, schedule, now - every)
+    return queued
+
+
+def _fail_stale_runs(now) -> None:
+    """Running crawls silent for STALE_CRAWL lost their worker (a redelivered task finds them
+    running and leaves them): they end `failed` / `worker_lost`, so the GET stops showing them and
+    the schedule can queue the next one."""
+    stale = KbCrawlRun.objects.filter(status=KbCrawlRun.Status.RUNNING, heartbeat_at__lt=now - STALE_CRAWL)
+    for run_id in stale.values_list("pk", flat=True):
+        with transaction.atomic():
+            run = (
+                KbCrawlRun.objects.select_for_update(of=("self",))
+                .select_related("widget")
+                .filter(pk=run_id, status=KbCrawlRun.Status.RUNNING, heartbeat_at__lt=now - STALE_CRAWL)
+                .first()
+            )
+            if run is not None:
+                _end_run(run, KbCrawlRun.Status.FAILED, "worker_lost")
+
+
+@transaction.atomic
+def _queue_if_due(widget_id: int, schedule: str, due_before) -> int:
+    widget = Widget.objects.select_for_update().filter(pk=widget_id).first()
+    config = KbCrawlConfig.objects.filter(widget_id=widget_id, schedule=schedule).first()
+    if widget is None or config is None:
+        return 0
+    runs = KbCrawlRun.objects.filter(widget_id=widget_id)
+    if runs.filter(status__in=[KbCrawlRun.Status.QUEUED, KbCrawlRun.Status.RUNNING]).exists():
+        return 0
+    if runs.filter(created_at__gt=due_before).exists():
+        return 0
+    _queue_run(widget, config, trigger="schedule")
+    return 1
+
+
+@transaction.atomic
+def start_crawl_run(*, run_id: int) -> tuple[KbCrawlRun, KbCrawlConfig] | None:
+    """queued -> running under the run's lock; None when the run is no longer queued (cancelled
+    by a write, taken by another worker) or its configuration was replaced or removed."""
+    run = KbCrawlRun.objects.select_for_update(of=("self",)).select_related("widget").filter(pk=run_id).first()
+    if run is None or run.status != KbCrawlRun.Status.QUEUED:
+        return None
+    config = KbCrawlConfig.objects.filter(widget=run.widget).first()
+    if config is None or config.generation != run.generation:
+        _end_run(run, KbCrawlRun.Status.CANCELLED, "replaced")
+        return None
+    run.status = KbCrawlRun.Status.RUNNING
+    run.started_at = run.heartbeat_at = timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at"])
+    return run, config
+
+
+def crawl_should_stop(*, run: KbCrawlRun) -> bool:
+    """Between pages: true when the run is no longer running (ended by a write that took it for
+    dead) or its configuration was replaced or removed. Also moves the heartbeat and saves the
+    counters so far."""
+    with transaction.atomic():
+        current = KbCrawlRun.objects.select_for_update().filter(pk=run.pk).first()
+        if current is None or current.status != KbCrawlRun.Status.RUNNING:
+            return True
+        generation = KbCrawlConfig.objects.filter(widget_id=run.widget_id).values_list("generation", flat=True).first()
+        run.heartbeat_at = timezone.now()
+        run.save(update_fields=[*_RUN_COUNTERS, "heartbeat_at"])
+        return generation != run.generation
+
+
+_RUN_COUNTERS = (
+    "pages_fetched",
+    "pages_indexed",
+    "pages_unchanged",
+    "pages_failed",
+    "pages_retired",
+    "pages_disallowed",
+    "failures",
+)
+
+
+@transaction.atomic
+def finish_crawl_run(*, run: KbCrawlRun, status: str, error: str = "") -> bool:
+    """running -> finished | failed | cancelled, with the counters; False when a write already
+    ended it."""
+    current = KbCrawlRun.objects.select_for_update().filter(pk=run.pk).first()
+    if current is None or current.status != KbCrawlRun.Status.RUNNING:
+        return False
+    run.save(update_fields=list(_RUN_COUNTERS))
+    run.refresh_from_db(fields=["status"])
+    _end_run(run, status, error)
+    return True
+
+
+def crawled_page(*, widget: Widget, url: str) -> KbCrawlPage | None:
+    return KbCrawlPage.objects.filter(widget=widget, url=url).first()
+
+
+@transaction.atomic
+def touch_crawled_page(*, page: KbCrawlPage, run: KbCrawlRun) -> None:
+    """An unchanged page (same fingerprint): its rules stay as they are."""
+    KbCrawlPage.objects.filter(pk=page.pk).update(last_run=run, fetched_at=timezone.now())
+
+
+@transaction.atomic
+def index_crawled_page(
+    *,
+    widget: Widget,
+    run: KbCrawlRun,
+    url: str,
+    fingerprint: str,
+    texts: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+    model: str,
+) -> int:
+    """Replace the rules of `crawl:<url>` with the page's new chunks (vectors computed outside)."""
+    source_ref = CRAWL_SOURCE_PREFIX + url
+    KbChunk.objects.filter(widget=widget, source_ref=source_ref).delete()
+    stored = store_chunks(
+        widget=widget, texts=texts, vectors=vectors, model=model, source_ref=source_ref, doc_id=url[:DOC_ID_MAX_CHARS]
+    )
+    KbCrawlPage.objects.update_or_create(
+        widget=widget,
+        url=url,
+        defaults={"fingerprint": fingerprint, "chunk_count": stored, "last_run": run, "fetched_at": timezone.now()},
+    )
+    events.emit(widget, events.KB_CRAWL_PAGE_CHANGED, url=url, change="indexed", chunks=stored)
+    return stored
+
+
+@transaction.atomic
+def retire_crawled_page(*, widget: Widget, url: str) -> bool:
+    """A page gone (404/410, no longer linked or in a sitemap, now disallowed or excluded): its
+    rules and its record are deleted. False when nothing was there."""
+    deleted, _ = KbChunk.objects.filter(widget=widget, source_ref=CRAWL_SOURCE_PREFIX + url).delete()
+    pages, _ = KbCrawlPage.objects.filter(widget=widget, url=url).delete()
+    if deleted:
+        bump_version(widget.pk)
+    if deleted or pages:
+        events.emit(widget, events.KB_CRAWL_PAGE_CHANGED, url=url, change="retired", chunks=deleted)
+    return bool(deleted or pages)
+
+
+def crawled_urls(*, widget: Widget) -> list[str]:
+    return list(KbCrawlPage.objects.filter(widget=widget).values_list("url", flat=True))

@@ -6,3 +6,15 @@ from . import services
 @shared_task(acks_late=True)
 def ingest_document(document_id: int) -> None:
     services.ingest_document(document_id=document_id)
+
+
+@shared_task(acks_late=True)
+def run_crawl(run_id: int) -> None:
+    from . import crawler
+
+    crawler.run_crawl(run_id=run_id)
+
+
+@shared_task
+def queue_scheduled_crawls() -> int:
+    return services.queue_scheduled_crawls()

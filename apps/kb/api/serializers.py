@@ -4,13 +4,14 @@ documentation shapes of the knowledge-base API."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField
 from apps.core.api.serializers import InputSerializer, StrictCharField, UploadField
 
-from .. import selectors, services
+from .. import crawler, selectors, services
 from ..errors import ReadOnlyField
 
 READ_ONLY_RULE_FIELDS = (
@@ -188,3 +189,109 @@ class UploadMultipartDoc(serializers.Serializer):
 class SourcePageDoc(serializers.Serializer):
     data = SourceDoc(many=True)
     next_cursor = serializers.CharField(allow_null=True)
+
+
+# --- crawler ----------------------------------------------------------------------------------------------
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StartUrlField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=crawler.MAX_URL_CHARS, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if urlsplit(value).scheme.lower() != "https" or crawler.normalise(value) is None:
+            raise serializers.ValidationError("Must be an absolute https URL without credentials.")
+        return value
+
+
+class GlobField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=200, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not value.startswith(("/", "*")):
+            raise serializers.ValidationError("A glob over the URL's path and query: it starts with `/` or `*`.")
+        return value
+
+
+class CrawlerInput(InputSerializer):
+    """The whole crawler configuration (PUT replaces it; omitted optional members take their
+    defaults)."""
+
+    start_urls = serializers.ListField(
+        child=StartUrlField(),
+        min_length=1,
+        max_length=10,
+        help_text="1 to 10 https URLs; the crawl stays on their hosts.",
+    )
+    include = serializers.ListField(
+        child=GlobField(),
+        max_length=50,
+        required=False,
+        default=list,
+        help_text="Globs over path and query; empty: all.",
+    )
+    exclude = serializers.ListField(child=GlobField(), max_length=50, required=False, default=list)
+    max_pages = StrictIntegerField(min_value=1, max_value=1000, required=False, default=100)
+    max_depth = StrictIntegerField(min_value=0, max_value=5, required=False, default=3)
+    schedule = serializers.ChoiceField(choices=["manual", "daily", "weekly"], required=False, default="manual")
+
+    def validate_start_urls(self, value):
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("Start URLs must be distinct.")
+        return value
+
+
+class CrawlerConfigDoc(serializers.Serializer):
+    start_urls = serializers.ListField(child=serializers.CharField())
+    include = serializers.ListField(child=serializers.CharField())
+    exclude = serializers.ListField(child=serializers.CharField())
+    max_pages = serializers.IntegerField()
+    max_depth = serializers.IntegerField()
+    schedule = serializers.ChoiceField(choices=["manual", "daily", "weekly"])
+    updated_at = serializers.DateTimeField()
+
+
+class CrawlFailureDoc(serializers.Serializer):
+    url = serializers.CharField()
+    error = serializers.CharField(
+        help_text="`address_not_allowed` (a redirect or URL to a private address, refused), `redirect_off_site`, "
+        "`redirect_disallowed`, `too_many_redirects`, `http_<status>`, `timeout`, `connection_error`, `tls_error`, "
+        "`response_too_large`, `no_text`, `embed_provider_failed`, ..."
+    )
+
+
+class CrawlRunDoc(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "finished", "failed", "cancelled"])
+    trigger = serializers.ChoiceField(choices=["put", "schedule"])
+    pages_fetched = serializers.IntegerField(help_text="HTML pages answered 200.")
+    pages_indexed = serializers.IntegerField(help_text="New or changed pages, chunked and embedded.")
+    pages_unchanged = serializers.IntegerField(help_text="Skipped by fingerprint: same text, not embedded again.")
+    pages_failed = serializers.IntegerField()
+    pages_retired = serializers.IntegerField(help_text="Pages gone (404/410, no longer linked): rules deleted.")
+    pages_disallowed = serializers.IntegerField(help_text="Not fetched: robots.txt disallows them.")
+    failures = CrawlFailureDoc(many=True, help_text="The first 50 failed pages.")
+    error = serializers.CharField(
+        allow_null=True, help_text="`replaced` (cancelled), `worker_lost`, `internal_error` (failed)."
+    )
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class CrawlerDoc(serializers.Serializer):
+    config = CrawlerConfigDoc(allow_null=True, help_text="null: no crawler configured.")
+    current_run = CrawlRunDoc(allow_null=True, help_text="The queued or running crawl.")
+    last_run = CrawlRunDoc(allow_null=True, help_text="The last crawl that ended.")

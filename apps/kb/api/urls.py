@@ -16,5 +16,6 @@ urlpatterns = [
     re_path(r"^kb/sources/?$", views.SourceListView.as_view(), name="kb-sources"),
     re_path(r"^kb/search/?$", views.SearchView.as_view(), name="kb-search"),
     re_path(r"^kb/status/?$", views.StatusView.as_view(), name="kb-status"),
+    re_path(r"^kb/crawler/?$", views.CrawlerView.as_view(), name="kb-crawler"),
     *router.urls,
 ]

@@ -281,3 +281,59 @@ class UploadViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateMod
     def destroy(self, request, pk=None):
         deleted = services.delete_document(widget=request.widget, document=self.get_object())
         return Response({"deleted_chunks": deleted})
+
+
+class CrawlerView(ScopedAPIView):
+    """GET/PUT/DELETE /v1/kb/crawler: the widget's one crawler configuration (no id: a singleton)."""
+
+    route_scopes = {"get": ["kb:read"], "put": ["kb:write"], "delete": ["kb:write"]}
+    idempotency_required = {"put"}
+    idempotency_deferred = {"put"}
+    problem_statuses = {"put": [409, 415], "delete": [409]}
+
+    @extend_schema(
+        summary="Read the crawler",
+        description="The configuration (`config`, null when none), the queued or running crawl (`current_run`) and "
+        "the last crawl that ended (`last_run`): `status` (`queued`, `running`, `finished`, `failed`, `cancelled`), "
+        "page counts (fetched, indexed, skipped unchanged by fingerprint, failed, retired, disallowed by robots.txt), "
+        "the first 50 failed pages with their error, start and end times and the run's `error`. No parameters.",
+        responses={200: s.CrawlerDoc},
+    )
+    def get(self, request):
+        refuse_query(request)
+        return Response(selectors.crawler(request.widget))
+
+    @extend_schema(
+        summary="Replace the crawler configuration",
+        description="The whole configuration: `start_urls` (1..10 distinct https URLs; the crawl stays on their "
+        "hosts), "
+        "`include` and `exclude` (globs over a URL's path and query, each starting with `/` or `*`; up to 50), "
+        "`max_pages` (1..1000, default 100), `max_depth` (0..5, default 3: links followed from the start URLs; "
+        "sitemap pages count as depth 1), `schedule` (`manual`, `daily`, `weekly`; default `manual`). A start URL "
+        "whose host does not resolve to a public address is 422 at `start_urls`. Saving queues a crawl (answered "
+        "in `current_run`); a crawl still queued is cancelled and replaced, and while one runs the answer is 409 "
+        "`kb_crawl_running`. The crawl honours robots.txt (user agent `ChatWidgetKbCrawler`, then `*`; Crawl-delay "
+        "up to 5 s), reads the sitemaps, fetches every URL and redirect hop through the guarded outbound client, "
+        "skips pages whose text did not change, and retires the rules (`crawl:<url>`) of pages gone.",
+        request=s.CrawlerInput,
+        responses={200: s.CrawlerDoc},
+    )
+    def put(self, request):
+        data = self.validated(s.CrawlerInput)
+        services.check_start_urls(data["start_urls"])  # resolves names: before the transaction
+        with self.idempotency_claim():
+            services.replace_crawler(widget=request.widget, config=dict(data))
+        return Response(selectors.crawler(request.widget))
+
+    @extend_schema(
+        summary="Remove the crawler configuration",
+        description="No more crawls: a queued crawl is cancelled; 409 `kb_crawl_running` while one runs. The rules "
+        "already crawled stay searchable (delete them by source with `DELETE /v1/kb/rules?source_ref=crawl:<url>`). "
+        "204 also when nothing was configured.",
+        request=None,
+        responses={204: None},
+    )
+    def delete(self, request):
+        refuse_query(request)
+        services.delete_crawler(widget=request.widget)
+        return Response(status=status.HTTP_204_NO_CONTENT)
