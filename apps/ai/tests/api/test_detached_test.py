@@ -295,3 +295,27 @@ def test_inspection_errors_are_no_store(client, api, setup, other_widget):
     r = api(["ai:write"]).get(f"/api/v1/ai/assistants/{a.pk}/test")
     assert_problem(r, 403)
     assert r["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_refused_database_connection_is_503_with_retry_after_not_500(client, setup, monkeypatch, method):
+    # given: PostgreSQL refuses new connections (max_connections reached)
+    from django.db import OperationalError
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("connection failed: FATAL: sorry, too many clients already")
+
+    monkeypatch.setattr("apps.ai.detached.resolve", refuse)
+    a = setup["assistant"]
+
+    # when
+    if method == "GET":
+        r = client.get(f"/api/v1/ai/assistants/{a.pk}/test")
+    else:
+        r = post(client, a.pk, {"question": "Hello"}, key="db-down")
+
+    # then: transient, nothing claimed, no provider call
+    body = assert_problem(r, 503, "test_unavailable")
+    assert r["Retry-After"] == "1" and "too many clients" not in json.dumps(body)
+    assert not IdempotencyKey.objects.filter(key="db-down").exists()
+    assert setup["fake"].api_requests == []
