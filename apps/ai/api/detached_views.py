@@ -5,25 +5,17 @@ the event loop, not on a web thread: the synchronous parts (authentication, scop
 admission, the idempotency claim; then recording the result) run through the DRF view below in
 short thread hops, and only the provider call is awaited in between.
 
-Database connections: each hop closes the connections it opened before it returns, so no test holds
-one while it waits for the provider (a test in flight holding its connection exhausted PostgreSQL's
-`max_connections` at 100 concurrent tests: 500 "too many clients"). The hops of one process pass a
-gate of `AI_TEST_DB_HOPS` (default 4) at a time, so the route never holds more connections than that
-per process however many tests are in flight; a hop that waits for the gate longer than
-`AI_TEST_DB_WAIT_SECONDS` (default 10), or a database that refuses the connection, answers 503
+Database connections: the hops go through `apps.ai.api.hops` (a gate of AI_TEST_DB_HOPS per process,
+connections borrowed for the hop and given back before the provider is awaited), so no test holds a
+connection while the provider thinks; a shut gate or a refused connection answers 503
 `test_unavailable` with `Retry-After`, never 500.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-import weakref
 
-from asgiref.sync import sync_to_async
-from django.conf import settings
-from django.db import InterfaceError, OperationalError, connections
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -34,6 +26,7 @@ from apps.core.api.views import ScopedAPIView
 from apps.core.errors import problem_response
 
 from .. import detached, errors
+from . import hops
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +141,7 @@ class AssistantTestView(ScopedAPIView):
         # A refused or lost database connection (PostgreSQL's max_connections reached, a restart) is
         # transient: 503 with Retry-After, never 500. Nothing was paid for: the provider call comes later.
         if isinstance(exc, OperationalError | InterfaceError):
-            exc = _database_unavailable()
+            exc = hops.database_unavailable()
         return super().handle_exception(exc)
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -213,56 +206,6 @@ class AssistantTestView(ScopedAPIView):
 
 _phase_one = AssistantTestView.as_view()
 
-DEFAULT_DB_HOPS = 4
-DEFAULT_DB_WAIT_SECONDS = 10.0
-_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
-
-
-def _database_unavailable() -> errors.TestUnavailable:
-    return errors.TestUnavailable(
-        "The database is busy or unavailable; nothing was started. Retry later.", headers={"Retry-After": "1"}
-    )
-
-
-def _gate() -> asyncio.Semaphore:
-    """The process's gate for the route's database hops (one per event loop: a semaphore belongs to one)."""
-    loop = asyncio.get_running_loop()
-    gate = _gates.get(loop)
-    if gate is None:
-        gate = _gates[loop] = asyncio.Semaphore(max(1, int(getattr(settings, "AI_TEST_DB_HOPS", DEFAULT_DB_HOPS))))
-    return gate
-
-
-def _closing(func):
-    """`func`, then close the connections it opened (unless a transaction is open: a test's, which
-    owns its connection). Runs in the request's thread."""
-
-    @functools.wraps(func)
-    def run(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        finally:
-            for connection in connections.all(initialized_only=True):
-                if not connection.in_atomic_block:
-                    connection.close()
-
-    return run
-
-
-async def _db_hop(func, *args, **kwargs):
-    """`func` in the request's thread through the gate, its connections closed before the hop returns.
-    Raises TestUnavailable when the gate stays shut past AI_TEST_DB_WAIT_SECONDS."""
-    gate = _gate()
-    wait = float(getattr(settings, "AI_TEST_DB_WAIT_SECONDS", DEFAULT_DB_WAIT_SECONDS))
-    try:
-        await asyncio.wait_for(gate.acquire(), timeout=wait)
-    except TimeoutError:
-        raise _database_unavailable() from None
-    try:
-        return await sync_to_async(_closing(func))(*args, **kwargs)
-    finally:
-        gate.release()
-
 
 def _finish(plan: detached.Plan, status: int) -> None:
     detached.record_result(plan.row, status)
@@ -272,7 +215,7 @@ def _finish(plan: detached.Plan, status: int) -> None:
 async def assistant_test(request, pk=None):
     """The route of GET and POST /v1/ai/assistants/{id}/test (see the module docstring)."""
     try:
-        response = await _db_hop(_phase_one, request, pk=pk)
+        response = await hops.hop(_phase_one, request, pk=pk)
     except errors.TestUnavailable as exc:
         return problem_response(exc, request)
     plan = getattr(response, "plan", None)
@@ -300,7 +243,7 @@ async def _finish_shielded(plan: detached.Plan, status: int) -> None:
     """Record the result and free the widget's slot. A busy gate or database does not change the answer:
     the recorded status is informative and the slot expires by itself (IN_FLIGHT_TTL)."""
     try:
-        await _db_hop(_finish, plan, status)
+        await hops.hop(_finish, plan, status)
     except errors.TestUnavailable:
         logger.warning("detached test: the result of widget %s was not recorded (database busy)", plan.widget.pk)
 

@@ -2,9 +2,10 @@
 context (its own thread for the synchronous hops, as Django's ASGI handler does), many at once on
 one event loop, on PostgreSQL outside a test transaction.
 
-No test holds a database connection while it waits for the provider, and the route's hops hold at
-most AI_TEST_DB_HOPS connections at a time (observed in pg_stat_activity); a gate that stays shut
-answers 503 `test_unavailable` with Retry-After, never 500.
+No test holds a database connection while it waits for the provider: with many more tests in flight
+than AI_TEST_DB_HOPS, the process never has more than AI_TEST_DB_HOPS connections (observed in
+pg_stat_activity), none of them in a transaction while the provider holds every test; a gate that
+stays shut answers 503 `test_unavailable` with Retry-After, never 500.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import AsyncClient
 
-from apps.ai.api import detached_views
+from apps.ai.api import hops
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core import services as core_services
 from apps.core.models import IdempotencyKey
@@ -36,8 +37,10 @@ HOPS = 3
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
+    hops.close_idle()
     yield
     cache.clear()
+    hops.close_idle()  # before the test database is flushed or dropped
 
 
 def _seed(count: int, fake) -> list[dict]:
@@ -106,20 +109,22 @@ class _Watcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def count(self) -> int:
+    def count(self) -> tuple[int, int]:
+        """(backends, of which busy: running a query or inside a transaction)."""
         row = self._conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
         ).fetchone()
-        return int(row[0])
+        return int(row[0]), int(row[1])
 
     def _run(self) -> None:
         while not self._stop.is_set():
             all_waiting = len(self._fake.api_requests) >= self._waiting and not self._fake.answered
-            value = self.count()
+            value, busy = self.count()
             self.samples.append(value)
             # Still unanswered after the count: no test had left the provider while it was taken.
             if all_waiting and not self._fake.answered:
-                self.while_waiting.append(value)
+                self.while_waiting.append(busy)
             self._stop.wait(0.005)
 
     def __enter__(self):
@@ -162,8 +167,8 @@ def test_many_tests_in_flight_hold_no_connection_while_the_provider_thinks(llm_f
             release.set()
         opener.join(timeout=10)
 
-    # then: every test answered; while the provider held all of them not one connection was open; the
-    # hops never held more than the gate allows
+    # then: every test answered; while the provider held all of them no connection was in use (the
+    # idle ones wait for the next hop); the process never had more connections than the gate's places
     assert [r.status_code for r in responses] == [200] * CONCURRENT, [r.content[:200] for r in responses]
     assert watcher.while_waiting, "the watcher never saw every test waiting on the provider"
     assert max(watcher.while_waiting) == 0, watcher.while_waiting
@@ -190,7 +195,7 @@ def test_a_shut_gate_answers_503_with_retry_after_and_claims_nothing(llm_fake, s
     client = AsyncClient()
 
     async def run():
-        gate = detached_views._gate()
+        gate = hops.gate()
         await gate.acquire()
         try:
             return await _post(client, item)
