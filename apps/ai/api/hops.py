@@ -15,7 +15,7 @@ Here:
   the gate has places, so the route never holds more connections than that per process) and puts it
   back when the hop ends; a connection left in a transaction, in a failed state or idle for longer
   than MAX_IDLE_SECONDS is closed instead. With CONN_HEALTH_CHECKS, the hop's first query checks
-  the borrowed connection and reconnects a dead one.
+  a borrowed connection idle for FRESH_SECONDS or more and reconnects a dead one.
 - Where the request's thread already has a connection of its own (a test's transaction), the hop
   uses it and leaves it open; otherwise a connection opened during the hop is closed before it
   returns. Either way no connection is held while the provider is awaited.
@@ -38,6 +38,7 @@ from .. import errors
 DEFAULT_HOPS = 4
 DEFAULT_WAIT_SECONDS = 10.0
 MAX_IDLE_SECONDS = 60.0
+FRESH_SECONDS = 1.0
 
 _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 _idle: list[tuple[float, object]] = []  # (put back at, DatabaseWrapper), newest last
@@ -69,6 +70,10 @@ def _borrow():
         while _idle:
             put_back_at, wrapper = _idle.pop()
             if now - put_back_at <= MAX_IDLE_SECONDS:
+                # With CONN_HEALTH_CHECKS the hop's first query checks a connection idle for a while
+                # (a round trip); one given back just now is used as is (if the server dropped it
+                # meanwhile the hop fails with 503 and the connection is discarded).
+                wrapper.health_check_done = now - put_back_at < FRESH_SECONDS
                 return wrapper
             wrapper.close()
     wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
@@ -117,7 +122,6 @@ def _in_request_thread(func):
                     if not connection.in_atomic_block:
                         connection.close()
         wrapper = _borrow()
-        wrapper.health_check_done = False  # the hop's first query checks it (CONN_HEALTH_CHECKS)
         connections[DEFAULT_DB_ALIAS] = wrapper
         try:
             return func(*args, **kwargs)
