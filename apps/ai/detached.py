@@ -223,11 +223,20 @@ def _webhook_active(widget: Widget) -> bool:
     return Agent.objects.filter(widget=widget, type=Agent.Type.WEBHOOK, status=Agent.Status.ACTIVE).exists()
 
 
+def _path_id(raw) -> int | None:
+    """The path's id as a positive 64-bit integer, or None (ASCII digits only: `str.isdigit` also
+    accepts '²', which int() refuses)."""
+    text = str(raw)
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
+        return None
+    value = int(text)
+    return value if 0 < value < 2**63 else None
+
+
 def resolve(widget: Widget, *, assistant_id, operator_id: int | None) -> Resolved:
     """The assistant, its operator and the credential, or the named 404/409 before any network call."""
-    assistant = (
-        Assistant.objects.filter(widget=widget, pk=assistant_id).first() if str(assistant_id).isdigit() else None
-    )
+    pk = _path_id(assistant_id)
+    assistant = Assistant.objects.filter(widget=widget, pk=pk).first() if pk is not None else None
     if assistant is None:
         raise errors.AssistantNotFound("No such assistant.")
     if operator_id is not None:
