@@ -210,3 +210,46 @@ def test_a_shut_gate_answers_503_with_retry_after_and_claims_nothing(llm_fake, s
     assert response.headers["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "test_unavailable" and response.headers["Retry-After"] == "1"
     assert not IdempotencyKey.objects.exists() and fake.api_requests == []
+
+
+def test_a_shut_gate_after_the_provider_still_answers_and_frees_the_slot(llm_fake, settings):
+    # given: a test waiting on the provider while every hop place is taken
+    settings.AI_TEST_DB_HOPS = 1
+    settings.AI_TEST_DB_WAIT_SECONDS = 0.05
+    fake = llm_fake("openai", text="Two days.")
+    release = threading.Event()
+    record = fake._record
+
+    def record_then_hold(hit):
+        record(hit)
+        assert release.wait(60)
+
+    fake._record = record_then_hold
+    item = _seed(1, fake)[0]
+    connection.close()
+    client = AsyncClient()
+
+    async def run():
+        request = asyncio.ensure_future(_post(client, item))
+        while not fake.api_requests:  # a condition: the test has reached the provider
+            assert not request.done(), request.result().content
+            await asyncio.sleep(0.005)
+        gate = hops.gate()
+        await gate.acquire()
+        try:
+            release.set()
+            return await request
+        finally:
+            gate.release()
+
+    # when
+    try:
+        response = _in_fresh_thread(run)
+    finally:
+        release.set()
+
+    # then: the answer stands, the slot is free, the (informative) result is not recorded
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["answer"] == "Two days."
+    assert cache.get(f"ai:detached-test:in-flight:{IdempotencyKey.objects.get().widget_id}") is None
+    assert IdempotencyKey.objects.get().response_status is None
