@@ -4,11 +4,19 @@ The POST is served by an async view (`assistant_test`) so the provider call (up 
 the event loop, not on a web thread: the synchronous parts (authentication, scopes, input rules,
 admission, the idempotency claim; then recording the result) run through the DRF view below in
 short thread hops, and only the provider call is awaited in between.
+
+Database connections: the hops go through `apps.ai.api.hops` (a gate of AI_TEST_DB_HOPS per process,
+connections borrowed for the hop and given back before the provider is awaited), so no test holds a
+connection while the provider thinks; a shut gate or a refused connection answers 503
+`test_unavailable` with `Retry-After`, never 500.
 """
 
 from __future__ import annotations
 
+import logging
+
 from asgiref.sync import sync_to_async
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -19,6 +27,9 @@ from apps.core.api.views import ScopedAPIView
 from apps.core.errors import problem_response
 
 from .. import detached, errors
+from . import hops
+
+logger = logging.getLogger(__name__)
 
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 
@@ -127,6 +138,13 @@ class AssistantTestView(ScopedAPIView):
         self.idempotency_required = frozenset()  # instance only: the class keeps it for the document
         super().initial(request, *args, **kwargs)
 
+    def handle_exception(self, exc):
+        # A refused or lost database connection (PostgreSQL's max_connections reached, a restart) is
+        # transient: 503 with Retry-After, never 500. Nothing was paid for: the provider call comes later.
+        if isinstance(exc, OperationalError | InterfaceError):
+            exc = hops.database_unavailable()
+        return super().handle_exception(exc)
+
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         if request.method in ("GET", "HEAD"):
@@ -197,7 +215,10 @@ def _finish(plan: detached.Plan, status: int) -> None:
 
 async def assistant_test(request, pk=None):
     """The route of GET and POST /v1/ai/assistants/{id}/test (see the module docstring)."""
-    response = await sync_to_async(_phase_one)(request, pk=pk)
+    try:
+        response = await hops.hop(_phase_one, request, pk=pk)
+    except errors.TestUnavailable as exc:
+        return problem_response(exc, request)
     plan = getattr(response, "plan", None)
     if plan is None:
         return response
@@ -208,15 +229,25 @@ async def assistant_test(request, pk=None):
     except ProviderError as exc:
         final = problem_response(detached.provider_error(exc), request)
     except BaseException:
-        await sync_to_async(_finish)(plan, 500)
+        await _finish_shielded(plan, 500)
         raise
     else:
         final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
-    await sync_to_async(_finish)(plan, final.status_code)
+    await _finish_shielded(plan, final.status_code)
     for name in RATE_HEADERS:
         if name in response:
             final[name] = response[name]
     return final
+
+
+async def _finish_shielded(plan: detached.Plan, status: int) -> None:
+    """Record the result and free the widget's slot. A busy gate or database does not change the answer:
+    the recorded status is informative; the slot (the cache, no database) is freed all the same."""
+    try:
+        await hops.hop(_finish, plan, status)
+    except errors.TestUnavailable:
+        logger.warning("detached test: the result of widget %s was not recorded (database busy)", plan.widget.pk)
+        await sync_to_async(detached.release_slot)(plan.widget, plan.slot)
 
 
 assistant_test.csrf_exempt = True

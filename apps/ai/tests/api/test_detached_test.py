@@ -295,3 +295,47 @@ def test_inspection_errors_are_no_store(client, api, setup, other_widget):
     r = api(["ai:write"]).get(f"/api/v1/ai/assistants/{a.pk}/test")
     assert_problem(r, 403)
     assert r["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_refused_database_connection_is_503_with_retry_after_not_500(client, setup, monkeypatch, method):
+    # given: PostgreSQL refuses new connections (max_connections reached)
+    from django.db import OperationalError
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("connection failed: FATAL: sorry, too many clients already")
+
+    monkeypatch.setattr("apps.ai.detached.resolve", refuse)
+    a = setup["assistant"]
+
+    # when
+    if method == "GET":
+        r = client.get(f"/api/v1/ai/assistants/{a.pk}/test")
+    else:
+        r = post(client, a.pk, {"question": "Hello"}, key="db-down")
+
+    # then: transient, nothing claimed, no provider call
+    body = assert_problem(r, 503, "test_unavailable")
+    assert r["Retry-After"] == "1" and "too many clients" not in json.dumps(body)
+    assert not IdempotencyKey.objects.filter(key="db-down").exists()
+    assert setup["fake"].api_requests == []
+
+
+@pytest.mark.parametrize("pk", ["99999999999999999999", "9223372036854775808", "%C2%B2", "%D9%A1", "0"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_an_out_of_range_or_non_ascii_assistant_id_is_404_not_500(client, setup, pk, method):
+    if method == "GET":
+        r = client.get(f"/api/v1/ai/assistants/{pk}/test")
+    else:
+        r = client.generic(
+            "POST", f"/api/v1/ai/assistants/{pk}/test", json.dumps({"question": "Hello"}), "application/json", **idem()
+        )
+    assert_problem(r, 404, "assistant_not_found")
+    assert setup["fake"].api_requests == []
+
+
+@pytest.mark.parametrize("operator_id", [10**30, 2**63])
+def test_an_out_of_range_operator_id_is_404_not_500(client, setup, operator_id):
+    r = post(client, setup["assistant"].pk, {"question": "Hello", "operator_id": operator_id})
+    assert_problem(r, 404, "operator_not_found")
+    assert setup["fake"].api_requests == []
