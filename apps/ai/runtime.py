@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -98,10 +98,14 @@ def _eager() -> bool:
 # --- reads ---------------------------------------------------------------------------------------------
 
 
-def newer_visitor_message_exists(message: Message) -> bool:
+def _newer_visitor_messages(chat_id, widget_id, message_id):
     return Message.objects.filter(
-        chat_id=message.chat_id, widget_id=message.widget_id, author_kind=Message.Author.CLIENT, id__gt=message.pk
-    ).exists()
+        chat_id=chat_id, widget_id=widget_id, author_kind=Message.Author.CLIENT, id__gt=message_id
+    )
+
+
+def newer_visitor_message_exists(message: Message) -> bool:
+    return _newer_visitor_messages(message.chat_id, message.widget_id, message.pk).exists()
 
 
 def active_operator(widget: Widget, assistant: Assistant) -> Agent | None:
@@ -154,13 +158,16 @@ def answer(*, message_id: int) -> str:
     and concurrently for one message: it is answered at most once."""
     message = (
         Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
+        .annotate(
+            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk")))
+        )
         .filter(pk=message_id)
         .first()
     )
     if message is None or message.author_kind != Message.Author.CLIENT:
         return "not_a_visitor_message"
     chat, widget = message.chat, message.chat.widget
-    if newer_visitor_message_exists(message):
+    if message.newer_exists:
         return "superseded"
     now = timezone.now()
     if not handoff.machine_may_answer(chat=chat, now=now):
@@ -212,6 +219,10 @@ def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
 def _claim(*, widget: Widget, chat: Chat, message: Message) -> ReplyClaim | None:
     token = secrets.token_hex(16)
     try:
+        if transaction.get_autocommit():
+            # One statement: autocommit makes it atomic, and a unique violation leaves no broken
+            # transaction behind (saves the BEGIN/COMMIT round trips of an atomic block).
+            return ReplyClaim.objects.create(widget=widget, chat=chat, message=message, token=token)
         with transaction.atomic():
             return ReplyClaim.objects.create(widget=widget, chat=chat, message=message, token=token)
     except IntegrityError:
@@ -323,14 +334,25 @@ def _finish(
     """Post the answer (or hand over) under the chat's lock, if the claim is still this worker's and
     nothing that arrived during generation makes the answer stale."""
     chat = chat_services.lock_chat(widget=widget, chat=chat)
-    held = ReplyClaim.objects.select_for_update().filter(pk=claim.pk, token=claim.token).first()
+    # One read under the chat's lock: the claim (locked), whether a newer visitor message arrived,
+    # and the AI switch and shadow mode again (they may have changed while the provider worked).
+    ai_row = AiSettings.objects.filter(widget_id=widget.pk)
+    held = (
+        ReplyClaim.objects.select_for_update()
+        .filter(pk=claim.pk, token=claim.token)
+        .annotate(
+            newer_exists=Exists(_newer_visitor_messages(message.chat_id, message.widget_id, message.pk)),
+            ai_enabled=Subquery(ai_row.values("enabled")[:1]),
+            ai_shadow=Subquery(ai_row.values("shadow_mode")[:1]),
+        )
+        .first()
+    )
     if held is None or held.state != ReplyClaim.State.WORKING:
         return "claimed_elsewhere"
     reply = None
-    ai_settings = selectors.get_settings(widget)  # again: the switch may have gone off meanwhile
-    if newer_visitor_message_exists(message):
+    if held.newer_exists:
         state = ReplyClaim.State.SUPERSEDED
-    elif not ai_settings.enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+    elif not held.ai_enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
         state = ReplyClaim.State.DROPPED
     elif handoff_reason is not None:
         reply = handoff.hand_to_people(
@@ -339,7 +361,7 @@ def _finish(
         state = ReplyClaim.State.HANDED_OFF
     else:
         reply = handoff.post_as_operator(
-            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=ai_settings.shadow_mode
+            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=bool(held.ai_shadow)
         )
         state = ReplyClaim.State.ANSWERED
     if reply is None:
