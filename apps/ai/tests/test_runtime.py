@@ -8,6 +8,8 @@ from collections import defaultdict
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
@@ -542,3 +544,33 @@ def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_c
     with django_capture_on_commit_callbacks(execute=True):
         message = visitor_writes(widget)
     assert ReplyClaim.objects.count() == 1 and len(ai_messages(message.chat)) == 1
+
+
+# --- the database work of one answer (bench/ai_reply.py measures its latency) ---------------------------
+
+# message + newer (one read), external operators, AI settings, assistant, operator, credentials,
+# the claim, the history, the typing mark; under the chat's lock: the chat, claim + newer + switch
+# (one read), the chat again and the message, the chat's last message, the outbox row, three rows of
+# statistics facts (apps.stats' handler), the claim's outcome.
+STATEMENTS_PER_ANSWER = 19
+
+
+def statements(ctx) -> list[str]:
+    return [q["sql"] for q in ctx.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+
+
+@pytest.mark.parametrize("history", [1, 12])
+def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history):
+    first = visitor_writes(widget)
+    assert runtime.answer(message_id=first.pk) == "answered"
+    for i in range(history - 1):
+        chat_services.post_client_message(
+            widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body=f"And {i}?")
+        )
+    message = chat_services.post_client_message(
+        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
+    )
+    with CaptureQueriesContext(connection) as ctx:
+        assert runtime.answer(message_id=message.pk) == "answered"
+    assert len(statements(ctx)) == STATEMENTS_PER_ANSWER, "\n".join(statements(ctx))
+    assert Message.objects.filter(chat=message.chat, author_kind="ai").last().body == ANSWER
