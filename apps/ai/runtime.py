@@ -16,7 +16,10 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
    once), the visitor sees the AI typing, and the provider chain (backups included) is asked with
    the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
    (`presence_context_enabled`) and the visible history;
-6. `pipeline.transform` (the classifier the detached test runs too) decides; under the chat's lock,
+6. `pipeline.transform` (the classifier the detached test runs too) decides, then the platform
+   safety floors (`floors.check_reply`: a leaked secret, the system prompt repeated, a reply over
+   the message limit; a visitor asking for a person is handed over before the provider is asked);
+   under the chat's lock,
    and only while the claim is still this worker's, the answer is posted as the AI operator's message
    (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
    newer visitor message or a person's answer that arrived meanwhile drops the answer; a provider
@@ -41,7 +44,7 @@ from apps.chats.models import Chat, Message
 from apps.core import events
 from apps.core.models import Widget
 
-from . import handoff, pipeline, retrieval, routing, selectors
+from . import floors, handoff, pipeline, retrieval, routing, selectors
 from .models import AiSettings, Alert, Assistant, ReplyClaim
 from .providers import ChatMessage, ProviderError, complete
 
@@ -253,6 +256,20 @@ def _run(
     chain: list,
 ) -> str:
     question = _content(message)
+    if floors.visitor_asks_for_person(question) and not pipeline.matches_trigger(
+        list(assistant.escalation_triggers), question
+    ):
+        # A safety floor: the visitor asked for a person, so no provider is asked at all.
+        return _finish(
+            widget=widget,
+            chat=chat,
+            message=message,
+            claim=claim,
+            operator=operator,
+            handoff_reason=floors.reason(floors.PERSON_REQUESTED),
+            detail=floors.reason(floors.PERSON_REQUESTED),
+            provider_ms=0.0,
+        )
     operators_state = handoff.operators_state(widget)
     rag = retrieval.retrieve(
         widget=widget,
@@ -305,6 +322,18 @@ def _run(
         overrides=ai_settings.phrases or {},
     )
     escalation = outcome.escalation
+    handoff_reason = escalation["reason"] if escalation["escalate"] else None
+    detail = outcome.transformation
+    if handoff_reason is None:
+        floor = floors.check_reply(
+            outcome.answer,
+            question=question,
+            known_secrets=[config.api_key for config in chain],
+            system_prompt=assistant.system_prompt,
+            check_person=False,
+        )
+        if floor is not None:
+            handoff_reason = detail = floors.reason(floor)
     return _finish(
         widget=widget,
         chat=chat,
@@ -312,8 +341,8 @@ def _run(
         claim=claim,
         operator=operator,
         text=outcome.answer,
-        handoff_reason=escalation["reason"] if escalation["escalate"] else None,
-        detail=outcome.transformation,
+        handoff_reason=handoff_reason,
+        detail=detail,
         provider_ms=completion.latency_ms,
     )
 
