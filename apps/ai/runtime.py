@@ -4,7 +4,7 @@ chat that no person handles is answered in a worker task.
 The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`):
 
 1. the visitor's `message.created` commits; the on-commit handler `message_created` enqueues the
-   task (ids in);
+   task (ids in); a task the broker refused is sent again by the beat job `redrive`;
 2. a newer visitor message in the chat supersedes this one (its own task answers the newest, with
    this one in the history);
 3. a machine may answer (`handoff.machine_may_answer`): else, when a person holds the chat, the
@@ -78,7 +78,9 @@ def message_created(event: events.Event) -> None:
     enqueue(message.pk)
 
 
-def enqueue(message_id: int, *, countdown: float | None = None) -> None:
+def enqueue(message_id: int, *, countdown: float | None = None) -> bool:
+    """Send the message's task; False when the broker refused it (the beat job `redrive` sends it
+    again later: the message is committed, so its answer is only late, never lost)."""
     from .tasks import answer_visitor_message
 
     options: dict = {}
@@ -88,8 +90,71 @@ def enqueue(message_id: int, *, countdown: float | None = None) -> None:
         options["countdown"] = countdown
     try:
         answer_visitor_message.apply_async((message_id,), **options)
-    except Exception:  # noqa: BLE001 - broker down: the message is committed, its answer is lost
+    except Exception:  # noqa: BLE001 - broker down: `redrive` sends it again
         logger.warning("AI reply task could not be enqueued", extra={"message_id": message_id}, exc_info=True)
+        return False
+    return True
+
+
+# --- re-drive: a visitor message whose task was lost -----------------------------------------------------
+
+# A visitor message older than this, with no claim and no newer visitor message, in a chat the AI
+# would answer, lost its task (the broker refused it, a worker lost it): the beat job sends it again.
+REDRIVE_AFTER = timedelta(seconds=30)
+# ... unless it is older than this (an answer that late is not an answer any more).
+REDRIVE_WINDOW = timedelta(minutes=15)
+REDRIVE_LIMIT = 500
+_REDRIVE_KEY = "ai:redrive:{}"
+
+
+def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) -> list[int]:
+    """Ids of visitor messages in [now - REDRIVE_WINDOW, now - REDRIVE_AFTER] of widgets with AI on,
+    in chats no person holds and that do not wait for one, with no ReplyClaim and no newer visitor
+    message: their answer task never ran to a claim. Oldest first. One query (the message index
+    `widget, -created_at` per AI widget)."""
+    now = now or timezone.now()
+    widget_ids = list(AiSettings.objects.filter(enabled=True).values_list("widget_id", flat=True))
+    if not widget_ids:
+        return []
+    rows = (
+        Message.objects.filter(
+            widget_id__in=widget_ids,
+            author_kind=Message.Author.CLIENT,
+            created_at__gte=now - REDRIVE_WINDOW,
+            created_at__lte=now - REDRIVE_AFTER,
+            chat__awaiting_human_since__isnull=True,
+        )
+        .exclude(chat__status=Chat.Status.SPAM)
+        .exclude(chat__handled_by_type=Chat.OperatorType.HUMAN)
+        .annotate(
+            claimed=Exists(ReplyClaim.objects.filter(message_id=OuterRef("pk"))),
+            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
+        )
+        .filter(claimed=False, newer_exists=False)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)
+    )
+    return list(rows[:limit])
+
+
+def redrive(*, now: datetime | None = None) -> int:
+    """The beat job: send the task of every lost visitor message once (a cache mark per message for
+    the window; a send the broker refuses again clears its mark, so the next run retries). A task
+    sent twice answers once all the same (the claim). Returns how many were sent."""
+    from django.core.cache import cache
+
+    sent = 0
+    for message_id in lost_messages(now=now):
+        key = _REDRIVE_KEY.format(message_id)
+        if not cache.add(key, 1, timeout=int(REDRIVE_WINDOW.total_seconds()) * 2):
+            continue
+        if enqueue(message_id):
+            sent += 1
+        else:
+            cache.delete(key)
+    if sent:
+        logger.info("AI reply tasks re-driven: %s", sent)
+    return sent
 
 
 def _eager() -> bool:

@@ -22,3 +22,9 @@ def answer_visitor_message(message_id: int) -> str:
         if not connection.in_atomic_block:
             connection.close()
         raise
+
+
+@shared_task
+def redrive_unanswered() -> int:
+    """Beat: send again the AI reply task of visitor messages whose task was lost (runtime.redrive)."""
+    return runtime.redrive()

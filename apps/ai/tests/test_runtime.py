@@ -622,3 +622,90 @@ def test_a_visitor_asking_for_a_person_is_handed_over_without_asking_the_provide
     [phrase] = ai_messages(message.chat)
     assert phrase.origin == handoff.HANDOFF_ORIGIN
     assert ReplyClaim.objects.get(message=message).detail == "floor:person_requested"
+
+
+# --- re-drive: a visitor message whose task the broker refused is answered later -----------------------------
+
+
+@pytest.fixture
+def broker(monkeypatch):
+    """The AI task's broker: `down` refuses every send (as kombu does with Redis gone), `sent` lists
+    the message ids that went out (run eagerly, as the tests' Celery does)."""
+    from django.core.cache import cache
+    from kombu.exceptions import OperationalError
+
+    from apps.ai import tasks
+
+    state = type("Broker", (), {"down": False, "sent": []})()
+    original = tasks.answer_visitor_message.apply_async
+
+    def apply_async(args, **options):
+        if state.down:
+            raise OperationalError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+        state.sent.append(args[0])
+        return original(args, **options)
+
+    monkeypatch.setattr(tasks.answer_visitor_message, "apply_async", apply_async)
+    cache.clear()
+    return state
+
+
+def age(message, seconds):
+    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_message_whose_task_was_refused_is_answered_once_by_the_redrive(bot, widget, broker):
+    broker.down = True
+    message = visitor_writes(widget)
+    assert runtime.enqueue(message.pk) is False  # the on-commit hand-off, broker down
+    assert ai_messages(message.chat) == []
+    # too recent: its task may still be on its way
+    assert runtime.redrive() == 0
+    age(message, 40)
+    # still down: nothing sent, the next run tries again
+    assert runtime.redrive() == 0
+    broker.down = False
+    assert runtime.redrive() == 1 and broker.sent == [message.pk]
+    [reply] = ai_messages(message.chat)
+    assert reply.body == ANSWER
+    assert ReplyClaim.objects.get(message=message).state == "answered"
+    # answered: never again
+    from django.core.cache import cache
+
+    cache.clear()
+    assert runtime.redrive() == 0 and broker.sent == [message.pk]
+
+
+def test_the_redrive_sends_a_lost_task_once_even_while_it_is_not_answered(widget, broker):
+    AiSettings.objects.create(widget=widget, enabled=True)  # no assistant: the task answers nothing
+    message = visitor_writes(widget)
+    age(message, 40)
+    assert runtime.redrive() == 1
+    assert runtime.redrive() == 0
+    assert broker.sent == [message.pk]
+
+
+def test_what_the_redrive_leaves_alone(bot, widget, broker, presence):
+    person = AgentFactory(widget=widget)
+    old = visitor_writes(widget, "Too old")
+    age(old, int(runtime.REDRIVE_WINDOW.total_seconds()) + 60)
+    first = visitor_writes(widget, "First")
+    newer = chat_services.post_client_message(
+        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="Second")
+    )
+    waiting = visitor_writes(widget, "Waiting for a person")
+    handoff.hand_to_people(widget=widget, chat=waiting.chat, operator=bot.operator, reason="marker")
+    held = visitor_writes(widget, "A person holds this one")
+    chat_services.post_agent_message(
+        widget=widget, chat=held.chat, agent=person, data=chat_services.MessageInput(body="Hi, I am here")
+    )
+    held_again = chat_services.post_client_message(
+        widget=widget, contact=held.chat.contact, data=chat_services.MessageInput(body="Thanks")
+    )
+    for message in (first, newer, waiting, held, held_again):
+        age(message, 40)
+    other = AiSettings.objects.create(widget=AgentFactory().widget, enabled=False)
+    off = visitor_writes(other.widget, "AI is off here")
+    age(off, 40)
+    # only the newest message of the chat nobody holds is lost
+    assert runtime.lost_messages() == [newer.pk]
