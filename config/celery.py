@@ -39,6 +39,7 @@ BEAT_SCHEDULE = {
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),
     "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
     "kb.queue_scheduled_crawls": ("apps.kb.tasks.queue_scheduled_crawls", 3600),
+    "ai.redrive_unanswered": ("apps.ai.tasks.redrive_unanswered", 30),
 }
 # A deployment with no public address polls Telegram instead of a webhook (the same environment
 # variables as settings.TELEGRAM_LONG_POLL / TELEGRAM_POLL_SECONDS: settings are not loaded yet here).

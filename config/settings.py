@@ -179,6 +179,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery closes the database connection around every task unless this is set: the AI reply worker
+# (the Procfile's `ai`, a thread pool) sets it so each thread keeps its connection across tasks
+# (a connection per answer cost a PostgreSQL backend start per visitor message).
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 
 # --- i18n / time --------------------------------------------------------------------------------
 LANGUAGE_CODE = "en"

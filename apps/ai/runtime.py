@@ -4,7 +4,7 @@ chat that no person handles is answered in a worker task.
 The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`):
 
 1. the visitor's `message.created` commits; the on-commit handler `message_created` enqueues the
-   task (ids in);
+   task (ids in); a task the broker refused is sent again by the beat job `redrive`;
 2. a newer visitor message in the chat supersedes this one (its own task answers the newest, with
    this one in the history);
 3. a machine may answer (`handoff.machine_may_answer`): else, when a person holds the chat, the
@@ -16,7 +16,10 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
    once), the visitor sees the AI typing, and the provider chain (backups included) is asked with
    the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
    (`presence_context_enabled`) and the visible history;
-6. `pipeline.transform` (the classifier the detached test runs too) decides; under the chat's lock,
+6. `pipeline.transform` (the classifier the detached test runs too) decides, then the platform
+   safety floors (`floors.check_reply`: a leaked secret, the system prompt repeated, a reply over
+   the message limit; a visitor asking for a person is handed over before the provider is asked);
+   under the chat's lock,
    and only while the claim is still this worker's, the answer is posted as the AI operator's message
    (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
    newer visitor message or a person's answer that arrived meanwhile drops the answer; a provider
@@ -32,7 +35,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -41,7 +44,7 @@ from apps.chats.models import Chat, Message
 from apps.core import events
 from apps.core.models import Widget
 
-from . import handoff, pipeline, retrieval, routing, selectors
+from . import floors, handoff, pipeline, retrieval, routing, selectors
 from .models import AiSettings, Alert, Assistant, ReplyClaim
 from .providers import ChatMessage, ProviderError, complete
 
@@ -75,7 +78,9 @@ def message_created(event: events.Event) -> None:
     enqueue(message.pk)
 
 
-def enqueue(message_id: int, *, countdown: float | None = None) -> None:
+def enqueue(message_id: int, *, countdown: float | None = None) -> bool:
+    """Send the message's task; False when the broker refused it (the beat job `redrive` sends it
+    again later: the message is committed, so its answer is only late, never lost)."""
     from .tasks import answer_visitor_message
 
     options: dict = {}
@@ -85,8 +90,71 @@ def enqueue(message_id: int, *, countdown: float | None = None) -> None:
         options["countdown"] = countdown
     try:
         answer_visitor_message.apply_async((message_id,), **options)
-    except Exception:  # noqa: BLE001 - broker down: the message is committed, its answer is lost
+    except Exception:  # noqa: BLE001 - broker down: `redrive` sends it again
         logger.warning("AI reply task could not be enqueued", extra={"message_id": message_id}, exc_info=True)
+        return False
+    return True
+
+
+# --- re-drive: a visitor message whose task was lost -----------------------------------------------------
+
+# A visitor message older than this, with no claim and no newer visitor message, in a chat the AI
+# would answer, lost its task (the broker refused it, a worker lost it): the beat job sends it again.
+REDRIVE_AFTER = timedelta(seconds=30)
+# ... unless it is older than this (an answer that late is not an answer any more).
+REDRIVE_WINDOW = timedelta(minutes=15)
+REDRIVE_LIMIT = 500
+_REDRIVE_KEY = "ai:redrive:{}"
+
+
+def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) -> list[int]:
+    """Ids of visitor messages in [now - REDRIVE_WINDOW, now - REDRIVE_AFTER] of widgets with AI on,
+    in chats no person holds and that do not wait for one, with no ReplyClaim and no newer visitor
+    message: their answer task never ran to a claim. Oldest first. One query (the message index
+    `widget, -created_at` per AI widget)."""
+    now = now or timezone.now()
+    widget_ids = list(AiSettings.objects.filter(enabled=True).values_list("widget_id", flat=True))
+    if not widget_ids:
+        return []
+    rows = (
+        Message.objects.filter(
+            widget_id__in=widget_ids,
+            author_kind=Message.Author.CLIENT,
+            created_at__gte=now - REDRIVE_WINDOW,
+            created_at__lte=now - REDRIVE_AFTER,
+            chat__awaiting_human_since__isnull=True,
+        )
+        .exclude(chat__status=Chat.Status.SPAM)
+        .exclude(chat__handled_by_type=Chat.OperatorType.HUMAN)
+        .annotate(
+            claimed=Exists(ReplyClaim.objects.filter(message_id=OuterRef("pk"))),
+            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
+        )
+        .filter(claimed=False, newer_exists=False)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)
+    )
+    return list(rows[:limit])
+
+
+def redrive(*, now: datetime | None = None) -> int:
+    """The beat job: send the task of every lost visitor message once (a cache mark per message for
+    the window; a send the broker refuses again clears its mark, so the next run retries). A task
+    sent twice answers once all the same (the claim). Returns how many were sent."""
+    from django.core.cache import cache
+
+    sent = 0
+    for message_id in lost_messages(now=now):
+        key = _REDRIVE_KEY.format(message_id)
+        if not cache.add(key, 1, timeout=int(REDRIVE_WINDOW.total_seconds()) * 2):
+            continue
+        if enqueue(message_id):
+            sent += 1
+        else:
+            cache.delete(key)
+    if sent:
+        logger.info("AI reply tasks re-driven: %s", sent)
+    return sent
 
 
 def _eager() -> bool:
@@ -98,10 +166,14 @@ def _eager() -> bool:
 # --- reads ---------------------------------------------------------------------------------------------
 
 
-def newer_visitor_message_exists(message: Message) -> bool:
+def _newer_visitor_messages(chat_id, widget_id, message_id):
     return Message.objects.filter(
-        chat_id=message.chat_id, widget_id=message.widget_id, author_kind=Message.Author.CLIENT, id__gt=message.pk
-    ).exists()
+        chat_id=chat_id, widget_id=widget_id, author_kind=Message.Author.CLIENT, id__gt=message_id
+    )
+
+
+def newer_visitor_message_exists(message: Message) -> bool:
+    return _newer_visitor_messages(message.chat_id, message.widget_id, message.pk).exists()
 
 
 def active_operator(widget: Widget, assistant: Assistant) -> Agent | None:
@@ -154,13 +226,16 @@ def answer(*, message_id: int) -> str:
     and concurrently for one message: it is answered at most once."""
     message = (
         Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
+        .annotate(
+            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk")))
+        )
         .filter(pk=message_id)
         .first()
     )
     if message is None or message.author_kind != Message.Author.CLIENT:
         return "not_a_visitor_message"
     chat, widget = message.chat, message.chat.widget
-    if newer_visitor_message_exists(message):
+    if message.newer_exists:
         return "superseded"
     now = timezone.now()
     if not handoff.machine_may_answer(chat=chat, now=now):
@@ -212,6 +287,10 @@ def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
 def _claim(*, widget: Widget, chat: Chat, message: Message) -> ReplyClaim | None:
     token = secrets.token_hex(16)
     try:
+        if transaction.get_autocommit():
+            # One statement: autocommit makes it atomic, and a unique violation leaves no broken
+            # transaction behind (saves the BEGIN/COMMIT round trips of an atomic block).
+            return ReplyClaim.objects.create(widget=widget, chat=chat, message=message, token=token)
         with transaction.atomic():
             return ReplyClaim.objects.create(widget=widget, chat=chat, message=message, token=token)
     except IntegrityError:
@@ -242,6 +321,20 @@ def _run(
     chain: list,
 ) -> str:
     question = _content(message)
+    if floors.visitor_asks_for_person(question) and not pipeline.matches_trigger(
+        list(assistant.escalation_triggers), question
+    ):
+        # A safety floor: the visitor asked for a person, so no provider is asked at all.
+        return _finish(
+            widget=widget,
+            chat=chat,
+            message=message,
+            claim=claim,
+            operator=operator,
+            handoff_reason=floors.reason(floors.PERSON_REQUESTED),
+            detail=floors.reason(floors.PERSON_REQUESTED),
+            provider_ms=0.0,
+        )
     operators_state = handoff.operators_state(widget)
     rag = retrieval.retrieve(
         widget=widget,
@@ -294,6 +387,18 @@ def _run(
         overrides=ai_settings.phrases or {},
     )
     escalation = outcome.escalation
+    handoff_reason = escalation["reason"] if escalation["escalate"] else None
+    detail = outcome.transformation
+    if handoff_reason is None:
+        floor = floors.check_reply(
+            outcome.answer,
+            question=question,
+            known_secrets=[config.api_key for config in chain],
+            system_prompt=assistant.system_prompt,
+            check_person=False,
+        )
+        if floor is not None:
+            handoff_reason = detail = floors.reason(floor)
     return _finish(
         widget=widget,
         chat=chat,
@@ -301,8 +406,8 @@ def _run(
         claim=claim,
         operator=operator,
         text=outcome.answer,
-        handoff_reason=escalation["reason"] if escalation["escalate"] else None,
-        detail=outcome.transformation,
+        handoff_reason=handoff_reason,
+        detail=detail,
         provider_ms=completion.latency_ms,
     )
 
@@ -323,14 +428,25 @@ def _finish(
     """Post the answer (or hand over) under the chat's lock, if the claim is still this worker's and
     nothing that arrived during generation makes the answer stale."""
     chat = chat_services.lock_chat(widget=widget, chat=chat)
-    held = ReplyClaim.objects.select_for_update().filter(pk=claim.pk, token=claim.token).first()
+    # One read under the chat's lock: the claim (locked), whether a newer visitor message arrived,
+    # and the AI switch and shadow mode again (they may have changed while the provider worked).
+    ai_row = AiSettings.objects.filter(widget_id=widget.pk)
+    held = (
+        ReplyClaim.objects.select_for_update()
+        .filter(pk=claim.pk, token=claim.token)
+        .annotate(
+            newer_exists=Exists(_newer_visitor_messages(message.chat_id, message.widget_id, message.pk)),
+            ai_enabled=Subquery(ai_row.values("enabled")[:1]),
+            ai_shadow=Subquery(ai_row.values("shadow_mode")[:1]),
+        )
+        .first()
+    )
     if held is None or held.state != ReplyClaim.State.WORKING:
         return "claimed_elsewhere"
     reply = None
-    ai_settings = selectors.get_settings(widget)  # again: the switch may have gone off meanwhile
-    if newer_visitor_message_exists(message):
+    if held.newer_exists:
         state = ReplyClaim.State.SUPERSEDED
-    elif not ai_settings.enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+    elif not held.ai_enabled or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
         state = ReplyClaim.State.DROPPED
     elif handoff_reason is not None:
         reply = handoff.hand_to_people(
@@ -339,7 +455,7 @@ def _finish(
         state = ReplyClaim.State.HANDED_OFF
     else:
         reply = handoff.post_as_operator(
-            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=ai_settings.shadow_mode
+            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=bool(held.ai_shadow)
         )
         state = ReplyClaim.State.ANSWERED
     if reply is None:

@@ -1,5 +1,5 @@
 from celery import shared_task
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from . import runtime, translations
 
@@ -12,5 +12,19 @@ def translate_widget_texts(widget_id: int, ids: list[int]) -> None:
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=1, retry_jitter=True)
 def answer_visitor_message(message_id: int) -> str:
     """The AI operator answers one visitor message (apps.ai.runtime.answer: idempotent, claims the
-    message before the provider call, so a redelivery or a second worker answers nothing twice)."""
-    return runtime.answer(message_id=message_id)
+    message before the provider call, so a redelivery or a second worker answers nothing twice).
+
+    The `ai` worker keeps each thread's connection across tasks (CELERY_DB_REUSE_MAX): after a
+    database error the connection is closed, so the retry starts on a fresh one."""
+    try:
+        return runtime.answer(message_id=message_id)
+    except DatabaseError:
+        if not connection.in_atomic_block:
+            connection.close()
+        raise
+
+
+@shared_task
+def redrive_unanswered() -> int:
+    """Beat: send again the AI reply task of visitor messages whose task was lost (runtime.redrive)."""
+    return runtime.redrive()

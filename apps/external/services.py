@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.agents.models import Agent
-from apps.ai import handoff
+from apps.ai import floors, handoff
 from apps.chats import services as chats
 from apps.chats.models import Chat, Message
 from apps.core.errors import ValidationFailed
@@ -387,8 +387,8 @@ def accept_reply(
     """`POST /v1/ai/replies`. Order: the escalation scope (403, nothing read), the causation (404,
     unknown and foreign alike), the binding (409, not consumed), then the call is consumed once
     (a second reply is 409) and the content posted as the operator, or the chat handed to people
-    (escalation, the marker, or empty content). The call row is locked: concurrent replies with one
-    causation id post one message."""
+    (escalation, the marker, empty content, or a platform safety floor: `apps.ai.floors`). The
+    call row is locked: concurrent replies with one causation id post one message."""
     if needs_escalation_scope(content=content, escalate=escalate) and "responder:escalate" not in scopes:
         raise errors.EscalationScopeRequired("`escalate` and the `[KEY_TO_OPERATOR]` marker need responder:escalate.")
     try:
@@ -398,7 +398,9 @@ def accept_reply(
     with transaction.atomic():
         call = (
             Call.objects.select_for_update(of=("self",))
-            .select_related("operator", "operator__agent", "message", "chat")
+            .select_related(
+                "operator", "operator__agent", "operator__endpoint", "operator__draining", "message", "chat"
+            )
             .filter(widget=widget, causation_id=causation)
             .first()
         )
@@ -417,13 +419,32 @@ def accept_reply(
     return result
 
 
+def _operator_secrets(operator: ExternalOperator) -> list[str]:
+    """The operator's signing secrets (current, and the previous one in its overlap window): a
+    reply that quotes one is withheld (the `secret` safety floor)."""
+    out = []
+    for endpoint in (operator.endpoint, operator.draining):
+        if endpoint is None:
+            continue
+        for token in (endpoint.secret_encrypted, endpoint.previous_secret_encrypted):
+            secret = webhooks.decrypt_secret(token) if token else None
+            if secret:
+                out.append(secret)
+    return out
+
+
 def _apply_reply(*, widget: Widget, call: Call, content: str, escalate: bool) -> ReplyResult:
     chat = chats.lock_chat(widget=widget, chat=call.chat)
     operator = call.operator
     if not handoff.machine_may_answer(chat=chat, now=timezone.now()):
         return ReplyResult("discarded")  # a person took the chat meanwhile: the machine stays quiet
+    reason = None
     if escalate or ESCALATION_MARKER in content or not content.strip():
         reason = "escalate" if escalate else ("marker" if ESCALATION_MARKER in content else "empty_reply")
+    else:
+        floor = floors.check_reply(content, question=call.message.body, known_secrets=_operator_secrets(operator))
+        reason = floors.reason(floor) if floor is not None else None
+    if reason is not None:
         handoff.hand_to_people(
             widget=widget, chat=chat, operator=operator.agent, reason=reason, question=call.message.body
         )

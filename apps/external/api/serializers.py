@@ -95,7 +95,8 @@ class ExternalReplyDoc(serializers.Serializer):
     outcome = serializers.ChoiceField(
         choices=["posted", "handed_off", "discarded"],
         help_text="`posted`: the content is the operator's message; `handed_off`: the chat waits for a person "
-        "(escalation, the marker, or empty content); `discarded`: a person took the chat meanwhile.",
+        "(escalation, the marker, empty content or a platform safety floor); `discarded`: a person took the chat "
+        "meanwhile.",
     )
     message_id = serializers.IntegerField(allow_null=True)
     room_id = serializers.IntegerField()

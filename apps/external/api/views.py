@@ -234,7 +234,14 @@ class ExternalOperatorViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins
             "since) is 409 `binding_mismatch` and consumes nothing. A valid reply consumes the call once (a second "
             "one is 409 `causation_consumed`): the content becomes the operator's message, or, for escalation, "
             "the marker or empty content, the chat is handed to people (`handed_off`). When a person took the "
-            "chat meanwhile nothing is posted (`discarded`)."
+            "chat meanwhile nothing is posted (`discarded`). "
+            "Platform safety floors (the same checks as the built-in AI operator's replies, `apps.ai.floors`) "
+            "need only the base scope and never post the content: the chat is handed to people (`handed_off`) "
+            "when the visitor's message explicitly asks for a person (a human, a live agent, an operator, in the "
+            "seven languages), or the content holds something credential-shaped (an API token `cwt_`, a visitor "
+            "session token `cvs_`, a webhook secret `whsec_`, a provider key `sk-`, `AIza`, `AKIA`, `gh?_`, "
+            "`xox?-`, a private key block) or this operator's own signing secret (current, or the previous one "
+            "within its overlap window). Empty or whitespace-only content hands off as well."
         ),
     ),
 )

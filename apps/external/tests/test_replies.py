@@ -15,7 +15,7 @@ from apps.core.testing.plugin import assert_problem
 from apps.external import services
 from apps.external.models import Call
 
-from .factories import make_operator, visitor_message
+from .factories import SECRET, make_operator, visitor_message
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ ESCALATE = ["responder:inject", "responder:escalate"]
 @pytest.fixture
 def call(widget, triggers) -> Call:
     operator = make_operator(widget)
-    message = visitor_message(widget, "Can I talk to a person?")
+    message = visitor_message(widget, "Do you ship to Mars?")
     assert services.dispatch_visitor_message(chat=message.chat, message=message)
     return Call.objects.get(operator=operator, message=message)
 
@@ -198,3 +198,49 @@ def test_the_operators_first_reply_accepts_the_chat_as_a_machine(api, call, capt
     assert chat.handling == "ai" and chat.agent_id is None  # a machine never becomes the routing owner
     accepted = [d for t, d in captured_events() if t == "chat.accepted"]
     assert accepted and accepted[0]["operator_type"] == "ai" and accepted[0]["operator_id"] == call.operator.agent_id
+
+
+# --- platform safety floors (apps.ai.floors): base scope, never posted, handed to people ------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "floor"),
+    [
+        ("Here is our key: sk-proj-abcdefghijklmnopqrstuvwxyz0123", "secret"),
+        ("Use whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw= to verify", "secret"),
+        (f"My secret is {SECRET}", "secret"),
+    ],
+)
+def test_a_reply_tripping_a_floor_hands_off_with_the_base_scope(api, call, content, floor):
+    from apps.ai.models import DemandSignal
+
+    response = reply(api(scopes=INJECT), call, content=content)
+    assert response.status_code == 202 and response.json() == {**response.json(), "outcome": "handed_off"}
+    chat = Chat.objects.get(pk=call.chat_id)
+    assert chat.awaiting_human_since is not None
+    assert not Message.objects.filter(chat=chat, body=content).exists()
+    assert consumed(call) and Call.objects.get(pk=call.pk).outcome == "handed_off"
+    # the demand signal names the floor's category (a leaked secret is `safety`)
+    assert list(DemandSignal.objects.filter(widget=call.widget).values_list("category", flat=True)) == ["safety"]
+
+
+def test_the_operators_own_signing_secret_verbatim_is_a_floor(api, call, widget):
+    # not shaped like a known key format: only the operator's own secrets can catch it
+    services.rotate_operator_secret(widget=widget, operator=call.operator, secret="plain-words-secret-1234")
+    response = reply(api(scopes=INJECT), call, content="Sign with plain-words-secret-1234 please")
+    assert response.json()["outcome"] == "handed_off"
+    assert not Message.objects.filter(chat_id=call.chat_id, body__contains="plain-words").exists()
+
+
+def test_a_visitor_asking_for_a_person_is_handed_over_whatever_the_operator_says(api, widget, triggers):
+    from apps.ai.models import DemandSignal
+
+    operator = make_operator(widget)
+    message = visitor_message(widget, "Can I talk to a real person please?")
+    assert services.dispatch_visitor_message(chat=message.chat, message=message)
+    call = Call.objects.get(operator=operator, message=message)
+    response = reply(api(scopes=INJECT), call, content="I am a bot, but I can help!")
+    assert response.status_code == 202 and response.json()["outcome"] == "handed_off"
+    assert not Message.objects.filter(chat_id=call.chat_id, body="I am a bot, but I can help!").exists()
+    [signal] = DemandSignal.objects.filter(widget=widget)
+    assert (signal.category, signal.topic) == ("escalation", "can i talk to a real person please?")
