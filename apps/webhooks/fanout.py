@@ -1,8 +1,11 @@
 """Fan-out: the outbox handler (registered in WebhooksConfig.ready()) that turns a batch of public
 events into Delivery rows, one per event and matching active endpoint, in the outbox transaction.
-The rows are the source of truth of the delivery engine (apps.webhooks.delivery)."""
+The rows are the source of truth of the delivery engine (apps.webhooks.delivery); once they are
+committed, the same process attempts them at once (`delivery.send_new`)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,7 +26,9 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
 def fan_out_events(events: list[OutboxEvent]) -> int:
     """The outbox handler: one delivery per event and matching active endpoint, written in one
     INSERT that skips the endpoints already holding the event's delivery (fan-out may run twice).
-    Returns the number of deliveries due to be sent."""
+    Once the transaction commits, this process attempts the new due rows at once (`send_new`: no
+    trigger, task or lease cycle between commit and the first attempt). Returns the number of
+    deliveries due to be sent."""
     by_widget: dict[int, list[Subscription]] = {}
     for sub in Subscription.objects.filter(widget_id__in={event.widget_id for event in events}, is_active=True):
         by_widget.setdefault(sub.widget_id, []).append(sub)
@@ -64,5 +69,5 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
     # ignore_conflicts: the unique (subscription, event) row of an earlier run stays as it is.
     Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     if due:
-        transaction.on_commit(delivery.trigger)
+        transaction.on_commit(partial(delivery.send_new, rows))
     return due
