@@ -13,6 +13,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# Never put bench/ itself first on sys.path: bench/channels.py would shadow the channels package.
+export PYTHONSAFEPATH=1
 
 repeat="${BENCH_REPEAT:-1}"
 if ! [[ "$repeat" =~ ^[1-9][0-9]*$ ]]; then

@@ -35,13 +35,16 @@ def live_by_setting() -> set[str]:
     return set(getattr(settings, "WEBHOOK_LIVE_EVENTS", [events.MESSAGE_CREATED]))
 
 
-def enabled_types() -> set[str]:
+def enabled_types(*, switched_on=None, switched_off=None) -> set[str]:
+    """The native event types delivered now. `switched_on`/`switched_off`: the EventSwitch rows'
+    event types when the caller read them already (fan-out reads them with the subscriptions)."""
     from .models import EventSwitch
 
-    enabled = live_by_setting()
-    for event_type, on in EventSwitch.objects.values_list("event_type", "enabled"):
-        (enabled.add if on else enabled.discard)(event_type)
-    return enabled & set(NATIVE_NAMES)
+    if switched_on is None or switched_off is None:
+        switches = list(EventSwitch.objects.values_list("event_type", "enabled"))
+        switched_on = [event_type for event_type, on in switches if on]
+        switched_off = [event_type for event_type, on in switches if not on]
+    return ((live_by_setting() | set(switched_on)) - set(switched_off)) & set(NATIVE_NAMES)
 
 
 def not_live(names: list[str], *, legacy: bool) -> list[str]:

@@ -8,6 +8,13 @@ one endpoint holds at most three quarters of the pool.
 A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
 same lease, attempts, retries and log; the endpoint's `mode` holds or drops its rows, and its owner
 hears (`on_endpoint_settled`) when one of its rows reached a final state.
+
+Fan-out hands its new rows to `send_new` once its transaction commits: the fan-out's process leases
+them by their delivery ids (one statement on PostgreSQL, which also reads the subscription as it is
+now) and attempts them at once, with no trigger, task, lease-by-due-date or load in between; more
+than NEW_AT_ONCE rows, or rows it could not lease, are left to `deliver_due`. A process that dies
+after the commit leaves its rows due (never leased) or leased (back after LEASE): the sweeper sends
+them either way.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from apps.core import outbound
 
 from . import payloads, signing
 from .crypto import decrypt_secret
-from .models import Attempt, Delivery, Endpoint, target_key
+from .models import Attempt, Delivery, Endpoint, Subscription, target_key
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +50,9 @@ LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
 RESPONSE_CAP = 64 * 1024
 RESPONSE_EXCERPT_BYTES = 256  # of the receiver's answer, kept (masked) on the attempt row
 DELIVER_TASK = "apps.webhooks.tasks.deliver_due"
+# Of one fan-out's new rows, at most this many are attempted by the fan-out's own process (the
+# engine's lease batch); the others are left to `deliver_due` on the other worker processes.
+NEW_AT_ONCE = 64
 
 
 def retry_wait(failed_attempt: int) -> int:
@@ -462,6 +472,97 @@ def deliver_due(
     return run.until(deadline)
 
 
+def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float = 50.0) -> int:
+    """Attempt fan-out's new rows (committed, subscriptions' rows, as fan-out built them) in this
+    process now: the first NEW_AT_ONCE are leased by their delivery ids, with their subscription's
+    current url and secret, and sent (inline when there is one, else on the pool, each endpoint
+    under its share of it); `deliver_due` is triggered for the rest. A row another engine leased
+    meanwhile, or whose subscription was deactivated, is left alone (the engine drops the latter).
+    Returns the number of attempts made. Best effort: on any failure the rows not leased stay due
+    and the leased ones come back after LEASE."""
+    try:
+        rows = [row for row in rows if row.status == Delivery.Status.PENDING]
+        if len(rows) > NEW_AT_ONCE:
+            trigger()
+        leased = _lease_new(rows[:NEW_AT_ONCE])
+        if not leased:
+            return 0
+        if concurrency <= 1 or len(leased) == 1:
+            for row in leased:
+                _record([_send(row)])
+            return len(leased)
+        run = _PoolRun(
+            pool=_executor(concurrency),
+            concurrency=concurrency,
+            batch_size=NEW_AT_ONCE,
+            per_endpoint=max(1, concurrency * 3 // 4),
+            queue=[(row.pk, row.target_key) for row in leased],
+            preloaded={row.pk: row for row in leased},
+        )
+        return run.until(time.monotonic() + max_seconds)
+    except Exception:
+        logger.exception("sending new webhook deliveries failed; the engine will pick them up")
+        trigger()
+        return 0
+
+
+def _lease_new(rows: list[Delivery]) -> list[Delivery]:
+    """Lease the new rows still due (their pks set from the database, their subscriptions' url and
+    secret refreshed): one UPDATE ... RETURNING on PostgreSQL, a transaction elsewhere."""
+    if not rows:
+        return []
+    now = timezone.now()
+    by_delivery_id = {row.delivery_id: row for row in rows}
+    if connection.vendor == "postgresql":
+        found = _lease_new_in_one_statement(list(by_delivery_id), now)
+    else:
+        with transaction.atomic():
+            found = list(
+                Delivery.objects.select_for_update(skip_locked=True)
+                .filter(
+                    delivery_id__in=list(by_delivery_id),
+                    status=Delivery.Status.PENDING,
+                    next_attempt_at__lte=now,
+                    subscription__is_active=True,
+                )
+                .values_list("pk", "delivery_id", "subscription__url", "subscription__secret_encrypted")
+            )
+            if found:
+                Delivery.objects.filter(pk__in=[pk for pk, *_ in found]).update(next_attempt_at=now + LEASE)
+    leased = []
+    for pk, delivery_id, url, secret in found:
+        row = by_delivery_id[delivery_id]
+        row.pk = pk
+        row.next_attempt_at = now + LEASE
+        row.subscription.url, row.subscription.secret_encrypted = url, secret
+        leased.append(row)
+    leased.sort(key=lambda row: row.pk)
+    return leased
+
+
+def _lease_new_in_one_statement(delivery_ids: list, now: datetime) -> list[tuple]:
+    """`_lease_new` on PostgreSQL: lock (SKIP LOCKED), lease and read in one statement."""
+    q = connection.ops.quote_name
+    table, subscriptions = q(Delivery._meta.db_table), q(Subscription._meta.db_table)
+    d = {name: q(Delivery._meta.get_field(name).column) for name in _LEASE_NEW_COLUMNS}
+    s = {name: q(Subscription._meta.get_field(name).column) for name in ("id", "url", "secret_encrypted", "is_active")}
+    # identifiers from the models' own metadata, quoted; every value is a parameter
+    sql = (
+        f"WITH mine AS MATERIALIZED (SELECT {d['id']} AS id FROM {table} "  # noqa: S608
+        f"WHERE {d['delivery_id']} = ANY(%s) AND {d['status']} = %s AND {d['next_attempt_at']} <= %s "
+        f"FOR UPDATE SKIP LOCKED) "
+        f"UPDATE {table} AS leased SET {d['next_attempt_at']} = %s FROM mine, {subscriptions} AS sub "
+        f"WHERE leased.{d['id']} = mine.id AND sub.{s['id']} = leased.{d['subscription']} AND sub.{s['is_active']} "
+        f"RETURNING leased.{d['id']}, leased.{d['delivery_id']}, sub.{s['url']}, sub.{s['secret_encrypted']}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [delivery_ids, str(Delivery.Status.PENDING), now, now + LEASE])
+        return cursor.fetchall()
+
+
+_LEASE_NEW_COLUMNS = ("id", "delivery_id", "status", "next_attempt_at", "subscription")
+
+
 def _deliver_inline(*, deadline: float, batch_size: int) -> int:
     done = 0
     while time.monotonic() < deadline:
@@ -488,6 +589,8 @@ class _PoolRun:
     in_flight: Counter[str] = field(default_factory=Counter)
     queue: list[tuple[int, str]] = field(default_factory=list)
     done: int = 0
+    # `send_new`'s run: the rows are leased and loaded already (pk -> row); nothing more is leased
+    preloaded: dict[int, Delivery] | None = None
 
     def until(self, deadline: float) -> int:
         while True:
@@ -514,7 +617,7 @@ class _PoolRun:
         if not free:
             return
         sendable = self._sendable(self.queue)
-        if sendable < free and len(self.queue) < self.batch_size * 4:
+        if self.preloaded is None and sendable < free and len(self.queue) < self.batch_size * 4:
             leased = _lease_rows(self.batch_size)
             self.queue += leased
             sendable += self._sendable(leased)
@@ -528,7 +631,9 @@ class _PoolRun:
             else:
                 waiting.append((pk, sub_id))
         self.queue = waiting
-        for row in _load(take):  # loaded just before sending: the endpoint as it is now
+        # loaded just before sending (the endpoint as it is now), unless leased with their rows
+        rows = _load(take) if self.preloaded is None else [self.preloaded.pop(pk) for pk in take]
+        for row in rows:
             self.running[self.pool.submit(_send, row)] = row.target_key
             self.in_flight[row.target_key] += 1
 

@@ -1,16 +1,20 @@
 """Fan-out: the outbox handler (registered in WebhooksConfig.ready()) that turns a batch of public
 events into Delivery rows, one per event and matching active endpoint, in the outbox transaction.
-The rows are the source of truth of the delivery engine (apps.webhooks.delivery)."""
+The rows are the source of truth of the delivery engine (apps.webhooks.delivery); once they are
+committed, the same process attempts them at once (`delivery.send_new`)."""
 
 from __future__ import annotations
 
-from django.db import transaction
+from functools import partial
+
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
 
 from . import catalogue, delivery, payloads
-from .models import Delivery, Subscription
+from .models import Delivery, EventSwitch, Subscription
 
 
 def _envelope_for(sub: Subscription, event_type: str) -> str | None:
@@ -20,16 +24,34 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
     return "native" if event_type in sub.events else None
 
 
+def _subscriptions(events: list[OutboxEvent]):
+    """The active subscriptions of the events' widgets; on PostgreSQL each carries the event switches
+    too (`switched_on`, `switched_off`: two uncorrelated subqueries the server runs once), so
+    fan-out reads both in one round trip."""
+    subscriptions = Subscription.objects.filter(widget_id__in={event.widget_id for event in events}, is_active=True)
+    if connection.vendor != "postgresql":
+        return subscriptions
+    return subscriptions.annotate(
+        switched_on=ArraySubquery(EventSwitch.objects.filter(enabled=True).values("event_type")),
+        switched_off=ArraySubquery(EventSwitch.objects.filter(enabled=False).values("event_type")),
+    )
+
+
 def fan_out_events(events: list[OutboxEvent]) -> int:
     """The outbox handler: one delivery per event and matching active endpoint, written in one
     INSERT that skips the endpoints already holding the event's delivery (fan-out may run twice).
-    Returns the number of deliveries due to be sent."""
+    Once the transaction commits, this process attempts the new due rows at once (`send_new`: no
+    trigger, task or lease cycle between commit and the first attempt). Returns the number of
+    deliveries due to be sent."""
     by_widget: dict[int, list[Subscription]] = {}
-    for sub in Subscription.objects.filter(widget_id__in={event.widget_id for event in events}, is_active=True):
+    for sub in _subscriptions(events):
         by_widget.setdefault(sub.widget_id, []).append(sub)
     if not by_widget:
         return 0
+    first = next(iter(by_widget.values()))[0]
     enabled_types: set[str] | None = None
+    if hasattr(first, "switched_on"):  # read with the subscriptions (PostgreSQL)
+        enabled_types = catalogue.enabled_types(switched_on=first.switched_on, switched_off=first.switched_off)
     now = timezone.now()
     rows, due = [], 0
     for event in events:
@@ -64,5 +86,5 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
     # ignore_conflicts: the unique (subscription, event) row of an earlier run stays as it is.
     Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     if due:
-        transaction.on_commit(delivery.trigger)
+        transaction.on_commit(partial(delivery.send_new, rows))
     return due

@@ -60,10 +60,13 @@ def _collect_engine_connections():
 
 @pytest.fixture
 def lost_triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
-    """Every Celery trigger of the engine is lost (broker emptied): only the sweeper is left.
-    Recorded, so a test can see that one was asked for."""
+    """Every Celery trigger of the engine is lost (broker emptied), and so is the fan-out process's
+    own attempt of its new rows (`send_new`: as if that process died right after its commit, before
+    leasing them): only the sweeper is left. Recorded (the hand-over as an immediate trigger, None),
+    so a test can see that one was asked for."""
     asked: list[float | None] = []
     monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine, "send_new", lambda rows, **options: asked.append(None))
     return asked
 
 
