@@ -19,6 +19,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
+from django.db import OperationalError as DatabaseOperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -340,7 +341,27 @@ def to_app_error(exc: Exception) -> AppError | None:
         return RateLimited(headers={"Retry-After": str(max(1, wait))})
     if isinstance(exc, drf_exceptions.APIException):
         return error_for_status(exc.status_code)(str(exc.detail))
+    if database_busy(exc):
+        logger.warning("database unavailable: %s", exc)
+        return ServiceUnavailable(
+            "The database is busy or unavailable; nothing was changed. Retry later.", headers={"Retry-After": "1"}
+        )
     return None
+
+
+def database_busy(exc: BaseException) -> bool:
+    """The database refused or dropped the connection, or is locked by another writer: a passing
+    condition of the deployment (503 and Retry-After), not a fault of the request. PostgreSQL:
+    `too many clients` (SQLSTATE 53300), the other connection-level refusals (no SQLSTATE: refused,
+    reset, shut down) and 57P0x (the server shutting down); SQLite: `database is locked`. Any
+    other database error (a deadlock, a constraint) stays a bug."""
+    if not isinstance(exc, DatabaseOperationalError):
+        return False
+    cause = exc.__cause__
+    sqlstate = getattr(cause, "sqlstate", "missing")
+    if sqlstate is None or (isinstance(sqlstate, str) and (sqlstate == "53300" or sqlstate.startswith("57P0"))):
+        return True
+    return "database is locked" in str(exc)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
