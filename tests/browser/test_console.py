@@ -235,10 +235,12 @@ def test_accept_transfer_close_and_presence_from_the_keyboard(page, console_serv
     expect(page.locator("#messages")).to_contain_text("Please rate this conversation.", timeout=WAIT)
     page.get_by_label("Transfer to").select_option(label="Pavel")
     page.evaluate("document.activeElement.blur()")
-    visitor.say("One more thing")  # its push re-reads the panel while the pick is made: the pick stays
+    # its push re-reads the panel while the pick is made: the pick stays (waited on the panel's
+    # re-read, then on the restored pick: no fixed sleep, the panel's GET is slow under load)
+    with page.expect_response(lambda r: r.url.endswith(f"/console/chats/{chat_id}/panel/"), timeout=WAIT):
+        visitor.say("One more thing")
     expect(page.locator("#messages")).to_contain_text("One more thing", timeout=WAIT)
-    page.wait_for_timeout(500)
-    assert page.get_by_label("Transfer to").evaluate("s => s.options[s.selectedIndex].text") == "Pavel"
+    expect(page.get_by_label("Transfer to").locator("option:checked")).to_have_text("Pavel")
     page.get_by_role("button", name="Transfer").click()
     expect(page.locator("#chat-owner")).to_have_text("Pavel", timeout=WAIT)
 
