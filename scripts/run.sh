@@ -58,4 +58,7 @@ print("  Stop with Ctrl-C.")
 print(line, flush=True)
 PY
 
-exec honcho start -f Procfile -p "$PORT"
+# honcho kills what has not exited 5 s after its SIGTERM; a prefork worker's warm shutdown (Celery's
+# and billiard's stop steps each poll once a second) takes 4-5 s on two cores: give it 10 s.
+exec python -c 'import sys, honcho.manager; honcho.manager.KILL_WAIT = 10; from honcho.command import main; sys.argv[0] = "honcho"; main()' \
+  start -f Procfile -p "$PORT"

@@ -9,8 +9,10 @@ import requests
 
 pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
 
-# honcho (make run) kills whatever has not exited 5 s after its SIGTERM.
-HONCHO_KILL_SECONDS = 5
+# make run's honcho kills whatever has not exited 10 s after its SIGTERM (scripts/run.sh raises
+# honcho's 5 s: a prefork worker's warm shutdown takes 4-5 s on two quiet cores, each of Celery's
+# and billiard's stop steps polling once a second).
+HONCHO_KILL_SECONDS = 10
 
 
 @pytest.mark.parametrize("group", [True, False], ids=["honcho-group", "worker-alone"])
@@ -47,7 +49,7 @@ def test_the_worker_exits_within_seconds_of_sigterm_while_tasks_arrive(start_ser
 
     # then its warm shutdown finishes well before honcho would kill it
     assert worker.proc.returncode == 0, worker.output()[-2000:]
-    assert seconds < HONCHO_KILL_SECONDS - 1, f"{seconds:.1f} s"
+    assert seconds < HONCHO_KILL_SECONDS - 2, f"{seconds:.1f} s"
 
 
 def test_beat_exits_within_seconds_of_sigterm(start_process):
@@ -58,4 +60,4 @@ def test_beat_exits_within_seconds_of_sigterm(start_process):
     # operator does; the start-up window is a known limit (README, Deployment topology).
     beat.wait_for_output("Schedule changed")
     seconds = beat.terminate(timeout=30, group=False)
-    assert seconds < HONCHO_KILL_SECONDS - 1, f"{seconds:.1f} s"
+    assert seconds < HONCHO_KILL_SECONDS - 2, f"{seconds:.1f} s"
