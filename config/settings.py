@@ -123,6 +123,24 @@ else:
     # Under ASGI each request runs sync code on a fresh thread: persistent connections would pile up.
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A process-wide connection pool (Django's own `pool` option, psycopg-pool) for processes that
+    # serve many short units of work at once: the web (scripts/web.sh sets DB_POOL_MAX_SIZE). A request,
+    # or a detached AI test's database hop, takes an open connection and gives it back when it ends,
+    # instead of opening one per request (5-10 ms and a PostgreSQL backend start each). Celery workers
+    # leave it unset: Celery closes the pool of a prefork child around every task, and their
+    # connections are per task or kept by CELERY_DB_REUSE_MAX. With CONN_HEALTH_CHECKS Django has the
+    # pool check a connection before handing it out (one empty round trip), so a server restart costs
+    # no request.
+    DB_POOL_MAX_SIZE = env.int("DB_POOL_MAX_SIZE", default=0)
+    if DB_POOL_MAX_SIZE > 0:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django refuses both
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(env.int("DB_POOL_MIN_SIZE", default=2), DB_POOL_MAX_SIZE),
+            "max_size": DB_POOL_MAX_SIZE,
+            # Waiting longer than this for a free connection is 503 service_unavailable.
+            "timeout": env.float("DB_POOL_TIMEOUT", default=10.0),
+            "max_idle": 300.0,
+        }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USING_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
 

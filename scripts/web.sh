@@ -8,6 +8,8 @@
 # live inside one process, so a visitor's socket on one process would never hear the operator on
 # another: the default is then 1 process, and an explicit WEB_CONCURRENCY above 1 is refused.
 # One process runs without the supervisor (uvicorn serves in this very process, pid unchanged).
+#
+# DB_POOL_MAX_SIZE: PostgreSQL connections each process's pool keeps (default 10).
 set -eu
 
 cores="$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)"
@@ -34,6 +36,11 @@ elif [ -n "${REDIS_URL:-}" ]; then
 else
   workers=1
 fi
+
+# Each web process keeps a pool of PostgreSQL connections (config/settings.py; ignored on SQLite):
+# at most DB_POOL_MAX_SIZE per process, so processes x size must stay under the server's
+# max_connections together with the workers' connections.
+export DB_POOL_MAX_SIZE="${DB_POOL_MAX_SIZE:-10}"
 
 if [ "$workers" -gt 1 ]; then
   exec uvicorn config.asgi:application --workers "$workers" "$@"

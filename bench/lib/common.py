@@ -107,10 +107,11 @@ def free_port() -> int:
 class Server:
     """The service under uvicorn in a subprocess; use as a context manager.
 
-    With `workers`, it is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers:
-    uvicorn's --workers supervisor above one process), so ours and the floor share the process count."""
+    It is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers: uvicorn's --workers
+    supervisor above one process; the web's database connection pool), so ours and the floor share the
+    process count and the deployment's settings."""
 
-    def __init__(self, name: str, *, workers: int | None = None, env: dict[str, str] | None = None):
+    def __init__(self, name: str, *, workers: int = 1, env: dict[str, str] | None = None):
         self.name = name
         self.workers = workers
         self.extra_env = env or {}
@@ -129,11 +130,9 @@ class Server:
             PYTHONPATH=str(ROOT),
             **self.extra_env,
         )
-        command = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
-        if self.workers is not None:
-            env["WEB_CONCURRENCY"] = str(self.workers)
-            env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-            command = [str(ROOT / "scripts" / "web.sh")]
+        env["WEB_CONCURRENCY"] = str(self.workers)
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        command = [str(ROOT / "scripts" / "web.sh")]
         with open(LOG_DIR / f"{self.name}.server.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
                 [

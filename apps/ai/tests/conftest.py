@@ -31,16 +31,6 @@ def client(api):
 
 
 @pytest.fixture(autouse=True)
-def _detached_test_connections():
-    """The detached test's hops keep idle PostgreSQL connections for the next hop (apps.ai.api.hops):
-    closed after each test, before its database is flushed or dropped."""
-    yield
-    from apps.ai.api import hops
-
-    hops.close_idle()
-
-
-@pytest.fixture(autouse=True)
 def public_dns(monkeypatch):
     """Hosts resolve to a public address; `private.test` to a private one, `loop.test` to loopback."""
     from apps.core import outbound

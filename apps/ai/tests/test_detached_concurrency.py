@@ -37,10 +37,8 @@ HOPS = 3
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
-    hops.close_idle()
     yield
     cache.clear()
-    hops.close_idle()  # before the test database is flushed or dropped
 
 
 def _seed(count: int, fake) -> list[dict]:
