@@ -3,16 +3,33 @@
 Groups: `chat.<id>` (the visitor's socket of that room) and `widget.<id>` (operator consoles). The
 consumers join them; the apps' on-commit event handlers push to them. A push is best effort: a
 visitor re-reads with `since` on reconnect, a console re-reads the lists.
+
+Where the push is sent from:
+- a web process's synchronous code (a view run by the ASGI server's `sync_to_async`): on the server's
+  own event loop, as `async_to_sync` does;
+- anywhere else (a Celery worker's task, a management command): on one long-lived event loop of the
+  process, in a thread of its own. `async_to_sync` would start a new thread and a new event loop for
+  every call there, and channels-redis keeps its connections per event loop, so every push paid a
+  thread start and a Redis connection (about 6 ms a group on two cores). The in-process layer of the
+  embedded default is never used from a loop other than the caller's own: its queues belong to the
+  loop of the process's sockets.
+All of a frame's groups are sent in one call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from asgiref.sync import SyncToAsync, async_to_sync
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger(__name__)
+
+# A push that has not reached the layer after this long is given up (logged); the sender goes on.
+PUSH_TIMEOUT_SECONDS = 5.0
 
 
 def chat_group(chat_id: int) -> str:
@@ -23,13 +40,70 @@ def widget_group(widget_id: int) -> str:
     return f"widget.{widget_id}"
 
 
+async def _send(layer, groups: list[str], frame: dict) -> None:
+    for group in groups:
+        try:
+            await layer.group_send(group, {"type": "push", "frame": frame})
+        except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
+            logger.warning("websocket push failed", extra={"group": group})
+
+
+class _PushLoop:
+    """The process's event loop for pushes sent outside the web server's loop (one per process: a
+    forked child starts its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                thread = threading.Thread(
+                    target=self._run, args=(loop, started), name="realtime-push", daemon=True
+                )
+                thread.start()
+                started.wait()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        loop.run_forever()
+
+
+_push_loop = _PushLoop()
+
+
+def _server_loop() -> asyncio.AbstractEventLoop | None:
+    """The ASGI server's event loop when this thread runs code of its `sync_to_async` (asgiref's own
+    bookkeeping, the same test `async_to_sync` makes)."""
+    local = SyncToAsync.threadlocal
+    if getattr(local, "main_event_loop_pid", None) != os.getpid():
+        return None
+    loop = getattr(local, "main_event_loop", None)
+    return loop if loop is not None and loop.is_running() else None
+
+
 def push(groups: list[str], frame: dict) -> None:
     """Send `frame` to every group now (callers run after commit)."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not groups:
         return
-    for group in groups:
-        try:
-            async_to_sync(layer.group_send)(group, {"type": "push", "frame": frame})
-        except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
-            logger.warning("websocket push failed", extra={"group": group})
+    try:
+        if _server_loop() is None and not isinstance(layer, InMemoryChannelLayer):
+            future = asyncio.run_coroutine_threadsafe(_send(layer, groups, frame), _push_loop.get())
+            try:
+                future.result(timeout=PUSH_TIMEOUT_SECONDS)
+            except TimeoutError:
+                future.cancel()
+                raise
+        else:
+            async_to_sync(_send)(layer, groups, frame)
+    except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
+        logger.warning("websocket push failed", extra={"groups": groups})
