@@ -498,6 +498,7 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
             per_endpoint=max(1, concurrency * 3 // 4),
             queue=[(row.pk, row.target_key) for row in leased],
             preloaded={row.pk: row for row in leased},
+            leases=False,
         )
         return run.until(time.monotonic() + max_seconds)
     except Exception:
@@ -579,7 +580,10 @@ def _deliver_inline(*, deadline: float, batch_size: int) -> int:
 class _PoolRun:
     """One `deliver_due` run on the pool. Leased rows wait in `queue` (delivery, endpoint) until a
     thread is free and their endpoint is under its share; `running` maps each attempt in flight to
-    its endpoint. Database work (lease, load, record) happens on the calling thread only."""
+    its endpoint. Database work (lease, load, record) happens on the calling thread only. A leased
+    group is loaded (with its endpoints as they are then) in one query right after its lease, not a
+    few rows at a time as threads free up: at a few hundred attempts a second those small loads were
+    most of this thread's time, and the attempts waited for it."""
 
     pool: ThreadPoolExecutor
     concurrency: int
@@ -589,8 +593,10 @@ class _PoolRun:
     in_flight: Counter[str] = field(default_factory=Counter)
     queue: list[tuple[int, str]] = field(default_factory=list)
     done: int = 0
-    # `send_new`'s run: the rows are leased and loaded already (pk -> row); nothing more is leased
-    preloaded: dict[int, Delivery] | None = None
+    # the queued rows, loaded (pk -> row)
+    preloaded: dict[int, Delivery] = field(default_factory=dict)
+    # False for `send_new`'s run: its rows are leased and loaded already; nothing more is leased
+    leases: bool = True
 
     def until(self, deadline: float) -> int:
         while True:
@@ -617,10 +623,14 @@ class _PoolRun:
         if not free:
             return
         sendable = self._sendable(self.queue)
-        if self.preloaded is None and sendable < free and len(self.queue) < self.batch_size * 4:
+        if self.leases and sendable < free and len(self.queue) < self.batch_size * 4:
             leased = _lease_rows(self.batch_size)
-            self.queue += leased
-            sendable += self._sendable(leased)
+            if leased:
+                rows = _load([pk for pk, _ in leased])
+                self.preloaded.update((row.pk, row) for row in rows)
+                loaded = [(row.pk, row.target_key) for row in rows]
+                self.queue += loaded
+                sendable += self._sendable(loaded)
         if not sendable:
             return
         take, waiting, counts = [], [], self.in_flight.copy()
@@ -631,9 +641,7 @@ class _PoolRun:
             else:
                 waiting.append((pk, sub_id))
         self.queue = waiting
-        # loaded just before sending (the endpoint as it is now), unless leased with their rows
-        rows = _load(take) if self.preloaded is None else [self.preloaded.pop(pk) for pk in take]
-        for row in rows:
+        for row in (self.preloaded.pop(pk) for pk in take):
             self.running[self.pool.submit(_send, row)] = row.target_key
             self.in_flight[row.target_key] += 1
 
