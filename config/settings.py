@@ -197,9 +197,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Celery closes the database connection around every task unless this is set: the AI reply worker
-# (the Procfile's `ai`, a thread pool) sets it so each thread keeps its connection across tasks
-# (a connection per answer cost a PostgreSQL backend start per visitor message).
+# Celery closes the database connection around every task unless this is set: the Procfile's worker
+# lines (`worker`, prefork, and `ai`, a thread pool) set it so each pool process or thread keeps its
+# connection across tasks (a connection per task cost a PostgreSQL backend start, 5-10 ms, per
+# visitor message or webhook hand-off); config.celery checks a kept connection at each task's start.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 
 # --- i18n / time --------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""A Celery worker that keeps its database connections across tasks (CELERY_DB_REUSE_MAX, the
+Procfile's worker lines) checks a kept connection at the start of each task
+(config.celery.check_kept_connections): a connection the server dropped between two tasks is
+replaced by the next task's first query instead of failing it; without the reuse setting nothing is
+checked (Celery closes the connection around every task then)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from celery import signals
+from django.db import connection
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _terminate(pid: int) -> None:
+    db = connection.settings_dict
+    with psycopg.connect(
+        dbname=db["NAME"],
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
+        autocommit=True,
+    ) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def _backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def test_a_connection_dropped_between_tasks_is_replaced_at_the_next_task(settings):
+    # given a worker that keeps its connection, whose connection the server dropped after a task
+    settings.CELERY_DB_REUSE_MAX = 1000
+    first = _backend_pid()
+    _terminate(first)
+
+    # when the next task starts and makes its first query
+    signals.task_prerun.send(sender=None, task_id="t2", task=None, args=(), kwargs={})
+    second = _backend_pid()
+
+    # then it ran on a new connection
+    assert second != first
+
+
+def test_without_reuse_nothing_is_checked(settings):
+    # given a worker that does not keep connections (Celery closes them around each task)
+    settings.CELERY_DB_REUSE_MAX = None
+    _backend_pid()
+    connection.health_check_done = True
+
+    # when a task starts
+    signals.task_prerun.send(sender=None, task_id="t3", task=None, args=(), kwargs={})
+
+    # then the handler left the connection alone
+    assert connection.health_check_done is True
