@@ -79,3 +79,13 @@ def check_kept_connections(**kwargs) -> None:
     for connection in connections.all(initialized_only=True):
         connection.health_check_done = False
 
+
+@signals.worker_init.connect
+def no_connection_pool_in_workers(**kwargs) -> None:
+    """The connection pool is the web's (DB_POOL_MAX_SIZE, set by scripts/web.sh). A worker started
+    with it in its environment drops it before its first connection: Celery closes a prefork child's
+    pool around every task, and the `ai` worker's 16 threads would wait on a pool smaller than them.
+    Workers keep a connection per pool process or thread instead (CELERY_DB_REUSE_MAX)."""
+    database = settings.DATABASES["default"]
+    if database.get("OPTIONS", {}).pop("pool", None) is not None:
+        database["CONN_MAX_AGE"] = 0

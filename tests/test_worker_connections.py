@@ -58,3 +58,22 @@ def test_without_reuse_nothing_is_checked(settings):
 
     # then the handler left the connection alone
     assert connection.health_check_done is True
+
+
+def test_a_worker_started_with_the_webs_pool_setting_drops_the_pool(monkeypatch):
+    # given a worker's settings with the web's pool in them (DB_POOL_MAX_SIZE in its environment)
+    from types import SimpleNamespace
+
+    import config.celery
+
+    worker_settings = SimpleNamespace(
+        DATABASES={"default": {"ENGINE": "django.db.backends.postgresql", "OPTIONS": {"pool": {"max_size": 10}}}}
+    )
+    monkeypatch.setattr(config.celery, "settings", worker_settings)
+
+    # when the worker starts
+    config.celery.no_connection_pool_in_workers(sender=None)
+
+    # then its connections are opened without the pool
+    assert "pool" not in worker_settings.DATABASES["default"]["OPTIONS"]
+    assert worker_settings.DATABASES["default"]["CONN_MAX_AGE"] == 0

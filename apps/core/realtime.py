@@ -62,9 +62,7 @@ class _PushLoop:
             if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
-                thread = threading.Thread(
-                    target=self._run, args=(loop, started), name="realtime-push", daemon=True
-                )
+                thread = threading.Thread(target=self._run, args=(loop, started), name="realtime-push", daemon=True)
                 thread.start()
                 started.wait()
                 self._loop, self._pid = loop, os.getpid()

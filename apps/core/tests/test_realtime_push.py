@@ -50,7 +50,12 @@ def test_pushes_outside_the_server_share_one_long_lived_loop(monkeypatch):
 
     # then every group got its frame in order, all on one loop that is not this thread's, in one
     # long-lived thread of the process
-    assert [(g, m["frame"]["n"]) for g, m, _ in layer.sent] == [("chat.1", 1), ("widget.1", 1), ("widget.1", 2), ("widget.1", 3)]
+    assert [(g, m["frame"]["n"]) for g, m, _ in layer.sent] == [
+        ("chat.1", 1),
+        ("widget.1", 1),
+        ("widget.1", 2),
+        ("widget.1", 3),
+    ]
     loops = {loop for _, _, loop in layer.sent}
     assert len(loops) == 1 and next(iter(loops)).is_running()
     pushers = [t for t in threading.enumerate() if t.name == "realtime-push"]
@@ -70,7 +75,7 @@ def test_a_push_from_the_servers_sync_code_runs_on_the_servers_loop(monkeypatch)
     loop = asyncio.run(server())
 
     # then the frame went out on the server's loop, not the push thread's
-    assert [(g, l) for g, _, l in layer.sent] == [("chat.7", loop)]
+    assert [(group, sent_on) for group, _, sent_on in layer.sent] == [("chat.7", loop)]
 
 
 def test_the_in_process_layer_is_never_sent_to_from_the_push_loop(monkeypatch):
