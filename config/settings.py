@@ -359,6 +359,9 @@ TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)
+# The per-widget visitor budgets (sessions 600 an hour, messages 600 a minute, ...: every address of
+# one widget together) times this, for a site with more visitors at once; 0 turns them off.
+VISITOR_WIDGET_BUDGET_SCALE = env.int("VISITOR_WIDGET_BUDGET_SCALE", default=1)
 # Compat routes (no token, a secret in the path): requests per client address per minute (over it:
 # 503 with Retry-After, which the legacy senders retry) and unknown path secrets per address per hour
 # (spent: 429 for every compat request of that address). 0 turns a limit off.

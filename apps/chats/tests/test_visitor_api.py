@@ -864,6 +864,31 @@ def test_limit_is_per_widget_and_address(client, widget, other_widget, settings)
     assert post(client, other_widget, "sessions").status_code == 201
 
 
+def test_the_per_widget_budget_scales_with_the_setting_and_0_turns_it_off(client, widget, token, monkeypatch, settings):
+    # given a per-widget message budget of 1 scaled by 2
+    monkeypatch.setitem(
+        auth.LIMITS,
+        "messages",
+        auth.Limit("visitor_messages", "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", 1, 60, per_widget=1),
+    )
+    settings.VISITOR_WIDGET_BUDGET_SCALE = 2
+    # then two messages from two addresses pass and the third is refused
+    assert say(client, widget, token).status_code == 201
+    assert (
+        post(client, widget, "messages", {"type": "text", "body": "x"}, token, REMOTE_ADDR="198.51.100.7").status_code
+        == 201
+    )
+    assert_problem(
+        post(client, widget, "messages", {"type": "text", "body": "y"}, token, REMOTE_ADDR="198.51.100.8"), 429
+    )
+    # and with 0 the per-widget budget is off
+    settings.VISITOR_WIDGET_BUDGET_SCALE = 0
+    assert (
+        post(client, widget, "messages", {"type": "text", "body": "z"}, token, REMOTE_ADDR="198.51.100.9").status_code
+        == 201
+    )
+
+
 def test_per_widget_budget_applies_whatever_the_address(client, widget, token, monkeypatch):
     monkeypatch.setitem(
         auth.LIMITS,

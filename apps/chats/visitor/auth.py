@@ -138,7 +138,8 @@ def authenticate(request, *, widget: Widget) -> VisitorSession:
 @dataclass(frozen=True)
 class Limit:
     """One kind of visitor request: a per-address budget whose limit is `factor` times a setting
-    (read at call time; 0 turns it off) and a per-widget budget of constant size."""
+    (read at call time; 0 turns it off) and a per-widget budget of `per_widget` times
+    VISITOR_WIDGET_BUDGET_SCALE (default 1; 0 turns it off)."""
 
     name: str
     setting: str
@@ -153,7 +154,8 @@ class Limit:
         Budget(f"{self.name}:addr", per_address, self.window).check(
             widget.pk, address, detail="Too many requests from this address; retry later."
         )
-        Budget(f"{self.name}:widget", self.per_widget, self.widget_window).check(
+        per_widget = self.per_widget * settings.VISITOR_WIDGET_BUDGET_SCALE
+        Budget(f"{self.name}:widget", per_widget, self.widget_window).check(
             widget.pk, detail="This widget receives too many requests; retry later."
         )
 
