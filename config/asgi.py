@@ -4,6 +4,9 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from apps.core import nodelay
+
+nodelay.install()  # before the server accepts: see apps.core.nodelay (uvicorn --workers and Nagle)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
