@@ -13,27 +13,12 @@ import psycopg
 import pytest
 import requests
 
+from apps.core.testing.concurrency import database_url, direct_connection
 from tests.live import start_web
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 CONCURRENT = 24
-
-
-def _database_url(db: dict) -> str:
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-
-
-def _watcher(db: dict) -> psycopg.Connection:
-    return psycopg.connect(
-        dbname=db["NAME"],
-        user=db.get("USER") or None,
-        password=db.get("PASSWORD") or None,
-        host=db.get("HOST") or None,
-        port=db.get("PORT") or None,
-        autocommit=True,
-    )
 
 
 def _backends(conn: psycopg.Connection) -> list[int]:
@@ -59,12 +44,11 @@ def test_concurrent_requests_share_the_pool_and_its_connections_stay_open(tmp_pa
 
     # given the Procfile's web process on the test database with a pool of 3
     seed = _seed(tmp_path)
-    db = connection.settings_dict
     connection.close()  # the test's own connection is not counted
     var = tmp_path / "var"
     var.mkdir()
-    server = start_web(var, seed, tmp_path / "web.log", DATABASE_URL=_database_url(db), DB_POOL_MAX_SIZE="3")
-    watcher = _watcher(db)
+    server = start_web(var, seed, tmp_path / "web.log", DATABASE_URL=database_url(), DB_POOL_MAX_SIZE="3")
+    watcher = direct_connection()
     samples: list[list[int]] = []
     stop = threading.Event()
 
@@ -107,7 +91,6 @@ def test_a_request_that_cannot_get_a_connection_in_time_answers_503(tmp_path):
 
     # given a web process whose pool of 1 is taken by a request that waits on a row lock the test holds
     seed = _seed(tmp_path)
-    db = connection.settings_dict
     connection.close()
     var = tmp_path / "var"
     var.mkdir()
@@ -115,13 +98,13 @@ def test_a_request_that_cannot_get_a_connection_in_time_answers_503(tmp_path):
         var,
         seed,
         tmp_path / "web.log",
-        DATABASE_URL=_database_url(db),
+        DATABASE_URL=database_url(),
         DB_POOL_MAX_SIZE="1",
         DB_POOL_MIN_SIZE="1",
         DB_POOL_TIMEOUT="0.5",
     )
     headers = {"Authorization": f"Bearer {seed['token']}"}
-    locker = _watcher(db)
+    locker = direct_connection()
     try:
         guid = seed["button_guid"]
         visitor = server.visitor_session()

@@ -118,9 +118,9 @@ def test_a_visitor_and_an_operator_on_two_web_processes_talk_and_see_presence(tm
     import websockets
     from django.conf import settings
     from django.core.management import call_command
-    from django.db import connection
 
     from apps.core.models import Widget
+    from apps.core.testing.concurrency import database_url
 
     # given the test database seeded (committed: the servers read it) and two web processes started by
     # the Procfile's command on it, sharing Redis
@@ -128,12 +128,8 @@ def test_a_visitor_and_an_operator_on_two_web_processes_talk_and_see_presence(tm
     with out.open("w") as stream:
         call_command("seed_demo", stdout=stream)
     seed = json.loads(out.read_text().strip().splitlines()[-1])
-    db = connection.settings_dict
-    database_url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-    if db.get("PASSWORD"):
-        database_url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env = {
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "WEB_CONCURRENCY": "1",
         "VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR": "0",

@@ -6,24 +6,17 @@ checked (Celery closes the connection around every task then)."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from celery import signals
 from django.db import connection
+
+from apps.core.testing.concurrency import direct_connection
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def _terminate(pid: int) -> None:
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=db["NAME"],
-        user=db.get("USER") or None,
-        password=db.get("PASSWORD") or None,
-        host=db.get("HOST") or None,
-        port=db.get("PORT") or None,
-        autocommit=True,
-    ) as other:
+    with direct_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 

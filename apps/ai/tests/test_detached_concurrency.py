@@ -15,7 +15,6 @@ import json
 import threading
 import uuid
 
-import psycopg
 import pytest
 from asgiref.sync import ThreadSensitiveContext
 from django.core.cache import cache
@@ -26,6 +25,7 @@ from apps.ai.api import hops
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core import services as core_services
 from apps.core.models import IdempotencyKey
+from apps.core.testing.concurrency import direct_connection
 from apps.core.testing.factories import WidgetFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -91,15 +91,7 @@ class _Watcher:
     """Samples this database's backends (other than its own) in pg_stat_activity until stopped."""
 
     def __init__(self, fake, waiting: int) -> None:
-        settings_dict = connection.settings_dict
-        self._conn = psycopg.connect(
-            dbname=settings_dict["NAME"],
-            user=settings_dict.get("USER") or None,
-            password=settings_dict.get("PASSWORD") or None,
-            host=settings_dict.get("HOST") or None,
-            port=settings_dict.get("PORT") or None,
-            autocommit=True,
-        )
+        self._conn = direct_connection()
         self._fake = fake
         self._waiting = waiting
         self.samples: list[int] = []
