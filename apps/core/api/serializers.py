@@ -42,13 +42,18 @@ def normalize_label(value: str) -> str:
 
 class StrictStringMixin:
     """A JSON string: numbers and booleans are refused (422 "Must be a string.", code `not_string`)
-    rather than turned into text. The one strict-string rule of every input field."""
+    rather than turned into text, and a string longer than `max_length` is refused as sent (the
+    schema's `maxLength`), before surrounding whitespace is trimmed. The one strict-string rule of
+    every input field."""
 
     default_error_messages = {"not_string": "Must be a string."}
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("not_string")
+        max_length = getattr(self, "max_length", None)
+        if max_length is not None and len(data) > max_length:
+            self.fail("max_length", max_length=max_length)
         return super().to_internal_value(data)
 
 

@@ -189,3 +189,12 @@ def test_scopes(api, widget, offline, assert_problem):
 def test_without_a_token_is_401(client, assert_problem):
     assert_problem(client.get(RULES), 401)
     assert_problem(client.post(RULES, {"content": "x"}, content_type="application/json"), 401)
+
+
+def test_a_source_ref_over_600_characters_as_sent_is_422_even_if_trimming_would_shorten_it(kb, assert_problem):
+    # the schema's maxLength counts the value as sent: trailing whitespace (here U+0085) is not trimmed first
+    from urllib.parse import urlencode
+
+    response = kb.delete(f"{RULES}?{urlencode({'source_ref': chr(8) + chr(0x85) * 700})}")
+    assert_problem(response, 422)
+    assert "600" in str(response.json()["errors"]["source_ref"])
