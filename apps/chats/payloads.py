@@ -45,23 +45,53 @@ def file_payload(file: File | None) -> dict | None:
     return {"id": file.pk, "name": file.original_name, "content_type": file.content_type, "size": file.size}
 
 
-def chat_payload(chat: Chat) -> dict:
+# The columns a chat's payload is made of, as `QuerySet.values()` names them: a list reads these
+# rows and never builds Chat and Contact instances (a third of a page's time went into building them).
+CHAT_ROW_FIELDS = (
+    "id",
+    "status",
+    "channel",
+    "contact__guid",
+    "agent_id",
+    "department_id",
+    "accepted_by_id",
+    "accepted_by_type",
+    "accepted_at",
+    "handled_by_id",
+    "handled_by_type",
+    "handled_at",
+    "handling",
+    "has_client_messages",
+    "last_message_id",
+    "last_message_at",
+    "created_at",
+    "updated_at",
+)
+
+
+def chat_row_payload(row: dict) -> dict:
+    """The public shape of a chat from a row of `CHAT_ROW_FIELDS`."""
     return {
-        "id": chat.pk,
-        "status": chat.status,
-        "channel": chat.channel,
-        "client_id": chat.contact.guid,
-        "agent_id": chat.agent_id,
-        "department_id": chat.department_id,
-        "accepted_by": attribution(chat.accepted_by_id, chat.accepted_by_type, chat.accepted_at),
-        "handled_by": attribution(chat.handled_by_id, chat.handled_by_type, chat.handled_at),
-        "handling": chat.handling,
-        "has_client_messages": chat.has_client_messages,
-        "last_message_id": chat.last_message_id,
-        "last_message_at": chat.last_message_at.isoformat() if chat.last_message_at else None,
-        "created_at": chat.created_at.isoformat(),
-        "updated_at": chat.updated_at.isoformat(),
+        "id": row["id"],
+        "status": row["status"],
+        "channel": row["channel"],
+        "client_id": row["contact__guid"],
+        "agent_id": row["agent_id"],
+        "department_id": row["department_id"],
+        "accepted_by": attribution(row["accepted_by_id"], row["accepted_by_type"], row["accepted_at"]),
+        "handled_by": attribution(row["handled_by_id"], row["handled_by_type"], row["handled_at"]),
+        "handling": row["handling"],
+        "has_client_messages": row["has_client_messages"],
+        "last_message_id": row["last_message_id"],
+        "last_message_at": row["last_message_at"].isoformat() if row["last_message_at"] else None,
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat(),
     }
+
+
+def chat_payload(chat: Chat) -> dict:
+    row = {name: getattr(chat, name) for name in CHAT_ROW_FIELDS if name != "contact__guid"}
+    return chat_row_payload({**row, "contact__guid": chat.contact.guid})
 
 
 def message_payload(message: Message) -> dict:

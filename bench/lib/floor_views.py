@@ -3,8 +3,9 @@ the same database work as the measured endpoints and answer the same bytes. Serv
 bench.lib.settings; the tenant is a `widget` query parameter because there is no token.
 
 - chat_list: runs the SQL our list runs (built once per distinct request by the same ORM calls:
-  the base viewset's tenant filter, select_related, selectors.filter_chats, the keyset ordering,
-  cursor condition and limit + 1) and renders the same JSON with an inline dict and json.dumps.
+  the base viewset's tenant filter, select_related, selectors.filter_chats, the payload's columns
+  (`values()`), the keyset ordering, cursor condition and limit + 1) and renders the same JSON
+  with an inline dict and json.dumps.
 - send_message / visitor_message: the same service call as ours (so the same SQL, statistics
   rollups, outbox row, push and Celery hand-off) from a plain view; left out is exactly the API
   layer (authentication and scope lookups, the rate-limit counter, the idempotency lookup, DRF's
@@ -51,6 +52,7 @@ def chat_list_sql(
     (`table.column`). Built with the ORM calls the API makes, so the text is the same."""
     from apps.chats import selectors
     from apps.chats.models import Chat
+    from apps.chats.payloads import CHAT_ROW_FIELDS
     from apps.core.api.pagination import KeysetPagination
     from apps.core.models import Widget
 
@@ -59,7 +61,7 @@ def chat_list_sql(
     queryset = selectors.filter_chats(
         queryset, widget=widget, status=status, has_client_messages=has_client_messages, q=q
     )
-    queryset = queryset.order_by(*ORDERING)
+    queryset = queryset.values(*CHAT_ROW_FIELDS).order_by(*ORDERING)
     if after is not None:
         queryset = queryset.filter(KeysetPagination._after(ORDERING, after))
     compiler = queryset[: limit + 1].query.get_compiler(using="default")
@@ -239,12 +241,15 @@ _subscription_sql: dict[tuple, tuple[str, tuple, dict[str, int]]] = {}
 
 
 def subscription_list_sql(*, widget_id: int, limit: int) -> tuple[str, tuple, dict[str, int]]:
-    """The SQL of our webhook subscription list page (the scoped queryset, the keyset ordering and
-    limit + 1, built by the same ORM calls), and the position of each selected column."""
+    """The SQL of our webhook subscription list page (the scoped queryset, the payload's columns, the
+    keyset ordering and limit + 1, built by the same ORM calls), and the position of each selected
+    column."""
     from apps.core.models import Widget
+    from apps.webhooks.api.views import SUBSCRIPTION_ROW_FIELDS
     from apps.webhooks.models import Subscription
 
-    queryset = Subscription.objects.all().filter(widget=Widget(pk=widget_id)).order_by(*ORDERING)
+    queryset = Subscription.objects.all().filter(widget=Widget(pk=widget_id))
+    queryset = queryset.values(*SUBSCRIPTION_ROW_FIELDS).order_by(*ORDERING)
     compiler = queryset[: limit + 1].query.get_compiler(using="default")
     sql, params = compiler.as_sql()
     positions = {expr.target.column: i for i, (expr, _, _) in enumerate(compiler.select)}

@@ -12,7 +12,7 @@ from apps.core.api.views import WidgetScopedViewSet
 
 from .. import selectors, services
 from ..models import Chat, Message
-from ..payloads import chat_payload, message_payload
+from ..payloads import CHAT_ROW_FIELDS, chat_payload, chat_row_payload, message_payload
 from . import serializers as s
 from .filters import ChatListQuery, MessageListQuery
 
@@ -122,8 +122,8 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     def list(self, request):
         query = self.validated(ChatListQuery, data=query_data(request))
         queryset = selectors.filter_chats(self.get_queryset(), widget=request.widget, **_rename_from(query))
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response([chat_payload(chat) for chat in page])
+        page = self.paginate_queryset(queryset.values(*CHAT_ROW_FIELDS))
+        return self.get_paginated_response([chat_row_payload(row) for row in page])
 
     @extend_schema(responses={200: s.ChatDoc})
     def retrieve(self, request, pk=None):

@@ -133,7 +133,11 @@ class KeysetPagination(BasePagination):
     def next_cursor(self) -> str | None:
         if not self.has_next or self.last is None:
             return None
-        values = [_encode(getattr(self.last, f.lstrip("-"))) for f in self.ordering_used]
+        last = self.last
+        if isinstance(last, dict):  # a page of QuerySet.values() rows
+            values = [_encode(last[f.lstrip("-")]) for f in self.ordering_used]
+        else:
+            values = [_encode(getattr(last, f.lstrip("-"))) for f in self.ordering_used]
         return seal_cursor(values, context=self.context)
 
     def get_paginated_response(self, data):

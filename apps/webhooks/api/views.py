@@ -23,16 +23,25 @@ LEGACY_ENVELOPE_DOC = (
 )
 
 
-def subscription_payload(sub: Subscription) -> dict:
+# What a subscription's payload is made of: the list reads these columns as rows (QuerySet.values()),
+# never the secret and never model instances.
+SUBSCRIPTION_ROW_FIELDS = ("id", "url", "events", "is_active", "is_legacy_compat", "created_at", "updated_at")
+
+
+def subscription_row_payload(row: dict) -> dict:
     return {
-        "id": sub.pk,
-        "url": sub.url,
-        "events": list(sub.events),
-        "is_active": sub.is_active,
-        "is_legacy_compat": sub.is_legacy_compat,
-        "created_at": sub.created_at.isoformat(),
-        "updated_at": sub.updated_at.isoformat(),
+        "id": row["id"],
+        "url": row["url"],
+        "events": list(row["events"]),
+        "is_active": row["is_active"],
+        "is_legacy_compat": row["is_legacy_compat"],
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat(),
     }
+
+
+def subscription_payload(sub: Subscription) -> dict:
+    return subscription_row_payload({name: getattr(sub, name) for name in SUBSCRIPTION_ROW_FIELDS})
 
 
 def _not_live(sub: Subscription) -> list[str]:
@@ -117,8 +126,8 @@ class SubscriptionViewSet(
 
     @extend_schema(responses={200: s.SubscriptionDoc(many=True)})
     def list(self, request):
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([subscription_payload(sub) for sub in page])
+        page = self.paginate_queryset(self.get_queryset().values(*SUBSCRIPTION_ROW_FIELDS))
+        return self.get_paginated_response([subscription_row_payload(row) for row in page])
 
     @extend_schema(request=s.SubscriptionCreateInput, responses={201: s.SubscriptionCreatedDoc})
     def create(self, request):

@@ -71,6 +71,16 @@ def test_create_returns_the_generated_secret_once(api, widget):
     assert all("secret" not in row for row in client.get(BASE).json()["data"])
 
 
+def test_list_items_are_the_subscriptions_as_read_alone_without_the_secret(api):
+    client = api()
+    first = create(client, events=["message.created", "chat.closed"]).json()
+    second = create(client, url="https://hooks.example.com/b", is_legacy_compat=True, events=["chat_accepted"]).json()
+    listed = client.get(BASE).json()
+    assert listed["next_cursor"] is None
+    assert listed["data"] == [client.get(f"{BASE}/{pk}").json() for pk in (second["id"], first["id"])]
+    assert all("secret" not in item and "secret_encrypted" not in item for item in listed["data"])
+
+
 def test_create_keeps_a_given_secret(api):
     response = create(api(), secret="s" * 20)
     assert response.json()["secret"] == "s" * 20

@@ -40,6 +40,28 @@ def test_list_shape(api, widget):
     assert row["accepted_by"] is None and row["handled_by"] is None and row["handling"] == "missed"
 
 
+def test_a_list_item_is_the_chat_as_read_alone(api, widget):
+    """The list builds its items from rows, the single read from the model: the same payload."""
+    agent = AgentFactory(widget=widget)
+    chat = chat_of(widget, status="ready", channel="tg", agent=agent, handling="human")
+    MessageFactory(chat=chat)
+    at = timezone.now() - timedelta(minutes=3)
+    Chat.objects.filter(pk=chat.pk).update(
+        accepted_by=agent,
+        accepted_by_type="human",
+        accepted_at=at,
+        handled_by=agent,
+        handled_by_type="human",
+        handled_at=at + timedelta(seconds=1),
+    )
+    client = api()
+    listed = client.get("/api/v1/chats").json()["data"]
+    alone = client.get(f"/api/v1/chats/{chat.pk}").json()
+    assert listed == [alone]
+    assert alone["accepted_by"] == {"agent_id": agent.pk, "type": "human", "at": at.isoformat()}
+    assert alone["last_message_id"] is not None and alone["last_message_at"] is not None
+
+
 def test_list_never_shows_other_widgets(api, widget, other_widget):
     chat_of(other_widget)
     assert api().get("/api/v1/chats").json()["data"] == []
