@@ -71,11 +71,11 @@ class BearerTokenAuthentication(BaseAuthentication):
     def resolve(credential: str) -> ApiToken:
         if not tokens.is_well_formed(credential):
             raise InvalidToken()
-        token = (
-            ApiToken.objects.select_related("widget", "widget__account")
-            .filter(prefix=credential[: tokens.PREFIX_LENGTH])
-            .first()
-        )
+        # `prefix` is unique: no ordering to compile, at most one row.
+        found = ApiToken.objects.select_related("widget", "widget__account").filter(
+            prefix=credential[: tokens.PREFIX_LENGTH]
+        )[:1]
+        token = found[0] if found else None
         if token is None or not tokens.matches(credential, token.secret_hash):
             raise InvalidToken()
         now = timezone.now()
