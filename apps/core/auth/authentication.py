@@ -72,7 +72,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not tokens.is_well_formed(credential):
             raise InvalidToken()
         # `prefix` is unique: no ordering to compile, at most one row.
-        found = ApiToken.objects.select_related("widget", "widget__account").filter(
+        found = ApiToken.objects.select_related("widget").filter(
             prefix=credential[: tokens.PREFIX_LENGTH]
         )[:1]
         token = found[0] if found else None
