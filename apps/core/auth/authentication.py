@@ -72,9 +72,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not tokens.is_well_formed(credential):
             raise InvalidToken()
         # `prefix` is unique: no ordering to compile, at most one row.
-        found = ApiToken.objects.select_related("widget").filter(
-            prefix=credential[: tokens.PREFIX_LENGTH]
-        )[:1]
+        found = ApiToken.objects.select_related("widget").filter(prefix=credential[: tokens.PREFIX_LENGTH])[:1]
         token = found[0] if found else None
         if token is None or not tokens.matches(credential, token.secret_hash):
             raise InvalidToken()
