@@ -2,13 +2,12 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 from apps.core import nodelay
+from apps.core.asgi_handler import get_asgi_application
 
 nodelay.install()  # before the server accepts: see apps.core.nodelay (uvicorn --workers and Nagle)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+django_asgi_app = get_asgi_application()  # one hop to a thread per request: apps.core.asgi_handler
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

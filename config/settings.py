@@ -88,8 +88,6 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last: keeps the chain in one thread under ASGI (see its docstring).
-    "apps.core.middleware.SyncChainMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

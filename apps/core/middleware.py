@@ -122,26 +122,3 @@ class BodySizeLimitMiddleware:
         if length > limit:
             return problem_response(BodyTooLarge(f"The body exceeds {limit} bytes."), request)
         return None
-
-
-class SyncChainMiddleware:
-    """Last in MIDDLEWARE, on purpose: it keeps the whole middleware chain in the request's one
-    worker thread under ASGI.
-
-    Django builds the chain from the inside out and runs each middleware in the mode of the one
-    inside it when it can. Below a synchronous-only middleware (ours are) Django's own middleware
-    ran in async mode, and `MiddlewareMixin` in async mode hands every `process_request` and
-    `process_response` to a thread and back: about a dozen thread round trips through the event loop
-    per request, each one waiting its turn on a busy loop. With a synchronous-only middleware at the
-    bottom, every middleware runs synchronously in the request's thread; the only hops left are into
-    the thread, to the loop for URL resolution, and back for a synchronous view (an async view runs on
-    the loop as before)."""
-
-    sync_capable = True
-    async_capable = False
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
