@@ -49,7 +49,10 @@ seed_args=()
 # Server errors, undocumented status codes, content types, headers and bodies that contradict the
 # schema, schema-invalid requests that are accepted, ignored auth, and the stateful checks stay on.
 # /api/v1/_test/boom exists to raise an unexpected error (it tests the 500 problem body), so a 500
-# there is its contract.
+# there is its contract. POST /api/v1/agents/{id}/suspend is left out: the fuzzer draws low ids, and
+# suspending agent 1 (the widget's owner, the support operator configured above) turns every later
+# support call into the spec's 503 support_operator_not_configured, which this check reads as a
+# server error (the suspend rules have their own tests in apps/agents).
 # shellcheck disable=SC2086
 .venv/bin/schemathesis --config-file .ci/schemathesis.toml run "$BASE/api/v1/schema/?format=json" \
   --url "$BASE" \
@@ -57,6 +60,7 @@ seed_args=()
   --checks all \
   --exclude-checks positive_data_acceptance,ensure_resource_availability \
   --exclude-path /api/v1/_test/boom \
+  --exclude-path /api/v1/agents/{id}/suspend \
   --max-examples "${ST_MAX_EXAMPLES:-20}" \
   --workers 1 \
   --request-timeout 20 \
