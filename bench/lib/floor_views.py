@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.http import HttpResponse, HttpResponseNotFound, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from apps.chats.payloads import CHAT_ROW_FIELDS
 from apps.core.api.pagination import seal_cursor
 
 CURSOR_VIEW = "cursor:apps.chats.api.views.ChatViewSet"  # KeysetPagination._context of ChatViewSet
@@ -52,7 +53,6 @@ def chat_list_sql(
     (`table.column`). Built with the ORM calls the API makes, so the text is the same."""
     from apps.chats import selectors
     from apps.chats.models import Chat
-    from apps.chats.payloads import CHAT_ROW_FIELDS
     from apps.core.api.pagination import KeysetPagination
     from apps.core.models import Widget
 
@@ -111,28 +111,8 @@ def chat_list(request):
     with connection.cursor() as cursor:
         cursor.execute(sql, sql_params)
         rows = cursor.fetchall()
-    c = {
-        name: pos[f"chats_chat.{name}"]
-        for name in (
-            "id",
-            "status",
-            "channel",
-            "agent_id",
-            "department_id",
-            "accepted_by_id",
-            "accepted_by_type",
-            "accepted_at",
-            "handled_by_id",
-            "handled_by_type",
-            "handled_at",
-            "handling",
-            "has_client_messages",
-            "last_message_id",
-            "last_message_at",
-            "created_at",
-            "updated_at",
-        )
-    }
+    # the payload's chat columns (CHAT_ROW_FIELDS names them as the column names, the guid aside)
+    c = {name: pos[f"chats_chat.{name}"] for name in CHAT_ROW_FIELDS if name != "contact__guid"}
     guid = pos["chats_contact.guid"]
     data = []
     for r in rows[:limit]:
