@@ -27,6 +27,7 @@ from rest_framework.response import Response
 
 from apps.core.errors import ValidationFailed
 from apps.core.numbers import parse_int
+from apps.core.statements import Slot, Statement
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -91,6 +92,27 @@ def open_cursor(raw: str, *, context: str) -> list:
     raise ValueError("not a cursor")
 
 
+class KeysetStatement(Statement):
+    """A compiled keyset page of `build(*shape)` (a `values()` queryset whose varying values are
+    slots): ordered by `ordering`, after the cursor's position when there is one (slots `after_0`,
+    `after_1`, ...), `limit + 1` rows. Its shape is the build's shape, the limit and whether a cursor
+    was given. Served by `KeysetPagination.paginate_statement`."""
+
+    def __init__(self, build, ordering: tuple[str, ...] = ("-created_at", "-id")):
+        self.ordering = tuple(ordering)
+
+        def page(*shape):
+            *build_shape, limit, has_cursor = shape
+            queryset = build(*build_shape).order_by(*self.ordering)
+            if has_cursor:
+                field = queryset.model._meta.get_field
+                position = [Slot(f"after_{i}", field(name.lstrip("-"))) for i, name in enumerate(self.ordering)]
+                queryset = queryset.filter(KeysetPagination._after(self.ordering, position))
+            return queryset[: limit + 1]
+
+        super().__init__(page)
+
+
 class KeysetPagination(BasePagination):
     ordering: tuple[str, ...] = ("-created_at", "-id")
 
@@ -99,25 +121,41 @@ class KeysetPagination(BasePagination):
         widget = getattr(request, "widget", None)
         return f"cursor:{type(view).__module__}.{type(view).__qualname__}:widget:{getattr(widget, 'pk', '-')}"
 
-    def paginate_queryset(self, queryset, request, view=None):
-        ordering = tuple(getattr(view, "cursor_ordering", None) or self.ordering)
+    def _open(self, request, view, ordering) -> list | None:
+        """Read `limit` and `cursor` for this view; the cursor's position, or None."""
         self.limit = parse_limit(request.query_params.get("limit"))
-        self.context, self.ordering_used = self._context(request, view), ordering
+        self.context, self.ordering_used = self._context(request, view), tuple(ordering)
         raw = request.query_params.get("cursor")
-        queryset = queryset.order_by(*ordering)
-        if raw:
-            try:
-                position = [_decode(v) for v in open_cursor(raw, context=self.context)]
-                if len(position) != len(ordering):
-                    raise ValueError
-            except (ValueError, TypeError, KeyError):
-                raise ValidationFailed(errors={"cursor": ["Invalid cursor."]}) from None
-            queryset = queryset.filter(self._after(ordering, position))
-        rows = list(queryset[: self.limit + 1])
+        if not raw:
+            return None
+        try:
+            position = [_decode(v) for v in open_cursor(raw, context=self.context)]
+            if len(position) != len(ordering):
+                raise ValueError
+        except (ValueError, TypeError, KeyError):
+            raise ValidationFailed(errors={"cursor": ["Invalid cursor."]}) from None
+        return position
+
+    def _page(self, rows: list) -> list:
         self.has_next = len(rows) > self.limit
         rows = rows[: self.limit]
         self.last = rows[-1] if rows else None
         return rows
+
+    def paginate_queryset(self, queryset, request, view=None):
+        ordering = tuple(getattr(view, "cursor_ordering", None) or self.ordering)
+        position = self._open(request, view, ordering)
+        queryset = queryset.order_by(*ordering)
+        if position is not None:
+            queryset = queryset.filter(self._after(ordering, position))
+        return self._page(list(queryset[: self.limit + 1]))
+
+    def paginate_statement(self, statement: KeysetStatement, request, view=None, *, shape=(), **values) -> list[dict]:
+        """A page of a compiled keyset statement (see `KeysetStatement`): the same page, cursor and
+        errors as `paginate_queryset` on the statement's queryset with these values."""
+        position = self._open(request, view, statement.ordering)
+        after = {f"after_{i}": value for i, value in enumerate(position or ())}
+        return self._page(statement.rows((*shape, self.limit, position is not None), **values, **after))
 
     @staticmethod
     def _after(ordering, position) -> Q:

@@ -20,6 +20,8 @@ from apps.core import idempotency, ratelimit
 from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
 from apps.core.errors import NotFound
+from apps.core.models import Widget
+from apps.core.statements import Slot
 
 _STANDARD_ACTIONS = ("list", "create", "retrieve", "update", "partial_update", "destroy")
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -214,12 +216,22 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
         """Hook: refine the tenant-filtered queryset (filters, select_related)."""
         return queryset
 
+    @classmethod
+    def tenant_queryset(cls, widget):
+        """The rows of one widget: `widget` is the token's widget, or a `Slot` in a compiled
+        statement of this view (see apps.core.statements)."""
+        return cls.queryset.all().filter(**{cls.tenant_field: widget})
+
+    @classmethod
+    def tenant_slot(cls) -> Slot:
+        """The widget of a compiled statement: bound with `widget=<the token's widget id>`."""
+        return Slot("widget", Widget._meta.pk)
+
     def get_queryset(self):
         widget = getattr(self.request, "widget", None)
-        base = self.queryset.all()
         if widget is None:
-            return base.none()
-        return self.scope_queryset(base.filter(**{self.tenant_field: widget}))
+            return self.queryset.none()
+        return self.scope_queryset(self.tenant_queryset(widget))
 
     def get_object(self):
         lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field

@@ -33,6 +33,52 @@ def test_list_returns_every_state_newest_first(api, widget):
     assert {c["status"] for c in data} == {"active", "ready", "expired", "spam"}
 
 
+def test_every_filter_shape_pages_like_the_orm(api, widget, other_widget):
+    """The list runs a statement compiled once per filter shape (apps.core.statements): every shape,
+    page after page by next_cursor, serves what the ORM's filters give, and nothing of another widget."""
+    base = timezone.now().replace(microsecond=0) - timedelta(days=10)
+    same_moment = base + timedelta(days=5)
+    for i in range(12):
+        chat = chat_of(
+            widget,
+            status=("active", "ready", "expired")[i % 3],
+            channel=("widget", "tg")[i % 2],
+            has_client_messages=i % 4 == 0,
+        )
+        # three chats share one created_at: the id breaks the tie across pages
+        at = same_moment if i in (4, 5, 6) else base + timedelta(days=i % 9, hours=i)
+        Chat.objects.filter(pk=chat.pk).update(created_at=at)
+    chat_of(other_widget, status="active")
+    client = api(scopes=["chats:read"])
+    start, end = base + timedelta(days=2), base + timedelta(days=8)
+    cases = [
+        ({}, {}),
+        ({"status": "ready"}, {"status": "ready"}),
+        ({"channel": "tg"}, {"channel": "tg"}),
+        ({"has_client_messages": "1"}, {"has_client_messages": True}),
+        ({"has_client_messages": "0", "status": "active"}, {"has_client_messages": False, "status": "active"}),
+        ({"from": start.isoformat()}, {"created_at__gte": start}),
+        ({"to": end.isoformat(), "channel": "widget"}, {"created_at__lt": end, "channel": "widget"}),
+        (
+            {"from": start.isoformat(), "to": end.isoformat(), "status": "expired"},
+            {"created_at__gte": start, "created_at__lt": end, "status": "expired"},
+        ),
+    ]
+    for params, orm in cases:
+        expected = list(
+            Chat.objects.filter(widget=widget, **orm).order_by("-created_at", "-id").values_list("id", flat=True)
+        )
+        served, cursor = [], None
+        for _ in range(20):
+            body = client.get("/api/v1/chats", {**params, "limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+            served += [c["id"] for c in body["data"]]
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+        assert served == expected, params
+        assert expected, params  # every case selects something
+
+
 def test_list_shape(api, widget):
     chat = chat_of(widget)
     row = api().get("/api/v1/chats").json()["data"][0]

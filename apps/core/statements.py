@@ -1,0 +1,130 @@
+"""Compiled statements: a query's SQL built by the ORM once, then run many times with new values.
+
+The ORM turns a queryset into SQL on every evaluation. For the small queries every request makes
+that is most of their cost: the token lookup of every API request took 1.3 ms through the ORM and
+0.4 ms as its SQL alone; a chat list page spent 0.9 ms building and compiling its query.
+
+A `Statement` is written with the same ORM calls as the queryset it replaces, except that each value
+that varies from run to run is a `Slot`. Its SQL is compiled the first time it runs on a database
+(and once per *shape*, for statements whose filters vary: the shape is the part of the arguments
+that changes the SQL, such as which filters are present or a page's limit). Each run then:
+
+- binds every slot with its field's own preparation, `Field.get_db_prep_value`, the call a plain
+  filter value gets from the ORM (so a datetime is adapted as the backend wants it);
+- runs the SQL through the connection's cursor (the same wrappers, logging and instrumentation);
+- applies the ORM's column converters of the running connection (SQLite's dates, booleans and
+  UUIDs), so a row equals what `QuerySet.values()` gives.
+
+Only `values()` querysets are compiled (rows as dicts, like `values()`); the callers build model
+instances from rows where they need them (`Model.from_db`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Expression, Field, QuerySet
+
+
+class Slot(Expression):
+    """A value bound when the statement runs: `filter(prefix=Slot("prefix", field))`."""
+
+    def __init__(self, name: str, output_field: Field):
+        super().__init__(output_field=output_field)
+        self.name = name
+
+    def as_sql(self, compiler, connection):
+        return "%s", [self]
+
+    def __repr__(self) -> str:
+        return f"Slot({self.name!r})"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple  # a Slot, or a constant the ORM put into the SQL's parameters
+    names: tuple[str, ...]  # the values() names, in column order
+    query: object  # the compiled Query (for the running connection's converters)
+    columns: tuple  # the selected expressions, in column order
+
+
+class Statement:
+    """`build(*shape)` returns a `values()` queryset whose varying values are `Slot`s."""
+
+    def __init__(self, build: Callable[..., QuerySet]):
+        self._build = build
+        self._compiled: dict[tuple, _Compiled] = {}
+        self._converters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def rows(self, shape: tuple[Hashable, ...] = (), *, using: str = DEFAULT_DB_ALIAS, **values) -> list[dict]:
+        compiled = self._compiled.get((using, shape)) or self._compile(using, shape)
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, self._bind(compiled, connection, values))
+            rows = cursor.fetchall()
+        converters = self._converters_for(connection, compiled)
+        if converters:
+            rows = self._convert(rows, converters, connection)
+        names = compiled.names
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def sql(self, shape: tuple[Hashable, ...] = (), *, using: str = DEFAULT_DB_ALIAS, **values) -> tuple[str, list]:
+        """The SQL a run with these values executes, and its bound parameters."""
+        compiled = self._compiled.get((using, shape)) or self._compile(using, shape)
+        return compiled.sql, self._bind(compiled, connections[using], values)
+
+    @staticmethod
+    def _bind(compiled: _Compiled, connection, values: dict) -> list:
+        return [
+            p.output_field.get_db_prep_value(values[p.name], connection) if isinstance(p, Slot) else p
+            for p in compiled.params
+        ]
+
+    def _compile(self, using: str, shape: tuple) -> _Compiled:
+        queryset = self._build(*shape)
+        query = queryset.query
+        if not query.values_select and not query.annotation_select:
+            raise TypeError("a Statement compiles values() querysets only")
+        compiler = query.get_compiler(using)
+        sql, params = compiler.as_sql()  # EmptyResultSet propagates: such a shape has no SQL
+        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        compiled = _Compiled(
+            sql=sql,
+            params=tuple(params),
+            names=tuple(names),
+            query=query,
+            columns=tuple(s[0] for s in compiler.select[: compiler.col_count]),
+        )
+        with self._lock:
+            self._compiled[(using, shape)] = compiled
+        return compiled
+
+    def _converters_for(self, connection, compiled: _Compiled) -> dict:
+        per_connection = self._converters.get(connection)
+        if per_connection is None:
+            per_connection = self._converters[connection] = {}
+        converters = per_connection.get(id(compiled))
+        if converters is None:
+            compiler = compiled.query.get_compiler(connection=connection)
+            converters = per_connection[id(compiled)] = compiler.get_converters(compiled.columns)
+        return converters
+
+    @staticmethod
+    def _convert(rows, converters: dict, connection) -> list:
+        """SQLCompiler.apply_converters, with the running connection."""
+        out = []
+        items = list(converters.items())
+        for row in map(list, rows):
+            for pos, (convs, expression) in items:
+                value = row[pos]
+                for converter in convs:
+                    value = converter(value, expression, connection)
+                row[pos] = value
+            out.append(row)
+        return out
