@@ -3,7 +3,7 @@
 import os
 
 from apps.core import nodelay
-from apps.core.asgi_handler import get_asgi_application
+from apps.core.asgi_handler import freeze_startup_objects, get_asgi_application
 
 nodelay.install()  # before the server accepts: see apps.core.nodelay (uvicorn --workers and Nagle)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -24,3 +24,5 @@ application = ProtocolTypeRouter(
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )
+
+freeze_startup_objects()  # last: the collector never walks startup's objects again (apps.core.asgi_handler)

@@ -66,7 +66,7 @@ def test_the_synchronous_path_is_one_hop(monkeypatch):
     assert status == 401
     # request_started's receivers, then middleware + view + rendering + the 4xx log line at once,
     # then closing the response
-    assert hops[:2] == ["Signal.asend.<locals>.sync_send", "BaseHandler.get_response"]
+    assert hops[:2] == ["Signal.asend.<locals>.sync_send", "OneHopASGIHandler._respond"]
     assert len(hops) <= 3
 
 
@@ -105,3 +105,116 @@ def test_an_async_view_runs_on_the_event_loop(settings):
     status, body = asyncio.run(_get("/async-view"))
     assert status == 200
     assert body == f'{{"thread": "{loop_thread}"}}'.encode()
+
+
+def _thread_view(request):
+    from django.db import connection
+
+    connection.ensure_connection()
+    return JsonResponse({"thread": threading.current_thread().name, "wrapper": id(connection)})
+
+
+urlpatterns.append(path("thread-view", _thread_view))
+
+
+def test_requests_run_on_long_lived_lanes(settings):
+    """Every request's synchronous work runs on one of the process's lanes; the lanes outlive the
+    requests (one database wrapper per lane, not one per request)."""
+    import json
+
+    from django.core.signals import request_finished, request_started
+
+    settings.ROOT_URLCONF = __name__
+    seen: dict[str, set] = {"started": set(), "finished": set()}
+
+    def started(**kwargs):
+        seen["started"].add(threading.current_thread().name)
+
+    def finished(**kwargs):
+        seen["finished"].add(threading.current_thread().name)
+
+    request_started.connect(started)
+    request_finished.connect(finished)
+    try:
+
+        async def sequential():
+            return [await _get("/thread-view") for _ in range(12)]
+
+        answers = asyncio.run(sequential())
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    views = [json.loads(body) for status, body in answers if status == 200]
+    assert len(views) == 12
+    threads = {v["thread"] for v in views}
+    # one request at a time: always the least busy lane, the first; its wrapper is reused
+    assert threads == {"web-lane-0_0"}
+    assert len({v["wrapper"] for v in views}) == 1
+    # the signals' receivers ran on the same lane as the view (connections are handled per thread)
+    assert seen["started"] == seen["finished"] == threads
+
+
+def test_concurrent_requests_spread_over_the_lanes(settings):
+    import json
+
+    from apps.core.asgi_handler import OneHopASGIHandler
+
+    settings.ROOT_URLCONF = __name__
+    handler = OneHopASGIHandler(lanes=3)
+    gate = threading.Barrier(3, timeout=10)
+
+    def waiting_view(request):
+        gate.wait()  # all three are in their views at once: three different threads
+        return JsonResponse({"thread": threading.current_thread().name})
+
+    urlpatterns.append(path("waiting-view", waiting_view))
+
+    async def one():
+        communicator = ApplicationCommunicator(handler, _scope("/waiting-view"))
+        await communicator.send_input({"type": "http.request", "body": b""})
+        start = await communicator.receive_output(10)
+        body = await communicator.receive_output(10)
+        await communicator.wait(10)
+        return start["status"], json.loads(body["body"])["thread"]
+
+    async def together():
+        return await asyncio.gather(one(), one(), one())
+
+    try:
+        answers = asyncio.run(together())
+    finally:
+        urlpatterns.pop()
+    assert [status for status, _ in answers] == [200, 200, 200]
+    assert len({thread for _, thread in answers}) == 3
+    assert handler._in_lane == [0, 0, 0]
+
+
+def test_a_rendered_response_lets_go_of_its_data():
+    """DRF keeps the response, the view and the request in reference cycles: once the bytes are
+    rendered the data and renderer context are dropped, so they are freed without the collector."""
+    from rest_framework.renderers import JSONRenderer
+    from rest_framework.response import Response
+
+    from apps.core.asgi_handler import release_rendered
+
+    response = Response({"data": [{"id": 1}]})
+    response.accepted_renderer, response.accepted_media_type = JSONRenderer(), "application/json"
+    response.renderer_context = {}
+    release_rendered(response)  # not rendered yet: kept
+    assert response.data is not None
+    response.render()
+    release_rendered(response)
+    assert response.data is None and response.renderer_context is None
+    assert response.content == b'{"data":[{"id":1}]}'
+
+
+def test_startup_objects_are_frozen():
+    import gc
+
+    from apps.core.asgi_handler import freeze_startup_objects
+
+    try:
+        assert freeze_startup_objects() > 10_000  # Django, the apps and the URL conf
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
