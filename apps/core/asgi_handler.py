@@ -29,7 +29,7 @@ from __future__ import annotations
 import gc
 from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import AsyncToSync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.urls import get_resolver
@@ -46,6 +46,12 @@ class OneHopASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        if getattr(AsyncToSync.executors, "current", None) is not None:
+            # Called from synchronous code through async_to_sync (a test sharing its transaction, a
+            # command): that waiting thread runs the work, as with Django's own handler.
+            async with ThreadSensitiveContext():
+                await self.handle(scope, receive, send)
+            return
         lane = min(range(len(self._lanes)), key=self._in_lane.__getitem__)
         self._in_lane[lane] += 1
         try:

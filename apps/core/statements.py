@@ -106,9 +106,11 @@ class Statement:
         return compiled
 
     def _converters_for(self, connection, compiled: _Compiled) -> dict:
+        """The converters of the running connection (a connection belongs to one thread)."""
         per_connection = self._converters.get(connection)
         if per_connection is None:
-            per_connection = self._converters[connection] = {}
+            with self._lock:  # the mapping is shared by the threads
+                per_connection = self._converters.setdefault(connection, {})
         converters = per_connection.get(id(compiled))
         if converters is None:
             compiler = compiled.query.get_compiler(connection=connection)

@@ -218,3 +218,29 @@ def test_startup_objects_are_frozen():
         assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+
+
+def test_called_through_async_to_sync_the_waiting_thread_runs_the_request(settings):
+    """A synchronous caller (a test holding its transaction) gets its own thread back, as with
+    Django's handler, instead of a lane."""
+    import json
+
+    from asgiref.sync import async_to_sync
+
+    settings.ROOT_URLCONF = __name__
+    sent: list[dict] = []
+    requested = False
+
+    async def receive():
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b""}
+        await asyncio.Event().wait()  # no disconnect; Django cancels this listener when done
+
+    async def send(message):
+        sent.append(message)
+
+    async_to_sync(application)(_scope("/thread-view"), receive, send)
+    assert sent[0]["status"] == 200
+    assert json.loads(sent[1]["body"])["thread"] == threading.current_thread().name
