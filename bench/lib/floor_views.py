@@ -2,15 +2,16 @@
 the same database work as the measured endpoints and answer the same bytes. Served only by
 bench.lib.settings; the tenant is a `widget` query parameter because there is no token.
 
-- chat_list: runs the SQL our list runs (built once per distinct request by the same ORM calls:
-  the base viewset's tenant filter, select_related, selectors.filter_chats, the payload's columns
-  (`values()`), the keyset ordering, cursor condition and limit + 1) and renders the same JSON
-  with an inline dict and json.dumps.
+- chat_list: runs the SQL our list runs (once per distinct request it takes the text and bound
+  parameters of our compiled statement, apps.chats.api.views._CHAT_PAGE, or for `q` the ORM's SQL
+  of the same calls: the tenant filter, selectors.filter_chats, the payload's columns (`values()`),
+  the keyset ordering, cursor condition and limit + 1) and renders the same JSON with an inline
+  dict and json.dumps.
 - send_message / visitor_message: the same service call as ours (so the same SQL, statistics
   rollups, outbox row, push and Celery hand-off) from a plain view; left out is exactly the API
   layer (authentication and scope lookups, the rate-limit counter, the idempotency lookup, DRF's
   parsing, validation and rendering). bench/message_send.py prints both statement lists.
-- subscription_list: the SQL of our webhook subscription list, the same JSON.
+- subscription_list: the SQL of our webhook subscription list (its compiled statement), the same JSON.
 - transcript: `COPY (SELECT the transcript's rows) TO STDOUT`, streamed from an async generator
   in pieces of about 64 KiB.
 """
