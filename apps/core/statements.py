@@ -68,9 +68,9 @@ class Statement:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, self._bind(compiled, connection, values))
             rows = cursor.fetchall()
-        converters = self._converters_for(connection, compiled)
+        compiler, converters = self._converters_for(connection, compiled)
         if converters:
-            rows = self._convert(rows, converters, connection)
+            rows = compiler.apply_converters(rows, converters)
         names = compiled.names
         return [dict(zip(names, row, strict=True)) for row in rows]
 
@@ -105,28 +105,15 @@ class Statement:
             self._compiled[(using, shape)] = compiled
         return compiled
 
-    def _converters_for(self, connection, compiled: _Compiled) -> dict:
-        """The converters of the running connection (a connection belongs to one thread)."""
+    def _converters_for(self, connection, compiled: _Compiled) -> tuple:
+        """A compiler of the running connection (a connection belongs to one thread) and its
+        converters for the statement's columns; `apply_converters` passes that connection on."""
         per_connection = self._converters.get(connection)
         if per_connection is None:
             with self._lock:  # the mapping is shared by the threads
                 per_connection = self._converters.setdefault(connection, {})
-        converters = per_connection.get(id(compiled))
-        if converters is None:
+        found = per_connection.get(id(compiled))
+        if found is None:
             compiler = compiled.query.get_compiler(connection=connection)
-            converters = per_connection[id(compiled)] = compiler.get_converters(compiled.columns)
-        return converters
-
-    @staticmethod
-    def _convert(rows, converters: dict, connection) -> list:
-        """SQLCompiler.apply_converters, with the running connection."""
-        out = []
-        items = list(converters.items())
-        for row in map(list, rows):
-            for pos, (convs, expression) in items:
-                value = row[pos]
-                for converter in convs:
-                    value = converter(value, expression, connection)
-                row[pos] = value
-            out.append(row)
-        return out
+            found = per_connection[id(compiled)] = (compiler, compiler.get_converters(compiled.columns))
+        return found

@@ -7,7 +7,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.api.pagination import KeysetPagination, KeysetStatement
+from apps.core.api.pagination import KeysetStatement
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.statements import Slot
@@ -253,7 +253,7 @@ def _chat_page(has_status, has_channel, has_start, has_end, has_client_messages)
     return queryset.values(*CHAT_ROW_FIELDS)
 
 
-_CHAT_PAGE = KeysetStatement(_chat_page, ordering=KeysetPagination.ordering)
+_CHAT_PAGE = KeysetStatement(_chat_page)
 
 
 def _rename_from(query: dict) -> dict:

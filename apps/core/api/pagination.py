@@ -98,8 +98,8 @@ class KeysetStatement(Statement):
     `after_1`, ...), `limit + 1` rows. Its shape is the build's shape, the limit and whether a cursor
     was given. Served by `KeysetPagination.paginate_statement`."""
 
-    def __init__(self, build, ordering: tuple[str, ...] = ("-created_at", "-id")):
-        self.ordering = tuple(ordering)
+    def __init__(self, build, ordering: tuple[str, ...] | None = None):
+        self.ordering = tuple(ordering or KeysetPagination.ordering)
 
         def page(*shape):
             *build_shape, limit, has_cursor = shape

@@ -7,7 +7,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.api.pagination import KeysetPagination, KeysetStatement
+from apps.core.api.pagination import KeysetStatement
 from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
@@ -209,6 +209,5 @@ class EventCatalogueView(ScopedAPIView):
 
 # The list's page, compiled once (apps.core.statements).
 _SUBSCRIPTION_PAGE = KeysetStatement(
-    lambda: SubscriptionViewSet.tenant_queryset(SubscriptionViewSet.tenant_slot()).values(*SUBSCRIPTION_ROW_FIELDS),
-    ordering=KeysetPagination.ordering,
+    lambda: SubscriptionViewSet.tenant_queryset(SubscriptionViewSet.tenant_slot()).values(*SUBSCRIPTION_ROW_FIELDS)
 )
