@@ -1,9 +1,11 @@
 """The delivery engine. The Delivery rows written by fan-out and redelivery are the source of truth:
 `deliver_due` sends every row whose `next_attempt_at` has passed, leasing it first (the lease moves
 `next_attempt_at` forward), so a lost Celery message or a killed worker delays a delivery by at most
-the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Attempts run
-on a thread pool over one pooled guarded session, so a slow endpoint holds one thread, not the batch;
-one endpoint holds at most three quarters of the pool.
+the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Up to
+`concurrency` attempts are in flight at once on the guarded client's outbound loop (`submit_bytes`:
+one pooled session per process, aiohttp), so a slow endpoint holds one place, not the batch; one
+endpoint holds at most three quarters of the places. The calling thread alone signs, leases, loads
+and records.
 
 A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
 same lease, attempts, retries and log; the endpoint's `mode` holds or drops its rows, and its owner
@@ -20,17 +22,17 @@ them either way.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from queue import Empty, SimpleQueue
 
 from celery import current_app
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core import outbound
@@ -123,14 +125,28 @@ def _lease_rows_in_one_statement(now: datetime, batch_size: int) -> list[tuple[i
     return [(pk, target_key(subscription_id, endpoint_id)) for pk, subscription_id, endpoint_id, _ in rows]
 
 
-_session_local = threading.local()
+_sender: outbound.GuardedSession | None = None
+_sender_lock = threading.Lock()
 
 
 def _session() -> outbound.GuardedSession:
-    session = getattr(_session_local, "session", None)
-    if session is None:
-        session = _session_local.session = outbound.get_session()
-    return session
+    """The engine's guarded session, one per process: its requests run on the outbound loop, where
+    its pooled HTTPS connections live (a forked child opens its own)."""
+    global _sender
+    if _sender is None:
+        with _sender_lock:
+            if _sender is None:
+                _sender = outbound.get_session()
+    return _sender
+
+
+def close_session() -> None:
+    """Close the engine's pooled connections (tests, shutdown); the next attempt opens new ones."""
+    global _sender
+    with _sender_lock:
+        sender, _sender = _sender, None
+    if sender is not None:
+        sender.close()
 
 
 @dataclass
@@ -151,13 +167,36 @@ def response_excerpt(content: bytes) -> str:
     return payloads.mask_text(text)
 
 
+# What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
+_SEND_FIELDS = (
+    "subscription",
+    "endpoint",
+    "event",
+    "key",
+    "delivery_id",
+    "event_type",
+    "status",
+    "body",
+    "attempts",
+    "subscription__url",
+    "subscription__secret_encrypted",
+    "subscription__is_active",
+    "endpoint__owner",
+    "endpoint__url",
+    "endpoint__secret_encrypted",
+    "endpoint__previous_secret_encrypted",
+    "endpoint__previous_secret_until",
+    "endpoint__mode",
+)
+
+
 def _load(ids: list[int]) -> list[Delivery]:
     """The leased rows with their endpoints as they are now, in one query. Rows of a subscription
     deactivated meanwhile are dropped silently (deleted endpoints took their rows with them); rows of
     an `Endpoint` in `drop` mode are skipped (kept for its log), in `hold` mode parked unsent."""
     rows = list(
         Delivery.objects.select_related("subscription", "endpoint")
-        .defer("payload")  # the log's copy: not needed to send
+        .only(*_SEND_FIELDS)  # not the log's copy of the payload, nor the subscription's event list
         .filter(pk__in=ids, status=Delivery.Status.PENDING)
     )
     inactive = [row.pk for row in rows if row.subscription_id and not row.subscription.is_active]
@@ -239,45 +278,67 @@ def _previous_secret(target, now: datetime) -> str | None:
     return _secret(target.previous_secret_encrypted)
 
 
-def _send(delivery: Delivery) -> Outcome:
-    """The HTTP part of one attempt: no database work, so it runs on a pool thread."""
+@dataclass(eq=False)  # each attempt is its own key in the run's `running`
+class _Started:
+    """An attempt in flight: its request was handed to the outbound loop (`call`), or it ended
+    before anything was sent (`call` None, `error` set)."""
+
+    delivery: Delivery
+    started: datetime
+    clock: float
+    call: Future | None = None
+    error: str = ""
+
+
+def _start(delivery: Delivery) -> _Started:
+    """Sign one attempt and hand its request to the guarded client's loop; no database work and no
+    waiting. The secret is read now, so a rotation reaches retries."""
     sub = delivery.target
-    started = timezone.now()
-    clock = time.monotonic()
-    secret = _secret(sub.secret_encrypted)  # read when the attempt runs: rotation reaches retries
-    status_code, error, permanent, excerpt = None, "", False, ""
+    started = _Started(delivery, timezone.now(), time.monotonic())
+    secret = _secret(sub.secret_encrypted)
     if secret is None:
-        error, permanent = "missing_secret", True
-    else:
-        body = delivery.body.encode()
-        ts = int(time.time())
-        event_id = delivery.idempotency_key
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "ChatWidgetService-Webhooks/1",
-            "X-Service-Event": delivery.event_type,
-            "X-Service-Signature": signing.service_signature(secret, body),
-            "X-Service-Idempotency-Key": event_id,
-            "X-Service-Delivery": str(delivery.delivery_id),
-            "X-Service-Timestamp": str(ts),
-            "webhook-id": event_id,
-            "webhook-timestamp": str(ts),
-            "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
-        }
-        previous = _previous_secret(sub, started)
-        if previous is not None:
-            headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
-            headers["webhook-signature"] += " " + signing.standard_signature(previous, event_id, ts, body)
+        started.error = "missing_secret"
+        return started
+    body = delivery.body.encode()
+    ts = int(time.time())
+    event_id = delivery.idempotency_key
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "ChatWidgetService-Webhooks/1",
+        "X-Service-Event": delivery.event_type,
+        "X-Service-Signature": signing.service_signature(secret, body),
+        "X-Service-Idempotency-Key": event_id,
+        "X-Service-Delivery": str(delivery.delivery_id),
+        "X-Service-Timestamp": str(ts),
+        "webhook-id": event_id,
+        "webhook-timestamp": str(ts),
+        "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
+    }
+    previous = _previous_secret(sub, started.started)
+    if previous is not None:
+        headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
+        headers["webhook-signature"] += " " + signing.standard_signature(previous, event_id, ts, body)
+    started.call = _session().submit_bytes(
+        "POST",
+        sub.url,
+        body=body,
+        headers=headers,
+        timeout=TIMEOUT,
+        max_bytes=RESPONSE_CAP,
+        deadline=ATTEMPT_DEADLINE,
+    )
+    return started
+
+
+def _conclude(attempt: _Started, ended: float | None = None) -> Outcome:
+    """The outcome of a started attempt (waits for its answer if it has none yet); `ended` is when
+    it finished (monotonic), now when not given."""
+    status_code, error, permanent, excerpt = None, attempt.error, False, ""
+    if error == "missing_secret":
+        permanent = True
+    elif attempt.call is not None:
         try:
-            response = _session().send_bytes(
-                "POST",
-                sub.url,
-                body=body,
-                headers=headers,
-                timeout=TIMEOUT,
-                max_bytes=RESPONSE_CAP,
-                deadline=ATTEMPT_DEADLINE,
-            )
+            response = attempt.call.result()
             status_code = response.status_code
             excerpt = response_excerpt(response.content)
             if not 200 <= status_code < 300:
@@ -286,8 +347,13 @@ def _send(delivery: Delivery) -> Outcome:
             error, permanent = f"blocked:{exc.reason}", True
         except outbound.OutboundError as exc:
             error = exc.reason
-    duration = int((time.monotonic() - clock) * 1000)
-    return Outcome(delivery, started, duration, status_code, error[:200], permanent, excerpt)
+    duration = int(((ended if ended is not None else time.monotonic()) - attempt.clock) * 1000)
+    return Outcome(attempt.delivery, attempt.started, duration, status_code, error[:200], permanent, excerpt)
+
+
+def _send(delivery: Delivery) -> Outcome:
+    """One attempt, waited for (the inline runs)."""
+    return _conclude(_start(delivery))
 
 
 def _record(outcomes: list[Outcome]) -> list[str]:
@@ -373,39 +439,48 @@ def _attempt_row(outcome: Outcome, number: int) -> Attempt:
     )
 
 
-_RECORD_VALUES = (
-    "(%s::bigint, %s::integer, %s::varchar, %s::timestamptz, %s::integer, %s::varchar, "
-    "%s::timestamptz, %s::integer, %s::varchar)"
+# One array per column (unnest): the statement's text and its 10 parameters are the same whatever
+# the number of outcomes, so psycopg parses it once per process. A VALUES list of 9 parameters a row
+# was parsed anew every time (over 50 parameters psycopg does not cache a query), a fifth of the
+# engine's coordinating thread.
+_RECORD_ARRAYS = (
+    "%s::bigint[], %s::integer[], %s::varchar[], %s::timestamptz[], %s::integer[], %s::varchar[], "
+    "%s::timestamptz[], %s::integer[], %s::varchar[]"
 )
 
 
 def _write_in_one_statement(decided: list, now: datetime) -> set[int]:
     """`_record`'s writes on PostgreSQL in one statement (one round trip, no transaction to open
-    and commit): the deliveries still pending take their new state (UPDATE ... FROM VALUES) and
-    exactly those get their Attempt row (INSERT ... SELECT joined on the UPDATE's RETURNING).
-    A delivery deleted or no longer pending meanwhile gets neither. Returns the pks written."""
+    and commit): the deliveries still pending take their new state (UPDATE ... FROM the outcomes'
+    arrays) and exactly those get their Attempt row (INSERT ... SELECT joined on the UPDATE's
+    RETURNING). A delivery deleted or no longer pending meanwhile gets neither. Returns the pks
+    written."""
     q = connection.ops.quote_name
     delivery, attempt = q(Delivery._meta.db_table), q(Attempt._meta.db_table)
     d = {name: q(Delivery._meta.get_field(name).column) for name in _RECORD_DELIVERY_COLUMNS}
     a = {name: q(Attempt._meta.get_field(name).column) for name in _RECORD_ATTEMPT_COLUMNS}
-    params: list = []
+    columns: list[list] = [[] for _ in range(9)]
     for outcome, number, status, next_at in decided:
-        params += [
-            outcome.delivery.pk,
-            number,
-            str(status),
-            next_at,
-            outcome.status_code,
-            outcome.error,
-            outcome.started,
-            outcome.duration_ms,
-            outcome.excerpt,
-        ]
-    values = ", ".join([_RECORD_VALUES] * len(decided))
+        for column, value in zip(
+            columns,
+            (
+                outcome.delivery.pk,
+                number,
+                str(status),
+                next_at,
+                outcome.status_code,
+                outcome.error,
+                outcome.started,
+                outcome.duration_ms,
+                outcome.excerpt,
+            ),
+            strict=True,
+        ):
+            column.append(value)
     # identifiers from the models' own metadata, quoted; every value is a parameter
     sql = (
-        f"WITH v (id, number, status, next_at, status_code, error, started_at, duration_ms, excerpt) AS "  # noqa: S608
-        f"(VALUES {values}), "
+        f"WITH v AS (SELECT * FROM unnest({_RECORD_ARRAYS}) "  # noqa: S608
+        f"AS v (id, number, status, next_at, status_code, error, started_at, duration_ms, excerpt)), "
         f"written AS (UPDATE {delivery} AS row SET {d['status']} = v.status, {d['attempts']} = v.number, "
         f"{d['next_attempt_at']} = v.next_at, {d['last_status_code']} = v.status_code, "
         f"{d['last_error']} = v.error, {d['updated_at']} = %s "
@@ -416,7 +491,7 @@ def _write_in_one_statement(decided: list, now: datetime) -> set[int]:
         f"FROM v JOIN written ON written.id = v.id RETURNING {a['delivery']}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, now, str(Delivery.Status.PENDING)])
+        cursor.execute(sql, [*columns, now, str(Delivery.Status.PENDING)])
         return {pk for (pk,) in cursor.fetchall()}
 
 
@@ -452,19 +527,18 @@ def deliver_due(
     *, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64, per_endpoint: int | None = None
 ) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
-    `concurrency` attempts in flight on the pool (HTTP only) and refills as they finish; the
+    `concurrency` attempts in flight on the outbound loop and refills as they finish; the
     finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
     caller's thread and transaction: used by tests).
 
     One endpoint has at most `per_endpoint` attempts in flight (default three quarters of the
-    pool), so an endpoint that answers slowly, however many deliveries it has, always leaves
-    threads to the others; its rows wait in the leased queue while the others' are sent.
+    places), so an endpoint that answers slowly, however many deliveries it has, always leaves
+    places to the others; its rows wait in the leased queue while the others' are sent.
     Returns the number of attempts made."""
     deadline = time.monotonic() + max_seconds
     if concurrency <= 1:
         return _deliver_inline(deadline=deadline, batch_size=batch_size)
     run = _PoolRun(
-        pool=_executor(concurrency),  # lives with the process: its threads keep their HTTPS sessions
         concurrency=concurrency,
         batch_size=batch_size,
         per_endpoint=per_endpoint or max(1, concurrency * 3 // 4),
@@ -475,7 +549,7 @@ def deliver_due(
 def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float = 50.0) -> int:
     """Attempt fan-out's new rows (committed, subscriptions' rows, as fan-out built them) in this
     process now: the first NEW_AT_ONCE are leased by their delivery ids, with their subscription's
-    current url and secret, and sent (inline when there is one, else on the pool, each endpoint
+    current url and secret, and sent (inline when there is one, else in flight together, each endpoint
     under its share of it); `deliver_due` is triggered for the rest. A row another engine leased
     meanwhile, or whose subscription was deactivated, is left alone (the engine drops the latter).
     Returns the number of attempts made. Best effort: on any failure the rows not leased stay due
@@ -492,7 +566,6 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
                 _record([_send(row)])
             return len(leased)
         run = _PoolRun(
-            pool=_executor(concurrency),
             concurrency=concurrency,
             batch_size=NEW_AT_ONCE,
             per_endpoint=max(1, concurrency * 3 // 4),
@@ -578,18 +651,17 @@ def _deliver_inline(*, deadline: float, batch_size: int) -> int:
 
 @dataclass
 class _PoolRun:
-    """One `deliver_due` run on the pool. Leased rows wait in `queue` (delivery, endpoint) until a
-    thread is free and their endpoint is under its share; `running` maps each attempt in flight to
-    its endpoint. Database work (lease, load, record) happens on the calling thread only. A leased
-    group is loaded (with its endpoints as they are then) in one query right after its lease, not a
-    few rows at a time as threads free up: at a few hundred attempts a second those small loads were
-    most of this thread's time, and the attempts waited for it."""
+    """One `deliver_due` run. Leased rows wait in `queue` (delivery, endpoint) until a place is
+    free (fewer than `concurrency` in flight) and their endpoint is under its share; `running` maps
+    each attempt in flight to its endpoint. Database work (lease, load, record) happens on the
+    calling thread only. A leased group is loaded (with its endpoints as they are then) in one query
+    right after its lease, not a few rows at a time as places free up: at a few hundred attempts a
+    second those small loads were most of this thread's time, and the attempts waited for it."""
 
-    pool: ThreadPoolExecutor
     concurrency: int
     batch_size: int
     per_endpoint: int
-    running: dict[Future, str] = field(default_factory=dict)
+    running: dict[_Started, str] = field(default_factory=dict)
     in_flight: Counter[str] = field(default_factory=Counter)
     queue: list[tuple[int, str]] = field(default_factory=list)
     done: int = 0
@@ -597,6 +669,8 @@ class _PoolRun:
     preloaded: dict[int, Delivery] = field(default_factory=dict)
     # False for `send_new`'s run: its rows are leased and loaded already; nothing more is leased
     leases: bool = True
+    # the attempts that finished and are not yet collected (each future puts itself here)
+    finished: SimpleQueue = field(default_factory=SimpleQueue)
 
     def until(self, deadline: float) -> int:
         while True:
@@ -609,7 +683,9 @@ class _PoolRun:
                 if self.queue and in_time:
                     continue
                 break
-            self._record_finished()
+            # recorded before their places are refilled: started and unrecorded attempts (what a
+            # killed process sends twice) never number more than `concurrency`
+            _record(self._collect())
         _release([pk for pk, _ in self.queue])
         return self.done
 
@@ -617,8 +693,8 @@ class _PoolRun:
         return sum(1 for _, sub_id in rows if self.in_flight[sub_id] < self.per_endpoint)
 
     def _start_more(self) -> None:
-        """Lease more rows when the queue cannot fill the free threads; then refill (one query loads
-        the group) whenever a thread is free and a leased row may go."""
+        """Lease more rows when the queue cannot fill the free places; then refill (one query loads
+        the group) whenever a place is free and a leased row may go."""
         free = self.concurrency - len(self.running)
         if not free:
             return
@@ -642,58 +718,34 @@ class _PoolRun:
                 waiting.append((pk, sub_id))
         self.queue = waiting
         for row in (self.preloaded.pop(pk) for pk in take):
-            self.running[self.pool.submit(_send, row)] = row.target_key
+            attempt = _start(row)
+            self.running[attempt] = row.target_key
             self.in_flight[row.target_key] += 1
-
-    def _record_finished(self) -> None:
-        """Wait for an attempt to finish, gather what finishes in the next moment too, and record
-        them together."""
-        finished, _ = wait(self.running, return_when=FIRST_COMPLETED)
-        if len(finished) < len(self.running):
-            more, _ = wait(self.running.keys() - finished, timeout=0.02)
-            finished |= more
-        outcomes = []
-        for future in finished:
-            self.in_flight[self.running.pop(future)] -= 1
-            exc = future.exception()
-            if exc is not None:
-                logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+            if attempt.call is None:
+                self.finished.put((attempt, time.monotonic()))
             else:
-                outcomes.append(future.result())
-        _record(outcomes)
-        self.done += len(finished)
+                attempt.call.add_done_callback(
+                    lambda _, attempt=attempt: self.finished.put((attempt, time.monotonic()))
+                )
 
-
-_executors: dict[tuple[int, int], ThreadPoolExecutor] = {}
-_executors_lock = threading.Lock()
-
-
-def _executor(concurrency: int) -> ThreadPoolExecutor:
-    """One pool per process (re-made after a fork): bounded threads that keep their pooled HTTPS
-    session across runs. They do no database work (the caller loads and records)."""
-    key = (os.getpid(), concurrency)
-    with _executors_lock:
-        pool = _executors.get(key)
-        if pool is None:
-            pool = _executors[key] = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="webhook")
-        return pool
-
-
-def shutdown_executors() -> None:
-    """Close every pool thread's database connection, then stop the pools (tests, shutdown)."""
-    with _executors_lock:
-        pools = list(_executors.items())
-        _executors.clear()
-    for (_, size), pool in pools:
-        barrier = threading.Barrier(size)
-
-        def close_own_connection(barrier: threading.Barrier = barrier) -> None:
-            barrier.wait(timeout=30)  # one task per thread: each closes its own connection
-            connections.close_all()
-
-        for future in [pool.submit(close_own_connection) for _ in range(size)]:
-            future.exception()
-        pool.shutdown(wait=True)
+    def _collect(self) -> list[Outcome]:
+        """The attempts finished by now: waits for the first, then takes every other one already
+        done, without waiting more."""
+        done = [self.finished.get()]
+        while True:
+            try:
+                done.append(self.finished.get_nowait())
+            except Empty:
+                break
+        outcomes = []
+        for attempt, ended in done:
+            self.in_flight[self.running.pop(attempt)] -= 1
+            try:
+                outcomes.append(_conclude(attempt, ended))
+            except Exception as exc:  # not a transport failure (those are outcomes): a bug, logged
+                logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+        self.done += len(done)
+        return outcomes
 
 
 def _release(ids: list[int]) -> None:

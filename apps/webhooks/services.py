@@ -24,11 +24,11 @@ from .delivery import MAX_ATTEMPTS as MAX_ATTEMPTS
 from .delivery import RESPONSE_CAP as RESPONSE_CAP
 from .delivery import TIMEOUT as TIMEOUT
 from .delivery import attempt_delivery as attempt_delivery
+from .delivery import close_session as close_session
 from .delivery import deliver_due as deliver_due
 from .delivery import has_due as has_due
 from .delivery import on_endpoint_settled as on_endpoint_settled
 from .delivery import retry_wait as retry_wait
-from .delivery import shutdown_executors as shutdown_executors
 from .delivery import trigger as trigger
 from .endpoints import abandon_pending as abandon_pending
 from .endpoints import create_endpoint as create_endpoint

@@ -1,19 +1,18 @@
-"""The one client: a pooled guarded session (requests for general calls, urllib3 pools for the
-webhook engine's raw POSTs), each connection resolved, checked and pinned, redirects followed only by
-hand and re-checked, bodies capped, a whole-call deadline."""
+"""The one client: a pooled guarded session (requests for general calls, aiohttp on the process's
+outbound loop for raw bodies: `send_bytes`, `submit_bytes`), each connection resolved, checked and
+pinned, redirects followed only by hand and re-checked, bodies capped, a whole-call deadline."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import ssl
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from http.cookiejar import DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-import certifi
 import requests
 import urllib3
 import urllib3.exceptions
@@ -23,18 +22,16 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import requote_uri, rewind_body
 from requests_hardened import Config, HTTPSession
 
-from apps.core.numbers import parse_int
-
+from .aio import AioTransport
 from .deadline import _Deadline, _WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool
 from .errors import OutboundBlocked, OutboundError
 from .policy import (
     _DEFAULT_PORTS,
     HTTPS_ONLY,
-    IPAddress,
+    _check_declared_length,
     _log_blocked,
+    _pin_target,
     check_url,
-    parse_ip_literal,
-    pin_address,
     safe_url,
 )
 
@@ -151,30 +148,6 @@ class GuardedResponse:
         return f"<GuardedResponse [{self.status_code}] {safe_url(self.url)}>"
 
 
-def _ca_bundle() -> str:
-    return os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()
-
-
-def _pool_manager() -> urllib3.PoolManager:
-    """urllib3 pools for `send_bytes`, keyed by the checked address (and SNI name, CA bundle):
-    the watched connection classes let the deadline watchdog reach their sockets."""
-    manager = urllib3.PoolManager(num_pools=64)
-    manager.pool_classes_by_scheme = {"http": _WatchedHTTPConnectionPool, "https": _WatchedHTTPSConnectionPool}
-    return manager
-
-
-def _urllib3_reason(exc: BaseException) -> str:
-    if isinstance(exc, urllib3.exceptions.NewConnectionError):  # (a ConnectTimeoutError subclass in urllib3 2)
-        return "connection_error"
-    if isinstance(exc, urllib3.exceptions.TimeoutError | TimeoutError):
-        return "timeout"
-    if isinstance(exc, urllib3.exceptions.SSLError | ssl.SSLError):
-        return "tls_error"
-    if isinstance(exc, urllib3.exceptions.DecodeError):
-        return "invalid_response"
-    return "connection_error"
-
-
 def _transport_error(exc: requests.RequestException, url: str) -> OutboundError:
     # The original exception text carries the full path and query; only its class is kept.
     if isinstance(exc, requests.Timeout):
@@ -209,7 +182,7 @@ class GuardedSession:
 
     def __init__(self) -> None:
         self._session = _build_requests_session()
-        self._pools = _pool_manager()
+        self._aio = AioTransport()
 
     def __enter__(self) -> GuardedSession:
         return self
@@ -219,7 +192,7 @@ class GuardedSession:
 
     def close(self) -> None:
         self._session.close()
-        self._pools.clear()
+        self._aio.close()
 
     def request(
         self,
@@ -259,14 +232,47 @@ class GuardedSession:
         deadline: float | None = None,
     ) -> GuardedResponse:
         """Send an already encoded body as one request and read the answer, redirects never
-        followed (a 3xx is the answer): the webhook engine's call, at about half the CPU of
-        `request`. The same guard: url shape, every resolved address checked and the connection
+        followed (a 3xx is the answer): `submit_bytes`, waited for."""
+        return self.submit_bytes(
+            method,
+            url,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            allowed_schemes=allowed_schemes,
+            deadline=deadline,
+        ).result()
+
+    def submit_bytes(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: bytes,
+        headers: Mapping[str, str],
+        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        allowed_schemes: Iterable[str] = HTTPS_ONLY,
+        deadline: float | None = None,
+    ) -> Future[GuardedResponse]:
+        """Start one request with an already encoded body and return at once: the future gives the
+        GuardedResponse, or raises OutboundBlocked / OutboundError. Many calls run at once on the
+        process's outbound event loop (aiohttp, `aio.py`), which the webhook engine keeps 16 deep.
+        The same guard as `request`: url shape, every resolved address checked and the connection
         pinned to it (SNI, certificate and Host keep the hostname), verification on
-        (REQUESTS_CA_BUNDLE honoured), timeouts, capped body, `deadline`, no cookies, no proxies.
-        It runs on urllib3 pools keyed by the checked address, without requests' per-call
-        preparation (hooks, cookie jars, environment merging, adapters)."""
-        return self._watched(
-            url, deadline, lambda: self._send_bytes(method, url, body, headers, timeout, max_bytes, allowed_schemes)
+        (REQUESTS_CA_BUNDLE honoured), connect and read timeouts, the body capped, a whole-call
+        `deadline` (else settings.OUTBOUND_DEADLINE_SECONDS), no cookies, no proxies, no redirect
+        followed. Safe to call from any thread."""
+        return self._aio.submit(
+            method,
+            url,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            allowed_schemes=allowed_schemes,
+            deadline=deadline,
         )
 
     def _watched(self, url: str, deadline: float | None, call: Callable[[], GuardedResponse]) -> GuardedResponse:
@@ -286,60 +292,6 @@ class GuardedSession:
             if watchdog.fired:
                 raise OutboundError("deadline_exceeded", url=exc.url) from None
             raise
-
-    def _send_bytes(
-        self,
-        method: str,
-        url: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        timeout: float | tuple[float, float] | None,
-        max_bytes: int,
-        allowed_schemes: Iterable[str],
-    ) -> GuardedResponse:
-        parts = check_url(url, allowed_schemes=frozenset(allowed_schemes))
-        safe = safe_url(url)
-        scheme = parts.scheme.lower()
-        port = parts.port or _DEFAULT_PORTS[scheme]
-        ip, name, host_header = _pin_target(parts.hostname or "", scheme, parts.port)
-        pool_kwargs: dict[str, Any] = {"maxsize": 1, "block": False, "retries": False}
-        if scheme == "https":
-            pool_kwargs.update(
-                cert_reqs="CERT_REQUIRED", ca_certs=_ca_bundle(), server_hostname=name, assert_hostname=name
-            )
-        pool = self._pools.connection_from_host(str(ip), port, scheme, pool_kwargs=pool_kwargs)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        sent_headers = {**headers, "Host": host_header}
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        response = None
-        try:
-            response = pool.urlopen(
-                method.upper(),
-                target,
-                body=body,
-                headers=sent_headers,
-                redirect=False,
-                retries=False,
-                preload_content=False,
-                assert_same_host=False,
-                timeout=urllib3.Timeout(connect=connect, read=read),
-            )
-            _check_declared_length(response.headers, max_bytes, safe)
-            content = _read_up_to(response.stream(min(_CHUNK_SIZE, max_bytes + 1)), max_bytes, safe)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            if response is not None:
-                response.close()
-            error = OutboundError(_urllib3_reason(exc), url=safe, detail=type(exc).__name__)
-            logger.info("outbound %s %s failed: %s", method.upper(), safe, error.reason)
-            raise error from None
-        except OutboundError:
-            response.close()  # the rest of the body is never read: the connection is not reused
-            raise
-        response.release_conn()
-        logger.debug("outbound %s %s -> %s", method.upper(), safe, response.status)
-        return GuardedResponse(
-            status_code=response.status, headers=CaseInsensitiveDict(response.headers), content=content, url=url
-        )
 
     def _request(
         self,
@@ -436,30 +388,6 @@ class GuardedSession:
 def _origin(url: str) -> tuple[str, str | None, int | None]:
     parts = urlsplit(url)
     return parts.scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
-
-
-def _pin_target(hostname: str, scheme: str, port: int | None) -> tuple[IPAddress, str, str]:
-    """Resolve and check `hostname` (pin_address) and return the address to connect to, the name
-    SNI and certificate matching must use, and the Host header."""
-    default_port = _DEFAULT_PORTS[scheme]
-    ip = pin_address(hostname, port or default_port)
-    literal = parse_ip_literal(hostname)
-    name = str(literal) if literal is not None else hostname
-    host_header = f"[{name}]" if ":" in name else name
-    if port is not None and port != default_port:
-        host_header = f"{host_header}:{port}"
-    return ip, name, host_header
-
-
-def _check_declared_length(headers: Mapping[str, str], max_bytes: int, safe: str) -> None:
-    declared = headers.get("Content-Length")
-    try:
-        too_large = declared is not None and parse_int(declared.strip()) > max_bytes
-    except ValueError:
-        too_large = False  # not a length (a client ignores it too); the read below stays capped
-    if too_large:
-        logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
-        raise OutboundError("response_too_large", url=safe)
 
 
 def _read_up_to(chunks: Iterable[bytes], max_bytes: int, safe: str) -> bytes:

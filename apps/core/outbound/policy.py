@@ -7,12 +7,14 @@ import ipaddress
 import logging
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 from urllib3.util.connection import allowed_gai_family
+
+from apps.core.numbers import parse_int
 
 from .errors import OutboundBlocked, OutboundError
 
@@ -290,3 +292,27 @@ def _log_blocked(exc: OutboundBlocked, url: str) -> None:
         f" -> {exc.address}" if exc.address else "",
         extra={"outbound_reason": exc.reason, "outbound_url": exc.url, "outbound_address": exc.address},
     )
+
+
+def _pin_target(hostname: str, scheme: str, port: int | None) -> tuple[IPAddress, str, str]:
+    """Resolve and check `hostname` (pin_address) and return the address to connect to, the name
+    SNI and certificate matching must use, and the Host header."""
+    default_port = _DEFAULT_PORTS[scheme]
+    ip = pin_address(hostname, port or default_port)
+    literal = parse_ip_literal(hostname)
+    name = str(literal) if literal is not None else hostname
+    host_header = f"[{name}]" if ":" in name else name
+    if port is not None and port != default_port:
+        host_header = f"{host_header}:{port}"
+    return ip, name, host_header
+
+
+def _check_declared_length(headers: Mapping[str, str], max_bytes: int, safe: str) -> None:
+    declared = headers.get("Content-Length")
+    try:
+        too_large = declared is not None and parse_int(declared.strip()) > max_bytes
+    except ValueError:
+        too_large = False  # not a length (a client ignores it too); the read below stays capped
+    if too_large:
+        logger.info("outbound %s: declared body of %s bytes over %d", safe, declared, max_bytes)
+        raise OutboundError("response_too_large", url=safe)

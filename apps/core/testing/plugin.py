@@ -46,14 +46,12 @@ def _isolated_rate_limits(settings):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _close_background_pools(django_db_setup, django_db_blocker):
-    """Worker pools that outlive a test (webhook delivery) hold database connections: close them
-    before the test database is dropped."""
+def _close_background_pools():
+    """The webhook engine's pooled connections outlive a test: close them when the session ends."""
     yield
-    from apps.webhooks.services import shutdown_executors
+    from apps.webhooks.services import close_session
 
-    with django_db_blocker.unblock():
-        shutdown_executors()
+    close_session()
 
 
 @pytest.fixture

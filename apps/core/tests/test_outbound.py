@@ -106,6 +106,8 @@ class TLSServer:
     ca_path: Path
     sni_names: list[str] = field(default_factory=list)
     connections: list[int] = field(default_factory=list)
+    # /together answers only once this many requests wait at once (each waits at most 5 s)
+    together: threading.Barrier | None = None
 
     def url(self, path: str, host: str = "localhost") -> str:
         return f"https://{host}:{self.port}{path}"
@@ -164,6 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(302, b"", {"Location": "/hop2"})
         elif parts.path == "/hop2":
             self._reply(302, b"", {"Location": "/ok"})
+        elif parts.path == "/together":
+            try:
+                self.server.tls.together.wait()  # type: ignore[attr-defined]
+                self._reply(200, b"together")
+            except threading.BrokenBarrierError:
+                self._reply(504, b"alone")
         elif parts.path == "/slow":
             time.sleep(1.0)
             self._reply(200, b"late")
@@ -755,6 +763,38 @@ def test_send_bytes_times_out(server: TLSServer) -> None:
         _send(session, server.url("/slow"), timeout=(1, 0.2))
     # then
     assert failed.value.reason == "timeout"
+
+
+def test_submit_bytes_keeps_calls_in_flight_at_once(server: TLSServer, connect_spy: list[str]) -> None:
+    # given a server answering only once three requests wait at the same time
+    server.together = threading.Barrier(3, timeout=5)
+    with GuardedSession() as session:
+        # when one thread starts three calls without waiting for any
+        calls = [
+            session.submit_bytes("GET", server.url("/together", host="pinned.test"), body=b"", headers={})
+            for _ in range(3)
+        ]
+        answers = [call.result(timeout=10) for call in calls]
+    # then they were in flight together, each on its own connection to the checked address
+    assert [(a.status_code, a.content) for a in answers] == [(200, b"together")] * 3
+    assert connect_spy == ["127.0.0.1"] * 3
+    assert server.sni_names == ["pinned.test"] * 3
+
+
+def test_submit_bytes_refuses_a_private_address_in_its_future(
+    resolver: FakeResolver, no_sockets: list, settings
+) -> None:
+    # given a name that resolves to a private address
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    resolver.table["internal.test"] = ["10.0.0.5"]
+    with GuardedSession() as session:
+        # when
+        call = session.submit_bytes("POST", "https://internal.test/hook", body=b"{}", headers={})
+        # then the refusal comes through the future, and no socket was opened
+        with pytest.raises(OutboundBlocked) as refused:
+            call.result(timeout=10)
+    assert refused.value.reason == "address_not_allowed"
+    assert no_sockets == []
 
 
 def test_send_bytes_ignores_proxy_environment(server: TLSServer, monkeypatch: pytest.MonkeyPatch) -> None:

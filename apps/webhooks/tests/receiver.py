@@ -160,10 +160,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             if reply.location is not None:
                 self.send_header("Location", reply.location)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(reply.body)))
+            # 204 and 304 end at their headers (RFC 9110 6.4.1): no content, no Content-Length
+            body = b"" if reply.status in (204, 304) else reply.body
+            if body or reply.status not in (204, 304):
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            self.wfile.write(body)
             self.wfile.flush()
         hit.answered_at = time.time()
 
