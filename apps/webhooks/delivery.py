@@ -718,7 +718,12 @@ class _PoolRun:
                 waiting.append((pk, sub_id))
         self.queue = waiting
         for row in (self.preloaded.pop(pk) for pk in take):
-            attempt = _start(row)
+            try:
+                attempt = _start(row)
+            except Exception as exc:  # a bug, not a transport failure: the row comes back after LEASE
+                logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+                self.done += 1
+                continue
             self.running[attempt] = row.target_key
             self.in_flight[row.target_key] += 1
             if attempt.call is None:

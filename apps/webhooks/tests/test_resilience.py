@@ -51,8 +51,8 @@ def receiver(monkeypatch: pytest.MonkeyPatch, settings):
 
 @pytest.fixture(autouse=True)
 def _collect_engine_connections():
-    """The engine's pool threads leave their database connections to the garbage collector (see
-    test_the_engine_does_not_leave_database_connections_open_run_after_run); collect them, so the
+    """Connections the engine's runs left to the garbage collector (see
+    test_the_engine_does_not_leave_database_connections_open_run_after_run) are collected, so the
     test database can be flushed and dropped."""
     yield
     gc.collect()
@@ -450,6 +450,36 @@ def test_the_engine_does_not_leave_http_connections_open_run_after_run(
         gc.collect()
     assert receiver.connections_opened >= 1
     assert still_open <= concurrency, f"{still_open} connections left open by 3 runs of a {concurrency}-thread pool"
+
+
+def test_an_attempt_that_crashes_before_sending_holds_back_no_other(
+    widget, receiver, lost_triggers, monkeypatch, caplog
+):
+    # given six due deliveries, one of which breaks the engine while it is being signed (a bug)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    emit_messages(widget, 6, bulk=True)
+    broken = Delivery.objects.order_by("pk").values_list("pk", flat=True)[2]
+    start = engine._start
+
+    def start_unless_broken(row):
+        if row.pk == broken:
+            raise RuntimeError("a bug")
+        return start(row)
+
+    monkeypatch.setattr(engine, "_start", start_unless_broken)
+    # when the engine runs with several attempts in flight
+    done = services.deliver_due(concurrency=4)
+    # then the others were sent and recorded, the broken one is logged and left leased (the sweeper
+    # takes it again once its lease runs out), and nothing was sent for it
+    assert done == 6
+    assert Counter(Delivery.objects.exclude(pk=broken).values_list("status", flat=True)) == {"delivered": 5}
+    left = Delivery.objects.get(pk=broken)
+    assert (left.status, left.attempts) == ("pending", 0)
+    assert left.next_attempt_at > timezone.now()
+    hits = receiver.snapshot()
+    assert len(hits) == 5
+    assert left.idempotency_key not in {hit.key for hit in hits}
+    assert "webhook attempt crashed: RuntimeError" in caplog.text
 
 
 # --- a slow endpoint beside fast ones -------------------------------------------------------------------
