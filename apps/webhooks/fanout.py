@@ -5,13 +5,16 @@ committed, the same process attempts them at once (`delivery.send_new`)."""
 
 from __future__ import annotations
 
-from functools import partial
+import operator
+from functools import partial, reduce
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
+from apps.core.statements import Slot, Statement
 
 from . import catalogue, delivery, payloads
 from .models import Delivery, EventSwitch, Subscription
@@ -24,17 +27,42 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
     return "native" if event_type in sub.events else None
 
 
-def _subscriptions(events: list[OutboxEvent]):
+_SUBSCRIPTION_COLUMNS = tuple(f.attname for f in Subscription._meta.concrete_fields)
+
+
+def _subscriptions_with_switches(widgets: int):
+    """The active subscriptions of `widgets` widgets (slots w0, w1, ...) with the event switches."""
+    widget = Subscription._meta.get_field("widget")
+    # one `widget_id = slot` per widget, ORed (a related `__in` prepares its values before a slot is bound)
+    any_widget = reduce(operator.or_, (Q(widget_id=Slot(f"w{n}", widget)) for n in range(widgets)))
+    return (
+        Subscription.objects.filter(any_widget, is_active=True)
+        .annotate(
+            switched_on=ArraySubquery(EventSwitch.objects.filter(enabled=True).values("event_type")),
+            switched_off=ArraySubquery(EventSwitch.objects.filter(enabled=False).values("event_type")),
+        )
+        .values(*_SUBSCRIPTION_COLUMNS, "switched_on", "switched_off")
+    )
+
+
+# Compiled once per number of widgets (apps.core.statements): building and compiling this query
+# through the ORM took 1.3 ms of the 11 ms from an event's commit to its first webhook request.
+_SUBSCRIPTIONS = Statement(_subscriptions_with_switches)
+
+
+def _subscriptions(events: list[OutboxEvent]) -> list[Subscription]:
     """The active subscriptions of the events' widgets; on PostgreSQL each carries the event switches
     too (`switched_on`, `switched_off`: two uncorrelated subqueries the server runs once), so
     fan-out reads both in one round trip."""
-    subscriptions = Subscription.objects.filter(widget_id__in={event.widget_id for event in events}, is_active=True)
+    widget_ids = sorted({event.widget_id for event in events})
     if connection.vendor != "postgresql":
-        return subscriptions
-    return subscriptions.annotate(
-        switched_on=ArraySubquery(EventSwitch.objects.filter(enabled=True).values("event_type")),
-        switched_off=ArraySubquery(EventSwitch.objects.filter(enabled=False).values("event_type")),
-    )
+        return list(Subscription.objects.filter(widget_id__in=widget_ids, is_active=True))
+    found = []
+    for row in _SUBSCRIPTIONS.rows((len(widget_ids),), **{f"w{n}": pk for n, pk in enumerate(widget_ids)}):
+        sub = Subscription.from_db(DEFAULT_DB_ALIAS, _SUBSCRIPTION_COLUMNS, [row[c] for c in _SUBSCRIPTION_COLUMNS])
+        sub.switched_on, sub.switched_off = row["switched_on"], row["switched_off"]
+        found.append(sub)
+    return found
 
 
 def fan_out_events(events: list[OutboxEvent]) -> int:

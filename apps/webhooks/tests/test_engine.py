@@ -25,8 +25,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.core import outbound
-from apps.core.events import emit, fan_out
+from apps.core.events import emit, fan_out, fan_out_many
 from apps.core.models import OutboxEvent, Widget
+from apps.core.testing.factories import WidgetFactory
 from apps.webhooks import delivery as engine
 from apps.webhooks import fanout, redelivery, services, signing
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
@@ -497,6 +498,24 @@ def test_a_delivery_of_a_deactivated_subscription_is_dropped_silently(widget, re
     assert not Delivery.objects.filter(subscription=sub).exists()
     clock.advance(3600)
     assert deliver() == 0
+
+
+def test_one_fan_out_of_events_from_three_widgets_reaches_each_widgets_own_subscriptions(receiver):
+    # given three widgets, each with its subscription, and a fourth widget's deactivated one
+    widgets = [WidgetFactory() for _ in range(4)]
+    subs = [subscribe(w, receiver.url(f"/w{n}"))[0] for n, w in enumerate(widgets)]
+    subs[3].is_active = False
+    subs[3].save(update_fields=["is_active"])
+    with transaction.atomic():
+        events = [
+            emit(w, "message.created", chat_id=n, message_id=n, client_id=CLIENT_GUID, author_type="USER", source="api")
+            for n, w in enumerate(widgets)
+        ]
+    # when one fan-out takes the four events (one query reads every widget's subscriptions)
+    fan_out_many([event.pk for event in events])
+    # then each active subscription holds exactly its own widget's event, and the inactive one none
+    rows = Delivery.objects.values_list("subscription_id", "event_id")
+    assert sorted(rows) == sorted((subs[n].pk, events[n].pk) for n in range(3))
 
 
 def test_a_deactivated_subscription_gets_no_new_deliveries(widget, receiver):
