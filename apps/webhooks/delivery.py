@@ -2,8 +2,8 @@
 `deliver_due` sends every row whose `next_attempt_at` has passed, leasing it first (the lease moves
 `next_attempt_at` forward), so a lost Celery message or a killed worker delays a delivery by at most
 the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Up to
-`concurrency` attempts are in flight at once on the guarded client's outbound loop (`submit_bytes`:
-one pooled session per process, aiohttp), so a slow endpoint holds one place, not the batch; one
+`concurrency` attempts are in flight at once on the guarded client's outbound thread (`submit_bytes`:
+one pooled session per process, libcurl), so a slow endpoint holds one place, not the batch; one
 endpoint holds at most three quarters of the places. The calling thread alone signs, leases, loads
 and records.
 

@@ -1,5 +1,5 @@
-"""The one client: a pooled guarded session (requests for general calls, aiohttp on the process's
-outbound loop for raw bodies: `send_bytes`, `submit_bytes`), each connection resolved, checked and
+"""The one client: a pooled guarded session (requests for general calls, libcurl on the process's
+outbound thread for raw bodies: `send_bytes`, `submit_bytes`), each connection resolved, checked and
 pinned, redirects followed only by hand and re-checked, bodies capped, a whole-call deadline."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import requote_uri, rewind_body
 from requests_hardened import Config, HTTPSession
 
-from .aio import AioTransport
+from .curl import CurlTransport
 from .deadline import _Deadline, _WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool
 from .errors import OutboundBlocked, OutboundError
 from .policy import (
@@ -182,7 +182,7 @@ class GuardedSession:
 
     def __init__(self) -> None:
         self._session = _build_requests_session()
-        self._aio = AioTransport()
+        self._raw = CurlTransport()
 
     def __enter__(self) -> GuardedSession:
         return self
@@ -192,7 +192,7 @@ class GuardedSession:
 
     def close(self) -> None:
         self._session.close()
-        self._aio.close()
+        self._raw.close()
 
     def request(
         self,
@@ -258,13 +258,13 @@ class GuardedSession:
     ) -> Future[GuardedResponse]:
         """Start one request with an already encoded body and return at once: the future gives the
         GuardedResponse, or raises OutboundBlocked / OutboundError. Many calls run at once on the
-        process's outbound event loop (aiohttp, `aio.py`), which the webhook engine keeps 16 deep.
+        process's outbound thread (libcurl, `curl.py`), which the webhook engine keeps 16 deep.
         The same guard as `request`: url shape, every resolved address checked and the connection
         pinned to it (SNI, certificate and Host keep the hostname), verification on
         (REQUESTS_CA_BUNDLE honoured), connect and read timeouts, the body capped, a whole-call
         `deadline` (else settings.OUTBOUND_DEADLINE_SECONDS), no cookies, no proxies, no redirect
         followed. Safe to call from any thread."""
-        return self._aio.submit(
+        return self._raw.submit(
             method,
             url,
             body=body,

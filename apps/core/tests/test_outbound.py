@@ -81,6 +81,7 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(outbound.curl, "_open_socket", refuse)  # libcurl's sockets
     return attempts
 
 
@@ -97,6 +98,16 @@ def connect_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return original(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", spy)
+    # libcurl (send_bytes, submit_bytes) connects in C: its sockets are watched where they are opened
+    open_socket = outbound.curl._open_socket
+
+    def open_spy(family: int, socktype: int, protocol: int, address: tuple) -> socket.socket:
+        seen.append(address[0])
+        if address[0] not in ("127.0.0.1", "::1"):
+            raise AssertionError(f"connection to a non-loopback address: {address!r}")
+        return open_socket(family, socktype, protocol, address)
+
+    monkeypatch.setattr(outbound.curl, "_open_socket", open_spy)
     return seen
 
 
@@ -794,6 +805,32 @@ def test_submit_bytes_refuses_a_private_address_in_its_future(
         with pytest.raises(OutboundBlocked) as refused:
             call.result(timeout=10)
     assert refused.value.reason == "address_not_allowed"
+    assert no_sockets == []
+
+
+@pytest.mark.parametrize(
+    ("pinned", "offered"),
+    [
+        (("127.0.0.1", 8443), ("10.0.0.5", 8443)),  # another address
+        (("127.0.0.1", 8443), ("127.0.0.1", 22)),  # another port
+        (("10.0.0.5", 443), ("10.0.0.5", 443)),  # the pinned one, no longer allowed
+    ],
+)
+def test_libcurl_may_open_a_socket_only_to_the_checked_address(
+    pinned: tuple[str, int], offered: tuple[str, int], no_sockets: list, settings
+) -> None:
+    # given a call pinned to a checked address, and libcurl about to connect elsewhere
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    call = outbound.curl._Call(
+        url="https://x.test/", safe="https://x.test/", method="POST", max_bytes=1, read=1, deadline_at=0
+    )
+    call.address = pinned
+    address = outbound.curl.pycurl_address(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, offered)
+    # when
+    opened = call.on_open_socket(0, address)
+    # then no socket, and the call fails as refused
+    assert opened is None
+    assert call.refused == "address_not_allowed"
     assert no_sockets == []
 
 
