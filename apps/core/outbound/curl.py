@@ -377,6 +377,7 @@ class _Driver:
         self.wake_w.setblocking(False)
         self.selector.register(self.wake_r, selectors.EVENT_READ, None)
         self.pools: set[_Pool] = set()
+        self.waiting = False  # in select: a new command must wake it
         self.readable: dict[int, float] = {}  # descriptor -> when it last had bytes to read
         self.resolver = ThreadPoolExecutor(max_workers=RESOLVERS, thread_name_prefix="outbound-resolve")
         self.thread = threading.Thread(target=self._run, name="outbound-curl", daemon=True)
@@ -384,8 +385,11 @@ class _Driver:
 
     def post(self, command: tuple) -> None:
         self.commands.put(command)
-        with contextlib.suppress(BlockingIOError):  # a full wake-up buffer already wakes it
-            self.wake_w.send(b"\0")
+        # Woken only while it waits in select: an awake driver drains the queue before it waits
+        # again (it raises `waiting` first, then looks at the queue, so no command is left behind).
+        if self.waiting:
+            with contextlib.suppress(BlockingIOError):  # a full wake-up buffer already wakes it
+                self.wake_w.send(b"\0")
 
     def watch(self, pool: _Pool, fd: int, what: int) -> None:
         """libcurl's socket callback: follow `fd` for what it waits on (or stop following it)."""
@@ -418,7 +422,11 @@ class _Driver:
     def _step(self) -> None:
         self._drain()
         timeout = self._timeout()
+        self.waiting = True
+        if not self.commands.empty():  # posted after the drain, before `waiting` was raised
+            timeout = 0
         ready = self.selector.select(timeout)
+        self.waiting = False
         now = time.monotonic()
         for key, mask in ready:
             pool = key.data

@@ -18,6 +18,7 @@ import socket
 import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 from cryptography.fernet import Fernet
@@ -735,3 +736,47 @@ def test_an_attempt_is_bounded_in_total_not_only_per_socket_read(widget, receive
     # the same delivery again while the first attempt is still in flight
     assert elapsed < 1.0 + 0.5 + 0.5, f"one attempt took {elapsed:.1f} s with a deadline of 1 s"
     assert Delivery.objects.get().last_error == "deadline_exceeded"
+
+
+def test_inside_a_transaction_the_engine_statements_keep_its_commit_as_it_is():
+    # given an atomic block (the statement is not its own transaction)
+    with transaction.atomic():
+        # when / then the condition changes nothing for the surrounding transaction
+        assert engine._no_disk_wait() == "TRUE"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_commits_its_own_statements_without_the_disk_and_leaves_the_session_as_it_was(
+    widget, receiver, triggers
+):
+    from django.db import connection
+
+    # given due deliveries: one sent at once by fan-out's process, the others left to deliver_due
+    subscribe(widget, receiver.url())
+    emit_message(widget)
+    with transaction.atomic():
+        later = [
+            emit(
+                widget,
+                "message.created",
+                chat_id=n,
+                message_id=n,
+                client_id=CLIENT_GUID,
+                author_type="USER",
+                source="api",
+            )
+            for n in range(2, 5)
+        ]
+    assert engine._no_disk_wait() != "TRUE"  # outside a transaction: each statement turns it off for itself
+    # when the engine leases, sends and records them outside any transaction
+    with mock.patch.object(engine, "NEW_AT_ONCE", 0):
+        fan_out_many([str(event.pk) for event in later])
+    services.deliver_due(concurrency=16)
+    # then every one was delivered and recorded ...
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}
+    assert Attempt.objects.count() == 4
+    # ... and the connection's own setting is untouched for whatever it commits next
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
