@@ -142,7 +142,7 @@ _sender_lock = threading.Lock()
 
 
 def _session() -> outbound.GuardedSession:
-    """The engine's guarded session, one per process: its requests run on the outbound loop, where
+    """The engine's guarded session, one per process: its requests run on the outbound thread, where
     its pooled HTTPS connections live (a forked child opens its own)."""
     global _sender
     if _sender is None:
@@ -292,7 +292,7 @@ def _previous_secret(target, now: datetime) -> str | None:
 
 @dataclass(eq=False)  # each attempt is its own key in the run's `running`
 class _Started:
-    """An attempt in flight: its request was handed to the outbound loop (`call`), or it ended
+    """An attempt in flight: its request was handed to the outbound thread (`call`), or it ended
     before anything was sent (`call` None, `error` set)."""
 
     delivery: Delivery
@@ -538,7 +538,7 @@ def deliver_due(
     *, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64, per_endpoint: int | None = None
 ) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
-    `concurrency` attempts in flight on the outbound loop and refills as they finish; the
+    `concurrency` attempts in flight on the outbound thread and refills as they finish; the
     finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
     caller's thread and transaction: used by tests).
 

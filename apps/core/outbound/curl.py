@@ -131,7 +131,6 @@ class _Call:
         "refused",
         "safe",
         "started",
-        "status_line",
         "too_large",
         "url",
     )
@@ -144,7 +143,6 @@ class _Call:
         self.address: tuple[str, int] | None = None  # the checked address this call may connect to
         self.body = bytearray()
         self.headers: list[tuple[str, str]] = []
-        self.status_line = ""
         self.started = time.monotonic()
         self.last_activity = self.started
         self.check_at = self.started + read  # the read timeout is not looked at before this
@@ -159,13 +157,16 @@ class _Call:
         self.last_activity = time.monotonic()
         text = line.decode("iso-8859-1").rstrip("\r\n")
         if text.startswith("HTTP/"):  # a new response (after a 1xx): its own headers
-            self.status_line, self.headers = text, []
+            self.headers = []
         elif ":" in text:
             name, value = text.split(":", 1)
             self.headers.append((name.strip(), value.strip()))
         elif not text:  # the end of the headers: the declared length is judged before any body
+            declared = [value for name, value in self.headers if name.lower() == "content-length"]
             try:
-                _check_declared_length(_merged(self.headers), self.max_bytes, self.safe)
+                _check_declared_length(
+                    {"Content-Length": ", ".join(declared)} if declared else {}, self.max_bytes, self.safe
+                )
             except OutboundError:
                 self.too_large = True
                 return 0
