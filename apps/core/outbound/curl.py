@@ -39,6 +39,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 import selectors
 import socket
 import threading
@@ -389,6 +390,7 @@ class _Driver:
         # Woken only while it waits in select: an awake driver drains the queue before it waits
         # again (it raises `waiting` first, then looks at the queue, so no command is left behind).
         if self.waiting:
+            self.waiting = False  # one byte wakes it: the calls posted until it runs need none
             with contextlib.suppress(BlockingIOError):  # a full wake-up buffer already wakes it
                 self.wake_w.send(b"\0")
 
@@ -623,13 +625,16 @@ class CurlTransport:
         return self._pool
 
 
+_LINE_BREAK = re.compile(r"[\r\n\0]")
+
+
 def _header_lines(headers: Mapping[str, str]) -> list[str]:
     """The caller's headers as libcurl takes them; libcurl adds none of its own that we do not want
     (no form Content-Type, no `Expect: 100-continue`, no compression)."""
     lines = []
     names = set()
     for name, value in headers.items():
-        if any(c in name or c in value for c in "\r\n\0") or ":" in name:
+        if ":" in name or _LINE_BREAK.search(name) or _LINE_BREAK.search(value):
             raise ValueError(f"header {name!r}: a name or value with a line break, NUL or colon")
         if name.lower() == "host":
             continue  # the guard's Host, from the checked URL

@@ -834,6 +834,17 @@ def test_libcurl_may_open_a_socket_only_to_the_checked_address(
     assert no_sockets == []
 
 
+@pytest.mark.parametrize("headers", [{"X-Event": "a\r\nX-Injected: 1"}, {"X-Event\n": "a"}, {"X-A: b": "c"}])
+def test_send_bytes_refuses_a_header_that_would_add_lines(headers: dict, no_sockets: list) -> None:
+    # when a header name or value carries a line break or a colon in the name
+    with GuardedSession() as session:
+        call = session.submit_bytes("POST", "https://93.184.215.14/hook", body=b"{}", headers=headers)
+        # then the call fails before anything is sent
+        with pytest.raises(ValueError):
+            call.result(timeout=10)
+    assert no_sockets == []
+
+
 def test_send_bytes_ignores_proxy_environment(server: TLSServer, monkeypatch: pytest.MonkeyPatch) -> None:
     # given proxy variables that would send the call elsewhere
     monkeypatch.setenv("HTTPS_PROXY", "http://10.9.9.9:3128")
