@@ -234,6 +234,10 @@ class _Pool:
             return
         assert call.address is not None
         ip, port = call.address
+        # libcurl's timings (PRETRANSFER_TIME) count from here, not from the submit (a name's
+        # resolution came between)
+        call.started = call.last_activity = time.monotonic()
+        call.check_at = call.started + call.read
         handle.setopt(pycurl.URL, call.url)
         # every host of this handle connects to the checked address (an empty source matches all)
         handle.setopt(pycurl.CONNECT_TO, [f"::{'[' + ip + ']' if ':' in ip else ip}:{port}"])
