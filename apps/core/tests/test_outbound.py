@@ -834,6 +834,19 @@ def test_libcurl_may_open_a_socket_only_to_the_checked_address(
     assert no_sockets == []
 
 
+def test_a_socket_refused_by_the_last_gate_fails_the_call_as_blocked(
+    server: TLSServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given an address the guard pinned, that the gate before libcurl's connect no longer allows
+    monkeypatch.setattr(outbound.curl, "is_address_allowed", lambda *args, **kwargs: False)
+    with GuardedSession() as session, pytest.raises(OutboundBlocked) as refused:
+        # when
+        _send(session, server.url("/ok"))
+    # then the call is refused as blocked, and the server saw no connection
+    assert refused.value.reason == "address_not_allowed"
+    assert server.connections == []
+
+
 @pytest.mark.parametrize("headers", [{"X-Event": "a\r\nX-Injected: 1"}, {"X-Event\n": "a"}, {"X-A: b": "c"}])
 def test_send_bytes_refuses_a_header_that_would_add_lines(headers: dict, no_sockets: list) -> None:
     # when a header name or value carries a line break or a colon in the name
