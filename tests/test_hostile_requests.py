@@ -156,6 +156,15 @@ def test_json_nested_too_deep_is_400_on_the_api(api, depth, no_errors_logged):
     assert_problem(response, 400, "invalid_json")
 
 
+@pytest.mark.parametrize("body", ["\t", " ", "\r\n"])
+def test_a_body_of_whitespace_alone_is_400_not_an_empty_object(api, body, no_errors_logged):
+    # found by the fuzzer: PUT /api/v1/ai/messages with the body "\t" answered 200 as if it were {}
+    response = api().put(
+        "/api/v1/ai/messages", body, content_type="application/json", HTTP_X_SERVICE_IDEMPOTENCY_KEY=f"ws-{len(body)}"
+    )
+    assert_problem(response, 400, "invalid_json")
+
+
 def test_json_nested_64_deep_reaches_validation(client, widget, no_errors_logged):
     # 63 brackets inside the top-level object: 64 levels in all
     response = client.post(

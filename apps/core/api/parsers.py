@@ -63,7 +63,7 @@ class StrictJSONParser(BaseParser):
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise BodyTooLarge(f"The body exceeds {limit} bytes.")
-        if not raw.strip():
+        if not raw:  # no body at all (a bodiless POST action); whitespace alone is not JSON: 400
             return {}
         return loads(raw)
 
