@@ -21,6 +21,7 @@ instances from rows where they need them (`Model.from_db`).
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable
@@ -132,14 +133,16 @@ def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> li
     pooler older than PgBouncer 1.21 cannot keep them)."""
     connection = connections[using]
     connection.ensure_connection()
-    raw = _PreparingCursor(connection.connection)
+    raw = _preparing_cursor_class()(connection.connection)
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     with cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
 
+@functools.cache
 def _preparing_cursor_class():
+    """psycopg is imported on first use: the embedded default (SQLite) never needs it."""
     import psycopg
 
     class PreparingCursor(psycopg.Cursor):
@@ -149,17 +152,3 @@ def _preparing_cursor_class():
             return super().execute(query, params, prepare=True, binary=binary)
 
     return PreparingCursor
-
-
-class _LazyPreparingCursor:
-    """psycopg is imported on first use: the embedded default (SQLite) never needs it."""
-
-    cls = None
-
-    def __call__(self, connection):
-        if self.cls is None:
-            self.cls = _preparing_cursor_class()
-        return self.cls(connection)
-
-
-_PreparingCursor = _LazyPreparingCursor()

@@ -319,7 +319,6 @@ class _Pool:
                 idle_since = call.started + sent
             idle_since = max(idle_since, readable.get(handle.getinfo(pycurl.ACTIVESOCKET), 0.0))
             if now - idle_since >= call.read:
-                logger.info("outbound %s %s failed: timeout", call.method, call.safe)
                 self.abort(handle, OutboundError("timeout", url=call.safe))
             else:
                 call.check_at = idle_since + call.read
@@ -347,7 +346,7 @@ def _resolve(call: _Call, status: int) -> None:
 def _reject(call: _Call, error: OutboundError | OutboundBlocked) -> None:
     if isinstance(error, OutboundBlocked):
         _log_blocked(error, call.url)
-    elif error.reason != "timeout":  # the idle check logged its own
+    else:
         logger.info("outbound %s %s failed: %s", call.method, call.safe, error.reason)
     call.future.set_exception(error)
 
@@ -604,8 +603,6 @@ class CurlTransport:
         try:
             ip, name, host_header = _pin_target(hostname, scheme, parts.port)
         except (OutboundBlocked, OutboundError) as exc:
-            if isinstance(exc, OutboundError):
-                logger.info("outbound %s %s failed: %s", call.method, call.safe, exc.reason)
             _reject(call, exc)
             return
         port = parts.port or _DEFAULT_PORTS[scheme]
