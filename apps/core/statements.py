@@ -120,6 +120,10 @@ class Statement:
         return found
 
 
+# psycopg's prepare_threshold for a connection run_prepared has used: no query reaches it by count.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
 def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> list[tuple]:
     """Run `sql` (PostgreSQL, `%s` placeholders) as a server-side prepared statement and return its
     rows: parsed and planned once per connection, then only executed. For the few statements a
@@ -133,6 +137,11 @@ def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> li
     pooler older than PgBouncer 1.21 cannot keep them)."""
     connection = connections[using]
     connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        # Django opens its connections with preparing off (None), and psycopg then ignores even an
+        # explicit prepare=True. Only this cursor asks; Django's own cursors bind on the client and
+        # never prepare, so the threshold is set out of reach of any automatic preparing.
+        connection.connection.prepare_threshold = _ONLY_WHEN_ASKED
     raw = _preparing_cursor_class()(connection.connection)
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     with cursor:

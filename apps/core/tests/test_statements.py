@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.core import services
 from apps.core.auth.authentication import find_token
 from apps.core.models import ApiToken, Widget
-from apps.core.statements import Slot, Statement
+from apps.core.statements import Slot, Statement, run_prepared
 from apps.core.testing.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +114,17 @@ def test_a_token_is_found_only_by_its_own_prefix():
     second = services.issue_token(widget=two, scopes=["chats:read"]).plaintext
     assert find_token(first[:12]).widget.pk == one.pk
     assert find_token(second[:12]).widget.pk == two.pk
+
+
+@pytest.mark.postgres
+def test_run_prepared_prepares_on_the_server_once_and_only_its_own_statements(widget):
+    # Django opens connections with psycopg's preparing off; run_prepared must still prepare
+    sql = "SELECT %s::bigint + 1 AS next_id"
+    assert [run_prepared(sql, [n]) for n in (1, 2, 3)] == [[(2,)], [(3,)], [(4,)]]
+    with connection.cursor() as cursor:
+        for _ in range(3):  # the ORM's cursors bind on the client: never prepared, however often run
+            cursor.execute("SELECT %s::integer AS same", [7])
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+    assert prepared.count("SELECT $1::bigint + 1 AS next_id") == 1
+    assert not [statement for statement in prepared if "AS same" in statement]
