@@ -161,3 +161,48 @@ def _preparing_cursor_class():
             return super().execute(query, params, prepare=True, binary=binary)
 
     return PreparingCursor
+
+
+def insert_new(objs: list, *, unique: str, using: str = DEFAULT_DB_ALIAS) -> list:
+    """`bulk_create(objs, ignore_conflicts=True)` on PostgreSQL as one prepared statement: one array
+    per column (`INSERT ... SELECT * FROM unnest(...)`), so its text is the same whatever the number
+    of rows, bound on the server in binary. A row that conflicts with an existing one is skipped.
+    Returns the objects inserted, in their order, with their primary keys set; they are matched to
+    the returned keys by their `unique` field (unique, and set on every object before the insert).
+
+    Each value is prepared as bulk_create prepares it (`pre_save`, then `get_db_prep_save`). For a
+    table written hundreds of times a second: bulk_create binds on the client, and quoting its
+    arrays element by element (a regular expression a value) was a quarter of webhook fan-out."""
+    if not objs:
+        return []
+    model = type(objs[0])
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        raise ValueError("insert_new needs PostgreSQL (unnest, ON CONFLICT ... RETURNING); use bulk_create elsewhere")
+    sql, fields = _insert_new_sql(model, unique, using)
+    columns = [[field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in objs] for field in fields]
+    by_key = {str(getattr(obj, unique)): obj for obj in objs}
+    inserted = []
+    for pk, key in run_prepared(sql, columns, using=using):
+        obj = by_key[str(key)]
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, using
+        inserted.append(obj)
+    order = {id(obj): n for n, obj in enumerate(objs)}
+    return sorted(inserted, key=lambda obj: order[id(obj)])
+
+
+@functools.cache
+def _insert_new_sql(model, unique: str, using: str) -> tuple[str, list[Field]]:
+    connection = connections[using]
+    meta = model._meta
+    fields = [field for field in meta.concrete_fields if field is not meta.auto_field]
+    q = connection.ops.quote_name
+    arrays = ", ".join(f"%b::{field.db_type(connection)}[]" for field in fields)
+    # identifiers from the model's own metadata, quoted; every value is a parameter
+    sql = (
+        f"INSERT INTO {q(meta.db_table)} ({', '.join(q(field.column) for field in fields)}) "  # noqa: S608
+        f"SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING "
+        f"RETURNING {q(meta.pk.column)}, {q(meta.get_field(unique).column)}"
+    )
+    return sql, fields

@@ -53,9 +53,11 @@ LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
 RESPONSE_CAP = 64 * 1024
 RESPONSE_EXCERPT_BYTES = 256  # of the receiver's answer, kept (masked) on the attempt row
 DELIVER_TASK = "apps.webhooks.tasks.deliver_due"
-# Of one fan-out's new rows, at most this many are attempted by the fan-out's own process (the
-# engine's lease batch); the others are left to `deliver_due` on the other worker processes.
-NEW_AT_ONCE = 64
+# Of one fan-out's new rows, at most this many are attempted by the fan-out's own process; the others
+# are left to `deliver_due`. As many as a fan-out batch (events.FAN_OUT_BATCH) has events: at 64, a
+# backlog of fan-out tasks held every batch's last 36 rows behind the whole queue of fan-outs (the
+# worker's processes were busy with them), so they went out last, after all the others.
+NEW_AT_ONCE = 100
 
 
 def retry_wait(failed_attempt: int) -> int:
@@ -456,8 +458,8 @@ def _attempt_row(outcome: Outcome, number: int) -> Attempt:
 # was parsed anew every time (over 50 parameters psycopg does not cache a query), a fifth of the
 # engine's coordinating thread.
 _RECORD_ARRAYS = (
-    "%s::bigint[], %s::integer[], %s::varchar[], %s::timestamptz[], %s::integer[], %s::varchar[], "
-    "%s::timestamptz[], %s::integer[], %s::varchar[]"
+    "%b::bigint[], %b::integer[], %b::varchar[], %b::timestamptz[], %b::integer[], %b::varchar[], "
+    "%b::timestamptz[], %b::integer[], %b::varchar[]"
 )
 
 
@@ -634,7 +636,7 @@ def _lease_new_in_one_statement(delivery_ids: list, now: datetime) -> list[tuple
     # identifiers from the models' own metadata, quoted; every value is a parameter
     sql = (
         f"WITH mine AS MATERIALIZED (SELECT {d['id']} AS id FROM {table} "  # noqa: S608
-        f"WHERE {d['delivery_id']} = ANY(%s) AND {d['status']} = %s AND {d['next_attempt_at']} <= %s "
+        f"WHERE {d['delivery_id']} = ANY(%b) AND {d['status']} = %s AND {d['next_attempt_at']} <= %s "
         f"FOR UPDATE SKIP LOCKED) "
         f"UPDATE {table} AS leased SET {d['next_attempt_at']} = %s FROM mine, {subscriptions} AS sub "
         f"WHERE leased.{d['id']} = mine.id AND sub.{s['id']} = leased.{d['subscription']} AND sub.{s['is_active']} "

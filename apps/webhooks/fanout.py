@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
-from apps.core.statements import Slot, Statement
+from apps.core.statements import Slot, Statement, insert_new
 
 from . import catalogue, delivery, payloads
 from .models import Delivery, EventSwitch, Subscription
@@ -111,8 +111,13 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
                     next_attempt_at=now if enabled else None,
                 )
             )
-    # ignore_conflicts: the unique (subscription, event) row of an earlier run stays as it is.
-    Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    # The unique (subscription, event) row of an earlier run stays as it is (conflicts are skipped).
+    if connection.vendor == "postgresql":
+        # one prepared statement bound on the server; only the rows inserted come back (pks set)
+        rows = insert_new(rows, unique="delivery_id")
+        due = sum(1 for row in rows if row.status == Delivery.Status.PENDING)
+    else:
+        Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     if due:
         transaction.on_commit(partial(delivery.send_new, rows))
     return due

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.core import services
 from apps.core.auth.authentication import find_token
 from apps.core.models import ApiToken, Widget
-from apps.core.statements import Slot, Statement, run_prepared
+from apps.core.statements import Slot, Statement, insert_new, run_prepared
 from apps.core.testing.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
@@ -128,3 +128,42 @@ def test_run_prepared_prepares_on_the_server_once_and_only_its_own_statements(wi
         prepared = [statement for (statement,) in cursor.fetchall()]
     assert prepared.count("SELECT $1::bigint + 1 AS next_id") == 1
     assert not [statement for statement in prepared if "AS same" in statement]
+
+
+@pytest.mark.postgres
+def test_insert_new_writes_what_bulk_create_writes_and_skips_conflicts(widget):
+    from django.forms.models import model_to_dict
+
+    from apps.core.models import OutboxEvent
+    from apps.webhooks.models import Delivery, Subscription
+
+    subscription = Subscription.objects.create(widget=widget, url="https://hooks.example.com/a", events=["x"])
+    events = [OutboxEvent.objects.create(widget=widget, type="message.created", data={}) for _ in range(11)]
+
+    def build(n: int, **extra) -> Delivery:
+        return Delivery(
+            widget=widget,
+            subscription=subscription,
+            event=extra.pop("event", events[n]),
+            event_type="message.created",
+            body=f'{{"n": {n}, "text": "кавычки \\" и {{скобки}}"}}',
+            payload={"n": n, "nested": [None, "a,b", {"k": "v"}]},
+            next_attempt_at=datetime(2026, 1, 1, 12, n, tzinfo=UTC) if n % 2 else None,
+            **extra,
+        )
+
+    written = [build(n) for n in range(3)]
+    expected = [build(n) for n in range(3, 6)]
+    Delivery.objects.bulk_create(expected)
+    assert insert_new(written, unique="delivery_id") == written
+    assert all(row.pk and not row._state.adding for row in written)
+    # each row reads back as its object (as bulk_create's rows do: the same check passes for them)
+    for row in [*written, *expected]:
+        assert model_to_dict(Delivery.objects.get(pk=row.pk)) == model_to_dict(row)
+    # a row conflicting with one already there is skipped, not returned: the same delivery id, or the
+    # same subscription and event (the partial unique constraint of fan-out running twice)
+    same_id = build(8, delivery_id=written[0].delivery_id)
+    same_event = build(9, event=events[1])
+    fresh = build(10)
+    assert insert_new([same_id, fresh, same_event], unique="delivery_id") == [fresh]
+    assert Delivery.objects.count() == 7
