@@ -56,7 +56,8 @@ def _token_by_prefix():
     )[:1]
 
 
-_TOKEN_BY_PREFIX = Statement(_token_by_prefix)
+# prepared: a lookup by a unique key has one plan whatever the prefix
+_TOKEN_BY_PREFIX = Statement(_token_by_prefix, prepared=True)
 
 
 def find_token(prefix: str) -> ApiToken | None:

@@ -25,14 +25,15 @@ def tokens_of_widget(*shape):
     return queryset.filter(created_at__lt=Slot("before", ApiToken._meta.get_field("created_at"))).values(*TOKEN_FIELDS)
 
 
-def test_rows_equal_values_of_the_same_queryset(widget, other_widget):
+@pytest.mark.parametrize("prepared", [False, True], ids=["client-bound", "prepared"])
+def test_rows_equal_values_of_the_same_queryset(widget, other_widget, prepared):
     expires = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
     issued = services.issue_token(widget=widget, scopes=["chats:read", "chats:write"], name="a")
     ApiToken.objects.filter(prefix=issued.plaintext[:12]).update(expires_at=expires)
     services.issue_token(widget=widget, scopes=["chats:read"], name="b")
     services.issue_token(widget=other_widget, scopes=["chats:read"], name="a")
     before = datetime.now(UTC) + timedelta(minutes=1)
-    statement = Statement(tokens_of_widget)
+    statement = Statement(tokens_of_widget, prepared=prepared)
 
     for shape, values, orm in [
         ((False,), {}, {}),
@@ -48,6 +49,11 @@ def test_rows_equal_values_of_the_same_queryset(widget, other_widget):
     (row,) = statement.rows((True,), widget=widget.pk, before=before, name="a")
     assert row["scopes"] == ["chats:read", "chats:write"]
     assert row["expires_at"] == expires
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            mine = '%"core_apitoken"."created_at" < ($%'  # this statement's SQL, not the token lookup's
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", [mine])
+            assert cursor.fetchone()[0] == (2 if prepared else 0)  # one per shape
 
 
 def test_the_sql_is_compiled_once_per_shape_and_database(widget):
@@ -120,7 +126,10 @@ def test_a_token_is_found_only_by_its_own_prefix():
 def test_run_prepared_prepares_on_the_server_once_and_only_its_own_statements(widget):
     # Django opens connections with psycopg's preparing off; run_prepared must still prepare
     sql = "SELECT %s::bigint + 1 AS next_id"
-    assert [run_prepared(sql, [n]) for n in (1, 2, 3)] == [[(2,)], [(3,)], [(4,)]]
+    with CaptureQueriesContext(connection) as logged:
+        assert [run_prepared(sql, [n]) for n in (1, 2, 3)] == [[(2,)], [(3,)], [(4,)]]
+    # the query log has every run's text (a prepared run sends none; the log must still show it)
+    assert [query["sql"] for query in logged.captured_queries] == ["SELECT $1::bigint + 1 AS next_id"] * 3
     with connection.cursor() as cursor:
         for _ in range(3):  # the ORM's cursors bind on the client: never prepared, however often run
             cursor.execute("SELECT %s::integer AS same", [7])
