@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import hashlib
+import importlib
 import logging
 import threading
 import time
@@ -20,14 +21,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import anthropic
 import gigachat
 import gigachat.api.auth
 import gigachat.exceptions
 import gigachat.settings
 import httpx
 import httpx2
-import openai
 import pydantic
 
 from apps.core.outbound import OutboundBlocked, OutboundError
@@ -49,6 +48,23 @@ from .types import (
 logger = logging.getLogger("apps.ai.providers")
 
 T = TypeVar("T")
+
+
+class _ImportedOnFirstUse:
+    """An SDK module imported when one of its names is first used (`importlib.import_module`: the
+    import system's own lock makes the first use from several threads safe). Importing anthropic and
+    openai at start-up took 4 of the 9 s every process spent starting (each `manage.py` command, and
+    the web, worker, beat and ai processes of `make run`), though most processes never call a model."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+anthropic = _ImportedOnFirstUse("anthropic")
+openai = _ImportedOnFirstUse("openai")
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
