@@ -131,7 +131,8 @@ def main() -> int:
         f"POST round trip p50 {statistics.median(answered):.1f}",
         flush=True,
     )
-    for label, q, target in (("p50", 0.5, TARGET_P50_MS), ("p99", 0.99, "-")):
+    # p50: ours under TARGET_P50_MS; p99 has no target (an INFO line)
+    for label, q, target in (("p50", 0.5, f"ours<{TARGET_P50_MS}"), ("p99", 0.99, None)):
         ours, floor = percentile(shown, q), percentile(answered, q)
         bench_line(f"{NAME}_{label}", ours=ours, floor=floor, ratio=ours / floor, target=target, unit="ms")
     return 0
