@@ -22,6 +22,7 @@ from apps.agents.services import record_agent_event
 from apps.core import events
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
+from apps.core.statements import ModelStatement, Slot
 
 from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
 
@@ -53,8 +54,23 @@ def ensure_not_spam(
 
 def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
-    `of=self`), with `related` rows joined. The one way a writer takes a chat."""
-    return Chat.objects.select_for_update(of=("self",)).select_related(*related).get(pk=chat.pk, widget_id=widget.pk)
+    `of=self`), with `related` rows joined. The one way a writer takes a chat. Chat.DoesNotExist
+    when `widget` has no such chat."""
+    found = _LOCKED_CHAT.instances((related,), chat=chat.pk, widget=widget.pk)
+    if not found:
+        raise Chat.DoesNotExist("Chat matching query does not exist.")
+    return found[0]
+
+
+# compiled once per `related`; prepared on PostgreSQL (a lookup by primary key: one plan fits all)
+_LOCKED_CHAT = ModelStatement(
+    lambda related: (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related(*related)
+        .filter(pk=Slot("chat", Chat._meta.pk), widget_id=Slot("widget", Widget._meta.pk))
+    ),
+    prepared=True,
+)
 
 
 def _author_type(message: Message) -> str:
