@@ -15,6 +15,8 @@ from datetime import date
 
 from django.db import connection, transaction
 
+from apps.core.statements import ModelStatement, Slot
+
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 
 WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
@@ -99,8 +101,13 @@ def apply(delta: Delta) -> None:
 
 
 def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
-    """The chat's snapshot; the caller holds the chat row lock."""
-    return ChatFacts.objects.filter(pk=chat_id).first()
+    """The chat's snapshot; the caller holds the chat row lock. Read on every message: compiled
+    once, and prepared on PostgreSQL."""
+    found = _CHAT_FACTS.instances(chat=chat_id)
+    return found[0] if found else None
+
+
+_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)), prepared=True)
 
 
 def save_chat_facts(facts: ChatFacts, *, created: bool) -> None:
