@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from apps.core.errors import IdempotencyKeyMissing, IdempotencyKeyReused, InvalidIdempotencyKey
 from apps.core.models import IdempotencyKey, Widget
+from apps.core.statements import insert_new
 
 HEADER = "X-Service-Idempotency-Key"
 META_KEY = "HTTP_X_SERVICE_IDEMPOTENCY_KEY"
@@ -56,21 +57,36 @@ def claim(*, widget: Widget, key: str, method: str, path: str) -> IdempotencyKey
     """Insert the claim row. Must run inside the operation's transaction."""
     assert transaction.get_connection().in_atomic_block, "claim() must run inside the operation's transaction"
     for _ in range(2):
-        try:
-            with transaction.atomic():
-                return IdempotencyKey.objects.create(widget=widget, key=key, method=method, path=path[:500])
-        except IntegrityError:
-            existing = IdempotencyKey.objects.filter(widget=widget, key=key).first()
-            if existing is None:
-                continue  # the holder rolled back between our insert and our read: try again
-            if existing.created_at <= timezone.now() - _ttl():
-                existing.delete()
-                continue
-            raise IdempotencyKeyReused(
-                "This idempotency key was already used within 24 hours; see `previous` for its result.",
-                previous=previous_of(existing),
-            ) from None
+        row = IdempotencyKey(widget=widget, key=key, method=method, path=path[:500])
+        if _insert(row):
+            return row
+        existing = IdempotencyKey.objects.filter(widget=widget, key=key).first()
+        if existing is None:
+            continue  # the holder rolled back between our insert and our read: try again
+        if existing.created_at <= timezone.now() - _ttl():
+            existing.delete()
+            continue
+        raise IdempotencyKeyReused(
+            "This idempotency key was already used within 24 hours; see `previous` for its result.",
+            previous=previous_of(existing),
+        )
     raise IdempotencyKeyReused("This idempotency key is in use.", previous=None)
+
+
+def _insert(row: IdempotencyKey) -> bool:
+    """Insert the claim; False when the widget holds the key already (after the holder's transaction
+    ends, as the unique index makes a concurrent insert wait). On PostgreSQL one prepared
+    `INSERT ... ON CONFLICT DO NOTHING` (no savepoint around it: two round trips fewer on every
+    write); elsewhere an insert in a savepoint that catches the unique violation."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        return bool(insert_new([row], unique="key"))
+    try:
+        with transaction.atomic():
+            row.save(force_insert=True)
+    except IntegrityError:
+        return False
+    return True
 
 
 def record(row: IdempotencyKey, *, status: int, resource_id: object = None, location: str = "") -> None:
