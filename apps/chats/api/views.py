@@ -117,6 +117,8 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
         "seen": [409],
     }
 
+    compiled_lookup = True  # every chat write and read of one chat looks it up first
+
     def scope_queryset(self, queryset):
         return queryset.select_related("contact")
 

@@ -3,6 +3,8 @@
 from datetime import UTC, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -238,6 +240,40 @@ def test_retrieve_foreign_is_404_like_missing(api, other_widget):
     a = assert_problem(api().get(f"/api/v1/chats/{foreign.pk}"), 404)
     b = assert_problem(api().get(f"/api/v1/chats/{foreign.pk + 100}"), 404)
     assert {**a, "instance": ""} == {**b, "instance": ""}
+
+
+@pytest.mark.parametrize(
+    "key", ["abc", "-1", "0", "1.5", "9223372036854775808", "99999999999999999999999999", "1" * 5000, "%20"]
+)
+def test_a_key_that_is_no_chat_id_is_404_like_missing(api, widget, key):
+    """The chat routes look their chat up through a compiled statement (compiled_lookup): a key
+    that is not a whole number in the column's range finds nothing, without reaching the database."""
+    chat_of(widget)
+    missing = assert_problem(api().get("/api/v1/chats/999999999"), 404)
+    for response in (
+        api().get(f"/api/v1/chats/{key}"),
+        api(scopes=["messages:write"]).post(
+            f"/api/v1/chats/{key}/messages", {"type": "text", "body": "x"}, format="json", **idem()
+        ),
+    ):
+        assert {**assert_problem(response, 404), "instance": ""} == {**missing, "instance": ""}
+
+
+def test_the_chat_lookup_is_one_statement_with_the_contact_joined(api, widget):
+    chat = chat_of(widget)
+    client = api()
+    client.get(f"/api/v1/chats/{chat.pk}")  # the token looked up and the statement compiled
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(f"/api/v1/chats/{chat.pk}").json()["client_id"] == chat.contact.guid
+    lookups = [q["sql"] for q in ctx.captured_queries if 'FROM "chats_chat"' in q["sql"]]
+    assert len(lookups) == 1 and 'INNER JOIN "chats_contact"' in lookups[0]
+    if connection.vendor == "postgresql":  # prepared: planned once per connection
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ['%FROM "chats_chat" INNER JOIN "chats_contact"%'],
+            )
+            assert cursor.fetchone()[0] == 1
 
 
 # --- close and state ----------------------------------------------------------------------------------
