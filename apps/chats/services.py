@@ -151,7 +151,7 @@ def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]
 
 def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL, source: str) -> Chat:
     """The contact's room on `channel`; created (with chat.created) only the first time."""
-    chat = Chat.objects.filter(widget=widget, contact=contact, channel=channel).first()
+    chat = find_room(widget=widget, contact=contact, channel=channel)
     if chat is not None:
         return chat
     try:
@@ -168,6 +168,23 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
             return chat
     except IntegrityError:  # the same contact's concurrent first message created it
         return Chat.objects.get(widget=widget, contact=contact, channel=channel)
+
+
+def find_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL) -> Chat | None:
+    """The contact's room on `channel`, or None. Every visitor message looks it up: compiled once,
+    prepared on PostgreSQL."""
+    found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
+    return found[0] if found else None
+
+
+_ROOM = ModelStatement(
+    lambda: Chat.objects.filter(
+        widget_id=Slot("widget", Widget._meta.pk),
+        contact_id=Slot("contact", Contact._meta.pk),
+        channel=Slot("channel", Chat._meta.get_field("channel")),
+    ).order_by("pk")[:1],
+    prepared=True,
+)
 
 
 # --- attribution -----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 from apps.core.models import Widget
+from apps.core.statements import ModelStatement, Slot
 
 from .models import CompatBot, CompatBotHandoff
 
@@ -34,7 +35,20 @@ def find_bot(token: str) -> CompatBot | None:
 
 
 def active_bot(widget: Widget) -> CompatBot | None:
-    return CompatBot.objects.select_related("agent").filter(widget=widget, is_active=True).order_by("pk").first()
+    """The widget's active bot, or None. Asked on every visitor message: compiled once, prepared on
+    PostgreSQL."""
+    found = _ACTIVE_BOT.instances(widget=widget.pk)
+    return found[0] if found else None
+
+
+_ACTIVE_BOT = ModelStatement(
+    lambda: (
+        CompatBot.objects.select_related("agent")
+        .filter(widget_id=Slot("widget", Widget._meta.pk), is_active=True)
+        .order_by("pk")[:1]
+    ),
+    prepared=True,
+)
 
 
 def serves(bot: CompatBot, chat: Chat) -> bool:

@@ -30,6 +30,7 @@ from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 from apps.core.ratelimit import address_from as address_from
 from apps.core.ratelimit import client_address as client_address
+from apps.core.statements import ModelStatement, Slot
 
 from ..models import VisitorSession
 
@@ -79,10 +80,31 @@ def token_from_header(header: str | None) -> str:
 
 def resolve_widget(button_guid: str | None) -> Widget:
     """The widget of the path; an unknown guid is 404 (the API switch does not matter here)."""
-    widget = Widget.objects.filter(button_guid=button_guid).first() if button_guid else None
-    if widget is None:
+    found = _WIDGET_BY_GUID.instances(guid=button_guid) if button_guid else []
+    if not found:
         raise NotFound("No widget with this button_guid.")
-    return widget
+    return found[0]
+
+
+# The visitor API's two lookups of every call, compiled once and prepared on PostgreSQL (a unique key
+# each: one plan fits every value).
+_WIDGET_BY_GUID = ModelStatement(
+    lambda: Widget.objects.filter(button_guid=Slot("guid", Widget._meta.get_field("button_guid"))).order_by("pk")[:1],
+    prepared=True,
+)
+_SESSION = ModelStatement(
+    lambda: (
+        VisitorSession.objects.select_related("contact")
+        .filter(
+            token_hash=Slot("token_hash", VisitorSession._meta.get_field("token_hash")),
+            widget_id=Slot("widget", Widget._meta.pk),
+            contact__widget_id=Slot("widget", Widget._meta.pk),
+            last_seen_at__gte=Slot("cutoff", VisitorSession._meta.get_field("last_seen_at")),
+        )
+        .order_by("pk")[:1]
+    ),
+    prepared=True,
+)
 
 
 def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
@@ -91,18 +113,10 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
     if not token or not _TOKEN_RE.match(token):
         return None
     now = timezone.now()
-    session = (
-        VisitorSession.objects.select_related("contact")
-        .filter(
-            token_hash=hash_token(token),
-            widget=widget,
-            contact__widget=widget,
-            last_seen_at__gte=idle_cutoff(now),
-        )
-        .first()
-    )
-    if session is None:
+    found = _SESSION.instances(token_hash=hash_token(token), widget=widget.pk, cutoff=idle_cutoff(now))
+    if not found:
         return None
+    session = found[0]
     if session.last_seen_at < now - LAST_SEEN_RESOLUTION:
         VisitorSession.objects.filter(pk=session.pk).update(last_seen_at=now)
         session.last_seen_at = now

@@ -71,7 +71,7 @@ def start_session(
 def get_room(*, widget: Widget, contact: Contact) -> Chat | None:
     """The contact's on-site room, or None before the first message."""
     _own(widget, contact)
-    return Chat.objects.filter(widget=widget, contact=contact, channel=chat_services.WIDGET_CHANNEL).first()
+    return chat_services.find_room(widget=widget, contact=contact)
 
 
 def list_visible_messages(
