@@ -685,19 +685,23 @@ class _PoolRun:
     finished: SimpleQueue = field(default_factory=SimpleQueue)
 
     def until(self, deadline: float) -> int:
+        finished: list[Outcome] = []
         while True:
             # Past the time budget nothing more is leased or started: the running attempts finish
             # and the queue goes back (so no row waits in it longer than the budget: LEASE covers it).
             in_time = time.monotonic() < deadline
             if in_time:
                 self._start_more()
+            # the finished attempts are recorded after their places are refilled, while the new
+            # ones are in flight: started and unrecorded attempts (what a killed process sends
+            # twice) never number more than twice `concurrency`
+            _record(finished)
+            finished = []
             if not self.running:
                 if self.queue and in_time:
                     continue
                 break
-            # recorded before their places are refilled: started and unrecorded attempts (what a
-            # killed process sends twice) never number more than `concurrency`
-            _record(self._collect())
+            finished = self._collect()
         _release([pk for pk, _ in self.queue])
         return self.done
 

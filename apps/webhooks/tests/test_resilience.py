@@ -370,10 +370,11 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_at_most_its_in_f
     hits = receiver.snapshot()
     assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 200}
     assert {hit.key for hit in hits} == set(keys)
-    # ... duplicates are only the requests in flight when the worker died (at most its pool of 16) ...
+    # ... duplicates are only the requests sent and not yet recorded when the worker died: at most
+    # twice its 16 places (a finished group is recorded while the places it freed are in flight) ...
     duplicates = {key: n for key, n in Counter(hit.key for hit in hits).items() if n > 1}
     assert len(hits) == 200 + sum(n - 1 for n in duplicates.values())
-    assert sum(n - 1 for n in duplicates.values()) == in_flight <= 16
+    assert sum(n - 1 for n in duplicates.values()) == in_flight <= 32
     assert set(duplicates.values()) <= {2}
     # ... and each duplicate carried the event's one idempotency key and delivery id, correctly signed
     assert_one_key_per_delivery(hits)
