@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from bench.lib import targets
 
@@ -75,6 +76,14 @@ def test_the_checker_exits_non_zero_naming_the_misses_and_shows_the_spread(tmp_p
     assert "4 BENCH lines: 3 ok, 1 missed" in out
     assert "MISS: b: MISS(ratio=0.5 not >=0.6)" in out
     assert targets.main([str(run1)]) == 0
+
+
+def test_the_spread_skips_figures_that_are_no_number(tmp_path, capsys):
+    """bench/widget.py prints floor=n/a: the spread once crashed on it (min() of no values)."""
+    log = tmp_path / "widget.log"
+    log.write_text("BENCH widget_size ours=740 floor=n/a ratio=n/a unit=bytes target=ours<=2048 ok\n")
+    assert targets.main(["--spread", str(log)]) == 0
+    assert "  widget_size: ours=740 unit=bytes target=ours<=2048: met in 1 of 1 runs" in capsys.readouterr().out
 
 
 def test_make_bench_fails_naming_a_miss(tmp_path):
@@ -196,3 +205,42 @@ def test_the_clean_up_puts_back_messages_rooms_rollups_and_facts(capsys):
     assert list(DailyWidgetFacts.objects.filter(widget=widget).values()) == rollups
     assert list(ChatFacts.objects.filter(chat_id=chat.pk).values()) == facts
     assert "clean-up: the widget's rows, statistics rollups and facts are as before the run" in capsys.readouterr().out
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_stale_fan_out_tasks_are_dropped_and_the_others_kept(widget, settings):
+    """bench/webhooks.py clears fan-out tasks that other benchmarks left in the broker before its
+    end-to-end run: only those none of whose events still waits in the outbox."""
+    import base64
+    import json
+    import uuid
+
+    import redis
+
+    from apps.core import events
+    from apps.core.models import OutboxEvent
+    from bench.lib.restore import FAN_OUT_TASK, drop_stale_hand_offs
+
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = f"bench-lib-test-{uuid.uuid4().hex[:8]}"
+    waiting = str(
+        events.emit(
+            widget, "message.created", chat_id=1, message_id=1, client_id="c" * 32, author_type="USER", source="api"
+        ).pk
+    )
+    gone, dispatched = str(uuid.uuid4()), str(OutboxEvent.objects.create(widget=widget, type="x", data={}).pk)
+    OutboxEvent.objects.filter(pk=dispatched).update(dispatched_at=timezone.now())
+
+    def message(task: str, ids: list[str]) -> bytes:
+        body = base64.b64encode(json.dumps([[ids], {}, {}]).encode()).decode()
+        return json.dumps({"body": body, "headers": {"task": task}, "properties": {"body_encoding": "base64"}}).encode()
+
+    kept = [message(FAN_OUT_TASK, [gone, waiting]), message("apps.other.task", [gone])]
+    stale = [message(FAN_OUT_TASK, [gone]), message(FAN_OUT_TASK, [dispatched, gone])]
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        client.rpush(queue, *kept, *stale)
+        assert drop_stale_hand_offs() == 2
+        assert client.lrange(queue, 0, -1) == kept
+    finally:
+        client.delete(queue)

@@ -19,6 +19,7 @@ queue too (when the broker is Redis), so no task for a deleted event is left beh
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 
@@ -161,3 +162,43 @@ def drop_queued_hand_offs(event_ids: set[str]) -> int:
         if any(event_id in args for event_id in event_ids):
             removed += client.lrem(queue, 1, raw)
     return removed
+
+
+FAN_OUT_TASK = "apps.core.tasks.fan_out_batch"
+
+
+def drop_stale_hand_offs() -> int:
+    """Remove the queued fan-out tasks none of whose events still waits in the outbox (dispatched or
+    deleted since): a worker would take each one and find nothing to do. Benchmarks that run without
+    a worker and delete their own data leave such tasks behind (a knowledge-base ingestion, a console
+    run); an end-to-end figure measured behind them counts their time (0.12 instead of about 0.4 once).
+    Returns how many were removed."""
+    from django.conf import settings
+
+    from apps.core.models import OutboxEvent
+
+    if not str(getattr(settings, "CELERY_BROKER_URL", "")).startswith("redis"):
+        return 0
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
+    queued: list[tuple[bytes, list[str]]] = []
+    for raw in client.lrange(queue, 0, -1):
+        try:
+            message = json.loads(raw)
+            if message["headers"]["task"] != FAN_OUT_TASK:
+                continue
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            queued.append((raw, [str(event_id) for event_id in json.loads(body)[0][0]]))
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+    all_ids = {event_id for _, ids in queued for event_id in ids}
+    waiting: set[str] = set()
+    chunk = sorted(all_ids)
+    for start in range(0, len(chunk), 1000):
+        rows = OutboxEvent.objects.filter(pk__in=chunk[start : start + 1000], dispatched_at__isnull=True)
+        waiting.update(str(pk) for pk in rows.values_list("pk", flat=True))
+    return sum(client.lrem(queue, 1, raw) for raw, ids in queued if waiting.isdisjoint(ids))

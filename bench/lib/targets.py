@@ -162,9 +162,10 @@ def spread(outcomes: list[Outcome]) -> list[str]:
                 if key in ("unit", "target"):
                     continue
                 try:
-                    figures.setdefault(key, []).append(float(raw))
-                except ValueError:
+                    value = float(raw)
+                except ValueError:  # floor=n/a and the like: not a figure
                     continue
+                figures.setdefault(key, []).append(value)
         shown = " ".join(
             f"{key}={_fmt(min(v))}" + (f"..{_fmt(max(v))}" if max(v) != min(v) else "") for key, v in figures.items()
         )
