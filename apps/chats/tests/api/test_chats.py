@@ -247,7 +247,8 @@ def test_retrieve_foreign_is_404_like_missing(api, other_widget):
 )
 def test_a_key_that_is_no_chat_id_is_404_like_missing(api, widget, key):
     """The chat routes look their chat up through a compiled statement (compiled_lookup): a key
-    that is not a whole number in the column's range finds nothing, without reaching the database."""
+    that is not a whole number in the column's range finds nothing (without reaching the database),
+    and one in range but matching no chat finds nothing either."""
     chat_of(widget)
     missing = assert_problem(api().get("/api/v1/chats/999999999"), 404)
     for response in (
