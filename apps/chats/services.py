@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from apps.agents.models import Agent
 from apps.agents.services import record_agent_event
-from apps.core import events
+from apps.core import events, statements
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
@@ -405,7 +405,7 @@ class MessageInput:
 def _store_message(
     *, chat: Chat, data: MessageInput, author_kind: str, agent: Agent | None, now
 ) -> tuple[Message, list[str]]:
-    message = Message.objects.create(
+    message = Message(
         widget_id=chat.widget_id,
         chat=chat,
         type=data.type,
@@ -421,6 +421,7 @@ def _store_message(
         visibility=data.visibility,
         created_at=now,
     )
+    statements.insert(message)  # one prepared statement on PostgreSQL (every message)
     chat.last_message, chat.last_message_at = message, now
     fields = ["last_message", "last_message_at", "updated_at"]
     chat.updated_at = now
@@ -458,7 +459,7 @@ def post_client_message(
     message, fields = _store_message(
         chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=timezone.now()
     )
-    chat.save(update_fields=fields)
+    statements.update(chat, fields)
     _emit_message(chat, message, source=source)
     return message
 
@@ -486,7 +487,7 @@ def post_agent_message(
         if chat.first_agent_reply_at is None:
             chat.first_agent_reply_at = now
             fields.append("first_agent_reply_at")
-    chat.save(update_fields=sorted(set(fields)))
+    statements.update(chat, fields)
     if accepted:
         emit_accepted(chat=chat)
     _emit_message(chat, message, source=source)

@@ -39,6 +39,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from apps.core import statements
 from apps.core.models import OutboxEvent, Widget
 from apps.core.statements import run_prepared
 
@@ -212,7 +213,8 @@ def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **
         raise ValueError(f"{type} needs fields {sorted(fields)}, got {sorted(data)}")
     row = None
     if type in CATALOGUE:
-        row = OutboxEvent.objects.create(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
+        row = OutboxEvent(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
+        statements.insert(row)
         _pending_hand_off().add(row.pk)
     event = Event(widget=widget, type=type, data=data, objects=objects or {})
     for handler in _handlers.get((type, IN_TRANSACTION), ()):

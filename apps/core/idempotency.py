@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core import statements
 from apps.core.errors import IdempotencyKeyMissing, IdempotencyKeyReused, InvalidIdempotencyKey
 from apps.core.models import IdempotencyKey, Widget
 from apps.core.statements import insert_new
@@ -93,7 +94,7 @@ def record(row: IdempotencyKey, *, status: int, resource_id: object = None, loca
     row.response_status = status
     row.resource_id = "" if resource_id is None else str(resource_id)[:64]
     row.location = (location or "")[:500]
-    row.save(update_fields=["response_status", "resource_id", "location"])
+    statements.update(row, ["response_status", "resource_id", "location"])
 
 
 def purge_expired() -> int:

@@ -27,8 +27,8 @@ import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Expression, Field, QuerySet
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.models import Expression, Field, QuerySet, signals
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.transaction import TransactionManagementError
 
@@ -212,10 +212,11 @@ _ONLY_WHEN_ASKED = 2**31 - 1
 
 def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> list[tuple]:
     """Run `sql` (PostgreSQL, `%s` placeholders) as a server-side prepared statement and return its
-    rows: parsed and planned once per connection, then only executed. For the few statements a
-    process runs hundreds of times a second with new values (the webhook engine's lease and record):
-    the connections' client-side binding sends every run as new text, and planning it was a third
-    of each run (about 1 ms for the engine's record).
+    rows (none for a statement without rows): parsed and planned once per connection, then only
+    executed. For the few statements a process runs hundreds of times a second with new values (the
+    webhook engine's lease and record, the rows of every message): the connections' client-side
+    binding sends every run as new text, and planning it was a third of each run (about 1 ms for
+    the engine's record).
 
     It runs through the connection's cursor wrappers (execute wrappers, query logging and
     capture), on the same connection and transaction as the ORM. Prepared statements need a
@@ -232,7 +233,7 @@ def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> li
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     with cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        return cursor.fetchall() if cursor.description is not None else []  # [] for a statement without rows
 
 
 @functools.cache
@@ -297,5 +298,92 @@ def _insert_new_sql(model, unique: str, using: str) -> tuple[str, list[Field]]:
         f"INSERT INTO {q(meta.db_table)} ({', '.join(q(field.column) for field in fields)}) "  # noqa: S608
         f"SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING "
         f"RETURNING {q(meta.pk.column)}, {q(meta.get_field(unique).column)}"
+    )
+    return sql, fields
+
+
+def insert(obj, *, using: str = DEFAULT_DB_ALIAS) -> None:
+    """`obj.save(force_insert=True)` of a new row, on PostgreSQL one prepared statement
+    (`INSERT ... VALUES ... RETURNING` the primary key and any other database-returned column).
+
+    For the rows every message writes (the message and its outbox event): the ORM compiles the
+    insert anew each time and binds its values on the client, quoting each one into the text.
+    Values are prepared as the ORM prepares them (`pre_save`, then `get_db_prep_save`) and related
+    objects checked as `save()` checks them. Elsewhere, and for a model that would make the helper
+    differ from `save()` (a receiver of its save signals, inherited tables, database defaults,
+    generated columns), this is `save(force_insert=True)` itself."""
+    connection = connections[using]
+    model = type(obj)
+    if connection.vendor != "postgresql" or not _plain_model(model):
+        obj.save(force_insert=True, using=using)
+        return
+    obj._prepare_related_fields_for_save(operation_name="save")
+    sql, fields, returning = _insert_sql(model, obj.pk is None, using)
+    values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    (row,) = run_prepared(sql, values, using=using)
+    for field, value in zip(returning, row, strict=True):
+        setattr(obj, field.attname, value)
+    obj._state.adding, obj._state.db = False, using
+
+
+def update(obj, update_fields: list[str], *, using: str = DEFAULT_DB_ALIAS) -> None:
+    """`obj.save(update_fields=update_fields)` of a saved row, on PostgreSQL one prepared
+    `UPDATE ... WHERE pk = ...` (the chat row a message moves on, the idempotency result). Like
+    `save()`, an update that finds no row raises `DatabaseError`. Elsewhere, and for the models
+    `insert` leaves to the ORM, this is `save(update_fields=...)` itself."""
+    if not update_fields:
+        return
+    connection = connections[using]
+    model = type(obj)
+    if connection.vendor != "postgresql" or not _plain_model(model) or obj.pk is None:
+        obj.save(update_fields=update_fields, using=using)
+        return
+    obj._prepare_related_fields_for_save(operation_name="save")
+    sql, fields = _update_sql(model, tuple(sorted(set(update_fields))), using)
+    values = [field.get_db_prep_save(field.pre_save(obj, False), connection) for field in fields]
+    if not run_prepared(sql, [*values, model._meta.pk.get_db_prep_value(obj.pk, connection)], using=using):
+        raise DatabaseError("Save with update_fields did not affect any rows.")
+    obj._state.db = using
+
+
+def _plain_model(model) -> bool:
+    meta = model._meta
+    return not (
+        meta.parents
+        or meta.proxy
+        or signals.pre_save.has_listeners(model)
+        or signals.post_save.has_listeners(model)
+        or any(field.has_db_default() or getattr(field, "generated", False) for field in meta.concrete_fields)
+    )
+
+
+@functools.cache
+def _insert_sql(model, auto_pk: bool, using: str) -> tuple[str, list[Field], list[Field]]:
+    connection = connections[using]
+    meta = model._meta
+    fields = [field for field in meta.local_concrete_fields if not (auto_pk and field is meta.auto_field)]
+    returning = list(meta.db_returning_fields) or [meta.pk]
+    q = connection.ops.quote_name
+    # identifiers from the model's own metadata, quoted; every value is a parameter
+    sql = (
+        f"INSERT INTO {q(meta.db_table)} ({', '.join(q(field.column) for field in fields)}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"RETURNING {', '.join(q(field.column) for field in returning)}"
+    )
+    return sql, fields, returning
+
+
+@functools.cache
+def _update_sql(model, names: tuple[str, ...], using: str) -> tuple[str, list[Field]]:
+    connection = connections[using]
+    meta = model._meta
+    fields = [meta.get_field(name) for name in names]
+    for field in fields:
+        if not field.concrete or field.primary_key:
+            raise ValueError(f"{model.__name__}.{field.name} is not a column update() can set")
+    q = connection.ops.quote_name
+    sql = (
+        f"UPDATE {q(meta.db_table)} SET {', '.join(f'{q(field.column)} = %s' for field in fields)} "  # noqa: S608
+        f"WHERE {q(meta.pk.column)} = %s RETURNING {q(meta.pk.column)}"
     )
     return sql, fields

@@ -15,7 +15,7 @@ from datetime import date
 
 from django.db import connection, transaction
 
-from apps.core.statements import ModelStatement, Slot
+from apps.core.statements import ModelStatement, Slot, run_prepared
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 
@@ -55,7 +55,7 @@ class Delta:
 
 def _upsert(table: str, keys: tuple[str, ...], counters: tuple[str, ...], rows: list[tuple[tuple, dict]]) -> None:
     """INSERT ... ON CONFLICT (key) DO UPDATE SET c = c + excluded.c, rows in the given order
-    (PostgreSQL and SQLite both speak it)."""
+    (PostgreSQL and SQLite both speak it; on PostgreSQL a prepared statement per number of rows)."""
     if not rows:
         return
     quote = connection.ops.quote_name
@@ -72,6 +72,9 @@ def _upsert(table: str, keys: tuple[str, ...], counters: tuple[str, ...], rows: 
     for key, values in rows:
         params.extend(key)
         params.extend(values.get(c, 0) for c in counters)
+    if connection.vendor == "postgresql":
+        run_prepared(sql, params)  # every message writes these two: prepared once per connection
+        return
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.core import services
+from apps.core import services, statements
 from apps.core.auth.authentication import find_token
 from apps.core.models import ApiToken, Widget
 from apps.core.statements import Slot, Statement, insert_new, run_prepared
@@ -176,3 +176,90 @@ def test_insert_new_writes_what_bulk_create_writes_and_skips_conflicts(widget):
     fresh = build(10)
     assert insert_new([same_id, fresh, same_event], unique="delivery_id") == [fresh]
     assert Delivery.objects.count() == 7
+
+
+def _prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+@pytest.mark.postgres
+def test_insert_writes_what_save_writes_in_one_prepared_statement(widget, django_assert_num_queries):
+    from django.forms.models import model_to_dict
+
+    from apps.chats.models import Message
+    from apps.chats.tests.factories import ChatFactory
+    from apps.core.models import OutboxEvent
+
+    chat = ChatFactory(widget=widget)
+    at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def build(**extra) -> Message:
+        return Message(widget=widget, chat=chat, type="location", body="там", coords={"lat": 1.5, "lon": -2}, **extra)
+
+    ours, saved = build(created_at=at), build(created_at=at)
+    saved.save(force_insert=True)
+    with django_assert_num_queries(1):
+        statements.insert(ours)
+    assert ours.pk and ours.pk != saved.pk and not ours._state.adding and ours._state.db == "default"
+    read = model_to_dict(Message.objects.get(pk=ours.pk))
+    assert read == {**model_to_dict(saved), "id": ours.pk} == model_to_dict(ours)
+    # a column left to pre_save is filled as save() fills it (created_at: auto_now_add)
+    event = OutboxEvent(widget=widget, type="message.created", data={"n": None, "quote": 'a " b'})
+    statements.insert(event)
+    assert OutboxEvent.objects.get(pk=event.pk).data == {"n": None, "quote": 'a " b'}
+    assert event.created_at is not None
+    assert [s for s in _prepared_statements() if s.startswith('INSERT INTO "chats_message"')]
+    assert [s for s in _prepared_statements() if s.startswith('INSERT INTO "core_outboxevent"')]
+    # a related object that is not saved is refused as save() refuses it
+    with pytest.raises(ValueError, match="unsaved related object"):
+        statements.insert(Message(widget=widget, chat=ChatFactory.build(widget=widget), type="text", body="x"))
+
+
+@pytest.mark.postgres
+def test_update_sets_only_the_named_columns_and_refuses_a_missing_row(widget, django_assert_num_queries):
+    from django.db import DatabaseError
+
+    from apps.chats.models import Chat
+    from apps.chats.tests.factories import ChatFactory
+
+    chat = ChatFactory(widget=widget, status=Chat.Status.ACTIVE)
+    Chat.objects.filter(pk=chat.pk).update(status=Chat.Status.READY)  # changed behind the instance's back
+    at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    chat.last_message_at, chat.first_agent_reply_at = at, at
+    with django_assert_num_queries(1):
+        statements.update(chat, ["last_message_at", "first_agent_reply_at"])
+    read = Chat.objects.get(pk=chat.pk)
+    assert (read.last_message_at, read.first_agent_reply_at, read.status) == (at, at, Chat.Status.READY)
+    assert [s for s in _prepared_statements() if s.startswith('UPDATE "chats_chat"')]
+    with django_assert_num_queries(0):
+        statements.update(chat, [])
+    with pytest.raises(ValueError, match="not a column"):
+        statements.update(chat, ["id"])
+    Chat.objects.filter(pk=chat.pk).delete()
+    with pytest.raises(DatabaseError, match="did not affect any rows"):
+        statements.update(chat, ["last_message_at"])
+
+
+@pytest.mark.django_db
+def test_insert_and_update_are_save_for_a_model_with_save_receivers(widget):
+    from django.db.models import signals
+
+    from apps.core.models import OutboxEvent
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append((kwargs.get("created"), kwargs.get("update_fields")))
+
+    signals.post_save.connect(receiver, sender=OutboxEvent)
+    try:
+        event = OutboxEvent(widget=widget, type="message.created", data={})
+        statements.insert(event)
+        event.attempts = 3
+        statements.update(event, ["attempts"])
+    finally:
+        signals.post_save.disconnect(receiver, sender=OutboxEvent)
+    assert seen == [(True, None), (False, frozenset({"attempts"}))]
+    assert OutboxEvent.objects.get(pk=event.pk).attempts == 3
