@@ -1,0 +1,65 @@
+"""InputSerializer's fields: a shallow copy per instance of a per-class template, never shared."""
+
+import threading
+
+from django.core.validators import MaxValueValidator
+from rest_framework import serializers
+
+from apps.core.api.serializers import InputSerializer, validate_input
+
+
+class Inner(InputSerializer):
+    n = serializers.IntegerField()
+
+
+class Sample(InputSerializer):
+    name = serializers.CharField(max_length=5)
+    size = serializers.IntegerField(validators=[MaxValueValidator(9)], required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    inner = Inner(required=False)
+
+
+def test_each_instance_binds_fields_of_its_own():
+    one, two = Sample(data={}), Sample(data={})
+    for name in ("name", "size", "tags", "inner"):
+        assert one.fields[name] is not two.fields[name]
+        assert one.fields[name].parent is one and two.fields[name].parent is two
+    template = Sample._declared_field_template
+    assert all(field.parent is None and field.field_name is None for field in template.values())
+    # the validator list is the instance's own: adding to it leaves the template and others alone
+    one.fields["size"].validators.append(MaxValueValidator(1))
+    assert len(two.fields["size"].validators) == len(template["size"].validators) == 1
+    # a field holding fields is deep-copied: its child belongs to it
+    assert one.fields["tags"].child.parent is one.fields["tags"]
+    assert one.fields["inner"].fields["n"].parent is one.fields["inner"]
+
+
+def test_validation_is_unchanged_and_instances_do_not_leak_into_each_other():
+    assert validate_input(Sample, {"name": "abc", "size": 3, "tags": ["x"], "inner": {"n": 1}}) == {
+        "name": "abc",
+        "size": 3,
+        "tags": ["x"],
+        "inner": {"n": 1},
+    }
+    bad = Sample(data={"name": "toolong", "size": 10, "inner": {"n": "x"}})
+    assert not bad.is_valid()
+    assert set(bad.errors) == {"name", "size", "inner"}
+    good = Sample(data={"name": "ok"})
+    assert good.is_valid() and good.validated_data == {"name": "ok"}
+
+
+def test_threads_validating_at_once_each_see_their_own_values():
+    failures = []
+
+    def run(n):
+        for _ in range(200):
+            s = Sample(data={"name": f"t{n}", "size": n})
+            if not s.is_valid() or s.validated_data != {"name": f"t{n}", "size": n}:
+                failures.append(n)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
