@@ -244,3 +244,37 @@ def test_stale_fan_out_tasks_are_dropped_and_the_others_kept(widget, settings):
         assert client.lrange(queue, 0, -1) == kept
     finally:
         client.delete(queue)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_ai_answers_of_deleted_messages_are_dropped_and_the_others_kept(widget, monkeypatch):
+    """The clean-up of every benchmark drops queued AI answers whose message is gone (the load
+    benchmark's visitor messages each queued one, and 66 291 had piled up on the AI queue)."""
+    import base64
+    import json
+    import uuid
+
+    import redis
+    from django.conf import settings
+
+    from apps.ai import runtime
+    from apps.chats.tests.factories import MessageFactory
+    from bench.lib.restore import AI_ANSWER_TASK, drop_stale_ai_answers
+
+    monkeypatch.setattr(runtime, "QUEUE", queue := f"bench-lib-ai-{uuid.uuid4().hex[:8]}")
+    kept_message = MessageFactory(widget=widget)
+    gone = kept_message.pk + 1_000_000
+
+    def message(task: str, message_id: int) -> bytes:
+        body = base64.b64encode(json.dumps([[message_id], {}, {}]).encode()).decode()
+        return json.dumps({"body": body, "headers": {"task": task}, "properties": {"body_encoding": "base64"}}).encode()
+
+    kept = [message(AI_ANSWER_TASK, kept_message.pk), message("apps.other.task", gone)]
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        client.rpush(queue, kept[0], message(AI_ANSWER_TASK, gone), kept[1], message(AI_ANSWER_TASK, gone + 1))
+        assert drop_stale_ai_answers() == 2
+        assert client.lrange(queue, 0, -1) == kept
+    finally:
+        client.delete(queue)

@@ -14,7 +14,9 @@ other table's rows of the widget and of the touched chats' rows and facts; `Rest
 `NotRestored` when the fingerprints differ (the benchmark then fails).
 
 Celery hand-offs of the run's outbox events that no worker took are removed from the Redis broker
-queue too (when the broker is Redis), so no task for a deleted event is left behind.
+queue too (when the broker is Redis), so no task for a deleted event is left behind; so are queued AI
+answers for messages that no longer exist (each visitor message of a widget with an AI operator
+queues one, and the run's messages are deleted).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class Restore:
                 for key, row in kept.items():
                     if current.get(key) != row:
                         model.objects.filter(pk=key).update(**{k: v for k, v in row.items() if k != pk})
-        removed = drop_queued_hand_offs(new_events)
+        removed = drop_queued_hand_offs(new_events) + drop_stale_ai_answers()
         after = fingerprint(self.widget_id, self.chat_ids)
         differ = {key: (self.before[key], after.get(key)) for key in self.before if after.get(key) != self.before[key]}
         if differ:
@@ -202,3 +204,42 @@ def drop_stale_hand_offs() -> int:
         rows = OutboxEvent.objects.filter(pk__in=chunk[start : start + 1000], dispatched_at__isnull=True)
         waiting.update(str(pk) for pk in rows.values_list("pk", flat=True))
     return sum(client.lrem(queue, 1, raw) for raw, ids in queued if waiting.isdisjoint(ids))
+
+
+AI_ANSWER_TASK = "apps.ai.tasks.answer_visitor_message"
+
+
+def drop_stale_ai_answers() -> int:
+    """Remove the queued AI answers (`answer_visitor_message`, on the AI queue) whose message no
+    longer exists: the benchmarks' visitor messages queue one each when the widget has an AI
+    operator, and their clean-up deletes the messages. A later benchmark's AI worker would take
+    every one (66 291 had piled up once, from the load benchmark's visitor messages) before its own.
+    Returns how many were removed."""
+    from django.conf import settings
+
+    from apps.ai.runtime import QUEUE
+    from apps.chats.models import Message
+
+    if not str(getattr(settings, "CELERY_BROKER_URL", "")).startswith("redis"):
+        return 0
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = QUEUE or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
+    queued: list[tuple[bytes, int]] = []
+    for raw in client.lrange(queue, 0, -1):
+        try:
+            message = json.loads(raw)
+            if message["headers"]["task"] != AI_ANSWER_TASK:
+                continue
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            queued.append((raw, int(json.loads(body)[0][0])))
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+    ids = sorted({message_id for _, message_id in queued})
+    present: set[int] = set()
+    for start in range(0, len(ids), 1000):
+        present.update(Message.objects.filter(pk__in=ids[start : start + 1000]).values_list("pk", flat=True))
+    return sum(client.lrem(queue, 1, raw) for raw, message_id in queued if message_id not in present)
