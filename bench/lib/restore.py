@@ -185,18 +185,11 @@ def drop_stale_hand_offs() -> int:
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     queue = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
-    queued: list[tuple[bytes, list[str]]] = []
-    for raw in client.lrange(queue, 0, -1):
-        try:
-            message = json.loads(raw)
-            if message["headers"]["task"] != FAN_OUT_TASK:
-                continue
-            body = message["body"]
-            if message.get("properties", {}).get("body_encoding") == "base64":
-                body = base64.b64decode(body)
-            queued.append((raw, [str(event_id) for event_id in json.loads(body)[0][0]]))
-        except (ValueError, KeyError, IndexError, TypeError):
-            continue
+    queued = [
+        (raw, [str(event_id) for event_id in ids])
+        for raw, ids in _queued_first_args(client, queue, FAN_OUT_TASK)
+        if isinstance(ids, list)
+    ]
     all_ids = {event_id for _, ids in queued for event_id in ids}
     waiting: set[str] = set()
     chunk = sorted(all_ids)
@@ -226,20 +219,32 @@ def drop_stale_ai_answers() -> int:
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     queue = QUEUE or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
-    queued: list[tuple[bytes, int]] = []
-    for raw in client.lrange(queue, 0, -1):
+    queued = []
+    for raw, message_id in _queued_first_args(client, queue, AI_ANSWER_TASK):
         try:
-            message = json.loads(raw)
-            if message["headers"]["task"] != AI_ANSWER_TASK:
-                continue
-            body = message["body"]
-            if message.get("properties", {}).get("body_encoding") == "base64":
-                body = base64.b64decode(body)
-            queued.append((raw, int(json.loads(body)[0][0])))
-        except (ValueError, KeyError, IndexError, TypeError):
+            queued.append((raw, int(message_id)))
+        except (ValueError, TypeError):
             continue
     ids = sorted({message_id for _, message_id in queued})
     present: set[int] = set()
     for start in range(0, len(ids), 1000):
         present.update(Message.objects.filter(pk__in=ids[start : start + 1000]).values_list("pk", flat=True))
     return sum(client.lrem(queue, 1, raw) for raw, message_id in queued if message_id not in present)
+
+
+def _queued_first_args(client, queue: str, task: str) -> list[tuple[bytes, object]]:
+    """Each queued message of `task` on `queue` with its first positional argument (messages that
+    cannot be read are skipped)."""
+    found = []
+    for raw in client.lrange(queue, 0, -1):
+        try:
+            message = json.loads(raw)
+            if message["headers"]["task"] != task:
+                continue
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            found.append((raw, json.loads(body)[0][0]))
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+    return found
