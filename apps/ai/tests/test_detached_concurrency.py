@@ -111,6 +111,11 @@ class _Watcher:
         while not self._stop.is_set():
             all_waiting = len(self._fake.api_requests) >= self._waiting and not self._fake.answered
             value, busy = self.count()
+            if value > HOPS:
+                # A hop's closed connection shows in pg_stat_activity until its backend has exited,
+                # an instant in which the next hop's may already be there: a connection held still
+                # shows on a second look. (CI once saw 4 for one sample.)
+                value = min(value, self.count()[0])
             self.samples.append(value)
             # Still unanswered after the count: no test had left the provider while it was taken.
             if all_waiting and not self._fake.answered:
