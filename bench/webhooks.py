@@ -19,10 +19,14 @@ request arrived.
    over pooled guarded sessions, leases, Attempt rows) until all are delivered: deliveries/s vs the
    floor. Target ratio >= 0.5.
 4. end to end, as the deployment runs it: the Procfile's worker (celery, --concurrency 2, the same
-   broker as the web process) is started; N more events are committed in one transaction with
-   their hand-off (one fan_out_batch task per FAN_OUT_BATCH events), and the worker fans them out
-   and delivers them (fan_out_batch and deliver_due tasks on its two pool processes): events/s from
-   commit until all are delivered, vs the floor. Target ratio >= 0.5.
+   broker as the web process) is started and warmed as the floor is (the floor cuts its first
+   second off, while its connections open): WARM events (WARM_TASKS hand-offs, so both pool
+   processes take some) go through it untimed, so its pool processes have their database
+   connections and their TLS connections to the receiver open, as a running deployment's have.
+   Then N more events are committed in one transaction with their hand-off (one fan_out_batch task
+   per FAN_OUT_BATCH events), and the worker fans them out and delivers them (fan_out_batch and
+   deliver_due tasks on its two pool processes): events/s from commit until all are delivered, vs
+   the floor. Target ratio >= 0.5.
 5. latency: L events, each committed alone and handed off as in production but with Celery eager
    (the broker hop is left out): commit -> outbox fan-out task (its transaction writes the
    delivery row; on commit the same process leases it by its delivery id and sends it,
@@ -49,6 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 N = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "2000"))
 L = int(os.environ.get("BENCH_WEBHOOK_LATENCY_EVENTS", "200"))
+# the worker's warm-up before the end-to-end run: hand-offs of FAN_OUT_BATCH events each
+WARM_TASKS = 4
 CONCURRENCY = 16
 TARGET = 0.5
 
@@ -317,7 +323,7 @@ def main() -> int:
     django.setup()
     from celery import current_app
     from django.core.management import call_command
-    from django.db import connection
+    from django.db import connection, transaction
 
     if connection.vendor != "postgresql":
         sys.exit(f"webhooks bench: refused: the database is {connection.vendor}, not PostgreSQL")
@@ -333,6 +339,7 @@ def main() -> int:
     from bench.lib.restore import drop_stale_hand_offs
     from bench.lib.targets import bench, info
 
+    warm = WARM_TASKS * events.FAN_OUT_BATCH
     receiver, port, ca_path = start_receiver()
     os.environ["REQUESTS_CA_BUNDLE"] = ca_path
     widget = worker = None
@@ -386,6 +393,18 @@ def main() -> int:
         wait_for_worker(worker)
         current_app.conf.task_always_eager = False
         try:
+            with transaction.atomic():
+                for n in range(warm):
+                    events.emit(
+                        widget,
+                        "message.created",
+                        chat_id=n,
+                        message_id=n,
+                        client_id="w" * 32,
+                        author_type="USER",
+                        source="api",
+                    )
+            wait_delivered(subscription, N + warm)
             with transaction_committed() as committed_at:
                 for n in range(N):
                     events.emit(
@@ -397,18 +416,18 @@ def main() -> int:
                         author_type="USER",
                         source="api",
                     )
-            finished = wait_delivered(subscription, 2 * N)
+            finished = wait_delivered(subscription, 2 * N + warm)
             end_to_end_rate = N / (finished - committed_at[0])
             print(f"end to end: {N} events at {end_to_end_rate:.0f}/s (the Procfile's worker)", flush=True)
             deployed = commit_one_at_a_time(widget, L, "d")
-            wait_delivered(subscription, 2 * N + L)
+            wait_delivered(subscription, 2 * N + warm + L)
         finally:
             current_app.conf.task_always_eager = True
             stop_worker(worker)
 
         # 5. commit -> first attempt, through the on-commit hand-off (Celery eager)
         committed = commit_one_at_a_time(widget, L, "l")
-        assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == 2 * N + 2 * L
+        assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == 2 * N + warm + 2 * L
     finally:
         hits = stop_receiver(receiver)
         if worker is not None:
@@ -423,7 +442,7 @@ def main() -> int:
     deployed_ms = latencies(deployed, hits)
     floor_ms = [trip * 1000 for trip in floor_trips]
     engine_hits = sum(1 for hit in hits if hit["path"] == "/hook")
-    assert engine_hits == 2 * N + 2 * L, (engine_hits, 2 * N + 2 * L)
+    assert engine_hits == 2 * N + warm + 2 * L, (engine_hits, 2 * N + warm + 2 * L)
 
     print(f"latency: {L} events, mean {statistics.fmean(latencies_ms):.1f} ms", flush=True)
     info("webhook_fanout", ours=fanout_rate, unit="events/s")
