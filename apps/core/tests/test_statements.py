@@ -140,6 +140,24 @@ def test_run_prepared_prepares_on_the_server_once_and_only_its_own_statements(wi
 
 
 @pytest.mark.postgres
+def test_run_prepared_tells_rows_from_none_without_building_a_description(widget, monkeypatch):
+    import psycopg
+
+    def refused(cursor):
+        raise AssertionError("description read")
+
+    # psycopg builds a Column per column on every read of `description`; run_prepared needs none
+    monkeypatch.setattr(psycopg.Cursor, "description", property(refused))
+    assert run_prepared("SELECT %s::bigint AS n WHERE false", [1]) == []  # rows expected, none found
+    assert run_prepared("SELECT %s::bigint AS n, 2 AS m", [1]) == [(1, 2)]
+    assert run_prepared("SELECT", []) == [()]  # a row of no columns is still a row
+    token = services.issue_token(widget=widget, scopes=["chats:read"]).token
+    sql = "UPDATE core_apitoken SET name = %s WHERE id = %s"
+    assert run_prepared(sql, ["renamed", token.pk]) == []  # no rows: no RETURNING
+    assert run_prepared(f"{sql} RETURNING name", ["again", token.pk]) == [("again",)]
+
+
+@pytest.mark.postgres
 def test_insert_new_writes_what_bulk_create_writes_and_skips_conflicts(widget):
     from django.forms.models import model_to_dict
 
