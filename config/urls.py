@@ -24,6 +24,12 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", core_views.healthz, name="healthz"),
+    # The API first: Django tries the patterns in order on every request, and the pages' patterns
+    # (admin, console, docs) before the API cost every API call 10 us of its resolving (25 -> 15 us
+    # for /api/v1/chats). No page pattern matches a path under api/v1/ or api/visitor/v1/, and the
+    # schema and AsyncAPI routes below are not matched by any API pattern.
+    path("api/v1/", include(api_v1)),
+    path("api/visitor/v1/", include("apps.chats.visitor.urls")),
     path("admin/", admin.site.urls),
     path("invite/", include("apps.agents.invite_urls")),
     path("demo/", include("apps.widget.demo_urls")),
@@ -35,8 +41,6 @@ urlpatterns = [
     re_path(r"^api/redoc/?$", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     re_path(r"^api/problems/?$", core_views.problem_index, name="problem-index"),
     re_path(r"^api/problems/(?P<code>[a-z0-9_]+)/?$", core_views.problem_page, name="problem"),
-    path("api/v1/", include(api_v1)),
-    path("api/visitor/v1/", include("apps.chats.visitor.urls")),
     path("api/compat/legacy/", include("apps.compat.api.urls")),
     path("api/hooks/", include("apps.channels.hook_urls")),
     path("api/files/", include("apps.chats.api.urls_download")),
