@@ -210,19 +210,17 @@ def emit_batch(widget, count: int) -> list[str]:
     from apps.core import events
 
     with mock.patch.object(events, "_hand_off", lambda event_id: None), transaction.atomic():
-        emitted = [
-            events.emit(
-                widget,
-                "message.created",
-                chat_id=n,
-                message_id=n,
-                client_id="b" * 32,
-                author_type="USER",
-                source="api",
-            )
-            for n in range(count)
-        ]
+        emitted = [emit_one(widget, n, "b") for n in range(count)]
     return [str(event.pk) for event in emitted]
+
+
+def emit_one(widget, n: int, tag: str):
+    """The n-th message.created event of a phase (`tag`: one character, its client id's letter)."""
+    from apps.core import events
+
+    return events.emit(
+        widget, "message.created", chat_id=n, message_id=n, client_id=tag * 32, author_type="USER", source="api"
+    )
 
 
 def start_worker(ca_path: str) -> subprocess.Popen:
@@ -285,22 +283,12 @@ def commit_one_at_a_time(widget, count: int, tag: str) -> dict[str, float]:
     """`count` events, each committed alone with its hand-off: event id -> commit time (time.time)."""
     from django.db import transaction
 
-    from apps.core import events
-
     committed: dict[str, float] = {}
     for n in range(count):
         stamp: list[float] = []
         with transaction.atomic():
             transaction.on_commit(lambda stamp=stamp: stamp.append(time.time()))  # runs first
-            event = events.emit(
-                widget,
-                "message.created",
-                chat_id=n,
-                message_id=n,
-                client_id=tag * 32,
-                author_type="USER",
-                source="api",
-            )
+            event = emit_one(widget, n, tag)
         committed[str(event.pk)] = stamp[0]
         time.sleep(0.005)
     return committed
@@ -395,27 +383,11 @@ def main() -> int:
         try:
             with transaction.atomic():
                 for n in range(warm):
-                    events.emit(
-                        widget,
-                        "message.created",
-                        chat_id=n,
-                        message_id=n,
-                        client_id="w" * 32,
-                        author_type="USER",
-                        source="api",
-                    )
+                    emit_one(widget, n, "w")
             wait_delivered(subscription, N + warm)
             with transaction_committed() as committed_at:
                 for n in range(N):
-                    events.emit(
-                        widget,
-                        "message.created",
-                        chat_id=n,
-                        message_id=n,
-                        client_id="e" * 32,
-                        author_type="USER",
-                        source="api",
-                    )
+                    emit_one(widget, n, "e")
             finished = wait_delivered(subscription, 2 * N + warm)
             end_to_end_rate = N / (finished - committed_at[0])
             print(f"end to end: {N} events at {end_to_end_rate:.0f}/s (the Procfile's worker)", flush=True)
