@@ -20,8 +20,8 @@ request arrived.
    floor. Target ratio >= 0.5.
 4. end to end, as the deployment runs it: the Procfile's worker (celery, --concurrency 2, the same
    broker as the web process) is started and warmed as the floor is (the floor cuts its first
-   second off, while its connections open): WARM events (WARM_TASKS hand-offs, so both pool
-   processes take some) go through it untimed, so its pool processes have their database
+   second off, while its connections open): WARM_TASKS x FAN_OUT_BATCH events (400: 4 hand-offs, so
+   both pool processes take some) go through it untimed, so its pool processes have their database
    connections and their TLS connections to the receiver open, as a running deployment's have.
    Then N more events are committed in one transaction with their hand-off (one fan_out_batch task
    per FAN_OUT_BATCH events), and the worker fans them out and delivers them (fan_out_batch and
