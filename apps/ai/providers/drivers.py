@@ -526,6 +526,24 @@ def _usage(prompt: Any, completion: Any) -> dict[str, int]:
     return usage
 
 
+def _openai_create(client: Any, kwargs: dict[str, Any]) -> Any:
+    """`client.chat.completions.create(**kwargs)` through the SDK's documented `client.post` for
+    requests it has no typed method for: the same request (path, JSON body, auth, errors, response
+    parsed into `ChatCompletion`), without the SDK's parameter transform. That transform walks each
+    message through the union of every message TypedDict: 4.2 ms of CPU for a 22-message prompt,
+    a sixth of the AI operator's whole answer; our messages are already the wire's plain
+    `{role, content}` strings, which it leaves unchanged. Async clients return an awaitable.
+
+    Auth as `create` sends it: the bearer key only (the SDK's default would also send an admin key
+    taken from OPENAI_ADMIN_KEY, the operator's, to a tenant's endpoint)."""
+    return client.post(
+        "/chat/completions",
+        body=kwargs,
+        cast_to=openai.types.chat.ChatCompletion,
+        options={"security": {"bearer_auth": True}},
+    )
+
+
 def _openai_answer(response: Any, model: str) -> tuple[str, str, dict[str, int]]:
     choice = response.choices[0]
     text = choice.message.content or ""
@@ -626,7 +644,7 @@ def chat(
         )
     kwargs = _openai_chat_kwargs(config, messages, max_tokens, temperature)
     client = _openai_client(config, is_async=False)
-    return call.timed(config, "chat", lambda: _openai_answer(client.chat.completions.create(**kwargs), kwargs["model"]))
+    return call.timed(config, "chat", lambda: _openai_answer(_openai_create(client, kwargs), kwargs["model"]))
 
 
 def embed(call: _Call, config: ProviderConfig, texts: Sequence[str]) -> list[list[float]]:
@@ -715,5 +733,5 @@ async def achat(
     kwargs = _openai_chat_kwargs(config, messages, max_tokens, temperature)
     client = _openai_client(config, is_async=True)
     return await call.atimed(
-        config, "chat", lambda: _aanswer(client.chat.completions.create(**kwargs), _openai_answer, kwargs["model"])
+        config, "chat", lambda: _aanswer(_openai_create(client, kwargs), _openai_answer, kwargs["model"])
     )

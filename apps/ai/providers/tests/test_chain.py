@@ -273,15 +273,15 @@ def test_bad_calls_are_programming_errors(llm_fake):
 
 
 def test_a_bug_is_not_a_provider_failure(llm_fake, monkeypatch):
-    import openai.resources.chat.completions
+    import openai
 
     primary = llm_fake("openai")
     backup = llm_fake("openai_compatible")
 
-    def broken(self, **kwargs):
+    def broken(self, *args, **kwargs):
         raise RuntimeError("a bug, not the provider")
 
-    monkeypatch.setattr(openai.resources.chat.completions.Completions, "create", broken)
+    monkeypatch.setattr(openai.OpenAI, "post", broken)
     with pytest.raises(RuntimeError):
         complete([primary.config(), backup.config()], HI)
     assert backup.requests == []

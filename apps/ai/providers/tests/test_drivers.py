@@ -73,6 +73,28 @@ def test_openai_chat_request_and_answer(llm_fake, monkeypatch):
     assert answer.latency_ms >= attempt.duration_ms > 0
 
 
+@pytest.mark.parametrize("flavor", ["openai", "openai_compatible"])
+def test_openai_chat_is_the_request_the_sdks_create_sends(llm_fake, monkeypatch, flavor):
+    """The chat goes through the SDK's `client.post` (no parameter transform): the vendor receives
+    byte for byte what `chat.completions.create` sends, and an admin key in the operator's
+    environment (OPENAI_ADMIN_KEY) reaches no credential's endpoint."""
+    from apps.ai.providers import drivers
+
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "sk-admin-operator")
+    fake = llm_fake(flavor, text="Yes.")
+    config = fake.config(model="gpt-4o-mini")
+    complete([config], MESSAGES, max_tokens=40, temperature=0.5)
+    ours = fake.api_requests[-1]
+    kwargs = drivers._openai_chat_kwargs(config, MESSAGES, 40, 0.5)
+    drivers._openai_client(config, is_async=False).chat.completions.create(**kwargs)
+    sdk = fake.api_requests[-1]
+
+    assert (ours.method, ours.path, ours.body) == (sdk.method, sdk.path, sdk.body)
+    assert ours.headers == sdk.headers
+    assert ours.header("authorization") == f"Bearer {fake.api_key}"
+    assert "sk-admin-operator" not in json.dumps(ours.headers)
+
+
 def test_openai_compatible_sends_max_tokens_and_its_model(llm_fake):
     fake = llm_fake("openai_compatible")
     answer = complete([fake.config(model="yandexgpt-lite")], MESSAGES, max_tokens=50)
