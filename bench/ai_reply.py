@@ -275,7 +275,7 @@ def main() -> int:
         "VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR": "1000000",
         "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE": "1000000",
         "VISITOR_SOCKETS_PER_ADDRESS": "1000000",
-        # The widget's own budget (600 messages a minute) too: the levels send 1 000 in about a minute.
+        # The widget's own budget (600 messages a minute) too: the levels send some 730 in about a minute.
         "VISITOR_WIDGET_BUDGET_SCALE": "0",
     }
     try:
