@@ -535,8 +535,8 @@ def _openai_create(client: Any, kwargs: dict[str, Any]) -> Any:
     `{role, content}` strings, which it leaves unchanged. Sync clients only: the async chat (the
     detached test) keeps `create`, see the README (session 16).
 
-    Auth as `create` sends it: the bearer key only (the SDK's default would also send an admin key
-    taken from OPENAI_ADMIN_KEY, the operator's, to a tenant's endpoint)."""
+    Auth as `create` sends it: the bearer key only (the SDK's default security would fall back to an
+    admin key taken from OPENAI_ADMIN_KEY, the operator's, for a credential without a key)."""
     return client.post(
         "/chat/completions",
         body=kwargs,
