@@ -143,7 +143,7 @@ else:
         }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Threads of a web process that run requests' synchronous work (apps.core.asgi_handler): each request
-# runs all of it on one of them, the least busy when it arrives. Keep it at most DB_POOL_MAX_SIZE.
+# runs all of it on one of them, the first to come free (one queue). Keep it at most DB_POOL_MAX_SIZE.
 WEB_THREADS = env.int("WEB_THREADS", default=4)
 if WEB_THREADS < 1:
     raise ImproperlyConfigured(f"WEB_THREADS must be at least 1, not {WEB_THREADS}")

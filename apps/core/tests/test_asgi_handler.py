@@ -147,7 +147,7 @@ def test_requests_run_on_long_lived_lanes(settings):
     views = [json.loads(body) for status, body in answers if status == 200]
     assert len(views) == 12
     threads = {v["thread"] for v in views}
-    # one request at a time: always the least busy lane, the first; its wrapper is reused
+    # one request at a time: always the first lane; its wrapper is reused
     assert threads == {"web-lane-0_0"}
     assert len({v["wrapper"] for v in views}) == 1
     # the signals' receivers ran on the same lane as the view (connections are handled per thread)
@@ -186,7 +186,130 @@ def test_concurrent_requests_spread_over_the_lanes(settings):
         urlpatterns.pop()
     assert [status for status, _ in answers] == [200, 200, 200]
     assert len({thread for _, thread in answers}) == 3
-    assert handler._in_lane == [0, 0, 0]
+    assert len(handler._lanes.idle) == 3  # every lane given back
+
+
+def test_waiting_requests_take_the_first_free_lane(settings):
+    """One queue for all lanes: while one request is slow, the requests arriving after it are served
+    by the other lane in turn, none queued behind the slow one."""
+    import json
+
+    from apps.core.asgi_handler import OneHopASGIHandler
+
+    settings.ROOT_URLCONF = __name__
+    handler = OneHopASGIHandler(lanes=2)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_view(request):
+        entered.set()
+        release.wait(10)
+        return JsonResponse({"thread": threading.current_thread().name})
+
+    urlpatterns.append(path("slow-view", slow_view))
+
+    async def one(url):
+        communicator = ApplicationCommunicator(handler, _scope(url))
+        await communicator.send_input({"type": "http.request", "body": b""})
+        start = await communicator.receive_output(10)
+        body = await communicator.receive_output(10)
+        await communicator.wait(10)
+        return start["status"], json.loads(body["body"])["thread"]
+
+    async def scenario():
+        slow = asyncio.create_task(one("/slow-view"))
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        # three requests at once while the slow one holds its lane: all served by the other lane
+        fast = await asyncio.wait_for(asyncio.gather(one("/thread-view"), one("/thread-view"), one("/thread-view")), 10)
+        release.set()
+        return await slow, fast
+
+    try:
+        (slow_status, slow_thread), fast = asyncio.run(scenario())
+    finally:
+        release.set()
+        urlpatterns.pop()
+    assert slow_status == 200 and [status for status, _ in fast] == [200, 200, 200]
+    assert {thread for _, thread in fast} != {slow_thread} and slow_thread not in {t for _, t in fast}
+    assert len(handler._lanes.idle) == 2
+
+
+def test_a_response_being_sent_holds_no_lane(settings):
+    """The lane is given back once the response is made: with one lane, a second request is served
+    while the first one's streamed body is still being sent."""
+    from django.http import StreamingHttpResponse
+
+    from apps.core.asgi_handler import OneHopASGIHandler
+
+    settings.ROOT_URLCONF = __name__
+    handler = OneHopASGIHandler(lanes=1)
+    gate: dict[str, asyncio.Event] = {}
+
+    async def pieces():
+        yield b"first "
+        await gate["open"].wait()
+        yield b"last"
+
+    def streaming_view(request):
+        return StreamingHttpResponse(pieces())
+
+    urlpatterns.append(path("streaming-view", streaming_view))
+
+    async def scenario():
+        gate["open"] = asyncio.Event()
+        streaming = ApplicationCommunicator(handler, _scope("/streaming-view"))
+        await streaming.send_input({"type": "http.request", "body": b""})
+        assert (await streaming.receive_output(10))["status"] == 200
+        assert (await streaming.receive_output(10))["body"] == b"first "
+        other = ApplicationCommunicator(handler, _scope("/thread-view"))
+        await other.send_input({"type": "http.request", "body": b""})
+        other_status = (await other.receive_output(10))["status"]
+        await other.receive_output(10)
+        await other.wait(10)
+        gate["open"].set()
+        rest = b""
+        while True:
+            message = await streaming.receive_output(10)
+            rest += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await streaming.wait(10)
+        return other_status, rest
+
+    try:
+        other_status, rest = asyncio.run(scenario())
+    finally:
+        urlpatterns.pop()
+    assert other_status == 200
+    assert rest == b"last"
+    assert len(handler._lanes.idle) == 1
+
+
+def test_a_request_cancelled_while_waiting_for_a_lane_gives_no_lane_away():
+    from apps.core.asgi_handler import _Lanes
+
+    async def scenario():
+        lanes = _Lanes(1)
+        held = await lanes.take()
+        waiting = asyncio.create_task(lanes.take())
+        await asyncio.sleep(0)
+        waiting.cancel()  # cancelled while it waits
+        await asyncio.gather(waiting, return_exceptions=True)
+        lanes.give_back(held)
+        assert lanes.idle == [held]
+
+        held = await lanes.take()
+        waiting = asyncio.create_task(lanes.take())
+        await asyncio.sleep(0)
+        lanes.give_back(held)  # handed to the waiting request...
+        waiting.cancel()  # ...which is cancelled before it runs again: the lane comes back
+        await asyncio.gather(waiting, return_exceptions=True)
+        assert waiting.cancelled()
+        assert lanes.idle == [held]
+        for lane in lanes.all:
+            lane.shutdown()
+
+    asyncio.run(scenario())
 
 
 def test_a_rendered_response_lets_go_of_its_data():
