@@ -154,8 +154,19 @@ def test_requests_run_on_long_lived_lanes(settings):
     assert seen["started"] == seen["finished"] == threads
 
 
-def test_concurrent_requests_spread_over_the_lanes(settings):
+async def _thread_of(handler, url: str) -> tuple[int, str]:
+    """One request to `handler` whose view answers {"thread": ...}: its status and that thread."""
     import json
+
+    communicator = ApplicationCommunicator(handler, _scope(url))
+    await communicator.send_input({"type": "http.request", "body": b""})
+    start = await communicator.receive_output(10)
+    body = await communicator.receive_output(10)
+    await communicator.wait(10)
+    return start["status"], json.loads(body["body"])["thread"]
+
+
+def test_concurrent_requests_spread_over_the_lanes(settings):
 
     from apps.core.asgi_handler import OneHopASGIHandler
 
@@ -169,16 +180,8 @@ def test_concurrent_requests_spread_over_the_lanes(settings):
 
     urlpatterns.append(path("waiting-view", waiting_view))
 
-    async def one():
-        communicator = ApplicationCommunicator(handler, _scope("/waiting-view"))
-        await communicator.send_input({"type": "http.request", "body": b""})
-        start = await communicator.receive_output(10)
-        body = await communicator.receive_output(10)
-        await communicator.wait(10)
-        return start["status"], json.loads(body["body"])["thread"]
-
     async def together():
-        return await asyncio.gather(one(), one(), one())
+        return await asyncio.gather(*(_thread_of(handler, "/waiting-view") for _ in range(3)))
 
     try:
         answers = asyncio.run(together())
@@ -192,7 +195,6 @@ def test_concurrent_requests_spread_over_the_lanes(settings):
 def test_waiting_requests_take_the_first_free_lane(settings):
     """One queue for all lanes: while one request is slow, the requests arriving after it are served
     by the other lane in turn, none queued behind the slow one."""
-    import json
 
     from apps.core.asgi_handler import OneHopASGIHandler
 
@@ -207,20 +209,12 @@ def test_waiting_requests_take_the_first_free_lane(settings):
 
     urlpatterns.append(path("slow-view", slow_view))
 
-    async def one(url):
-        communicator = ApplicationCommunicator(handler, _scope(url))
-        await communicator.send_input({"type": "http.request", "body": b""})
-        start = await communicator.receive_output(10)
-        body = await communicator.receive_output(10)
-        await communicator.wait(10)
-        return start["status"], json.loads(body["body"])["thread"]
-
     async def scenario():
-        slow = asyncio.create_task(one("/slow-view"))
+        slow = asyncio.create_task(_thread_of(handler, "/slow-view"))
         while not entered.is_set():
             await asyncio.sleep(0.005)
         # three requests at once while the slow one holds its lane: all served by the other lane
-        fast = await asyncio.wait_for(asyncio.gather(one("/thread-view"), one("/thread-view"), one("/thread-view")), 10)
+        fast = await asyncio.wait_for(asyncio.gather(*(_thread_of(handler, "/thread-view") for _ in range(3))), 10)
         release.set()
         return await slow, fast
 
