@@ -247,6 +247,46 @@ def test_stale_fan_out_tasks_are_dropped_and_the_others_kept(widget, settings):
 
 
 @pytest.mark.redis
+def test_the_run_s_hand_offs_are_dropped_in_one_rewrite_keeping_the_others_in_order(settings):
+    """The clean-up drops the queued fan-out tasks of the run's events (any of their events) and keeps
+    every other message, duplicates included, in the order the worker would take them."""
+    import base64
+    import json
+    import uuid
+
+    import redis
+
+    from bench.lib.restore import FAN_OUT_TASK, drop_queued_hand_offs, remove_queued
+
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = f"bench-lib-test-{uuid.uuid4().hex[:8]}"
+    ours, other = [str(uuid.uuid4()) for _ in range(3)], str(uuid.uuid4())
+
+    def message(task: str, ids: list[str], n: int = 0) -> bytes:
+        body = base64.b64encode(json.dumps([[ids], {}, {}]).encode()).decode()
+        headers = {"task": task, "id": str(n)}
+        return json.dumps({"body": body, "headers": headers, "properties": {"body_encoding": "base64"}}).encode()
+
+    queued = [
+        message(FAN_OUT_TASK, [other], 1),
+        message(FAN_OUT_TASK, [ours[0]], 2),
+        message("apps.other.task", [ours[1]], 3),
+        message(FAN_OUT_TASK, [other, ours[2]], 4),
+        message(FAN_OUT_TASK, [other], 1),  # the same bytes twice: both kept
+        message(FAN_OUT_TASK, [ours[1]], 5),
+    ]
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        client.rpush(queue, *queued)
+        assert drop_queued_hand_offs(set(ours)) == 3
+        assert client.lrange(queue, 0, -1) == [queued[0], queued[2], queued[4]]
+        # a message no longer queued (a worker took it) is not counted; one of two copies goes
+        assert remove_queued(client, queue, [queued[0], b"taken meanwhile"]) == 1
+        assert client.lrange(queue, 0, -1) == [queued[2], queued[4]]
+    finally:
+        client.delete(queue)
+
+
+@pytest.mark.redis
 @pytest.mark.django_db
 def test_ai_answers_of_deleted_messages_are_dropped_and_the_others_kept(widget, monkeypatch):
     """The clean-up of every benchmark drops queued AI answers whose message is gone (the load

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import Counter
 
 BIG = ("chats.Message", "chats.Chat", "chats.Contact")
 
@@ -154,16 +155,43 @@ def drop_queued_hand_offs(event_ids: set[str]) -> int:
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     queue = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery"
-    removed = 0
-    for raw in client.lrange(queue, 0, -1):
-        try:
-            message = json.loads(raw)
-            args = message.get("headers", {}).get("argsrepr", "")
-        except (ValueError, AttributeError):
-            continue
-        if any(event_id in args for event_id in event_ids):
-            removed += client.lrem(queue, 1, raw)
-    return removed
+    ids = {str(event_id) for event_id in event_ids}
+    doomed = [
+        raw
+        for raw, queued_ids in _queued_first_args(client, queue, FAN_OUT_TASK)
+        if isinstance(queued_ids, list) and not ids.isdisjoint(str(event_id) for event_id in queued_ids)
+    ]
+    return remove_queued(client, queue, doomed)
+
+
+def remove_queued(client, queue: str, doomed: list[bytes]) -> int:
+    """Remove these messages (raw, as read) from the Redis list `queue`, the others kept in their
+    order; returns how many were removed. One rewrite of the list in a transaction, retried when the
+    list changes meanwhile (a worker takes a message, a producer adds one). An LREM per message scans
+    the whole list each time: the load benchmark's 50 000 hand-offs took five minutes that way."""
+    if not doomed:
+        return 0
+    import redis
+
+    while True:
+        with client.pipeline() as pipe:
+            try:
+                pipe.watch(queue)
+                left = Counter(doomed)
+                kept = []
+                for raw in pipe.lrange(queue, 0, -1):
+                    if left[raw] > 0:
+                        left[raw] -= 1
+                    else:
+                        kept.append(raw)
+                pipe.multi()
+                pipe.delete(queue)
+                if kept:
+                    pipe.rpush(queue, *kept)
+                pipe.execute()
+            except redis.WatchError:
+                continue
+        return len(doomed) - left.total()
 
 
 FAN_OUT_TASK = "apps.core.tasks.fan_out_batch"
@@ -196,7 +224,7 @@ def drop_stale_hand_offs() -> int:
     for start in range(0, len(chunk), 1000):
         rows = OutboxEvent.objects.filter(pk__in=chunk[start : start + 1000], dispatched_at__isnull=True)
         waiting.update(str(pk) for pk in rows.values_list("pk", flat=True))
-    return sum(client.lrem(queue, 1, raw) for raw, ids in queued if waiting.isdisjoint(ids))
+    return remove_queued(client, queue, [raw for raw, ids in queued if waiting.isdisjoint(ids)])
 
 
 AI_ANSWER_TASK = "apps.ai.tasks.answer_visitor_message"
@@ -229,7 +257,7 @@ def drop_stale_ai_answers() -> int:
     present: set[int] = set()
     for start in range(0, len(ids), 1000):
         present.update(Message.objects.filter(pk__in=ids[start : start + 1000]).values_list("pk", flat=True))
-    return sum(client.lrem(queue, 1, raw) for raw, message_id in queued if message_id not in present)
+    return remove_queued(client, queue, [raw for raw, message_id in queued if message_id not in present])
 
 
 def _queued_first_args(client, queue: str, task: str) -> list[tuple[bytes, object]]:
