@@ -38,6 +38,7 @@ sys.path.insert(0, str(_HERE.parent))
 
 from bench.lib.common import Server, bench_line, compare, env_int, expect, session, skipped  # noqa: E402
 from bench.lib.env import ROOT, migrations_pending, postgres_problem, setup_django  # noqa: E402
+from bench.lib.restore import drop_queued_work_of_deleted_rows  # noqa: E402
 
 NAME = "channels"
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
@@ -217,6 +218,7 @@ def main() -> int:
         )
     finally:
         Account.objects.filter(pk=widget.account_id).delete()
+        drop_queued_work_of_deleted_rows(NAME)
         fake.stdin.close()
         fake.wait(timeout=30)
     return 0

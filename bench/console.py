@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.lib.common import Server, bench_line, env_int, expect, session, skipped  # noqa: E402
 from bench.lib.env import migrations_pending, postgres_problem, setup_django  # noqa: E402
+from bench.lib.restore import drop_queued_work_of_deleted_rows  # noqa: E402
 
 NAME = "console_send_to_screen"
 TARGET_P50_MS = 150
@@ -123,6 +124,7 @@ def main() -> int:
             browser.close()
     finally:
         Account.objects.filter(pk=widget.account_id).delete()
+        drop_queued_work_of_deleted_rows(NAME)
 
     shown = [row[0] for row in rows]
     answered = [row[1] for row in rows]

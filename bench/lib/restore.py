@@ -227,6 +227,16 @@ def drop_stale_hand_offs() -> int:
     return remove_queued(client, queue, [raw for raw, ids in queued if waiting.isdisjoint(ids)])
 
 
+def drop_queued_work_of_deleted_rows(name: str) -> int:
+    """For benchmarks that delete their own widget at the end (channels, console): the fan-out tasks
+    of its events and the AI answers of its messages that no worker took are removed from the broker
+    too (`drop_stale_hand_offs`, `drop_stale_ai_answers`), so no task for a deleted row is left for
+    the next benchmark's worker. Prints and returns how many were removed."""
+    removed = drop_stale_hand_offs() + drop_stale_ai_answers()
+    print(f"{name}: clean-up: {removed} queued tasks of deleted rows removed from the broker", flush=True)
+    return removed
+
+
 AI_ANSWER_TASK = "apps.ai.tasks.answer_visitor_message"
 
 
