@@ -27,17 +27,27 @@ free. A slow request so holds up no request behind it while another lane is free
 each request was put on the lane with the fewest requests when it arrived, in that lane's own queue:
 a request queued behind a slow one waited for it while other lanes emptied, and at 20 users the
 message send's p99 was 1.35-1.46 times its p50; with one queue, 1.21-1.32 in the same runs.)
+
+An async view parks its lane's thread: the synchronous path waits in `async_to_sync` while the view
+awaits on the event loop (the detached assistant test awaits an LLM provider for up to 45 s; its own
+synchronous hops run on that waiting thread, as `async_to_sync` runs them). While a thread is parked
+the process adds a lane in its place, so WEB_THREADS lanes stay free to run; once it is back, the next
+lane given back retires (its thread ends when the request that used it last is done). Until session
+18 a parked thread was simply lost to the others: with one lane, ten detached tests of 2 s kept every
+other request of the process waiting for 19.7 s, and four tests of four widgets in flight would have
+stopped a process of four lanes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import gc
 from collections import deque
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
-from asgiref.sync import AsyncToSync, ThreadSensitiveContext, sync_to_async
+from asgiref.sync import AsyncToSync, ThreadSensitiveContext, async_to_sync, iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.urls import get_resolver
@@ -47,11 +57,17 @@ class _Lanes:
     """The process's lanes and the one queue of requests waiting for a lane (see the module)."""
 
     def __init__(self, count: int) -> None:
+        self.count = count
         self.all = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"web-lane-{i}") for i in range(count)]
         self.idle = list(reversed(self.all))  # taken from the end: lane 0 first
         self._waiting: deque[asyncio.Future] = deque()
+        self._lanes = count  # lanes in use or idle, parked ones included
+        self._parked = 0  # lanes whose thread waits for an async view
+        self._named = count
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def take(self) -> ThreadPoolExecutor:
+        self._loop = asyncio.get_running_loop()
         if self.idle and not self._waiting:
             return self.idle.pop()
         turn = asyncio.get_running_loop().create_future()
@@ -64,12 +80,40 @@ class _Lanes:
             raise
 
     def give_back(self, lane: ThreadPoolExecutor) -> None:
+        if self._lanes - self._parked > self.count:  # a parked thread is back: one lane too many
+            self._lanes -= 1
+            return  # dropped: its thread ends once the request that used it last lets go of it
         while self._waiting:
             turn = self._waiting.popleft()
             if not turn.done():
                 turn.set_result(lane)
                 return
         self.idle.append(lane)
+
+    def park(self) -> None:
+        """A lane's thread waits for an async view: a new lane takes its place (on the event loop)."""
+        self._parked += 1
+        if self._lanes - self._parked < self.count:
+            self._lanes += 1
+            lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"web-lane-{self._named}")
+            self._named += 1
+            self.give_back(lane)
+
+    def unpark(self) -> None:
+        self._parked -= 1
+
+    def parked(self, view):
+        """`view` (an async view) as the synchronous callable Django's synchronous path runs on a lane."""
+
+        @functools.wraps(view)
+        def run(request, *args, **kwargs):
+            self._loop.call_soon_threadsafe(self.park)
+            try:
+                return async_to_sync(view)(request, *args, **kwargs)
+            finally:
+                self._loop.call_soon_threadsafe(self.unpark)
+
+        return run
 
 
 class _RequestLane(Executor):
@@ -144,6 +188,13 @@ class OneHopASGIHandler(ASGIHandler):
         response = self.get_response(request)
         release_rendered(response)
         return response
+
+    def make_view_atomic(self, view):
+        view = super().make_view_atomic(view)
+        request_lane = _request_lane.get(None)
+        if request_lane is not None and request_lane.held and iscoroutinefunction(view):
+            return self._lanes.parked(view)  # see the module: a lane takes its thread's place meanwhile
+        return view
 
 
 def release_rendered(response) -> None:

@@ -147,8 +147,8 @@ def test_requests_run_on_long_lived_lanes(settings):
     views = [json.loads(body) for status, body in answers if status == 200]
     assert len(views) == 12
     threads = {v["thread"] for v in views}
-    # one request at a time: always the first lane; its wrapper is reused
-    assert threads == {"web-lane-0_0"}
+    # one request at a time: always the same lane (the first idle one); its wrapper is reused
+    assert len(threads) == 1 and next(iter(threads)).startswith("web-lane-")
     assert len({v["wrapper"] for v in views}) == 1
     # the signals' receivers ran on the same lane as the view (connections are handled per thread)
     assert seen["started"] == seen["finished"] == threads
@@ -277,6 +277,47 @@ def test_a_response_being_sent_holds_no_lane(settings):
     assert other_status == 200
     assert rest == b"last"
     assert len(handler._lanes.idle) == 1
+
+
+def test_an_async_view_holds_no_lane_while_it_awaits(settings):
+    """The detached assistant test awaits its provider in an async view. With one lane, another
+    request is served meanwhile by a lane added in the place of the parked one; the async view's
+    synchronous hop ran on its own lane's thread; afterwards the process is back to one lane."""
+    from apps.core.asgi_handler import OneHopASGIHandler
+
+    settings.ROOT_URLCONF = __name__
+    handler = OneHopASGIHandler(lanes=1)
+    gate: dict[str, asyncio.Event] = {}
+
+    async def awaiting_view(request):
+        hop_thread = await sync.sync_to_async(lambda: threading.current_thread().name)()
+        gate["entered"].set()
+        await gate["open"].wait()
+        return JsonResponse({"thread": hop_thread})
+
+    urlpatterns.append(path("awaiting-view", awaiting_view))
+
+    async def scenario():
+        gate["entered"], gate["open"] = asyncio.Event(), asyncio.Event()
+        waiting = asyncio.create_task(_thread_of(handler, "/awaiting-view"))
+        await asyncio.wait_for(gate["entered"].wait(), 10)
+        other = await asyncio.wait_for(_thread_of(handler, "/thread-view"), 10)  # blocked before: timed out
+        gate["open"].set()
+        return await waiting, other
+
+    try:
+        waiting, other = asyncio.run(scenario())
+    finally:
+        urlpatterns.pop()
+    assert waiting == (200, "web-lane-0_0")
+    assert other == (200, "web-lane-1_0")
+    lanes = handler._lanes
+    assert (lanes._lanes, lanes._parked, len(lanes.idle)) == (1, 0, 1)
+
+    async def again():  # the lane left is the added one; the parked lane retired
+        return await _thread_of(handler, "/thread-view")
+
+    assert asyncio.run(again()) == (200, "web-lane-1_0")
 
 
 def test_a_request_cancelled_while_waiting_for_a_lane_gives_no_lane_away():
