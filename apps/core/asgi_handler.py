@@ -58,8 +58,11 @@ class _Lanes:
 
     def __init__(self, count: int) -> None:
         self.count = count
-        self.all = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"web-lane-{i}") for i in range(count)]
-        self.idle = list(reversed(self.all))  # taken from the end: lane 0 first
+        # taken from the end: lane 0 first. Nothing else keeps a lane: one that retires ends its thread
+        # once the last request that used it lets go of it.
+        self.idle = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"web-lane-{i}") for i in reversed(range(count))
+        ]
         self._waiting: deque[asyncio.Future] = deque()
         self._lanes = count  # lanes in use or idle, parked ones included
         self._parked = 0  # lanes whose thread waits for an async view

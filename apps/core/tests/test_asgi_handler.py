@@ -282,18 +282,22 @@ def test_a_response_being_sent_holds_no_lane(settings):
 def test_an_async_view_holds_no_lane_while_it_awaits(settings):
     """The detached assistant test awaits its provider in an async view. With one lane, another
     request is served meanwhile by a lane added in the place of the parked one; the async view's
-    synchronous hop ran on its own lane's thread; afterwards the process is back to one lane."""
+    synchronous hop ran on its own lane's thread; afterwards the process is back to one lane, and the
+    retired lane's thread has ended."""
+    import gc
+
     from apps.core.asgi_handler import OneHopASGIHandler
 
     settings.ROOT_URLCONF = __name__
     handler = OneHopASGIHandler(lanes=1)
     gate: dict[str, asyncio.Event] = {}
+    parked: list[threading.Thread] = []
 
     async def awaiting_view(request):
-        hop_thread = await sync.sync_to_async(lambda: threading.current_thread().name)()
+        parked.append(await sync.sync_to_async(threading.current_thread)())
         gate["entered"].set()
         await gate["open"].wait()
-        return JsonResponse({"thread": hop_thread})
+        return JsonResponse({"thread": parked[0].name})
 
     urlpatterns.append(path("awaiting-view", awaiting_view))
 
@@ -318,6 +322,9 @@ def test_an_async_view_holds_no_lane_while_it_awaits(settings):
         return await _thread_of(handler, "/thread-view")
 
     assert asyncio.run(again()) == (200, "web-lane-1_0")
+    gc.collect()
+    parked[0].join(10)
+    assert not parked[0].is_alive()
 
 
 def test_a_request_cancelled_while_waiting_for_a_lane_gives_no_lane_away():
@@ -341,7 +348,7 @@ def test_a_request_cancelled_while_waiting_for_a_lane_gives_no_lane_away():
         await asyncio.gather(waiting, return_exceptions=True)
         assert waiting.cancelled()
         assert lanes.idle == [held]
-        for lane in lanes.all:
+        for lane in lanes.idle:
             lane.shutdown()
 
     asyncio.run(scenario())
