@@ -95,12 +95,18 @@ class Delivery(models.Model):
         NATIVE = "native"
         LEGACY = "legacy"
 
-    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    # Every index below is written on each lease and each record (both move `next_attempt_at`, so no
+    # update is HOT): the foreign keys have no index of their own where a composite one leads with
+    # them (widget, subscription) or where the column is null on most rows (endpoint, redelivery_of:
+    # partial indexes of the rows that have one).
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
     # Exactly one of `subscription` and `endpoint` is set.
     subscription = models.ForeignKey(
-        Subscription, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+        Subscription, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries", db_index=False
     )
-    endpoint = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
     # The outbox event of a subscription's delivery; an endpoint's call has its own `key` instead.
     event = models.ForeignKey(OutboxEvent, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     key = models.UUIDField(null=True, blank=True)
@@ -117,7 +123,9 @@ class Delivery(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.CharField(max_length=200, blank=True, default="")
-    redelivery_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    redelivery_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -130,6 +138,11 @@ class Delivery(models.Model):
                 fields=["widget", "endpoint", "status"],
                 name="delivery_endpoint_status",
                 condition=models.Q(endpoint__isnull=False),
+            ),
+            # the deletion of an endpoint or of a redelivered row finds its rows by these alone
+            models.Index(fields=["endpoint"], name="delivery_endpoint", condition=models.Q(endpoint__isnull=False)),
+            models.Index(
+                fields=["redelivery_of"], name="delivery_redelivery_of", condition=models.Q(redelivery_of__isnull=False)
             ),
         ]
         constraints = [
@@ -167,7 +180,8 @@ class Attempt(models.Model):
     `error` is empty for a 2xx, `http_<status>` for any other answer, else the transport reason
     (`timeout`, `tls_error`, `connection_error`, ...) or `blocked:<reason>`."""
 
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    # indexed by attempt_delivery_number, which leads with it
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_rows", db_index=False)
     number = models.PositiveSmallIntegerField()
     started_at = models.DateTimeField(default=timezone.now)
     duration_ms = models.PositiveIntegerField(default=0)
