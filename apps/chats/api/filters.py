@@ -37,6 +37,7 @@ class SearchTextField(serializers.CharField):
 
 
 class ChatListQuery(WindowQuery):
+    empty_is_valid = True  # no parameters: every chat of the widget
     status = serializers.ChoiceField(choices=Chat.Status.values, required=False)
     channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", max_length=64, required=False)
     has_client_messages = serializers.ChoiceField(
@@ -52,4 +53,4 @@ class ChatListQuery(WindowQuery):
 
 
 class MessageListQuery(WindowQuery):
-    pass
+    empty_is_valid = True  # no parameters: every message of the chat
