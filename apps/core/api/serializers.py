@@ -206,12 +206,12 @@ class TenantPrimaryKeyField(serializers.PrimaryKeyRelatedField):
             self.fail("does_not_exist", pk_value=data)
 
 
-def validate_input(serializer_class, data, *, context: dict | None = None, **kwargs) -> dict:
+def validate_input(serializer_class, data, *, context: dict | None = None, partial: bool = False, **kwargs) -> dict:
     """Validate `data` with an `XInput` serializer and return its validated data; errors raise the
     422 problem. The one way a view (REST, visitor API, compat) reads a body or a query."""
-    if not data and getattr(serializer_class, "empty_is_valid", False) and not kwargs:
+    if not data and not partial and not kwargs and getattr(serializer_class, "empty_is_valid", False):
         return {}
-    serializer = serializer_class(data=data, context=context or {}, **kwargs)
+    serializer = serializer_class(data=data, context=context or {}, partial=partial, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 

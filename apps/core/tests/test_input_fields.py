@@ -86,15 +86,25 @@ def test_a_serializer_said_valid_when_empty_validates_nothing_to_nothing():
 
 
 def test_an_empty_input_skips_only_a_serializer_that_says_so():
+    built = []
+
     class Flagged(InputSerializer):
         empty_is_valid = True
         size = serializers.IntegerField(required=False)
 
+        def __init__(self, *args, **kwargs):
+            built.append(kwargs.get("partial"))
+            super().__init__(*args, **kwargs)
+
     class Required(InputSerializer):
         name = serializers.CharField()
 
-    assert validate_input(Flagged, {}) == {}
+    # as views call it (ContractMixin.validated passes partial=False): no serializer is built
+    assert validate_input(Flagged, {}) == {} and validate_input(Flagged, {}, partial=False) == {}
+    assert built == []
     assert validate_input(Flagged, {"size": "3"}) == {"size": 3}
+    assert validate_input(Flagged, {}, partial=True) == {}  # a partial input is validated as before
+    assert built == [False, True]
     with pytest.raises(serializers.ValidationError) as refused:  # the 422 problem, as before
         validate_input(Required, {})
     assert set(refused.value.detail) == {"name"}

@@ -81,6 +81,19 @@ def test_every_filter_shape_pages_like_the_orm(api, widget, other_widget):
         assert expected, params  # every case selects something
 
 
+def test_a_list_without_filters_builds_no_query_serializer(api, widget, monkeypatch):
+    from apps.chats.api.filters import ChatListQuery
+
+    chat = chat_of(widget)
+    built = []
+    monkeypatch.setattr(ChatListQuery, "is_valid", lambda self, **kw: built.append(self) or True)
+    assert [c["id"] for c in api().get("/api/v1/chats").json()["data"]] == [chat.pk]
+    assert built == []
+    # a filter is still validated by it (and refused when bad)
+    monkeypatch.undo()
+    assert_problem(api().get("/api/v1/chats?status=nope"), 422)
+
+
 def test_list_shape(api, widget):
     chat = chat_of(widget)
     row = api().get("/api/v1/chats").json()["data"][0]
