@@ -284,10 +284,10 @@ def _pending_hand_off() -> _HandOff:
 
 def _hand_off(event_ids: list[str]) -> None:
     # core.tasks imports this module to call fan_out: the one import cycle the layers allow.
-    from apps.core.tasks import fan_out_batch
+    from apps.core.tasks import send_fan_out_batch
 
     try:
-        fan_out_batch.delay(list(event_ids))
+        send_fan_out_batch(event_ids)
     except Exception:  # broker down: the beat re-drive picks the rows up later
         logger.warning(
             "outbox hand-off failed; the re-drive job will retry",

@@ -94,7 +94,7 @@ def test_redrive_hands_off_stale_undispatched_rows_only(widget, recorder, monkey
     events.emit(widget, events.AGENT_ONLINE, operator_id=2)  # fresh: its own hand-off is on its way
     OutboxEvent.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     handed = []
-    monkeypatch.setattr(tasks.fan_out_batch, "delay", handed.append)
+    monkeypatch.setattr(tasks.fan_out_batch, "apply_async", lambda args, **options: handed.append(args[0]))
     assert redrive_outbox() == 1
     assert handed == [[str(stale.pk)]]
 
@@ -172,7 +172,7 @@ def test_lost_hand_off_is_recovered_by_redrive(widget, recorder, monkeypatch):
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(tasks.fan_out_batch, "delay", broker_down)
+    monkeypatch.setattr(tasks.fan_out_batch, "apply_async", broker_down)
     event = events.emit(widget, events.AGENT_ONLINE, operator_id=1)
     events._hand_off([str(event.pk)])  # logs and swallows: the change that emitted it stays committed
     monkeypatch.undo()
@@ -196,7 +196,7 @@ def handed(monkeypatch):
     from apps.core import tasks
 
     sent: list[list[str]] = []
-    monkeypatch.setattr(tasks.fan_out_batch, "delay", sent.append)
+    monkeypatch.setattr(tasks.fan_out_batch, "apply_async", lambda args, **options: sent.append(args[0]))
     return sent
 
 
@@ -226,6 +226,19 @@ def test_a_large_transaction_is_handed_off_in_batches_of_fan_out_batch(
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         emitted = [str(events.emit(widget, events.AGENT_ONLINE, operator_id=n).pk) for n in range(10)]
     assert handed == [emitted[0:4], emitted[4:8], emitted[8:10]]
+
+
+def test_the_hand_off_shows_the_first_id_and_the_count_in_the_worker_log(monkeypatch):
+    from apps.core import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.fan_out_batch, "apply_async", lambda args, **options: sent.append((args, options)))
+    tasks.send_fan_out_batch(["a", "b", "c"])
+    tasks.send_fan_out_batch(["z"])
+    assert sent == [
+        ((["a", "b", "c"],), {"argsrepr": "(['a', ... 3 ids],)"}),
+        ((["z"],), {"argsrepr": "(['z'],)"}),
+    ]
 
 
 def test_an_event_of_a_rolled_back_savepoint_does_not_take_the_others_with_it(
