@@ -146,7 +146,6 @@ def test_nul_is_removed():
         type=Message.Type.TEXT,
         body="a\x00b",
         coords=None,
-        sticker=None,
         keyboard=None,
         author_kind=Message.Author.SYSTEM,
         agent_name=None,
@@ -380,6 +379,20 @@ def test_messages_are_read_in_bounded_chunks(widget, chat, monkeypatch, django_a
     # 10 + 10 + 5 rows: three queries, agents and files joined, nothing per message.
     with django_assert_num_queries(3):
         export(widget, chat)
+
+
+def test_the_chunk_query_is_compiled_once_per_shape(widget, chat, monkeypatch):
+    monkeypatch.setattr(transcript, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(transcript._CHUNK, "_compiled", {})
+    builds = []
+    build = transcript._CHUNK._build
+    monkeypatch.setattr(transcript._CHUNK, "_build", lambda *shape: builds.append(shape) or build(*shape))
+    add(chat, *({"body": f"m{i}"} for i in range(10)))
+    first = export(widget, chat)
+    # four chunks, twice: the first chunk's query and the one after a key, each built once
+    assert export(widget, chat) == first
+    assert builds == [(True, 3, transcript.HEAD_CHARS), (False, 3, transcript.HEAD_CHARS)]
+    assert [line.split(": ", 1)[1] for line in body_lines(widget, chat)] == [f"m{i}" for i in range(10)]
 
 
 def test_long_bodies_are_read_a_few_at_a_time(widget, chat, monkeypatch, django_assert_num_queries):

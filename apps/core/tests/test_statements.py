@@ -56,6 +56,27 @@ def test_rows_equal_values_of_the_same_queryset(widget, other_widget, prepared):
             assert cursor.fetchone()[0] == (2 if prepared else 0)  # one per shape
 
 
+@pytest.mark.parametrize("prepared", [False, True], ids=["client-bound", "prepared"])
+def test_tuples_equal_values_list_of_the_same_queryset(widget, prepared):
+    services.issue_token(widget=widget, scopes=["chats:read", "chats:write"], name="a")
+    services.issue_token(widget=widget, scopes=["chats:read"], name="b")
+    before = datetime.now(UTC) + timedelta(minutes=1)
+    statement = Statement(tokens_of_widget, prepared=prepared)
+
+    found = statement.tuples((False,), widget=widget.pk, before=before)
+
+    expected = list(ApiToken.objects.filter(widget=widget).values_list(*TOKEN_FIELDS).order_by("id"))
+    assert sorted(found) == expected
+    assert all(type(row) is tuple for row in found)
+    assert {row[4][-1] for row in found} == {"chats:write", "chats:read"}  # converted: lists, not text
+
+
+def test_a_model_statement_has_no_tuples(widget):
+    statement = statements.ModelStatement(lambda: Widget.objects.filter(pk=Slot("pk", Widget._meta.pk)))
+    with pytest.raises(TypeError):
+        statement.tuples(pk=widget.pk)
+
+
 def test_the_sql_is_compiled_once_per_shape_and_database(widget):
     calls = []
 
