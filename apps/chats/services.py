@@ -11,6 +11,7 @@ and the webhooks (the outbox) are handlers of those events.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -54,8 +55,9 @@ def ensure_not_spam(
 
 def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
-    `of=self`), with `related` rows joined. The one way a writer takes a chat. Chat.DoesNotExist
-    when `widget` has no such chat."""
+    `of=self`), with `related` rows joined. The one way a writer takes a chat by id (a visitor's
+    message takes its room by contact: `_locked_room`). Chat.DoesNotExist when `widget` has no
+    such chat."""
     found = _LOCKED_CHAT.instances((related,), chat=chat.pk, widget=widget.pk)
     if not found:
         raise Chat.DoesNotExist("Chat matching query does not exist.")
@@ -450,18 +452,55 @@ def _emit_message(chat: Chat, message: Message, *, source: str) -> None:
 
 @transaction.atomic
 def post_client_message(
-    *, widget: Widget, contact: Contact, data: MessageInput, channel: str = WIDGET_CHANNEL, source: str = "visitor"
+    *,
+    widget: Widget,
+    contact: Contact,
+    data: MessageInput,
+    channel: str = WIDGET_CHANNEL,
+    source: str = "visitor",
+    on_new_room: Callable[[Chat], None] | None = None,
 ) -> Message:
-    """A visitor writes: the first message makes the room (chat.created), an expired room reopens."""
-    chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
-    chat = lock_chat(widget=widget, chat=chat)
+    """A visitor writes: the first message makes the room (chat.created), an expired room reopens.
+    `on_new_room(chat)` runs (inside the transaction, after the message) when there was no room.
+
+    An existing room is found and locked by one statement (every visitor message takes this path:
+    finding it and then locking it by id read the chat twice)."""
+    chat = _locked_room(widget=widget, contact=contact, channel=channel)
+    new_room = chat is None
+    if new_room:
+        chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
+        chat = lock_chat(widget=widget, chat=chat)
     ensure_not_spam(chat, detail="This conversation is closed.")
     message, fields = _store_message(
         chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=timezone.now()
     )
     statements.update(chat, fields)
     _emit_message(chat, message, source=source)
+    if new_room and on_new_room is not None:
+        on_new_room(chat)
     return message
+
+
+def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
+    """The contact's room on `channel`, locked as lock_chat locks it (widget and contact joined), or
+    None when there is none yet."""
+    found = _LOCKED_ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
+    return found[0] if found else None
+
+
+_LOCKED_ROOM = ModelStatement(
+    lambda: (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("widget", "contact")
+        .filter(
+            widget_id=Slot("widget", Widget._meta.pk),
+            contact_id=Slot("contact", Contact._meta.pk),
+            channel=Slot("channel", Chat._meta.get_field("channel")),
+        )
+        .order_by("pk")[:1]
+    ),
+    prepared=True,
+)
 
 
 @transaction.atomic

@@ -1,4 +1,5 @@
-"""lock_chat: the one way a writer takes a chat, compiled once (apps.core.statements.ModelStatement)."""
+"""lock_chat: the one way a writer takes a chat by id, and the visitor's room taken by contact, both
+compiled once (apps.core.statements.ModelStatement)."""
 
 import psycopg
 import pytest
@@ -7,8 +8,8 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from apps.chats.models import Chat
-from apps.chats.services import lock_chat
-from apps.chats.tests.factories import ChatFactory
+from apps.chats.services import MessageInput, _locked_room, lock_chat, post_client_message
+from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.testing.factories import AgentFactory, WidgetFactory
 
 pytestmark = pytest.mark.django_db
@@ -88,3 +89,47 @@ def test_only_the_chats_row_is_locked_by_one_prepared_statement():
                 "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ['%FOR UPDATE OF "chats_chat"%']
             )
             assert cursor.fetchone()[0] == 1
+
+
+def test_a_visitor_message_reads_its_existing_room_once_and_locked():
+    # given a contact whose room exists
+    widget = WidgetFactory()
+    chat = ChatFactory(contact__widget=widget)
+    post = {"widget": widget, "contact": chat.contact, "data": MessageInput(type="text", body="hi")}
+    post_client_message(**post)  # compiled
+    opened = []
+    # when the contact writes again
+    with CaptureQueriesContext(connection) as ctx:
+        message = post_client_message(**post, on_new_room=opened.append)
+    # then the room is read by one statement, which locks it, and no room is announced
+    chat_reads = [
+        q["sql"] for q in ctx.captured_queries if q["sql"].startswith("SELECT") and 'FROM "chats_chat"' in q["sql"]
+    ]
+    assert len(chat_reads) == 1
+    if connection.features.has_select_for_update:
+        assert 'FOR UPDATE OF "chats_chat"' in chat_reads[0]
+    assert message.chat_id == chat.pk and opened == []
+
+
+def test_the_first_message_announces_its_new_room_once():
+    widget = WidgetFactory()
+    contact = ContactFactory(widget=widget)
+    opened = []
+    post = {
+        "widget": widget,
+        "contact": contact,
+        "data": MessageInput(type="text", body="hi"),
+        "on_new_room": opened.append,
+    }
+    first = post_client_message(**post)
+    second = post_client_message(**post)
+    assert [chat.pk for chat in opened] == [first.chat_id] == [second.chat_id]
+    assert Chat.objects.filter(widget=widget, contact=contact).count() == 1
+
+
+def test_another_widgets_contact_finds_no_room_of_this_widget():
+    chat = ChatFactory()
+    other = WidgetFactory()
+    with transaction.atomic():
+        assert _locked_room(widget=other, contact=chat.contact, channel=chat.channel) is None
+        assert _locked_room(widget=chat.widget, contact=chat.contact, channel=chat.channel) == chat

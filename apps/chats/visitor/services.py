@@ -212,11 +212,14 @@ def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
 
 def send_message(*, widget: Widget, contact: Contact, data: chat_services.MessageInput) -> Message:
     """The visitor writes. The first message makes the room (chat.created); a spam room is 409."""
-    had_room = get_room(widget=widget, contact=contact) is not None
-    message = chat_services.post_client_message(widget=widget, contact=contact, data=data, source="visitor")
-    if not had_room:
-        _announce_room(contact=contact, chat_id=message.chat_id)
-    return message
+    _own(widget, contact)
+    return chat_services.post_client_message(
+        widget=widget,
+        contact=contact,
+        data=data,
+        source="visitor",
+        on_new_room=lambda chat: _announce_room(contact=contact, chat_id=chat.pk),
+    )
 
 
 def submit_offline_message(
