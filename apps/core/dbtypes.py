@@ -46,6 +46,10 @@ def use_c_timestamptz_loader(sender, connection, **kwargs) -> None:
     if not HAVE_C_LOADER or connection.vendor != "postgresql" or connection.timezone is not datetime.UTC:
         return
     raw = connection.connection
+    if raw.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT) is UtcTimestamptzLoader:
+        # A pooled connection keeps its adapters: this runs at every checkout (every request of a
+        # web process), and registering again copied the connection's loader map each time.
+        return
     if raw.info.parameter_status("TimeZone") != "UTC":
         return
     raw.adapters.register_loader("timestamptz", UtcTimestamptzLoader)

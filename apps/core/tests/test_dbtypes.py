@@ -78,7 +78,10 @@ class _Raw:
     def __init__(self, zone: str):
         self.info = SimpleNamespace(parameter_status=lambda name: zone)
         self.registered = []
-        self.adapters = SimpleNamespace(register_loader=lambda oid, cls: self.registered.append((oid, cls)))
+        self.adapters = SimpleNamespace(
+            register_loader=lambda oid, cls: self.registered.append((oid, cls)),
+            get_loader=lambda oid, fmt: self.registered[-1][1] if self.registered else None,
+        )
 
 
 @pytest.mark.parametrize(
@@ -102,3 +105,11 @@ def test_a_utc_postgres_session_gets_the_c_loader():
     dbtypes.use_c_timestamptz_loader(None, SimpleNamespace(vendor="postgresql", timezone=UTC, connection=raw))
     assert raw.registered == [("timestamptz", dbtypes.UtcTimestamptzLoader)]
     assert dbtypes.UtcTimestamptzLoader.timezone is UTC
+
+
+def test_a_pooled_connection_is_not_registered_again_at_each_checkout():
+    raw = _Raw("UTC")
+    connection_ = SimpleNamespace(vendor="postgresql", timezone=UTC, connection=raw)
+    for _ in range(3):  # the connection_created signal of three checkouts of one pooled connection
+        dbtypes.use_c_timestamptz_loader(None, connection_)
+    assert raw.registered == [("timestamptz", dbtypes.UtcTimestamptzLoader)]
