@@ -62,12 +62,12 @@ _TOKEN_BY_PREFIX = Statement(_token_by_prefix, prepared=True)
 
 def find_token(prefix: str) -> ApiToken | None:
     """The token with this prefix and its widget (loaded with it), or None."""
-    rows = _TOKEN_BY_PREFIX.rows(prefix=prefix)
+    rows = _TOKEN_BY_PREFIX.tuples(prefix=prefix)
     if not rows:
         return None
-    row = rows[0]
-    token = ApiToken.from_db("default", _TOKEN_COLUMNS, [row[name] for name in _TOKEN_COLUMNS])
-    token.widget = Widget.from_db("default", _WIDGET_COLUMNS, [row[f"widget__{name}"] for name in _WIDGET_COLUMNS])
+    row = rows[0]  # the token's columns, then the widget's (the values() order)
+    token = ApiToken.from_db("default", _TOKEN_COLUMNS, row[: len(_TOKEN_COLUMNS)])
+    token.widget = Widget.from_db("default", _WIDGET_COLUMNS, row[len(_TOKEN_COLUMNS) :])
     return token
 
 
