@@ -114,7 +114,12 @@ class Statement:
             raise TypeError("a Statement compiles values() querysets only")
         compiler = query.get_compiler(using)
         sql, params = compiler.as_sql()  # EmptyResultSet propagates: such a shape has no SQL
-        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        # the SQL's column order: values()'s own order of fields and annotations when the query
+        # records it (`selected`, as Django's ValuesIterable reads it), else fields then annotations
+        if query.selected:
+            names = tuple(query.selected)
+        else:
+            names = (*query.extra_select, *query.values_select, *query.annotation_select)
         compiled = _Compiled(
             sql=sql,
             params=tuple(params),

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.db.models.functions import Upper
 from django.test.utils import CaptureQueriesContext
 
 from apps.core import services, statements
@@ -69,6 +70,22 @@ def test_tuples_equal_values_list_of_the_same_queryset(widget, prepared):
     assert sorted(found) == expected
     assert all(type(row) is tuple for row in found)
     assert {row[4][-1] for row in found} == {"chats:write", "chats:read"}  # converted: lists, not text
+
+
+def test_rows_name_the_columns_in_the_order_values_gave_them(widget):
+    # values() with an annotation before a field: the SQL selects in this order, and so must the names
+    services.issue_token(widget=widget, scopes=["chats:read"], name="ordered")
+    statement = Statement(
+        lambda: (
+            ApiToken.objects.filter(widget_id=Slot("widget", Widget._meta.pk))
+            .annotate(label=Upper("name"))
+            .values("label", "name", "id")
+        )
+    )
+    (row,) = statement.rows(widget=widget.pk)
+    (found,) = statement.tuples(widget=widget.pk)
+    assert row == {"label": "ORDERED", "name": "ordered", "id": found[2]}
+    assert found[:2] == ("ORDERED", "ordered")
 
 
 def test_a_model_statement_has_no_tuples(widget):
