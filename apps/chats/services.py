@@ -621,14 +621,26 @@ def mark_seen(*, widget: Widget, chat: Chat, message: Message, by: str) -> int:
 
 @transaction.atomic
 def submit_offline_message(
-    *, widget: Widget, contact: Contact, message: str, name: str = "", email: str = "", phone: str = ""
+    *,
+    widget: Widget,
+    contact: Contact,
+    message: str,
+    name: str = "",
+    email: str = "",
+    phone: str = "",
+    on_new_room: Callable[[Chat], None] | None = None,
 ) -> Message:
-    """The offline/callback form: stored as a visitor message of the room, plus its own event."""
+    """The offline/callback form: stored as a visitor message of the room, plus its own event.
+    `on_new_room` as for post_client_message."""
     changes = {k: v for k, v in {"name": name, "email": email, "phone": phone}.items() if v}
     if changes:
         Contact.objects.filter(pk=contact.pk).update(**changes, updated_at=timezone.now())
     stored = post_client_message(
-        widget=widget, contact=contact, data=MessageInput(body=message, origin="offline_form"), source="visitor"
+        widget=widget,
+        contact=contact,
+        data=MessageInput(body=message, origin="offline_form"),
+        source="visitor",
+        on_new_room=on_new_room,
     )
     events.emit(
         widget,

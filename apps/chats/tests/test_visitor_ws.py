@@ -150,6 +150,22 @@ def test_socket_opened_before_the_first_message_receives_the_room(widget, visito
     run(scenario)
 
 
+def test_socket_opened_before_an_offline_form_receives_the_room(widget, visitor, agent):
+    contact, token = visitor
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        form = await database_sync_to_async(visitor_services.submit_offline_message)(
+            widget=widget, contact=contact, message="Call me back"
+        )
+        assert (await message_frame(socket))["id"] == form.pk
+        reply = await database_sync_to_async(agent_says)(widget, form.chat, agent)
+        assert (await message_frame(socket))["id"] == reply.pk
+        await socket.disconnect()
+
+    run(scenario)
+
+
 # --- reconnect -------------------------------------------------------------------------------------
 
 

@@ -226,13 +226,16 @@ def submit_offline_message(
     *, widget: Widget, contact: Contact, message: str, name: str = "", email: str = "", phone: str = ""
 ) -> Message:
     """The offline/callback form (emits offline_message.created); it may make the room too."""
-    had_room = get_room(widget=widget, contact=contact) is not None
-    stored = chat_services.submit_offline_message(
-        widget=widget, contact=contact, message=message, name=name, email=email, phone=phone
+    _own(widget, contact)
+    return chat_services.submit_offline_message(
+        widget=widget,
+        contact=contact,
+        message=message,
+        name=name,
+        email=email,
+        phone=phone,
+        on_new_room=lambda chat: _announce_room(contact=contact, chat_id=chat.pk),
     )
-    if not had_room:
-        _announce_room(contact=contact, chat_id=stored.chat_id)
-    return stored
 
 
 def rate(*, widget: Widget, contact: Contact, value: int, comment: str = "") -> Rating:
