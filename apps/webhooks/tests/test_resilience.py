@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -27,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection, connections, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from apps.core import events as core_events
@@ -428,6 +429,63 @@ def test_the_engine_does_not_leave_database_connections_open_run_after_run(
         gc.enable()
         gc.collect()
     assert after - before <= 4, f"{after - before} database sessions left open by 3 runs of a 4-thread pool"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_run_writes_its_attempts_on_its_recorder_thread(widget, receiver, lost_triggers, monkeypatch):
+    # given 40 due deliveries, and each write of outcomes noted with the thread that made it
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    emit_messages(widget, 40, bulk=True)
+    record, writes = engine._record, []
+
+    def noted(outcomes):
+        writes.append((threading.current_thread().name, len(outcomes)))
+        return record(outcomes)
+
+    monkeypatch.setattr(engine, "_record", noted)
+    # when a run with 4 places sends them (outside a transaction, as a worker's task runs)
+    assert services.deliver_due(concurrency=4) == 40
+    # then every outcome was written once, by the recorder thread, not by the run's thread
+    assert {name for name, count in writes if count} == {"webhook-recorder"}
+    assert sum(count for _, count in writes) == 40
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 40}
+    assert sorted(Attempt.objects.values_list("number", flat=True)) == [1] * 40
+    assert not any(thread.name == "webhook-recorder" for thread in threading.enumerate())
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_write_ends_the_run_and_its_rows_come_back_after_the_lease(
+    widget, receiver, lost_triggers, monkeypatch
+):
+    # given 20 due deliveries and a database that refuses the recorder's writes
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    keys = emit_messages(widget, 20, bulk=True)
+    record = engine._record
+
+    def refused(outcomes):
+        if threading.current_thread().name == "webhook-recorder":
+            raise DatabaseError("the server closed the connection")
+        return record(outcomes)
+
+    monkeypatch.setattr(engine, "_record", refused)
+    # when a run sends them, the failure is raised on the run's thread (the task fails, and is logged)
+    with pytest.raises(DatabaseError, match="closed the connection"):
+        services.deliver_due(concurrency=4)
+    # then nothing was written: the rows are still leased, with no attempt logged
+    assert not Delivery.objects.exclude(status="pending").exists()
+    assert not Delivery.objects.filter(next_attempt_at__lte=timezone.now()).exists()
+    assert not Attempt.objects.exists()
+    assert not any(thread.name == "webhook-recorder" for thread in threading.enumerate())
+    # and once their leases run out the engine sends each again, with its one idempotency key
+    monkeypatch.setattr(engine, "_record", record)
+    expire_leases_and_backoffs()
+    assert services.deliver_due(concurrency=4) == 20
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 20}
+    assert Attempt.objects.count() == 20
+    assert {hit.key for hit in receiver.snapshot()} == set(keys)
+    assert_one_key_per_delivery(receiver.snapshot())
 
 
 @pytest.mark.django_db(transaction=True)
