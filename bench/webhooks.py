@@ -13,7 +13,7 @@ request arrived.
    it untimed, so its pool processes have their database connections and their TLS connections to
    the receiver open, as a running deployment's have.
 
-Then ROUNDS rounds (BENCH_WEBHOOK_ROUNDS, 3) of steps 1-4; the floor is measured before the round's
+Then ROUNDS rounds (BENCH_WEBHOOK_ROUNDS, 5) of steps 1-4; the floor is measured before the round's
 runs in even rounds and after them in odd ones. Each BENCH line has the medians of the rounds and
 the lowest and highest ratio of a round (both sides measured seconds apart): one disturbed run of
 either side no longer decides the verdict (single runs of the same code gave 0.34-0.71).
@@ -42,7 +42,7 @@ either side no longer decides the verdict (single runs of the same code gave 0.3
    The same through the running worker (broker hop included) is printed as INFO.
 
 Environment: BENCH_WEBHOOK_EVENTS (N, default 2000), BENCH_WEBHOOK_LATENCY_EVENTS (L, default 200),
-BENCH_WEBHOOK_ROUNDS (3).
+BENCH_WEBHOOK_ROUNDS (5).
 Prints BENCH lines with their targets; `make bench` checks them.
 """
 
@@ -67,7 +67,7 @@ WARM_TASKS = 4
 CONCURRENCY = 16
 TARGET = 0.5
 # rounds of (seed, floor, engine, end to end); the figures are the medians, the ratios per round
-ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "5"))
 POLL = 0.1  # seconds between the checks of wait_delivered
 
 
