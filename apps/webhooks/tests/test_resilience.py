@@ -456,6 +456,25 @@ def test_a_run_writes_its_attempts_on_its_recorder_thread(widget, receiver, lost
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+def test_a_run_of_no_more_rows_than_places_writes_them_itself(widget, receiver, lost_triggers, monkeypatch):
+    # given 4 due deliveries (a recorder's own connection would cost more than the writes it takes)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    emit_messages(widget, 4, bulk=True)
+    record, writers = engine._record, set()
+
+    def noted(outcomes):
+        writers.add(threading.current_thread().name)
+        return record(outcomes)
+
+    monkeypatch.setattr(engine, "_record", noted)
+    # when a run with 4 places sends them, its own thread writes every outcome
+    assert services.deliver_due(concurrency=4) == 4
+    assert writers == {threading.current_thread().name}
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 4}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
 def test_a_failed_write_ends_the_run_and_its_rows_come_back_after_the_lease(
     widget, receiver, lost_triggers, monkeypatch
 ):
