@@ -16,13 +16,15 @@ import json
 import re
 import socket
 import time
+import uuid
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from unittest import mock
 
 import pytest
 from cryptography.fernet import Fernet
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.core import outbound
@@ -31,6 +33,7 @@ from apps.core.models import OutboxEvent, Widget
 from apps.core.testing.factories import WidgetFactory
 from apps.webhooks import delivery as engine
 from apps.webhooks import fanout, redelivery, services, signing
+from apps.webhooks.crypto import encrypt_secret
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
 from apps.webhooks.tests.receiver import Receiver, Reply, always, fail_first
 
@@ -606,6 +609,56 @@ def test_a_lease_takes_the_oldest_due_pending_rows_up_to_the_batch(widget, recei
     assert set(leased.values_list("next_attempt_at", flat=True)) == {now + services.LEASE}
     assert Delivery.objects.get(pk=rows[5].pk).next_attempt_at == now + timedelta(seconds=30)
     assert engine._lease_rows(10) == []
+
+
+def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widget, receiver, clock):
+    # given a subscription's two due rows, an endpoint's row due between them, and a row not yet due
+    sub, _ = subscribe(widget, receiver.url())
+    for n in range(3):
+        emit_message(widget, n)
+    endpoint = services.create_endpoint(
+        widget=widget, owner="external", owner_id=7, url=receiver.url("/ep"), secret_encrypted=encrypt_secret("s" * 32)
+    )
+    call = services.enqueue_call(endpoint=endpoint, event_type="message.created", body=b'{"id": 1}', key=uuid.uuid4())
+    first, second, later = Delivery.objects.filter(subscription=sub).order_by("pk")
+    now = clock.now()
+    for age, row in ((3, first), (2, call), (1, second), (-30, later)):
+        Delivery.objects.filter(pk=row.pk).update(next_attempt_at=now - timedelta(seconds=age))
+    # when an engine leases and loads them (one statement on PostgreSQL: no load after the lease)
+    with CaptureQueriesContext(connection) as queries:
+        rows = engine._lease_and_load(10)
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1, [query["sql"][:60] for query in queries]
+    # then they come oldest due first, each with its target, read with no further query
+    assert [row.pk for row in rows] == [first.pk, call.pk, second.pk]
+    with CaptureQueriesContext(connection) as queries:
+        assert [(row.target.url, row.target_key, row.attempts, row.body) for row in rows] == [
+            (receiver.url(), f"s{sub.pk}", 0, first.body),
+            (receiver.url("/ep"), f"e{endpoint.pk}", 0, '{"id": 1}'),
+            (receiver.url(), f"s{sub.pk}", 0, second.body),
+        ]
+        assert (rows[1].target.owner, rows[1].target.is_active, rows[1].idempotency_key) == (
+            "external",
+            True,
+            str(call.key),
+        )
+        assert rows[0].subscription.secret_encrypted == sub.secret_encrypted
+        assert rows[0].idempotency_key == str(first.event_id)
+    assert len(queries) == 0
+    # and they are leased; the one not yet due is not
+    leased = Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("next_attempt_at", flat=True)
+    assert set(leased) == {now + services.LEASE}
+    assert Delivery.objects.get(pk=later.pk).next_attempt_at == now + timedelta(seconds=30)
+    assert engine._lease_and_load(10) == []
+
+
+@pytest.mark.postgres
+def test_lease_and_load_drops_a_deactivated_subscriptions_rows(widget, receiver):
+    sub, _ = subscribe(widget, receiver.url())
+    emit_message(widget)
+    Subscription.objects.filter(pk=sub.pk).update(is_active=False)
+    assert engine._lease_and_load(10) == []
+    assert not Delivery.objects.exists()
 
 
 def test_recording_writes_each_outcome_and_skips_a_row_gone_meanwhile(widget, receiver, clock):
