@@ -178,33 +178,6 @@ def _lease_and_load(batch_size: int) -> list[Delivery]:
     return _ready_to_send([row for *_, row in rows])
 
 
-# What `_lease_and_load` reads of each model (attnames, the primary key first): what `_load` reads.
-_LOADED = {
-    Delivery: (
-        "id",
-        "subscription_id",
-        "endpoint_id",
-        "event_id",
-        "key",
-        "delivery_id",
-        "event_type",
-        "status",
-        "body",
-        "attempts",
-    ),
-    Subscription: ("id", "url", "secret_encrypted", "is_active"),
-    Endpoint: (
-        "id",
-        "owner",
-        "url",
-        "secret_encrypted",
-        "previous_secret_encrypted",
-        "previous_secret_until",
-        "mode",
-    ),
-}
-
-
 @functools.cache
 def _lease_and_load_sql(no_disk_wait: str) -> str:
     """The lease of `_lease_rows_in_one_statement` returning the leased rows, joined to their
@@ -295,6 +268,14 @@ _SEND_FIELDS = (
     "endpoint__previous_secret_until",
     "endpoint__mode",
 )
+# The same as `_lease_and_load` reads them: attnames of each model, its primary key first.
+_LOADED = {
+    Delivery: ("id", *(Delivery._meta.get_field(name).attname for name in _SEND_FIELDS if "__" not in name)),
+    **{
+        model: ("id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__")))
+        for relation, model in (("subscription", Subscription), ("endpoint", Endpoint))
+    },
+}
 
 
 def _load(ids: list[int]) -> list[Delivery]:
