@@ -169,10 +169,10 @@ def _lease_and_load(batch_size: int) -> list[Delivery]:
     ):
         row = Delivery.from_db(connection.alias, _LOADED[Delivery], values[: len(_LOADED[Delivery])])
         rest = values[len(_LOADED[Delivery]) :]
-        for model in (Subscription, Endpoint):
+        for relation, model in _TARGETS:
             target, rest = rest[: len(_LOADED[model])], rest[len(_LOADED[model]) :]
             if target[0] is not None:  # its id: the row's subscription or its endpoint
-                setattr(row, model._meta.model_name, model.from_db(connection.alias, _LOADED[model], target))
+                setattr(row, relation, model.from_db(connection.alias, _LOADED[model], target))
         rows.append((due_at, row.pk, row))
     rows.sort(key=lambda entry: entry[:2])  # RETURNING keeps no order
     return _ready_to_send([row for *_, row in rows])
@@ -189,19 +189,19 @@ def _lease_and_load_sql(no_disk_wait: str) -> str:
     }
 
     def columns(model, alias: str) -> str:
-        return ", ".join(f"{alias}.{q(model._meta.get_field(name).column)}" for name in _LOADED[model])
+        return ", ".join(f"{q(alias)}.{q(model._meta.get_field(name).column)}" for name in _LOADED[model])
 
     def joined(model, alias: str, foreign_key: str) -> str:
         table, pk = q(model._meta.db_table), q(model._meta.pk.column)
-        return f"LEFT JOIN {table} AS {alias} ON {alias}.{pk} = leased.{foreign_key}"
+        return f"LEFT JOIN {table} AS {q(alias)} ON {q(alias)}.{pk} = leased.{foreign_key}"
 
     # identifiers from the models' own metadata, quoted; every value is a parameter
     return (
-        f"{_due_cte()}, leased AS (UPDATE {q(Delivery._meta.db_table)} AS row "  # noqa: S608
-        f"SET {d['next_attempt_at']} = %s FROM due WHERE row.{d['id']} = due.id AND {no_disk_wait} "
-        f"RETURNING due.due_at, {columns(Delivery, 'row')}) "
-        f"SELECT leased.*, {columns(Subscription, 'sub')}, {columns(Endpoint, 'endpoint')} FROM leased "
-        f"{joined(Subscription, 'sub', d['subscription'])} {joined(Endpoint, 'endpoint', d['endpoint'])}"
+        f"{_due_cte()}, leased AS (UPDATE {q(Delivery._meta.db_table)} AS {q('delivery')} "  # noqa: S608
+        f"SET {d['next_attempt_at']} = %s FROM due WHERE {q('delivery')}.{d['id']} = due.id AND {no_disk_wait} "
+        f"RETURNING due.due_at, {columns(Delivery, 'delivery')}) "
+        f"SELECT leased.*, {', '.join(columns(model, relation) for relation, model in _TARGETS)} FROM leased "
+        f"{' '.join(joined(model, relation, d[relation]) for relation, model in _TARGETS)}"
     )
 
 
@@ -268,12 +268,14 @@ _SEND_FIELDS = (
     "endpoint__previous_secret_until",
     "endpoint__mode",
 )
+# A delivery's targets: (its foreign key, the model), in the order `_lease_and_load` reads them.
+_TARGETS = (("subscription", Subscription), ("endpoint", Endpoint))
 # The same as `_lease_and_load` reads them: attnames of each model, its primary key first.
 _LOADED = {
     Delivery: ("id", *(Delivery._meta.get_field(name).attname for name in _SEND_FIELDS if "__" not in name)),
     **{
         model: ("id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__")))
-        for relation, model in (("subscription", Subscription), ("endpoint", Endpoint))
+        for relation, model in _TARGETS
     },
 }
 
