@@ -857,12 +857,7 @@ class _PoolRun:
     def _collect(self) -> list[Outcome]:
         """The attempts finished by now: waits for the first, then takes every other one already
         done, without waiting more."""
-        done = [self.finished.get()]
-        while True:
-            try:
-                done.append(self.finished.get_nowait())
-            except Empty:
-                break
+        done = _first_and_waiting(self.finished)
         outcomes = []
         for attempt, ended in done:
             self.in_flight[self.running.pop(attempt)] -= 1
@@ -872,6 +867,16 @@ class _PoolRun:
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
         self.done += len(done)
         return outcomes
+
+
+def _first_and_waiting(queue: SimpleQueue) -> list:
+    """The queue's next item (waited for), then every other item already in it, without waiting."""
+    items = [queue.get()]
+    while True:
+        try:
+            items.append(queue.get_nowait())
+        except Empty:
+            return items
 
 
 def _recorder_allowed() -> bool:
@@ -925,12 +930,7 @@ class _Recorder:
         try:
             closing = False
             while not closing:
-                groups = [self._groups.get()]
-                while True:
-                    try:
-                        groups.append(self._groups.get_nowait())
-                    except Empty:
-                        break
+                groups = _first_and_waiting(self._groups)
                 closing = groups[-1] is None  # close() puts None after every group
                 outcomes = [outcome for group in groups if group for outcome in group]
                 _record(outcomes)
