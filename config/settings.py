@@ -157,7 +157,7 @@ if REDIS_URL:
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
     }
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+        "default": {"BACKEND": "apps.core.channel_layer.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
     CELERY_BROKER_URL = REDIS_URL
     if REDIS_URL.startswith("redis://"):
