@@ -9,6 +9,7 @@ rows, each sorted by key), so two transactions never wait on each other's rows i
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import date
@@ -53,30 +54,46 @@ class Delta:
         return bool(self.widget_rows() or self.agent_rows())
 
 
-def _upsert(table: str, keys: tuple[str, ...], counters: tuple[str, ...], rows: list[tuple[tuple, dict]]) -> None:
-    """INSERT ... ON CONFLICT (key) DO UPDATE SET c = c + excluded.c, rows in the given order
-    (PostgreSQL and SQLite both speak it; on PostgreSQL a prepared statement per number of rows)."""
-    if not rows:
-        return
+_WIDGET_KEYS = ("widget_id", "day", "channel", "is_internal")
+_AGENT_KEYS = ("widget_id", "agent_id", "day")
+
+
+@functools.cache
+def _upsert_sql(model, keys: tuple[str, ...], counters: tuple[str, ...], rows: int, *, typed: bool = False) -> str:
+    """INSERT ... ON CONFLICT (key) DO UPDATE SET c = c + excluded.c for `rows` rows, built once per
+    shape. `typed`: the values are a subquery's VALUES list, each placeholder cast to its column's
+    type (a bare VALUES list in a subquery would take them as text)."""
     quote = connection.ops.quote_name
+    table = model._meta.db_table
     columns = [*keys, *counters]
-    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    placeholders = [f"%s::{model._meta.get_field(c).db_type(connection)}" if typed else "%s" for c in columns]
+    one = "(" + ", ".join(placeholders) + ")"
+    values = ", ".join([one] * rows)
     updates = ", ".join(f"{quote(c)} = {quote(table)}.{quote(c)} + excluded.{quote(c)}" for c in counters)
     # Identifiers are our models' own column names; every value is a parameter.
     insert = f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
-    sql = (
-        f"{insert}VALUES {', '.join([one] * len(rows))} "
-        f"ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
-    )
+    source = f"VALUES {values}"
+    if typed:
+        source = f"SELECT * FROM ({source}) AS v WHERE (SELECT count(*) FROM widget_rows) >= 0"  # noqa: S608
+    return f"{insert}{source} ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
+
+
+@functools.cache
+def _both_sql(widget_rows: int, agent_rows: int) -> str:
+    """The widget rows' upsert and the agent rows' upsert as one statement (PostgreSQL): the agent
+    rows are read after the widget rows' upsert has run to its end (their subquery counts its
+    rows), so the rows are locked in the order `apply` promises."""
+    widget = _upsert_sql(DailyWidgetFacts, _WIDGET_KEYS, WIDGET_COUNTERS, widget_rows)
+    agent = _upsert_sql(DailyAgentFacts, _AGENT_KEYS, AGENT_COUNTERS, agent_rows, typed=True)
+    return f"WITH widget_rows AS ({widget} RETURNING 1) {agent}"
+
+
+def _params(rows: list[tuple[tuple, dict]], counters: tuple[str, ...]) -> list:
     params: list = []
     for key, values in rows:
         params.extend(key)
         params.extend(values.get(c, 0) for c in counters)
-    if connection.vendor == "postgresql":
-        run_prepared(sql, params)  # every message writes these two: prepared once per connection
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return params
 
 
 def _adapt_day(day: date):
@@ -85,7 +102,8 @@ def _adapt_day(day: date):
 
 def apply(delta: Delta) -> None:
     """Add `delta` to the daily rollups (widget rows first, then agent rows, each sorted). Runs in
-    the caller's transaction (no savepoint), or in one of its own outside any."""
+    the caller's transaction (no savepoint), or in one of its own outside any. On PostgreSQL one
+    prepared statement writes both tables (a message adds to both: one round trip, not two)."""
     widget_rows = [
         ((delta.widget_id, _adapt_day(day), channel, internal), values)
         for (day, channel, internal), values in delta.widget_rows()
@@ -93,14 +111,26 @@ def apply(delta: Delta) -> None:
     agent_rows = [
         ((delta.widget_id, agent_id, _adapt_day(day)), values) for (agent_id, day), values in delta.agent_rows()
     ]
-    with transaction.atomic(savepoint=False):
-        _upsert(
-            DailyWidgetFacts._meta.db_table,
-            ("widget_id", "day", "channel", "is_internal"),
-            WIDGET_COUNTERS,
-            widget_rows,
+    writes = [
+        (sql, _params(rows, counters))
+        for model, keys, counters, rows in (
+            (DailyWidgetFacts, _WIDGET_KEYS, WIDGET_COUNTERS, widget_rows),
+            (DailyAgentFacts, _AGENT_KEYS, AGENT_COUNTERS, agent_rows),
         )
-        _upsert(DailyAgentFacts._meta.db_table, ("widget_id", "agent_id", "day"), AGENT_COUNTERS, agent_rows)
+        if rows
+        for sql in [_upsert_sql(model, keys, counters, len(rows))]
+    ]
+    if not writes:
+        return
+    with transaction.atomic(savepoint=False):
+        if connection.vendor != "postgresql":
+            with connection.cursor() as cursor:
+                for sql, params in writes:
+                    cursor.execute(sql, params)
+        elif len(writes) == 2:
+            run_prepared(_both_sql(len(widget_rows), len(agent_rows)), writes[0][1] + writes[1][1])
+        else:
+            run_prepared(*writes[0])  # prepared once per connection and shape
 
 
 def get_chat_facts(*, chat_id: int) -> ChatFacts | None:

@@ -1,0 +1,75 @@
+"""apps.stats.services.apply: a Delta added to the daily rollups, on PostgreSQL in one statement for
+both tables (a message adds to both), elsewhere one statement per table."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.core.testing.factories import AgentFactory
+from apps.stats import services
+from apps.stats.models import DailyAgentFacts, DailyWidgetFacts
+
+pytestmark = pytest.mark.django_db
+
+DAY, NEXT = date(2025, 3, 1), date(2025, 3, 2)
+
+
+def _delta(widget, agents, messages: int) -> services.Delta:
+    delta = services.Delta(widget.pk)
+    delta.add_widget((DAY, "web", False), {"messages_total": messages})
+    delta.add_widget((NEXT, "telegram", True), {"messages_total": 1})
+    for agent in agents:
+        delta.add_agent((agent.pk, DAY), {"messages_total": messages, "response_ms_sum": 2**40})
+    return delta
+
+
+def _rollups(widget):
+    widget_rows = sorted(
+        DailyWidgetFacts.objects.filter(widget=widget).values_list("day", "channel", "is_internal", "messages_total")
+    )
+    agent_rows = sorted(
+        DailyAgentFacts.objects.filter(widget=widget).values_list("agent_id", "day", "messages_total", "response_ms_sum")
+    )
+    return widget_rows, agent_rows
+
+
+def test_a_delta_is_added_to_both_tables_and_again_on_the_next_write(widget):
+    agents = sorted([AgentFactory(widget=widget), AgentFactory(widget=widget)], key=lambda a: a.pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        services.apply(_delta(widget, agents, 2))
+    services.apply(_delta(widget, agents, 3))
+
+    assert _rollups(widget) == (
+        [(DAY, "web", False, 5), (NEXT, "telegram", True, 2)],
+        [(agents[0].pk, DAY, 5, 2**41), (agents[1].pk, DAY, 5, 2**41)],
+    )
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(("INSERT", "WITH"))]
+    if connection.vendor == "postgresql":
+        assert len(writes) == 1 and writes[0].startswith("WITH widget_rows AS (INSERT INTO")
+    else:
+        assert len(writes) == 2
+
+
+def test_a_delta_of_one_table_writes_that_table_alone(widget):
+    agent = AgentFactory(widget=widget)
+    only_widget = services.Delta(widget.pk)
+    only_widget.add_widget((DAY, "web", False), {"messages_total": 1})
+    only_agent = services.Delta(widget.pk)
+    only_agent.add_agent((agent.pk, DAY), {"messages_total": 4})
+
+    with CaptureQueriesContext(connection) as queries:
+        services.apply(only_widget)
+        services.apply(only_agent)
+        services.apply(services.Delta(widget.pk))  # empty: nothing written
+
+    assert _rollups(widget) == ([(DAY, "web", False, 1)], [(agent.pk, DAY, 4, 0)])
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(("INSERT", "WITH"))]
+    assert [w.split(" (")[0] for w in writes] == [
+        'INSERT INTO "stats_dailywidgetfacts"',
+        'INSERT INTO "stats_dailyagentfacts"',
+    ]
