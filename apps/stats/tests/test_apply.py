@@ -32,7 +32,9 @@ def _rollups(widget):
         DailyWidgetFacts.objects.filter(widget=widget).values_list("day", "channel", "is_internal", "messages_total")
     )
     agent_rows = sorted(
-        DailyAgentFacts.objects.filter(widget=widget).values_list("agent_id", "day", "messages_total", "response_ms_sum")
+        DailyAgentFacts.objects.filter(widget=widget).values_list(
+            "agent_id", "day", "messages_total", "response_ms_sum"
+        )
     )
     return widget_rows, agent_rows
 
