@@ -53,15 +53,42 @@ def ensure_not_spam(
         raise ChatIsSpam(detail)
 
 
+# What post_agent_message locks a chat with: a caller that takes the lock first (the REST send, a
+# support reply) asks for the same rows, and the service's own lock_chat then reads nothing again.
+AGENT_MESSAGE_RELATED = ("widget", "contact", "agent")
+
+
 def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
     `of=self`), with `related` rows joined. The one way a writer takes a chat by id (a visitor's
     message takes its room by contact: `_locked_room`). Chat.DoesNotExist when `widget` has no
-    such chat."""
+    such chat.
+
+    A chat this function returned earlier in the same transaction, with `related` loaded, is
+    returned as it is: the row is locked and read already (the caller holds it as it left it).
+    `_lock_held` tells whether that transaction is still the current one."""
+    if chat.widget_id == widget.pk and _lock_held(chat, related):
+        return chat
     found = _LOCKED_CHAT.instances((related,), chat=chat.pk, widget=widget.pk)
     if not found:
         raise Chat.DoesNotExist("Chat matching query does not exist.")
-    return found[0]
+    locked = found[0]
+    locked._locked_in = transaction.get_connection().run_on_commit
+    return locked
+
+
+def _lock_held(chat: Chat, related: tuple[str, ...]) -> bool:
+    """`chat` came from lock_chat in the current transaction (or savepoint) and has `related`
+    loaded. Django replaces the connection's on-commit list at every commit, rollback and savepoint
+    rollback (the test events._pending_hand_off makes too), so the list the lock was taken under is
+    the current one only while the lock still stands."""
+    taken_in = getattr(chat, "_locked_in", None)
+    if taken_in is None:
+        return False
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block or taken_in is not connection.run_on_commit:
+        return False
+    return all(Chat._meta.get_field(name).is_cached(chat) for name in related)
 
 
 # compiled once per `related`; prepared on PostgreSQL (a lookup by primary key: one plan fits all)
@@ -510,7 +537,7 @@ def post_agent_message(
     """An operator writes into a chat (REST, console, compat). `agent` None means the chat's
     assigned agent. A message into an expired chat is stored there and reopens it; a spam chat
     refuses (409). A visible reply into an unclaimed room accepts it."""
-    chat = lock_chat(widget=widget, chat=chat, related=("widget", "contact", "agent"))
+    chat = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
     ensure_not_spam(chat, detail="A spam chat takes no messages; move it to active first.")
     author = agent or chat.agent
     if author is None:

@@ -180,7 +180,7 @@ def send_reply(
     (429) -> store. Runs in the caller's idempotency transaction.
     """
     text = prepare_text(data.text)
-    chat = chat_services.lock_chat(widget=widget, chat=chat, related=("widget", "contact", "agent"))
+    chat = chat_services.lock_chat(widget=widget, chat=chat, related=chat_services.AGENT_MESSAGE_RELATED)
     if chat.status == Chat.Status.SPAM or not chat.has_client_messages:
         raise ChatUnavailable("The chat server would drop a reply to this chat (spam, or no client).")
     if chat.channel not in (config.channels or []):

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from apps.core.api.pagination import KeysetStatement
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
+from apps.core.errors import NotFound
 from apps.core.statements import Slot
 
 from .. import selectors, services
@@ -122,6 +123,16 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     def scope_queryset(self, queryset):
         return queryset.select_related("contact")
 
+    def _locked_chat(self, related: tuple[str, ...]) -> Chat:
+        """`get_object` for a write in the idempotency transaction: the chat locked with `related`
+        in the one read the service would make (its lock_chat then reads nothing again)."""
+        try:
+            chat = services.lock_chat(widget=self.request.widget, chat=Chat(pk=self.lookup_key()), related=related)
+        except Chat.DoesNotExist:
+            raise NotFound() from None
+        self.check_object_permissions(self.request, chat)
+        return chat
+
     @extend_schema(parameters=[ChatListQuery], responses={200: s.ChatDoc(many=True)})
     def list(self, request):
         filters = _rename_from(self.validated(ChatListQuery, data=query_data(request)))
@@ -199,7 +210,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     )
     @messages.mapping.post
     def send_message(self, request, pk=None):
-        chat = self.get_object()
+        chat = self._locked_chat(services.AGENT_MESSAGE_RELATED)
         data = self.validated(s.MessageInput, context={"chat": chat})
         message = services.post_agent_message(
             widget=request.widget,

@@ -8,7 +8,7 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from apps.chats.models import Chat
-from apps.chats.services import MessageInput, _locked_room, lock_chat, post_client_message
+from apps.chats.services import AGENT_MESSAGE_RELATED, MessageInput, _locked_room, lock_chat, post_client_message
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.testing.factories import AgentFactory, WidgetFactory
 
@@ -133,3 +133,61 @@ def test_another_widgets_contact_finds_no_room_of_this_widget():
     with transaction.atomic():
         assert _locked_room(widget=other, contact=chat.contact, channel=chat.channel) is None
         assert _locked_room(widget=chat.widget, contact=chat.contact, channel=chat.channel) == chat
+
+
+def _chat_reads(ctx) -> int:
+    return sum(1 for q in ctx.captured_queries if q["sql"].startswith("SELECT") and 'FROM "chats_chat"' in q["sql"])
+
+
+def test_a_chat_locked_in_this_transaction_is_not_read_again():
+    widget = WidgetFactory()
+    chat = ChatFactory(contact__widget=widget, agent=AgentFactory(widget=widget))
+    with transaction.atomic():
+        locked = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
+        with CaptureQueriesContext(connection) as ctx:
+            # the locked instance, with as many related rows or fewer: itself, no read
+            assert lock_chat(widget=widget, chat=locked, related=AGENT_MESSAGE_RELATED) is locked
+            assert lock_chat(widget=widget, chat=locked, related=("widget",)) is locked
+        assert _chat_reads(ctx) == 0
+        with CaptureQueriesContext(connection) as ctx:
+            # an instance that did not come from lock_chat, or without the related rows asked: read
+            assert lock_chat(widget=widget, chat=Chat(pk=chat.pk), related=AGENT_MESSAGE_RELATED) is not locked
+            narrow = lock_chat(widget=widget, chat=Chat(pk=chat.pk), related=("widget",))
+            assert lock_chat(widget=widget, chat=narrow, related=("widget", "agent")) is not narrow
+        assert _chat_reads(ctx) == 3
+        # another widget never gets it, locked or not
+        with pytest.raises(Chat.DoesNotExist):
+            lock_chat(widget=WidgetFactory(), chat=locked, related=("widget",))
+
+
+def test_a_lock_rolled_back_with_its_savepoint_is_taken_again():
+    widget = WidgetFactory()
+    chat = ChatFactory(contact__widget=widget)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                locked = lock_chat(widget=widget, chat=chat)
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        with CaptureQueriesContext(connection) as ctx:
+            again = lock_chat(widget=widget, chat=locked)
+        assert again is not locked and _chat_reads(ctx) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_of_a_committed_transaction_is_taken_again():
+    widget = WidgetFactory()
+    chat = ChatFactory(contact__widget=widget)
+    with transaction.atomic():
+        locked = lock_chat(widget=widget, chat=chat)
+    with transaction.atomic():
+        with CaptureQueriesContext(connection) as ctx:
+            again = lock_chat(widget=widget, chat=locked)
+        assert again is not locked and _chat_reads(ctx) == 1
+    with transaction.atomic():
+        lock_chat(widget=widget, chat=again)
+        transaction.set_rollback(True)
+    with transaction.atomic(), CaptureQueriesContext(connection) as ctx:
+        assert lock_chat(widget=widget, chat=again) is not again
+    assert _chat_reads(ctx) == 1

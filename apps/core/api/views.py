@@ -268,7 +268,17 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
                 prepared=True,
             )
             cls._object_statement = statement
-        field = _integer_field(cls.queryset.model, self.lookup_field)
+        found = statement.instances(widget=widget.pk, key=self.lookup_key(value))
+        if not found:
+            raise NotFound()
+        return found[0]
+
+    def lookup_key(self, value=None) -> int:
+        """The URL's key (or `value`) as the integer the ORM would look up; NotFound when it is not
+        a whole number in its column's range (which finds nothing through the ORM either)."""
+        if value is None:
+            value = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+        field = _integer_field(type(self).queryset.model, self.lookup_field)
         low, high = connection.ops.integer_field_range(field.get_internal_type())
         try:
             key = int(value)  # as the ORM converts a lookup value of an integer field
@@ -276,10 +286,7 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
             raise NotFound() from None
         if (low is not None and key < low) or (high is not None and key > high):
             raise NotFound()
-        found = statement.instances(widget=widget.pk, key=key)
-        if not found:
-            raise NotFound()
-        return found[0]
+        return key
 
     def paginated(self, queryset, serializer_class=None):
         """Serve one keyset page of `queryset` in the list envelope."""

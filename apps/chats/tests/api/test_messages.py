@@ -1,6 +1,8 @@
 """GET/POST /v1/chats/{id}/messages, typing, seen; attribution as messages arrive."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.agents.models import Agent
 from apps.chats import services
@@ -120,6 +122,29 @@ def test_foreign_agent_id_is_422_like_an_unknown_one(api, widget, other_widget):
 def test_send_into_foreign_chat_is_404(api, other_widget):
     foreign = ChatFactory(contact=ContactFactory(widget=other_widget), agent=AgentFactory(widget=other_widget))
     assert_problem(send(api(), foreign, {"type": "text", "body": "x"}), 404)
+
+
+def test_send_reads_its_chat_once_locked(api, chat):
+    # given a client that sent once (statements compiled)
+    client = api()
+    send(client, chat, {"type": "text", "body": "first"})
+    # when it sends again
+    with CaptureQueriesContext(connection) as ctx:
+        assert send(client, chat, {"type": "text", "body": "second"}).status_code == 202
+    # then the chat is read by one statement, the lock the service writes under
+    chat_reads = [
+        q["sql"] for q in ctx.captured_queries if q["sql"].startswith("SELECT") and 'FROM "chats_chat"' in q["sql"]
+    ]
+    assert len(chat_reads) == 1
+    if connection.features.has_select_for_update:
+        assert 'FOR UPDATE OF "chats_chat"' in chat_reads[0]
+
+
+@pytest.mark.parametrize("key", ["abc", "0x10", str(2**63), "-1"])
+def test_send_to_a_key_that_is_no_chat_id_is_404(api, key):
+    response = api().post(f"/api/v1/chats/{key}/messages", {"type": "text", "body": "x"}, format="json", **idem())
+    assert_problem(response, 404)
+    assert not Message.objects.filter(body="x").exists()
 
 
 def test_send_needs_messages_write(api, chat):
