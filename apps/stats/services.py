@@ -112,13 +112,12 @@ def apply(delta: Delta) -> None:
         ((delta.widget_id, agent_id, _adapt_day(day)), values) for (agent_id, day), values in delta.agent_rows()
     ]
     writes = [
-        (sql, _params(rows, counters))
+        (_upsert_sql(model, keys, counters, len(rows)), _params(rows, counters))
         for model, keys, counters, rows in (
             (DailyWidgetFacts, _WIDGET_KEYS, WIDGET_COUNTERS, widget_rows),
             (DailyAgentFacts, _AGENT_KEYS, AGENT_COUNTERS, agent_rows),
         )
         if rows
-        for sql in [_upsert_sql(model, keys, counters, len(rows))]
     ]
     if not writes:
         return
