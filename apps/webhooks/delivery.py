@@ -4,7 +4,8 @@
 the lease, never loses it; the beat sweeper triggers `deliver_due` while due rows exist. Up to
 `concurrency` attempts are in flight at once on the guarded client's outbound thread (`submit_bytes`:
 one pooled session per process, libcurl), so a slow endpoint holds one place, not the batch; one
-endpoint holds at most three quarters of the places. The calling thread signs, leases and loads; on
+endpoint holds at most three quarters of the places. The calling thread leases and loads; a finished
+attempt's place is refilled (signed and started) on the outbound thread as its answer comes; on
 PostgreSQL a run's recorder thread writes the finished attempts meanwhile (`_Recorder`).
 
 A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
@@ -745,18 +746,27 @@ def _deliver_inline(*, deadline: float, batch_size: int) -> int:
 @dataclass
 class _PoolRun:
     """One `deliver_due` run. Leased rows wait in `queue` (delivery, endpoint) until a place is
-    free (fewer than `concurrency` in flight) and their endpoint is under its share; `running` maps
-    each attempt in flight to its endpoint. The lease and the load happen on the calling thread, the
-    record on it or on the run's recorder thread (`_write`). A leased group is loaded (with its
-    endpoints as they are then) in one query right after its lease, not a few rows at a time as
-    places free up: at a few hundred attempts a second those small loads were most of this thread's
-    time, and the attempts waited for it."""
+    free (fewer than `concurrency` attempts unfinished, `busy`) and their endpoint is under its share
+    (`in_flight`); `running` maps each attempt started and not yet collected to its endpoint. The
+    lease and the load happen on the calling thread, the record on it or on the run's recorder thread
+    (`_write`). A leased group is loaded (with its endpoints as they are then) in one query right after
+    its lease, not a few rows at a time as places free up: at a few hundred attempts a second those
+    small loads were most of this thread's time, and the attempts waited for it.
+
+    A finished attempt's place is refilled where it finished, on the outbound thread (`_finished`),
+    from the rows queued and loaded already: no database work, only the next row's signature. When
+    the calling thread did it, a place stayed empty from the answer until that thread had woken, taken
+    the interpreter lock and signed (2-3 ms a place at 16 places, a third of an attempt's cycle on the
+    loopback receiver). The calling thread still fills the places the queue could not (leasing more),
+    collects and records. `lock` guards the queue and the counts, which both threads change."""
 
     concurrency: int
     batch_size: int
     per_endpoint: int
     running: dict[_Started, str] = field(default_factory=dict)
     in_flight: Counter[str] = field(default_factory=Counter)
+    # attempts started and not finished: the places taken
+    busy: int = 0
     queue: list[tuple[int, str]] = field(default_factory=list)
     done: int = 0
     # the queued rows, loaded (pk -> row)
@@ -767,8 +777,14 @@ class _PoolRun:
     finished: SimpleQueue = field(default_factory=SimpleQueue)
     # writes the finished attempts on a thread of its own (None: they are written on this thread)
     recorder: _Recorder | None = None
+    # nothing is started after this (monotonic), nor once the run has stopped
+    deadline: float = float("inf")
+    stopped: bool = False
+    # re-entrant: a future already done when its callback is added runs the callback at once
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def until(self, deadline: float) -> int:
+        self.deadline = deadline
         finished: list[Outcome] = []
         try:
             while True:
@@ -784,19 +800,30 @@ class _PoolRun:
                 # twice) never number more than twice `concurrency`
                 self._write(finished)
                 finished = []
-                if not self.running:
-                    if self.queue and in_time:
+                with self.lock:
+                    idle, queued = not self.running, bool(self.queue)
+                if idle:
+                    if queued and in_time:
                         continue
                     break
                 finished = self._collect()
         except BaseException:
+            self._stop()
             if self.recorder is not None:
                 self.recorder.close(raising=False)
             raise
+        queued = self._stop()
         if self.recorder is not None:
             self.recorder.close()
-        _release([pk for pk, _ in self.queue])
+        _release([pk for pk, _ in queued])
         return self.done
+
+    def _stop(self) -> list[tuple[int, str]]:
+        """No attempt starts from now on (the outbound thread's refills included); returns the queue."""
+        with self.lock:
+            self.stopped = True
+            queued, self.queue = self.queue, []
+        return queued
 
     def _write(self, outcomes: list[Outcome]) -> None:
         """Record finished attempts: on the run's recorder thread, else here. The recorder is started
@@ -815,20 +842,27 @@ class _PoolRun:
         return sum(1 for _, sub_id in rows if self.in_flight[sub_id] < self.per_endpoint)
 
     def _start_more(self) -> None:
-        """Lease more rows when the queue cannot fill the free places; then refill (one query loads
-        the group) whenever a place is free and a leased row may go."""
-        free = self.concurrency - len(self.running)
+        """Lease more rows when the queue cannot fill the free places (the lease and its load outside
+        the lock, while finishing attempts keep refilling from the queue); then fill the free places."""
+        with self.lock:
+            free = self.concurrency - self.busy
+            short = self._sendable(self.queue) < free and len(self.queue) < self.batch_size * 4
         if not free:
             return
-        sendable = self._sendable(self.queue)
-        if self.leases and sendable < free and len(self.queue) < self.batch_size * 4:
+        if self.leases and short:
             rows = _lease_and_load(self.batch_size)
             if rows:
-                self.preloaded.update((row.pk, row) for row in rows)
-                loaded = [(row.pk, row.target_key) for row in rows]
-                self.queue += loaded
-                sendable += self._sendable(loaded)
-        if not sendable:
+                with self.lock:
+                    self.preloaded.update((row.pk, row) for row in rows)
+                    self.queue += [(row.pk, row.target_key) for row in rows]
+        with self.lock:
+            self._start_queued()
+
+    def _start_queued(self) -> None:
+        """Start queued rows in the free places, oldest first, each endpoint under its share. Called
+        with the lock held."""
+        free = self.concurrency - self.busy
+        if free <= 0 or self.stopped or not self.queue:
             return
         take, waiting, counts = [], [], self.in_flight.copy()
         for pk, sub_id in self.queue:
@@ -846,26 +880,46 @@ class _PoolRun:
                 self.done += 1
                 continue
             self.running[attempt] = row.target_key
-            self.in_flight[row.target_key] += 1
-            if attempt.call is None:
+            if attempt.call is None:  # ended before anything was sent: it took no place
                 self.finished.put((attempt, time.monotonic()))
-            else:
-                attempt.call.add_done_callback(
-                    lambda _, attempt=attempt: self.finished.put((attempt, time.monotonic()))
-                )
+                continue
+            self.in_flight[row.target_key] += 1
+            self.busy += 1
+            attempt.call.add_done_callback(lambda _, attempt=attempt: self._finished(attempt))
+
+    def _finished(self, attempt: _Started) -> None:
+        """An attempt's answer (or failure) came, on the outbound thread: its place is freed and
+        refilled from the queue at once, unless the run is past its time or has stopped, or more than
+        `concurrency` finished attempts wait to be written (the bound `until` keeps)."""
+        ended = time.monotonic()
+        try:
+            with self.lock:
+                self.in_flight[self.running[attempt]] -= 1
+                self.busy -= 1
+                self.finished.put((attempt, ended))
+                if ended < self.deadline and self._unwritten() <= self.concurrency:
+                    self._start_queued()
+        except Exception:  # never on the outbound thread: the calling thread refills what is left
+            logger.exception("webhook refill failed")
+
+    def _unwritten(self) -> int:
+        """Finished attempts not yet written (collected or not)."""
+        return self.finished.qsize() + (self.recorder.unwritten if self.recorder is not None else 0)
 
     def _collect(self) -> list[Outcome]:
         """The attempts finished by now: waits for the first, then takes every other one already
         done, without waiting more."""
         done = _first_and_waiting(self.finished)
+        with self.lock:
+            for attempt, _ in done:
+                del self.running[attempt]
+            self.done += len(done)
         outcomes = []
         for attempt, ended in done:
-            self.in_flight[self.running.pop(attempt)] -= 1
             try:
                 outcomes.append(_conclude(attempt, ended))
             except Exception as exc:  # not a transport failure (those are outcomes): a bug, logged
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
-        self.done += len(done)
         return outcomes
 
 
@@ -910,6 +964,11 @@ class _Recorder:
         with self._changed:
             self._unwritten += len(outcomes)
         self._groups.put(outcomes)
+
+    @property
+    def unwritten(self) -> int:
+        """Attempts handed over and not yet written."""
+        return self._unwritten
 
     def wait_until_at_most(self, unwritten: int) -> None:
         with self._changed:
