@@ -782,6 +782,11 @@ class _PoolRun:
     stopped: bool = False
     # re-entrant: a future already done when its callback is added runs the callback at once
     lock: threading.RLock = field(default_factory=threading.RLock)
+    # rows in `queue` per endpoint (kept with it): how many may start now is known without a scan
+    queued: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.queued.update(sub_id for _, sub_id in self.queue)
 
     def until(self, deadline: float) -> int:
         self.deadline = deadline
@@ -823,6 +828,7 @@ class _PoolRun:
         with self.lock:
             self.stopped = True
             queued, self.queue = self.queue, []
+            self.queued.clear()
         return queued
 
     def _write(self, outcomes: list[Outcome]) -> None:
@@ -838,15 +844,20 @@ class _PoolRun:
         else:
             self.recorder.put(outcomes)
 
-    def _sendable(self, rows: list[tuple[int, str]]) -> int:
-        return sum(1 for _, sub_id in rows if self.in_flight[sub_id] < self.per_endpoint)
+    def _startable(self) -> int:
+        """How many queued rows their endpoints' shares let start now (places aside)."""
+        return sum(
+            min(count, self.per_endpoint - self.in_flight[sub_id])
+            for sub_id, count in self.queued.items()
+            if self.in_flight[sub_id] < self.per_endpoint
+        )
 
     def _start_more(self) -> None:
         """Lease more rows when the queue cannot fill the free places (the lease and its load outside
         the lock, while finishing attempts keep refilling from the queue); then fill the free places."""
         with self.lock:
             free = self.concurrency - self.busy
-            short = self._sendable(self.queue) < free and len(self.queue) < self.batch_size * 4
+            short = self._startable() < free and len(self.queue) < self.batch_size * 4
         if not free:
             return
         if self.leases and short:
@@ -855,23 +866,31 @@ class _PoolRun:
                 with self.lock:
                     self.preloaded.update((row.pk, row) for row in rows)
                     self.queue += [(row.pk, row.target_key) for row in rows]
+                    self.queued.update(row.target_key for row in rows)
         with self.lock:
             self._start_queued()
 
     def _start_queued(self) -> None:
         """Start queued rows in the free places, oldest first, each endpoint under its share. Called
-        with the lock held."""
-        free = self.concurrency - self.busy
-        if free <= 0 or self.stopped or not self.queue:
+        with the lock held. The queue is read only as far as the rows that start (`_startable` says how
+        many): a refill starts one row, and reading the whole queue (a few hundred rows, most of them of
+        an endpoint at its share) for it cost more than the attempt's signature."""
+        wanted = min(self.concurrency - self.busy, self._startable())
+        if wanted <= 0 or self.stopped:
             return
-        take, waiting, counts = [], [], self.in_flight.copy()
-        for pk, sub_id in self.queue:
-            if len(take) < free and counts[sub_id] < self.per_endpoint:
+        take, skipped, counts = [], [], self.in_flight.copy()
+        for index, (pk, sub_id) in enumerate(self.queue):  # noqa: B007 (the index is where the scan stopped)
+            if counts[sub_id] < self.per_endpoint:
                 take.append(pk)
                 counts[sub_id] += 1
+                self.queued[sub_id] -= 1
+                if not self.queued[sub_id]:
+                    del self.queued[sub_id]
+                if len(take) == wanted:
+                    break
             else:
-                waiting.append((pk, sub_id))
-        self.queue = waiting
+                skipped.append((pk, sub_id))
+        self.queue[: index + 1] = skipped  # the rows read and not taken keep their place, first
         for row in (self.preloaded.pop(pk) for pk in take):
             try:
                 attempt = _start(row)
