@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -49,7 +50,7 @@ from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import Any, NamedTuple
 
 import certifi
 import pycurl
@@ -59,6 +60,7 @@ from requests.structures import CaseInsensitiveDict
 from .errors import OutboundBlocked, OutboundError
 from .policy import (
     _DEFAULT_PORTS,
+    CACHED,
     _check_declared_length,
     _log_blocked,
     _pin_target,
@@ -497,6 +499,16 @@ class _Driver:
                 command[2].set()
 
 
+# This process's id, set again in a forked child: read on every call, where os.getpid() (a system
+# call) was a visible part of a webhook attempt's cost on the outbound thread.
+_process = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
+
+
+def _pid() -> int:
+    return _process[0]
+
+
 class _DriverHolder:
     """One driver per process (started again after a fork)."""
 
@@ -506,10 +518,10 @@ class _DriverHolder:
         self.lock = threading.Lock()
 
     def get(self) -> _Driver:
-        if self.pid != os.getpid():
+        if self.pid != _pid():
             with self.lock:
-                if self.pid != os.getpid():
-                    self.driver, self.pid = _Driver(), os.getpid()
+                if self.pid != _pid():
+                    self.driver, self.pid = _Driver(), _pid()
         assert self.driver is not None
         return self.driver
 
@@ -537,7 +549,7 @@ class CurlTransport:
 
     def __del__(self) -> None:
         pool = self._pool
-        if pool is not None and self._pid == os.getpid() and _driver.pid == os.getpid():
+        if pool is not None and self._pid == _pid() and _driver.pid == _pid():
             with contextlib.suppress(Exception):
                 _driver.get().post(("close", pool, threading.Event()))
 
@@ -570,60 +582,75 @@ class CurlTransport:
         driver = _driver.get()
         pool = self._current_pool(driver)
         try:
-            parts = check_url(url, allowed_schemes=frozenset(allowed_schemes))
+            target = _target(url, frozenset(allowed_schemes))
         except OutboundBlocked as exc:
             _reject(call, exc)
             return call.future
-        scheme = parts.scheme.lower()
-        hostname = parts.hostname or ""
         try:
             lines = _header_lines(headers)
         except ValueError as exc:
             call.future.set_exception(exc)
             return call.future
-        args = (call, scheme, hostname, parts, body, lines, connect or 3.05)
-        if parse_ip_literal(hostname) is None:  # a name: resolved off the caller's thread
+        args = (call, target, body, lines, connect or 3.05)
+        if not target.literal:  # a name: resolved off the caller's thread
             driver.resolver.submit(self._pin_and_start, driver, pool, *args)
         else:
             self._pin_and_start(driver, pool, *args)
         return call.future
 
     def _pin_and_start(
-        self,
-        driver: _Driver,
-        pool: _Pool,
-        call: _Call,
-        scheme: str,
-        hostname: str,
-        parts: Any,
-        body: bytes,
-        lines: list[str],
-        connect: float,
+        self, driver: _Driver, pool: _Pool, call: _Call, target: _Target, body: bytes, lines: list[str], connect: float
     ) -> None:
         try:
-            ip, name, host_header = _pin_target(hostname, scheme, parts.port)
+            ip, name, host_header = _pin_target(target.hostname, target.scheme, target.port)
         except (OutboundBlocked, OutboundError) as exc:
             _reject(call, exc)
             return
-        port = parts.port or _DEFAULT_PORTS[scheme]
-        call.address = (str(ip), port)
+        call.address = (str(ip), target.default_port)
         host = f"[{name}]" if ":" in name else name
-        query = f"?{parts.query}" if parts.query else ""
-        call.url = f"{scheme}://{host}:{port}{parts.path or '/'}{query}"
+        call.url = f"{target.scheme}://{host}:{target.default_port}{target.path}"
         driver.post(("start", pool, call, body, [f"Host: {host_header}", *lines], connect))
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None and self._pid == os.getpid():
+        if pool is not None and self._pid == _pid():
             done = threading.Event()
             _driver.get().post(("close", pool, done))
             done.wait(timeout=10)
 
     def _current_pool(self, driver: _Driver) -> _Pool:
-        if self._pool is None or self._pid != os.getpid():  # a forked child opens its own
+        if self._pool is None or self._pid != _pid():  # a forked child opens its own
             self._pool = _Pool(driver)
-            self._pid = os.getpid()
+            self._pid = _pid()
         return self._pool
+
+
+class _Target(NamedTuple):
+    """What a URL that passed `check_url` says, its port filled in: a pure function of the URL."""
+
+    scheme: str
+    hostname: str
+    port: int | None  # as written
+    default_port: int  # as written, else the scheme's
+    path: str  # path (at least /) and query
+    literal: bool  # the host is a numeric address (nothing to resolve)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _target(url: str, allowed_schemes: frozenset[str]) -> _Target:
+    """`check_url` and the parts of the URL the call needs, once per URL (a refusal is raised, never
+    cached): the parse was a tenth of a webhook attempt's cost on the outbound thread."""
+    parts = check_url(url, allowed_schemes=allowed_schemes)
+    scheme, hostname, port = parts.scheme.lower(), parts.hostname or "", parts.port
+    query = f"?{parts.query}" if parts.query else ""
+    return _Target(
+        scheme=scheme,
+        hostname=hostname,
+        port=port,
+        default_port=port or _DEFAULT_PORTS[scheme],
+        path=f"{parts.path or '/'}{query}",
+        literal=parse_ip_literal(hostname) is not None,
+    )
 
 
 _LINE_BREAK = re.compile(r"[\r\n\0]")
@@ -635,7 +662,7 @@ def _header_lines(headers: Mapping[str, str]) -> list[str]:
     lines = []
     names = set()
     for name, value in headers.items():
-        if ":" in name or _LINE_BREAK.search(name) or _LINE_BREAK.search(value):
+        if ":" in name or _LINE_BREAK.search(f"{name}{value}"):
             raise ValueError(f"header {name!r}: a name or value with a line break, NUL or colon")
         if name.lower() == "host":
             continue  # the guard's Host, from the checked URL

@@ -3,6 +3,7 @@ and pinning (the connection goes to the exact address that was checked)."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -89,6 +90,12 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, st
     return None
 
 
+# Pure functions of their arguments, called on every outbound call (a webhook engine makes thousands a
+# second, mostly to the same few URLs and addresses): cached per process, bounded.
+CACHED = 4096
+
+
+@functools.lru_cache(maxsize=CACHED)
 def address_refusal_reason(ip: IPAddress | str, *, allow_loopback: bool) -> str | None:
     """Why `ip` may not be contacted, or None when it is a public unicast address.
 
@@ -145,6 +152,13 @@ _CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
 
 def safe_url(url: str) -> str:
     """scheme://host[:port]/path of `url`: no userinfo, query or fragment, fit for logs."""
+    if isinstance(url, str):
+        return _safe_url(url)
+    return _safe_url.__wrapped__(url)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _safe_url(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -162,6 +176,7 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}"
 
 
+@functools.lru_cache(maxsize=CACHED)
 def parse_ip_literal(host: str) -> IPAddress | None:
     """The address a numeric host means, in every form a resolver accepts; None for a name.
 
@@ -257,7 +272,15 @@ def check_url(url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY) -> Split
     Raises OutboundBlocked with reason invalid_url, scheme_not_allowed, userinfo_not_allowed,
     missing_host or invalid_port.
     """
-    if not isinstance(url, str) or _CONTROL_OR_SPACE.search(url):
+    if not isinstance(url, str):
+        raise OutboundBlocked("invalid_url")
+    return _checked_url(url, frozenset(allowed_schemes))
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _checked_url(url: str, allowed_schemes: frozenset[str]) -> SplitResult:
+    """`check_url` of a string (a refusal is raised, never cached)."""
+    if _CONTROL_OR_SPACE.search(url):
         raise OutboundBlocked("invalid_url")
     try:
         parts = urlsplit(url)

@@ -1039,3 +1039,36 @@ def test_deadlines_share_one_watchdog_thread_and_it_sleeps_when_idle():
             break
         _time.sleep(outbound.WATCHDOG_TICK)
     assert not outbound._watchdog.wake.is_set()
+
+
+def test_what_a_url_says_is_kept_and_what_it_reaches_is_checked_on_every_call(
+    resolver: FakeResolver, no_sockets: list, settings
+) -> None:
+    # The guard keeps the parse of a URL's text per process; the name's addresses and the loopback
+    # switch are read again by every call.
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    https = frozenset({"https"})
+    # a refused shape is refused every time
+    for _ in range(2):
+        with pytest.raises(OutboundBlocked) as refused:
+            _via_send_bytes("https://user@hooks.example/in", https)
+        assert refused.value.reason == "userinfo_not_allowed"
+    # a name that answered with a public address, then with loopback: the second call is refused
+    resolver.table["hooks.example"] = [PUBLIC_V4]
+    with pytest.raises(OutboundError):
+        _via_send_bytes("https://hooks.example/in", https)
+    assert len(no_sockets) == 1
+    resolver.table["hooks.example"] = ["127.0.0.1"]
+    with pytest.raises(OutboundBlocked) as refused:
+        _via_send_bytes("https://hooks.example/in", https)
+    assert refused.value.reason == "address_not_allowed"
+    # a loopback literal reached with the switch on is refused once it is off
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    with pytest.raises(OutboundError):
+        _via_send_bytes("https://127.0.0.1:8443/in", https)
+    assert len(no_sockets) == 2
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    with pytest.raises(OutboundBlocked) as refused:
+        _via_send_bytes("https://127.0.0.1:8443/in", https)
+    assert refused.value.reason == "address_not_allowed"
+    assert len(no_sockets) == 2
