@@ -645,6 +645,13 @@ def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widge
         assert rows[0].subscription.secret_encrypted == sub.secret_encrypted
         assert rows[0].idempotency_key == str(first.event_id)
     assert len(queries) == 0
+    # and each row is what the ORM would have built: loaded from the database, the columns the engine
+    # does not read deferred (read on access)
+    orm = Delivery.objects.select_related("subscription").only(*engine._SEND_FIELDS).get(pk=first.pk)
+    assert (rows[0]._state.adding, rows[0]._state.db) == (False, orm._state.db)
+    assert rows[0].get_deferred_fields() == orm.get_deferred_fields()
+    assert rows[0].subscription.get_deferred_fields() == orm.subscription.get_deferred_fields()
+    assert rows[0].created_at == first.created_at
     # and they are leased; the one not yet due is not
     leased = Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("next_attempt_at", flat=True)
     assert set(leased) == {now + services.LEASE}
