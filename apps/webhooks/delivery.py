@@ -5,8 +5,8 @@ the lease, never loses it; the beat sweeper triggers `deliver_due` while due row
 `concurrency` attempts are in flight at once on the guarded client's outbound thread (`submit_bytes`:
 one pooled session per process, libcurl), so a slow endpoint holds one place, not the batch; one
 endpoint holds at most three quarters of the places. The calling thread leases and loads; a finished
-attempt's place is refilled (signed and started) on the outbound thread as its answer comes; on
-PostgreSQL a run's recorder thread writes the finished attempts meanwhile (`_Recorder`).
+attempt's place is refilled (signed and started) on the outbound thread as its answer comes, and the
+calling thread writes the finished attempts meanwhile.
 
 A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
 same lease, attempts, retries and log; the endpoint's `mode` holds or drops its rows, and its owner
@@ -765,17 +765,19 @@ class _PoolRun:
     """One `deliver_due` run. Leased rows wait in `queue` (delivery, endpoint) until a place is
     free (fewer than `concurrency` attempts unfinished, `busy`) and their endpoint is under its share
     (`in_flight`); `running` maps each attempt started and not yet collected to its endpoint. The
-    lease and the load happen on the calling thread, the record on it or on the run's recorder thread
-    (`_write`). A leased group is loaded (with its endpoints as they are then) in one query right after
-    its lease, not a few rows at a time as places free up: at a few hundred attempts a second those
-    small loads were most of this thread's time, and the attempts waited for it.
+    lease, the load and the record happen on the calling thread (`_write`). A leased group is loaded
+    (with its endpoints as they are then) in one query right after its lease, not a few rows at a time
+    as places free up: at a few hundred attempts a second those small loads were most of this thread's
+    time, and the attempts waited for it.
 
     A finished attempt's place is refilled where it finished, on the outbound thread (`_finished`),
     from the rows queued and loaded already: no database work, only the next row's signature. When
     the calling thread did it, a place stayed empty from the answer until that thread had woken, taken
     the interpreter lock and signed (2-3 ms a place at 16 places, a third of an attempt's cycle on the
     loopback receiver). The calling thread still fills the places the queue could not (leasing more),
-    collects and records. `lock` guards the queue and the counts, which both threads change."""
+    collects and records. No attempt starts while more than `concurrency` finished ones are unwritten,
+    so started and unrecorded attempts (what a killed process sends twice) never number more than
+    twice `concurrency`. `lock` guards the queue and the counts, which both threads change."""
 
     concurrency: int
     batch_size: int
@@ -792,8 +794,8 @@ class _PoolRun:
     leases: bool = True
     # the attempts that finished and are not yet collected (each future puts itself here)
     finished: SimpleQueue = field(default_factory=SimpleQueue)
-    # writes the finished attempts on a thread of its own (None: they are written on this thread)
-    recorder: _Recorder | None = None
+    # attempts finished and not yet written (`_write`): a refill waits while more than `concurrency`
+    unwritten: int = 0
     # nothing is started after this (monotonic), nor once the run has stopped
     deadline: float = float("inf")
     stopped: bool = False
@@ -814,8 +816,6 @@ class _PoolRun:
                 # and the queue goes back (so no row waits in it longer than the budget: LEASE covers it).
                 in_time = time.monotonic() < deadline
                 if in_time:
-                    if self.recorder is not None:
-                        self.recorder.wait_until_at_most(self.concurrency)
                     self._start_more()
                 # the finished attempts are recorded after their places are refilled, while the new
                 # ones are in flight: started and unrecorded attempts (what a killed process sends
@@ -831,12 +831,8 @@ class _PoolRun:
                 finished = self._collect()
         except BaseException:
             self._stop()
-            if self.recorder is not None:
-                self.recorder.close(raising=False)
             raise
         queued = self._stop()
-        if self.recorder is not None:
-            self.recorder.close()
         _release([pk for pk, _ in queued])
         return self.done
 
@@ -849,17 +845,18 @@ class _PoolRun:
         return queued
 
     def _write(self, outcomes: list[Outcome]) -> None:
-        """Record finished attempts: on the run's recorder thread, else here. The recorder is started
-        (on PostgreSQL, outside a transaction) by the first write while leased rows wait for a place:
-        its connection (about 4 ms to open) pays for itself only in a run of more rows than places."""
+        """Record finished attempts, here. A recorder thread with a connection of its own wrote them
+        until the outbound thread refilled the places (session 23): then it only took the interpreter
+        lock from the outbound thread, and a run without it sent a fifth more attempts a second. A
+        failed write ends the run with its error (the rows not written are sent again after LEASE, as
+        after a killed worker)."""
         if not outcomes:
             return
-        if self.recorder is None and self.queue and _recorder_allowed():
-            self.recorder = _Recorder()
-        if self.recorder is None:
+        try:
             _record(outcomes)
-        else:
-            self.recorder.put(outcomes)
+        finally:
+            with self.lock:
+                self.unwritten -= len(outcomes)
 
     def _startable(self) -> int:
         """How many queued rows their endpoints' shares let start now (places aside)."""
@@ -893,7 +890,7 @@ class _PoolRun:
         many): a refill starts one row, and reading the whole queue (a few hundred rows, most of them of
         an endpoint at its share) for it cost more than the attempt's signature."""
         wanted = min(self.concurrency - self.busy, self._startable())
-        if wanted <= 0 or self.stopped:
+        if wanted <= 0 or self.stopped or self.unwritten > self.concurrency:
             return
         take, skipped, counts = [], [], self.in_flight.copy()
         for index, (pk, sub_id) in enumerate(self.queue):  # noqa: B007 (the index is where the scan stopped)
@@ -917,6 +914,7 @@ class _PoolRun:
                 continue
             self.running[attempt] = row.target_key
             if attempt.call is None:  # ended before anything was sent: it took no place
+                self.unwritten += 1
                 self.finished.put((attempt, time.monotonic()))
                 continue
             self.in_flight[row.target_key] += 1
@@ -932,15 +930,12 @@ class _PoolRun:
             with self.lock:
                 self.in_flight[self.running[attempt]] -= 1
                 self.busy -= 1
+                self.unwritten += 1
                 self.finished.put((attempt, ended))
-                if ended < self.deadline and self._unwritten() <= self.concurrency:
+                if ended < self.deadline:
                     self._start_queued()
         except Exception:  # never on the outbound thread: the calling thread refills what is left
             logger.exception("webhook refill failed")
-
-    def _unwritten(self) -> int:
-        """Finished attempts not yet written (collected or not)."""
-        return self.finished.qsize() + (self.recorder.unwritten if self.recorder is not None else 0)
 
     def _collect(self) -> list[Outcome]:
         """The attempts finished by now: waits for the first, then takes every other one already
@@ -956,6 +951,8 @@ class _PoolRun:
                 outcomes.append(_conclude(attempt, ended))
             except Exception as exc:  # not a transport failure (those are outcomes): a bug, logged
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+                with self.lock:
+                    self.unwritten -= 1  # nothing to write: the row comes back after LEASE
         return outcomes
 
 
@@ -967,77 +964,6 @@ def _first_and_waiting(queue: SimpleQueue) -> list:
             items.append(queue.get_nowait())
         except Empty:
             return items
-
-
-def _recorder_allowed() -> bool:
-    """A recorder thread has a database connection of its own: on PostgreSQL, and only outside a
-    transaction (a write from another connection would wait for this one's locks; tests run inside
-    one)."""
-    return connection.vendor == "postgresql" and not connection.in_atomic_block
-
-
-class _Recorder:
-    """Writes a run's finished attempts (`_record`) on a thread with its own database connection,
-    while the run's thread refills the places they freed: the run's thread no longer waits for each
-    write (about 0.8 ms for five outcomes, most of a refill's time), and attempts finished during a
-    write are written together by the next one. `put` hands over a group; the run's thread waits
-    (`wait_until_at_most`) before starting more while more than `concurrency` finished attempts are
-    unwritten, so started and unrecorded attempts stay at most twice `concurrency`. `close` writes
-    what is left, ends the thread and closes its connection; a failed write ends the recorder and is
-    raised on the run's thread (the rows not written are sent again after LEASE, as after a killed
-    worker)."""
-
-    def __init__(self) -> None:
-        self._groups: SimpleQueue = SimpleQueue()
-        self._changed = threading.Condition()
-        self._unwritten = 0
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="webhook-recorder", daemon=True)
-        self._thread.start()
-
-    def put(self, outcomes: list[Outcome]) -> None:
-        self._raise()
-        with self._changed:
-            self._unwritten += len(outcomes)
-        self._groups.put(outcomes)
-
-    @property
-    def unwritten(self) -> int:
-        """Attempts handed over and not yet written."""
-        return self._unwritten
-
-    def wait_until_at_most(self, unwritten: int) -> None:
-        with self._changed:
-            self._changed.wait_for(lambda: self._unwritten <= unwritten or self._error is not None)
-        self._raise()
-
-    def close(self, *, raising: bool = True) -> None:
-        self._groups.put(None)
-        self._thread.join()
-        if raising:
-            self._raise()
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _run(self) -> None:
-        try:
-            closing = False
-            while not closing:
-                groups = _first_and_waiting(self._groups)
-                closing = groups[-1] is None  # close() puts None after every group
-                outcomes = [outcome for group in groups if group for outcome in group]
-                _record(outcomes)
-                with self._changed:
-                    self._unwritten -= len(outcomes)
-                    self._changed.notify_all()
-        except BaseException as exc:  # raised on the run's thread
-            with self._changed:
-                self._error = exc
-                self._changed.notify_all()
-        finally:
-            connection.close()  # this thread's own
 
 
 def _release(ids: list[int]) -> None:
