@@ -846,8 +846,8 @@ class _PoolRun:
 
     def _write(self, outcomes: list[Outcome]) -> None:
         """Record finished attempts, here. A recorder thread with a connection of its own wrote them
-        until the outbound thread refilled the places (session 23): then it only took the interpreter
-        lock from the outbound thread, and a run without it sent a fifth more attempts a second. A
+        while this thread refilled the places; once the outbound thread refilled them, it only took
+        the interpreter lock from that thread, and a run without it sent a fifth more attempts a second. A
         failed write ends the run with its error (the rows not written are sent again after LEASE, as
         after a killed worker)."""
         if not outcomes:
