@@ -92,7 +92,9 @@ class ContractMixin:
         request.version, request.versioning_scheme = version, scheme
 
         self.perform_authentication(request)
-        self.rate_limit_decision = ratelimit.api_token_decision(request.auth)
+        # consumed already when resolving the token checked a kept copy (apps.core.auth.token_cache)
+        decision = getattr(request.user, "rate_limit_decision", None)
+        self.rate_limit_decision = decision if decision is not None else ratelimit.api_token_decision(request.auth)
         self.rate_limit_decision.raise_if_denied("Per-token rate limit reached.")
         self.check_permissions(request)
 
