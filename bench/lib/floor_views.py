@@ -326,8 +326,8 @@ _floor_clients: dict[tuple[str, str], object] = {}
 
 
 def _ai_floor_lookup(authorization: str, assistant_id: int):
-    """The token (the API's own lookup: one query, hash check, last-used touch) and the assistant's
-    credential (one query), or None."""
+    """The token (the API's own resolution: a kept copy checked in Redis, or one query; the hash
+    check and the last-used touch) and the assistant's credential (one query), or None."""
     from apps.ai.models import Credential
     from apps.core.auth.authentication import BearerTokenAuthentication
     from apps.webhooks.services import decrypt_secret
@@ -335,7 +335,7 @@ def _ai_floor_lookup(authorization: str, assistant_id: int):
     scheme, _, raw = authorization.partition(" ")
     if scheme.lower() != "bearer":
         return None
-    token = BearerTokenAuthentication.resolve(raw.strip())
+    token, _ = BearerTokenAuthentication.resolve(raw.strip())
     credential = Credential.objects.filter(widget_id=token.widget_id, is_active=True).order_by("-id").first()
     if credential is None:
         return None
