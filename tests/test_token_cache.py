@@ -227,3 +227,25 @@ def test_a_write_is_refused_when_its_generation_cannot_be_set(issued, monkeypatc
         services.revoke_token(token=ApiToken.objects.get(pk=issued.token.pk))
 
     assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is None
+
+
+def test_made_up_tokens_write_nothing_to_redis(client, db):
+    from apps.core.auth import tokens
+
+    plaintext, prefix = tokens.generate()
+
+    response, _ = get(client, plaintext)
+
+    assert_problem(response, 401, "invalid_token")
+    assert not token_cache._client().exists(token_cache.key(prefix))
+    assert token_cache.get(prefix) is None
+
+
+def test_a_first_generation_is_not_set_over_one_a_write_set_meanwhile(issued):
+    prefix = issued.token.prefix
+    token_cache._client().delete(token_cache.key(prefix))
+    assert token_cache.generation(prefix) is None  # read before the rows
+
+    ApiToken.objects.filter(pk=issued.token.pk).update(scopes=["chats:write"])  # a write meanwhile
+
+    assert token_cache.start(prefix) is None

@@ -131,7 +131,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         if token is None or not tokens.matches(credential, token.secret_hash) or not _in_force(token, now):
             raise InvalidToken()
         if keeping:
-            token_cache.keep(prefix, row, token.secret_hash, generation)
+            if generation is None:
+                generation = token_cache.start(prefix)
+            if generation is not None:
+                token_cache.keep(prefix, row, token.secret_hash, generation)
         if touch_last_used(token, now) and keeping:
             token_cache.touched(prefix, _LAST_USED_AT, now)
         return token, None

@@ -7,7 +7,8 @@ only while the token's *generation* in Redis is the one the copy was read at:
 
 - The generation is read before the rows (`generation()`): a change committed between the two
   leaves the copy with an older generation than the one its commit sets, so the next request reads
-  the rows again.
+  the rows again. A token without one gets its first (`start()`) only after it authenticated, and
+  only if no write set one meanwhile; otherwise nothing is kept this time.
 - Every write of a token or a widget sets new generations for the tokens it touches (`changed()`):
   before the write, so a write cannot happen without it (Redis down refuses it), and again once the
   write commits, so a copy read while it was uncommitted is not trusted after.
@@ -47,16 +48,6 @@ MAX_COPIES = 4096
 
 log = logging.getLogger(__name__)
 
-# The generation of a token, or a new one set if it has none (a first read, or after a flush).
-_GENERATION = """
-local generation = redis.call('GET', KEYS[1])
-if not generation then
-  generation = ARGV[1]
-  redis.call('SET', KEYS[1], generation)
-end
-return generation
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class Copy:
@@ -68,7 +59,6 @@ class Copy:
 
 _copies: OrderedDict[str, Copy] = OrderedDict()
 _lock = threading.Lock()
-_script = None
 
 
 def enabled() -> bool:
@@ -89,13 +79,18 @@ def _client():
     return ratelimit.redis_client()
 
 
-def generation(prefix: str) -> str:
-    """The token's current generation (set if it has none): read it before reading the rows."""
-    global _script
-    if _script is None:
-        _script = _client().register_script(_GENERATION)
-    value = _script(keys=[key(prefix)], args=[_new_generation()])
-    return value.decode() if isinstance(value, bytes) else str(value)
+def generation(prefix: str) -> str | None:
+    """The token's current generation, None if it has none yet: read it before reading the rows."""
+    value = _client().get(key(prefix))
+    return None if value is None else value.decode()
+
+
+def start(prefix: str) -> str | None:
+    """A first generation for a token that had none when its rows were read (set only if it still
+    has none: a write since then has set one, and the rows read may be older than it), or None.
+    Only a token that authenticated gets one, so a flood of made-up tokens writes nothing to Redis."""
+    generation = _new_generation()
+    return generation if _client().set(key(prefix), generation, nx=True) else None
 
 
 def get(prefix: str) -> Copy | None:
