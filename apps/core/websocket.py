@@ -12,6 +12,13 @@ the same way with its code; an unexpected error is logged and answered `server_e
 name their frame types in `frame_handlers()` and say in `accepting()` whether the socket may take
 frames at all (not while refused or closing).
 
+The client may go away at any moment, also while the consumer is sending to it. ASGI servers then
+raise an OSError from `send` (uvicorn's ClientDisconnected) while the socket's websocket.disconnect
+already waits in the queue: the frame is dropped and the disconnect runs next, as after any close
+(before, the error ended the consumer and its disconnect never ran: an operator stayed online until
+the presence reaper, a visitor's socket slots stayed taken until they expired). Should a consumer
+end with an error anyway, its disconnect still runs once, so no socket outlives its cleanup.
+
 SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
 across processes: each socket leases one of `limit` slots in the default cache (Redis with
 REDIS_URL, else the embedded file cache), refreshes the lease while it is open and frees it when
@@ -28,6 +35,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.cache import cache
 
@@ -108,6 +116,37 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
     frame_max_chars: int = FRAME_MAX_CHARS
     frames_per_window: int = FRAMES_PER_WINDOW
     frame_window: float = FRAME_WINDOW
+
+    async def __call__(self, scope, receive, send):
+        async def send_while_open(message):
+            try:
+                await send(message)
+            except OSError:  # the client went away: its websocket.disconnect comes next (docstring)
+                logger.debug("websocket frame dropped: the client went away", extra={"path": scope.get("path")})
+
+        self._open = False
+        try:
+            await super().__call__(scope, receive, send_while_open)
+        except BaseException:
+            if self._open:
+                await self._disconnect_after_failure()
+            raise
+
+    async def _disconnect_after_failure(self) -> None:
+        try:
+            await self.websocket_disconnect({"type": "websocket.disconnect", "code": 1011})
+        except StopConsumer:
+            pass
+        except Exception:
+            logger.exception("websocket cleanup failed", extra={"path": self.scope.get("path")})
+
+    async def websocket_connect(self, message):
+        self._open = True
+        await super().websocket_connect(message)
+
+    async def websocket_disconnect(self, message):
+        self._open = False  # once: a disconnect that fails part way is not run again
+        await super().websocket_disconnect(message)
 
     def accepting(self) -> bool:
         raise NotImplementedError

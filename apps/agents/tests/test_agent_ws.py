@@ -176,6 +176,41 @@ def test_closing_the_last_of_two_sockets_announces_offline_once(widget, operator
     assert presence.online_agent_ids(widget.pk) == set()
 
 
+def test_a_frame_pushed_as_the_client_leaves_does_not_keep_the_agent_online(widget, operator, captured_events):
+    """The server raises on a send once the client is gone, while the socket's disconnect still waits
+    in the queue: the frame is dropped and the disconnect still takes the agent offline at once."""
+
+    async def scenario():
+        socket = await open_socket(operator.user)
+        socket.gone = True
+        await database_sync_to_async(visitor_says)(widget)  # pushed to the console group: the send raises
+        await asyncio.sleep(0.2)
+        await socket.disconnect(code=1005)
+        assert presence.online_agent_ids(widget.pk) == set()
+
+    run(scenario)
+    assert presence_events(captured_events) == [("agent.online", operator.pk), ("agent.offline", operator.pk)]
+
+
+def test_a_socket_whose_consumer_fails_still_takes_the_agent_offline(widget, operator, monkeypatch, captured_events):
+    """A consumer ended by an error still runs its disconnect once, and the error is not hidden."""
+
+    async def broken_push(self, event):
+        raise RuntimeError("a bug in a handler")
+
+    monkeypatch.setattr(AgentConsumer, "push", broken_push)
+
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await database_sync_to_async(visitor_says)(widget)
+        with pytest.raises(RuntimeError, match="a bug in a handler"):
+            await socket.wait(TIMEOUT)
+        assert presence.online_agent_ids(widget.pk) == set()
+
+    run(scenario)
+    assert presence_events(captured_events) == [("agent.online", operator.pk), ("agent.offline", operator.pk)]
+
+
 def test_heartbeats_keep_a_live_socket_online_past_the_expiry(widget, operator, clock, monkeypatch, captured_events):
     monkeypatch.setattr(AgentConsumer, "heartbeat_seconds", 0.05)
 

@@ -2,6 +2,7 @@
 config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
 pushes that apps.chats.realtime sends after commit really go out."""
 
+import asyncio
 import json
 
 import pytest
@@ -500,5 +501,26 @@ def test_the_slots_of_a_closed_refused_socket_are_free_again(widget, settings):
             socket, code = await open_or_code(path(widget, token))
             assert code is None
             await socket.disconnect()
+
+    run(scenario)
+
+
+def test_a_frame_pushed_as_the_client_leaves_still_frees_the_sockets_slot(widget, visitor, agent, settings):
+    """The server raises on a send once the client is gone, while the disconnect waits in the queue:
+    the frame is dropped and the disconnect frees the slot, so the visitor can open a socket again."""
+    settings.VISITOR_SOCKETS_PER_ADDRESS = 1
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+
+    async def scenario():
+        socket, code = await open_or_code(path(widget, token))
+        assert code is None
+        socket.gone = True
+        await database_sync_to_async(agent_says)(widget, chat, agent)  # pushed to the room: the send raises
+        await asyncio.sleep(0.2)
+        await socket.disconnect(code=1005)
+        again, code = await open_or_code(path(widget, token))
+        assert code is None
+        await again.disconnect()
 
     run(scenario)

@@ -15,6 +15,19 @@ class WebsocketCommunicator(ApplicationCommunicator):
     communicator, it keeps consumers from closing the test's database connection."""
 
     def __init__(self, app, url: str, headers=None):
+        # `gone = True` is the client gone without its close read yet: every later send raises an
+        # OSError, as ASGI servers do (uvicorn's ClientDisconnected), while websocket.disconnect waits
+        # in the queue behind whatever the consumer is doing.
+        self.gone = False
+
+        async def served(scope, receive, send):
+            async def server_send(message):
+                if self.gone:
+                    raise ConnectionResetError("the client went away")
+                await send(message)
+
+            await app(scope, receive, server_send)
+
         parsed = urlsplit(url)
         scope = {
             "type": "websocket",
@@ -23,7 +36,7 @@ class WebsocketCommunicator(ApplicationCommunicator):
             "headers": headers or [],
             "subprotocols": [],
         }
-        super().__init__(app, scope)
+        super().__init__(served, scope)
 
     async def send_input(self, message):
         with mock.patch("channels.db.close_old_connections", lambda: None):
