@@ -15,9 +15,8 @@ frames at all (not while refused or closing).
 The client may go away at any moment, also while the consumer is sending to it. ASGI servers then
 raise an OSError from `send` (uvicorn's ClientDisconnected) while the socket's websocket.disconnect
 already waits in the queue: the frame is dropped and the disconnect runs next, as after any close
-(before, the error ended the consumer and its disconnect never ran: an operator stayed online until
-the presence reaper, a visitor's socket slots stayed taken until they expired). Should a consumer
-end with an error anyway, its disconnect still runs once, so no socket outlives its cleanup.
+(so an operator goes offline and a visitor's socket slots free at once). Should a consumer end with
+an error anyway, its disconnect still runs once, so no socket outlives its clean-up.
 
 SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
 across processes: each socket leases one of `limit` slots in the default cache (Redis with
