@@ -195,8 +195,6 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             await handler(content)
         except AppError as err:
             await self._error(err.code, err.detail)
-        except OSError:  # the client went away mid-answer (uvicorn's ClientDisconnected): nobody to tell
-            return
         except Exception:
             logger.exception("websocket frame failed", extra={"frame_type": content.get("type")})
             await self._error("server_error", "The frame could not be handled; retry later.")
