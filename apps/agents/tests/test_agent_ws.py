@@ -184,7 +184,7 @@ def test_a_frame_pushed_as_the_client_leaves_does_not_keep_the_agent_online(widg
         socket = await open_socket(operator.user)
         socket.gone = True
         await database_sync_to_async(visitor_says)(widget)  # pushed to the console group: the send raises
-        await asyncio.sleep(0.2)
+        await socket.refused_a_send(TIMEOUT)
         await socket.disconnect(code=1005)
         assert presence.online_agent_ids(widget.pk) == set()
 

@@ -2,7 +2,6 @@
 config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
 pushes that apps.chats.realtime sends after commit really go out."""
 
-import asyncio
 import json
 
 import pytest
@@ -517,7 +516,7 @@ def test_a_frame_pushed_as_the_client_leaves_still_frees_the_sockets_slot(widget
         assert code is None
         socket.gone = True
         await database_sync_to_async(agent_says)(widget, chat, agent)  # pushed to the room: the send raises
-        await asyncio.sleep(0.2)
+        await socket.refused_a_send(TIMEOUT)
         await socket.disconnect(code=1005)
         again, code = await open_or_code(path(widget, token))
         assert code is None

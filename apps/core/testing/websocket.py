@@ -1,5 +1,6 @@
 """A websocket test client for ASGI apps (channels.testing needs daphne, which we do not install)."""
 
+import asyncio
 import json
 from unittest import mock
 from urllib.parse import unquote, urlsplit
@@ -19,10 +20,12 @@ class WebsocketCommunicator(ApplicationCommunicator):
         # OSError, as ASGI servers do (uvicorn's ClientDisconnected), while websocket.disconnect waits
         # in the queue behind whatever the consumer is doing.
         self.gone = False
+        self.refused_sends = 0
 
         async def served(scope, receive, send):
             async def server_send(message):
                 if self.gone:
+                    self.refused_sends += 1
                     raise ConnectionResetError("the client went away")
                 await send(message)
 
@@ -37,6 +40,12 @@ class WebsocketCommunicator(ApplicationCommunicator):
             "subprotocols": [],
         }
         super().__init__(served, scope)
+
+    async def refused_a_send(self, timeout=1) -> None:
+        """Wait until the consumer has tried to send to the gone client (`gone = True`)."""
+        async with asyncio.timeout(timeout):
+            while not self.refused_sends:
+                await asyncio.sleep(0.01)
 
     async def send_input(self, message):
         with mock.patch("channels.db.close_old_connections", lambda: None):
