@@ -49,6 +49,15 @@ app.autodiscover_tasks()
 app.autodiscover_tasks(["apps.agents"], related_name="tasks_presence")
 
 
+@signals.worker_init.connect
+def relay_pushes_to_web(**kwargs) -> None:
+    """On the embedded default the channel layer lives in the web process: a worker's websocket
+    pushes go there through the database (apps.core.realtime). Set before the pool forks."""
+    from apps.core import realtime
+
+    realtime.relay_to_web = realtime.relay_enabled()
+
+
 @setup_logging.connect
 def use_django_logging(**kwargs) -> None:
     """Worker and beat log through settings.LOGGING (JSON lines, credentials scrubbed) instead of
@@ -62,6 +71,8 @@ BEAT_SCHEDULE = {
     "core.purge_idempotency_keys": ("apps.core.tasks.purge_idempotency_keys", 3600),
     "core.purge_rate_limit_hits": ("apps.core.tasks.purge_rate_limit_hits", 600),
     "core.purge_signed_nonces": ("apps.core.tasks.purge_signed_nonces", 600),
+    "core.purge_broker_messages": ("apps.core.tasks.purge_broker_messages", 600),
+    "core.purge_relayed_pushes": ("apps.core.tasks.purge_relayed_pushes", 600),
     "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
     "chats.purge_visitor_sessions": ("apps.chats.tasks.purge_visitor_sessions", 3600),
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),

@@ -2,8 +2,8 @@
 
 Two shapes of deployment share this file:
 - the embedded default (no DATABASE_URL, no REDIS_URL): SQLite under var/, a file cache, a
-  filesystem Celery broker, an in-process channel layer and database-backed rate limits, so
-  `make run` needs no server;
+  SQLite-file Celery broker, an in-process channel layer that workers reach through the database
+  and database-backed rate limits, so `make run` needs no server;
 - a server deployment: DATABASE_URL (PostgreSQL) and REDIS_URL (cache, rate limits, channel layer,
   Celery broker).
 
@@ -172,21 +172,17 @@ else:
         },
     }
     # In-process layer: websocket fan-out reaches the sockets of the web process only, which is
-    # the single web process of the embedded default.
+    # the single web process of the embedded default. Workers relay their pushes to it through the
+    # database (apps.core.realtime).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    CELERY_BROKER_URL = "filesystem://"
-    # kombu's filesystem transport, returning from its polls when the worker is asked to stop.
-    CELERY_BROKER_TRANSPORT = "apps.core.broker:FilesystemTransport"
-    _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "control_folder": str(_broker_dir / "control"),
-        "store_processed": False,
-    }
+    # kombu's SQLAlchemy transport on a SQLite file of its own (apps.core.broker.SQLiteTransport).
+    CELERY_BROKER_URL = f"sqla+sqlite:///{VAR_DIR / 'broker.sqlite3'}"
+    CELERY_BROKER_TRANSPORT = "apps.core.broker:SQLiteTransport"
+    # create_engine options: wait for the file's write lock rather than fail a publish.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
+
+# The web process reads the frames workers relayed (in-process layer only; apps.core.realtime).
+REALTIME_RELAY = env.bool("REALTIME_RELAY", default=True)
 
 # --- celery -------------------------------------------------------------------------------------
 # The longest countdown we schedule is a webhook retry (60 s) or the outbox re-drive; the broker's

@@ -10,7 +10,10 @@ Two stores with the same semantics:
   agents scored by their latest socket expiry, which the reaper scans. Every transition runs as one
   Lua script, so across any number of processes exactly one caller sees "first" and one sees "last".
 - in-process (the embedded default): the same structures in a dict under a lock; the single web
-  process holds every socket.
+  process holds every socket and makes every transition. Each transition also writes the agent's
+  latest socket expiry into Django's cache (a file cache shared by every process of the embedded
+  default), and every process reads presence from there: a Celery worker deciding a hand-over sees
+  the operators whose consoles are open in the web process.
 
 The announced set is the claim that makes events exactly-once: `agent.online` goes out when a
 connect adds the agent to it, `agent.offline` when a disconnect or the reaper removes it, so the two
@@ -26,6 +29,7 @@ import time
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from apps.core import events
@@ -48,12 +52,36 @@ clock = time.time
 
 
 class MemoryStore:
-    """Presence of the sockets of this process."""
+    """Presence of the sockets of this process, published to the shared cache for readers in other
+    processes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sockets: dict[int, dict[str, float]] = {}  # agent -> socket -> expiry
         self._announced: dict[int, int] = {}  # agent announced online -> its widget
+
+    @staticmethod
+    def widget_key(widget_id: int) -> str:
+        return f"presence:widget:{widget_id}"
+
+    @staticmethod
+    def agent_key(agent_id: int) -> str:
+        return f"presence:agent:{agent_id}"
+
+    def _publish(self, agent_id: int, widget_id: int) -> None:
+        """Write the agent's latest expiry (None: offline) for readers in every process. Called under
+        the lock: this process is the only writer, so the read-modify-write of the widget's entry
+        cannot interleave."""
+        sockets = self._sockets.get(agent_id, {})
+        expiry = max(sockets.values()) if sockets and agent_id in self._announced else None
+        roster = cache.get(self.widget_key(widget_id)) or {}
+        if expiry is None:
+            roster.pop(agent_id, None)
+            cache.delete(self.agent_key(agent_id))
+        else:
+            roster[agent_id] = expiry
+            cache.set(self.agent_key(agent_id), expiry, timeout=None)
+        cache.set(self.widget_key(widget_id), roster, timeout=None)
 
     def _prune(self, agent_id: int, now: float) -> dict[str, float]:
         sockets = self._sockets.get(agent_id, {})
@@ -68,48 +96,42 @@ class MemoryStore:
         with self._lock:
             self._prune(agent_id, now)
             self._sockets.setdefault(agent_id, {})[socket_id] = now + SOCKET_TTL_SECONDS
-            if agent_id in self._announced:
-                return False
-            self._announced[agent_id] = widget_id
-            return True
+            first = agent_id not in self._announced
+            self._announced.setdefault(agent_id, widget_id)
+            self._publish(agent_id, widget_id)
+            return first
 
     def disconnect(self, *, agent_id: int, widget_id: int, socket_id: str) -> bool:
         now = clock()
         with self._lock:
             self._sockets.get(agent_id, {}).pop(socket_id, None)
-            return self._release_if_gone(agent_id, now)
+            return self._release_if_gone(agent_id, widget_id, now)
 
-    def _release_if_gone(self, agent_id: int, now: float) -> bool:
+    def _release_if_gone(self, agent_id: int, widget_id: int, now: float) -> bool:
         if self._prune(agent_id, now):
+            self._publish(agent_id, widget_id)
             return False
-        return self._announced.pop(agent_id, None) is not None
+        released = self._announced.pop(agent_id, None) is not None
+        self._publish(agent_id, widget_id)
+        return released
 
     def reap_expired(self) -> list[tuple[int, int]]:
         now = clock()
         with self._lock:
             claimed = []
             for agent_id, widget_id in list(self._announced.items()):
-                if self._release_if_gone(agent_id, now):
+                if self._release_if_gone(agent_id, widget_id, now):
                     claimed.append((agent_id, widget_id))
             return claimed
 
     def online_agent_ids(self, widget_id: int) -> set[int]:
         now = clock()
-        with self._lock:
-            return {
-                agent_id
-                for agent_id, announced_widget in self._announced.items()
-                if announced_widget == widget_id and _live(self._sockets.get(agent_id, {}), now)
-            }
+        roster = cache.get(self.widget_key(widget_id)) or {}
+        return {agent_id for agent_id, expiry in roster.items() if expiry > now}
 
     def is_online(self, agent_id: int) -> bool:
-        now = clock()
-        with self._lock:
-            return _live(self._sockets.get(agent_id, {}), now)
-
-
-def _live(sockets: dict[str, float], now: float) -> bool:
-    return any(expiry > now for expiry in sockets.values())
+        expiry = cache.get(self.agent_key(agent_id))
+        return expiry is not None and expiry > clock()
 
 
 # KEYS: agent sockets, widget's announced agents, due index. ARGV: socket id, now, expiry, due member,

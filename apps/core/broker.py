@@ -9,46 +9,56 @@ connection of its own (each command borrows one from the channel's pool, which t
 so one client is as safe between threads as the clients built per command; a new one is built when
 the channel replaces its pool (after a connection error).
 
-`FilesystemTransport` (the embedded default): kombu's filesystem transport, stoppable.
-
-The filesystem transport has no file descriptor to wait on, so the worker runs Celery's polling loop
-(celery.worker.loops.synloop), which checks for a shutdown only between calls of
-`drain_events(timeout=2.0)`; kombu's virtual transport keeps polling inside that call (sleeping
-`polling_interval`, 1 s) until a message or the 2 s are up. A SIGTERM therefore waited up to 3 s
-before the warm shutdown even began (honcho, which kills after 5 s, killed the worker on every
-stop). This transport polls in short rounds and returns as soon as the worker is asked to stop.
+`SQLiteTransport` (the embedded default): kombu's SQLAlchemy transport on a SQLite file. Every
+publish and every take is one SQLite transaction (kombu takes a message under `BEGIN IMMEDIATE`),
+so concurrent producers and consumers in several processes never see a half-written or
+half-read message. Its one change is the polling interval: the virtual transport polls an idle
+queue every `polling_interval` seconds, 1 s by default, which would add up to a second to every
+visitor message's task on the embedded default. (The interval cannot be passed as a transport
+option: the SQLAlchemy transport hands its options to `create_engine`.) Taken messages stay in the
+table marked invisible; `purge_taken_messages` removes them (a beat job).
 """
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
+import os
+import sqlite3
+from contextlib import closing, contextmanager
+from datetime import datetime, timedelta
 
-from celery.worker import state
-from kombu.transport import filesystem
 from kombu.transport import redis as kombu_redis
+from kombu.transport import sqlalchemy
 
-POLL_SECONDS = 0.2
+# An idle worker asks its queues this often (one indexed SELECT on the broker file).
+POLL_SECONDS = 0.1
+# Taken messages older than this are deleted; a message is acknowledged long before (a task's
+# hard time limit is far shorter).
+TAKEN_RETENTION = timedelta(hours=1)
 
 
-def _worker_stopping() -> bool:
-    return state.should_stop is not None or state.should_terminate is not None
-
-
-class FilesystemTransport(filesystem.Transport):
+class SQLiteTransport(sqlalchemy.Transport):
     polling_interval = POLL_SECONDS
 
-    def drain_events(self, connection, timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
-            if remaining <= 0:
-                raise TimeoutError()
-            try:
-                return super().drain_events(connection, timeout=remaining)
-            except TimeoutError:  # socket.timeout
-                if _worker_stopping():
-                    raise
+
+def purge_taken_messages(url: str) -> int:
+    """Delete the messages the workers took more than TAKEN_RETENTION ago from the SQLite broker
+    at `url` (`sqla+sqlite:///path`); returns how many. A no-op for any other broker."""
+    if not url.startswith("sqla+sqlite:///"):
+        return 0
+    path = url.removeprefix("sqla+sqlite:///")
+    if not os.path.exists(path):
+        return 0
+    # kombu stamps a message when it is taken (`timestamp`, local time without a zone)
+    cutoff = datetime.now() - TAKEN_RETENTION  # noqa: DTZ005
+    with closing(sqlite3.connect(path, timeout=30)) as db, db:
+        try:
+            cursor = db.execute(
+                "DELETE FROM kombu_message WHERE visible = 0 AND timestamp < ?",
+                (cutoff.isoformat(sep=" "),),
+            )
+        except sqlite3.OperationalError:  # no message was ever sent: kombu has not made its tables
+            return 0
+        return cursor.rowcount
 
 
 class RedisChannel(kombu_redis.Channel):

@@ -14,6 +14,12 @@ Where the push is sent from:
   embedded default is never used from a loop other than the caller's own: its queues belong to the
   loop of the process's sockets.
 All of a frame's groups are sent in one call (on Redis, `group_send_many` of apps.core.channel_layer).
+
+The embedded default's layer lives inside the web process, which a Celery worker cannot reach. Its
+workers (`relay_to_web`, set by config.celery) write each push as a `RelayedPush` row instead, and
+the web process, once a socket is open, reads new rows every RELAY_POLL_SECONDS on a thread of its
+own and sends them on its event loop. SQLite commits one writer at a time, so row ids appear in
+order and the reader never skips a row it has not seen.
 """
 
 from __future__ import annotations
@@ -22,14 +28,27 @@ import asyncio
 import logging
 import os
 import threading
+import time
+from datetime import timedelta
 
 from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
 # A push that has not reached the layer after this long is given up (logged); the sender goes on.
 PUSH_TIMEOUT_SECONDS = 5.0
+# How often the web process reads the frames workers relayed, how many at most per read, and how
+# long a relayed row is kept (a visitor who missed a frame re-reads with `since`).
+RELAY_POLL_SECONDS = 0.1
+RELAY_BATCH = 200
+RELAY_KEEP = timedelta(seconds=60)
+
+# True in a Celery worker process of the embedded default: pushes are relayed through the database.
+relay_to_web = False
 
 
 def chat_group(chat_id: int) -> str:
@@ -100,6 +119,9 @@ def push(groups: list[str], frame: dict) -> None:
     layer = get_channel_layer()
     if layer is None or not groups:
         return
+    if relay_to_web:
+        _relay(groups, frame)
+        return
     try:
         if _server_loop() is None and not isinstance(layer, InMemoryChannelLayer):
             future = asyncio.run_coroutine_threadsafe(_send(layer, groups, frame), _push_loop.get())
@@ -112,3 +134,83 @@ def push(groups: list[str], frame: dict) -> None:
             async_to_sync(_send)(layer, groups, frame)
     except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
         logger.warning("websocket push failed", extra={"groups": groups})
+
+
+# --- the embedded default's relay from workers to the web process ------------------------------------
+
+
+def relay_enabled() -> bool:
+    """Pushes of other processes reach this process's sockets only through the relay: the layer is
+    in-process (no REDIS_URL) and the setting has not turned the relay off."""
+    return settings.REALTIME_RELAY and isinstance(get_channel_layer(), InMemoryChannelLayer)
+
+
+def _relay(groups: list[str], frame: dict) -> None:
+    from apps.core.models import RelayedPush
+
+    try:
+        RelayedPush.objects.create(groups=list(groups), frame=frame)
+    except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
+        logger.warning("websocket push failed", extra={"groups": groups})
+
+
+def purge_relayed_pushes() -> int:
+    """Delete relayed frames older than RELAY_KEEP (read or not: a socket has re-read by then)."""
+    from apps.core.models import RelayedPush
+
+    deleted, _ = RelayedPush.objects.filter(created_at__lt=timezone.now() - RELAY_KEEP).delete()
+    return deleted
+
+
+class _RelayReader:
+    """The web process's reader of relayed frames: one thread, started by the first socket."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def ensure_started(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            self._thread = threading.Thread(target=self._run, args=(loop,), name="realtime-relay", daemon=True)
+            self._thread.start()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        from apps.core.models import RelayedPush
+
+        layer = get_channel_layer()
+        last = None
+        purged_at = 0.0
+        while loop.is_running():
+            try:
+                if last is None:  # frames written before any socket was open have nobody to reach
+                    last = RelayedPush.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+                rows = list(
+                    RelayedPush.objects.filter(pk__gt=last)
+                    .order_by("pk")
+                    .values_list("pk", "groups", "frame")[:RELAY_BATCH]
+                )
+                for pk, groups, frame in rows:
+                    asyncio.run_coroutine_threadsafe(_send(layer, groups, frame), loop)
+                    last = pk
+                if time.monotonic() - purged_at > RELAY_KEEP.total_seconds():
+                    purged_at = time.monotonic()
+                    purge_relayed_pushes()
+            except Exception:
+                logger.exception("relayed websocket frames could not be read")
+                close_old_connections()
+                rows = []
+            if len(rows) < RELAY_BATCH:
+                time.sleep(RELAY_POLL_SECONDS)
+
+
+_relay_reader = _RelayReader()
+
+
+def start_relay_reader() -> None:
+    """Called on the web server's event loop when a socket connects (apps.core.websocket)."""
+    if relay_enabled():
+        _relay_reader.ensure_started(asyncio.get_running_loop())

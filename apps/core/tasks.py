@@ -58,3 +58,21 @@ def purge_signed_nonces() -> int:
     from apps.core import signed
 
     return signed.purge_nonces()
+
+
+@shared_task
+def purge_broker_messages() -> int:
+    """Delete taken messages from the embedded default's SQLite broker (nothing on Redis)."""
+    from django.conf import settings
+
+    from apps.core.broker import purge_taken_messages
+
+    return purge_taken_messages(settings.CELERY_BROKER_URL)
+
+
+@shared_task
+def purge_relayed_pushes() -> int:
+    """Delete websocket frames relayed to the web process that are past keeping (embedded default)."""
+    from apps.core import realtime
+
+    return realtime.purge_relayed_pushes()

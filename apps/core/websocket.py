@@ -38,6 +38,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.cache import cache
 
+from apps.core import realtime
 from apps.core.api import parsers
 from apps.core.errors import AppError, InvalidJSON
 
@@ -141,6 +142,7 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
 
     async def websocket_connect(self, message):
         self._open = True
+        realtime.start_relay_reader()
         await super().websocket_connect(message)
 
     async def websocket_disconnect(self, message):
