@@ -24,6 +24,9 @@ class AiSettings(models.Model):
 
     widget = models.OneToOneField(Widget, on_delete=models.CASCADE, related_name="ai_settings")
     enabled = models.BooleanField(default=False)
+    # When `enabled` last went on: the AI answers only visitor messages written since (a message
+    # left while it was off is the people's to answer). Null on rows enabled before it was kept.
+    enabled_at = models.DateTimeField(null=True, blank=True)
     rag_enabled = models.BooleanField(default=False)
     shadow_mode = models.BooleanField(default=False)
     autonomous_tuning_enabled = models.BooleanField(default=False)

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -116,15 +116,20 @@ def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) ->
     widget_ids = list(AiSettings.objects.filter(enabled=True).values_list("widget_id", flat=True))
     if not widget_ids:
         return []
+    # A message written before its widget's AI went on is the people's to answer.
+    since_switched_on = Q(widget__ai_settings__enabled_at__isnull=True) | Q(
+        created_at__gte=F("widget__ai_settings__enabled_at")
+    )
     rows = (
         Message.objects.filter(
+            since_switched_on,
             widget_id__in=widget_ids,
             author_kind=Message.Author.CLIENT,
             created_at__gte=now - REDRIVE_WINDOW,
             created_at__lte=now - REDRIVE_AFTER,
             chat__awaiting_human_since__isnull=True,
         )
-        .exclude(chat__status=Chat.Status.SPAM)
+        .exclude(chat__status__in=[Chat.Status.SPAM, Chat.Status.EXPIRED])
         .exclude(chat__handled_by_type=Chat.OperatorType.HUMAN)
         .annotate(
             claimed=Exists(ReplyClaim.objects.filter(message_id=OuterRef("pk"))),
@@ -221,7 +226,7 @@ def visible_history(message: Message) -> list[dict]:
 
 def answer(*, message_id: int) -> str:
     """Answer one visitor message (see the module text). Returns what happened: `answered`,
-    `handed_off`, `external`, `superseded`, `dropped`, `person_handles`, `awaiting_human`,
+    `handed_off`, `external`, `superseded`, `closed`, `before_ai`, `dropped`, `person_handles`, `awaiting_human`,
     `disabled`, `unconfigured`, `claimed_elsewhere` or `not_a_visitor_message`. Safe to run twice
     and concurrently for one message: it is answered at most once."""
     message = (
@@ -237,6 +242,10 @@ def answer(*, message_id: int) -> str:
     chat, widget = message.chat, message.chat.widget
     if message.newer_exists:
         return "superseded"
+    if chat.status in (Chat.Status.EXPIRED, Chat.Status.SPAM):
+        # closed since the message came (a takeover timer or a re-drive that outlived the chat):
+        # a machine never reopens a chat
+        return "closed"
     now = timezone.now()
     if not handoff.machine_may_answer(chat=chat, now=now):
         if chat.awaiting_human_since is not None:
@@ -248,6 +257,8 @@ def answer(*, message_id: int) -> str:
     ai_settings = selectors.get_settings(widget)
     if not ai_settings.enabled:
         return "disabled"
+    if ai_settings.enabled_at is not None and message.created_at < ai_settings.enabled_at:
+        return "before_ai"
     assistant = selectors.effective_assistant(widget)
     operator = active_operator(widget, assistant) if assistant is not None else None
     chain = selectors.resolve_chain(widget, operator=operator, assistant=assistant) if operator else []

@@ -91,6 +91,9 @@ def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
     changed = [name for name, value in changes.items() if getattr(row, name) != value]
     for name in changed:
         setattr(row, name, changes[name])
+    if "enabled" in changed and row.enabled:
+        row.enabled_at = timezone.now()
+        changed.append("enabled_at")
     if changed:
         row.save(update_fields=[*changed, "updated_at"])
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)

@@ -709,3 +709,63 @@ def test_what_the_redrive_leaves_alone(bot, widget, broker, presence):
     age(off, 40)
     # only the newest message of the chat nobody holds is lost
     assert runtime.lost_messages() == [newer.pk]
+
+
+# --- stale work respects the chat's state and the time the AI went on --------------------------------------
+
+
+def test_a_takeover_timer_firing_after_the_chat_closed_posts_nothing_and_the_chat_stays_closed(bot, widget):
+    # given a chat a person holds, the visitor's message waiting for the takeover timer, then closed
+    person = AgentFactory(widget=widget)
+    first = visitor_writes(widget, "Hello")
+    chat_services.post_agent_message(
+        widget=widget, chat=first.chat, agent=person, data=chat_services.MessageInput(body="Hi, I am here")
+    )
+    waiting = chat_services.post_client_message(
+        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="Still there?")
+    )
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=first.chat_id))
+    posted = Message.objects.filter(chat_id=first.chat_id).count()
+
+    # when the timer fires after the person's silence ran out
+    Message.objects.filter(chat_id=first.chat_id).update(created_at=timezone.now() - timedelta(seconds=600))
+    outcome = runtime.answer(message_id=waiting.pk)
+
+    # then nothing is posted and the chat stays closed
+    assert outcome == "closed"
+    assert Message.objects.filter(chat_id=first.chat_id).count() == posted
+    assert Chat.objects.get(pk=first.chat_id).status == Chat.Status.EXPIRED
+    assert not ReplyClaim.objects.filter(message=waiting).exists()
+
+
+def test_the_redrive_leaves_a_closed_chat_alone(bot, widget, broker):
+    message = visitor_writes(widget, "Anyone?")
+    ReplyClaim.objects.filter(message=message).delete()  # its task was lost
+    chat_services.close_chat(widget=widget, chat=message.chat)
+    age(message, 40)
+
+    assert runtime.lost_messages() == []
+    assert runtime.redrive() == 0 and broker.sent == []
+    assert Chat.objects.get(pk=message.chat_id).status == Chat.Status.EXPIRED
+
+
+def test_switching_the_ai_on_leaves_messages_written_while_it_was_off_to_people(bot, widget, broker):
+    from apps.ai import services as ai_services
+
+    # given the AI off while a visitor wrote, five minutes ago
+    ai_services.update_settings(widget=widget, changes={"enabled": False})
+    message = visitor_writes(widget, "Written while the AI was off")
+    age(message, 300)
+
+    # when the owner switches the AI on
+    row = ai_services.update_settings(widget=widget, changes={"enabled": True})
+
+    # then neither the re-drive nor a late task answers that message
+    assert row.enabled_at is not None
+    assert runtime.lost_messages() == []
+    assert runtime.answer(message_id=message.pk) == "before_ai"
+    assert not Message.objects.filter(chat_id=message.chat_id, author_kind=Message.Author.AI).exists()
+
+    # while a message written after the switch is answered
+    later = visitor_writes(widget, "Written with the AI on")
+    assert runtime.answer(message_id=later.pk) == "answered"
