@@ -358,3 +358,33 @@ def test_usage_error_exits_non_zero_with_one_line_on_stderr(args):
     assert done.returncode != 0
     assert done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# --- set_plan -----------------------------------------------------------------------------------------------
+
+
+def test_the_plans_free_pro_and_business_are_seeded_with_free_the_default():
+    from apps.billing.models import Plan
+
+    plans = {plan.slug: plan for plan in Plan.objects.filter(slug__in=["free", "pro", "business"])}
+    assert set(plans) == {"free", "pro", "business"}
+    assert plans["free"].is_default and not plans["free"].is_paid and plans["free"].seats == 3
+    assert plans["pro"].is_paid and plans["pro"].seats == 10 and plans["pro"].ad_cabinet_slots == 2
+    assert {"messengers", "ai"} <= set(plans["pro"].paid_features) and plans["pro"].premium_skins
+    assert plans["business"].is_paid and plans["business"].seats == 50 and plans["business"].ad_cabinet_slots == 10
+
+
+def test_set_plan_puts_the_account_on_the_plan_and_prints_it(widget):
+    from apps.billing import selectors
+
+    data = one_json_line(run("set_plan", "--widget", widget.button_guid, "--plan", "pro"))
+
+    assert data == {"account_id": widget.account_id, "plan": "pro"}
+    assert selectors.plan_for(widget.account).slug == "pro" and selectors.seats_for(widget.account) == 10
+
+
+def test_set_plan_refuses_an_unknown_plan_or_widget(capsys, widget):
+    _, reason = run_failing(capsys, "set_plan", "--widget", str(widget.pk), "--plan", "gold")
+    assert "no plan 'gold'" in reason and "business" in reason
+    _, reason = run_failing(capsys, "set_plan", "--widget", "999999", "--plan", "pro")
+    assert "no widget" in reason

@@ -30,19 +30,20 @@ pytestmark = pytest.mark.django_db
 
 def test_plan_for_is_the_assigned_plan(widget):
     plan = PlanFactory()
-    PlanFactory(is_default=True)
     AccountPlanFactory(account=widget.account, plan=plan)
     assert services.plan_for(widget.account) == plan
 
 
 def test_plan_for_falls_back_to_the_default_plan_then_none(widget):
+    assert services.plan_for(widget.account).slug == "free"  # the seeded default
+    Plan.objects.filter(is_default=True).update(is_default=False)
     assert services.plan_for(widget.account) is None
     default = PlanFactory(is_default=True, is_paid=False)
     assert services.plan_for(widget.account) == default
 
 
 def test_only_one_plan_can_be_the_default():
-    PlanFactory(is_default=True)
+    assert Plan.objects.filter(is_default=True).count() == 1  # the seeded `free`
     with pytest.raises(IntegrityError):
         PlanFactory(is_default=True)
 

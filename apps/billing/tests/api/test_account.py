@@ -32,7 +32,8 @@ def test_get_shows_the_owning_account_profile(api, widget):
     assert set(body) == set(AccountDoc().fields)
     assert body["id"] == account.pk and body["email"] == account.user.email
     assert (body["name"], body["surname"], body["phone"]) == ("Anna", "Ivanova", "+7 900 000-00-00")
-    assert body["legal_entities"] == [] and body["seats"] == account.seats and body["plan"] is None
+    assert body["legal_entities"] == [] and body["seats"] == account.seats
+    assert body["plan"]["slug"] == "free"  # the default plan of an account with none assigned
 
 
 def test_get_lists_every_entity_of_the_account_the_sibling_widgets_included(api, widget, sibling_widget):
