@@ -163,7 +163,13 @@ class Alert(models.Model):
 
 class DemandSignal(models.Model):
     """What visitors asked for that the assistant could not answer (a topic with a count), recorded
-    by the AI operator at work."""
+    by the AI operator at work (apps.learning.demand names the category of each hand-over)."""
+
+    class Category(models.TextChoices):
+        UNANSWERED = "unanswered"
+        ESCALATION = "escalation"
+        PROVIDER_FAILURE = "provider_failure"
+        SAFETY = "safety"
 
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="ai_demand_signals")
     category = models.CharField(max_length=64)

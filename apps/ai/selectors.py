@@ -10,6 +10,7 @@ from apps.core.models import Widget
 from apps.webhooks.services import decrypt_secret
 
 from . import phrases
+from .providers import endpoint_of
 from .models import AiSettings, Assistant, Credential, IntegrationBinding
 
 AGENT_TO_OPERATOR_STATUS = {
@@ -170,6 +171,7 @@ def credential_payload(credential: Credential, by_id: dict[int, Credential]) -> 
         "id": credential.pk,
         "provider": credential.provider,
         "base_url": credential.base_url or None,
+        "endpoint": endpoint_of(credential.provider, credential.base_url),
         "model": credential.model or None,
         "is_active": credential.is_active,
         "scope": credential_scope(credential),

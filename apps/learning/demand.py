@@ -36,10 +36,10 @@ logger = logging.getLogger(__name__)
 TOPIC_CHARACTERS = 200
 SAMPLE_CHARACTERS = 1000
 
-UNANSWERED = "unanswered"
-ESCALATION = "escalation"
-PROVIDER_FAILURE = "provider_failure"
-SAFETY = "safety"
+UNANSWERED = DemandSignal.Category.UNANSWERED.value
+ESCALATION = DemandSignal.Category.ESCALATION.value
+PROVIDER_FAILURE = DemandSignal.Category.PROVIDER_FAILURE.value
+SAFETY = DemandSignal.Category.SAFETY.value
 
 CATEGORIES: dict[str, str] = {
     # the built-in AI operator (apps.ai.pipeline.transform, apps.ai.runtime)

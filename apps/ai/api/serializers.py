@@ -14,7 +14,8 @@ from .. import marketplace, phrases
 from ..models import PROVIDERS, Alert, Assistant, Credential, DemandSignal
 
 LOCALE_CHOICES = phrases.LANGUAGES
-DEMAND_CATEGORIES = ("unanswered", "escalated", "product", "pricing", "availability", "other")
+# What apps.learning.demand records: the schema's enum and the filter accept exactly these.
+DEMAND_CATEGORIES = tuple(DemandSignal.Category.values)
 
 
 # --- strict scalars ---------------------------------------------------------------------------------------
@@ -298,6 +299,9 @@ class CredentialDoc(serializers.Serializer):
     id = serializers.IntegerField()
     provider = serializers.ChoiceField(choices=PROVIDERS)
     base_url = serializers.CharField(allow_null=True)
+    endpoint = serializers.CharField(
+        allow_null=True, help_text="Where calls go: `base_url`, else the vendor's address (null: not callable)."
+    )
     model = serializers.CharField(allow_null=True)
     is_active = serializers.BooleanField()
     scope = serializers.ChoiceField(choices=["widget", "assistant", "operator"])

@@ -26,6 +26,7 @@ from .calls import list_models as list_models
 from .calls import synthesize as synthesize
 from .calls import transcribe as transcribe
 from .drivers import clear_token_cache as clear_token_cache
+from .drivers import endpoint_of as endpoint_of
 from .types import PROVIDERS as PROVIDERS
 from .types import AttemptInfo as AttemptInfo
 from .types import ChatMessage as ChatMessage

@@ -293,16 +293,22 @@ def _client_key(driver: str, base_url: str, config: ProviderConfig) -> tuple:
     return (driver, base_url, _digest(config.api_key), transport._ca_key())
 
 
+VENDOR_BASE_URLS = {OPENAI: OPENAI_BASE_URL, ANTHROPIC: ANTHROPIC_BASE_URL, GIGACHAT: GIGACHAT_BASE_URL}
+
+
+def endpoint_of(provider: str, base_url: str | None) -> str | None:
+    """The address a credential's calls go to: its `base_url`, else its vendor's; None for a
+    compatible-API credential without one (it cannot be called)."""
+    if base_url:
+        return base_url.rstrip("/")
+    return VENDOR_BASE_URLS.get(provider)
+
+
 def _base_url(config: ProviderConfig) -> str:
-    if config.base_url:
-        return config.base_url.rstrip("/")
-    if config.provider == OPENAI:
-        return OPENAI_BASE_URL
-    if config.provider == ANTHROPIC:
-        return ANTHROPIC_BASE_URL
-    if config.provider == GIGACHAT:
-        return GIGACHAT_BASE_URL
-    raise ProviderError("bad_request", provider=config.provider, detail="base_url_required")
+    endpoint = endpoint_of(config.provider, config.base_url)
+    if endpoint is None:
+        raise ProviderError("bad_request", provider=config.provider, detail="base_url_required")
+    return endpoint
 
 
 def _openai_client(config: ProviderConfig, *, is_async: bool) -> Any:

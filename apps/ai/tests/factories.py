@@ -53,5 +53,5 @@ class DemandSignalFactory(factory.django.DjangoModelFactory):
         model = DemandSignal
 
     widget = factory.SubFactory(WidgetFactory)
-    category = "product"
+    category = "unanswered"
     topic = "gift cards"

@@ -49,11 +49,11 @@ def test_create_external_operator_prints_the_operator_and_its_secret_once(widget
         "name": "Shop bot",
         "url": "https://127.0.0.1:9/h",
         "state": "active",
-        "secret": printed["secret"],
+        "signing_secret": printed["signing_secret"],
     }
-    assert printed["secret"].startswith("whsec_")
-    assert decrypt_secret(operator.endpoint.secret_encrypted) == printed["secret"]
-    assert operator.endpoint.secret_encrypted != printed["secret"]  # stored encrypted
+    assert printed["signing_secret"].startswith("whsec_")
+    assert decrypt_secret(operator.endpoint.secret_encrypted) == printed["signing_secret"]
+    assert operator.endpoint.secret_encrypted != printed["signing_secret"]  # stored encrypted
     agent = Agent.objects.get(pk=operator.agent_id)
     assert (agent.type, agent.status, agent.widget_id) == ("webhook", "active", widget.pk)
 
@@ -93,11 +93,11 @@ def test_rotate_external_operator_secret_keeps_the_old_one_for_the_overlap(widge
         "create_external_operator", "--widget", widget.button_guid, "--name", "B", "--url", "https://127.0.0.1:9/h"
     )
     rotated = run("rotate_external_operator_secret", "--operator", printed["public_id"])
-    assert rotated["public_id"] == printed["public_id"] and rotated["secret"] != printed["secret"]
+    assert rotated["public_id"] == printed["public_id"] and rotated["signing_secret"] != printed["signing_secret"]
     assert rotated["previous_valid_until_seconds"] == 3600
     endpoint = ExternalOperator.objects.get(public_id=printed["public_id"]).endpoint
-    assert decrypt_secret(endpoint.secret_encrypted) == rotated["secret"]
-    assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["secret"]
+    assert decrypt_secret(endpoint.secret_encrypted) == rotated["signing_secret"]
+    assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["signing_secret"]
 
 
 def test_rotate_for_an_unknown_operator_fails(capsys):
@@ -159,5 +159,5 @@ def test_rotate_webhook_keys_reencrypts_operator_secrets_and_their_previous_ones
     assert run("rotate_webhook_keys") == {"rotated": 1}
     settings.WEBHOOK_SECRET_KEYS = [new]
     endpoint = ExternalOperator.objects.get(public_id=printed["public_id"]).endpoint
-    assert decrypt_secret(endpoint.secret_encrypted) == rotated["secret"]
-    assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["secret"]
+    assert decrypt_secret(endpoint.secret_encrypted) == rotated["signing_secret"]
+    assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["signing_secret"]

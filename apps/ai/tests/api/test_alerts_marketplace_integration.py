@@ -52,12 +52,12 @@ def test_alert_scopes(api):
 
 def test_demand_signals_filters(client, widget, other_widget):
     now = timezone.now()
-    old = DemandSignalFactory(widget=widget, occurred_at=now - timedelta(days=10), category="pricing")
-    new = DemandSignalFactory(widget=widget, occurred_at=now, category="product")
+    old = DemandSignalFactory(widget=widget, occurred_at=now - timedelta(days=10), category="escalation")
+    new = DemandSignalFactory(widget=widget, occurred_at=now, category="unanswered")
     DemandSignalFactory(widget=other_widget)
     ids = lambda q: [x["id"] for x in client.get(f"/api/v1/ai/demand-signals{q}").json()["data"]]  # noqa: E731
     assert ids("") == [new.pk, old.pk]
-    assert ids("?category=pricing") == [old.pk]
+    assert ids("?category=escalation") == [old.pk]
     assert ids("?limit=1") == [new.pk]
     day = (now - timedelta(days=3)).date().isoformat()
     assert ids(f"?from={day}") == [new.pk]
@@ -203,3 +203,17 @@ def test_a_revoked_bound_token_signs_nothing(api, widget, make_token):
     token.revoked_at = timezone.now()
     token.save()
     assert selectors.get_signing_binding(widget) is None
+
+
+def test_every_category_the_hand_overs_record_is_in_the_schema_enum(client, widget):
+    from drf_spectacular.generators import SchemaGenerator
+
+    from apps.learning import demand
+
+    recorded = set(demand.CATEGORIES.values()) | {demand.SAFETY, demand.ESCALATION}
+    doc = SchemaGenerator().get_schema(request=None, public=True)
+    enum = set(doc["components"]["schemas"]["AiDemandCategoryEnum"]["enum"])
+    assert recorded <= enum
+    for category in sorted(recorded):
+        DemandSignalFactory(widget=widget, category=category)
+        assert client.get(f"/api/v1/ai/demand-signals?category={category}").status_code == 200

@@ -191,3 +191,13 @@ def test_resolve_chain_gives_provider_configs_in_order_skipping_retired(widget):
 def test_nothing_resolves_without_an_active_credential(widget):
     CredentialFactory(widget=widget, is_active=False)
     assert selectors.resolve_chain(widget) == []
+
+
+def test_reads_name_the_endpoint_the_calls_go_to(client, settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    vendor = create(client).json()
+    assert vendor["endpoint"] == "https://api.openai.com/v1" and vendor["base_url"] is None
+    own = create(client, provider="openai_compatible", base_url="https://127.0.0.1:9/v1/", model="llama").json()
+    assert own["endpoint"] == "https://127.0.0.1:9/v1"
+    listed = {row["id"]: row["endpoint"] for row in client.get(BASE).json()["data"]}
+    assert listed == {vendor["id"]: "https://api.openai.com/v1", own["id"]: "https://127.0.0.1:9/v1"}

@@ -39,6 +39,6 @@ class Command(OperatorCommand):
                 "name": operator.name,
                 "url": operator.url,
                 "state": operator.state,
-                "secret": secret,
+                "signing_secret": secret,
             }
         )

@@ -25,7 +25,7 @@ class Command(OperatorCommand):
         self.emit_json(
             {
                 "public_id": op.public_id,
-                "secret": new,
+                "signing_secret": new,
                 "previous_valid_until_seconds": int(services.secret_overlap().total_seconds()),
             }
         )
