@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs README.md's "Webhooks on your machine" example exactly as written: the two shell blocks after
-# the `<!-- readme-example: local-webhooks-1 -->` and `-2` markers. Block 1 (certificates, the
-# receiver, `make run`) runs in the background in its own process group; once `make run` has printed
-# the demo token and the service answers, block 2 (subscribe, a visitor writes) runs with TOKEN and
-# BUTTON_GUID taken from that output, and the receiver must print a verified message.created within
-# 60 s. Free ports are passed as PORT / HOOK_PORT (the blocks default to 8000 / 9443).
+# Runs the "Webhooks on your machine" example of docs/integrating/webhooks.md exactly as written:
+# the two shell blocks after the `<!-- docs-example: local-webhooks-1 -->` and `-2` markers. Block 1
+# (certificates, the receiver, `make run`) runs in the background in its own process group; once
+# `make run` has printed the demo token and the service answers, block 2 (subscribe, a visitor
+# writes) runs with TOKEN and BUTTON_GUID taken from that output, and the receiver must print a
+# verified message.created within 60 s. Free ports are passed as PORT / HOOK_PORT (the blocks
+# default to 8000 / 9443).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,10 +35,11 @@ extract() {
 import re
 import sys
 
-text = open("README.md", encoding="utf-8").read()
-match = re.search(r"<!-- readme-example: " + re.escape(sys.argv[1]) + r" -->\n```sh\n(.*?)\n```", text, re.S)
+PAGE = "docs/integrating/webhooks.md"
+text = open(PAGE, encoding="utf-8").read()
+match = re.search(r"<!-- docs-example: " + re.escape(sys.argv[1]) + r" -->\n```sh\n(.*?)\n```", text, re.S)
 if not match:
-    sys.exit(f"README.md has no block marked readme-example: {sys.argv[1]}")
+    sys.exit(f"{PAGE} has no block marked docs-example: {sys.argv[1]}")
 print(match.group(1))
 PY
 }
@@ -80,7 +82,7 @@ TOKEN="$TOKEN" BUTTON_GUID="$BUTTON_GUID" bash -e -o pipefail "$WORK/block2.sh"
 for i in $(seq 300); do
   if grep -q '^verified message.created ' "$WORK/block1.log"; then
     grep '^verified message.created ' "$WORK/block1.log"
-    echo "README local webhooks example: delivered and verified"
+    echo "docs local webhooks example: delivered and verified"
     exit 0
   fi
   if grep -q '^REFUSED' "$WORK/block1.log"; then
