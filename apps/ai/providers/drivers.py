@@ -530,10 +530,9 @@ def _openai_create(client: Any, kwargs: dict[str, Any]) -> Any:
     """`client.chat.completions.create(**kwargs)` through the SDK's documented `client.post` for
     requests it has no typed method for: the same request (path, JSON body, auth, errors, response
     parsed into `ChatCompletion`), without the SDK's parameter transform. That transform walks each
-    message through the union of every message TypedDict: 4.2 ms of CPU for a 22-message prompt,
-    a sixth of the AI operator's whole answer; our messages are already the wire's plain
-    `{role, content}` strings, which it leaves unchanged. Sync clients only: the async chat (the
-    detached test) keeps `create`, see the README (session 16).
+    message through the union of every message TypedDict, a large share of the AI operator's CPU per
+    answer; our messages are already the wire's plain `{role, content}` strings, which it leaves
+    unchanged. Sync clients only: the async chat (the detached test) keeps `create`.
 
     Auth as `create` sends it: the bearer key only (the SDK's default security would fall back to an
     admin key taken from OPENAI_ADMIN_KEY, the operator's, for a credential without a key)."""
