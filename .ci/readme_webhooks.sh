@@ -61,7 +61,8 @@ GROUP=$!
 echo "block 1 running (process group $GROUP), service port $PORT, receiver port $HOOK_PORT"
 
 TOKEN="" BUTTON_GUID=""
-for i in $(seq 300); do
+# make run migrates a fresh database first: on a busy machine that alone can take a minute.
+for i in $(seq 900); do
   if [[ -z "$TOKEN" ]]; then
     TOKEN="$(grep -oE 'cwt_[0-9A-Za-z]{46}' "$WORK/block1.log" | head -n 1 || true)"
     BUTTON_GUID="$(grep -oE 'button_guid [0-9a-f]{32}' "$WORK/block1.log" | head -n 1 | cut -d' ' -f2 || true)"
@@ -70,7 +71,7 @@ for i in $(seq 300); do
     break
   fi
   kill -0 "$GROUP" 2>/dev/null || { echo "block 1 exited early" >&2; exit 1; }
-  [[ $i -eq 300 ]] && { echo "the service did not come up within 60 s" >&2; exit 1; }
+  [[ $i -eq 900 ]] && { echo "the service did not come up within 180 s" >&2; exit 1; }
   sleep 0.2
 done
 [[ -n "$BUTTON_GUID" ]] || { echo "make run printed no button_guid" >&2; exit 1; }
