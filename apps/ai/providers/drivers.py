@@ -53,8 +53,8 @@ T = TypeVar("T")
 class _ImportedOnFirstUse:
     """An SDK module imported when one of its names is first used (`importlib.import_module`: the
     import system's own lock makes the first use from several threads safe). Importing anthropic and
-    openai at start-up took 4 of the 9 s every process spent starting (each `manage.py` command, and
-    the web, worker, beat and ai processes of `make run`), though most processes never call a model."""
+    openai at start-up is a large part of every process's start (each `manage.py` command, and the
+    web, worker, beat and ai processes of `make run`), though most processes never call a model."""
 
     def __init__(self, name: str):
         self._name = name
