@@ -2,13 +2,15 @@
 # the virtualenv is created and the pinned requirements installed on first use (stamp files make
 # re-runs instant; touching a requirements file reinstalls).
 #
-#   make run           migrate, seed a demo widget, print its token, start web + worker + beat
+#   make run           migrate, seed a demo widget, print its token, start web, worker, ai worker and beat
 #   make test          the whole pytest suite (embedded default, or DATABASE_URL / REDIS_URL)
 #   make lint          ruff check, ruff format --check, import-linter contracts (pyproject.toml)
 #   make schema        OpenAPI schema, validated, warnings are errors -> var/openapi.yaml
 #   make bench         every bench/*.py; checks every BENCH line against its target (exit 1 naming misses)
 #   make check-deploy  Django's deployment checks with production settings
 #   make widget        rebuild the widget (npm ci + esbuild) into apps/widget/static/widget/ (committed)
+#   make docs          the guides (docs/, MkDocs Material) served on http://127.0.0.1:8001
+#   make docs-build    mkdocs build --strict into var/site (a broken link or an orphan page fails)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -30,7 +32,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 PYTEST_ARGS ?=
 
-.PHONY: help run test lint schema bench check-deploy venv venv-dev widget
+.PHONY: help run test lint schema bench check-deploy venv venv-dev widget docs docs-build
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -79,3 +81,10 @@ check-deploy: $(BASE_STAMP)
 # The built files are committed (make run needs only Python); CI rebuilds and compares.
 widget:
 	cd frontend/widget && npm ci --no-audit --no-fund && node build.mjs
+
+DOCS_PORT ?= 8001
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+docs-build: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs README.md's "Webhooks on your machine" example exactly as written: the two shell blocks after
-# the `<!-- readme-example: local-webhooks-1 -->` and `-2` markers. Block 1 (certificates, the
-# receiver, `make run`) runs in the background in its own process group; once `make run` has printed
-# the demo token and the service answers, block 2 (subscribe, a visitor writes) runs with TOKEN and
-# BUTTON_GUID taken from that output, and the receiver must print a verified message.created within
-# 60 s. Free ports are passed as PORT / HOOK_PORT (the blocks default to 8000 / 9443).
+# Runs the "Webhooks on your machine" example of docs/integrating/webhooks.md exactly as written:
+# the two shell blocks after the `<!-- docs-example: local-webhooks-1 -->` and `-2` markers. Block 1
+# (certificates, the receiver, `make run`) runs in the background in its own process group; once
+# `make run` has printed the demo token and the service answers, block 2 (subscribe, a visitor
+# writes) runs with TOKEN and BUTTON_GUID taken from that output, and the receiver must print a
+# verified message.created within 60 s. Free ports are passed as PORT / HOOK_PORT (the blocks
+# default to 8000 / 9443).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,10 +35,11 @@ extract() {
 import re
 import sys
 
-text = open("README.md", encoding="utf-8").read()
-match = re.search(r"<!-- readme-example: " + re.escape(sys.argv[1]) + r" -->\n```sh\n(.*?)\n```", text, re.S)
+PAGE = "docs/integrating/webhooks.md"
+text = open(PAGE, encoding="utf-8").read()
+match = re.search(r"<!-- docs-example: " + re.escape(sys.argv[1]) + r" -->\n```sh\n(.*?)\n```", text, re.S)
 if not match:
-    sys.exit(f"README.md has no block marked readme-example: {sys.argv[1]}")
+    sys.exit(f"{PAGE} has no block marked docs-example: {sys.argv[1]}")
 print(match.group(1))
 PY
 }
@@ -59,7 +61,8 @@ GROUP=$!
 echo "block 1 running (process group $GROUP), service port $PORT, receiver port $HOOK_PORT"
 
 TOKEN="" BUTTON_GUID=""
-for i in $(seq 300); do
+# make run migrates a fresh database first: on a busy machine that alone can take a minute.
+for i in $(seq 900); do
   if [[ -z "$TOKEN" ]]; then
     TOKEN="$(grep -oE 'cwt_[0-9A-Za-z]{46}' "$WORK/block1.log" | head -n 1 || true)"
     BUTTON_GUID="$(grep -oE 'button_guid [0-9a-f]{32}' "$WORK/block1.log" | head -n 1 | cut -d' ' -f2 || true)"
@@ -68,7 +71,7 @@ for i in $(seq 300); do
     break
   fi
   kill -0 "$GROUP" 2>/dev/null || { echo "block 1 exited early" >&2; exit 1; }
-  [[ $i -eq 300 ]] && { echo "the service did not come up within 60 s" >&2; exit 1; }
+  [[ $i -eq 900 ]] && { echo "the service did not come up within 180 s" >&2; exit 1; }
   sleep 0.2
 done
 [[ -n "$BUTTON_GUID" ]] || { echo "make run printed no button_guid" >&2; exit 1; }
@@ -80,7 +83,7 @@ TOKEN="$TOKEN" BUTTON_GUID="$BUTTON_GUID" bash -e -o pipefail "$WORK/block2.sh"
 for i in $(seq 300); do
   if grep -q '^verified message.created ' "$WORK/block1.log"; then
     grep '^verified message.created ' "$WORK/block1.log"
-    echo "README local webhooks example: delivered and verified"
+    echo "docs local webhooks example: delivered and verified"
     exit 0
   fi
   if grep -q '^REFUSED' "$WORK/block1.log"; then

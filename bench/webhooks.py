@@ -32,8 +32,8 @@ either side no longer decides the verdict (single runs of the same code gave 0.3
 4. end to end, as the deployment runs it: N more events are committed in one transaction with their
    hand-off (one fan_out_batch task per FAN_OUT_BATCH events), and the running worker fans them out
    and delivers them (fan_out_batch and deliver_due tasks on its two pool processes): events/s from
-   commit until the receiver got the last one (its arrival times, not a poll of the database: a
-   count every 10 ms took 1.3 s of PostgreSQL's time from a 4 s run), vs the floor. Target ratio
+   commit until the receiver got the last one (its arrival times, not a poll of the database, which
+   would take PostgreSQL's time from the run), vs the floor. Target ratio
    >= 0.5.
 5. latency: L events, each committed alone and handed off as in production but with Celery eager
    (the broker hop is left out): commit -> outbox fan-out task (its transaction writes the
@@ -282,7 +282,7 @@ def stop_worker(worker: subprocess.Popen) -> None:
 def wait_delivered(subscription, count: int, timeout: float = 600) -> None:
     """Wait until `count` deliveries of the subscription are delivered. Not a clock: it polls every
     POLL seconds, and its count (a scan of the subscription's rows) would take a core's share from
-    the measured worker if it polled faster (every 10 ms it cost PostgreSQL 1.3 s in a 4 s run)."""
+    the measured worker if it polled faster."""
     from apps.webhooks.models import Delivery
 
     deadline = time.monotonic() + timeout

@@ -18,7 +18,7 @@ class DjangoCelerySettings(Mapping):
 
     Celery looks each of its settings up under up to four names in every source, some 20 settings
     for every task it sends. On Django's settings object each name it lacks was a raised
-    AttributeError: a fifth of the 0.5 ms a task's hand-off took. This source answers a name Django
+    AttributeError, a large part of a task's hand-off. This source answers a name Django
     does not define with a plain KeyError and reads the others from Django's settings as they are at
     that moment (override_settings applies). The names are taken once, when Celery first loads its
     configuration (Django's settings are read then, not when this module is imported)."""
@@ -110,7 +110,7 @@ def leave_the_worker_process_group(**kwargs):
 @signals.task_prerun.connect
 def check_kept_connections(**kwargs) -> None:
     """A worker that keeps its database connections across tasks (CELERY_DB_REUSE_MAX, set by the
-    Procfile's worker lines: a connection per task cost a PostgreSQL backend start, 5-10 ms) checks a
+    Procfile's worker lines: a connection per task costs a PostgreSQL backend start) checks a
     kept connection at the start of each task as Django does at the start of each request
     (CONN_HEALTH_CHECKS): the task's first query costs one extra empty round trip, and a connection
     the server dropped meanwhile (a restart) is replaced instead of failing every task until the reuse

@@ -126,7 +126,7 @@ else:
     # A process-wide connection pool (Django's own `pool` option, psycopg-pool) for processes that
     # serve many short units of work at once: the web (scripts/web.sh sets DB_POOL_MAX_SIZE). A request,
     # or a detached AI test's database hop, takes an open connection and gives it back when it ends,
-    # instead of opening one per request (5-10 ms and a PostgreSQL backend start each). Celery workers
+    # instead of opening one per request (a PostgreSQL backend start each). Celery workers
     # leave it unset: Celery closes the pool of a prefork child around every task, and their
     # connections are per task or kept by CELERY_DB_REUSE_MAX. With CONN_HEALTH_CHECKS Django has the
     # pool check a connection before handing it out (one empty round trip), so a server restart costs
@@ -204,7 +204,7 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery closes the database connection around every task unless this is set: the Procfile's worker
 # lines (`worker`, prefork, and `ai`, a thread pool) set it so each pool process or thread keeps its
-# connection across tasks (a connection per task cost a PostgreSQL backend start, 5-10 ms, per
+# connection across tasks (a connection per task costs a PostgreSQL backend start per
 # visitor message or webhook hand-off); config.celery checks a kept connection at each task's start.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 

@@ -9,7 +9,7 @@
 # target, and prints the spread (min-max) of each figure over the runs.
 #
 #   BENCH_ONLY="load webhooks"  run only these benchmarks (names of bench/*.py without .py)
-#   BENCH_REPEAT=3              run each benchmark 3 times (the README table shows the spread)
+#   BENCH_REPEAT=3              run each benchmark 3 times (bench.lib.targets prints the spread)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"

@@ -1,5 +1,5 @@
-"""A local HTTPS webhook receiver for trying deliveries on your machine (README, "Webhooks on your
-machine"): it verifies each delivery with the `standardwebhooks` library and with
+"""A local HTTPS webhook receiver for trying deliveries on your machine (docs/integrating/webhooks.md,
+"Webhooks on your machine"): it verifies each delivery with the `standardwebhooks` library and with
 X-Service-Signature, prints one line per delivery and answers 204 (401 when a signature is wrong).
 
     python scripts/webhook_receiver.py --port 9443 --cert server.pem --key server.key --secret SECRET

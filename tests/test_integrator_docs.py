@@ -1,7 +1,7 @@
-"""What a newcomer reads first (issue 18, items 4 and 5): the docs pages load nothing from outside
-hosts, `issue_token` names the valid scopes and presets, the admin's scope picker and the README
-do not advertise what does not exist yet, the development admin sign-in, and the README's paths.
-(The README's local-webhooks example runs in CI as written: .ci/readme_webhooks.sh.)"""
+"""What a newcomer reads first: the API reference pages load nothing from outside hosts,
+`issue_token` names the valid scopes and presets, the admin's scope picker does not advertise what
+does not exist yet, the development admin sign-in, and the paths the README and the guides name.
+(The guides' local-webhooks example runs in CI as written: .ci/readme_webhooks.sh.)"""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from apps.core.auth.availability import coming_scopes, routed_scopes
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDES = {path: path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").rglob("*.md"))}
+WEBHOOKS_GUIDE = (ROOT / "docs" / "integrating" / "webhooks.md").read_text(encoding="utf-8")
 
 # --- docs pages ------------------------------------------------------------------------------------------
 
@@ -140,13 +142,13 @@ def test_make_run_prints_the_admin_sign_in():
     assert "manage.py dev_admin" in script and "Django admin" in script
 
 
-# --- the README -----------------------------------------------------------------------------------------
+# --- the README and the guides -------------------------------------------------------------------------
 
 
-def readme_paths() -> set[str]:
-    """Backticked repository paths in the README (`apps/...`, `x/y.py`, `.ci/...`, `config/...`)."""
+def named_paths(text: str) -> set[str]:
+    """Backticked repository paths in a document (`apps/...`, `x/y.py`, `.ci/...`, `config/...`)."""
     found = set()
-    for token in re.findall(r"`([^`\s]+)`", README):
+    for token in re.findall(r"`([^`\s]+)`", text):
         if token.startswith(("/", "http", "$", "-")) or any(c in token for c in "{}<>=:?*|,"):
             continue
         if "/" in token and (token.endswith((".py", ".sh", ".md", ".toml", ".yaml")) or token.startswith("apps/")):
@@ -154,25 +156,15 @@ def readme_paths() -> set[str]:
     return found
 
 
-def test_readme_names_real_paths():
-    paths = readme_paths()
-    assert {"apps/chats/asyncapi.py", "stats/facts.py", "config/routing.py"} <= paths  # the scan works
+def test_the_readme_and_the_guides_name_real_paths():
+    paths = named_paths(README) | set().union(*(named_paths(text) for text in GUIDES.values()))
+    assert {"apps/chats/asyncapi.py", "config/celery.py", "scripts/webhook_receiver.py"} <= paths  # the scan works
     missing = [p for p in sorted(paths) if not (ROOT / p).exists() and not (ROOT / "apps" / p).exists()]
-    assert not missing, f"README names paths that do not exist: {missing}"
+    assert not missing, f"the README or the guides name paths that do not exist: {missing}"
 
 
-def test_readme_marks_unbuilt_capabilities_as_coming():
-    intro = README.split("## Two commands")[0]
-    # Capabilities whose apps are still empty shells are only ever announced as coming.
-    for app, words in {"ai": "AI", "compat": "compat routes", "kb": "knowledge base", "support": "support"}.items():
-        built = any((ROOT / "apps" / app / name).exists() for name in ("services.py", "api"))
-        if not built:
-            assert words in intro.split("Coming")[1], (app, words)
-            assert words not in intro.split("Coming")[0], (app, words)
-
-
-def test_readme_examples_are_marked_for_ci():
+def test_the_local_webhooks_example_is_marked_for_ci():
     for marker in ("local-webhooks-1", "local-webhooks-2"):
-        assert f"<!-- readme-example: {marker} -->\n```sh\n" in README
-    assert "OUTBOUND_ALLOW_LOOPBACK=1" in README and "REQUESTS_CA_BUNDLE=" in README
-    assert "Webhook(secret.encode())" in README
+        assert f"<!-- docs-example: {marker} -->\n```sh\n" in WEBHOOKS_GUIDE
+    assert "OUTBOUND_ALLOW_LOOPBACK=1" in WEBHOOKS_GUIDE and "REQUESTS_CA_BUNDLE=" in WEBHOOKS_GUIDE
+    assert "Webhook(secret.encode())" in WEBHOOKS_GUIDE

@@ -1,4 +1,4 @@
-"""The OpenAPI document reads well to an integrator and to generators (issue 18):
+"""The OpenAPI document reads well to an integrator and to generators:
 
 - every operation, of every app (routes added later included), has a summary and a description
   of its own: summaries unique, descriptions unique (scope footers aside), none copied from a

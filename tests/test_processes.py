@@ -57,7 +57,7 @@ def test_beat_exits_within_seconds_of_sigterm(start_process):
     beat.wait_for_output("beat: Starting")
     # The scheduler writes the schedule into its tables right after starting; a SIGTERM inside that
     # write can be swallowed (beat then runs until honcho's kill). Stop it once it has settled, as an
-    # operator does; the start-up window is a known limit (README, Deployment topology).
+    # operator does; the start-up window is a known limit (docs/operating/deployment.md).
     beat.wait_for_output("Schedule changed")
     seconds = beat.terminate(timeout=30, group=False)
     assert seconds < HONCHO_KILL_SECONDS - 2, f"{seconds:.1f} s"

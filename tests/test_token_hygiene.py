@@ -327,7 +327,7 @@ def test_worker_and_beat_log_through_the_scrubbing_json_handler(capsys):
     assert "SECRETSECRET" not in line and "cwt_ABC" not in line
 
 
-# --- AI provider keys and signing secrets (issue 13) -------------------------------------------------------
+# --- AI provider keys and signing secrets -------------------------------------------------------
 
 from apps.ai.testing import llm_fake  # noqa: E402,F401 (the fixture)
 

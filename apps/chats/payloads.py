@@ -46,8 +46,8 @@ def file_payload(file: File | None) -> dict | None:
 
 
 # The columns a chat's payload is made of, as `QuerySet.values()` names them: a list reads these
-# rows and never builds Chat and Contact instances (40 % of the list's interpreter time under load went
-# into building them).
+# rows and never builds Chat and Contact instances (building them is a large share of a list's
+# interpreter time under load).
 CHAT_ROW_FIELDS = (
     "id",
     "status",

@@ -180,7 +180,7 @@ _READ_AS = {"body": "body_head", "coords": "coords_json", "keyboard": "keyboard_
 
 def _chunk(first: bool, size: int, head_chars: int):
     """One chunk of a chat's public messages as a compiled statement (apps.core.statements): the
-    ORM built this query's SQL anew for each of a long chat's 50 chunks (3 ms each). Shapes: the
+    ORM would build this query's SQL anew for each of a long chat's chunks. Shapes: the
     first chunk or one after `last_id`, the chunk's size (a whole chunk or the budget's rest), and
     the length of the body heads."""
     queryset = _public(Slot("chat", Message._meta.get_field("chat")), Slot("widget", Message._meta.get_field("widget")))

@@ -23,19 +23,16 @@ expects: taken from the pool and given back within the request, on the lane's th
 
 A request takes a lane once its body is read and gives it back once its response is made; requests
 that find every lane taken wait in one queue, in arrival order, and each takes the first lane to come
-free. A slow request so holds up no request behind it while another lane is free. (Until session 17
-each request was put on the lane with the fewest requests when it arrived, in that lane's own queue:
-a request queued behind a slow one waited for it while other lanes emptied, and at 20 users the
-message send's p99 was 1.35-1.46 times its p50; with one queue, 1.21-1.32 in the same runs.)
+free. A slow request so holds up no request behind it while another lane is free (a queue per lane
+would leave a request waiting behind a slow one while other lanes emptied).
 
 An async view parks its lane's thread: the synchronous path waits in `async_to_sync` while the view
 awaits on the event loop (the detached assistant test awaits an LLM provider for up to 45 s; its own
 synchronous hops run on that waiting thread, as `async_to_sync` runs them). While a thread is parked
 the process adds a lane in its place, so WEB_THREADS lanes stay free to run; once it is back, the next
-lane given back retires (its thread ends when the request that used it last is done). Until session
-18 a parked thread was simply lost to the others: with one lane, ten detached tests of 2 s kept every
-other request of the process waiting for 19.7 s, and four tests of four widgets in flight would have
-stopped a process of four lanes.
+lane given back retires (its thread ends when the request that used it last is done). Without the
+extra lane a parked thread would be lost to the others: four detached tests of four widgets in flight
+would stop a process of four lanes.
 """
 
 from __future__ import annotations
@@ -207,7 +204,7 @@ def release_rendered(response) -> None:
     view holding the response and the request, the request's parser context holding the view), so
     reference counting never frees them and every response's data (a 50-chat page is some 150 dicts
     and lists) waits for the garbage collector, by then in its oldest generation: under load its
-    collections walked 20 000 such objects at a time, 40-60 ms during which no request progressed.
+    collections walk tens of thousands of such objects at a time, while no request progresses.
     The bytes are already in `response.content`; without the data the rest of the cycle is a few
     dozen small objects."""
     if getattr(response, "is_rendered", False) and hasattr(response, "renderer_context"):
@@ -228,10 +225,9 @@ def freeze_startup_objects() -> int:
     returns how many objects were frozen.
 
     A web process holds some 400 000 long-lived objects (Django, the apps, the URL conf, DRF and the
-    OpenAPI machinery). The collector's full collection walks all of them: 260 ms measured in
-    process, and under load every request in flight waited for it. The load benchmark's p99 was those
-    stalls: at 20 users the slowest 2 % of the chat list's requests all finished within 0.1 s of each
-    other, twice a run, about 0.4 s late. Frozen objects are never scanned again, so a full collection
+    OpenAPI machinery). The collector's full collection walks all of them, and under load every
+    request in flight waits for it: such stalls make the slowest requests' latency. Frozen objects
+    are never scanned again, so a full collection
     walks only what requests created since. Called once the application is built (config/asgi.py);
     the URL conf is loaded first so that it is frozen too."""
     get_resolver().url_patterns  # noqa: B018 (imports every view module now, not on the first request)

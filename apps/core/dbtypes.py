@@ -3,7 +3,7 @@
 Django 5.2 registers its own `timestamptz` loader on every psycopg 3 connection: a Python subclass
 of psycopg's loader that parses the text in Python and then sets the zone. psycopg's C loader (from
 `psycopg-binary`) is only used for the classes it knows by name, so every timestamp the ORM read
-went through the Python parser: about 5 µs a value, 9 values a row on the chat list.
+would go through the Python parser, several values a row on the chat list.
 
 When the connection's zone is UTC (Django's default: `DATABASES[...]["TIME_ZONE"]` unset), the C
 loader gives exactly what Django's does: an aware datetime with `datetime.UTC` (psycopg

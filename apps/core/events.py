@@ -367,8 +367,8 @@ def _dispatch(batch: list[OutboxEvent]) -> None:
 
 
 # On PostgreSQL the two statements every fan-out runs are prepared (apps.core.statements.run_prepared):
-# through the ORM (compiled, bound on the client and planned on every run) they cost 3.0 ms together
-# for one event, prepared 0.8 ms; that time is part of every event's commit-to-webhook latency.
+# through the ORM they would be compiled, bound on the client and planned on every run, and that time
+# is part of every event's commit-to-webhook latency.
 # Identifiers are the model's own, quoted; every value is a parameter.
 _OUTBOX_FIELDS = tuple(OutboxEvent._meta.concrete_fields)
 _OUTBOX_TABLE = f'"{OutboxEvent._meta.db_table}"'

@@ -4,8 +4,8 @@ asyncio turns Nagle's algorithm off on an accepted TCP connection only when the 
 `proto == IPPROTO_TCP`. uvicorn's supervisor (`--workers N`, what scripts/web.sh runs above one
 process) binds the listening socket itself with `proto` left at 0, and accepted sockets inherit it,
 so with two or more web processes every response on a kept-alive connection waited for the client's
-delayed ACK: about 45 ms a request on Linux (measured: /healthz p50 14 ms with one process, 60 ms
-with two; uvicorn issue #3149, open in the pinned 0.54.0). `install()` (called by config.asgi, which
+delayed ACK, tens of milliseconds a request on Linux (uvicorn issue #3149, open in the pinned
+0.54.0). `install()` (called by config.asgi, which
 every web process imports before it serves) makes asyncio's check accept `proto` 0 for TCP sockets
 of the IPv4 and IPv6 families too; a socket that already has the option is unchanged.
 """

@@ -10,7 +10,7 @@ Where the push is sent from:
 - anywhere else (a Celery worker's task, a management command): on one long-lived event loop of the
   process, in a thread of its own. `async_to_sync` would start a new thread and a new event loop for
   every call there, and channels-redis keeps its connections per event loop, so every push paid a
-  thread start and a Redis connection (about 6 ms a group on two cores). The in-process layer of the
+  thread start and a Redis connection. The in-process layer of the
   embedded default is never used from a loop other than the caller's own: its queues belong to the
   loop of the process's sockets.
 All of a frame's groups are sent in one call (on Redis, `group_send_many` of apps.core.channel_layer).

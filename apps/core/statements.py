@@ -1,8 +1,7 @@
 """Compiled statements: a query's SQL built by the ORM once, then run many times with new values.
 
 The ORM turns a queryset into SQL on every evaluation. For the small queries every request makes
-that is most of their cost: the token lookup of every API request took 1.3 ms through the ORM and
-0.4 ms as its SQL alone; a chat list page spent 0.9 ms building and compiling its query.
+that is most of their cost (the token lookup of every API request, a chat list page's query).
 
 A `Statement` is written with the same ORM calls as the queryset it replaces, except that each value
 that varies from run to run is a `Slot`. Its SQL is compiled the first time it runs on a database
@@ -162,8 +161,8 @@ class ModelStatement(Statement):
     """`build(*shape)` returns a model queryset (`select_related` and `select_for_update` allowed)
     whose varying values are `Slot`s; each run returns its model instances, built as the ORM's own
     iterable builds them (`Model.from_db`, related rows cached on their foreign keys). For a lookup
-    every write makes: a writer's `SELECT ... FOR UPDATE` of a chat with three related rows cost
-    2.5 ms through the ORM, most of it building and compiling the query.
+    every write makes, such as a writer's `SELECT ... FOR UPDATE` of a chat with three related rows,
+    building and compiling the query is most of its cost through the ORM.
 
     `prepared` as for `Statement`. A locking statement raises TransactionManagementError outside a
     transaction, as the ORM's does."""
@@ -231,8 +230,7 @@ def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> li
     rows (none for a statement without rows): parsed and planned once per connection, then only
     executed. For the few statements a process runs hundreds of times a second with new values (the
     webhook engine's lease and record, the rows of every message): the connections' client-side
-    binding sends every run as new text, and planning it was a third of each run (about 1 ms for
-    the engine's record).
+    binding sends every run as new text, and planning it is a large part of each run.
 
     It runs through the connection's cursor wrappers (execute wrappers, query logging and
     capture), on the same connection and transaction as the ORM. Prepared statements need a
@@ -255,7 +253,7 @@ def run_prepared(sql: str, params: list, *, using: str = DEFAULT_DB_ALIAS) -> li
 def _has_rows(cursor) -> bool:
     """`cursor.description is not None`, without the description: psycopg builds a Column object
     for every column each time `description` is read, and a message send's eleven prepared
-    statements built some 130 of them (4 % of its time under cProfile) only to be compared to None."""
+    statements build over a hundred of them only to be compared to None."""
     result = cursor.pgresult
     return result is not None and (result.nfields > 0 or result.status in _row_statuses())
 

@@ -1,4 +1,4 @@
-"""The knowledge-base crawler: one crawl run of a widget's configuration (README "Crawler").
+"""The knowledge-base crawler: one crawl run of a widget's configuration (docs/ai/knowledge-base.md).
 
 SECURITY: every request (robots.txt, sitemaps, pages, every redirect hop) goes through the guarded
 outbound client (`apps.core.outbound`) with redirects off; hops are followed here, one at a time,

@@ -1,4 +1,4 @@
-"""Problem codes of the knowledge base (core specification, Errors; README "Knowledge base")."""
+"""Problem codes of the knowledge base (core specification, Errors; docs/ai/knowledge-base.md)."""
 
 from __future__ import annotations
 

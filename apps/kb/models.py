@@ -27,7 +27,7 @@ class KbIndex(models.Model):
 
 
 class KbDocument(models.Model):
-    """An uploaded document and its ingestion state (see README "Knowledge base")."""
+    """An uploaded document and its ingestion state (see docs/ai/knowledge-base.md)."""
 
     class State(models.TextChoices):
         QUEUED = "queued"

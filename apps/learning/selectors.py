@@ -26,7 +26,7 @@ from apps.support.models import SUPPORT_REPLY_ORIGIN
 
 from .models import HistoryEntry, PersonaVersion, TuningCycle, Wish, WishEvent
 
-# The learning policy (documented in README "Self-learning and improvement wishes").
+# The learning policy (documented in docs/ai/learning.md).
 MIN_NEW_EVIDENCE = 5  # evidence items since the last change before a cycle may run
 EVIDENCE_WINDOW_DAYS = 30  # a cycle never looks further back
 LOW_RATING_MAX = 2

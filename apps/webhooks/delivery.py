@@ -135,7 +135,7 @@ def _no_disk_wait() -> str:
     server (not of a worker) can then lose the last fraction of a second of leases and attempt
     records: those deliveries are due again and sent again, with the same idempotency key, as after a
     killed worker; no delivery row is lost (fan-out's writes keep waiting for the disk). The flush
-    was most of each statement's time (2-4 ms) on the path of every attempt."""
+    is most of each statement's time on the path of every attempt."""
     if connection.in_atomic_block:
         return "TRUE"
     return "set_config('synchronous_commit', 'off', true) <> ''"
@@ -288,8 +288,8 @@ _RELATIONS = {relation: Delivery._meta.get_field(relation) for relation, _ in _T
 
 def _built(model, values: list, alias: str):
     """An instance of `model` from `_LOADED[model]`'s columns, as `Model.from_db` leaves it (loaded
-    from `alias`, the other columns deferred), without `Model.__init__`: 2 µs a row, not 11, on the
-    run's thread while the outbound thread waits for the interpreter lock. The models have no
+    from `alias`, the other columns deferred), without `Model.__init__` (several times cheaper), on
+    the run's thread while the outbound thread waits for the interpreter lock. The models have no
     init signal receivers."""
     instance = model.__new__(model)
     instance.__dict__.update(zip(_LOADED[model], values, strict=True))
@@ -773,8 +773,7 @@ class _PoolRun:
     A finished attempt's place is refilled where it finished, on the outbound thread (`_finished`),
     from the rows queued and loaded already: no database work, only the next row's signature. When
     the calling thread did it, a place stayed empty from the answer until that thread had woken, taken
-    the interpreter lock and signed (2-3 ms a place at 16 places, a third of an attempt's cycle on the
-    loopback receiver). The calling thread still fills the places the queue could not (leasing more),
+    the interpreter lock and signed. The calling thread still fills the places the queue could not (leasing more),
     collects and records. No attempt starts while more than `concurrency` finished ones are unwritten,
     so started and unrecorded attempts (what a killed process sends twice) never number more than
     twice `concurrency`. `lock` guards the queue and the counts, which both threads change."""

@@ -46,7 +46,7 @@ def _subscriptions_with_switches(widgets: int):
 
 
 # Compiled once per number of widgets (apps.core.statements): building and compiling this query
-# through the ORM took 1.3 ms of the 11 ms from an event's commit to its first webhook request.
+# through the ORM would be a large part of the time from an event's commit to its first webhook request.
 # Prepared: a widget's few subscriptions (by the tenant-first index) have one plan whatever the widget.
 _SUBSCRIPTIONS = Statement(_subscriptions_with_switches, prepared=True)
 

@@ -201,7 +201,7 @@ def drop_stale_hand_offs() -> int:
     """Remove the queued fan-out tasks none of whose events still waits in the outbox (dispatched or
     deleted since): a worker would take each one and find nothing to do. Benchmarks that run without
     a worker and delete their own data leave such tasks behind (the console benchmark's visitor
-    messages, for one); an end-to-end figure measured behind them counts their time (0.12 instead of about 0.4 once).
+    messages, for one); an end-to-end figure measured behind them would count their time.
     Returns how many were removed."""
     from django.conf import settings
 

@@ -20,7 +20,7 @@ WAIT = 10_000  # ms
 @contextmanager
 def start_console_server(live_template, tmp_path_factory):
     """The web process on a copy of the seeded VAR_DIR with two operators of the demo widget, both
-    with a console password (`create_agent --password`, as the README says)."""
+    with a console password (`create_agent --password`, as docs/console.md says)."""
     where = tmp_path_factory.mktemp("console-server")
     var_dir = live_template.copy(where)
     guid = live_template.seed["button_guid"]

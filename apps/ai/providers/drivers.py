@@ -53,8 +53,8 @@ T = TypeVar("T")
 class _ImportedOnFirstUse:
     """An SDK module imported when one of its names is first used (`importlib.import_module`: the
     import system's own lock makes the first use from several threads safe). Importing anthropic and
-    openai at start-up took 4 of the 9 s every process spent starting (each `manage.py` command, and
-    the web, worker, beat and ai processes of `make run`), though most processes never call a model."""
+    openai at start-up is a large part of every process's start (each `manage.py` command, and the
+    web, worker, beat and ai processes of `make run`), though most processes never call a model."""
 
     def __init__(self, name: str):
         self._name = name
@@ -536,10 +536,9 @@ def _openai_create(client: Any, kwargs: dict[str, Any]) -> Any:
     """`client.chat.completions.create(**kwargs)` through the SDK's documented `client.post` for
     requests it has no typed method for: the same request (path, JSON body, auth, errors, response
     parsed into `ChatCompletion`), without the SDK's parameter transform. That transform walks each
-    message through the union of every message TypedDict: 4.2 ms of CPU for a 22-message prompt,
-    a sixth of the AI operator's whole answer; our messages are already the wire's plain
-    `{role, content}` strings, which it leaves unchanged. Sync clients only: the async chat (the
-    detached test) keeps `create`, see the README (session 16).
+    message through the union of every message TypedDict, a large share of the AI operator's CPU per
+    answer; our messages are already the wire's plain `{role, content}` strings, which it leaves
+    unchanged. Sync clients only: the async chat (the detached test) keeps `create`.
 
     Auth as `create` sends it: the bearer key only (the SDK's default security would fall back to an
     admin key taken from OPENAI_ADMIN_KEY, the operator's, for a credential without a key)."""

@@ -141,7 +141,7 @@ class InputSerializer(StrictInputMixin, serializers.Serializer):
 
     # True where validating no data at all gives no data (every field optional and without a
     # default, and `validate` adds nothing): `validate_input` then builds no serializer for an empty
-    # input, a list's query with no filters (3.5 % of the chat list's time under load). A test runs
+    # input, a list's query with no filters (a measurable share of a list's time). A test runs
     # every such serializer on {} to hold each class to it.
     empty_is_valid = False
 

@@ -1,6 +1,6 @@
-"""scripts/webhook_receiver.py (the README's local receiver) accepts what the service signs, with a
+"""scripts/webhook_receiver.py (the guides' local receiver) accepts what the service signs, with a
 generated `whsec_` secret and with a secret of one's own, and refuses a wrong signature. It runs
-here on plain HTTP on loopback; the README's example runs it over TLS in CI (.ci/readme_webhooks.sh)."""
+here on plain HTTP on loopback; the guides' example runs it over TLS in CI (.ci/readme_webhooks.sh)."""
 
 from __future__ import annotations
 
