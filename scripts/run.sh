@@ -35,7 +35,7 @@ fi
 
 # supervisord runs the Procfile's processes and restarts one that exits (a crash, kill -9) while
 # the others keep serving. Ctrl-C (SIGINT) or SIGTERM stops them all: each process group gets
-# SIGTERM and 10 s to finish (a prefork worker's warm shutdown) before SIGKILL.
+# SIGTERM and a few seconds to finish (a prefork worker's warm shutdown) before SIGKILL.
 run_dir="${VAR_DIR:-var}/run"
 mkdir -p "$run_dir"
 python scripts/supervisor_conf.py Procfile "$run_dir" >"$run_dir/supervisord.conf"

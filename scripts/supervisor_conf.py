@@ -9,7 +9,8 @@ supervisor); this only restates it in supervisord's terms. Each process:
 - is restarted whenever it exits, so one process dying never stops the others;
 - writes to supervisord's standard output, which is the terminal of `make run`;
 - stops with SIGTERM to its whole group (a prefork worker's pool included) and is killed with its
-  group 10 s later (a warm shutdown of a worker takes a few seconds).
+  group STOP_WAIT_SECONDS later (a warm shutdown of a worker takes a few seconds), so Ctrl-C ends
+  everything within about ten seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import shlex
 import sys
 from pathlib import Path
 
-STOP_WAIT_SECONDS = 10
+STOP_WAIT_SECONDS = 8
 
 
 def processes(procfile: Path) -> list[tuple[str, str]]:
