@@ -10,8 +10,8 @@ from apps.core.models import Widget
 from apps.webhooks.services import decrypt_secret
 
 from . import phrases
-from .providers import endpoint_of
 from .models import AiSettings, Assistant, Credential, IntegrationBinding
+from .providers import endpoint_of
 
 AGENT_TO_OPERATOR_STATUS = {
     Agent.Status.ACTIVE: "active",
