@@ -29,7 +29,7 @@ class LoginForm(forms.Form):
         label=_("E-mail"),
         max_length=254,
         error_messages={"required": _("Enter your e-mail."), "invalid": _("Enter a valid email address.")},
-        widget=forms.EmailInput(attrs={"autocomplete": "username"}),
+        widget=forms.EmailInput(attrs={"autocomplete": "username", "dir": "ltr"}),
     )
     password = forms.CharField(
         label=_("Password"),
@@ -48,7 +48,10 @@ TEXT_ERRORS = {
 
 class _TextForm(forms.Form):
     body = forms.CharField(
-        max_length=BODY_MAX, strip=False, error_messages=TEXT_ERRORS, widget=forms.Textarea(attrs={"rows": 3})
+        max_length=BODY_MAX,
+        strip=False,
+        error_messages=TEXT_ERRORS,
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto"}),
     )
 
     def clean_body(self) -> str:
@@ -64,7 +67,7 @@ class ReplyForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 3}),
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto"}),
     )
 
 
@@ -74,7 +77,7 @@ class NoteForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        widget=forms.Textarea(attrs={"rows": 2, "dir": "auto"}),
     )
 
 
@@ -136,6 +139,7 @@ class FilterForm(forms.Form):
         required=False,
         max_length=SEARCH_MAX,
         error_messages={"max_length": _("Search for at most %(limit_value)d characters.")},
+        widget=forms.TextInput(attrs={"dir": "auto"}),
     )
 
     def filters(self) -> ChatFilters:

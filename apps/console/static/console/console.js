@@ -93,10 +93,13 @@
     meta.className = "meta";
     var author = document.createElement("span");
     author.className = "author";
-    author.textContent = ($("chat-title") || {}).textContent || t("visitor", "Visitor");
+    var name = document.createElement("bdi"); // the name keeps its own direction inside the page's
+    name.textContent = ($("chat-title") || {}).textContent || t("visitor", "Visitor");
+    author.appendChild(name);
     meta.appendChild(author);
     var text = document.createElement("div");
     text.className = "body";
+    text.dir = "auto";
     text.textContent = message.body || "";
     li.appendChild(meta);
     li.appendChild(text);
