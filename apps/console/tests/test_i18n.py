@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.test import Client
+from django.utils.translation.template import templatize
 
 from apps.widget.settings_schema import LANGUAGES as WIDGET_LANGUAGES
 
 from .conftest import make_chat
 
 LOCALE = Path(settings.BASE_DIR) / "locale"
+CONSOLE = Path(settings.BASE_DIR) / "apps" / "console"
 TRANSLATED = [code for code, _ in settings.LANGUAGES if code != "en"]
 
 
@@ -62,6 +64,38 @@ def expected_catalogue(entries: list[dict]) -> dict:
 def test_the_console_speaks_exactly_the_widgets_languages():
     assert [code for code, _ in settings.LANGUAGES] == list(WIDGET_LANGUAGES)
     assert settings.LOCALE_PATHS == [LOCALE]
+
+
+GETTEXT_NAMES = {"_", "gettext", "gettext_lazy", "ngettext", "pgettext_lazy", "pgettext"}
+
+
+def console_strings() -> set[tuple[str | None, str]]:
+    """(context, msgid) of every string the console marks for translation, as makemessages finds
+    them: Python calls of the gettext family, and the templates through Django's own templatize."""
+    found = set()
+    for path in CONSOLE.rglob("*.py"):
+        if "tests" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in GETTEXT_NAMES:
+                args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+                found.add((args[0], args[1]) if node.func.id.startswith("pgettext") else (None, args[0]))
+    for path in (CONSOLE / "templates").rglob("*.html"):
+        python = templatize(path.read_text(encoding="utf-8"))
+        # The console's templates use {% translate %} and {% blocktranslate %} without context or plural.
+        for literal in re.findall(r"\bgettext\((u?'(?:[^'\\]|\\.)*')\)", python):
+            found.add((None, ast.literal_eval(literal)))
+    return found
+
+
+def test_the_catalogues_hold_exactly_the_consoles_strings():
+    source = console_strings()
+    assert len(source) > 50
+    for language in TRANSLATED:
+        entries = read_po(LOCALE / language / "LC_MESSAGES" / "django.po")
+        catalogue = {(e.get("msgctxt"), e["msgid"]) for e in entries if e.get("msgid")}
+        assert source - catalogue == set(), f"{language}: not in the catalogue (run makemessages and translate)"
+        assert catalogue - source == set(), f"{language}: no longer used (run makemessages --no-obsolete)"
 
 
 @pytest.mark.parametrize("language", TRANSLATED)
