@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.core.middleware.BodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "apps.console.middleware.ConsoleLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -214,6 +215,23 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# The operator console speaks the widget's seven languages (apps.widget.settings_schema.LANGUAGES; a
+# test keeps the two lists equal), each named in itself for the console's language switcher. Only the
+# console is translated (apps.console.middleware): the API and its errors stay English.
+LANGUAGES = [
+    ("ru", "Русский"),
+    ("en", "English"),
+    ("el", "Ελληνικά"),
+    ("de", "Deutsch"),
+    ("es", "Español"),
+    ("ar", "العربية"),
+    ("zh", "中文"),
+]
+# The operator's choice in the console's switcher: a year, on the console's paths only.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_PATH = "/console/"
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_HTTPONLY = True
 # Statistics windows, buckets and from/to parsing (product decision).
 BUSINESS_TIME_ZONE = "Europe/Moscow"
 
@@ -449,6 +467,7 @@ if PRODUCTION:
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -13,6 +13,7 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("widget/", views.switch_widget, name="switch-widget"),
+    path("language/", views.set_language, name="language"),
     re_path(rf"^chats/{ID}/$", views.chat_detail, name="chat"),
     re_path(rf"^chats/{ID}/messages/$", views.chat_messages, name="messages"),
     re_path(rf"^chats/{ID}/panel/$", views.chat_panel, name="panel"),

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import math
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -31,7 +34,19 @@ from .access import operator_required
 # Sign-in attempts: per client address, and per e-mail whatever the address.
 LOGIN_BY_ADDRESS = Budget("console_login:addr", 20, 300)
 LOGIN_BY_EMAIL = Budget("console_login:email", 10, 900)
-FAILED_LOGIN = "The e-mail or the password is incorrect."
+FAILED_LOGIN = gettext_lazy("The e-mail or the password is incorrect.")
+
+# The console's words for the refusals of the services it calls (the API keeps their English detail);
+# a refusal not named here is shown with its detail as the service wrote it.
+REFUSALS = {
+    "chat_is_spam": gettext_lazy("This chat is marked as spam: move it back to active first."),
+    "already_rated": gettext_lazy("The visitor has already rated this chat."),
+    "body_too_large": gettext_lazy("The file is too large: up to 10 MB."),
+}
+
+
+def _refusal(err: AppError) -> str:
+    return str(REFUSALS.get(err.code, err.detail))
 
 
 def _id(raw: str | None) -> int | None:
@@ -54,7 +69,7 @@ def _filter_form(request) -> forms.FilterForm:
 
 
 def _display_name(contact) -> str:
-    return contact.name or f"Visitor {contact.guid[:8]}"
+    return contact.name or _("Visitor %(id)s") % {"id": contact.guid[:8]}
 
 
 # --- sign-in ---------------------------------------------------------------------------------------
@@ -101,7 +116,12 @@ def login_view(request):
         ]
         if limited:
             wait = max(1, math.ceil(max(d.retry_after for d in limited)))
-            context["error"] = f"Too many sign-in attempts. Try again in {math.ceil(wait / 60)} min."
+            minutes = math.ceil(wait / 60)
+            context["error"] = ngettext(
+                "Too many sign-in attempts. Try again in %(minutes)d minute.",
+                "Too many sign-in attempts. Try again in %(minutes)d minutes.",
+                minutes,
+            ) % {"minutes": minutes}
             response = render(request, "console/login.html", context, status=429)
             response["Retry-After"] = str(wait)
             return response
@@ -119,6 +139,28 @@ def login_view(request):
 def logout_view(request):
     services.sign_out(request)
     return HttpResponseRedirect(reverse("console:login"))
+
+
+@require_POST
+def set_language(request):
+    """The console's language switcher (signed in or not): the choice is kept in Django's language
+    cookie, which the console's middleware reads before the browser's Accept-Language."""
+    form = forms.LanguageForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(_("Unknown language."), status=400, content_type="text/plain; charset=utf-8")
+    language = form.cleaned_data["language"]
+    response = HttpResponseRedirect(_safe_next(request), status=303)
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+    )
+    return response
 
 
 @require_POST
@@ -145,12 +187,30 @@ def _list_context(request, *, current: Chat | None = None) -> dict:
     }
 
 
+def _script_strings() -> dict[str, str]:
+    """The words console.js writes into the page, in the console's language (read from the page's
+    JSON block: the script itself holds no text)."""
+    return {
+        "connected": _("Connected"),
+        "connecting": _("Connecting…"),
+        "reconnecting": _("Reconnecting…"),
+        "not_an_operator": _("You are no longer an operator of this widget."),
+        "visitor": _("Visitor"),
+        "visitor_typing": _("The visitor is typing…"),
+        "online": _("Online"),
+        "away": _("Away"),
+        "presence_online": _("Presence: online. Toggle online or away"),
+        "presence_away": _("Presence: away. Toggle online or away"),
+    }
+
+
 def _page_context(request, **extra) -> dict:
     agent = request.agent
     return {
         "agent": agent,
         "agent_rows": request.agent_rows,
         "presence": "away" if agent.status == agent.Status.RELAXATION else "online",
+        "console_strings": _script_strings(),
         **extra,
     }
 
@@ -218,11 +278,11 @@ def _view_messages(messages: list[Message], chat: Chat) -> list[dict]:
         if message.author_kind == Message.Author.CLIENT:
             author = _display_name(chat.contact)
         elif message.author_kind == Message.Author.SYSTEM:
-            author = "System"
+            author = _("System")
         elif message.agent is not None:
             author = message.agent.name
         else:
-            author = "AI operator" if message.author_kind == Message.Author.AI else "Operator"
+            author = _("AI operator") if message.author_kind == Message.Author.AI else _("Operator")
         buttons = []
         if message.type == Message.Type.KEYBOARD and isinstance(message.keyboard, dict):
             for button in message.keyboard.get("buttons") or []:
@@ -285,7 +345,7 @@ def _refresh(response: HttpResponse, *events: str) -> HttpResponse:
 
 def _panel_answer(request, chat: Chat, *, error: AppError | str | None = None, status: int = 200, **extra):
     if isinstance(error, AppError):
-        status, error = error.status, error.detail
+        status, error = error.status, _refusal(error)
     if not request.htmx:
         if error is None:
             return _back(chat)
@@ -362,7 +422,7 @@ def _post_text(request, chat_id: str, *, form_class, visibility: str):
                 source="console",
             )
         except AppError as err:
-            error, status = err.detail, err.status
+            error, status = _refusal(err), err.status
         else:
             if not request.htmx:
                 return _back(chat)
@@ -398,12 +458,12 @@ def send_file(request, chat_id: str):
     form = forms.FileForm(request.POST, request.FILES, auto_id="file_%s")
     error, status = None, 200
     if len(request.FILES.getlist("file")) > 1:
-        error, status = "Send one file at a time.", 422
+        error, status = _("Send one file at a time."), 422
     elif form.is_valid():
         try:
             services.send_file(agent=request.agent, chat=chat, upload=form.cleaned_data["file"])
         except AppError as err:
-            error, status = err.detail, err.status
+            error, status = _refusal(err), err.status
         else:
             if not request.htmx:
                 return _back(chat)

@@ -76,7 +76,7 @@ def test_every_failed_sign_in_reads_the_same(operator, case):
     client = Client()
     response = sign_in(client, email, password)
     assert response.status_code == 401
-    assert views.FAILED_LOGIN in response.content.decode()
+    assert str(views.FAILED_LOGIN) in response.content.decode()
     assert SESSION_KEY not in client.session
 
 

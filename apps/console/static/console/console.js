@@ -17,6 +17,11 @@
 
   function $(id) { return document.getElementById(id); }
 
+  // The page's words in the operator's language (the JSON block the server renders).
+  var strings = {};
+  try { strings = JSON.parse(($("console-strings") || {}).textContent || "{}") || {}; } catch (e) { strings = {}; }
+  function t(key, fallback) { return strings[key] || fallback; }
+
   function setConnection(state, text) {
     var el = $("connection");
     if (!el) return;
@@ -88,10 +93,13 @@
     meta.className = "meta";
     var author = document.createElement("span");
     author.className = "author";
-    author.textContent = ($("chat-title") || {}).textContent || "Visitor";
+    var name = document.createElement("bdi"); // the name keeps its own direction inside the page's
+    name.textContent = ($("chat-title") || {}).textContent || t("visitor", "Visitor");
+    author.appendChild(name);
     meta.appendChild(author);
     var text = document.createElement("div");
     text.className = "body";
+    text.dir = "auto";
     text.textContent = message.body || "";
     li.appendChild(meta);
     li.appendChild(text);
@@ -139,7 +147,7 @@
     var el = $("typing");
     if (!el) return;
     clearTimeout(typingTimer);
-    el.textContent = state === "start" ? "The visitor is typing…" : "";
+    el.textContent = state === "start" ? t("visitor_typing", "The visitor is typing…") : "";
     if (state === "start") typingTimer = setTimeout(function () { el.textContent = ""; }, 6000);
   }
 
@@ -195,8 +203,10 @@
     if (!button) return;
     button.dataset.status = status;
     button.setAttribute("aria-pressed", status === "online" ? "true" : "false");
-    button.setAttribute("aria-label", "Presence: " + status + ". Toggle online or away");
-    button.textContent = status === "online" ? "Online" : "Away";
+    button.setAttribute("aria-label", status === "online"
+      ? t("presence_online", "Presence: online. Toggle online or away")
+      : t("presence_away", "Presence: away. Toggle online or away"));
+    button.textContent = status === "online" ? t("online", "Online") : t("away", "Away");
   }
 
   document.addEventListener("click", function (event) {
@@ -212,7 +222,7 @@
     switch (frame.event) {
       case "ready":
         retry = 0;
-        setConnection("open", "Connected");
+        setConnection("open", t("connected", "Connected"));
         if (frame.status) showPresence(frame.status);
         // After a reconnect: whatever was written meanwhile (replay from the last message shown).
         if (everConnected) { fetchNewMessages(); refreshList(); refreshPanel(); }
@@ -243,7 +253,7 @@
 
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    setConnection("connecting", everConnected ? "Reconnecting…" : "Connecting…");
+    setConnection("connecting", everConnected ? t("reconnecting", "Reconnecting…") : t("connecting", "Connecting…"));
     socket = new WebSocket(scheme + location.host + wsPath);
     socket.onmessage = function (event) {
       var frame;
@@ -253,9 +263,9 @@
     socket.onclose = function (event) {
       socket = null;
       if (event.code === 4401) { location.href = body.dataset.loginUrl; return; }
-      if (event.code === 4403) { setConnection("closed", "You are no longer an operator of this widget."); return; }
+      if (event.code === 4403) { setConnection("closed", t("not_an_operator", "You are no longer an operator of this widget.")); return; }
       var delay = Math.max(Math.min(5000, 250 * Math.pow(2, retry++)), holdUntil - Date.now());
-      setConnection("connecting", "Reconnecting…");
+      setConnection("connecting", t("reconnecting", "Reconnecting…"));
       setTimeout(connect, delay);
     };
   }
