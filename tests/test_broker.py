@@ -2,6 +2,7 @@
 client per channel instead of one per command."""
 
 import json
+import time
 import uuid
 
 import pytest
@@ -52,3 +53,81 @@ def test_tasks_sent_on_one_client_reach_the_queue(settings, monkeypatch):
         assert [message["headers"]["argsrepr"] for message in sent] == [f"[['id-{n}']]" for n in range(4)]
     finally:
         client.delete(queue)
+
+
+# --- the embedded default's SQLite broker ------------------------------------------------------------------
+
+SQLITE_RUN_SECONDS = 60
+
+
+def _sqlite_connection(url: str):
+    """A kombu connection configured as settings.py configures the embedded default's broker."""
+    from kombu import Connection
+
+    return Connection(url, transport="apps.core.broker:SQLiteTransport", transport_options=EMBEDDED_OPTIONS)
+
+
+EMBEDDED_OPTIONS = {"connect_args": {"timeout": 30}}
+
+
+def _produce(url: str, name: str, stop_at: float, sent) -> None:
+    count = 0
+    with _sqlite_connection(url) as connection:
+        queue = connection.SimpleQueue("load")
+        while time.monotonic() < stop_at:
+            queue.put({"id": f"{name}-{count}", "pad": "x" * 200})
+            count += 1
+        queue.close()
+    sent.put((name, count))
+
+
+def _consume(url: str, stop_at: float, received) -> None:
+    ids = []
+    with _sqlite_connection(url) as connection:
+        queue = connection.SimpleQueue("load")
+        idle_since = None
+        while True:
+            try:
+                message = queue.get(block=True, timeout=0.5)
+            except queue.Empty:
+                if time.monotonic() > stop_at:
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > 3:  # the producers stopped and the queue ran dry
+                        break
+                continue
+            idle_since = None
+            ids.append(message.payload["id"])
+            message.ack()
+        queue.close()
+    received.put(ids)
+
+
+def test_the_sqlite_broker_delivers_every_message_once_to_concurrent_processes(tmp_path):
+    import multiprocessing
+
+    from apps.core.broker import prepare_tables, purge_taken_messages
+
+    # given four producer and four consumer processes on one broker file for a minute (its tables
+    # made first, as `migrate` makes them)
+    url = f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}"
+    prepare_tables(url, queues=["load"])
+    context = multiprocessing.get_context("fork")
+    sent, received = context.Queue(), context.Queue()
+    stop_at = time.monotonic() + SQLITE_RUN_SECONDS
+    producers = [context.Process(target=_produce, args=(url, f"p{n}", stop_at, sent)) for n in range(4)]
+    consumers = [context.Process(target=_consume, args=(url, stop_at, received)) for _ in range(4)]
+    for process in producers + consumers:
+        process.start()
+    counts = dict(sent.get(timeout=SQLITE_RUN_SECONDS + 120) for _ in producers)
+    delivered = [message_id for _ in consumers for message_id in received.get(timeout=SQLITE_RUN_SECONDS + 120)]
+    for process in producers + consumers:
+        process.join(timeout=30)
+
+    # then no process died, and every message sent was delivered exactly once
+    assert [process.exitcode for process in producers + consumers] == [0] * 8
+    expected = {f"{name}-{n}" for name, count in counts.items() for n in range(count)}
+    assert sum(counts.values()) > 100
+    assert len(delivered) == len(set(delivered)) == len(expected)
+    assert set(delivered) == expected
+    # and the messages taken stay only until the purge's retention has passed
+    assert purge_taken_messages(url) == 0

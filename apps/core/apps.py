@@ -1,5 +1,17 @@
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_migrate
+
+
+def prepare_broker(**kwargs) -> None:
+    """After `migrate`: the embedded default's SQLite broker gets its tables before any process
+    opens it (apps.core.broker.prepare_tables)."""
+    from django.conf import settings
+
+    from .broker import prepare_tables
+
+    # the Procfile's queues: `celery` (the worker) and `ai` (the ai worker)
+    prepare_tables(settings.CELERY_BROKER_URL, queues=["celery", "ai"])
 
 
 class CoreConfig(AppConfig):
@@ -13,3 +25,4 @@ class CoreConfig(AppConfig):
         token_cache.connect()
 
         connection_created.connect(use_c_timestamptz_loader, dispatch_uid="core.c_timestamptz_loader")
+        post_migrate.connect(prepare_broker, sender=self, dispatch_uid="core.prepare_broker")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from contextlib import closing, contextmanager
 from datetime import datetime, timedelta
 
@@ -38,6 +39,21 @@ TAKEN_RETENTION = timedelta(hours=1)
 
 class SQLiteTransport(sqlalchemy.Transport):
     polling_interval = POLL_SECONDS
+
+
+def prepare_tables(url: str, queues: Iterable[str] = ()) -> None:
+    """Create the SQLite broker's tables and the rows of `queues` now. kombu creates each when a
+    process first needs it (check, then create), so processes starting together on a new file would
+    race and one would fail; `migrate` calls this first (apps.core.apps). A no-op for any other
+    broker."""
+    if not url.startswith("sqla+sqlite:///"):
+        return
+    from kombu import Connection, Queue
+
+    with Connection(url, transport=SQLiteTransport) as connection:
+        channel = connection.default_channel
+        for name in queues:
+            Queue(name, channel=channel).declare()
 
 
 def purge_taken_messages(url: str) -> int:

@@ -26,7 +26,7 @@ def idem() -> dict:
 
 @pytest.fixture
 def plan(widget):
-    plan = Plan.objects.create(slug="pro", name="Pro", is_paid=True, ad_cabinet_slots=1)
+    plan = Plan.objects.create(slug="test-pro", name="Test Pro", is_paid=True, ad_cabinet_slots=1)
     AccountPlan.objects.create(account=widget.account, plan=plan)
     return plan
 

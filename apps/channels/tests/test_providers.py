@@ -61,7 +61,7 @@ CODES = list(CASES)
 
 @pytest.fixture
 def paid(widget):
-    plan = Plan.objects.create(slug="pro", name="Pro", is_paid=True, paid_features=["messengers"])
+    plan = Plan.objects.create(slug="test-pro", name="Test Pro", is_paid=True, paid_features=["messengers"])
     AccountPlan.objects.create(account=widget.account, plan=plan)
     return plan
 
@@ -318,7 +318,7 @@ def test_delete_is_not_blocked_by_an_absent_provider(api, fake, paid, settings):
 
 def test_put_needs_a_paid_plan_and_validation_is_strict(api, widget, fake):
     assert_problem(put(api, fake), 409, "plan_required")
-    plan = Plan.objects.create(slug="pro", name="Pro", is_paid=True, paid_features=["messengers"])
+    plan = Plan.objects.create(slug="test-pro", name="Test Pro", is_paid=True, paid_features=["messengers"])
     AccountPlan.objects.create(account=widget.account, plan=plan)
     good = body_for(fake)
     bad_bodies = [{**good, "extra": 1}, {k: v for k, v in good.items() if k != "token"}, {**good, "token": "a b"}]

@@ -41,7 +41,7 @@ def tg(settings, monkeypatch):
 
 @pytest.fixture
 def paid(widget):
-    plan = Plan.objects.create(slug="pro", name="Pro", is_paid=True, paid_features=["messengers"])
+    plan = Plan.objects.create(slug="test-pro", name="Test Pro", is_paid=True, paid_features=["messengers"])
     AccountPlan.objects.create(account=widget.account, plan=plan)
     return plan
 
