@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "apps.channels",
     "apps.external",
     "apps.learning",
+    "apps.canned",
 ]
 
 MIDDLEWARE = [

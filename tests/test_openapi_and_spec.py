@@ -42,6 +42,13 @@ def spec_routes() -> dict[tuple[str, str], frozenset[str]]:
 # Routes the spec leaves "not shown" and product-decisions.md fixes (path -> scopes).
 DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/v1/channels"): frozenset({"channels:register"}),  # "Custom channels"
+    # "Canned responses"; render needs chats:read as well, checked in the action
+    ("GET", "/v1/canned-responses"): frozenset({"canned:read"}),
+    ("POST", "/v1/canned-responses"): frozenset({"canned:write"}),
+    ("GET", "/v1/canned-responses/{}"): frozenset({"canned:read"}),
+    ("PATCH", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
+    ("DELETE", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
+    ("GET", "/v1/canned-responses/{}/render"): frozenset({"canned:read"}),
 }
 
 
@@ -76,8 +83,9 @@ def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
     assert not named & RESERVED_SCOPES
 
 
-def test_catalogue_has_44_grantable_43_operational():
-    assert len(ALL_SCOPES) == 44 and len(OPERATIONAL_SCOPES) == 43
+def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_scopes():
+    added = {"canned:read", "canned:write"}  # product-decisions.md "Canned responses"
+    assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}
 
 

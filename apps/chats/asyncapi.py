@@ -140,7 +140,8 @@ SERVER_FRAMES: dict[str, dict] = {
     "chatFrame": {
         "name": "chat",
         "title": "Chat status changed",
-        "summary": "Operator socket only: a chat was closed, moved to another state or transferred.",
+        "summary": "Operator socket: a chat was closed, moved to another state or transferred. Visitor socket: "
+        "its room was closed (`status: expired`; the widget may then ask for a rating).",
         "payload": _frame(
             "chat",
             {"chat_id": _CHAT_ID, "status": {"type": "string", "enum": ["active", "ready", "expired", "spam"]}},
@@ -223,7 +224,7 @@ CLIENT_FRAMES: dict[str, dict] = {
     },
 }
 
-VISITOR_SENDS = ["messageFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
+VISITOR_SENDS = ["messageFrame", "chatFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
 VISITOR_READS = ["typingClientFrame", "seenClientFrame", "pingClientFrame"]
 AGENT_SENDS = [
     "readyFrame",

@@ -41,7 +41,10 @@ def chat_status(event: events.Event) -> None:
         if chat is None:  # emitted by hand (tests, benchmarks)
             return
         status = chat.status
-    push([widget_group(event.widget.pk)], {"event": "chat", "chat_id": event.data["chat_id"], "status": status})
+    groups = [widget_group(event.widget.pk)]
+    if event.type == events.CHAT_CLOSED:  # the visitor's widget too: it may ask for a rating then
+        groups.append(chat_group(event.data["chat_id"]))
+    push(groups, {"event": "chat", "chat_id": event.data["chat_id"], "status": status})
 
 
 def typing(event: events.Event) -> None:

@@ -8,6 +8,8 @@ from django.db.models import F, QuerySet
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
+from apps.canned import selectors as canned_selectors
+from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message
 from apps.core.numbers import MAX_ID
@@ -83,6 +85,23 @@ def transfer_targets(*, agent: Agent) -> QuerySet[Agent]:
 
 def online_agent_ids(*, agent: Agent) -> set[int]:
     return agent_selectors.online_agent_ids(agent.widget)
+
+
+CANNED_PICKS = 20
+
+
+def canned_picks(*, agent: Agent, q: str) -> list[CannedResponse]:
+    """The composer's picker: the widget's canned responses matching `q` (as the API's `q`), by shortcut."""
+    queryset = CannedResponse.objects.filter(widget_id=agent.widget_id)
+    return list(canned_selectors.list_canned_responses(queryset, q=q or None).order_by("shortcut", "id")[:CANNED_PICKS])
+
+
+def render_canned(*, agent: Agent, chat: Chat, canned_id: int) -> str | None:
+    """A canned response of the agent's widget rendered for `chat` (the API's render), or None."""
+    canned = CannedResponse.objects.filter(widget_id=agent.widget_id, pk=canned_id).first()
+    if canned is None:
+        return None
+    return canned_selectors.render_for_chat(widget=agent.widget, canned=canned, chat=chat)
 
 
 file_url = chat_selectors.file_url

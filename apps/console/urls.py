@@ -25,4 +25,6 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/close/$", views.close, name="close"),
     re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
+    path("canned/", views.canned_picks, name="canned"),
+    re_path(rf"^chats/{ID}/canned/(?P<canned_id>[0-9]{{1,20}})/$", views.canned_render, name="canned-render"),
 ]

@@ -13,7 +13,7 @@ import math
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -490,3 +490,28 @@ def typing(request, chat_id: str):
     except AppError as err:
         return HttpResponse(err.detail, status=err.status, content_type="text/plain")
     return HttpResponse(status=204)
+
+
+# --- canned responses (the composer's `/` picker) ------------------------------------------------------
+
+
+@never_cache
+@require_GET
+@operator_required
+def canned_picks(request):
+    """JSON `{items: [{id, shortcut, title}]}` matching `q` (the text typed after `/`)."""
+    q = (request.GET.get("q") or "").strip()[:100]
+    rows = selectors.canned_picks(agent=request.agent, q=q)
+    return JsonResponse({"items": [{"id": r.pk, "shortcut": r.shortcut, "title": r.title} for r in rows]})
+
+
+@never_cache
+@require_GET
+@operator_required
+def canned_render(request, chat_id: str, canned_id: str):
+    """JSON `{text}`: the canned response rendered for this chat by the API's render service."""
+    chat = _chat_or_404(request, chat_id)
+    text = selectors.render_canned(agent=request.agent, chat=chat, canned_id=_id(canned_id) or 0)
+    if text is None:
+        raise Http404("No such canned response.")
+    return JsonResponse({"text": text})

@@ -298,7 +298,7 @@ def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> 
         "texts": resolved_texts(effective, _served_translations(widget)),
         "icon_urls": {f"custom:{icon.file_id}": icon_url(icon, absolute) for icon in icons},
         "features_from_settings": {
-            "rating": values["widget_show_rating"],
+            "rating": values["widget_show_rating"] and values["rating_mode"] != "off",
             "offline_form": values["widget_show_offline_form"],
             "file_upload": values["widget_show_file_upload"],
         },

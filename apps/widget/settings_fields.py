@@ -802,6 +802,57 @@ class TranslationsField(Field):
         return schema
 
 
+class LanguageTextsField(Field):
+    """One text per language (`{lang: text}`, any of the seven languages, not only the enabled
+    ones); each text follows `text`'s rules. Replaced whole."""
+
+    kind = "language_texts"
+    json_type = "object"
+    patch = "replace_whole"
+
+    def __init__(self, name: str, *, text: Field, **kwargs) -> None:
+        kwargs.setdefault("semantics", "empty")
+        super().__init__(name, default={}, **kwargs)
+        self.text = text
+
+    def rules(self, ctx: Context) -> list[str]:
+        return [
+            f"JSON object keyed by language, one of {', '.join(LANGUAGES)}; each value a text of "
+            f"{self.text.min_length} to {self.text.max_length} characters with a visible character.",
+            "Replaces the whole map; an empty object or null clears it.",
+            f"Errors are keyed by dotted path, e.g. `{self.name}.en`.",
+        ]
+
+    def structure(self, ctx: Context) -> dict[str, Any]:
+        value = self.text.describe(ctx)
+        value.update(accepted_types=["string"], nullable=False, effective_default=None, default_semantics="omit")
+        return {"keys": {"strict_json_type": "string", "enum": list(LANGUAGES)}, "values": value}
+
+    def parse(self, value: Any, ctx: Context, path: str, errors: dict[str, list[str]]) -> Any:
+        if value is None:
+            return CLEAR
+        if not isinstance(value, dict):
+            errors.setdefault(path, []).append(_type_error("object"))
+            return INVALID
+        out, ok = {}, True
+        for language, text in value.items():
+            try:
+                if language not in LANGUAGES:
+                    raise Invalid(f"Unknown language; one of {', '.join(LANGUAGES)}.")
+                out[language] = self.text.check(text, ctx)
+            except Invalid as exc:
+                errors.setdefault(f"{path}.{language}", []).append(exc.message)
+                ok = False
+        return (out or CLEAR) if ok else INVALID
+
+    def openapi_value(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "propertyNames": {"enum": list(LANGUAGES)},
+            "additionalProperties": self.text.openapi_value(),
+        }
+
+
 class ReadOnlyField(Field):
     """Computed by the server; sending it on PATCH is 422 naming it."""
 

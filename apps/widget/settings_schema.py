@@ -44,6 +44,7 @@ from .settings_fields import IconField as IconField
 from .settings_fields import IntegerChoiceField as IntegerChoiceField
 from .settings_fields import IntegerField as IntegerField
 from .settings_fields import Invalid as Invalid
+from .settings_fields import LanguageTextsField as LanguageTextsField
 from .settings_fields import ReadOnlyField as ReadOnlyField
 from .settings_fields import StringField as StringField
 from .settings_fields import TextField as TextField
@@ -260,6 +261,29 @@ _DEFINITION: list[Field] = [
         default="online",
         description="Operators shown in the header: `online` (header-visible operators who are online), "
         "`all` (every header-visible operator), `single` (one representative), `hidden`.",
+    ),
+    ChoiceField(
+        "rating_mode",
+        group="behaviour",
+        choices=("on_request", "after_close", "off"),
+        default="on_request",
+        description="When the widget asks for a rating: `on_request` (only when an operator requests one), "
+        "`after_close` (also when the chat closes), `off` (never; the visitor rating route answers 409 "
+        "`rating_off`).",
+    ),
+    ChoiceField(
+        "rating_scale",
+        group="behaviour",
+        choices=("five", "thumbs"),
+        default="five",
+        description="`five`: five stars (1 to 5); `thumbs`: thumbs down and up, stored as 1 and 5.",
+    ),
+    LanguageTextsField(
+        "rating_prompt_i18n",
+        group="behaviour",
+        text=TextField("rating_prompt", group="behaviour", max_length=200, description="The rating question."),
+        description="The rating question per language `{lang: text}`; a language without one shows the "
+        "built-in phrase. Replaced whole.",
     ),
     ChoiceField(
         "widget_offline_mode",

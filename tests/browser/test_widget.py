@@ -342,8 +342,12 @@ def test_an_image_is_uploaded_sent_and_shown_and_the_chat_rated(page, web_server
     expect(image).to_have_attribute("alt", "shot.png")
     assert image.evaluate("img => img.decode().then(() => img.naturalWidth)") == 1
 
-    # And after the operator answers, the visitor rates the chat
+    # And after the operator answers and requests a rating, the visitor rates the chat
     operator_reply(api, web_server, chat_id, {"type": "text", "body": "Got it, thanks"})
+    requested = api(
+        "POST", f"/api/v1/chats/{chat_id}/rate-request", headers={"X-Service-Idempotency-Key": secrets.token_hex(8)}
+    )
+    assert requested.status_code == 202, requested.text
     stars = page.get_by_role("group", name="Rate this chat")
     expect(stars).to_be_visible()
     with page.expect_response(lambda r: r.url.endswith("/rating") and r.request.method == "POST") as rated:

@@ -1,9 +1,9 @@
 """The visitor's websocket: /ws/visitor/{button_guid}/?session=<token>[&since=<message_id>].
 
 Server frames are the pushes of apps.chats.realtime for the contact's room (`{"event": "message" |
-"typing" | "seen", ...}`) plus `{"event": "error", "code", "detail"}` answers to bad client frames
-and `{"event": "pong"}`. Client frames: `{"type": "typing", "state": "start" | "stop"}`,
-`{"type": "seen", "message_id": n}`, `{"type": "ping"}`.
+"typing" | "seen" | "chat", ...}`, `chat` when the room closes) plus `{"event": "error", "code",
+"detail"}` answers to bad client frames and `{"event": "pong"}`. Client frames: `{"type": "typing",
+"state": "start" | "stop"}`, `{"type": "seen", "message_id": n}`, `{"type": "ping"}`.
 
 SECURITY: the socket is accepted and then closed with 4404 (unknown widget), 4401 (missing,
 unknown or foreign session), 4400 (bad `since`) or 1008 (the session already holds

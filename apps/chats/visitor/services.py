@@ -17,7 +17,7 @@ from django.db import transaction
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
-from apps.core.errors import Conflict, NotFound
+from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
 from apps.widget import selectors as widget_selectors
@@ -36,6 +36,12 @@ class NoConversation(Conflict):
     """The visitor has not written yet, so there is no conversation to rate."""
 
     code, title = "no_conversation", "No conversation yet"
+
+
+class RatingOff(Conflict):
+    """The widget's `rating_mode` is `off`: it takes no ratings."""
+
+    code, title = "rating_off", "Ratings are off"
 
 
 def contact_group(guid: str) -> str:
@@ -240,7 +246,13 @@ def submit_offline_message(
 
 def rate(*, widget: Widget, contact: Contact, value: int, comment: str = "") -> Rating:
     """Rate the conversation: 409 before the first message or in a spam room. The first rating
-    emits rating.created; a later one replaces it silently."""
+    emits rating.created; a later one replaces it silently. 409 `rating_off` while the widget's
+    `rating_mode` is `off`; 422 for 2..4 while its `rating_scale` is `thumbs`."""
+    values = widget_selectors.effective_settings(widget)
+    if values["rating_mode"] == "off":
+        raise RatingOff("This widget does not take ratings.")
+    if values["rating_scale"] == "thumbs" and value not in (1, 5):
+        raise ValidationFailed(errors={"value": ["With rating_scale thumbs: 1 (thumbs down) or 5 (thumbs up)."]})
     chat = get_room(widget=widget, contact=contact)
     if chat is None:
         raise NoConversation("Write a message before rating the conversation.")

@@ -225,12 +225,14 @@ class TypingView(VisitorAPIView):
 
 class RatingView(VisitorAPIView):
     rate_limits = {"post": "actions"}
-    problem_statuses = {"post": [409]}  # documented: no_conversation
+    problem_statuses = {"post": [409]}  # documented: no_conversation, rating_off
 
     @visitor_operation(
         summary="Visitor: rate the conversation",
         description="`{value: 1..5, comment?}` (comment up to 2,000 characters). 409 `no_conversation` "
-        "before the visitor's first message or in a spam conversation; a later rating replaces the first.",
+        "before the visitor's first message or in a spam conversation; 409 `rating_off` while the widget's "
+        "`rating_mode` is `off`; a later rating replaces the first. With `rating_scale: thumbs` the value is "
+        "1 (thumbs down) or 5 (thumbs up), 422 otherwise.",
         request=s.RatingInput,
         responses={201: docs.VisitorRatingDoc},
     )

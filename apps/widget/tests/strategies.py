@@ -68,6 +68,8 @@ def valid_value(member: dict) -> st.SearchStrategy:
         return st.lists(items, min_size=member["min_items"], max_size=member["max_items"], unique=True)
     if kind == "object" and member.get("properties") is not None:
         return st.fixed_dictionaries({}, optional={k: _optional(v) for k, v in member["properties"].items()})
+    if member["type"] == "language_texts":
+        return st.dictionaries(st.sampled_from(member["keys"]["enum"]), valid_value(member["values"]), max_size=3)
     if kind == "object" and member.get("keys") is not None:
         texts = member["values"]["properties"]
         entry = st.fixed_dictionaries({}, optional={k: valid_value(v) for k, v in texts.items()}).filter(bool)
@@ -135,6 +137,12 @@ def invalid(member: dict) -> st.SearchStrategy:
             leaf_options.append(_WRONG_TYPES["array"].map(lambda v, d=device: {d: v}))
         leaf_options.append(st.text(max_size=5).filter(lambda k: k not in devices).map(lambda k: {k: {}}))
         options.append(st.one_of(leaf_options))
+    elif member["type"] == "language_texts":
+        language = st.sampled_from(member["keys"]["enum"])
+        options += [
+            st.text(max_size=4).filter(lambda k: k not in member["keys"]["enum"]).map(lambda k: {k: "Hi"}),
+            st.tuples(language, invalid_non_null(member["values"])).map(lambda kv: {kv[0]: kv[1]}),
+        ]
     elif kind == "object" and member.get("keys") is not None:
         keys = member["keys"]
         texts = member["values"]["properties"]

@@ -156,6 +156,9 @@ export class Conversation {
           this.operatorTyping = false;
           this.onMessage && this.onMessage(frame.message);
         }
+      } else if (frame.event === "chat" && frame.status === "expired") {
+        // The room closed: remembered, so a widget that asks after a close still asks after a reload.
+        this.save({ closed: frame.chat_id });
       } else if (frame.event === "typing" && frame.by !== "client") {
         this.operatorTyping = frame.state === "start";
       } else if (frame.event === "seen" && frame.by !== "client") {

@@ -313,10 +313,22 @@ const TABLE = {
   ],
 };
 
+// The thumbs of `rating_scale: thumbs` (values 5 and 1).
+const THUMBS = {
+  en: ["Thumbs up", "Thumbs down"],
+  ru: ["Нравится", "Не нравится"],
+  el: ["Μου αρέσει", "Δεν μου αρέσει"],
+  de: ["Daumen hoch", "Daumen runter"],
+  es: ["Me gusta", "No me gusta"],
+  ar: ["أعجبني", "لم يعجبني"],
+  zh: ["赞", "踩"],
+};
+
 export function texts(lang) {
   const row = TABLE[lang] || TABLE.en;
   const out = {};
   KEYS.forEach((key, i) => (out[key] = row[i]));
+  [out.thumbUp, out.thumbDown] = THUMBS[lang] || THUMBS.en;
   return out;
 }
 

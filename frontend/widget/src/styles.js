@@ -66,8 +66,8 @@ export const CSS = `
 .form textarea{min-height:90px}
 .btn{justify-content:center;padding:10px 16px;border-radius:8px;background:var(--primary);color:var(--primary-text);font-weight:700}
 .rate{display:flex;flex-direction:column;align-items:center;gap:4px;padding:8px;font-size:13px}
-.stars{display:flex;gap:2px}
-.stars button{font-size:22px;width:32px;height:32px;justify-content:center;color:#B0B0B0}
+.stars,.thumbs{display:flex;gap:2px}
+.stars button,.thumbs button{font-size:22px;width:32px;height:32px;justify-content:center;color:#B0B0B0}
 .stars button.on{color:#F9A825}
 .brand{font-size:11px;text-align:center;opacity:.6;padding:4px;display:block}
 .brand,.form a{color:var(--text)}

@@ -419,8 +419,20 @@ function Widget({ config, conversation }) {
   const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
   const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
   const operators = operatorList(live.operators || [], messages, settings.operators_display_mode);
+  // `rating_mode`: `on_request` asks after an operator's rate request (the one system message),
+  // `after_close` also once the room closed, `off` never.
+  const ratingMode = settings.rating_mode || "on_request";
+  const askedInChat = messages.some((m) => m.chat_id === chatId && m.author && m.author.kind === "system");
+  const closedChat = ratingMode === "after_close" && chatId && conversation.load().closed === chatId;
   const showRating =
-    features.rating !== false && settings.widget_show_rating !== false && lastOperator && rated !== chatId;
+    ratingMode !== "off" &&
+    features.rating !== false &&
+    settings.widget_show_rating !== false &&
+    chatId &&
+    rated !== chatId &&
+    (askedInChat || closedChat);
+  const ratePrompt = (settings.rating_prompt_i18n || {})[language] || t.rate;
+  const ratingValues = settings.rating_scale === "thumbs" ? [1, 5] : [1, 2, 3, 4, 5];
   const offlineView = formOffline && (offlineSent || !messages.length);
   // The pre-chat form: before the first message of a visitor without a session.
   const prechatView =
@@ -573,18 +585,26 @@ function Widget({ config, conversation }) {
           <>
             <div class="log" ref={log} role="log" aria-live="polite" aria-label={t.messages} tabindex="0">
               {settings.widget_show_greeting !== false && <div class="msg">{greetingText}</div>}
-              {messages.map((m) => (
-                <Message key={m.id} m={m} t={t} settings={settings} />
-              ))}
+              {messages
+                .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
+                .map((m) => (
+                  <Message key={m.id} m={m} t={t} settings={settings} />
+                ))}
               {showRating && (
-                <div class="rate" role="group" aria-label={t.rate}>
-                  <span>{t.rate}</span>
-                  <div class="stars">
-                    {[1, 2, 3, 4, 5].map((n) => (
-                      <button type="button" aria-label={t.star.replace("{n}", n)} onClick={() => rate(n)}>
-                        ★
-                      </button>
-                    ))}
+                <div class="rate" role="group" aria-label={ratePrompt}>
+                  <span>{ratePrompt}</span>
+                  <div class={settings.rating_scale === "thumbs" ? "thumbs" : "stars"}>
+                    {ratingValues.map((n) =>
+                      settings.rating_scale === "thumbs" ? (
+                        <button type="button" aria-label={n === 5 ? t.thumbUp : t.thumbDown} onClick={() => rate(n)}>
+                          {n === 5 ? "👍" : "👎"}
+                        </button>
+                      ) : (
+                        <button type="button" aria-label={t.star.replace("{n}", n)} onClick={() => rate(n)}>
+                          ★
+                        </button>
+                      ),
+                    )}
                   </div>
                 </div>
               )}

@@ -216,6 +216,139 @@
     socket.send(JSON.stringify({ type: "status", status: next }));
   });
 
+  // --- canned responses: `/` at the start of the reply opens a picker (a combobox over a listbox) --
+
+  var picker = { open: false, items: [], active: -1, query: null, timer: null, seq: 0 };
+
+  function pickerList() { return $("canned-list"); }
+
+  function closePicker() {
+    var list = pickerList();
+    var field = $("reply_body");
+    picker.open = false;
+    picker.items = [];
+    picker.active = -1;
+    picker.query = null;
+    if (list) { list.hidden = true; list.textContent = ""; }
+    if (field) {
+      field.setAttribute("aria-expanded", "false");
+      field.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  function showActive() {
+    var field = $("reply_body");
+    var list = pickerList();
+    if (!field || !list) return;
+    Array.prototype.forEach.call(list.children, function (li, i) {
+      li.setAttribute("aria-selected", i === picker.active ? "true" : "false");
+      if (i === picker.active) li.scrollIntoView({ block: "nearest" });
+    });
+    if (picker.active >= 0) field.setAttribute("aria-activedescendant", "canned-opt-" + picker.items[picker.active].id);
+    else field.removeAttribute("aria-activedescendant");
+  }
+
+  function drawPicker(items) {
+    var list = pickerList();
+    var field = $("reply_body");
+    if (!list || !field) return;
+    picker.items = items;
+    picker.active = items.length ? 0 : -1;
+    list.textContent = "";
+    items.forEach(function (item) {
+      var li = document.createElement("li");
+      li.id = "canned-opt-" + item.id;
+      li.setAttribute("role", "option");
+      li.dataset.id = String(item.id);
+      var code = document.createElement("strong");
+      code.textContent = "/" + item.shortcut;
+      li.appendChild(code);
+      li.appendChild(document.createTextNode(" " + item.title));
+      list.appendChild(li);
+    });
+    picker.open = items.length > 0;
+    list.hidden = !picker.open;
+    field.setAttribute("aria-expanded", picker.open ? "true" : "false");
+    showActive();
+  }
+
+  function queryPicker(query) {
+    if (query === picker.query) return;
+    picker.query = query;
+    clearTimeout(picker.timer);
+    var seq = ++picker.seq;
+    picker.timer = setTimeout(function () {
+      fetch(body.dataset.cannedUrl + "?q=" + encodeURIComponent(query), { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : { items: [] }; })
+        .then(function (data) { if (seq === picker.seq && picker.query !== null) drawPicker(data.items || []); })
+        .catch(function () {});
+    }, 120);
+  }
+
+  function choose(index) {
+    var item = picker.items[index];
+    var field = $("reply_body");
+    if (!item || !field) return;
+    closePicker();
+    fetch(body.dataset.cannedRenderUrl + item.id + "/", { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data) return;
+        field.value = data.text;
+        field.focus();
+        field.setSelectionRange(field.value.length, field.value.length);
+      })
+      .catch(function () {});
+  }
+
+  // The reply field is a combobox over the picker's listbox (set again when htmx redraws it).
+  function markCombobox() {
+    var field = $("reply_body");
+    if (!field || !pickerList()) return;
+    field.setAttribute("role", "combobox");
+    field.setAttribute("aria-autocomplete", "list");
+    field.setAttribute("aria-controls", "canned-list");
+    field.setAttribute("aria-expanded", "false");
+  }
+  markCombobox();
+
+  document.addEventListener("input", function (event) {
+    if (!event.target.matches || !event.target.matches("#reply_body") || !body.dataset.cannedUrl) return;
+    var field = event.target;
+    var match = /^\/([^\s\/]*)$/.exec(field.value);
+    if (match) queryPicker(match[1]);
+    else if (picker.query !== null) closePicker();
+  });
+
+  // Captured before the Enter-sends handler below: while the picker is open, Enter picks.
+  document.addEventListener("keydown", function (event) {
+    if (!picker.open || !event.target.matches || !event.target.matches("#reply_body")) return;
+    var n = picker.items.length;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      picker.active = (picker.active + (event.key === "ArrowDown" ? 1 : n - 1)) % n;
+      showActive();
+    } else if (event.key === "Enter" && !event.isComposing) {
+      choose(picker.active);
+    } else if (event.key === "Escape") {
+      closePicker();
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
+
+  document.addEventListener("mousedown", function (event) {
+    var li = event.target.closest && event.target.closest("#canned-list [role=option]");
+    if (!li) return;
+    event.preventDefault(); // the composer keeps the focus
+    choose(Array.prototype.indexOf.call(li.parentNode.children, li));
+  });
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.target && event.target.id === "composer") { closePicker(); markCombobox(); }
+  });
+
   // --- the socket ---------------------------------------------------------------------------------------
 
   function onFrame(frame) {

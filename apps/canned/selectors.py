@@ -1,0 +1,49 @@
+"""Reads of canned responses: the searchable list and the rendering for one chat."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from apps.agents.models import Agent
+from apps.chats.models import Chat
+from apps.core.models import Widget
+from apps.widget import selectors as widget_selectors
+
+from . import variables
+from .models import CannedResponse
+
+
+def list_canned_responses(
+    queryset: QuerySet[CannedResponse], *, q: str | None = None, language: str | None = None
+) -> QuerySet[CannedResponse]:
+    """`queryset` (the widget's rows) narrowed by `q` (a substring of shortcut, title or text, any
+    case) and `language` (rows of that language and rows for any language)."""
+    if q:
+        queryset = queryset.filter(Q(shortcut__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
+    if language:
+        queryset = queryset.filter(Q(language=language) | Q(language__isnull=True))
+    return queryset
+
+
+def get_chat(*, widget: Widget, chat_id: int | None) -> Chat | None:
+    """The widget's chat with its contact and assigned agent, or None (missing and foreign alike)."""
+    if chat_id is None:
+        return None
+    return Chat.objects.select_related("contact", "agent").filter(widget=widget, pk=chat_id).first()
+
+
+def variable_values(*, widget: Widget, chat: Chat) -> dict[str, str | None]:
+    agent = chat.agent if chat.agent is not None and chat.agent.type == Agent.Type.HUMAN else None
+    return {
+        "contact.name": chat.contact.name,
+        "contact.email": chat.contact.email,
+        "agent.name": agent.name if agent is not None else None,
+        "widget.name": widget_selectors.effective_settings(widget)["widget_name"],
+    }
+
+
+def render_for_chat(*, widget: Widget, canned: CannedResponse, chat: Chat) -> str:
+    """The text of `canned` with its variables filled in for `chat` (same widget): the contact's
+    name and e-mail, the chat's assigned human agent, the `widget_name` setting."""
+    assert canned.widget_id == widget.pk and chat.widget_id == widget.pk
+    return variables.render(canned.text, variable_values(widget=widget, chat=chat))
