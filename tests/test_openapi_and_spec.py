@@ -39,6 +39,8 @@ def spec_routes() -> dict[tuple[str, str], frozenset[str]]:
 # Routes the spec leaves "not shown" and product-decisions.md fixes (path -> scopes).
 DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/v1/channels"): frozenset({"channels:register"}),  # "Custom channels"
+    ("GET", "/v1/widget/business-hours"): frozenset({"widget:read"}),  # "Business hours that act"
+    ("PUT", "/v1/widget/business-hours"): frozenset({"widget:write"}),
 }
 
 

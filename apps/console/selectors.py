@@ -11,6 +11,7 @@ from apps.agents.models import Agent
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message
 from apps.core.numbers import MAX_ID
+from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
 HISTORY_PAGE = 100
@@ -86,3 +87,9 @@ def online_agent_ids(*, agent: Agent) -> set[int]:
 
 
 file_url = chat_selectors.file_url
+
+
+def business_hours(*, agent: Agent):
+    """The widget's business-hours state: the header says when the widget is closed to visitors
+    (read from the row: one query per page, whatever the cache holds)."""
+    return widget_selectors.business_hours_state(agent.widget, cached=False)

@@ -151,6 +151,7 @@ def _page_context(request, **extra) -> dict:
         "agent": agent,
         "agent_rows": request.agent_rows,
         "presence": "away" if agent.status == agent.Status.RELAXATION else "online",
+        "hours": selectors.business_hours(agent=agent),
         **extra,
     }
 
