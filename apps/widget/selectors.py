@@ -4,6 +4,7 @@ and the embed snippet. Every value comes from `settings_schema` (the one definit
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -17,6 +18,8 @@ from . import hours
 from . import settings_schema as schema
 from .cache import cached_per_generation, cached_public_config
 from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
+
+logger = logging.getLogger(__name__)
 
 # Widgets created before this instant are "legacy": they keep the implicit localization defaults of
 # the service before the language resource (ru; supported [ru, en]; fallback ru; AI off). Override
@@ -355,9 +358,15 @@ def business_hours_state(widget: Widget, *, now: datetime | None = None, cached:
     """Open or closed now (or at `now`) and the next opening, in the widget's time zone. The hours
     are read with the public config's cache (a PUT purges it), so a hot path pays no query;
     `cached=False` reads the row (one query every time, for pages that count their queries)."""
+    stored = None
     if cached:
-        stored = cached_for_config(widget=widget, name="hours", build=lambda: get_business_hours(widget), ttl=HOURS_TTL)
-    else:
+        try:
+            stored = cached_for_config(
+                widget=widget, name="hours", build=lambda: get_business_hours(widget), ttl=HOURS_TTL
+            )
+        except Exception:  # noqa: BLE001 - the cache is down: the row still answers
+            logger.warning("business hours of widget %s read past the cache", widget.pk, exc_info=True)
+    if stored is None:
         stored = get_business_hours(widget)
     return hours.state_at(stored, now or datetime.now(UTC))
 

@@ -97,3 +97,16 @@ def test_a_department_is_open_only_when_the_widget_and_its_week_both_say_so(widg
     assert widget_selectors.department_is_open(widget, always, now=MONDAY_TEN)
     # the widget is open on Monday, the department's own week is not
     assert not widget_selectors.department_is_open(widget, weekend, now=MONDAY_TEN)
+
+
+def test_the_hours_are_read_from_the_row_when_the_cache_is_down(widget, monkeypatch):
+    from django.core.cache import cache
+
+    set_hours(widget)
+
+    def down(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "get", down)
+    assert not widget_selectors.business_hours_state(widget, now=SATURDAY_NOON).open
+    assert widget_selectors.business_hours_state(widget, now=MONDAY_TEN).open
