@@ -49,6 +49,8 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
     ("DELETE", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
     ("GET", "/v1/canned-responses/{}/render"): frozenset({"canned:read"}),
+    ("GET", "/v1/widget/business-hours"): frozenset({"widget:read"}),  # "Business hours that act"
+    ("PUT", "/v1/widget/business-hours"): frozenset({"widget:write"}),
 }
 
 

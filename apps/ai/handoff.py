@@ -32,6 +32,7 @@ from . import phrases, pipeline, selectors
 logger = logging.getLogger(__name__)
 
 HANDOFF_ORIGIN = "ai_handoff"
+OUTSIDE_HOURS_ORIGIN = "ai_outside_hours"
 SOURCE = "ai"
 
 
@@ -91,8 +92,10 @@ def machine_may_answer(*, chat: Chat, now: datetime) -> bool:
 
 
 def operators_state(widget: Widget) -> str:
-    """`online` when an active human agent of the widget is connected now, `offline` when none is,
-    `unknown` when live presence cannot be read."""
+    """`online` when an active human agent of the widget is connected now, `offline` when none is
+    or the widget is outside its business hours, `unknown` when live presence cannot be read."""
+    if not widget_selectors.business_hours_state(widget).open:
+        return "offline"  # outside business hours nobody answers, whoever is connected
     try:
         online = agent_selectors.online_agent_ids(widget)
         if not online:
@@ -154,7 +157,9 @@ def hand_to_people(*, widget: Widget, chat: Chat, operator: Agent, reason: str, 
     """Hand the chat from a machine to people: the hand-over phrase in the visitor's language chosen
     by live presence (`handoff_to_human` / `handover_offline` / `handover_unknown`, the widget's
     `offline_outcome_mode` and phrase overrides honoured) is posted as `operator`'s message (a
-    private note in shadow mode), and the chat waits for a person (chat.awaiting_human).
+    private note in shadow mode), and the chat waits for a person (chat.awaiting_human). Outside the
+    widget's business hours in `ai_only` mode nobody is handed the chat: the `outside_hours` phrase
+    is posted instead and the chat stays with the machine.
 
     `question` is the visitor's message that led here (its language chooses the phrase). Returns the
     phrase message, or None when the chat already waits for a person (nothing posted twice) or is
@@ -166,6 +171,15 @@ def hand_to_people(*, widget: Widget, chat: Chat, operator: Agent, reason: str, 
     if chat.awaiting_human_since is not None or chat.status == Chat.Status.SPAM:
         return None
     ai_settings = selectors.get_settings(widget)
+    hours = widget_selectors.business_hours_state(widget)
+    if not hours.open and hours.mode == "ai_only":
+        # `ai_only`: nobody is handed the chat while closed; the visitor learns when people are back.
+        locale = visitor_locale(widget=widget, chat=chat, question=question)
+        text = phrases.with_opens_at(
+            phrases.text_of(ai_settings.phrases or {}, "outside_hours", locale), hours.opens_at_short()
+        )
+        logger.info("chat %s not handed to people outside business hours (%s)", chat.pk, reason)
+        return post_as_operator(widget=widget, chat=chat, operator=operator, text=text, origin=OUTSIDE_HOURS_ORIGIN)
     text, outcome, _suppressed = pipeline.handover_choice(
         ai_settings.phrases or {},
         visitor_locale(widget=widget, chat=chat, question=question),

@@ -1,4 +1,4 @@
-"""The AI phrases: seven keys in seven languages, the default texts, and the override rules.
+"""The AI phrases: eight keys in seven languages, the default texts, and the override rules.
 
 An override is plain text up to 500 characters: tags and control characters are stripped, and a
 value that becomes empty is refused.
@@ -18,6 +18,7 @@ KEYS = (
     "social_reply",
     "handoff_to_ai",
     "pii_restore_fallback",
+    "outside_hours",
 )
 MAX_LENGTH = 500
 
@@ -91,6 +92,16 @@ DEFAULTS: dict[str, dict[str, str]] = {
         "ar": "لا يمكنني عرض هذه البيانات في المحادثة. سيؤكدها معك أحد الموظفين شخصيًا.",
         "zh": "我无法在聊天中显示这些信息，客服会与您单独确认。",
     },
+    # `{opens_at}`: the next opening as `HH:MM DD.MM` in the widget's time zone, or removed.
+    "outside_hours": {
+        "ru": "Сейчас мы не работаем. Оператор ответит, когда мы откроемся {opens_at}.",
+        "en": "We are closed right now. An operator will reply when we open {opens_at}.",
+        "el": "Αυτή τη στιγμή είμαστε κλειστά. Ένας εκπρόσωπος θα απαντήσει όταν ανοίξουμε {opens_at}.",
+        "de": "Wir haben gerade geschlossen. Ein Mitarbeiter antwortet, sobald wir öffnen {opens_at}.",
+        "es": "Ahora estamos cerrados. Un operador responderá cuando abramos {opens_at}.",
+        "ar": "نحن مغلقون الآن. سيرد أحد الموظفين عندما نفتح {opens_at}.",
+        "zh": "我们现在不在营业时间。我们开门后客服会回复您 {opens_at}。",
+    },
 }
 
 assert set(DEFAULTS) == set(KEYS) and all(set(v) == set(LANGUAGES) for v in DEFAULTS.values())
@@ -128,3 +139,13 @@ def resolved(overrides: dict) -> dict:
 
 def text_of(overrides: dict, key: str, lang: str) -> str:
     return (overrides.get(key) or {}).get(lang) or DEFAULTS[key][lang]
+
+
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,!?;:。،])")
+
+
+def with_opens_at(text: str, opens_at: str) -> str:
+    """`{opens_at}` replaced by the next opening (`HH:MM DD.MM`), or removed with its space when
+    there is none."""
+    filled = text.replace("{opens_at}", opens_at)
+    return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(filled.split()))

@@ -114,13 +114,19 @@ SERVER_FRAMES: dict[str, dict] = {
         "name": "typing",
         "title": "Typing indicator",
         "summary": "Someone started or stopped typing: the visitor socket sees the operators' typing, the "
-        "operator socket both sides'.",
+        "operator socket both sides', and there the visitor's `draft` while the widget's `typing_preview` is on.",
         "payload": _frame(
             "typing",
             {
                 "chat_id": _CHAT_ID,
                 "state": {"type": "string", "enum": ["start", "stop"]},
                 "by": {"type": "string", "description": "`client` (the visitor) or the operator side."},
+                "draft": {
+                    "type": "string",
+                    "maxLength": 500,
+                    "description": "Operator socket only, `by: client`, while `typing_preview` is on: what the visitor "
+                    "has typed so far (at most 500 characters; never stored).",
+                },
             },
             ["chat_id", "state", "by"],
             "Typing indicator.",
@@ -199,8 +205,14 @@ CLIENT_FRAMES: dict[str, dict] = {
     "typingClientFrame": {
         "name": "typing",
         "title": "The visitor is typing",
-        "summary": "Visitor socket: forwarded to the operators about once per 5 s per chat, once the room exists.",
-        "payload": _client_frame("typing", {"state": {"type": "string", "enum": ["start", "stop"]}}, ["state"]),
+        "summary": "Visitor socket: forwarded to the operators about once per 5 s per chat, once the room exists. "
+        "With the widget's `typing_preview` on, `draft` (the text typed so far, cut to 500 characters) reaches the "
+        "operator sockets, at most two frames a second per socket; it is never stored, logged or sent to webhooks.",
+        "payload": _client_frame(
+            "typing",
+            {"state": {"type": "string", "enum": ["start", "stop"]}, "draft": {"type": "string"}},
+            ["state"],
+        ),
     },
     "seenClientFrame": {
         "name": "seen",

@@ -13,6 +13,7 @@ from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message
 from apps.core.numbers import MAX_ID
+from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
 HISTORY_PAGE = 100
@@ -105,3 +106,9 @@ def render_canned(*, agent: Agent, chat: Chat, canned_id: int) -> str | None:
 
 
 file_url = chat_selectors.file_url
+
+
+def business_hours(*, agent: Agent):
+    """The widget's business-hours state: the header says when the widget is closed to visitors
+    (read from the row: one query per page, whatever the cache holds)."""
+    return widget_selectors.business_hours_state(agent.widget, cached=False)

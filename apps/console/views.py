@@ -211,6 +211,7 @@ def _page_context(request, **extra) -> dict:
         "agent_rows": request.agent_rows,
         "presence": "away" if agent.status == agent.Status.RELAXATION else "online",
         "console_strings": _script_strings(),
+        "hours": selectors.business_hours(agent=agent),
         **extra,
     }
 

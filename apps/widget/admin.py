@@ -1,6 +1,9 @@
+from datetime import UTC, datetime
+
 from django.contrib import admin
 
-from .models import WidgetIcon, WidgetSettings
+from .hours import state_at
+from .models import BusinessHours, WidgetIcon, WidgetSettings
 
 
 @admin.register(WidgetSettings)
@@ -19,3 +22,29 @@ class WidgetIconAdmin(admin.ModelAdmin):
     list_filter = ("format", "animated")
     raw_id_fields = ("widget", "file")
     readonly_fields = ("image", "format", "animated", "width", "height", "created_at")
+
+
+@admin.register(BusinessHours)
+class BusinessHoursAdmin(admin.ModelAdmin):
+    """The stored week and whether the widget is open now (the one computation). Edit through
+    PUT /v1/widget/business-hours, which validates the whole resource and purges the served cache."""
+
+    list_display = ("widget", "enabled", "timezone", "mode", "open_now", "updated_at")
+    raw_id_fields = ("widget",)
+    readonly_fields = ("hours", "open_now", "updated_at")
+
+    @admin.display(boolean=True)
+    def enabled(self, obj):
+        return bool(obj.hours.get("enabled"))
+
+    @admin.display(description="time zone")
+    def timezone(self, obj):
+        return obj.hours.get("timezone")
+
+    @admin.display(description="outside hours")
+    def mode(self, obj):
+        return obj.hours.get("outside_hours")
+
+    @admin.display(description="open now", boolean=True)
+    def open_now(self, obj):
+        return state_at(obj.hours, datetime.now(UTC)).open

@@ -94,3 +94,21 @@ class TextTranslation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field} in {self.locale} (widget {self.widget_id})"
+
+
+class BusinessHours(models.Model):
+    """The widget's business hours (GET/PUT /v1/widget/business-hours), replaced whole by each PUT.
+
+    `hours` holds the validated resource (`apps.widget.hours.validate`); no row means the default
+    (disabled: always open). Read through `selectors.business_hours_state`, the one computation.
+    """
+
+    widget = models.OneToOneField(Widget, on_delete=models.CASCADE, primary_key=True, related_name="business_hours")
+    hours = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "business hours"
+
+    def __str__(self) -> str:
+        return f"business hours of widget {self.widget_id}"

@@ -4,6 +4,7 @@ and the embed snippet. Every value comes from `settings_schema` (the one definit
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -13,9 +14,12 @@ from django.utils.html import escape
 
 from apps.core.models import Widget
 
+from . import hours
 from . import settings_schema as schema
 from .cache import cached_per_generation, cached_public_config
-from .models import TextTranslation, WidgetIcon, WidgetSettings
+from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
+
+logger = logging.getLogger(__name__)
 
 # Widgets created before this instant are "legacy": they keep the implicit localization defaults of
 # the service before the language resource (ru; supported [ru, en]; fallback ru; AI off). Override
@@ -336,3 +340,52 @@ def cached_for_config(*, widget: Widget, name: str, build: Callable[[], object],
     """A value other apps derive for the public config (the visitor API's answerers), cached with
     the config: purged with it, and at most `ttl` seconds old."""
     return cached_per_generation(name=name, widget_id=widget.pk, build=build, ttl=ttl)
+
+
+# --- business hours (the one computation: apps.widget.hours.state_at) ------------------------------------
+
+# How long the visitor config's read of the hours is cached (every PUT purges it at once).
+HOURS_TTL = 300
+
+
+def get_business_hours(widget: Widget) -> dict:
+    """The resource as GET answers it (the default before the first PUT)."""
+    row = BusinessHours.objects.filter(widget=widget).only("hours").first()
+    return dict(row.hours) if row is not None else hours.default_hours(settings.BUSINESS_TIME_ZONE)
+
+
+def business_hours_state(widget: Widget, *, now: datetime | None = None, cached: bool = True) -> hours.HoursState:
+    """Open or closed now (or at `now`) and the next opening, in the widget's time zone. The hours
+    are read with the public config's cache (a PUT purges it), so a hot path pays no query;
+    `cached=False` reads the row (one query every time, for pages that count their queries)."""
+    stored = None
+    if cached:
+        try:
+            stored = cached_for_config(
+                widget=widget, name="hours", build=lambda: get_business_hours(widget), ttl=HOURS_TTL
+            )
+        except Exception:  # noqa: BLE001 - the cache is down: the row still answers
+            logger.warning("business hours of widget %s read past the cache", widget.pk, exc_info=True)
+    if stored is None:
+        stored = get_business_hours(widget)
+    return hours.state_at(stored, now or datetime.now(UTC))
+
+
+def department_is_open(widget: Widget, department, *, now: datetime | None = None) -> bool:
+    """A department is open when the widget's hours and the department's own week both say so (the
+    department's week is read in the widget's time zone)."""
+    now = now or datetime.now(UTC)
+    if not business_hours_state(widget, now=now).open:
+        return False
+    zone = get_business_hours(widget)["timezone"]
+    return hours.department_open_at(department.schedule, zone, now)
+
+
+def typing_preview_enabled(widget: Widget) -> bool:
+    """The `typing_preview` setting, read with the public config's cache (a settings PATCH purges it)."""
+
+    def build() -> bool:
+        stored = stored_values(widget)
+        return bool(schema.effective_values(stored, settings_context(widget, stored=stored))["typing_preview"])
+
+    return bool(cached_for_config(widget=widget, name="typing-preview", build=build, ttl=HOURS_TTL))

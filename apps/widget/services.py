@@ -22,12 +22,12 @@ from apps.core.files import store_file
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
-from . import selectors
+from . import hours, selectors
 from . import settings_schema as schema
 from .cache import _generation as _generation
 from .cache import purge_widget_cache as purge_widget_cache
 from .icons import IconInfo
-from .models import TextTranslation, WidgetIcon, WidgetSettings
+from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
 
 # --- settings writes (everything below reads the one definition in settings_schema) -----------------
 
@@ -114,6 +114,21 @@ def add_icon(*, widget: Widget, content: bytes, original_name: str, info: IconIn
     icon.save()
     _config_changed(widget)
     return icon
+
+
+# --- business hours --------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def set_business_hours(*, widget: Widget, body: object) -> dict:
+    """PUT /v1/widget/business-hours: the whole resource replaced (422 naming every bad member, nothing
+    stored). Purges the served config, which carries `open`, `opens_at` and the outside-hours mode."""
+    value, errors = hours.validate(body)
+    if errors:
+        raise ValidationFailed("The business hours are invalid.", errors=errors)
+    BusinessHours.objects.update_or_create(widget=widget, defaults={"hours": value, "updated_at": timezone.now()})
+    _config_changed(widget)
+    return value
 
 
 # --- AI translations of the translatable texts ------------------------------------------------------------

@@ -315,6 +315,13 @@ _DEFINITION: list[Field] = [
         "widget_sound_enabled", group="behaviour", default=True, description="Play a sound on a new operator message."
     ),
     BooleanField(
+        "typing_preview",
+        group="behaviour",
+        default=False,
+        description="Operators see what the visitor is typing before it is sent (at most 500 characters, twice a "
+        "second; never stored); the widget tells the visitor so.",
+    ),
+    BooleanField(
         "widget_prechat_form_enabled",
         group="behaviour",
         default=False,

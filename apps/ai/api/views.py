@@ -98,7 +98,8 @@ class AiMessagesView(ScopedAPIView):
 
     RULES = (
         "Keys: `handoff_to_human`, `handover_notice`, `handover_offline`, `handover_unknown`, `social_reply`, "
-        "`handoff_to_ai`, `pii_restore_fallback`; languages `ru`, `en`, `el`, `de`, `es`, `ar`, `zh`. An override is "
+        "`handoff_to_ai`, `pii_restore_fallback`, `outside_hours` (`{opens_at}` becomes the next opening as `HH:MM "
+        "DD.MM`, or is removed); languages `ru`, `en`, `el`, `de`, `es`, `ar`, `zh`. An override is "
         "plain text up to 500 characters: tags and control characters are stripped and a value empty after that is "
         "422."
     )

@@ -3,7 +3,9 @@
 Server frames are the pushes of apps.chats.realtime for the contact's room (`{"event": "message" |
 "typing" | "seen" | "chat", ...}`, `chat` when the room closes) plus `{"event": "error", "code",
 "detail"}` answers to bad client frames and `{"event": "pong"}`. Client frames: `{"type": "typing",
-"state": "start" | "stop"}`, `{"type": "seen", "message_id": n}`, `{"type": "ping"}`.
+"state": "start" | "stop", "draft"?: text}` (the draft reaches the operators only while the widget's
+`typing_preview` is on, at most two a second per socket), `{"type": "seen", "message_id": n}`,
+`{"type": "ping"}`.
 
 SECURITY: the socket is accepted and then closed with 4404 (unknown widget), 4401 (missing,
 unknown or foreign session), 4400 (bad `since`) or 1008 (the session already holds
@@ -15,6 +17,7 @@ visitor-visible frames only) and the contact's own notice group. Frame limits: a
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 from channels.db import database_sync_to_async
@@ -33,6 +36,9 @@ CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
 SENT_MEMORY = 1000
 # Product decision ("Visitor API"): one visitor session holds at most this many sockets at once.
 SOCKETS_PER_SESSION = 10
+# Product decision ("Typing preview"): at most two drafts a second per socket reach the operators.
+DRAFTS_PER_SECOND = 2
+DRAFT_CLOCK = time.monotonic
 
 
 def _open(button_guid: str, token: str):
@@ -54,6 +60,7 @@ class VisitorConsumer(FramedJsonConsumer):
         self.sent_ids: set[int] = set()
         self.cursor = 0
         self.slots = SocketSlots()
+        self.draft_times: deque[float] = deque()
 
         params = query_params(self.scope)
         button_guid = self.scope["url_route"]["kwargs"].get("button_guid", "")
@@ -163,7 +170,25 @@ class VisitorConsumer(FramedJsonConsumer):
         if state not in ("start", "stop"):
             await self._error("invalid_frame", "`state` is start or stop.")
             return
-        await database_sync_to_async(services.note_typing)(widget=self.widget, contact=self.contact, state=state)
+        draft = content.get("draft")
+        if draft is not None and not isinstance(draft, str):
+            await self._error("invalid_frame", "`draft` is a string.")
+            return
+        if draft is not None and not self._draft_slot():
+            draft = None  # over the socket's allowance: the typing state still goes through
+        await database_sync_to_async(services.note_typing)(
+            widget=self.widget, contact=self.contact, state=state, draft=draft
+        )
+
+    def _draft_slot(self) -> bool:
+        """At most DRAFTS_PER_SECOND drafts of this socket are passed on in any second."""
+        now = DRAFT_CLOCK()
+        while self.draft_times and now - self.draft_times[0] >= 1.0:
+            self.draft_times.popleft()
+        if len(self.draft_times) >= DRAFTS_PER_SECOND:
+            return False
+        self.draft_times.append(now)
+        return True
 
     async def _seen(self, content: dict) -> None:
         message_id = content.get("message_id")

@@ -29,7 +29,19 @@ class VisitorConfigDoc(serializers.Serializer):
         help_text="Someone answers now: an active person of the widget has the console open (live presence, "
         "never cached), or a machine answers (the built-in AI switched on, not in shadow mode, with an "
         "active AI operator and a credential, or an active external operator; these within 30 s of a "
-        "change). False: the widget shows its offline form."
+        "change), and the widget's business hours say open. False: the widget shows its offline form."
+    )
+    open = serializers.BooleanField(help_text="Inside the widget's business hours (always true while they are off).")
+    opens_at = serializers.CharField(
+        allow_null=True,
+        help_text="While closed: the next opening, ISO 8601 with offset in the widget's time zone; null while open "
+        "or when none is within 14 days.",
+    )
+    outside_hours = serializers.ChoiceField(
+        choices=["offline_form", "ai_only", "hidden"],
+        allow_null=True,
+        help_text="What the widget does while closed (null while business hours are off): `offline_form`, `ai_only` "
+        "(the chat stays, the AI answers) or `hidden` (no launcher unless a conversation is open).",
     )
     features = serializers.DictField(help_text="Switches the embed script reads (`rating`, `offline_form`, ...).")
     settings = serializers.DictField(required=False, help_text="Every public appearance setting, as rendered.")

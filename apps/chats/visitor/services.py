@@ -20,6 +20,7 @@ from apps.agents.models import Agent
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
+from apps.core.realtime import push, widget_group
 from apps.widget import selectors as widget_selectors
 
 from .. import selectors as chat_selectors
@@ -30,6 +31,8 @@ from . import auth
 logger = logging.getLogger(__name__)
 
 MESSAGES_PER_CALL = 200
+# Product decision ("Typing preview"): a draft reaches the operators cut to this many characters.
+DRAFT_MAX = 500
 
 
 class NoConversation(Conflict):
@@ -259,13 +262,22 @@ def rate(*, widget: Widget, contact: Contact, value: int, comment: str = "") -> 
     return chat_services.rate_chat(widget=widget, chat=chat, value=value, comment=comment, source="visitor")
 
 
-def note_typing(*, widget: Widget, contact: Contact, state: str) -> bool:
+def note_typing(*, widget: Widget, contact: Contact, state: str, draft: str | None = None) -> bool:
     """Forward the visitor's typing to the operators (about once per 5 s per chat). Nothing is
-    forwarded before the room exists or from a spam room. Returns whether it was forwarded."""
+    forwarded before the room exists or from a spam room. Returns whether it was forwarded.
+
+    `draft` (the visitor socket's typing preview, already throttled per socket by the caller) goes
+    to the operator consoles only while the widget's `typing_preview` is on, cut to DRAFT_MAX
+    characters. SECURITY (privacy): a draft is pushed and forgotten: never stored, emitted (so never
+    in the outbox or a webhook) or logged."""
     chat = get_room(widget=widget, contact=contact)
     if chat is None or chat.status == Chat.Status.SPAM:
         return False
-    return chat_services.note_typing(widget=widget, chat=chat, state=state, by="client")
+    forwarded = chat_services.note_typing(widget=widget, chat=chat, state=state, by="client")
+    if draft is not None and state == "start" and widget_selectors.typing_preview_enabled(widget):
+        frame = {"event": "typing", "chat_id": chat.pk, "state": "start", "by": "client", "draft": draft[:DRAFT_MAX]}
+        push([widget_group(widget.pk)], frame)
+    return forwarded
 
 
 def mark_seen(*, widget: Widget, contact: Contact, message_id: int) -> int:

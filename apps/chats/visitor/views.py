@@ -105,10 +105,11 @@ class ConfigView(VisitorAPIView):
         summary="Visitor: widget config",
         description="What the embed script starts with: the widget's name, language, public appearance "
         "settings, interface texts, custom icon URLs, feature switches, whether someone answers now "
-        "(`online`: a person's console is open, or the built-in AI or an external operator answers) and "
+        "(`online`: a person's console is open, or the built-in AI or an external operator answers, inside the "
+        "business hours), the business hours (`open`, `opens_at`, `outside_hours`) and "
         "the operators the header shows (`operators`, chosen by `operators_display_mode`, with live "
-        "presence). No session needed; cacheable for 60 s (`online` and the operators' `presence` are "
-        "computed per request).",
+        "presence). No session needed; cacheable for 60 s (`online`, `open`, `opens_at` and the operators' "
+        "`presence` are computed per request).",
         responses={200: docs.VisitorConfigDoc},
     )
     def get(self, request, button_guid: str):
@@ -126,9 +127,13 @@ class ConfigView(VisitorAPIView):
         answering = services.answerers(self.widget)
         connected = agent_selectors.online_agent_ids(self.widget)
         mode = (payload.get("settings") or {}).get("operators_display_mode") or "online"
+        hours = widget_selectors.business_hours_state(self.widget)
         payload = {
             **payload,
-            "online": services.is_online(answering=answering, connected=connected),
+            "online": hours.open and services.is_online(answering=answering, connected=connected),
+            "open": hours.open,
+            "opens_at": hours.opens_at_iso(),
+            "outside_hours": hours.mode if hours.enabled else None,
             "operators": services.header_operators(
                 self.widget,
                 roster=payload.get("operators") or [],

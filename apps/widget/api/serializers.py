@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from apps.core.api.serializers import InputSerializer, UploadField
 
-from .. import settings_schema
+from .. import hours, settings_schema
 from ..icons import CONTENT_TYPES, ICON_MAX_BYTES, ICON_MAX_SIDE, ICON_MIN_SIDE
 from . import schema  # noqa: F401  (registers the OpenAPI extensions of the markers below)
 
@@ -122,3 +122,44 @@ class CachePurgeDoc(serializers.Serializer):
 
 class CachePurgeEnvelope(serializers.Serializer):
     data = CachePurgeDoc()
+
+
+_HHMM = {"type": "string", "pattern": "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"}
+BUSINESS_HOURS_SCHEMA = {
+    "type": "object",
+    "required": list(hours.MEMBERS),
+    "additionalProperties": False,
+    "properties": {
+        "enabled": {"type": "boolean", "description": "false (the default): always open."},
+        "timezone": {"type": "string", "description": "IANA time zone name; the week is its wall-clock time."},
+        "weekly": {
+            "type": "object",
+            "required": list(hours.DAYS),
+            "additionalProperties": False,
+            "properties": {
+                day: {
+                    "type": "array",
+                    "maxItems": hours.MAX_INTERVALS,
+                    "items": {"type": "array", "prefixItems": [_HHMM, _HHMM], "minItems": 2, "maxItems": 2},
+                    "description": "0..4 intervals [start, end]: start before end, `24:00` allowed as an end, "
+                    "no overlaps (one may start where the previous ends); [] is closed all day.",
+                }
+                for day in hours.DAYS
+            },
+        },
+        "holidays": {
+            "type": "array",
+            "maxItems": hours.MAX_HOLIDAYS,
+            "items": {"type": "string", "format": "date"},
+            "description": "Dates closed all day (local to `timezone`), each once.",
+        },
+        "outside_hours": {
+            "type": "string",
+            "enum": list(hours.MODES),
+            "description": "While closed: `offline_form` (the widget offers the offline form), `ai_only` (the AI "
+            "operator answers and never hands over; the `outside_hours` phrase replaces the hand-over), `hidden` "
+            "(no launcher; an open conversation stays readable).",
+        },
+    },
+}
+BUSINESS_HOURS_ENVELOPE = {"type": "object", "required": ["data"], "properties": {"data": BUSINESS_HOURS_SCHEMA}}

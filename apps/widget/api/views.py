@@ -222,3 +222,32 @@ class WidgetCachePurgeView(ScopedAPIView):
     def post(self, request):
         services.request_cache_purge(widget=request.widget)
         return Response({"data": {"purged": True, "widget_id": request.widget.pk}})
+
+
+class BusinessHoursView(ScopedAPIView):
+    """GET and PUT /v1/widget/business-hours."""
+
+    route_scopes = {"get": ["widget:read"], "put": ["widget:write"]}
+    idempotency_required = {"put"}
+
+    @extend_schema(
+        summary="Business hours",
+        description="The widget's week in its time zone, holidays and what the widget does while closed. Before "
+        "the first PUT: disabled (always open). While closed the visitor config reads `open: false`, `opens_at` "
+        "(the next opening, ISO 8601 with offset; null when none within 14 days) and `online: false`.",
+        responses={200: s.BUSINESS_HOURS_ENVELOPE},
+    )
+    def get(self, request):
+        return Response({"data": selectors.get_business_hours(request.widget)})
+
+    @extend_schema(
+        summary="Replace the business hours",
+        description="The whole resource (every member required, nothing else accepted): `timezone` an IANA name; "
+        "`weekly` names all seven days, each with 0..4 intervals `HH:MM` (start before end, `24:00` allowed as "
+        "an end, no overlaps); `holidays` at most 100 distinct dates; `outside_hours` `offline_form`, `ai_only` "
+        "or `hidden`. Anything else is 422 and nothing is stored. Purges the served widget cache.",
+        request={"application/json": s.BUSINESS_HOURS_SCHEMA},
+        responses={200: s.BUSINESS_HOURS_ENVELOPE},
+    )
+    def put(self, request):
+        return Response({"data": services.set_business_hours(widget=request.widget, body=request.data)})

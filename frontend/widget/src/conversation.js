@@ -217,8 +217,8 @@ export class Conversation {
     // The socket brings the message back with its signed URL.
   }
 
-  typing(state) {
-    this.frame({ type: "typing", state });
+  typing(state, draft) {
+    this.frame(typeof draft === "string" ? { type: "typing", state, draft } : { type: "typing", state });
   }
 
   seen(messageId) {

@@ -5,6 +5,7 @@ import LinkifyIt from "linkify-it";
 import { Conversation } from "./conversation.js";
 import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
 import { ICONS } from "./icons.js";
+import { previewNotice } from "./notices.js";
 import { CSS } from "./styles.js";
 
 const api = window.ChatWidget;
@@ -17,6 +18,10 @@ const FONTS = {
   pt_sans: "'PT Sans',system-ui,sans-serif",
   montserrat: "Montserrat,system-ui,sans-serif",
 };
+// Typing preview: a draft at most every 0.6 s (the server passes at most two a second on), the last one
+// always sent.
+const DRAFT_EVERY_MS = 600;
+const DRAFT_MAX = 500;
 // Presence is read again while the window is open (and on opening it): every PRESENCE seconds, or
 // what the snippet's `data-presence-poll` says (1..300). A widget that hides itself while nobody is
 // online (`widget_offline_mode: hide`) also reads it while closed, four times less often.
@@ -167,12 +172,19 @@ function Widget({ config, conversation }) {
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
   const [introduced, setIntroduced] = useState(false);
-  const [live, setLive] = useState({ online: config.online, operators: config.operators });
+  const [live, setLive] = useState({
+    online: config.online,
+    operators: config.operators,
+    open: config.open,
+    outside: config.outside_hours,
+  });
   const textarea = useRef(null);
   const launcher = useRef(null);
   const log = useRef(null);
   const typingSent = useRef(0);
   const typingStop = useRef(0);
+  const draftAt = useRef(0);
+  const draftTimer = useRef(0);
   const openRef = useRef(open);
   openRef.current = open;
 
@@ -182,11 +194,26 @@ function Widget({ config, conversation }) {
   const signature = own.widget_signature || settings.widget_signature || t.signature;
   const greetingText = own.widget_greeting || settings.widget_greeting || t.greeting;
   const online = live.online !== false;
-  const offlineMode = online ? "chat" : settings.widget_offline_mode || "form";
+  const messages = conversation.messages;
+  // Outside business hours the widget's `outside_hours` mode decides: the offline form, the chat (the
+  // AI answers), or no launcher unless a conversation is already there (it stays readable).
+  const hours = live.open === false ? live.outside : "";
+  const offlineMode =
+    hours === "offline_form"
+      ? "form"
+      : hours === "ai_only"
+        ? "chat"
+        : hours === "hidden"
+          ? messages.length || open
+            ? "chat"
+            : "hide"
+          : online
+            ? "chat"
+            : settings.widget_offline_mode || "form";
   const features = config.features || {};
   const formOffline =
-    offlineMode === "form" && settings.widget_show_offline_form !== false && features.offline_form !== false;
-  const messages = conversation.messages;
+    offlineMode === "form" &&
+    (hours === "offline_form" || (settings.widget_show_offline_form !== false && features.offline_form !== false));
   const lastOperator = [...messages].reverse().find((m) => m.author && !["client", "system"].includes(m.author.kind));
   const chatId = messages.length ? messages[messages.length - 1].chat_id : 0;
 
@@ -236,7 +263,7 @@ function Widget({ config, conversation }) {
       });
       if (!response.ok) return;
       const fresh = await response.json();
-      setLive({ online: fresh.online, operators: fresh.operators });
+      setLive({ online: fresh.online, operators: fresh.operators, open: fresh.open, outside: fresh.outside_hours });
     } catch (e) {
       /* offline or refused: keep what is shown, the next read tries again */
     }
@@ -244,7 +271,8 @@ function Widget({ config, conversation }) {
 
   useEffect(() => {
     if (open) refreshPresence();
-    const every = open ? PRESENCE : settings.widget_offline_mode === "hide" ? PRESENCE * 4 : 0;
+    const hiding = settings.widget_offline_mode === "hide" || live.outside === "hidden";
+    const every = open ? PRESENCE : hiding ? PRESENCE * 4 : 0;
     if (!every) return undefined;
     const read = () => document.visibilityState === "visible" && refreshPresence();
     const timer = setInterval(read, every * 1000);
@@ -293,6 +321,7 @@ function Widget({ config, conversation }) {
     setBusy(true);
     setError("");
     clearTimeout(typingStop.current);
+    clearTimeout(draftTimer.current);
     if (typingSent.current) conversation.typing("stop");
     typingSent.current = 0;
     try {
@@ -311,15 +340,31 @@ function Widget({ config, conversation }) {
     textarea.current && textarea.current.focus();
   }
 
+  // The draft as the visitor types, only while the widget's `typing_preview` is on.
+  function sendDraft(text) {
+    clearTimeout(draftTimer.current);
+    const go = () => {
+      draftAt.current = Date.now();
+      typingSent.current = draftAt.current;
+      conversation.typing("start", text.slice(0, DRAFT_MAX));
+    };
+    const wait = DRAFT_EVERY_MS - (Date.now() - draftAt.current);
+    if (wait <= 0) go();
+    else draftTimer.current = setTimeout(go, wait);
+  }
+
   function onInput(e) {
     setDraft(e.target.value);
     const now = Date.now();
-    if (conversation.token && now - typingSent.current > 3000) {
+    if (conversation.token && settings.typing_preview) {
+      sendDraft(e.target.value);
+    } else if (conversation.token && now - typingSent.current > 3000) {
       conversation.typing("start");
       typingSent.current = now;
     }
     clearTimeout(typingStop.current);
     typingStop.current = setTimeout(() => {
+      clearTimeout(draftTimer.current);
       if (typingSent.current) conversation.typing("stop");
       typingSent.current = 0;
     }, 4000);
@@ -610,6 +655,11 @@ function Widget({ config, conversation }) {
               )}
               {rated && rated === chatId ? <div class="msg sys">{t.rated}</div> : null}
             </div>
+            {settings.typing_preview && (
+              <span class="note preview" data-notice="typing-preview">
+                {previewNotice(language)}
+              </span>
+            )}
             {conversation.operatorTyping && settings.widget_show_typing_indicator !== false && (
               <span class="typing" role="status">
                 {t.typing}

@@ -143,12 +143,23 @@
   // --- typing ---------------------------------------------------------------------------------------
 
   var typingTimer = null;
-  function showVisitorTyping(state) {
+  // `draft`: the visitor's text before it is sent (typing preview on), shown as text, never as HTML.
+  function showVisitorTyping(state, draft) {
     var el = $("typing");
     if (!el) return;
+    var preview = $("draft");
     clearTimeout(typingTimer);
     el.textContent = state === "start" ? t("visitor_typing", "The visitor is typing…") : "";
-    if (state === "start") typingTimer = setTimeout(function () { el.textContent = ""; }, 6000);
+    if (preview && (state !== "start" || typeof draft === "string")) {
+      preview.textContent = state === "start" ? draft : "";
+      preview.hidden = state !== "start" || !draft;
+    }
+    if (state === "start") {
+      typingTimer = setTimeout(function () {
+        el.textContent = "";
+        if (preview) { preview.textContent = ""; preview.hidden = true; }
+      }, 6000);
+    }
   }
 
   var lastStart = 0;
@@ -376,7 +387,7 @@
         if (frame.chat_id === chatId) refreshPanel();
         break;
       case "typing":
-        if (frame.chat_id === chatId && frame.by === "client") showVisitorTyping(frame.state);
+        if (frame.chat_id === chatId && frame.by === "client") showVisitorTyping(frame.state, frame.draft);
         break;
       case "status":
         showPresence(frame.status);
