@@ -226,13 +226,12 @@ async def assistant_test(request, pk=None):
 
     try:
         completion = await detached.run_provider(plan)
+        final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
     except ProviderError as exc:
         final = problem_response(detached.provider_error(exc), request)
     except BaseException:
         await _finish_shielded(plan, 500)
         raise
-    else:
-        final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
     await _finish_shielded(plan, final.status_code)
     for name in RATE_HEADERS:
         if name in response:

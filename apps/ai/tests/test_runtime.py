@@ -15,7 +15,7 @@ from django.utils import timezone
 from apps.agents import selectors as agent_selectors
 from apps.ai import handoff, phrases, pipeline, routing, runtime
 from apps.ai.models import AiSettings, Alert, ReplyClaim
-from apps.ai.testing import ok, server_error, slow
+from apps.ai.testing import ODD_SHAPES, odd_answer, ok, server_error, slow
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -393,6 +393,20 @@ def test_a_provider_failing_entirely_hands_the_chat_to_people(bot, widget, llm_f
     other = visitor_writes(widget, "And mine?")
     runtime.answer(message_id=other.pk)
     assert Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND).count() == 1
+
+
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_an_unusable_provider_answer_hands_the_chat_to_people_and_alerts(bot, widget, shape):
+    bot.fake.script(*[odd_answer("openai", shape)] * 4)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    [phrase] = ai_messages(message.chat)
+    assert phrase.origin == handoff.HANDOFF_ORIGIN
+    assert fresh(message.chat).awaiting_human_since is not None
+    claim = ReplyClaim.objects.get(message=message)
+    assert claim.state == "handed_off" and claim.detail in ("transport", "server_error")
+    [alert] = Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND)
+    assert alert.details["kind"] == claim.detail
 
 
 def test_a_provider_timeout_hands_the_chat_to_people(bot, widget, monkeypatch, settings):

@@ -7,7 +7,7 @@ from django.core.cache import cache
 
 from apps.agents.models import Agent
 from apps.ai.models import AiSettings
-from apps.ai.testing import rate_limited, server_error, slow
+from apps.ai.testing import ODD_SHAPES, odd_answer, rate_limited, server_error, slow
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats.models import Chat
@@ -109,6 +109,15 @@ def test_provider_failure_is_502_and_keeps_the_key(client, setup):
         post(client, setup["assistant"].pk, {"question": "Hello"}, key="kept-key"), 409, "idempotency_reused"
     )
     assert cache.get(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}") is None
+
+
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_an_unusable_provider_answer_is_502_and_frees_the_slot_at_once(client, setup, shape):
+    setup["fake"].script(*[odd_answer("openai", shape)] * 10)
+    assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 502, "provider_failure")
+    assert cache.get(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}") is None
+    setup["fake"].reset()
+    assert post(client, setup["assistant"].pk, {"question": "Hello"}).status_code == 200
 
 
 def test_a_repeated_key_is_409_without_the_saved_answer(client, setup):
