@@ -699,6 +699,108 @@ def test_the_redrive_sends_a_lost_task_once_even_while_it_is_not_answered(widget
     assert broker.sent == [message.pk]
 
 
+def dead_workers_claim(message, *, token="dead", attempts=1):
+    return ReplyClaim.objects.create(
+        widget=message.widget,
+        chat=message.chat,
+        message=message,
+        token=token,
+        attempts=attempts,
+        claimed_at=timezone.now() - runtime.CLAIM_LEASE - timedelta(seconds=1),
+    )
+
+
+def test_a_claim_left_working_by_a_dead_worker_is_re_driven_and_answered_once(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    claim = dead_workers_claim(message)
+    assert runtime.redrive() == 1 and broker.sent == [message.pk]
+    [reply] = ai_messages(message.chat)
+    assert reply.body == ANSWER
+    claim.refresh_from_db()
+    assert (claim.state, claim.attempts) == ("answered", 2)
+    assert runtime.redrive() == 0
+    # the dead worker's own task, were it to finish now, posts nothing
+    assert (
+        runtime._finish(
+            widget=widget,
+            chat=message.chat,
+            message=message,
+            claim=ReplyClaim(pk=claim.pk, token="dead"),
+            operator=bot.operator,
+            text="late",
+            handoff_reason=None,
+            detail="answer",
+            provider_ms=1.0,
+        )
+        == "claimed_elsewhere"
+    )
+    assert len(ai_messages(message.chat)) == 1
+
+
+def test_a_claim_within_its_lease_is_not_re_driven(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    ReplyClaim.objects.create(widget=widget, chat=message.chat, message=message, token="alive")
+    assert runtime.lost_messages() == [] and runtime.redrive() == 0
+
+
+def test_a_message_that_killed_every_worker_is_handed_to_people(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    dead_workers_claim(message, attempts=runtime.MAX_CLAIM_ATTEMPTS)
+    assert runtime.redrive() == 1
+    claim = ReplyClaim.objects.get(message=message)
+    assert (claim.state, claim.detail) == ("handed_off", runtime.WORKER_LOST)
+    [phrase] = ai_messages(message.chat)
+    assert phrase.origin == handoff.HANDOFF_ORIGIN
+    assert bot.fake.requests == []
+
+
+def test_a_stopping_worker_gives_its_claims_back_and_the_next_worker_answers_once(bot, widget, broker, monkeypatch):
+    message = visitor_writes(widget)
+    age(message, 100)
+    real_complete = runtime.complete
+    seen = {}
+
+    def complete_while_the_worker_stops(*args, **kwargs):
+        if "released" not in seen:
+            # SIGTERM: the worker gives back what it holds; the beat job sends the task to the next
+            # worker, which answers while this one still waits for its provider.
+            seen["released"] = runtime.release_claims()
+            seen["redriven"] = runtime.redrive()
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "complete", complete_while_the_worker_stops)
+    assert runtime.answer(message_id=message.pk) == "claimed_elsewhere"
+    assert seen == {"released": 1, "redriven": 1}
+    [reply] = ai_messages(message.chat)
+    assert reply.body == ANSWER
+    assert ReplyClaim.objects.get(message=message).attempts == 2
+    assert runtime.release_claims() == 0  # nothing held any more
+
+
+def test_the_worker_shutdown_signal_gives_the_claims_back(monkeypatch):
+    from celery import signals
+
+    from apps.ai import tasks
+
+    released = []
+    monkeypatch.setattr(runtime, "release_claims", lambda: released.append(True) or 0)
+    started = []
+    real_thread = tasks.threading.Thread
+
+    def thread(*args, **kwargs):
+        started.append(real_thread(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(tasks.threading, "Thread", thread)
+    signals.worker_shutting_down.send(sender="ai@test", sig="SIGTERM", how="Warm", exitcode=0)
+    [worker] = started
+    worker.join(10)
+    assert released == [True]
+
+
 def test_what_the_redrive_leaves_alone(bot, widget, broker, presence):
     person = AgentFactory(widget=widget)
     old = visitor_writes(widget, "Too old")
