@@ -8,7 +8,8 @@ widget's in-flight slot (429 busy; 503 `admission_unavailable` when the store is
 idempotency key, claimed in its own committed transaction and kept 86 400 s whatever follows
 (409 `idempotency_reused`; 503 `test_unavailable`) -> the start budget, 10 per 60 s (429; the key is
 released since nothing was paid for) -> the provider chain under one deadline and at most 10 HTTP
-operations -> the transformation. The slot is released when the test ends.
+operations -> the transformation and the platform safety floors (`pipeline.check_floors`, as the AI
+operator at work). The slot is released when the test ends.
 """
 
 from __future__ import annotations
@@ -509,6 +510,16 @@ def result(plan: Plan, completion) -> dict:
         question=plan.question,
         answer=completion.text,
         triggers=plan.triggers,
+        locale=plan.locale,
+        operators_state=plan.operators["state"],
+        presence_context_enabled=plan.presence_context_enabled,
+        overrides=plan.overrides,
+    )
+    outcome = pipeline.check_floors(
+        outcome,
+        question=plan.question,
+        known_secrets=[config.api_key for config in plan.chain],
+        system_prompt=plan.resolved.assistant.system_prompt,
         locale=plan.locale,
         operators_state=plan.operators["state"],
         presence_context_enabled=plan.presence_context_enabled,

@@ -1,6 +1,7 @@
 """The AI turn pipeline shared by the AI operator at work and the detached assistant test: prompt
-assembly, the visitor's language, and `transform` (the transformation and escalation classifier in
-one function) that turns a provider answer into what the visitor is shown.
+assembly, the visitor's language, `transform` (the transformation and escalation classifier in
+one function) that turns a provider answer into what the visitor is shown, and `check_floors`, the
+platform safety floors over that (`floors.check_reply`).
 
 Nothing here calls a provider or writes anything: callers do the provider call between
 `assemble_messages` and `transform`.
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import phrases
+from . import floors, phrases
 
 HANDOFF_MARKER = "[KEY_TO_OPERATOR]"
 # Something that looks like the marker but is not it exactly (brackets lost, spaces, other case):
@@ -210,3 +212,42 @@ def transform(
     if stripped != text and stripped:
         return plain(stripped, "answer_only_recovery", "not_needed")
     return plain(text, "answer", "not_needed")
+
+
+def check_floors(
+    outcome: Outcome,
+    *,
+    question: str,
+    known_secrets: Iterable[str],
+    system_prompt: str,
+    locale: str,
+    operators_state: str,
+    presence_context_enabled: bool,
+    overrides: dict,
+) -> Outcome:
+    """`outcome` as the visitor may see it: an answer that trips a platform safety floor
+    (`floors.check_reply`: a secret, the system prompt repeated, too long, empty) becomes a
+    handover with the reason `floor:<name>` and the handover phrase. An outcome that already hands
+    over is left as it is (the visitor's request for a person is checked before the provider is
+    asked). The one check of the AI operator at work and the detached test; `known_secrets` are the
+    provider keys of the credential chain."""
+    if outcome.escalation["escalate"]:
+        return outcome
+    floor = floors.check_reply(
+        outcome.answer,
+        question=question,
+        known_secrets=known_secrets,
+        system_prompt=system_prompt,
+        check_person=False,
+    )
+    if floor is None:
+        return outcome
+    text, handover_outcome, suppressed = handover_choice(overrides, locale, operators_state, presence_context_enabled)
+    return Outcome(
+        answer=text,
+        transformation="escalation_outcome",
+        classifier="escalate",
+        escalation={"escalate": True, "reason": floors.reason(floor), "trigger": None},
+        outcome=handover_outcome,
+        offline_outcome_suppressed=suppressed,
+    )

@@ -18,8 +18,9 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
    the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
    (`presence_context_enabled`) and the visible history;
 6. `pipeline.transform` (the classifier the detached test runs too) decides, then the platform
-   safety floors (`floors.check_reply`: a leaked secret, the system prompt repeated, a reply over
-   the message limit; a visitor asking for a person is handed over before the provider is asked);
+   safety floors (`pipeline.check_floors`, which the detached test runs too: a leaked secret, the
+   system prompt repeated, a reply over the message limit; a visitor asking for a person is handed
+   over before the provider is asked);
    under the chat's lock,
    and only while the claim is still this worker's, the answer is posted as the AI operator's message
    (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
@@ -451,19 +452,20 @@ def _run(
         presence_context_enabled=ai_settings.presence_context_enabled,
         overrides=ai_settings.phrases or {},
     )
-    escalation = outcome.escalation
+    checked = pipeline.check_floors(
+        outcome,
+        question=question,
+        known_secrets=[config.api_key for config in chain],
+        system_prompt=assistant.system_prompt,
+        locale=locale,
+        operators_state=operators_state,
+        presence_context_enabled=ai_settings.presence_context_enabled,
+        overrides=ai_settings.phrases or {},
+    )
+    escalation = checked.escalation
     handoff_reason = escalation["reason"] if escalation["escalate"] else None
-    detail = outcome.transformation
-    if handoff_reason is None:
-        floor = floors.check_reply(
-            outcome.answer,
-            question=question,
-            known_secrets=[config.api_key for config in chain],
-            system_prompt=assistant.system_prompt,
-            check_person=False,
-        )
-        if floor is not None:
-            handoff_reason = detail = floors.reason(floor)
+    # The claim's detail: the transformation, or the floor that stopped the answer.
+    detail = handoff_reason if checked is not outcome else outcome.transformation
     return _finish(
         widget=widget,
         chat=chat,
