@@ -183,6 +183,34 @@ def test_one_in_flight_per_widget(client, setup):
     assert setup["fake"].api_requests == []
 
 
+@pytest.fixture
+def searches(setup, monkeypatch):
+    """The knowledge-base searches the detached test makes (each embeds the question: paid)."""
+    from apps.ai import detached
+
+    setup["assistant"].rag_enabled = True
+    setup["assistant"].save()
+    made = []
+    real = detached.retrieval.retrieve
+
+    def retrieve(**kwargs):
+        made.append(kwargs["question"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(detached.retrieval, "retrieve", retrieve)
+    return made
+
+
+def test_a_test_not_admitted_pays_for_no_knowledge_base_search(client, setup, searches):
+    cache.add(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}", "other", 60)
+    assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 429, "test_rate_limited")
+    cache.clear()
+    for _ in range(10):
+        assert post(client, setup["assistant"].pk, {"question": "Hello"}).status_code == 200
+    assert_problem(post(client, setup["assistant"].pk, {"question": "Over"}), 429, "test_rate_limited")
+    assert searches == ["Hello"] * 10
+
+
 def test_admission_fails_closed_when_the_store_is_down(client, setup, monkeypatch):
     from apps.ai import detached
 
