@@ -9,6 +9,7 @@ Nothing here calls a provider or writes anything: callers do the provider call b
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -115,6 +116,15 @@ def matches_trigger(triggers: list[str], text: str) -> str | None:
     return None
 
 
+def _json_string(escaped: str) -> str:
+    """The text of a JSON string literal's inside (its escapes resolved; any other character, say
+    Cyrillic, kept as it is). A malformed escape leaves the text as the model wrote it."""
+    try:
+        return json.loads(f'"{escaped}"')
+    except ValueError:
+        return escaped
+
+
 def _is_social(text: str, locale: str) -> bool:
     words = re.sub(r"[^\w\s]", " ", text.casefold()).split()
     phrase = " ".join(words)
@@ -205,7 +215,7 @@ def transform(
         return handover("empty_response", "unavailable", "empty_response")
     recovered = _ANSWER_FIELD.match(text)
     if recovered:
-        inner = recovered.group("text").encode().decode("unicode_escape", errors="ignore").strip()
+        inner = _json_string(recovered.group("text")).strip()
         if inner:
             return plain(inner, "answer_only_recovery", "not_needed")
     stripped = _ROLE_PREFIX.sub("", text, count=1).strip()

@@ -272,11 +272,19 @@ def test_thanks_answered_with_the_marker_gets_the_social_reply(bot, widget):
     assert fresh(message.chat).awaiting_human_since is None
 
 
-def test_a_wrapped_answer_is_recovered(bot, widget):
-    bot.fake.script(ok('{"answer": "Two days."}'))
+@pytest.mark.parametrize(
+    "wrapped, text",
+    [
+        ('{"answer": "Two days."}', "Two days."),
+        ('{"answer": "Привет, доставка — два дня"}', "Привет, доставка — два дня"),
+        ('{"reply": "\\u041f\\u0440\\u0438\\u0432\\u0435\\u0442\\n\\"Tea\\""}', 'Привет\n"Tea"'),
+    ],
+)
+def test_a_wrapped_answer_is_recovered(bot, widget, wrapped, text):
+    bot.fake.script(ok(wrapped))
     message = visitor_writes(widget)
     runtime.answer(message_id=message.pk)
-    assert ai_messages(message.chat)[0].body == "Two days."
+    assert ai_messages(message.chat)[0].body == text
 
 
 def test_after_a_handover_the_ai_stays_silent_until_a_person_answers(bot, widget):

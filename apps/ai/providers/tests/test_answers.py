@@ -69,6 +69,33 @@ def test_a_non_finite_vector_is_a_provider_failure(llm_fake):
         embed([fake.config()], ["one text"], max_operations=1)
 
 
+@pytest.mark.parametrize("flavor", ["openai", "anthropic", "gigachat"])
+def test_a_body_is_decoded_by_its_declared_charset(llm_fake, flavor):
+    fake = llm_fake(flavor)
+    if flavor == "anthropic":
+        body = {"type": "message", "content": [{"type": "text", "text": "Привет, Ёлка"}], "model": "m"}
+    else:
+        body = {
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "Привет, Ёлка"}, "finish_reason": "stop"}
+            ],
+            "created": 1,
+            "model": "m",
+            "object": "chat.completion",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    raw = json.dumps(body, ensure_ascii=False).encode("windows-1251")
+    fake.script(Reply(200, body=raw, content_type="application/json; charset=windows-1251"))
+    assert complete([fake.config()], MESSAGES).text == "Привет, Ёлка"
+
+
+def test_a_body_without_charset_is_utf8(llm_fake):
+    fake = llm_fake("openai")
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Привет"}}]}
+    fake.script(Reply(200, body=json.dumps(body, ensure_ascii=False).encode("utf-8")))
+    assert complete([fake.config()], MESSAGES).text == "Привет"
+
+
 def test_an_ordinary_gzip_answer_is_read(llm_fake):
     fake = llm_fake("openai")
     body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Packed."}}]}
