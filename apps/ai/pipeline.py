@@ -15,6 +15,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from apps.kb.services import CONTENT_MAX_CHARS as CHUNK_CHARACTERS
+
 from . import floors, phrases
 
 HANDOFF_MARKER = "[KEY_TO_OPERATOR]"
@@ -42,6 +44,25 @@ class Message:
     content: str
 
 
+# The prompt is bounded whatever is stored: each knowledge excerpt at most a chunk's length (chunks
+# stored before that cap existed included), the excerpts together at most MAX_KNOWLEDGE_CHARACTERS,
+# the visitor's message at most MAX_QUESTION_CHARACTERS (the system prompt, persona and history have
+# limits of their own).
+MAX_KNOWLEDGE_CHARACTERS = 5 * CHUNK_CHARACTERS
+MAX_QUESTION_CHARACTERS = 8000
+
+
+def _bounded_knowledge(knowledge: list[str]) -> list[str]:
+    excerpts, left = [], MAX_KNOWLEDGE_CHARACTERS
+    for excerpt in knowledge:
+        excerpt = excerpt[: min(CHUNK_CHARACTERS, left)]
+        if not excerpt:
+            break
+        excerpts.append(excerpt)
+        left -= len(excerpt)
+    return excerpts
+
+
 PRESENCE_CONTEXT = {
     "online": "A human operator is online now: when the visitor needs one, they can take over.",
     "offline": "No human operator is online now: a hand-over will be answered later, not now.",
@@ -59,8 +80,10 @@ def assemble_messages(
     operators_state: str | None = None,
 ) -> list[Message]:
     """System prompt + persona + (retrieved knowledge) + (presence context: `operators_state`, when
-    the widget's `presence_context_enabled`) + the visible history + the visitor's message."""
+    the widget's `presence_context_enabled`) + the visible history + the visitor's message; the
+    knowledge and the message bounded (MAX_KNOWLEDGE_CHARACTERS, MAX_QUESTION_CHARACTERS)."""
     system_parts = [part.strip() for part in (system_prompt, persona) if part and part.strip()]
+    knowledge = _bounded_knowledge(knowledge)
     if knowledge:
         system_parts.append("Knowledge base excerpts:\n" + "\n---\n".join(knowledge))
     if operators_state in PRESENCE_CONTEXT:
@@ -70,7 +93,7 @@ def assemble_messages(
     )
     messages = [Message("system", "\n\n".join(system_parts))]
     messages += [Message(item["role"], item["content"]) for item in history]
-    messages.append(Message("user", question))
+    messages.append(Message("user", question[:MAX_QUESTION_CHARACTERS]))
     return messages
 
 

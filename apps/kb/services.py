@@ -36,7 +36,7 @@ from .models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun, KbDocument,
 
 logger = logging.getLogger(__name__)
 
-CONTENT_MAX_CHARS = 4000
+CONTENT_MAX_CHARS = kbtext.CHUNK_CHARACTERS  # a manual rule is one chunk, no longer than any other
 DOC_ID_MAX_CHARS = 200
 MAX_DOCUMENTS = 200
 MAX_FILE_BYTES = core_files.MAX_FILE_BYTES

@@ -168,6 +168,17 @@ def test_with_rag_the_retrieved_knowledge_is_in_the_prompt(bot, widget, monkeypa
     assert "Tea ships from Yunnan in 2 days." in prompt_of(bot.fake)[0]["content"]
 
 
+def test_the_prompt_is_bounded_whatever_the_knowledge_and_the_message(bot, widget, monkeypatch):
+    from apps.ai import retrieval
+
+    AiSettings.objects.filter(widget=widget).update(rag_enabled=True)
+    huge = ["y" * 1_000_005] * retrieval.RETRIEVAL_LIMIT  # chunks stored without a cap
+    monkeypatch.setattr(retrieval, "retrieve", lambda **kwargs: retrieval.Retrieval("included", chunks=huge))
+    runtime.answer(message_id=visitor_writes(widget, "a" * 60000).pk)
+    sent = sum(len(m["content"]) for m in prompt_of(bot.fake))
+    assert sent <= pipeline.MAX_KNOWLEDGE_CHARACTERS + pipeline.MAX_QUESTION_CHARACTERS + 1000
+
+
 def test_with_the_switch_off_nothing_replies(bot, widget):
     AiSettings.objects.filter(widget=widget).update(enabled=False)
     message = visitor_writes(widget)
