@@ -107,13 +107,23 @@ def _parse(text: str) -> Any:
 def clean_body(status: int, headers: Mapping[str, str], raw: bytes, limit: int) -> tuple[bytes, dict[str, str]]:
     """The body an SDK may parse, and the header changes that go with it (see the module text).
     `headers` are the response's (case-insensitive); `raw` is the body as received (at most `limit`
-    bytes: the transport capped it)."""
+    bytes: the transport capped it). An error status keeps its meaning (a 401 stays an auth
+    failure): its body, when unreadable, is dropped instead (a body over the cap never passes)."""
     changes: dict[str, str] = {}
     encodings = [e.strip().lower() for e in headers.get("content-encoding", "").split(",") if e.strip()]
     body = _decompress(raw, encodings, limit) if encodings else raw
     if encodings:
         changes["content-encoding"] = ""
         changes["content-length"] = str(len(body))
+    if 200 <= status < 300:
+        return _clean_text(status, headers, body, changes)
+    try:
+        return _clean_text(status, headers, body, changes)
+    except UnusableAnswer:
+        return b"", {**changes, "content-length": "0"}
+
+
+def _clean_text(status: int, headers: Mapping[str, str], body: bytes, changes: dict[str, str]):
     content_type = headers.get("content-type", "")
     media = content_type.split(";")[0].strip().lower()
     if not (_is_json(media) or media.startswith("text/")):

@@ -110,3 +110,11 @@ def test_content_parts_are_joined_and_a_null_content_is_empty(llm_fake):
     fake.script(Reply(200, body=json.dumps(parts).encode()), ok("plain"))
     assert complete([fake.config()], MESSAGES).text == "One two"
     assert complete([fake.config()], MESSAGES).text == "plain"
+
+
+def test_an_error_status_keeps_its_meaning_whatever_its_body(llm_fake):
+    fake = llm_fake("openai")
+    fake.script(Reply(401, body=b'{"error": ' + b"[" * 5000))
+    with pytest.raises(ProviderError) as failure:
+        complete([fake.config()], MESSAGES, max_operations=1)
+    assert (failure.value.kind, failure.value.status) == ("auth", 401)
