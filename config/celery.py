@@ -82,6 +82,7 @@ BEAT_SCHEDULE = {
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),
     "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
     "kb.queue_scheduled_crawls": ("apps.kb.tasks.queue_scheduled_crawls", 3600),
+    "kb.sweep_stale_documents": ("apps.kb.tasks.sweep_stale_documents", 300),
     "ai.redrive_unanswered": ("apps.ai.tasks.redrive_unanswered", 30),
 }
 # A deployment with no public address polls Telegram instead of a webhook (the same environment

@@ -7,8 +7,10 @@ input rules (400/413/415/422) -> assistant, operator, transport and credential (
 widget's in-flight slot (429 busy; 503 `admission_unavailable` when the store is down) -> the
 idempotency key, claimed in its own committed transaction and kept 86 400 s whatever follows
 (409 `idempotency_reused`; 503 `test_unavailable`) -> the start budget, 10 per 60 s (429; the key is
-released since nothing was paid for) -> the provider chain under one deadline and at most 10 HTTP
-operations -> the transformation. The slot is released when the test ends.
+released since nothing was paid for) -> the knowledge-base search (`rag_enabled`: the question's
+embedding is a paid provider call) and the prompt -> the provider chain under one deadline and at most 10 HTTP
+operations -> the transformation and the platform safety floors (`pipeline.check_floors`, as the AI
+operator at work). The slot is released when the test ends.
 """
 
 from __future__ import annotations
@@ -433,7 +435,6 @@ def prepare(widget: Widget, *, assistant_id, data: TestInput, key: str, path: st
     assistant = resolved.assistant
     locale = _locale(widget, data.locale, data.question)
     operators = _operators_state(widget, data.operators)
-    rag = retrieval.retrieve(widget=widget, assistant=assistant, question=data.question, enabled=assistant.rag_enabled)
     credential = resolved.credential
     chain = [
         selectors.provider_config(c, assistant=assistant)
@@ -441,20 +442,24 @@ def prepare(widget: Widget, *, assistant_id, data: TestInput, key: str, path: st
     ]
     from .providers import ChatMessage
 
-    messages = [
-        ChatMessage(role=m.role, content=m.content)
-        for m in pipeline.assemble_messages(
-            system_prompt=assistant.system_prompt,
-            persona=assistant.persona,
-            knowledge=rag.chunks,
-            history=data.history,
-            question=data.question,
-        )
-    ]
     slot = acquire_slot(widget)
     try:
         row = claim_key(widget, key=key, path=path)
         consume_start(widget, row)
+        # The knowledge-base search embeds the question (a paid provider call): only an admitted test.
+        rag = retrieval.retrieve(
+            widget=widget, assistant=assistant, question=data.question, enabled=assistant.rag_enabled
+        )
+        messages = [
+            ChatMessage(role=m.role, content=m.content)
+            for m in pipeline.assemble_messages(
+                system_prompt=assistant.system_prompt,
+                persona=assistant.persona,
+                knowledge=rag.chunks,
+                history=data.history,
+                question=data.question,
+            )
+        ]
     except BaseException:
         release_slot(widget, slot)
         raise
@@ -509,6 +514,16 @@ def result(plan: Plan, completion) -> dict:
         question=plan.question,
         answer=completion.text,
         triggers=plan.triggers,
+        locale=plan.locale,
+        operators_state=plan.operators["state"],
+        presence_context_enabled=plan.presence_context_enabled,
+        overrides=plan.overrides,
+    )
+    outcome = pipeline.check_floors(
+        outcome,
+        question=plan.question,
+        known_secrets=[config.api_key for config in plan.chain],
+        system_prompt=plan.resolved.assistant.system_prompt,
         locale=plan.locale,
         operators_state=plan.operators["state"],
         presence_context_enabled=plan.presence_context_enabled,

@@ -1,6 +1,7 @@
 """The AI turn pipeline shared by the AI operator at work and the detached assistant test: prompt
-assembly, the visitor's language, and `transform` (the transformation and escalation classifier in
-one function) that turns a provider answer into what the visitor is shown.
+assembly, the visitor's language, `transform` (the transformation and escalation classifier in
+one function) that turns a provider answer into what the visitor is shown, and `check_floors`, the
+platform safety floors over that (`floors.check_reply`).
 
 Nothing here calls a provider or writes anything: callers do the provider call between
 `assemble_messages` and `transform`.
@@ -8,11 +9,15 @@ Nothing here calls a provider or writes anything: callers do the provider call b
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import phrases
+from apps.kb.services import CONTENT_MAX_CHARS as CHUNK_CHARACTERS
+
+from . import floors, phrases
 
 HANDOFF_MARKER = "[KEY_TO_OPERATOR]"
 # Something that looks like the marker but is not it exactly (brackets lost, spaces, other case):
@@ -39,6 +44,25 @@ class Message:
     content: str
 
 
+# The prompt is bounded whatever is stored: each knowledge excerpt at most a chunk's length (chunks
+# stored before that cap existed included), the excerpts together at most MAX_KNOWLEDGE_CHARACTERS,
+# the visitor's message at most MAX_QUESTION_CHARACTERS (the system prompt, persona and history have
+# limits of their own).
+MAX_KNOWLEDGE_CHARACTERS = 5 * CHUNK_CHARACTERS
+MAX_QUESTION_CHARACTERS = 8000
+
+
+def _bounded_knowledge(knowledge: list[str]) -> list[str]:
+    excerpts, left = [], MAX_KNOWLEDGE_CHARACTERS
+    for excerpt in knowledge:
+        excerpt = excerpt[: min(CHUNK_CHARACTERS, left)]
+        if not excerpt:
+            break
+        excerpts.append(excerpt)
+        left -= len(excerpt)
+    return excerpts
+
+
 PRESENCE_CONTEXT = {
     "online": "A human operator is online now: when the visitor needs one, they can take over.",
     "offline": "No human operator is online now: a hand-over will be answered later, not now.",
@@ -56,8 +80,10 @@ def assemble_messages(
     operators_state: str | None = None,
 ) -> list[Message]:
     """System prompt + persona + (retrieved knowledge) + (presence context: `operators_state`, when
-    the widget's `presence_context_enabled`) + the visible history + the visitor's message."""
+    the widget's `presence_context_enabled`) + the visible history + the visitor's message; the
+    knowledge and the message bounded (MAX_KNOWLEDGE_CHARACTERS, MAX_QUESTION_CHARACTERS)."""
     system_parts = [part.strip() for part in (system_prompt, persona) if part and part.strip()]
+    knowledge = _bounded_knowledge(knowledge)
     if knowledge:
         system_parts.append("Knowledge base excerpts:\n" + "\n---\n".join(knowledge))
     if operators_state in PRESENCE_CONTEXT:
@@ -67,7 +93,7 @@ def assemble_messages(
     )
     messages = [Message("system", "\n\n".join(system_parts))]
     messages += [Message(item["role"], item["content"]) for item in history]
-    messages.append(Message("user", question))
+    messages.append(Message("user", question[:MAX_QUESTION_CHARACTERS]))
     return messages
 
 
@@ -111,6 +137,15 @@ def matches_trigger(triggers: list[str], text: str) -> str | None:
         if trigger and trigger.casefold() in folded:
             return trigger
     return None
+
+
+def _json_string(escaped: str) -> str:
+    """The text of a JSON string literal's inside (its escapes resolved; any other character, say
+    Cyrillic, kept as it is). A malformed escape leaves the text as the model wrote it."""
+    try:
+        return json.loads(f'"{escaped}"')
+    except ValueError:
+        return escaped
 
 
 def _is_social(text: str, locale: str) -> bool:
@@ -203,10 +238,49 @@ def transform(
         return handover("empty_response", "unavailable", "empty_response")
     recovered = _ANSWER_FIELD.match(text)
     if recovered:
-        inner = recovered.group("text").encode().decode("unicode_escape", errors="ignore").strip()
+        inner = _json_string(recovered.group("text")).strip()
         if inner:
             return plain(inner, "answer_only_recovery", "not_needed")
     stripped = _ROLE_PREFIX.sub("", text, count=1).strip()
     if stripped != text and stripped:
         return plain(stripped, "answer_only_recovery", "not_needed")
     return plain(text, "answer", "not_needed")
+
+
+def check_floors(
+    outcome: Outcome,
+    *,
+    question: str,
+    known_secrets: Iterable[str],
+    system_prompt: str,
+    locale: str,
+    operators_state: str,
+    presence_context_enabled: bool,
+    overrides: dict,
+) -> Outcome:
+    """`outcome` as the visitor may see it: an answer that trips a platform safety floor
+    (`floors.check_reply`: a secret, the system prompt repeated, too long, empty) becomes a
+    handover with the reason `floor:<name>` and the handover phrase. An outcome that already hands
+    over is left as it is (the visitor's request for a person is checked before the provider is
+    asked). The one check of the AI operator at work and the detached test; `known_secrets` are the
+    provider keys of the credential chain."""
+    if outcome.escalation["escalate"]:
+        return outcome
+    floor = floors.check_reply(
+        outcome.answer,
+        question=question,
+        known_secrets=known_secrets,
+        system_prompt=system_prompt,
+        check_person=False,
+    )
+    if floor is None:
+        return outcome
+    text, handover_outcome, suppressed = handover_choice(overrides, locale, operators_state, presence_context_enabled)
+    return Outcome(
+        answer=text,
+        transformation="escalation_outcome",
+        classifier="escalate",
+        escalation={"escalate": True, "reason": floors.reason(floor), "trigger": None},
+        outcome=handover_outcome,
+        offline_outcome_suppressed=suppressed,
+    )

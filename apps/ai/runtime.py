@@ -4,7 +4,8 @@ chat that no person handles is answered in a worker task.
 The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`):
 
 1. the visitor's `message.created` commits; the on-commit handler `message_created` enqueues the
-   task (ids in); a task the broker refused is sent again by the beat job `redrive`;
+   task (ids in); a task the broker refused, or whose worker died or stopped while it held the
+   claim (step 5), is sent again by the beat job `redrive`;
 2. a newer visitor message in the chat supersedes this one (its own task answers the newest, with
    this one in the history);
 3. a machine may answer (`handoff.machine_may_answer`): else, when a person holds the chat, the
@@ -17,8 +18,9 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
    the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
    (`presence_context_enabled`) and the visible history;
 6. `pipeline.transform` (the classifier the detached test runs too) decides, then the platform
-   safety floors (`floors.check_reply`: a leaked secret, the system prompt repeated, a reply over
-   the message limit; a visitor asking for a person is handed over before the provider is asked);
+   safety floors (`pipeline.check_floors`, which the detached test runs too: a leaked secret, the
+   system prompt repeated, a reply over the message limit; a visitor asking for a person is handed
+   over before the provider is asked);
    under the chat's lock,
    and only while the claim is still this worker's, the answer is posted as the AI operator's message
    (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
 from datetime import datetime, timedelta
 
@@ -54,8 +57,12 @@ REPLY_ORIGIN = "ai_reply"
 PROVIDER_DEADLINE_SECONDS = 45.0
 MAX_PROVIDER_OPERATIONS = 10
 # A `working` claim older than this belongs to a worker that died: the provider deadline bounds a
-# live one, so another worker may take it over.
+# live one, so another worker may take it over (the beat job `redrive` sends its task again).
 CLAIM_LEASE = timedelta(seconds=PROVIDER_DEADLINE_SECONDS + 30)
+# A message whose claim was taken over this many times killed every worker that tried it: the next
+# try hands the chat to people instead of asking the provider again.
+MAX_CLAIM_ATTEMPTS = 3
+WORKER_LOST = "worker_lost"
 HISTORY_MESSAGES = 20
 HISTORY_CHARACTERS = 12000
 ALERT_KIND = "provider_failing"
@@ -98,8 +105,9 @@ def enqueue(message_id: int, *, countdown: float | None = None) -> bool:
 
 # --- re-drive: a visitor message whose task was lost -----------------------------------------------------
 
-# A visitor message older than this, with no claim and no newer visitor message, in a chat the AI
-# would answer, lost its task (the broker refused it, a worker lost it): the beat job sends it again.
+# A visitor message older than this, with no live claim (none, or a `working` one past its lease) and
+# no newer visitor message, in a chat the AI would answer, lost its task (the broker refused it, a
+# worker died or stopped holding its claim): the beat job sends it again.
 REDRIVE_AFTER = timedelta(seconds=30)
 # ... unless it is older than this (an answer that late is not an answer any more).
 REDRIVE_WINDOW = timedelta(minutes=15)
@@ -109,10 +117,14 @@ _REDRIVE_KEY = "ai:redrive:{}"
 
 def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) -> list[int]:
     """Ids of visitor messages in [now - REDRIVE_WINDOW, now - REDRIVE_AFTER] of widgets with AI on,
-    in chats no person holds and that do not wait for one, with no ReplyClaim and no newer visitor
-    message: their answer task never ran to a claim. Oldest first. One query (the message index
-    `widget, -created_at` per AI widget)."""
+    in chats no person holds and that do not wait for one, with no newer visitor message and no live
+    ReplyClaim: their answer task never ran to a claim, or the worker holding the claim died (the
+    claim is `working` past CLAIM_LEASE) or gave it back when it stopped. Oldest first. One query
+    (the message index `widget, -created_at` per AI widget)."""
     now = now or timezone.now()
+    live_claims = ReplyClaim.objects.filter(message_id=OuterRef("pk")).exclude(
+        state=ReplyClaim.State.WORKING, claimed_at__lt=now - CLAIM_LEASE
+    )
     widget_ids = list(AiSettings.objects.filter(enabled=True).values_list("widget_id", flat=True))
     if not widget_ids:
         return []
@@ -132,7 +144,7 @@ def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) ->
         .exclude(chat__status__in=[Chat.Status.SPAM, Chat.Status.EXPIRED])
         .exclude(chat__handled_by_type=Chat.OperatorType.HUMAN)
         .annotate(
-            claimed=Exists(ReplyClaim.objects.filter(message_id=OuterRef("pk"))),
+            claimed=Exists(live_claims),
             newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
         )
         .filter(claimed=False, newer_exists=False)
@@ -143,14 +155,18 @@ def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) ->
 
 
 def redrive(*, now: datetime | None = None) -> int:
-    """The beat job: send the task of every lost visitor message once (a cache mark per message for
-    the window; a send the broker refuses again clears its mark, so the next run retries). A task
-    sent twice answers once all the same (the claim). Returns how many were sent."""
+    """The beat job: send the task of every lost visitor message once per claim attempt (a cache
+    mark per message and attempt for the window: a lost task once, then once more each time a
+    worker holding its claim died or stopped; a send the broker refuses again clears its mark, so
+    the next run retries). A task sent twice answers once all the same (the claim). Returns how many
+    were sent."""
     from django.core.cache import cache
 
     sent = 0
-    for message_id in lost_messages(now=now):
-        key = _REDRIVE_KEY.format(message_id)
+    lost = lost_messages(now=now)
+    attempts = dict(ReplyClaim.objects.filter(message_id__in=lost).values_list("message_id", "attempts"))
+    for message_id in lost:
+        key = _REDRIVE_KEY.format(f"{message_id}:{attempts.get(message_id, 0)}")
         if not cache.add(key, 1, timeout=int(REDRIVE_WINDOW.total_seconds()) * 2):
             continue
         if enqueue(message_id):
@@ -267,7 +283,19 @@ def answer(*, message_id: int) -> str:
     claim = _claim(widget=widget, chat=chat, message=message)
     if claim is None:
         return "claimed_elsewhere"
+    _hold(claim)
     try:
+        if claim.attempts > MAX_CLAIM_ATTEMPTS:
+            return _finish(
+                widget=widget,
+                chat=chat,
+                message=message,
+                claim=claim,
+                operator=operator,
+                handoff_reason=WORKER_LOST,
+                detail=WORKER_LOST,
+                provider_ms=0.0,
+            )
         return _run(
             widget=widget,
             chat=chat,
@@ -282,6 +310,44 @@ def answer(*, message_id: int) -> str:
         # Free the claim for the task's retry (or redelivery), unless the answer was already posted.
         ReplyClaim.objects.filter(pk=claim.pk, token=claim.token, state=ReplyClaim.State.WORKING).delete()
         raise
+    finally:
+        _let_go(claim)
+
+
+# --- the claims a process holds, given back when its worker stops -----------------------------------------
+
+_held_lock = threading.Lock()
+_held: dict[int, str] = {}  # claim id -> token, while this process's task works on it
+
+
+def _hold(claim: ReplyClaim) -> None:
+    with _held_lock:
+        _held[claim.pk] = claim.token
+
+
+def _let_go(claim: ReplyClaim) -> None:
+    with _held_lock:
+        _held.pop(claim.pk, None)
+
+
+def release_claims() -> int:
+    """Give back the claims this process's tasks hold (its worker is stopping): each still `working`
+    under its token is put past its lease, so the beat job `redrive` sends its task again at once and
+    the next worker takes it over. A task that still finishes here posts only while nobody took the
+    claim over (the token), so the message is answered once. Returns how many were given back."""
+    with _held_lock:
+        held = dict(_held)
+    if not held:
+        return 0
+    expired = timezone.now() - CLAIM_LEASE - timedelta(seconds=1)
+    released = 0
+    for pk, token in held.items():
+        released += ReplyClaim.objects.filter(pk=pk, token=token, state=ReplyClaim.State.WORKING).update(
+            claimed_at=expired
+        )
+    if released:
+        logger.info("AI reply claims given back by a stopping worker: %s", released)
+    return released
 
 
 def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
@@ -397,19 +463,20 @@ def _run(
         presence_context_enabled=ai_settings.presence_context_enabled,
         overrides=ai_settings.phrases or {},
     )
-    escalation = outcome.escalation
+    checked = pipeline.check_floors(
+        outcome,
+        question=question,
+        known_secrets=[config.api_key for config in chain],
+        system_prompt=assistant.system_prompt,
+        locale=locale,
+        operators_state=operators_state,
+        presence_context_enabled=ai_settings.presence_context_enabled,
+        overrides=ai_settings.phrases or {},
+    )
+    escalation = checked.escalation
     handoff_reason = escalation["reason"] if escalation["escalate"] else None
-    detail = outcome.transformation
-    if handoff_reason is None:
-        floor = floors.check_reply(
-            outcome.answer,
-            question=question,
-            known_secrets=[config.api_key for config in chain],
-            system_prompt=assistant.system_prompt,
-            check_person=False,
-        )
-        if floor is not None:
-            handoff_reason = detail = floors.reason(floor)
+    # The claim's detail: the transformation, or the floor that stopped the answer.
+    detail = handoff_reason if checked is not outcome else outcome.transformation
     return _finish(
         widget=widget,
         chat=chat,

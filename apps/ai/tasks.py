@@ -1,4 +1,6 @@
-from celery import shared_task
+import threading
+
+from celery import shared_task, signals
 from django.db import DatabaseError, connection
 
 from . import runtime, translations
@@ -28,3 +30,19 @@ def answer_visitor_message(message_id: int) -> str:
 def redrive_unanswered() -> int:
     """Beat: send again the AI reply task of visitor messages whose task was lost (runtime.redrive)."""
     return runtime.redrive()
+
+
+@signals.worker_shutting_down.connect
+def give_back_claims(**kwargs) -> None:
+    """A stopping worker gives back the reply claims its running tasks hold (runtime.release_claims),
+    so their messages are answered by the next worker instead of waiting out the lease; the `ai`
+    worker runs its tasks in threads of this process, where the claims are known. Celery sends this
+    signal from the process's signal handler: the database work runs in a thread of its own."""
+    threading.Thread(target=_release_claims, name="ai-release-claims").start()
+
+
+def _release_claims() -> None:
+    try:
+        runtime.release_claims()
+    finally:
+        connection.close()

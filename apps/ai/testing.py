@@ -24,6 +24,9 @@ the token exchange only takes replies scripted with a path it contains, e.g. ``"
 script a request is answered as the vendor would, with `text` as the completion. Helpers:
 `ok(text)`, `rate_limited(retry_after)`, `server_error(status)`, `unauthorized()`, `bad_request()`,
 `slow(seconds)`, `closed()`, `trickling(seconds_per_byte)`; `delay` slows every unscripted answer.
+`odd_answer(flavor, shape)` is a 200 no client can use, in one of the `ODD_SHAPES` gateways and
+broken vendors send (content as an object, JSON nested 100,000 deep, the result missing or null, only
+an `error`, a gzip bomb, an HTML page).
 
     def test_x(llm_fake):
         fake = llm_fake("openai")
@@ -66,11 +69,13 @@ __all__ = [
     "HashEmbedder",
     "Recorded",
     "Reply",
+    "ODD_SHAPES",
     "bad_request",
     "ca_path",
     "closed",
     "hash_embedding",
     "llm_fake",
+    "odd_answer",
     "ok",
     "rate_limited",
     "asdk_floor_completion",
@@ -137,6 +142,7 @@ class Reply:
     drop: bool = False  # close the connection without answering
     retry_after: float | str | None = None  # sent as Retry-After
     body: bytes | None = None  # a raw body instead of the vendor's answer
+    content_type: str = "application/json"  # of a raw `body`
     headers: tuple[tuple[str, str], ...] = ()
     trickle: float = 0.0  # send the body one byte at a time, this many seconds apart
 
@@ -171,6 +177,55 @@ def closed() -> Reply:
 
 def trickling(seconds_per_byte: float) -> Reply:
     return Reply(200, trickle=seconds_per_byte)
+
+
+ODD_SHAPES = ("content_object", "deep", "result_missing", "result_null", "error_only", "gzip_bomb", "not_json")
+BOMB_BYTES = 11 * 1024 * 1024  # decoded: over the provider layer's 10 MiB body cap; ~11 KB on the wire
+
+
+def _gzip_bomb(prefix: bytes, suffix: bytes) -> bytes:
+    """gzip of `prefix` + BOMB_BYTES of "a" + `suffix`: valid JSON once inflated, built a MiB at a time."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [packer.compress(prefix)]
+    block = b"a" * (1024 * 1024)
+    parts += [packer.compress(block) for _ in range(BOMB_BYTES // len(block))]
+    parts += [packer.compress(suffix), packer.flush()]
+    return b"".join(parts)
+
+
+def odd_answer(flavor: str, shape: str) -> Reply:
+    """A 200 of `flavor`'s chat (or, for "error_only", "gzip_bomb" and "not_json", any) route that no
+    client can use: see ODD_SHAPES."""
+    anthropic = flavor == "anthropic"
+    if shape == "content_object":
+        if anthropic:
+            body: Any = {"type": "message", "content": {"type": "text", "text": "hi"}, "model": "m"}
+        else:
+            body = {"object": "chat.completion", "choices": [{"index": 0, "message": {"content": {"text": "hi"}}}]}
+        return Reply(200, body=json.dumps(body).encode())
+    if shape == "deep":
+        depth = 100_000
+        return Reply(200, body=b'{"choices": ' + b"[" * depth + b"]" * depth + b"}")
+    if shape == "result_missing":
+        body = {"id": "x", "type": "message"} if anthropic else {"id": "x", "object": "chat.completion"}
+        return Reply(200, body=json.dumps(body).encode())
+    if shape == "result_null":
+        body = {"type": "message", "content": None} if anthropic else {"object": "chat.completion", "choices": None}
+        return Reply(200, body=json.dumps(body).encode())
+    if shape == "error_only":
+        body = {"error": {"message": "upstream model overloaded", "type": "server_error", "code": 503}}
+        return Reply(200, body=json.dumps(body).encode())
+    if shape == "gzip_bomb":
+        if anthropic:
+            prefix, suffix = b'{"type": "message", "content": [{"type": "text", "text": "', b'"}]}'
+        else:
+            prefix, suffix = b'{"choices": [{"index": 0, "message": {"content": "', b'"}}]}'
+        return Reply(200, body=_gzip_bomb(prefix, suffix), headers=(("Content-Encoding", "gzip"),))
+    if shape == "not_json":
+        return Reply(200, body=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+    raise ValueError(f"unknown shape {shape!r}")
 
 
 @dataclass
@@ -489,7 +544,7 @@ class FakeLLM:
         if route is None:
             return 404, _error_body(self.flavor, 404), "application/json"
         if reply is not None and reply.body is not None:
-            return 200, reply.body, "application/json"
+            return 200, reply.body, reply.content_type
         return route(hit, text)
 
     def _route(self, hit: Recorded) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
@@ -36,14 +36,16 @@ from .models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun, KbDocument,
 
 logger = logging.getLogger(__name__)
 
-CONTENT_MAX_CHARS = 4000
+CONTENT_MAX_CHARS = kbtext.CHUNK_CHARACTERS  # a manual rule is one chunk, no longer than any other
 DOC_ID_MAX_CHARS = 200
 MAX_DOCUMENTS = 200
 MAX_FILE_BYTES = core_files.MAX_FILE_BYTES
 MAX_CHUNKS_PER_DOCUMENT = 2000
 EMBED_BATCH = 64
-# A document left `processing` longer than this (its worker died) may be deleted.
+# A document `processing` whose worker has been silent this long (no batch embedded) lost its worker:
+# it may be deleted, and the beat job `sweep_stale_documents` fails it.
 STALE_PROCESSING = timedelta(minutes=15)
+WORKER_LOST = "worker_lost"
 
 register_ai_hooks = hooks.register
 
@@ -213,8 +215,9 @@ def ingest_document(*, document_id: int) -> None:
     transaction; the chunks replace the document's old ones in one transaction. A document that is
     not queued (deleted, already taken by another worker) is left alone."""
     with transaction.atomic():
+        # updated_at is the worker's heartbeat while processing (update() leaves auto_now alone).
         claimed = KbDocument.objects.filter(pk=document_id, state=KbDocument.State.QUEUED).update(
-            state=KbDocument.State.PROCESSING, error="", error_detail=""
+            state=KbDocument.State.PROCESSING, error="", error_detail="", updated_at=timezone.now()
         )
         if not claimed:
             return
@@ -235,8 +238,12 @@ def ingest_document(*, document_id: int) -> None:
         return _fail(document, "empty_document", "no text was found in the document")
     if len(pieces) > MAX_CHUNKS_PER_DOCUMENT:
         return _fail(document, "too_many_chunks", f"the text makes more than {MAX_CHUNKS_PER_DOCUMENT} chunks")
+
+    def heartbeat() -> None:
+        KbDocument.objects.filter(pk=document_id, state=KbDocument.State.PROCESSING).update(updated_at=timezone.now())
+
     try:
-        vectors, model = embed_chunks(widget=document.widget, texts=pieces)
+        vectors, model = embed_chunks(widget=document.widget, texts=pieces, heartbeat=heartbeat)
     except EmbedProviderFailed as exc:
         return _fail(document, "embed_provider_failed", exc.detail)
     with transaction.atomic():
@@ -259,9 +266,12 @@ def ingest_document(*, document_id: int) -> None:
     return None
 
 
-def embed_chunks(*, widget: Widget, texts: Sequence[str]) -> tuple[list[list[float]], str]:
+def embed_chunks(
+    *, widget: Widget, texts: Sequence[str], heartbeat: Callable[[], None] | None = None
+) -> tuple[list[list[float]], str]:
     """Vectors of many texts in batches of EMBED_BATCH, all in one vector space (a batch answered by
-    a backup of another model is refused: the chunks would not be comparable)."""
+    a backup of another model is refused: the chunks would not be comparable). `heartbeat` is
+    called after each batch (the caller shows it is alive)."""
     vectors: list[list[float]] = []
     model = None
     for start in range(0, len(texts), EMBED_BATCH):
@@ -270,7 +280,39 @@ def embed_chunks(*, widget: Widget, texts: Sequence[str]) -> tuple[list[list[flo
             raise EmbedProviderFailed("The embedding model changed during ingestion; nothing was stored.")
         model = embedded.model
         vectors.extend(embedded.vectors)
+        if heartbeat is not None:
+            heartbeat()
     return vectors, model or ""
+
+
+def sweep_stale_documents(*, now=None) -> int:
+    """The beat job: documents `processing` whose worker has been silent for STALE_PROCESSING (it
+    died: killed, or lost with its task) end `failed` / `worker_lost` with
+    kb.document.state_changed, as a crawl that lost its worker does, so they are not stuck (a
+    re-upload starts over). A worker that was only slow finds the document failed and stores
+    nothing. Returns how many were failed."""
+    cutoff = (now or timezone.now()) - STALE_PROCESSING
+    stale = KbDocument.objects.filter(state=KbDocument.State.PROCESSING, updated_at__lt=cutoff)
+    failed = 0
+    for document in stale.select_related("widget"):
+        with transaction.atomic():
+            if KbDocument.objects.filter(
+                pk=document.pk, state=KbDocument.State.PROCESSING, updated_at__lt=cutoff
+            ).update(
+                state=KbDocument.State.FAILED,
+                error=WORKER_LOST,
+                error_detail="the worker processing the document stopped",
+                updated_at=timezone.now(),
+            ):
+                events.emit(
+                    document.widget,
+                    events.KB_DOCUMENT_STATE_CHANGED,
+                    document_id=document.pk,
+                    state="failed",
+                    error=WORKER_LOST,
+                )
+                failed += 1
+    return failed
 
 
 def store_chunks(

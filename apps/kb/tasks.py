@@ -18,3 +18,9 @@ def run_crawl(run_id: int) -> None:
 @shared_task
 def queue_scheduled_crawls() -> int:
     return services.queue_scheduled_crawls()
+
+
+@shared_task
+def sweep_stale_documents() -> int:
+    """Beat: fail the documents whose worker died while processing them (services.sweep_stale_documents)."""
+    return services.sweep_stale_documents()

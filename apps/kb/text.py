@@ -2,7 +2,9 @@
 
 Chunks: windows of about `CHUNK_WORDS` words (a few hundred tokens: Russian and English text runs at
 about 1.3-1.6 tokens per word) overlapping by `OVERLAP_WORDS`, cut at a sentence end when one is
-near, so an answer split across a boundary is whole in one of the two chunks.
+near, so an answer split across a boundary is whole in one of the two chunks. Whatever the text, no
+chunk is longer than `CHUNK_CHARACTERS` (a manual rule's limit): a window ends there, and a "word"
+longer than that (text without whitespace) is cut into pieces of that length.
 
 Terms (the keyword side on the embedded default, where PostgreSQL full-text search is absent): each
 word case-folded (`ё` as `е`) as it is (the `simple` configuration's lexeme) and stemmed by Snowball
@@ -19,6 +21,7 @@ import snowballstemmer
 
 CHUNK_WORDS = 220
 OVERLAP_WORDS = 40
+CHUNK_CHARACTERS = 4000
 SENTENCE_SLACK = 40  # look this many words back for a sentence end before cutting
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -71,17 +74,27 @@ def normalize(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-def chunk(text: str, *, size: int = CHUNK_WORDS, overlap: int = OVERLAP_WORDS) -> list[str]:
-    """`text` cut into overlapping windows of about `size` words (see the module docstring)."""
+def _pieces(token: str, limit: int) -> list[str]:
+    return [token[i : i + limit] for i in range(0, len(token), limit)] if len(token) > limit else [token]
+
+
+def chunk(
+    text: str, *, size: int = CHUNK_WORDS, overlap: int = OVERLAP_WORDS, max_characters: int = CHUNK_CHARACTERS
+) -> list[str]:
+    """`text` cut into overlapping windows of about `size` words, each at most `max_characters` long
+    (see the module docstring)."""
     text = normalize(text)
     if not text:
         return []
-    tokens = re.findall(r"\S+\s*", text)
-    if len(tokens) <= size:
+    tokens = [piece for token in re.findall(r"\S+\s*", text) for piece in _pieces(token, max_characters)]
+    if len(tokens) <= size and len(text) <= max_characters:
         return [text]
     chunks, start = [], 0
     while start < len(tokens):
-        end = min(len(tokens), start + size)
+        end, length = start + 1, len(tokens[start])
+        while end < len(tokens) and end - start < size and length + len(tokens[end].rstrip()) <= max_characters:
+            length += len(tokens[end])
+            end += 1
         if end < len(tokens):
             for cut in range(end, max(start + overlap + 1, end - SENTENCE_SLACK), -1):
                 if re.search(r"[.!?…:;]\s*$|\n\s*$", tokens[cut - 1]):
@@ -90,5 +103,10 @@ def chunk(text: str, *, size: int = CHUNK_WORDS, overlap: int = OVERLAP_WORDS) -
         chunks.append("".join(tokens[start:end]).strip())
         if end >= len(tokens):
             break
-        start = max(end - overlap, start + 1)
+        # The next window repeats up to `overlap` words, at most a quarter of a chunk's characters.
+        back, kept = end, 0
+        while back > start + 1 and end - back < overlap and kept + len(tokens[back - 1]) <= max_characters // 4:
+            back -= 1
+            kept += len(tokens[back])
+        start = back
     return [c for c in chunks if c]

@@ -178,15 +178,17 @@ class AssistantTestView(ScopedAPIView):
     @extend_schema(
         summary="Test an assistant (detached)",
         description="Runs the AI operator's real pipeline on `question` (prompt assembly, retrieval when enabled, the "
-        "provider with its backup chain, the transformation and escalation classifier) and returns the simulated "
-        "answer; a real, paid provider call; never creates a chat. Disabled assistants are testable. One bound "
-        "operator resolves by itself; several need `operator_id` (409 `ambiguous_operator`); a webhook or external "
-        "transport is 409 `unsupported_transport` before any network call. Admission fails closed before paid work: "
-        "1 in flight and 10 started per 60 s per widget (429 `test_rate_limited` with `Retry-After`; 503 "
-        "`admission_unavailable`); at most 10 provider HTTP operations under one 45 s deadline (504 "
-        "`test_budget_exhausted`); provider failure 502 `provider_failure`. The idempotency key is claimed before "
-        "paid work and kept 86400 s even after a provider failure: a repeated key is 409 `idempotency_reused` and no "
-        "saved answer is returned; never retry an uncertain test with a new key automatically. " + RULES,
+        "provider with its backup chain, the transformation and escalation classifier, the platform safety "
+        "floors: an answer that leaks a secret or the system prompt is a handover with the reason "
+        "`floor:<name>`) and returns the simulated answer; a real, paid provider call; never creates a chat. "
+        "Disabled assistants are testable. One bound operator resolves by itself; several need `operator_id` "
+        "(409 `ambiguous_operator`); a webhook or external transport is 409 `unsupported_transport` before "
+        "any network call. Admission fails closed before paid work: 1 in flight and 10 started per 60 s per "
+        "widget (429 `test_rate_limited` with `Retry-After`; 503 `admission_unavailable`); at most 10 "
+        "provider HTTP operations under one 45 s deadline (504 `test_budget_exhausted`); provider failure 502"
+        " `provider_failure`. The idempotency key is claimed before paid work and kept 86400 s even after a "
+        "provider failure: a repeated key is 409 `idempotency_reused` and no saved answer is returned; never "
+        "retry an uncertain test with a new key automatically. " + RULES,
         request=TestInputDoc,
         responses={200: TestResultEnvelope},
     )
@@ -226,13 +228,12 @@ async def assistant_test(request, pk=None):
 
     try:
         completion = await detached.run_provider(plan)
+        final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
     except ProviderError as exc:
         final = problem_response(detached.provider_error(exc), request)
     except BaseException:
         await _finish_shielded(plan, 500)
         raise
-    else:
-        final = JsonResponse({"data": detached.result(plan, completion)}, json_dumps_params={"ensure_ascii": False})
     await _finish_shielded(plan, final.status_code)
     for name in RATE_HEADERS:
         if name in response:

@@ -14,8 +14,10 @@ Capabilities (product-decisions.md "AI providers"): chat and the models list on 
 embeddings on openai, gigachat and openai_compatible; speech (transcription, synthesis) on openai.
 
 Failures raise `ProviderError` (`kind`, `status`, `retry_after`, `attempts`, `exhausted`); the chain
-moves on only after transport errors, timeouts, 429 and 5xx. See `calls` for the policy, `transport`
-for the guard and budget, `drivers` for the SDK wiring, and `apps.ai.testing` for loopback fakes.
+moves on only after transport errors, timeouts, 429 and 5xx. An answer no reader can use (the wrong
+shape, JSON too deep, a 2xx carrying only an error, a body over the cap once decompressed) is such a
+failure too. See `calls` for the policy, `transport` for the guard and budget, `answers` for reading
+every answer, `drivers` for the SDK wiring, and `apps.ai.testing` for loopback fakes.
 """
 
 from .calls import acomplete as acomplete

@@ -3,7 +3,9 @@ retry off (the chain in `calls` is the one retry policy), and the classification
 
 Each driver operation runs through `_Call.timed` / `_Call.atimed`, which records one `AttemptInfo`
 per provider HTTP operation and turns any failure into a `ProviderError` whose text carries no
-secret and no peer-supplied text.
+secret and no peer-supplied text. Answers are taken raw from the OpenAI and Anthropic SDKs (the
+GigaChat SDK's validated models as data) and read by `answers`, never by attribute access on an
+SDK's unvalidated objects.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import pydantic
 
 from apps.core.outbound import OutboundBlocked, OutboundError
 
-from . import transport
+from . import answers, transport
+from .answers import UnusableAnswer
 from .transport import BodyTooLarge, BodyTooLarge2, DeadlineExceeded, DeadlineExceeded2, OperationsExhausted
 from .types import (
     ANTHROPIC,
@@ -144,6 +147,8 @@ def classify(exc: BaseException, provider: str) -> ProviderError | None:
     if isinstance(exc, ProviderError):
         return exc
     for item in _chain(exc):
+        if isinstance(item, UnusableAnswer):
+            return ProviderError(item.kind, provider=provider, detail=item.detail)
         if isinstance(item, OperationsExhausted):
             return _OperationsSpent(provider)
         if isinstance(item, OutboundBlocked):
@@ -521,41 +526,31 @@ def _openai_chat_kwargs(
     return kwargs
 
 
-def _usage(prompt: Any, completion: Any) -> dict[str, int]:
-    usage: dict[str, int] = {}
-    if isinstance(prompt, int):
-        usage["prompt_tokens"] = prompt
-    if isinstance(completion, int):
-        usage["completion_tokens"] = completion
-    if usage:
-        usage["total_tokens"] = sum(usage.values())
-    return usage
-
-
 def _openai_create(client: Any, kwargs: dict[str, Any]) -> Any:
     """`client.chat.completions.create(**kwargs)` through the SDK's documented `client.post` for
-    requests it has no typed method for: the same request (path, JSON body, auth, errors, response
-    parsed into `ChatCompletion`), without the SDK's parameter transform. That transform walks each
-    message through the union of every message TypedDict, a large share of the AI operator's CPU per
-    answer; our messages are already the wire's plain `{role, content}` strings, which it leaves
-    unchanged. Sync clients only: the async chat (the detached test) keeps `create`.
+    requests it has no typed method for: the same request (path, JSON body, auth, errors; the raw
+    response, read by `answers.openai_chat`), without the SDK's parameter transform. That transform
+    walks each message through the union of every message TypedDict, a large share of the AI
+    operator's CPU per answer; our messages are already the wire's plain `{role, content}` strings,
+    which it leaves unchanged. Sync clients only: the async chat (the detached test) keeps `create`.
 
     Auth as `create` sends it: the bearer key only (the SDK's default security would fall back to an
     admin key taken from OPENAI_ADMIN_KEY, the operator's, for a credential without a key)."""
     return client.post(
         "/chat/completions",
         body=kwargs,
-        cast_to=openai.types.chat.ChatCompletion,
+        cast_to=httpx2.Response,
         options={"security": {"bearer_auth": True}},
     )
 
 
+def _raw(response: Any) -> dict[str, Any]:
+    """The JSON object of a raw SDK response (`cast_to=httpx2.Response`, or `with_raw_response`'s)."""
+    return answers.json_of(getattr(response, "http_response", response))
+
+
 def _openai_answer(response: Any, model: str) -> tuple[str, str, dict[str, int]]:
-    choice = response.choices[0]
-    text = choice.message.content or ""
-    usage = response.usage
-    counted = _usage(usage.prompt_tokens, usage.completion_tokens) if usage is not None else {}
-    return text, response.model or model, counted
+    return answers.openai_chat(_raw(response), model)
 
 
 def _anthropic_kwargs(
@@ -574,9 +569,7 @@ def _anthropic_kwargs(
 
 
 def _anthropic_answer(response: Any, model: str) -> tuple[str, str, dict[str, int]]:
-    text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
-    usage = response.usage
-    return text, response.model or model, _usage(usage.input_tokens, usage.output_tokens)
+    return answers.anthropic_chat(_raw(response), model)
 
 
 def _gigachat_payload(
@@ -594,31 +587,8 @@ def _gigachat_payload(
 
 
 def _gigachat_answer(response: Any, model: str) -> tuple[str, str, dict[str, int]]:
-    text = response.choices[0].message.content or ""
-    usage = response.usage
-    return text, response.model or model, _usage(usage.prompt_tokens, usage.completion_tokens)
-
-
-def _vectors(data: Any) -> list[list[float]]:
-    ordered = sorted(data, key=lambda item: item.index)
-    return [list(map(float, item.embedding)) for item in ordered]
-
-
-def _models_list(items: Any) -> list[dict[str, Any]]:
-    models: list[dict[str, Any]] = []
-    for item in items:
-        model_id = getattr(item, "id", None) or getattr(item, "id_", None)
-        if not model_id:
-            continue
-        entry: dict[str, Any] = {"id": str(model_id)}
-        owned_by = getattr(item, "owned_by", None)
-        if owned_by:
-            entry["owned_by"] = str(owned_by)
-        display_name = getattr(item, "display_name", None)
-        if display_name:
-            entry["display_name"] = str(display_name)
-        models.append(entry)
-    return models
+    # The GigaChat SDK validated the answer into its models: read back as data, by the same reader.
+    return answers.openai_chat(response.model_dump(), model)
 
 
 def check_provider(config: ProviderConfig) -> None:
@@ -642,7 +612,8 @@ def chat(
     if config.provider == ANTHROPIC:
         kwargs = _anthropic_kwargs(config, messages, max_tokens, temperature)
         client = _anthropic_client(config, is_async=False)
-        return call.timed(config, "chat", lambda: _anthropic_answer(client.messages.create(**kwargs), kwargs["model"]))
+        create = client.messages.with_raw_response.create
+        return call.timed(config, "chat", lambda: _anthropic_answer(create(**kwargs), kwargs["model"]))
     if config.provider == GIGACHAT:
         payload = _gigachat_payload(config, messages, max_tokens, temperature)
         return _gigachat_run(
@@ -658,25 +629,35 @@ def embed(call: _Call, config: ProviderConfig, texts: Sequence[str]) -> list[lis
     model = _embedding_model(config)
     if config.provider == GIGACHAT:
         return _gigachat_run(
-            call, config, "embeddings", lambda c: _vectors(c.embeddings(list(texts), model=model).data)
+            call,
+            config,
+            "embeddings",
+            lambda c: answers.vectors(c.embeddings(list(texts), model=model).model_dump(), len(texts)),
         )
     if config.provider == ANTHROPIC:
         raise ProviderError("unsupported", provider=config.provider, detail="no_embeddings")
     client = _openai_client(config, is_async=False)
+    # Floats asked for explicitly: the SDK's default (base64) is decoded by its parser, which a raw
+    # answer skips, and compatible servers may not know it.
+    create = client.embeddings.with_raw_response.create
     return call.timed(
-        config, "embeddings", lambda: _vectors(client.embeddings.create(model=model, input=list(texts)).data)
+        config,
+        "embeddings",
+        lambda: answers.vectors(_raw(create(model=model, input=list(texts), encoding_format="float")), len(texts)),
     )
 
 
 def list_models(call: _Call, config: ProviderConfig) -> list[dict[str, Any]]:
     check_provider(config)
     if config.provider == GIGACHAT:
-        return _gigachat_run(call, config, "models", lambda client: _models_list(client.get_models().data))
+        return _gigachat_run(call, config, "models", lambda client: answers.models(client.get_models().model_dump()))
     if config.provider == ANTHROPIC:
         client = _anthropic_client(config, is_async=False)
-        return call.timed(config, "models", lambda: _models_list(client.models.list(limit=1000).data))
+        return call.timed(
+            config, "models", lambda: answers.models(_raw(client.models.with_raw_response.list(limit=1000)))
+        )
     client = _openai_client(config, is_async=False)
-    return call.timed(config, "models", lambda: _models_list(client.models.list().data))
+    return call.timed(config, "models", lambda: answers.models(_raw(client.models.with_raw_response.list())))
 
 
 def transcribe(call: _Call, config: ProviderConfig, audio: bytes, filename: str, language: str | None = None) -> str:
@@ -689,7 +670,9 @@ def transcribe(call: _Call, config: ProviderConfig, audio: bytes, filename: str,
     return call.timed(
         config,
         "transcription",
-        lambda: str(client.audio.transcriptions.create(model=model, file=(filename, audio), **extra).text),
+        lambda: answers.transcript(
+            _raw(client.audio.transcriptions.with_raw_response.create(model=model, file=(filename, audio), **extra))
+        ),
     )
 
 
@@ -728,9 +711,8 @@ async def achat(
     if config.provider == ANTHROPIC:
         kwargs = _anthropic_kwargs(config, messages, max_tokens, temperature)
         client = _anthropic_client(config, is_async=True)
-        return await call.atimed(
-            config, "chat", lambda: _aanswer(client.messages.create(**kwargs), _anthropic_answer, kwargs["model"])
-        )
+        create = client.messages.with_raw_response.create
+        return await call.atimed(config, "chat", lambda: _aanswer(create(**kwargs), _anthropic_answer, kwargs["model"]))
     if config.provider == GIGACHAT:
         payload = _gigachat_payload(config, messages, max_tokens, temperature)
         return await _agigachat_run(
@@ -738,6 +720,5 @@ async def achat(
         )
     kwargs = _openai_chat_kwargs(config, messages, max_tokens, temperature)
     client = _openai_client(config, is_async=True)
-    return await call.atimed(
-        config, "chat", lambda: _aanswer(client.chat.completions.create(**kwargs), _openai_answer, kwargs["model"])
-    )
+    create = client.chat.completions.with_raw_response.create
+    return await call.atimed(config, "chat", lambda: _aanswer(create(**kwargs), _openai_answer, kwargs["model"]))

@@ -7,7 +7,9 @@ budget on top: the deadline, the number of provider HTTP operations and the resp
   policy, pinning, TLS rules, no redirects, no proxies or environment.
 - `_Limited*` wrap those transports. Before each request they take one operation from the current
   `Budget` and clamp the request's timeouts to the time left (and to the per-operation cap); they
-  cap the response body (declared and streamed) and stop a body still trickling at the deadline.
+  cap the response body (declared and streamed) and stop a body still trickling at the deadline,
+  then hand the whole body to `answers.clean_body` (decompression counted in decoded bytes, the
+  declared charset, JSON that parses): an SDK never sees a body that did not pass it.
 - The budget travels in a context variable: a pooled transport is shared by every call of a process
   (keep-alive), while each call's limits stay its own (threads and asyncio tasks each see theirs).
 """
@@ -29,6 +31,8 @@ import httpx2
 
 from apps.core.outbound import DEFAULT_MAX_BYTES, GuardedAsyncHTTPXTransport, GuardedHTTPXTransport
 from apps.core.outbound.httpx2_transport import GuardedAsyncHTTPX2Transport, GuardedHTTPX2Transport
+
+from . import answers
 
 # An LLM may think for a while before its first byte: reads wait up to 60 s, always bounded by the
 # call's deadline and the per-operation cap.
@@ -164,8 +168,20 @@ class _AsyncLimitedStream2(_AsyncStreamLimit, httpx2.AsyncByteStream):
 # --- transports --------------------------------------------------------------------------------------
 
 
+def _cleaned(response_class: type, request: Any, response: Any, raw: bytes) -> Any:
+    """The response with its body as `answers.clean_body` leaves it (read whole: every provider
+    answer is a JSON document or a short audio file, never a stream)."""
+    body, changes = answers.clean_body(response.status_code, response.headers, raw, MAX_RESPONSE_BYTES)
+    headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in changes]
+    headers += [(name, value) for name, value in changes.items() if value]
+    return response_class(
+        response.status_code, headers=headers, content=body, extensions=response.extensions, request=request
+    )
+
+
 class _SyncLimit:
     _stream: type
+    _response: type
     _too_large: type[Exception]
     _late: type[Exception]
 
@@ -174,12 +190,17 @@ class _SyncLimit:
 
     def handle_request(self, request: Any) -> Any:
         budget = _admit(request, self._late)
+        request.headers["Accept-Encoding"] = answers.ACCEPT_ENCODING
         response = self._inner.handle_request(request)
         if _declared_too_large(response):
             response.close()
             raise self._too_large("response body over the cap")
-        response.stream = self._stream(response.stream, budget.deadline if budget else None)
-        return response
+        stream = self._stream(response.stream, budget.deadline if budget else None)
+        try:
+            raw = b"".join(stream)
+        finally:
+            stream.close()
+        return _cleaned(self._response, request, response, raw)
 
     def close(self) -> None:
         self._inner.close()
@@ -187,6 +208,7 @@ class _SyncLimit:
 
 class _AsyncLimit:
     _stream: type
+    _response: type
     _too_large: type[Exception]
     _late: type[Exception]
 
@@ -195,12 +217,17 @@ class _AsyncLimit:
 
     async def handle_async_request(self, request: Any) -> Any:
         budget = _admit(request, self._late)
+        request.headers["Accept-Encoding"] = answers.ACCEPT_ENCODING
         response = await self._inner.handle_async_request(request)
         if _declared_too_large(response):
             await response.aclose()
             raise self._too_large("response body over the cap")
-        response.stream = self._stream(response.stream, budget.deadline if budget else None)
-        return response
+        stream = self._stream(response.stream, budget.deadline if budget else None)
+        try:
+            raw = b"".join([chunk async for chunk in stream])
+        finally:
+            await stream.aclose()
+        return _cleaned(self._response, request, response, raw)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -208,18 +235,22 @@ class _AsyncLimit:
 
 class _Limited(_SyncLimit, httpx.BaseTransport):
     _stream, _too_large, _late = _LimitedStream, BodyTooLarge, DeadlineExceeded
+    _response = httpx.Response
 
 
 class _AsyncLimited(_AsyncLimit, httpx.AsyncBaseTransport):
     _stream, _too_large, _late = _AsyncLimitedStream, BodyTooLarge, DeadlineExceeded
+    _response = httpx.Response
 
 
 class _Limited2(_SyncLimit, httpx2.BaseTransport):
     _stream, _too_large, _late = _LimitedStream2, BodyTooLarge2, DeadlineExceeded2
+    _response = httpx2.Response
 
 
 class _AsyncLimited2(_AsyncLimit, httpx2.AsyncBaseTransport):
     _stream, _too_large, _late = _AsyncLimitedStream2, BodyTooLarge2, DeadlineExceeded2
+    _response = httpx2.Response
 
 
 # --- pooled transports -----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from django.utils import timezone
 from apps.agents import selectors as agent_selectors
 from apps.ai import handoff, phrases, pipeline, routing, runtime
 from apps.ai.models import AiSettings, Alert, ReplyClaim
-from apps.ai.testing import ok, server_error, slow
+from apps.ai.testing import ODD_SHAPES, odd_answer, ok, server_error, slow
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -168,6 +168,17 @@ def test_with_rag_the_retrieved_knowledge_is_in_the_prompt(bot, widget, monkeypa
     assert "Tea ships from Yunnan in 2 days." in prompt_of(bot.fake)[0]["content"]
 
 
+def test_the_prompt_is_bounded_whatever_the_knowledge_and_the_message(bot, widget, monkeypatch):
+    from apps.ai import retrieval
+
+    AiSettings.objects.filter(widget=widget).update(rag_enabled=True)
+    huge = ["y" * 1_000_005] * retrieval.RETRIEVAL_LIMIT  # chunks stored without a cap
+    monkeypatch.setattr(retrieval, "retrieve", lambda **kwargs: retrieval.Retrieval("included", chunks=huge))
+    runtime.answer(message_id=visitor_writes(widget, "a" * 60000).pk)
+    sent = sum(len(m["content"]) for m in prompt_of(bot.fake))
+    assert sent <= pipeline.MAX_KNOWLEDGE_CHARACTERS + pipeline.MAX_QUESTION_CHARACTERS + 1000
+
+
 def test_with_the_switch_off_nothing_replies(bot, widget):
     AiSettings.objects.filter(widget=widget).update(enabled=False)
     message = visitor_writes(widget)
@@ -272,11 +283,19 @@ def test_thanks_answered_with_the_marker_gets_the_social_reply(bot, widget):
     assert fresh(message.chat).awaiting_human_since is None
 
 
-def test_a_wrapped_answer_is_recovered(bot, widget):
-    bot.fake.script(ok('{"answer": "Two days."}'))
+@pytest.mark.parametrize(
+    "wrapped, text",
+    [
+        ('{"answer": "Two days."}', "Two days."),
+        ('{"answer": "Привет, доставка — два дня"}', "Привет, доставка — два дня"),
+        ('{"reply": "\\u041f\\u0440\\u0438\\u0432\\u0435\\u0442\\n\\"Tea\\""}', 'Привет\n"Tea"'),
+    ],
+)
+def test_a_wrapped_answer_is_recovered(bot, widget, wrapped, text):
+    bot.fake.script(ok(wrapped))
     message = visitor_writes(widget)
     runtime.answer(message_id=message.pk)
-    assert ai_messages(message.chat)[0].body == "Two days."
+    assert ai_messages(message.chat)[0].body == text
 
 
 def test_after_a_handover_the_ai_stays_silent_until_a_person_answers(bot, widget):
@@ -393,6 +412,20 @@ def test_a_provider_failing_entirely_hands_the_chat_to_people(bot, widget, llm_f
     other = visitor_writes(widget, "And mine?")
     runtime.answer(message_id=other.pk)
     assert Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND).count() == 1
+
+
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_an_unusable_provider_answer_hands_the_chat_to_people_and_alerts(bot, widget, shape):
+    bot.fake.script(*[odd_answer("openai", shape)] * 4)
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "handed_off"
+    [phrase] = ai_messages(message.chat)
+    assert phrase.origin == handoff.HANDOFF_ORIGIN
+    assert fresh(message.chat).awaiting_human_since is not None
+    claim = ReplyClaim.objects.get(message=message)
+    assert claim.state == "handed_off" and claim.detail in ("transport", "server_error")
+    [alert] = Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND)
+    assert alert.details["kind"] == claim.detail
 
 
 def test_a_provider_timeout_hands_the_chat_to_people(bot, widget, monkeypatch, settings):
@@ -683,6 +716,108 @@ def test_the_redrive_sends_a_lost_task_once_even_while_it_is_not_answered(widget
     assert runtime.redrive() == 1
     assert runtime.redrive() == 0
     assert broker.sent == [message.pk]
+
+
+def dead_workers_claim(message, *, token="dead", attempts=1):
+    return ReplyClaim.objects.create(
+        widget=message.widget,
+        chat=message.chat,
+        message=message,
+        token=token,
+        attempts=attempts,
+        claimed_at=timezone.now() - runtime.CLAIM_LEASE - timedelta(seconds=1),
+    )
+
+
+def test_a_claim_left_working_by_a_dead_worker_is_re_driven_and_answered_once(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    claim = dead_workers_claim(message)
+    assert runtime.redrive() == 1 and broker.sent == [message.pk]
+    [reply] = ai_messages(message.chat)
+    assert reply.body == ANSWER
+    claim.refresh_from_db()
+    assert (claim.state, claim.attempts) == ("answered", 2)
+    assert runtime.redrive() == 0
+    # the dead worker's own task, were it to finish now, posts nothing
+    assert (
+        runtime._finish(
+            widget=widget,
+            chat=message.chat,
+            message=message,
+            claim=ReplyClaim(pk=claim.pk, token="dead"),
+            operator=bot.operator,
+            text="late",
+            handoff_reason=None,
+            detail="answer",
+            provider_ms=1.0,
+        )
+        == "claimed_elsewhere"
+    )
+    assert len(ai_messages(message.chat)) == 1
+
+
+def test_a_claim_within_its_lease_is_not_re_driven(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    ReplyClaim.objects.create(widget=widget, chat=message.chat, message=message, token="alive")
+    assert runtime.lost_messages() == [] and runtime.redrive() == 0
+
+
+def test_a_message_that_killed_every_worker_is_handed_to_people(bot, widget, broker):
+    message = visitor_writes(widget)
+    age(message, 100)
+    dead_workers_claim(message, attempts=runtime.MAX_CLAIM_ATTEMPTS)
+    assert runtime.redrive() == 1
+    claim = ReplyClaim.objects.get(message=message)
+    assert (claim.state, claim.detail) == ("handed_off", runtime.WORKER_LOST)
+    [phrase] = ai_messages(message.chat)
+    assert phrase.origin == handoff.HANDOFF_ORIGIN
+    assert bot.fake.requests == []
+
+
+def test_a_stopping_worker_gives_its_claims_back_and_the_next_worker_answers_once(bot, widget, broker, monkeypatch):
+    message = visitor_writes(widget)
+    age(message, 100)
+    real_complete = runtime.complete
+    seen = {}
+
+    def complete_while_the_worker_stops(*args, **kwargs):
+        if "released" not in seen:
+            # SIGTERM: the worker gives back what it holds; the beat job sends the task to the next
+            # worker, which answers while this one still waits for its provider.
+            seen["released"] = runtime.release_claims()
+            seen["redriven"] = runtime.redrive()
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "complete", complete_while_the_worker_stops)
+    assert runtime.answer(message_id=message.pk) == "claimed_elsewhere"
+    assert seen == {"released": 1, "redriven": 1}
+    [reply] = ai_messages(message.chat)
+    assert reply.body == ANSWER
+    assert ReplyClaim.objects.get(message=message).attempts == 2
+    assert runtime.release_claims() == 0  # nothing held any more
+
+
+def test_the_worker_shutdown_signal_gives_the_claims_back(monkeypatch):
+    from celery import signals
+
+    from apps.ai import tasks
+
+    released = []
+    monkeypatch.setattr(runtime, "release_claims", lambda: released.append(True) or 0)
+    started = []
+    real_thread = tasks.threading.Thread
+
+    def thread(*args, **kwargs):
+        started.append(real_thread(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(tasks.threading, "Thread", thread)
+    signals.worker_shutting_down.send(sender="ai@test", sig="SIGTERM", how="Warm", exitcode=0)
+    [worker] = started
+    worker.join(10)
+    assert released == [True]
 
 
 def test_what_the_redrive_leaves_alone(bot, widget, broker, presence):

@@ -147,7 +147,14 @@ class StatusDoc(serializers.Serializer):
 
 class DocumentErrorDoc(serializers.Serializer):
     code = serializers.ChoiceField(
-        choices=["extraction_failed", "file_missing", "empty_document", "too_many_chunks", "embed_provider_failed"]
+        choices=[
+            "extraction_failed",
+            "file_missing",
+            "empty_document",
+            "too_many_chunks",
+            "embed_provider_failed",
+            "worker_lost",
+        ]
     )
     detail = serializers.CharField()
 

@@ -251,7 +251,8 @@ class UploadViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateMod
         "from the bytes, not the name (anything else is 422 `kb_unsupported_document`). Answers 202 with the "
         "document `queued`; a worker extracts the text, cuts it into chunks and embeds them (`processing`, then "
         "`ready` or `failed` with `error.code`: `extraction_failed`, `empty_document`, `too_many_chunks` (over "
-        "2000), `embed_provider_failed`). At most 200 documents per widget (409 `kb_upload_limit_reached`); the "
+        "2000), `embed_provider_failed`, `worker_lost`: its worker died, swept after 15 minutes of silence). At most "
+        "200 documents per widget (409 `kb_upload_limit_reached`); the "
         "same bytes twice is 409 `kb_duplicate_document`.",
         request={"multipart/form-data": s.UploadMultipartDoc},
         responses={202: s.DocumentDoc},

@@ -76,3 +76,18 @@ def test_a_failed_ingestion_emits_failed_with_its_error(widget, kb_events):
         events.KB_DOCUMENT_STATE_CHANGED,
         {"document_id": document.pk, "state": "failed", "error": "file_missing"},
     )
+
+
+def test_the_sweep_of_a_document_whose_worker_died_emits_failed(widget, kb_events):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    document = KbDocument.objects.create(widget=widget, name="a.txt", format="txt", size=1, sha256="2" * 64)
+    KbDocument.objects.filter(pk=document.pk).update(
+        state="processing", updated_at=timezone.now() - services.STALE_PROCESSING - timedelta(seconds=1)
+    )
+    services.sweep_stale_documents()
+    assert kb_events() == [
+        (events.KB_DOCUMENT_STATE_CHANGED, {"document_id": document.pk, "state": "failed", "error": "worker_lost"})
+    ]

@@ -42,3 +42,25 @@ def test_terms_stem_russian_and_english_and_keep_the_word():
 def test_short_text_is_one_chunk_and_blank_is_none():
     assert kbtext.chunk("  one\n\n\n two  ") == ["one\n\ntwo"]
     assert kbtext.chunk(" \n ") == []
+
+
+def test_text_without_whitespace_is_cut_into_chunks_of_the_cap():
+    text = "x" * 1_000_005
+    pieces = kbtext.chunk(text)
+    assert max(len(piece) for piece in pieces) <= kbtext.CHUNK_CHARACTERS
+    assert "".join(pieces) == text
+
+
+def test_long_words_end_a_window_at_the_cap():
+    words = " ".join(f"{'w' * 60}{i}" for i in range(500))
+    pieces = kbtext.chunk(words)
+    assert len(pieces) > 1 and max(len(piece) for piece in pieces) <= kbtext.CHUNK_CHARACTERS
+    assert {word for piece in pieces for word in piece.split()} == set(words.split())
+
+
+def test_ordinary_text_still_cuts_at_about_the_word_count():
+    sentence = "Tea ships from Yunnan in two days. "
+    pieces = kbtext.chunk(sentence * 200)
+    assert len(pieces) > 1
+    assert all(len(piece.split()) <= kbtext.CHUNK_WORDS for piece in pieces)
+    assert all(piece.endswith(".") for piece in pieces)

@@ -200,3 +200,49 @@ def test_upload_scopes(api, offline, assert_problem):
     assert_problem(upload(api(["kb:read"]), "a.txt", b"x"), 403, "missing_scope")
     assert_problem(api(["kb:write"]).get(UPLOADS), 403, "missing_scope")
     assert not IdempotencyKey.objects.exists()
+
+
+def _processing_since(document_id, minutes):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    KbDocument.objects.filter(pk=document_id).update(
+        state="processing", updated_at=timezone.now() - timedelta(minutes=minutes)
+    )
+
+
+def test_a_document_whose_worker_died_is_failed_by_the_sweep(kb, offline):
+    doc = upload(kb, "faq.txt", b"text").json()
+    alive = upload(kb, "alive.txt", b"other text").json()
+    _processing_since(doc["id"], 16)
+    _processing_since(alive["id"], 5)
+    assert services.sweep_stale_documents() == 1
+    polled = kb.get(f"{UPLOADS}/{doc['id']}").json()
+    assert polled["state"] == "failed" and polled["error"]["code"] == "worker_lost"
+    assert kb.get(f"{UPLOADS}/{alive['id']}").json()["state"] == "processing"
+    assert services.sweep_stale_documents() == 0
+
+
+def test_a_long_ingestion_keeps_its_document_alive_batch_by_batch(kb, offline, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    doc = upload(kb, "long.txt", b"text").json()  # queued (its task not run here)
+    # queued long ago: the claim itself is the worker's first sign of life
+    KbDocument.objects.filter(pk=doc["id"]).update(updated_at=timezone.now() - timedelta(hours=1))
+    swept = []
+    real = services.embed_texts
+
+    def embed_and_sweep(**kwargs):
+        # the sweep runs between batches, as if long after the ingestion started
+        later = timezone.now() + services.STALE_PROCESSING - timedelta(seconds=30)
+        swept.append(services.sweep_stale_documents(now=later))
+        return real(**kwargs)
+
+    monkeypatch.setattr(services.extract, "text_of", lambda data, fmt: "word " * 20000)
+    monkeypatch.setattr(services, "embed_texts", embed_and_sweep)
+    services.ingest_document(document_id=doc["id"])
+    assert len(swept) > 1 and set(swept) == {0}
+    assert KbDocument.objects.get(pk=doc["id"]).state == "ready"
