@@ -246,6 +246,10 @@ def test_put_writes_then_registers(api, widget, fake, paid):
     conn = MessengerConnection.objects.get(widget=widget, provider=fake.code)
     assert TOKEN not in conn.token_encrypted and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
     assert conn.inbound_live is (case.registration == "registered")
+    if fake.code == "fb":  # no webhook mechanism; the page id of the token is read for the hook
+        assert [(c.method, c.path) for c in fake.calls] == [("GET", "/v19.0/me")]
+        assert webhooks.decrypt_secret(conn.sid_encrypted) == fake.page_id
+        return
     if not case.attempted:
         assert fake.calls == []  # no webhook mechanism: nothing is called
         return
@@ -380,6 +384,42 @@ def test_meta_verifies_the_callback_url_with_the_deployment_verify_token(client,
     assert_problem(client.get(url, {**query, "hub.verify_token": "guess"}), 404)
     settings.PROVIDER_VERIFY_TOKEN_FB = settings.PROVIDER_VERIFY_TOKEN_WA = ""
     assert_problem(client.get(url, {**query, "hub.verify_token": ""}), 404)
+
+
+def test_a_signed_meta_event_of_another_page_or_number_is_acknowledged_and_dropped(client, api, fake, paid):
+    """The app secret signs every page's events: the hook takes only its own page's (number's)."""
+    if fake.code not in ("fb", "wa"):
+        pytest.skip("Meta only")
+    conn = connect(api, fake)
+    payload = event(fake.code, "1001")
+    if fake.code == "fb":
+        payload["entry"][0]["id"] = payload["entry"][0]["messaging"][0]["recipient"]["id"] = "5550001111"
+        mixed = event(fake.code, "1002")  # our entry id, another page as the recipient
+        mixed["entry"][0]["messaging"][0]["recipient"]["id"] = "5550001111"
+    else:
+        payload["entry"][0]["changes"][0]["value"]["metadata"]["phone_number_id"] = "5550001111"
+        mixed = payload
+    assert deliver(client, conn, payload).status_code == 200
+    assert deliver(client, conn, mixed).status_code == 200
+    assert not Chat.objects.exists() and not InboundUpdate.objects.exists()
+    assert deliver(client, conn, event(fake.code, "1003")).status_code == 200  # its own page's event
+    assert Chat.objects.count() == 1
+
+
+def test_messenger_takes_no_event_until_the_page_id_is_known(client, api, fake, paid):
+    if fake.code != "fb":
+        pytest.skip("Messenger only")
+    fake.valid_tokens = set()  # `GET /me` refused: the page is unknown
+    body = put(api, fake).json()
+    assert body["webhook"]["status"] == "failed" and "page id" in body["webhook"]["detail"]
+    conn = MessengerConnection.objects.get()
+    assert deliver(client, conn, event(fake.code, "1001")).status_code == 200
+    assert not Chat.objects.exists()
+    fake.valid_tokens = {TOKEN}
+    verified = api(scopes=["messengers:write"]).post("/api/v1/messengers/fb/verify", **idem())
+    assert verified.json()["webhook"] == {"attempted": False, "status": "not_supported"}
+    assert deliver(client, conn, event(fake.code, "1002")).status_code == 200
+    assert Chat.objects.count() == 1
 
 
 def test_events_without_user_text_are_acknowledged(client, api, fake, paid):
