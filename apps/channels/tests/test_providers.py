@@ -422,6 +422,39 @@ def test_messenger_takes_no_event_until_the_page_id_is_known(client, api, fake, 
     assert Chat.objects.count() == 1
 
 
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"aud": SID},  # no exp: it would never lapse
+        {"aud": SID, "exp": 2 * 3600},  # relative: read as the epoch, long past
+        {"aud": SID, "exp": "+60"},
+        {"aud": SID, "exp": float("inf")},
+        {"aud": SID, "exp": "NOW + 2 days"},
+        {"aud": SID, "exp": "LONG"},  # an exp over the one-hour maximum
+        {"aud": SID, "iat": "OLD", "exp": "SOON"},  # issued two hours before its exp
+    ],
+)
+def test_an_apple_gateway_token_without_exp_or_living_over_an_hour_is_refused(client, api, fake, paid, claims):
+    if fake.code != "apple":
+        pytest.skip("Apple only")
+    conn = connect(api, fake)
+    now = int(time.time())
+    times = {"NOW + 2 days": now + 2 * 86400, "LONG": now + 3600 + 120, "OLD": now - 7200 + 60, "SOON": now + 60}
+    claims = {k: times.get(v, v) if isinstance(v, str) and k != "aud" else v for k, v in claims.items()}
+    raw = json.dumps(event("apple", "1001")).encode()
+    jwt = apple_provider.sign_jwt(TOKEN, claims)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {jwt}", "HTTP_DESTINATION_ID": SID, "HTTP_SOURCE_ID": "x"}
+    response = client.post(f"/api/hooks/apple/{conn.hook_id}/", data=raw, content_type="application/json", **headers)
+    assert_problem(response, 401, "invalid_signature")
+    assert not Chat.objects.exists()
+
+
+def test_an_apple_gateway_token_within_the_hour_is_accepted():
+    now = int(time.time())
+    assert apple_provider.verify_jwt(TOKEN, apple_provider.sign_jwt(TOKEN, {"iat": now, "exp": now + 3600}))
+    assert not apple_provider.verify_jwt(TOKEN, apple_provider.sign_jwt(TOKEN, {"iat": now, "exp": now + 3601}))
+
+
 def test_events_without_user_text_are_acknowledged(client, api, fake, paid):
     conn = connect(api, fake)
     payload = event(fake.code, "1001", text="   ")
