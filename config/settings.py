@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import date
 from pathlib import Path
 
 import environ
@@ -405,6 +406,12 @@ WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 # After an external operator's secret rotation the previous secret keeps signing this long.
 EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
+
+# Signed application-assistant calls (apps.core.signed): the deprecated v1 signature, which covers
+# neither method nor path, is accepted before this ISO date (UTC, exclusive); empty refuses it.
+SIGNED_V1_ACCEPTED_UNTIL = env.str("SIGNED_V1_ACCEPTED_UNTIL", default="2027-06-01")
+if SIGNED_V1_ACCEPTED_UNTIL:
+    date.fromisoformat(SIGNED_V1_ACCEPTED_UNTIL)  # a malformed date fails at start, not per call
 
 # --- widget -------------------------------------------------------------------------------------------
 # Widgets created before this moment get the legacy implicit defaults (ISO 8601; empty: built-in).
