@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.console.middleware.ConsoleContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -452,6 +453,9 @@ PROVIDER_VERIFY_TOKEN_WA = env.str("PROVIDER_VERIFY_TOKEN_WA", default="")
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Origins the console may show images from besides its own (apps.console.middleware), such as the
+# object storage's host when STORAGE_BACKEND serves chat files from there.
+CONSOLE_CSP_IMG_SOURCES = env.list("CONSOLE_CSP_IMG_SOURCES", default=[])
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if PRODUCTION:
