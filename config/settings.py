@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import date
 from pathlib import Path
 
 import environ
@@ -90,6 +91,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.console.middleware.ConsoleContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -421,6 +423,12 @@ WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 # After an external operator's secret rotation the previous secret keeps signing this long.
 EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
 
+# Signed application-assistant calls (apps.core.signed): the deprecated v1 signature, which covers
+# neither method nor path, is accepted before this ISO date (UTC, exclusive); empty refuses it.
+SIGNED_V1_ACCEPTED_UNTIL = env.str("SIGNED_V1_ACCEPTED_UNTIL", default="2027-06-01")
+if SIGNED_V1_ACCEPTED_UNTIL:
+    date.fromisoformat(SIGNED_V1_ACCEPTED_UNTIL)  # a malformed date fails at start, not per call
+
 # --- widget -------------------------------------------------------------------------------------------
 # Widgets created before this moment get the legacy implicit defaults (ISO 8601; empty: built-in).
 WIDGET_SETTINGS_LEGACY_CUTOFF = env.str("WIDGET_SETTINGS_LEGACY_CUTOFF", default="") or None
@@ -460,6 +468,9 @@ PROVIDER_VERIFY_TOKEN_WA = env.str("PROVIDER_VERIFY_TOKEN_WA", default="")
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Origins the console may show images from besides its own (apps.console.middleware), such as the
+# object storage's host when STORAGE_BACKEND serves chat files from there.
+CONSOLE_CSP_IMG_SOURCES = env.list("CONSOLE_CSP_IMG_SOURCES", default=[])
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if PRODUCTION:

@@ -1,6 +1,14 @@
+from django import forms
 from django.contrib import admin
 
+from apps.core.errors import ValidationFailed
+
+from . import services
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
+
+# The API's error keys and the admin form's field names of a credential.
+_FIELD_OF = {"assistant_id": "assistant", "operator_id": "operator", "backup_credential_id": "backup_credential"}
+_EDITABLE = ("base_url", "model", "is_active", "assistant", "operator", "backup_credential")
 
 
 @admin.register(AiSettings)
@@ -16,18 +24,58 @@ class AssistantAdmin(admin.ModelAdmin):
     raw_id_fields = ("widget",)
 
 
+class CredentialChangeForm(forms.ModelForm):
+    """Runs the API's save-time checks (`services.apply_credential_changes`: the address guard on
+    `base_url`, assistant, operator and backup inside the credential's widget, no backup cycle) on a
+    fresh copy, so a refused change is a form error and changes nothing."""
+
+    class Meta:
+        model = Credential
+        fields = _EDITABLE
+
+    def changes(self) -> dict:
+        return {name: self.cleaned_data.get(name) for name in self.changed_data if name in _EDITABLE}
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk is None or self.errors:
+            return data
+        copy = Credential.objects.select_related("widget").get(pk=self.instance.pk)
+        try:
+            services.apply_credential_changes(widget=copy.widget, credential=copy, changes=self.changes())
+        except ValidationFailed as exc:
+            for key, messages in (getattr(exc, "errors", None) or {"__all__": [str(exc)]}).items():
+                field = _FIELD_OF.get(key, key)
+                self.add_error(field if field in self.fields else None, messages)
+            return data
+        wide = copy.is_active and copy.is_widget_wide
+        others = Credential.objects.filter(
+            widget=copy.widget, provider=copy.provider, is_active=True, assistant=None, operator=None
+        )
+        if wide and others.exclude(pk=copy.pk).exists():
+            self.add_error("is_active", f"An active widget-wide {copy.provider} credential already exists.")
+        return data
+
+
 @admin.register(Credential)
 class CredentialAdmin(admin.ModelAdmin):
-    """Keys and signing secrets are never shown (stored encrypted; rotate through the API)."""
+    """Keys and signing secrets are never shown (stored encrypted; rotate through the API). Changes
+    are saved through `services.update_credential`, as the API's PATCH; the widget cannot change."""
 
+    form = CredentialChangeForm
     list_display = ("provider", "widget", "is_active", "assistant", "operator", "model", "created_at")
     list_filter = ("provider", "is_active")
-    exclude = ("api_key_encrypted", "signing_secret_encrypted")
-    readonly_fields = ("provider",)
-    raw_id_fields = ("widget", "assistant", "operator", "backup_credential")
+    fields = ("widget", "provider", *_EDITABLE)
+    readonly_fields = ("widget", "provider")
+    raw_id_fields = ("assistant", "operator", "backup_credential")
 
     def has_add_permission(self, request):
         return False
+
+    def save_model(self, request, obj, form, change):
+        # The form checked a copy; the service checks again under its lock and saves.
+        services.update_credential(widget=obj.widget, credential=obj, changes=form.changes())
+        obj.refresh_from_db()
 
 
 @admin.register(IntegrationBinding)

@@ -16,17 +16,30 @@ The floors, in the order they are checked (`FLOORS`):
 - `too_long`: the reply is over MAX_REPLY_CHARACTERS (the message body limit of the API);
 - `secret`: the reply holds something that looks like a credential: one of our API tokens (`cwt_`),
   a visitor session token (`cvs_`), a webhook signing secret (`whsec_`), a provider API key
-  (`sk-…`, `AIza…`, `AKIA…`, `gh?_…`, `xox?-…`), a private key block, or, verbatim, one of the
-  secrets the caller names (the provider keys of the AI's credential chain; the external operator's
-  signing secrets, current and previous);
-- `system_prompt`: the reply repeats the assistant's system prompt (or a long run of it) verbatim
-  (whitespace and case aside): a prompt-extraction answer.
+  (`sk-…`, `AIza…`, `AKIA…`, `gh?_…`, `xox?-…`), a private key block, or one of the secrets the
+  caller names (the provider keys of the AI's credential chain; the external operator's signing
+  secrets, current and previous), whole or a half of it;
+- `system_prompt`: the reply repeats the assistant's system prompt, or an excerpt of it of
+  PROMPT_LEAK_CHARS letters and digits: a prompt-extraction answer.
+
+Both comparisons see through disguise. Texts are compared as a skeleton (`skeleton`: NFKC, the
+look-alike letters of other scripts folded to Latin, case folded, everything but letters and digits
+dropped, so letter spacing, zero-width and format characters, soft hyphens, line breaks and
+fullwidth forms change nothing), overlap is counted in shingles of SHINGLE letters (an excerpt
+or a paraphrase with the words in place still matches), and the reply is also read reversed, in
+rot13 and base64-decoded (`_readings`). Key patterns run on a lighter normalisation (NFKC,
+look-alikes and dashes folded, invisible characters dropped, letter-spaced runs joined) with
+case-insensitive prefixes, over the same readings.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
 import re
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Iterator
 
 from apps.core.auth.tokens import TOKEN_PREFIX
 
@@ -40,24 +53,43 @@ REASON_PREFIX = "floor:"
 
 MAX_REPLY_CHARACTERS = 65536  # the body limit of a message (the API's `body`, `content`)
 # A system prompt shorter than this is not checked (a one-line prompt is a common phrase); a longer
-# one counts as repeated when a run of PROMPT_RUN characters of it appears in the reply.
+# one counts as repeated when the reply holds PROMPT_LEAK_CHARS letters and digits of it (as
+# shingles), or most of it when it is shorter than that.
 PROMPT_MIN = 40
-PROMPT_RUN = 120
-# Known secrets shorter than this are not matched (they would match ordinary words).
+PROMPT_LEAK_CHARS = 60
+SHINGLE = 12
+# Known secrets shorter than this are not matched (they would match ordinary words); a longer one
+# counts as leaked when half of it appears (the skeletons of both).
 KNOWN_SECRET_MIN = 12
+# Readings beyond the text itself are taken of at most this many characters (a reply is at most
+# MAX_REPLY_CHARACTERS; the check stays linear in it).
+_DECODE_LIMIT = MAX_REPLY_CHARACTERS
 
 _SECRET_PATTERNS = [
-    re.compile(rf"\b{TOKEN_PREFIX}[0-9A-Za-z]{{16,}}"),  # an API token, whole or most of it
-    re.compile(r"\bcvs_[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bwhsec_[A-Za-z0-9+/=]{16,}"),
-    re.compile(r"\bsk-(?:proj-|ant-|or-)?[A-Za-z0-9_-]{20,}"),
+    re.compile(rf"(?i:\b{TOKEN_PREFIX})[0-9A-Za-z]{{16,}}"),  # an API token, whole or most of it
+    re.compile(r"(?i:\bcvs_)[A-Za-z0-9_-]{16,}"),
+    re.compile(r"(?i:\bwhsec[_-])[A-Za-z0-9+/=]{16,}"),
+    re.compile(r"(?i:\bsk-(?:proj-|ant-|or-)?)[A-Za-z0-9_-]{20,}"),
     re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
+    re.compile(r"(?i:\bgh[pousr]_)[A-Za-z0-9]{36,}"),
+    re.compile(r"(?i:\bxox[abprs]-)[A-Za-z0-9-]{10,}"),
+    re.compile(r"(?i)-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
 ]
 
+# Letters of Cyrillic, Greek and Armenian that look like Latin ones (after NFKC and case folding),
+# the part of Unicode's confusables a model's homoglyph disguise uses; dashes and minus signs.
+_LOOKALIKES = str.maketrans(
+    {
+        **dict(zip("авсеёһіјӏкмнорԛѕтухԝьгԁ", "abceehijlkmhopqstyxwbrd", strict=True)),  # Cyrillic
+        **dict(zip("αβεηικνορτυχζμ", "abeniknoptuxzu", strict=True)),  # Greek
+        **dict(zip("օսհոց", "ouhng", strict=True)),  # Armenian
+        **dict.fromkeys("‐‑‒–—―−﹘﹣－⁃", "-"),
+    }
+)
+_INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn", "Mn", "Me"}
+_SPACED = re.compile(r"(?:(?<=\s)|^)(?:\S[ \t\u00a0]){6,}\S(?=\s|$)")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 # The visitor explicitly asks for a person. Casefolded substrings of the message.
 _PERSON_PHRASES = {
     "en": (
@@ -129,23 +161,90 @@ def visitor_asks_for_person(question: str) -> bool:
     return bool(folded) and any(phrase in folded for phrase in _PERSON)
 
 
+def _light(text: str) -> str:
+    """NFKC, look-alikes and dashes folded, invisible characters dropped, letter-spaced runs joined:
+    what the key patterns read (their separators and prefixes stay)."""
+    folded = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    kept = "".join(ch for ch in folded if unicodedata.category(ch) not in _INVISIBLE or ch in "\n\t")
+    return _SPACED.sub(lambda m: m.group(0)[::2], kept)
+
+
+def skeleton(text: str) -> str:
+    """The letters and digits of `text`, NFKC-normalised, look-alikes folded to Latin, case folded."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = unicodedata.normalize("NFKC", folded).translate(_LOOKALIKES)
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+def _base64_decodings(text: str) -> Iterator[str]:
+    """Every base64 (standard or URL-safe) run of `text`, also when wrapped over lines or glued to
+    a word before it (each of the four alignments is tried), decoded as UTF-8 with the rest dropped."""
+    sources = (text, re.sub(r"\s+", "", text))
+    for run in {m.group(0) for source in sources for m in _BASE64_RUN.finditer(source)}:
+        for start in range(4):
+            chunk = run[start:].rstrip("=")
+            chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
+            padded = chunk + "=" * (-len(chunk) % 4)
+            altchars = b"-_" if ("-" in chunk or "_" in chunk) else None
+            try:
+                raw = base64.b64decode(padded, altchars=altchars, validate=False)
+            except (binascii.Error, ValueError):
+                continue
+            decoded = raw.decode("utf-8", "ignore")
+            if sum(ch.isprintable() for ch in decoded) >= 0.8 * max(1, len(decoded)):
+                yield decoded
+
+
+def _readings(text: str) -> list[str]:
+    """The text and what it says read reversed, in rot13 and base64-decoded."""
+    head = text[:_DECODE_LIMIT]
+    readings = [text, head[::-1], codecs.encode(head, "rot13")]
+    readings += list(_base64_decodings(head))
+    return readings
+
+
+def _shingles(skeleton_text: str) -> set[str]:
+    return {skeleton_text[i : i + SHINGLE] for i in range(max(1, len(skeleton_text) - SHINGLE + 1))}
+
+
 def leaks_secret(text: str, known_secrets: Iterable[str] = ()) -> bool:
-    if any(pattern.search(text) for pattern in _SECRET_PATTERNS):
+    readings = _readings(text)
+    if any(pattern.search(_light(reading)) for reading in readings for pattern in _SECRET_PATTERNS):
         return True
-    return any(secret and len(secret) >= KNOWN_SECRET_MIN and secret in text for secret in known_secrets)
+    known = [skeleton(secret) for secret in known_secrets if secret and len(secret) >= KNOWN_SECRET_MIN]
+    if not known:
+        return False
+    reply_skeletons = [skeleton(reading) for reading in readings]
+    for secret in known:
+        part = max(KNOWN_SECRET_MIN, len(secret) // 2)
+        halves = {secret[i : i + part] for i in range(len(secret) - part + 1)}
+        if any(half in reply for reply in reply_skeletons for half in halves):
+            return True
+    return False
 
 
 def repeats_system_prompt(text: str, system_prompt: str) -> bool:
-    prompt = _squash(system_prompt or "")
-    if len(prompt) < PROMPT_MIN:
+    if len(_squash(system_prompt or "")) < PROMPT_MIN:
         return False
-    reply = _squash(text)
-    if prompt in reply:
-        return True
-    if len(prompt) <= PROMPT_RUN:
+    prompt = skeleton(system_prompt)
+    if not prompt:
         return False
-    step = PROMPT_RUN // 2
-    return any(prompt[i : i + PROMPT_RUN] in reply for i in range(0, len(prompt) - PROMPT_RUN + 1, step))
+    needed = min(PROMPT_LEAK_CHARS, int(len(prompt) * 0.8))
+    prompt_shingles = _shingles(prompt)
+    for reading in _readings(text):
+        reply = skeleton(reading)
+        if prompt in reply:
+            return True
+        common = prompt_shingles & _shingles(reply)
+        if not common:
+            continue
+        covered = set()  # the prompt's letters inside a shingle the reply holds too
+        for i in range(max(1, len(prompt) - SHINGLE + 1)):
+            if prompt[i : i + SHINGLE] in common:
+                covered.update(range(i, i + SHINGLE))
+        if len(covered) >= needed:
+            return True
+    return False
 
 
 def check_reply(

@@ -303,6 +303,21 @@ def check_base_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def check_credential_links(
+    *, widget: Widget, assistant: Assistant | None, operator: Agent | None, backup: Credential | None
+) -> None:
+    """The assistant, AI operator and backup a credential names belong to its widget (the API
+    resolves them inside the tenant; the admin's form names any row, so the rule is here too)."""
+    if assistant is not None and assistant.widget_id != widget.pk:
+        raise ValidationFailed(errors={"assistant_id": ["No such assistant in this widget."]})
+    if operator is not None and (operator.widget_id != widget.pk or operator.type != Agent.Type.AI):
+        raise ValidationFailed(errors={"operator_id": ["No such AI operator in this widget."]})
+    if backup is not None and backup.widget_id != widget.pk:
+        raise ValidationFailed(errors={"backup_credential_id": ["No such credential in this widget."]})
+    if assistant is not None and operator is not None:
+        raise ValidationFailed(errors={"operator_id": ["Give assistant_id or operator_id, not both."]})
+
+
 def _check_backup(widget: Widget, credential: Credential | None, backup: Credential | None) -> None:
     if backup is None:
         return
@@ -347,6 +362,9 @@ def create_credential(*, widget: Widget, data: dict) -> Credential:
         operator=data.get("operator"),
         backup_credential=data.get("backup_credential"),
     )
+    check_credential_links(
+        widget=widget, assistant=credential.assistant, operator=credential.operator, backup=credential.backup_credential
+    )
     _check_backup(widget, None, credential.backup_credential)
     return _save_credential(credential)
 
@@ -357,6 +375,14 @@ def update_credential(*, widget: Widget, credential: Credential, changes: dict) 
     `model`, scope, `backup_credential_id`). `provider` is immutable (refused by the input)."""
     lock_settings(widget)
     credential = Credential.objects.select_for_update().get(pk=credential.pk, widget=widget)
+    apply_credential_changes(widget=widget, credential=credential, changes=changes)
+    return _save_credential(credential)
+
+
+def apply_credential_changes(*, widget: Widget, credential: Credential, changes: dict) -> Credential:
+    """`changes` applied to `credential` in memory through every save-time check (the address
+    guard on `base_url`, links inside the widget, no backup cycle); nothing is saved. The API's
+    PATCH and the admin's credential form both go through it."""
     if "base_url" in changes:
         url = changes["base_url"] or ""
         if url:
@@ -375,12 +401,14 @@ def update_credential(*, widget: Widget, credential: Credential, changes: dict) 
     for name in ("is_active", "assistant", "operator"):
         if name in changes:
             setattr(credential, name, changes[name])
-    if credential.assistant_id is not None and credential.operator_id is not None:
-        raise ValidationFailed(errors={"operator_id": ["Give assistant_id or operator_id, not both."]})
     if "backup_credential" in changes:
         credential.backup_credential = changes["backup_credential"]
+    check_credential_links(
+        widget=widget, assistant=credential.assistant, operator=credential.operator, backup=credential.backup_credential
+    )
+    if "backup_credential" in changes:
         _check_backup(widget, credential, credential.backup_credential)
-    return _save_credential(credential)
+    return credential
 
 
 # --- alerts -----------------------------------------------------------------------------------------------

@@ -162,11 +162,14 @@ def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
     cred = credential(conn)
     secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
     provider = registry.get(conn.provider)
+    learned = {}
     if cred is None or secret is None:
         outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.FAILED, "stored credential unreadable")
     elif provider is not None:
         registration = provider.register(cred, hook_url=hook_url, hook_secret=secret)
         outcome = WebhookOutcome(registration.attempted, registration.status, registration.detail)
+        if registration.account_id:  # the hook checks events against it (a Messenger page id)
+            learned["sid_encrypted"] = webhooks.encrypt_secret(registration.account_id)
     elif settings.TELEGRAM_LONG_POLL:  # no webhook: delete it, check the identity; beat polls
         result = telegram.delete_webhook(cred.token)
         if result.ok:
@@ -182,6 +185,7 @@ def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
         else:
             outcome = WebhookOutcome(True, MessengerConnection.WebhookStatus.FAILED, result.description)
     MessengerConnection.objects.filter(pk=conn.pk).update(
+        **learned,
         webhook_status=outcome.status,
         webhook_detail=outcome.detail[:255],
         inbound_live=outcome.status == MessengerConnection.WebhookStatus.REGISTERED,

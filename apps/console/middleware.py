@@ -1,14 +1,25 @@
-"""The console's language: Django's own choice (the language cookie the console's switcher sets, else
+"""Two middlewares of the console's pages.
+
+The console's language: Django's own choice (the language cookie the console's switcher sets, else
 the browser's Accept-Language, else LANGUAGE_CODE) among settings.LANGUAGES, active while a console
 request is served.
 
 Only paths under /console/ are translated: the API, the visitor API and their problem+json texts stay
 English whatever the caller's Accept-Language (Django's LocaleMiddleware, site-wide, would activate
 DRF's and Django's own catalogues for every API error).
+
+The console's Content-Security-Policy: its pages run only the scripts and styles it serves
+itself (htmx and console.js as files, no inline script, no eval: htmx's `allowEval` and
+`allowScriptTags` are off in base.html), so an injected tag or attribute runs nothing.
+
+Django 5.2 has no CSP mechanism of its own, and the rest of the site (admin, the API docs with
+their inline boot script) keeps its own headers, so the policy is set here on the console's
+responses only (those whose URL resolved in the `console` namespace).
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils import translation
 from django.utils.cache import patch_vary_headers
 
@@ -28,4 +39,34 @@ class ConsoleLocaleMiddleware:
         # The page depends on the cookie and the header: no shared cache may serve it across them.
         patch_vary_headers(response, ("Accept-Language", "Cookie"))
         response.headers.setdefault("Content-Language", request.LANGUAGE_CODE)
+        return response
+
+
+def console_policy() -> str:
+    images = " ".join(["'self'", "data:", *settings.CONSOLE_CSP_IMG_SOURCES])
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            f"img-src {images}",
+            "connect-src 'self'",  # the console's fetches and its operator websocket (same host)
+            "font-src 'self'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+            "base-uri 'none'",
+            "object-src 'none'",
+        ]
+    )
+
+
+class ConsoleContentSecurityPolicyMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        if match is not None and match.namespace == "console" and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = console_policy()
         return response

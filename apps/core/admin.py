@@ -2,6 +2,11 @@
 
 Tokens are issued here through the same service as `issue_token`; the plaintext is shown once in
 the confirmation message and never again. Tokens are revoked, never edited.
+
+SECURITY: issuing a token is reading and writing a tenant's data, so `core.add_apitoken` is not
+enough. A staff user issues (and sees and revokes) tokens only of the widgets their own account
+owns, unless they hold `core.issue_for_any_widget` (or are a superuser); a token with any
+sensitive scope (catalogue `(S)`: AI credentials, secrets) also needs `core.issue_sensitive_scopes`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,13 @@ class WidgetAdmin(admin.ModelAdmin):
 admin.site.register(Widget, WidgetAdmin)
 
 
+def issuable_widgets(user):
+    """The widgets `user` may issue API tokens for (see the module docstring)."""
+    if user.has_perm("core.issue_for_any_widget"):
+        return Widget.objects.all()
+    return Widget.objects.filter(account__user=user)
+
+
 class IssueTokenForm(forms.ModelForm):
     preset = forms.ChoiceField(
         choices=[("", "— choose scopes below —")] + [(p, p) for p in sorted(catalogue.PRESETS)],
@@ -62,12 +74,19 @@ class IssueTokenForm(forms.ModelForm):
             (p, preset_label(p)) for p in sorted(catalogue.PRESETS)
         ]
         self.fields["scope_choices"].choices = [(s, scope_label(s)) for s in sorted(catalogue.ALL_SCOPES)]
+        # A widget outside the user's reach reads as one that does not exist ("Select a valid choice").
+        self.fields["widget"].queryset = issuable_widgets(self.request.user)
 
     def clean(self):
         data = super().clean()
         chosen = list(catalogue.PRESETS[data["preset"]]) if data.get("preset") else data.get("scope_choices")
         if not chosen:
             raise forms.ValidationError("Choose a preset or at least one scope.")
+        sensitive = sorted(set(chosen) & catalogue.SENSITIVE_SCOPES)
+        if sensitive and not self.request.user.has_perm("core.issue_sensitive_scopes"):
+            raise forms.ValidationError(
+                f"Sensitive scopes ({', '.join(sensitive)}) need the permission to issue sensitive scopes."
+            )
         data["chosen_scopes"] = chosen
         return data
 
@@ -83,10 +102,15 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def scope_count(self, obj):
         return len(obj.scopes)
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
             kwargs["form"] = IssueTokenForm
-        return super().get_form(request, obj, **kwargs)
+        form = super().get_form(request, obj, **kwargs)
+        form.request = request  # a fresh class per call: the user whose reach the form checks
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:

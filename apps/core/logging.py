@@ -14,11 +14,18 @@ request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id
 
 _QUERY_SECRET_RE = re.compile(r"(?i)([?&](?:session|access_token|token|api_key)=)[^&\s\"']+")
 _BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+[^\s\"'\\,;]+")
+# Routes whose path segment is itself the credential (matched by `tests/test_log_scrub_paths.py`
+# against every route of the URL confs with a `token` or `secret` group): the compat bot token and
+# Chat API channel secret, an agent invitation, a signed file download.
+CREDENTIAL_PATH_PREFIXES = ("/api/compat/legacy/bot/", "/api/compat/legacy/chat/", "/invite/", "/api/files/")
+_PATH_SECRET_RE = re.compile("(" + "|".join(re.escape(p) for p in CREDENTIAL_PATH_PREFIXES) + r")[^/\s\"'?#\\]+")
 
 
 def scrub(text: str) -> str:
-    """Redact every token-shaped string and Authorization credential from a log line."""
+    """Redact every token-shaped string, Authorization credential, credential query parameter and
+    credential path segment from a log line."""
     text = TOKEN_RE.sub(lambda m: m.group(0)[:PREFIX_LENGTH] + "…", text)
+    text = _PATH_SECRET_RE.sub(lambda m: m.group(1) + "[redacted]", text)
     text = _QUERY_SECRET_RE.sub(lambda m: m.group(1) + "[redacted]", text)
     return _BEARER_RE.sub(lambda m: m.group(1) + " [redacted]", text)
 

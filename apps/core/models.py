@@ -113,6 +113,12 @@ class ApiToken(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["widget", "-created_at"], name="token_widget_created")]
+        # Checked by the admin (apps.core.admin): without the first, staff issue and see tokens only
+        # of the widgets their own account owns; the second is needed for any sensitive scope.
+        permissions = [
+            ("issue_for_any_widget", "Can issue and revoke API tokens for any widget"),
+            ("issue_sensitive_scopes", "Can issue API tokens with sensitive scopes"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} {self.prefix}…"

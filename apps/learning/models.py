@@ -28,6 +28,7 @@ class TuningCycle(models.Model):
         RUNNING = "running"
         APPLIED = "applied"  # produced a persona version
         NO_CHANGE = "no_change"  # the provider proposed nothing new
+        HELD = "held"  # the proposal adds content: it waits for the owner as a wish (services._hold_for_owner)
         FAILED = "failed"
 
     class Trigger(models.TextChoices):
@@ -175,6 +176,7 @@ class HistoryEntry(models.Model):
         CYCLE_APPLIED = "cycle_applied"
         CYCLE_NO_CHANGE = "cycle_no_change"
         CYCLE_FAILED = "cycle_failed"
+        CYCLE_HELD = "cycle_held"
         WISH_APPROVED = "wish_approved"
         WISH_REVERTED = "wish_reverted"
         VERSION_REVERTED = "version_reverted"

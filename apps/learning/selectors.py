@@ -124,7 +124,7 @@ def evidence_since(widget: Widget, assistant: Assistant, *, now: datetime | None
     last_cycle = TuningCycle.objects.filter(
         widget=widget,
         assistant=assistant,
-        status__in=(TuningCycle.Status.APPLIED, TuningCycle.Status.NO_CHANGE),
+        status__in=(TuningCycle.Status.APPLIED, TuningCycle.Status.NO_CHANGE, TuningCycle.Status.HELD),
     ).aggregate(m=Max("evidence_to"))
     marks = [m for m in (floor, last_version["m"], last_cycle["m"]) if m is not None]
     return max(marks)
@@ -337,7 +337,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 def cycle_payload(cycle: TuningCycle) -> dict:
     proposal = None
-    if cycle.status in (TuningCycle.Status.APPLIED, TuningCycle.Status.NO_CHANGE):
+    if cycle.status in (TuningCycle.Status.APPLIED, TuningCycle.Status.NO_CHANGE, TuningCycle.Status.HELD):
         proposal = {
             "persona": cycle.proposed_persona,
             "system_prompt": cycle.proposed_system_prompt,

@@ -21,7 +21,7 @@ from apps.ai import services as ai_services
 from apps.ai.models import Assistant
 from apps.core.models import Widget
 
-from . import proposals, selectors
+from . import proposals, review, selectors
 from .errors import (
     CredentialUnavailable,
     CycleInProgress,
@@ -241,6 +241,10 @@ def run_cycle(*, cycle_id: int) -> TuningCycle | None:
         if (proposal.persona, proposal.system_prompt) == base:
             _finish_cycle(cycle, status=TuningCycle.Status.NO_CHANGE, kind=HistoryEntry.Kind.CYCLE_NO_CHANGE)
             return cycle
+        findings = review.additions(previous="\n".join(base), proposed=f"{proposal.persona}\n{proposal.system_prompt}")
+        if findings:
+            _hold_for_owner(cycle, base=base, proposal=proposal, findings=findings)
+            return cycle
         cycle.version = _apply_version(
             widget=widget,
             assistant=locked,
@@ -252,6 +256,31 @@ def run_cycle(*, cycle_id: int) -> TuningCycle | None:
         )
         _finish_cycle(cycle, status=TuningCycle.Status.APPLIED, kind=HistoryEntry.Kind.CYCLE_APPLIED)
     return cycle
+
+
+def _hold_for_owner(cycle: TuningCycle, *, base: tuple[str, str], proposal, findings: list[str]) -> Wish:
+    """A proposal that adds something (`review.additions`) becomes a wish in `proposed`, made
+    against `base`: the owner previews, approves or rejects it on the wish routes; the cycle ends
+    `held`. Precondition: in the cycle's transaction, the assistant locked."""
+    wish = Wish.objects.create(
+        widget_id=cycle.widget_id,
+        assistant_id=cycle.assistant_id,
+        text=f"Proposed by tuning cycle {cycle.pk}; it adds what the current texts lack, so it needs your approval.",
+        status=Wish.Status.PROPOSED,
+        base_persona=base[0],
+        base_system_prompt=base[1],
+        proposed_persona=proposal.persona,
+        proposed_system_prompt=proposal.system_prompt,
+        rationale=proposal.rationale,
+    )
+    detail = {"cycle_id": cycle.pk, "findings": findings[:20]}
+    _event(wish, WishEvent.Action.SUBMITTED, token_id=None, note=f"tuning cycle {cycle.pk}")
+    _event(wish, WishEvent.Action.PROPOSED, token_id=None, detail={"rationale": proposal.rationale, **detail})
+    _finish_cycle(cycle, status=TuningCycle.Status.HELD, kind=HistoryEntry.Kind.CYCLE_HELD)
+    HistoryEntry.objects.filter(cycle=cycle, kind=HistoryEntry.Kind.CYCLE_HELD).update(
+        wish=wish, detail={"rationale": proposal.rationale, **detail}
+    )
+    return wish
 
 
 def queue_due_cycles() -> int:

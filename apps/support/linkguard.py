@@ -173,13 +173,27 @@ def _trie_pattern(words: list[str]) -> str:
     return f"(?:{body}{'|' if ends else ''})"
 
 
+# The widget's linkify-it reads the same configuration from frontend/widget/src/linkguard.json,
+# which `manage.py export_linkguard` writes from here (a test fails when they differ).
+WIDGET_CONFIG_PATH = "frontend/widget/src/linkguard.json"
+_OPTIONS = {"fuzzyLink": True, "fuzzyEmail": True, "fuzzyIP": True}
+_PY_OPTION = {"fuzzyLink": "fuzzy_link", "fuzzyEmail": "fuzzy_email", "fuzzyIP": "fuzzy_ip"}  # linkify-it-py's names
+
+
+@functools.cache
+def linkify_config() -> dict:
+    """linkify-it's options (JavaScript names) and its one TLD pattern: what the server's detection
+    and the widget's renderer both use."""
+    return {"options": dict(_OPTIONS), "tldPattern": _trie_pattern(sorted(TLDS))}
+
+
 @functools.cache
 def _linkify() -> LinkifyIt:
     # `.tlds([pattern])`: linkify-it joins the list into a regex; one trie pattern of the same set
     # is the same regex language as the list itself, only faster.
-    return LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": True, "fuzzy_ip": True}).tlds(
-        [_trie_pattern(sorted(TLDS))], keep_old=False
-    )
+    config = linkify_config()
+    options = {_PY_OPTION[name]: value for name, value in config["options"].items()}
+    return LinkifyIt(options=options).tlds([config["tldPattern"]], keep_old=False)
 
 
 @dataclass(frozen=True)
@@ -207,11 +221,11 @@ def _kind_of(schema: str, raw: str) -> str:
 def find_links(text: str) -> list[Link]:
     """Everything in `text` the web widget or a chat messenger would turn into a link, in text order.
 
-    The web widget's JavaScript renders links with the `linkify-it` npm package configured exactly
-    like the `linkify-it-py` instance here, and applies the two extra patterns below:
+    The web widget's JavaScript renders links with the `linkify-it` npm package configured from the
+    same `linkify_config()` (shipped as WIDGET_CONFIG_PATH; the widget links no more than this):
 
     - `new LinkifyIt({}, {fuzzyLink: true, fuzzyEmail: true, fuzzyIP: true})`
-    - `.tlds(TLDS, false)`: TLDS is every top-level label of the ICANN section of the public suffix
+    - `.tlds([tldPattern], false)`: tldPattern matches every top-level label of the ICANN section of the public suffix
       list (Unicode and punycode forms, e.g. `рф` and `xn--p1ai`), from the pinned
       `publicsuffixlist` package; linkify-it also accepts any `xn--` top-level label;
     - schemes: linkify-it's defaults (`http:`, `https:`, `ftp:`, `mailto:`, `//`); any other

@@ -448,3 +448,39 @@ def test_a_chat_the_ai_hands_over_is_badged_live_until_the_operator_answers(brow
     expect(row.locator(".badge.waiting")).to_have_count(0)
     shot(page, "answered")
     page.context.close()
+
+
+def test_the_console_runs_under_its_content_security_policy_without_a_violation(page, console_server, shot):
+    # Given a browser that records every CSP violation and console error of the console's pages
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.add_init_script(
+        """document.addEventListener("securitypolicyviolation", (e) => {
+            (window.__violations = window.__violations || []).push(e.violatedDirective + " " + e.blockedURI);
+        });"""
+    )
+
+    # When the operator signs in (the socket connects), opens a chat with an image, replies and
+    # uses the panel
+    sign_in(page, console_server)
+    response = page.goto(console_server.url("/console/"))
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    connected(page)
+    visitor = Visitor(console_server, name="Csp")
+    chat_id = visitor.say("A message <img src=x onerror=alert(1)> <script>alert(2)</script>")["chat_id"]
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+    open_chat(page, chat_id)
+    reply = page.get_by_label("Reply")
+    reply.fill("Answered under the policy")
+    reply.press("Enter")
+    expect(page.locator("#messages .msg.by-agent").last).to_contain_text("Answered under the policy", timeout=WAIT)
+    page.get_by_label("Private note").fill("A note under the policy")
+    page.get_by_role("button", name="Add note").click()
+    expect(page.locator("#messages .msg.note").last).to_contain_text("A note under the policy", timeout=WAIT)
+    shot(page)
+
+    # Then nothing was refused by the policy and nothing failed
+    assert page.evaluate("window.__violations || []") == []
+    assert [e for e in errors if "Content Security Policy" in e or "Refused" in e] == []
+    assert errors == []

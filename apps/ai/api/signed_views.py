@@ -20,13 +20,7 @@ from .. import assistant_api
 
 IDENTIFIER = r"^[A-Za-z0-9_.:-]{1,128}$"
 SIGNED_PROBLEMS = [401, 403, 409, 413, 415, 422, 429, 502, 503]
-ENVELOPE = (
-    " Signed: the integration's bound token (`Authorization: Bearer`) and `X-Service-Timestamp` (Unix "
-    "seconds, within 300 s), `X-Service-Nonce` (16 to 64 of `[A-Za-z0-9_-]`, once within 600 s) and "
-    '`X-Service-Signature` = `sha256=v1:` + hex HMAC-SHA256 of `"{timestamp}.{nonce}." + raw body` keyed '
-    "with the binding's signing secret: 401 `invalid_signature` / `stale_timestamp`, 403 `token_not_bound`, "
-    "409 `nonce_reused` (a refused signature or timestamp does not use the nonce up)."
-)
+ENVELOPE = signed.OPENAPI_ENVELOPE
 
 
 class SignedAssistantView(ScopedAPIView):
@@ -40,7 +34,14 @@ class SignedAssistantView(ScopedAPIView):
 
     def check_permissions(self, request):
         super().check_permissions(request)
-        signed.verify(widget=request.widget, token=request.auth, meta=request.META, body=self._raw_body(request))
+        signed.verify(
+            widget=request.widget,
+            token=request.auth,
+            meta=request.META,
+            method=request.method,
+            path=request.path,
+            body=self._raw_body(request),
+        )
 
     def _raw_body(self, request) -> bytes:
         """The raw bytes the signature covers, read before the parser runs (which then parses them).

@@ -5,7 +5,9 @@ PUT answers `webhook: {attempted: false, status: "not_supported"}`.
 
 Both directions carry Apple's headers: `id` (the message id), `Source-Id`, `Destination-Id`, and
 `Authorization: Bearer <JWT>` signed HS256 with the shared secret. Inbound, the JWT is verified
-(signature, `exp` when present), `Destination-Id` must be our business id and the message's
+(signature; `exp` required, in the future and at most `MAX_INBOUND_LIFETIME` (1 hour) away, and
+when `iat` is present `exp - iat` at most that too, so a captured token lapses within the hour),
+`Destination-Id` must be our business id and the message's
 `Source-Id` is the customer; outbound, our JWT has `iss` = the business id and the body is
 `{"v": 1, "type": "text", "id", "sourceId", "destinationId", "body"}` posted to the gateway URL."""
 
@@ -14,12 +16,15 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import math
 import time
 import uuid
 
 from .base import Credential, HookRequest, Inbound, Provider, SendRequest, json_body, same
 
-TOKEN_LIFETIME = 300  # seconds
+TOKEN_LIFETIME = 300  # seconds, of the tokens we sign
+MAX_INBOUND_LIFETIME = 3600  # seconds: the longest-lived gateway token we accept
+CLOCK_SKEW = 60  # seconds an `iat` may lie ahead of our clock
 
 
 def _b64(data: bytes) -> str:
@@ -51,10 +56,17 @@ def verify_jwt(secret: str, token: str, *, now: float | None = None) -> bool:
     expected = _b64(hmac.new(secret.encode(), f"{parts[0]}.{parts[1]}".encode(), "sha256").digest())
     if not same(expected, parts[2]):
         return False
-    exp = claims.get("exp")
-    if exp is not None and (not isinstance(exp, int | float) or isinstance(exp, bool) or exp < (now or time.time())):
+    now = time.time() if now is None else now
+    exp, iat = claims.get("exp"), claims.get("iat")
+    if not _number(exp) or exp < now or exp - now > MAX_INBOUND_LIFETIME:
+        return False
+    if iat is not None and (not _number(iat) or iat > now + CLOCK_SKEW or exp - iat > MAX_INBOUND_LIFETIME):
         return False
     return True
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class Apple(Provider):

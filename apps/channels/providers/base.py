@@ -41,9 +41,13 @@ class Credential:
 
 @dataclass(frozen=True)
 class Registration:
+    """`account_id`: the provider's id of the connected account learned while registering (a
+    Messenger page id), stored as the connection's `sid` so the hook can check events against it."""
+
     attempted: bool
     status: str
     detail: str = ""
+    account_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,12 @@ the app secret of the Meta app that delivers it, the deployment's setting
 `PROVIDER_APP_SECRET_FB` / `PROVIDER_APP_SECRET_WA` (unset: every callback is refused). The app's
 GET verification of the callback URL is answered with `PROVIDER_VERIFY_TOKEN_FB` / `_WA`.
 Sends authenticate with `Authorization: Bearer <token>`; errors are `{"error": {message, code}}`.
+
+The app secret is deployment-wide, so a valid signature says only that Meta sent the event, not
+for which widget: each event is also checked against the connection of the hook that received it
+(Messenger: the page id, learned from the page token with `GET /me` when the credential is saved
+or verified; WhatsApp: the phone number id given as `sid`). Events of another page or number are
+acknowledged and dropped.
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ from __future__ import annotations
 from django.conf import settings
 
 from .base import (
+    FAILED,
+    NOT_SUPPORTED,
     Credential,
     HookRequest,
     Inbound,
     Provider,
+    Registration,
     SendRequest,
     hmac_hex,
     json_body,
@@ -61,19 +70,38 @@ class _Graph(Provider):
 
 
 class Messenger(_Graph):
-    """Facebook Messenger: events `{"object": "page", "entry": [{"messaging": [{"sender": {"id"},
-    "message": {"mid", "text"}}]}]}`; replies `POST /{v}/me/messages` to the sender's page-scoped id."""
+    """Facebook Messenger: events `{"object": "page", "entry": [{"id": <page id>, "messaging":
+    [{"sender": {"id"}, "recipient": {"id": <page id>}, "message": {"mid", "text"}}]}]}`; replies
+    `POST /{v}/me/messages` to the sender's page-scoped id. Only events whose entry and recipient
+    are the connection's page (`cred.sid`) are taken; without a learned page id none is."""
 
     code = "fb"
 
+    def register(self, cred: Credential, *, hook_url: str, hook_secret: str) -> Registration:
+        """No webhook call exists (the app's webhook is set in Meta's dashboard); the page id of the
+        token is read (`GET /me?fields=id`) so that the hook can tell this page's events from
+        another page's. A failed read is reported `failed` (retry with verify)."""
+        result = self.call(
+            "GET", f"{self.base}/{GRAPH_VERSION}/me?fields=id", headers={"Authorization": f"Bearer {cred.token}"}
+        )
+        page_id = result.data.get("id") if result.ok and isinstance(result.data, dict) else None
+        if not isinstance(page_id, str | int) or isinstance(page_id, bool) or not str(page_id).strip():
+            return Registration(False, FAILED, f"page id lookup failed: {result.description or 'no id'}")
+        return Registration(False, NOT_SUPPORTED, account_id=str(page_id).strip()[:64])
+
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        if data.get("object") != "page" or not isinstance(data.get("entry"), list):
+        if data.get("object") != "page" or not isinstance(data.get("entry"), list) or not cred.sid:
             return []
         out = []
         for entry in data["entry"]:
-            events = entry.get("messaging") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or str(entry.get("id") or "") != cred.sid:
+                continue
+            events = entry.get("messaging")
             for event in events if isinstance(events, list) else []:
                 if not isinstance(event, dict):
+                    continue
+                recipient = event.get("recipient") if isinstance(event.get("recipient"), dict) else {}
+                if str(recipient.get("id") or "") != cred.sid:
                     continue
                 message, sender = event.get("message"), event.get("sender")
                 if not isinstance(message, dict) or not isinstance(sender, dict) or message.get("is_echo"):

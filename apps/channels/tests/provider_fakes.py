@@ -91,6 +91,7 @@ class ProviderFake:
     fail_sends: bool = False
     throttle_sends: int = 0
     retry_after: int = 30
+    page_id: str = "1029384756"  # Messenger: what `GET /me` answers for a valid page token
     calls: list[Call] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -193,6 +194,8 @@ class ProviderFake:
         if self._is_register(call):
             status, body = self._register_answer()
             return status, body, {}
+        if self.code == "fb" and call.method == "GET" and call.path == "/v19.0/me":
+            return 200, {"id": self.page_id, "name": "Test page"}, {}
         if call.path == "/v1/chats/unsubscribe-webhook":
             return 200, {"result": {"success": True}}, {}
         if self._is_send(call):

@@ -246,6 +246,10 @@ def test_put_writes_then_registers(api, widget, fake, paid):
     conn = MessengerConnection.objects.get(widget=widget, provider=fake.code)
     assert TOKEN not in conn.token_encrypted and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
     assert conn.inbound_live is (case.registration == "registered")
+    if fake.code == "fb":  # no webhook mechanism; the page id of the token is read for the hook
+        assert [(c.method, c.path) for c in fake.calls] == [("GET", "/v19.0/me")]
+        assert webhooks.decrypt_secret(conn.sid_encrypted) == fake.page_id
+        return
     if not case.attempted:
         assert fake.calls == []  # no webhook mechanism: nothing is called
         return
@@ -380,6 +384,75 @@ def test_meta_verifies_the_callback_url_with_the_deployment_verify_token(client,
     assert_problem(client.get(url, {**query, "hub.verify_token": "guess"}), 404)
     settings.PROVIDER_VERIFY_TOKEN_FB = settings.PROVIDER_VERIFY_TOKEN_WA = ""
     assert_problem(client.get(url, {**query, "hub.verify_token": ""}), 404)
+
+
+def test_a_signed_meta_event_of_another_page_or_number_is_acknowledged_and_dropped(client, api, fake, paid):
+    """The app secret signs every page's events: the hook takes only its own page's (number's)."""
+    if fake.code not in ("fb", "wa"):
+        pytest.skip("Meta only")
+    conn = connect(api, fake)
+    payload = event(fake.code, "1001")
+    if fake.code == "fb":
+        payload["entry"][0]["id"] = payload["entry"][0]["messaging"][0]["recipient"]["id"] = "5550001111"
+        mixed = event(fake.code, "1002")  # our entry id, another page as the recipient
+        mixed["entry"][0]["messaging"][0]["recipient"]["id"] = "5550001111"
+    else:
+        payload["entry"][0]["changes"][0]["value"]["metadata"]["phone_number_id"] = "5550001111"
+        mixed = payload
+    assert deliver(client, conn, payload).status_code == 200
+    assert deliver(client, conn, mixed).status_code == 200
+    assert not Chat.objects.exists() and not InboundUpdate.objects.exists()
+    assert deliver(client, conn, event(fake.code, "1003")).status_code == 200  # its own page's event
+    assert Chat.objects.count() == 1
+
+
+def test_messenger_takes_no_event_until_the_page_id_is_known(client, api, fake, paid):
+    if fake.code != "fb":
+        pytest.skip("Messenger only")
+    fake.valid_tokens = set()  # `GET /me` refused: the page is unknown
+    body = put(api, fake).json()
+    assert body["webhook"]["status"] == "failed" and "page id" in body["webhook"]["detail"]
+    conn = MessengerConnection.objects.get()
+    assert deliver(client, conn, event(fake.code, "1001")).status_code == 200
+    assert not Chat.objects.exists()
+    fake.valid_tokens = {TOKEN}
+    verified = api(scopes=["messengers:write"]).post("/api/v1/messengers/fb/verify", **idem())
+    assert verified.json()["webhook"] == {"attempted": False, "status": "not_supported"}
+    assert deliver(client, conn, event(fake.code, "1002")).status_code == 200
+    assert Chat.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"aud": SID},  # no exp: it would never lapse
+        {"aud": SID, "exp": 2 * 3600},  # relative: read as the epoch, long past
+        {"aud": SID, "exp": "+60"},
+        {"aud": SID, "exp": float("inf")},
+        {"aud": SID, "exp": "NOW + 2 days"},
+        {"aud": SID, "exp": "LONG"},  # an exp over the one-hour maximum
+        {"aud": SID, "iat": "OLD", "exp": "SOON"},  # issued two hours before its exp
+    ],
+)
+def test_an_apple_gateway_token_without_exp_or_living_over_an_hour_is_refused(client, api, fake, paid, claims):
+    if fake.code != "apple":
+        pytest.skip("Apple only")
+    conn = connect(api, fake)
+    now = int(time.time())
+    times = {"NOW + 2 days": now + 2 * 86400, "LONG": now + 3600 + 120, "OLD": now - 7200 + 60, "SOON": now + 60}
+    claims = {k: times.get(v, v) if isinstance(v, str) and k != "aud" else v for k, v in claims.items()}
+    raw = json.dumps(event("apple", "1001")).encode()
+    jwt = apple_provider.sign_jwt(TOKEN, claims)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {jwt}", "HTTP_DESTINATION_ID": SID, "HTTP_SOURCE_ID": "x"}
+    response = client.post(f"/api/hooks/apple/{conn.hook_id}/", data=raw, content_type="application/json", **headers)
+    assert_problem(response, 401, "invalid_signature")
+    assert not Chat.objects.exists()
+
+
+def test_an_apple_gateway_token_within_the_hour_is_accepted():
+    now = int(time.time())
+    assert apple_provider.verify_jwt(TOKEN, apple_provider.sign_jwt(TOKEN, {"iat": now, "exp": now + 3600}))
+    assert not apple_provider.verify_jwt(TOKEN, apple_provider.sign_jwt(TOKEN, {"iat": now, "exp": now + 3601}))
 
 
 def test_events_without_user_text_are_acknowledged(client, api, fake, paid):

@@ -94,13 +94,30 @@ def test_sign_in_needs_the_csrf_token(operator):
     assert sign_in(client, operator.email, PASSWORD, csrfmiddlewaretoken=token).status_code == 302
 
 
-def test_sign_in_is_rate_limited_per_email(operator):
-    for _ in range(views.LOGIN_BY_EMAIL.limit):
+def test_sign_in_is_rate_limited_per_address_and_email(operator):
+    for _ in range(views.LOGIN_BY_ADDRESS_EMAIL.limit):
         assert sign_in(Client(), operator.email, "wrong-wrong-wrong").status_code == 401
     response = sign_in(Client(), operator.email, PASSWORD)
     assert response.status_code == 429
     assert int(response["Retry-After"]) > 0
     assert "Too many sign-in attempts" in response.content.decode()
+
+
+def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out_elsewhere(operator):
+    attacker = Client(REMOTE_ADDR="203.0.113.66")
+    for _ in range(views.LOGIN_BY_ADDRESS_EMAIL.limit):
+        assert sign_in(attacker, operator.email, "wrong-wrong-wrong").status_code == 401
+    assert sign_in(attacker, operator.email, PASSWORD).status_code == 429
+    owner = Client(REMOTE_ADDR="198.51.100.7")
+    assert sign_in(owner, operator.email, PASSWORD).status_code == 302
+
+
+def test_a_guess_spread_over_many_addresses_is_slowed_per_email(operator):
+    per_address = views.LOGIN_BY_ADDRESS_EMAIL.limit
+    for n in range(views.LOGIN_BY_EMAIL.limit):
+        sign_in(Client(REMOTE_ADDR=f"203.0.{n // per_address}.{n % per_address + 1}"), operator.email, "wrong-wrong")
+    response = sign_in(Client(REMOTE_ADDR="198.51.100.7"), operator.email, PASSWORD)
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
 
 
 def test_sign_in_is_rate_limited_per_address(operator):

@@ -10,6 +10,12 @@ from apps.core import services, signed
 from apps.core.models import SignedNonce
 
 SECRET = "s" * 48
+METHOD, PATH = "POST", "/api/v1/ai/assistant/turn"
+
+
+def verify(**kwargs):
+    """`signed.verify` of a request to METHOD PATH (tests of other paths pass their own)."""
+    return signed.verify(**{"method": METHOD, "path": PATH, **kwargs})
 
 
 @pytest.fixture
@@ -22,39 +28,36 @@ def bound(widget):
     signed.register_binding_lookup(None)
 
 
-def meta(body: bytes, *, ts=None, nonce="n" * 16, secret=SECRET, signature=None) -> dict:
+def meta(body: bytes, *, ts=None, nonce="n" * 16, secret=SECRET, signature=None, method=METHOD, path=PATH) -> dict:
     ts = str(int(time.time()) if ts is None else ts)
-    return {
-        "HTTP_X_SERVICE_TIMESTAMP": ts,
-        "HTTP_X_SERVICE_NONCE": nonce,
-        "HTTP_X_SERVICE_SIGNATURE": signature or signed.sign(secret=secret, timestamp=ts, nonce=nonce, body=body),
-    }
+    signature = signature or signed.sign(secret=secret, timestamp=ts, nonce=nonce, method=method, path=path, body=body)
+    return {"HTTP_X_SERVICE_TIMESTAMP": ts, "HTTP_X_SERVICE_NONCE": nonce, "HTTP_X_SERVICE_SIGNATURE": signature}
 
 
 def test_a_good_signature_passes_and_uses_its_nonce(widget, bound):
     body = b'{"a": 1}'
-    assert signed.verify(widget=widget, token=bound, meta=meta(body), body=body) == "n" * 16
+    assert verify(widget=widget, token=bound, meta=meta(body), body=body) == "n" * 16
     with pytest.raises(signed.NonceReused):
-        signed.verify(widget=widget, token=bound, meta=meta(body), body=body)
+        verify(widget=widget, token=bound, meta=meta(body), body=body)
 
 
 @pytest.mark.parametrize("offset", [301, -301, 100000])
 def test_stale_and_future_timestamps_are_401_and_do_not_use_the_nonce(widget, bound, offset):
     body = b"{}"
     with pytest.raises(signed.StaleTimestamp):
-        signed.verify(widget=widget, token=bound, meta=meta(body, ts=int(time.time()) + offset), body=body)
+        verify(widget=widget, token=bound, meta=meta(body, ts=int(time.time()) + offset), body=body)
     assert not SignedNonce.objects.exists()
-    signed.verify(widget=widget, token=bound, meta=meta(body), body=body)
+    verify(widget=widget, token=bound, meta=meta(body), body=body)
 
 
 @pytest.mark.parametrize("offset", [299, -299])
 def test_inside_the_window_passes(widget, bound, offset):
-    signed.verify(widget=widget, token=bound, meta=meta(b"", ts=int(time.time()) + offset), body=b"")
+    verify(widget=widget, token=bound, meta=meta(b"", ts=int(time.time()) + offset), body=b"")
 
 
 @pytest.mark.parametrize(
     "change",
-    ["body", "secret", "nonce", "timestamp", "uppercase", "prefix", "missing", "empty"],
+    ["body", "secret", "nonce", "timestamp", "method", "path", "uppercase", "prefix", "missing", "empty"],
 )
 def test_a_bad_signature_is_401_and_does_not_burn_the_nonce(widget, bound, change):
     body = b'{"a": 1}'
@@ -69,18 +72,22 @@ def test_a_bad_signature_is_401_and_does_not_burn_the_nonce(widget, bound, chang
         headers["HTTP_X_SERVICE_SIGNATURE"] = meta(body, nonce="m" * 16)["HTTP_X_SERVICE_SIGNATURE"]
     elif change == "timestamp":
         headers["HTTP_X_SERVICE_SIGNATURE"] = meta(body, ts=int(time.time()) - 1)["HTTP_X_SERVICE_SIGNATURE"]
+    elif change == "method":
+        headers = meta(body, method="PUT")
+    elif change == "path":
+        headers = meta(body, path="/api/v1/ai/assistant/account-link/revoke")
     elif change == "uppercase":
         headers["HTTP_X_SERVICE_SIGNATURE"] = headers["HTTP_X_SERVICE_SIGNATURE"].upper()
     elif change == "prefix":
-        headers["HTTP_X_SERVICE_SIGNATURE"] = headers["HTTP_X_SERVICE_SIGNATURE"].replace("sha256=v1:", "sha256=")
+        headers["HTTP_X_SERVICE_SIGNATURE"] = headers["HTTP_X_SERVICE_SIGNATURE"].replace("sha256=v2:", "sha256=")
     elif change == "missing":
         del headers["HTTP_X_SERVICE_SIGNATURE"]
     elif change == "empty":
         headers["HTTP_X_SERVICE_SIGNATURE"] = ""
     with pytest.raises(signed.InvalidSignature):
-        signed.verify(widget=widget, token=bound, meta=headers, body=sent)
+        verify(widget=widget, token=bound, meta=headers, body=sent)
     assert not SignedNonce.objects.exists()
-    signed.verify(widget=widget, token=bound, meta=meta(body), body=body)  # the nonce still works
+    verify(widget=widget, token=bound, meta=meta(body), body=body)  # the nonce still works
 
 
 @pytest.mark.parametrize(
@@ -88,34 +95,34 @@ def test_a_bad_signature_is_401_and_does_not_burn_the_nonce(widget, bound, chang
 )
 def test_a_malformed_nonce_is_401(widget, bound, nonce):
     with pytest.raises(signed.InvalidSignature):
-        signed.verify(widget=widget, token=bound, meta=meta(b"", nonce=nonce), body=b"")
+        verify(widget=widget, token=bound, meta=meta(b"", nonce=nonce), body=b"")
 
 
 def test_a_non_numeric_timestamp_is_401(widget, bound):
     headers = meta(b"")
     headers["HTTP_X_SERVICE_TIMESTAMP"] = "1e9"
     with pytest.raises(signed.InvalidSignature):
-        signed.verify(widget=widget, token=bound, meta=headers, body=b"")
+        verify(widget=widget, token=bound, meta=headers, body=b"")
 
 
 def test_another_token_of_the_widget_is_403_token_not_bound(widget, bound):
     other = services.issue_token(widget=widget, scopes=["ai:write"]).token
     with pytest.raises(signed.TokenNotBound):
-        signed.verify(widget=widget, token=other, meta=meta(b""), body=b"")
+        verify(widget=widget, token=other, meta=meta(b""), body=b"")
     assert not SignedNonce.objects.exists()
 
 
 def test_an_unbound_widget_is_403(widget, other_widget, bound):
     token = services.issue_token(widget=other_widget, scopes=["ai:write"]).token
     with pytest.raises(signed.TokenNotBound):
-        signed.verify(widget=other_widget, token=token, meta=meta(b""), body=b"")
+        verify(widget=other_widget, token=token, meta=meta(b""), body=b"")
 
 
 def test_no_lookup_registered_is_403(widget):
     signed.register_binding_lookup(None)
     token = services.issue_token(widget=widget, scopes=["ai:write"]).token
     with pytest.raises(signed.TokenNotBound):
-        signed.verify(widget=widget, token=token, meta=meta(b""), body=b"")
+        verify(widget=widget, token=token, meta=meta(b""), body=b"")
 
 
 def test_a_nonce_older_than_600_seconds_is_free_again(widget, bound):
@@ -123,12 +130,28 @@ def test_a_nonce_older_than_600_seconds_is_free_again(widget, bound):
 
     from django.utils import timezone
 
-    signed.verify(widget=widget, token=bound, meta=meta(b""), body=b"")
+    verify(widget=widget, token=bound, meta=meta(b""), body=b"")
     SignedNonce.objects.update(created_at=timezone.now() - timedelta(seconds=601))
-    signed.verify(widget=widget, token=bound, meta=meta(b""), body=b"")
+    verify(widget=widget, token=bound, meta=meta(b""), body=b"")
     assert signed.purge_nonces() == 0 and SignedNonce.objects.count() == 1
 
 
 def test_nonces_are_per_widget(widget, other_widget, bound):
-    signed.verify(widget=widget, token=bound, meta=meta(b""), body=b"")
+    verify(widget=widget, token=bound, meta=meta(b""), body=b"")
     assert SignedNonce.objects.filter(widget=widget).count() == 1
+
+
+def test_the_legacy_signature_is_accepted_before_the_deprecation_date_only(widget, bound, settings):
+    body = b'{"a": 1}'
+    ts = str(int(time.time()))
+    legacy = signed.sign_legacy(secret=SECRET, timestamp=ts, nonce="n" * 16, body=body)
+    headers = meta(body, signature=legacy, ts=ts)
+    settings.SIGNED_V1_ACCEPTED_UNTIL = "2026-01-01"
+    with pytest.raises(signed.InvalidSignature):
+        signed.verify(widget=widget, token=bound, meta=headers, method=METHOD, path=PATH, body=body)
+    settings.SIGNED_V1_ACCEPTED_UNTIL = "2999-01-01"
+    assert signed.verify(widget=widget, token=bound, meta=headers, method="PUT", path="/x", body=body) == "n" * 16
+    # a v2 signature is never checked as v1, inside the window too
+    forged = meta(body, nonce="o" * 16, method="PUT")
+    with pytest.raises(signed.InvalidSignature):
+        verify(widget=widget, token=bound, meta=forged, body=body)

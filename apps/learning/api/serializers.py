@@ -138,7 +138,11 @@ class CycleDoc(serializers.Serializer):
     trigger = serializers.ChoiceField(choices=TuningCycle.Trigger.choices)
     evidence_window = WindowDoc()
     evidence = EvidenceDoc()
-    proposal = ProposalDoc(allow_null=True, help_text="Set once the provider answered (applied or no_change).")
+    proposal = ProposalDoc(
+        allow_null=True,
+        help_text="Set once the provider answered (applied, no_change, or held: the proposal adds links, codes, "
+        "contact details or sentences, so it waits for the owner as a wish in `proposed`).",
+    )
     persona_version = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(
         allow_null=True,

@@ -17,12 +17,13 @@ from apps.support.models import SUPPORT_REPLY_ORIGIN
 
 _keys = itertools.count()
 
-PERSONA = "Вы вежливый консультант магазина обуви."
-PROMPT = "Answer about shoes only."
+PERSONA = "Вы вежливый консультант магазина обуви. Отвечайте коротко."
+PROMPT = "Answer about shoes only. Never guess a size; ask for the foot length."
+# What a cycle applies by itself: it removes and keeps sentences, it adds none (apps.learning.review).
 PROPOSAL = {
-    "persona": "Вы вежливый консультант магазина обуви. Сразу называйте сроки доставки.",
-    "system_prompt": "Answer about shoes and delivery times.",
-    "rationale": "Visitors asked about delivery and were handed over.",
+    "persona": "Вы вежливый консультант магазина обуви.",
+    "system_prompt": "Answer about shoes only.",
+    "rationale": "Visitors were handed over after short answers; the size rule sent them away.",
 }
 SUPPORT_SECRET = "support-reply-never-a-reference"
 

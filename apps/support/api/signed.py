@@ -68,7 +68,14 @@ class SignedAssistantView(ScopedAPIView):
         if not self.available(request):
             raise NotFound()
         # The raw bytes are read before the parser runs (Django keeps them for it).
-        signed.verify(widget=request.widget, token=request.auth, meta=request.META, body=request._request.body)
+        signed.verify(
+            widget=request.widget,
+            token=request.auth,
+            meta=request.META,
+            method=request.method,
+            path=request.path,
+            body=request._request.body,
+        )
 
 
 def audit_of_input(data: dict) -> dict:
@@ -247,7 +254,7 @@ class TicketIntakeView(SignedAssistantView):
         description="Files a ticket for the application account: one room and one open ticket per account "
         "(a further intake appends to the open ticket, `created: false`); appears in the widget's ticket "
         "queue; idempotent on `request_id` for 24 h; 60 per minute per widget, 10 per hour per account. "
-        "The service never contacts the customer; read replies with tickets/status.",
+        "The service never contacts the customer; read replies with tickets/status." + signed.OPENAPI_ENVELOPE,
         request=TicketIntakeInput,
         responses={200: TicketIntakeDoc},
     )
@@ -262,7 +269,7 @@ class TicketStatusView(SignedAssistantView):
     @extend_schema(
         summary="Read ticket replies (signed)",
         description="Human support replies after each cursor for up to 20 tickets of the account; other "
-        "accounts' numbers come back in `not_found`. Read-only.",
+        "accounts' numbers come back in `not_found`. Read-only." + signed.OPENAPI_ENVELOPE,
         request=TicketStatusInput,
         responses={200: TicketStatusDoc},
     )
@@ -288,7 +295,8 @@ class AccountLinkView(SignedAssistantView):
         summary="Link a chat to an application account (signed)",
         description="Only for widgets on the account-link list (404 while off). A chat bound to another "
         "account is 409 `chat_bound_to_other_account` and unchanged; the same account extends; identity and "
-        "grant are clamped; `telegram_user` is 422 `target_not_supported_yet`; idempotent on `request_id`.",
+        "grant are clamped; `telegram_user` is 422 `target_not_supported_yet`; idempotent on `request_id`."
+        + signed.OPENAPI_ENVELOPE,
         request=AccountLinkInput,
         responses={200: AccountLinkDoc},
     )
@@ -307,7 +315,7 @@ class AccountRevokeView(SignedAssistantView):
         summary="Revoke an account link (signed)",
         description="Clears identity, read grant and confirmed mailbox (every chat of a widget_visitor); "
         "`{bound: false}` when nothing was bound; an app-ticket chat also hides the account until the next "
-        "signed intake.",
+        "signed intake." + signed.OPENAPI_ENVELOPE,
         request=RevokeInput,
         responses={200: AccountLinkDoc},
     )

@@ -11,7 +11,13 @@ guard, with a table-driven corpus written from the spec's words:
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 
 from apps.support import linkguard
 from apps.support.errors import ForbiddenWhitespace, InvalidText, LinkNotAllowed
@@ -451,3 +457,36 @@ def test_a_repeated_link_is_reported_at_each_place():
 def test_normalisation_of_text_with_nothing_to_change_is_the_text_itself():
     text = "Plain reply, shop.ru/help: nothing to normalise."
     assert linkguard.normalize_text(text) is text
+
+
+# --- one configuration for the guard and the widget ------------------------------------------------
+
+_CORPUS = Path(__file__).with_name("link_corpus.json")
+
+
+def test_the_widget_ships_the_guards_linkify_configuration():
+    from apps.support.management.commands.export_linkguard import rendered
+
+    shipped = (Path(settings.BASE_DIR) / linkguard.WIDGET_CONFIG_PATH).read_text(encoding="utf-8")
+    assert shipped == rendered(), "run `python manage.py export_linkguard` and `make widget`"
+    widget_source = (Path(settings.BASE_DIR) / "frontend/widget/src/widget.js").read_text(encoding="utf-8")
+    assert "new LinkifyIt({}, LINKGUARD.options).tlds([LINKGUARD.tldPattern], false)" in widget_source
+
+
+@pytest.mark.parametrize("item", json.loads(_CORPUS.read_text(encoding="utf-8")), ids=lambda item: item["text"])
+def test_the_guard_reads_the_shared_corpus(item):
+    assert [m.text for m in linkguard._linkify().match(item["text"]) or []] == item["links"]
+
+
+def test_the_widget_reads_the_shared_corpus_as_the_guard_does():
+    widget_dir = Path(settings.BASE_DIR) / "frontend" / "widget"
+    node = shutil.which("node")
+    if node is None or not (widget_dir / "node_modules" / "linkify-it").is_dir():
+        pytest.skip("node and frontend/widget/node_modules (make widget) are needed")
+    config = Path(settings.BASE_DIR) / linkguard.WIDGET_CONFIG_PATH
+    done = subprocess.run(
+        [node, "test/links.mjs", str(config), str(_CORPUS)], cwd=widget_dir, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    corpus = json.loads(_CORPUS.read_text(encoding="utf-8"))
+    assert json.loads(done.stdout) == [item["links"] for item in corpus]

@@ -2,6 +2,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import LinkifyIt from "linkify-it";
+import LINKGUARD from "./linkguard.json";
 import { Conversation } from "./conversation.js";
 import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
 import { ICONS } from "./icons.js";
@@ -9,7 +10,9 @@ import { previewNotice } from "./notices.js";
 import { CSS } from "./styles.js";
 
 const api = window.ChatWidget;
-const linkify = new LinkifyIt();
+// The server's link guard configuration (ICANN top-level domains only, fuzzy IP links), written by
+// `manage.py export_linkguard`: the widget never links what the guard did not see as a link.
+const linkify = new LinkifyIt({}, LINKGUARD.options).tlds([LINKGUARD.tldPattern], false);
 const FONTS = {
   system: "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif",
   inter: "Inter,system-ui,sans-serif",
@@ -53,7 +56,7 @@ function Svg({ d }) {
   );
 }
 
-// Links found with linkify-it (the same algorithm as the server's link guard, linkify-it-py).
+// Links found with linkify-it (the same algorithm and configuration as the server's link guard).
 function Linked({ text }) {
   const matches = (text && linkify.match(text)) || [];
   const out = [];

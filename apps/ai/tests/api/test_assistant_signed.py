@@ -37,14 +37,18 @@ class App:
         data = raw if raw is not None else json.dumps(body).encode()
         ts = str(int(time.time()) if ts is None else ts)
         nonce = nonce or f"nonce-{next(_nonces):012d}"
+        url = f"/api/v1/ai/assistant/{path}"
+        signature = signed.sign(
+            secret=secret or self.secret, timestamp=ts, nonce=nonce, method="POST", path=url, body=data
+        )
         return (client or self.client).generic(
             "POST",
-            f"/api/v1/ai/assistant/{path}",
+            url,
             data,
             content_type or "application/json",
             HTTP_X_SERVICE_TIMESTAMP=ts,
             HTTP_X_SERVICE_NONCE=nonce,
-            HTTP_X_SERVICE_SIGNATURE=signed.sign(secret=secret or self.secret, timestamp=ts, nonce=nonce, body=data),
+            HTTP_X_SERVICE_SIGNATURE=signature,
         )
 
 
@@ -137,7 +141,9 @@ def test_a_body_changed_after_signing_is_401(app, assert_problem):
         "application/json",
         HTTP_X_SERVICE_TIMESTAMP=ts,
         HTTP_X_SERVICE_NONCE=nonce,
-        HTTP_X_SERVICE_SIGNATURE=signed.sign(secret=app.secret, timestamp=ts, nonce=nonce, body=raw),
+        HTTP_X_SERVICE_SIGNATURE=signed.sign(
+            secret=app.secret, timestamp=ts, nonce=nonce, method="POST", path="/api/v1/ai/assistant/turn", body=raw
+        ),
     )
     assert_problem(response, 401, "invalid_signature")
 

@@ -120,7 +120,8 @@ def test_tune_runs_a_cycle_that_patches_the_persona_under_probation(
     # What the provider was shown: the live texts and the evidence, never a support reply.
     sent = ready.api_requests[-1].json()["messages"]
     assert PERSONA in sent[1]["content"] and "Когда доставка? 0" in sent[1]["content"]
-    assert "rated 1/5: бесполезно" in sent[1]["content"] and "gift cards (1)" in sent[1]["content"]
+    assert '"rating": 1' in sent[1]["content"] and '"rating_comment": "бесполезно"' in sent[1]["content"]
+    assert '"topic": "gift cards"' in sent[1]["content"] and '"times_asked": 1' in sent[1]["content"]
     assert SUPPORT_SECRET not in json.dumps(sent, ensure_ascii=False)
 
     cycles = client.get(f"{BASE}/cycles").json()["data"]
@@ -194,7 +195,7 @@ def test_tune_key_reuse_is_409_with_the_first_result(client, assistant, ready, d
 def test_learning_follows_the_selected_assistant(
     client, widget, assistant, provider, switch_on, django_capture_on_commit_callbacks
 ):
-    other = AssistantFactory(widget=widget, persona="Other persona")
+    other = AssistantFactory(widget=widget, persona=PERSONA, system_prompt=PROMPT)
     make_evidence(widget, AiOperatorFactory(assistant=other))
     assert_problem(tune(client), 409, "tuning_gate_closed")  # the default has no evidence
     run_tune(client, django_capture_on_commit_callbacks, f"?assistant_id={other.pk}")
@@ -387,7 +388,7 @@ def test_credential_of_the_selected_assistant_is_used(
 ):
     own = llm_fake("openai", text=json.dumps(PROPOSAL))
     wide = llm_fake("openai", text="not json")
-    assistant = AssistantFactory(widget=widget, is_default=True, persona=PERSONA)
+    assistant = AssistantFactory(widget=widget, is_default=True, persona=PERSONA, system_prompt=PROMPT)
     CredentialFactory(widget=widget, api_key=wide.api_key, base_url=wide.base_url)
     CredentialFactory(widget=widget, assistant=assistant, api_key=own.api_key, base_url=own.base_url)
     make_evidence(widget, AiOperatorFactory(assistant=assistant))

@@ -38,13 +38,16 @@ class Signed:
         raw = json.dumps(body).encode()
         ts = str(int(time.time()) if ts is None else ts)
         nonce = nonce or f"nonce-{next(_nonces):012d}"
+        url = f"/api/v1/ai/assistant/{path}"
         return (client or self.client).post(
-            f"/api/v1/ai/assistant/{path}",
+            url,
             raw,
             content_type="application/json",
             HTTP_X_SERVICE_TIMESTAMP=ts,
             HTTP_X_SERVICE_NONCE=nonce,
-            HTTP_X_SERVICE_SIGNATURE=signed.sign(secret=secret, timestamp=ts, nonce=nonce, body=raw),
+            HTTP_X_SERVICE_SIGNATURE=signed.sign(
+                secret=secret, timestamp=ts, nonce=nonce, method="POST", path=url, body=raw
+            ),
         )
 
 
@@ -180,6 +183,53 @@ def test_a_wrong_signature_is_401_and_its_nonce_stays_usable(app):
     assert_problem(response, 401, "invalid_signature")
     assert app.post("tickets", intake(), nonce="reusable-nonce-0001").status_code == 200
     assert_problem(app.post("tickets", intake(2), nonce="reusable-nonce-0001"), 409, "nonce_reused")
+
+
+def _replay(app, captured_path: str, target_path: str, body: dict, *, legacy: bool = False, nonce: str):
+    """A request signed for `captured_path`, sent as captured to `target_path`."""
+    raw = json.dumps(body).encode()
+    ts = str(int(time.time()))
+    if legacy:
+        signature = signed.sign_legacy(secret=SECRET, timestamp=ts, nonce=nonce, body=raw)
+    else:
+        signature = signed.sign(secret=SECRET, timestamp=ts, nonce=nonce, method="POST", path=captured_path, body=raw)
+    return app.client.post(
+        target_path,
+        raw,
+        content_type="application/json",
+        HTTP_X_SERVICE_TIMESTAMP=ts,
+        HTTP_X_SERVICE_NONCE=nonce,
+        HTTP_X_SERVICE_SIGNATURE=signature,
+    )
+
+
+def test_a_request_signed_for_one_path_is_refused_on_another_and_keeps_its_nonce(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    body = {"contract": "v1", "request_id": "r-1", "target": {"chat_id": chat.pk}, "reason": "x"}
+    status_path, revoke_path = "/api/v1/ai/assistant/tickets/status", "/api/v1/ai/assistant/account-link/revoke"
+    response = _replay(app, status_path, revoke_path, body, nonce="captured-nonce-0001")
+    assert_problem(response, 401, "invalid_signature")
+    assert "sha256=v2" in response.json()["detail"]
+    assert not signed.SignedNonce.objects.filter(nonce="captured-nonce-0001").exists()
+    assert _replay(app, revoke_path, revoke_path, body, nonce="captured-nonce-0001").status_code == 200
+
+
+def test_the_legacy_signature_is_accepted_only_before_the_deprecation_date(app, settings):
+    settings.SIGNED_V1_ACCEPTED_UNTIL = "2999-01-01"
+    path = "/api/v1/ai/assistant/tickets"
+    assert _replay(app, path, path, intake(), legacy=True, nonce="legacy-nonce-00001").status_code == 200
+    settings.SIGNED_V1_ACCEPTED_UNTIL = (timezone.now().date()).isoformat()  # today: the window is over
+    refused = _replay(app, path, path, intake(2, user="user-2"), legacy=True, nonce="legacy-nonce-00002")
+    assert_problem(refused, 401, "invalid_signature")
+    settings.SIGNED_V1_ACCEPTED_UNTIL = ""
+    assert_problem(_replay(app, path, path, intake(3, user="user-3"), legacy=True, nonce="legacy-nonce-00003"), 401)
+    assert Ticket.objects.count() == 1
+
+
+def test_the_legacy_window_ends_on_the_documented_date():
+    assert settings.SIGNED_V1_ACCEPTED_UNTIL == "2027-06-01"
+    assert "SIGNED_V1_ACCEPTED_UNTIL" in signed.OPENAPI_ENVELOPE and "2027-06-01" in signed.OPENAPI_ENVELOPE
 
 
 def test_a_stale_request_is_401(app):
