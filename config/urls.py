@@ -20,6 +20,7 @@ api_v1 = [
     path("", include("apps.support.api.urls")),
     path("", include("apps.channels.api.urls")),
     path("", include("apps.external.api.urls")),
+    path("", include("apps.privacy.api.urls")),
 ]
 
 urlpatterns = [

@@ -39,6 +39,12 @@ def spec_routes() -> dict[tuple[str, str], frozenset[str]]:
 # Routes the spec leaves "not shown" and product-decisions.md fixes (path -> scopes).
 DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/v1/channels"): frozenset({"channels:register"}),  # "Custom channels"
+    # "Data protection"
+    ("POST", "/v1/contacts/{}/erase"): frozenset({"privacy:write"}),
+    ("GET", "/v1/contacts/{}/export"): frozenset({"contacts:read"}),
+    ("GET", "/v1/widget/retention"): frozenset({"widget:read"}),
+    ("PUT", "/v1/widget/retention"): frozenset({"privacy:write"}),
+    ("GET", "/v1/audit-log"): frozenset({"audit:read"}),
 }
 
 
@@ -73,8 +79,9 @@ def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
     assert not named & RESERVED_SCOPES
 
 
-def test_catalogue_has_44_grantable_43_operational():
-    assert len(ALL_SCOPES) == 44 and len(OPERATIONAL_SCOPES) == 43
+def test_catalogue_has_the_spec_scopes_and_the_wave_3_ones():
+    assert len(ALL_SCOPES) == 46 and len(OPERATIONAL_SCOPES) == 45
+    assert {"privacy:write", "audit:read"} <= OPERATIONAL_SCOPES
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}
 
 

@@ -1,4 +1,5 @@
-"""The one catalogue of grantable scopes (the spec's table: 44 grantable, 43 operational).
+"""The one catalogue of grantable scopes (the spec's table, 44 grantable and 43 operational, and the
+scopes of product-decisions.md "Wave 3").
 
 Routes name scopes from here only; a contract test checks every route scope against it.
 """
@@ -51,6 +52,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "support:reply": ("answer a customer as the configured human support operator", True),
     "support:write": ("claim/release a chat, close without replying, reopen a ticket", False),
     "support:tickets:close": ("only POST /v1/support/tickets/{number}/close", False),
+    "privacy:write": ("erase a contact with its chats and files; set chat retention", True),
+    "audit:read": ("read the audit log of configuration, credential and data changes", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -77,7 +80,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 44 and len(OPERATIONAL_SCOPES) == 43
+assert len(ALL_SCOPES) == 46 and len(OPERATIONAL_SCOPES) == 45
 
 
 def parse_scopes(text: str) -> list[str]:
