@@ -1,10 +1,13 @@
 from django.contrib import admin
 
+from apps.audit.admin import AuditedAdmin
+
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
 
 
 @admin.register(AiSettings)
-class AiSettingsAdmin(admin.ModelAdmin):
+class AiSettingsAdmin(AuditedAdmin):
+    audit_target = "ai_settings"
     list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "updated_at")
     raw_id_fields = ("widget",)
 
@@ -17,8 +20,11 @@ class AssistantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Credential)
-class CredentialAdmin(admin.ModelAdmin):
+class CredentialAdmin(AuditedAdmin):
     """Keys and signing secrets are never shown (stored encrypted; rotate through the API)."""
+
+    audit_target = "ai_credential"
+    audit_retired_field = "is_active"
 
     list_display = ("provider", "widget", "is_active", "assistant", "operator", "model", "created_at")
     list_filter = ("provider", "is_active")

@@ -148,6 +148,41 @@ def record(
     )
 
 
+# Bookkeeping columns that say nothing about what changed.
+_NOT_CHANGES = frozenset({"id", "widget", "created_at", "updated_at"})
+
+
+def values(obj) -> dict[str, Any]:
+    """The concrete field values of a model instance by attribute name (`backup_credential_id`),
+    bookkeeping columns left out: the `before`/`after` of `record_change`."""
+    return {
+        field.attname: getattr(obj, field.attname)
+        for field in obj._meta.concrete_fields
+        if field.name not in _NOT_CHANGES and field.attname not in _NOT_CHANGES
+    }
+
+
+def record_change(
+    *,
+    widget,
+    action: str,
+    target_type: str,
+    target_id: Any = "",
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    secrets: Iterable[str] = (),
+    always: bool = False,
+) -> AuditEntry | None:
+    """`record` with the changes between `before` and `after` (see `diff`). A write that changed
+    nothing writes no row unless `always` (a creation or deletion is recorded as such)."""
+    changes = diff(before, after, secrets=secrets)
+    if not changes and not always:
+        return None
+    return record(
+        widget=widget, action=action, target_type=target_type, target_id=target_id, changes=changes, secrets=secrets
+    )
+
+
 def purge_old_entries(*, now: datetime | None = None, batch_size: int = PURGE_BATCH) -> int:
     """Delete rows older than RETENTION, a batch per transaction. Returns how many went."""
     cutoff = (now or timezone.now()) - RETENTION
