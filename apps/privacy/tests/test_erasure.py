@@ -309,3 +309,21 @@ def test_admin_action_queues_the_same_erasure(admin_client, widget):
     assert mark.source == "admin"
     row = AuditEntry.objects.get(widget=widget, action="contact.erased")
     assert (row.actor_type, row.actor_name) == ("staff", "admin")
+
+
+def test_a_redacted_delivery_cannot_be_redelivered(api, widget):
+    subscribe(widget)
+    person = make_person(widget, tag="ivy")
+    Delivery.objects.update(status=Delivery.Status.DELIVERED)
+    assert erase(api(), person.contact.guid).status_code == 202
+    run_pending(person.contact)
+    redacted = Delivery.objects.filter(payload={"erased": True}, envelope="native").first()
+    assert redacted is not None
+    response = api().post(
+        f"/api/v1/webhook-subscriptions/{redacted.subscription_id}/redeliver",
+        {"delivery_id": str(redacted.delivery_id)},
+        format="json",
+        **idem(),
+    )
+    assert response.status_code in (409, 422), response.content
+    assert not Delivery.objects.filter(redelivery_of=redacted).exists()
