@@ -26,6 +26,8 @@ class PendingErasure(models.Model):
     requested_at = models.DateTimeField(default=timezone.now)
     # Runs of the erasure job that started on this row (a run after a crash continues the work).
     runs = models.PositiveIntegerField(default=0)
+    # Moved by a running job as it goes: a mark whose job went quiet is queued again.
+    last_run_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["requested_at"], name="pending_erasure_requested")]

@@ -85,9 +85,11 @@ def _queue(pending_id: int) -> None:
 
 
 def resume_erasures(*, now: datetime | None = None) -> int:
-    """Queue again the marks whose run was lost (a worker killed before the broker re-delivered)."""
+    """Queue again the marks whose run was lost (a worker killed before the broker re-delivered):
+    accepted over RESUME_AFTER ago and not moved by a job for as long."""
     cutoff = (now or timezone.now()) - RESUME_AFTER
-    ids = list(PendingErasure.objects.filter(requested_at__lt=cutoff).values_list("pk", flat=True)[:1000])
+    quiet = Q(last_run_at__lt=cutoff) | Q(last_run_at__isnull=True)
+    ids = list(PendingErasure.objects.filter(quiet, requested_at__lt=cutoff).values_list("pk", flat=True)[:1000])
     for pending_id in ids:
         _queue(pending_id)
     return len(ids)
@@ -102,7 +104,7 @@ def erase_contact(*, pending_id: int, batch_size: int = BATCH) -> dict[str, int]
     mark = PendingErasure.objects.filter(pk=pending_id).select_related("widget").first()
     if mark is None:
         return None
-    PendingErasure.objects.filter(pk=mark.pk).update(runs=F("runs") + 1)
+    PendingErasure.objects.filter(pk=mark.pk).update(runs=F("runs") + 1, last_run_at=timezone.now())
     drain_stored_bytes()
     counts: Counter[str] = Counter()
     contact = Contact.objects.filter(pk=mark.contact_id, widget_id=mark.widget_id).first()
@@ -110,6 +112,7 @@ def erase_contact(*, pending_id: int, batch_size: int = BATCH) -> dict[str, int]
         chat_ids = list(Chat.objects.filter(contact_id=contact.pk).values_list("pk", flat=True))
         for chat_id in chat_ids:
             counts += _delete_messages(widget_id=mark.widget_id, chat_id=chat_id, batch_size=batch_size)
+            PendingErasure.objects.filter(pk=mark.pk).update(last_run_at=timezone.now())
         counts["files"] += _delete_uploads(contact=contact, batch_size=batch_size)
         counts["webhook_events"] += _redact_webhook_log(
             widget_id=mark.widget_id, guid=contact.guid, chat_ids=chat_ids, batch_size=batch_size

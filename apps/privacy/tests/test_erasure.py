@@ -202,6 +202,16 @@ def test_the_worker_erases_every_row_file_and_log_body_of_the_contact_and_nothin
     assert not PendingErasure.objects.exists()
     assert not any(storage.exists(name) for name in person.stored_names)
     assert not StoredBytesDeletion.objects.exists()
+    erased_ids = {
+        Contact: [person.contact.pk],
+        Chat: [chat.pk for chat in person.chats],
+        Message: [message.pk for message in person.messages],
+    }
+    for model in django_apps.get_models():  # every table that can refer to the person is empty of them
+        for field in model._meta.get_fields():
+            if field.is_relation and field.concrete and field.related_model in erased_ids:
+                left = model._default_manager.filter(**{f"{field.attname}__in": erased_ids[field.related_model]})
+                assert not left.exists(), f"{model._meta.label}.{field.name}"
     assert result["chats"] == 2 and result["files"] == 3, result
     for word in person.words:
         for model, fields in ((Delivery, ("body",)), (Attempt, ("response_excerpt",))):
@@ -327,3 +337,17 @@ def test_a_redacted_delivery_cannot_be_redelivered(api, widget):
     )
     assert response.status_code in (409, 422), response.content
     assert not Delivery.objects.filter(redelivery_of=redacted).exists()
+
+
+def test_resume_queues_only_erasures_whose_job_went_quiet(widget, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    queued = []
+    monkeypatch.setattr(services, "_queue", queued.append)
+    long_ago = timezone.now() - timedelta(hours=2)
+    quiet = PendingErasure.objects.create(widget=widget, contact_id=1, requested_at=long_ago, last_run_at=long_ago)
+    PendingErasure.objects.create(widget=widget, contact_id=2, requested_at=long_ago, last_run_at=timezone.now())
+    PendingErasure.objects.create(widget=widget, contact_id=3)
+    assert services.resume_erasures() == 1 and queued == [quiet.pk]
