@@ -351,3 +351,34 @@ def test_resume_queues_only_erasures_whose_job_went_quiet(widget, monkeypatch):
     PendingErasure.objects.create(widget=widget, contact_id=2, requested_at=long_ago, last_run_at=timezone.now())
     PendingErasure.objects.create(widget=widget, contact_id=3)
     assert services.resume_erasures() == 1 and queued == [quiet.pk]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_visitor_messages_racing_the_erasure_never_outlive_it(widget):
+    from apps.core.testing.concurrency import race
+
+    contact = ContactFactory(widget=widget)
+    chats.post_client_message(widget=widget, contact=contact, data=MessageInput(body="first"))
+
+    def visitor(n):
+        def work():
+            try:
+                chats.post_client_message(widget=widget, contact=contact, data=MessageInput(body=f"racing {n}"))
+            except Chat.DoesNotExist:
+                return "refused"
+            return "stored"
+
+        return work
+
+    def accept():
+        services.request_contact_erasure(widget=widget, contact=contact)  # the worker runs on commit (eager)
+        return "accepted"
+
+    results = race([*(visitor(n) for n in range(6)), accept])
+    assert results[-1] == "accepted" and set(results[:-1]) <= {"stored", "refused"}, results
+    for mark in PendingErasure.objects.all():
+        services.erase_contact(pending_id=mark.pk)
+    assert not Contact.objects.filter(pk=contact.pk).exists()
+    assert not Chat.objects.filter(contact_id=contact.pk).exists()
+    assert not Message.objects.filter(body__startswith="racing").exists()
