@@ -84,6 +84,9 @@ BEAT_SCHEDULE = {
     "kb.queue_scheduled_crawls": ("apps.kb.tasks.queue_scheduled_crawls", 3600),
     "kb.sweep_stale_documents": ("apps.kb.tasks.sweep_stale_documents", 300),
     "ai.redrive_unanswered": ("apps.ai.tasks.redrive_unanswered", 30),
+    "privacy.resume_erasures": ("apps.privacy.tasks.resume_erasures", 600),
+    "privacy.erase_expired_chats": ("apps.privacy.tasks.erase_expired_chats", 86400),
+    "audit.purge_audit_log": ("apps.audit.tasks.purge_audit_log", 86400),
 }
 # A deployment with no public address polls Telegram instead of a webhook (the same environment
 # variables as settings.TELEGRAM_LONG_POLL / TELEGRAM_POLL_SECONDS: settings are not loaded yet here).

@@ -75,6 +75,9 @@ INSTALLED_APPS = [
     "apps.external",
     "apps.learning",
     "apps.canned",
+    "apps.erasure",
+    "apps.audit",
+    "apps.privacy",
 ]
 
 MIDDLEWARE = [
@@ -88,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "apps.audit.middleware.AdminActorMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -417,7 +421,7 @@ if OUTBOUND_ALLOW_LOOPBACK:
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
-WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created"])
+WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased"])
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 # After an external operator's secret rotation the previous secret keeps signing this long.

@@ -21,6 +21,7 @@ api_v1 = [
     path("", include("apps.channels.api.urls")),
     path("", include("apps.external.api.urls")),
     path("", include("apps.canned.api.urls")),
+    path("", include("apps.privacy.api.urls")),
 ]
 
 urlpatterns = [

@@ -51,6 +51,12 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/canned-responses/{}/render"): frozenset({"canned:read"}),
     ("GET", "/v1/widget/business-hours"): frozenset({"widget:read"}),  # "Business hours that act"
     ("PUT", "/v1/widget/business-hours"): frozenset({"widget:write"}),
+    # "Data protection"
+    ("POST", "/v1/contacts/{}/erase"): frozenset({"privacy:write"}),
+    ("GET", "/v1/contacts/{}/export"): frozenset({"contacts:read"}),
+    ("GET", "/v1/widget/retention"): frozenset({"widget:read"}),
+    ("PUT", "/v1/widget/retention"): frozenset({"privacy:write"}),
+    ("GET", "/v1/audit-log"): frozenset({"audit:read"}),
 }
 
 
@@ -86,7 +92,8 @@ def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
 
 
 def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_scopes():
-    added = {"canned:read", "canned:write"}  # product-decisions.md "Canned responses"
+    added = {"canned:read", "canned:write", "privacy:write", "audit:read"}  # product-decisions.md "Wave 3"
+    assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}
 

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin
 
+from apps.audit.admin import AuditedAdmin
 from apps.core.errors import ValidationFailed
 
 from . import services
@@ -12,7 +13,8 @@ _EDITABLE = ("base_url", "model", "is_active", "assistant", "operator", "backup_
 
 
 @admin.register(AiSettings)
-class AiSettingsAdmin(admin.ModelAdmin):
+class AiSettingsAdmin(AuditedAdmin):
+    audit_target = "ai_settings"
     list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "updated_at")
     raw_id_fields = ("widget",)
 
@@ -58,11 +60,14 @@ class CredentialChangeForm(forms.ModelForm):
 
 
 @admin.register(Credential)
-class CredentialAdmin(admin.ModelAdmin):
+class CredentialAdmin(AuditedAdmin):
     """Keys and signing secrets are never shown (stored encrypted; rotate through the API). Changes
-    are saved through `services.update_credential`, as the API's PATCH; the widget cannot change."""
+    are saved through `services.update_credential`, as the API's PATCH (which writes their audit
+    row); the widget cannot change. Deletions are audited by AuditedAdmin."""
 
     form = CredentialChangeForm
+    audit_target = "ai_credential"
+    audit_retired_field = "is_active"
     list_display = ("provider", "widget", "is_active", "assistant", "operator", "model", "created_at")
     list_filter = ("provider", "is_active")
     fields = ("widget", "provider", *_EDITABLE)

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.agents import services as agent_services
 from apps.agents.models import Agent
+from apps.audit import services as audit
 from apps.core import events, outbound
 from apps.core.errors import AppError, MissingScope, ValidationFailed
 from apps.core.models import ApiToken, Widget
@@ -89,6 +90,7 @@ def lock_settings(widget: Widget) -> AiSettings:
 def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
     row = lock_settings(widget)
     changed = [name for name, value in changes.items() if getattr(row, name) != value]
+    before = audit.values(row)
     for name in changed:
         setattr(row, name, changes[name])
     if "enabled" in changed and row.enabled:
@@ -96,6 +98,13 @@ def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
         changed.append("enabled_at")
     if changed:
         row.save(update_fields=[*changed, "updated_at"])
+        audit.record_change(
+            widget=widget,
+            action="ai_settings.changed",
+            target_type="ai_settings",
+            before=before,
+            after=audit.values(row),
+        )
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return row
 
@@ -366,7 +375,17 @@ def create_credential(*, widget: Widget, data: dict) -> Credential:
         widget=widget, assistant=credential.assistant, operator=credential.operator, backup=credential.backup_credential
     )
     _check_backup(widget, None, credential.backup_credential)
-    return _save_credential(credential)
+    credential = _save_credential(credential)
+    audit.record_change(
+        widget=widget,
+        action="ai_credential.created",
+        target_type="ai_credential",
+        target_id=credential.pk,
+        before={},
+        after=audit.values(credential),
+        always=True,
+    )
+    return credential
 
 
 @transaction.atomic
@@ -375,8 +394,19 @@ def update_credential(*, widget: Widget, credential: Credential, changes: dict) 
     `model`, scope, `backup_credential_id`). `provider` is immutable (refused by the input)."""
     lock_settings(widget)
     credential = Credential.objects.select_for_update().get(pk=credential.pk, widget=widget)
+    before = audit.values(credential)
     apply_credential_changes(widget=widget, credential=credential, changes=changes)
-    return _save_credential(credential)
+    credential = _save_credential(credential)
+    action = "ai_credential.retired" if before["is_active"] and not credential.is_active else "ai_credential.changed"
+    audit.record_change(
+        widget=widget,
+        action=action,
+        target_type="ai_credential",
+        target_id=credential.pk,
+        before=before,
+        after=audit.values(credential),
+    )
+    return credential
 
 
 def apply_credential_changes(*, widget: Widget, credential: Credential, changes: dict) -> Credential:

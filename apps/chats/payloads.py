@@ -10,25 +10,36 @@ from django.urls import reverse
 from .models import Chat, File, Message
 
 FILE_URL_MAX_AGE = 300  # seconds a signed download URL stays valid
+# The longest lifetime a URL may be signed for (a contact's export links live an hour).
+FILE_URL_LONGEST_AGE = 3600
 _FILE_SALT = "chats.file-download"
 
 
-def signed_file_url(file: File) -> str:
-    """A short-lived URL of the stored bytes. Storages that sign their own URLs (S3 and kin) are
-    used as they are; the file system storage goes through our signed download route."""
+def signed_file_url(file: File, *, max_age: int = FILE_URL_MAX_AGE) -> str:
+    """A short-lived URL of the stored bytes, valid `max_age` seconds (at most
+    FILE_URL_LONGEST_AGE). Storages that sign their own URLs (S3 and kin) are used as they are; the
+    file system storage goes through our signed download route."""
+    max_age = min(max_age, FILE_URL_LONGEST_AGE)
     storage = file.stored.storage
     if not isinstance(storage, FileSystemStorage):
         try:  # S3 and kin sign their own URLs; ask for our lifetime
-            return storage.url(file.stored.name, expire=FILE_URL_MAX_AGE)
+            return storage.url(file.stored.name, expire=max_age)
         except TypeError:
             return storage.url(file.stored.name)
-    token = signing.dumps({"f": file.pk, "w": file.widget_id}, salt=_FILE_SALT, compress=True)
+    claims = {"f": file.pk, "w": file.widget_id}
+    if max_age != FILE_URL_MAX_AGE:
+        claims["t"] = max_age  # signed with the rest: the lifetime cannot be stretched
+    token = signing.dumps(claims, salt=_FILE_SALT, compress=True)
     return reverse("file-download", kwargs={"token": token})
 
 
 def read_file_token(token: str) -> dict | None:
     try:
-        return signing.loads(token, salt=_FILE_SALT, max_age=FILE_URL_MAX_AGE)
+        claims = signing.loads(token, salt=_FILE_SALT, max_age=FILE_URL_LONGEST_AGE)
+        max_age = claims.get("t", FILE_URL_MAX_AGE) if isinstance(claims, dict) else None
+        if not isinstance(max_age, int) or max_age > FILE_URL_LONGEST_AGE:
+            return None
+        return signing.loads(token, salt=_FILE_SALT, max_age=max_age)
     except signing.BadSignature:
         return None
 
@@ -95,7 +106,7 @@ def chat_payload(chat: Chat) -> dict:
     return chat_row_payload({**row, "contact__guid": chat.contact.guid})
 
 
-def message_payload(message: Message) -> dict:
+def message_payload(message: Message, *, url_max_age: int = FILE_URL_MAX_AGE) -> dict:
     payload = {
         "id": message.pk,
         "chat_id": message.chat_id,
@@ -103,7 +114,7 @@ def message_payload(message: Message) -> dict:
         "body": message.body,
         "markdown": message.markdown or None,
         "file": file_payload(message.file),
-        "url": signed_file_url(message.file) if message.file_id and message.file else None,
+        "url": signed_file_url(message.file, max_age=url_max_age) if message.file_id and message.file else None,
         "coords": message.coords,
         "sticker": message.sticker,
         "keyboard": message.keyboard if message.type == Message.Type.KEYBOARD else None,

@@ -10,6 +10,7 @@ from django.db.models import Exists, Lookup, OuterRef, QuerySet, TextField
 
 from apps.core.models import Widget
 
+from . import payloads
 from .models import Chat, Contact, File, Message
 from .payloads import signed_file_url as _signed_file_url
 
@@ -144,6 +145,21 @@ def file_url(file: File) -> str:
     """A short-lived download URL of a stored file (the operator console draws files and images
     with it, as the REST API's `url`)."""
     return _signed_file_url(file)
+
+
+def chat_payload(chat: Chat) -> dict:
+    """A chat as the REST API shows it (the contact's export)."""
+    return payloads.chat_payload(chat)
+
+
+def message_payload(message: Message, *, url_max_age: int = payloads.FILE_URL_MAX_AGE) -> dict:
+    """A message as the REST API shows it, its file URL signed for `url_max_age` seconds."""
+    return payloads.message_payload(message, url_max_age=url_max_age)
+
+
+def file_payload(file: File, *, url_max_age: int = payloads.FILE_URL_MAX_AGE) -> dict:
+    """A file's metadata with a download URL signed for `url_max_age` seconds."""
+    return {**payloads.file_payload(file), "url": _signed_file_url(file, max_age=url_max_age)}
 
 
 def client_address(request) -> str:

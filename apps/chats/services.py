@@ -24,6 +24,8 @@ from apps.core import events, statements
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
+from apps.erasure import selectors as erasure
+from apps.erasure.selectors import not_erasing
 
 from .models import Chat, ChatTransfer, Contact, ContactTag, Message, Rating
 
@@ -62,7 +64,7 @@ def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
     `of=self`), with `related` rows joined. The one way a writer takes a chat by id (a visitor's
     message takes its room by contact: `_locked_room`). Chat.DoesNotExist when `widget` has no
-    such chat.
+    such chat, or its contact's erasure was accepted (apps.erasure): nothing writes it back.
 
     A chat this function returned earlier in the same transaction, with `related` loaded, is
     returned as it is: the row is locked and read already (the caller holds it as it left it).
@@ -97,6 +99,7 @@ _LOCKED_CHAT = ModelStatement(
         Chat.objects.select_for_update(of=("self",))
         .select_related(*related)
         .filter(pk=Slot("chat", Chat._meta.pk), widget_id=Slot("widget", Widget._meta.pk))
+        .filter(not_erasing())
     ),
     prepared=True,
 )
@@ -179,10 +182,13 @@ def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]
 
 
 def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL, source: str) -> Chat:
-    """The contact's room on `channel`; created (with chat.created) only the first time."""
+    """The contact's room on `channel`; created (with chat.created) only the first time. A contact
+    under erasure gets no room (Chat.DoesNotExist, as if it were gone already)."""
     chat = find_room(widget=widget, contact=contact, channel=channel)
     if chat is not None:
         return chat
+    if erasure.is_erasing(contact.pk):
+        raise Chat.DoesNotExist("The contact is being erased.")
     try:
         with transaction.atomic():
             chat = Chat.objects.create(widget=widget, contact=contact, channel=channel)
@@ -524,6 +530,7 @@ _LOCKED_ROOM = ModelStatement(
             contact_id=Slot("contact", Contact._meta.pk),
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
+        .filter(not_erasing())
         .order_by("pk")[:1]
     ),
     prepared=True,

@@ -57,6 +57,7 @@ AGENT_OFFLINE = "agent.offline"
 CHAT_ACCEPTED = "chat.accepted"
 OFFLINE_MESSAGE_CREATED = "offline_message.created"
 CONTACT_UPDATED = "contact.updated"
+CONTACT_ERASED = "contact.erased"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -70,6 +71,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     CHAT_ACCEPTED: ("chat_id", "operator_id", "operator_type", "client_id"),
     OFFLINE_MESSAGE_CREATED: ("chat_id", "client_id", "message_id", "name", "email", "phone"),
     CONTACT_UPDATED: ("client_id", "changed_fields"),
+    CONTACT_ERASED: ("contact_id",),
 }
 
 # The legacy vocabulary and its native mapping.

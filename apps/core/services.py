@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit.services import record
 from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
@@ -53,6 +54,7 @@ def resolve_widget(id_or_guid: str) -> Widget:
     return Widget.objects.get(button_guid=value.lower())
 
 
+@transaction.atomic
 def issue_token(*, widget: Widget, scopes: list[str], name: str = "", expires_in: int | None = None) -> IssuedToken:
     """A new token of `widget`. Only the hash is stored; the plaintext is returned once."""
     unknown = sorted(set(scopes) - scope_catalogue.ALL_SCOPES)
@@ -71,12 +73,32 @@ def issue_token(*, widget: Widget, scopes: list[str], name: str = "", expires_in
         scopes=sorted(set(scopes)),
         expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
     )
+    record(
+        widget=widget, action="token.issued", target_type="token", target_id=token.prefix, changes=_token_changes(token)
+    )
     return IssuedToken(token=token, plaintext=plaintext)
 
 
+def _token_changes(token: ApiToken) -> dict:
+    """What an issued token is, for the audit log (the secret never: only its public prefix)."""
+    return {
+        "name": {"from": None, "to": token.name},
+        "scopes": {"from": None, "to": token.scopes},
+        "expires_at": {"from": None, "to": token.expires_at},
+    }
+
+
+@transaction.atomic
 def revoke_token(*, token: ApiToken) -> ApiToken:
     """Takes effect immediately: the next request with it is 401."""
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        record(
+            widget=token.widget_id,
+            action="token.revoked",
+            target_type="token",
+            target_id=token.prefix,
+            changes={"revoked_at": {"from": None, "to": token.revoked_at}},
+        )
     return token

@@ -9,6 +9,8 @@ import json
 from django import forms
 from django.contrib import admin
 
+from apps.audit.admin import AuditedAdmin
+
 from .config import KNOWN_KEYS, ConfigInvalid, clean_config, config_payload
 from .models import SupportAction, SupportClaim, SupportConfig, Ticket
 
@@ -44,8 +46,9 @@ class SupportConfigForm(forms.ModelForm):
 
 
 @admin.register(SupportConfig)
-class SupportConfigAdmin(admin.ModelAdmin):
+class SupportConfigAdmin(AuditedAdmin):
     form = SupportConfigForm
+    audit_target = "support_config"
     list_display = ("widget", "enabled", "operator", "account_link", "updated_at")
     list_filter = ("enabled", "account_link")
     raw_id_fields = ("widget", "operator")

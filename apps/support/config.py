@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.agents.models import Agent
+from apps.audit import services as audit
 from apps.core.models import Widget
 
 from .models import SupportConfig
@@ -226,19 +227,35 @@ def configure_support(*, widget: Widget, data: dict) -> SupportConfig:
     its own command). Raises ConfigInvalid and stores nothing when refused."""
     cleaned = clean_config(widget=widget, data=data)
     config, _ = SupportConfig.objects.select_for_update().get_or_create(widget=widget)
+    before = audit.values(config)
     for name, value in cleaned.items():
         setattr(config, name, value)
     config.updated_at = timezone.now()
     config.save()
+    audit.record_change(
+        widget=widget,
+        action="support_config.changed",
+        target_type="support_config",
+        before=before,
+        after=audit.values(config),
+    )
     return config
 
 
 @transaction.atomic
 def set_account_link(*, widget: Widget, enabled: bool) -> SupportConfig:
     config, _ = SupportConfig.objects.select_for_update().get_or_create(widget=widget)
+    before = audit.values(config)
     config.account_link = enabled
     config.updated_at = timezone.now()
     config.save(update_fields=["account_link", "updated_at"])
+    audit.record_change(
+        widget=widget,
+        action="support_config.changed",
+        target_type="support_config",
+        before=before,
+        after=audit.values(config),
+    )
     return config
 
 

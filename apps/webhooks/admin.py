@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from apps.audit.admin import AuditedAdmin
+
 from .models import Delivery, EventSwitch, Subscription
 
 
@@ -12,7 +14,8 @@ class EventSwitchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(AuditedAdmin):
+    audit_target = "webhook_subscription"
     list_display = ("id", "widget", "url", "is_active", "is_legacy_compat", "created_at")
     list_filter = ("is_active", "is_legacy_compat")
     search_fields = ("url", "widget__button_guid")

@@ -22,8 +22,11 @@ TRIGGERED_BY: dict[str, str] = {
     events.CHAT_ACCEPTED: "an operator answers a previously unanswered chat",
     events.OFFLINE_MESSAGE_CREATED: "a client submits the offline/callback form while no operator is connected",
     events.CONTACT_UPDATED: "a contact is updated via the contact PATCH",
+    events.CONTACT_ERASED: "a contact's erasure finished (its data is deleted; contact_id is its former guid)",
 }
-SPEC_STATUS: dict[str, str] = {name: ("Live" if name == events.MESSAGE_CREATED else "Wired") for name in TRIGGERED_BY}
+# Wave 3 events are Live (product-decisions.md, "Wave 3").
+LIVE_BY_DEFAULT = (events.MESSAGE_CREATED, events.CONTACT_ERASED)
+SPEC_STATUS: dict[str, str] = {name: ("Live" if name in LIVE_BY_DEFAULT else "Wired") for name in TRIGGERED_BY}
 
 NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)
 LEGACY_NAMES: dict[str, str] = dict(events.LEGACY_NAMES)
@@ -32,7 +35,7 @@ REFUSED_NATIVE = {"chat.updated": "chat.updated is not a native event; legacy in
 
 
 def live_by_setting() -> set[str]:
-    return set(getattr(settings, "WEBHOOK_LIVE_EVENTS", [events.MESSAGE_CREATED]))
+    return set(getattr(settings, "WEBHOOK_LIVE_EVENTS", LIVE_BY_DEFAULT))
 
 
 def enabled_types(*, switched_on=None, switched_off=None) -> set[str]:

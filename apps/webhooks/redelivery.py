@@ -56,9 +56,12 @@ def redeliver(*, widget: Widget, subscription: Subscription, delivery_id) -> Del
 
 
 def is_redeliverable(delivery: Delivery, subscription: Subscription) -> bool:
-    """Rows logged in the legacy envelope (final failures) never are; a pending row is still on its
-    way; while the subscription is legacy, only events with a legacy equivalent can go again."""
+    """Rows logged in the legacy envelope (final failures) and rows an erasure redacted never are; a
+    pending row is still on its way; while the subscription is legacy, only events with a legacy
+    equivalent can go again."""
     if delivery.envelope == Delivery.Envelope.LEGACY or delivery.status == Delivery.Status.PENDING:
+        return False
+    if delivery.payload == {"erased": True}:  # redacted by an erasure (apps.privacy): nothing to send again
         return False
     if subscription.is_legacy_compat:
         return delivery.event_type in catalogue.NATIVE_TO_LEGACY

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.core import outbound
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
@@ -73,12 +74,22 @@ def create_subscription(
             )
     except IntegrityError:
         raise DuplicateSubscription("This widget already has a subscription for that url.") from None
+    audit.record_change(
+        widget=widget,
+        action="webhook_subscription.created",
+        target_type="webhook_subscription",
+        target_id=sub.pk,
+        before={},
+        after=audit.values(sub),
+        always=True,
+    )
     return sub, secret
 
 
 @transaction.atomic
 def update_subscription(*, widget: Widget, subscription: Subscription, changes: dict) -> Subscription:
     sub = Subscription.objects.select_for_update().get(pk=subscription.pk, widget=widget)
+    before = audit.values(sub)
     legacy = changes.get("is_legacy_compat", sub.is_legacy_compat)
     events = changes.get("events", sub.events)
     if "events" in changes or legacy != sub.is_legacy_compat:
@@ -100,6 +111,14 @@ def update_subscription(*, widget: Widget, subscription: Subscription, changes: 
         sub.is_active = changes["is_active"]
     sub.updated_at = timezone.now()
     sub.save()
+    audit.record_change(
+        widget=widget,
+        action="webhook_subscription.changed",
+        target_type="webhook_subscription",
+        target_id=sub.pk,
+        before=before,
+        after=audit.values(sub),
+    )
     return sub
 
 
@@ -111,9 +130,25 @@ def rotate_secret(*, widget: Widget, subscription: Subscription, secret: str | N
     Subscription.objects.filter(pk=subscription.pk, widget=widget).update(
         secret_encrypted=encrypt_secret(secret), updated_at=timezone.now()
     )
+    audit.record(
+        widget=widget,
+        action="webhook_subscription.changed",
+        target_type="webhook_subscription",
+        target_id=subscription.pk,
+        changes={"secret": {"from": None, "to": None}},
+    )
     return secret
 
 
 @transaction.atomic
 def delete_subscription(*, widget: Widget, subscription: Subscription) -> None:
-    Subscription.objects.filter(pk=subscription.pk, widget=widget).delete()
+    if Subscription.objects.filter(pk=subscription.pk, widget=widget).delete()[0]:
+        audit.record_change(
+            widget=widget,
+            action="webhook_subscription.deleted",
+            target_type="webhook_subscription",
+            target_id=subscription.pk,
+            before=audit.values(subscription),
+            after={},
+            always=True,
+        )

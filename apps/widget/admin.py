@@ -2,14 +2,18 @@ from datetime import UTC, datetime
 
 from django.contrib import admin
 
+from apps.audit.admin import AuditedAdmin
+
 from .hours import state_at
 from .models import BusinessHours, WidgetIcon, WidgetSettings
 
 
 @admin.register(WidgetSettings)
-class WidgetSettingsAdmin(admin.ModelAdmin):
+class WidgetSettingsAdmin(AuditedAdmin):
     """Stored keys only (absent keys take their render defaults). Edit through the API, which
     validates against the definition and purges the served cache."""
+
+    audit_target = "widget_settings"
 
     list_display = ("widget", "language_policy_revision", "updated_at")
     raw_id_fields = ("widget",)

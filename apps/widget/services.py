@@ -15,6 +15,7 @@ from django.core.files.base import ContentFile
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.billing import selectors as billing
 from apps.core import events
 from apps.core.errors import AppError, ValidationFailed
@@ -77,6 +78,13 @@ def update_settings(*, widget: Widget, body: dict) -> WidgetSettings:
             raise ValidationFailed("One or more settings are invalid.", errors=errors)
         if schema.revision_changed(row.values, merged, ctx):
             row.language_policy_revision += 1
+        audit.record_change(
+            widget=widget,
+            action="widget_settings.changed",
+            target_type="widget_settings",
+            before=row.values,
+            after=merged,
+        )
         row.values = merged
         row.updated_at = timezone.now()
         row.save(update_fields=["values", "language_policy_revision", "updated_at"])

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from apps.core.api.query import query_data
 from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+from apps.erasure.selectors import not_erasing
 
 from .. import services
 from ..models import Contact, ContactTag
@@ -211,6 +212,11 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
     }
     idempotency_required = {"partial_update", "tags"}
     problem_statuses = {"partial_update": [409], "tags": [409]}
+
+    @classmethod
+    def tenant_queryset(cls, widget):
+        """A contact under erasure (apps.erasure) reads as missing."""
+        return super().tenant_queryset(widget).filter(not_erasing("pk"))
 
     def scope_queryset(self, queryset):
         return queryset.prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))

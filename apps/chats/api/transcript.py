@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.negotiation import BaseContentNegotiation
 
+from apps.core.api.streaming import SyncStreamingResponse as TranscriptResponse
 from apps.core.api.views import WidgetScopedViewSet
+from apps.erasure.selectors import not_erasing
 
 from .. import transcript as service
 from ..models import Chat
-
-_DONE = object()
-
-
-class TranscriptResponse(StreamingHttpResponse):
-    """A streaming response over a synchronous iterator that streams under ASGI too.
-
-    Django's ASGI handler consumes a synchronous iterator with `sync_to_async(list)`: the whole
-    body is built in memory before the first byte leaves. Here each piece is pulled with its own
-    thread-sensitive `sync_to_async(next)`, so the database work stays on the request's sync thread
-    (its connection, closed by request_finished there) and memory stays at one piece. Under WSGI
-    the iterator is consumed as it is.
-    """
-
-    async def __aiter__(self):
-        if self.is_async:
-            async for part in super().__aiter__():
-                yield part
-            return
-        pieces = iter(self.streaming_content)
-        pull = sync_to_async(next, thread_sensitive=True)
-        while (part := await pull(pieces, _DONE)) is not _DONE:
-            yield part
 
 
 class IgnoreAccept(BaseContentNegotiation):
@@ -61,7 +38,7 @@ class TranscriptViewSet(WidgetScopedViewSet):
     content_negotiation_class = IgnoreAccept
 
     def scope_queryset(self, queryset):
-        return queryset.select_related("contact")
+        return queryset.select_related("contact").filter(not_erasing())  # a contact under erasure reads as missing
 
     @extend_schema(
         operation_id="chats_transcript_retrieve",

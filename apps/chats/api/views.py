@@ -12,6 +12,7 @@ from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
 from apps.core.statements import Slot
+from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import Chat, Message
@@ -119,6 +120,11 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     }
 
     compiled_lookup = True  # every chat write and read of one chat looks it up first
+
+    @classmethod
+    def tenant_queryset(cls, widget):
+        """A contact under erasure (apps.erasure) reads as missing."""
+        return super().tenant_queryset(widget).filter(not_erasing("contact_id"))
 
     def scope_queryset(self, queryset):
         return queryset.select_related("contact")

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from rest_framework import viewsets
 from rest_framework.views import APIView
 
+from apps.audit import services as audit
 from apps.core import idempotency, ratelimit
 from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
@@ -92,6 +93,8 @@ class ContractMixin:
         request.version, request.versioning_scheme = version, scheme
 
         self.perform_authentication(request)
+        if request.auth is not None:  # audited writes of this request name the token as their actor
+            self._audit_actor = audit.set_actor(audit.token_actor(request.auth))
         # consumed already when resolving the token checked a kept copy (apps.core.auth.token_cache)
         decision = getattr(request.user, "rate_limit_decision", None)
         self.rate_limit_decision = decision if decision is not None else ratelimit.api_token_decision(request.auth)
@@ -158,6 +161,9 @@ class ContractMixin:
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
+        actor, self._audit_actor = getattr(self, "_audit_actor", None), None
+        if actor is not None:
+            audit.reset_actor(actor)
         decision = getattr(self, "rate_limit_decision", None)
         if decision is not None:
             for name, value in decision.headers().items():

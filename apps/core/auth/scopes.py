@@ -1,5 +1,5 @@
 """The one catalogue of grantable scopes (the spec's table, 44 grantable and 43 operational, and the
-scopes product-decisions.md adds).
+scopes of product-decisions.md "Wave 3").
 
 Routes name scopes from here only; a contract test checks every route scope against it.
 """
@@ -54,6 +54,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "support:tickets:close": ("only POST /v1/support/tickets/{number}/close", False),
     "canned:read": ("read and render canned responses", False),
     "canned:write": ("create, change, delete canned responses", False),
+    "privacy:write": ("erase a contact with its chats and files; set chat retention", True),
+    "audit:read": ("read the audit log of configuration, credential and data changes", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -80,7 +82,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 46 and len(OPERATIONAL_SCOPES) == 45
+assert len(ALL_SCOPES) == 48 and len(OPERATIONAL_SCOPES) == 47
 
 
 def parse_scopes(text: str) -> list[str]:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('core', '0003_signednonce'),
+        ('core', '0004_apitoken_issue_permissions'),
     ]
 
     operations = [

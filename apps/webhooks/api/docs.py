@@ -37,6 +37,7 @@ DATA_MEMBERS: dict[str, dict] = {
     "email": {"type": ["string", "null"]},
     "phone": {"type": ["string", "null"]},
     "changed_fields": {"type": "array", "items": {"type": "string"}},
+    "contact_id": {**_GUID, "description": "The erased contact's former guid."},
 }
 
 HEADERS = [

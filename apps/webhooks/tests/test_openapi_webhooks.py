@@ -11,6 +11,8 @@ from apps.chats import services as chats
 from apps.core import events
 from apps.core.models import OutboxEvent
 from apps.core.testing.factories import AgentFactory
+from apps.erasure.models import PendingErasure
+from apps.privacy import services as privacy
 from apps.webhooks import catalogue, payloads
 from apps.webhooks.api import docs
 
@@ -59,6 +61,9 @@ def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     with transaction.atomic():  # presence emits these from the agent socket
         events.emit(widget, events.AGENT_ONLINE, operator_id=first.pk)
         events.emit(widget, events.AGENT_OFFLINE, operator_id=first.pk)
+    erased = chats.create_contact(widget=widget, name="Борис")
+    privacy.request_contact_erasure(widget=widget, contact=erased)
+    privacy.erase_contact(pending_id=PendingErasure.objects.get(contact_id=erased.pk).pk)
     return list(OutboxEvent.objects.filter(widget=widget).order_by("created_at"))
 
 

@@ -1,0 +1,82 @@
+"""Django admin of data protection: contacts with an erase action, the retention setting, the
+erasures in progress. Every write goes through apps.privacy.services (the API's rules and audit)."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from apps.chats.models import Contact
+from apps.core.errors import NotFound
+from apps.erasure.models import PendingErasure
+from apps.erasure.selectors import not_erasing
+
+from . import services
+from .models import RetentionPolicy
+
+
+@admin.register(Contact)
+class ContactAdmin(admin.ModelAdmin):
+    """Contacts are read here; changes go through the API. The one write is erasure."""
+
+    list_display = ("guid", "widget", "name", "email", "phone", "created_at")
+    search_fields = ("guid", "name", "email", "phone")
+    raw_id_fields = ("widget",)
+    readonly_fields = ("widget", "guid", "name", "email", "phone", "attributes", "locale", "created_at", "updated_at")
+    actions = ["erase"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(not_erasing("pk"))
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a contact goes by erasure only (its chats, files and webhook log with it)
+
+    @admin.action(description="Erase selected contacts (chats, messages, files; queued)")
+    def erase(self, request, queryset):
+        queued = 0
+        for contact in queryset.select_related("widget"):
+            try:
+                services.request_contact_erasure(
+                    widget=contact.widget, contact=contact, source=PendingErasure.Source.ADMIN
+                )
+            except NotFound:
+                continue  # already being erased
+            queued += 1
+        self.message_user(request, f"Erasure queued for {queued} contact(s).", messages.SUCCESS)
+
+
+@admin.register(RetentionPolicy)
+class RetentionPolicyAdmin(admin.ModelAdmin):
+    list_display = ("widget", "chats_days", "updated_at")
+    raw_id_fields = ("widget",)
+    readonly_fields = ("updated_at",)
+
+    def save_model(self, request, obj, form, change):
+        saved = services.set_retention(widget=obj.widget, chats_days=obj.chats_days)
+        obj.pk, obj.updated_at = saved.pk, saved.updated_at
+
+    def delete_model(self, request, obj):
+        services.set_retention(widget=obj.widget, chats_days=None)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset.select_related("widget"):
+            self.delete_model(request, obj)
+
+
+@admin.register(PendingErasure)
+class PendingErasureAdmin(admin.ModelAdmin):
+    """Erasures accepted and not finished yet (read-only: the worker removes each row when done)."""
+
+    list_display = ("contact_id", "widget", "source", "requested_at", "runs")
+    readonly_fields = ("widget", "contact_id", "source", "requested_at", "runs")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
