@@ -9,6 +9,7 @@ PORT="${PORT:-8000}"
 export PORT
 
 python manage.py migrate --noinput
+python manage.py reset_metrics >/dev/null  # prometheus-client's multiprocess files, before the processes start
 # Development serves static files (Swagger UI, admin) through WhiteNoise's finders; a production
 # deployment (APP_MODE=production) serves the collected, compressed copies from STATIC_ROOT.
 if [[ "${APP_MODE:-development}" == "production" ]]; then
@@ -48,6 +49,7 @@ if operator_password:
 print("    the widget is Online while an operator's console is open, else it offers the offline form")
 print(f"  API docs:  {base}/api/docs/")
 print(f"  Health:    {base}/healthz")
+print(f"  Metrics:   {base}/metrics   (Prometheus; loopback callers only unless METRICS_TOKEN is set)")
 if admin:
     print(f"  Django admin (development only): {base}{admin['url']}")
     print(f"    user {admin['username']}, password {admin['password']} (new on every start)")

@@ -41,7 +41,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import events
+from apps.core import events, metrics
 from apps.core.models import Widget
 
 from . import floors, handoff, pipeline, retrieval, routing, selectors
@@ -256,8 +256,9 @@ def answer(*, message_id: int) -> str:
     claim = _claim(widget=widget, chat=chat, message=message)
     if claim is None:
         return "claimed_elsewhere"
+    started = time.monotonic()
     try:
-        return _run(
+        outcome = _run(
             widget=widget,
             chat=chat,
             message=message,
@@ -271,6 +272,8 @@ def answer(*, message_id: int) -> str:
         # Free the claim for the task's retry (or redelivery), unless the answer was already posted.
         ReplyClaim.objects.filter(pk=claim.pk, token=claim.token, state=ReplyClaim.State.WORKING).delete()
         raise
+    metrics.observe_ai_answer(outcome=outcome, seconds=time.monotonic() - started)
+    return outcome
 
 
 def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
