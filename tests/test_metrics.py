@@ -3,10 +3,15 @@ bounded label values, and the pending-deliveries readings while a receiver refus
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from datetime import timedelta
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from django.db import transaction
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
@@ -221,3 +226,47 @@ def test_pending_deliveries_and_their_age_move_while_a_receiver_refuses(client, 
         value(families, "chatwidget_delivery_attempts_total", kind="webhook", outcome="delivered")
         == delivered_before + 1
     )
+
+
+# --- the alert rules and the docs page ----------------------------------------------------------------
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
+ALERTS = {
+    "ChatwidgetDeliveriesDelayed",
+    "ChatwidgetAiQueueBacklog",
+    "ChatwidgetAiProviderErrors",
+    "ChatwidgetApiErrorRate",
+    "ChatwidgetMetricsSourceDown",
+}
+
+
+def test_the_alert_rules_use_only_metrics_the_service_exports():
+    rules = yaml.safe_load((DEPLOY / "alerts.yml").read_text(encoding="utf-8"))
+    alerts = {rule["alert"]: rule for group in rules["groups"] for rule in group["rules"]}
+    assert set(alerts) == ALERTS
+    for name, rule in alerts.items():
+        used = set(re.findall(r"\bchatwidget_\w+", rule["expr"]))
+        assert used, name
+        for metric in used:
+            family = re.sub(r"_(total|count|sum|bucket)$", "", metric)
+            assert family in FAMILIES, (name, metric)
+        assert rule["labels"]["severity"] in {"warning", "critical"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+def test_the_docs_page_lists_every_metric_and_alert():
+    page = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    exported = {name + "_total" if kind == "counter" else name for name, (kind, _) in FAMILIES.items()}
+    listed = set(re.findall(r"^\| `(chatwidget_\w+)`", page, re.M))
+    assert listed == exported
+    assert ALERTS <= set(re.findall(r"`(Chatwidget\w+)`", page))
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian's prometheus package) is not installed")
+def test_promtool_loads_the_rules_and_their_unit_tests_pass():
+    checked = subprocess.run(["promtool", "check", "rules", "alerts.yml"], cwd=DEPLOY, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run(
+        ["promtool", "test", "rules", "alerts_test.yml"], cwd=DEPLOY, capture_output=True, text=True
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
