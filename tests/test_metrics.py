@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,12 +18,13 @@ from django.db import transaction
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from apps.core import metrics
+from apps.core import metrics, queue_depth
 from apps.core.events import emit, fan_out
 from apps.webhooks import delivery as engine
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Delivery
 from apps.webhooks.tests.receiver import Receiver, always
+from config.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -270,3 +273,35 @@ def test_promtool_loads_the_rules_and_their_unit_tests_pass():
         ["promtool", "test", "rules", "alerts_test.yml"], cwd=DEPLOY, capture_output=True, text=True
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+# --- the broker's queues ----------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # sent for real, on purpose
+def test_a_queue_reading_counts_the_waiting_tasks_and_dates_the_oldest():
+    # given a queue of this test's own that no worker consumes (the broker of this run: the filesystem
+    # one on the embedded default, Redis with REDIS_URL)
+    queue = f"metrics-test-{uuid.uuid4().hex[:12]}"
+    assert queue_depth.read([queue]) == {queue: (0, None)}
+    try:
+        # when two tasks are sent to it
+        first_sent = time.time()
+        celery_app.send_task("apps.core.tasks.purge_signed_nonces", queue=queue)
+        second_sent = time.time()
+        celery_app.send_task("apps.core.tasks.purge_signed_nonces", queue=queue)
+        # then both wait, and the oldest is dated when the first was sent
+        [(waiting, oldest)] = queue_depth.read([queue]).values()
+        assert waiting == 2
+        assert first_sent - 0.01 <= oldest <= second_sent + 0.01
+    finally:
+        with celery_app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(queue)
+    assert queue_depth.read([queue]) == {queue: (0, None)}
+
+
+def test_the_celery_queue_families_report_the_default_and_the_ai_queue(client):
+    families = scrape(client)
+    assert {s.labels["queue"] for s in families["chatwidget_celery_queue_length"].samples} == {"celery", "ai"}
+    for sample in families["chatwidget_celery_queue_oldest_task_age_seconds"].samples:
+        assert sample.value >= 0
