@@ -21,6 +21,7 @@ never an id, a path as sent, a widget or anything else of a tenant.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import re
@@ -151,8 +152,11 @@ def route_label(resolver_match) -> str:
     groups shown as `{name}` and regex anchors removed. A request no pattern matched is
     `unmatched`."""
     route = getattr(resolver_match, "route", None)
-    if not route:
-        return UNMATCHED_ROUTE
+    return _pattern_label(route) if route else UNMATCHED_ROUTE
+
+
+@functools.lru_cache(maxsize=2048)  # one entry per URL pattern: bounded by urls.py
+def _pattern_label(route: str) -> str:
     route = _NAMED_GROUP.sub(lambda m: "{" + m.group(1) + "}", route)
     route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)  # path() converters
     route = route.replace("^", "").replace("$", "").replace("\\", "").replace("/?", "")
