@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from datetime import timedelta
@@ -20,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from apps.core import metrics, queue_depth
 from apps.core.events import emit, fan_out
+from apps.core.testing.metrics import sample as current
 from apps.webhooks import delivery as engine
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Delivery
@@ -305,3 +307,33 @@ def test_the_celery_queue_families_report_the_default_and_the_ai_queue(client):
     assert {s.labels["queue"] for s in families["chatwidget_celery_queue_length"].samples} == {"celery", "ai"}
     for sample in families["chatwidget_celery_queue_oldest_task_age_seconds"].samples:
         assert sample.value >= 0
+
+
+# --- every process of the host ------------------------------------------------------------------------------
+
+OTHER_PROCESS = """
+import sys
+from prometheus_client import Gauge
+
+Gauge("chatwidget_websockets_open", "-", ["kind"], multiprocess_mode="livesum").labels("visitor").inc(5)
+print("counted", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_another_process_counts_into_the_scrape_until_it_is_gone():
+    # given another process of the host (the same multiprocess folder) holding five visitor sockets
+    before = current("chatwidget_websockets_open", kind="visitor")
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout.readline().strip() == "counted"
+        # then the scrape sums it
+        assert current("chatwidget_websockets_open", kind="visitor") == before + 5
+    finally:
+        # when it is killed without a word (it never marks itself dead)
+        other.kill()
+        other.wait()
+    # then the next scrape forgets its sockets
+    assert current("chatwidget_websockets_open", kind="visitor") == before

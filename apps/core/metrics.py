@@ -7,7 +7,8 @@ Two kinds of values, one scrape:
   writes its values into files under PROMETHEUS_MULTIPROC_DIR (config/settings.py sets it before the
   library is imported) and the scrape sums the files of all of them, of processes that ended
   included (a counter never goes back). A socket gauge counts live processes only (`livesum`): a
-  process that ends marks itself dead (`mark_process_dead`, below and in config/celery.py). The
+  process that ends marks itself dead (`mark_process_dead`, below and in config/celery.py), and a
+  scrape forgets the live gauges of processes gone without doing so (`forget_dead_processes`). The
   folder is emptied before the processes start (`manage.py reset_metrics`).
 - Read when scraped, where the database or the broker holds the truth (queue depth and the oldest
   task per Celery queue, pending deliveries and the oldest of them, knowledge-base documents
@@ -280,6 +281,7 @@ class ReadingsCollector:
 
 def exposition() -> bytes:
     """The whole text format of one scrape: every process's files summed, then the readings."""
+    forget_dead_processes()
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
     registry.register(ReadingsCollector())
@@ -294,6 +296,28 @@ def mark_process_dead(pid: int | None = None) -> None:
     multiprocess.mark_process_dead(pid or os.getpid())
 
 
+_LIVE_GAUGE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")
+
+
+def forget_dead_processes() -> None:
+    """Drop the live gauges of every process of this host that is gone without marking itself dead:
+    uvicorn ends a stopped web process by raising the stop signal again, past atexit, and a killed
+    process runs nothing. The folder is local to the host, so its pids are this host's."""
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    pids = set()
+    for name in os.listdir(directory):
+        found = _LIVE_GAUGE_FILE.match(name)
+        if found:
+            pids.add(int(found.group(1)))
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            multiprocess.mark_process_dead(pid, directory)
+        except PermissionError:  # alive, another user's
+            pass
+
+
 def reset(directory: str | os.PathLike) -> int:
     """Remove every process's files from the multiprocess folder (before the processes start).
     Returns how many were removed."""
@@ -305,6 +329,6 @@ def reset(directory: str | os.PathLike) -> int:
     return removed
 
 
-# A web process (uvicorn's workers are spawned and end through sys.exit) runs this on its way out;
-# forked Celery pool processes end without it and use the worker_process_shutdown signal instead.
+# A process that exits normally runs this on its way out; forked Celery pool processes end without it
+# and use the worker_process_shutdown signal instead; the scrape forgets the others.
 atexit.register(lambda: mark_process_dead(os.getpid()))
