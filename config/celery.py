@@ -10,6 +10,8 @@ from celery import Celery, signals
 from celery.signals import setup_logging
 from django.conf import settings
 
+from apps.core.queue_depth import stamp_published_at
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
@@ -136,3 +138,18 @@ def no_connection_pool_in_workers(**kwargs) -> None:
     database = settings.DATABASES["default"]
     if database.get("OPTIONS", {}).pop("pool", None) is not None:
         database["CONN_MAX_AGE"] = 0
+
+
+# Every task sent carries the moment it was sent: /metrics reads the oldest waiting one's age from the
+# broker (apps.core.queue_depth).
+signals.before_task_publish.connect(stamp_published_at, dispatch_uid="core.stamp_published_at")
+
+
+@signals.worker_process_shutdown.connect
+@signals.worker_shutdown.connect
+def forget_live_metrics(**kwargs) -> None:
+    """A worker process that ends drops its live gauges from /metrics (apps.core.metrics). Forked pool
+    processes end without running atexit handlers, hence the signals."""
+    from apps.core import metrics  # here: prometheus-client must be imported after the settings
+
+    metrics.mark_process_dead()

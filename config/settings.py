@@ -81,6 +81,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.core.middleware.RequestMetricsMiddleware",
     "apps.core.middleware.RequestContextMiddleware",
     "apps.core.middleware.ProblemResponseMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -215,6 +216,17 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # connection across tasks (a connection per task costs a PostgreSQL backend start per
 # visitor message or webhook hand-off); config.celery checks a kept connection at each task's start.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
+
+# --- metrics (GET /metrics) -------------------------------------------------------------------------
+# Unset: /metrics answers loopback callers only; set: only `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# prometheus-client's multiprocess mode: every web and worker process of a host writes its counters
+# into files of this folder and a scrape sums them. The library reads the variable when it is first
+# imported, so it is set here, before any app module imports it; `manage.py reset_metrics` (run by
+# scripts/run.sh before the processes start) empties the folder, as the library asks.
+PROMETHEUS_MULTIPROC_DIR = Path(env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics")))
+PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
 
 # --- i18n / time --------------------------------------------------------------------------------
 LANGUAGE_CODE = "en"

@@ -20,6 +20,7 @@ if operator_password:
 print("    the widget is Online while an operator's console is open, else it offers the offline form")
 print(f"  API docs:  {base}/api/docs/")
 print(f"  Health:    {base}/healthz")
+print(f"  Metrics:   {base}/metrics   (Prometheus; loopback callers only unless METRICS_TOKEN is set)")
 if admin:
     print(f"  Django admin (development only): {base}{admin['url']}")
     print(f"    user {admin['username']}, password {admin['password']} (new on every start)")

@@ -1,8 +1,15 @@
 """Test settings: the project's settings plus a test-only app and URLs (never in production)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("APP_MODE", "test")
+# Each test run counts into a folder of its own (prometheus-client's multiprocess files), removed at exit.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="chatwidget-metrics-")
+    atexit.register(shutil.rmtree, os.environ["PROMETHEUS_MULTIPROC_DIR"], True)
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import INSTALLED_APPS, VAR_DIR  # noqa: E402

@@ -110,6 +110,7 @@ def _heartbeat(*, agent_id: int, user_id: int, session_key: str | None, widget_i
 
 
 class AgentConsumer(FramedJsonConsumer):
+    metrics_kind = "operator"
     heartbeat_seconds: float = presence.HEARTBEAT_SECONDS
 
     async def connect(self):

@@ -27,6 +27,11 @@ class AiConfig(AppConfig):
         from .retrieval import KbHooks
 
         kb_services.register_ai_hooks(KbHooks())
+        # /metrics reports the depth and the oldest task of the AI reply tasks' queue (runtime.QUEUE,
+        # named here: the runtime loads on the first visitor message).
+        from apps.core import metrics
+
+        metrics.watch_queue("ai")
 
 
 def _message_created(*args, **kwargs):

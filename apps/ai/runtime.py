@@ -44,7 +44,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import events
+from apps.core import events, metrics
 from apps.core.models import Widget
 
 from . import floors, handoff, pipeline, retrieval, routing, selectors
@@ -284,9 +284,10 @@ def answer(*, message_id: int) -> str:
     if claim is None:
         return "claimed_elsewhere"
     _hold(claim)
+    started = time.monotonic()
     try:
         if claim.attempts > MAX_CLAIM_ATTEMPTS:
-            return _finish(
+            outcome = _finish(
                 widget=widget,
                 chat=chat,
                 message=message,
@@ -296,7 +297,8 @@ def answer(*, message_id: int) -> str:
                 detail=WORKER_LOST,
                 provider_ms=0.0,
             )
-        return _run(
+        else:
+            outcome = _run(
             widget=widget,
             chat=chat,
             message=message,
@@ -312,6 +314,8 @@ def answer(*, message_id: int) -> str:
         raise
     finally:
         _let_go(claim)
+    metrics.observe_ai_answer(outcome=outcome, seconds=time.monotonic() - started)
+    return outcome
 
 
 # --- the claims a process holds, given back when its worker stops -----------------------------------------

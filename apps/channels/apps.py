@@ -15,6 +15,12 @@ class ChannelsConfig(AppConfig):
         # In the transaction of the message: the delivery row commits with the message or not at all.
         events.subscribe(events.MESSAGE_CREATED, queue_outbound_message, phase=events.IN_TRANSACTION)
 
+        from apps.core import metrics
+
+        from . import selectors
+
+        metrics.read_deliveries("channel", selectors.get_pending_deliveries)
+
         # Departments may name `av__<id>` channels of the widget's ad cabinets (agents' hook).
         from apps.agents import selectors as agent_selectors
 

@@ -21,7 +21,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import outbound
+from apps.core import metrics, outbound
 from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
@@ -335,6 +335,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
                 updated_at=now,
             )
         OutboundAttempt.objects.bulk_create(rows)
+    metrics.count_delivery_attempts("channel", statuses)
     for wait in sorted(set(waits)):
         trigger(countdown=wait)
     return statuses

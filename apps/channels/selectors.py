@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from datetime import datetime
+
+from django.db.models import Count, Min
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
@@ -69,3 +72,12 @@ def external_contact_for(widget: Widget, *, channel: str, contact_id: int) -> Ex
 
 def list_deliveries(widget: Widget, *, channel: str):
     return OutboundDelivery.objects.filter(widget=widget, channel=channel).order_by("-created_at", "-id")
+
+
+def get_pending_deliveries() -> tuple[int, datetime | None]:
+    """Every widget's pending outbound channel deliveries together: (how many, created_at of the
+    oldest). For /metrics only: it names no tenant."""
+    found = OutboundDelivery.objects.filter(status=OutboundDelivery.Status.PENDING).aggregate(
+        n=Count("id"), oldest=Min("created_at")
+    )
+    return found["n"], found["oldest"]

@@ -1,7 +1,9 @@
-"""Plain Django views of the core: problem pages, public media and the health check."""
+"""Plain Django views of the core: problem pages, public media, the health check and the metrics."""
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import logging
 import posixpath
 from pathlib import Path
@@ -9,12 +11,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_safe
 from django.views.static import serve
 
-from apps.core.errors import PROBLEM_CODES
+from apps.core import metrics
+from apps.core.errors import PROBLEM_CODES, AppError, Forbidden, NotAuthenticated, problem_response
+from apps.core.ratelimit import client_address
 from apps.core.uploads import protect_upload
 
 logger = logging.getLogger(__name__)
@@ -101,3 +105,39 @@ def healthz(request):
             results[name] = "error"
     healthy = all(v == "ok" for v in results.values())
     return JsonResponse({"status": "ok" if healthy else "error", "checks": results}, status=200 if healthy else 503)
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def _metrics_refusal(request) -> AppError | None:
+    """SECURITY: with METRICS_TOKEN set only `Authorization: Bearer <METRICS_TOKEN>` is answered (401
+    otherwise); unset, only a loopback client is (403 otherwise, whatever it sends). The client is
+    the address the rate limits use (TRUSTED_PROXY_HOPS applies), so a proxy on the same host does
+    not make every caller loopback."""
+    token = settings.METRICS_TOKEN
+    if token:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+            return None
+        return NotAuthenticated(
+            "Send Authorization: Bearer <METRICS_TOKEN>.", headers={"WWW-Authenticate": 'Bearer realm="metrics"'}
+        )
+    if _is_loopback(client_address(request)):
+        return None
+    return Forbidden("Without METRICS_TOKEN the metrics are answered to loopback callers only.")
+
+
+@require_GET
+def metrics_endpoint(request):
+    """GET /metrics: the Prometheus text format of every process of this host (apps.core.metrics)."""
+    refusal = _metrics_refusal(request)
+    if refusal is not None:
+        return problem_response(refusal, request)
+    return HttpResponse(metrics.exposition(), content_type=metrics.CONTENT_TYPE)

@@ -38,7 +38,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.cache import cache
 
-from apps.core import realtime
+from apps.core import metrics, realtime
 from apps.core.api import parsers
 from apps.core.errors import AppError, InvalidJSON
 
@@ -113,6 +113,8 @@ class SocketSlots:
 
 
 class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
+    # The `kind` label of chatwidget_websockets_open: from the accept to the disconnect.
+    metrics_kind: str = "other"
     frame_max_chars: int = FRAME_MAX_CHARS
     frames_per_window: int = FRAMES_PER_WINDOW
     frame_window: float = FRAME_WINDOW
@@ -124,7 +126,7 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             except OSError:  # the client went away: its websocket.disconnect comes next (docstring)
                 logger.debug("websocket frame dropped: the client went away", extra={"path": scope.get("path")})
 
-        self._open = False
+        self._open = self._counted = False
         try:
             await super().__call__(scope, receive, send_while_open)
         except BaseException:
@@ -145,8 +147,17 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
         realtime.start_relay_reader()
         await super().websocket_connect(message)
 
+    async def accept(self, subprotocol=None, headers=None):
+        await super().accept(subprotocol, headers)
+        if not self._counted:
+            self._counted = True
+            metrics.socket_opened(self.metrics_kind)
+
     async def websocket_disconnect(self, message):
         self._open = False  # once: a disconnect that fails part way is not run again
+        if self._counted:
+            self._counted = False
+            metrics.socket_closed(self.metrics_kind)
         await super().websocket_disconnect(message)
 
     def accepting(self) -> bool:

@@ -5,3 +5,10 @@ class KbConfig(AppConfig):
     name = "apps.kb"
     label = "kb"
     verbose_name = "Knowledge base"
+
+    def ready(self) -> None:
+        from apps.core import metrics
+
+        from . import selectors
+
+        metrics.read_kb_documents(selectors.count_waiting_documents)

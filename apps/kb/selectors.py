@@ -206,3 +206,11 @@ def crawler(widget: Widget) -> dict:
         "current_run": crawl_run_payload(current) if current else None,
         "last_run": crawl_run_payload(last) if last else None,
     }
+
+
+def count_waiting_documents() -> dict[str, int]:
+    """Every widget's documents not indexed yet, by state (queued, processing), zeros included. For
+    /metrics only: it names no tenant."""
+    waiting = (KbDocument.State.QUEUED, KbDocument.State.PROCESSING)
+    counts = dict(KbDocument.objects.filter(state__in=waiting).values_list("state").annotate(n=Count("id")).order_by())
+    return {str(state): counts.get(state, 0) for state in waiting}

@@ -13,3 +13,9 @@ class WebhooksConfig(AppConfig):
         from .services import fan_out_events
 
         events.subscribe_outbox(fan_out_events)
+
+        from apps.core import metrics
+
+        from . import selectors
+
+        metrics.read_deliveries("webhook", selectors.get_pending_deliveries)

@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from apps.core import outbound
+from apps.core import metrics, outbound
 from apps.core.statements import run_prepared
 
 from . import payloads, signing
@@ -503,6 +503,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
         elif outcome.delivery.endpoint_id:
             settled.add((outcome.delivery.endpoint.owner, outcome.delivery.endpoint_id))
     _notify_settled(settled)
+    metrics.count_delivery_attempts("webhook", statuses)
     if waits:
         trigger(countdown=min(waits))
     return statuses

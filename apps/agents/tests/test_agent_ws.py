@@ -23,6 +23,7 @@ from apps.agents.tests.factories import HumanAgentFactory
 from apps.chats import services as chat_services
 from apps.chats.visitor import services as visitor_services
 from apps.core.testing.factories import UserFactory
+from apps.core.testing.metrics import sample
 from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
 
@@ -493,3 +494,22 @@ def test_a_foreign_origin_is_refused_before_the_handshake(widget, operator):
 
     run(scenario)
     assert presence.online_agent_ids(widget.pk) == set()
+
+
+# --- metrics ----------------------------------------------------------------------------------------------
+
+
+def test_open_operator_sockets_are_counted_in_the_metrics(widget, operator):
+    read = database_sync_to_async(lambda: sample("chatwidget_websockets_open", kind="operator"))
+
+    async def scenario():
+        before = await read()
+        first = await open_socket(operator.user)
+        second = await open_socket(operator.user)
+        assert await read() == before + 2
+        await first.disconnect()
+        assert await read() == before + 1
+        await second.disconnect()
+        assert await read() == before
+
+    run(scenario)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from apps.core import metrics
 from apps.core.outbound import OutboundBlocked, OutboundError, check_url, pin_address
 
 from . import drivers, transport
@@ -95,6 +96,7 @@ class _Walk:
         if isinstance(error, _OperationsSpent):
             self.exhausted = "operations"
             return
+        metrics.count_provider_error(driver=config.provider, kind=error.kind)
         self.last_error = error
         if not error.retryable:
             raise error.with_attempts(tuple(self.call.attempts))

@@ -23,6 +23,7 @@ from apps.chats.tests.factories import ContactFactory
 from apps.core import events
 from apps.core.testing.concurrency import race
 from apps.core.testing.factories import AgentFactory
+from apps.core.testing.metrics import sample
 
 pytestmark = pytest.mark.django_db
 
@@ -904,3 +905,21 @@ def test_switching_the_ai_on_leaves_messages_written_while_it_was_off_to_people(
     # while a message written after the switch is answered
     later = visitor_writes(widget, "Written with the AI on")
     assert runtime.answer(message_id=later.pk) == "answered"
+
+
+# --- metrics ----------------------------------------------------------------------------------------------
+
+
+def test_answers_are_counted_by_outcome_and_provider_errors_by_driver(bot, widget, llm_fake):
+    answers, errors = "chatwidget_ai_answer_duration_seconds_count", "chatwidget_ai_provider_errors_total"
+    answered, handed_off = sample(answers, outcome="answered"), sample(answers, outcome="handed_off")
+    failed = sample(errors, driver="openai", kind="server_error")
+    # an answer
+    assert runtime.answer(message_id=visitor_writes(widget).pk) == "answered"
+    assert sample(answers, outcome="answered") == answered + 1
+    # a provider that fails on every attempt: each failed call counted under its driver
+    bot.fake.script(*[server_error(500)] * 4)
+    assert runtime.answer(message_id=visitor_writes(widget, "And now?").pk) == "handed_off"
+    assert sample(answers, outcome="handed_off") == handed_off + 1
+    assert len(bot.fake.requests) >= 2
+    assert sample(errors, driver="openai", kind="server_error") == failed + len(bot.fake.requests) - 1

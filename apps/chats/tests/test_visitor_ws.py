@@ -14,6 +14,7 @@ from apps.chats.models import Chat, Message
 from apps.chats.realtime import widget_group
 from apps.chats.tests.factories import AgentFactory
 from apps.chats.visitor import services as visitor_services
+from apps.core.testing.metrics import sample
 from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
 
@@ -521,5 +522,22 @@ def test_a_frame_pushed_as_the_client_leaves_still_frees_the_sockets_slot(widget
         again, code = await open_or_code(path(widget, token))
         assert code is None
         await again.disconnect()
+
+    run(scenario)
+
+
+# --- metrics ----------------------------------------------------------------------------------------------
+
+
+def test_open_visitor_sockets_are_counted_in_the_metrics(widget, visitor):
+    _, token = visitor
+    read = database_sync_to_async(lambda: sample("chatwidget_websockets_open", kind="visitor"))
+
+    async def scenario():
+        before = await read()
+        socket = await open_socket(path(widget, token))
+        assert await read() == before + 1
+        await socket.disconnect()
+        assert await read() == before
 
     run(scenario)

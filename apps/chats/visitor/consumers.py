@@ -54,6 +54,8 @@ def _open(button_guid: str, token: str):
 
 
 class VisitorConsumer(FramedJsonConsumer):
+    metrics_kind = "visitor"
+
     async def connect(self):
         self.chat_id: int | None = None
         self.sent_order: deque[int] = deque()
