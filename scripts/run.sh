@@ -11,7 +11,6 @@ export PORT
 
 python manage.py migrate --noinput
 python manage.py reset_metrics >/dev/null  # prometheus-client's multiprocess files, before the processes start
-python manage.py reset_metrics >/dev/null  # prometheus-client's multiprocess files, before the processes start
 # Development serves static files (Swagger UI, admin) through WhiteNoise's finders; a production
 # deployment (APP_MODE=production) serves the collected, compressed copies from STATIC_ROOT.
 if [[ "${APP_MODE:-development}" == "production" ]]; then

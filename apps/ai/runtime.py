@@ -299,15 +299,15 @@ def answer(*, message_id: int) -> str:
             )
         else:
             outcome = _run(
-            widget=widget,
-            chat=chat,
-            message=message,
-            claim=claim,
-            ai_settings=ai_settings,
-            assistant=assistant,
-            operator=operator,
-            chain=chain,
-        )
+                widget=widget,
+                chat=chat,
+                message=message,
+                claim=claim,
+                ai_settings=ai_settings,
+                assistant=assistant,
+                operator=operator,
+                chain=chain,
+            )
     except BaseException:
         # Free the claim for the task's retry (or redelivery), unless the answer was already posted.
         ReplyClaim.objects.filter(pk=claim.pk, token=claim.token, state=ReplyClaim.State.WORKING).delete()
