@@ -282,7 +282,7 @@ def test_promtool_loads_the_rules_and_their_unit_tests_pass():
 
 @pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # sent for real, on purpose
 def test_a_queue_reading_counts_the_waiting_tasks_and_dates_the_oldest():
-    # given a queue of this test's own that no worker consumes (the broker of this run: the filesystem
+    # given a queue of this test's own that no worker consumes (the broker of this run: the SQLite
     # one on the embedded default, Redis with REDIS_URL)
     queue = f"metrics-test-{uuid.uuid4().hex[:12]}"
     assert queue_depth.read([queue]) == {queue: (0, None)}

@@ -6,9 +6,9 @@ answering (tasks waiting, when the oldest of them was sent: epoch seconds or Non
 - `redis`: kombu keeps a queue as one list per priority step (`queue`, `queue\\x06\\x163`, ...),
   pushed on the left and popped on the right, so the oldest message is the rightmost one; its
   `published_at` header (stamped by `stamp_published_at` when Celery sends a task) is its age.
-- `filesystem` (the embedded default): one file per message in the data folder, named
-  `<ms>_<uuid>.<queue>.msg`; a file is written once, when the task is sent, so its modification time
-  is the age.
+- `sql` (the embedded default's SQLite broker, kombu's SQLAlchemy transport): the queue's visible
+  rows wait; the oldest is the lowest id (ids grow as messages are sent), dated by the same
+  `published_at` header in its payload.
 
 A broker on another transport reports no queue families until its reader is added here.
 """
@@ -16,7 +16,6 @@ A broker on another transport reports no queue families until its reader is adde
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 
@@ -56,25 +55,24 @@ def read_redis(channel, queue: str) -> QueueReading:
     return length, oldest
 
 
-def read_filesystem(channel, queue: str) -> QueueReading:
-    suffix = f".{queue}.msg"
-    length, oldest = 0, None
-    with os.scandir(channel.data_folder_in) as entries:
-        for entry in entries:
-            if entry.name.partition(".")[2] != suffix[1:]:
-                continue
-            try:
-                sent = entry.stat().st_mtime
-            except FileNotFoundError:  # a worker took it meanwhile
-                continue
-            length += 1
-            oldest = sent if oldest is None else min(oldest, sent)
-    return length, oldest
+def read_sql(channel, queue: str) -> QueueReading:
+    session = channel.session
+    queue_cls, message_cls = channel.queue_cls, channel.message_cls
+    try:
+        row = session.query(queue_cls).filter(queue_cls.name == queue).first()
+        if row is None:
+            return 0, None
+        waiting = session.query(message_cls).filter(message_cls.queue_id == row.id, message_cls.visible.is_(True))
+        length = waiting.count()
+        first = waiting.order_by(message_cls.id).first() if length else None
+        return length, _published_at(first.payload) if first is not None else None
+    finally:
+        session.commit()  # ends the read: SQLite keeps no snapshot open between scrapes
 
 
 READERS: dict[str, Callable[[object, str], QueueReading]] = {
     "redis": read_redis,
-    "filesystem": read_filesystem,
+    "sql": read_sql,
 }
 
 
