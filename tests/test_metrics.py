@@ -260,7 +260,7 @@ def test_the_alert_rules_use_only_metrics_the_service_exports():
 
 
 def test_the_docs_page_lists_every_metric_and_alert():
-    page = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    page = (DEPLOY.parents[1] / "docs" / "operating" / "metrics.md").read_text(encoding="utf-8")
     exported = {name + "_total" if kind == "counter" else name for name, (kind, _) in FAMILIES.items()}
     listed = set(re.findall(r"^\| `(chatwidget_\w+)`", page, re.M))
     assert listed == exported
