@@ -388,3 +388,18 @@ def test_set_plan_refuses_an_unknown_plan_or_widget(capsys, widget):
     assert "no plan 'gold'" in reason and "business" in reason
     _, reason = run_failing(capsys, "set_plan", "--widget", "999999", "--plan", "pro")
     assert "no widget" in reason
+
+
+# --- what Django admin shows -----------------------------------------------------------------------------
+
+
+def test_admin_names_every_model_and_app_in_plain_words():
+    from django.apps import apps
+
+    for model in apps.get_models():
+        plural = str(model._meta.verbose_name_plural)
+        # Django adds an "s": "deliverys", "settingss", "factss" are the words it makes unasked
+        assert not plural.endswith(("ys", "ss")) or plural.endswith(("days", "keys", "ways")), model
+        assert not plural.lower().startswith("ai "), model  # "AI", as the product writes it
+    for config in apps.get_app_configs():
+        assert "_" not in str(config.verbose_name), config.label

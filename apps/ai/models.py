@@ -40,6 +40,10 @@ class AiSettings(models.Model):
     phrases = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        verbose_name = "AI settings"
+        verbose_name_plural = "AI settings"
+
     def __str__(self) -> str:
         return f"AI settings of widget {self.widget_id}"
 

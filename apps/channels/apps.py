@@ -4,6 +4,7 @@ from django.apps import AppConfig
 class ChannelsConfig(AppConfig):
     name = "apps.channels"
     label = "apps_channels"
+    verbose_name = "Channels and messengers"
 
     def ready(self):
         from apps.core import events

@@ -95,6 +95,7 @@ class OutboundDelivery(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "outbound deliveries"
         constraints = [
             models.UniqueConstraint(fields=["message", "channel"], name="outbound_delivery_once_per_message"),
         ]
@@ -177,6 +178,8 @@ class VkCommunity(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = "VK community"
+        verbose_name_plural = "VK communities"
         constraints = [
             models.UniqueConstraint(fields=["widget", "community_id"], name="vk_community_once_per_widget"),
             models.UniqueConstraint(

@@ -80,6 +80,7 @@ class CompatBotDelivery(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "compat bot deliveries"
         constraints = [models.UniqueConstraint(fields=["bot", "message"], name="compat_delivery_once")]
         indexes = [models.Index(fields=["widget", "bot", "-created_at"], name="compat_delivery_widget_bot")]
 

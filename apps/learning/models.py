@@ -192,6 +192,7 @@ class HistoryEntry(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "history entries"
         indexes = [
             models.Index(fields=["widget", "assistant", "-created_at", "-id"], name="learning_history_assistant"),
         ]

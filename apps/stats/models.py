@@ -78,6 +78,8 @@ class ChatFacts(models.Model):
     first_response_ms = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "chat facts"
+        verbose_name_plural = "chat facts"
         indexes = [models.Index(fields=["widget", "created_at"], name="chatfacts_widget_created")]
 
     def __str__(self) -> str:
@@ -106,6 +108,8 @@ class DailyWidgetFacts(models.Model):
     rating_count = models.IntegerField(default=0)
 
     class Meta:
+        verbose_name = "daily widget facts"
+        verbose_name_plural = "daily widget facts"
         constraints = [
             models.UniqueConstraint(fields=["widget", "day", "channel", "is_internal"], name="dailywidgetfacts_key"),
         ]
@@ -134,6 +138,8 @@ class DailyAgentFacts(models.Model):
     rating_5 = models.IntegerField(default=0)
 
     class Meta:
+        verbose_name = "daily agent facts"
+        verbose_name_plural = "daily agent facts"
         constraints = [
             models.UniqueConstraint(fields=["widget", "agent_id", "day"], name="dailyagentfacts_key"),
         ]

@@ -130,6 +130,7 @@ class Delivery(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["subscription", "-created_at", "-id"], name="delivery_sub_created"),
             models.Index(fields=["widget", "-created_at"], name="delivery_widget_created"),
