@@ -134,7 +134,15 @@ def set_business_hours(*, widget: Widget, body: object) -> dict:
     value, errors = hours.validate(body)
     if errors:
         raise ValidationFailed("The business hours are invalid.", errors=errors)
+    previous = BusinessHours.objects.select_for_update().filter(widget=widget).values_list("hours", flat=True).first()
     BusinessHours.objects.update_or_create(widget=widget, defaults={"hours": value, "updated_at": timezone.now()})
+    audit.record_change(
+        widget=widget,
+        action="business_hours.changed",
+        target_type="business_hours",
+        before=previous or {},
+        after=value,
+    )
     _config_changed(widget)
     return value
 

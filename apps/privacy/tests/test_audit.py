@@ -106,6 +106,22 @@ def test_ai_settings_and_widget_settings_changes_through_the_api(api, widget):
     assert settings_row.changes == {"widget_theme": {"from": None, "to": "dark"}}
 
 
+def test_business_hours_changes_through_the_api(api, widget):
+    client = api(name="owner")
+    body = {
+        "enabled": True,
+        "timezone": "Europe/Berlin",
+        "weekly": {day: [["09:00", "18:00"]] for day in ("mon", "tue", "wed", "thu", "fri")} | {"sat": [], "sun": []},
+        "holidays": [],
+        "outside_hours": "offline_form",
+    }
+    assert client.put("/api/v1/widget/business-hours", body, format="json", **idem()).status_code == 200
+    assert client.put("/api/v1/widget/business-hours", body, format="json", **idem()).status_code == 200  # same
+    row = only(widget, "business_hours.changed")
+    assert row.actor_name == "owner" and row.target_type == "business_hours"
+    assert row.changes["timezone"]["to"] == "Europe/Berlin" and row.changes["enabled"]["to"] is True
+
+
 def test_webhook_subscription_created_changed_and_deleted_through_the_api(api, widget):
     client = api(name="integrator")
     created = client.post(
