@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import (
+    ObjectDoesNotExist,
     RequestDataTooBig,
     SuspiciousOperation,
     TooManyFieldsSent,
@@ -331,6 +332,10 @@ def to_app_error(exc: Exception) -> AppError | None:
     if isinstance(exc, drf_exceptions.PermissionDenied | DjangoPermissionDenied):
         return Forbidden()
     if isinstance(exc, drf_exceptions.NotFound | Http404):
+        return NotFound()
+    if isinstance(exc, ObjectDoesNotExist):
+        # A row the request named went away between its lookup and the write that locks it (deleted,
+        # or its contact's erasure accepted meanwhile): the same 404 as a row that never existed.
         return NotFound()
     if isinstance(exc, drf_exceptions.MethodNotAllowed):
         return MethodNotAllowed(str(exc.detail))

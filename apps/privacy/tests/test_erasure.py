@@ -382,3 +382,13 @@ def test_visitor_messages_racing_the_erasure_never_outlive_it(widget):
     assert not Contact.objects.filter(pk=contact.pk).exists()
     assert not Chat.objects.filter(contact_id=contact.pk).exists()
     assert not Message.objects.filter(body__startswith="racing").exists()
+
+
+def test_a_write_that_meets_the_erasure_after_its_lookup_answers_404_not_500(widget):
+    from apps.core.errors import exception_handler
+
+    # a request found the chat, then the contact's erasure was accepted before its write locked it
+    response = exception_handler(Chat.DoesNotExist("Chat matching query does not exist."), {})
+
+    assert response.status_code == 404
+    assert response.data["code"] == "not_found"
