@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import (
     ObjectDoesNotExist,
     RequestDataTooBig,
@@ -20,6 +19,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import OperationalError as DatabaseOperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
