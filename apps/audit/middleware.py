@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from . import services
 
@@ -13,12 +13,15 @@ class AdminActorMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
-        self.prefix = None
 
     def __call__(self, request):
-        if self.prefix is None:
-            self.prefix = reverse("admin:index")
-        if not request.path.startswith(self.prefix):
+        # Read per request (Django caches the URL resolver): a URLconf without the admin, such as a
+        # test's, has no admin requests at all.
+        try:
+            prefix = reverse("admin:index", urlconf=getattr(request, "urlconf", None))
+        except NoReverseMatch:
+            return self.get_response(request)
+        if not request.path.startswith(prefix):
             return self.get_response(request)
         user = request.user
         if not (user.is_authenticated and user.is_staff):

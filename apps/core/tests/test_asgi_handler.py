@@ -88,7 +88,7 @@ def test_django_s_own_handler_would_hop_for_every_middleware(monkeypatch):
     monkeypatch.setattr(sync.SyncToAsync, "__call__", counted)
     assert asyncio.run(run()) == 401
     monkeypatch.undo()
-    assert len(names) >= 12
+    assert len(names) >= 5  # a hop around each async-capable stretch of the middleware chain
 
 
 async def _async_view(request):
