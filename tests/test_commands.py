@@ -24,7 +24,7 @@ from apps.core.models import Account, ApiToken, Widget
 pytestmark = pytest.mark.django_db
 
 NOTES = "/api/v1/_test/notes"
-OPERATIONAL_SCOPE_COUNT = 45  # the spec's 43 and Wave 3's privacy:write, audit:read
+OPERATIONAL_SCOPE_COUNT = 47  # the spec's 43 and Wave 3's privacy:write, audit:read, canned:read, canned:write
 # The spec's presets (core-specification, Authentication), written out rather than imported.
 AI_SETUP = {
     "widget:read",
