@@ -46,7 +46,7 @@ def _worker_env() -> dict[str, str]:
         "OUTBOUND_ALLOW_LOOPBACK": "1",
         "REQUESTS_CA_BUNDLE": ca_path(),
         "PYTHONPATH": str(ROOT),
-        "LOG_LEVEL": "INFO",
+        "LOG_LEVEL": "DEBUG",  # the tests read the tasks' outcomes from the per-task lines
     }
 
 
