@@ -140,7 +140,7 @@ BUSINESS_HOURS_SCHEMA = {
                 day: {
                     "type": "array",
                     "maxItems": hours.MAX_INTERVALS,
-                    "items": {"type": "array", "prefixItems": [_HHMM, _HHMM], "minItems": 2, "maxItems": 2},
+                    "items": {"type": "array", "items": _HHMM, "minItems": 2, "maxItems": 2},
                     "description": "0..4 intervals [start, end]: start before end, `24:00` allowed as an end, "
                     "no overlaps (one may start where the previous ends); [] is closed all day.",
                 }
