@@ -62,6 +62,17 @@ class StrictCharField(StrictStringMixin, serializers.CharField):
     pass
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: no numeric string, no boolean, no float (422 "Must be an integer.")."""
+
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictEmailField(StrictStringMixin, serializers.EmailField):
     pass
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField
-from apps.core.api.serializers import InputSerializer, StrictCharField, UploadField
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField, UploadField
 
 from .. import crawler, selectors, services
 from ..errors import ReadOnlyField
@@ -199,15 +199,6 @@ class SourcePageDoc(serializers.Serializer):
 
 
 # --- crawler ----------------------------------------------------------------------------------------------
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be an integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class StartUrlField(StrictCharField):

@@ -13,7 +13,7 @@ from apps.audit import selectors as audit
 from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
 from apps.core.api.query import MomentField, query_data
-from apps.core.api.serializers import InputSerializer, StrictCharField
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
 from apps.core.api.streaming import SyncStreamingResponse
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.erasure.selectors import not_erasing
@@ -29,15 +29,6 @@ GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The
 
 class ErasureQueuedDoc(serializers.Serializer):
     status = serializers.ChoiceField(choices=["queued"])
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be an integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class RetentionInput(InputSerializer):
