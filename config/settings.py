@@ -54,7 +54,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
@@ -281,10 +280,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.StrictJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.api.pagination.KeysetPagination",
     "DEFAULT_SCHEMA_CLASS": "apps.core.api.schema.ScopedAutoSchema",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "apps.core.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    "PAGE_SIZE": 20,
     "DEFAULT_VERSIONING_CLASS": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }

@@ -183,10 +183,6 @@ class Message(models.Model):
             models.Index(fields=["widget", "-created_at"], name="message_widget_created"),
         ]
 
-    @property
-    def is_visible_to_client(self) -> bool:
-        return self.visibility == self.Visibility.PUBLIC
-
 
 class ChatTransfer(models.Model):
     """One hand-over of a chat between agents (statistics count transfers in and out)."""

@@ -105,10 +105,6 @@ _LOCKED_CHAT = ModelStatement(
 )
 
 
-def _author_type(message: Message) -> str:
-    return "USER" if message.author_kind == Message.Author.CLIENT else "OPERATOR"
-
-
 # --- contacts -----------------------------------------------------------------------------------
 
 

@@ -26,7 +26,6 @@ TRIGGERED_BY: dict[str, str] = {
 }
 # Wave 3 events are Live (product-decisions.md, "Wave 3").
 LIVE_BY_DEFAULT = (events.MESSAGE_CREATED, events.CONTACT_ERASED)
-SPEC_STATUS: dict[str, str] = {name: ("Live" if name in LIVE_BY_DEFAULT else "Wired") for name in TRIGGERED_BY}
 
 NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)
 LEGACY_NAMES: dict[str, str] = dict(events.LEGACY_NAMES)

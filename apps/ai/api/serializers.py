@@ -8,7 +8,13 @@ from rest_framework import serializers
 
 from apps.agents.models import Agent
 from apps.core.api.query import IdQueryField, MomentField
-from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField, TenantPrimaryKeyField
+from apps.core.api.serializers import (
+    InputSerializer,
+    LabelField,
+    StrictCharField,
+    StrictIntegerField,
+    TenantPrimaryKeyField,
+)
 
 from .. import marketplace, phrases
 from ..models import PROVIDERS, Alert, Assistant, Credential, DemandSignal
@@ -28,15 +34,6 @@ class StrictBooleanField(serializers.BooleanField):
         if isinstance(data, bool):
             return data
         self.fail("invalid")
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be an integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class StrictFloatField(serializers.FloatField):

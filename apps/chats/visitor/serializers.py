@@ -10,7 +10,14 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField
-from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField, StrictEmailField, StrictRegexField
+from apps.core.api.serializers import (
+    InputSerializer,
+    LabelField,
+    StrictCharField,
+    StrictEmailField,
+    StrictIntegerField,
+    StrictRegexField,
+)
 from apps.core.models import Widget
 
 from ..models import Message
@@ -33,17 +40,6 @@ def file_created_payload(file) -> dict:
         "size": file.size,
         "created_at": file.created_at.isoformat(),
     }
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer: strings, floats and booleans are refused rather than coerced."""
-
-    default_error_messages = {"invalid": "Must be an integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 def _not_blank(value: str) -> str:

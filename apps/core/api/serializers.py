@@ -180,10 +180,6 @@ def _fresh_declared_fields(cls) -> dict[str, serializers.Field]:
 _HOLDS_FIELDS = (serializers.BaseSerializer, serializers.ListField, serializers.DictField, serializers.HStoreField)
 
 
-class StrictModelSerializer(StrictInputMixin, serializers.ModelSerializer):
-    pass
-
-
 class TenantPrimaryKeyField(serializers.PrimaryKeyRelatedField):
     """Resolves an id inside the request's widget, never outside it.
 

@@ -61,8 +61,3 @@ def is_well_formed(token: str) -> bool:
 
 def matches(token: str, secret_hash: str) -> bool:
     return hmac.compare_digest(hash_token(token), secret_hash)
-
-
-def display_prefix(token_or_prefix: str) -> str:
-    """What logs and admin may show of a token."""
-    return token_or_prefix[:PREFIX_LENGTH]
