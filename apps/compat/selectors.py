@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import random
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.chats.models import Chat
+from apps.core.auth.tokens import hash_token
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
 
@@ -18,10 +18,6 @@ KEY_LENGTH = 8
 WIDGET_CHANNEL = "widget"
 
 
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def find_bot(token: str) -> CompatBot | None:
     """The bot whose path token is `token`, or None. The row is found by the token's public first
     part; the whole token's SHA-256 is compared in constant time (also when no row matched)."""
@@ -29,7 +25,7 @@ def find_bot(token: str) -> CompatBot | None:
         return None
     bot = CompatBot.objects.select_related("widget", "agent").filter(token_key=token[:KEY_LENGTH]).first()
     stored = bot.token_hash if bot is not None else "0" * 64
-    if not hmac.compare_digest(token_hash(token), stored) or bot is None:
+    if not hmac.compare_digest(hash_token(token), stored) or bot is None:
         return None
     return bot
 

@@ -23,6 +23,7 @@ from apps.channels import services as channel_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import outbound
+from apps.core.auth.tokens import hash_token
 from apps.core.errors import AppError
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
@@ -70,7 +71,7 @@ def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[C
         agent=agent,
         url=url,
         token_key=key,
-        token_hash=selectors.token_hash(token),
+        token_hash=hash_token(token),
         signing_secret_encrypted=webhooks.encrypt_secret(signing_secret),
     )
     return bot, token, signing_secret
