@@ -260,6 +260,12 @@ def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> Answer:
     if handling != chat.handling:
         chat.handling = handling
         changed.append("handling")
+        if handling == Chat.Handling.AI_TO_HUMAN and not chat.went_ai_to_human:
+            chat.went_ai_to_human = True
+            changed.append("went_ai_to_human")
+        elif handling == Chat.Handling.HUMAN_TO_AI and not chat.went_human_to_ai:
+            chat.went_human_to_ai = True
+            changed.append("went_human_to_ai")
     if chat.handled_by_id != agent.pk:
         chat.handled_by, chat.handled_by_type, chat.handled_at = agent, kind, now
         changed += ["handled_by", "handled_by_type", "handled_at"]

@@ -8,7 +8,9 @@ the same commit as the chat. `rebuild_widget_facts` recomputes every fact
 of a widget from the base tables (existing data, repairs), with the same definitions:
 
 - A chat (room) counts on the Europe/Moscow day it was created, with its attribution as it is now:
-  `handling`, `accepted_by` and its type, `handled_by` and its type, and its routing owner. A chat
+  `handling`, `accepted_by` and its type, `handled_by` and its type, and its routing owner.
+  Escalations count by what the chat went through (`Chat.went_ai_to_human`, `went_human_to_ai`,
+  set when `handling` moves): a chat that went AI to a person and back counts in both. A chat
   answered the day after it was opened leaves `chats_missed` of its creation day.
 - A message counts on its own Moscow day when it is public and written by the visitor, a person or
   the AI operator; rating requests (system), operator notes, e-mails and internal messages do not.
@@ -52,6 +54,8 @@ _SNAPSHOT = (
     "channel",
     "is_internal",
     "handling",
+    "went_ai_to_human",
+    "went_human_to_ai",
     "accepted_type",
     "handled_type",
     "owner_agent_id",
@@ -68,6 +72,8 @@ _CHAT_FIELDS = (
     "channel",
     "is_internal",
     "handling",
+    "went_ai_to_human",
+    "went_human_to_ai",
     "accepted_by_type",
     "handled_by_type",
     "agent_id",
@@ -106,8 +112,8 @@ def _contribute(delta: stats.Delta, facts: ChatFacts, sign: int) -> None:
             "chats_accepted_human": facts.accepted_type == Chat.OperatorType.HUMAN,
             "chats_handled_ai": facts.handled_type == Chat.OperatorType.AI,
             "chats_handled_human": facts.handled_type == Chat.OperatorType.HUMAN,
-            "chats_ai_to_human": handling == Chat.Handling.AI_TO_HUMAN,
-            "chats_human_to_ai": handling == Chat.Handling.HUMAN_TO_AI,
+            "chats_ai_to_human": facts.went_ai_to_human,
+            "chats_human_to_ai": facts.went_human_to_ai,
             "response_ms_sum": response_ms or 0,
             "response_count": response_ms is not None,
             "first_response_ms_sum": facts.first_response_ms or 0,
@@ -140,6 +146,8 @@ def _observe(facts: ChatFacts, chat) -> None:
     facts.channel = chat.channel
     facts.is_internal = chat.is_internal
     facts.handling = chat.handling
+    facts.went_ai_to_human = chat.went_ai_to_human
+    facts.went_human_to_ai = chat.went_human_to_ai
     facts.accepted_type = chat.accepted_by_type
     facts.handled_type = chat.handled_by_type
     facts.owner_agent_id = chat.agent_id

@@ -67,6 +67,8 @@ class ChatFacts(models.Model):
     channel = models.CharField(max_length=64)
     is_internal = models.BooleanField(default=False)
     handling = models.CharField(max_length=16, default=Chat.Handling.MISSED)
+    went_ai_to_human = models.BooleanField(default=False, db_default=False)
+    went_human_to_ai = models.BooleanField(default=False, db_default=False)
     accepted_type = models.CharField(max_length=8, blank=True, default="")
     handled_type = models.CharField(max_length=8, blank=True, default="")
     owner_agent_id = models.BigIntegerField(null=True, blank=True)

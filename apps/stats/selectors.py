@@ -7,7 +7,8 @@ Metric definitions (also in the OpenAPI descriptions):
 - chats_total: chats (rooms) created in the window; chats_missed: those nobody has answered;
   chats_accepted = chats_total - chats_missed; chats_accepted_ai / _human: by the type of the
   operator who answered first; chats_handled_ai / _human: by the type of the operator handling
-  it now; chats_ai_to_human / chats_human_to_ai: by `handling`.
+  it now; chats_ai_to_human / chats_human_to_ai: chats that ever went through that hand-over
+  (a chat that went AI -> human -> AI counts in both).
 - messages_total: public messages of the visitor, people and the AI operator sent in the window.
 - avg_response_time_seconds: mean over chats created in the window that have a visible operator
   reply of (first reply - room creation); null without such chats.

@@ -40,8 +40,8 @@ def widget_stats(cur, widget_id: int, start: datetime, end: datetime) -> dict:
                      count(*) FILTER (WHERE accepted_by_type = 'human') AS chats_accepted_human,
                      count(*) FILTER (WHERE handled_by_type = 'ai') AS chats_handled_ai,
                      count(*) FILTER (WHERE handled_by_type = 'human') AS chats_handled_human,
-                     count(*) FILTER (WHERE handling = 'ai_to_human') AS chats_ai_to_human,
-                     count(*) FILTER (WHERE handling = 'human_to_ai') AS chats_human_to_ai,
+                     count(*) FILTER (WHERE went_ai_to_human) AS chats_ai_to_human,
+                     count(*) FILTER (WHERE went_human_to_ai) AS chats_human_to_ai,
                      coalesce(sum({RESPONSE_MS}), 0) AS response_ms_sum,
                      count(first_agent_reply_at) AS response_count
               FROM chats_chat WHERE {IN_WINDOW}) c,

@@ -106,12 +106,13 @@ FROM (
 _CHATS_SQL = """
 INSERT INTO chats_chat (id, widget_id, contact_id, channel, status, is_internal, agent_id, department_id,
                         accepted_by_id, accepted_by_type, accepted_at, handled_by_id, handled_by_type, handled_at,
-                        handling, last_message_id, last_message_at, has_client_messages, first_agent_reply_at,
-                        last_typing_at, created_at, updated_at, closed_at)
+                        handling, went_ai_to_human, went_human_to_ai, last_message_id, last_message_at,
+                        has_client_messages, first_agent_reply_at, last_typing_at, created_at, updated_at, closed_at)
 SELECT %(cid0)s + x.n, %(widget)s, %(ct0)s + x.n, x.channel, 'expired', x.is_internal, x.owner, NULL,
        x.accepted_id, x.accepted_type, x.reply_at, x.handled_id, x.handled_type,
        CASE WHEN x.handling = 'human' AND x.moved THEN x.reply_at + interval '90 seconds' ELSE x.reply_at END,
-       x.handling, %(mid0)s + x.n * 10 + 9, x.last_at, true, x.reply_at, NULL, x.created_at, x.last_at, NULL
+       x.handling, x.handling = 'ai_to_human', x.handling = 'human_to_ai',
+       %(mid0)s + x.n * 10 + 9, x.last_at, true, x.reply_at, NULL, x.created_at, x.last_at, NULL
 FROM (
     SELECT p.*,
            coalesce(p.reply_at + (9 - p.j) * interval '40 seconds', p.created_at + interval '450 seconds') AS last_at,

@@ -165,8 +165,12 @@ class WidgetMetricsDoc(serializers.Serializer):
     )
     chats_handled_ai = serializers.IntegerField(required=False, help_text="Handled now by the AI operator.")
     chats_handled_human = serializers.IntegerField(required=False, help_text="Handled now by a person.")
-    chats_ai_to_human = serializers.IntegerField(required=False, help_text="`handling` is `ai_to_human`.")
-    chats_human_to_ai = serializers.IntegerField(required=False, help_text="`handling` is `human_to_ai`.")
+    chats_ai_to_human = serializers.IntegerField(
+        required=False, help_text="Answered by the AI operator, then taken over by a person (at any time)."
+    )
+    chats_human_to_ai = serializers.IntegerField(
+        required=False, help_text="Answered by a person, then taken over by the AI operator (at any time)."
+    )
     messages_total = serializers.IntegerField(
         required=False,
         help_text="Public messages of the visitor, people and the AI operator sent in the window (rating "

@@ -152,6 +152,27 @@ def test_ai_then_human_escalation_and_handled_counts(widget, talk):
     assert got["avg_response_time_seconds"] == 10.0  # the first reply, whoever sent it
 
 
+def test_ai_to_human_to_ai_counts_once_in_each_escalation_counter(widget, talk):
+    chat = talk.at(msk(2025, 1, 15, 10)).visitor()
+    talk.at(msk(2025, 1, 15, 10, 0, 10)).reply(chat, talk.ai)
+    talk.at(msk(2025, 1, 15, 10, 5)).reply(chat, talk.human)
+    talk.at(msk(2025, 1, 15, 10, 6)).reply(chat, talk.ai)
+    talk.at(msk(2025, 1, 15, 10, 7)).reply(chat, talk.human)  # the same escalations again count nothing
+    talk.at(msk(2025, 1, 15, 10, 8)).reply(chat, talk.ai)
+    day = (msk(2025, 1, 15), msk(2025, 1, 16))
+    got = figures(widget, *day)
+    assert (got["chats_ai_to_human"], got["chats_human_to_ai"]) == (1, 1)
+    direct = reference.widget_stats(widget, *day)
+    assert (direct["chats_ai_to_human"], direct["chats_human_to_ai"]) == (1, 1)
+
+    facts.rebuild_widget_facts(widget_id=widget.pk)
+    rebuilt = figures(widget, *day)
+    assert (rebuilt["chats_ai_to_human"], rebuilt["chats_human_to_ai"]) == (1, 1)
+    # a window edge inside the day reads the per-chat facts, not the rollups
+    part = figures(widget, msk(2025, 1, 15, 9), msk(2025, 1, 15, 11))
+    assert (part["chats_ai_to_human"], part["chats_human_to_ai"]) == (1, 1)
+
+
 def test_ai_operator_never_has_missed_chats_and_every_agent_is_zero_filled(widget, talk):
     chat = talk.at(msk(2025, 1, 15, 10)).visitor()
     talk.at(msk(2025, 1, 15, 10, 1)).reply(chat, talk.ai)
