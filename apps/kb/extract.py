@@ -5,7 +5,8 @@ is `application/vnd.oasis.opendocument.text`), and UTF-8 text: html (a document 
 a BOM, blanks and comments, with `<!doctype html` or `<html`, or holds `<body`), json (parses as
 JSON), csv (two or more lines of the same number (>1) of commas or semicolons; the name's
 extension decides between csv and plain text only when the text could be either), md and txt. Other
-bytes (images, executables, legacy .doc, xlsx, text that is not UTF-8) are refused.
+bytes (images, executables, legacy .doc, xlsx, text that is not UTF-8) are refused, and so is a zip
+past the decoded limits of `apps.core.documents` (a decompression bomb).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ logger = logging.getLogger(__name__)
 FORMATS = ("txt", "md", "html", "csv", "json", "pdf", "docx", "odt")
 ODT_MIMETYPE = b"application/vnd.oasis.opendocument.text"
 MAX_TEXT_CHARS = 2_000_000
+_MIMETYPE_READ = 256  # far more than any ODF media type; a longer member is no ODF mimetype
 
 _HTML_START = re.compile(rb"^(?:\s|<!--.*?-->)*<(?:!doctype\s+html|html)[\s>]", re.IGNORECASE | re.DOTALL)
 _HTML_BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
@@ -34,14 +36,22 @@ class NotReadable(Exception):
 
 
 def _zip_format(data: bytes) -> str | None:
+    # Runs in the upload request: the archive's directory is checked against the decoded limits and
+    # only the first bytes of `mimetype` are inflated (the members are inflated and counted by the
+    # ingestion, before any parser reads them: `apps.core.documents`).
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with documents.open_archive(data) as archive:
             names = set(archive.namelist())
-            if "mimetype" in names and archive.read("mimetype").strip() == ODT_MIMETYPE:
+            if (
+                "mimetype" in names
+                and documents.read_prefix(archive, "mimetype", _MIMETYPE_READ).strip() == ODT_MIMETYPE
+            ):
                 return "odt"
             if "word/document.xml" in names:
                 return "docx"
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError):
+    except documents.ArchiveRefused as exc:
+        raise NotReadable(str(exc)) from None
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError, RuntimeError, NotImplementedError):
         return None
     return None
 
@@ -155,6 +165,8 @@ def text_of(data: bytes, fmt: str) -> str:
             text = data.decode("utf-8-sig")
     except NotReadable:
         raise
+    except documents.ArchiveRefused as exc:
+        raise NotReadable(str(exc)) from None
     except Exception as exc:  # a broken or hostile document: a failed state, never a crash
         logger.info("kb document could not be parsed as %s: %s", fmt, type(exc).__name__)
         raise NotReadable(f"the {fmt} document could not be parsed") from None

@@ -22,7 +22,8 @@ The guard, per call, before anything is sent:
 - no redirect followed (a 3xx is the answer), no cookies, no proxy (the environment's variables are
   overridden), no netrc, HTTP and HTTPS only;
 - a connect timeout, a read timeout (no byte for that long once the request is sent: enforced by the
-  driver), the body capped at `max_bytes` (declared or streamed), and a deadline over the whole call
+  driver), the body capped at `max_bytes` (declared, or streamed and counted after libcurl has undone
+  its Content-Encoding: a gzip bomb stops at the cap), and a deadline over the whole call
   (libcurl's own `TIMEOUT_MS`: `deadline_exceeded`), however slowly the peer trickles bytes.
 
 Each `GuardedSession` has its own libcurl multi handle (its own pooled connections), closed with it.
@@ -252,6 +253,10 @@ class _Pool:
         handle.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(connect * 1000)))
         handle.setopt(pycurl.TIMEOUT_MS, max(1, math.ceil(remaining * 1000)))
         handle.setopt(pycurl.HTTPHEADER, headers)
+        # libcurl undoes any Content-Encoding it knows (gzip, deflate, br) piece by piece before the
+        # body callback, so `max_bytes` counts decoded bytes and a bomb stops at the cap. The request
+        # still asks for identity (the Accept-Encoding line of `_header_lines` wins over libcurl's).
+        handle.setopt(pycurl.ACCEPT_ENCODING, "")
         handle.setopt(pycurl.HEADERFUNCTION, call.on_header)
         handle.setopt(pycurl.WRITEFUNCTION, call.on_body)
         if call.method == "GET" and not body:

@@ -7,6 +7,8 @@ cases run with a mocked resolver and with sockets forbidden.
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
 import ipaddress
 import json
 import logging
@@ -14,6 +16,7 @@ import socket
 import ssl
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +38,7 @@ from apps.core.outbound import (
     guarded_httpx_client,
     is_address_allowed,
 )
+from apps.core.tests import bombs
 from apps.core.tests.hostile_addresses import HOSTILE_CASES, PUBLIC_V4, HostileCase
 
 ip = ipaddress.ip_address
@@ -171,6 +175,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"x" * int(query["n"]))
             self.close_connection = True
+        elif parts.path == "/encoded":
+            # Content-Encoding sent whatever the request accepted: a bomb of `n` zeros, or a small body
+            body, encoding = _encoded(query["as"], int(query["n"]))
+            self._reply(200, body, {"Content-Encoding": encoding, "Content-Type": "text/plain"})
         elif parts.path == "/redirect":
             self._reply(302, b"", {"Location": query["to"]})
         elif parts.path == "/hop1":
@@ -195,6 +203,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(200, body)
         else:
             self._reply(404)
+
+
+@functools.lru_cache(maxsize=16)
+def _encoded(encoding: str, size: int) -> tuple[bytes, str]:
+    if encoding == "gzip":
+        return bombs.gzip_bomb(size), "gzip"
+    if encoding == "deflate":
+        return bombs.zlib_bomb(size), "deflate"
+    if encoding == "br":
+        import brotli
+
+        packer = brotli.Compressor(quality=1)
+        block = bytes(1 << 20)
+        parts = [packer.process(block) for _ in range(size // len(block))]
+        return b"".join([*parts, packer.process(bytes(size % len(block))), packer.finish()]), "br"
+    if encoding == "gzip,gzip":
+        return gzip.compress(bombs.gzip_bomb(size)), "gzip, gzip"
+    raise ValueError(encoding)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -599,6 +625,54 @@ def test_streamed_body_over_the_limit_is_refused(server: TLSServer) -> None:
         outbound.request("GET", server.url("/stream?n=200000"), max_bytes=1024)
     # then
     assert failed.value.reason == "response_too_large"
+
+
+BOMB_BYTES = 300 * 1024 * 1024
+CAP = 4 * 1024 * 1024  # over every bomb's encoded size: only decoded bytes reach it
+
+
+def _peak_of(call: Callable[[], object]) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        try:
+            outcome: object = call()
+        except Exception as exc:  # asserted by the caller
+            outcome = exc
+        return outcome, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _get_requests(url: str, **kwargs: Any) -> outbound.GuardedResponse:
+    return outbound.request("GET", url, **kwargs)
+
+
+def _get_libcurl(url: str, **kwargs: Any) -> outbound.GuardedResponse:
+    with GuardedSession() as session:
+        return session.send_bytes("GET", url, body=b"", headers={"Accept-Encoding": "gzip, deflate, br"}, **kwargs)
+
+
+@pytest.mark.parametrize("get", [_get_requests, _get_libcurl], ids=["requests", "libcurl"])
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "gzip,gzip"])
+def test_a_compression_bomb_stops_at_the_cap_in_decoded_bytes(server: TLSServer, get, encoding: str) -> None:
+    # given a body of a couple of MB or less that inflates to 300 MiB
+    url = server.url(f"/encoded?as={encoding}&n={BOMB_BYTES}")
+    _encoded(encoding, BOMB_BYTES)  # built before memory is watched
+    # when
+    outcome, peak = _peak_of(lambda: get(url, max_bytes=CAP))
+    # then refused at the cap, with never much more than the cap in memory
+    assert isinstance(outcome, OutboundError), outcome
+    assert outcome.reason == "response_too_large"
+    assert peak < 8 * CAP + len(_encoded(encoding, BOMB_BYTES)[0])
+
+
+@pytest.mark.parametrize("get", [_get_requests, _get_libcurl], ids=["requests", "libcurl"])
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_an_encoded_body_under_the_cap_comes_decoded(server: TLSServer, get, encoding: str) -> None:
+    # when a small encoded body arrives, whatever the request asked for
+    response = get(server.url(f"/encoded?as={encoding}&n=5000"), max_bytes=CAP)
+    # then the caller reads the decoded bytes
+    assert response.content == bytes(len(response.content)) and len(response.content) >= 5000
 
 
 def test_redirect_is_not_followed_by_default(server: TLSServer, connect_spy: list[str]) -> None:

@@ -1,7 +1,10 @@
 """Format detection by bytes, and the chunker and terms."""
 
+import tracemalloc
+
 import pytest
 
+from apps.core.tests import bombs
 from apps.kb import extract
 from apps.kb import text as kbtext
 
@@ -31,6 +34,28 @@ def test_deeply_nested_json_is_plain_text_not_a_crash():
 def test_detect_refuses(data):
     with pytest.raises(extract.NotReadable):
         extract.detect(data, "x.txt")
+
+
+def test_detect_reads_only_the_start_of_a_mimetype_member():
+    # given a docx whose `mimetype` inflates to 400 MiB of zeros while its headers declare 10,000 bytes
+    assert extract.detect(bombs.zip_archive([("mimetype", extract.ODT_MIMETYPE)])) == "odt"
+    data = bombs.docx_with_bomb("mimetype", 400 * 1024 * 1024, lie=10_000)
+    tracemalloc.start()
+    try:
+        # when
+        found = extract.detect(data, "x.docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # then it is no odt (its prefix is zeros) and nothing past a few KiB was inflated
+    assert found == "docx"
+    assert peak < len(data) + 1024 * 1024
+
+
+def test_text_of_a_bomb_is_not_readable():
+    data = bombs.docx_with_bomb("word/document.xml", 300 * 1024 * 1024, lie=1000)
+    with pytest.raises(extract.NotReadable):
+        extract.text_of(data, "docx")
 
 
 def test_terms_stem_russian_and_english_and_keep_the_word():

@@ -1,9 +1,12 @@
 """Uploads: each format by its bytes, asynchronous ingestion states, limits, delete."""
 
+import tracemalloc
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.core.models import File, IdempotencyKey
+from apps.core.tests import bombs
 from apps.kb import services
 from apps.kb.models import KbChunk, KbDocument
 from apps.kb.testing import OfflineHooks
@@ -69,6 +72,44 @@ def test_content_is_checked_by_its_bytes_not_its_name(kb, offline, assert_proble
     body = assert_problem(upload(kb, name, data), 422, "kb_unsupported_document")
     assert "file" in body["errors"]
     assert not KbDocument.objects.exists() and not File.objects.exists()
+
+
+@pytest.mark.parametrize("member", ["mimetype", "word/document.xml"])
+def test_a_docx_bomb_is_refused_in_the_request_and_stores_nothing(kb, offline, assert_problem, member):
+    # given a 2.6 MB docx whose member inflates to 400 MiB
+    data = bombs.docx_with_bomb(member, 400 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        # when
+        response = upload(kb, "bomb.docx", data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # then 422 with what was found, nothing stored, and the member never inflated
+    body = assert_problem(response, 422, "kb_unsupported_document")
+    assert "inflates past" in body["errors"]["file"][0]
+    assert not KbDocument.objects.exists() and not File.objects.exists()
+    assert peak < 64 * 1024 * 1024
+
+
+def test_a_docx_whose_directory_lies_fails_in_ingestion_with_one_piece_in_memory(
+    kb, offline, django_capture_on_commit_callbacks
+):
+    # given a docx whose document.xml inflates to 300 MiB while its headers declare 1,000 bytes
+    data = bombs.docx_with_bomb("word/document.xml", 300 * 1024 * 1024, lie=1000)
+    tracemalloc.start()
+    try:
+        # when uploaded (the request reads the directory only) and ingested
+        with django_capture_on_commit_callbacks(execute=True):
+            doc = upload(kb, "liar.docx", data).json()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # then the document failed with a reason, no chunk, and the member was never inflated whole
+    polled = kb.get(f"{UPLOADS}/{doc['id']}").json()
+    assert polled["state"] == "failed" and polled["error"]["code"] == "extraction_failed"
+    assert not KbChunk.objects.exists()
+    assert peak < 64 * 1024 * 1024
 
 
 def test_a_pdf_named_txt_is_read_as_pdf(kb, offline, django_capture_on_commit_callbacks):

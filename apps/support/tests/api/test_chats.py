@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import tracemalloc
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.models import File
 from apps.core.testing.plugin import assert_problem
+from apps.core.tests import bombs
 from apps.support.models import ChatAccount, Ticket
 
 SINCE = "updated_since"
@@ -306,6 +308,30 @@ def test_listed_types_without_text_come_as_the_file(support, name):
 def test_other_types_are_415(support, name, data):
     chat = support.chat()
     assert_problem(support.client.get(_attach(support, chat, name, data)), 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize(
+    "name,member,lie",
+    [
+        ("bomb.docx", "word/document.xml", None),
+        ("bomb.docx", "mimetype", None),
+        ("liar.docx", "word/document.xml", 1000),
+    ],
+)
+def test_a_document_bomb_is_415_and_never_inflated_whole(support, name, member, lie):
+    # given a visitor's attachment of a couple of MB whose member inflates to 300 MiB
+    chat = support.chat()
+    url = _attach(support, chat, name, bombs.docx_with_bomb(member, 300 * 1024 * 1024, lie=lie))
+    tracemalloc.start()
+    try:
+        # when a support agent opens it
+        response = support.client.get(url)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # then refused as unreadable, with at most a piece of it in memory
+    assert_problem(response, 415, "unsupported_media_type")
+    assert peak < 64 * 1024 * 1024
 
 
 def test_a_message_of_another_chat_or_without_file_is_404(support):
