@@ -5,7 +5,8 @@ that connect and leave together frees every slot it took.
 
 The server runs one process (WEB_CONCURRENCY=1, so its pid is uvicorn's) on this test's SQLite copy
 and on the suite's Redis database; the visitor budgets that would refuse one client's hundreds of
-sockets are off (the per-address cap stays on, high enough).
+sockets are off, and so is the per-address cap (each socket leases its session's slot). The clients
+connect CONNECTING at a time, so a slow CI machine times out no handshake.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import pytest
 
 pytestmark = pytest.mark.redis
 
-SOCKETS = 300
+SOCKETS = 200
 PER_SESSION = 10  # apps.chats.visitor.consumers.SOCKETS_PER_SESSION
+CONNECTING = 50
 
 
 def _slot_keys(client) -> list[bytes]:
@@ -44,7 +46,7 @@ def server(start_server, settings):
         REDIS_URL=settings.REDIS_URL,
         WEB_CONCURRENCY="1",
         VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR="0",
-        VISITOR_SOCKETS_PER_ADDRESS=str(SOCKETS + 50),
+        VISITOR_SOCKETS_PER_ADDRESS="0",
     )
 
 
@@ -57,8 +59,11 @@ def _uris(server, count: int) -> list[str]:
 async def _open_all(uris: list[str]) -> list:
     import websockets
 
+    gate = asyncio.Semaphore(CONNECTING)
+
     async def one(uri):
-        return await websockets.connect(uri, open_timeout=20, ping_interval=None)
+        async with gate:
+            return await websockets.connect(uri, open_timeout=30, ping_interval=None)
 
     return await asyncio.gather(*(one(uri) for uri in uris))
 
@@ -135,7 +140,7 @@ def test_a_burst_of_sockets_leaving_together_frees_every_slot(server, redis_clie
         return held
 
     held = asyncio.run(scenario())
-    assert held == 2 * SOCKETS  # a session's slot and the address's, per socket
+    assert held == SOCKETS  # its session's slot, per socket
     # then within a few seconds no slot is left taken
     deadline = time.monotonic() + 10
     while _slot_keys(redis_client) and time.monotonic() < deadline:
