@@ -160,12 +160,50 @@ USING_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.p
 # --- redis or the embedded default --------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 
+# redis-py's client options for the long-lived processes' connections to REDIS_URL (the cache and the
+# channel layer). A command that gets no answer within REDIS_SOCKET_TIMEOUT seconds fails (neither
+# client sends a blocking read that could outlast it: the layer below waits for its messages with
+# a timeout of its own); TCP keepalive and a PING before reusing a connection idle for 30 s find a
+# connection a proxy or a Redis restart cut while it sat in the pool.
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=10.0)
+REDIS_CONNECTION_OPTIONS = {
+    "socket_connect_timeout": 5,
+    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    "socket_keepalive": True,
+    "health_check_interval": 30,
+}
+
 if REDIS_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                # One pool per process shared by every task (apps.core.redis_pool; Django's backend
+                # would build one per asyncio context: a connection per socket and per request).
+                # Past REDIS_CACHE_CONNECTIONS a caller waits up to 5 s for a free connection.
+                "pool_class": "apps.core.redis_pool.SharedConnectionPool",
+                "max_connections": env.int("REDIS_CACHE_CONNECTIONS", default=50),
+                "timeout": 5,
+                **REDIS_CONNECTION_OPTIONS,
+            },
+        },
     }
+    # channels-redis's pub/sub layer. Each web process holds ONE subscription connection for all its
+    # sockets (their channels and groups are subscriptions on it, a message is put on the socket's
+    # in-process queue) plus one connection its publishes take in turn: an idle socket costs Redis
+    # nothing, and a burst of sockets connecting or leaving queues its (un)subscribes on that
+    # connection instead of taking a pooled connection each. channels-redis's list-based layer
+    # (RedisChannelLayer) instead keeps a blocking read open per process and takes a pooled
+    # connection per group add, discard and send, so a burst of sockets exhausts its pool.
+    # Pub/sub delivers at most once and keeps nothing for a channel nobody listens on: a push is
+    # best effort anyway (a visitor re-reads with `since`, a console re-reads its lists), and the
+    # layer has no capacity, expiry or group expiry to tune.
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "apps.core.channel_layer.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, **REDIS_CONNECTION_OPTIONS}]},
+        },
     }
     CELERY_BROKER_URL = REDIS_URL
     if REDIS_URL.startswith("redis://"):

@@ -151,15 +151,17 @@ class AgentConsumer(FramedJsonConsumer):
         return {"agent_id": self.agent.pk, "widget_id": self.agent.widget_id, "socket_id": self.socket_id}
 
     async def _leave(self) -> None:
-        # Under the lock, so a heartbeat already on its way to the store cannot register the socket
-        # again after it was closed (which would announce a ghost agent.online).
+        # The heartbeats stop first, whatever the store does below: a socket whose presence could not
+        # be withdrawn (Redis down) lapses after presence.SOCKET_TTL_SECONDS, and the reaper
+        # announces it. The withdrawal runs under the lock, so a heartbeat already on its way to the
+        # store cannot register the socket again after it was closed (a ghost agent.online).
+        if self.heartbeat_task is not None and self.heartbeat_task is not asyncio.current_task():
+            self.heartbeat_task.cancel()
+        self.heartbeat_task = None
         if self.registered:
             self.registered = False
             async with self.presence_lock:
                 await database_sync_to_async(presence.close_socket)(**self._presence_key())
-        if self.heartbeat_task is not None and self.heartbeat_task is not asyncio.current_task():
-            self.heartbeat_task.cancel()
-        self.heartbeat_task = None
 
     # --- heartbeats -----------------------------------------------------------------------------------
 

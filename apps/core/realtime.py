@@ -1,19 +1,14 @@
-"""Websocket groups and the one way to push a frame to them through the channel layer.
+"""Websocket groups and the one way to send to them from synchronous code.
 
 Groups: `chat.<id>` (the visitor's socket of that room) and `widget.<id>` (operator consoles). The
 consumers join them; the apps' on-commit event handlers push to them. A push is best effort: a
 visitor re-reads with `since` on reconnect, a console re-reads the lists.
 
-Where the push is sent from:
-- a web process's synchronous code (a view run by the ASGI server's `sync_to_async`): on the server's
-  own event loop, as `async_to_sync` does;
-- anywhere else (a Celery worker's task, a management command): on one long-lived event loop of the
-  process, in a thread of its own. `async_to_sync` would start a new thread and a new event loop for
-  every call there, and channels-redis keeps its connections per event loop, so every push paid a
-  thread start and a Redis connection. The in-process layer of the
-  embedded default is never used from a loop other than the caller's own: its queues belong to the
-  loop of the process's sockets.
-All of a frame's groups are sent in one call (on Redis, `group_send_many` of apps.core.channel_layer).
+`group_send` is Channels' own recipe for synchronous code, `async_to_sync(layer.group_send)`: in a
+web process's synchronous code (a view run by the ASGI server's `sync_to_async`) it runs on the
+server's event loop and its layer connections; anywhere else (a Celery worker's task, a management
+command) on an event loop of its own for the call, whose connections channels-redis closes with the
+loop. `push` sends a frame with it, or relays it (below).
 
 The embedded default's layer lives inside the web process, which a Celery worker cannot reach. Its
 workers (`relay_to_web`, set by config.celery) write each push as a `RelayedPush` row instead, and
@@ -31,7 +26,7 @@ import threading
 import time
 from datetime import timedelta
 
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import close_old_connections
@@ -39,7 +34,7 @@ from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
-# A push that has not reached the layer after this long is given up (logged); the sender goes on.
+# A send that has not reached the layer after this long is given up (logged); the sender goes on.
 PUSH_TIMEOUT_SECONDS = 5.0
 # How often the web process reads the frames workers relayed, how many at most per read, and how
 # long a relayed row is kept (a visitor who missed a frame re-reads with `since`).
@@ -59,81 +54,32 @@ def widget_group(widget_id: int) -> str:
     return f"widget.{widget_id}"
 
 
-async def _send(layer, groups: list[str], frame: dict) -> None:
-    send_many = getattr(layer, "group_send_many", None)  # apps.core.channel_layer: all groups at once
-    if send_many is not None:
-        try:
-            await send_many(groups, {"type": "push", "frame": frame})
-        except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
-            logger.warning("websocket push failed", extra={"groups": groups})
-        return
+async def _send(layer, groups: list[str], message: dict) -> None:
     for group in groups:
         try:
-            await layer.group_send(group, {"type": "push", "frame": frame})
-        except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
+            await asyncio.wait_for(layer.group_send(group, message), PUSH_TIMEOUT_SECONDS)
+        except Exception:  # best effort: the visitor re-reads with `since` on reconnect
             logger.warning("websocket push failed", extra={"group": group})
 
 
-class _PushLoop:
-    """The process's event loop for pushes sent outside the web server's loop (one per process: a
-    forked child starts its own)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pid = 0
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
-                loop = asyncio.new_event_loop()
-                started = threading.Event()
-                thread = threading.Thread(target=self._run, args=(loop, started), name="realtime-push", daemon=True)
-                thread.start()
-                started.wait()
-                self._loop, self._pid = loop, os.getpid()
-            return self._loop
-
-    @staticmethod
-    def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
-        asyncio.set_event_loop(loop)
-        loop.call_soon(started.set)
-        loop.run_forever()
-
-
-_push_loop = _PushLoop()
-
-
-def _server_loop() -> asyncio.AbstractEventLoop | None:
-    """The ASGI server's event loop when this thread runs code of its `sync_to_async` (asgiref's own
-    bookkeeping, the same test `async_to_sync` makes)."""
-    local = SyncToAsync.threadlocal
-    if getattr(local, "main_event_loop_pid", None) != os.getpid():
-        return None
-    loop = getattr(local, "main_event_loop", None)
-    return loop if loop is not None and loop.is_running() else None
-
-
-def push(groups: list[str], frame: dict) -> None:
-    """Send `frame` to every group now (callers run after commit)."""
+def group_send(groups: list[str], message: dict) -> None:
+    """Send a channel-layer message to every group now, from synchronous code (callers run after
+    commit). Never raises: a layer that fails or hangs is logged and given up."""
     layer = get_channel_layer()
     if layer is None or not groups:
         return
-    if relay_to_web:
+    try:
+        async_to_sync(_send)(layer, list(groups), message)
+    except Exception:  # best effort, as above
+        logger.warning("websocket push failed", extra={"groups": groups})
+
+
+def push(groups: list[str], frame: dict) -> None:
+    """Send `frame` to the sockets of every group (their consumers' `push`)."""
+    if relay_to_web and groups:
         _relay(groups, frame)
         return
-    try:
-        if _server_loop() is None and not isinstance(layer, InMemoryChannelLayer):
-            future = asyncio.run_coroutine_threadsafe(_send(layer, groups, frame), _push_loop.get())
-            try:
-                future.result(timeout=PUSH_TIMEOUT_SECONDS)
-            except TimeoutError:
-                future.cancel()
-                raise
-        else:
-            async_to_sync(_send)(layer, groups, frame)
-    except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
-        logger.warning("websocket push failed", extra={"groups": groups})
+    group_send(groups, {"type": "push", "frame": frame})
 
 
 # --- the embedded default's relay from workers to the web process ------------------------------------
@@ -194,7 +140,7 @@ class _RelayReader:
                     .values_list("pk", "groups", "frame")[:RELAY_BATCH]
                 )
                 for pk, groups, frame in rows:
-                    asyncio.run_coroutine_threadsafe(_send(layer, groups, frame), loop)
+                    asyncio.run_coroutine_threadsafe(_send(layer, groups, {"type": "push", "frame": frame}), loop)
                     last = pk
                 if time.monotonic() - purged_at > RELAY_KEEP.total_seconds():
                     purged_at = time.monotonic()

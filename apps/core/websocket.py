@@ -15,25 +15,34 @@ frames at all (not while refused or closing).
 The client may go away at any moment, also while the consumer is sending to it. ASGI servers then
 raise an OSError from `send` (uvicorn's ClientDisconnected) while the socket's websocket.disconnect
 already waits in the queue: the frame is dropped and the disconnect runs next, as after any close
-(so an operator goes offline and a visitor's socket slots free at once). Should a consumer end with
-an error anyway, its disconnect still runs once, so no socket outlives its clean-up.
+(so an operator goes offline and a visitor's socket slots free at once).
+
+The way out runs once per socket, whatever ended it (a close, a consumer error, a cancellation), and
+each of its steps runs whatever the others did: leaving the groups, the subclass's `disconnect`
+(an operator's presence), freeing the socket's slots. A step that fails (Redis timing out, the
+layer refusing) or hangs past CLEANUP_STEP_SECONDS is logged and the next one runs.
 
 SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
 across processes: each socket leases one of `limit` slots in the default cache (Redis with
-REDIS_URL, else the embedded file cache), refreshes the lease while it is open and frees it when
-it closes; a process that dies without closing its sockets loses their slots after SLOT_TTL.
+REDIS_URL, on the process's shared connection pool; else the embedded file cache), refreshes the
+lease while it is open and frees it when it closes. The refresh stops as the way out begins, so a
+lease that could not be freed (Redis down at that moment), or whose process died, lapses within
+SLOT_TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
+from channels.db import aclose_old_connections
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.cache import cache
@@ -47,8 +56,11 @@ logger = logging.getLogger(__name__)
 FRAME_MAX_CHARS = 4096
 FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
 CLOSE_POLICY_VIOLATION, CLOSE_TOO_BIG = 1008, 1009
-# A slot lease lives SLOT_TTL seconds unless its socket refreshes it (every SLOT_REFRESH seconds).
-SLOT_TTL, SLOT_REFRESH = 120, 40
+# A slot lease lives SLOT_TTL seconds unless its socket refreshes it (every SLOT_REFRESH seconds,
+# the first time after a random part of it, so sockets opened together do not refresh together).
+SLOT_TTL, SLOT_REFRESH = 60, 20
+# The longest one step of a socket's way out may take before the next one runs.
+CLEANUP_STEP_SECONDS = 15
 
 FrameHandler = Callable[[dict], Awaitable[None]]
 
@@ -78,15 +90,24 @@ class SocketSlots:
         """Lease one of `limit` slots of `kind:key` (limit <= 0: no cap). False when all are held."""
         if limit <= 0:
             return True
-        keys = [f"ws-slot:{kind}:{key}:{n}" for n in range(limit)]
-        held = await cache.aget_many(keys)
-        for slot in keys:
+        slot = await sync_to_async(self._claim)([f"ws-slot:{kind}:{key}:{n}" for n in range(limit)])
+        if slot is None:
+            return False
+        self.keys.append(slot)
+        return True
+
+    def _claim(self, keys: list[str]) -> str | None:
+        held = cache.get_many(keys)
+        free = [slot for slot in keys if slot not in held]
+        # In random order: sockets of one key connecting together would otherwise all race for the
+        # same first free slot and try the free ones one by one.
+        random.shuffle(free)
+        for slot in free:
             # add() is the claim: atomic on Redis (SET NX); on the file cache, the one web process of
             # the embedded default runs these calls on its one sync thread.
-            if slot not in held and await cache.aadd(slot, self.holder, timeout=SLOT_TTL):
-                self.keys.append(slot)
-                return True
-        return False
+            if cache.add(slot, self.holder, timeout=SLOT_TTL):
+                return slot
+        return None
 
     def hold(self) -> None:
         """Keep the leases alive while the socket is open."""
@@ -94,22 +115,36 @@ class SocketSlots:
             self._refresher = asyncio.create_task(self._refresh())
 
     async def _refresh(self) -> None:
+        await asyncio.sleep(random.uniform(0, SLOT_REFRESH))
         while True:
+            try:
+                await sync_to_async(self._touch)(list(self.keys))
+            except Exception:  # the cache blinked: the next round retries before the expiry
+                logger.warning("socket slot refresh failed", exc_info=True)
             await asyncio.sleep(SLOT_REFRESH)
-            for slot in self.keys:
-                try:
-                    await cache.atouch(slot, SLOT_TTL)
-                except Exception:  # the cache blinked: the next round retries before the expiry
-                    logger.warning("socket slot refresh failed", exc_info=True)
 
-    async def release(self) -> None:
+    @staticmethod
+    def _touch(keys: list[str]) -> None:
+        for slot in keys:
+            cache.touch(slot, SLOT_TTL)
+
+    def stop(self) -> None:
+        """Stop refreshing the leases (they lapse within SLOT_TTL unless released)."""
         if self._refresher is not None:
             self._refresher.cancel()
             self._refresher = None
+
+    async def release(self) -> None:
+        """Free every lease this socket holds; one that cannot be freed now lapses on its own."""
+        self.stop()
         keys, self.keys = self.keys, []
-        for slot in keys:
-            if await cache.aget(slot) == self.holder:  # a lease that expired may be another socket's now
-                await cache.adelete(slot)
+        if keys:
+            await sync_to_async(self._free)(keys)
+
+    def _free(self, keys: list[str]) -> None:
+        held = cache.get_many(keys)
+        # A lease that lapsed may be another socket's now: only this socket's own are deleted.
+        cache.delete_many([slot for slot in keys if held.get(slot) == self.holder])
 
 
 class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
@@ -127,20 +162,12 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
                 logger.debug("websocket frame dropped: the client went away", extra={"path": scope.get("path")})
 
         self._open = self._counted = False
+        self.slots = SocketSlots()
         try:
             await super().__call__(scope, receive, send_while_open)
-        except BaseException:
-            if self._open:
-                await self._disconnect_after_failure()
-            raise
-
-    async def _disconnect_after_failure(self) -> None:
-        try:
-            await self.websocket_disconnect({"type": "websocket.disconnect", "code": 1011})
-        except StopConsumer:
-            pass
-        except Exception:
-            logger.exception("websocket cleanup failed", extra={"path": self.scope.get("path")})
+        finally:
+            if self._open:  # it ended without its websocket.disconnect (an error, a cancellation)
+                await self._clean_up(1011)
 
     async def websocket_connect(self, message):
         self._open = True
@@ -154,11 +181,29 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             metrics.socket_opened(self.metrics_kind)
 
     async def websocket_disconnect(self, message):
-        self._open = False  # once: a disconnect that fails part way is not run again
+        await self._clean_up(message.get("code", 1005))
+        raise StopConsumer()
+
+    async def _clean_up(self, code: int) -> None:
+        """The socket's way out (the module docstring): every step, once."""
+        if not self._open:
+            return
+        self._open = False
         if self._counted:
             self._counted = False
             metrics.socket_closed(self.metrics_kind)
-        await super().websocket_disconnect(message)
+        self.slots.stop()
+        for group in list(self.groups):
+            await self._step("group discard", self.channel_layer.group_discard(group, self.channel_name))
+        await self._step("disconnect", self.disconnect(code))
+        await self._step("slot release", self.slots.release())
+        await self._step("database connections", aclose_old_connections())
+
+    async def _step(self, name: str, step: Awaitable) -> None:
+        try:
+            await asyncio.wait_for(step, CLEANUP_STEP_SECONDS)
+        except Exception:
+            logger.warning("websocket cleanup step failed", exc_info=True, extra={"step": name})
 
     def accepting(self) -> bool:
         raise NotImplementedError

@@ -10,6 +10,7 @@ from unittest import mock
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.contrib.sessions.models import Session
 from django.test import Client
@@ -206,6 +207,23 @@ def test_a_socket_whose_consumer_fails_still_takes_the_agent_offline(widget, ope
         await database_sync_to_async(visitor_says)(widget)
         with pytest.raises(RuntimeError, match="a bug in a handler"):
             await socket.wait(TIMEOUT)
+        assert presence.online_agent_ids(widget.pk) == set()
+
+    run(scenario)
+    assert presence_events(captured_events) == [("agent.online", operator.pk), ("agent.offline", operator.pk)]
+
+
+def test_a_layer_failing_on_the_way_out_still_takes_the_agent_offline(widget, operator, monkeypatch, captured_events):
+    """Leaving the console group fails (the layer's Redis timing out): presence is withdrawn anyway."""
+
+    async def failing_discard(self, group, channel):
+        raise ConnectionError("layer down")
+
+    monkeypatch.setattr(InMemoryChannelLayer, "group_discard", failing_discard)
+
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.disconnect()
         assert presence.online_agent_ids(widget.pk) == set()
 
     run(scenario)

@@ -2,12 +2,13 @@
 config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
 pushes that apps.chats.realtime sends after commit really go out."""
 
+import asyncio
 import json
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -501,6 +502,32 @@ def test_the_slots_of_a_closed_refused_socket_are_free_again(widget, settings):
             socket, code = await open_or_code(path(widget, token))
             assert code is None
             await socket.disconnect()
+
+    run(scenario)
+
+
+def test_a_cleanup_step_that_fails_still_frees_the_sockets_slots(widget, visitor, settings, monkeypatch):
+    """Leaving the groups fails on the way out (the layer's Redis timing out): the slots are freed all
+    the same, and no refresh of them outlives the socket."""
+    settings.VISITOR_SOCKETS_PER_ADDRESS = 1
+    _, token = visitor
+
+    async def failing_discard(self, group, channel):
+        raise ConnectionError("layer down")
+
+    monkeypatch.setattr(InMemoryChannelLayer, "group_discard", failing_discard)
+
+    def refreshers() -> list:
+        return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "SocketSlots._refresh"]
+
+    async def scenario():
+        socket, code = await open_or_code(path(widget, token))
+        assert code is None and len(refreshers()) == 1
+        await socket.disconnect()
+        again, code = await open_or_code(path(widget, token))
+        assert code is None
+        await again.disconnect()
+        assert refreshers() == []
 
     run(scenario)
 

@@ -26,7 +26,7 @@ from django.conf import settings
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
-from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, header, query_params
+from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, header, query_params
 
 from ..payloads import visitor_message_frame
 from . import auth, services
@@ -61,7 +61,6 @@ class VisitorConsumer(FramedJsonConsumer):
         self.sent_order: deque[int] = deque()
         self.sent_ids: set[int] = set()
         self.cursor = 0
-        self.slots = SocketSlots()
         self.draft_times: deque[float] = deque()
 
         params = query_params(self.scope)
@@ -89,12 +88,9 @@ class VisitorConsumer(FramedJsonConsumer):
         if chat is not None:
             await self._enter_room(chat.pk, replay=since is not None)
 
-    async def disconnect(self, code):
-        await self.slots.release()
-
     async def _take_slots(self, session_id: int) -> bool:
         """One slot of the session's and one of the client address's (the address as the visitor API
-        reads it: TRUSTED_PROXY_HOPS applies)."""
+        reads it: TRUSTED_PROXY_HOPS applies); FramedJsonConsumer frees them on the way out."""
         client = self.scope.get("client") or (None, None)
         address = auth.address_from(client[0], header(self.scope, b"x-forwarded-for"))
         taken = await self.slots.take("visitor-session", str(session_id), SOCKETS_PER_SESSION) and (

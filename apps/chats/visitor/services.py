@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.agents import selectors as agent_selectors
@@ -20,7 +18,7 @@ from apps.agents.models import Agent
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
-from apps.core.realtime import push, widget_group
+from apps.core.realtime import group_send, push, widget_group
 from apps.widget import selectors as widget_selectors
 
 from .. import selectors as chat_selectors
@@ -299,13 +297,7 @@ def _announce_room(*, contact: Contact, chat_id: int) -> None:
     room's visible messages from the database on joining, so the first message's own push (sent
     to the room group before anyone listened) is not lost."""
 
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        try:
-            async_to_sync(layer.group_send)(contact_group(contact.guid), {"type": "visitor.room", "chat_id": chat_id})
-        except Exception:  # best effort: the socket also finds the room on reconnect
-            logger.warning("room notice failed", extra={"chat_id": chat_id})
+    def send() -> None:  # best effort: the socket also finds the room on reconnect
+        group_send([contact_group(contact.guid)], {"type": "visitor.room", "chat_id": chat_id})
 
     transaction.on_commit(send)
