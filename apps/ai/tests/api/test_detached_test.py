@@ -213,12 +213,10 @@ def test_a_test_not_admitted_pays_for_no_knowledge_base_search(client, setup, se
 
 
 def test_admission_fails_closed_when_the_store_is_down(client, setup, monkeypatch):
-    from apps.ai import detached
-
     def broken(*a, **k):
         raise ConnectionError("store down")
 
-    monkeypatch.setattr(detached.cache, "add", broken)
+    monkeypatch.setattr(cache, "add", broken)
     assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 503, "admission_unavailable")
     assert setup["fake"].api_requests == []
 
