@@ -55,7 +55,7 @@ def test_one_widgets_slow_embedding_provider_does_not_slow_another_widget(start_
         created = requests.post(
             server.url("/api/v1/ai/credentials"),
             json={"provider": "openai", "api_key": fake.api_key, "base_url": fake.base_url},
-            headers=slow_auth,
+            headers={**slow_auth, "X-Service-Idempotency-Key": "credential-1"},
             timeout=30,
         )
         assert created.status_code == 201, created.text
