@@ -155,6 +155,20 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 WEB_THREADS = env.int("WEB_THREADS", default=4)
 if WEB_THREADS < 1:
     raise ImproperlyConfigured(f"WEB_THREADS must be at least 1, not {WEB_THREADS}")
+# Requests of one widget that may wait on its AI provider at once, across web processes
+# (apps.core.provider_waits); more are 429 provider_busy. Below WEB_THREADS, so that one widget's slow
+# provider holds at most this many of a process's threads and leaves the rest to every other widget.
+AI_REQUEST_PROVIDER_SLOTS = env.int("AI_REQUEST_PROVIDER_SLOTS", default=2)
+if not 1 <= AI_REQUEST_PROVIDER_SLOTS < max(WEB_THREADS, 2):
+    raise ImproperlyConfigured(
+        f"AI_REQUEST_PROVIDER_SLOTS must be at least 1 and below WEB_THREADS ({WEB_THREADS}; 1 when WEB_THREADS "
+        f"is 1), not {AI_REQUEST_PROVIDER_SLOTS}"
+    )
+# The deadlines of provider calls a request waits on (the worker's own are longer): an embedding (a
+# knowledge-base search or rule write, the retrieval of a signed assistant turn), and a signed
+# assistant turn, speech or a model list as a whole.
+AI_REQUEST_EMBED_DEADLINE_SECONDS = env.float("AI_REQUEST_EMBED_DEADLINE_SECONDS", default=5.0)
+AI_REQUEST_PROVIDER_DEADLINE_SECONDS = env.float("AI_REQUEST_PROVIDER_DEADLINE_SECONDS", default=30.0)
 USING_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
 
 # --- redis or the embedded default --------------------------------------------------------------

@@ -23,3 +23,8 @@ SCHEMA_INCLUDE_TEST_ROUTES = True
 # The relay's reader thread would poll the test database from outside the test's transaction; the
 # relay's own tests turn it on.
 REALTIME_RELAY = False
+# The request path's provider deadlines (apps.core.provider_waits) at the worker's own values: a test
+# process's first provider call builds the SDK's clients inside its deadline, which on a loaded
+# machine can take longer than production's 5 s. The deadline tests set their own.
+AI_REQUEST_EMBED_DEADLINE_SECONDS = 15.0
+AI_REQUEST_PROVIDER_DEADLINE_SECONDS = 45.0

@@ -8,7 +8,10 @@ AI operator at work, so the hand-off marker and the escalation triggers mean the
 plan (calls of declared tools only, each `arguments` valid against the tool's JSON Schema).
 
 Budgets per widget: 30 turns, 20 transcriptions and 20 syntheses per minute. The envelope (bound
-token, signature, timestamp, nonce) is checked by the view before anything here runs.
+token, signature, timestamp, nonce) is checked by the view before anything here runs. Each call
+waits on the provider in one of the widget's provider-wait slots, under the request path's deadline
+(AI_REQUEST_PROVIDER_DEADLINE_SECONDS; apps.core.provider_waits): 429 `provider_busy` when the
+widget's slots are taken, 502 `provider_failure` past the deadline.
 """
 
 from __future__ import annotations
@@ -18,24 +21,24 @@ import binascii
 import json
 import re
 import secrets
-import time
 from dataclasses import dataclass
 
+from django.conf import settings
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.core import provider_waits
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
 from . import errors, handoff, phrases, pipeline, retrieval, selectors
 from .models import Assistant, Credential, IntegrationBinding
-from .providers import ChatMessage, ProviderError, complete, synthesize, transcribe
+from .providers import ChatMessage, ProviderError, complete, load_sdks, synthesize, transcribe
 
 REFERENCE_VENDOR = "openai"
 TURN_BUDGET = Budget("ai_assistant_turn", 30, 60)
 STT_BUDGET = Budget("ai_assistant_speech_to_text", 20, 60)
 TTS_BUDGET = Budget("ai_assistant_text_to_speech", 20, 60)
-PROVIDER_DEADLINE_SECONDS = 45.0
 MAX_PROVIDER_OPERATIONS = 10
 
 MAX_TEXT = 4000
@@ -117,6 +120,10 @@ def _provider_failure(exc: ProviderError) -> errors.ProviderFailure:
         provider_status=exc.status,
         provider_http_operations=len(exc.attempts or ()),
     )
+
+
+def _provider_wait(widget: Widget):
+    return provider_waits.wait(widget.pk, seconds=settings.AI_REQUEST_PROVIDER_DEADLINE_SECONDS)
 
 
 # --- a turn ------------------------------------------------------------------------------------------------
@@ -250,19 +257,21 @@ def run_turn(*, widget: Widget, data: dict) -> dict:
     """One assistant turn: the validated reply or tool plan (see the module text)."""
     check_turn(data)
     integration = bound(widget)
-    TURN_BUDGET.check(widget.pk, detail=f"At most {TURN_BUDGET.limit} assistant turns per minute per widget.")
     question = next((m["content"] for m in reversed(data["messages"]) if m["role"] == "user"), "")
-    prompt = turn_prompt(widget=widget, assistant=integration.assistant, data=data, question=question)
-    try:
-        completion = complete(
-            integration.chain,
-            prompt,
-            temperature=integration.assistant.temperature,
-            deadline=time.monotonic() + PROVIDER_DEADLINE_SECONDS,
-            max_operations=MAX_PROVIDER_OPERATIONS,
-        )
-    except ProviderError as exc:
-        raise _provider_failure(exc) from None
+    with _provider_wait(widget):
+        TURN_BUDGET.check(widget.pk, detail=f"At most {TURN_BUDGET.limit} assistant turns per minute per widget.")
+        prompt = turn_prompt(widget=widget, assistant=integration.assistant, data=data, question=question)
+        load_sdks(integration.chain)
+        try:
+            completion = complete(
+                integration.chain,
+                prompt,
+                temperature=integration.assistant.temperature,
+                deadline=provider_waits.deadline(),
+                max_operations=MAX_PROVIDER_OPERATIONS,
+            )
+        except ProviderError as exc:
+            raise _provider_failure(exc) from None
     answer = {
         "conversation_id": data["conversation_id"],
         "request_id": data["request_id"],
@@ -328,33 +337,29 @@ def decode_audio(value: str) -> bytes:
 def speech_to_text(*, widget: Widget, data: dict) -> dict:
     audio = decode_audio(data["audio_base64"])
     config = _speech_config(widget)
-    STT_BUDGET.check(widget.pk, detail=f"At most {STT_BUDGET.limit} transcriptions per minute per widget.")
     filename = "audio." + AUDIO_TYPES[data["mime_type"]]
-    try:
-        text = transcribe(
-            config,
-            audio,
-            filename=filename,
-            language=data.get("language"),
-            deadline=time.monotonic() + PROVIDER_DEADLINE_SECONDS,
-        )
-    except ProviderError as exc:
-        raise _provider_failure(exc) from None
+    with _provider_wait(widget):
+        STT_BUDGET.check(widget.pk, detail=f"At most {STT_BUDGET.limit} transcriptions per minute per widget.")
+        load_sdks([config])
+        try:
+            text = transcribe(
+                config, audio, filename=filename, language=data.get("language"), deadline=provider_waits.deadline()
+            )
+        except ProviderError as exc:
+            raise _provider_failure(exc) from None
     return {"text": text}
 
 
 def text_to_speech(*, widget: Widget, data: dict) -> dict:
     config = _speech_config(widget)
-    TTS_BUDGET.check(widget.pk, detail=f"At most {TTS_BUDGET.limit} syntheses per minute per widget.")
     fmt = data.get("format") or "mp3"
-    try:
-        audio = synthesize(
-            config,
-            data["text"],
-            voice=data.get("voice"),
-            response_format=fmt,
-            deadline=time.monotonic() + PROVIDER_DEADLINE_SECONDS,
-        )
-    except ProviderError as exc:
-        raise _provider_failure(exc) from None
+    with _provider_wait(widget):
+        TTS_BUDGET.check(widget.pk, detail=f"At most {TTS_BUDGET.limit} syntheses per minute per widget.")
+        load_sdks([config])
+        try:
+            audio = synthesize(
+                config, data["text"], voice=data.get("voice"), response_format=fmt, deadline=provider_waits.deadline()
+            )
+        except ProviderError as exc:
+            raise _provider_failure(exc) from None
     return {"audio_base64": base64.b64encode(audio).decode("ascii"), "mime_type": SPEECH_FORMATS[fmt], "format": fmt}

@@ -18,11 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import secrets
 import time
 from dataclasses import dataclass, field
 
-from django.core.cache import cache
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Case, Q, When
 
@@ -30,7 +28,7 @@ from apps.agents.models import Agent
 from apps.core import idempotency
 from apps.core.errors import IdempotencyKeyReused
 from apps.core.models import IdempotencyKey, Widget
-from apps.core.ratelimit import Budget
+from apps.core.ratelimit import Budget, Slot, Slots, SlotStoreUnavailable
 
 from . import errors, handoff, phrases, pipeline, retrieval, selectors
 from .models import Assistant, Credential
@@ -44,7 +42,8 @@ MAX_TOTAL = 20000
 MAX_QUERY_BYTES = 128
 PROVIDER_DEADLINE_SECONDS = 45.0
 MAX_PROVIDER_OPERATIONS = 10
-IN_FLIGHT_TTL = 60  # seconds: longer than the provider deadline, so a crashed test frees its slot
+# One test in flight per widget; a slot outlives the provider deadline, so a crashed test frees its own.
+IN_FLIGHT = Slots("ai-detached-test", 1, ttl=60)
 STARTED_BUDGET = Budget("ai_detached_test_started", 10, 60)
 LOCALES = phrases.LANGUAGES
 OPERATOR_STATES = ("online", "offline", "unknown")
@@ -57,7 +56,7 @@ LIMITS = {
     "history_content_characters": MAX_TEXT,
     "total_characters": MAX_TOTAL,
     "started_per_60_seconds": STARTED_BUDGET.limit,
-    "in_flight": 1,
+    "in_flight": IN_FLIGHT.count,
     "provider_http_operations": MAX_PROVIDER_OPERATIONS,
     "provider_deadline_seconds": int(PROVIDER_DEADLINE_SECONDS),
     "idempotency_key_retention_seconds": 86400,
@@ -310,27 +309,18 @@ def inspection(widget: Widget, *, assistant_id, operator_id: int | None) -> dict
 # --- admission --------------------------------------------------------------------------------------------
 
 
-def _slot_key(widget: Widget) -> str:
-    return f"ai:detached-test:in-flight:{widget.pk}"
-
-
-def acquire_slot(widget: Widget) -> str:
-    token = secrets.token_hex(8)
+def acquire_slot(widget: Widget) -> Slot:
     try:
-        added = cache.add(_slot_key(widget), token, timeout=IN_FLIGHT_TTL)
-    except Exception:  # noqa: BLE001 - any store failure fails closed
+        slot = IN_FLIGHT.acquire(widget.pk)
+    except SlotStoreUnavailable:
         raise errors.AdmissionUnavailable("The admission store is unavailable; nothing was started.") from None
-    if not added:
+    if slot is None:
         raise errors.TestRateLimited("A detached test of this widget is already running.", headers={"Retry-After": "1"})
-    return token
+    return slot
 
 
-def release_slot(widget: Widget, token: str) -> None:
-    try:
-        if cache.get(_slot_key(widget)) == token:
-            cache.delete(_slot_key(widget))
-    except Exception:  # noqa: BLE001 - the slot expires by itself within IN_FLIGHT_TTL
-        logger.warning("detached test: the in-flight slot of widget %s could not be released", widget.pk)
+def release_slot(widget: Widget, slot: Slot) -> None:
+    IN_FLIGHT.release(slot)
 
 
 def claim_key(widget: Widget, *, key: str, path: str) -> IdempotencyKey:
@@ -408,7 +398,7 @@ class Plan:
     triggers: list[str]
     question: str
     temperature: float | None
-    slot: str
+    slot: Slot
     row: IdempotencyKey
 
 

@@ -18,6 +18,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
+from apps.core import provider_waits
 from apps.core.models import Widget
 from apps.kb import selectors as kb_selectors
 from apps.kb import services as kb_services
@@ -28,7 +31,7 @@ from .models import Assistant, Credential
 logger = logging.getLogger(__name__)
 
 RETRIEVAL_LIMIT = 5
-EMBED_DEADLINE_SECONDS = 15.0
+EMBED_DEADLINE_SECONDS = 15.0  # a worker's embedding; a request's waits AI_REQUEST_EMBED_DEADLINE_SECONDS
 UNAVAILABLE_NOTE = (
     "The knowledge base could not be searched (the embedding provider failed): no knowledge was retrieved."
 )
@@ -104,12 +107,18 @@ class ChainEmbedder:
         return embedding_model(self.chain[0])
 
     def __call__(self, texts: Sequence[str]) -> kb_services.hooks.Embedded:
-        from .providers import ProviderError
+        from .providers import ProviderError, load_sdks
         from .providers import embed as provider_embed
         from .providers.types import RETRYABLE_KINDS
 
         last: ProviderError | None = None
-        deadline = time.monotonic() + EMBED_DEADLINE_SECONDS
+        load_sdks(self.chain)
+        # A request holds a web thread while it waits: its embedding gets the request path's shorter
+        # deadline (apps.core.provider_waits).
+        if provider_waits.on_request_path():
+            deadline = provider_waits.deadline(settings.AI_REQUEST_EMBED_DEADLINE_SECONDS)
+        else:
+            deadline = time.monotonic() + EMBED_DEADLINE_SECONDS
         for config in self.chain:
             try:
                 vectors = provider_embed([config], list(texts), deadline=deadline)

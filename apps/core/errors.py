@@ -205,6 +205,13 @@ class RateLimited(AppError):
     status, code, title = 429, "rate_limited", "Too many requests"
 
 
+class ProviderBusy(AppError):
+    """The widget already waits on its AI provider in as many requests as it may at once
+    (AI_REQUEST_PROVIDER_SLOTS); retry after `Retry-After` seconds."""
+
+    status, code, title = 429, "provider_busy", "Provider calls of this widget in flight"
+
+
 class ServerError(AppError):
     """An unexpected error; it has been logged. Retry later."""
 

@@ -1,4 +1,5 @@
-"""Named budgets: at most `limit` units per sliding `window` seconds, atomic across processes.
+"""Named budgets: at most `limit` units per sliding `window` seconds, atomic across processes; and
+named slots (`Slots`): at most `count` of one kind in flight per key, held in the cache.
 
 One algorithm (an exact sliding log) on two backends:
 - Redis (REDIS_URL set): a Lua script over a sorted set, atomic in the server;
@@ -11,16 +12,22 @@ whole"). A rejected call records nothing.
 
 from __future__ import annotations
 
+import logging
 import math
+import secrets
+import threading
 import time
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 
 from apps.core.errors import RateLimited
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,77 @@ class Budget:
         decision = self.consume(*parts, cost=cost)
         decision.raise_if_denied(detail or f"Limit of {self.limit} per {int(self.window)} s reached.", error=error)
         return decision
+
+
+# --- slots: how many of one kind are in flight -------------------------------------------------------------
+
+
+class SlotStoreUnavailable(Exception):
+    """The cache holding the slots did not answer: the caller fails closed."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    key: str
+    token: str
+
+
+# The file cache's `add` is a look then a write, not one step: the threads of a process take and free
+# slots one at a time. The embedded default runs one web process (scripts/web.sh), so that is all of
+# them; Redis's `add` (SET NX) is atomic across processes by itself.
+_file_cache_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Slots:
+    """At most `count` holders per key at once, across processes (the default cache: Redis, or the
+    embedded default's file cache). Slot i of a key is the cache entry `slot:<name>:<key>:<i>`, taken
+    with `add` and holding a random token; `release` deletes it only while it still holds that token.
+    Each entry expires after `ttl` seconds: a holder that died frees its slot by then, so `ttl` must
+    outlast the longest hold."""
+
+    name: str
+    count: int
+    ttl: int
+
+    def key(self, *parts: object, index: int = 0) -> str:
+        """The cache key of slot `index` of `parts`."""
+        return ":".join(["slot", self.name, *(str(p) for p in parts), str(index)])
+
+    def acquire(self, *parts: object) -> Slot | None:
+        """A free slot of `parts` (now taken), or None when all `count` are taken. SlotStoreUnavailable
+        when the cache fails."""
+        token = secrets.token_hex(8)
+        guard = _file_cache_lock if not settings.REDIS_URL else None
+        try:
+            if guard is not None:
+                guard.acquire()
+            try:
+                for index in range(self.count):
+                    key = self.key(*parts, index=index)
+                    if cache.add(key, token, timeout=self.ttl):
+                        return Slot(key, token)
+            finally:
+                if guard is not None:
+                    guard.release()
+        except Exception as exc:  # noqa: BLE001 - any store failure: the caller fails closed
+            raise SlotStoreUnavailable(str(exc)) from None
+        return None
+
+    def release(self, slot: Slot) -> None:
+        """Free `slot` if it is still the holder's (it may have expired and been taken again)."""
+        guard = _file_cache_lock if not settings.REDIS_URL else None
+        try:
+            if guard is not None:
+                guard.acquire()
+            try:
+                if cache.get(slot.key) == slot.token:
+                    cache.delete(slot.key)
+            finally:
+                if guard is not None:
+                    guard.release()
+        except Exception:  # noqa: BLE001 - the slot expires by itself within its ttl
+            logger.warning("the slot %s could not be released; it expires by itself", slot.key)
 
 
 def client_address(request) -> str:

@@ -29,6 +29,7 @@ from .calls import synthesize as synthesize
 from .calls import transcribe as transcribe
 from .drivers import clear_token_cache as clear_token_cache
 from .drivers import endpoint_of as endpoint_of
+from .drivers import load_sdks as load_sdks
 from .types import PROVIDERS as PROVIDERS
 from .types import AttemptInfo as AttemptInfo
 from .types import ChatMessage as ChatMessage
@@ -53,6 +54,7 @@ __all__ = [
     "complete",
     "embed",
     "list_models",
+    "load_sdks",
     "synthesize",
     "transcribe",
 ]

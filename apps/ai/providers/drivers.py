@@ -65,9 +65,23 @@ class _ImportedOnFirstUse:
     def __getattr__(self, attribute: str):
         return getattr(importlib.import_module(self._name), attribute)
 
+    def load(self) -> None:
+        importlib.import_module(self._name)
+
 
 anthropic = _ImportedOnFirstUse("anthropic")
 openai = _ImportedOnFirstUse("openai")
+_SDK_OF = {"openai": openai, "openai_compatible": openai, "anthropic": anthropic}
+
+
+def load_sdks(chain: Sequence[ProviderConfig]) -> None:
+    """Import now the SDKs the chain's drivers use (the first use in a process takes a second or two
+    of CPU): a caller takes its deadline after this, so a short deadline counts the provider's time."""
+    for config in chain:
+        sdk = _SDK_OF.get(config.provider)
+        if sdk is not None:
+            sdk.load()
+
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"

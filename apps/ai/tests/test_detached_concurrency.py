@@ -21,6 +21,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import AsyncClient
 
+from apps.ai import detached
 from apps.ai.api import hops
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core import services as core_services
@@ -246,5 +247,5 @@ def test_a_shut_gate_after_the_provider_still_answers_and_frees_the_slot(llm_fak
     # then: the answer stands, the slot is free, the (informative) result is not recorded
     assert response.status_code == 200, response.content
     assert response.json()["data"]["answer"] == "Two days."
-    assert cache.get(f"ai:detached-test:in-flight:{IdempotencyKey.objects.get().widget_id}") is None
+    assert cache.get(detached.IN_FLIGHT.key(IdempotencyKey.objects.get().widget_id)) is None
     assert IdempotencyKey.objects.get().response_status is None

@@ -1,13 +1,18 @@
 """Knowledge-base routes: rules, sources, search, uploads and status. Thin: parse, call one service
 or selector, serialize. Rule writes embed before the idempotency claim (a provider call never holds
-a transaction), so a 502 `kb_embed_provider_failed` stores nothing and leaves the key unclaimed."""
+a transaction), so a 502 `kb_embed_provider_failed` stores nothing and leaves the key unclaimed.
+A route that embeds waits on the provider in one of the widget's provider-wait slots and under the
+request path's embedding deadline (apps.core.provider_waits): 429 `provider_busy` when the widget's
+slots are taken, and past the deadline the route's 502."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
+from apps.core import provider_waits
 from apps.core.api.pagination import open_cursor, parse_limit, seal_cursor
 from apps.core.api.parsers import LimitedMultiPartParser
 from apps.core.api.query import query_data
@@ -22,6 +27,10 @@ from ..models import KbChunk, KbDocument
 from . import serializers as s
 
 UPLOAD_BODY_BYTES = services.MAX_FILE_BYTES + 64 * 1024  # the document plus multipart framing
+
+
+def _embedding_wait(widget):
+    return provider_waits.wait(widget.pk, seconds=settings.AI_REQUEST_EMBED_DEADLINE_SECONDS)
 
 
 class RuleViewSet(
@@ -68,14 +77,17 @@ class RuleViewSet(
         "embedded at once with the widget's embedding credential (the widget-wide one, else the enabled assistants' "
         "own, default first; the backup chain applies) and searchable as soon as this answers; its `source_ref` is "
         "`manual:<id>`. Read-only fields (`source_ref`, `button_id`, `operator_id`, `chunk_index`, ...) are 422 "
-        "`kb_read_only_field`. A provider failure (or no credential able to embed) is 502 "
-        "`kb_embed_provider_failed`: nothing is stored and the idempotency key stays free for a retry.",
+        "`kb_read_only_field`. A provider failure (or no credential able to embed, or no answer within the "
+        "request's embedding deadline, 5 s by default) is 502 `kb_embed_provider_failed`: nothing is stored and the "
+        "idempotency key stays free for a retry. While the widget already waits on its provider in 2 requests "
+        "(`AI_REQUEST_PROVIDER_SLOTS`), 429 `provider_busy` with `Retry-After`.",
         request=s.RuleInput,
         responses={201: s.RuleDoc},
     )
     def create(self, request):
         data = self.validated(s.RuleInput)
-        embedded = services.embed_texts(widget=request.widget, texts=[data["content"]])
+        with _embedding_wait(request.widget):
+            embedded = services.embed_texts(widget=request.widget, texts=[data["content"]])
         with self.idempotency_claim():
             rule = services.create_rule(
                 widget=request.widget, content=data["content"], doc_id=data.get("doc_id"), embedded=embedded
@@ -103,7 +115,8 @@ class RuleViewSet(
         data = self.validated(s.RuleInput, partial=True)
         embedded = None
         if "content" in data and data["content"] != rule.content:
-            embedded = services.embed_texts(widget=request.widget, texts=[data["content"]])
+            with _embedding_wait(request.widget):
+                embedded = services.embed_texts(widget=request.widget, texts=[data["content"]])
         with self.idempotency_claim():
             rule = services.update_rule(widget=request.widget, rule=rule, changes=dict(data), embedded=embedded)
         return Response(selectors.rule_payload(rule))
@@ -172,8 +185,9 @@ class SearchView(ScopedAPIView):
         "vector similarity over the widget's chunks fused with full-text search (Russian and English stemming "
         "plus exact words) by reciprocal rank fusion. `limit` 1..20 (default 5); `assistant_id` previews as that "
         "assistant (404 when unknown or another widget's) and reports its `rag_enabled`. `mode` is `keyword` when "
-        "no credential can embed, `empty` with no rules. An embedding-provider failure is 502 "
-        "`kb_embed_provider_failed`.",
+        "no credential can embed, `empty` with no rules. An embedding-provider failure (or no answer within the "
+        "request's embedding deadline, 5 s by default) is 502 `kb_embed_provider_failed`; while the widget already "
+        "waits on its provider in 2 requests (`AI_REQUEST_PROVIDER_SLOTS`), 429 `provider_busy` with `Retry-After`.",
         parameters=[s.SearchQuery],
         responses={200: s.SearchDoc},
     )
@@ -185,9 +199,10 @@ class SearchView(ScopedAPIView):
             if assistant is None:
                 raise NotFound()
         try:
-            result = selectors.search_chunks(
-                widget=request.widget, question=query["q"], limit=query.get("limit", selectors.DEFAULT_SEARCH_LIMIT)
-            )
+            with _embedding_wait(request.widget):
+                result = selectors.search_chunks(
+                    widget=request.widget, question=query["q"], limit=query.get("limit", selectors.DEFAULT_SEARCH_LIMIT)
+                )
         except hooks.EmbedError as exc:
             raise EmbedProviderFailed(services._embed_detail(exc)) from None
         data = [

@@ -351,3 +351,60 @@ def test_the_speech_provider_failing_is_502(app, assert_problem):
 def test_ai_settings_are_not_needed_for_the_signed_calls(app):
     assert not AiSettings.objects.filter(widget=app.widget, enabled=True).exists()
     assert app.post("turn", turn()).status_code == 200
+
+
+# --- provider waits on the request path (apps.core.provider_waits) ----------------------------------------------
+
+
+def _hold_every_slot(widget, settings):
+    from apps.core import provider_waits
+
+    held = provider_waits.slots(settings.AI_REQUEST_PROVIDER_DEADLINE_SECONDS)
+    return held, [held.acquire(widget.pk) for _ in range(held.count)]
+
+
+def _slots_free(widget, settings) -> bool:
+    from django.core.cache import cache
+
+    from apps.core import provider_waits
+
+    held = provider_waits.slots(settings.AI_REQUEST_PROVIDER_DEADLINE_SECONDS)
+    return all(cache.get(held.key(widget.pk, index=i)) is None for i in range(held.count))
+
+
+@pytest.mark.parametrize("path", ["turn", "speech-to-text", "text-to-speech"])
+def test_while_the_widgets_provider_slots_are_taken_a_signed_call_is_429_and_spends_no_budget(
+    app, settings, assert_problem, path
+):
+    body = {
+        "turn": turn(),
+        "speech-to-text": {"audio_base64": audio(), "mime_type": "audio/ogg"},
+        "text-to-speech": {"text": "Hi"},
+    }[path]
+    held, taken = _hold_every_slot(app.widget, settings)
+    response = app.post(path, body)
+    assert_problem(response, 429, "provider_busy")
+    assert response["Retry-After"] == "1" and app.fake.requests == []
+    held.release(taken[0])
+    assert app.post(path, body).status_code == 200
+    budget = {"turn": assistant_api.TURN_BUDGET, "speech-to-text": assistant_api.STT_BUDGET}.get(
+        path, assistant_api.TTS_BUDGET
+    )
+    assert budget.consume(app.widget.pk).remaining == budget.limit - 2  # the refused call spent none
+
+
+def test_a_signed_turn_frees_its_slot_after_a_success_and_after_a_failure(app, settings, assert_problem):
+    assert app.post("turn", turn()).status_code == 200
+    assert _slots_free(app.widget, settings)
+    app.fake.script(*[server_error(500)] * 4)
+    assert_problem(app.post("turn", turn()), 502, "provider_failure")
+    assert _slots_free(app.widget, settings)
+
+
+def test_a_slow_provider_is_502_at_the_request_paths_deadline(app, settings, assert_problem):
+    settings.AI_REQUEST_PROVIDER_DEADLINE_SECONDS = 1.0
+    app.fake.delay = 8.0
+    started = time.monotonic()
+    assert_problem(app.post("turn", turn()), 502, "provider_failure")
+    assert time.monotonic() - started < 6.0, "the turn waited past its deadline"
+    assert _slots_free(app.widget, settings)

@@ -6,6 +6,7 @@ import pytest
 from django.core.cache import cache
 
 from apps.agents.models import Agent
+from apps.ai import detached
 from apps.ai.models import AiSettings
 from apps.ai.testing import ODD_SHAPES, odd_answer, ok, rate_limited, server_error, slow
 from apps.ai.tests.conftest import idem
@@ -108,14 +109,14 @@ def test_provider_failure_is_502_and_keeps_the_key(client, setup):
     assert_problem(
         post(client, setup["assistant"].pk, {"question": "Hello"}, key="kept-key"), 409, "idempotency_reused"
     )
-    assert cache.get(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}") is None
+    assert cache.get(detached.IN_FLIGHT.key(setup["assistant"].widget_id)) is None
 
 
 @pytest.mark.parametrize("shape", ODD_SHAPES)
 def test_an_unusable_provider_answer_is_502_and_frees_the_slot_at_once(client, setup, shape):
     setup["fake"].script(*[odd_answer("openai", shape)] * 10)
     assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 502, "provider_failure")
-    assert cache.get(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}") is None
+    assert cache.get(detached.IN_FLIGHT.key(setup["assistant"].widget_id)) is None
     setup["fake"].reset()
     assert post(client, setup["assistant"].pk, {"question": "Hello"}).status_code == 200
 
@@ -176,7 +177,7 @@ def test_ten_started_per_minute_then_429_and_the_key_is_released(client, setup):
 
 
 def test_one_in_flight_per_widget(client, setup):
-    cache.add(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}", "other", 60)
+    cache.add(detached.IN_FLIGHT.key(setup["assistant"].widget_id), "other", 60)
     r = post(client, setup["assistant"].pk, {"question": "Hello"}, key="busy")
     assert_problem(r, 429, "test_rate_limited")
     assert not IdempotencyKey.objects.filter(key="busy").exists()
@@ -202,7 +203,7 @@ def searches(setup, monkeypatch):
 
 
 def test_a_test_not_admitted_pays_for_no_knowledge_base_search(client, setup, searches):
-    cache.add(f"ai:detached-test:in-flight:{setup['assistant'].widget_id}", "other", 60)
+    cache.add(detached.IN_FLIGHT.key(setup["assistant"].widget_id), "other", 60)
     assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 429, "test_rate_limited")
     cache.clear()
     for _ in range(10):
@@ -212,12 +213,10 @@ def test_a_test_not_admitted_pays_for_no_knowledge_base_search(client, setup, se
 
 
 def test_admission_fails_closed_when_the_store_is_down(client, setup, monkeypatch):
-    from apps.ai import detached
-
     def broken(*a, **k):
         raise ConnectionError("store down")
 
-    monkeypatch.setattr(detached.cache, "add", broken)
+    monkeypatch.setattr(cache, "add", broken)
     assert_problem(post(client, setup["assistant"].pk, {"question": "Hello"}), 503, "admission_unavailable")
     assert setup["fake"].api_requests == []
 

@@ -1,0 +1,85 @@
+"""Provider waits on the request path: at most AI_REQUEST_PROVIDER_SLOTS requests of one widget wait
+on an AI provider at once, each under a deadline of its own.
+
+A web process runs requests' synchronous work on WEB_THREADS threads (apps.core.asgi_handler). A
+request that waits on a provider (a knowledge-base search or rule write embedding its text, a signed
+assistant turn, speech, a model list) holds its thread for as long as the provider takes, so a slow
+provider of one widget could hold every thread of the process and stall every other widget. Here:
+
+- `wait(widget_id, seconds=...)` takes one of the widget's slots (`ratelimit.Slots`, in the cache,
+  so the cap counts across web processes) or answers 429 `provider_busy` with `Retry-After`; the slot
+  is freed when the block ends, and expires by itself `SLOT_MARGIN_SECONDS` after its calls'
+  deadlines should the process die meanwhile. A cache that does not answer is 503: nothing was paid for.
+- inside the block `deadline(...)` is the deadline of each provider call: `now + seconds` (or the
+  caller's own default when shorter), which the provider layer passes on to its calls
+  (apps.ai.providers), whose timeouts it clamps. It is taken when the call starts, after the
+  caller's own preparation (loading a vendor's SDK on first use).
+
+With the slots below WEB_THREADS, one widget's slow provider leaves WEB_THREADS - slots threads of
+every process to the others (settings check AI_REQUEST_PROVIDER_SLOTS < WEB_THREADS). Worker-side
+provider calls (the AI operator, document ingestion) never take a slot: they hold no request thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+
+from .errors import ProviderBusy, ServiceUnavailable
+from .ratelimit import Slots, SlotStoreUnavailable
+
+SLOT_MARGIN_SECONDS = 30  # a slot outlives its calls' deadlines by this much (the request's own work)
+CALLS_PER_WAIT = 2  # a signed assistant turn embeds its question, then asks for the answer
+RETRY_AFTER_SECONDS = 1
+
+_bound: contextvars.ContextVar[float | None] = contextvars.ContextVar("provider_wait_seconds", default=None)
+
+
+def slots(seconds: float) -> Slots:
+    ttl = CALLS_PER_WAIT * math.ceil(seconds) + SLOT_MARGIN_SECONDS
+    return Slots("provider-wait", settings.AI_REQUEST_PROVIDER_SLOTS, ttl=ttl)
+
+
+@contextmanager
+def wait(widget_id: int, *, seconds: float) -> Iterator[None]:
+    """One of the widget's provider-wait slots for the block, whose provider calls each wait at most
+    `seconds`. 429 `provider_busy` when every slot is taken."""
+    held = slots(seconds)
+    try:
+        slot = held.acquire(widget_id)
+    except SlotStoreUnavailable:
+        raise ServiceUnavailable(
+            "The admission store is unavailable; the provider was not called.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ) from None
+    if slot is None:
+        raise ProviderBusy(
+            f"At most {held.count} requests of this widget wait on its AI provider at once.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+    token = _bound.set(seconds)
+    try:
+        yield
+    finally:
+        _bound.reset(token)
+        held.release(slot)
+
+
+def deadline(default_seconds: float | None = None) -> float:
+    """The time.monotonic() deadline of a provider call starting now: `default_seconds`, or the
+    request path's bound when it is shorter (or when no default is given)."""
+    bound = _bound.get()
+    candidates = [s for s in (default_seconds, bound) if s is not None]
+    if not candidates:
+        raise ValueError("outside a provider wait a call names its own deadline")
+    return time.monotonic() + min(candidates)
+
+
+def on_request_path() -> bool:
+    """True inside `wait`: the caller holds a request thread."""
+    return _bound.get() is not None
