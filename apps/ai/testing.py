@@ -305,7 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.request.settimeout(self.timeout)
         try:
-            self.request.do_handshake()
+            if isinstance(self.request, ssl.SSLSocket):
+                self.request.do_handshake()
         except (OSError, ssl.SSLError):
             self.close_connection = True
         super().setup()
@@ -411,6 +412,7 @@ class FakeLLM:
         text: str = DEFAULT_TEXT,
         token_ttl: float = 1800.0,
         models: Sequence[str] | None = None,
+        tls: bool = True,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"unknown flavor {flavor!r}")
@@ -422,6 +424,7 @@ class FakeLLM:
             else f"sk-fake-{secrets.token_hex(12)}"
         )
         self.text = text
+        self.tls = tls  # False: plain http:// (a model server on the owner's network, AI_PRIVATE_HOSTS)
         self.delay = 0.0  # seconds before every unscripted answer
         self.token_ttl = token_ttl
         self.models = list(models or self._default_models())
@@ -448,7 +451,8 @@ class FakeLLM:
         ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.fake = self
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
+        if self.tls:
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -473,7 +477,7 @@ class FakeLLM:
 
     @property
     def origin(self) -> str:
-        return f"https://localhost:{self.port}"
+        return f"{'https' if self.tls else 'http'}://localhost:{self.port}"
 
     @property
     def base_url(self) -> str:
