@@ -479,6 +479,14 @@ if OUTBOUND_ALLOW_LOOPBACK:
     logging.getLogger("apps.core.outbound").warning(
         "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"
     )
+# The owner's own model servers (Ollama, vLLM, ... on a private network): host names and address
+# ranges AI credentials, and nothing else, may reach; `http://` only there (apps.core.outbound.policy).
+AI_PRIVATE_HOSTS = env.list("AI_PRIVATE_HOSTS", default=[])
+if AI_PRIVATE_HOSTS:
+    logging.getLogger("apps.core.outbound").warning(
+        "AI_PRIVATE_HOSTS=%s: AI credentials (and nothing else) may reach these hosts, over http:// too",
+        ",".join(AI_PRIVATE_HOSTS),
+    )
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).

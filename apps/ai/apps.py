@@ -7,7 +7,11 @@ class AiConfig(AppConfig):
     verbose_name = "AI configuration"
 
     def ready(self) -> None:
-        from apps.core import events
+        from apps.core import events, outbound
+
+        # A malformed AI_PRIVATE_HOSTS stops start-up (ImproperlyConfigured names the entry) rather
+        # than the first provider call.
+        outbound.ai_private_hosts()
         from apps.widget import selectors as widget_selectors
 
         from . import selectors

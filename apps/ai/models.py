@@ -91,6 +91,9 @@ class Credential(models.Model):
     api_key_encrypted = models.TextField(blank=True, default="")
     base_url = models.CharField(max_length=2000, blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="")
+    # The model knowledge-base embeddings ask for; blank: the vendor's default embedding model
+    # (openai, gigachat) or `model` (openai_compatible).
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
     signing_secret_encrypted = models.TextField(blank=True, default="")
     is_active = models.BooleanField(default=True)
     assistant = models.ForeignKey(

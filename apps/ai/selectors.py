@@ -173,6 +173,7 @@ def credential_payload(credential: Credential, by_id: dict[int, Credential]) -> 
         "base_url": credential.base_url or None,
         "endpoint": endpoint_of(credential.provider, credential.base_url),
         "model": credential.model or None,
+        "embedding_model": credential.embedding_model or None,
         "is_active": credential.is_active,
         "scope": credential_scope(credential),
         "assistant_id": credential.assistant_id,
@@ -240,6 +241,7 @@ def provider_config(credential: Credential, *, assistant: Assistant | None = Non
         base_url=credential.base_url or None,
         model=model,
         credential_id=credential.pk,
+        options={"embedding_model": credential.embedding_model} if credential.embedding_model else {},
     )
 
 

@@ -295,18 +295,24 @@ def retire_operator(*, widget: Widget, operator: Agent) -> Agent:
 
 # --- credentials ------------------------------------------------------------------------------------------
 
-BASE_URL_REFUSED = "The host does not resolve to a public address."
+BASE_URL_REFUSED = (
+    "The host does not resolve to a public address (a model server on a private network must be listed "
+    "in the operator's AI_PRIVATE_HOSTS)."
+)
 
 
 def check_base_url(url: str) -> str:
-    """https, no user:pass, a public address (loopback only with OUTBOUND_ALLOW_LOOPBACK), checked
-    once at save time through the one address policy. Returns the URL without a trailing slash."""
+    """https, no user:pass, a public address (loopback only with OUTBOUND_ALLOW_LOOPBACK), or the
+    owner's model server listed in AI_PRIVATE_HOSTS (`http://` allowed there only), checked once at
+    save time through the one address policy. Returns the URL without a trailing slash."""
+    private = outbound.ai_private_hosts()
     try:
-        parts = outbound.check_url(url)
+        parts = outbound.check_url(url, private_hosts=private)
     except outbound.OutboundBlocked as exc:
         raise ValidationFailed(errors={"base_url": [f"Refused endpoint ({exc.reason})."]}) from None
     try:
-        outbound.pin_address(parts.hostname, parts.port or 443)
+        port = parts.port or (80 if parts.scheme.lower() == "http" else 443)
+        outbound.pin_address(parts.hostname, port, private_hosts=private)
     except (outbound.OutboundBlocked, outbound.OutboundError):
         raise ValidationFailed(errors={"base_url": [BASE_URL_REFUSED]}) from None
     return url.rstrip("/")
@@ -365,6 +371,7 @@ def create_credential(*, widget: Widget, data: dict) -> Credential:
         api_key_encrypted=encrypt_secret(data["api_key"]),
         base_url=base_url,
         model=data.get("model") or "",
+        embedding_model=data.get("embedding_model") or "",
         signing_secret_encrypted=encrypt_secret(data["signing_secret"]) if data.get("signing_secret") else "",
         is_active=data.get("is_active", True),
         assistant=data.get("assistant"),
@@ -391,7 +398,7 @@ def create_credential(*, widget: Widget, data: dict) -> Credential:
 @transaction.atomic
 def update_credential(*, widget: Widget, credential: Credential, changes: dict) -> Credential:
     """Rotate (`api_key`, `signing_secret`), retire or revive (`is_active`), repoint (`base_url`,
-    `model`, scope, `backup_credential_id`). `provider` is immutable (refused by the input)."""
+    `model`, `embedding_model`, scope, `backup_credential_id`). `provider` is immutable (refused by the input)."""
     lock_settings(widget)
     credential = Credential.objects.select_for_update().get(pk=credential.pk, widget=widget)
     before = audit.values(credential)
@@ -425,7 +432,7 @@ def apply_credential_changes(*, widget: Widget, credential: Credential, changes:
     if "signing_secret" in changes:
         secret = changes["signing_secret"]
         credential.signing_secret_encrypted = encrypt_secret(secret) if secret else ""
-    for name in ("model",):
+    for name in ("model", "embedding_model"):
         if name in changes:
             setattr(credential, name, changes[name] or "")
     for name in ("is_active", "assistant", "operator"):

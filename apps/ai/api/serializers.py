@@ -263,6 +263,14 @@ class CredentialInput(InputSerializer):
     api_key = SecretField()
     base_url = StrictCharField(max_length=2000, required=False, allow_null=True, allow_blank=True)
     model = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True)
+    embedding_model = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="The model knowledge-base embeddings use (null: the vendor's default embedding model for "
+        "openai and gigachat, `model` for openai_compatible).",
+    )
     signing_secret = SecretField(required=False, allow_null=True)
     is_active = StrictBooleanField(required=False)
     assistant_id = AssistantField(source="assistant", required=False, allow_null=True)
@@ -300,6 +308,11 @@ class CredentialDoc(serializers.Serializer):
         allow_null=True, help_text="Where calls go: `base_url`, else the vendor's address (null: not callable)."
     )
     model = serializers.CharField(allow_null=True)
+    embedding_model = serializers.CharField(
+        allow_null=True,
+        help_text="The model knowledge-base embeddings use (null: the vendor's default embedding model for "
+        "openai and gigachat, `model` for openai_compatible).",
+    )
     is_active = serializers.BooleanField()
     scope = serializers.ChoiceField(choices=["widget", "assistant", "operator"])
     assistant_id = serializers.IntegerField(allow_null=True)

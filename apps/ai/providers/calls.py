@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from apps.core import metrics
-from apps.core.outbound import OutboundBlocked, OutboundError, check_url, pin_address
+from apps.core.outbound import OutboundBlocked, OutboundError, ai_private_hosts, check_url, pin_address
 
 from . import drivers, transport
 from .drivers import _Call, _OperationsSpent
@@ -276,13 +276,15 @@ def _single(config: ProviderConfig, deadline: float | None, step: Callable[[_Cal
 def check_base_url(url: str) -> None:
     """Refuse a credential's `base_url` at save time through the one address policy: https only, no
     userinfo, a host whose every resolved address is allowed (loopback only with
-    OUTBOUND_ALLOW_LOOPBACK). Raises ProviderError kind "refused_address" (detail: the policy's
-    reason) or "transport" (detail "resolve_failed": the name does not resolve). Resolves the name
-    (blocking); sends nothing."""
+    OUTBOUND_ALLOW_LOOPBACK), with the AI_PRIVATE_HOSTS exception (listed ranges, `http://` to a
+    listed host). Raises ProviderError kind "refused_address" (detail: the policy's reason) or
+    "transport" (detail "resolve_failed": the name does not resolve). Resolves the name (blocking);
+    sends nothing."""
+    private = ai_private_hosts()
     try:
-        parts = check_url(url)
-        port = parts.port or 443
-        pin_address(parts.hostname or "", port)
+        parts = check_url(url, private_hosts=private)
+        port = parts.port or (80 if parts.scheme.lower() == "http" else 443)
+        pin_address(parts.hostname or "", port, private_hosts=private)
     except OutboundBlocked as exc:
         raise ProviderError("refused_address", detail=exc.reason) from None
     except OutboundError as exc:

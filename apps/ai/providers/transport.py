@@ -4,7 +4,9 @@ budget on top: the deadline, the number of provider HTTP operations and the resp
 - The OpenAI and Anthropic SDKs are built on `httpx2`: they get clients on
   `GuardedHTTPX2Transport` / `GuardedAsyncHTTPX2Transport`. The GigaChat SDK is built on `httpx`: it
   gets clients on `GuardedHTTPXTransport` / `GuardedAsyncHTTPXTransport`. Either way: the address
-  policy, pinning, TLS rules, no redirects, no proxies or environment.
+  policy, pinning, TLS rules, no redirects, no proxies or environment. These transports, and no
+  other caller's, carry the AI_PRIVATE_HOSTS exception: the owner's own model servers on a private
+  network, `http://` there only (`apps.core.outbound.policy.PrivateHosts`).
 - `_Limited*` wrap those transports. Before each request they take one operation from the current
   `Budget` and clamp the request's timeouts to the time left (and to the per-operation cap); they
   cap the response body (declared and streamed) and stop a body still trickling at the deadline,
@@ -276,9 +278,9 @@ def _sync_pool(kind: str) -> Any:
             pool = _sync_pools.get(key)
             if pool is None:
                 if kind == "httpx2":
-                    pool = _Limited2(GuardedHTTPX2Transport(limits=POOL_LIMITS2))
+                    pool = _Limited2(GuardedHTTPX2Transport(limits=POOL_LIMITS2, ai_private_hosts=True))
                 else:
-                    pool = _Limited(GuardedHTTPXTransport(limits=POOL_LIMITS))
+                    pool = _Limited(GuardedHTTPXTransport(limits=POOL_LIMITS, ai_private_hosts=True))
                 _sync_pools[key] = pool
     return pool
 
@@ -289,9 +291,9 @@ def _async_pool(kind: str) -> Any:
     pool = per_loop.get(key)
     if pool is None:
         if kind == "httpx2":
-            pool = _AsyncLimited2(GuardedAsyncHTTPX2Transport(limits=POOL_LIMITS2))
+            pool = _AsyncLimited2(GuardedAsyncHTTPX2Transport(limits=POOL_LIMITS2, ai_private_hosts=True))
         else:
-            pool = _AsyncLimited(GuardedAsyncHTTPXTransport(limits=POOL_LIMITS))
+            pool = _AsyncLimited(GuardedAsyncHTTPXTransport(limits=POOL_LIMITS, ai_private_hosts=True))
         per_loop[key] = pool
     return pool
 

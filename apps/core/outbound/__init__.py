@@ -15,7 +15,9 @@ SECURITY: every call to an address a user can influence (webhooks, file fetch by
   ``REQUESTS_CA_BUNDLE`` for verification, and caps the response body.
 
 ``settings.OUTBOUND_ALLOW_LOOPBACK`` (default False, read at every call) lets a local demo or a test
-reach 127.0.0.0/8 and ::1, and nothing else.
+reach 127.0.0.0/8 and ::1, and nothing else. ``settings.AI_PRIVATE_HOSTS`` (policy.PrivateHosts)
+opens the owner's listed model servers to the AI provider transports and credential checks only,
+which pass it explicitly; every other caller keeps the plain policy.
 
 requests-hardened provides the base session (redirects off, default timeout). Its IP filter is not
 used: it checks only the first resolved address, lets ``::/96`` and 6to4/NAT64-embedded private
@@ -44,7 +46,9 @@ from .httpx_transport import GuardedHTTPXTransport as GuardedHTTPXTransport
 from .httpx_transport import guarded_async_httpx_client as guarded_async_httpx_client
 from .httpx_transport import guarded_httpx_client as guarded_httpx_client
 from .policy import HTTPS_ONLY as HTTPS_ONLY
+from .policy import PrivateHosts as PrivateHosts
 from .policy import address_refusal_reason as address_refusal_reason
+from .policy import ai_private_hosts as ai_private_hosts
 from .policy import check_url as check_url
 from .policy import is_address_allowed as is_address_allowed
 from .policy import parse_ip_literal as parse_ip_literal
@@ -62,7 +66,9 @@ __all__ = [
     "HTTPS_ONLY",
     "OutboundBlocked",
     "OutboundError",
+    "PrivateHosts",
     "address_refusal_reason",
+    "ai_private_hosts",
     "check_url",
     "get_session",
     "guarded_async_httpx_client",

@@ -21,7 +21,16 @@ import httpx
 
 from .client import DEFAULT_TIMEOUT
 from .errors import OutboundBlocked
-from .policy import _SUPPORTED_SCHEMES, HTTPS_ONLY, _allow_loopback, _log_blocked, pin_address, safe_url
+from .policy import (
+    _SUPPORTED_SCHEMES,
+    HTTPS_ONLY,
+    NO_PRIVATE_HOSTS,
+    _allow_loopback,
+    _log_blocked,
+    ai_private_hosts,
+    pin_address,
+    safe_url,
+)
 
 logger = logging.getLogger("apps.core.outbound")
 
@@ -47,9 +56,10 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
     follow them sends each hop through here); proxies and environment settings are not available.
     """
 
-    def check_url(url: Any, allowed_schemes: frozenset[str]) -> None:
+    def check_url(url: Any, allowed_schemes: frozenset[str], private_hosts: Any) -> None:
         safe = safe_url(str(url))
-        if url.scheme.lower() not in allowed_schemes:
+        listed_http = url.scheme.lower() == "http" and private_hosts.lists_host(url.host)
+        if url.scheme.lower() not in allowed_schemes and not listed_http:
             raise OutboundBlocked("scheme_not_allowed", url=safe)
         if url.userinfo:
             raise OutboundBlocked("userinfo_not_allowed", url=safe)
@@ -59,8 +69,9 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
     class GuardedBackend(httpcore_lib.NetworkBackend):
         """SECURITY: connects every TCP connection to the checked, pinned address."""
 
-        def __init__(self, inner: Any) -> None:
+        def __init__(self, inner: Any, *, ai_private_hosts: bool) -> None:
             self._inner = inner
+            self._ai_private_hosts = ai_private_hosts
 
         def connect_tcp(
             self,
@@ -70,7 +81,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
-            ip = pin_address(host, port)
+            ip = pin_address(host, port, private_hosts=_private_hosts(self._ai_private_hosts))
             return self._inner.connect_tcp(
                 str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
             )
@@ -84,8 +95,9 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
     class GuardedAsyncBackend(httpcore_lib.AsyncNetworkBackend):
         """Async twin of GuardedBackend; resolution runs in a worker thread."""
 
-        def __init__(self, inner: Any) -> None:
+        def __init__(self, inner: Any, *, ai_private_hosts: bool) -> None:
             self._inner = inner
+            self._ai_private_hosts = ai_private_hosts
 
         async def connect_tcp(
             self,
@@ -96,7 +108,10 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
             allow_loopback = _allow_loopback()
-            ip = await anyio.to_thread.run_sync(lambda: pin_address(host, port, allow_loopback=allow_loopback))
+            private = _private_hosts(self._ai_private_hosts)
+            ip = await anyio.to_thread.run_sync(
+                lambda: pin_address(host, port, allow_loopback=allow_loopback, private_hosts=private)
+            )
             return await self._inner.connect_tcp(
                 str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
             )
@@ -110,7 +125,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
     pools = (httpcore_lib.ConnectionPool, httpcore_lib.AsyncConnectionPool)
     default_limits = httpx_lib.Limits(max_connections=100, max_keepalive_connections=20)
 
-    def install_backend(pool: Any, wrap: type) -> None:
+    def install_backend(pool: Any, wrap: type, ai_private_hosts: bool) -> None:
         # httpx builds its httpcore pool privately; if that ever changes, fail at construction rather
         # than run unguarded.
         inner = getattr(pool, "_network_backend", None)
@@ -119,11 +134,16 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
                 f"{httpx_lib.__name__}/{httpcore_lib.__name__} internals changed: "
                 "the outbound guard cannot be installed"
             )
-        pool._network_backend = wrap(inner)  # noqa: SLF001
+        pool._network_backend = wrap(inner, ai_private_hosts=ai_private_hosts)  # noqa: SLF001
 
     class GuardedSetup:
         """The construction both transports share: our TLS context, no environment, and the guarded
-        network backend (`_backend`) installed in the private httpcore pool."""
+        network backend (`_backend`) installed in the private httpcore pool.
+
+        `ai_private_hosts` is for the AI provider transports alone: their connections may reach the
+        owner's model servers listed in settings.AI_PRIVATE_HOSTS (read at every connection), and
+        `http://` to a listed host (policy.PrivateHosts). Every other caller keeps the plain policy.
+        """
 
         _backend: type
 
@@ -136,6 +156,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
             http2: bool = False,
             limits: Any = default_limits,
             retries: int = 0,
+            ai_private_hosts: bool = False,
         ) -> None:
             super().__init__(  # type: ignore[call-arg]
                 verify=_ssl_context(),
@@ -147,7 +168,8 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
                 retries=retries,
             )
             self._allowed_schemes = frozenset(s.lower() for s in allowed_schemes) & _SUPPORTED_SCHEMES
-            install_backend(self._pool, self._backend)  # type: ignore[attr-defined]
+            self._ai_private_hosts = ai_private_hosts
+            install_backend(self._pool, self._backend, ai_private_hosts)  # type: ignore[attr-defined]
 
     class Transport(GuardedSetup, httpx_lib.HTTPTransport):
         """httpx transport with the outbound guard, for SDKs that take an `http_client`."""
@@ -156,7 +178,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
 
         def handle_request(self, request: Any) -> Any:
             try:
-                check_url(request.url, self._allowed_schemes)
+                check_url(request.url, self._allowed_schemes, _private_hosts(self._ai_private_hosts))
                 return super().handle_request(request)
             except OutboundBlocked as exc:
                 _log_blocked(exc, str(request.url))
@@ -169,7 +191,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
 
         async def handle_async_request(self, request: Any) -> Any:
             try:
-                check_url(request.url, self._allowed_schemes)
+                check_url(request.url, self._allowed_schemes, _private_hosts(self._ai_private_hosts))
                 return await super().handle_async_request(request)
             except OutboundBlocked as exc:
                 _log_blocked(exc, str(request.url))
@@ -178,6 +200,10 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
     for cls, name in ((Transport, f"Guarded{suffix}Transport"), (AsyncTransport, f"GuardedAsync{suffix}Transport")):
         cls.__name__ = cls.__qualname__ = name
     return Transport, AsyncTransport
+
+
+def _private_hosts(enabled: bool) -> Any:
+    return ai_private_hosts() if enabled else NO_PRIVATE_HOSTS
 
 
 GuardedHTTPXTransport, GuardedAsyncHTTPXTransport = guarded_transport_classes(httpx, httpcore, suffix="HTTPX")

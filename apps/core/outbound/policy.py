@@ -9,10 +9,12 @@ import logging
 import re
 import socket
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from urllib3.util.connection import allowed_gai_family
 
 from apps.core.numbers import parse_int
@@ -144,6 +146,90 @@ def is_address_allowed(ip: IPAddress, *, allow_loopback: bool) -> bool:
     return address_refusal_reason(ip, allow_loopback=allow_loopback) is None
 
 
+# --- the owner's own model servers (AI credentials only) ----------------------------------------
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# What a listed range never opens: addresses that are not a machine on a network (metadata services,
+# unspecified, multicast, broadcast, a zone-scoped address) and the IPv6 forms that merely embed an
+# IPv4 address (their refusal reason names the form: "ipv4_mapped:private", ...).
+_NEVER_OPENED = frozenset({"cloud_metadata", "unspecified", "multicast", "broadcast", "scoped_address"})
+_LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+@dataclass(frozen=True)
+class PrivateHosts:
+    """Where an owner's self-hosted model servers live (settings.AI_PRIVATE_HOSTS): host names and
+    address ranges an AI credential's `base_url` may reach although the address policy refuses them.
+
+    SECURITY: an exception of the one policy, passed explicitly by the AI provider transports and
+    the credential save-time check, and by no other caller (webhooks, file fetch, the crawler and
+    messengers never see it). It opens an address only when it lies in a listed range, so a listed
+    name that resolves to an unlisted private address is still refused; and it allows `http://` only
+    for a host listed by name or an address literal inside a listed range.
+    """
+
+    names: frozenset[str]
+    networks: tuple[IPNetwork, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.networks)
+
+    def lists_host(self, host: str) -> bool:
+        """True for a host listed by name, or an address literal inside a listed range."""
+        literal = parse_ip_literal(host)
+        if literal is not None:
+            return self.contains(literal)
+        return host.lower().rstrip(".") in self.names
+
+    def contains(self, ip: IPAddress) -> bool:
+        return any(ip.version == network.version and ip in network for network in self.networks)
+
+    def opens(self, ip: IPAddress, reason: str) -> bool:
+        """True when the policy's refusal of `ip` (for `reason`) is lifted by a listed range."""
+        return reason not in _NEVER_OPENED and ":" not in reason and self.contains(ip)
+
+
+NO_PRIVATE_HOSTS = PrivateHosts(frozenset(), ())
+
+
+@functools.lru_cache(maxsize=8)
+def parse_private_hosts(entries: tuple[str, ...]) -> PrivateHosts:
+    """The PrivateHosts of AI_PRIVATE_HOSTS' entries: an address (`192.168.1.10`), a range
+    (`10.0.0.0/8`, `fd00::/8`) or a host name (`ollama.lan`). ImproperlyConfigured names a bad one."""
+    names: set[str] = set()
+    networks: list[IPNetwork] = []
+    for raw in entries:
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        try:
+            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
+        except ValueError:
+            network = None
+        if network is not None:
+            if network.prefixlen == 0:
+                raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} would open every address")
+            networks.append(network)
+        elif _HOST_NAME.match(entry.rstrip(".")) and parse_ip_literal(entry) is None:
+            names.add(entry.rstrip("."))
+        else:
+            raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} is neither a host name nor an address range")
+    return PrivateHosts(frozenset(names), tuple(networks))
+
+
+def ai_private_hosts() -> PrivateHosts:
+    """settings.AI_PRIVATE_HOSTS, read at every call (a pooled transport outlives a settings change
+    in tests)."""
+    if not settings.configured:
+        return NO_PRIVATE_HOSTS
+    value = getattr(settings, "AI_PRIVATE_HOSTS", None) or ()
+    if isinstance(value, str):
+        value = value.split(",")
+    return parse_private_hosts(tuple(value))
+
+
 # --- URLs, numeric hosts and resolution ----------------------------------------------------------
 
 _LEGACY_IPV4_CHARS = re.compile(r"^[0-9][0-9a-fA-FxX.]*$")
@@ -232,12 +318,15 @@ def _allow_loopback() -> bool:
     return getattr(settings, "OUTBOUND_ALLOW_LOOPBACK", False) is True
 
 
-def pin_address(host: str, port: int, *, allow_loopback: bool | None = None) -> IPAddress:
+def pin_address(
+    host: str, port: int, *, allow_loopback: bool | None = None, private_hosts: PrivateHosts | None = None
+) -> IPAddress:
     """Resolve `host` once and return the address to connect to.
 
     SECURITY: every resolved address is checked and any refused one refuses the host, so a name
     answering with both a public and a private address cannot slip through. The caller must connect
-    to the returned address and must not resolve `host` again.
+    to the returned address and must not resolve `host` again. `private_hosts` (AI provider calls
+    only) lifts the refusal of addresses inside its listed ranges, and of nothing else.
     """
     if allow_loopback is None:
         allow_loopback = _allow_loopback()
@@ -260,21 +349,38 @@ def pin_address(host: str, port: int, *, allow_loopback: bool | None = None) -> 
         except ValueError:
             raise OutboundBlocked("invalid_address", address=str(candidate)) from None
         reason = address_refusal_reason(ip, allow_loopback=allow_loopback)
+        if reason is not None and private_hosts and private_hosts.opens(ip, reason):
+            reason = None
         if reason is not None:
             raise OutboundBlocked("address_not_allowed", address=f"{ip} ({reason})")
         addresses.append(ip)
     return addresses[0]
 
 
-def check_url(url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY) -> SplitResult:
-    """Refuse a URL on its shape alone, before anything is resolved.
+def check_url(
+    url: str, *, allowed_schemes: Iterable[str] = HTTPS_ONLY, private_hosts: PrivateHosts | None = None
+) -> SplitResult:
+    """Refuse a URL on its shape alone, before anything is resolved. `private_hosts` (AI provider
+    calls only) also allows `http` for a host it lists.
 
     Raises OutboundBlocked with reason invalid_url, scheme_not_allowed, userinfo_not_allowed,
     missing_host or invalid_port.
     """
     if not isinstance(url, str):
         raise OutboundBlocked("invalid_url")
-    return _checked_url(url, frozenset(allowed_schemes))
+    schemes = frozenset(allowed_schemes)
+    if private_hosts and "http" not in schemes and _listed_http_host(url, private_hosts):
+        schemes |= {"http"}
+    return _checked_url(url, schemes)
+
+
+def _listed_http_host(url: str, private_hosts: PrivateHosts) -> bool:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "http" and bool(host) and private_hosts.lists_host(host)
 
 
 @functools.lru_cache(maxsize=CACHED)

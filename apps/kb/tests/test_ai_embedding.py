@@ -147,3 +147,15 @@ def test_the_ai_pipeline_gets_exactly_the_search_preview(kb, api, widget, llm_fa
     system = [r for r in fake.api_requests if r.path.endswith("/chat/completions")][-1].json()["messages"][0]["content"]
     excerpt = system.split("Knowledge base excerpts:\n", 1)[1].split("\n\n", 1)[0]
     assert excerpt.split("\n---\n") == [h["content"] for h in preview]
+
+
+@pytest.mark.parametrize("flavor", ["openai_compatible", "openai", "gigachat"])
+def test_the_credentials_embedding_model_is_what_every_embedding_asks_for(kb, widget, llm_fake, flavor):
+    fake = llm_fake(flavor)
+    credential(widget, fake, model="chat-model", embedding_model="embed-model")
+    assert write(kb).status_code == 201
+    assert kb.get("/api/v1/kb/search", {"q": "доставка"}).status_code == 200
+    calls = embeddings_calls(fake)
+    assert len(calls) == 2 and {call.json()["model"] for call in calls} == {"embed-model"}
+    assert KbChunk.objects.get().embedding_model == f"{flavor}:embed-model"
+    assert kb.get("/api/v1/kb/status").json()["embedding_model"] == f"{flavor}:embed-model"
