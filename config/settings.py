@@ -267,6 +267,21 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # connection across tasks (a connection per task costs a PostgreSQL backend start per
 # visitor message or webhook hand-off); config.celery checks a kept connection at each task's start.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
+# Long work a tenant starts (a crawl slice, a document's ingestion, translations, tuning, a wish's
+# proposal) runs on the `bulk` queue, which the Procfile's `bulk` worker consumes: a slow crawled site
+# or a large upload never holds the `worker` slots that send webhooks and fan events out. The AI
+# operator's replies pick the `ai` queue when they are sent (apps.ai.runtime.QUEUE).
+BULK_QUEUE = "bulk"
+CELERY_TASK_ROUTES = {
+    name: {"queue": BULK_QUEUE}
+    for name in (
+        "apps.kb.tasks.run_crawl",
+        "apps.kb.tasks.ingest_document",
+        "apps.ai.tasks.translate_widget_texts",
+        "apps.learning.tasks.run_tuning_cycle",
+        "apps.learning.tasks.propose_wish",
+    )
+}
 
 # --- metrics (GET /metrics) -------------------------------------------------------------------------
 # Unset: /metrics answers loopback callers only; set: only `Authorization: Bearer <METRICS_TOKEN>`.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: prepare the database, seed the demo widget, print its token and start the Procfile's
-# processes (web, worker, ai worker, beat) under supervisord. In production mode (APP_MODE=production)
+# processes (web, worker, ai worker, bulk worker, beat) under supervisord. In production mode (APP_MODE=production)
 # nothing is seeded: the operating guide's bootstrap commands create the first widget and token.
 # Called by make with .venv/bin first on PATH; the embedded default needs no DATABASE_URL/REDIS_URL.
 set -euo pipefail

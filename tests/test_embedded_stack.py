@@ -28,7 +28,7 @@ from apps.ai.testing import FakeLLM, ca_path, server_error
 from tests.live import ROOT, Template, environment, free_port
 
 ANSWER = "Our tea ships in two days."
-PROGRAMS = ("web", "worker", "ai", "beat")
+PROGRAMS = ("web", "worker", "ai", "bulk", "beat")
 
 
 def _run(var_dir: Path, env: dict[str, str], code: str) -> str:
@@ -108,6 +108,8 @@ class Stack:
                     found["beat"] = int(child)
                 elif "-Q ai" in cmdline:
                     found["ai"] = int(child)
+                elif "-Q bulk" in cmdline:
+                    found["bulk"] = int(child)
                 elif " worker " in cmdline:
                     found["worker"] = int(child)
         return found
@@ -121,7 +123,13 @@ class Stack:
                 up = requests.get(self.base + "/healthz", timeout=5).status_code == 200
             except requests.RequestException:
                 up = False
-            if up and "ai@" in text and text.count(" ready.") >= 2 and set(self.pids()) == set(PROGRAMS):
+            if (
+                up
+                and "ai@" in text
+                and "bulk@" in text
+                and text.count(" ready.") >= 3
+                and set(self.pids()) == set(PROGRAMS)
+            ):
                 return
             time.sleep(0.5)
         raise AssertionError(f"the stack did not get ready in {timeout} s:\n{self.output()[-4000:]}")
@@ -287,7 +295,7 @@ def test_a_burst_of_visitor_messages_leaves_every_process_alive(stack):
     assert stack.pids() == before  # nothing died and was restarted meanwhile
 
 
-@pytest.mark.parametrize("program", ["worker", "ai"])
+@pytest.mark.parametrize("program", ["worker", "ai", "bulk"])
 def test_a_killed_worker_comes_back_and_the_web_never_stops_answering(stack, program):
     old = stack.pids()[program]
     web = stack.pids()["web"]

@@ -302,9 +302,9 @@ def test_a_queue_reading_counts_the_waiting_tasks_and_dates_the_oldest():
     assert queue_depth.read([queue]) == {queue: (0, None)}
 
 
-def test_the_celery_queue_families_report_the_default_and_the_ai_queue(client):
+def test_the_celery_queue_families_report_the_default_the_ai_and_the_bulk_queue(client):
     families = scrape(client)
-    assert {s.labels["queue"] for s in families["chatwidget_celery_queue_length"].samples} == {"celery", "ai"}
+    assert {s.labels["queue"] for s in families["chatwidget_celery_queue_length"].samples} == {"celery", "ai", "bulk"}
     for sample in families["chatwidget_celery_queue_oldest_task_age_seconds"].samples:
         assert sample.value >= 0
 

@@ -10,8 +10,8 @@ def prepare_broker(**kwargs) -> None:
 
     from .broker import prepare_tables
 
-    # the Procfile's queues: `celery` (the worker) and `ai` (the ai worker)
-    prepare_tables(settings.CELERY_BROKER_URL, queues=["celery", "ai"])
+    # the Procfile's queues: `celery` (the worker), `ai` (the ai worker) and `bulk` (the bulk worker)
+    prepare_tables(settings.CELERY_BROKER_URL, queues=["celery", "ai", settings.BULK_QUEUE])
 
 
 class CoreConfig(AppConfig):
@@ -26,3 +26,9 @@ class CoreConfig(AppConfig):
 
         connection_created.connect(use_c_timestamptz_loader, dispatch_uid="core.c_timestamptz_loader")
         post_migrate.connect(prepare_broker, sender=self, dispatch_uid="core.prepare_broker")
+        # /metrics reports the depth and the oldest task of the long tenant work's queue too
+        from django.conf import settings
+
+        from . import metrics
+
+        metrics.watch_queue(settings.BULK_QUEUE)

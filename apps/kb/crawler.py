@@ -20,8 +20,15 @@ at once. At the end of a finished run, pages indexed before that the crawl no lo
 linked, not in a sitemap, disallowed, excluded) are retired too; pages it found but did not fetch
 (page cap) and pages that failed keep their rules, and a run that could not reach a robots.txt or a
 start URL (an outage, not a site that shrank) retires nothing at the end. An embedding failure fails the page, not the
-run. Between pages the run checks whether a write replaced its configuration (it then stops,
-`cancelled`).
+run. Between pages the run checks whether a write replaced or removed its configuration or cancelled
+it (it then stops, `cancelled`): at most the page in flight is fetched after the write.
+
+Slices: a run is a chain of tasks on the `bulk` queue, each working for about SLICE_SECONDS (a host's
+robots.txt and sitemaps, or one page, at a time; a page's fetch, redirect hops included, is bounded by
+PAGE_DEADLINE) and then saving what is left to do (`Crawl.snapshot`, on the run) and sending the next
+slice to the back of the queue. A slow site thus holds a worker slot for one slice at a time, and the
+work of other widgets queued meanwhile runs between its slices; a widget has at most one crawl
+running, so its crawl holds at most one slot.
 """
 
 from __future__ import annotations
@@ -53,8 +60,11 @@ ROBOTS_MAX_BYTES = 512 * 1024
 SITEMAP_MAX_BYTES = 10 * 1024 * 1024
 MAX_SITEMAPS_PER_HOST = 10
 MAX_URL_CHARS = 594  # `crawl:` + url fits KbChunk.source_ref
-PAGE_DEADLINE = 30.0
+PAGE_DEADLINE = 30.0  # seconds for one page, every redirect hop included
+# A slice ends at the first step that finishes after this many seconds (at least one step a slice).
+SLICE_SECONDS = 20.0
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 
 # Replaced in tests so a Crawl-delay is observed without waiting.
 sleep = time.sleep
@@ -137,6 +147,10 @@ class Crawl:
     # False once a robots.txt or a start URL could not be reached: an outage must not read as
     # "every page gone", so such a run retires only the pages answered 404/410.
     complete: bool = True
+    robots_text: dict[str, str] = field(default_factory=dict)  # what `robots` was parsed from
+    pending_hosts: list[str] = field(default_factory=list)  # robots.txt and sitemaps still to read
+    queue: deque[tuple[str, int]] = field(default_factory=deque)  # (url, depth) still to fetch
+    fetches: int = 0
 
     def __post_init__(self) -> None:
         self.widget = self.run.widget
@@ -144,34 +158,115 @@ class Crawl:
         self.starts = list(dict.fromkeys(starts))
         self.hosts = {host_key(url) for url in self.starts}
 
+    # --- slices ---------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """The first slice's work list: every host's robots.txt and sitemaps, then the start URLs."""
+        for url in self.starts:
+            self.seen.add(url)
+            self.queue.append((url, 0))
+        self.pending_hosts = sorted(self.hosts)
+
+    def snapshot(self) -> dict:
+        """What is left to do, as JSON for the run's `frontier` (restored by `restore`)."""
+        return {
+            "pending_hosts": self.pending_hosts,
+            "queue": [[url, depth] for url, depth in self.queue],
+            "seen": sorted(self.seen),
+            "keep": sorted(self.keep),
+            "robots": self.robots_text,
+            "delays": self.delays,
+            "last_fetch": self.last_fetch,
+            "complete": self.complete,
+            "fetches": self.fetches,
+        }
+
+    def restore(self, saved: dict) -> None:
+        from protego import Protego
+
+        self.pending_hosts = list(saved["pending_hosts"])
+        self.queue = deque((url, depth) for url, depth in saved["queue"])
+        self.seen, self.keep = set(saved["seen"]), set(saved["keep"])
+        self.robots_text = dict(saved["robots"])
+        self.robots = {host: Protego.parse(text) for host, text in self.robots_text.items()}
+        self.delays, self.last_fetch = dict(saved["delays"]), dict(saved["last_fetch"])
+        self.complete, self.fetches = saved["complete"], saved["fetches"]
+
+    def work_slice(self, seconds: float) -> bool:
+        """Steps until the work list is empty (True: the crawl is done) or `seconds` have passed
+        (False: the rest is for the next slice). At least one step."""
+        started = time.monotonic()
+        stepped = False
+        while self.pending_hosts or self.queue:
+            if stepped and time.monotonic() - started >= seconds:
+                return False
+            stepped = self._step()
+        return True
+
+    def _step(self) -> bool:
+        """One host's robots.txt and sitemaps, or one page of the queue; False when the step sent
+        nothing (a page over the cap or disallowed)."""
+        if self.pending_hosts:
+            if services.crawl_should_stop(run=self.run):
+                raise _Stop()
+            host = self.pending_hosts.pop(0)
+            named = self._load_robots(host)
+            if self.config.max_depth >= 1:
+                for url in self._sitemap_pages(host, named):
+                    if url not in self.seen and self._wanted(url):
+                        self.seen.add(url)
+                        self.queue.append((url, 1))
+            return True
+        url, depth = self.queue.popleft()
+        if self.fetches >= self.config.max_pages:
+            self.keep.add(url)  # found but over the cap: its rules stay
+            return False
+        if services.crawl_should_stop(run=self.run):
+            raise _Stop()
+        if not self._may_fetch(url):
+            self.run.pages_disallowed += 1
+            return False
+        self.fetches += 1
+        for link in self._page(url, depth):
+            if link not in self.seen:
+                self.seen.add(link)
+                self.queue.append((link, depth + 1))
+        return True
+
     # --- fetching -------------------------------------------------------------------------------
 
     def _polite(self, host: str) -> None:
+        # wall-clock times: the last fetch of a host may have been made by the previous slice's process
         delay = self.delays.get(host, 0.0)
         last = self.last_fetch.get(host)
         if delay and last is not None:
-            wait = last + delay - time.monotonic()
+            wait = last + delay - time.time()
             if wait > 0:
-                sleep(wait)
-        self.last_fetch[host] = time.monotonic()
+                sleep(min(wait, delay))
+        self.last_fetch[host] = time.time()
 
-    def _get(self, url: str, *, max_bytes: int, accept: str) -> outbound.GuardedResponse:
+    def _get(self, url: str, *, max_bytes: int, accept: str, deadline: float) -> outbound.GuardedResponse:
         self._polite(host_key(url))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise outbound.OutboundError("timeout")
         return self.session.request(
             "GET",
             url,
             headers={"User-Agent": USER_AGENT, "Accept": accept},
             max_bytes=max_bytes,
-            deadline=PAGE_DEADLINE,
+            deadline=remaining,
         )
 
     def _follow(self, url: str, *, max_bytes: int, accept: str) -> _Fetched:
         """GET with redirects followed here: each hop checked by the guard's policy first (a private
-        address refused: `address_not_allowed`), then kept on the crawl's hosts and robots rules."""
+        address refused: `address_not_allowed`), then kept on the crawl's hosts and robots rules.
+        Every hop shares one PAGE_DEADLINE."""
         current = url
+        deadline = time.monotonic() + PAGE_DEADLINE
         for _hop in range(MAX_REDIRECTS + 1):
             try:
-                response = self._get(current, max_bytes=max_bytes, accept=accept)
+                response = self._get(current, max_bytes=max_bytes, accept=accept, deadline=deadline)
             except outbound.OutboundBlocked as exc:
                 raise _PageFailed(exc.reason) from None
             except outbound.OutboundError as exc:
@@ -199,29 +294,34 @@ class Crawl:
 
     def _load_robots(self, host: str) -> list[str]:
         """Parse the host's robots.txt; the sitemap URLs it names."""
-        from protego import Protego
 
         url = f"https://{host}/robots.txt"
         try:
             fetched = self._follow(url, max_bytes=ROBOTS_MAX_BYTES, accept="text/plain")
         except _PageFailed as exc:
             logger.info("kb crawl: robots.txt of %s unreachable (%s): host disallowed", host, exc.error)
-            self.robots[host] = Protego.parse("User-agent: *\nDisallow: /\n")
+            self._set_robots(host, DISALLOW_ALL)
             self.complete = False
             return []
         if 400 <= fetched.status < 500:
-            self.robots[host] = Protego.parse("")
+            self._set_robots(host, "")
             return []
         if fetched.status != 200:
-            self.robots[host] = Protego.parse("User-agent: *\nDisallow: /\n")
+            self._set_robots(host, DISALLOW_ALL)
             self.complete = False
             return []
-        rules = Protego.parse(fetched.content.decode("utf-8", errors="replace"))
-        self.robots[host] = rules
+        rules = self._set_robots(host, fetched.content.decode("utf-8", errors="replace"))
         delay = rules.crawl_delay(ROBOTS_AGENT)
         if delay:
             self.delays[host] = min(float(delay), MAX_CRAWL_DELAY)
         return list(rules.sitemaps)
+
+    def _set_robots(self, host: str, text: str):
+        from protego import Protego
+
+        self.robots_text[host] = text
+        self.robots[host] = rules = Protego.parse(text)
+        return rules
 
     def _may_fetch(self, url: str) -> bool:
         rules = self.robots.get(host_key(url))
@@ -279,33 +379,9 @@ class Crawl:
         return allowed_by_globs(url, self.config.include, self.config.exclude)
 
     def crawl(self) -> None:
-        queue: deque[tuple[str, int]] = deque()
-        for url in self.starts:
-            self.seen.add(url)
-            queue.append((url, 0))
-        for host in sorted(self.hosts):
-            named = self._load_robots(host)
-            if self.config.max_depth >= 1:
-                for url in self._sitemap_pages(host, named):
-                    if url not in self.seen and self._wanted(url):
-                        self.seen.add(url)
-                        queue.append((url, 1))
-        fetches = 0
-        while queue:
-            url, depth = queue.popleft()
-            if fetches >= self.config.max_pages:
-                self.keep.add(url)  # found but over the cap: its rules stay
-                continue
-            if services.crawl_should_stop(run=self.run):
-                raise _Stop()
-            if not self._may_fetch(url):
-                self.run.pages_disallowed += 1
-                continue
-            fetches += 1
-            for link in self._page(url, depth):
-                if link not in self.seen:
-                    self.seen.add(link)
-                    queue.append((link, depth + 1))
+        """The whole run in one go (tests and tools; the worker runs it in slices)."""
+        self.begin()
+        self.work_slice(float("inf"))
 
     def _page(self, url: str, depth: int) -> list[str]:
         """Fetch and index one page; the in-scope links to follow."""
@@ -398,17 +474,27 @@ class Crawl:
                 self.run.pages_retired += 1
 
 
-def run_crawl(*, run_id: int) -> None:
-    """Run one queued crawl to its end (see the module docstring). A run no longer queued is left
-    alone."""
-    started = services.start_crawl_run(run_id=run_id)
+def run_crawl(*, run_id: int, slice_number: int = 0) -> None:
+    """Run one slice of a crawl (see the module docstring): slice 0 starts a queued run, a later one
+    resumes a running run from its frontier. A run no longer queued (running) or a slice already done
+    is left alone."""
+    if slice_number == 0:
+        started = services.start_crawl_run(run_id=run_id)
+    else:
+        started = services.resume_crawl_run(run_id=run_id, slice_number=slice_number)
     if started is None:
         return
     run, config = started
     with outbound.get_session() as session:
         crawl = Crawl(run=run, config=config, session=session)
         try:
-            crawl.crawl()
+            if slice_number == 0:
+                crawl.begin()
+            else:
+                crawl.restore(run.frontier)
+            if not crawl.work_slice(SLICE_SECONDS):
+                services.pause_crawl_run(run=run, frontier=crawl.snapshot())
+                return
             crawl.retire_unreached()
         except _Stop:
             services.finish_crawl_run(run=run, status=KbCrawlRun.Status.CANCELLED, error="replaced")

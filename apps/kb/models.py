@@ -116,8 +116,12 @@ class KbCrawlConfig(models.Model):
 
 class KbCrawlRun(models.Model):
     """One crawl: queued -> running -> finished | failed | cancelled (a queued one may go straight
-    to cancelled). `heartbeat_at` moves after every page; a running crawl silent for
-    services.STALE_CRAWL is taken as dead (its worker is gone)."""
+    to cancelled, a running one is cancelled by a write that asks for it). `heartbeat_at` moves after
+    every page; a running crawl silent for services.STALE_CRAWL is taken as dead (its worker is gone).
+
+    A running crawl works in slices (apps.kb.crawler): each slice is one task on the `bulk` queue
+    that fetches pages for about crawler.SLICE_SECONDS, saves what is left to do in `frontier` and
+    sends the next slice, numbered `slices`, to the back of the queue."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -142,6 +146,8 @@ class KbCrawlRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    slices = models.PositiveIntegerField(default=0)  # slices done; the next slice's task carries it
+    frontier = models.JSONField(default=dict, blank=True)  # crawler.Crawl.snapshot() between slices
 
     class Meta:
         indexes = [

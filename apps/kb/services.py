@@ -376,16 +376,17 @@ CRAWL_SOURCE_PREFIX = "crawl:"
 
 def _end_run(run: KbCrawlRun, status: str, error: str = "") -> None:
     """Inside a transaction holding `run`'s lock."""
-    run.status, run.error, run.finished_at = status, error, timezone.now()
-    run.save(update_fields=["status", "error", "finished_at"])
+    run.status, run.error, run.finished_at, run.frontier = status, error, timezone.now(), {}
+    run.save(update_fields=["status", "error", "finished_at", "frontier"])
     events.emit(run.widget, events.KB_CRAWL_FINISHED, run_id=run.pk, status=status, error=error)
 
 
-def _clear_live_runs(widget: Widget) -> None:
+def _clear_live_runs(widget: Widget, *, cancel_running: bool = False) -> None:
     """Inside the write's transaction: cancel a queued crawl, end a running one whose worker is
-    gone; 409 `kb_crawl_running` while one really runs. The run rows are locked, so a worker's
-    claim (queued -> running, under the same lock) either happened before (409) or sees the
-    cancellation and never starts."""
+    gone; a running one is cancelled when the write asks for it (`cancel_running`), else 409
+    `kb_crawl_running`. The run rows are locked, so a worker's claim (queued -> running, under the
+    same lock) either happened before or sees the cancellation and never starts; a running crawl
+    sees it before its next page (crawl_should_stop) or slice (resume_crawl_run) and stops."""
     live = KbCrawlRun.objects.select_for_update().filter(
         widget=widget, status__in=[KbCrawlRun.Status.QUEUED, KbCrawlRun.Status.RUNNING]
     )
@@ -395,9 +396,13 @@ def _clear_live_runs(widget: Widget) -> None:
             _end_run(run, KbCrawlRun.Status.CANCELLED, "replaced")
         elif (run.heartbeat_at or run.started_at or run.created_at) < stale_before:
             _end_run(run, KbCrawlRun.Status.FAILED, "worker_lost")
+        elif cancel_running:
+            _end_run(run, KbCrawlRun.Status.CANCELLED, "replaced")
         else:
             raise CrawlRunning(
-                "A crawl is running; replace or remove the configuration when it has ended.", run_id=run.pk
+                "A crawl is running; send the write again with `?cancel_running=true` to cancel it, or when it "
+                "has ended.",
+                run_id=run.pk,
             )
 
 
@@ -425,12 +430,12 @@ def check_start_urls(urls: Sequence[str]) -> None:
 
 
 @transaction.atomic
-def replace_crawler(*, widget: Widget, config: dict) -> tuple[KbCrawlConfig, KbCrawlRun]:
+def replace_crawler(*, widget: Widget, config: dict, cancel_running: bool = False) -> tuple[KbCrawlConfig, KbCrawlRun]:
     """Replace the widget's crawler configuration whole and queue a crawl (dispatched on commit).
-    409 `kb_crawl_running` while a crawl runs; a queued one is cancelled. `config` is validated
-    (start URLs checked by `check_start_urls`)."""
+    A queued crawl is cancelled; a running one too with `cancel_running`, else 409
+    `kb_crawl_running`. `config` is validated (start URLs checked by `check_start_urls`)."""
     Widget.objects.select_for_update().filter(pk=widget.pk).first()  # one writer per widget
-    _clear_live_runs(widget)
+    _clear_live_runs(widget, cancel_running=cancel_running)
     fields = {name: config[name] for name in ("start_urls", "include", "exclude", "max_pages", "max_depth", "schedule")}
     current = KbCrawlConfig.objects.select_for_update().filter(widget=widget).first()
     if current is None:
@@ -446,11 +451,12 @@ def replace_crawler(*, widget: Widget, config: dict) -> tuple[KbCrawlConfig, KbC
 
 
 @transaction.atomic
-def delete_crawler(*, widget: Widget) -> bool:
-    """Remove the configuration (no more crawls; a queued one is cancelled, 409 while one runs).
-    The crawled rules stay searchable until deleted by source. False when there was none."""
+def delete_crawler(*, widget: Widget, cancel_running: bool = False) -> bool:
+    """Remove the configuration (no more crawls; a queued one is cancelled, a running one too with
+    `cancel_running`, else 409). The crawled rules stay searchable until deleted by source. False
+    when there was none."""
     Widget.objects.select_for_update().filter(pk=widget.pk).first()
-    _clear_live_runs(widget)
+    _clear_live_runs(widget, cancel_running=cancel_running)
     deleted, _ = KbCrawlConfig.objects.filter(widget=widget).delete()
     if deleted:
         events.emit(widget, events.KB_CRAWLER_CHANGED, action="removed", generation=None)
@@ -463,10 +469,10 @@ def _queue_run(widget: Widget, config: KbCrawlConfig, *, trigger: str) -> KbCraw
     return run
 
 
-def _dispatch_crawl(run_id: int) -> None:
+def _dispatch_crawl(run_id: int, slice_number: int = 0) -> None:
     from .tasks import run_crawl
 
-    run_crawl.delay(run_id)
+    run_crawl.delay(run_id, slice_number)
 
 
 def queue_scheduled_crawls(*, now=None) -> int:
@@ -528,6 +534,39 @@ def start_crawl_run(*, run_id: int) -> tuple[KbCrawlRun, KbCrawlConfig] | None:
     run.started_at = run.heartbeat_at = timezone.now()
     run.save(update_fields=["status", "started_at", "heartbeat_at"])
     return run, config
+
+
+@transaction.atomic
+def resume_crawl_run(*, run_id: int, slice_number: int) -> tuple[KbCrawlRun, KbCrawlConfig] | None:
+    """The next slice of a running crawl, under the run's lock: None when the run is no longer
+    running (cancelled, ended) or this slice was done already (a redelivered task); a run whose
+    configuration was replaced or removed meanwhile ends `cancelled` here."""
+    run = KbCrawlRun.objects.select_for_update(of=("self",)).select_related("widget").filter(pk=run_id).first()
+    if run is None or run.status != KbCrawlRun.Status.RUNNING or run.slices != slice_number:
+        return None
+    config = KbCrawlConfig.objects.filter(widget=run.widget).first()
+    if config is None or config.generation != run.generation:
+        _end_run(run, KbCrawlRun.Status.CANCELLED, "replaced")
+        return None
+    run.heartbeat_at = timezone.now()
+    run.save(update_fields=["heartbeat_at"])
+    return run, config
+
+
+@transaction.atomic
+def pause_crawl_run(*, run: KbCrawlRun, frontier: dict) -> bool:
+    """End a slice: save the counters and what is left to do, and send the next slice to the back
+    of the queue (on commit). False when a write ended the run meanwhile (nothing is sent)."""
+    current = KbCrawlRun.objects.select_for_update().filter(pk=run.pk).first()
+    if current is None or current.status != KbCrawlRun.Status.RUNNING or current.slices != run.slices:
+        return False
+    run.frontier = frontier
+    run.slices += 1
+    run.heartbeat_at = timezone.now()
+    run.save(update_fields=[*_RUN_COUNTERS, "frontier", "slices", "heartbeat_at"])
+    run_id, slice_number = run.pk, run.slices
+    transaction.on_commit(lambda: _dispatch_crawl(run_id, slice_number))
+    return True
 
 
 def crawl_should_stop(*, run: KbCrawlRun) -> bool:

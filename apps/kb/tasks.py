@@ -9,10 +9,11 @@ def ingest_document(document_id: int) -> None:
 
 
 @shared_task(acks_late=True)
-def run_crawl(run_id: int) -> None:
+def run_crawl(run_id: int, slice_number: int = 0) -> None:
+    """One slice of a crawl (apps.kb.crawler): routed to the `bulk` queue (CELERY_TASK_ROUTES)."""
     from . import crawler
 
-    crawler.run_crawl(run_id=run_id)
+    crawler.run_crawl(run_id=run_id, slice_number=slice_number)
 
 
 @shared_task

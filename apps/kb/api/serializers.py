@@ -251,6 +251,15 @@ class CrawlerInput(InputSerializer):
         return value
 
 
+class CrawlerWriteQuery(InputSerializer):
+    cancel_running = serializers.ChoiceField(
+        choices=["true", "false"],
+        required=False,
+        help_text="`true`: a crawl running now is cancelled by this write (it stops before its next page); "
+        "without it such a write is 409 `kb_crawl_running`.",
+    )
+
+
 class CrawlerConfigDoc(serializers.Serializer):
     start_urls = serializers.ListField(child=serializers.CharField())
     include = serializers.ListField(child=serializers.CharField())

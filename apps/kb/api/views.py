@@ -327,29 +327,36 @@ class CrawlerView(ScopedAPIView):
         "`max_pages` (1..1000, default 100), `max_depth` (0..5, default 3: links followed from the start URLs; "
         "sitemap pages count as depth 1), `schedule` (`manual`, `daily`, `weekly`; default `manual`). A start URL "
         "whose host does not resolve to a public address is 422 at `start_urls`. Saving queues a crawl (answered "
-        "in `current_run`); a crawl still queued is cancelled and replaced, and while one runs the answer is 409 "
-        "`kb_crawl_running`. The crawl honours robots.txt (user agent `ChatWidgetKbCrawler`, then `*`; Crawl-delay "
+        "in `current_run`); a crawl still queued is cancelled and replaced; while one runs the answer is 409 "
+        "`kb_crawl_running`, unless `?cancel_running=true` cancels it. The crawl honours robots.txt (user agent "
+        "`ChatWidgetKbCrawler`, then `*`; Crawl-delay "
         "up to 5 s), reads the sitemaps, fetches every URL and redirect hop through the guarded outbound client, "
         "skips pages whose text did not change, and retires the rules (`crawl:<url>`) of pages gone.",
+        parameters=[s.CrawlerWriteQuery],
         request=s.CrawlerInput,
         responses={200: s.CrawlerDoc},
     )
     def put(self, request):
+        query = self.validated(s.CrawlerWriteQuery, data=query_data(request, skip=()))
         data = self.validated(s.CrawlerInput)
         services.check_start_urls(data["start_urls"])  # resolves names: before the transaction
         with self.idempotency_claim():
-            services.replace_crawler(widget=request.widget, config=dict(data))
+            services.replace_crawler(
+                widget=request.widget, config=dict(data), cancel_running=query.get("cancel_running") == "true"
+            )
         return Response(selectors.crawler(request.widget))
 
     @extend_schema(
         summary="Remove the crawler configuration",
-        description="No more crawls: a queued crawl is cancelled; 409 `kb_crawl_running` while one runs. The rules "
+        description="No more crawls: a queued crawl is cancelled; while one runs the answer is 409 "
+        "`kb_crawl_running`, unless `?cancel_running=true` cancels it (it stops before its next page). The rules "
         "already crawled stay searchable (delete them by source with `DELETE /v1/kb/rules?source_ref=crawl:<url>`). "
         "204 also when nothing was configured.",
+        parameters=[s.CrawlerWriteQuery],
         request=None,
         responses={204: None},
     )
     def delete(self, request):
-        refuse_query(request)
-        services.delete_crawler(widget=request.widget)
+        query = self.validated(s.CrawlerWriteQuery, data=query_data(request, skip=()))
+        services.delete_crawler(widget=request.widget, cancel_running=query.get("cancel_running") == "true")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,15 +1,17 @@
 """The crawler against a loopback HTTPS site (trustme certificate, `site.test` resolved to
 127.0.0.1): robots.txt, sitemaps, the guard on every redirect hop, fingerprints, retirement,
-caps, globs, cancellation, the schedule and the knowledge-base events."""
+caps, globs, cancellation, slices, the schedule and the knowledge-base events."""
 
 import ipaddress
+from collections import deque
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from apps.core import events, outbound
-from apps.kb import crawler, services
+from apps.core.testing.factories import WidgetFactory
+from apps.kb import crawler, services, tasks
 from apps.kb.models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun
 from apps.kb.testing import OfflineHooks
 from apps.kb.tests.site import HOST, serve
@@ -231,6 +233,91 @@ def test_a_running_crawl_whose_config_is_replaced_stops_between_pages(widget, si
     run.refresh_from_db()
     assert run.status == "cancelled" and run.pages_fetched == 1
     assert [p for p in site.requested if p not in ("/robots.txt", "/sitemap.xml")] == ["/"]
+
+
+@pytest.fixture
+def bulk_queue(monkeypatch, django_capture_on_commit_callbacks):
+    """The crawl tasks sent, in order (a FIFO queue like the broker's); `run_next()` runs the oldest
+    as the `bulk` worker would, sending what it sends to the back."""
+    sent: deque[tuple] = deque()
+    monkeypatch.setattr(services, "_dispatch_crawl", lambda *args: sent.append(args))
+
+    class Queue:
+        def put(self, widget, site, **overrides):
+            with django_capture_on_commit_callbacks(execute=True):
+                return configure(widget, site, **overrides)
+
+        def run_next(self) -> None:
+            args = sent.popleft()
+            with django_capture_on_commit_callbacks(execute=True):
+                tasks.run_crawl(*args)
+
+        def __len__(self):
+            return len(sent)
+
+    return Queue()
+
+
+def slow_site(site, pages: int, delay: float) -> None:
+    site.delay, site.delay_prefix = delay, "/slow"
+    site.text("/robots.txt", "User-agent: *\nAllow: /\n")
+    site.html("/slow/", paragraph("The slow front page. " * 3) + links(*(f"/slow/{n}" for n in range(pages))))
+    for n in range(pages):
+        site.html(f"/slow/{n}", paragraph(f"Slow page number {n} says something about parcels."))
+
+
+def test_a_slice_of_a_slow_site_holds_the_worker_for_one_page_and_the_slices_finish_the_crawl(
+    widget, site, offline, bulk_queue, monkeypatch
+):
+    # given a site answering each page in 0.5 s, and slices shorter than a page
+    monkeypatch.setattr(crawler, "SLICE_SECONDS", 0.0)
+    slow_site(site, pages=4, delay=0.5)
+    run = bulk_queue.put(widget, site, start_urls=[site.url("/slow/")])
+
+    # when the worker runs the crawl's first tasks
+    bulk_queue.run_next()  # robots.txt and the sitemap
+    bulk_queue.run_next()
+
+    # then each fetched one step's worth and sent the next slice instead of crawling on
+    run.refresh_from_db()
+    assert run.status == "running" and run.pages_fetched == 1 and run.slices == 2
+    assert [p for p in site.requested if p.startswith("/slow")] == ["/slow/"]
+    assert len(bulk_queue) == 1
+    # and the slices that follow finish it, a page each, as one run would
+    while bulk_queue:
+        bulk_queue.run_next()
+    run.refresh_from_db()
+    assert run.status == "finished" and run.pages_fetched == 5 and run.pages_indexed == 5 and run.slices == 5
+    assert sorted(p for p in site.requested if p.startswith("/slow")) == sorted(
+        ["/slow/", *(f"/slow/{n}" for n in range(4))]
+    )
+    assert run.frontier == {}
+
+
+def test_two_slow_crawls_leave_room_for_a_third_widgets_crawl(
+    widget, other_widget, site, offline, bulk_queue, monkeypatch
+):
+    # given two widgets crawling a slow site (0.3 s a page) and a third one a quick page, queued last
+    monkeypatch.setattr(crawler, "SLICE_SECONDS", 0.0)
+    slow_site(site, pages=6, delay=0.3)
+    site.html("/quick", paragraph("A quick page about opening hours and holidays."))
+    third = WidgetFactory()
+    first = bulk_queue.put(widget, site, start_urls=[site.url("/slow/")])
+    second = bulk_queue.put(other_widget, site, start_urls=[site.url("/slow/")])
+    quick = bulk_queue.put(third, site, start_urls=[site.url("/quick")])
+
+    # when one worker slot takes the queue's tasks in order
+    tasks_run = 0
+    while quick.status != "finished":
+        bulk_queue.run_next()
+        tasks_run += 1
+        quick.refresh_from_db()
+
+    # then the third crawl ended after two slices of each slow one, which still run
+    assert tasks_run <= 6
+    for slow in (first, second):
+        slow.refresh_from_db()
+        assert slow.status == "running" and slow.pages_fetched <= 1
 
 
 def test_the_schedule_queues_due_crawls_only(widget, other_widget, site, offline):

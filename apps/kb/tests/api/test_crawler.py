@@ -89,6 +89,49 @@ def test_put_and_delete_while_a_crawl_runs_are_409_and_change_nothing(kb, widget
     assert kb.get(CRAWLER).json()["current_run"]["status"] == "running"
 
 
+def test_the_409_says_how_to_cancel_the_running_crawl(kb, widget, assert_problem):
+    put(kb, body())
+    KbCrawlRun.objects.filter(widget=widget).update(status="finished", finished_at=timezone.now())
+    running(widget)
+    problem = assert_problem(kb.delete(CRAWLER), 409, "kb_crawl_running")
+    assert "cancel_running=true" in problem["detail"]
+
+
+def test_delete_with_cancel_running_cancels_the_running_crawl_and_removes_the_configuration(kb, widget):
+    put(kb, body())
+    KbCrawlRun.objects.filter(widget=widget).update(status="finished", finished_at=timezone.now())
+    run = running(widget)
+    assert kb.delete(CRAWLER + "?cancel_running=true").status_code == 204
+    run.refresh_from_db()
+    assert (run.status, run.error) == ("cancelled", "replaced") and run.finished_at is not None
+    assert not KbCrawlConfig.objects.filter(widget=widget).exists()
+    answer = kb.get(CRAWLER).json()
+    assert answer["current_run"] is None and answer["last_run"]["id"] == run.pk
+    assert answer["last_run"]["status"] == "cancelled"
+
+
+def test_put_with_cancel_running_cancels_the_running_crawl_and_queues_a_new_one(kb, widget):
+    put(kb, body())
+    KbCrawlRun.objects.filter(widget=widget).update(status="finished", finished_at=timezone.now())
+    run = running(widget)
+    answer = kb.put(CRAWLER + "?cancel_running=true", body(max_pages=7), format="json", **idem())
+    assert answer.status_code == 200, answer.content
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert answer.json()["config"]["max_pages"] == 7 and answer.json()["current_run"]["status"] == "queued"
+
+
+@pytest.mark.parametrize("query", ["cancel_running=yes", "cancel_running=true&cancel_running=true", "force=true"])
+def test_a_bad_cancel_parameter_is_422_and_cancels_nothing(kb, widget, assert_problem, query):
+    put(kb, body())
+    KbCrawlRun.objects.filter(widget=widget).update(status="finished", finished_at=timezone.now())
+    run = running(widget)
+    assert_problem(kb.delete(f"{CRAWLER}?{query}"), 422)
+    assert_problem(kb.put(f"{CRAWLER}?{query}", body(), format="json", **idem()), 422)
+    run.refresh_from_db()
+    assert run.status == "running" and KbCrawlConfig.objects.filter(widget=widget).exists()
+
+
 def test_a_running_crawl_silent_for_long_is_taken_as_dead(kb, widget):
     put(kb, body())
     KbCrawlRun.objects.filter(widget=widget).update(status="finished", finished_at=timezone.now())
