@@ -19,10 +19,7 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self):
-        from .auth import token_cache
         from .dbtypes import use_c_timestamptz_loader
-
-        token_cache.connect()
 
         connection_created.connect(use_c_timestamptz_loader, dispatch_uid="core.c_timestamptz_loader")
         post_migrate.connect(prepare_broker, sender=self, dispatch_uid="core.prepare_broker")

@@ -95,9 +95,7 @@ class ContractMixin:
         self.perform_authentication(request)
         if request.auth is not None:  # audited writes of this request name the token as their actor
             self._audit_actor = audit.set_actor(audit.token_actor(request.auth))
-        # consumed already when resolving the token checked a kept copy (apps.core.auth.token_cache)
-        decision = getattr(request.user, "rate_limit_decision", None)
-        self.rate_limit_decision = decision if decision is not None else ratelimit.api_token_decision(request.auth)
+        self.rate_limit_decision = ratelimit.api_token_decision(request.auth)
         self.rate_limit_decision.raise_if_denied("Per-token rate limit reached.")
         self.check_permissions(request)
 
