@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 
@@ -19,7 +18,4 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self):
-        from .dbtypes import use_c_timestamptz_loader
-
-        connection_created.connect(use_c_timestamptz_loader, dispatch_uid="core.c_timestamptz_loader")
         post_migrate.connect(prepare_broker, sender=self, dispatch_uid="core.prepare_broker")
