@@ -276,6 +276,7 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.permissions.ScopePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.TokenRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["apps.core.api.renderers.APIJSONRenderer"],
     "DEFAULT_METADATA_CLASS": None,
     "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.StrictJSONParser"],
