@@ -169,10 +169,6 @@ if REDIS_URL:
         "default": {"BACKEND": "apps.core.channel_layer.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
     CELERY_BROKER_URL = REDIS_URL
-    if REDIS_URL.startswith("redis://"):
-        # kombu's Redis transport, reusing its command client (apps.core.broker). rediss:// keeps the
-        # stock transport, whose scheme check demands the TLS options.
-        CELERY_BROKER_TRANSPORT = "apps.core.broker:RedisTransport"
 else:
     CACHES = {
         "default": {
