@@ -2,7 +2,6 @@
 are written into its tables on start (see apps.core.tasks.sync_beat_schedule)."""
 
 import os
-from collections.abc import Mapping
 from logging.config import dictConfig
 
 import environ
@@ -15,38 +14,8 @@ from apps.core.queue_depth import stamp_published_at
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
-class DjangoCelerySettings(Mapping):
-    """Django's CELERY_* settings as Celery's configuration source.
-
-    Celery looks each of its settings up under up to four names in every source, some 20 settings
-    for every task it sends. On Django's settings object each name it lacks was a raised
-    AttributeError, a large part of a task's hand-off. This source answers a name Django
-    does not define with a plain KeyError and reads the others from Django's settings as they are at
-    that moment (override_settings applies). The names are taken once, when Celery first loads its
-    configuration (Django's settings are read then, not when this module is imported)."""
-
-    def __init__(self) -> None:
-        self._names: frozenset[str] | None = None
-
-    def _defined(self) -> frozenset[str]:
-        if self._names is None:
-            self._names = frozenset(name for name in dir(settings) if name.startswith("CELERY_"))
-        return self._names
-
-    def __getitem__(self, name: str):
-        if name not in self._defined():
-            raise KeyError(name)
-        return getattr(settings, name)
-
-    def __iter__(self):
-        return iter(self._defined())
-
-    def __len__(self) -> int:
-        return len(self._defined())
-
-
 app = Celery("chatwidget")
-app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
+app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.autodiscover_tasks(["apps.agents"], related_name="tasks_presence")
 

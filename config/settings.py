@@ -220,10 +220,6 @@ if REDIS_URL:
         },
     }
     CELERY_BROKER_URL = REDIS_URL
-    if REDIS_URL.startswith("redis://"):
-        # kombu's Redis transport, reusing its command client (apps.core.broker). rediss:// keeps the
-        # stock transport, whose scheme check demands the TLS options.
-        CELERY_BROKER_TRANSPORT = "apps.core.broker:RedisTransport"
 else:
     CACHES = {
         "default": {
@@ -342,6 +338,7 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.permissions.ScopePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.TokenRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["apps.core.api.renderers.APIJSONRenderer"],
     "DEFAULT_METADATA_CLASS": None,
     "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.StrictJSONParser"],
@@ -462,9 +459,6 @@ REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, API_FILE_UPLOAD_MAX_BYTES)
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=600)
 IDEMPOTENCY_KEY_TTL_SECONDS = 24 * 3600
 TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
-# With Redis, each web process keeps the rows of the API tokens it resolved, checked against Redis on
-# every request in the rate limit's round trip, and at most this long (apps.core.auth.token_cache).
-API_TOKEN_CACHE_SECONDS = env.int("API_TOKEN_CACHE_SECONDS", default=30)
 
 VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR = env.int("VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR", default=30)
 VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE = env.int("VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE", default=60)

@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 
@@ -19,12 +18,6 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self):
-        from .auth import token_cache
-        from .dbtypes import use_c_timestamptz_loader
-
-        token_cache.connect()
-
-        connection_created.connect(use_c_timestamptz_loader, dispatch_uid="core.c_timestamptz_loader")
         post_migrate.connect(prepare_broker, sender=self, dispatch_uid="core.prepare_broker")
         # /metrics reports the depth and the oldest task of the long tenant work's queue too
         from django.conf import settings

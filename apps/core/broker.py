@@ -1,22 +1,15 @@
-"""kombu transports of the Celery broker, each a stock transport with one change.
-
-`RedisTransport` (REDIS_URL with the redis:// scheme): kombu's Redis transport, whose channel builds
-a new `redis.Redis` client for every command it sends outside its poll loop, publishing included
-(`Channel.conn_or_acquire`). A client built is some 170 response callbacks registered one by one,
-a large share of the CPU a web process spends per task sent (a message send hands one fan-out task
-to the broker). Its channel builds that client once and reuses it. A `redis.Redis` client holds no
-connection of its own (each command borrows one from the channel's pool, which the client shares),
-so one client is as safe between threads as the clients built per command; a new one is built when
-the channel replaces its pool (after a connection error).
+"""The embedded default's Celery broker (with REDIS_URL the broker is kombu's stock Redis transport).
 
 `SQLiteTransport` (the embedded default): kombu's SQLAlchemy transport on a SQLite file. Every
 publish and every take is one SQLite transaction (kombu takes a message under `BEGIN IMMEDIATE`),
 so concurrent producers and consumers in several processes never see a half-written or
 half-read message. Its one change is the polling interval: the virtual transport polls an idle
 queue every `polling_interval` seconds, 1 s by default, which would add up to a second to every
-visitor message's task on the embedded default. (The interval cannot be passed as a transport
-option: the SQLAlchemy transport hands its options to `create_engine`.) Taken messages stay in the
-table marked invisible; `purge_taken_messages` removes them (a beat job).
+visitor message's task on the embedded default. The interval is the virtual transport's public
+class attribute; the `polling_interval` transport option other virtual transports read cannot
+be used here, as the SQLAlchemy transport hands its options to `create_engine`, which refuses it.
+Taken messages stay in the table marked invisible;
+`purge_taken_messages` removes them (a beat job).
 """
 
 from __future__ import annotations
@@ -24,10 +17,9 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable
-from contextlib import closing, contextmanager
+from contextlib import closing
 from datetime import datetime, timedelta
 
-from kombu.transport import redis as kombu_redis
 from kombu.transport import sqlalchemy
 
 # An idle worker asks its queues this often (one indexed SELECT on the broker file).
@@ -75,21 +67,3 @@ def purge_taken_messages(url: str) -> int:
         except sqlite3.OperationalError:  # no message was ever sent: kombu has not made its tables
             return 0
         return cursor.rowcount
-
-
-class RedisChannel(kombu_redis.Channel):
-    _command_client = None
-
-    @contextmanager
-    def conn_or_acquire(self, client=None):
-        if client:
-            yield client
-            return
-        cached = self._command_client
-        if cached is None or cached.connection_pool is not self.pool:
-            cached = self._command_client = self._create_client()
-        yield cached
-
-
-class RedisTransport(kombu_redis.Transport):
-    Channel = RedisChannel

@@ -36,16 +36,6 @@ class Account(models.Model):
         return self.user.email
 
 
-class WidgetQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        from apps.core.auth import token_cache  # API processes keep copies of widgets' rows
-
-        prefixes = token_cache.changed(token_cache.widget_prefixes(self), using=self.db)
-        count = super().update(**kwargs)
-        token_cache.written(prefixes, using=self.db)
-        return count
-
-
 class Widget(models.Model):
     """What the spec also calls a "button". The tenant of every API request."""
 
@@ -56,8 +46,6 @@ class Widget(models.Model):
         default=False, help_text="Allow widget API (JS and REST). Issuing a token does not enable it."
     )
     created_at = models.DateTimeField(default=timezone.now)
-
-    objects = WidgetQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})"
@@ -80,18 +68,6 @@ class File(models.Model):
         indexes = [models.Index(fields=["widget", "-created_at"], name="file_widget_created")]
 
 
-class ApiTokenQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        if set(kwargs) - {"last_used_at"}:  # API processes keep copies of tokens' rows
-            from apps.core.auth import token_cache
-
-            prefixes = token_cache.changed(self.values_list("prefix", flat=True), using=self.db)
-            count = super().update(**kwargs)
-            token_cache.written(prefixes, using=self.db)
-            return count
-        return super().update(**kwargs)
-
-
 class ApiToken(models.Model):
     """A bearer token of one widget. Only a one-way hash of the secret is stored.
 
@@ -108,8 +84,6 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
-
-    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["widget", "-created_at"], name="token_widget_created")]

@@ -84,40 +84,18 @@ return {allowed, count, reset, retry}
 """
 
 
-# The same, only if KEYS[2] holds ARGV[5]: a process's copy of an API token is current
-# (apps.core.auth.token_cache). {-1} when it is not, and nothing is consumed.
-_LUA_IF_CURRENT = (
-    """
-if redis.call('GET', KEYS[2]) ~= ARGV[5] then return {-1, 0, 0, 0} end
-"""
-    + _LUA
-)
-
-
 @lru_cache(maxsize=1)
-def _redis():
+def _script():
     import redis
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    return client, client.register_script(_LUA), client.register_script(_LUA_IF_CURRENT)
+    return client.register_script(_LUA)
 
 
-def redis_client():
-    """The process's client of REDIS_URL (one connection pool for the budgets and the token copies)."""
-    return _redis()[0]
-
-
-def _consume_redis(
-    bucket: str, limit: int, window: float, cost: int, current: tuple[str, str] | None = None
-) -> Decision | None:
-    _, script, if_current = _redis()
-    keys, args = [f"rl:{bucket}"], [int(window * 1000), limit, cost, uuid.uuid4().hex]
-    if current is None:
-        allowed, count, reset_ms, retry_ms = script(keys=keys, args=args)
-    else:
-        allowed, count, reset_ms, retry_ms = if_current(keys=[*keys, current[0]], args=[*args, current[1]])
-        if allowed == -1:
-            return None
+def _consume_redis(bucket: str, limit: int, window: float, cost: int) -> Decision:
+    allowed, count, reset_ms, retry_ms = _script()(
+        keys=[f"rl:{bucket}"], args=[int(window * 1000), limit, cost, uuid.uuid4().hex]
+    )
     return Decision(
         allowed=bool(allowed),
         limit=limit,
@@ -276,18 +254,6 @@ def address_from(remote_addr: str | None, forwarded_for: str | None) -> str:
     return remote_addr or "unknown"
 
 
-def api_token_decision(token, *, current: tuple[str, str] | None = None) -> Decision | None:
-    """The per-token API budget (API_RATE_LIMIT_PER_MINUTE, default 600 per minute).
-
-    `current` = (key, generation): the token is a process's copy (apps.core.auth.token_cache), and
-    the budget is consumed only if Redis's `key` still holds `generation`, in the same round trip;
-    None (nothing consumed) when it does not. Needs REDIS_URL."""
-    bucket, limit, window = f"api:token:{token.pk}", settings.API_RATE_LIMIT_PER_MINUTE, 60
-    if current is None:
-        return consume(bucket, limit=limit, window=window)
-    if limit <= 0:  # unlimited: no budget to ride on
-        value = redis_client().get(current[0])
-        if value is None or value.decode() != current[1]:
-            return None
-        return consume(bucket, limit=limit, window=window)
-    return _consume_redis(bucket, limit, window, 1, current)
+def api_token_decision(token) -> Decision:
+    """The per-token API budget (API_RATE_LIMIT_PER_MINUTE, default 600 per minute)."""
+    return consume(f"api:token:{token.pk}", limit=settings.API_RATE_LIMIT_PER_MINUTE, window=60)

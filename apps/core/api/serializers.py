@@ -4,7 +4,6 @@ field, the rule for names and labels people read, and the one way views validate
 
 from __future__ import annotations
 
-import copy
 import unicodedata
 from collections.abc import Mapping
 
@@ -139,45 +138,13 @@ class StrictInputMixin:
 
 
 class InputSerializer(StrictInputMixin, serializers.Serializer):
-    """Base of every `XInput` serializer.
-
-    Its declared fields are copied from a template per class instead of deep-copied per instance.
-    DRF's `get_fields` deep-copies every declared field for every serializer made, and a field's
-    deep copy re-runs its constructor: about three quarters of validating a message's body (py-spy)
-    and half of reading a list's query parameters (cProfile; some 48 us a field). Here the fields are
-    deep-copied once into a template that is never bound, and each instance gets a shallow copy of
-    each template field (its own attributes, so binding it to this instance touches nothing shared;
-    its validator list copied too). A field holding other fields (a nested serializer, a list's or
-    a dict's child, a many-relation) is deep-copied as DRF does."""
+    """Base of every `XInput` serializer."""
 
     # True where validating no data at all gives no data (every field optional and without a
     # default, and `validate` adds nothing): `validate_input` then builds no serializer for an empty
     # input, a list's query with no filters (a measurable share of a list's time). A test runs
     # every such serializer on {} to hold each class to it.
     empty_is_valid = False
-
-    def get_fields(self):
-        return _fresh_declared_fields(type(self))
-
-
-def _fresh_declared_fields(cls) -> dict[str, serializers.Field]:
-    template = cls.__dict__.get("_declared_field_template")
-    if template is None:  # two threads may both build it: the same fields either way
-        template = copy.deepcopy(cls._declared_fields)
-        cls._declared_field_template = template
-    fields = {}
-    for name, field in template.items():
-        if isinstance(field, _HOLDS_FIELDS) or hasattr(field, "child") or hasattr(field, "child_relation"):
-            fields[name] = copy.deepcopy(field)
-            continue
-        fresh = copy.copy(field)
-        if "_validators" in field.__dict__:
-            fresh._validators = list(field._validators)
-        fields[name] = fresh
-    return fields
-
-
-_HOLDS_FIELDS = (serializers.BaseSerializer, serializers.ListField, serializers.DictField, serializers.HStoreField)
 
 
 class TenantPrimaryKeyField(serializers.PrimaryKeyRelatedField):

@@ -3,13 +3,16 @@
 SECURITY: `WidgetScopedViewSet` owns `get_queryset`/`get_object`; a subclass that overrides either
 fails at class definition (refine with `scope_queryset`). Every view declares
 `route_scopes = {action: [scope, ...]}` for each action it serves; a missing declaration, or a scope
-outside the catalogue, fails at class definition. The order of checks on every request is:
-authentication (401) -> per-token rate limit (429) -> api_enabled (403) -> scopes (403) ->
-idempotency key shape (400) -> the action, whose claim of the key and work share one transaction.
+outside the catalogue, fails at class definition. The checks on every request are DRF's
+(`APIView.initial`): authentication (401) -> permissions: api_enabled, scopes (403) -> the per-token
+rate limit (429, apps.core.api.throttling) -> then the idempotency key's shape (400) -> the action,
+whose claim of the key and work share one transaction. A call the permissions refuse is counted
+against the budget too, and over budget answers 429 rather than 403.
 """
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 from django.db import connection, transaction
@@ -17,10 +20,10 @@ from rest_framework import viewsets
 from rest_framework.views import APIView
 
 from apps.audit import services as audit
-from apps.core import idempotency, ratelimit
+from apps.core import idempotency
 from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
-from apps.core.errors import NotFound
+from apps.core.errors import NotFound, RateLimited
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
 
@@ -52,7 +55,7 @@ def _check_scopes(cls, actions: set[str]) -> None:
 
 
 class ContractMixin:
-    """Rate-limit headers, the check order above, and the idempotency wrapper."""
+    """Rate-limit headers, the checks above, and the idempotency wrapper."""
 
     route_scopes: dict[str, list[str]] = {}
     # Actions marked `x-idempotency: required`.
@@ -65,6 +68,7 @@ class ContractMixin:
     problem_statuses: dict[str, list[int]] = {}
     # Largest accepted body for this view (None: API_MAX_BODY_BYTES).
     max_body_bytes: int | None = None
+    _token_authenticated = False
 
     def validated(self, serializer_class, *, data=None, partial: bool = False, context=None, **kwargs) -> dict:
         """Validate the body (or `data`) with an `XInput` serializer; errors raise 422.
@@ -85,28 +89,30 @@ class ContractMixin:
             method = "get"
         return method if method in _HTTP_METHODS and hasattr(self, method) else None
 
-    def initial(self, request, *args, **kwargs):
-        self.format_kwarg = self.get_format_suffix(**kwargs)
-        neg = self.perform_content_negotiation(request)
-        request.accepted_renderer, request.accepted_media_type = neg
-        version, scheme = self.determine_version(request, *args, **kwargs)
-        request.version, request.versioning_scheme = version, scheme
-
-        self.perform_authentication(request)
+    def perform_authentication(self, request):
+        super().perform_authentication(request)
         if request.auth is not None:  # audited writes of this request name the token as their actor
+            self._token_authenticated = True
             self._audit_actor = audit.set_actor(audit.token_actor(request.auth))
-        # consumed already when resolving the token checked a kept copy (apps.core.auth.token_cache)
-        decision = getattr(request.user, "rate_limit_decision", None)
-        self.rate_limit_decision = decision if decision is not None else ratelimit.api_token_decision(request.auth)
-        self.rate_limit_decision.raise_if_denied("Per-token rate limit reached.")
-        self.check_permissions(request)
 
+    def initial(self, request, *args, **kwargs):
+        try:
+            super().initial(request, *args, **kwargs)  # authentication, permissions, throttles
+        except Exception:
+            # A call its permissions refuse still counts against its token's budget (the refusal
+            # reports it), and a spent budget answers 429 before the refusal.
+            if self._token_authenticated and getattr(request, "rate_limit_decision", None) is None:
+                self.check_throttles(request)
+            raise
         action = self.current_action()
         if action in self.idempotency_required:
             key = idempotency.validate_key(request.META.get(idempotency.META_KEY))
             method = request.method.lower()
             wrap = self._idempotent_deferred if action in self.idempotency_deferred else self._idempotent
             setattr(self, method, wrap(getattr(self, method), key))
+
+    def throttled(self, request, wait):
+        raise RateLimited("Per-token rate limit reached.", headers={"Retry-After": str(max(1, math.ceil(wait or 0)))})
 
     @contextmanager
     def idempotency_claim(self):
@@ -164,7 +170,7 @@ class ContractMixin:
         actor, self._audit_actor = getattr(self, "_audit_actor", None), None
         if actor is not None:
             audit.reset_actor(actor)
-        decision = getattr(self, "rate_limit_decision", None)
+        decision = getattr(request, "rate_limit_decision", None)
         if decision is not None:
             for name, value in decision.headers().items():
                 response[name] = value

@@ -13,12 +13,11 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 
-from apps.core import ratelimit
 from apps.core.errors import InvalidToken, NotAuthenticated, TokenInQuery
 from apps.core.models import ApiToken, Widget
 from apps.core.statements import Slot, Statement
 
-from . import token_cache, tokens
+from . import tokens
 
 _QUERY_TOKEN_NAMES = frozenset({"access_token", "token", "api_key", "apikey", "api_token", "bearer", "auth"})
 
@@ -29,12 +28,10 @@ class TokenPrincipal:
     is_authenticated = True
     is_anonymous = False
 
-    def __init__(self, token: ApiToken, rate_limit_decision: ratelimit.Decision | None = None):
+    def __init__(self, token: ApiToken):
         self.token = token
         self.widget = token.widget
         self.scopes = frozenset(token.scopes)
-        # the per-token budget, when resolving the token already consumed it (a kept copy's check)
-        self.rate_limit_decision = rate_limit_decision
 
     def __str__(self) -> str:
         return f"token {self.token.prefix}"
@@ -63,24 +60,15 @@ def _token_by_prefix():
 _TOKEN_BY_PREFIX = Statement(_token_by_prefix, prepared=True)
 
 
-_LAST_USED_AT = _TOKEN_COLUMNS.index("last_used_at")
-
-
-def _token_row(prefix: str) -> tuple | None:
+def find_token(prefix: str) -> ApiToken | None:
+    """The token with this prefix and its widget (loaded with it), or None."""
     rows = _TOKEN_BY_PREFIX.tuples(prefix=prefix)
-    return rows[0] if rows else None  # the token's columns, then the widget's (the values() order)
-
-
-def _token_from(row: tuple) -> ApiToken:
+    if not rows:
+        return None
+    row = rows[0]  # the token's columns, then the widget's (the values() order)
     token = ApiToken.from_db("default", _TOKEN_COLUMNS, row[: len(_TOKEN_COLUMNS)])
     token.widget = Widget.from_db("default", _WIDGET_COLUMNS, row[len(_TOKEN_COLUMNS) :])
     return token
-
-
-def find_token(prefix: str) -> ApiToken | None:
-    """The token with this prefix and its widget (loaded with it), or None."""
-    row = _token_row(prefix)
-    return None if row is None else _token_from(row)
 
 
 def _in_force(token: ApiToken, now) -> bool:
@@ -91,18 +79,18 @@ class BearerTokenAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
-        raw_query = request._request.META.get("QUERY_STRING", "")
+        raw_query = request.META.get("QUERY_STRING", "")
         if raw_query and query_carries_token(request.query_params, raw_query):
             raise TokenInQuery("Send the token in the Authorization header, never in the URL.")
-        header = request._request.META.get("HTTP_AUTHORIZATION", "")
+        header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             raise NotAuthenticated("Send `Authorization: Bearer <token>`.")
         scheme, _, credential = header.partition(" ")
         credential = credential.strip()
         if scheme.lower() != "bearer" or not credential or " " in credential:
             raise InvalidToken("The Authorization header must be `Bearer <token>`.")
-        token, decision = self.resolve(credential)
-        principal = TokenPrincipal(token, decision)
+        token = self.resolve(credential)
+        principal = TokenPrincipal(token)
         # The tenant comes from the token only, never from the URL or the body.
         request._request.widget = token.widget
         request._request.token_prefix = token.prefix
@@ -113,56 +101,23 @@ class BearerTokenAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
     @staticmethod
-    def resolve(credential: str) -> tuple[ApiToken, ratelimit.Decision | None]:
-        """The token of `credential` and, when a kept copy of it was checked (token_cache), the
-        per-token budget that check consumed; InvalidToken for any token that does not authenticate."""
+    def resolve(credential: str) -> ApiToken:
+        """The token of `credential` with its widget, read on every request (one lookup by the
+        unique prefix, so a revocation or a change applies to the very next request);
+        InvalidToken for any token that does not authenticate."""
         if not tokens.is_well_formed(credential):
             raise InvalidToken()
-        prefix = credential[: tokens.PREFIX_LENGTH]
         now = timezone.now()
-        keeping = token_cache.enabled()
-        if keeping:
-            kept = _from_copy(prefix, credential, now)
-            if kept is not None:
-                return kept
-            generation = token_cache.generation(prefix)  # before the rows: see token_cache
-        row = _token_row(prefix)
-        token = None if row is None else _token_from(row)
+        token = find_token(credential[: tokens.PREFIX_LENGTH])
         if token is None or not tokens.matches(credential, token.secret_hash) or not _in_force(token, now):
             raise InvalidToken()
-        if keeping:
-            if generation is None:
-                generation = token_cache.start(prefix)
-            if generation is not None:
-                token_cache.keep(prefix, row, token.secret_hash, generation)
-        if touch_last_used(token, now) and keeping:
-            token_cache.touched(prefix, _LAST_USED_AT, now)
-        return token, None
+        touch_last_used(token, now)
+        return token
 
 
-def _from_copy(prefix: str, credential: str, now) -> tuple[ApiToken, ratelimit.Decision] | None:
-    """The token from this process's copy, if the copy says it authenticates and Redis says the
-    copy is current (the check consumes the per-token budget); None to read the rows."""
-    copy = token_cache.get(prefix)
-    if copy is None or not tokens.matches(credential, copy.secret_hash):
-        return None  # a secret the copy does not know: the rows answer (the copy stays)
-    token = _token_from(copy.row)
-    if _in_force(token, now):
-        decision = ratelimit.api_token_decision(token, current=(token_cache.key(prefix), copy.generation))
-        if decision is not None:
-            if touch_last_used(token, now):
-                token_cache.touched(prefix, _LAST_USED_AT, now)
-            return token, decision
-    token_cache.drop(prefix)
-    return None
-
-
-def touch_last_used(token: ApiToken, now) -> bool:
-    """Record use at most once per resolution window: one UPDATE a minute, not one per request.
-    True when it wrote."""
+def touch_last_used(token: ApiToken, now) -> None:
+    """Record use at most once per resolution window: one UPDATE a minute, not one per request."""
     window = timedelta(seconds=settings.TOKEN_LAST_USED_RESOLUTION_SECONDS)
     if token.last_used_at is None or now - token.last_used_at >= window:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
-        return True
-    return False

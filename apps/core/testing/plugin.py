@@ -30,14 +30,11 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(autouse=True)
 def _isolated_rate_limits(settings):
-    """Each test starts with fresh per-token budgets and empty caches: Redis keys, cache files and the
-    process's kept tokens survive the test database, whose ids are reused from test to test."""
+    """Each test starts with fresh per-token budgets and empty caches: Redis keys and cache files
+    survive the test database, whose ids are reused from test to test."""
     from django.core.cache import cache
 
-    from apps.core.auth import token_cache
-
     cache.clear()
-    token_cache.clear()
     if settings.REDIS_URL:
         import redis
 
