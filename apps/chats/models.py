@@ -100,8 +100,8 @@ class Chat(models.Model):
     handling = models.CharField(max_length=16, choices=Handling.choices, default=Handling.MISSED)
     # Each escalation the chat ever went through, kept when `handling` moves on: a chat that went AI
     # to a person and back to the AI counts in both statistics counters.
-    went_ai_to_human = models.BooleanField(default=False, db_default=False)
-    went_human_to_ai = models.BooleanField(default=False, db_default=False)
+    went_ai_to_human = models.BooleanField(default=False)
+    went_human_to_ai = models.BooleanField(default=False)
     # Set when a machine (the AI operator, an external operator) handed the chat to people; cleared
     # when a person answers. While set, no machine answers the chat.
     awaiting_human_since = models.DateTimeField(null=True, blank=True)

@@ -453,14 +453,16 @@ def _insert_chats_and_contacts(cur, plan: Plan, *, mid0: int, cid0: int, ct0: in
         """
         INSERT INTO chats_chat (id, widget_id, contact_id, channel, status, agent_id, department_id, is_internal,
                                 accepted_by_id, accepted_by_type, accepted_at, handled_by_id, handled_by_type,
-                                handled_at, handling, last_message_id, last_message_at, has_client_messages,
-                                first_agent_reply_at, last_typing_at, created_at, updated_at, closed_at)
+                                handled_at, handling, went_ai_to_human, went_human_to_ai, last_message_id,
+                                last_message_at, has_client_messages, first_agent_reply_at, last_typing_at,
+                                created_at, updated_at, closed_at)
         SELECT x.chat_id, x.widget_id, %(ct0)s + x.chat_no, x.channel, x.status, x.agent_id, NULL, false,
                x.agent_id, CASE WHEN x.agent_id IS NULL THEN '' ELSE 'human' END, x.first_reply_at,
                x.agent_id, CASE WHEN x.agent_id IS NULL THEN '' ELSE 'human' END, x.first_reply_at,
                CASE WHEN x.agent_id IS NULL THEN 'missed'
                     WHEN x.ai_replied AND mod(x.hc >> 20, 3) = 0 THEN 'ai_to_human'
                     ELSE 'human' END,
+               x.agent_id IS NOT NULL AND x.ai_replied AND mod(x.hc >> 20, 3) = 0, false,
                x.last_id, x.last_at, x.has_client, x.first_reply_at, NULL,
                x.first_at - interval '5 seconds',
                CASE WHEN x.status = 'expired' THEN x.last_at + interval '7 minutes' ELSE x.last_at END,

@@ -20,12 +20,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='chatfacts',
             name='went_ai_to_human',
-            field=models.BooleanField(db_default=False, default=False),
+            field=models.BooleanField(default=False),
         ),
         migrations.AddField(
             model_name='chatfacts',
             name='went_human_to_ai',
-            field=models.BooleanField(db_default=False, default=False),
+            field=models.BooleanField(default=False),
         ),
         migrations.RunPython(from_handling, migrations.RunPython.noop),
     ]
