@@ -9,8 +9,11 @@ supervisor); this only restates it in supervisord's terms. Each process:
 - is restarted whenever it exits, so one process dying never stops the others;
 - writes to supervisord's standard output, which is the terminal of `make run`;
 - stops with SIGTERM to its whole group (a prefork worker's pool included) and is killed with its
-  group STOP_WAIT_SECONDS later (a warm shutdown of a worker takes a few seconds), so Ctrl-C ends
-  everything within about ten seconds.
+  group STOP_WAIT_SECONDS later (a warm shutdown of a worker takes a few seconds).
+
+Every process belongs to one supervisord group: supervisord stops groups one after another, and
+the processes of one group together, so with one group Ctrl-C ends everything within about
+STOP_WAIT_SECONDS however many processes the Procfile lists.
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ def render(procfile: Path, run_dir: Path) -> str:
     if os.geteuid() == 0:  # said explicitly, or supervisord warns that it keeps root's privileges
         out.append("user=root")
     out.append("")
-    for name, command in processes(procfile):
+    entries = processes(procfile)
+    out += ["[group:chatwidget]", "programs=" + ",".join(name for name, _ in entries), ""]
+    for name, command in entries:
         # supervisord expands %(name)s in its values: a literal % (celery's `-n ai@%h`) is doubled
         program = shlex.quote(f"exec {command}").replace("%", "%%")
         out += [
