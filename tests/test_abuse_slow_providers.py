@@ -1,30 +1,36 @@
 """The abuse run's slow providers, against the web process as `make run` starts it (the Procfile's
-`web`): one widget's embedding provider answers in 14 s while that widget fires six knowledge-base
-searches at once; meanwhile another widget's chat list and public widget config must answer as fast as
-they do unloaded (within 2x, with an absolute floor for a shared machine). It fails on any 5xx, on a
-search left unanswered, on the other widget slowed, and on server memory growth over 100 MB.
+`web`). One widget's provider answers slowly while that widget fires requests that wait on it: six
+knowledge-base searches against an embedding provider that answers in 14 s, four signed assistant
+turns against a chat provider that answers in 40 s. Meanwhile another widget's chat list and public
+widget config must answer as fast as they do unloaded (within 2x, with an absolute floor for a shared
+machine). Each test fails on any 5xx, on a request left unanswered or answered well past the request
+path's provider deadline, on the other widget slowed, and on server memory growth over 100 MB.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import requests
 
 from apps.ai.testing import FakeLLM, ca_path
+from apps.core import signed
 from tests.live import manage
 
 pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
 
 RSS_GROWTH_LIMIT_KIB = 100 * 1024
-PROVIDER_SECONDS = 14.0
-SEARCHES = 6
+DEADLINE_SECONDS = 3.0  # the request path's provider deadline the server is started with
+DEADLINE_MARGIN_SECONDS = 2.0  # the request's own work around its provider wait, on a shared machine
 SLOWDOWN = 2.0
 FLOOR_SECONDS = 0.5  # two shared cores: a 20 ms answer may take a few hundred ms for reasons of its own
+_nonces = itertools.count(1)
 
 # A second widget with a token of its own (the seeded one is the widget with the slow provider).
 OTHER_WIDGET = """
@@ -36,6 +42,20 @@ issued = services.issue_token(widget=widget, scopes=sorted(catalogue.OPERATIONAL
 print(json.dumps({"button_guid": widget.button_guid, "token": issued.plaintext}))
 """
 
+# The seeded widget's integration: an assistant and a token bound to it (the credential is the API's).
+INTEGRATION = """
+import json
+from apps.ai import services as ai_services
+from apps.ai.models import Assistant
+from apps.core import services
+from apps.core.models import Widget
+widget = Widget.objects.get(button_guid={guid!r})
+Assistant.objects.create(widget=widget, name="App helper", is_default=True, system_prompt="You help in the app.")
+issued = services.issue_token(widget=widget, scopes=["ai:write"], name="app")
+_binding, secret = ai_services.bind_integration(widget=widget, token=issued.token, provider="openai")
+print(json.dumps({{"token": issued.plaintext, "secret": secret}}))
+"""
+
 
 def _timed(method: str, url: str, **kwargs) -> tuple[int, float]:
     started = time.monotonic()
@@ -43,89 +63,162 @@ def _timed(method: str, url: str, **kwargs) -> tuple[int, float]:
     return response.status_code, time.monotonic() - started
 
 
+def _other_routes(server, other: dict) -> list[tuple[str, str, dict]]:
+    return [
+        ("GET", server.url("/api/v1/chats"), {"headers": {"Authorization": f"Bearer {other['token']}"}}),
+        ("GET", server.url(f"/api/visitor/v1/{other['button_guid']}/config"), {}),
+    ]
+
+
+def _unloaded(routes) -> dict[str, float]:
+    medians = {}
+    for method, url, kwargs in routes:
+        times = []
+        for _ in range(5):
+            status, seconds = _timed(method, url, **kwargs)
+            assert status == 200, (url, status)
+            times.append(seconds)
+        medians[url] = statistics.median(times)
+    return medians
+
+
+def _under_load(server, fake, delay: float, waiting: list[Callable[[], tuple[int, float]]], routes) -> list:
+    """Start every `waiting` request at once against a provider answering in `delay` s, measure the
+    other widget's routes while they wait, then check every waiting request and the server."""
+    unloaded = _unloaded(routes)
+    before = server.rss_kib()
+    fake.delay = delay
+    answered: list[tuple[int, float]] = []
+    lock = threading.Lock()
+
+    def run(request: Callable[[], tuple[int, float]]) -> None:
+        try:
+            result = request()
+        except requests.RequestException:
+            result = (0, 60.0)  # unanswered
+        with lock:
+            answered.append(result)
+
+    threads = [threading.Thread(target=run, args=(request,)) for request in waiting]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)  # the requests are in: every one that was admitted waits on the provider now
+    loaded = []
+    for method, url, kwargs in routes:
+        for _ in range(3):
+            status, seconds = _timed(method, url, **kwargs)
+            loaded.append((url, status, seconds, max(SLOWDOWN * unloaded[url], FLOOR_SECONDS)))
+    for thread in threads:
+        thread.join(timeout=90)
+    fake.delay = 0.0
+
+    print(f"slow provider: unloaded {unloaded}, loaded {[(u, round(s, 3)) for u, _, s, _ in loaded]}")
+    print(f"waiting requests (status, seconds): {sorted(answered)}")
+    assert all(status == 200 for _, status, _, _ in loaded), loaded
+    slowed = [(url, seconds, limit) for url, _, seconds, limit in loaded if seconds > limit]
+    assert not slowed, f"another widget's requests were slowed by this widget's provider: {slowed}"
+    assert len(answered) == len(waiting), "a request was left unanswered"
+    # Beyond the widget's slots every request is 429 `provider_busy` at once.
+    assert sum(1 for status, _ in answered if status == 429) >= len(waiting) - 2, answered
+    # An admitted request waits on the provider no longer than the request path's deadline.
+    late = [seconds for _, seconds in answered if seconds > DEADLINE_SECONDS + DEADLINE_MARGIN_SECONDS]
+    assert not late, f"answered past the {DEADLINE_SECONDS} s deadline: {answered}"
+    assert requests.get(server.url("/healthz"), timeout=10).status_code == 200
+    grown = server.rss_kib() - before
+    assert grown < RSS_GROWTH_LIMIT_KIB, f"server RSS grew by {grown // 1024} MB"
+    assert "Traceback" not in server.output(), server.output()[-3000:]
+    return answered
+
+
+def _add_credential(server, fake) -> None:
+    created = requests.post(
+        server.url("/api/v1/ai/credentials"),
+        json={"provider": "openai", "api_key": fake.api_key, "base_url": fake.base_url},
+        headers={"Authorization": f"Bearer {server.seed['token']}", "X-Service-Idempotency-Key": "credential-1"},
+        timeout=30,
+    )
+    assert created.status_code == 201, created.text
+
+
 def test_one_widgets_slow_embedding_provider_does_not_slow_another_widget(start_server, live_var):
     other = json.loads(manage(live_var, "shell", "-c", OTHER_WIDGET).strip().splitlines()[-1])
     fake = FakeLLM("openai").start()
     try:
         server = start_server(
-            OUTBOUND_ALLOW_LOOPBACK="1", REQUESTS_CA_BUNDLE=ca_path(), AI_REQUEST_EMBED_DEADLINE_SECONDS="3"
+            OUTBOUND_ALLOW_LOOPBACK="1",
+            REQUESTS_CA_BUNDLE=ca_path(),
+            AI_REQUEST_EMBED_DEADLINE_SECONDS=str(DEADLINE_SECONDS),
         )
-        slow_auth = {"Authorization": f"Bearer {server.seed['token']}"}
-        other_auth = {"Authorization": f"Bearer {other['token']}"}
-        created = requests.post(
-            server.url("/api/v1/ai/credentials"),
-            json={"provider": "openai", "api_key": fake.api_key, "base_url": fake.base_url},
-            headers={**slow_auth, "X-Service-Idempotency-Key": "credential-1"},
-            timeout=30,
-        )
-        assert created.status_code == 201, created.text
+        auth = {"Authorization": f"Bearer {server.seed['token']}"}
+        _add_credential(server, fake)
         for attempt in range(3):  # the process's first provider call builds its clients: maybe past 3 s
             rule = requests.post(
                 server.url("/api/v1/kb/rules"),
                 json={"content": "Delivery takes three days."},
-                headers={**slow_auth, "X-Service-Idempotency-Key": f"rule-{attempt}"},
+                headers={**auth, "X-Service-Idempotency-Key": f"rule-{attempt}"},
                 timeout=30,
             )
             if rule.status_code != 502:
                 break
         assert rule.status_code == 201, rule.text
 
-        other_routes = [
-            ("GET", server.url("/api/v1/chats"), {"headers": other_auth}),
-            ("GET", server.url(f"/api/visitor/v1/{other['button_guid']}/config"), {}),
-        ]
-        unloaded: dict[str, float] = {}
-        for method, url, kwargs in other_routes:
-            times = []
-            for _ in range(5):
-                status, seconds = _timed(method, url, **kwargs)
-                assert status == 200, (url, status)
-                times.append(seconds)
-            unloaded[url] = statistics.median(times)
-        before = server.rss_kib()
+        def search(n: int) -> Callable[[], tuple[int, float]]:
+            return lambda: _timed("GET", server.url(f"/api/v1/kb/search?q=delivery+{n}"), headers=auth)
 
-        fake.delay = PROVIDER_SECONDS
-        searches: list[tuple[int, float]] = []
-        lock = threading.Lock()
-
-        def search(n: int) -> None:
-            try:
-                result = _timed("GET", server.url(f"/api/v1/kb/search?q=delivery+{n}"), headers=slow_auth)
-            except requests.RequestException:
-                result = (0, 60.0)  # unanswered
-            with lock:
-                searches.append(result)
-
-        threads = [threading.Thread(target=search, args=(n,)) for n in range(SEARCHES)]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        time.sleep(1.0)  # the searches are in: every one that was admitted waits on the provider now
-
-        loaded: list[tuple[str, int, float, float]] = []
-        for method, url, kwargs in other_routes:
-            for _ in range(3):
-                status, seconds = _timed(method, url, **kwargs)
-                loaded.append((url, status, seconds, max(SLOWDOWN * unloaded[url], FLOOR_SECONDS)))
-        for thread in threads:
-            thread.join(timeout=90)
-        searched = time.monotonic() - started
-        fake.delay = 0.0
-
-        print(f"slow provider: unloaded {unloaded}, loaded {[(u, round(s, 3)) for u, _, s, _ in loaded]}")
-        print(f"searches (status, seconds): {sorted(searches)}, all done in {searched:.1f} s")
-        assert all(status == 200 for _, status, _, _ in loaded), loaded
-        slowed = [(url, seconds, limit) for url, _, seconds, limit in loaded if seconds > limit]
-        assert not slowed, f"another widget's requests were slowed by this widget's provider: {slowed}"
-        assert len(searches) == SEARCHES, "a search was left unanswered"
-        # Every search is answered: 429 `provider_busy` at once beyond the widget's slots.
-        assert sum(1 for status, _ in searches if status == 429) >= SEARCHES - 2, searches
+        answered = _under_load(server, fake, 14.0, [search(n) for n in range(6)], _other_routes(server, other))
         # No other 5xx: 502 is the route's provider failure.
-        assert {status for status, _ in searches} <= {200, 429, 502}, searches
+        assert {status for status, _ in answered} <= {200, 429, 502}, answered
+    finally:
+        fake.stop()
 
-        assert requests.get(server.url("/healthz"), timeout=10).status_code == 200
-        grown = server.rss_kib() - before
-        assert grown < RSS_GROWTH_LIMIT_KIB, f"server RSS grew by {grown // 1024} MB"
-        assert "Traceback" not in server.output(), server.output()[-3000:]
+
+def test_one_widgets_slow_chat_provider_behind_signed_turns_does_not_slow_another_widget(start_server, live_var):
+    other = json.loads(manage(live_var, "shell", "-c", OTHER_WIDGET).strip().splitlines()[-1])
+    fake = FakeLLM("openai", text="Your order ships tomorrow.").start()
+    try:
+        server = start_server(
+            OUTBOUND_ALLOW_LOOPBACK="1",
+            REQUESTS_CA_BUNDLE=ca_path(),
+            AI_REQUEST_PROVIDER_DEADLINE_SECONDS=str(DEADLINE_SECONDS),
+        )
+        _add_credential(server, fake)
+        script = INTEGRATION.format(guid=server.seed["button_guid"])
+        app = json.loads(manage(live_var, "shell", "-c", script).strip().splitlines()[-1])
+        path = "/api/v1/ai/assistant/turn"
+
+        def turn(n: int) -> Callable[[], tuple[int, float]]:
+            body = json.dumps(
+                {
+                    "conversation_id": f"conv-{n}",
+                    "request_id": f"req-{n}",
+                    "messages": [{"role": "user", "content": "Where is my order?"}],
+                }
+            ).encode()
+
+            def send() -> tuple[int, float]:
+                ts, nonce = str(int(time.time())), f"nonce-{next(_nonces):012d}"
+                signature = signed.sign(
+                    secret=app["secret"], timestamp=ts, nonce=nonce, method="POST", path=path, body=body
+                )
+                headers = {
+                    "Authorization": f"Bearer {app['token']}",
+                    "Content-Type": "application/json",
+                    "X-Service-Timestamp": ts,
+                    "X-Service-Nonce": nonce,
+                    "X-Service-Signature": signature,
+                }
+                return _timed("POST", server.url(path), data=body, headers=headers)
+
+            return send
+
+        for n in range(3):  # the process's first provider call imports its SDK: maybe past the deadline
+            if turn(100 + n)()[0] == 200:
+                break
+        else:
+            pytest.fail("no signed turn answered on an idle provider")
+
+        answered = _under_load(server, fake, 40.0, [turn(n) for n in range(4)], _other_routes(server, other))
+        assert {status for status, _ in answered} <= {429, 502, 503, 504}, answered
+        assert not any(status == 0 for status, _ in answered)
     finally:
         fake.stop()

@@ -15,6 +15,7 @@ import email.utils
 import hashlib
 import importlib
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -67,6 +68,13 @@ class _ImportedOnFirstUse:
 
     def load(self) -> None:
         importlib.import_module(self._name)
+
+    def loaded(self, attribute: str) -> tuple[type, ...]:
+        """The SDK's class `attribute` when the SDK is imported, else nothing: an exception of an SDK
+        that was never imported cannot exist, and importing one to classify a failure would spend
+        seconds past the call's deadline."""
+        module = sys.modules.get(self._name)
+        return (getattr(module, attribute),) if module is not None else ()
 
 
 anthropic = _ImportedOnFirstUse("anthropic")
@@ -154,6 +162,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def _sdk_errors(name: str) -> tuple[type, ...]:
+    return openai.loaded(name) + anthropic.loaded(name)
+
+
 def classify(exc: BaseException, provider: str) -> ProviderError | None:
     """The ProviderError for a failure an SDK call can raise (None: not a provider failure). Only
     class names and statuses are kept: SDK messages may quote the response body, and some vendors
@@ -176,7 +188,7 @@ def classify(exc: BaseException, provider: str) -> ProviderError | None:
             return ProviderError(kind, provider=provider, detail=item.reason)
     status: int | None = None
     headers: Any = None
-    if isinstance(exc, openai.APIStatusError | anthropic.APIStatusError):
+    if isinstance(exc, _sdk_errors("APIStatusError")):
         status, headers = exc.status_code, exc.response.headers
     elif isinstance(exc, gigachat.exceptions.ResponseError):
         status, headers = exc.status_code, exc.headers
@@ -185,8 +197,7 @@ def classify(exc: BaseException, provider: str) -> ProviderError | None:
         retry_after = _retry_after(headers) if kind == "rate_limited" else None
         return ProviderError(kind, provider=provider, status=status, retry_after=retry_after)
     timeouts = (
-        openai.APITimeoutError,
-        anthropic.APITimeoutError,
+        *_sdk_errors("APITimeoutError"),
         httpx.TimeoutException,
         httpx2.TimeoutException,
         TimeoutError,
@@ -194,12 +205,11 @@ def classify(exc: BaseException, provider: str) -> ProviderError | None:
     )
     if isinstance(exc, timeouts):
         return ProviderError("timeout", provider=provider, detail=type(exc).__name__)
-    connection = (openai.APIConnectionError, anthropic.APIConnectionError, httpx.HTTPError, httpx2.HTTPError, OSError)
+    connection = (*_sdk_errors("APIConnectionError"), httpx.HTTPError, httpx2.HTTPError, OSError)
     if isinstance(exc, connection):
         return ProviderError("transport", provider=provider, detail=type(exc).__name__)
     invalid = (
-        openai.APIResponseValidationError,
-        anthropic.APIResponseValidationError,
+        *_sdk_errors("APIResponseValidationError"),
         pydantic.ValidationError,
         ValueError,
         KeyError,

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -331,3 +334,20 @@ def test_scripted_text_and_a_raw_answer(llm_fake):
     with pytest.raises(ProviderError) as failure:
         complete([fake.config()], MESSAGES, max_operations=1)
     assert (failure.value.kind, failure.value.detail) == ("transport", "invalid_response")
+
+
+def test_classifying_a_failure_imports_no_sdk_the_call_did_not_use():
+    """An openai call that timed out is classified without importing anthropic: that import takes
+    seconds, which would be spent after the call's deadline, holding the caller's thread."""
+    code = (
+        "import sys, django, httpx2\n"
+        "django.setup()\n"
+        "from apps.ai.providers import drivers\n"
+        "error = drivers.classify(httpx2.ReadTimeout('read timed out'), 'openai')\n"
+        "assert error.kind == 'timeout', error\n"
+        "print(sorted(name for name in ('openai', 'anthropic') if name in sys.modules))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
