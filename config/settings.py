@@ -232,7 +232,9 @@ else:
     # database (apps.core.realtime).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # kombu's SQLAlchemy transport on a SQLite file of its own (apps.core.broker.SQLiteTransport).
-    CELERY_BROKER_URL = f"sqla+sqlite:///{VAR_DIR / 'broker.sqlite3'}"
+    # The URL is SQLAlchemy's, without kombu's `sqla+` prefix: a prefix names the transport itself
+    # and would override the transport setting below.
+    CELERY_BROKER_URL = f"sqlite:///{VAR_DIR / 'broker.sqlite3'}"
     CELERY_BROKER_TRANSPORT = "apps.core.broker:SQLiteTransport"
     # create_engine options: wait for the file's write lock rather than fail a publish.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}

@@ -87,7 +87,7 @@ def test_the_sqlite_broker_delivers_every_message_once_to_concurrent_processes(t
 
     # given four producer and four consumer processes on one broker file for a minute (its tables
     # made first, as `migrate` makes them)
-    url = f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}"
+    url = f"sqlite:///{tmp_path / 'broker.sqlite3'}"
     prepare_tables(url, queues=["load"])
     context = multiprocessing.get_context("fork")
     sent, received = context.Queue(), context.Queue()

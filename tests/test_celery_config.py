@@ -3,6 +3,11 @@ namespace), read as they are when Celery asks."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+from apps.core.broker import POLL_SECONDS
 from config.celery import app
 
 
@@ -16,3 +21,21 @@ def test_celery_reads_the_django_settings_it_is_given(settings):
 def test_a_setting_django_lacks_is_celerys_default():
     assert app.conf.task_default_priority is None
     assert app.conf.task_time_limit is None
+
+
+def test_the_embedded_brokers_connections_use_its_transport_and_polling_interval(tmp_path):
+    """Without REDIS_URL a worker's broker connection is apps.core.broker.SQLiteTransport, which asks
+    an idle queue every POLL_SECONDS, not kombu's SQLAlchemy transport with its 1 s default."""
+    code = (
+        "import django\n"
+        "django.setup()\n"
+        "from config.celery import app\n"
+        "with app.connection_for_read() as connection:\n"
+        "    transport = connection.transport\n"
+        "    print(type(transport).__module__, type(transport).__name__, transport.polling_interval)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings", VAR_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["apps.core.broker", "SQLiteTransport", str(POLL_SECONDS)]

@@ -24,6 +24,9 @@ from kombu.transport import sqlalchemy
 
 # An idle worker asks its queues this often (one indexed SELECT on the broker file).
 POLL_SECONDS = 0.1
+# The embedded default's broker URL is SQLAlchemy's own; the transport is the Celery setting
+# `broker_transport` (a kombu `sqla+` prefix on the URL would name kombu's class instead).
+URL_PREFIX = "sqlite:///"
 # Taken messages older than this are deleted; a message is acknowledged long before (a task's
 # hard time limit is far shorter).
 TAKEN_RETENTION = timedelta(hours=1)
@@ -38,7 +41,7 @@ def prepare_tables(url: str, queues: Iterable[str] = ()) -> None:
     process first needs it (check, then create), so processes starting together on a new file would
     race and one would fail; `migrate` calls this first (apps.core.apps). A no-op for any other
     broker."""
-    if not url.startswith("sqla+sqlite:///"):
+    if not url.startswith(URL_PREFIX):
         return
     from kombu import Connection, Queue
 
@@ -50,10 +53,10 @@ def prepare_tables(url: str, queues: Iterable[str] = ()) -> None:
 
 def purge_taken_messages(url: str) -> int:
     """Delete the messages the workers took more than TAKEN_RETENTION ago from the SQLite broker
-    at `url` (`sqla+sqlite:///path`); returns how many. A no-op for any other broker."""
-    if not url.startswith("sqla+sqlite:///"):
+    at `url` (`sqlite:///path`); returns how many. A no-op for any other broker."""
+    if not url.startswith(URL_PREFIX):
         return 0
-    path = url.removeprefix("sqla+sqlite:///")
+    path = url.removeprefix(URL_PREFIX)
     if not os.path.exists(path):
         return 0
     # kombu stamps a message when it is taken (`timestamp`, local time without a zone)
