@@ -86,10 +86,10 @@ return {allowed, count, reset, retry}
 
 @lru_cache(maxsize=1)
 def _script():
-    import redis
+    # on the process's one pool to that Redis (the cache's), with its timeouts
+    from .redis_pool import shared_client
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    return client.register_script(_LUA)
+    return shared_client(settings.REDIS_URL).register_script(_LUA)
 
 
 def _consume_redis(bucket: str, limit: int, window: float, cost: int) -> Decision:
