@@ -270,6 +270,8 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 # or a large upload never holds the `worker` slots that send webhooks and fan events out. The AI
 # operator's replies pick the `ai` queue when they are sent (apps.ai.runtime.QUEUE).
 BULK_QUEUE = "bulk"
+# Bulk threads one widget may hold at once (apps.core.bulk): the Procfile's `bulk` worker runs 2.
+BULK_WIDGET_SLOTS = env.int("BULK_WIDGET_SLOTS", default=1)
 CELERY_TASK_ROUTES = {
     name: {"queue": BULK_QUEUE}
     for name in (

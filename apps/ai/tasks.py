@@ -3,12 +3,16 @@ import threading
 from celery import shared_task, signals
 from django.db import DatabaseError, connection
 
+from apps.core import bulk
+
 from . import runtime, translations
 
 
-@shared_task(acks_late=True)
-def translate_widget_texts(widget_id: int, ids: list[int]) -> None:
-    translations.translate(widget_id=widget_id, ids=ids)
+@shared_task(bind=True, acks_late=True)
+def translate_widget_texts(self, widget_id: int, ids: list[int]) -> None:
+    """On the `bulk` queue (CELERY_TASK_ROUTES), in one of the widget's bulk slots (apps.core.bulk)."""
+    with bulk.widget_turn(self, widget_id):
+        translations.translate(widget_id=widget_id, ids=ids)
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=1, retry_jitter=True)
