@@ -27,6 +27,8 @@ import requests
 from apps.ai.testing import FakeLLM, ca_path, server_error
 from tests.live import ROOT, Template, environment, free_port
 
+pytestmark = pytest.mark.embedded
+
 ANSWER = "Our tea ships in two days."
 PROGRAMS = ("web", "worker", "ai", "bulk", "beat")
 

@@ -331,14 +331,14 @@ print(json.dumps({
 """
 
 
+@pytest.mark.embedded
 def test_concurrent_requests_with_one_key_have_exactly_one_effect_on_the_embedded_default(tmp_path):
     """The same race on the embedded default: SQLite in a file, IMMEDIATE transactions, WAL.
 
     Run in a child process on a fresh, migrated database file: the test database pytest-django
     makes for SQLite is in memory with a shared cache, where a second writer gets "database table
     is locked" at once instead of waiting, which the deployed file database never does. The child
-    gets neither DATABASE_URL nor REDIS_URL, so this runs (and means the same) in every
-    configuration.
+    gets neither DATABASE_URL nor REDIS_URL; the suite on the embedded default runs it.
     """
     # given a child environment of the embedded default
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}

@@ -222,12 +222,13 @@ def test_database_budget_admits_exactly_the_limit_across_processes_on_postgres(c
     assert RateLimitHit.objects.filter(bucket=bucket).count() == LIMIT
 
 
+@pytest.mark.embedded
 def test_database_budget_admits_exactly_the_limit_across_processes_on_sqlite(tmp_path, child_environment):
     """The database backend on the embedded default: SQLite in a file, IMMEDIATE transactions.
 
     pytest-django's SQLite test database lives in this process's memory, which other processes
     cannot open, so the children share a fresh file migrated by one more child. They get no
-    DATABASE_URL and no REDIS_URL, so this runs (and means the same) in every configuration.
+    DATABASE_URL and no REDIS_URL; the suite on the embedded default runs it.
     """
     # given a migrated database file of the embedded default
     child_environment.delenv("DATABASE_URL", raising=False)

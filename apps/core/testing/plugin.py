@@ -6,6 +6,9 @@
 - `assert_problem(response, status, code=None)`: the problem+json contract.
 - `captured_events`: the outbox rows emitted during the test.
 - markers `postgres` / `redis`: skipped, with the reason, on the embedded default.
+- marker `embedded`: a test that builds the embedded default itself (its own SQLite file, its own
+  processes) whatever the suite's database; run by the suite on the embedded default, skipped where
+  DATABASE_URL is set, whose run of it would repeat that suite's.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ def pytest_runtest_setup(item):
         pytest.skip("needs PostgreSQL: set DATABASE_URL (CI runs it)")
     if item.get_closest_marker("redis") and not settings.REDIS_URL:
         pytest.skip("needs Redis: set REDIS_URL (CI runs it)")
+    if item.get_closest_marker("embedded") and settings.USING_POSTGRES:
+        pytest.skip("the embedded default's own test: runs in the suite without DATABASE_URL (CI runs it)")
 
 
 @pytest.fixture(autouse=True)
