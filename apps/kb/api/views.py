@@ -305,7 +305,7 @@ class CrawlerView(ScopedAPIView):
     route_scopes = {"get": ["kb:read"], "put": ["kb:write"], "delete": ["kb:write"]}
     idempotency_required = {"put"}
     idempotency_deferred = {"put"}
-    problem_statuses = {"put": [409, 415], "delete": [409]}
+    problem_statuses = {"put": [409, 415], "delete": [409, 422]}
 
     @extend_schema(
         summary="Read the crawler",
