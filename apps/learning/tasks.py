@@ -1,4 +1,4 @@
-"""Celery tasks of self-learning: ids in, a service call; no logic here."""
+"""Celery tasks of self-learning: ids in, a service call (the bulk ones in the widget's bulk slot, apps.core.bulk)."""
 
 from celery import shared_task
 
