@@ -44,9 +44,9 @@ _START_SESSION = (
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A migrated embedded database with the demo widget, and the Procfile's web process on it."""
-    var = tmp_path_factory.mktemp("server-var")
+def server(tmp_path_factory, live_template):
+    """A copy of the migrated embedded database with the demo widget, and the Procfile's web process on it."""
+    var = live_template.copy(tmp_path_factory.mktemp("server"))
     # As `make run` starts it: the development default, no DEBUG, DATABASE_URL or REDIS_URL given.
     dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "APP_MODE", "DEBUG")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
@@ -57,11 +57,7 @@ def server(tmp_path_factory):
         PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
     )
     python = str(VENV_BIN / "python")
-    subprocess.run([python, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)
-    seed = subprocess.run(
-        [python, "manage.py", "seed_demo"], cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True
-    )
-    seeded = json.loads(seed.stdout.strip().splitlines()[-1])
+    seeded = live_template.seed
     guid = seeded["button_guid"]
     session = subprocess.run(
         [python, "manage.py", "shell", "-c", _START_SESSION.format(guid=guid)],
