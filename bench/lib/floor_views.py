@@ -335,7 +335,7 @@ def _ai_floor_lookup(authorization: str, assistant_id: int):
     scheme, _, raw = authorization.partition(" ")
     if scheme.lower() != "bearer":
         return None
-    token, _ = BearerTokenAuthentication.resolve(raw.strip())
+    token = BearerTokenAuthentication.resolve(raw.strip())
     credential = Credential.objects.filter(widget_id=token.widget_id, is_active=True).order_by("-id").first()
     if credential is None:
         return None
