@@ -13,7 +13,7 @@ import socket
 import pytest
 import requests
 
-pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 
 RSS_GROWTH_LIMIT_KIB = 100 * 1024
 

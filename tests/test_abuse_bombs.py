@@ -15,7 +15,7 @@ import requests
 from apps.core.tests import bombs
 from tests.live import manage
 
-pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 
 RSS_GROWTH_LIMIT_KIB = 100 * 1024
 MIB = 1024 * 1024

@@ -23,7 +23,7 @@ from apps.ai.testing import FakeLLM, ca_path
 from apps.core import signed
 from tests.live import manage
 
-pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 
 RSS_GROWTH_LIMIT_KIB = 100 * 1024
 DEADLINE_SECONDS = 3.0  # the request path's provider deadline the server is started with

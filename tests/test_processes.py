@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-pytestmark = pytest.mark.django_db  # the plugin's autouse fixtures want the test database
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 
 _spec = importlib.util.spec_from_file_location(
     "supervisor_conf", Path(__file__).resolve().parents[1] / "scripts" / "supervisor_conf.py"
