@@ -8,9 +8,10 @@ from apps.core import views as core_views
 
 # Each app contributes `api/urls.py` with `urlpatterns` relative to /api/v1/ as its issue lands.
 api_v1 = [
+    # stats first: its agents/stats and chats/export are not the agents' or chats' {id}
+    path("", include("apps.stats.api.urls")),
     path("", include("apps.chats.api.urls")),
     path("", include("apps.webhooks.api.urls")),
-    path("", include("apps.stats.api.urls")),  # before agents: agents/stats is not agents/{id}
     path("", include("apps.agents.api.urls")),
     path("", include("apps.billing.api.urls")),
     path("", include("apps.widget.api.urls")),

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework.negotiation import BaseContentNegotiation
 
+from apps.core.api.streaming import IgnoreAccept
 from apps.core.api.streaming import SyncStreamingResponse as TranscriptResponse
 from apps.core.api.views import WidgetScopedViewSet
 from apps.erasure.selectors import not_erasing
 
 from .. import transcript as service
 from ..models import Chat
-
-
-class IgnoreAccept(BaseContentNegotiation):
-    """The transcript is text/plain whatever the client accepts; errors stay problem+json. DRF's
-    default negotiation would answer 406 to `Accept: text/plain` because only JSON renders here."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
 
 
 @extend_schema_view(

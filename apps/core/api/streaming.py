@@ -1,10 +1,12 @@
-"""A streaming response over a synchronous iterator that streams under ASGI too (the chat
-transcript, a contact's export)."""
+"""Downloads: a streaming response over a synchronous iterator that streams under ASGI too, and the
+content negotiation of a route whose body has one fixed type (the chat transcript, the chats export,
+a contact's export)."""
 
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
+from rest_framework.negotiation import BaseContentNegotiation
 
 _DONE = object()
 
@@ -28,3 +30,14 @@ class SyncStreamingResponse(StreamingHttpResponse):
         pull = sync_to_async(next, thread_sensitive=True)
         while (part := await pull(pieces, _DONE)) is not _DONE:
             yield part
+
+
+class IgnoreAccept(BaseContentNegotiation):
+    """The body's type is the route's whatever the client accepts; errors stay problem+json. DRF's
+    default negotiation would answer 406 to `Accept: text/plain` because only JSON renders there."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None

@@ -3,6 +3,8 @@ clamp) and documentation serializers of their output shapes."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -11,7 +13,7 @@ from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
 from apps.core.timeparse import format_moment
 
-from .. import selectors
+from .. import export, selectors
 from ..windows import INTERVALS, MAX_BUCKETS, PERIODS, Window, WindowError, bucket_count
 
 TIMEZONE = "Europe/Moscow"
@@ -125,6 +127,32 @@ class AgentStatsQuery(WindowQuery):
     def validate(self, attrs):
         attrs = super().validate(attrs)
         attrs.setdefault("metric", selectors.AGENT_METRICS)
+        return attrs
+
+
+class ExportQuery(InputSerializer):
+    from_ = MomentField(
+        help_text="Date-time or date, Europe/Moscow unless an offset is given; a bare date is midnight. Inclusive."
+    )
+    to = MomentField(help_text=f"Like `from`; exclusive. At most {export.MAX_WINDOW_DAYS} days after `from`.")
+    format = serializers.ChoiceField(
+        choices=export.FORMATS, required=False, help_text="`csv` (the default) or `jsonl`."
+    )
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+    def validate(self, attrs):
+        try:
+            window = Window.resolve(period=None, start=attrs["from"], end=attrs["to"], now=self.context["now"])
+        except WindowError as err:
+            raise serializers.ValidationError({err.field: [str(err)]}) from None
+        if window.end - window.start > timedelta(days=export.MAX_WINDOW_DAYS):
+            raise serializers.ValidationError({"to": [f"At most {export.MAX_WINDOW_DAYS} days after `from`."]})
+        attrs["window"] = window
+        attrs.setdefault("format", "csv")
         return attrs
 
 

@@ -1,12 +1,13 @@
-"""Statistics routes. `agents/stats` and `agents/{id}/stats` live here, not under the agents router:
-config.urls includes this module before apps.agents.api.urls so `agents/stats` never reaches the
-agents router's `agents/{id}` route."""
+"""Statistics routes and the chats export. `agents/stats` and `agents/{id}/stats` live here, not under
+the agents router, and `chats/export` not under the chats router: config.urls includes this module
+before apps.agents.api.urls and apps.chats.api.urls, so neither reaches a router's `{id}` route."""
 
 from django.urls import re_path
 
-from .views import AgentStatsViewSet, ChannelStatsView, StatsView, TimeseriesView
+from .views import AgentStatsViewSet, ChannelStatsView, ChatExportView, StatsView, TimeseriesView
 
 urlpatterns = [
+    re_path(r"^chats/export/?$", ChatExportView.as_view(), name="chat-export"),
     re_path(r"^stats/?$", StatsView.as_view(), name="stats"),
     re_path(r"^stats/channels/?$", ChannelStatsView.as_view(), name="stats-channels"),
     re_path(r"^stats/timeseries/?$", TimeseriesView.as_view(), name="stats-timeseries"),

@@ -7,16 +7,18 @@ are calendar-anchored in Europe/Moscow (apps.stats.windows).
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins
 from rest_framework.response import Response
 
 from apps.agents.models import Agent
 from apps.core.api.serializers import validate_input
+from apps.core.api.streaming import IgnoreAccept, SyncStreamingResponse
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.timeparse import format_moment
 
-from .. import selectors
+from .. import export, selectors
 from ..windows import MAX_BUCKETS
 from . import serializers as s
 
@@ -96,6 +98,48 @@ class TimeseriesView(ScopedAPIView):
             for row in rows
         ]
         return Response({"data": {"interval": interval, **s.window_payload(window), "buckets": buckets}})
+
+
+class ChatExportView(ScopedAPIView):
+    route_scopes = {"get": ["chats:read"]}
+    problem_statuses = {"get": [422]}
+    content_negotiation_class = IgnoreAccept
+
+    @extend_schema(
+        summary="Export chats",
+        description=(
+            "One row per chat created in the window [`from`, `to`) (both required, read like the statistics "
+            f"filters: Europe/Moscow unless an offset is given; at most {export.MAX_WINDOW_DAYS} days), oldest "
+            "first, streamed as an attachment without Content-Length. Columns: "
+            + ", ".join(f"`{column}`" for column in export.COLUMNS)
+            + ". `created_at` and `closed_at` are RFC 3339 in UTC; `first_response_seconds` is the first "
+            "visible operator reply after the visitor message that opened the conversation, to the millisecond; "
+            "`duration_seconds` runs from creation to `closed_at` (empty while open); `messages` counts the "
+            "public messages of the visitor, people and the AI operator; `accepted_by_type` and `handled_by_type` "
+            "are `human`, `ai` or empty; `ai_to_human` and `human_to_ai` say whether the chat went that way; "
+            "`rating` is the latest rating (1-5) or empty; `tags` are the contact's tags. CSV has a header row, "
+            "`true`/`false` for booleans, an empty cell for null and tags joined by `,`; JSON Lines gives one "
+            "object per line, null for null and tags as a list. A chat whose contact is being erased is left out."
+        ),
+        parameters=[s.ExportQuery],
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                response=OpenApiTypes.STR,
+                description='`format=csv`; `Content-Disposition: attachment; filename="chats-{from}-{to}.csv"`.',
+            ),
+            (200, "application/x-ndjson"): OpenApiResponse(
+                response=OpenApiTypes.STR,
+                description='`format=jsonl`; `Content-Disposition: attachment; filename="chats-{from}-{to}.jsonl"`.',
+            ),
+        },
+    )
+    def get(self, request):
+        query = _validated(s.ExportQuery, request, ("from", "to", "format"))
+        window, fmt = query["window"], query["format"]
+        pages = export.export_pages(widget_id=request.widget.pk, window=window)
+        response = SyncStreamingResponse(export.render(pages, fmt), content_type=export.CONTENT_TYPES[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{export.filename(window, fmt)}"'
+        return response
 
 
 AGENT_RULES = (
