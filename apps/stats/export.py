@@ -4,20 +4,23 @@ as CSV or JSON Lines.
 Rows are read from the chat facts (apps.stats.models.ChatFacts: channel, creation, attribution,
 escalations, first response) joined to the chat row (closed_at, contact, department), in keyset
 pages of PAGE_SIZE ordered by (created_at, chat id) on the facts' (widget, created_at) index. What
-the facts do not hold comes in three queries per page, never one per row: the counted messages (the
-definition of the statistics: public, by the visitor, a person or the AI operator), the chat's
-latest rating and its contact's tags. Memory stays one page whatever the window's size. Chats whose
-contact is under erasure are left out, as every read of chats does.
+the facts do not hold never costs a query per row: the counted messages (the definition of the
+statistics: public, by the visitor, a person or the AI operator) and the chat's latest rating are
+correlated subqueries of the page's statement, on the messages' and ratings' chat indexes, and the
+contacts' tags are one more query per page. Memory stays one page whatever the window's size.
+Chats whose contact is under erasure are left out, as every read of chats does.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from apps.chats.models import ContactTag, Message, Rating
 from apps.erasure.selectors import not_erasing
@@ -59,30 +62,56 @@ _FIELDS = (
     "handled_type",
     "went_ai_to_human",
     "went_human_to_ai",
+    "messages",
+    "rating",
 )
 
 
-def _pages(widget_id: int, window: Window) -> Iterator[list[dict]]:
-    facts = (
+def _facts(widget_id: int, window: Window):
+    """The window's facts, oldest first, as tuples of _FIELDS: the counted messages and the latest
+    rating are correlated subqueries on the (chat, ...) indexes, so a page is one statement."""
+    counted = (
+        Message.objects.filter(
+            chat_id=OuterRef("chat_id"), visibility=Message.Visibility.PUBLIC, author_kind__in=COUNTED_AUTHORS
+        )
+        .order_by()
+        .values("chat_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    latest = Rating.objects.filter(chat_id=OuterRef("chat_id")).order_by("-created_at", "-id").values("value")[:1]
+    return (
         ChatFacts.objects.filter(widget_id=widget_id, created_at__gte=window.start, created_at__lt=window.end)
         .filter(not_erasing("chat__contact_id"))
+        .annotate(messages=Coalesce(Subquery(counted), 0), rating=Subquery(latest))
         .order_by("created_at", "chat_id")
-        .values(*_FIELDS)
+        .values_list(*_FIELDS)
     )
+
+
+def _pages(widget_id: int, window: Window) -> Iterator[tuple[list[tuple], dict[int, list[str]]]]:
+    """Keyset pages of _facts with the tags of their contacts (one more query, on the page's
+    contacts as a subquery of the same page)."""
+    facts = _facts(widget_id, window)
     after: Q | None = None
     while True:
-        page = list((facts.filter(after) if after is not None else facts)[:PAGE_SIZE])
+        selected = facts.filter(after) if after is not None else facts
+        page = list(selected[:PAGE_SIZE])
         if not page:
             return
-        yield page
+        tags: dict[int, list[str]] = {}
+        contacts = selected.values_list("chat__contact_id", flat=True)[:PAGE_SIZE]
+        for contact_id, name in (
+            ContactTag.objects.filter(widget_id=widget_id, contact_id__in=contacts)
+            .order_by("contact_id", "name")
+            .values_list("contact_id", "name")
+        ):
+            tags.setdefault(contact_id, []).append(name)
+        yield page, tags
         if len(page) < PAGE_SIZE:
             return
-        last = page[-1]
-        after = Q(created_at__gt=last["created_at"]) | Q(created_at=last["created_at"], chat_id__gt=last["chat_id"])
-
-
-def _seconds(start: datetime, end: datetime | None) -> int | None:
-    return None if end is None else int((end - start).total_seconds())
+        created_at, chat_id = page[-1][2], page[-1][0]
+        after = Q(created_at__gt=created_at) | Q(created_at=created_at, chat_id__gt=chat_id)
 
 
 def export_rows(*, widget_id: int, window: Window) -> Iterator[dict]:
@@ -93,64 +122,43 @@ def export_rows(*, widget_id: int, window: Window) -> Iterator[dict]:
 
 def export_pages(*, widget_id: int, window: Window) -> Iterator[list[dict]]:
     """`export_rows` a page at a time."""
-    for page in _pages(widget_id, window):
-        ids = [fact["chat_id"] for fact in page]
-        messages = dict(
-            Message.objects.filter(
-                widget_id=widget_id,
-                chat_id__in=ids,
-                visibility=Message.Visibility.PUBLIC,
-                author_kind__in=COUNTED_AUTHORS,
-            )
-            .order_by()
-            .values("chat_id")
-            .annotate(n=Count("id"))
-            .values_list("chat_id", "n")
-        )
-        ratings = dict(  # the latest rating of each chat wins
-            Rating.objects.filter(widget_id=widget_id, chat_id__in=ids)
-            .order_by("chat_id", "created_at", "id")
-            .values_list("chat_id", "value")
-        )
-        tags: dict[int, list[str]] = {}
-        contacts = {fact["chat__contact_id"] for fact in page}
-        for contact_id, name in (
-            ContactTag.objects.filter(widget_id=widget_id, contact_id__in=contacts)
-            .order_by("contact_id", "name")
-            .values_list("contact_id", "name")
-        ):
-            tags.setdefault(contact_id, []).append(name)
+    for page, tags in _pages(widget_id, window):
         rows = []
-        for fact in page:
-            chat_id, created_at, closed_at = fact["chat_id"], fact["created_at"], fact["chat__closed_at"]
-            first_response_ms = fact["first_response_ms"]
+        for (
+            chat_id,
+            channel,
+            created_at,
+            closed_at,
+            contact_id,
+            department_id,
+            first_response_ms,
+            accepted_type,
+            handled_type,
+            ai_to_human,
+            human_to_ai,
+            messages,
+            rating,
+        ) in page:
             rows.append(
                 {
                     "id": chat_id,
-                    "channel": fact["channel"],
+                    "channel": channel,
                     "created_at": created_at.isoformat(),
                     "closed_at": closed_at.isoformat() if closed_at else None,
-                    "contact_id": fact["chat__contact_id"],
-                    "department_id": fact["chat__department_id"],
+                    "contact_id": contact_id,
+                    "department_id": department_id,
                     "first_response_seconds": None if first_response_ms is None else first_response_ms / 1000,
-                    "duration_seconds": _seconds(created_at, closed_at),
-                    "messages": messages.get(chat_id, 0),
-                    "accepted_by_type": fact["accepted_type"] or None,
-                    "handled_by_type": fact["handled_type"] or None,
-                    "ai_to_human": fact["went_ai_to_human"],
-                    "human_to_ai": fact["went_human_to_ai"],
-                    "rating": ratings.get(chat_id),
-                    "tags": tags.get(fact["chat__contact_id"], []),
+                    "duration_seconds": None if closed_at is None else int((closed_at - created_at).total_seconds()),
+                    "messages": messages,
+                    "accepted_by_type": accepted_type or None,
+                    "handled_by_type": handled_type or None,
+                    "ai_to_human": ai_to_human,
+                    "human_to_ai": human_to_ai,
+                    "rating": rating,
+                    "tags": tags.get(contact_id, []),
                 }
             )
         yield rows
-
-
-class _Line:
-    """csv.writer's file: `write` hands the formatted line back instead of keeping it."""
-
-    def write(self, line: str) -> str:
-        return line
 
 
 def _csv_cell(value) -> str:
@@ -167,13 +175,19 @@ def render(pages: Iterable[list[dict]], fmt: str) -> Iterator[bytes]:
     """The export's body in `fmt`, one piece per page: CSV with a header row (booleans `true`/`false`,
     nothing for null, tags joined by `,`), or one JSON object per line."""
     if fmt == "csv":
-        writer = csv.writer(_Line())
-        yield writer.writerow(COLUMNS).encode()
+        yield _csv([COLUMNS])
         for page in pages:
-            yield "".join(writer.writerow([_csv_cell(row[column]) for column in COLUMNS]) for row in page).encode()
+            yield _csv([_csv_cell(row[column]) for column in COLUMNS] for row in page)
         return
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for page in pages:
-        yield "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in page).encode()
+        yield "".join([dumps(row) + "\n" for row in page]).encode()
+
+
+def _csv(rows) -> bytes:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    return out.getvalue().encode()
 
 
 def filename(window: Window, fmt: str) -> str:
