@@ -5,7 +5,7 @@ throughput.
 Data set (seeded once, kept; `BENCH_KB_SCALE` 1.0 = the issue's size): 50 000 chunks in one widget
 ("kb-bench main") and 1 000 000 in ten others ("kb-bench other N"), random ru/en text from a fixed
 vocabulary and random unit vectors of `BENCH_KB_DIMS` (256) float32, loaded with COPY; the main
-widget also holds the 30 rules of the evaluation set (bench/data/kb_eval.json) embedded by the
+widget also holds the rules of the evaluation set (bench/data/kb_eval.json) embedded by the
 deterministic offline embedder (`apps.kb.testing.trigram_embedding`), which also embeds the
 questions, in-process and instantly (the provider's latency is not what is measured).
 
@@ -16,7 +16,8 @@ questions, in-process and instantly (the provider's latency is not what is measu
    same fusion and row fetch. Questions alternate ours / floor one by one.
 2. `kb_search_recall` (target recall@10 >= 0.98): the served top 10 against the exact top 10 (the
    floor's, computed over every vector of the tenant) for every question.
-3. INFO `kb_eval_recall5`: recall@5 of the evaluation set's 60 questions among the 50 000 chunks.
+3. INFO `kb_search_eval_recall5`: recall@5 of the evaluation set's questions among the 50 000 chunks
+   with the offline embedder (bench/kb_quality.py measures retrieval quality with a real model).
 4. INFO `kb_ingest`: chunks embedded and stored per second (the ingestion path: `embed_chunks` in
    batches of 64 through the hooks with an embedder that answers at once, then `store_chunks`) into
    a throw-away widget that is deleted afterwards.
