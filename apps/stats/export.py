@@ -117,71 +117,64 @@ def _pages(widget_id: int, window: Window) -> Iterator[tuple[list[tuple], dict[i
 def export_rows(*, widget_id: int, window: Window) -> Iterator[dict]:
     """The rows of the widget's chats created in `window`, oldest first, with the COLUMNS as keys."""
     for page in export_pages(widget_id=widget_id, window=window):
-        yield from page
+        for values in page:
+            yield dict(zip(COLUMNS, values, strict=True))
 
 
-def export_pages(*, widget_id: int, window: Window) -> Iterator[list[dict]]:
-    """`export_rows` a page at a time."""
+def export_pages(*, widget_id: int, window: Window) -> Iterator[list[tuple]]:
+    """The rows a page at a time, each a tuple of the COLUMNS' values."""
     for page, tags in _pages(widget_id, window):
-        rows = []
-        for (
-            chat_id,
-            channel,
-            created_at,
-            closed_at,
-            contact_id,
-            department_id,
-            first_response_ms,
-            accepted_type,
-            handled_type,
-            ai_to_human,
-            human_to_ai,
-            messages,
-            rating,
-        ) in page:
-            rows.append(
-                {
-                    "id": chat_id,
-                    "channel": channel,
-                    "created_at": created_at.isoformat(),
-                    "closed_at": closed_at.isoformat() if closed_at else None,
-                    "contact_id": contact_id,
-                    "department_id": department_id,
-                    "first_response_seconds": None if first_response_ms is None else first_response_ms / 1000,
-                    "duration_seconds": None if closed_at is None else int((closed_at - created_at).total_seconds()),
-                    "messages": messages,
-                    "accepted_by_type": accepted_type or None,
-                    "handled_by_type": handled_type or None,
-                    "ai_to_human": ai_to_human,
-                    "human_to_ai": human_to_ai,
-                    "rating": rating,
-                    "tags": tags.get(contact_id, []),
-                }
+        yield [
+            (
+                chat_id,
+                channel,
+                created_at.isoformat(),
+                closed_at.isoformat() if closed_at else None,
+                contact_id,
+                department_id,
+                None if first_response_ms is None else first_response_ms / 1000,
+                None if closed_at is None else int((closed_at - created_at).total_seconds()),
+                messages,
+                accepted_type or None,
+                handled_type or None,
+                ai_to_human,
+                human_to_ai,
+                rating,
+                tags.get(contact_id, []),
             )
-        yield rows
+            for (
+                chat_id,
+                channel,
+                created_at,
+                closed_at,
+                contact_id,
+                department_id,
+                first_response_ms,
+                accepted_type,
+                handled_type,
+                ai_to_human,
+                human_to_ai,
+                messages,
+                rating,
+            ) in page
+        ]
 
 
-def _csv_cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(value)
-    return str(value)
+_TEXT = {True: "true", False: "false"}
 
 
-def render(pages: Iterable[list[dict]], fmt: str) -> Iterator[bytes]:
+def render(pages: Iterable[list[tuple]], fmt: str) -> Iterator[bytes]:
     """The export's body in `fmt`, one piece per page: CSV with a header row (booleans `true`/`false`,
     nothing for null, tags joined by `,`), or one JSON object per line."""
     if fmt == "csv":
         yield _csv([COLUMNS])
         for page in pages:
-            yield _csv([_csv_cell(row[column]) for column in COLUMNS] for row in page)
+            # csv writes None as an empty cell; the two booleans and the tags are spelled here.
+            yield _csv([(*row[:11], _TEXT[row[11]], _TEXT[row[12]], row[13], ",".join(row[14])) for row in page])
         return
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for page in pages:
-        yield "".join([dumps(row) + "\n" for row in page]).encode()
+        yield "".join([dumps(dict(zip(COLUMNS, row, strict=True))) + "\n" for row in page]).encode()
 
 
 def _csv(rows) -> bytes:

@@ -147,7 +147,7 @@ def test_pages_stream_with_a_fixed_number_of_queries_each(api, widget, talk, mon
     assert len(first) == 2 and len(queries) == 2  # the facts page (messages and rating within), the tags
     rest = list(pages)
     assert [len(page) for page in rest] == [2, 1]
-    ids = [row["id"] for row in first + rest[0] + rest[1]]
+    ids = [row[0] for row in first + rest[0] + rest[1]]
     assert ids == sorted(ids) and len(set(ids)) == 5
 
 
