@@ -66,7 +66,10 @@ def measure(web, var_dir: Path, runs: int) -> list[float]:
     posted.raise_for_status()
     chat_id = posted.json()["chat_id"]
 
-    # this process becomes a worker of the measured service's VAR_DIR
+    # this process becomes a worker of the measured service's VAR_DIR, on the embedded default as the
+    # service is (make bench gives the driver DATABASE_URL and REDIS_URL for the other benchmarks)
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
     os.environ["VAR_DIR"] = str(var_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
