@@ -114,15 +114,9 @@ def _pages(widget_id: int, window: Window) -> Iterator[tuple[list[tuple], dict[i
         after = Q(created_at__gt=created_at) | Q(created_at=created_at, chat_id__gt=chat_id)
 
 
-def export_rows(*, widget_id: int, window: Window) -> Iterator[dict]:
-    """The rows of the widget's chats created in `window`, oldest first, with the COLUMNS as keys."""
-    for page in export_pages(widget_id=widget_id, window=window):
-        for values in page:
-            yield dict(zip(COLUMNS, values, strict=True))
-
-
 def export_pages(*, widget_id: int, window: Window) -> Iterator[list[tuple]]:
-    """The rows a page at a time, each a tuple of the COLUMNS' values."""
+    """The rows of the widget's chats created in `window`, oldest first, a page at a time: each row a
+    tuple of the COLUMNS' values."""
     for page, tags in _pages(widget_id, window):
         yield [
             (
