@@ -130,28 +130,23 @@ class AgentStatsQuery(WindowQuery):
         return attrs
 
 
-class ExportQuery(InputSerializer):
+class ExportQuery(WindowQuery):
+    """The statistics window with `from` and `to` required, no `period`, at most MAX_WINDOW_DAYS."""
+
     from_ = MomentField(
         help_text="Date-time or date, Europe/Moscow unless an offset is given; a bare date is midnight. Inclusive."
     )
     to = MomentField(help_text=f"Like `from`; exclusive. At most {export.MAX_WINDOW_DAYS} days after `from`.")
+    period = None
     format = serializers.ChoiceField(
         choices=export.FORMATS, required=False, help_text="`csv` (the default) or `jsonl`."
     )
 
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
-
     def validate(self, attrs):
-        try:
-            window = Window.resolve(period=None, start=attrs["from"], end=attrs["to"], now=self.context["now"])
-        except WindowError as err:
-            raise serializers.ValidationError({err.field: [str(err)]}) from None
+        attrs = super().validate(attrs)
+        window = attrs["window"]
         if window.end - window.start > timedelta(days=export.MAX_WINDOW_DAYS):
             raise serializers.ValidationError({"to": [f"At most {export.MAX_WINDOW_DAYS} days after `from`."]})
-        attrs["window"] = window
         attrs.setdefault("format", "csv")
         return attrs
 
