@@ -58,6 +58,7 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("PUT", "/v1/widget/retention"): frozenset({"privacy:write"}),
     ("GET", "/v1/audit-log"): frozenset({"audit:read"}),
     ("GET", "/v1/chats/export"): frozenset({"chats:read"}),  # "Agent assist and answers with sources"
+    ("POST", "/v1/chats/{}/suggest-reply"): frozenset({"chats:write"}),
 }
 
 

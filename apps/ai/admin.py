@@ -15,7 +15,7 @@ _EDITABLE = ("base_url", "model", "is_active", "assistant", "operator", "backup_
 @admin.register(AiSettings)
 class AiSettingsAdmin(AuditedAdmin):
     audit_target = "ai_settings"
-    list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "updated_at")
+    list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "handover_summary", "updated_at")
     raw_id_fields = ("widget",)
 
 

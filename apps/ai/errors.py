@@ -143,3 +143,9 @@ class InvalidToolPlan(AppError):
     """The provider answered with a tool plan that does not validate against the declared tools."""
 
     status, code, title = 502, "invalid_tool_plan", "Invalid tool plan from the provider"
+
+
+class AiUnavailable(AppError):
+    """The chat's widget has no effective assistant, or no active provider credential resolves for it."""
+
+    status, code, title = 409, "ai_unavailable", "AI unavailable"

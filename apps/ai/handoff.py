@@ -164,7 +164,8 @@ def hand_to_people(*, widget: Widget, chat: Chat, operator: Agent, reason: str, 
     `question` is the visitor's message that led here (its language chooses the phrase). Returns the
     phrase message, or None when the chat already waits for a person (nothing posted twice) or is
     spam. Locks the chat; emits message.created (and chat.accepted on a first visible answer), then
-    chat.awaiting_human."""
+    chat.awaiting_human. When the AI operator hands over and `handover_summary` is on, the summary
+    task (apps.ai.assist) is sent after the commit."""
     if operator.widget_id != widget.pk:
         raise AssertionError("operator must belong to the widget")
     chat = chat_services.lock_chat(widget=widget, chat=chat)
@@ -188,5 +189,15 @@ def hand_to_people(*, widget: Widget, chat: Chat, operator: Agent, reason: str, 
     )
     message = post_as_operator(widget=widget, chat=chat, operator=operator, text=text, origin=HANDOFF_ORIGIN)
     chat_services.await_human(widget=widget, chat=chat, reason=reason)
+    if operator.type == Agent.Type.AI and ai_settings.handover_summary:
+        # The summary waits on the provider: its task is sent once the hand-over has committed.
+        chat_id, operator_id = chat.pk, operator.pk
+        transaction.on_commit(lambda: _send_summary(chat_id=chat_id, operator_id=operator_id))
     logger.info("chat %s handed to people (%s, %s)", chat.pk, reason, outcome)
     return message
+
+
+def _send_summary(*, chat_id: int, operator_id: int) -> None:
+    from . import assist  # assist reads the runtime, which reads this module
+
+    assist.send_summary(chat_id=chat_id, operator_id=operator_id)

@@ -32,6 +32,8 @@ class AiSettings(models.Model):
     autonomous_tuning_enabled = models.BooleanField(default=False)
     presence_context_enabled = models.BooleanField(default=True)
     takeover_timeout_sec = models.PositiveIntegerField(default=300)
+    # When the AI hands a chat to people, a private note of the AI operator summarises it for them.
+    handover_summary = models.BooleanField(default=True)
     # The persona text of the pre-assistant configuration; `migrate` seeds an assistant from it.
     legacy_persona = models.TextField(blank=True, default="")
     legacy_system_prompt = models.TextField(blank=True, default="")

@@ -284,3 +284,70 @@ def check_floors(
         outcome=handover_outcome,
         offline_outcome_suppressed=suppressed,
     )
+
+
+# --- for the people who take over: the hand-over summary ------------------------------------------------
+
+SUMMARY_LINES = 5
+# The instruction in the widget's language: the note is written for that widget's people.
+SUMMARY_INSTRUCTIONS = {
+    "ru": (
+        "Ты передаёшь этот чат оператору-человеку. Кратко перескажи разговор для него: чего хочет "
+        "посетитель, что уже ответили, что осталось сделать. Не больше пяти строк, на русском языке, без "
+        "вступлений."
+    ),
+    "en": (
+        "You are handing this chat to a human operator. Summarise the conversation for them: what the "
+        "visitor wants, what was already answered, what is left to do. At most five lines, in English, no "
+        "preamble."
+    ),
+    "el": (
+        "Παραδίδεις αυτή τη συνομιλία σε έναν άνθρωπο χειριστή. Σύνοψε τη συζήτηση γι' αυτόν: τι θέλει ο "
+        "επισκέπτης, τι έχει ήδη απαντηθεί, τι μένει να γίνει. Το πολύ πέντε γραμμές, στα ελληνικά, χωρίς "
+        "εισαγωγή."
+    ),
+    "de": (
+        "Du übergibst diesen Chat an einen menschlichen Mitarbeiter. Fasse das Gespräch für ihn zusammen: "
+        "was der Besucher möchte, was bereits beantwortet wurde, was noch zu tun ist. Höchstens fünf Zeilen, "
+        "auf Deutsch, ohne Einleitung."
+    ),
+    "es": (
+        "Estás pasando este chat a un operador humano. Resume la conversación para él: qué quiere el "
+        "visitante, qué ya se respondió, qué queda por hacer. Como máximo cinco líneas, en español, sin "
+        "preámbulo."
+    ),
+    "ar": (
+        "أنت تحيل هذه المحادثة إلى موظف بشري. لخّص المحادثة له: ماذا يريد الزائر، وما الذي تمت الإجابة "
+        "عنه، وما الذي بقي. خمسة أسطر على الأكثر، باللغة العربية، دون مقدمة."
+    ),
+    "zh": (
+        "你正在把这个对话转交给人工客服。请为他总结对话：访客想要什么，已经回答了什么，"
+        "还剩下什么要做。最多五行，用中文，不要开场白。"
+    ),
+}
+SUMMARY_ROLES = {
+    "ru": {"user": "Посетитель", "assistant": "Оператор"},
+    "en": {"user": "Visitor", "assistant": "Operator"},
+    "el": {"user": "Επισκέπτης", "assistant": "Χειριστής"},
+    "de": {"user": "Besucher", "assistant": "Mitarbeiter"},
+    "es": {"user": "Visitante", "assistant": "Operador"},
+    "ar": {"user": "الزائر", "assistant": "الموظف"},
+    "zh": {"user": "访客", "assistant": "客服"},
+}
+assert set(SUMMARY_INSTRUCTIONS) == set(SUMMARY_ROLES) == set(phrases.LANGUAGES)
+
+
+def summary_messages(*, history: list[dict], locale: str) -> list[Message]:
+    """The prompt of a hand-over summary: the instruction in `locale` (one of the seven, else
+    English) and the conversation as a transcript, one `Role: text` line per message."""
+    locale = locale if locale in SUMMARY_INSTRUCTIONS else "en"
+    roles = SUMMARY_ROLES[locale]
+    transcript = "\n".join(f"{roles.get(item['role'], roles['assistant'])}: {item['content']}" for item in history)
+    return [Message("system", SUMMARY_INSTRUCTIONS[locale]), Message("user", transcript[:MAX_QUESTION_CHARACTERS])]
+
+
+def cut_lines(text: str, limit: int = SUMMARY_LINES) -> str:
+    """`text` without blank lines and cut to its first `limit` lines: a model that wrote more than it
+    was asked still gives a note people read at a glance."""
+    lines = [line.rstrip() for line in (text or "").strip().splitlines() if line.strip()]
+    return "\n".join(lines[:limit])

@@ -42,6 +42,8 @@ class Retrieval:
     status: str  # disabled | unavailable | empty | included
     chunks: list[str] = field(default_factory=list)
     note: str | None = None
+    # The retrieved rules themselves, for a caller that cites them (`sources`).
+    rules: list = field(default_factory=list)
 
 
 def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bool) -> Retrieval:
@@ -55,7 +57,13 @@ def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bo
         return Retrieval("unavailable", note=UNAVAILABLE_NOTE)
     if not result.hits:
         return Retrieval("empty")
-    return Retrieval("included", chunks=[hit.chunk.content for hit in result.hits])
+    rules = [hit.chunk for hit in result.hits]
+    return Retrieval("included", chunks=[rule.content for rule in rules], rules=rules)
+
+
+def sources(widget: Widget, rag: Retrieval) -> list[dict]:
+    """Where the retrieved knowledge came from, each source once: `{source_ref, title, url}`."""
+    return kb_selectors.chunk_sources(widget, rag.rules) if rag.rules else []
 
 
 # --- the knowledge base's embedder ---------------------------------------------------------------------------

@@ -447,7 +447,7 @@ def _run(
         )
     except ProviderError as exc:
         logger.warning("AI provider chain failed for chat %s: %s", chat.pk, exc.kind)
-        _alert(widget, exc)
+        alert_provider_failing(widget, exc)
         return _finish(
             widget=widget,
             chat=chat,
@@ -548,8 +548,14 @@ def _finish(
     return str(state)
 
 
-def _alert(widget: Widget, exc: ProviderError) -> None:
-    """One outstanding `provider_failing` alert an hour at most, so a dead provider does not flood."""
+def alert_provider_failing(
+    widget: Widget,
+    exc: ProviderError,
+    *,
+    message: str = "The AI provider and every declared backup failed; the chat was handed to people.",
+) -> None:
+    """One outstanding `provider_failing` alert an hour at most, so a dead provider does not flood.
+    Every provider call of the AI (answers, hand-over summaries, suggested replies) raises it."""
     recent = timezone.now() - ALERT_QUIET
     if Alert.objects.filter(
         widget=widget, kind=ALERT_KIND, acknowledged_at__isnull=True, created_at__gte=recent
@@ -558,6 +564,6 @@ def _alert(widget: Widget, exc: ProviderError) -> None:
     Alert.objects.create(
         widget=widget,
         kind=ALERT_KIND,
-        message="The AI provider and every declared backup failed; the chat was handed to people.",
+        message=message,
         details={"kind": exc.kind, "status": exc.status, "exhausted": exc.exhausted},
     )

@@ -51,6 +51,7 @@ def settings_payload(widget: Widget, *, assistant: Assistant | None = None) -> d
         "autonomous_tuning_enabled": row.autonomous_tuning_enabled,
         "presence_context_enabled": row.presence_context_enabled,
         "takeover_timeout_sec": row.takeover_timeout_sec,
+        "handover_summary": row.handover_summary,
         "offline_outcome_mode": offline_outcome_mode(row),
         "effective_assistant": {"id": effective.pk, "name": effective.name} if effective else None,
         "legacy_persona": row.legacy_persona or None,

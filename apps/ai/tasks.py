@@ -5,7 +5,7 @@ from django.db import DatabaseError, connection
 
 from apps.core import bulk
 
-from . import runtime, translations
+from . import assist, runtime, translations
 
 
 @shared_task(bind=True, acks_late=True)
@@ -24,6 +24,18 @@ def answer_visitor_message(message_id: int) -> str:
     database error the connection is closed, so the retry starts on a fresh one."""
     try:
         return runtime.answer(message_id=message_id)
+    except DatabaseError:
+        if not connection.in_atomic_block:
+            connection.close()
+        raise
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=1, retry_jitter=True)
+def summarise_handover(chat_id: int, operator_id: int) -> str:
+    """The AI operator's hand-over summary of a chat, as its private note (apps.ai.assist), sent once
+    the hand-over committed. A database error retries on a fresh connection, as the answer task does."""
+    try:
+        return assist.summarise_handover(chat_id=chat_id, operator_id=operator_id)
     except DatabaseError:
         if not connection.in_atomic_block:
             connection.close()

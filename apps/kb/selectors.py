@@ -63,6 +63,33 @@ def sources(widget: Widget, *, after: str | None, limit: int) -> list[dict]:
     return out
 
 
+SOURCE_TITLE_CHARS = 100
+
+
+def chunk_sources(widget: Widget, chunks: list[KbChunk]) -> list[dict]:
+    """The sources `chunks` came from, each once, in the chunks' order: `{source_ref, title, url}`.
+    An upload is titled by its document's name, a crawled page by its address (also its `url`), a
+    rule written by hand by its `doc_id` or else its text's first line; `url` is null but for crawled
+    pages. One query (the uploads' names) when an upload is among them."""
+    refs: dict[str, KbChunk] = {}
+    for chunk in chunks:
+        refs.setdefault(chunk.source_ref, chunk)
+    upload_ids = [int(ref.split(":", 1)[1]) for ref in refs if ref.startswith("upload:") and ref[7:].isdigit()]
+    names = dict(documents(widget).filter(pk__in=upload_ids).values_list("pk", "name")) if upload_ids else {}
+    out = []
+    for ref, chunk in refs.items():
+        kind, _, rest = ref.partition(":")
+        if kind == "crawl":
+            title, url = rest, rest
+        elif kind == "upload":
+            title, url = names.get(int(rest)) if rest.isdigit() and int(rest) in names else chunk.doc_id or ref, None
+        else:
+            first = next((line.strip() for line in chunk.content.splitlines() if line.strip()), "")
+            title, url = chunk.doc_id or first or ref, None
+        out.append({"source_ref": ref, "title": title[:SOURCE_TITLE_CHARS], "url": url})
+    return out
+
+
 def documents(widget: Widget) -> QuerySet[KbDocument]:
     return KbDocument.objects.filter(widget=widget)
 

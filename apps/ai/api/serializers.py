@@ -84,6 +84,7 @@ class SettingsPatchInput(InputSerializer):
     autonomous_tuning_enabled = StrictBooleanField(required=False)
     presence_context_enabled = StrictBooleanField(required=False)
     takeover_timeout_sec = StrictIntegerField(required=False, min_value=30, max_value=86400)
+    handover_summary = StrictBooleanField(required=False)
 
 
 class SettingsQuery(InputSerializer):
@@ -107,6 +108,7 @@ class SettingsDoc(serializers.Serializer):
     autonomous_tuning_enabled = serializers.BooleanField()
     presence_context_enabled = serializers.BooleanField()
     takeover_timeout_sec = serializers.IntegerField()
+    handover_summary = serializers.BooleanField()
     offline_outcome_mode = serializers.ChoiceField(choices=["handover_offline", "handover_unknown"])
     effective_assistant = EffectiveAssistantDoc(allow_null=True)
     legacy_persona = serializers.CharField(allow_null=True)

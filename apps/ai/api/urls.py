@@ -2,13 +2,14 @@ from django.urls import re_path
 
 from apps.core.api.routers import ApiRouter
 
-from . import detached_views, signed_views, views
+from . import assist_views, detached_views, signed_views, views
 
 router = ApiRouter()
 router.register("ai/assistants", views.AssistantViewSet, basename="ai-assistant")
 router.register("ai/operators", views.OperatorViewSet, basename="ai-operator")
 router.register("ai/credentials", views.CredentialViewSet, basename="ai-credential")
 router.register("ai/alerts", views.AlertViewSet, basename="ai-alert")
+router.register("chats", assist_views.ChatAssistViewSet, basename="chat-assist")
 
 urlpatterns = [
     re_path(r"^ai/settings/?$", views.AiSettingsView.as_view(), name="ai-settings"),

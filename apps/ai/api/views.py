@@ -57,7 +57,8 @@ class AiSettingsView(ScopedAPIView):
     @extend_schema(
         summary="Update AI settings",
         description="Any subset of `enabled`, `rag_enabled`, `shadow_mode`, `autonomous_tuning_enabled`, "
-        "`presence_context_enabled`, `takeover_timeout_sec` (30 to 86400). " + MERGE_NOTE,
+        "`presence_context_enabled`, `takeover_timeout_sec` (30 to 86400), `handover_summary` (a private note of the "
+        "AI operator summarising the chat when it hands it to people). " + MERGE_NOTE,
         request=s.SettingsPatchInput,
         responses={200: s.SettingsDoc},
     )
