@@ -23,6 +23,7 @@ def test_settings_read_defaults_and_derived_members(client, widget):
         "autonomous_tuning_enabled": False,
         "presence_context_enabled": True,
         "takeover_timeout_sec": 300,
+        "handover_summary": True,
         "offline_outcome_mode": "handover_offline",
         "effective_assistant": None,
         "legacy_persona": None,
@@ -58,6 +59,13 @@ def test_settings_patch_is_merge_safe(client, widget):
     assert body["offline_outcome_mode"] == "handover_unknown"
 
 
+def test_handover_summary_is_read_and_written_with_the_other_settings(client, widget):
+    r = client.patch("/api/v1/ai/settings", {"handover_summary": False}, format="json", **idem())
+    assert r.status_code == 200 and r.json()["handover_summary"] is False
+    assert AiSettings.objects.get(widget=widget).handover_summary is False
+    assert client.get("/api/v1/ai/settings").json()["handover_summary"] is False
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -65,6 +73,7 @@ def test_settings_patch_is_merge_safe(client, widget):
         {"enabled": 1},
         {"takeover_timeout_sec": 5},
         {"takeover_timeout_sec": "60"},
+        {"handover_summary": "false"},
         {"offline_outcome_mode": "x"},
         {"effective_assistant": None},
         {"nope": 1},
