@@ -8,6 +8,7 @@ from django.db.models import F, QuerySet
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
+from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
@@ -52,6 +53,12 @@ def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
         .select_related("contact", "agent", "handled_by")
         .first()
     )
+
+
+def can_suggest(chat: Chat) -> bool:
+    """Whether the composer offers "Suggest": the chat's widget has an enabled assistant (the one
+    `apps.ai.assist.suggest_reply` would run, or none)."""
+    return Assistant.objects.filter(widget_id=chat.widget_id, enabled=True).exists()
 
 
 def _messages(chat: Chat) -> QuerySet[Message]:

@@ -20,6 +20,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/reply/$", views.reply, name="reply"),
     re_path(rf"^chats/{ID}/note/$", views.note, name="note"),
     re_path(rf"^chats/{ID}/file/$", views.send_file, name="file"),
+    re_path(rf"^chats/{ID}/suggest/$", views.suggest, name="suggest"),
     re_path(rf"^chats/{ID}/accept/$", views.accept, name="accept"),
     re_path(rf"^chats/{ID}/transfer/$", views.transfer, name="transfer"),
     re_path(rf"^chats/{ID}/close/$", views.close, name="close"),

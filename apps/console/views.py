@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.ai import assist
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
@@ -46,6 +47,9 @@ REFUSALS = {
     "chat_is_spam": gettext_lazy("This chat is marked as spam: move it back to active first."),
     "already_rated": gettext_lazy("The visitor has already rated this chat."),
     "body_too_large": gettext_lazy("The file is too large: up to 10 MB."),
+    "ai_unavailable": gettext_lazy("The AI cannot suggest a reply: the widget has no assistant or provider key."),
+    "provider_failure": gettext_lazy("The AI provider did not answer. Try again later."),
+    "rate_limited": gettext_lazy("Too many requests. Try again shortly."),
 }
 
 
@@ -259,6 +263,8 @@ def _composer_context(chat: Chat, **extra) -> dict:
         "note_form": extra.pop("note_form", None) or forms.NoteForm(auto_id="note_%s"),
         "file_form": extra.pop("file_form", None) or forms.FileForm(auto_id="file_%s"),
         "composer_error": None,
+        "can_suggest": selectors.can_suggest(chat),
+        "suggested_sources": [],
         **extra,
     }
 
@@ -462,6 +468,29 @@ def reply(request, chat_id: str):
 @operator_required
 def note(request, chat_id: str):
     return _post_text(request, chat_id, form_class=forms.NoteForm, visibility=Message.Visibility.NOTE)
+
+
+@require_POST
+@operator_required
+def suggest(request, chat_id: str):
+    """ "Suggest": the reply the AI would give (apps.ai.assist.suggest_reply, the service of
+    POST /v1/chats/{id}/suggest-reply) put into the reply box with its sources. Never sends."""
+    chat = _chat_or_404(request, chat_id)
+    error, status, text, sources = None, 200, "", []
+    try:
+        suggestion = assist.suggest_reply(widget=request.agent.widget, chat=chat)
+    except AppError as err:
+        error, status = _refusal(err), err.status
+    else:
+        text, sources = suggestion.text, suggestion.sources
+    composer = {
+        "reply_form": forms.ReplyForm(initial={"body": text}, auto_id="reply_%s"),
+        "composer_error": error,
+        "suggested_sources": sources,
+    }
+    if not request.htmx:
+        return _chat_page(request, chat, status=status, composer=composer)
+    return render(request, "console/_composer.html", _composer_context(chat, **composer), status=status)
 
 
 @require_POST
