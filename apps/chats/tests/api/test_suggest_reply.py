@@ -145,3 +145,14 @@ def test_a_second_suggestion_answers_again(client, bot, widget):
     bot.fake.script(ok("First."), ok("Second."))
     chat = chat_of(widget)
     assert [suggest(client, chat.pk).json()["text"] for _ in range(2)] == ["First.", "Second."]
+
+
+def test_a_crawled_page_is_cited_with_its_address(client, bot, widget):
+    content = "Tea ships from Yunnan within two days."
+    embedded = kb_hooks.embed(widget, [content])
+    page = "https://example.com/delivery"
+    kb_services.store_chunks(
+        widget=widget, texts=[content], vectors=embedded.vectors, model=embedded.model, source_ref=f"crawl:{page}"
+    )
+    r = suggest(client, chat_of(widget).pk)
+    assert r.json()["sources"] == [{"source_ref": f"crawl:{page}", "title": page, "url": page}]
