@@ -42,6 +42,8 @@ class Retrieval:
     status: str  # disabled | unavailable | empty | included
     chunks: list[str] = field(default_factory=list)
     note: str | None = None
+    # The documents the chunks came from, `{source_ref, title, url}` (`apps.kb.selectors.cited_sources`).
+    sources: list[dict] = field(default_factory=list)
 
 
 def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bool) -> Retrieval:
@@ -55,7 +57,8 @@ def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bo
         return Retrieval("unavailable", note=UNAVAILABLE_NOTE)
     if not result.hits:
         return Retrieval("empty")
-    return Retrieval("included", chunks=[hit.chunk.content for hit in result.hits])
+    chunks = [hit.chunk for hit in result.hits]
+    return Retrieval("included", chunks=[chunk.content for chunk in chunks], sources=kb_selectors.cited_sources(chunks))
 
 
 # --- the knowledge base's embedder ---------------------------------------------------------------------------

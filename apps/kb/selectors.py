@@ -6,7 +6,9 @@ pipeline (`apps.ai.retrieval`) calls it for a turn when `rag_enabled`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.db.models import Count, Max, QuerySet
 
@@ -124,6 +126,35 @@ def status(widget: Widget) -> dict:
         "documents": {state: states.get(state, 0) for state in KbDocument.State.values},
         "assistants": assistants,
     }
+
+
+def _link(url: str) -> str | None:
+    """`url` when a browser may open it as a page (absolute http or https), else None: a source's
+    address is shown as a link, so `javascript:`, `data:` and the like never become one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+
+
+def cited_sources(chunks: Sequence[KbChunk]) -> list[dict]:
+    """The documents `chunks` came from, each once, in the chunks' order, as `{source_ref, title,
+    url}`: an upload's title is the document's name and its url null; a crawled page's title and url
+    are its address (url null unless http or https). A hand-written rule is no document and cites
+    nothing. At most one query (the uploads' names)."""
+    refs = list(dict.fromkeys(chunk.source_ref for chunk in chunks))
+    uploads = {chunk.document_id for chunk in chunks if chunk.source_ref.startswith("upload:") and chunk.document_id}
+    names = dict(KbDocument.objects.filter(pk__in=uploads).values_list("pk", "name")) if uploads else {}
+    documents = {f"upload:{pk}": name for pk, name in names.items()}
+    out = []
+    for ref in refs:
+        kind, _, rest = ref.partition(":")
+        if kind == "upload" and ref in documents:
+            out.append({"source_ref": ref, "title": documents[ref], "url": None})
+        elif kind == "crawl" and rest:
+            out.append({"source_ref": ref, "title": rest, "url": _link(rest)})
+    return out
 
 
 @dataclass(frozen=True)
