@@ -59,7 +59,7 @@ class KeyboardDoc(serializers.Serializer):
     buttons = KeyboardButtonDoc(many=True)
 
 
-class SourceDoc(serializers.Serializer):
+class MessageSourceDoc(serializers.Serializer):
     title = serializers.CharField(help_text="The document's name, or the crawled page's address.")
     url = serializers.CharField(
         allow_null=True, help_text="The crawled page (http or https only); null for an uploaded document."
@@ -93,7 +93,7 @@ class MessageDoc(serializers.Serializer):
     coords = CoordsDoc(allow_null=True, help_text="For `location` messages; null otherwise.")
     sticker = StickerDoc(allow_null=True, help_text="For `sticker` messages; null otherwise.")
     keyboard = KeyboardDoc(allow_null=True)
-    sources = SourceDoc(
+    sources = MessageSourceDoc(
         many=True,
         allow_null=True,
         help_text="The knowledge-base documents an AI answer was built on, each once (its assistant's "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, SourceDoc, StickerDoc
+from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, MessageSourceDoc, StickerDoc
 from ..models import Message
 
 
@@ -79,7 +79,7 @@ class VisitorMessageDoc(serializers.Serializer):
     coords = CoordsDoc(allow_null=True)
     sticker = StickerDoc(allow_null=True)
     keyboard = KeyboardDoc(allow_null=True, help_text="Link buttons of a `keyboard` message.")
-    sources = SourceDoc(
+    sources = MessageSourceDoc(
         many=True,
         allow_null=True,
         help_text="The documents an AI answer was built on, shown under it; null on every other message.",
