@@ -115,6 +115,8 @@ def test_an_answer_lists_its_sources_under_it_and_links_only_web_pages(
         assert sorted(s["title"] for s in answer["sources"]) == sorted([PAGE, "Shipping terms.pdf", HOSTILE])
 
         # (a frame whose source carries a hostile address as its url, as a tampered server would send)
+        tampered = []
+
         def tamper(ws):
             upstream = ws.connect_to_server()
 
@@ -123,6 +125,7 @@ def test_an_answer_lists_its_sources_under_it_and_links_only_web_pages(
                 for source in (frame.get("message") or {}).get("sources") or []:
                     if source["title"] == HOSTILE:
                         source["url"] = HOSTILE
+                        tampered.append(source)
                 ws.send(json.dumps(frame))
 
             upstream.on_message(relay)
@@ -144,6 +147,7 @@ def test_an_answer_lists_its_sources_under_it_and_links_only_web_pages(
         expect(sources.get_by_text(HOSTILE)).to_be_visible()
         expect(sources.get_by_role("link")).to_have_count(1)
         expect(page.locator('chat-widget a[href^="javascript:"]')).to_have_count(0)
+        assert tampered, "the answer's frame never reached the widget through the route"
         # and a message without sources looks as before
         expect(page.locator("chat-widget .msg.me .src")).to_have_count(0)
         shot(page)
