@@ -22,7 +22,7 @@ class AiSettingsAdmin(AuditedAdmin):
 @admin.register(Assistant)
 class AssistantAdmin(admin.ModelAdmin):
     list_display = ("name", "widget", "enabled", "is_default", "provider", "model", "created_at")
-    list_filter = ("enabled", "is_default")
+    list_filter = ("enabled", "is_default", "cite_sources")
     raw_id_fields = ("widget",)
 
 

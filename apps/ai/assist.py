@@ -226,4 +226,4 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
     )
     if outcome.escalation["escalate"]:
         return Suggestion("", [])
-    return Suggestion(outcome.answer, retrieval.sources(widget, rag))
+    return Suggestion(outcome.answer, rag.sources)

@@ -133,12 +133,19 @@ def visitor_locale(*, widget: Widget, chat: Chat, question: str = "") -> str:
 
 
 def post_as_operator(
-    *, widget: Widget, chat: Chat, operator: Agent, text: str, origin: str, shadow: bool | None = None
+    *,
+    widget: Widget,
+    chat: Chat,
+    operator: Agent,
+    text: str,
+    origin: str,
+    shadow: bool | None = None,
+    sources: list[dict] | None = None,
 ) -> Message:
     """A machine's message into the chat: visible to the visitor, or a private note in shadow mode
     (the built-in AI operator only: shadow mode is an AI setting; `shadow` is the caller's reading
     of it, else it is read here). A visible message of the AI operator accepts the chat
-    (`record_answer`); a note never does."""
+    (`record_answer`); a note never does. `sources` ([{title, url}]) are kept with the message."""
     if shadow is None:
         shadow = selectors.get_settings(widget).shadow_mode
     shadow = operator.type == Agent.Type.AI and shadow
@@ -147,7 +154,7 @@ def post_as_operator(
         widget=widget,
         chat=chat,
         agent=operator,
-        data=chat_services.MessageInput(body=text, origin=origin, visibility=visibility),
+        data=chat_services.MessageInput(body=text, origin=origin, visibility=visibility, sources=sources),
         source=SOURCE,
     )
 

@@ -59,6 +59,8 @@ class Assistant(models.Model):
     system_prompt = models.TextField(blank=True, default="")
     temperature = models.FloatField(null=True, blank=True)
     rag_enabled = models.BooleanField(default=False)
+    # An answer built on knowledge-base chunks carries the documents they came from (`Message.sources`).
+    cite_sources = models.BooleanField(default=False)
     escalation_triggers = models.JSONField(default=list, blank=True)
     greeting = models.TextField(blank=True, default="")
     quick_phrases = models.JSONField(default=list, blank=True)

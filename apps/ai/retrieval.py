@@ -42,8 +42,8 @@ class Retrieval:
     status: str  # disabled | unavailable | empty | included
     chunks: list[str] = field(default_factory=list)
     note: str | None = None
-    # The retrieved rules themselves, for a caller that cites them (`sources`).
-    rules: list = field(default_factory=list)
+    # The documents the chunks came from, `{source_ref, title, url}` (`apps.kb.selectors.chunk_sources`).
+    sources: list[dict] = field(default_factory=list)
 
 
 def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bool) -> Retrieval:
@@ -57,13 +57,10 @@ def retrieve(*, widget: Widget, assistant: Assistant, question: str, enabled: bo
         return Retrieval("unavailable", note=UNAVAILABLE_NOTE)
     if not result.hits:
         return Retrieval("empty")
-    rules = [hit.chunk for hit in result.hits]
-    return Retrieval("included", chunks=[rule.content for rule in rules], rules=rules)
-
-
-def sources(widget: Widget, rag: Retrieval) -> list[dict]:
-    """Where the retrieved knowledge came from, each source once: `{source_ref, title, url}`."""
-    return kb_selectors.chunk_sources(widget, rag.rules) if rag.rules else []
+    chunks = [hit.chunk for hit in result.hits]
+    return Retrieval(
+        "included", chunks=[chunk.content for chunk in chunks], sources=kb_selectors.chunk_sources(widget, chunks)
+    )
 
 
 # --- the knowledge base's embedder ---------------------------------------------------------------------------

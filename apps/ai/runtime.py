@@ -488,6 +488,7 @@ def _run(
         claim=claim,
         operator=operator,
         text=outcome.answer,
+        sources=_cited(assistant, rag, outcome),
         handoff_reason=handoff_reason,
         detail=detail,
         provider_ms=completion.latency_ms,
@@ -503,6 +504,7 @@ def _finish(
     claim: ReplyClaim,
     operator: Agent,
     text: str = "",
+    sources: list[dict] | None = None,
     handoff_reason: str | None,
     detail: str,
     provider_ms: float,
@@ -537,7 +539,13 @@ def _finish(
         state = ReplyClaim.State.HANDED_OFF
     else:
         reply = handoff.post_as_operator(
-            widget=widget, chat=chat, operator=operator, text=text, origin=REPLY_ORIGIN, shadow=bool(held.ai_shadow)
+            widget=widget,
+            chat=chat,
+            operator=operator,
+            text=text,
+            origin=REPLY_ORIGIN,
+            shadow=bool(held.ai_shadow),
+            sources=sources,
         )
         state = ReplyClaim.State.ANSWERED
     if reply is None:
@@ -546,6 +554,25 @@ def _finish(
     held.provider_ms, held.finished_at = provider_ms, timezone.now()
     held.save(update_fields=["state", "reply", "detail", "provider_ms", "finished_at"])
     return str(state)
+
+
+# The transformations whose text is the model's own answer (a social reply is a stock phrase).
+_MODEL_ANSWERS = ("answer", "answer_only_recovery")
+# What an answer cites: documents (uploads, crawled pages), not the rules written by hand.
+_CITED_KINDS = ("upload", "crawl")
+
+
+def _cited(assistant: Assistant, rag: retrieval.Retrieval, outcome: pipeline.Outcome) -> list[dict] | None:
+    """The sources an answer carries: the documents of the knowledge it was given, when its assistant
+    cites them and the visitor is shown the model's answer (a hand-over or a stock phrase cites none)."""
+    if not assistant.cite_sources or outcome.transformation not in _MODEL_ANSWERS:
+        return None
+    cited = [
+        {"title": source["title"], "url": source["url"]}
+        for source in rag.sources
+        if source["source_ref"].partition(":")[0] in _CITED_KINDS
+    ]
+    return cited or None
 
 
 def alert_provider_failing(

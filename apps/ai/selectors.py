@@ -76,6 +76,7 @@ def assistant_payload(assistant: Assistant) -> dict:
         "system_prompt": assistant.system_prompt,
         "temperature": assistant.temperature,
         "rag_enabled": assistant.rag_enabled,
+        "cite_sources": assistant.cite_sources,
         "escalation_triggers": list(assistant.escalation_triggers),
         "greeting": assistant.greeting,
         "quick_phrases": list(assistant.quick_phrases),

@@ -64,6 +64,22 @@ MESSAGE_SCHEMA = {
                 }
             },
         },
+        "sources": {
+            "type": ["array", "null"],
+            "description": "The knowledge-base documents an AI answer was built on, each once (its assistant's "
+            "`cite_sources`); null on every other message.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "url": {
+                        "type": ["string", "null"],
+                        "description": "The crawled page (http or https only); null for an uploaded document.",
+                    },
+                },
+                "required": ["title", "url"],
+            },
+        },
         "author": {
             "type": "object",
             "properties": {

@@ -175,6 +175,9 @@ class Message(models.Model):
     sticker = models.JSONField(null=True, blank=True)
     keyboard = models.JSONField(null=True, blank=True)
     origin = models.CharField(max_length=64, blank=True, default="")
+    # [{title, url}]: the knowledge-base documents an AI answer was built on (its assistant's
+    # `cite_sources`); null on every other message.
+    sources = models.JSONField(null=True, blank=True)
     author_kind = models.CharField(max_length=16, choices=Author.choices)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     visibility = models.CharField(max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC)

@@ -437,6 +437,8 @@ class MessageInput:
     keyboard: dict | None = None
     origin: str = ""
     visibility: str = Message.Visibility.PUBLIC
+    # [{title, url}] of an AI answer built on knowledge-base documents; None on every other message.
+    sources: list[dict] | None = None
 
 
 def _store_message(
@@ -453,6 +455,7 @@ def _store_message(
         sticker=data.sticker,
         keyboard=data.keyboard,
         origin=data.origin,
+        sources=data.sources or None,
         author_kind=author_kind,
         agent=agent,
         visibility=data.visibility,

@@ -6,7 +6,9 @@ pipeline (`apps.ai.retrieval`) calls it for a turn when `rag_enabled`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.db.models import Count, Max, QuerySet
 
@@ -66,23 +68,23 @@ def sources(widget: Widget, *, after: str | None, limit: int) -> list[dict]:
 SOURCE_TITLE_CHARS = 100
 
 
-def chunk_sources(widget: Widget, chunks: list[KbChunk]) -> list[dict]:
+def chunk_sources(widget: Widget, chunks: Sequence[KbChunk]) -> list[dict]:
     """The sources `chunks` came from, each once, in the chunks' order: `{source_ref, title, url}`.
-    An upload is titled by its document's name, a crawled page by its address (also its `url`), a
-    rule written by hand by its `doc_id` or else its text's first line; `url` is null but for crawled
-    pages. One query (the uploads' names) when an upload is among them."""
+    An upload is titled by its document's name (url null); a crawled page by its address, which is
+    its url when a browser may open it as a page (`_link`); a rule written by hand by its `doc_id`
+    or else its text's first line (url null). At most one query (the uploads' names)."""
     refs: dict[str, KbChunk] = {}
     for chunk in chunks:
         refs.setdefault(chunk.source_ref, chunk)
-    upload_ids = [int(ref.split(":", 1)[1]) for ref in refs if ref.startswith("upload:") and ref[7:].isdigit()]
-    names = dict(documents(widget).filter(pk__in=upload_ids).values_list("pk", "name")) if upload_ids else {}
+    uploads = {chunk.document_id for ref, chunk in refs.items() if ref.startswith("upload:") and chunk.document_id}
+    names = dict(documents(widget).filter(pk__in=uploads).values_list("pk", "name")) if uploads else {}
     out = []
     for ref, chunk in refs.items():
         kind, _, rest = ref.partition(":")
-        if kind == "crawl":
-            title, url = rest, rest
+        if kind == "crawl" and rest:
+            title, url = rest, _link(rest)
         elif kind == "upload":
-            title, url = names.get(int(rest)) if rest.isdigit() and int(rest) in names else chunk.doc_id or ref, None
+            title, url = names.get(chunk.document_id) or chunk.doc_id or ref, None
         else:
             first = next((line.strip() for line in chunk.content.splitlines() if line.strip()), "")
             title, url = chunk.doc_id or first or ref, None
@@ -151,6 +153,16 @@ def status(widget: Widget) -> dict:
         "documents": {state: states.get(state, 0) for state in KbDocument.State.values},
         "assistants": assistants,
     }
+
+
+def _link(url: str) -> str | None:
+    """`url` when a browser may open it as a page (absolute http or https), else None: a source's
+    address is shown as a link, so `javascript:`, `data:` and the like never become one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
 @dataclass(frozen=True)

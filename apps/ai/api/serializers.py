@@ -159,6 +159,7 @@ class AssistantInput(InputSerializer):
     system_prompt = TextField(max_length=20000, required=False)
     temperature = StrictFloatField(required=False, allow_null=True, min_value=0, max_value=2)
     rag_enabled = StrictBooleanField(required=False)
+    cite_sources = StrictBooleanField(required=False)
     escalation_triggers = serializers.ListField(child=LabelField(max_length=200), max_length=50, required=False)
     greeting = TextField(max_length=1000, required=False)
     quick_phrases = PhraseListField(required=False)
@@ -189,6 +190,9 @@ class AssistantDoc(serializers.Serializer):
     system_prompt = serializers.CharField()
     temperature = serializers.FloatField(allow_null=True)
     rag_enabled = serializers.BooleanField()
+    cite_sources = serializers.BooleanField(
+        help_text="An answer built on knowledge-base chunks carries `sources`: the documents they came from."
+    )
     escalation_triggers = serializers.ListField(child=serializers.CharField())
     greeting = serializers.CharField()
     quick_phrases = serializers.ListField(child=serializers.CharField())

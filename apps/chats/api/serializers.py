@@ -59,6 +59,13 @@ class KeyboardDoc(serializers.Serializer):
     buttons = KeyboardButtonDoc(many=True)
 
 
+class MessageSourceDoc(serializers.Serializer):
+    title = serializers.CharField(help_text="The document's name, or the crawled page's address.")
+    url = serializers.CharField(
+        allow_null=True, help_text="The crawled page (http or https only); null for an uploaded document."
+    )
+
+
 class CoordsDoc(serializers.Serializer):
     latitude = serializers.FloatField(min_value=-90, max_value=90)
     longitude = serializers.FloatField(min_value=-180, max_value=180)
@@ -86,6 +93,12 @@ class MessageDoc(serializers.Serializer):
     coords = CoordsDoc(allow_null=True, help_text="For `location` messages; null otherwise.")
     sticker = StickerDoc(allow_null=True, help_text="For `sticker` messages; null otherwise.")
     keyboard = KeyboardDoc(allow_null=True)
+    sources = MessageSourceDoc(
+        many=True,
+        allow_null=True,
+        help_text="The knowledge-base documents an AI answer was built on, each once (its assistant's "
+        "`cite_sources`); null on every other message.",
+    )
     origin = serializers.CharField(allow_null=True)
     author = AuthorDoc()
     visibility = serializers.ChoiceField(choices=Message.Visibility.values)

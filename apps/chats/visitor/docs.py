@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, StickerDoc
+from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, MessageSourceDoc, StickerDoc
 from ..models import Message
 
 
@@ -79,6 +79,11 @@ class VisitorMessageDoc(serializers.Serializer):
     coords = CoordsDoc(allow_null=True)
     sticker = StickerDoc(allow_null=True)
     keyboard = KeyboardDoc(allow_null=True, help_text="Link buttons of a `keyboard` message.")
+    sources = MessageSourceDoc(
+        many=True,
+        allow_null=True,
+        help_text="The documents an AI answer was built on, shown under it; null on every other message.",
+    )
     author = VisitorAuthorDoc()
     seen = serializers.BooleanField(help_text="An operator has seen it (visitor messages).")
     created_at = serializers.DateTimeField()

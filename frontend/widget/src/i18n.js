@@ -49,6 +49,7 @@ const KEYS = [
   "start",
   "away",
   "team",
+  "sources",
 ];
 
 const TABLE = {
@@ -88,6 +89,7 @@ const TABLE = {
     "Start chat",
     "Away",
     "Our team",
+    "Sources",
   ],
   ru: [
     "Открыть чат",
@@ -125,6 +127,7 @@ const TABLE = {
     "Начать чат",
     "Нет на месте",
     "Наша команда",
+    "Источники",
   ],
   el: [
     "Άνοιγμα συνομιλίας",
@@ -162,6 +165,7 @@ const TABLE = {
     "Έναρξη συνομιλίας",
     "Απών",
     "Η ομάδα μας",
+    "Πηγές",
   ],
   de: [
     "Chat öffnen",
@@ -199,6 +203,7 @@ const TABLE = {
     "Chat starten",
     "Abwesend",
     "Unser Team",
+    "Quellen",
   ],
   es: [
     "Abrir el chat",
@@ -236,6 +241,7 @@ const TABLE = {
     "Iniciar chat",
     "Ausente",
     "Nuestro equipo",
+    "Fuentes",
   ],
   ar: [
     "افتح المحادثة",
@@ -273,6 +279,7 @@ const TABLE = {
     "ابدأ المحادثة",
     "بعيد",
     "فريقنا",
+    "المصادر",
   ],
   zh: [
     "打开聊天",
@@ -310,6 +317,7 @@ const TABLE = {
     "开始聊天",
     "离开",
     "我们的团队",
+    "来源",
   ],
 };
 

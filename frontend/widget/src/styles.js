@@ -51,6 +51,10 @@ export const CSS = `
 .kb{display:flex;flex-wrap:wrap;gap:6px;margin-top:8px}
 .kb a{display:inline-flex;padding:6px 12px;border-radius:16px;background:var(--primary);color:var(--primary-text);text-decoration:none;font-weight:600}
 .kb a.secondary{background:transparent;color:var(--text);border:1px solid currentColor}
+.src{display:block;margin-top:8px;font-size:12px;white-space:normal}
+.src-h{display:block;font-weight:700;opacity:.75}
+.src ul{display:block;list-style:none}
+.src li{display:block;overflow-wrap:anywhere}
 .typing{font-size:12px;opacity:.75;padding:0 14px 6px;display:block}
 .note{font-size:12px;padding:6px 14px;background:#FFF3E0;color:#5D4037;display:block}
 .foot{display:flex;align-items:flex-end;gap:6px;padding:10px;border-top:1px solid var(--line)}

@@ -78,6 +78,44 @@ function absolute(url) {
   return url && url.charAt(0) === "/" ? api.origin + url : url;
 }
 
+// A source's address as a link target: only an absolute http(s) URL (the server sends no other; the
+// widget checks again so a `javascript:` or `data:` address can never become a link).
+function webLink(url) {
+  if (typeof url !== "string") return null;
+  try {
+    const protocol = new URL(url).protocol;
+    return protocol === "https:" || protocol === "http:" ? url : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+// The knowledge-base documents an AI answer was built on, under it: a crawled page as a link opened
+// in a new tab without the opener, an uploaded document as its title in plain text.
+function Sources({ sources, t }) {
+  return (
+    <div class="src">
+      <span class="src-h">{t.sources}</span>
+      <ul>
+        {sources.map((s) => {
+          const href = webLink(s.url);
+          return (
+            <li>
+              {href ? (
+                <a href={href} target="_blank" rel="noopener noreferrer">
+                  {s.title || href}
+                </a>
+              ) : (
+                <span>{s.title}</span>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
 function Message({ m, t, settings }) {
   const mine = m.author && m.author.kind === "client";
   const system = m.author && m.author.kind === "system";
@@ -96,6 +134,7 @@ function Message({ m, t, settings }) {
     content = <Linked text={m.body || ""} />;
   }
   const buttons = (m.type === "keyboard" && m.keyboard && m.keyboard.buttons) || [];
+  const sources = Array.isArray(m.sources) ? m.sources.filter((s) => s && typeof s.title === "string") : [];
   return (
     <div class={`msg${mine ? " me" : ""}${system ? " sys" : ""}`} data-id={m.id} data-chat={m.chat_id} data-type={m.type}>
       <span class="sr">{mine ? t.you : name || t.operator}: </span>
@@ -110,6 +149,7 @@ function Message({ m, t, settings }) {
           ))}
         </div>
       )}
+      {sources.length > 0 && <Sources sources={sources} t={t} />}
     </div>
   );
 }
