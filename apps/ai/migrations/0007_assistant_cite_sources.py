@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ai', '0005_credential_embedding_model'),
+        ('ai', '0006_aisettings_handover_summary'),
     ]
 
     operations = [
