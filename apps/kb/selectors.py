@@ -68,6 +68,12 @@ def sources(widget: Widget, *, after: str | None, limit: int) -> list[dict]:
 SOURCE_TITLE_CHARS = 100
 
 
+def _upload_id(ref: str, chunk: KbChunk) -> int | None:
+    """The document an upload's chunk came from: its foreign key, else the id its `upload:<id>` names."""
+    rest = ref.partition(":")[2]
+    return chunk.document_id or (int(rest) if rest.isdigit() else None)
+
+
 def chunk_sources(widget: Widget, chunks: Sequence[KbChunk]) -> list[dict]:
     """The sources `chunks` came from, each once, in the chunks' order: `{source_ref, title, url}`.
     An upload is titled by its document's name (url null); a crawled page by its address, which is
@@ -76,15 +82,16 @@ def chunk_sources(widget: Widget, chunks: Sequence[KbChunk]) -> list[dict]:
     refs: dict[str, KbChunk] = {}
     for chunk in chunks:
         refs.setdefault(chunk.source_ref, chunk)
-    uploads = {chunk.document_id for ref, chunk in refs.items() if ref.startswith("upload:") and chunk.document_id}
-    names = dict(documents(widget).filter(pk__in=uploads).values_list("pk", "name")) if uploads else {}
+    uploads = {ref: _upload_id(ref, chunk) for ref, chunk in refs.items() if ref.startswith("upload:")}
+    ids = {pk for pk in uploads.values() if pk is not None}
+    names = dict(documents(widget).filter(pk__in=ids).values_list("pk", "name")) if ids else {}
     out = []
     for ref, chunk in refs.items():
         kind, _, rest = ref.partition(":")
         if kind == "crawl" and rest:
             title, url = rest, _link(rest)
         elif kind == "upload":
-            title, url = names.get(chunk.document_id) or chunk.doc_id or ref, None
+            title, url = names.get(uploads[ref]) or chunk.doc_id or ref, None
         else:
             first = next((line.strip() for line in chunk.content.splitlines() if line.strip()), "")
             title, url = chunk.doc_id or first or ref, None
