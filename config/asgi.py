@@ -14,9 +14,6 @@ has gone.
 import gc
 import os
 
-from apps.core import nodelay
-
-nodelay.install()  # before the server accepts: see apps.core.nodelay (uvicorn --workers and Nagle)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
