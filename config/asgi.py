@@ -11,6 +11,7 @@ body read on the event loop before a thread is taken, and a streamed response st
 has gone.
 """
 
+import asyncio
 import gc
 import os
 
@@ -27,6 +28,7 @@ from config.wsgi import application as wsgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
+from apps.core import realtime  # noqa: E402
 from apps.core.asgi_limits import RequestBodyLimit, StopWhenGone  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
@@ -39,6 +41,7 @@ class ByView:
         self.sync_app, self.async_app = sync_app, async_app
 
     async def __call__(self, scope, receive, send):
+        realtime.serve_on(asyncio.get_running_loop())
         try:
             view = resolve(scope["path"]).func
         except Resolver404:

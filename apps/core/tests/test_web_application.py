@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import threading
 
 import pytest
@@ -34,7 +35,14 @@ async def async_view(request):
     return JsonResponse(_where())
 
 
-urlpatterns = [path("sync", sync_view), path("async", async_view)]
+def push_view(request):
+    from apps.core import realtime
+
+    realtime.group_send(["widget.1"], {"type": "push", "frame": {}})
+    return JsonResponse(_where())
+
+
+urlpatterns = [path("sync", sync_view), path("async", async_view), path("push", push_view)]
 
 
 async def _get(url: str) -> tuple[int, bytes, int]:
@@ -67,8 +75,6 @@ async def _get(url: str) -> tuple[int, bytes, int]:
 
 
 def test_a_sync_view_runs_on_a_thread_and_an_async_view_on_the_event_loop(settings):
-    import json
-
     settings.ROOT_URLCONF = __name__
 
     status, body, loop_thread = asyncio.run(_get("/sync"))
@@ -79,6 +85,29 @@ def test_a_sync_view_runs_on_a_thread_and_an_async_view_on_the_event_loop(settin
     status, body, loop_thread = asyncio.run(_get("/async"))
     assert status == 200
     assert json.loads(body) == {"thread": loop_thread, "on_loop": True}
+
+
+class _Layer:
+    def __init__(self):
+        self.sent_on: list[int] = []
+
+    async def group_send(self, group, message):
+        self.sent_on.append(threading.get_ident())
+
+
+def test_a_push_from_a_sync_view_is_sent_on_the_servers_event_loop(settings, monkeypatch):
+    # given a layer that notes the thread each send runs on
+    from apps.core import realtime
+
+    settings.ROOT_URLCONF = __name__
+    layer = _Layer()
+    monkeypatch.setattr(realtime, "get_channel_layer", lambda: layer)
+    # when a synchronous view (on the adapter's thread) pushes
+    status, body, loop_thread = asyncio.run(_get("/push"))
+    # then the send ran on the server's loop (its layer connections), not a loop of the view's own
+    assert status == 200
+    assert json.loads(body)["thread"] != loop_thread
+    assert layer.sent_on == [loop_thread]
 
 
 def test_an_unknown_path_is_answered_by_the_wsgi_side():
