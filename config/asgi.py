@@ -1,28 +1,74 @@
-"""ASGI entry point: HTTP through the body gate and Django, websockets through Channels."""
+"""The web process's one application (uvicorn serves it; scripts/web.sh, the Procfile's `web`).
 
+- HTTP to a synchronous view: Django's WSGI handler (config.wsgi) through a2wsgi, whose thread pool of
+  WEB_THREADS threads runs each request's whole synchronous path in one thread, as a WSGI server does;
+- HTTP to an async view (the detached assistant test, which awaits an LLM provider): Django's own
+  ASGI handler, so the view waits on the event loop and holds no thread;
+- websockets: Channels.
+
+Every HTTP request passes the body gate first (apps.core.asgi_limits): 413 while the body is read, the
+body read on the event loop before a thread is taken, and a streamed response stopped once its client
+has gone.
+"""
+
+import asyncio
+import gc
 import os
 
-from apps.core import nodelay
-from apps.core.asgi_handler import freeze_startup_objects, get_asgi_application
-
-nodelay.install()  # before the server accepts: see apps.core.nodelay (uvicorn --workers and Nagle)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()  # one hop to a thread per request: apps.core.asgi_handler
 
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from asgiref.sync import iscoroutinefunction  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+from django.urls import Resolver404, get_resolver, resolve  # noqa: E402
 
-from apps.core.asgi_limits import RequestBodyLimit  # noqa: E402
+from config.wsgi import application as wsgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()
+
+from apps.core import realtime  # noqa: E402
+from apps.core.asgi_limits import RequestBodyLimit, StopWhenGone  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
+
+
+class ByView:
+    """HTTP to the handler the view needs: an async view to Django's ASGI handler, any other path
+    (unknown ones too) to the WSGI application."""
+
+    def __init__(self, *, sync_app, async_app):
+        self.sync_app, self.async_app = sync_app, async_app
+
+    async def __call__(self, scope, receive, send):
+        realtime.serve_on(asyncio.get_running_loop())
+        try:
+            view = resolve(scope["path"]).func
+        except Resolver404:
+            view = None
+        app = self.async_app if view is not None and iscoroutinefunction(view) else self.sync_app
+        return await app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
         # Over-limit bodies are refused while they are read, before Django spools them; chunked
         # bodies reach Django with the length they had.
-        "http": RequestBodyLimit(django_asgi_app),
+        "http": RequestBodyLimit(
+            ByView(
+                sync_app=WSGIMiddleware(StopWhenGone(wsgi_application), workers=settings.WEB_THREADS),
+                async_app=django_asgi_app,
+            )
+        ),
         # Visitor sockets come from the customers' sites (any origin; the session token is the
         # credential); operator sockets validate their origin in their own route.
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )
 
-freeze_startup_objects()  # last: the collector never walks startup's objects again (apps.core.asgi_handler)
+# Last: the URL conf is loaded (every view module imported), what start-up left as garbage is freed,
+# and the rest (Django, the apps, DRF, some 400 000 long-lived objects) is moved out of the garbage
+# collector's reach, so a full collection under load walks only what requests made since.
+get_resolver().url_patterns  # noqa: B018
+gc.collect()
+gc.freeze()

@@ -150,8 +150,8 @@ else:
             "max_idle": 300.0,
         }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-# Threads of a web process that run requests' synchronous work (apps.core.asgi_handler): each request
-# runs all of it on one of them, the first to come free (one queue). Keep it at most DB_POOL_MAX_SIZE.
+# Threads of a web process that run requests' synchronous work (the WSGI adapter's pool, config/asgi.py):
+# each request runs all of it on one of them, the first to come free. Keep it at most DB_POOL_MAX_SIZE.
 WEB_THREADS = env.int("WEB_THREADS", default=4)
 if WEB_THREADS < 1:
     raise ImproperlyConfigured(f"WEB_THREADS must be at least 1, not {WEB_THREADS}")
@@ -457,7 +457,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 API_FILE_UPLOAD_MAX_BYTES = 10 * 1024 * 1024 + 64 * 1024  # 10 MB file plus multipart framing
 # The largest body any route accepts: larger ones are refused while they are read, before Django
-# (apps.core.asgi_limits); the per-route limits above apply after it.
+# (apps.core.asgi_limits, config/asgi.py); the per-route limits above apply after it.
 REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, API_FILE_UPLOAD_MAX_BYTES)
 
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=600)

@@ -19,8 +19,6 @@ PACKAGES = {"django", "rest_framework", "asgiref", "kombu", "channels_redis", "p
 # Uses outside the channel layer and websocket code, each (file, the dotted name used), left to the
 # changes that retire them. Shrink it as they land; never add to it.
 ALLOWED: set[tuple[str, str]] = {
-    # asyncio's private helper that sets TCP_NODELAY on a socket.
-    ("apps/core/nodelay.py", "asyncio.base_events._set_nodelay"),
     # The project's own attribute kept on Django's connection object (not a name of Django's), read
     # here by attribute on the imported `connection`.
     ("apps/core/events.py", "django.db.connection._outbox_hand_off"),

@@ -1,16 +1,19 @@
 """The request body gate in front of Django (config/asgi.py wraps the HTTP application in it).
 
-SECURITY: Django's ASGI handler reads the whole body (spooled to a temporary file past
-FILE_UPLOAD_MAX_MEMORY_SIZE) before any middleware runs, so a body refused later with 413 has
-already been received in full: one unauthenticated 1 GiB POST wrote 1 GiB under /tmp. Here, before
-Django, for every route:
+SECURITY: a body refused with 413 by Django's own checks has already been received in full (one
+unauthenticated 1 GiB POST once wrote 1 GiB under /tmp). Here, before Django, for every route:
 
 - a declared `Content-Length` that is not ASCII digits (or several that disagree) answers 400, one
   over REQUEST_MAX_BODY_BYTES (the largest body any route accepts) answers 413 at once, unread;
-- a body without a declared length (`Transfer-Encoding: chunked`, or HTTP/2 without the header) is
-  read here into a spooled file and refused with 413 as soon as the bytes read pass the limit. Read
-  in full, it goes on to Django with the `Content-Length` it turned out to have: Django reads a body
-  only up to the declared length, so without one a chunked body reached the views empty.
+- the body is read here, on the event loop, into a spooled file, and refused with 413 as soon as the
+  bytes read pass the limit. So a slow client holds no request thread while it sends (the WSGI side's
+  threads start on a whole body), and a body without a declared length (`Transfer-Encoding: chunked`,
+  or HTTP/2 without the header) goes on with the `Content-Length` it turned out to have: Django reads
+  a body only up to the declared length, so without one a chunked body reached the views empty.
+
+Once the body is read, the gate listens for the client's disconnect and sets the scope's
+DISCONNECTED event; `StopWhenGone` (a WSGI middleware) ends a streamed response there, as a WSGI
+server does when its write fails, so a transcript or an export stops when its client goes.
 
 Smaller per-route limits stay with apps.core.middleware.BodySizeLimitMiddleware. The refusals are
 problem+json like the application's own, and close the connection (the rest of the body is never
@@ -19,9 +22,11 @@ read).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import tempfile
+import threading
 
 from django.conf import settings
 
@@ -31,6 +36,9 @@ from apps.core.numbers import parse_int
 logger = logging.getLogger("apps.request")
 
 REPLAY_CHUNK = 64 * 1024
+# The scope key of the threading.Event set once the client has gone (a custom key: ASGI allows them;
+# a2wsgi hands the scope to the WSGI side as environ["asgi.scope"]).
+DISCONNECTED = "chatwidget.disconnected"
 
 
 def declared_length(value: str) -> int | None:
@@ -67,13 +75,11 @@ class RequestBodyLimit:
                 return await self._refuse(scope, send, BadRequest("Content-Length must be one number of bytes."))
             if parsed.pop() > limit:
                 return await self._refuse(scope, send, BodyTooLarge(f"The body exceeds {limit} bytes."))
-            # The server frames the body by the declared length: Django reads exactly that much.
-            return await self.app(scope, receive, send)
-        return await self._read_unframed(scope, receive, send, limit)
+        return await self._read(scope, receive, send, limit, framed=bool(lengths))
 
-    async def _read_unframed(self, scope, receive, send, limit: int):
-        """A body without a declared length: read it here, within the limit, then hand it on with
-        the length it had."""
+    async def _read(self, scope, receive, send, limit: int, *, framed: bool):
+        """Read the body here, within the limit, then hand it on (an unframed one with the length it
+        had) while the client's disconnect is listened for."""
         body = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
         try:
             size = 0
@@ -88,13 +94,22 @@ class RequestBodyLimit:
                 body.write(chunk)
                 if not message.get("more_body", False):
                     break
-            if size == 0 and not any(name == b"transfer-encoding" for name, _ in scope["headers"]):
-                # The common case, a request without a body: replay nothing, change nothing.
-                return await self.app(scope, _replay(None, receive), send)
-            headers = [(name, value) for name, value in scope["headers"] if name != b"transfer-encoding"]
-            headers.append((b"content-length", str(size).encode("ascii")))
+            headers = scope["headers"]
+            if not framed and (size or any(name == b"transfer-encoding" for name, _ in headers)):
+                headers = [(name, value) for name, value in headers if name != b"transfer-encoding"]
+                headers.append((b"content-length", str(size).encode("ascii")))
             body.seek(0)
-            await self.app({**scope, "headers": headers}, _replay(body, receive), send)
+            gone = threading.Event()
+            disconnected = asyncio.get_running_loop().create_future()
+            listener = asyncio.ensure_future(_listen(receive, gone, disconnected))
+            try:
+                await self.app(
+                    {**scope, "headers": headers, DISCONNECTED: gone},
+                    _replay(body if size else None, disconnected),
+                    send,
+                )
+            finally:
+                listener.cancel()
         finally:
             body.close()
 
@@ -119,18 +134,53 @@ class RequestBodyLimit:
         )
 
 
-def _replay(body, receive):
-    """receive() that yields the body read so far (in REPLAY_CHUNK pieces; None: an empty body), then
-    the client's own messages (a disconnect)."""
+async def _listen(receive, gone: threading.Event, disconnected: asyncio.Future) -> None:
+    """The client's messages once its body is read: the first disconnect sets `gone`."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+    disconnected.set_result(None)
+
+
+def _replay(body, disconnected: asyncio.Future):
+    """receive() that yields the body read (in REPLAY_CHUNK pieces; None: an empty body), then waits
+    for the client's disconnect."""
     replayed = False
 
     async def replay():
         nonlocal replayed
         if replayed:
-            return await receive()
+            await asyncio.shield(disconnected)
+            return {"type": "http.disconnect"}
         chunk = body.read(REPLAY_CHUNK) if body is not None else b""
         more = len(chunk) == REPLAY_CHUNK
         replayed = not more
         return {"type": "http.request", "body": chunk, "more_body": more}
 
     return replay
+
+
+class StopWhenGone:
+    """WSGI middleware: a response's remaining pieces are not produced once the client has gone (the
+    gate's DISCONNECTED event, read from a2wsgi's environ["asgi.scope"]); the response is closed as
+    usual (request_finished, connections given back)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        result = self.app(environ, start_response)
+        gone = (environ.get("asgi.scope") or {}).get(DISCONNECTED)
+        if gone is None or not getattr(result, "streaming", False):
+            return result
+        return _until(gone, result)
+
+
+def _until(gone: threading.Event, result):
+    try:
+        for piece in result:
+            if gone.is_set():
+                return
+            yield piece
+    finally:
+        result.close()

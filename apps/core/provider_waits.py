@@ -1,7 +1,7 @@
 """Provider waits on the request path: at most AI_REQUEST_PROVIDER_SLOTS requests of one widget wait
 on an AI provider at once, each under a deadline of its own.
 
-A web process runs requests' synchronous work on WEB_THREADS threads (apps.core.asgi_handler). A
+A web process runs requests' synchronous work on WEB_THREADS threads (config.asgi). A
 request that waits on a provider (a knowledge-base search or rule write embedding its text, a signed
 assistant turn, speech, a model list) holds its thread for as long as the provider takes, so a slow
 provider of one widget could hold every thread of the process and stall every other widget. Here:

@@ -4,11 +4,13 @@ Groups: `chat.<id>` (the visitor's socket of that room) and `widget.<id>` (opera
 consumers join them; the apps' on-commit event handlers push to them. A push is best effort: a
 visitor re-reads with `since` on reconnect, a console re-reads the lists.
 
-`group_send` is Channels' own recipe for synchronous code, `async_to_sync(layer.group_send)`: in a
-web process's synchronous code (a view run by the ASGI server's `sync_to_async`) it runs on the
-server's event loop and its layer connections; anywhere else (a Celery worker's task, a management
-command) on an event loop of its own for the call, whose connections channels-redis closes with the
-loop. `push` sends a frame with it, or relays it (below).
+`group_send` sends from synchronous code. In a web process the server's event loop is known
+(`serve_on`, called by config.asgi as it serves): the send runs there, on the loop's layer
+connections, with `asyncio.run_coroutine_threadsafe` from the request's thread, as the in-process
+layer of the embedded default needs (its queues belong to that loop). Anywhere else (a Celery
+worker's task, a management command) it is Channels' own recipe, `async_to_sync(layer.group_send)`,
+on an event loop of its own for the call, whose connections channels-redis closes with the loop.
+`push` sends a frame with it, or relays it (below).
 
 The embedded default's layer lives inside the web process, which a Celery worker cannot reach. Its
 workers (`relay_to_web`, set by config.celery) write each push as a `RelayedPush` row instead, and
@@ -44,6 +46,14 @@ RELAY_KEEP = timedelta(seconds=60)
 
 # True in a Celery worker process of the embedded default: pushes are relayed through the database.
 relay_to_web = False
+# The web server's event loop, once it serves (`serve_on`).
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def serve_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Pushes from this process's synchronous code run on `loop`, the web server's event loop."""
+    global _server_loop
+    _server_loop = loop
 
 
 def chat_group(chat_id: int) -> str:
@@ -68,10 +78,22 @@ def group_send(groups: list[str], message: dict) -> None:
     layer = get_channel_layer()
     if layer is None or not groups:
         return
+    loop = _server_loop
     try:
-        async_to_sync(_send)(layer, list(groups), message)
+        if loop is not None and loop.is_running() and not _on(loop):
+            sent = asyncio.run_coroutine_threadsafe(_send(layer, list(groups), message), loop)
+            sent.result(timeout=PUSH_TIMEOUT_SECONDS * len(groups) + 1)
+        else:
+            async_to_sync(_send)(layer, list(groups), message)
     except Exception:  # best effort, as above
         logger.warning("websocket push failed", extra={"groups": groups})
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def push(groups: list[str], frame: dict) -> None:

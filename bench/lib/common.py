@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -105,11 +106,17 @@ def free_port() -> int:
 
 
 class Server:
-    """The service under uvicorn in a subprocess; use as a context manager.
+    """The web server in a subprocess; use as a context manager.
 
     It is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers: uvicorn's --workers
     supervisor above one process; the web's database connection pool), so ours and the floor share the
-    process count and the deployment's settings."""
+    process count and the deployment's settings.
+
+    BENCH_WEB_COMMAND replaces that command, to measure another server or topology against it in the
+    same harness: a shell command with {port} and {workers} in it, e.g.
+    `granian --interface wsgi --port {port} --workers {workers} --blocking-threads 4 config.wsgi:application`
+    (the environment is the same). BENCH_SERVER_START_SECONDS (default 60): how long the server may
+    take to answer /healthz (a busy machine imports Django slowly)."""
 
     def __init__(self, name: str, *, workers: int = 1, env: dict[str, str] | None = None):
         self.name = name
@@ -132,25 +139,30 @@ class Server:
         )
         env["WEB_CONCURRENCY"] = str(self.workers)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        command = [str(ROOT / "scripts" / "web.sh")]
+        custom = os.environ.get("BENCH_WEB_COMMAND", "").strip()
+        if custom:
+            command = shlex.split(custom.format(port=self.port, workers=self.workers))
+        else:
+            command = [
+                str(ROOT / "scripts" / "web.sh"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-access-log",
+                "--lifespan",
+                "off",
+            ]
         with open(LOG_DIR / f"{self.name}.server.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [
-                    *command,
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--no-access-log",
-                    "--lifespan",
-                    "off",
-                ],
+                command,
                 cwd=ROOT,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
+        patience = env_int("BENCH_SERVER_START_SECONDS", 60)
+        deadline = time.monotonic() + patience
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited ({self.proc.returncode}); see {LOG_DIR / self.name}.server.log")
@@ -160,7 +172,7 @@ class Server:
             except (requests.ConnectionError, requests.Timeout):  # a slow first answer under load: ask again
                 time.sleep(0.2)
         self.__exit__(None, None, None)
-        raise RuntimeError("the server did not answer within 60 s")
+        raise RuntimeError(f"the server did not answer within {patience} s")
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -10,7 +10,6 @@ uploaded HTML or SVG is never rendered from our origin.
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import FileResponse
 from django.views.decorators.http import require_safe
@@ -149,27 +148,6 @@ class FileViewSet(WidgetScopedViewSet):
         return Response(status=status.HTTP_302_FOUND, headers={"Location": location, "Cache-Control": "no-store"})
 
 
-_DONE = object()
-
-
-class DownloadResponse(FileResponse):
-    """A file response that streams under ASGI too.
-
-    Django's ASGI handler consumes a synchronous iterator with `sync_to_async(list)`, which would
-    hold the whole file (up to 10 MB) in memory per download; here each block is pulled with its own
-    `sync_to_async(next)`. Under WSGI the iterator is consumed as it is."""
-
-    async def __aiter__(self):
-        if self.is_async:
-            async for part in super().__aiter__():
-                yield part
-            return
-        blocks = iter(self.streaming_content)
-        pull = sync_to_async(next, thread_sensitive=True)
-        while (part := await pull(blocks, _DONE)) is not _DONE:
-            yield part
-
-
 def _file_output(file: File) -> dict:
     return {**file_payload(file), "created_at": file.created_at.isoformat()}
 
@@ -187,7 +165,7 @@ def download(request, token: str):
         handle = file.stored.open("rb")
     except (OSError, ValueError):
         return problem_response(NotFound(), request)
-    response = DownloadResponse(handle, content_type=file.content_type or DEFAULT_CONTENT_TYPE)
+    response = FileResponse(handle, content_type=file.content_type or DEFAULT_CONTENT_TYPE)
     protect_upload(response, name=file.original_name, attachment=True)
     response["Cache-Control"] = f"private, max-age={FILE_URL_MAX_AGE}"
     return response

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 
 from apps.core.api.streaming import IgnoreAccept
-from apps.core.api.streaming import SyncStreamingResponse as TranscriptResponse
 from apps.core.api.views import WidgetScopedViewSet
 from apps.erasure.selectors import not_erasing
 
@@ -50,6 +50,6 @@ class TranscriptViewSet(WidgetScopedViewSet):
     def retrieve(self, request, pk=None):
         chat = self.get_object()
         pieces = service.export_transcript(widget=request.widget, chat=chat)
-        response = TranscriptResponse(pieces, content_type=service.CONTENT_TYPE)
+        response = StreamingHttpResponse(pieces, content_type=service.CONTENT_TYPE)
         response["Content-Disposition"] = f'attachment; filename="{service.transcript_filename(chat)}"'
         return response

@@ -205,3 +205,83 @@ def test_the_gate_admits_the_largest_body_any_route_accepts():
     # then the gate in front of them all is exactly that large
     assert largest >= 10 * 1024 * 1024
     assert settings.REQUEST_MAX_BODY_BYTES == largest
+
+
+def test_the_app_starts_only_once_the_whole_declared_body_is_read():
+    # given a client sending 200 declared bytes in four messages
+    seen_at_start = []
+    reads = 0
+    messages = list(chunks(200, size=50))
+
+    async def receive():
+        nonlocal reads
+        reads += 1
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def app(scope, receive_, send):
+        seen_at_start.append(reads)  # the body is read on the event loop, before any thread is taken
+        body = b""
+        while True:
+            message = await receive_()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    # when
+    async_to_sync(RequestBodyLimit(app, max_bytes=1000))(scope([(b"content-length", b"200")]), receive, send)
+
+    # then
+    assert seen_at_start and seen_at_start[0] >= 4
+    assert sent[-1]["body"] == b"x" * 200
+
+
+def test_the_clients_disconnect_sets_the_scopes_event_and_ends_a_streamed_response():
+    import threading
+
+    from django.http import StreamingHttpResponse
+
+    from apps.core.asgi_limits import DISCONNECTED, StopWhenGone
+
+    # given a gate whose client disconnects right after its (empty) body
+    events: list[threading.Event] = []
+
+    async def app(scope, receive, send):
+        events.append(scope[DISCONNECTED])
+        assert (await receive())["type"] == "http.request"
+        assert (await receive())["type"] == "http.disconnect"
+
+    drive(RequestBodyLimit(app, max_bytes=10), scope([]), [{"type": "http.request", "body": b""}])
+    assert events[0].is_set()
+
+    # and a WSGI application streaming pieces
+    produced = []
+
+    def pieces():
+        for n in range(100):
+            produced.append(n)
+            yield b"piece"
+
+    closed = []
+    response = StreamingHttpResponse(pieces())
+    response.close = lambda: closed.append(True)
+    gone = threading.Event()
+    wrapped = StopWhenGone(lambda environ, start_response: response)
+    result = wrapped({"asgi.scope": {DISCONNECTED: gone}}, None)
+
+    # when the client goes after two pieces
+    sent = []
+    for piece in result:
+        sent.append(piece)
+        if len(sent) == 2:
+            gone.set()
+
+    # then no further piece was produced and the response was closed as usual
+    assert len(sent) == 2 and len(produced) == 3
+    assert closed == [True]

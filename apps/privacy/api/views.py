@@ -3,6 +3,7 @@ Writes go through apps.privacy.services only."""
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status
@@ -14,7 +15,6 @@ from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
 from apps.core.api.query import MomentField, query_data
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
-from apps.core.api.streaming import SyncStreamingResponse
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.erasure.selectors import not_erasing
 
@@ -139,7 +139,7 @@ class ContactPrivacyViewSet(WidgetScopedViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         contact = self.get_object()
-        response = SyncStreamingResponse(selectors.export_contact(contact=contact), content_type="application/json")
+        response = StreamingHttpResponse(selectors.export_contact(contact=contact), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="contact-{contact.guid}.json"'
         return response
 

@@ -6,6 +6,7 @@ are calendar-anchored in Europe/Moscow (apps.stats.windows).
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 
 from apps.agents.models import Agent
 from apps.core.api.serializers import validate_input
-from apps.core.api.streaming import IgnoreAccept, SyncStreamingResponse
+from apps.core.api.streaming import IgnoreAccept
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.timeparse import format_moment
 
@@ -137,7 +138,7 @@ class ChatExportView(ScopedAPIView):
         query = _validated(s.ExportQuery, request, ("from", "to", "format"))
         window, fmt = query["window"], query["format"]
         pages = export.export_pages(widget_id=request.widget.pk, window=window)
-        response = SyncStreamingResponse(export.render(pages, fmt), content_type=export.CONTENT_TYPES[fmt])
+        response = StreamingHttpResponse(export.render(pages, fmt), content_type=export.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{export.filename(window, fmt)}"'
         return response
 

@@ -510,9 +510,7 @@ def test_download_route_refuses_writes(api, widget, client):
     assert_problem(client.post(signed_file_url(file)), 405)
 
 
-def test_download_streams_block_by_block_under_asgi(api, widget, rf):
-    from asgiref.sync import async_to_sync
-
+def test_download_streams_block_by_block(api, widget, rf):
     from apps.chats.api.files import download as download_view
 
     # given
@@ -521,12 +519,10 @@ def test_download_streams_block_by_block_under_asgi(api, widget, rf):
     token = urlsplit(signed_file_url(file)).path.rsplit("/", 1)[-1]
     response = download_view(rf.get("/"), token)
 
-    async def collect():
-        return [part async for part in response]
-
     # when
-    parts = async_to_sync(collect)()
+    parts = list(response.streaming_content)
     response.close()
     # then
+    assert response.streaming
     assert len(parts) > 1
     assert b"".join(parts) == content
