@@ -28,7 +28,7 @@ from apps.core import provider_waits
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
-from . import errors, floors, handoff, pipeline, retrieval, runtime, selectors
+from . import errors, floors, handoff, pipeline, runtime, selectors
 from .models import Assistant
 from .providers import ChatMessage, ProviderError, complete, load_sdks
 
@@ -172,22 +172,9 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
     question, history = history[last]["content"], history[:last]
     ai_settings = selectors.get_settings(widget)
     with provider_waits.wait(widget.pk, seconds=settings.AI_REQUEST_PROVIDER_DEADLINE_SECONDS):
-        rag = retrieval.retrieve(
-            widget=widget,
-            assistant=assistant,
-            question=question,
-            enabled=ai_settings.rag_enabled or assistant.rag_enabled,
+        rag, prompt = runtime.grounded_prompt(
+            widget=widget, assistant=assistant, ai_settings=ai_settings, question=question, history=history
         )
-        prompt = [
-            ChatMessage(role=m.role, content=m.content)
-            for m in pipeline.assemble_messages(
-                system_prompt=assistant.system_prompt,
-                persona=assistant.persona,
-                knowledge=rag.chunks,
-                history=history,
-                question=question,
-            )
-        ]
         load_sdks(chain)
         try:
             completion = complete(

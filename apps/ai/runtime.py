@@ -417,23 +417,14 @@ def _run(
             provider_ms=0.0,
         )
     operators_state = handoff.operators_state(widget)
-    rag = retrieval.retrieve(
+    rag, prompt = grounded_prompt(
         widget=widget,
         assistant=assistant,
+        ai_settings=ai_settings,
         question=question,
-        enabled=ai_settings.rag_enabled or assistant.rag_enabled,
+        history=visible_history(message),
+        operators_state=operators_state if ai_settings.presence_context_enabled else None,
     )
-    prompt = [
-        ChatMessage(role=m.role, content=m.content)
-        for m in pipeline.assemble_messages(
-            system_prompt=assistant.system_prompt,
-            persona=assistant.persona,
-            knowledge=rag.chunks,
-            history=visible_history(message),
-            question=question,
-            operators_state=operators_state if ai_settings.presence_context_enabled else None,
-        )
-    ]
     locale = handoff.visitor_locale(widget=widget, chat=chat, question=question)
     _typing(widget, chat, "start")
     started = time.monotonic()
@@ -554,6 +545,37 @@ def _finish(
     held.provider_ms, held.finished_at = provider_ms, timezone.now()
     held.save(update_fields=["state", "reply", "detail", "provider_ms", "finished_at"])
     return str(state)
+
+
+def grounded_prompt(
+    *,
+    widget: Widget,
+    assistant: Assistant,
+    ai_settings: AiSettings,
+    question: str,
+    history: list[dict],
+    operators_state: str | None = None,
+) -> tuple[retrieval.Retrieval, list[ChatMessage]]:
+    """The knowledge retrieved for `question` (when the widget's or the assistant's `rag_enabled`)
+    and the prompt built on it: what an answer and a suggested reply send to the provider."""
+    rag = retrieval.retrieve(
+        widget=widget,
+        assistant=assistant,
+        question=question,
+        enabled=ai_settings.rag_enabled or assistant.rag_enabled,
+    )
+    prompt = [
+        ChatMessage(role=m.role, content=m.content)
+        for m in pipeline.assemble_messages(
+            system_prompt=assistant.system_prompt,
+            persona=assistant.persona,
+            knowledge=rag.chunks,
+            history=history,
+            question=question,
+            operators_state=operators_state,
+        )
+    ]
+    return rag, prompt
 
 
 # The transformations whose text is the model's own answer (a social reply is a stock phrase).
