@@ -1,31 +1,40 @@
 """Conversations exported row by row (GET /v1/chats/export): one row per chat created in a window,
 as CSV or JSON Lines.
 
-Rows are read from the chat facts (apps.stats.models.ChatFacts: channel, creation, attribution,
-escalations, first response) joined to the chat row (closed_at, contact, department), in keyset
-pages of PAGE_SIZE ordered by (created_at, chat id) on the facts' (widget, created_at) index. What
-the facts do not hold never costs a query per row: the counted messages (the definition of the
-statistics: public, by the visitor, a person or the AI operator) and the chat's latest rating are
-correlated subqueries of the page's statement, on the messages' and ratings' chat indexes, and the
-contacts' tags are one more query per page. Memory stays one page whatever the window's size.
-Chats whose contact is under erasure are left out, as every read of chats does.
+Rows are read from the chat facts alone (apps.stats.models.ChatFacts: one row per chat with its
+channel, creation, closing, contact, department, attribution, escalations, first response, counted
+messages and latest rating), in keyset pages of PAGE_SIZE ordered by (created_at, chat id) on the
+facts' (widget, created_at, chat) index, each contact's tags a subquery on their (contact, name)
+index: one statement a page. Memory
+stays one page whatever the window's size. Chats whose contact is under erasure are left out, as
+every read of chats does.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+import orjson
+from django.db.models import (
+    Aggregate,
+    CharField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    Value,
+)
+from django.db.models.functions import Cast
 
-from apps.chats.models import ContactTag, Message, Rating
+from apps.chats.models import ContactTag
 from apps.erasure.selectors import not_erasing
 
-from .facts import COUNTED_AUTHORS
 from .models import ChatFacts
 from .windows import Window
 
@@ -50,125 +59,145 @@ FORMATS = ("csv", "jsonl")
 MAX_WINDOW_DAYS = 366
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 PAGE_SIZE = 2000
-_FIELDS = (
-    "chat_id",
-    "channel",
-    "created_at",
-    "chat__closed_at",
-    "chat__contact_id",
-    "chat__department_id",
-    "first_response_ms",
-    "accepted_type",
-    "handled_type",
-    "went_ai_to_human",
-    "went_human_to_ai",
-    "messages",
-    "rating",
+
+# Tag names never hold control characters (apps.chats.api.contacts.TagNameField).
+_TAG_SEPARATOR = "\x1f"
+
+
+class _TagNames(Aggregate):
+    """The names joined by _TAG_SEPARATOR, in no set order: STRING_AGG, GROUP_CONCAT on SQLite."""
+
+    function = "STRING_AGG"
+    output_field = TextField()
+
+    def __init__(self, expression, **extra):
+        super().__init__(expression, Value(_TAG_SEPARATOR), **extra)
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="GROUP_CONCAT", **extra_context)
+
+
+# What one chat's row is read from, in the order export_pages unpacks it. The timestamps come as
+# the database's text (see _iso) and the duration as the database's difference of the two.
+_READ = (
+    F("chat_id"),
+    F("channel"),
+    Cast("created_at", CharField()),
+    Cast("closed_at", CharField()),
+    F("contact_id"),
+    F("department_id"),
+    F("first_response_ms"),
+    ExpressionWrapper(F("closed_at") - F("created_at"), output_field=DurationField()),
+    F("messages"),
+    F("accepted_type"),
+    F("handled_type"),
+    F("went_ai_to_human"),
+    F("went_human_to_ai"),
+    F("rating"),
+    Subquery(
+        ContactTag.objects.filter(contact_id=OuterRef("contact_id"))
+        .order_by()
+        .values("contact_id")
+        .annotate(names=_TagNames("name"))
+        .values("names")
+    ),
 )
 
 
 def _facts(widget_id: int, window: Window):
-    """The window's facts, oldest first, as tuples of _FIELDS: the counted messages and the latest
-    rating are correlated subqueries on the (chat, ...) indexes, so a page is one statement."""
-    counted = (
-        Message.objects.filter(
-            chat_id=OuterRef("chat_id"), visibility=Message.Visibility.PUBLIC, author_kind__in=COUNTED_AUTHORS
-        )
-        .order_by()
-        .values("chat_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    latest = Rating.objects.filter(chat_id=OuterRef("chat_id")).order_by("-created_at", "-id").values("value")[:1]
+    """The window's facts, oldest first, as tuples in _READ's order: a range of the facts'
+    (widget, created_at, chat) index, and nothing else."""
     return (
         ChatFacts.objects.filter(widget_id=widget_id, created_at__gte=window.start, created_at__lt=window.end)
-        .filter(not_erasing("chat__contact_id"))
-        .annotate(messages=Coalesce(Subquery(counted), 0), rating=Subquery(latest))
+        .filter(not_erasing("contact_id"))
         .order_by("created_at", "chat_id")
-        .values_list(*_FIELDS)
+        .values_list(*_READ)
     )
 
 
-def _pages(widget_id: int, window: Window) -> Iterator[tuple[list[tuple], dict[int, list[str]]]]:
-    """Keyset pages of _facts with the tags of their contacts (one more query, on the page's
-    contacts as a subquery of the same page)."""
-    facts = _facts(widget_id, window)
-    after: Q | None = None
-    while True:
-        selected = facts.filter(after) if after is not None else facts
-        page = list(selected[:PAGE_SIZE])
-        if not page:
-            return
-        tags: dict[int, list[str]] = {}
-        contacts = selected.values_list("chat__contact_id", flat=True)[:PAGE_SIZE]
-        for contact_id, name in (
-            ContactTag.objects.filter(widget_id=widget_id, contact_id__in=contacts)
-            .order_by("contact_id", "name")
-            .values_list("contact_id", "name")
-        ):
-            tags.setdefault(contact_id, []).append(name)
-        yield page, tags
-        if len(page) < PAGE_SIZE:
-            return
-        created_at, chat_id = page[-1][2], page[-1][0]
-        after = Q(created_at__gt=created_at) | Q(created_at=created_at, chat_id__gt=chat_id)
+def _iso(text: str) -> str:
+    """A UTC timestamp as the database spells it in text (PostgreSQL `2025-01-15 06:00:00.5+00` in the
+    connection's UTC, SQLite `2025-01-15 06:00:00.500000`) in the ISO 8601 of `datetime.isoformat()`
+    (`2025-01-15T06:00:00.500000+00:00`). Django loads a PostgreSQL timestamptz through a Python
+    subclass of psycopg's loader, the largest cost of a row; text loads in C."""
+    fraction = text[19:].removesuffix("+00")
+    return f"{text[:10]}T{text[11:19]}{fraction.ljust(7, '0') if fraction else ''}+00:00"
 
 
 def export_pages(*, widget_id: int, window: Window) -> Iterator[list[tuple]]:
-    """The rows of the widget's chats created in `window`, oldest first, a page at a time: each row a
-    tuple of the COLUMNS' values."""
-    for page, tags in _pages(widget_id, window):
-        yield [
-            (
-                chat_id,
-                channel,
-                created_at.isoformat(),
-                closed_at.isoformat() if closed_at else None,
-                contact_id,
-                department_id,
-                None if first_response_ms is None else first_response_ms / 1000,
-                None if closed_at is None else int((closed_at - created_at).total_seconds()),
-                messages,
-                accepted_type or None,
-                handled_type or None,
-                ai_to_human,
-                human_to_ai,
-                rating,
-                tags.get(contact_id, []),
-            )
-            for (
-                chat_id,
-                channel,
-                created_at,
-                closed_at,
-                contact_id,
-                department_id,
-                first_response_ms,
-                accepted_type,
-                handled_type,
-                ai_to_human,
-                human_to_ai,
-                messages,
-                rating,
-            ) in page
-        ]
+    """Keyset pages of _facts, oldest first: one statement each, its contacts' tags included."""
+    facts = _facts(widget_id, window)
+    after: Q | None = None
+    while True:
+        page = list((facts.filter(after) if after is not None else facts)[:PAGE_SIZE])
+        if not page:
+            return
+        yield page
+        if len(page) < PAGE_SIZE:
+            return
+        last = datetime.fromisoformat(_iso(page[-1][2]))
+        # `created_at >= last` on its own starts the next page's index range at the last row.
+        after = Q(created_at__gte=last) & (Q(created_at__gt=last) | Q(chat_id__gt=page[-1][0]))
+
+
+def rows(page: list[tuple], *, text: bool = False) -> Iterator[tuple]:
+    """The COLUMNS' values of a page's rows (as export_pages yields them). `text`: as CSV spells
+    them (booleans `true`/`false`, tags joined by `,`; csv writes None as an empty cell)."""
+    spell = _TEXT if text else _SAME
+    for (
+        chat_id,
+        channel,
+        created_at,
+        closed_at,
+        contact_id,
+        department_id,
+        first_response_ms,
+        duration,
+        messages,
+        accepted_type,
+        handled_type,
+        ai_to_human,
+        human_to_ai,
+        rating,
+        tags,
+    ) in page:
+        names = sorted(tags.split(_TAG_SEPARATOR)) if tags else []
+        yield (
+            chat_id,
+            channel,
+            _iso(created_at),
+            None if closed_at is None else _iso(closed_at),
+            contact_id,
+            department_id,
+            None if first_response_ms is None else first_response_ms / 1000,
+            None if duration is None else duration.days * 86400 + duration.seconds,
+            messages,
+            accepted_type or None,
+            handled_type or None,
+            spell[ai_to_human],
+            spell[human_to_ai],
+            rating,
+            ",".join(names) if text else names,
+        )
 
 
 _TEXT = {True: "true", False: "false"}
+_SAME = {True: True, False: False}
 
 
 def render(pages: Iterable[list[tuple]], fmt: str) -> Iterator[bytes]:
-    """The export's body in `fmt`, one piece per page: CSV with a header row (booleans `true`/`false`,
-    nothing for null, tags joined by `,`), or one JSON object per line."""
+    """The export's body in `fmt`, one piece per page: CSV with a header row, or one JSON object per
+    line (orjson: the standard library's encoder costs more than the rest of a row)."""
     if fmt == "csv":
         yield _csv([COLUMNS])
         for page in pages:
-            # csv writes None as an empty cell; the two booleans and the tags are spelled here.
-            yield _csv([(*row[:11], _TEXT[row[11]], _TEXT[row[12]], row[13], ",".join(row[14])) for row in page])
+            yield _csv(rows(page, text=True))
         return
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for page in pages:
-        yield "".join([dumps(dict(zip(COLUMNS, row, strict=True))) + "\n" for row in page]).encode()
+        yield b"".join([orjson.dumps(dict(zip(COLUMNS, row, strict=True)), option=_LINE) for row in rows(page)])
+
+
+_LINE = orjson.OPT_APPEND_NEWLINE
 
 
 def _csv(rows) -> bytes:

@@ -64,6 +64,9 @@ _SNAPSHOT = (
     "first_reply_at",
     "conversation_started_at",
     "first_response_ms",
+    "contact_id",
+    "department_id",
+    "closed_at",
 )
 _CHAT_FIELDS = (
     "id",
@@ -80,6 +83,9 @@ _CHAT_FIELDS = (
     "accepted_by_id",
     "handled_by_id",
     "first_agent_reply_at",
+    "contact_id",
+    "department_id",
+    "closed_at",
 )
 
 
@@ -153,6 +159,9 @@ def _observe(facts: ChatFacts, chat) -> None:
     facts.owner_agent_id = chat.agent_id
     facts.accepted_agent_id = chat.accepted_by_id
     facts.handled_agent_id = chat.handled_by_id
+    facts.contact_id = chat.contact_id
+    facts.department_id = chat.department_id
+    facts.closed_at = chat.closed_at
     reply = chat.first_agent_reply_at
     if reply is not None and facts.first_reply_at is None:
         start = facts.conversation_started_at
@@ -181,7 +190,7 @@ def _sync(delta: stats.Delta, chat: Chat, *, conversation_start: datetime | None
     _observe(facts, chat)
     _contribute(delta, facts, 1)
     if created or _state(facts) != before:
-        stats.save_chat_facts(facts, created=created)
+        stats.save_chat_facts(facts, created=created, fields=_SNAPSHOT)
 
 
 def _count_message(delta: stats.Delta, chat: Chat, message: Message) -> None:
@@ -263,6 +272,7 @@ def client_message_posted(*, chat: Chat, message: Message) -> None:
     if chat.first_agent_reply_at is None and _opens_conversation(message):
         _sync(delta, chat, conversation_start=message.created_at)
     stats.apply(delta)
+    stats.message_stored(chat=chat, counted=is_counted(message))
 
 
 def agent_message_posted(*, chat: Chat, message: Message) -> None:
@@ -271,12 +281,14 @@ def agent_message_posted(*, chat: Chat, message: Message) -> None:
     _count_message(delta, chat, message)
     _sync(delta, chat)
     stats.apply(delta)
+    stats.message_stored(chat=chat, counted=is_counted(message))
 
 
 def rating_created(*, chat: Chat, rating: Rating) -> None:
     delta = stats.Delta(chat.widget_id)
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)
+    stats.refresh_chat_rating(chat_id=chat.pk)
 
 
 def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_agent_id: int | None) -> None:
@@ -285,6 +297,7 @@ def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_
     _count_rating(delta, chat, at=rating.created_at, value=previous_value, agent_id=previous_agent_id, sign=-1)
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)
+    stats.refresh_chat_rating(chat_id=chat.pk)
 
 
 # --- the event handlers --------------------------------------------------------------------------------
@@ -299,7 +312,8 @@ def _chat(event: events.Event) -> Chat | None:
 
 
 def on_chat_attribution(event: events.Event) -> None:
-    """chat.created, chat.accepted, chat.attributed: the snapshot follows the chat."""
+    """chat.created, chat.accepted, chat.attributed, chat.closed, chat.status_changed: the snapshot
+    follows the chat."""
     if chat := _chat(event):
         chat_changed(chat=chat)
 
@@ -340,7 +354,13 @@ def on_rating_updated(event: events.Event) -> None:
 
 def register() -> None:
     phase = events.IN_TRANSACTION
-    attribution = [events.CHAT_CREATED, events.CHAT_ACCEPTED, events.CHAT_ATTRIBUTED]
+    attribution = [
+        events.CHAT_CREATED,
+        events.CHAT_ACCEPTED,
+        events.CHAT_ATTRIBUTED,
+        events.CHAT_CLOSED,
+        events.CHAT_STATUS_CHANGED,
+    ]
     events.subscribe(attribution, on_chat_attribution, phase=phase)
     events.subscribe(events.CHAT_TRANSFERRED, on_chat_transferred, phase=phase)
     events.subscribe(events.MESSAGE_CREATED, on_message_created, phase=phase)
@@ -421,6 +441,17 @@ def _conversation_starts(widget_id: int, first_id: int, last_id: int) -> dict[in
     return starts
 
 
+def _chat_counts(widget_id: int, first_id: int, last_id: int) -> tuple[dict[int, int], dict[int, int]]:
+    """For chats first_id..last_id: chat id -> counted messages, and chat id -> latest rating."""
+    chats = {"widget_id": widget_id, "chat_id__gte": first_id, "chat_id__lte": last_id}
+    counted = Message.objects.filter(
+        **chats, visibility=Message.Visibility.PUBLIC, author_kind__in=COUNTED_AUTHORS
+    ).order_by()
+    messages = dict(counted.values_list("chat_id").annotate(n=Count("id")))
+    ratings = Rating.objects.filter(**chats).order_by("chat_id", "created_at", "id").values_list("chat_id", "value")
+    return messages, dict(ratings)  # the last value of a chat is its latest
+
+
 @transaction.atomic
 def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str, int]:
     """Recompute every fact of the widget from Chat, Message, Rating and ChatTransfer.
@@ -440,6 +471,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
         if not batch:
             break
         starts = _conversation_starts(widget_id, batch[0]["id"], batch[-1]["id"])
+        messages_of, rating_of = _chat_counts(widget_id, batch[0]["id"], batch[-1]["id"])
         rows = []
         for values in batch:
             chat = SimpleNamespace(pk=values["id"], **values)
@@ -450,6 +482,8 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
                 first_reply_at=None,
                 first_response_ms=None,
                 conversation_started_at=starts.get(chat.pk),
+                messages=messages_of.get(chat.pk, 0),
+                rating=rating_of.get(chat.pk),
             )
             _observe(facts, chat)
             _contribute(delta, facts, 1)

@@ -4,7 +4,9 @@ change they count, so no statistics read scans messages.
 - `ChatFacts`: one row per chat, the chat's attribution as last added to the daily rollups (its
   "snapshot"). A change of the chat is applied as (new contribution - snapshot contribution), so
   a repeated call adds nothing and a chat that moves from missed to human leaves its creation
-  day's `chats_missed` and enters its `chats_handled_human` in one step.
+  day's `chats_missed` and enters its `chats_handled_human` in one step. It also holds the chat's
+  contact, department, closing time, counted messages and latest rating, so the chats export reads
+  one row per chat and nothing else.
 - `DailyWidgetFacts`: per Europe/Moscow day, channel and internal flag, the widget's counters.
   Chat counters sit on the chat's creation day; messages and ratings on their own day.
 - `DailyAgentFacts`: per agent and Moscow day, the agent row counters.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from apps.agents.models import Department
 from apps.chats.models import Chat
 from apps.core.models import Widget
 
@@ -78,11 +81,23 @@ class ChatFacts(models.Model):
     # The visitor message that opened the conversation awaiting the chat's first reply.
     conversation_started_at = models.DateTimeField(null=True, blank=True)
     first_response_ms = models.BigIntegerField(null=True, blank=True)
+    # The chat's own columns the chats export reads, so it reads no chat row.
+    contact_id = models.BigIntegerField(null=True, blank=True)
+    department = models.ForeignKey(
+        Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
+    # Kept by the message and rating handlers, outside the snapshot.
+    messages = models.IntegerField(
+        default=0, help_text="Counted messages: public, by the visitor, a person or the AI operator."
+    )
+    rating = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The chat's latest rating.")
 
     class Meta:
         verbose_name = "chat facts"
         verbose_name_plural = "chat facts"
-        indexes = [models.Index(fields=["widget", "created_at"], name="chatfacts_widget_created")]
+        # (created_at, chat) is the chats export's order.
+        indexes = [models.Index(fields=["widget", "created_at", "chat"], name="chatfacts_widget_created_chat")]
 
     def __str__(self) -> str:
         return f"facts of chat {self.chat_id}"

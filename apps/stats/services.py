@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from datetime import date
 
 from django.db import connection, transaction
+from django.db.models import F, Subquery
 
+from apps.chats.models import Rating
 from apps.core.statements import ModelStatement, Slot, run_prepared
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
@@ -142,11 +144,25 @@ def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
 _CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)), prepared=True)
 
 
-def save_chat_facts(facts: ChatFacts, *, created: bool) -> None:
+def save_chat_facts(facts: ChatFacts, *, created: bool, fields: tuple[str, ...]) -> None:
+    """Store a new snapshot whole, or write `fields` of an existing one: the counters that
+    `message_stored` and `refresh_chat_rating` keep are never written back from a copy."""
     if created:
         facts.save(force_insert=True)
     else:
-        facts.save(force_update=True)
+        facts.save(update_fields=fields)
+
+
+def message_stored(*, chat, counted: bool) -> None:
+    """A message of `chat` was stored: count it when `counted`, and take the chat's closing time,
+    which a message clears when it reopens the room."""
+    ChatFacts.objects.filter(pk=chat.pk).update(messages=F("messages") + int(counted), closed_at=chat.closed_at)
+
+
+def refresh_chat_rating(*, chat_id: int) -> None:
+    """Copy the chat's latest rating (by created_at, then id) into its facts."""
+    latest = Rating.objects.filter(chat_id=chat_id).order_by("-created_at", "-id").values("value")[:1]
+    ChatFacts.objects.filter(pk=chat_id).update(rating=Subquery(latest))
 
 
 # --- rebuild ---------------------------------------------------------------------------------------

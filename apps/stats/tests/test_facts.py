@@ -5,6 +5,7 @@ from datetime import date
 
 import pytest
 
+from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.chats.services import IDLE_EXPIRY
 from apps.chats.tests.factories import ChatFactory, ContactFactory
@@ -293,11 +294,30 @@ def test_rebuild_reproduces_the_incremental_facts(widget, talk):
     talk.at(msk(2025, 1, 15, 0, 30)).transfer(a, talk.other)
     talk.at(msk(2025, 1, 15, 0, 31)).rate(a, 3)
     talk.at(msk(2025, 1, 15, 0, 32)).rate(a, 4)
+    talk.at(msk(2025, 1, 15, 0, 40))
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=a.pk))
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=b.pk))
+    talk.at(msk(2025, 1, 15, 0, 50)).client_says(b)  # reopens b
     incremental = rollups(widget)
     snapshots = sorted(ChatFacts.objects.filter(widget=widget).values_list())
 
     counts = facts.rebuild_widget_facts(widget_id=widget.pk)
 
-    assert counts["chats"] == 2 and counts["messages"] == 5
+    assert counts["chats"] == 2 and counts["messages"] == 6
     assert rollups(widget) == incremental
     assert sorted(ChatFacts.objects.filter(widget=widget).values_list()) == snapshots
+
+
+def test_the_facts_hold_the_chats_contact_closing_messages_and_latest_rating(widget, talk):
+    chat = talk.at(msk(2025, 1, 15, 10)).visitor()
+    talk.at(msk(2025, 1, 15, 10, 1)).reply(chat)
+    talk.reply(chat, visibility="private")  # a note is not counted
+    talk.rate(chat, 2)
+    talk.at(msk(2025, 1, 15, 10, 5)).rate(chat, 4)
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=chat.pk))
+    row = ChatFacts.objects.get(chat=chat)
+    assert (row.contact_id, row.closed_at, row.messages, row.rating) == (chat.contact_id, msk(2025, 1, 15, 10, 5), 2, 4)
+
+    talk.at(msk(2025, 1, 15, 11)).client_says(chat)  # the visitor reopens the room
+    row.refresh_from_db()
+    assert (row.closed_at, row.messages, row.rating) == (None, 3, 4)

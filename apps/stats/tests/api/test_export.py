@@ -3,19 +3,20 @@
 import csv
 import io
 import json
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.agents.tests.factories import DepartmentFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
 from apps.core.testing.factories import WidgetFactory
 from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
-from apps.stats import export
+from apps.stats import export, facts
 from apps.stats.windows import Window, midnight
 
 from ..conftest import Conversations, msk
@@ -144,11 +145,30 @@ def test_pages_stream_with_a_fixed_number_of_queries_each(api, widget, talk, mon
     pages = export.export_pages(widget_id=widget.pk, window=_window(JAN15))
     with CaptureQueriesContext(connection) as queries:
         first = next(pages)
-    assert len(first) == 2 and len(queries) == 2  # the facts page (messages and rating within), the tags
+    assert len(first) == 2 and len(queries) == 1  # the facts page: messages, rating and tags within
     rest = list(pages)
     assert [len(page) for page in rest] == [2, 1]
     ids = [row[0] for row in first + rest[0] + rest[1]]
     assert ids == sorted(ids) and len(set(ids)) == 5
+
+
+def test_timestamps_keep_their_microseconds_and_a_deleted_department_reads_as_none(api, widget, talk):
+    department = DepartmentFactory(widget=widget)
+    chat = talk.at(msk(2025, 1, 15, 10) + timedelta(microseconds=500)).visitor()
+    Chat.objects.filter(pk=chat.pk).update(department=department)
+    facts.chat_changed(chat=Chat.objects.get(pk=chat.pk))
+    talk.at(msk(2025, 1, 15, 10, 1, 2) + timedelta(microseconds=123456))
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=chat.pk))
+    [row] = jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))
+    assert (row["created_at"], row["closed_at"], row["duration_seconds"], row["department_id"]) == (
+        "2025-01-15T07:00:00.000500+00:00",
+        "2025-01-15T07:01:02.123456+00:00",
+        62,
+        department.pk,
+    )
+    department.delete()
+    [row] = jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))
+    assert row["department_id"] is None
 
 
 def _window(params) -> Window:
