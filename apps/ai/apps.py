@@ -25,6 +25,9 @@ class AiConfig(AppConfig):
         _register_signing_binding(selectors)
         # Each visitor message gets the AI operator's worker task once it commits.
         events.subscribe(events.MESSAGE_CREATED, _message_created, phase=events.ON_COMMIT)
+        # The AI operator's hand-over summary waits on the provider: its task is sent once the
+        # hand-over has committed.
+        events.subscribe(events.CHAT_AWAITING_HUMAN, _awaiting_human, phase=events.ON_COMMIT)
         # The knowledge base (a layer below) embeds and reports through these.
         from apps.kb import services as kb_services
 
@@ -44,6 +47,12 @@ def _message_created(*args, **kwargs):
     from . import runtime
 
     return runtime.message_created(*args, **kwargs)
+
+
+def _awaiting_human(event) -> None:
+    from . import assist  # assist reads the runtime: see _message_created
+
+    assist.on_awaiting_human(event)
 
 
 def _register_signing_binding(selectors) -> None:

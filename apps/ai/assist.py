@@ -24,7 +24,7 @@ from django.db import transaction
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import provider_waits
+from apps.core import events, provider_waits
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
@@ -36,34 +36,24 @@ logger = logging.getLogger(__name__)
 
 SUMMARY_ORIGIN = "ai_handover_summary"
 SUGGEST_BUDGET = Budget("ai_suggest_reply", 30, 60)
-_ANSWERING = [Message.Author.CLIENT, Message.Author.AGENT, Message.Author.AI]
 
 
 def conversation(chat: Chat) -> list[dict]:
-    """The messages the visitor saw (the newest runtime.HISTORY_MESSAGES, at most
-    runtime.HISTORY_CHARACTERS in all), oldest first, as {role, content}: what the AI answers from."""
-    rows = (
-        Message.objects.filter(
-            chat_id=chat.pk, widget_id=chat.widget_id, visibility=Message.Visibility.PUBLIC, author_kind__in=_ANSWERING
-        )
-        .order_by("-created_at", "-id")
-        .only("type", "body", "author_kind")[: runtime.HISTORY_MESSAGES]
-    )
-    history, total = [], 0
-    for row in rows:
-        content = row.body if row.type == Message.Type.TEXT or row.body else f"[{row.type}]"
-        if not content.strip():
-            continue
-        total += len(content)
-        if total > runtime.HISTORY_CHARACTERS:
-            break
-        role = "user" if row.author_kind == Message.Author.CLIENT else "assistant"
-        history.append({"role": role, "content": content})
-    history.reverse()
-    return history
+    """The messages the visitor saw, as the AI answers from them (runtime.chat_history)."""
+    return runtime.chat_history(chat_id=chat.pk, widget_id=chat.widget_id)
 
 
 # --- the hand-over summary -----------------------------------------------------------------------------------
+
+
+def on_awaiting_human(event: events.Event) -> None:
+    """chat.awaiting_human (after commit): an AI operator's hand-over gets its summary when the
+    widget's `handover_summary` is on."""
+    chat, operator = event.obj("chat"), event.obj("operator")
+    if chat is None or operator is None or operator.type != Agent.Type.AI:
+        return
+    if selectors.get_settings(chat.widget).handover_summary:
+        send_summary(chat_id=chat.pk, operator_id=operator.pk)
 
 
 def send_summary(*, chat_id: int, operator_id: int) -> bool:

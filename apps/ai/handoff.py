@@ -195,16 +195,6 @@ def hand_to_people(*, widget: Widget, chat: Chat, operator: Agent, reason: str, 
         ai_settings.presence_context_enabled,
     )
     message = post_as_operator(widget=widget, chat=chat, operator=operator, text=text, origin=HANDOFF_ORIGIN)
-    chat_services.await_human(widget=widget, chat=chat, reason=reason)
-    if operator.type == Agent.Type.AI and ai_settings.handover_summary:
-        # The summary waits on the provider: its task is sent once the hand-over has committed.
-        chat_id, operator_id = chat.pk, operator.pk
-        transaction.on_commit(lambda: _send_summary(chat_id=chat_id, operator_id=operator_id))
+    chat_services.await_human(widget=widget, chat=chat, reason=reason, operator=operator)
     logger.info("chat %s handed to people (%s, %s)", chat.pk, reason, outcome)
     return message
-
-
-def _send_summary(*, chat_id: int, operator_id: int) -> None:
-    from . import assist  # assist reads the runtime, which reads this module
-
-    assist.send_summary(chat_id=chat_id, operator_id=operator_id)

@@ -209,21 +209,24 @@ def _content(message: Message) -> str:
 
 
 def visible_history(message: Message) -> list[dict]:
-    """The messages the visitor saw before `message` (newest HISTORY_MESSAGES, at most
-    HISTORY_CHARACTERS in all), oldest first, as {role, content}."""
-    rows = (
-        Message.objects.filter(
-            chat_id=message.chat_id,
-            widget_id=message.widget_id,
-            visibility=Message.Visibility.PUBLIC,
-            author_kind__in=[Message.Author.CLIENT, Message.Author.AGENT, Message.Author.AI],
-            id__lt=message.pk,
-        )
-        .order_by("-created_at", "-id")
-        .only("type", "body", "author_kind")[:HISTORY_MESSAGES]
+    """The messages the visitor saw before `message`: see chat_history."""
+    return chat_history(chat_id=message.chat_id, widget_id=message.widget_id, before_id=message.pk)
+
+
+def chat_history(*, chat_id: int, widget_id: int, before_id: int | None = None) -> list[dict]:
+    """The messages the visitor saw (before message `before_id` when given): the newest
+    HISTORY_MESSAGES, at most HISTORY_CHARACTERS in all, oldest first, as {role, content}. What the AI
+    answers, suggests and summarises from."""
+    rows = Message.objects.filter(
+        chat_id=chat_id,
+        widget_id=widget_id,
+        visibility=Message.Visibility.PUBLIC,
+        author_kind__in=[Message.Author.CLIENT, Message.Author.AGENT, Message.Author.AI],
     )
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
     history, total = [], 0
-    for row in rows:
+    for row in rows.order_by("-created_at", "-id").only("type", "body", "author_kind")[:HISTORY_MESSAGES]:
         content = _content(row)
         if not content.strip():
             continue

@@ -294,16 +294,22 @@ def emit_accepted(*, chat: Chat) -> None:
 
 
 @transaction.atomic
-def await_human(*, widget: Widget, chat: Chat, reason: str) -> Chat:
-    """A machine operator handed the chat to people: it waits for a person (no machine answers it)
-    until one answers (`record_answer` clears the mark). Emits chat.awaiting_human once; a chat
-    already waiting changes nothing and emits nothing."""
+def await_human(*, widget: Widget, chat: Chat, reason: str, operator: Agent | None = None) -> Chat:
+    """A machine operator (`operator`, when known) handed the chat to people: it waits for a person
+    (no machine answers it) until one answers (`record_answer` clears the mark). Emits
+    chat.awaiting_human once; a chat already waiting changes nothing and emits nothing."""
     chat = lock_chat(widget=widget, chat=chat)
     if chat.awaiting_human_since is not None:
         return chat
     chat.awaiting_human_since = chat.updated_at = timezone.now()
     chat.save(update_fields=["awaiting_human_since", "updated_at"])
-    events.emit(widget, events.CHAT_AWAITING_HUMAN, objects={"chat": chat}, chat_id=chat.pk, reason=reason)
+    events.emit(
+        widget,
+        events.CHAT_AWAITING_HUMAN,
+        objects={"chat": chat, "operator": operator},
+        chat_id=chat.pk,
+        reason=reason,
+    )
     return chat
 
 
