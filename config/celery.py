@@ -1,5 +1,5 @@
-"""Celery application. Beat uses django-celery-beat's DatabaseScheduler; the periodic jobs below
-are written into its tables on start (see apps.core.tasks.sync_beat_schedule)."""
+"""Celery application. Beat uses django-celery-beat's DatabaseScheduler, which writes the periodic
+jobs below (`app.conf.beat_schedule`) into its tables when beat starts."""
 
 import os
 from logging.config import dictConfig

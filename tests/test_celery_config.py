@@ -4,11 +4,14 @@ namespace), read as they are when Celery asks."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+import config.celery
 from apps.core.broker import POLL_SECONDS
-from config.celery import app
+from config.celery import BEAT_SCHEDULE, app
 
 
 def test_celery_reads_the_django_settings_it_is_given(settings):
@@ -39,3 +42,13 @@ def test_the_embedded_brokers_connections_use_its_transport_and_polling_interval
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["apps.core.broker", "SQLiteTransport", str(POLL_SECONDS)]
+
+
+def test_every_task_the_configuration_names_is_registered(settings):
+    """A dotted task name in config/celery.py (the beat schedule, its comments) or in the task routes
+    names a task a worker runs: a misspelt or removed one would be scheduled or routed and never run."""
+    source = Path(config.celery.__file__).read_text()
+    named = set(re.findall(r"\bapps\.\w+\.tasks\w*\.\w+", source)) | set(settings.CELERY_TASK_ROUTES)
+    named |= {task for task, _every in BEAT_SCHEDULE.values()}
+    app.loader.import_default_modules()
+    assert named and sorted(named - set(app.tasks)) == []

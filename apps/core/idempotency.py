@@ -7,6 +7,10 @@ operation fails (validation, domain error, a provider 502), the transaction roll
 claim with it, so the key is not burnt and the client may retry with it. A reused key answers 409
 `idempotency_key_reused` with `previous` (the original status, resource id or location, and when),
 never a replayed success. Rows older than 24 h are purged by a beat job and ignored until then.
+
+A replaying operation (a signed call's `request_id`, apps.support) claims its key the same way with
+`claim_or_answer` and records its answer with the claim: a repeat within 24 h gets that answer and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -90,11 +94,35 @@ def _insert(row: IdempotencyKey) -> bool:
     return True
 
 
-def record(row: IdempotencyKey, *, status: int, resource_id: object = None, location: str = "") -> None:
+def record(
+    row: IdempotencyKey, *, status: int, resource_id: object = None, location: str = "", answer: dict | None = None
+) -> None:
     row.response_status = status
     row.resource_id = "" if resource_id is None else str(resource_id)[:64]
     row.location = (location or "")[:500]
-    statements.update(row, ["response_status", "resource_id", "location"])
+    row.answer = answer
+    statements.update(row, ["response_status", "resource_id", "location", "answer"])
+
+
+def answer_of(*, widget: Widget, key: str) -> dict | None:
+    """The answer recorded under `key` within 24 h: a replaying operation's repeat, read before its
+    transaction (and its rate limits). None when there is none; `claim_or_answer` decides then."""
+    row = IdempotencyKey.objects.filter(widget=widget, key=key, created_at__gt=timezone.now() - _ttl()).first()
+    return None if row is None else row.answer
+
+
+def claim_or_answer(*, widget: Widget, key: str, method: str, path: str) -> IdempotencyKey | dict:
+    """For a replaying operation: claim `key` (the claim row, to `record` with `answer=`), or return
+    the answer recorded under it within 24 h. Must run inside the operation's transaction; a
+    concurrent first call with the key is waited for. A key that holds no answer (a header key of
+    the same value) is 409 `idempotency_key_reused`."""
+    try:
+        return claim(widget=widget, key=key, method=method, path=path)
+    except IdempotencyKeyReused as reused:
+        existing = IdempotencyKey.objects.filter(widget=widget, key=key).first()
+        if existing is None or existing.answer is None:
+            raise reused from None
+        return existing.answer
 
 
 def purge_expired() -> int:

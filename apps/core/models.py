@@ -106,7 +106,8 @@ class ApiToken(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """A claimed `X-Service-Idempotency-Key`, unique per widget.
+    """A claimed `X-Service-Idempotency-Key`, unique per widget, or the key of a signed call's
+    `request_id` (apps.support), whose repeat answers the stored `answer`.
 
     The row is inserted before the operation's work in the same transaction, so of two concurrent
     requests with one key exactly one can win; a failed operation rolls its claim back.
@@ -119,6 +120,8 @@ class IdempotencyKey(models.Model):
     response_status = models.PositiveSmallIntegerField(null=True)
     resource_id = models.CharField(max_length=64, blank=True, default="")
     location = models.CharField(max_length=500, blank=True, default="")
+    # The body a repeat answers (replaying operations only; a header key's repeat is 409).
+    answer = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -215,20 +215,3 @@ class ChatAccount(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["widget", "app_user_id"], name="support_account_user")]
-
-
-class SignedRequest(models.Model):
-    """`request_id` of signed intake and account-link calls, kept 24 h: a repeat answers the
-    stored result."""
-
-    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
-    endpoint = models.CharField(max_length=32)
-    request_id = models.CharField(max_length=128)
-    response = models.JSONField(default=dict)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["widget", "endpoint", "request_id"], name="support_signed_request_once")
-        ]
-        indexes = [models.Index(fields=["created_at"], name="support_signed_request_age")]

@@ -18,8 +18,9 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core import idempotency
 from apps.core.errors import Conflict, ValidationFailed
-from apps.core.models import ApiToken, Widget
+from apps.core.models import ApiToken, IdempotencyKey, Widget
 from apps.core.ratelimit import Budget
 from apps.webhooks import services as webhooks
 
@@ -37,7 +38,6 @@ from .errors import (
 from .models import (
     SUPPORT_REPLY_ORIGIN,
     ChatAccount,
-    SignedRequest,
     SupportAction,
     SupportClaim,
     SupportConfig,
@@ -351,7 +351,6 @@ def reopen_ticket(
 APP_CHANNEL = "app"
 INTAKE_PER_WIDGET = Budget("support_ticket_intake_widget", 60, 60)
 INTAKE_PER_ACCOUNT = Budget("support_ticket_intake_account", 10, 3600)
-REQUEST_ID_TTL = timedelta(hours=24)
 IDENTITY_MAX = {
     "email_code": timedelta(hours=24),
     "agent_code": timedelta(hours=24),
@@ -375,26 +374,22 @@ class TargetNotSupportedYet(ValidationFailed):
     code, title = "target_not_supported_yet", "Target not supported yet"
 
 
+def _request_key(endpoint: str, request_id: str) -> str:
+    """The idempotency key of a signed call: its endpoint and `request_id` (up to 128 characters)
+    as the 64 hex digits apps.core.idempotency keys hold."""
+    return hashlib.sha256(f"{endpoint}\n{request_id}".encode()).hexdigest()
+
+
 def remembered(*, widget: Widget, endpoint: str, request_id: str) -> dict | None:
-    """The stored answer of an earlier call with this `request_id` within 24 h."""
-    row = SignedRequest.objects.filter(widget=widget, endpoint=endpoint, request_id=request_id).first()
-    if row is None:
-        return None
-    if row.created_at <= timezone.now() - REQUEST_ID_TTL:
-        row.delete()
-        return None
-    return row.response
+    """The answer of an earlier call with this `request_id` within 24 h."""
+    return idempotency.answer_of(widget=widget, key=_request_key(endpoint, request_id))
 
 
-def purge_signed_requests(*, now=None) -> int:
-    """Forget `request_id`s older than 24 h (beat job, beside the audit purge)."""
-    cutoff = (now or timezone.now()) - REQUEST_ID_TTL
-    deleted, _ = SignedRequest.objects.filter(created_at__lte=cutoff).delete()
-    return deleted
-
-
-def _remember(*, widget: Widget, endpoint: str, request_id: str, response: dict) -> None:
-    SignedRequest.objects.create(widget=widget, endpoint=endpoint, request_id=request_id, response=response)
+def _claim_request(*, widget: Widget, endpoint: str, request_id: str) -> IdempotencyKey | dict:
+    """Inside the call's transaction: claim its `request_id`, or the answer an earlier call left."""
+    return idempotency.claim_or_answer(
+        widget=widget, key=_request_key(endpoint, request_id), method="POST", path=f"/api/v1/ai/assistant/{endpoint}"
+    )
 
 
 def _widget_lock(widget: Widget) -> SupportConfig:
@@ -427,9 +422,9 @@ def file_ticket(*, widget: Widget, data: dict) -> dict:
     INTAKE_PER_ACCOUNT.check(widget.pk, user_id, detail="At most 10 ticket intakes per hour for this account.")
     with transaction.atomic():
         _widget_lock(widget)
-        previous = remembered(widget=widget, endpoint="tickets", request_id=request_id)
-        if previous is not None:
-            return previous
+        claim = _claim_request(widget=widget, endpoint="tickets", request_id=request_id)
+        if isinstance(claim, dict):
+            return claim
         now = timezone.now()
         client = data.get("client") or {}
         chat = _app_room(
@@ -476,7 +471,7 @@ def file_ticket(*, widget: Widget, data: dict) -> dict:
         account.updated_at = now
         account.save()
         answer = {"number": ticket.number, "state": ticket.state, "chat_id": chat.pk, "created": created}
-        _remember(widget=widget, endpoint="tickets", request_id=request_id, response=answer)
+        idempotency.record(claim, status=200, answer=answer)
     return answer
 
 
@@ -539,6 +534,9 @@ def link_account(*, widget: Widget, data: dict) -> dict:
         return previous
     with transaction.atomic():
         _widget_lock(widget)
+        claim = _claim_request(widget=widget, endpoint="account-link", request_id=data["request_id"])
+        if isinstance(claim, dict):
+            return claim
         now = timezone.now()
         chats = _target_chats(widget=widget, target=data["target"])
         user_id = data["account"]["app_user_id"]
@@ -574,7 +572,7 @@ def link_account(*, widget: Widget, data: dict) -> dict:
             "identity_expires_at": identity.isoformat(),
             "grant_expires_at": grant.isoformat(),
         }
-        _remember(widget=widget, endpoint="account-link", request_id=data["request_id"], response=answer)
+        idempotency.record(claim, status=200, answer=answer)
     return answer
 
 
@@ -586,6 +584,9 @@ def revoke_account(*, widget: Widget, data: dict) -> dict:
         return previous
     with transaction.atomic():
         _widget_lock(widget)
+        claim = _claim_request(widget=widget, endpoint="account-link/revoke", request_id=data["request_id"])
+        if isinstance(claim, dict):
+            return claim
         now = timezone.now()
         chats = _target_chats(widget=widget, target=data["target"])
         revoked = 0
@@ -606,5 +607,5 @@ def revoke_account(*, widget: Widget, data: dict) -> dict:
             account.updated_at = now
             account.save()
         answer = {"bound": False, "revoked": revoked}
-        _remember(widget=widget, endpoint="account-link/revoke", request_id=data["request_id"], response=answer)
+        idempotency.record(claim, status=200, answer=answer)
     return answer

@@ -60,9 +60,6 @@ class NoteViewSet(
     }
     idempotency_required = {"create"}
 
-    def list(self, request):
-        return self.paginated(self.get_queryset())
-
     @extend_schema(request=NoteInput, responses={201: NoteSerializer})
     def create(self, request):
         data = self.validated(NoteInput)

@@ -302,13 +302,6 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
             raise NotFound()
         return key
 
-    def paginated(self, queryset, serializer_class=None):
-        """Serve one keyset page of `queryset` in the list envelope."""
-        page = self.paginate_queryset(queryset)
-        serializer_class = serializer_class or self.get_serializer_class()
-        data = serializer_class(page, many=True, context=self.get_serializer_context()).data
-        return self.get_paginated_response(data)
-
 
 def _integer_field(model, name: str):
     field = model._meta.pk if name == "pk" else model._meta.get_field(name)

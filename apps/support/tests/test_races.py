@@ -1,13 +1,17 @@
-"""Claims and replies raced by real threads on PostgreSQL: one winner, no double send."""
+"""Claims, replies and signed calls raced by real threads on PostgreSQL: one winner, no double send."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Message
 from apps.core.testing.concurrency import race
-from apps.support.models import SUPPORT_REPLY_ORIGIN, SupportAction, SupportClaim
+from apps.support import services
+from apps.support.models import SUPPORT_REPLY_ORIGIN, ChatAccount, SupportAction, SupportClaim
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -84,3 +88,26 @@ def test_one_key_raced_sends_once(support):
     statuses = race([run] * 6)
     assert sorted(statuses) == [201] + [409] * 5, statuses
     assert Message.objects.filter(chat=chat, origin=SUPPORT_REPLY_ORIGIN).count() == 1
+
+
+def test_one_request_id_raced_binds_once_and_answers_alike(support):
+    """Eight signed account-links with one `request_id` at once: one does the work, the others wait
+    for it and answer what it answered."""
+    chat = support.chat()
+    now = timezone.now()
+    data = {
+        "request_id": "link-raced",
+        "target": {"chat_id": chat.pk},
+        "account": {"app_user_id": "user-1", "email": "c@shop.ru"},
+        "method": "email_code",
+        "identity_expires_at": now + timedelta(hours=2),
+        "grant": {"token": "grant-token", "expires_at": now + timedelta(minutes=10)},
+    }
+
+    def run():
+        return services.link_account(widget=support.widget, data=data)
+
+    answers = race([run] * 8)
+    assert all(answer == answers[0] for answer in answers), answers
+    assert answers[0]["bound"] is True and answers[0]["chat_ids"] == [chat.pk]
+    assert ChatAccount.objects.get(chat=chat).app_user_id == "user-1"

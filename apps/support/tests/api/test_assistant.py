@@ -14,8 +14,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Chat, Message
+from apps.core import idempotency, signed
 from apps.core import services as core_services
-from apps.core import signed
 from apps.core.testing.plugin import assert_problem
 from apps.support import selectors, services
 from apps.support.config import set_account_link
@@ -559,9 +559,9 @@ def test_a_request_id_is_remembered_for_24_hours_then_purged(app):
     first = app.post("tickets", intake(1)).json()
     with time_machine.travel(timezone.now() + timedelta(hours=23)):
         assert app.post("tickets", intake(1)).json() == first
-        assert services.purge_signed_requests() == 0
+        assert idempotency.purge_expired() == 0
     with time_machine.travel(timezone.now() + timedelta(hours=24, minutes=1)):
-        assert services.purge_signed_requests() == 1
+        assert idempotency.purge_expired() == 1
         again = app.post("tickets", intake(1))
     assert again.status_code == 200 and again.json()["created"] is False  # a new intake, appended
     assert Message.objects.filter(chat_id=first["chat_id"]).count() == 2
