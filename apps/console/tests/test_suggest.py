@@ -80,3 +80,17 @@ def test_suggest_needs_a_post_and_a_signed_in_operator(assistant, chat):
 
     response = Client().post(url(chat))
     assert response.status_code in (302, 303) and "/console/login/" in response["Location"]
+
+
+def test_an_ai_answer_shows_its_sources_as_safe_links(console, chat):
+    from apps.chats.tests.factories import MessageFactory
+
+    MessageFactory(
+        chat=chat,
+        author_kind=Message.Author.AI,
+        body="Returns take 14 days.",
+        sources=[{"title": "Returns", "url": "https://shop.example/returns"}, {"title": "Price list.pdf", "url": None}],
+    )
+    page = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    assert '<a href="https://shop.example/returns" target="_blank" rel="noopener noreferrer">Returns</a>' in page
+    assert "Price list.pdf</p>" in page
