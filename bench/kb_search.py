@@ -9,13 +9,16 @@ widget also holds the rules of the evaluation set (bench/data/kb_eval.json) embe
 deterministic offline embedder (`apps.kb.testing.trigram_embedding`), which also embeds the
 questions, in-process and instantly (the provider's latency is not what is measured).
 
-1. `kb_search_p50` / `kb_search_p99` (target ratio <= 2): ours is `apps.kb.selectors.search_chunks`
-   (what `GET /v1/kb/search` and the AI pipeline call: index version check, the cached tenant
-   matrix, the full-text query, fusion, the rows); the floor is the same scoring done directly: one
-   vectorised numpy pass over the tenant's vectors already in memory, the same full-text SQL, the
-   same fusion and row fetch. Questions alternate ours / floor one by one.
-2. `kb_search_recall` (target recall@10 >= 0.98): the served top 10 against the exact top 10 (the
-   floor's, computed over every vector of the tenant) for every question.
+1. `kb_search_p50` / `kb_search_p99` (targets: p50 <= 50 ms, p99 <= 200 ms): ours is
+   `apps.kb.selectors.search_chunks` (what `GET /v1/kb/search` and the AI pipeline call: index
+   version check, the cached tenant matrix, the keyword side, fusion, the rows); the floor is the
+   machine's own limit for the two inputs of any hybrid search, measured in the same run: the GIN
+   match alone (the ids of the tenant's chunks that contain any of the question's words, planned as
+   an index scan of the GIN index, nothing ranked) plus the numpy scan alone (one matrix-vector
+   product over the tenant's vectors already in memory and its top 50). Questions alternate ours /
+   floor one by one.
+2. `kb_search_recall` (target recall@10 = 1): the served top 10 against exact hybrid search (every
+   vector of the tenant compared, the same keyword ranking and fusion) for every question.
 3. INFO `kb_search_eval_recall5`: recall@5 of the evaluation set's questions among the 50 000 chunks
    with the offline embedder (bench/kb_quality.py measures retrieval quality with a real model).
 4. INFO `kb_ingest`: chunks embedded and stored per second (the ingestion path: `embed_chunks` in
@@ -148,8 +151,10 @@ def ensure_seeded(dims: int) -> tuple[int, dict[int, str]]:
     services.bump_version(main.pk)
     from django.db import connection
 
+    # What autovacuum does on a live system after a bulk load: statistics, the visibility map and the
+    # GIN index's pending list merged, so the first questions do not pay for the load.
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE kb_kbchunk")
+        cursor.execute("VACUUM ANALYZE kb_kbchunk")
     rows = (
         KbChunk.objects.filter(widget=main, source_ref="manual:eval")
         .order_by("chunk_index")
@@ -188,6 +193,8 @@ def main() -> int:
     if migrations_pending():
         print(f"BENCH {NAME} FAILED (unapplied migrations: run `manage.py migrate` on DATABASE_URL first)", flush=True)
         return 1
+    from django.db import connection, transaction
+
     from apps.core.models import Widget
     from apps.kb import hooks, index, selectors, services
     from apps.kb.models import KbChunk
@@ -217,16 +224,32 @@ def main() -> int:
         floor_matrix = np.frombuffer(b"".join(bytes(b) for b in blobs), dtype="<f4").reshape(len(blobs), -1)
         version = index.index_version(widget_id)
 
-        def floor(question: str, limit: int = 10) -> list[int]:
+        def exact(question: str, limit: int = 10) -> list[int]:
+            q = np.asarray(trigram_embedding(question, dims), dtype=np.float32)
+            scores = floor_matrix @ q
+            order = np.argsort(-scores, kind="stable")[: index.CANDIDATES]
+            vector = [(int(floor_ids[i]), float(scores[i])) for i in order]
+            keyword = index.keyword_ranking(widget_id, version, question)
+            return [pk for pk, _ in index.fuse(vector, keyword, limit)]
+
+        match_sql = (
+            "SELECT c.id FROM kb_kbchunk c WHERE c.widget_id = %s::bigint "
+            "AND c.tsv @@ (to_tsquery('russian', %s) || to_tsquery('simple', %s))"
+        )
+
+        def floor(question: str) -> int:
             q = np.asarray(trigram_embedding(question, dims), dtype=np.float32)
             scores = floor_matrix @ q
             top = np.argpartition(-scores, index.CANDIDATES - 1)[: index.CANDIDATES]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            vector = [(int(floor_ids[i]), float(scores[i])) for i in top]
-            keyword = index.keyword_ranking(widget_id, version, question)
-            fused = index.fuse(vector, keyword, limit)
-            rows = KbChunk.objects.in_bulk([pk for pk, _ in fused])
-            return [pk for pk, _ in fused if pk in rows]
+            expression = " | ".join(index._query_words(question))
+            # The GIN index answers the match; the planner would otherwise often read the whole tenant
+            # through the btree on widget_id, which is not the machine's limit.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_indexscan = off")
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute(match_sql, [widget_id, expression, expression])
+                matched = cursor.fetchall()
+            return len(top) + len(matched)
 
         def ours(question: str, limit: int = 10) -> list[int]:
             return [h.chunk.pk for h in selectors.search_chunks(widget=widget, question=question, limit=limit).hits]
@@ -240,18 +263,20 @@ def main() -> int:
             served = ours(question)
             ours_ms.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            exact = floor(question)
+            floor(question)
             floor_ms.append((time.perf_counter() - started) * 1000)
-            matched += len(set(served) & set(exact))
-            total += len(exact)
-        for label, p in (("p50", 50), ("p99", 99)):
+            reference = exact(question)
+            matched += len(set(served) & set(reference))
+            total += len(reference)
+        for label, p, limit in (("p50", 50, 50), ("p99", 99, 200)):
             ours_p, floor_p = _percentile(ours_ms, p), _percentile(floor_ms, p)
-            bench(f"{NAME}_{label}", unit="ms", target="ratio<=2", ours=ours_p, floor=floor_p, ratio=ours_p / floor_p)
+            ratio = ours_p / floor_p
+            bench(f"{NAME}_{label}", unit="ms", target=f"ours<={limit}", ours=ours_p, floor=floor_p, ratio=ratio)
         recall = matched / total if total else float("nan")
         bench(
             f"{NAME}_recall",
             unit="fraction",
-            target="recall>=0.98",
+            target="recall>=1",
             recall=recall,
             queries=len(questions),
             tenant_chunks=tenant,
@@ -268,8 +293,6 @@ def main() -> int:
         )
 
         # Ingestion into a throw-away widget (deleted afterwards: the database is left as found).
-        from django.db import transaction
-
         from apps.core.services import create_widget
 
         count = env_int("BENCH_KB_INGEST", 5000)

@@ -3,7 +3,8 @@
     python scripts/bench_report.py [LOG] [--check]
 
 LOG defaults to bench/results/latest.log. Its `# machine:`, `# date:` and `# settings:` lines say
-where and when the run was made; every `BENCH` line (bench/lib/targets.py's format) becomes a row
+where and when the run was made (`# machine <benchmark>:` and `# date <benchmark>:` for a benchmark
+whose lines come from a run of its own); every `BENCH` line (bench/lib/targets.py's format) becomes a row
 with its figures, its target and the verdict recomputed from the figures. `--check` writes nothing
 and exits 1 when docs/performance.md differs from what the log gives (tests/test_docs.py runs it),
 so the page is never edited by hand.
@@ -55,7 +56,7 @@ WHAT = {
     "chat_list": "the chat list against a plain view running the same SQL",
     "console": "a visitor's message until the console shows it",
     "kb_quality": "recall@5 and MRR of keyword, vector and hybrid knowledge-base search with a real model",
-    "kb_search": "knowledge-base search against the same query run directly",
+    "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
     "message_send": "an operator's message through the API against the same service call",
     "search": "chat search by message text",
@@ -80,9 +81,9 @@ def benchmark_of(name: str) -> str:
 def read_log(path: Path) -> tuple[dict[str, str], list[str]]:
     meta, lines = {}, []
     for raw in path.read_text(encoding="utf-8").splitlines():
-        header = re.match(r"^#\s*(machine|date|settings):\s*(.+)$", raw)
+        header = re.match(r"^#\s*(machine|date|settings)(?:\s+([a-z_]+))?:\s*(.+)$", raw)
         if header:
-            meta[header[1]] = header[2].strip()
+            meta[header[1] + (f" {header[2]}" if header[2] else "")] = header[3].strip()
         elif raw.startswith("BENCH "):
             lines.append(raw)
     return meta, lines
@@ -133,7 +134,7 @@ def render(log: Path) -> str:
             out.append("No BENCH line of this benchmark in the log: run `make bench` to measure it.")
             out.append("")
             continue
-        out.append(f"Machine: {machine}; date: {date}.")
+        out.append(f"Machine: {meta.get(f'machine {bench}', machine)}; date: {meta.get(f'date {bench}', date)}.")
         out.append("")
         out.append("| figure | results | unit | target | verdict |")
         out.append("|---|---|---|---|---|")

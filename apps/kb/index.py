@@ -12,25 +12,27 @@ Keyword side:
 - PostgreSQL: full-text search on the stored generated column `tsv` (`to_tsvector('russian', ...) ||
   to_tsvector('simple', ...)`, GIN index): Russian words stemmed by the Russian Snowball stemmer and
   Latin ones by the English one (what the `russian` configuration does), plus every word as written
-  (`simple`); the question's words are OR-ed (`to_tsquery('russian', a | b) || to_tsquery('simple',
-  a | b)`) and ranked by `ts_rank_cd`.
+  (`simple`). A question's lexemes weigh by their rarity in the tenant (BM25's idf); each is looked up
+  in the GIN index, which lists matching ids up to TERM_CAP, and only the RANKED best chunks by that
+  cheap sum have their tsvectors read, for the exact sum and `ts_rank_cd` (`_postgres_ranking`).
 - The embedded default (SQLite): the documented equivalent, Okapi BM25 (k1 1.2, b 0.75) over the same
   two kinds of terms (`apps.kb.text.terms`: the word as written and its Snowball stem), computed in
-  Python from postings cached beside the vectors.
+  Python from postings cached beside the vectors, bounded the same way (`_bm25_ranking`).
 
 Fusion: weighted reciprocal rank fusion. Each side's best `CANDIDATES` are ranked; a chunk scores
 sum(weight / (RRF_K + rank)) over the sides that found it; best first, ties broken by vector
 similarity then newest. The vector side weighs twice the keyword side and RRF_K is 10 rather than
-the customary 60: the keyword side ORs the question's words and `ts_rank_cd` has no inverse document
-frequency, so in a knowledge base of short rules it ranks many chunks on common words alone
-("можно", "my"); with k = 60 the rank within a side barely counts (1/61 against 1/70) and any chunk
-both sides list beats the model's clear first choice that the keyword side missed.
+the customary 60: the keyword side ORs the question's words, so in a knowledge base of short rules it
+lists many chunks on common words alone ("можно", "my"); with k = 60 the rank within a side barely
+counts (1/61 against 1/70) and any chunk both sides list beats the model's clear first choice that
+the keyword side missed.
 `bench/kb_quality.py` measures keyword-only, vector-only and fused recall@5 and MRR with a real
 embedding model.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import threading
@@ -54,6 +56,9 @@ CANDIDATES = 50
 RRF_K = 10
 VECTOR_WEIGHT, KEYWORD_WEIGHT = 2.0, 1.0
 MAX_QUERY_WORDS = 64
+MAX_QUERY_TERMS = 32  # lexemes looked up per question (one GIN lookup each)
+TERM_CAP = 500  # ids a lexeme's lookup reads at most; a commoner lexeme weighs as if in TERM_CAP chunks
+RANKED = 2 * CANDIDATES  # chunks whose tsvectors (postings on SQLite) are read for the exact ranking
 BM25_K1, BM25_B = 1.2, 0.75
 REFRESH_MARGIN = timedelta(minutes=5)
 FULL_RELOAD_NEW_ROWS = 5000
@@ -122,7 +127,7 @@ class _Postings:
 
 
 _lock = threading.Lock()
-_cache: OrderedDict[tuple, _Vectors | _Postings] = OrderedDict()
+_cache: OrderedDict[tuple, _Vectors | _Postings | _Size] = OrderedDict()
 
 
 def _budget() -> int:
@@ -247,19 +252,99 @@ def _query_words(question: str) -> list[str]:
     return list(seen)
 
 
-def _postgres_ranking(widget_id: int, question: str, k: int) -> list[tuple[int, float]]:
+def _tsquery(lexeme: str) -> str:
+    """`lexeme` as a one-lexeme tsquery literal (quoted: a backslash escapes, a quote is doubled), so
+    no character of a question is read as tsquery syntax."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _idf(tenant: int, df: int) -> float:
+    return math.log(1 + (tenant - df + 0.5) / (df + 0.5))
+
+
+@dataclass
+class _Size:
+    version: int
+    chunks: int
+    nbytes: int = 64
+
+
+def _tenant_size(widget_id: int, version: int) -> int:
+    """The tenant's chunk count at `version` (the N of the inverse document frequency), cached like
+    the vectors and read again after a write."""
+    key = ("n", widget_id)
+    entry = _cached(key, version)
+    if entry is None:
+        entry = _Size(version, KbChunk.objects.filter(widget_id=widget_id).count())
+        _remember(key, entry)
+    return entry.chunks
+
+
+# `widget_id = %s::bigint`: the GIN index's tenant column (btree_gin int8_ops) answers only a bigint
+# comparison; with the small integer a driver may send, the planner cannot use the index for the
+# tenant and reads every row of the tenant instead.
+_LEXEMES_SQL = (
+    "SELECT lexeme FROM unnest(to_tsvector('russian', %s) || to_tsvector('simple', %s)) "
+    "ORDER BY positions[1], lexeme LIMIT %s"
+)
+_MATCHES_SQL = (
+    "SELECT t.n, m.id FROM unnest(%s::tsquery[]) WITH ORDINALITY AS t(q, n) "
+    "CROSS JOIN LATERAL (SELECT c.id FROM kb_kbchunk c WHERE c.widget_id = %s::bigint AND c.tsv @@ t.q "
+    "LIMIT %s) m"
+)
+_RANK_SQL = (
+    "SELECT c.id, ts_rank_cd(c.tsv, %s::tsquery), ARRAY(SELECT c.tsv @@ q FROM unnest(%s::tsquery[]) AS q) "
+    "FROM kb_kbchunk c WHERE c.widget_id = %s::bigint AND c.id = ANY(%s::bigint[])"
+)
+
+
+def _postgres_ranking(widget_id: int, version: int, question: str, k: int) -> list[tuple[int, float]]:
+    """Chunks sharing a term with `question`, best first: by the sum of the inverse document
+    frequencies (BM25's idf) of the question's terms each contains, then by `ts_rank_cd` (how close
+    and how often they occur), then newest. The work is bounded whatever the question:
+
+    1. the question's lexemes, as the column's configurations make them (at most MAX_QUERY_TERMS);
+    2. one GIN lookup per lexeme, each reading at most TERM_CAP matching rows (ids only: no tsvector
+       is read); a lexeme found TERM_CAP times is taken to be in TERM_CAP chunks, the smallest weight
+       any lexeme gets;
+    3. the RANKED chunks with the best sum over what step 2 found are read and ranked exactly: the
+       sum over every question lexeme they contain, and `ts_rank_cd`.
+    A chunk that contains only lexemes more common than TERM_CAP may be left out of step 3; its
+    score is the lowest a match can have, and the vector side, exact, still finds it."""
     words = _query_words(question)
     if not words:
         return []
-    expression = " | ".join(words)
-    sql = (
-        "SELECT c.id, ts_rank_cd(c.tsv, q.query) AS rank "
-        "FROM kb_kbchunk c, (SELECT to_tsquery('russian', %s) || to_tsquery('simple', %s) AS query) q "
-        "WHERE c.widget_id = %s AND c.tsv @@ q.query ORDER BY rank DESC, c.id DESC LIMIT %s"
-    )
+    text = " ".join(words)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [expression, expression, widget_id, k])
-        return [(int(pk), float(rank)) for pk, rank in cursor.fetchall()]
+        cursor.execute(_LEXEMES_SQL, [text, text, MAX_QUERY_TERMS])
+        queries = [_tsquery(lexeme) for (lexeme,) in cursor.fetchall()]
+        if not queries:
+            return []
+        cursor.execute(_MATCHES_SQL, [queries, widget_id, TERM_CAP])
+        found: list[list[int]] = [[] for _ in queries]
+        for n, pk in cursor.fetchall():
+            found[n - 1].append(int(pk))
+        tenant = _tenant_size(widget_id, version)
+        weights = [_idf(tenant, len(ids)) for ids in found]
+        cheap: dict[int, float] = defaultdict(float)
+        for weight, ids in zip(weights, found, strict=True):
+            for pk in ids:
+                cheap[pk] += weight
+        best = [pk for pk, _ in sorted(cheap.items(), key=lambda item: (-item[1], -item[0]))[:RANKED]]
+        if not best:
+            return []
+        # Only a lexeme whose lookup stopped at TERM_CAP needs the chunks' tsvectors to tell whether
+        # they contain it; the others' lookups listed every chunk that does.
+        common = [n for n, ids in enumerate(found) if len(ids) >= TERM_CAP]
+        cursor.execute(_RANK_SQL, [" | ".join(queries), [queries[n] for n in common], widget_id, best])
+        listed = [set(ids) for ids in found]
+        scored = []
+        for pk, rank, hits in cursor.fetchall():
+            contains = {n for n, ids in enumerate(listed) if pk in ids}
+            contains |= {n for n, hit in zip(common, hits, strict=True) if hit}
+            scored.append((int(pk), round(sum(weights[n] for n in sorted(contains)), 9), float(rank)))
+    scored.sort(key=lambda row: (-row[1], -row[2], -row[0]))
+    return [(pk, score) for pk, score, _rank in scored[:k]]
 
 
 def tenant_postings(widget_id: int, version: int) -> _Postings:
@@ -287,27 +372,42 @@ def tenant_postings(widget_id: int, version: int) -> _Postings:
 
 
 def _bm25_ranking(widget_id: int, version: int, question: str, k: int) -> list[tuple[int, float]]:
+    """Okapi BM25 over the cached postings, bounded like the PostgreSQL side: a term in at most
+    TERM_CAP chunks lists all of them, a more common one its TERM_CAP newest; the RANKED chunks with
+    the best sum of idf over what was listed are scored exactly (every question term's frequency in
+    them, found by bisection in its postings, which are in slot order)."""
     index = tenant_postings(widget_id, version)
     n = len(index.ids)
     if not n:
         return []
     average = (sum(index.lengths) / n) or 1.0
-    scores: dict[int, float] = defaultdict(float)
-    for term in dict.fromkeys(kbtext.terms(question)):
+    plists = []
+    for term in list(dict.fromkeys(kbtext.terms(question)))[:MAX_QUERY_TERMS]:
         plist = index.postings.get(term)
-        if not plist:
-            continue
-        idf = math.log(1 + (n - len(plist) + 0.5) / (len(plist) + 0.5))
-        for slot, tf in plist:
-            norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * index.lengths[slot] / average)
-            scores[slot] += idf * tf * (BM25_K1 + 1) / norm
-    best = sorted(scores.items(), key=lambda item: (-item[1], -index.ids[item[0]]))[:k]
-    return [(index.ids[slot], score) for slot, score in best]
+        if plist:
+            plists.append((math.log(1 + (n - len(plist) + 0.5) / (len(plist) + 0.5)), plist))
+    cheap: dict[int, float] = defaultdict(float)
+    for idf, plist in plists:
+        for slot, _tf in plist[-TERM_CAP:]:
+            cheap[slot] += idf
+    best = sorted(cheap.items(), key=lambda item: (-item[1], -index.ids[item[0]]))[:RANKED]
+    scores = []
+    for slot, _ in best:
+        score = 0.0
+        for idf, plist in plists:
+            at = bisect.bisect_left(plist, (slot, 0))
+            if at < len(plist) and plist[at][0] == slot:
+                tf = plist[at][1]
+                norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * index.lengths[slot] / average)
+                score += idf * tf * (BM25_K1 + 1) / norm
+        scores.append((index.ids[slot], score))
+    scores.sort(key=lambda item: (-item[1], -item[0]))
+    return scores[:k]
 
 
 def keyword_ranking(widget_id: int, version: int, question: str, k: int = CANDIDATES) -> list[tuple[int, float]]:
     if connection.vendor == "postgresql":
-        return _postgres_ranking(widget_id, question, k)
+        return _postgres_ranking(widget_id, version, question, k)
     return _bm25_ranking(widget_id, version, question, k)
 
 
