@@ -5,9 +5,8 @@ Rows are read from the chat facts alone (apps.stats.models.ChatFacts: one row pe
 channel, creation, closing, contact, department, attribution, escalations, first response, counted
 messages and latest rating), in keyset pages of PAGE_SIZE ordered by (created_at, chat id) on the
 facts' (widget, created_at, chat) index, each contact's tags a subquery on their (contact, name)
-index: one statement a page. Memory
-stays one page whatever the window's size. Chats whose contact is under erasure are left out, as
-every read of chats does.
+index: one statement a page. Memory stays one page whatever the window's size. Chats whose contact
+is under erasure are left out, as every read of chats does.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ _READ = (
 
 def _facts(widget_id: int, window: Window):
     """The window's facts, oldest first, as tuples in _READ's order: a range of the facts'
-    (widget, created_at, chat) index, and nothing else."""
+    (widget, created_at, chat) index; no chat or message row is read."""
     return (
         ChatFacts.objects.filter(widget_id=widget_id, created_at__gte=window.start, created_at__lt=window.end)
         .filter(not_erasing("contact_id"))
