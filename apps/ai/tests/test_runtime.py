@@ -586,8 +586,9 @@ def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_c
 # settings, assistant, operator, credentials,
 # the claim, the history, the typing mark; under the chat's lock: the chat, claim + newer + switch
 # (one read), the chat again and the message, the chat's last message, the outbox row, the chat's
-# statistics facts and its two daily rollups in one statement (apps.stats' handler), the claim's outcome.
-STATEMENTS_PER_ANSWER = 17 if connection.vendor == "postgresql" else 18  # SQLite: the rollups in two
+# statistics facts and its two daily rollups in one statement, the chat's facts' message count
+# (apps.stats' handler), the claim's outcome.
+STATEMENTS_PER_ANSWER = 18 if connection.vendor == "postgresql" else 19  # SQLite: the rollups in two
 
 
 def statements(ctx) -> list[str]:
