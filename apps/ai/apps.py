@@ -14,8 +14,10 @@ class AiConfig(AppConfig):
         outbound.ai_private_hosts()
         from apps.widget import selectors as widget_selectors
 
-        from . import selectors
+        from . import config, selectors
 
+        # Every write to the AI configuration changes its version (the workers' per-process copy).
+        config.connect()
         # The widget app reports `credential_missing` in its translation status through this.
         widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
         # The visitor config's `online` counts the AI as someone who answers (chats sits below).

@@ -19,6 +19,14 @@ from apps.core.models import ApiToken, Widget
 PROVIDERS = ("openai", "anthropic", "gigachat", "openai_compatible")
 
 
+def new_config_version() -> int:
+    """A fresh `AiSettings.config_version`: random rather than counted, so a row that replaces a
+    deleted one (same widget, even the same id) never matches what a process cached for the old one."""
+    import secrets
+
+    return secrets.randbits(62)
+
+
 class AiSettings(models.Model):
     """The widget-wide AI switches (one row per widget, created on first write)."""
 
@@ -40,6 +48,10 @@ class AiSettings(models.Model):
     legacy_greeting = models.TextField(blank=True, default="")
     # {key: {lang: text}}: the owner's phrase overrides (defaults live in apps.ai.phrases).
     phrases = models.JSONField(default=dict, blank=True)
+    # Changes in the transaction of every write to what the AI operator answers with: these settings,
+    # the widget's assistants, AI operators and credentials (apps.ai.config). A worker keeps that
+    # configuration per process and reads only this number per answer.
+    config_version = models.BigIntegerField(default=new_config_version, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

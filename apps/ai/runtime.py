@@ -47,7 +47,7 @@ from apps.chats.models import Chat, Message
 from apps.core import events, metrics
 from apps.core.models import Widget
 
-from . import floors, handoff, pipeline, retrieval, routing, selectors
+from . import config, floors, handoff, pipeline, retrieval, routing, selectors
 from .models import AiSettings, Alert, Assistant, ReplyClaim
 from .providers import ChatMessage, ProviderError, complete
 
@@ -251,7 +251,11 @@ def answer(*, message_id: int) -> str:
     message = (
         Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
         .annotate(
-            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk")))
+            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
+            # The AI configuration's version: the configuration itself comes from the process's copy.
+            ai_config_version=Subquery(
+                AiSettings.objects.filter(widget_id=OuterRef("widget_id")).values("config_version")[:1]
+            ),
         )
         .filter(pk=message_id)
         .first()
@@ -273,14 +277,13 @@ def answer(*, message_id: int) -> str:
         return "person_handles"
     if routing.dispatch_to_external(chat, message):
         return "external"
-    ai_settings = selectors.get_settings(widget)
+    configured = config.answer_config(widget, version=message.ai_config_version)
+    ai_settings = configured.settings
     if not ai_settings.enabled:
         return "disabled"
     if ai_settings.enabled_at is not None and message.created_at < ai_settings.enabled_at:
         return "before_ai"
-    assistant = selectors.effective_assistant(widget)
-    operator = active_operator(widget, assistant) if assistant is not None else None
-    chain = selectors.resolve_chain(widget, operator=operator, assistant=assistant) if operator else []
+    assistant, operator, chain = configured.assistant, configured.operator, configured.chain
     if not chain:
         return "unconfigured"
     claim = _claim(widget=widget, chat=chat, message=message)

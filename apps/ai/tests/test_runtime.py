@@ -588,7 +588,7 @@ def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_c
 # (one read), the chat again and the message, the chat's last message, the outbox row, the chat's
 # statistics facts and its two daily rollups in one statement, the chat's facts' message count
 # (apps.stats' handler), the claim's outcome.
-STATEMENTS_PER_ANSWER = 18 if connection.vendor == "postgresql" else 19  # SQLite: the rollups in two
+STATEMENTS_PER_ANSWER = 14 if connection.vendor == "postgresql" else 15  # SQLite: the rollups in two
 
 
 def statements(ctx) -> list[str]:
@@ -611,6 +611,65 @@ def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history, mon
         assert runtime.answer(message_id=message.pk) == "answered"
     assert len(statements(ctx)) == STATEMENTS_PER_ANSWER, "\n".join(statements(ctx))
     assert Message.objects.filter(chat=message.chat, author_kind="ai").last().body == ANSWER
+
+
+def _switch_off(bot):
+    bot.settings.enabled = False
+    bot.settings.save()
+
+
+def _pause_operator(bot):
+    bot.operator.status = "relaxation"
+    bot.operator.save()
+
+
+def _disable_assistant(bot):
+    bot.assistant.enabled = False
+    bot.assistant.save()
+
+
+def _deactivate_credential(bot):
+    bot.credential.is_active = False
+    bot.credential.save()
+
+
+def _delete_credential(bot):
+    bot.credential.delete()
+
+
+@pytest.mark.parametrize(
+    ("change", "outcome"),
+    [
+        (_switch_off, "disabled"),
+        (_pause_operator, "unconfigured"),
+        (_disable_assistant, "unconfigured"),
+        (_deactivate_credential, "unconfigured"),
+        (_delete_credential, "unconfigured"),
+    ],
+)
+def test_the_next_answer_sees_every_change_to_the_ai_configuration(bot, widget, change, outcome, monkeypatch):
+    """The configuration is kept per process (apps.ai.config) under a version every write changes."""
+    monkeypatch.setattr(routing, "_external", None)
+    first = visitor_writes(widget)
+    assert runtime.answer(message_id=first.pk) == "answered"
+    change(bot)
+    second = chat_services.post_client_message(
+        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
+    )
+    assert runtime.answer(message_id=second.pk) == outcome
+
+
+def test_a_changed_system_prompt_reaches_the_next_answer(bot, widget, monkeypatch):
+    monkeypatch.setattr(routing, "_external", None)
+    first = visitor_writes(widget)
+    assert runtime.answer(message_id=first.pk) == "answered"
+    bot.assistant.system_prompt = "You sell coffee now."
+    bot.assistant.save()
+    second = chat_services.post_client_message(
+        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
+    )
+    assert runtime.answer(message_id=second.pk) == "answered"
+    assert "You sell coffee now." in str(bot.fake.api_requests[-1].json())
 
 
 # --- platform safety floors (apps.ai.floors) -----------------------------------------------------------------
