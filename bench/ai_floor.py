@@ -2,7 +2,7 @@
 (the official OpenAI SDK on the guarded transport, with the budget, the chain walk and the attempt
 records) versus the same completion made directly with the official SDK on its default transport.
 
-The fake OpenAI server (`python -m apps.ai.testing`) runs in a process of its own and answers at
+The fake OpenAI server (`python -m tests.llm_fake`) runs in a process of its own and answers at
 once, so the figures are what each side adds on the client. No database is needed.
 
 1. sequential, sync: `complete()` vs `OpenAI().chat.completions.create()`, p50 and p99 per call.
@@ -16,7 +16,7 @@ machine's noise hits both alike); concurrent runs alternate round by round; each
 over rounds. Prints BENCH lines (target: ratio at most 3).
 
 The ai helper's `bench/ai_test.py` measures the detached test endpoint against the same floor; it can
-reuse `start_fake()` and the `apps.ai.testing` floor helpers.
+reuse `start_fake()` and the `tests.llm_fake` floor helpers.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ SYSTEM = "You are the shop's assistant."
 def start_fake(flavor: str = "openai") -> tuple[subprocess.Popen, dict]:
     """The fake vendor in a process of its own; returns it and its {base_url, api_key, ca_path...}."""
     process = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "apps.ai.testing", "--flavor", flavor],
+        [sys.executable, "-m", "tests.llm_fake", "--flavor", flavor],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -123,7 +123,7 @@ def main() -> int:
         os.environ["REQUESTS_CA_BUNDLE"] = info["ca_path"]
         setup_django()
         from apps.ai.providers import ChatMessage, ProviderConfig, acomplete, complete
-        from apps.ai.testing import asdk_floor_completion, sdk_floor_client, sdk_floor_completion
+        from tests.llm_fake import asdk_floor_completion, sdk_floor_client, sdk_floor_completion
 
         config = ProviderConfig("openai", api_key=info["api_key"], base_url=info["base_url"], credential_id=1)
         messages = [ChatMessage("system", SYSTEM), ChatMessage("user", PROMPT)]

@@ -3,13 +3,13 @@ to the visitor, with a fake provider answering at once, at 1, 20 and 100 concurr
 
 As deployed: the web process under uvicorn (bench.lib.common.Server), the Procfile's worker (celery,
 the same broker), Redis, PostgreSQL, and the OpenAI-format loopback fake in a process of its own
-(`python -m apps.ai.testing`). Each chat is one visitor session of a widget with AI switched on; a
+(`python -m tests.llm_fake`). Each chat is one visitor session of a widget with AI switched on; a
 chat's loop POSTs a message to the visitor API and waits until the AI's answer is committed (the
 moment its websocket push goes out: the push is an on-commit handler), then sends the next. One
 poller thread reads the answers of every waiting chat in one query every POLL_SECONDS.
 
 The floor, measured in the same run at the same concurrency: one provider round trip (the official
-OpenAI SDK straight to the same fake, `apps.ai.testing.sdk_floor_completion`) plus one message
+OpenAI SDK straight to the same fake, `tests.llm_fake.sdk_floor_completion`) plus one message
 insert (a plain INSERT of a message row in its own transaction), at most FLOOR_THREADS at once.
 Targets (issue 50): at 1 chat our p50 at most 100 ms over the floor's p50 (`added<=100`), at 20
 concurrent chats at most 150 ms over it, with no failed request (`added<=150,errors==0`), and at 100
@@ -57,7 +57,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def start_fake() -> tuple[subprocess.Popen, dict]:
     process = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "apps.ai.testing", "--flavor", "openai", "--text", ANSWER],
+        [sys.executable, "-m", "tests.llm_fake", "--flavor", "openai", "--text", ANSWER],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -221,8 +221,8 @@ def floor_level(fake: dict, widget, level: int) -> list[float]:
     """The same number of round trips as `run_level`: an SDK completion plus one message insert."""
     from django.db import connection, transaction
 
-    from apps.ai.testing import sdk_floor_client, sdk_floor_completion
     from apps.chats.models import Chat, Contact, Message
+    from tests.llm_fake import sdk_floor_client, sdk_floor_completion
 
     contact = Contact.objects.create(widget=widget, name="floor")
     chat = Chat.objects.create(widget=widget, contact=contact, channel=f"floor-{uuid.uuid4().hex[:8]}")

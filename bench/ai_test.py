@@ -13,7 +13,7 @@ that answers at once, p50 and p99, against two floors measured in the same run a
   resolution, admission (in-flight slot and start budget in the cache), the idempotency claim
   committed before paid work and its recorded result, the guarded transport and the transformation.
 - the SDK floor (printed for reference, INFO): the same completion made directly with the official
-  OpenAI SDK (apps.ai.testing.sdk_floor_completion), no HTTP request to us at all.
+  OpenAI SDK (tests.llm_fake.sdk_floor_completion), no HTTP request to us at all.
 
 Then concurrency: N detached tests whose provider answers after SLOW_SECONDS run at once (one widget each:
 the spec allows one in flight per widget) while a chat list of another widget is timed; the figure is the
@@ -128,7 +128,7 @@ def main() -> int:
     if problem:
         skipped(NAME, problem)
         return 0
-    from apps.ai.testing import FakeLLM, ca_path, sdk_floor_client, sdk_floor_completion, slow
+    from tests.llm_fake import FakeLLM, ca_path, sdk_floor_client, sdk_floor_completion, slow
 
     os.environ["OUTBOUND_ALLOW_LOOPBACK"] = "1"
     os.environ["REQUESTS_CA_BUNDLE"] = ca_path()

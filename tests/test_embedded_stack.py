@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from apps.ai.testing import FakeLLM, ca_path, server_error
 from tests.live import ROOT, Template, environment, free_port
+from tests.llm_fake import FakeLLM, ca_path, server_error
 
 pytestmark = pytest.mark.embedded
 

@@ -329,7 +329,7 @@ def test_worker_and_beat_log_through_the_scrubbing_json_handler(capsys):
 
 # --- AI provider keys and signing secrets -------------------------------------------------------
 
-from apps.ai.testing import llm_fake  # noqa: E402,F401 (the fixture)
+from tests.llm_fake import llm_fake  # noqa: E402,F401 (the fixture)
 
 
 @pytest.mark.django_db

@@ -353,7 +353,7 @@ async def ai_test(request, assistant_id: int):
     its result, the guarded transport, the transformation."""
     from asgiref.sync import sync_to_async
 
-    from apps.ai.testing import sdk_floor_client
+    from tests.llm_fake import sdk_floor_client
 
     found = await sync_to_async(_ai_floor_lookup)(request.META.get("HTTP_AUTHORIZATION", ""), assistant_id)
     if found is None:

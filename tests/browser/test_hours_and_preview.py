@@ -10,10 +10,10 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from apps.ai.testing import FakeLLM, ca_path, ok
 from tests.browser.conftest import SERVER_ENV, api_client
 from tests.browser.console_pages import WAIT, open_chat, sign_in, start_console_server
 from tests.browser.widget_pages import LAUNCHER, open_widget, send_text, wait_ready
+from tests.llm_fake import FakeLLM, ca_path, ok
 
 pytestmark = pytest.mark.browser
 

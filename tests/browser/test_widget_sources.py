@@ -15,10 +15,10 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from apps.ai.testing import FakeLLM, ca_path
 from tests.browser.conftest import SERVER_ENV, api_client
 from tests.browser.widget_pages import open_widget, send_text
 from tests.live import ROOT, environment
+from tests.llm_fake import FakeLLM, ca_path
 
 pytestmark = pytest.mark.browser
 

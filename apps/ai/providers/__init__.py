@@ -17,7 +17,7 @@ Failures raise `ProviderError` (`kind`, `status`, `retry_after`, `attempts`, `ex
 moves on only after transport errors, timeouts, 429 and 5xx. An answer no reader can use (the wrong
 shape, JSON too deep, a 2xx carrying only an error, a body over the cap once decompressed) is such a
 failure too. See `calls` for the policy, `transport` for the guard and budget, `answers` for reading
-every answer, `drivers` for the SDK wiring, and `apps.ai.testing` for loopback fakes.
+every answer, `drivers` for the SDK wiring, and `tests.llm_fake` for loopback fakes.
 """
 
 from .calls import acomplete as acomplete

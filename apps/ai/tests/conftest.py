@@ -45,4 +45,4 @@ def public_dns(monkeypatch):
     monkeypatch.setattr(outbound.policy, "resolve_host", resolve)
 
 
-from apps.ai.testing import e5, e5_server, llm_fake  # noqa: F401,E402 (the fixtures)
+from tests.llm_fake import e5, e5_server, llm_fake  # noqa: F401,E402 (the fixtures)

@@ -9,7 +9,6 @@ import pytest
 from apps.agents import selectors as agent_selectors
 from apps.ai import assist, errors, handoff, pipeline, runtime
 from apps.ai.models import AiSettings, Alert
-from apps.ai.testing import ok, server_error, slow
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -17,6 +16,7 @@ from apps.chats.tests.factories import ContactFactory
 from apps.kb import hooks as kb_hooks
 from apps.kb import services as kb_services
 from apps.widget.models import WidgetSettings
+from tests.llm_fake import ok, server_error, slow
 
 pytestmark = pytest.mark.django_db
 

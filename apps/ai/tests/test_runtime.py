@@ -15,7 +15,6 @@ from django.utils import timezone
 from apps.agents import selectors as agent_selectors
 from apps.ai import handoff, phrases, pipeline, routing, runtime
 from apps.ai.models import AiSettings, Alert, ReplyClaim
-from apps.ai.testing import ODD_SHAPES, odd_answer, ok, server_error, slow
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -24,6 +23,7 @@ from apps.core import events
 from apps.core.testing.concurrency import race
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.metrics import sample
+from tests.llm_fake import ODD_SHAPES, odd_answer, ok, server_error, slow
 
 pytestmark = pytest.mark.django_db
 

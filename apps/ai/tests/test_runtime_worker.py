@@ -22,11 +22,11 @@ from django.conf import settings as django_settings
 
 from apps.ai import phrases, runtime
 from apps.ai.models import AiSettings, ReplyClaim
-from apps.ai.testing import FakeLLM, ca_path, server_error
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Message
 from apps.chats.tests.factories import ContactFactory
+from tests.llm_fake import FakeLLM, ca_path, server_error
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 

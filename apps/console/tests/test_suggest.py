@@ -6,9 +6,9 @@ import ipaddress
 import pytest
 
 from apps.ai.models import AiSettings
-from apps.ai.testing import llm_fake  # noqa: F401 (the fixture)
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats.models import Message
+from tests.llm_fake import llm_fake  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db
 

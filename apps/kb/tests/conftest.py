@@ -33,4 +33,4 @@ def kb(api):
     return api(["kb:read", "kb:write"])
 
 
-from apps.ai.testing import e5, e5_server, llm_fake  # noqa: F401,E402 (the fixtures)
+from tests.llm_fake import e5, e5_server, llm_fake  # noqa: F401,E402 (the fixtures)

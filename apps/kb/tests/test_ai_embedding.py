@@ -7,10 +7,10 @@ import json
 import pytest
 
 from apps.ai.models import AiSettings
-from apps.ai.testing import EMBEDDING_DIMENSIONS, server_error, unauthorized
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.kb.models import KbChunk
 from apps.kb.tests.conftest import idem
+from tests.llm_fake import EMBEDDING_DIMENSIONS, server_error, unauthorized
 
 pytestmark = pytest.mark.django_db
 RULES = "/api/v1/kb/rules"

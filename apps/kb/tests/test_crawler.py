@@ -13,6 +13,7 @@ from apps.core import events, outbound
 from apps.core.testing.factories import WidgetFactory
 from apps.kb import crawler, services, tasks
 from apps.kb.models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun
+from apps.kb.services import crawls
 from apps.kb.testing import OfflineHooks
 from apps.kb.tests.site import HOST, serve
 
@@ -240,7 +241,7 @@ def bulk_queue(monkeypatch, django_capture_on_commit_callbacks):
     """The crawl tasks sent, in order (a FIFO queue like the broker's); `run_next()` runs the oldest
     as the `bulk` worker would, sending what it sends to the back."""
     sent: deque[tuple] = deque()
-    monkeypatch.setattr(services, "_dispatch_crawl", lambda *args: sent.append(args))
+    monkeypatch.setattr(crawls, "_dispatch_crawl", lambda *args: sent.append(args))
 
     class Queue:
         def put(self, widget, site, **overrides):

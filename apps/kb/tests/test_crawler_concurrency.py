@@ -7,6 +7,7 @@ from apps.core.testing.concurrency import race
 from apps.kb import services
 from apps.kb.errors import CrawlRunning
 from apps.kb.models import KbCrawlConfig, KbCrawlRun
+from apps.kb.services import crawls
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +24,7 @@ CONFIG = {
 @pytest.fixture(autouse=True)
 def no_dispatch(monkeypatch):
     dispatched = []
-    monkeypatch.setattr(services, "_dispatch_crawl", dispatched.append)
+    monkeypatch.setattr(crawls, "_dispatch_crawl", dispatched.append)
     return dispatched
 
 

@@ -9,11 +9,11 @@ import pytest
 from django.utils import timezone
 
 from apps.ai.models import AiSettings
-from apps.ai.testing import llm_fake  # noqa: F401 (the fixture)
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory, DemandSignalFactory
 from apps.chats.models import Chat, Message, Rating
 from apps.chats.tests.factories import ChatFactory, ContactFactory, MessageFactory
 from apps.support.models import SUPPORT_REPLY_ORIGIN
+from tests.llm_fake import llm_fake  # noqa: F401 (the fixture)
 
 _keys = itertools.count()
 

@@ -12,15 +12,15 @@ from django.utils import timezone
 from apps.agents import selectors as agent_selectors
 from apps.ai import runtime
 from apps.ai.models import AiSettings, DemandSignal
-from apps.ai.testing import (
-    llm_fake,  # noqa: F401 (the fixture)
-    ok,
-    server_error,
-)
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.tests.factories import ContactFactory
 from apps.learning import demand, selectors
+from tests.llm_fake import (
+    llm_fake,  # noqa: F401 (the fixture)
+    ok,
+    server_error,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,1 +1,1 @@
-from apps.ai.testing import llm_fake  # noqa: F401 (the fixture)
+from tests.llm_fake import llm_fake  # noqa: F401 (the fixture)

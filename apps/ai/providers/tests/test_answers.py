@@ -1,5 +1,5 @@
 """Odd provider answers are provider failures: every driver, the loopback fakes sending the shapes
-gateways and broken vendors send (apps.ai.testing.odd_answer), bodies decoded by their charset."""
+gateways and broken vendors send (tests.llm_fake.odd_answer), bodies decoded by their charset."""
 
 import asyncio
 import gzip
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from apps.ai.providers import ChatMessage, ProviderError, acomplete, complete, embed
-from apps.ai.testing import FLAVORS, ODD_SHAPES, Reply, odd_answer, ok
+from tests.llm_fake import FLAVORS, ODD_SHAPES, Reply, odd_answer, ok
 
 MESSAGES = [ChatMessage("user", "Hello")]
 # The operations of one call (GigaChat's token exchange is one of its own).

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from apps.ai.providers import ChatMessage, ProviderError, acomplete, complete, embed, transport
-from apps.ai.testing import Reply, bad_request, closed, rate_limited, server_error, slow, trickling, unauthorized
+from tests.llm_fake import Reply, bad_request, closed, rate_limited, server_error, slow, trickling, unauthorized
 
 HI = [ChatMessage("user", "hi")]
 

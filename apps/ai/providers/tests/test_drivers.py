@@ -26,7 +26,7 @@ from apps.ai.providers import (
     synthesize,
     transcribe,
 )
-from apps.ai.testing import hash_embedding, ok, unauthorized
+from tests.llm_fake import hash_embedding, ok, unauthorized
 
 MESSAGES = [
     ChatMessage("system", "You are the shop's assistant."),
@@ -328,7 +328,7 @@ def test_scripted_text_and_a_raw_answer(llm_fake):
         complete([fake.config()], MESSAGES)
     assert (failure.value.kind, failure.value.status) == ("auth", 401)
     body = json.dumps({"choices": []}).encode()
-    from apps.ai.testing import Reply
+    from tests.llm_fake import Reply
 
     fake.script(Reply(200, body=body))
     with pytest.raises(ProviderError) as failure:

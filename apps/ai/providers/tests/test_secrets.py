@@ -11,7 +11,7 @@ import traceback
 import pytest
 
 from apps.ai.providers import PROVIDERS, ChatMessage, ProviderError, acomplete, complete, list_models
-from apps.ai.testing import Reply, closed, server_error
+from tests.llm_fake import Reply, closed, server_error
 
 HI = [ChatMessage("user", "hi")]
 

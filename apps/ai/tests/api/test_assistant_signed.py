@@ -15,11 +15,11 @@ from apps.ai import assistant_api, phrases, selectors
 from apps.ai import services as ai_services
 from apps.ai.apps import _register_signing_binding
 from apps.ai.models import AiSettings
-from apps.ai.testing import ok, server_error
 from apps.ai.tests.factories import AssistantFactory, CredentialFactory
 from apps.core import services as core_services
 from apps.core import signed
 from apps.core.models import SignedNonce
+from tests.llm_fake import ok, server_error
 
 pytestmark = pytest.mark.django_db
 _nonces = itertools.count(1)

@@ -8,12 +8,12 @@ from django.core.cache import cache
 from apps.agents.models import Agent
 from apps.ai import detached
 from apps.ai.models import AiSettings
-from apps.ai.testing import ODD_SHAPES, odd_answer, ok, rate_limited, server_error, slow
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats.models import Chat
 from apps.core.models import IdempotencyKey
 from apps.core.testing.plugin import assert_problem
+from tests.llm_fake import ODD_SHAPES, odd_answer, ok, rate_limited, server_error, slow
 
 pytestmark = pytest.mark.django_db
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from apps.ai.testing import server_error, unauthorized
 from apps.ai.tests.factories import CredentialFactory
 from apps.core.testing.plugin import assert_problem
+from tests.llm_fake import server_error, unauthorized
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,6 @@ the job through the widget-wide credential, and the served config's resolution o
 import pytest
 
 from apps.ai import translations
-from apps.ai.testing import server_error
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import CredentialFactory
 from apps.core.models import IdempotencyKey
@@ -12,6 +11,7 @@ from apps.core.testing.plugin import assert_problem
 from apps.widget import selectors as widget_selectors
 from apps.widget import services as widget_services
 from apps.widget.models import TextTranslation
+from tests.llm_fake import server_error
 
 pytestmark = pytest.mark.django_db
 REGEN = "/api/v1/widget/translations/regenerate"

@@ -6,7 +6,6 @@ import ipaddress
 import pytest
 
 from apps.ai.models import AiSettings, Credential
-from apps.ai.testing import llm_fake, ok, server_error  # noqa: F401, F811 (llm_fake: the fixture)
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -14,6 +13,7 @@ from apps.chats.tests.factories import ContactFactory
 from apps.core.testing.plugin import assert_problem
 from apps.kb import hooks as kb_hooks
 from apps.kb import services as kb_services
+from tests.llm_fake import llm_fake, ok, server_error  # noqa: F401, F811 (llm_fake: the fixture)
 
 pytestmark = pytest.mark.django_db
 

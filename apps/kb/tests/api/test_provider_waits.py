@@ -10,12 +10,12 @@ import time
 import pytest
 from django.core.cache import cache
 
-from apps.ai.testing import unauthorized
 from apps.ai.tests.factories import CredentialFactory
 from apps.core import provider_waits
 from apps.core.testing.factories import WidgetFactory
 from apps.kb.models import KbChunk
 from apps.kb.tests.conftest import idem
+from tests.llm_fake import unauthorized
 
 pytestmark = pytest.mark.django_db
 RULES = "/api/v1/kb/rules"

@@ -7,8 +7,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.core.models import File, IdempotencyKey
 from apps.core.tests import bombs
-from apps.kb import services
+from apps.kb import extract, services
 from apps.kb.models import KbChunk, KbDocument
+from apps.kb.services import uploads
 from apps.kb.testing import OfflineHooks
 from apps.kb.tests.conftest import idem
 from apps.kb.tests.documents import pdf_bytes, samples
@@ -160,7 +161,7 @@ def test_the_same_bytes_twice_is_409(kb, offline, assert_problem):
 
 
 def test_the_document_count_limit(kb, offline, assert_problem, monkeypatch):
-    monkeypatch.setattr(services, "MAX_DOCUMENTS", 2)
+    monkeypatch.setattr(uploads, "MAX_DOCUMENTS", 2)
     upload(kb, "a.txt", b"one")
     upload(kb, "b.txt", b"two")
     body = assert_problem(upload(kb, "c.txt", b"three"), 409, "kb_upload_limit_reached")
@@ -168,7 +169,7 @@ def test_the_document_count_limit(kb, offline, assert_problem, monkeypatch):
 
 
 def test_the_size_limit(kb, offline, assert_problem, monkeypatch):
-    monkeypatch.setattr(services, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(uploads, "MAX_FILE_BYTES", 10)
     assert_problem(upload(kb, "a.txt", b"x" * 11), 422)
     assert not KbDocument.objects.exists()
 
@@ -282,8 +283,8 @@ def test_a_long_ingestion_keeps_its_document_alive_batch_by_batch(kb, offline, m
         swept.append(services.sweep_stale_documents(now=later))
         return real(**kwargs)
 
-    monkeypatch.setattr(services.extract, "text_of", lambda data, fmt: "word " * 20000)
-    monkeypatch.setattr(services, "embed_texts", embed_and_sweep)
+    monkeypatch.setattr(extract, "text_of", lambda data, fmt: "word " * 20000)
+    monkeypatch.setattr(uploads, "embed_texts", embed_and_sweep)
     services.ingest_document(document_id=doc["id"])
     assert len(swept) > 1 and set(swept) == {0}
     assert KbDocument.objects.get(pk=doc["id"]).state == "ready"

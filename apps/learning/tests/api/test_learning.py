@@ -9,12 +9,12 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from apps.ai.models import AiSettings, Assistant
-from apps.ai.testing import ok, server_error
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core.testing.plugin import assert_problem
 from apps.learning import services
 from apps.learning.models import HistoryEntry, PersonaVersion, TuningCycle
 from apps.learning.tests.conftest import PERSONA, PROMPT, PROPOSAL, SUPPORT_SECRET, idem, make_evidence
+from tests.llm_fake import ok, server_error
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/ai/learning"

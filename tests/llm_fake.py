@@ -36,7 +36,7 @@ an `error`, a gzip bomb, an HTML page).
 Also here: `hash_embedding` / `HashEmbedder`, a deterministic offline embedder (the fakes answer
 embeddings with it); `sdk_floor_client` / `sdk_floor_completion` / `asdk_floor_completion`: the same
 completion made directly with the official OpenAI SDK on its default transport, the floor a benchmark
-compares against; and `python -m apps.ai.testing --flavor openai`, a fake in a process of its own.
+compares against; and `python -m tests.llm_fake --flavor openai`, a fake in a process of its own.
 """
 
 from __future__ import annotations
@@ -772,7 +772,7 @@ async def asdk_floor_completion(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m apps.ai.testing [--flavor openai] [--text T] [--delay S]`: one fake in a process of its
+    """`python -m tests.llm_fake [--flavor openai] [--text T] [--delay S]`: one fake in a process of its
     own (its threads off the caller's interpreter lock). Prints one JSON line {flavor, port, origin,
     base_url, api_key, ca_path}, serves until standard input closes, then prints {"requests": n}."""
     import argparse

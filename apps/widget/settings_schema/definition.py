@@ -1,76 +1,26 @@
-"""THE one definition of widget settings (the field kinds are in settings_fields, the vocabulary of
-languages, skins and patterns in settings_vocabulary; both are re-exported here).
-
-Every settings field is declared once below (`FIELDS`), with its JSON type, constraints, defaults
-(legacy and new widgets), PATCH semantics, nullability and read-only flag. Everything else is
-derived from these declarations and nothing else:
-
-- PATCH validation (`parse_patch`, `merge`, `check_merged`),
-- the values `GET /v1/widget/settings` shows (`effective_values`),
-- `GET /v1/widget/settings/schema` (`schema_document`),
-- the OpenAPI components of the settings bodies (`openapi_object`),
-- the public visitor config's settings members (`public_values`).
-
-Conventions every field follows:
-- Types are strict: a JSON integer is never accepted as a string or a float, nor a boolean as 0/1.
-- A key that is not stored takes its render default (`effective_default`); an explicit null on
-  PATCH removes the stored key. The six localization-policy fields refuse null.
-- `pattern` is published as PCRE with delimiters (`/\\A(?:...)\\z/u`); the server matches the same
-  body with Python's `re.fullmatch`. Bodies use only the syntax both engines share.
-- Legacy widgets (created before the cutoff of `apps.widget.services.LEGACY_CUTOFF`) and new widgets
-  differ only in the implicit localization defaults the spec names.
-
-Changing a field (adding, removing, or changing a constraint or default) changes
-`definition_digest()`; a test pins it, so the change must also bump `SCHEMA_VERSION`.
-"""
+"""The one definition of widget settings: every field declared once (`FIELDS`) and the tuples derived
+from it."""
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-from typing import Any
-
-from .settings_fields import CLEAR as CLEAR
-from .settings_fields import INVALID as INVALID
-from .settings_fields import BooleanField as BooleanField
-from .settings_fields import ChoiceField as ChoiceField
-from .settings_fields import ChoiceListField as ChoiceListField
-from .settings_fields import ColorField as ColorField
-from .settings_fields import Context as Context
-from .settings_fields import DeviceProfilesField as DeviceProfilesField
-from .settings_fields import Field as Field
-from .settings_fields import IconField as IconField
-from .settings_fields import IntegerChoiceField as IntegerChoiceField
-from .settings_fields import IntegerField as IntegerField
-from .settings_fields import Invalid as Invalid
-from .settings_fields import LanguageTextsField as LanguageTextsField
-from .settings_fields import ReadOnlyField as ReadOnlyField
-from .settings_fields import StringField as StringField
-from .settings_fields import TextField as TextField
-from .settings_fields import TranslationsField as TranslationsField
-from .settings_fields import UrlField as UrlField
-from .settings_fields import pcre as pcre
-from .settings_vocabulary import COLOR as COLOR
-from .settings_vocabulary import CUSTOM_ICON_BODY as CUSTOM_ICON_BODY
-from .settings_vocabulary import DEFAULT_LANGUAGE_CHOICES as DEFAULT_LANGUAGE_CHOICES
-from .settings_vocabulary import DEVICES as DEVICES
-from .settings_vocabulary import GENERATIONS as GENERATIONS
-from .settings_vocabulary import HTTPS_URL as HTTPS_URL
-from .settings_vocabulary import ICON_PRESET_IDS as ICON_PRESET_IDS
-from .settings_vocabulary import ICON_PRESETS as ICON_PRESETS
-from .settings_vocabulary import ICONS_URL as ICONS_URL
-from .settings_vocabulary import LANGUAGE_URL as LANGUAGE_URL
-from .settings_vocabulary import LANGUAGES as LANGUAGES
-from .settings_vocabulary import MULTI_LINE_TEXT as MULTI_LINE_TEXT
-from .settings_vocabulary import NOT_SETTINGS as NOT_SETTINGS
-from .settings_vocabulary import SCHEMA_VERSION as SCHEMA_VERSION
-from .settings_vocabulary import SINGLE_LINE_TEXT as SINGLE_LINE_TEXT
-from .settings_vocabulary import SKIN_IDS as SKIN_IDS
-from .settings_vocabulary import SKINS as SKINS
-from .settings_vocabulary import SKINS_URL as SKINS_URL
-from .settings_vocabulary import TRANSLATABLE as TRANSLATABLE
-from .settings_vocabulary import Skin as Skin
+from ..settings_fields import (
+    BooleanField,
+    ChoiceField,
+    ChoiceListField,
+    ColorField,
+    Context,
+    DeviceProfilesField,
+    Field,
+    IconField,
+    IntegerChoiceField,
+    IntegerField,
+    LanguageTextsField,
+    ReadOnlyField,
+    TextField,
+    TranslationsField,
+    UrlField,
+)
+from ..settings_vocabulary import DEFAULT_LANGUAGE_CHOICES, ICONS_URL, LANGUAGE_URL, LANGUAGES, SKIN_IDS, SKINS_URL
 
 # --- the definition ---------------------------------------------------------------------------------------
 
@@ -489,130 +439,3 @@ assert set(READ_ONLY) == {
     "widget_translation_status",
     "updated_at",
 }
-
-
-# --- the operations derived from the definition -----------------------------------------------------------
-
-
-def parse_patch(body: Any, ctx: Context) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """Validate a PATCH body field by field. Returns (delta, errors): `delta` maps names to canonical
-    values, CLEAR (explicit null), or a device-profiles delta. Nothing is dropped: every member is
-    either in `delta` or named in `errors`."""
-    if not isinstance(body, dict):
-        return {}, {"body": ["Expected a JSON object of settings fields."]}
-    errors: dict[str, list[str]] = {}
-    delta: dict[str, Any] = {}
-    for name, value in body.items():
-        definition = FIELDS.get(name)
-        if definition is None:
-            errors[name] = [NOT_SETTINGS.get(name, "Unknown field; GET /v1/widget/settings/schema lists every field.")]
-        elif definition.read_only:
-            errors[name] = ["Read-only field; it cannot be written."]
-        else:
-            parsed = definition.parse(value, ctx, name, errors)
-            if parsed is not INVALID:
-                delta[name] = parsed
-    return delta, errors
-
-
-def merge(stored: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    """The stored keys after applying `delta` (a copy; `stored` is not changed)."""
-    result = copy.deepcopy(stored)
-    for name, value in delta.items():
-        if name == "device_profiles":
-            value = DeviceProfilesField.merge(result.get(name), value)
-        if value is CLEAR:
-            result.pop(name, None)
-        else:
-            result[name] = copy.deepcopy(value)
-    return result
-
-
-def check_merged(values: dict[str, Any], ctx: Context, *, delta: dict[str, Any]) -> dict[str, list[str]]:
-    """Rules across fields, on the merged stored keys: the matrix may name enabled locales only."""
-    errors: dict[str, list[str]] = {}
-    effective = effective_values(values, ctx)
-    enabled = set(effective["widget_supported_languages"])
-    outside = [loc for loc in effective["widget_text_translations"] if loc not in enabled]
-    if not outside:
-        return errors
-    if "widget_text_translations" in delta:
-        for locale in outside:
-            errors[f"widget_text_translations.{locale}"] = [
-                "Not an enabled locale; add it to widget_supported_languages first (or in the same PATCH)."
-            ]
-    else:
-        errors["widget_supported_languages"] = [
-            f"The translation matrix has texts for {', '.join(outside)}; keep these locales enabled or replace "
-            "widget_text_translations in the same PATCH."
-        ]
-    return errors
-
-
-def effective_values(stored: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """Every writable field: its stored value, else its effective default."""
-    return {
-        name: copy.deepcopy(stored[name]) if name in stored else FIELDS[name].effective_default(ctx)
-        for name in WRITABLE
-    }
-
-
-def revision_changed(before: dict[str, Any], after: dict[str, Any], ctx: Context) -> bool:
-    old, new = effective_values(before, ctx), effective_values(after, ctx)
-    return any(old[name] != new[name] for name in REVISION_FIELDS)
-
-
-def active_profiles(profiles: dict[str, Any]) -> dict[str, Any]:
-    """Device profiles as rendered: disabled profiles (`enabled: false`) fall back to the base settings."""
-    return {
-        device: {k: v for k, v in overrides.items() if k != "enabled"}
-        for device, overrides in profiles.items()
-        if overrides.get("enabled", True)
-    }
-
-
-def public_values(stored: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """The `public` fields as the visitor widget renders them."""
-    effective = effective_values(stored, ctx)
-    out = {name: effective[name] for name in WRITABLE if FIELDS[name].public}
-    if out.get("widget_skin") not in ctx.available_skins:  # a premium skin after a plan downgrade
-        out["widget_skin"] = FIELDS["widget_skin"].effective_default(ctx)
-    out["device_profiles"] = active_profiles(effective["device_profiles"])
-    return out
-
-
-def schema_document(ctx: Context) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "fields": {name: f.describe(ctx) for name, f in FIELDS.items()}}
-
-
-def openapi_object(*, write: bool) -> dict[str, Any]:
-    """JSON Schema of the settings object: as read (every field, read-only members marked) or as a
-    PATCH body (writable fields only, all optional, null where it clears, nothing else accepted)."""
-    fields = [f for f in _DEFINITION if write is False or not f.read_only]
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {f.name: f.openapi(write=write) for f in fields},
-        "additionalProperties": False,
-    }
-    if not write:
-        schema["required"] = [f.name for f in fields]
-        schema["description"] = (
-            "Every settings field with its effective value (the stored value, else the render default). "
-            "GET /v1/widget/settings/schema describes each field."
-        )
-    else:
-        schema["description"] = (
-            "Any subset of the writable settings fields. Merge-safe: fields not sent keep their stored values. "
-            "An explicit null removes the stored key (the render default applies); the six localization-policy "
-            "fields refuse null. `device_profiles` merges deeply; `widget_text_translations` replaces the whole "
-            "matrix. Unknown and read-only members are refused with 422 naming them."
-        )
-    return schema
-
-
-def definition_digest() -> str:
-    """A digest of the widget-independent definition (what `SCHEMA_VERSION` versions)."""
-    ctx = Context()
-    described = {name: f.describe(ctx) for name, f in FIELDS.items()}
-    raw = json.dumps(described, sort_keys=True, ensure_ascii=True, default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()
