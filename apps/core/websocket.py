@@ -24,10 +24,10 @@ layer refusing) or hangs past CLEANUP_STEP_SECONDS is logged and the next one ru
 
 SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
 across processes: each socket leases one of `limit` slots in the default cache (Redis with
-REDIS_URL, on the process's shared connection pool; else the embedded file cache), refreshes the
-lease while it is open and frees it when it closes. The refresh stops as the way out begins, so a
-lease that could not be freed (Redis down at that moment), or whose process died, lapses within
-SLOT_TTL.
+REDIS_URL, on the process's shared connection pool; else the embedded file cache) and frees it when
+it closes; while it is open, the process's one refresher renews the leases of all its sockets in one
+batch. The renewal stops as the way out begins, so a lease that could not be freed (Redis down at
+that moment), or whose process died, lapses within SLOT_TTL.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from asgiref.sync import sync_to_async
 from channels.db import aclose_old_connections
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from django.core.cache import cache
 
 from apps.core import metrics, realtime
@@ -78,73 +79,123 @@ def header(scope, name: bytes) -> str | None:
 
 
 class SocketSlots:
-    """The slots one socket holds (see the module docstring). Use `take` for each cap, `hold` once
-    all are taken, `release` when the socket closes."""
+    """The slots one socket holds (see the module docstring). Use `take` for the caps, `hold` once
+    they are taken, `release` when the socket closes."""
 
     def __init__(self) -> None:
         self.holder = uuid.uuid4().hex
         self.keys: list[str] = []
-        self._refresher: asyncio.Task | None = None
 
-    async def take(self, kind: str, key: str, limit: int) -> bool:
-        """Lease one of `limit` slots of `kind:key` (limit <= 0: no cap). False when all are held."""
-        if limit <= 0:
+    async def take(self, *caps: tuple[str, str, int]) -> bool:
+        """Lease one of `limit` slots of each `(kind, key, limit)` (limit <= 0: no cap), all in one
+        hop to a thread; False, holding none of them, when one cap has every slot held."""
+        wanted = [[f"ws-slot:{kind}:{key}:{n}" for n in range(limit)] for kind, key, limit in caps if limit > 0]
+        if not wanted:
             return True
-        slot = await sync_to_async(self._claim)([f"ws-slot:{kind}:{key}:{n}" for n in range(limit)])
-        if slot is None:
+        # Not on the one thread every thread-sensitive call shares: connects run side by side.
+        slots = await sync_to_async(self._claim_all, thread_sensitive=False)(wanted)
+        if slots is None:
             return False
-        self.keys.append(slot)
+        self.keys.extend(slots)
         return True
 
+    def _claim_all(self, wanted: list[list[str]]) -> list[str] | None:
+        taken: list[str] = []
+        for keys in wanted:
+            slot = self._claim(keys)
+            if slot is None:
+                self._free(taken)
+                return None
+            taken.append(slot)
+        return taken
+
     def _claim(self, keys: list[str]) -> str | None:
+        # add() is the claim: atomic on Redis (SET NX); the file cache of the embedded default
+        # creates the key's file exclusively. A key holds few sockets at once, so one slot at random
+        # is nearly always free: one call. Only when it is not are the held ones read and the free
+        # ones tried, in random order, so sockets of one key connecting together do not all race for
+        # the same first free slot.
+        first = random.choice(keys)
+        if cache.add(first, self.holder, timeout=SLOT_TTL):
+            return first
         held = cache.get_many(keys)
-        free = [slot for slot in keys if slot not in held]
-        # In random order: sockets of one key connecting together would otherwise all race for the
-        # same first free slot and try the free ones one by one.
+        free = [slot for slot in keys if slot not in held and slot != first]
         random.shuffle(free)
         for slot in free:
-            # add() is the claim: atomic on Redis (SET NX); on the file cache, the one web process of
-            # the embedded default runs these calls on its one sync thread.
             if cache.add(slot, self.holder, timeout=SLOT_TTL):
                 return slot
         return None
 
     def hold(self) -> None:
-        """Keep the leases alive while the socket is open."""
-        if self.keys and self._refresher is None:
-            self._refresher = asyncio.create_task(self._refresh())
-
-    async def _refresh(self) -> None:
-        await asyncio.sleep(random.uniform(0, SLOT_REFRESH))
-        while True:
-            try:
-                await sync_to_async(self._touch)(list(self.keys))
-            except Exception:  # the cache blinked: the next round retries before the expiry
-                logger.warning("socket slot refresh failed", exc_info=True)
-            await asyncio.sleep(SLOT_REFRESH)
-
-    @staticmethod
-    def _touch(keys: list[str]) -> None:
-        for slot in keys:
-            cache.touch(slot, SLOT_TTL)
+        """Keep the leases alive while the socket is open (the process's one refresher)."""
+        if self.keys:
+            _refresher.add(self)
 
     def stop(self) -> None:
         """Stop refreshing the leases (they lapse within SLOT_TTL unless released)."""
-        if self._refresher is not None:
-            self._refresher.cancel()
-            self._refresher = None
+        _refresher.discard(self)
 
     async def release(self) -> None:
         """Free every lease this socket holds; one that cannot be freed now lapses on its own."""
         self.stop()
         keys, self.keys = self.keys, []
         if keys:
-            await sync_to_async(self._free)(keys)
+            await sync_to_async(self._free, thread_sensitive=False)(keys)
 
     def _free(self, keys: list[str]) -> None:
+        if not keys:
+            return
         held = cache.get_many(keys)
         # A lease that lapsed may be another socket's now: only this socket's own are deleted.
         cache.delete_many([slot for slot in keys if held.get(slot) == self.holder])
+
+
+class _SlotRefresher:
+    """One task per event loop renews the leases of every open socket every SLOT_REFRESH seconds, in
+    one batch: an idle socket holds no task or timer of its own, and the renewals of all sockets
+    cost one Redis round trip (a pipeline of EXPIREs) instead of a thread hop each."""
+
+    def __init__(self) -> None:
+        self.holders: set[SocketSlots] = set()
+        self._task: asyncio.Task | None = None
+
+    def add(self, slots: SocketSlots) -> None:
+        self.holders.add(slots)
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = loop.create_task(self._run())
+
+    def discard(self, slots: SocketSlots) -> None:
+        self.holders.discard(slots)
+
+    async def _run(self) -> None:
+        while self.holders:
+            await asyncio.sleep(SLOT_REFRESH)
+            keys = [key for slots in list(self.holders) for key in slots.keys]
+            if not keys:
+                continue
+            try:
+                await sync_to_async(_touch, thread_sensitive=False)(keys)
+            except Exception:  # the cache blinked: the next round retries before the expiry
+                logger.warning("socket slot refresh failed", exc_info=True)
+
+
+def _touch(keys: list[str]) -> None:
+    if settings.REDIS_URL:
+        from apps.core.redis_pool import shared_client
+
+        # The cache API renews one key per call; on Redis the renewals go in one pipeline, under the
+        # keys the cache gave them.
+        pipe = shared_client(settings.REDIS_URL).pipeline(transaction=False)
+        for key in keys:
+            pipe.expire(cache.make_key(key), SLOT_TTL)
+        pipe.execute()
+        return
+    for key in keys:
+        cache.touch(key, SLOT_TTL)
+
+
+_refresher = _SlotRefresher()
 
 
 class FramedJsonConsumer(AsyncJsonWebsocketConsumer):

@@ -2,8 +2,9 @@
 config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
 pushes that apps.chats.realtime sends after commit really go out."""
 
-import asyncio
 import json
+import threading
+from unittest import mock
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -15,6 +16,7 @@ from apps.chats.models import Chat, Message
 from apps.chats.realtime import widget_group
 from apps.chats.tests.factories import AgentFactory
 from apps.chats.visitor import services as visitor_services
+from apps.core import websocket as core_websocket
 from apps.core.testing.metrics import sample
 from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
@@ -518,7 +520,8 @@ def test_a_cleanup_step_that_fails_still_frees_the_sockets_slots(widget, visitor
     monkeypatch.setattr(InMemoryChannelLayer, "group_discard", failing_discard)
 
     def refreshers() -> list:
-        return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "SocketSlots._refresh"]
+        """The open sockets whose slots the process's refresher renews."""
+        return list(core_websocket._refresher.holders)
 
     async def scenario():
         socket, code = await open_or_code(path(widget, token))
@@ -566,5 +569,78 @@ def test_open_visitor_sockets_are_counted_in_the_metrics(widget, visitor):
         assert await read() == before + 1
         await socket.disconnect()
         assert await read() == before
+
+    run(scenario)
+
+
+# --- the cost of a connect ---------------------------------------------------------------------------
+
+
+class RoundTrips:
+    """Counts the database statements and cache calls made while the block runs, on every thread."""
+
+    CACHE_CALLS = ("get", "get_many", "add", "set", "set_many", "touch", "delete", "delete_many", "has_key", "incr")
+
+    def __init__(self):
+        self.queries: list[str] = []
+        self.cache_calls: list[str] = []
+        self._depth = threading.local()
+
+    def __enter__(self):
+        from django.core.cache import caches
+        from django.db.backends import utils
+
+        self._patches = []
+        original_execute = utils.CursorWrapper.execute
+
+        def execute(cursor, sql, params=None):
+            self.queries.append(sql)
+            return original_execute(cursor, sql, params)
+
+        self._patches.append(mock.patch.object(utils.CursorWrapper, "execute", execute))
+        backend = type(caches["default"])
+        for name in self.CACHE_CALLS:
+            original = getattr(backend, name)
+
+            def counted(this, *args, _name=name, _original=original, **kwargs):
+                # the calls a backend makes to itself (the file cache's add is has_key and set) are
+                # part of the caller's one call
+                depth = getattr(self._depth, "n", 0)
+                if not depth:
+                    self.cache_calls.append(_name)
+                self._depth.n = depth + 1
+                try:
+                    return _original(this, *args, **kwargs)
+                finally:
+                    self._depth.n = depth
+
+            self._patches.append(mock.patch.object(backend, name, counted))
+        for patch in self._patches:
+            patch.start()
+        return self
+
+    def __exit__(self, *exc):
+        for patch in reversed(self._patches):
+            patch.stop()
+
+
+@pytest.mark.parametrize("has_room", [True, False])
+def test_a_connect_reads_the_session_and_takes_its_slots_in_a_few_round_trips(widget, visitor, has_room):
+    # given a visitor whose session was just used (nothing to touch), with or without a room
+    contact, token = visitor
+    if has_room:
+        visitor_says(widget, contact)
+
+    async def scenario():
+        # when its socket connects, up to the first frame it answers
+        with RoundTrips() as counted:
+            socket = await open_socket(path(widget, token))
+            await socket.send_json_to({"type": "ping"})
+            assert (await socket.receive_json_from(timeout=TIMEOUT))["event"] == "pong"
+        await socket.disconnect()
+        # then one statement finds the widget, session, contact and room (a second looks again for a
+        # room made meanwhile, when there was none), and one cache call leases each of its two slots
+        assert len(counted.queries) == (1 if has_room else 2), counted.queries
+        assert counted.cache_calls == ["add", "add"]
 
     run(scenario)

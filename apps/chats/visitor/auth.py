@@ -117,10 +117,15 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
     if not found:
         return None
     session = found[0]
+    note_seen(session, now)
+    return session
+
+
+def note_seen(session: VisitorSession, now) -> None:
+    """Touch `last_seen_at` of a session just found, at most once per LAST_SEEN_RESOLUTION."""
     if session.last_seen_at < now - LAST_SEEN_RESOLUTION:
         VisitorSession.objects.filter(pk=session.pk).update(last_seen_at=now)
         session.last_seen_at = now
-    return session
 
 
 def idle_cutoff(now=None):

@@ -17,18 +17,23 @@ visitor-visible frames only) and the contact's own notice group. Frame limits: a
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db.models import F, OuterRef, Subquery
+from django.utils import timezone
 
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
 from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, header, query_params
 
+from ..models import Chat, VisitorSession
 from ..payloads import visitor_message_frame
+from ..services import WIDGET_CHANNEL
 from . import auth, services
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
@@ -42,15 +47,40 @@ DRAFT_CLOCK = time.monotonic
 
 
 def _open(button_guid: str, token: str):
-    """(close code, None) or (None, (widget, contact, session id))."""
+    """(close code, None) or (None, (widget, contact, session id, room id or None)): on the way in,
+    one statement finds the session of the token bound to the widget of the path, with its contact,
+    its widget and the contact's room. Only a refusal reads the widget again, to tell an unknown
+    widget (4404) from an unknown session (4401)."""
+    found = None
     try:
-        widget = auth.resolve_widget(button_guid)
+        token_hash = auth.hash_token(auth.token_from_header(f"Visitor {token}"))
     except AppError:
-        return CLOSE_NOT_FOUND, None
-    session = auth.find_session(widget=widget, token=token)
-    if session is None:
+        token_hash = None
+    if token_hash is not None:
+        now = timezone.now()
+        room = Chat.objects.filter(
+            widget_id=OuterRef("widget_id"), contact_id=OuterRef("contact_id"), channel=WIDGET_CHANNEL
+        ).order_by("pk")
+        found = (
+            VisitorSession.objects.select_related("contact", "widget")
+            .filter(
+                token_hash=token_hash,
+                widget__button_guid=button_guid,
+                contact__widget_id=F("widget_id"),
+                last_seen_at__gte=auth.idle_cutoff(now),
+            )
+            .annotate(room_id=Subquery(room.values("pk")[:1]))
+            .order_by("pk")
+            .first()
+        )
+    if found is None:
+        try:
+            auth.resolve_widget(button_guid)
+        except AppError:
+            return CLOSE_NOT_FOUND, None
         return CLOSE_UNAUTHORIZED, None
-    return None, (widget, session.contact, session.pk)
+    auth.note_seen(found, now)
+    return None, (found.widget, found.contact, found.pk, found.room_id)
 
 
 class VisitorConsumer(FramedJsonConsumer):
@@ -65,7 +95,11 @@ class VisitorConsumer(FramedJsonConsumer):
 
         params = query_params(self.scope)
         button_guid = self.scope["url_route"]["kwargs"].get("button_guid", "")
-        code, opened = await database_sync_to_async(_open)(button_guid, params.get("session", ""))
+        # Not on the one thread every thread-sensitive call shares: connects run side by side, each
+        # on a pooled connection of its own.
+        code, opened = await database_sync_to_async(_open, thread_sensitive=False)(
+            button_guid, params.get("session", "")
+        )
         since = params.get("since")
         if code is None and since is not None:
             try:
@@ -80,24 +114,35 @@ class VisitorConsumer(FramedJsonConsumer):
         if code is not None:
             await self.close(code=code)
             return
-        self.widget, self.contact, _ = opened
+        self.widget, self.contact, _, room_id = opened
 
-        # The notice group first: a room made from now on is announced to this socket.
-        await self._join(services.contact_group(self.contact.guid))
-        chat = await database_sync_to_async(services.get_room)(widget=self.widget, contact=self.contact)
+        notices = services.contact_group(self.contact.guid)
+        if room_id is not None:
+            self.chat_id = room_id
+            await asyncio.gather(self._join(notices), self._join(chat_group(room_id)))
+            if since is not None:
+                await self._replay(room_id)
+            return
+        # The notice group first: a room made from now on is announced to this socket; one made since
+        # the look-up above is found by the second look, and is new: what it holds is sent (its
+        # first messages may have been pushed before this socket joined it).
+        await self._join(notices)
+        chat = await database_sync_to_async(services.get_room, thread_sensitive=False)(
+            widget=self.widget, contact=self.contact
+        )
         if chat is not None:
-            await self._enter_room(chat.pk, replay=since is not None)
+            await self._enter_room(chat.pk, replay=True)
 
     async def _take_slots(self, session_id: int) -> bool:
         """One slot of the session's and one of the client address's (the address as the visitor API
         reads it: TRUSTED_PROXY_HOPS applies); FramedJsonConsumer frees them on the way out."""
         client = self.scope.get("client") or (None, None)
         address = auth.address_from(client[0], header(self.scope, b"x-forwarded-for"))
-        taken = await self.slots.take("visitor-session", str(session_id), SOCKETS_PER_SESSION) and (
-            await self.slots.take("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS)
+        taken = await self.slots.take(
+            ("visitor-session", str(session_id), SOCKETS_PER_SESSION),
+            ("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS),
         )
         if not taken:
-            await self.slots.release()
             return False
         self.slots.hold()
         return True
@@ -124,8 +169,11 @@ class VisitorConsumer(FramedJsonConsumer):
     async def _enter_room(self, chat_id: int, *, replay: bool) -> None:
         self.chat_id = chat_id
         await self._join(chat_group(chat_id))
-        if not replay:
-            return
+        if replay:
+            await self._replay(chat_id)
+
+    async def _replay(self, chat_id: int) -> None:
+        """Send the room's messages after the cursor, oldest first."""
         after = self.cursor
         while True:
             batch = await database_sync_to_async(services.list_visible_messages)(

@@ -2,12 +2,22 @@
 
 import asyncio
 import json
+import threading
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
 from asgiref.testing import ApplicationCommunicator
+from django.db import connections
 
 __all__ = ["WebsocketCommunicator"]
+
+
+def _close_off_the_test_thread() -> None:
+    """The test's own thread keeps its connection (the test's transaction lives on it); a consumer's
+    call on a pool thread (thread_sensitive=False) closes its own, as in production, so no
+    connection outlives the test and the test database can be dropped."""
+    if threading.current_thread() is not threading.main_thread():
+        connections.close_all()
 
 
 class WebsocketCommunicator(ApplicationCommunicator):
@@ -48,11 +58,11 @@ class WebsocketCommunicator(ApplicationCommunicator):
                 await asyncio.sleep(0.01)
 
     async def send_input(self, message):
-        with mock.patch("channels.db.close_old_connections", lambda: None):
+        with mock.patch("channels.db.close_old_connections", _close_off_the_test_thread):
             return await super().send_input(message)
 
     async def receive_output(self, timeout=1):
-        with mock.patch("channels.db.close_old_connections", lambda: None):
+        with mock.patch("channels.db.close_old_connections", _close_off_the_test_thread):
             return await super().receive_output(timeout)
 
     async def connect(self, timeout=1):
