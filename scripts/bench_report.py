@@ -59,7 +59,10 @@ WHAT = {
     "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
     "message_send": "an operator's message through the API against the same service call",
+    "relay": "a frame a worker pushes until the visitor's socket receives it, on the embedded default",
     "search": "chat search by message text",
+    "sockets": "visitor sockets on one web process with Redis (opens, idle memory and CPU, pushed replies) "
+    "against a bare websocket server under the same server",
     "stats": "statistics reads against direct SQL over the base tables",
     "support_reply": "a support agent's reply against an operator's reply",
     "transcript": "a chat transcript against PostgreSQL's COPY",
