@@ -23,17 +23,13 @@ from collections import deque
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db.models import F, OuterRef, Subquery
-from django.utils import timezone
 
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
 from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, header, query_params
 
-from ..models import Chat, VisitorSession
 from ..payloads import visitor_message_frame
-from ..services import WIDGET_CHANNEL
 from . import auth, services
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
@@ -47,39 +43,15 @@ DRAFT_CLOCK = time.monotonic
 
 
 def _open(button_guid: str, token: str):
-    """(close code, None) or (None, (widget, contact, session id, room id or None)): on the way in,
-    one statement finds the session of the token bound to the widget of the path, with its contact,
-    its widget and the contact's room. Only a refusal reads the widget again, to tell an unknown
-    widget (4404) from an unknown session (4401)."""
-    found = None
-    try:
-        token_hash = auth.hash_token(auth.token_from_header(f"Visitor {token}"))
-    except AppError:
-        token_hash = None
-    if token_hash is not None:
-        now = timezone.now()
-        room = Chat.objects.filter(
-            widget_id=OuterRef("widget_id"), contact_id=OuterRef("contact_id"), channel=WIDGET_CHANNEL
-        ).order_by("pk")
-        found = (
-            VisitorSession.objects.select_related("contact", "widget")
-            .filter(
-                token_hash=token_hash,
-                widget__button_guid=button_guid,
-                contact__widget_id=F("widget_id"),
-                last_seen_at__gte=auth.idle_cutoff(now),
-            )
-            .annotate(room_id=Subquery(room.values("pk")[:1]))
-            .order_by("pk")
-            .first()
-        )
+    """(close code, None) or (None, (widget, contact, session id, room id or None)). Only a refusal
+    reads the widget again, to tell an unknown widget (4404) from an unknown session (4401)."""
+    found = auth.find_socket_session(button_guid=button_guid, token=token)
     if found is None:
         try:
             auth.resolve_widget(button_guid)
         except AppError:
             return CLOSE_NOT_FOUND, None
         return CLOSE_UNAUTHORIZED, None
-    auth.note_seen(found, now)
     return None, (found.widget, found.contact, found.pk, found.room_id)
 
 
@@ -126,10 +98,11 @@ class VisitorConsumer(FramedJsonConsumer):
         # The notice group first: a room made from now on is announced to this socket; one made since
         # the look-up above is found by the second look, and is new: what it holds is sent (its
         # first messages may have been pushed before this socket joined it).
+        # On the shared thread, unlike the look-up above (a connect without a room is the rarer one):
+        # it races the room's first write, and SQLite's shared in-memory database (the embedded
+        # default's tests) fails a read from another thread during a write instead of waiting.
         await self._join(notices)
-        chat = await database_sync_to_async(services.get_room, thread_sensitive=False)(
-            widget=self.widget, contact=self.contact
-        )
+        chat = await database_sync_to_async(services.get_room)(widget=self.widget, contact=self.contact)
         if chat is not None:
             await self._enter_room(chat.pk, replay=True)
 
