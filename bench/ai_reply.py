@@ -111,8 +111,8 @@ def seed(fake: dict):
     from apps.agents import services as agent_services
     from apps.agents.models import Agent
     from apps.ai.models import AiSettings, Assistant, Credential
+    from apps.core.crypto import encrypt_secret
     from apps.core.testing.factories import WidgetFactory
-    from apps.webhooks.services import encrypt_secret
 
     tag = uuid.uuid4().hex[:12]
     widget = WidgetFactory(name=f"bench-ai-reply-{tag}", api_enabled=True, account__user__username=f"bench-ai-{tag}")

@@ -59,8 +59,8 @@ def seed(count: int, fake) -> list[dict]:
     from apps.agents.models import Agent
     from apps.ai.models import Assistant, Credential
     from apps.core import services as core_services
+    from apps.core.crypto import encrypt_secret
     from apps.core.testing.factories import WidgetFactory
-    from apps.webhooks.services import encrypt_secret
 
     out = []
     for _ in range(count):

@@ -30,6 +30,8 @@ import uuid
 from itertools import count
 from pathlib import Path
 
+from apps.core import crypto
+
 # Run as `python bench/channels.py`, this file's folder comes first on sys.path and its name would
 # hide the `channels` package (Django Channels): the folder goes, the project root comes in.
 _HERE = Path(__file__).resolve().parent
@@ -61,15 +63,14 @@ def start_fake() -> tuple[subprocess.Popen, str, str]:
 def connect_telegram(widget) -> tuple[str, str]:
     """A stored Telegram connection as PUT leaves it (token and hook secret encrypted)."""
     from apps.channels.models import MessengerConnection
-    from apps.webhooks import services as webhooks
 
     hook_id, secret = secrets.token_urlsafe(24), secrets.token_hex(32)
     MessengerConnection.objects.create(
         widget=widget,
         provider="tg",
         hook_id=hook_id,
-        token_encrypted=webhooks.encrypt_secret(TOKEN),
-        hook_secret_encrypted=webhooks.encrypt_secret(secret),
+        token_encrypted=crypto.encrypt_secret(TOKEN),
+        hook_secret_encrypted=crypto.encrypt_secret(secret),
         webhook_status="registered",
         inbound_live=True,
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from apps.agents.models import Agent
+from apps.core.crypto import decrypt_secret
 from apps.core.models import Widget
-from apps.webhooks.services import decrypt_secret
 
 from . import phrases
 from .models import AiSettings, Assistant, Credential, IntegrationBinding

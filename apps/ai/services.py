@@ -18,10 +18,10 @@ from apps.agents import services as agent_services
 from apps.agents.models import Agent
 from apps.audit import services as audit
 from apps.core import events, outbound
+from apps.core.crypto import encrypt_secret
 from apps.core.errors import AppError, MissingScope, ValidationFailed
 from apps.core.models import ApiToken, Widget
 from apps.core.ratelimit import Budget
-from apps.webhooks.services import encrypt_secret
 
 from . import marketplace, phrases, selectors
 from .models import PROVIDERS, AiSettings, Alert, Assistant, Credential, IntegrationBinding

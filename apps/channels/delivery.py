@@ -21,7 +21,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import metrics, outbound
+from apps.core import crypto, metrics, outbound
 from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
@@ -149,7 +149,7 @@ class Credentials:
         key = (widget_id, community_id)
         if key not in self._vk:
             community = VkCommunity.objects.filter(widget_id=widget_id, community_id=community_id).first()
-            self._vk[key] = webhooks.decrypt_secret(community.token_encrypted) if community is not None else None
+            self._vk[key] = crypto.decrypt_secret(community.token_encrypted) if community is not None else None
         return self._vk[key]
 
 
@@ -217,7 +217,7 @@ def _build(delivery: OutboundDelivery, creds: Credentials) -> Request:
     channel = delivery.custom_channel
     if channel is None or not channel.is_active:
         raise PermanentFailure("channel_inactive")
-    secret = webhooks.decrypt_secret(channel.secret_encrypted)
+    secret = crypto.decrypt_secret(channel.secret_encrypted)
     if secret is None:
         raise PermanentFailure("missing_secret")
     return signed_request(

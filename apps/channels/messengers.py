@@ -29,7 +29,7 @@ from django.utils import timezone
 from apps.billing import selectors as billing
 from apps.chats import services as chat_services
 from apps.chats.models import Message
-from apps.core import events
+from apps.core import crypto, events
 from apps.core.errors import AppError, Conflict, NotFound, ValidationFailed
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
@@ -141,8 +141,8 @@ def _writable(widget: Widget, provider: str) -> None:
 
 def credential(conn: MessengerConnection) -> Credential | None:
     """The stored credential, decrypted; None when it cannot be read (key dropped) or is gone."""
-    token = webhooks.decrypt_secret(conn.token_encrypted) if conn.token_encrypted else None
-    sid = webhooks.decrypt_secret(conn.sid_encrypted) if conn.sid_encrypted else ""
+    token = crypto.decrypt_secret(conn.token_encrypted) if conn.token_encrypted else None
+    sid = crypto.decrypt_secret(conn.sid_encrypted) if conn.sid_encrypted else ""
     if not token or sid is None:
         return None
     return Credential(token=token, sid=sid, url=conn.url)
@@ -154,13 +154,13 @@ def hook_url(conn: MessengerConnection, base_url: str) -> str:
     url = base_url.rstrip("/") + hook_path(conn)
     provider = registry.get(conn.provider)
     if provider is not None and provider.hook_auth == "query":
-        url += "?token=" + (webhooks.decrypt_secret(conn.hook_secret_encrypted) or "")
+        url += "?token=" + (crypto.decrypt_secret(conn.hook_secret_encrypted) or "")
     return url
 
 
 def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
     cred = credential(conn)
-    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
+    secret = crypto.decrypt_secret(conn.hook_secret_encrypted)
     provider = registry.get(conn.provider)
     learned = {}
     if cred is None or secret is None:
@@ -169,7 +169,7 @@ def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
         registration = provider.register(cred, hook_url=hook_url, hook_secret=secret)
         outcome = WebhookOutcome(registration.attempted, registration.status, registration.detail)
         if registration.account_id:  # the hook checks events against it (a Messenger page id)
-            learned["sid_encrypted"] = webhooks.encrypt_secret(registration.account_id)
+            learned["sid_encrypted"] = crypto.encrypt_secret(registration.account_id)
     elif settings.TELEGRAM_LONG_POLL:  # no webhook: delete it, check the identity; beat polls
         result = telegram.delete_webhook(cred.token)
         if result.ok:
@@ -219,9 +219,9 @@ def connect(
         if conn is None:
             conn = MessengerConnection(widget=widget, provider=provider, hook_id=secrets.token_urlsafe(24))
             # hex: every provider's secret alphabet takes it (Max allows letters, digits and `-`)
-            conn.hook_secret_encrypted = webhooks.encrypt_secret(secrets.token_hex(32))
-        conn.token_encrypted = webhooks.encrypt_secret(token)
-        conn.sid_encrypted = webhooks.encrypt_secret(data["sid"]) if data.get("sid") else ""
+            conn.hook_secret_encrypted = crypto.encrypt_secret(secrets.token_hex(32))
+        conn.token_encrypted = crypto.encrypt_secret(token)
+        conn.sid_encrypted = crypto.encrypt_secret(data["sid"]) if data.get("sid") else ""
         conn.url = data.get("url", "")
         conn.webhook_status, conn.webhook_detail, conn.inbound_live = "", "", False
         conn.updated_at = timezone.now()
@@ -297,7 +297,7 @@ def find_hook(provider: str, hook_id: str) -> MessengerConnection | None:
 
 
 def check_telegram_secret(conn: MessengerConnection, header: str | None) -> None:
-    expected = webhooks.decrypt_secret(conn.hook_secret_encrypted) or ""
+    expected = crypto.decrypt_secret(conn.hook_secret_encrypted) or ""
     if not expected or not hmac.compare_digest(expected.encode(), (header or "").encode()):
         raise HookUnauthorized("X-Telegram-Bot-Api-Secret-Token does not match.")
 
@@ -384,7 +384,7 @@ def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) ->
     body the provider expects back."""
     provider = registry.get(conn.provider)
     cred = credential(conn)
-    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted) or ""
+    secret = crypto.decrypt_secret(conn.hook_secret_encrypted) or ""
     if provider is None or cred is None or not provider.authentic(cred, secret, request):
         raise HookUnauthorized("The provider's signature or secret does not match.")
     try:
@@ -500,7 +500,7 @@ def connect_community(
             community_id=community_id,
             name=str(group.get("name") or "")[:255],
             screen_name=str(group.get("screen_name") or "")[:255],
-            token_encrypted=webhooks.encrypt_secret(token),
+            token_encrypted=crypto.encrypt_secret(token),
             secret_encrypted="",
             is_primary=not VkCommunity.objects.filter(widget=widget).exists(),
         )
@@ -515,7 +515,7 @@ def connect_community(
     )
     VkCommunity.objects.filter(pk=row.pk).update(
         confirmation_code=code[:64],
-        secret_encrypted=webhooks.encrypt_secret(secret),
+        secret_encrypted=crypto.encrypt_secret(secret),
         server_id=server_id,
         webhook_status=outcome.status,
         webhook_detail=outcome.detail[:255],
@@ -538,7 +538,7 @@ def delete_community(*, widget: Widget, community: VkCommunity, count_call: bool
     answer is 502 (try again). The next oldest community becomes primary."""
     if count_call:
         check_provider_budget(widget)
-    token = webhooks.decrypt_secret(community.token_encrypted)
+    token = crypto.decrypt_secret(community.token_encrypted)
     if community.server_id is not None:
         result = vk.unregister(token or "", community_id=community.community_id, server_id=community.server_id)
         if not result.ok:
@@ -565,7 +565,7 @@ def receive_vk_event(*, conn: MessengerConnection, event: dict) -> str:
         raise NotFound("No such community.")
     if event.get("type") == "confirmation":
         return community.confirmation_code
-    expected = webhooks.decrypt_secret(community.secret_encrypted) or ""
+    expected = crypto.decrypt_secret(community.secret_encrypted) or ""
     given = event.get("secret") if isinstance(event.get("secret"), str) else ""
     if not expected or not hmac.compare_digest(expected.encode(), given.encode()):
         raise HookUnauthorized("The VK secret does not match.")

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
@@ -42,9 +43,9 @@ def register_custom_channel(*, widget: Widget, name: str, url: str) -> tuple[Cus
     """A new active channel and its signing secret (returned once, stored encrypted with the
     webhooks' rotatable key set). The url passes the webhook destination rule (https, public)."""
     webhooks.check_destination(url)
-    secret = webhooks.generate_secret()
+    secret = crypto.generate_secret()
     channel = CustomChannel.objects.create(
-        widget=widget, name=name, url=url, secret_encrypted=webhooks.encrypt_secret(secret)
+        widget=widget, name=name, url=url, secret_encrypted=crypto.encrypt_secret(secret)
     )
     return channel, secret
 
@@ -71,7 +72,7 @@ def create_legacy_chat_channel(*, widget: Widget, url: str, name: str = "Chat AP
         wire_format=CustomChannel.WireFormat.LEGACY_CHAT,
         path_key=key,
         path_secret_hash=path_secret_hash(secret),
-        secret_encrypted=webhooks.encrypt_secret(secret),
+        secret_encrypted=crypto.encrypt_secret(secret),
     )
     return channel, secret
 
@@ -110,7 +111,7 @@ def rotate_custom_channel_keys() -> int:
         (VkCommunity, ("token_encrypted", "secret_encrypted")),
     ):
         for row in model.objects.select_for_update().only("pk", *fields):
-            changes = {f: webhooks.rotate_token(getattr(row, f)) for f in fields if getattr(row, f)}
+            changes = {f: crypto.rotate_token(getattr(row, f)) for f in fields if getattr(row, f)}
             if changes:
                 model.objects.filter(pk=row.pk).update(**changes)
                 count += 1

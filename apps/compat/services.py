@@ -22,7 +22,7 @@ from apps.agents.models import Agent
 from apps.channels import services as channel_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import outbound
+from apps.core import crypto, outbound
 from apps.core.auth.tokens import hash_token
 from apps.core.errors import AppError
 from apps.core.models import Widget
@@ -64,7 +64,7 @@ def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[C
     webhooks.check_destination(url)
     key = secrets.token_hex(selectors.KEY_LENGTH // 2)
     token = key + secrets.token_hex(20)
-    signing_secret = webhooks.generate_secret()
+    signing_secret = crypto.generate_secret()
     agent = Agent.objects.create(widget=widget, name=name, type=Agent.Type.AI, show_in_header=False)
     bot = CompatBot.objects.create(
         widget=widget,
@@ -72,7 +72,7 @@ def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[C
         url=url,
         token_key=key,
         token_hash=hash_token(token),
-        signing_secret_encrypted=webhooks.encrypt_secret(signing_secret),
+        signing_secret_encrypted=crypto.encrypt_secret(signing_secret),
     )
     return bot, token, signing_secret
 
@@ -80,8 +80,8 @@ def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[C
 @transaction.atomic
 def reset_bot_signing_secret(*, bot: CompatBot) -> str:
     """A new CLIENT_MESSAGE signing secret for the bot (the old one stops at once); shown once."""
-    signing_secret = webhooks.generate_secret()
-    CompatBot.objects.filter(pk=bot.pk).update(signing_secret_encrypted=webhooks.encrypt_secret(signing_secret))
+    signing_secret = crypto.generate_secret()
+    CompatBot.objects.filter(pk=bot.pk).update(signing_secret_encrypted=crypto.encrypt_secret(signing_secret))
     return signing_secret
 
 
@@ -96,7 +96,7 @@ def rotate_bot_keys() -> int:
         .only("pk", "signing_secret_encrypted")
     ):
         CompatBot.objects.filter(pk=bot.pk).update(
-            signing_secret_encrypted=webhooks.rotate_token(bot.signing_secret_encrypted)
+            signing_secret_encrypted=crypto.rotate_token(bot.signing_secret_encrypted)
         )
         count += 1
     return count
@@ -113,7 +113,7 @@ def client_message_headers(*, bot: CompatBot, event_id: str, body: bytes) -> dic
         "X-Service-Event": "CLIENT_MESSAGE",
         "X-Service-Idempotency-Key": event_id,
     }
-    secret = webhooks.decrypt_secret(bot.signing_secret_encrypted) if bot.signing_secret_encrypted else None
+    secret = crypto.decrypt_secret(bot.signing_secret_encrypted) if bot.signing_secret_encrypted else None
     if secret:
         ts = int(time.time())
         headers |= {

@@ -23,6 +23,7 @@ from apps.agents.models import Agent
 from apps.ai import floors, handoff
 from apps.chats import services as chats
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
@@ -102,7 +103,7 @@ def create_external_operator(
     if state not in SETTABLE_STATES or state == State.REVOKED:
         raise errors.InvalidState(errors={"state": ["testing, active or paused."]})
     webhooks.check_destination(url)
-    secret = secret or webhooks.generate_secret()
+    secret = secret or crypto.generate_secret()
     agent = Agent.objects.create(
         widget=widget, name=name, type=Agent.Type.WEBHOOK, status=_agent_status_for(state), show_in_header=False
     )
@@ -111,7 +112,7 @@ def create_external_operator(
         owner=ENDPOINT_OWNER,
         owner_id=agent.pk,
         url=url,
-        secret_encrypted=webhooks.encrypt_secret(secret),
+        secret_encrypted=crypto.encrypt_secret(secret),
     )
     if state == State.PAUSED:
         webhooks.set_endpoint_mode(endpoint=endpoint, mode=Endpoint.Mode.HOLD)
@@ -259,7 +260,7 @@ def rotate_operator_secret(*, widget: Widget, operator: ExternalOperator, secret
         raise errors.OperatorRevoked("A revoked operator has no secret to rotate.")
     if secret is not None and not 16 <= len(secret) <= 256:
         raise ValidationFailed(errors={"secret": ["16 to 256 characters."]})
-    secret = secret or webhooks.generate_secret()
+    secret = secret or crypto.generate_secret()
     endpoints = [operator.endpoint] + ([operator.draining] if operator.draining_id else [])
     webhooks.rotate_endpoint_secrets(endpoints=endpoints, secret=secret, overlap=secret_overlap())
     operator.secret_rotated_at = timezone.now()
@@ -427,7 +428,7 @@ def _operator_secrets(operator: ExternalOperator) -> list[str]:
         if endpoint is None:
             continue
         for token in (endpoint.secret_encrypted, endpoint.previous_secret_encrypted):
-            secret = webhooks.decrypt_secret(token) if token else None
+            secret = crypto.decrypt_secret(token) if token else None
             if secret:
                 out.append(secret)
     return out

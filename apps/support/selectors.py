@@ -9,8 +9,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.models import Widget
-from apps.webhooks import services as webhooks
 
 from .models import ChatAccount, Ticket
 
@@ -137,4 +137,4 @@ def get_read_grant(*, widget: Widget, chat: Chat, now: datetime | None = None) -
         return None
     if account.grant_expires_at is None or account.grant_expires_at <= now:
         return None
-    return webhooks.decrypt_secret(account.grant_token_encrypted)
+    return crypto.decrypt_secret(account.grant_token_encrypted)

@@ -39,10 +39,10 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 
 from apps.core import metrics, outbound
+from apps.core.crypto import decrypt_secret
 from apps.core.statements import run_prepared
 
 from . import payloads, signing
-from .crypto import decrypt_secret
 from .models import Attempt, Delivery, Endpoint, Subscription, target_key
 
 logger = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.crypto import encrypt_secret
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 
 from . import delivery, payloads
-from .crypto import encrypt_secret
 from .models import Delivery, Endpoint
 
 

@@ -26,7 +26,7 @@ class Subscription(models.Model):
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="webhook_subscriptions")
     url = models.CharField(max_length=2048)
     events = models.JSONField(default=list)
-    # Fernet token of the signing secret (apps.webhooks.crypto); never readable through the API.
+    # Fernet token of the signing secret (apps.core.crypto); never readable through the API.
     secret_encrypted = models.TextField(blank=True, default="")
     is_active = models.BooleanField(default=True)
     is_legacy_compat = models.BooleanField(default=False)

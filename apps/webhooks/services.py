@@ -12,12 +12,6 @@
 Callers import from here; the names below are the app's public surface.
 """
 
-# The rotatable key set encrypting secrets at rest (webhook secrets, the AI app's provider keys,
-# custom channel secrets).
-from .crypto import decrypt_secret as decrypt_secret
-from .crypto import encrypt_secret as encrypt_secret
-from .crypto import generate_secret as generate_secret
-from .crypto import rotate_token as rotate_token
 from .delivery import ATTEMPT_DEADLINE as ATTEMPT_DEADLINE
 from .delivery import LEASE as LEASE
 from .delivery import MAX_ATTEMPTS as MAX_ATTEMPTS

@@ -14,7 +14,7 @@ import binascii
 import hashlib
 import hmac
 
-from .crypto import SECRET_PREFIX
+from apps.core.crypto import SECRET_PREFIX
 
 
 def service_signature(secret: str, body: bytes) -> str:

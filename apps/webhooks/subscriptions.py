@@ -8,11 +8,11 @@ from django.utils import timezone
 
 from apps.audit import services as audit
 from apps.core import outbound
+from apps.core.crypto import encrypt_secret, generate_secret
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
 
 from . import catalogue
-from .crypto import encrypt_secret, generate_secret
 from .models import Subscription
 
 UNREACHABLE = "The host does not resolve to a public address."

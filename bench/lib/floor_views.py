@@ -330,7 +330,7 @@ def _ai_floor_lookup(authorization: str, assistant_id: int):
     check and the last-used touch) and the assistant's credential (one query), or None."""
     from apps.ai.models import Credential
     from apps.core.auth.authentication import BearerTokenAuthentication
-    from apps.webhooks.services import decrypt_secret
+    from apps.core.crypto import decrypt_secret
 
     scheme, _, raw = authorization.partition(" ")
     if scheme.lower() != "bearer":

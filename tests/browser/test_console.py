@@ -405,7 +405,7 @@ from apps.agents import services as agent_services
 from apps.agents.models import Agent
 from apps.ai.models import AiSettings, Assistant, Credential
 from apps.core.models import Widget
-from apps.webhooks.services import encrypt_secret
+from apps.core.crypto import encrypt_secret
 
 widget = Widget.objects.get(button_guid=%r)
 AiSettings.objects.update_or_create(widget=widget, defaults={"enabled": True})

@@ -4,8 +4,8 @@ import factory
 
 from apps.agents.models import Agent
 from apps.ai.models import Alert, Assistant, Credential, DemandSignal
+from apps.core.crypto import encrypt_secret
 from apps.core.testing.factories import AgentFactory, WidgetFactory
-from apps.webhooks.services import encrypt_secret
 
 
 class AssistantFactory(factory.django.DjangoModelFactory):

@@ -15,6 +15,7 @@ from apps.channels import services
 from apps.channels.models import CustomChannel, OutboundAttempt, OutboundDelivery
 from apps.chats import services as chat_services
 from apps.chats.models import Message
+from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.webhooks import services as webhooks
 from apps.webhooks.tests.receiver import Reply
@@ -27,7 +28,7 @@ SECRET = "whsec_" + "A" * 43 + "="
 @pytest.fixture
 def setup(widget, receiver):
     channel = CustomChannel.objects.create(
-        widget=widget, name="App", url=receiver.url("/in"), secret_encrypted=webhooks.encrypt_secret(SECRET)
+        widget=widget, name="App", url=receiver.url("/in"), secret_encrypted=crypto.encrypt_secret(SECRET)
     )
     inbound = services.receive_custom_message(
         widget=widget, channel=channel, external_client_id="u-1", external_channel_id="room-9", text="Hi"
@@ -164,7 +165,7 @@ def test_a_secret_rotation_reaches_queued_messages(widget, setup, receiver, sett
     row = OutboundDelivery.objects.get(message=reply(widget, chat, agent))
     first = Fernet.generate_key().decode()
     settings.WEBHOOK_SECRET_KEYS = [first]
-    old = webhooks.encrypt_secret(SECRET)
+    old = crypto.encrypt_secret(SECRET)
     settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
     CustomChannel.objects.filter(pk=channel.pk).update(secret_encrypted=old)
     assert services.rotate_custom_channel_keys() == 1

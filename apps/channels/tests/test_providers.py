@@ -23,10 +23,10 @@ from apps.channels.providers.base import hmac_hex
 from apps.channels.tests.provider_fakes import ProviderFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.logging import scrub
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
-from apps.webhooks import services as webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -212,7 +212,7 @@ def event(code: str, update_id: str, text: str = "Hello") -> dict:
 def deliver(client, conn: MessengerConnection, payload: dict, *, forged: bool = False):
     """The hook call as the provider makes it: signed (or carrying our secret) unless forged."""
     raw = json.dumps(payload).encode()
-    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
+    secret = crypto.decrypt_secret(conn.hook_secret_encrypted)
     code, headers, query = conn.provider, {}, ""
     if code == "vb":
         headers["HTTP_X_VIBER_CONTENT_SIGNATURE"] = hmac_hex(BAD if forged else TOKEN, raw)
@@ -244,11 +244,11 @@ def test_put_writes_then_registers(api, widget, fake, paid):
     if fake.code in ("wa", "apple"):
         assert body["has_sid"] is True
     conn = MessengerConnection.objects.get(widget=widget, provider=fake.code)
-    assert TOKEN not in conn.token_encrypted and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
+    assert TOKEN not in conn.token_encrypted and crypto.decrypt_secret(conn.token_encrypted) == TOKEN
     assert conn.inbound_live is (case.registration == "registered")
     if fake.code == "fb":  # no webhook mechanism; the page id of the token is read for the hook
         assert [(c.method, c.path) for c in fake.calls] == [("GET", "/v19.0/me")]
-        assert webhooks.decrypt_secret(conn.sid_encrypted) == fake.page_id
+        assert crypto.decrypt_secret(conn.sid_encrypted) == fake.page_id
         return
     if not case.attempted:
         assert fake.calls == []  # no webhook mechanism: nothing is called
@@ -256,7 +256,7 @@ def test_put_writes_then_registers(api, widget, fake, paid):
     (registration,) = fake.calls
     url = registration.body["url"]
     assert url.startswith(f"https://chat.example.com/api/hooks/{fake.code}/{conn.hook_id}/")
-    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted)
+    secret = crypto.decrypt_secret(conn.hook_secret_encrypted)
     if fake.code in ("ok", "cian", "ali"):  # providers that sign nothing get our secret in the URL
         assert dict(parse_qsl(urlsplit(url).query)) == {"token": secret}
         assert secret not in scrub(f"GET {url}")  # never in a log line

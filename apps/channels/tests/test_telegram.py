@@ -17,9 +17,9 @@ from apps.channels.models import InboundUpdate, MessengerConnection, OutboundDel
 from apps.channels.tests.tg_fake import TelegramFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
-from apps.webhooks import services as webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -90,10 +90,10 @@ def test_put_probes_writes_then_registers_the_webhook(api, widget, tg, paid):
     assert body["connected"] is True and "token" not in body
     assert tg.methods() == ["getMe", "setWebhook"]
     conn = MessengerConnection.objects.get(widget=widget, provider="tg")
-    assert TOKEN not in conn.token_encrypted and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
+    assert TOKEN not in conn.token_encrypted and crypto.decrypt_secret(conn.token_encrypted) == TOKEN
     registered = tg.calls[1].body
     assert registered["url"] == f"https://chat.example.com/api/hooks/tg/{conn.hook_id}/"
-    assert registered["secret_token"] == webhooks.decrypt_secret(conn.hook_secret_encrypted)
+    assert registered["secret_token"] == crypto.decrypt_secret(conn.hook_secret_encrypted)
     assert conn.inbound_live is True
 
 
@@ -223,7 +223,7 @@ def update(update_id=1000, text="Hello", user=42):
 
 
 def hook(client, conn, body, secret=None):
-    secret = webhooks.decrypt_secret(conn.hook_secret_encrypted) if secret is None else secret
+    secret = crypto.decrypt_secret(conn.hook_secret_encrypted) if secret is None else secret
     return client.post(
         f"/api/hooks/tg/{conn.hook_id}/",
         data=json.dumps(body),
@@ -336,9 +336,9 @@ def test_key_rotation_reaches_the_stored_token(api, tg, paid, settings):
     settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
     assert rotate_custom_channel_keys() == 1
     conn.refresh_from_db()
-    assert conn.token_encrypted != before and webhooks.decrypt_secret(conn.token_encrypted) == TOKEN
+    assert conn.token_encrypted != before and crypto.decrypt_secret(conn.token_encrypted) == TOKEN
     settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
-    assert webhooks.decrypt_secret(conn.hook_secret_encrypted) is not None
+    assert crypto.decrypt_secret(conn.hook_secret_encrypted) is not None
 
 
 # --- long-poll mode -------------------------------------------------------------------------------

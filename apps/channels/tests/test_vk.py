@@ -15,9 +15,9 @@ from apps.channels.models import MessengerConnection, OutboundDelivery, VkCommun
 from apps.channels.tests.vk_fake import VkFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
-from apps.webhooks import services as webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +68,7 @@ def test_connect_by_id_club_name_or_link(api, widget, vk, paid, given):
     hook = MessengerConnection.objects.get(widget=widget, provider="vk")
     assert added["url"] == f"https://chat.example.com/api/hooks/vk/{hook.hook_id}/"
     row = VkCommunity.objects.get()
-    assert webhooks.decrypt_secret(row.secret_encrypted) == added["secret_key"]
+    assert crypto.decrypt_secret(row.secret_encrypted) == added["secret_key"]
     assert TOKEN not in row.token_encrypted and "token" not in body
 
 
@@ -141,7 +141,7 @@ def post_hook(client, hook, body):
 def test_the_callback_hook_confirms_checks_the_secret_and_dedupes(client, api, widget, vk, paid):
     connect(api)
     hook = MessengerConnection.objects.get(provider="vk")
-    secret = webhooks.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
+    secret = crypto.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
     confirmation = post_hook(client, hook, {"type": "confirmation", "group_id": GROUP["id"]})
     assert confirmation.content == b"a1b2c3d4" and confirmation["Content-Type"].startswith("text/plain")
     assert_problem(post_hook(client, hook, vk_event("forged")), 401)
@@ -154,7 +154,7 @@ def test_the_callback_hook_confirms_checks_the_secret_and_dedupes(client, api, w
 def test_an_operator_message_is_sent_with_messages_send(client, api, widget, vk, paid):
     connect(api)
     hook = MessengerConnection.objects.get(provider="vk")
-    secret = webhooks.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
+    secret = crypto.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
     post_hook(client, hook, vk_event(secret))
     chat = Chat.objects.get()
     keyboard = {"buttons": [{"label": "Track", "url": "https://example.com/t", "style": "primary"}]}

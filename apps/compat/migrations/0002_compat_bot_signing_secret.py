@@ -4,7 +4,7 @@ from django.db import migrations, models
 def sign_existing_bots(apps, schema_editor):
     """Bots made before CLIENT_MESSAGE was signed get a secret too (read it with
     `manage.py reset_compat_bot_secret`), so every post is signed."""
-    from apps.webhooks.services import encrypt_secret, generate_secret
+    from apps.core.crypto import encrypt_secret, generate_secret
 
     CompatBot = apps.get_model("compat", "CompatBot")
     for bot in CompatBot.objects.filter(signing_secret_encrypted=""):

@@ -13,6 +13,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.compat import services
 from apps.compat.models import CompatBot, CompatBotDelivery, CompatBotHandoff
+from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks.tests.receiver import Reply
@@ -263,15 +264,14 @@ def test_create_compat_bot_command(widget, receiver):
     bot = CompatBot.objects.get(agent_id=printed["agent_id"])
     assert printed["bot_token"] not in bot.token_hash and bot.agent.type == Agent.Type.AI
     assert printed["signing_secret"] not in bot.signing_secret_encrypted
-    from apps.webhooks import services as webhooks
 
-    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == printed["signing_secret"]
+    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == printed["signing_secret"]
     out = StringIO()
     call_command("reset_compat_bot_secret", "--bot", str(bot.pk), stdout=out)
     reset = json.loads(out.getvalue())
     assert reset["bot_id"] == bot.pk and reset["signing_secret"] != printed["signing_secret"]
     bot.refresh_from_db()
-    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == reset["signing_secret"]
+    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == reset["signing_secret"]
 
 
 def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, settings):
@@ -279,8 +279,6 @@ def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, se
 
     from cryptography.fernet import Fernet
     from django.core.management import call_command
-
-    from apps.webhooks import services as webhooks
 
     first = Fernet.generate_key().decode()
     settings.WEBHOOK_SECRET_KEYS = [first]
@@ -293,4 +291,4 @@ def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, se
     bot.refresh_from_db()
     assert bot.signing_secret_encrypted != before
     settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
-    assert webhooks.decrypt_secret(bot.signing_secret_encrypted) == secret
+    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == secret

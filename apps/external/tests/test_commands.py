@@ -11,8 +11,8 @@ from django.contrib.admin.sites import site
 from django.core.management import call_command
 
 from apps.agents.models import Agent
+from apps.core.crypto import decrypt_secret
 from apps.external.models import ExternalOperator
-from apps.webhooks.crypto import decrypt_secret
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,10 @@ from django.utils import timezone
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import idempotency
+from apps.core import crypto, idempotency
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyKey, Widget
 from apps.core.ratelimit import Budget
-from apps.webhooks import services as webhooks
 
 from ..models import ChatAccount, SupportConfig, Ticket
 
@@ -231,7 +230,7 @@ def link_account(*, widget: Widget, data: dict) -> dict:
             bound.append(chat.pk)
             account.link, account.link_source, account.app_user_id = ChatAccount.Link.VERIFIED, method, user_id
             account.identity_expires_at, account.grant_expires_at = identity, grant
-            account.grant_token_encrypted = webhooks.encrypt_secret(data["grant"]["token"])
+            account.grant_token_encrypted = crypto.encrypt_secret(data["grant"]["token"])
             account.verification_ref = data.get("verification_ref") or None
             account.email = data["account"].get("email") or account.email
             if chat.channel == APP_CHANNEL:

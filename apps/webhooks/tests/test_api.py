@@ -6,9 +6,9 @@ import pytest
 from django.db import transaction
 
 from apps.core import events
+from apps.core.crypto import decrypt_secret
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services
-from apps.webhooks.crypto import decrypt_secret
 from apps.webhooks.models import Delivery, EventSwitch, Subscription
 
 pytestmark = pytest.mark.django_db

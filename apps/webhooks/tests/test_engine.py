@@ -28,12 +28,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.core import outbound
+from apps.core.crypto import encrypt_secret
 from apps.core.events import emit, fan_out, fan_out_many
 from apps.core.models import OutboxEvent, Widget
 from apps.core.testing.factories import WidgetFactory
 from apps.webhooks import delivery as engine
 from apps.webhooks import fanout, redelivery, services, signing
-from apps.webhooks.crypto import encrypt_secret
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
 from apps.webhooks.tests.receiver import Receiver, Reply, always, fail_first
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from apps.core.crypto import generate_secret
 from apps.webhooks import signing
-from apps.webhooks.crypto import generate_secret
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "webhook_receiver.py"
 

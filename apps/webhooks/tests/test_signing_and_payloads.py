@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apps.core.crypto import decrypt_secret, encrypt_secret, generate_secret
 from apps.webhooks import payloads, signing
-from apps.webhooks.crypto import decrypt_secret, encrypt_secret, generate_secret
 
 
 def test_standard_webhooks_published_vector():
@@ -51,7 +51,7 @@ def test_rotating_the_key_list_keeps_old_tokens_readable(settings):
     settings.WEBHOOK_SECRET_KEYS = [old]
     token = encrypt_secret("whsec_x")
     settings.WEBHOOK_SECRET_KEYS = [new, old]
-    from apps.webhooks.crypto import rotate_token
+    from apps.core.crypto import rotate_token
 
     rotated = rotate_token(token)
     settings.WEBHOOK_SECRET_KEYS = [new]

@@ -1,8 +1,8 @@
 from django.db import transaction
 
 from apps.ai.models import Credential, IntegrationBinding
+from apps.core.crypto import rotate_token
 from apps.core.management.commands._base import OperatorCommand
-from apps.webhooks.services import rotate_token
 
 
 class Command(OperatorCommand):

@@ -10,9 +10,9 @@ import pytest
 from apps.agents import selectors as agent_selectors
 from apps.channels.models import CustomChannel, ExternalContact
 from apps.chats.models import Chat, Contact, Message
+from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
-from apps.webhooks import services as webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ def loopback(settings):
 @pytest.fixture
 def channel(widget) -> CustomChannel:
     return CustomChannel.objects.create(
-        widget=widget, name="App", url="https://127.0.0.1/hook", secret_encrypted=webhooks.encrypt_secret("s" * 32)
+        widget=widget, name="App", url="https://127.0.0.1/hook", secret_encrypted=crypto.encrypt_secret("s" * 32)
     )
 
 
@@ -55,7 +55,7 @@ def test_register_answers_201_with_the_secret_once_and_stores_it_encrypted(api, 
     assert body["secret"].startswith("whsec_")
     row = CustomChannel.objects.get(pk=body["id"], widget=widget)
     assert body["secret"] not in row.secret_encrypted
-    assert webhooks.decrypt_secret(row.secret_encrypted) == body["secret"]
+    assert crypto.decrypt_secret(row.secret_encrypted) == body["secret"]
     read = api(scopes=["channels:read"]).get(f"{CHANNELS}/{body['id']}").json()
     assert "secret" not in read and read["is_active"] is True
 

@@ -14,13 +14,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Chat, Message
-from apps.core import idempotency, signed
+from apps.core import crypto, idempotency, signed
 from apps.core import services as core_services
 from apps.core.testing.plugin import assert_problem
 from apps.support import selectors, services
 from apps.support.config import set_account_link
 from apps.support.models import ChatAccount, SupportAction, Ticket
-from apps.webhooks import services as webhooks
 
 SECRET = "k" * 48
 _nonces = itertools.count(1)
@@ -425,7 +424,7 @@ def test_a_new_link_of_the_same_account_replaces_the_grant(app, support):
     app.post("account-link", link_body(chat, 2, grant={"token": "fresh", "expires_at": timezone.now().isoformat()}))
     account = ChatAccount.objects.get(chat=chat)
     assert account.verification_ref is None
-    assert webhooks.decrypt_secret(account.grant_token_encrypted) == "fresh"
+    assert crypto.decrypt_secret(account.grant_token_encrypted) == "fresh"
 
 
 def test_revoke_clears_the_read_grant_and_the_verification_ref(app, support):

@@ -1,4 +1,6 @@
-"""Signing secrets at rest: Fernet tokens under a rotatable key list.
+"""Secrets at rest: Fernet tokens under a rotatable key list. Every app that stores a secret it must
+read back uses it (webhook and channel signing secrets, provider API keys, messenger tokens,
+support grants); `generate_secret` makes a Standard Webhooks signing secret.
 
 WEBHOOK_SECRET_KEYS (comma-separated Fernet keys, newest first) encrypts with the first and
 decrypts with any; `manage.py rotate_webhook_keys` re-encrypts every stored secret under the first
