@@ -24,7 +24,23 @@ from apps.core.models import ApiToken, Widget
 from apps.core.ratelimit import Budget
 
 from . import marketplace, phrases, selectors
+
+# What the apps above the AI runtime use of it (external operators, self-learning, the console's
+# suggestion): the hand-over, the platform's safety floors, the provider call and the answerer hook.
+from .assist import suggest_reply as suggest_reply
+from .errors import TestCredentialUnavailable as TestCredentialUnavailable
+from .floors import check_reply as check_reply
+from .floors import leaks_secret as leaks_secret
+from .floors import reason as reason
+from .floors import skeleton as skeleton
+from .handoff import hand_to_people as hand_to_people
+from .handoff import machine_may_answer as machine_may_answer
+from .handoff import post_as_operator as post_as_operator
 from .models import PROVIDERS, AiSettings, Alert, Assistant, Credential, IntegrationBinding
+from .providers import ChatMessage as ChatMessage
+from .providers import ProviderError as ProviderError
+from .providers import complete as complete
+from .routing import register_external_answerer as register_external_answerer
 
 TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
 SECRET_ALPHABET = string.ascii_letters + string.digits

@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.ai import assist
+from apps.ai import services as ai_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
@@ -473,12 +473,12 @@ def note(request, chat_id: str):
 @require_POST
 @operator_required
 def suggest(request, chat_id: str):
-    """ "Suggest": the reply the AI would give (apps.ai.assist.suggest_reply, the service of
+    """ "Suggest": the reply the AI would give (apps.ai.services.suggest_reply, the service of
     POST /v1/chats/{id}/suggest-reply) put into the reply box with its sources. Never sends."""
     chat = _chat_or_404(request, chat_id)
     error, status, text, sources = None, 200, "", []
     try:
-        suggestion = assist.suggest_reply(widget=request.agent.widget, chat=chat)
+        suggestion = ai_services.suggest_reply(widget=request.agent.widget, chat=chat)
     except AppError as err:
         error, status = _refusal(err), err.status
     else:

@@ -7,7 +7,7 @@ class ExternalConfig(AppConfig):
     verbose_name = "External operators"
 
     def ready(self):
-        from apps.ai import routing
+        from apps.ai import services as ai_services
         from apps.webhooks import services as webhooks
 
         from . import services
@@ -16,7 +16,7 @@ class ExternalConfig(AppConfig):
         # A rotation ends when the old endpoint's last queued call settles.
         webhooks.on_endpoint_settled(ENDPOINT_OWNER, services.finish_drained_rotations)
         # The AI reply worker offers every visitor message to the external operators first.
-        routing.register_external_answerer(services.answer_externally)
+        ai_services.register_external_answerer(services.answer_externally)
         # The visitor config's `online` counts an active external operator as someone who answers.
         from apps.chats import selectors as chat_selectors
 

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.agents.models import Agent
-from apps.ai import floors, handoff
+from apps.ai import services as ai_services
 from apps.chats import services as chats
 from apps.chats.models import Chat, Message
 from apps.core import crypto
@@ -305,7 +305,8 @@ def answering_operators(widget: Widget) -> list[ExternalOperator]:
 
 
 def answer_externally(chat: Chat, message: Message) -> bool:
-    """The AI reply worker's external answerer (apps.ai.routing): see dispatch_visitor_message."""
+    """The AI reply worker's external answerer (registered with apps.ai.services.register_external_answerer):
+    see dispatch_visitor_message."""
     return dispatch_visitor_message(chat=chat, message=message)
 
 
@@ -320,7 +321,9 @@ def dispatch_visitor_message(*, chat: Chat, message: Message) -> bool:
     operators = answering_operators(widget)
     if not operators:
         return False
-    if message.author_kind != Message.Author.CLIENT or not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+    if message.author_kind != Message.Author.CLIENT or not ai_services.machine_may_answer(
+        chat=chat, now=timezone.now()
+    ):
         return True
     with transaction.atomic():
         seen = set(
@@ -388,7 +391,7 @@ def accept_reply(
     """`POST /v1/ai/replies`. Order: the escalation scope (403, nothing read), the causation (404,
     unknown and foreign alike), the binding (409, not consumed), then the call is consumed once
     (a second reply is 409) and the content posted as the operator, or the chat handed to people
-    (escalation, the marker, empty content, or a platform safety floor: `apps.ai.floors`). The
+    (escalation, the marker, empty content, or a platform safety floor: `apps.ai.services.check_reply`). The
     call row is locked: concurrent replies with one causation id post one message."""
     if needs_escalation_scope(content=content, escalate=escalate) and "responder:escalate" not in scopes:
         raise errors.EscalationScopeRequired("`escalate` and the `[KEY_TO_OPERATOR]` marker need responder:escalate.")
@@ -437,20 +440,20 @@ def _operator_secrets(operator: ExternalOperator) -> list[str]:
 def _apply_reply(*, widget: Widget, call: Call, content: str, escalate: bool) -> ReplyResult:
     chat = chats.lock_chat(widget=widget, chat=call.chat)
     operator = call.operator
-    if not handoff.machine_may_answer(chat=chat, now=timezone.now()):
+    if not ai_services.machine_may_answer(chat=chat, now=timezone.now()):
         return ReplyResult("discarded")  # a person took the chat meanwhile: the machine stays quiet
     reason = None
     if escalate or ESCALATION_MARKER in content or not content.strip():
         reason = "escalate" if escalate else ("marker" if ESCALATION_MARKER in content else "empty_reply")
     else:
-        floor = floors.check_reply(content, question=call.message.body, known_secrets=_operator_secrets(operator))
-        reason = floors.reason(floor) if floor is not None else None
+        floor = ai_services.check_reply(content, question=call.message.body, known_secrets=_operator_secrets(operator))
+        reason = ai_services.reason(floor) if floor is not None else None
     if reason is not None:
-        handoff.hand_to_people(
+        ai_services.hand_to_people(
             widget=widget, chat=chat, operator=operator.agent, reason=reason, question=call.message.body
         )
         return ReplyResult("handed_off")
-    message = handoff.post_as_operator(
+    message = ai_services.post_as_operator(
         widget=widget, chat=chat, operator=operator.agent, text=content, origin=REPLY_ORIGIN
     )
     return ReplyResult("posted", message)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.ai.errors import TestCredentialUnavailable as CredentialUnavailable  # noqa: F401 (one code, one class)
+from apps.ai.services import TestCredentialUnavailable as CredentialUnavailable  # noqa: F401 (one code, one class)
 from apps.core.errors import AppError
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from apps.ai import selectors as ai_selectors
 from apps.ai.models import Assistant
-from apps.ai.providers import ChatMessage, ProviderError, complete
+from apps.ai.services import ChatMessage, ProviderError, complete
 from apps.core.models import Widget
 
 PERSONA_MAX = 4000  # the assistant's own limits (apps.ai AssistantInput)

@@ -3,7 +3,7 @@
 A cycle's evidence is what anonymous visitors wrote, so its proposal is applied on its own only
 when it adds nothing new: no link (the support link guard's one detection: URLs, hosts, e-mail
 addresses, handles), no phone number, no code or number, nothing the secret floor's patterns see,
-and no sentence whose skeleton (`apps.ai.floors.skeleton`) the previous pair lacks. So a cycle may
+and no sentence whose skeleton (`apps.ai.services.skeleton`) the previous pair lacks. So a cycle may
 remove, reorder, reword within a sentence's letters or fix case and punctuation by itself; anything
 else waits for the owner as a wish does.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from apps.ai import floors
-from apps.support import linkguard
+from apps.ai import services as ai_services
+from apps.support import selectors as support_selectors
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:。！？])\s+|\n+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{5,}\d")
@@ -27,8 +27,8 @@ def _sentences(text: str) -> list[str]:
 
 def _links(text: str) -> set[str]:
     try:
-        found = linkguard.find_links(linkguard.normalize_text(text))
-    except linkguard.GuardError:
+        found = support_selectors.find_links(support_selectors.normalize_text(text))
+    except support_selectors.GuardError:
         return {"<more links than the guard reads>"}
     return {link.view.lower().rstrip("/") for link in found}
 
@@ -47,9 +47,11 @@ def additions(*, previous: str, proposed: str) -> list[str]:
     findings = [f"link: {link}" for link in sorted(_links(proposed) - _links(previous))]
     findings += [f"phone: {phone}" for phone in sorted(_phones(proposed) - _phones(previous))]
     findings += [f"code: {code}" for code in sorted(_codes(proposed) - _codes(previous))]
-    known = {floors.skeleton(s) for s in _sentences(previous)}
-    new_sentences = [s for s in _sentences(proposed) if floors.skeleton(s) and floors.skeleton(s) not in known]
-    if new_sentences and floors.leaks_secret("\n".join(new_sentences)):
+    known = {ai_services.skeleton(s) for s in _sentences(previous)}
+    new_sentences = [
+        s for s in _sentences(proposed) if ai_services.skeleton(s) and ai_services.skeleton(s) not in known
+    ]
+    if new_sentences and ai_services.leaks_secret("\n".join(new_sentences)):
         findings.append("secret")
     findings += [f"sentence: {s[:QUOTE_MAX]}" for s in new_sentences]
     return findings

@@ -12,6 +12,9 @@ from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.models import Widget
 
+from .linkguard import GuardError as GuardError
+from .linkguard import find_links as find_links
+from .linkguard import normalize_text as normalize_text
 from .models import ChatAccount, Ticket
 
 CHAT_LIST_MAX = 200
