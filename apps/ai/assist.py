@@ -24,7 +24,7 @@ from django.db import transaction
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import events, provider_waits
+from apps.core import events, provider_waits, queueing
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
@@ -59,11 +59,9 @@ def on_awaiting_human(event: events.Event) -> None:
 def send_summary(*, chat_id: int, operator_id: int) -> bool:
     """Send the summary task (on the AI reply tasks' queue: it waits on the provider); False when the
     broker refused it (the hand-over stands; only its note is missing)."""
-    from .tasks import summarise_handover
-
     options = {"queue": runtime.QUEUE} if runtime.QUEUE else {}
     try:
-        summarise_handover.apply_async((chat_id, operator_id), **options)
+        queueing.task("apps.ai.tasks.summarise_handover").apply_async((chat_id, operator_id), **options)
     except Exception:  # noqa: BLE001 - broker down: the hand-over stands without its summary
         logger.warning("hand-over summary task could not be enqueued", extra={"chat_id": chat_id}, exc_info=True)
         return False

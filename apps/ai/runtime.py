@@ -44,7 +44,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import events, metrics
+from apps.core import events, metrics, queueing
 from apps.core.models import Widget
 
 from . import config, floors, handoff, pipeline, retrieval, routing, selectors
@@ -88,15 +88,13 @@ def message_created(event: events.Event) -> None:
 def enqueue(message_id: int, *, countdown: float | None = None) -> bool:
     """Send the message's task; False when the broker refused it (the beat job `redrive` sends it
     again later: the message is committed, so its answer is only late, never lost)."""
-    from .tasks import answer_visitor_message
-
     options: dict = {}
     if QUEUE:
         options["queue"] = QUEUE
     if countdown:
         options["countdown"] = countdown
     try:
-        answer_visitor_message.apply_async((message_id,), **options)
+        queueing.task("apps.ai.tasks.answer_visitor_message").apply_async((message_id,), **options)
     except Exception:  # noqa: BLE001 - broker down: `redrive` sends it again
         logger.warning("AI reply task could not be enqueued", extra={"message_id": message_id}, exc_info=True)
         return False

@@ -17,6 +17,7 @@ import unicodedata
 
 from django.db import transaction
 
+from apps.core import queueing
 from apps.core.errors import AppError, ValidationFailed
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
@@ -101,9 +102,7 @@ def regenerate(*, widget: Widget, fields: list[str], locales: list[str]) -> dict
 
 
 def _dispatch(widget_id: int, ids: list[int]) -> None:
-    from .tasks import translate_widget_texts
-
-    translate_widget_texts.delay(widget_id, ids)
+    queueing.task("apps.ai.tasks.translate_widget_texts").delay(widget_id, ids)
 
 
 def clean_output(text: str) -> str:

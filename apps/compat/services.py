@@ -22,7 +22,7 @@ from apps.agents.models import Agent
 from apps.channels import services as channel_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import crypto, outbound
+from apps.core import crypto, outbound, queueing
 from apps.core.auth.tokens import hash_token
 from apps.core.errors import AppError
 from apps.core.models import Widget
@@ -220,10 +220,8 @@ def queue_client_message(*, widget: Widget, chat: Chat, message: Message) -> Com
     delivery.save()
 
     def hand_over() -> None:
-        from .tasks import send_client_message
-
         try:
-            send_client_message.delay(delivery.pk)
+            queueing.task("apps.compat.tasks.send_client_message").delay(delivery.pk)
         except Exception:
             logger.warning("compat CLIENT_MESSAGE hand-off failed", extra={"delivery_id": delivery.pk})
 

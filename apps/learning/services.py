@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from apps.ai import services as ai_services
 from apps.ai.models import Assistant
+from apps.core import queueing
 from apps.core.models import Widget
 
 from . import proposals, review, selectors
@@ -179,9 +180,7 @@ def queue_cycle(
 
 
 def _dispatch_cycle(cycle_id: int) -> None:
-    from .tasks import run_tuning_cycle
-
-    run_tuning_cycle.delay(cycle_id)
+    queueing.task("apps.learning.tasks.run_tuning_cycle").delay(cycle_id)
 
 
 def _finish_cycle(cycle: TuningCycle, *, status: str, error: str = "", kind: str) -> None:
@@ -360,9 +359,7 @@ def submit_wish(*, widget: Widget, assistant: Assistant | None, text: str, token
 
 
 def _dispatch_wish(wish_id: int) -> None:
-    from .tasks import propose_wish
-
-    propose_wish.delay(wish_id)
+    queueing.task("apps.learning.tasks.propose_wish").delay(wish_id)
 
 
 def make_wish_proposal(*, wish_id: int) -> Wish | None:

@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from apps.audit.services import record
 from apps.chats.models import Chat, Contact, Message, VisitorSession
-from apps.core import events
+from apps.core import events, queueing
 from apps.core.errors import NotFound
 from apps.core.models import File, OutboxEvent, Widget
 from apps.erasure.models import PendingErasure
@@ -79,9 +79,7 @@ def request_contact_erasure(*, widget: Widget, contact: Contact, source: str = P
 
 
 def _queue(pending_id: int) -> None:
-    from .tasks import erase_contact_task
-
-    erase_contact_task.delay(pending_id)
+    queueing.task("apps.privacy.tasks.erase_contact_task").delay(pending_id)
 
 
 def resume_erasures(*, now: datetime | None = None) -> int:

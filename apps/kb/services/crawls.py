@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import events, outbound
+from apps.core import events, outbound, queueing
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 
@@ -123,9 +123,7 @@ def _queue_run(widget: Widget, config: KbCrawlConfig, *, trigger: str) -> KbCraw
 
 
 def _dispatch_crawl(run_id: int, slice_number: int = 0) -> None:
-    from ..tasks import run_crawl
-
-    run_crawl.delay(run_id, slice_number)
+    queueing.task("apps.kb.tasks.run_crawl").delay(run_id, slice_number)
 
 
 def queue_scheduled_crawls(*, now=None) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import events
+from apps.core import events, queueing
 from apps.core import files as core_files
 from apps.core.errors import ValidationFailed
 from apps.core.models import File, Widget
@@ -70,9 +70,7 @@ def create_document(*, widget: Widget, upload) -> KbDocument:
 
 
 def _dispatch(document_id: int) -> None:
-    from ..tasks import ingest_document as task
-
-    task.delay(document_id)
+    queueing.task("apps.kb.tasks.ingest_document").delay(document_id)
 
 
 @transaction.atomic
