@@ -150,3 +150,34 @@ def test_the_performance_page_is_generated_from_its_log():
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+# --- the event bus's handlers ------------------------------------------------------------------------
+
+HANDLERS_START, HANDLERS_END = "<!-- event handlers: start -->", "<!-- event handlers: end -->"
+
+
+def handlers_table() -> str:
+    """Every event type with a handler, and its handlers by phase, as the architecture page lists them."""
+    from apps.core import events
+
+    by_type: dict[str, dict[str, list[str]]] = {}
+    for type_, phase, names in events.handler_names():
+        by_type.setdefault(type_, {})[phase] = names
+    lines = ["| event | in the transaction | after commit | outbox |", "|---|---|---|---|"]
+    for type_, phases in by_type.items():
+        cells = [
+            ", ".join(f"`{name.removeprefix('apps.')}`" for name in phases.get(phase, []))
+            for phase in (events.IN_TRANSACTION, events.ON_COMMIT, "outbox")
+        ]
+        lines.append(f"| `{type_}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def test_the_architecture_page_lists_every_event_handler():
+    table = handlers_table()
+    print(table)  # what the page's table must read
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    assert HANDLERS_START in text and HANDLERS_END in text
+    listed = text.split(HANDLERS_START, 1)[1].split(HANDLERS_END, 1)[0].strip()
+    assert listed == table, "docs/architecture.md's event handlers differ: paste the table this test printed"

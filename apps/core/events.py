@@ -201,6 +201,24 @@ def subscribe_outbox(handler: OutboxHandler) -> None:
         _outbox_handlers.append(handler)
 
 
+def handler_names() -> list[tuple[str, str, list[str]]]:
+    """Every event type with a handler, as (type, phase, handlers' dotted names) sorted by type and
+    phase; the outbox's handlers under each public event type with phase "outbox". The architecture
+    page lists them (tests/test_docs.py keeps it in step)."""
+    rows = []
+    for type in sorted({*CATALOGUE, *INTERNAL}):
+        for phase in (IN_TRANSACTION, ON_COMMIT):
+            if _handlers.get((type, phase)):
+                rows.append((type, phase, [_dotted(handler) for handler in _handlers[(type, phase)]]))
+        if type in CATALOGUE and _outbox_handlers:
+            rows.append((type, "outbox", [_dotted(handler) for handler in _outbox_handlers]))
+    return rows
+
+
+def _dotted(handler) -> str:
+    return f"{handler.__module__}.{getattr(handler, '__qualname__', type(handler).__name__)}"
+
+
 def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **data) -> OutboxEvent | None:
     """Announce one change of `widget`. Runs the in-transaction handlers now, queues the on-commit
     ones, and for a public event writes its outbox row (returned) and queues the fan-out hand-off.
