@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.ai.api.serializers import LearningTargetDoc, StrictIntegerField
+from apps.ai.api.serializers import LearningTargetDoc
 from apps.core.api.query import IdQueryField
-from apps.core.api.serializers import InputSerializer, StrictCharField
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
 
 from ..models import HistoryEntry, PersonaVersion, TuningCycle, Wish
 from ..selectors import MAX_PROBATION_HOURS, PROBATION_HOURS
