@@ -14,7 +14,7 @@ from apps.core.api.query import (
     IdQueryField,
     query_data,  # noqa: F401 (used by the views as s.query_data)
 )
-from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField, UploadField
+from apps.core.api.serializers import InputSerializer, LabelMixin, StrictBooleanField, StrictCharField, UploadField
 
 from .. import events_log, selectors
 from ..models import Agent, AgentEvent, Department, Invitation
@@ -203,17 +203,6 @@ class PartialWeekDoc(serializers.Serializer):
 
 
 # --- shared fields ------------------------------------------------------------------------------------
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true or false only (never "yes", 1 or "true")."""
-
-    default_error_messages = {"invalid": "Must be a boolean (true or false)."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            return data
-        self.fail("invalid")
 
 
 class AgentIdsField(serializers.ListField):

@@ -11,6 +11,7 @@ from apps.core.api.query import IdQueryField, MomentField
 from apps.core.api.serializers import (
     InputSerializer,
     LabelField,
+    StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     TenantPrimaryKeyField,
@@ -25,15 +26,6 @@ DEMAND_CATEGORIES = tuple(DemandSignal.Category.values)
 
 
 # --- strict scalars ---------------------------------------------------------------------------------------
-
-
-class StrictBooleanField(serializers.BooleanField):
-    default_error_messages = {"invalid": "Must be a boolean (true or false)."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            return data
-        self.fail("invalid")
 
 
 class StrictFloatField(serializers.FloatField):

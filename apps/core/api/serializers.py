@@ -72,6 +72,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: never "yes", "true", 1 or 0 (422 "Must be a boolean (true or false).")."""
+
+    default_error_messages = {"invalid": "Must be a boolean (true or false)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid")
+
+
 class StrictEmailField(StrictStringMixin, serializers.EmailField):
     pass
 

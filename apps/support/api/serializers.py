@@ -7,34 +7,18 @@ from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField, MomentField
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+from apps.core.api.serializers import (
+    InputSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictRegexField,
+)
 
 from ..selectors import CHAT_LIST_MAX
 from ..services import CLAIM_TTL_MAX, CLAIM_TTL_MIN
 
 CLAIM_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """A JSON boolean only (never "true" or 1)."""
-
-    default_error_messages = {"invalid": "Must be a JSON boolean."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer only (never a string or a boolean)."""
-
-    default_error_messages = {"invalid": "Must be a JSON integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 # --- queries -----------------------------------------------------------------------------------------

@@ -12,14 +12,13 @@ from rest_framework.response import Response
 
 from apps.chats.selectors import client_address
 from apps.core import signed
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField, StrictRegexField
 from apps.core.api.views import ScopedAPIView
 from apps.core.auth.authentication import TokenPrincipal
 from apps.core.errors import NotFound
 
 from .. import services
 from ..models import SupportAction, SupportConfig
-from .serializers import StrictIntegerField
 
 USER_ID = r"^[A-Za-z0-9_.:@-]{1,128}$"
 REQUEST_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
