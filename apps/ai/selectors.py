@@ -55,8 +55,13 @@ def settings_payload(widget: Widget, *, assistant: Assistant | None = None) -> d
         "offline_outcome_mode": offline_outcome_mode(row),
         "effective_assistant": {"id": effective.pk, "name": effective.name} if effective else None,
         "legacy_persona": row.legacy_persona or None,
-        "learning_target": {"assistant_id": target.pk, "name": target.name} if target else None,
+        "learning_target": learning_target(target),
     }
+
+
+def learning_target(assistant: Assistant | None) -> dict | None:
+    """The `learning_target` member of the AI settings and of the learning control panel."""
+    return {"assistant_id": assistant.pk, "name": assistant.name} if assistant else None
 
 
 def phrases_payload(widget: Widget) -> dict:

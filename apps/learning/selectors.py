@@ -286,7 +286,7 @@ def control_panel(widget: Widget, assistant: Assistant | None) -> dict:
     row = ai_selectors.get_settings(widget)
     payload = {
         "autonomous_tuning_enabled": row.autonomous_tuning_enabled,
-        "learning_target": {"assistant_id": assistant.pk, "name": assistant.name} if assistant else None,
+        "learning_target": ai_selectors.learning_target(assistant),
         "policy": {
             "min_new_evidence": MIN_NEW_EVIDENCE,
             "evidence_window_days": EVIDENCE_WINDOW_DAYS,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.ai.api.serializers import LearningTargetDoc
 from apps.core.api.query import IdQueryField
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
 
@@ -154,9 +153,16 @@ class CycleDoc(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+class ControlPanelTargetDoc(serializers.Serializer):
+    """The assistant the panel reports on: the same shape as `learning_target` of GET /v1/ai/settings."""
+
+    assistant_id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
 class ControlPanelDoc(serializers.Serializer):
     autonomous_tuning_enabled = serializers.BooleanField()
-    learning_target = LearningTargetDoc(allow_null=True)
+    learning_target = ControlPanelTargetDoc(allow_null=True)
     policy = PolicyDoc()
     kill_switch = KillSwitchDoc()
     current_version = serializers.IntegerField(allow_null=True)
