@@ -5,7 +5,7 @@ from django.db import transaction
 
 from apps.agents.services import create_human_agent, set_console_password
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 

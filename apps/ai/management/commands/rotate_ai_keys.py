@@ -2,7 +2,7 @@ from django.db import transaction
 
 from apps.ai.models import Credential, IntegrationBinding
 from apps.core.crypto import rotate_token
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

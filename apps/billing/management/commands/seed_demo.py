@@ -2,7 +2,7 @@ from django.db import transaction
 
 from apps.core import services
 from apps.core.auth import scopes as catalogue
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 from ...demo import seed_demo_billing

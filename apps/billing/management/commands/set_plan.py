@@ -5,7 +5,7 @@ from __future__ import annotations
 from apps.billing import services
 from apps.billing.models import Plan
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 

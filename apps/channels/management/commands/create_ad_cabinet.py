@@ -1,6 +1,6 @@
 from apps.channels.cabinets import create_ad_cabinet
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 

@@ -1,5 +1,5 @@
 from apps.channels.services import rotate_custom_channel_keys
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

@@ -1,7 +1,7 @@
 from apps.compat import services
 from apps.core import services as core_services
 from apps.core.errors import ValidationFailed
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 

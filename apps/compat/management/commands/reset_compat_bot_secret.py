@@ -1,6 +1,6 @@
 from apps.compat import services
 from apps.compat.models import CompatBot
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

@@ -1,5 +1,5 @@
 from apps.compat.services import rotate_bot_keys
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

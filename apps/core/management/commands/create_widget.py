@@ -2,8 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from apps.core import services
-
-from ._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

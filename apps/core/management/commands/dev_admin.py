@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from ._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 USERNAME = "admin"
 EMAIL = "admin@example.com"

@@ -1,9 +1,8 @@
 from apps.core import services
 from apps.core.auth import scopes as catalogue
 from apps.core.auth.availability import presets_text, scopes_text
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
-
-from ._base import OperatorCommand
 
 
 class Command(OperatorCommand):

@@ -1,8 +1,7 @@
 from django.conf import settings
 
 from apps.core import metrics
-
-from ._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 
 
 class Command(OperatorCommand):

@@ -1,6 +1,6 @@
 from apps.core import services as core_services
 from apps.core.errors import AppError
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 from apps.external import services
 

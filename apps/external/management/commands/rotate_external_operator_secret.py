@@ -1,5 +1,5 @@
 from apps.core.errors import AppError
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.external import services
 from apps.external.models import ExternalOperator
 

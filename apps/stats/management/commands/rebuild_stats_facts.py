@@ -5,7 +5,7 @@ transaction. Prints one JSON line per widget. For existing data, repairs and bul
 import time
 
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 from apps.stats.facts import rebuild_widget_facts
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 from ...config import ConfigInvalid, config_payload, configure_support

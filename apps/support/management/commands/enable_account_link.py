@@ -4,7 +4,7 @@ the account-link list; the signed account-link endpoints answer 404 while it is 
 from __future__ import annotations
 
 from apps.core import services as core_services
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
 from ...config import set_account_link

@@ -1,7 +1,7 @@
 from django.db import transaction
 
 from apps.core.crypto import rotate_token
-from apps.core.management.commands._base import OperatorCommand
+from apps.core.management.base import OperatorCommand
 from apps.webhooks.models import Endpoint, Subscription
 
 
