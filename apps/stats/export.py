@@ -5,18 +5,20 @@ Rows are read from the chat facts alone (apps.stats.models.ChatFacts: one row pe
 channel, creation, closing, contact, department, attribution, escalations, first response, counted
 messages and latest rating), in keyset pages of PAGE_SIZE ordered by (created_at, chat id) on the
 facts' (widget, created_at, chat) index, each contact's tags a subquery on their (contact, name)
-index: one statement a page. Memory stays one page whatever the window's size. Chats whose contact
-is under erasure are left out, as every read of chats does.
+index: one statement a page. While a page is spelled and sent, a thread reads the next (read_ahead),
+so memory stays a few pages whatever the window's size. Chats whose contact is under erasure are left
+out, as every read of chats does.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import queue
+import threading
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 import orjson
+from django.db import connection, connections
 from django.db.models import (
     Aggregate,
     CharField,
@@ -139,10 +141,87 @@ def export_pages(*, widget_id: int, window: Window) -> Iterator[list[tuple]]:
         after = Q(created_at__gte=last) & (Q(created_at__gt=last) | Q(chat_id__gt=page[-1][0]))
 
 
-def rows(page: list[tuple], *, text: bool = False) -> Iterator[tuple]:
-    """The COLUMNS' values of a page's rows (as export_pages yields them). `text`: as CSV spells
-    them (booleans `true`/`false`, tags joined by `,`; csv writes None as an empty cell)."""
-    spell = _TEXT if text else _SAME
+_END = object()
+
+
+def read_ahead(pages: Iterator[list[tuple]]) -> Iterator[list[tuple]]:
+    """`pages`, each after the first read by a thread of its own while the one before is spelled and
+    sent, so the database's work on a page overlaps Python's on the last: at most two pages wait in
+    memory. The first page is read here, so a window of one page never starts a thread. Inside a
+    transaction every page is read here: rows it wrote are visible on its own connection only.
+
+    The thread reads through a connection of its own and closes it when it ends: at the last page,
+    on an error (raised here in turn), or within a moment of this generator being closed (the client
+    went away)."""
+    first = next(pages, None)
+    if first is None:
+        return
+    if len(first) < PAGE_SIZE or connection.in_atomic_block:
+        yield first
+        yield from pages
+        return
+    handoff: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def offer(item) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.25)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for page in pages:
+                if not offer(page):
+                    return
+            offer(_END)
+        except Exception as error:  # handed to the response's thread, which raises it
+            offer(error)
+        finally:
+            pages.close()
+            connections.close_all()
+
+    threading.Thread(target=read, name="export-read-ahead", daemon=True).start()
+    try:
+        yield first
+        while (item := handoff.get()) is not _END:
+            if isinstance(item, Exception):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+def _tag_names(tags: str | None) -> list[str]:
+    return sorted(tags.split(_TAG_SEPARATOR)) if tags else []
+
+
+def _seconds(first_response_ms: int | None) -> float | None:
+    return None if first_response_ms is None else first_response_ms / 1000
+
+
+def _duration(duration) -> int | None:
+    return None if duration is None else duration.days * 86400 + duration.seconds
+
+
+def _cell(text: str) -> str:
+    """A text cell as `csv.writer`'s minimal quoting spells it: quoted, quotes doubled, when it
+    holds the separator, a quote or a line break."""
+    if "," in text or '"' in text or "\r" in text or "\n" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_lines(page: list[tuple]) -> str:
+    """A page's rows (as export_pages yields them) as CSV lines in COLUMNS' order: booleans
+    `true`/`false`, a null an empty cell, tags joined by `,`. Built as one string per row rather than
+    through `csv.writer`, which costs more than the rest of a row: every cell but the channel and the
+    tags is a number, an ISO timestamp or a word of a fixed vocabulary that never needs quoting."""
+    lines = []
+    append = lines.append
     for (
         chat_id,
         channel,
@@ -160,49 +239,77 @@ def rows(page: list[tuple], *, text: bool = False) -> Iterator[tuple]:
         rating,
         tags,
     ) in page:
-        names = sorted(tags.split(_TAG_SEPARATOR)) if tags else []
-        yield (
-            chat_id,
-            channel,
-            _iso(created_at),
-            None if closed_at is None else _iso(closed_at),
-            contact_id,
-            department_id,
-            None if first_response_ms is None else first_response_ms / 1000,
-            None if duration is None else duration.days * 86400 + duration.seconds,
-            messages,
-            accepted_type or None,
-            handled_type or None,
-            spell[ai_to_human],
-            spell[human_to_ai],
-            rating,
-            ",".join(names) if text else names,
+        append(
+            f"{chat_id},{_cell(channel)},{_iso(created_at)},{'' if closed_at is None else _iso(closed_at)},"
+            f"{'' if contact_id is None else contact_id},{'' if department_id is None else department_id},"
+            f"{'' if first_response_ms is None else first_response_ms / 1000},"
+            f"{'' if duration is None else duration.days * 86400 + duration.seconds},{messages},"
+            f"{accepted_type},{handled_type},{_TEXT[ai_to_human]},{_TEXT[human_to_ai]},"
+            f"{'' if rating is None else rating},{_cell(','.join(_tag_names(tags))) if tags else ''}\r\n"
         )
+    return "".join(lines)
+
+
+def json_lines(page: list[tuple]) -> bytes:
+    """A page's rows as JSON objects with COLUMNS' keys, one a line (orjson: the standard library's
+    encoder costs more than the rest of a row)."""
+    dumps = orjson.dumps
+    return b"".join(
+        [
+            dumps(
+                {
+                    "id": chat_id,
+                    "channel": channel,
+                    "created_at": _iso(created_at),
+                    "closed_at": None if closed_at is None else _iso(closed_at),
+                    "contact_id": contact_id,
+                    "department_id": department_id,
+                    "first_response_seconds": _seconds(first_response_ms),
+                    "duration_seconds": _duration(duration),
+                    "messages": messages,
+                    "accepted_by_type": accepted_type or None,
+                    "handled_by_type": handled_type or None,
+                    "ai_to_human": ai_to_human,
+                    "human_to_ai": human_to_ai,
+                    "rating": rating,
+                    "tags": _tag_names(tags),
+                },
+                option=_LINE,
+            )
+            for (
+                chat_id,
+                channel,
+                created_at,
+                closed_at,
+                contact_id,
+                department_id,
+                first_response_ms,
+                duration,
+                messages,
+                accepted_type,
+                handled_type,
+                ai_to_human,
+                human_to_ai,
+                rating,
+                tags,
+            ) in page
+        ]
+    )
 
 
 _TEXT = {True: "true", False: "false"}
-_SAME = {True: True, False: False}
-
-
-def render(pages: Iterable[list[tuple]], fmt: str) -> Iterator[bytes]:
-    """The export's body in `fmt`, one piece per page: CSV with a header row, or one JSON object per
-    line (orjson: the standard library's encoder costs more than the rest of a row)."""
-    if fmt == "csv":
-        yield _csv([COLUMNS])
-        for page in pages:
-            yield _csv(rows(page, text=True))
-        return
-    for page in pages:
-        yield b"".join([orjson.dumps(dict(zip(COLUMNS, row, strict=True)), option=_LINE) for row in rows(page)])
-
-
 _LINE = orjson.OPT_APPEND_NEWLINE
 
 
-def _csv(rows) -> bytes:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerows(rows)
-    return out.getvalue().encode()
+def render(pages: Iterable[list[tuple]], fmt: str) -> Iterator[bytes]:
+    """The export's body in `fmt`, one piece per page: CSV with a header row, or JSON Lines."""
+    if fmt == "csv":
+        yield (",".join(COLUMNS) + "\r\n").encode()
+        for page in pages:
+            yield csv_lines(page).encode()
+        return
+    for page in pages:
+        yield json_lines(page)
 
 
 def filename(window: Window, fmt: str) -> str:

@@ -137,7 +137,7 @@ class ChatExportView(ScopedAPIView):
     def get(self, request):
         query = _validated(s.ExportQuery, request, ("from", "to", "format"))
         window, fmt = query["window"], query["format"]
-        pages = export.export_pages(widget_id=request.widget.pk, window=window)
+        pages = export.read_ahead(export.export_pages(widget_id=request.widget.pk, window=window))
         response = StreamingHttpResponse(export.render(pages, fmt), content_type=export.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{export.filename(window, fmt)}"'
         return response
