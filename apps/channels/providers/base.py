@@ -157,7 +157,7 @@ class Provider(ABC):
     # False: a reply is queued without a credential on the connection row (the account that sends
     # it is named in the stored body and read when the attempt runs).
     sends_through_connection: ClassVar[bool] = True
-    refusal: ClassVar[str] = "The provider's signature or secret does not match."
+    refusal: ClassVar[str] = "The provider's signature or secret does not match."  # the hook's 401 detail
     # True: the hook body is read by the core's RFC 8259 reader (no NaN, bounded depth) and its
     # detail is the 422's; False: plain `json.loads`.
     strict_json: ClassVar[bool] = False

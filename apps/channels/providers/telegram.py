@@ -29,6 +29,7 @@ from .base import (
     Provider,
     Registration,
     SendRequest,
+    json_body,
     same,
 )
 
@@ -107,14 +108,6 @@ def get_updates(token: str, *, offset: int) -> Result:
     return call(token, "getUpdates", payload)
 
 
-def send_message_body(*, chat_id: str, text: str, buttons: list[dict]) -> str:
-    """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""
-    payload: dict = {"chat_id": chat_id, "text": text or " "}
-    if buttons:
-        payload["reply_markup"] = {"inline_keyboard": [[{"text": b["label"], "url": b["url"]}] for b in buttons]}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
 class Telegram(Provider):
     code = "tg"
     label = "Telegram"
@@ -177,16 +170,18 @@ class Telegram(Provider):
         return [Inbound(str(update_id), external_id, str(chat_id), text, name)]
 
     def outbound_body(self, *, address: str, message) -> str | None:
-        return send_message_body(chat_id=address, text=message.body, buttons=payloads.buttons_of(message))
+        """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""
+        payload = self.send_payload(address=address, text=message.body)
+        if buttons := payloads.buttons_of(message):
+            payload["reply_markup"] = {"inline_keyboard": [[{"text": b["label"], "url": b["url"]}] for b in buttons]}
+        return json_body(payload).decode()
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {"chat_id": address, "text": text or " "}
 
     def send_request(self, cred: Credential, stored: dict) -> SendRequest:
         return SendRequest(
-            method_url(cred.token, "sendMessage"),
-            json.dumps(stored, ensure_ascii=False, separators=(",", ":")).encode(),
-            {"Content-Type": "application/json"},
+            method_url(cred.token, "sendMessage"), json_body(stored), {"Content-Type": "application/json"}
         )
 
 
