@@ -25,8 +25,9 @@ from apps.core import crypto, metrics, outbound
 from apps.core.numbers import parse_int
 from apps.webhooks import services as webhooks
 
-from .models import MessengerConnection, OutboundAttempt, OutboundDelivery, VkCommunity
+from .models import OutboundAttempt, OutboundDelivery
 from .providers import registry
+from .providers.base import Credential, Provider
 
 logger = logging.getLogger(__name__)
 
@@ -128,92 +129,35 @@ def signed_request(*, url: str, secret: str, body: bytes, event_id: str, deliver
 
 
 class Credentials:
-    """Decrypted credentials of one batch, read once per (widget, provider) or VK community: a
-    batch of sends to one messenger makes one query and one decryption, not one per message."""
+    """Decrypted credentials of one batch, read once per (widget, provider, account): a batch of
+    sends to one messenger makes one query and one decryption, not one per message."""
 
     def __init__(self) -> None:
-        self._messenger: dict[tuple[int, str], object] = {}
-        self._vk: dict[tuple[int, int], str | None] = {}
+        self._read: dict[tuple[int, str, str], Credential | None] = {}
 
-    def messenger(self, widget_id: int, provider: str):
-        """The generic providers' Credential (Telegram's token as one), or None when not connected."""
-        key = (widget_id, provider)
-        if key not in self._messenger:
-            from .messengers import credential
-
-            conn = MessengerConnection.objects.filter(widget_id=widget_id, provider=provider).first()
-            self._messenger[key] = credential(conn) if conn is not None else None
-        return self._messenger[key]
-
-    def vk(self, widget_id: int, community_id: int) -> str | None:
-        key = (widget_id, community_id)
-        if key not in self._vk:
-            community = VkCommunity.objects.filter(widget_id=widget_id, community_id=community_id).first()
-            self._vk[key] = crypto.decrypt_secret(community.token_encrypted) if community is not None else None
-        return self._vk[key]
+    def get(self, provider: Provider, widget_id: int, stored: dict) -> Credential | None:
+        """The credential that sends `stored`, or None when not connected."""
+        key = (widget_id, provider.code, provider.account_key(stored))
+        if key not in self._read:
+            self._read[key] = provider.load_credential(widget_id, key[2])
+        return self._read[key]
 
 
-def _build_telegram(delivery: OutboundDelivery, creds: Credentials) -> Request:
-    from .providers import telegram
-
-    cred = creds.messenger(delivery.widget_id, "tg")
+def _build_messenger(provider: Provider, delivery: OutboundDelivery, creds: Credentials) -> Request:
+    """A provider's send call: the stored body with the credential read now."""
+    stored = json.loads(delivery.body)
+    cred = creds.get(provider, delivery.widget_id, stored)
     if cred is None:
         raise PermanentFailure("not_connected")
-    return Request(
-        url=telegram.method_url(cred.token, "sendMessage"),
-        body=delivery.body.encode(),
-        headers={"Content-Type": "application/json", "User-Agent": "ChatWidgetService-Channels/1"},
-    )
-
-
-def _build_vk(delivery: OutboundDelivery, creds: Credentials) -> Request:
-    from urllib.parse import urlencode
-
-    from django.conf import settings
-
-    from .providers import vk
-
-    data = json.loads(delivery.body)
-    token = creds.vk(delivery.widget_id, data["community_id"])
-    if not token:
-        raise PermanentFailure("not_connected")
-    form = vk.send_message_form(peer_id=data["peer_id"], text=data["message"], random_id=delivery.pk)
-    form |= {"access_token": token, "v": vk.API_VERSION}
-    return Request(
-        url=f"{settings.PROVIDER_API_BASE_VK.rstrip('/')}/method/messages.send",
-        body=urlencode(form).encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "ChatWidgetService-Channels/1"},
-    )
-
-
-def _vk_error(content: bytes) -> str:
-    """VK answers errors with HTTP 200 and `{"error": {...}}`."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return "vk_invalid_answer"
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        return f"vk_error_{data['error'].get('error_code')}"
-    return "" if isinstance(data, dict) and "response" in data else "vk_invalid_answer"
-
-
-def _build_messenger(delivery: OutboundDelivery, creds: Credentials) -> Request:
-    """A generic provider's send call: the stored payload with the credential read now."""
-    cred = creds.messenger(delivery.widget_id, delivery.channel)
-    if cred is None:
-        raise PermanentFailure("not_connected")
-    sent = registry.get(delivery.channel).send_request(cred, json.loads(delivery.body))
+    sent = provider.delivery_request(cred, stored, delivery_id=delivery.pk)
     headers = {"User-Agent": "ChatWidgetService-Channels/1", **sent.headers}
     return Request(url=sent.url, body=sent.body, headers=headers)
 
 
 def _build(delivery: OutboundDelivery, creds: Credentials) -> Request:
-    if delivery.channel == "tg":
-        return _build_telegram(delivery, creds)
-    if registry.get(delivery.channel) is not None:
-        return _build_messenger(delivery, creds)
-    if delivery.channel == "vk":
-        return _build_vk(delivery, creds)
+    provider = registry.get(delivery.channel)
+    if provider is not None:
+        return _build_messenger(provider, delivery, creds)
     channel = delivery.custom_channel
     if channel is None or not channel.is_active:
         raise PermanentFailure("channel_inactive")
@@ -261,15 +205,12 @@ def _send(delivery: OutboundDelivery, creds: Credentials | None = None) -> Outco
         status_code = response.status_code
         provider = registry.get(delivery.channel)
         if provider is not None:
+            # the provider's verdict: its refusal of the request itself (bad chat, bot blocked) is final
             error, permanent = provider.send_error(status_code, response.content)
             retry_after = _retry_after(response)
         elif not 200 <= status_code < 300:
             error = f"http_{status_code}"
             retry_after = _retry_after(response)
-            # A provider's refusal of the request itself (bad chat, bot blocked) will not change.
-            permanent = delivery.channel == "tg" and 400 <= status_code < 500 and status_code not in (408, 429)
-        elif delivery.channel == "vk":
-            error = _vk_error(response.content)
     except PermanentFailure as exc:
         error, permanent = exc.reason, True
     except outbound.OutboundBlocked as exc:

@@ -16,9 +16,5 @@ def queue_outbound_message(event: Event) -> None:
         return
     if selectors.custom_channel_id(chat.channel) is not None:
         services.queue_custom_channel_delivery(widget=event.widget, chat=chat, message=message)
-    elif chat.channel == "tg":
-        services.queue_telegram_delivery(widget=event.widget, chat=chat, message=message)
-    elif chat.channel == "vk":
-        services.queue_vk_delivery(widget=event.widget, chat=chat, message=message)
     elif chat.channel in registry.PROVIDERS:
         services.queue_messenger_delivery(widget=event.widget, chat=chat, message=message)

@@ -10,7 +10,6 @@ on a channel, in the message's transaction; the sender (delivery.py) posts it af
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 
 from django.db import IntegrityError, transaction
@@ -217,57 +216,19 @@ def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Messag
     return row
 
 
-def queue_telegram_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
-    """Inside the message's transaction: an operator message of a `tg` chat as a sendMessage
-    (keyboards as an inline keyboard, one URL button per row), sent after commit."""
-    from .providers import telegram
-
-    if not is_deliverable(message):
-        return None
-    if not MessengerConnection.objects.filter(widget=widget, provider="tg").exclude(token_encrypted="").exists():
-        return None
-    link = selectors.external_contact_for(widget, channel="tg", contact_id=chat.contact_id)
-    if link is None:
-        return None
-    row = OutboundDelivery(widget=widget, channel="tg", chat=chat, message=message)
-    row.body = telegram.send_message_body(chat_id=link.address, text=message.body, buttons=payloads.buttons_of(message))
-    row.next_attempt_at = timezone.now()
-    row.save()
-    transaction.on_commit(delivery.trigger)
-    return row
-
-
-def queue_vk_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
-    """Inside the message's transaction: an operator message of a `vk` chat as messages.send from
-    the community the visitor wrote to (keyboards as `label: url` lines)."""
-    if not is_deliverable(message):
-        return None
-    link = selectors.external_contact_for(widget, channel="vk", contact_id=chat.contact_id)
-    if link is None or ":" not in link.address:
-        return None
-    community_id, peer_id = link.address.split(":", 1)
-    row = OutboundDelivery(widget=widget, channel="vk", chat=chat, message=message)
-    row.body = json.dumps(
-        {"community_id": int(community_id), "peer_id": peer_id, "message": payloads.text_with_link_lines(message)},
-        ensure_ascii=False,
-    )
-    row.next_attempt_at = timezone.now()
-    row.save()
-    transaction.on_commit(delivery.trigger)
-    return row
-
-
 def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
-    """Inside the message's transaction: an operator message of a chat on one of the generic
-    providers (`wa`, `vb`, `fb`, `ok`, `mx`, `cian`, `ali`, `apple`) as that provider's send call
-    (keyboards as `label: url` lines), sent after commit. The stored body has no credential."""
+    """Inside the message's transaction: an operator message of a chat on a messenger provider as
+    that provider's stored body (`Provider.outbound_body`: Telegram's keyboards as an inline
+    keyboard, the others' as `label: url` lines), sent after commit. The stored body has no
+    credential."""
     from .providers import registry
 
     provider = registry.get(chat.channel)
     if provider is None or not is_deliverable(message):
         return None
     if (
-        not MessengerConnection.objects.filter(widget=widget, provider=chat.channel)
+        provider.sends_through_connection
+        and not MessengerConnection.objects.filter(widget=widget, provider=chat.channel)
         .exclude(token_encrypted="")
         .exists()
     ):
@@ -275,9 +236,10 @@ def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) ->
     link = selectors.external_contact_for(widget, channel=chat.channel, contact_id=chat.contact_id)
     if link is None:
         return None
-    row = OutboundDelivery(widget=widget, channel=chat.channel, chat=chat, message=message)
-    payload = provider.send_payload(address=link.address, text=payloads.text_with_link_lines(message))
-    row.body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    body = provider.outbound_body(address=link.address, message=message)
+    if body is None:
+        return None
+    row = OutboundDelivery(widget=widget, channel=chat.channel, chat=chat, message=message, body=body)
     row.next_attempt_at = timezone.now()
     row.save()
     transaction.on_commit(delivery.trigger)

@@ -12,11 +12,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.api.parsers import loads
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
-from apps.core.errors import InvalidJSON, NotFound, ValidationFailed
+from apps.core.errors import NotFound, ValidationFailed
 
-from .. import cabinets, messengers
+from .. import cabinets, communities, messengers
 from ..models import AdCabinet, VkCommunity
 from ..providers.base import HookRequest
 from . import serializers as s
@@ -79,7 +78,7 @@ class MessengerDetailView(ScopedAPIView):
         responses={200: s.MessengerWriteDoc},
     )
     def put(self, request, provider: str):
-        messengers._writable(request.widget, provider)
+        messengers.writable(request.widget, provider)
         data = self.validated(s.credential_input(provider))
         row, outcome = messengers.connect(
             widget=request.widget,
@@ -148,36 +147,17 @@ class ProviderHookView(APIView):
 
     def post(self, request, provider: str, hook_id: str):
         conn = messengers.find_hook(provider, hook_id)
-        if conn is None or provider == "custom":
+        if conn is None:
             raise NotFound()
-        if provider not in ("tg", "vk"):
-            content_type, body = messengers.receive_provider_hook(
-                conn=conn,
-                request=HookRequest(
-                    body=request.body or b"",
-                    headers={k.lower(): v for k, v in request.headers.items()},
-                    query={k: v for k, v in request.GET.items()},
-                ),
-            )
-            return HttpResponse(body, content_type=content_type)
-        if provider == "vk":
-            event = self._json(request)
-            answer = messengers.receive_vk_event(conn=conn, event=event)
-            return HttpResponse(answer.encode(), content_type="text/plain; charset=utf-8")
-        messengers.check_telegram_secret(conn, request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
-        update = self._json(request)
-        messengers.receive_telegram_update(conn=conn, update=update)
-        return Response({"ok": True})
-
-    @staticmethod
-    def _json(request) -> dict:
-        try:
-            data = loads(request.body or b"")
-        except InvalidJSON as exc:
-            raise ValidationFailed("Not a provider event.", errors={"body": [exc.detail]}) from None
-        if not isinstance(data, dict):
-            raise ValidationFailed("Not a provider event.", errors={"body": ["Expected a JSON object."]})
-        return data
+        content_type, body = messengers.receive_provider_hook(
+            conn=conn,
+            request=HookRequest(
+                body=request.body or b"",
+                headers={k.lower(): v for k, v in request.headers.items()},
+                query={k: v for k, v in request.GET.items()},
+            ),
+        )
+        return HttpResponse(body, content_type=content_type)
 
 
 class VkCommunityViewSet(WidgetScopedViewSet):
@@ -201,7 +181,7 @@ class VkCommunityViewSet(WidgetScopedViewSet):
     )
     def list(self, request):
         page = self.paginate_queryset(self.get_queryset().order_by("-created_at", "-id"))
-        return self.get_paginated_response([messengers.community_payload(c) for c in page])
+        return self.get_paginated_response([communities.community_payload(c) for c in page])
 
     @extend_schema(
         summary="Connect a VK community",
@@ -213,14 +193,14 @@ class VkCommunityViewSet(WidgetScopedViewSet):
     )
     def create(self, request):
         data = self.validated(s.VkCommunityInput)
-        community, outcome = messengers.connect_community(
+        community, outcome = communities.connect_community(
             widget=request.widget,
             token=data["token"],
             community=data["community"],
             base_url=_base_url(request),
             claim=self.idempotency_claim,
         )
-        body = {**messengers.community_payload(community), "webhook": outcome.as_dict()}
+        body = {**communities.community_payload(community), "webhook": outcome.as_dict()}
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -235,8 +215,8 @@ class VkCommunityViewSet(WidgetScopedViewSet):
         community = self.get_object()
         if request.data:
             raise ValidationFailed("No body is taken.", errors={"body": ["Send no body."]})
-        community = messengers.set_primary_community(widget=request.widget, community=community)
-        return Response(messengers.community_payload(community))
+        community = communities.set_primary_community(widget=request.widget, community=community)
+        return Response(communities.community_payload(community))
 
     @extend_schema(
         summary="Disconnect a VK community",
@@ -245,7 +225,7 @@ class VkCommunityViewSet(WidgetScopedViewSet):
         responses={204: None},
     )
     def destroy(self, request, pk=None):
-        messengers.delete_community(widget=request.widget, community=self.get_object())
+        communities.delete_community(widget=request.widget, community=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -1,5 +1,6 @@
-"""What every messenger provider other than Telegram and VK implements: registration of our hook,
-the hook's authentication and parsing, and the send call of an operator message.
+"""What every messenger provider implements: registration of our hook, the hook's authentication
+and parsing, and the send call of an operator message. The services dispatch through these hooks
+(`providers.registry`), never on a provider's code.
 
 A provider module exposes one `Provider` instance. Calls go through the guarded outbound client
 against `PROVIDER_API_BASE_<CODE>` (a test points it at a loopback fake of the provider's wire
@@ -18,7 +19,12 @@ from typing import ClassVar
 
 from django.conf import settings
 
-from apps.core import outbound
+from apps.core import crypto, outbound
+from apps.core.api.parsers import loads as strict_loads
+from apps.core.errors import InvalidJSON, ValidationFailed
+
+from .. import payloads
+from ..models import MessengerConnection
 
 CALL_TIMEOUT = (3.05, 10)
 CALL_DEADLINE = 15.0
@@ -106,14 +112,67 @@ def short(value: object, limit: int = 200) -> str:
     return str(value or "")[:limit]
 
 
+def stored_credential(conn: MessengerConnection) -> Credential | None:
+    """A connection's credential, decrypted; None when it cannot be read (key dropped) or is gone."""
+    token = crypto.decrypt_secret(conn.token_encrypted) if conn.token_encrypted else None
+    sid = crypto.decrypt_secret(conn.sid_encrypted) if conn.sid_encrypted else ""
+    if not token or sid is None:
+        return None
+    return Credential(token=token, sid=sid, url=conn.url)
+
+
+@dataclass(frozen=True)
+class HookAccount:
+    """What authenticates one hook call: the credential and the hook secret, or `answer`, the
+    reply given at once with nothing else done (VK's confirmation request)."""
+
+    cred: Credential | None
+    secret: str
+    answer: tuple[str, bytes] | None = None
+
+
+@dataclass(frozen=True)
+class Polled:
+    """One long-poll read: the events in order and the offset of the next read; `error` when the
+    provider refused or did not answer (nothing taken)."""
+
+    events: list[dict]
+    next_offset: int
+    error: str = ""
+
+
 class Provider(ABC):
-    """Defaults: no registration mechanism (`attempted: false`), no unregister call."""
+    """Defaults: connected through PUT with one credential on the widget's connection row, no
+    read-only probe, no registration mechanism (`attempted: false`), no unregister call, no
+    long-poll mode."""
 
     code: ClassVar[str] = ""
+    label: ClassVar[str] = "The provider"  # how an error detail names it
     fields: ClassVar[tuple[str, ...]] = ("token",)
     # where the hook's own secret travels: "header" (the provider echoes what we registered),
     # "query" (the registered hook URL carries `?token=<secret>`, redacted in logs), or "" (the provider signs).
     hook_auth: ClassVar[str] = ""
+    # False: not connected through PUT/verify (422 `not_writable`); the provider has its own routes.
+    writable: ClassVar[bool] = True
+    # False: a reply is queued without a credential on the connection row (the account that sends
+    # it is named in the stored body and read when the attempt runs).
+    sends_through_connection: ClassVar[bool] = True
+    refusal: ClassVar[str] = "The provider's signature or secret does not match."  # the hook's 401 detail
+    # True: the hook body is read by the core's RFC 8259 reader (no NaN, bounded depth) and its
+    # detail is the 422's; False: plain `json.loads`.
+    strict_json: ClassVar[bool] = False
+
+    def connected(self, widget_id: int, stored: MessengerConnection | None) -> bool:
+        """Whether the widget has the provider connected (`stored`: its connection row, if any)."""
+        return stored is not None and bool(stored.token_encrypted)
+
+    def remove_accounts(self, widget) -> None:  # noqa: B027 (a default, not abstract)
+        """Accounts kept outside the connection row, removed first when the provider is disconnected."""
+
+    def probe(self, token: str) -> str | None:
+        """The read-only check of a credential before anything is stored: the provider's refusal
+        (a 422, nothing stored), or None when it did not refuse (no answer is no refusal)."""
+        return None
 
     @property
     def base(self) -> str:
@@ -164,7 +223,31 @@ class Provider(ABC):
     def unregister(self, cred: Credential, *, hook_url: str) -> None:  # noqa: B027 (a default, not abstract)
         """Provider-side removal (best effort, short deadline). Most providers have none."""
 
+    @property
+    def long_poll(self) -> bool:
+        """Inbound is read by polling (`poll`) instead of the hook."""
+        return False
+
+    def poll(self, cred: Credential, *, offset: int) -> Polled:
+        return Polled([], offset, "no long-poll mode")
+
     # --- inbound --------------------------------------------------------------------------------
+
+    def hook_account(self, conn: MessengerConnection, request: HookRequest) -> HookAccount | None:
+        """Where the credential of a hook call comes from: None for the connection's own."""
+        return None
+
+    def decode(self, body: bytes) -> dict:
+        """The hook body as a JSON object (422 otherwise)."""
+        try:
+            data = strict_loads(body or b"") if self.strict_json else json.loads(body or b"")
+        except InvalidJSON as exc:
+            raise ValidationFailed("Not a provider event.", errors={"body": [exc.detail]}) from None
+        except ValueError:
+            raise ValidationFailed("Not a provider event.", errors={"body": ["Not JSON."]}) from None
+        if not isinstance(data, dict):
+            raise ValidationFailed("Not a provider event.", errors={"body": ["Expected a JSON object."]})
+        return data
 
     def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
         if self.hook_auth == "query":
@@ -186,6 +269,12 @@ class Provider(ABC):
 
     # --- outbound -------------------------------------------------------------------------------
 
+    def outbound_body(self, *, address: str, message) -> str | None:
+        """The stored body of one operator message (keyboards as `label: url` lines); None when
+        the address cannot be sent to."""
+        payload = self.send_payload(address=address, text=payloads.text_with_link_lines(message))
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
     @abstractmethod
     def send_payload(self, *, address: str, text: str) -> dict:
         """What is stored for one operator message (no credential in it)."""
@@ -193,6 +282,19 @@ class Provider(ABC):
     @abstractmethod
     def send_request(self, cred: Credential, stored: dict) -> SendRequest:
         """The send call of a stored payload, with the credential read when the attempt runs."""
+
+    def account_key(self, stored: dict) -> str:
+        """Which of the widget's accounts sends a stored body: "" for the connection's credential."""
+        return ""
+
+    def load_credential(self, widget_id: int, account: str) -> Credential | None:
+        """The credential of one account, decrypted when the attempt runs; None when not connected."""
+        conn = MessengerConnection.objects.filter(widget_id=widget_id, provider=self.code).first()
+        return stored_credential(conn) if conn is not None else None
+
+    def delivery_request(self, cred: Credential, stored: dict, *, delivery_id: int) -> SendRequest:
+        """The send call of one delivery attempt (a provider with a per-message key takes the id)."""
+        return self.send_request(cred, stored)
 
     def send_error(self, status_code: int, content: bytes) -> tuple[str, bool]:
         """(error, permanent) for an answer; ("", False) when it was accepted. A 4xx other than

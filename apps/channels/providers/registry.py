@@ -1,15 +1,18 @@
-"""The providers connected through the generic path (every messenger but `tg`, `vk` and `custom`)."""
+"""Every messenger provider by its code, in the order the messenger list shows them. The services
+dispatch through it: connect, verify, disconnect, the hooks, long polling and replies."""
 
 from __future__ import annotations
 
-from . import aliexpress, apple, cian, maxbot, meta, okru, viber
+from . import aliexpress, apple, cian, maxbot, meta, okru, telegram, viber, vk
 from .base import Provider
 
 PROVIDERS: dict[str, Provider] = {
     p.code: p
     for p in (
-        viber.PROVIDER,
+        telegram.PROVIDER,
+        vk.PROVIDER,
         meta.WA,
+        viber.PROVIDER,
         meta.FB,
         okru.PROVIDER,
         maxbot.PROVIDER,

@@ -1,6 +1,12 @@
 """Telegram Bot API calls (https://core.telegram.org/bots/api), every one through the guarded
 outbound client against PROVIDER_API_BASE_TG. The token is part of the URL path, so URLs are
-built at call time and never stored or logged."""
+built at call time and never stored or logged.
+
+The provider: PUT probes the token with `getMe` (a refusal is 422 and stores nothing), then
+registers our hook with `setWebhook` and a secret Telegram echoes in
+`X-Telegram-Bot-Api-Secret-Token`; with TELEGRAM_LONG_POLL it deletes the webhook instead and beat
+reads `getUpdates` from the stored offset. DELETE calls `deleteWebhook`. Replies are `sendMessage`
+with keyboard buttons as an inline keyboard."""
 
 from __future__ import annotations
 
@@ -10,6 +16,22 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from apps.core import outbound
+from apps.core.errors import ValidationFailed
+
+from .. import payloads
+from .base import (
+    FAILED,
+    REGISTERED,
+    Credential,
+    HookRequest,
+    Inbound,
+    Polled,
+    Provider,
+    Registration,
+    SendRequest,
+    json_body,
+    same,
+)
 
 CALL_TIMEOUT = (3.05, 10)
 CALL_DEADLINE = 15.0
@@ -86,9 +108,81 @@ def get_updates(token: str, *, offset: int) -> Result:
     return call(token, "getUpdates", payload)
 
 
-def send_message_body(*, chat_id: str, text: str, buttons: list[dict]) -> str:
-    """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""
-    payload: dict = {"chat_id": chat_id, "text": text or " "}
-    if buttons:
-        payload["reply_markup"] = {"inline_keyboard": [[{"text": b["label"], "url": b["url"]}] for b in buttons]}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+class Telegram(Provider):
+    code = "tg"
+    label = "Telegram"
+    hook_auth = "header"
+    strict_json = True
+    refusal = "X-Telegram-Bot-Api-Secret-Token does not match."
+
+    @property
+    def long_poll(self) -> bool:
+        return settings.TELEGRAM_LONG_POLL
+
+    def probe(self, token: str) -> str | None:
+        """getMe: the chat messenger's read-only probe (endpoints.md, Rules)."""
+        result = get_me(token)
+        return result.description if result.rejected else None
+
+    def register(self, cred: Credential, *, hook_url: str, hook_secret: str) -> Registration:
+        if self.long_poll:  # no webhook: delete it, check the identity; beat polls
+            result = delete_webhook(cred.token)
+            if result.ok:
+                result = get_me(cred.token)
+            return (
+                Registration(True, REGISTERED, "long-poll mode")
+                if result.ok
+                else Registration(True, FAILED, result.description)
+            )
+        result = set_webhook(cred.token, url=hook_url, secret_token=hook_secret)
+        return Registration(True, REGISTERED) if result.ok else Registration(True, FAILED, result.description)
+
+    def unregister(self, cred: Credential, *, hook_url: str) -> None:
+        delete_webhook(cred.token)  # best effort: an inert webhook may remain
+
+    def poll(self, cred: Credential, *, offset: int) -> Polled:
+        result = get_updates(cred.token, offset=offset)
+        if not result.ok or not isinstance(result.result, list):
+            return Polled([], offset, result.description or "no update list")
+        updates = [u for u in result.result if isinstance(u, dict) and type(u.get("update_id")) is int]
+        updates.sort(key=lambda u: u["update_id"])
+        return Polled(updates, updates[-1]["update_id"] + 1 if updates else offset)
+
+    def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
+        return same(hook_secret, request.headers.get("x-telegram-bot-api-secret-token"))
+
+    def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        """A text message from a user, keyed by update_id; updates without text are dropped."""
+        update_id = data.get("update_id")
+        if isinstance(update_id, bool) or not isinstance(update_id, int):
+            raise ValidationFailed("Not a Telegram update.", errors={"update_id": ["Must be an integer."]})
+        message = data.get("message")
+        if not isinstance(message, dict):
+            return []
+        text, chat, sender = message.get("text"), message.get("chat"), message.get("from") or {}
+        if not isinstance(text, str) or not text.strip() or not isinstance(chat, dict):
+            return []
+        chat_id = chat.get("id")
+        if isinstance(chat_id, bool) or not isinstance(chat_id, int):
+            return []
+        external_id = str(sender.get("id") if isinstance(sender.get("id"), int) else chat_id)
+        name = " ".join(str(sender.get(k) or "") for k in ("first_name", "last_name"))
+        return [Inbound(str(update_id), external_id, str(chat_id), text, name)]
+
+    def outbound_body(self, *, address: str, message) -> str | None:
+        """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""
+        payload = self.send_payload(address=address, text=message.body)
+        if buttons := payloads.buttons_of(message):
+            payload["reply_markup"] = {"inline_keyboard": [[{"text": b["label"], "url": b["url"]}] for b in buttons]}
+        return json_body(payload).decode()
+
+    def send_payload(self, *, address: str, text: str) -> dict:
+        return {"chat_id": address, "text": text or " "}
+
+    def send_request(self, cred: Credential, stored: dict) -> SendRequest:
+        return SendRequest(
+            method_url(cred.token, "sendMessage"), json_body(stored), {"Content-Type": "application/json"}
+        )
+
+
+PROVIDER = Telegram()

@@ -1,9 +1,15 @@
 """VK API calls (https://dev.vk.com/method): `POST {base}/method/{name}` with form parameters
 `access_token` and `v`; answers `{"response": ...}` or `{"error": {"error_code", "error_msg"}}`.
-Every call goes through the guarded outbound client against PROVIDER_API_BASE_VK."""
+Every call goes through the guarded outbound client against PROVIDER_API_BASE_VK.
+
+The provider: connected through its communities (`communities.py`, not PUT), each with its own
+token and Callback API secret; the widget's one hook takes every community's events, told apart by
+`group_id`. A reply goes out through the community the visitor wrote to (`messages.send`, keyboard
+buttons as `label: url` lines), its token read when the attempt runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -11,7 +17,12 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 
-from apps.core import outbound
+from apps.core import crypto, outbound
+from apps.core.errors import NotFound, ValidationFailed
+
+from .. import payloads
+from ..models import MessengerConnection, VkCommunity
+from .base import Credential, HookAccount, HookRequest, Inbound, Provider, SendRequest, same
 
 API_VERSION = "5.199"
 CALL_TIMEOUT = (3.05, 10)
@@ -118,3 +129,119 @@ def unregister(token: str, *, community_id: int, server_id: int) -> Result:
 
 def send_message_form(*, peer_id: str, text: str, random_id: int) -> dict:
     return {"peer_id": peer_id, "message": text or " ", "random_id": str(random_id)}
+
+
+def send_error(content: bytes) -> str:
+    """VK answers errors with HTTP 200 and `{"error": {...}}`."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return "vk_invalid_answer"
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return f"vk_error_{data['error'].get('error_code')}"
+    return "" if isinstance(data, dict) and "response" in data else "vk_invalid_answer"
+
+
+class VK(Provider):
+    code = "vk"
+    writable = False
+    sends_through_connection = False
+    strict_json = True
+    refusal = "The VK secret does not match."
+
+    def connected(self, widget_id: int, stored: MessengerConnection | None) -> bool:
+        return VkCommunity.objects.filter(widget_id=widget_id).exists()
+
+    def remove_accounts(self, widget) -> None:
+        from ..communities import delete_community
+
+        for community in VkCommunity.objects.filter(widget=widget).order_by("pk"):
+            delete_community(widget=widget, community=community, count_call=False)  # 502 keeps what VK did not confirm
+
+    # --- inbound --------------------------------------------------------------------------------
+
+    def hook_account(self, conn: MessengerConnection, request: HookRequest) -> HookAccount:
+        """The community the event names (`group_id`): its secret authenticates the event, and a
+        `confirmation` request is answered with its confirmation code before any secret."""
+        event = self.decode(request.body)
+        group_id = event.get("group_id")
+        if isinstance(group_id, bool) or not isinstance(group_id, int):
+            raise ValidationFailed("Not a VK event.", errors={"group_id": ["Must be an integer."]})
+        community = VkCommunity.objects.filter(widget_id=conn.widget_id, community_id=group_id).first()
+        if community is None:
+            raise NotFound("No such community.")
+        if event.get("type") == "confirmation":
+            return HookAccount(None, "", ("text/plain; charset=utf-8", community.confirmation_code.encode()))
+        # the token is not needed to read an event: only the community's secret
+        return HookAccount(
+            Credential(token="", sid=str(group_id)), crypto.decrypt_secret(community.secret_encrypted) or ""
+        )
+
+    def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
+        given = self.decode(request.body).get("secret")
+        return same(hook_secret, given if isinstance(given, str) else "")
+
+    def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        """`message_new` with text: one message of its sender, keyed by event_id."""
+        if data.get("type") != "message_new":
+            return []
+        message = (data.get("object") or {}).get("message") if isinstance(data.get("object"), dict) else None
+        if not isinstance(message, dict):
+            return []
+        text, from_id, peer_id = message.get("text"), message.get("from_id"), message.get("peer_id")
+        if (
+            not isinstance(text, str)
+            or not text.strip()
+            or not isinstance(from_id, int)
+            or not isinstance(peer_id, int)
+        ):
+            return []
+        group_id, event_id = data["group_id"], data.get("event_id")
+        dedupe = str(event_id) if isinstance(event_id, str) and event_id else f"{group_id}:{message.get('id')}"
+        return [Inbound(dedupe[:64], str(from_id), f"{group_id}:{peer_id}", text)]
+
+    def hook_answer(self, data: dict) -> tuple[str, bytes]:
+        return "text/plain; charset=utf-8", b"ok"
+
+    # --- outbound -------------------------------------------------------------------------------
+
+    def outbound_body(self, *, address: str, message) -> str | None:
+        """The address is `{community_id}:{peer_id}`: the reply leaves from the community written to."""
+        if ":" not in address:
+            return None
+        return json.dumps(
+            self.send_payload(address=address, text=payloads.text_with_link_lines(message)), ensure_ascii=False
+        )
+
+    def send_payload(self, *, address: str, text: str) -> dict:
+        community_id, peer_id = address.split(":", 1)
+        return {"community_id": int(community_id), "peer_id": peer_id, "message": text}
+
+    def account_key(self, stored: dict) -> str:
+        return str(stored["community_id"])
+
+    def load_credential(self, widget_id: int, account: str) -> Credential | None:
+        community = VkCommunity.objects.filter(widget_id=widget_id, community_id=int(account)).first()
+        token = crypto.decrypt_secret(community.token_encrypted) if community is not None else None
+        return Credential(token=token) if token else None
+
+    def delivery_request(self, cred: Credential, stored: dict, *, delivery_id: int) -> SendRequest:
+        """messages.send; `random_id` (the delivery's id) makes VK drop a resent attempt."""
+        form = send_message_form(peer_id=stored["peer_id"], text=stored["message"], random_id=delivery_id)
+        return SendRequest(
+            f"{settings.PROVIDER_API_BASE_VK.rstrip('/')}/method/messages.send",
+            urlencode(form | {"access_token": cred.token, "v": API_VERSION}).encode(),
+            {"Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    def send_request(self, cred: Credential, stored: dict) -> SendRequest:
+        return self.delivery_request(cred, stored, delivery_id=0)  # random_id 0: VK dedupes nothing
+
+    def send_error(self, status_code: int, content: bytes) -> tuple[str, bool]:
+        """Neither an HTTP error nor VK's refusal in a 200 is final: the attempt is retried."""
+        if not 200 <= status_code < 300:
+            return f"http_{status_code}", False
+        return send_error(content), False
+
+
+PROVIDER = VK()
