@@ -181,3 +181,31 @@ def test_the_architecture_page_lists_every_event_handler():
     assert HANDLERS_START in text and HANDLERS_END in text
     listed = text.split(HANDLERS_START, 1)[1].split(HANDLERS_END, 1)[0].strip()
     assert listed == table, "docs/architecture.md's event handlers differ: paste the table this test printed"
+
+
+# --- the ports ------------------------------------------------------------------------------------------
+
+PORTS_START, PORTS_END = "<!-- ports: start -->", "<!-- ports: end -->"
+
+
+def ports_table() -> str:
+    """Every port declared in apps.core.ports, as the architecture page lists them."""
+    from apps.core import ports
+
+    lines = ["| port | meaning | provided by | used by |", "|---|---|---|---|"]
+    for port in ports.declared():
+        name = f"`{port.name}[{port.key}]`" if port.key else f"`{port.name}`"
+        provided_by = ", ".join(f"`{app}`" for app in port.provided_by)
+        lines.append(f"| {name} | {port.meaning} | {provided_by} | `{port.used_by}` |")
+    return "\n".join(lines)
+
+
+def test_the_architecture_page_lists_every_port():
+    table = ports_table()
+    print(table)  # what the page's table must read
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    assert PORTS_START in text and PORTS_END in text
+    listed = text.split(PORTS_START, 1)[1].split(PORTS_END, 1)[0].strip()
+    assert listed == table, (
+        "docs/architecture.md's ports differ from apps.core.ports: paste the table this test printed"
+    )

@@ -7,35 +7,29 @@ class AiConfig(AppConfig):
     verbose_name = "AI configuration"
 
     def ready(self) -> None:
-        from apps.core import events, outbound
+        from apps.core import events, outbound, ports
 
         # A malformed AI_PRIVATE_HOSTS stops start-up (ImproperlyConfigured names the entry) rather
         # than the first provider call.
         outbound.ai_private_hosts()
-        from apps.widget import selectors as widget_selectors
-
         from . import config, selectors
 
         # Every write to the AI configuration changes its version (the workers' per-process copy).
         config.connect()
-        # The widget app reports `credential_missing` in its translation status through this.
-        widget_selectors.register_credential_check(selectors.has_widget_wide_credential)
-        # The visitor config's `online` counts the AI as someone who answers (chats sits below).
-        from apps.chats import selectors as chat_selectors
+        # What the apps below ask of this one (apps.core.ports): the widget app's translation status
+        # (`credential_missing`), the visitor config's `online` (the AI answers as a machine), the
+        # signed-envelope verifier's binding and the knowledge base's embedder and assistants.
+        ports.provide(ports.WIDGET_CREDENTIAL, selectors.has_widget_wide_credential)
+        ports.provide(ports.MACHINE_ANSWERER, selectors.answers_visitors, key="ai")
+        ports.provide(ports.SIGNING_BINDING, _signing_binding)
+        from .retrieval import KbHooks
 
-        chat_selectors.register_machine_answerer("ai", selectors.answers_visitors)
-        _register_signing_binding(selectors)
+        ports.provide(ports.KB_AI, KbHooks())
         # Each visitor message gets the AI operator's worker task once it commits.
         events.subscribe(events.MESSAGE_CREATED, _message_created, phase=events.ON_COMMIT)
         # The AI operator's hand-over summary waits on the provider: its task is sent once the
         # hand-over has committed.
         events.subscribe(events.CHAT_AWAITING_HUMAN, _awaiting_human, phase=events.ON_COMMIT)
-        # The knowledge base (a layer below) embeds and reports through these.
-        from apps.kb import services as kb_services
-
-        from .retrieval import KbHooks
-
-        kb_services.register_ai_hooks(KbHooks())
         # /metrics reports the depth and the oldest task of the AI reply tasks' queue (runtime.QUEUE,
         # named here: the runtime loads on the first visitor message).
         from apps.core import metrics
@@ -57,18 +51,11 @@ def _awaiting_human(event) -> None:
     assist.on_awaiting_human(event)
 
 
-def _register_signing_binding(selectors) -> None:
-    """The signed application-assistant endpoints find the bound token and secret through the core's
-    signed-envelope verifier (apps.core.signed, from the support branch), when it is present."""
-    import importlib
-    import importlib.util
+def _signing_binding(widget):
+    """The widget's integration binding as the signed-envelope verifier (apps.core.signed) needs it."""
+    from apps.core.signed import SigningBinding
 
-    if importlib.util.find_spec("apps.core.signed") is None:
-        return
-    signed = importlib.import_module("apps.core.signed")
+    from . import selectors
 
-    def lookup(widget):
-        found = selectors.get_signing_binding(widget)
-        return None if found is None else signed.SigningBinding(token_id=found[0], secret=found[1])
-
-    signed.register_binding_lookup(lookup)
+    found = selectors.get_signing_binding(widget)
+    return None if found is None else SigningBinding(token_id=found[0], secret=found[1])

@@ -40,7 +40,6 @@ from .models import PROVIDERS, AiSettings, Alert, Assistant, Credential, Integra
 from .providers import ChatMessage as ChatMessage
 from .providers import ProviderError as ProviderError
 from .providers import complete as complete
-from .routing import register_external_answerer as register_external_answerer
 
 TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
 SECRET_ALPHABET = string.ascii_letters + string.digits

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -13,20 +12,6 @@ from apps.core.models import Widget
 from . import payloads
 from .models import Chat, Contact, File, Message
 from .payloads import signed_file_url as _signed_file_url
-
-# Machines that answer visitors, by kind (`ai`, `external`): `widget -> bool`, whether that machine
-# answers the widget's visitors now. The visitor config's `online` counts them (apps.chats.visitor).
-# The AI and external operators' apps sit above this one and register their checks in their
-# AppConfig.ready(); without a registration no machine answers.
-MACHINE_ANSWERERS: dict[str, Callable[[Widget], bool]] = {}
-
-
-def register_machine_answerer(kind: str, check: Callable[[Widget], bool] | None) -> None:
-    """Called by apps.ai and apps.external in ready() (None unregisters, for tests)."""
-    if check is None:
-        MACHINE_ANSWERERS.pop(kind, None)
-    else:
-        MACHINE_ANSWERERS[kind] = check
 
 
 @TextField.register_lookup

@@ -21,8 +21,8 @@ the timestamp passed, so a request refused for either does not use it up; it is 
 insert (atomic across processes on every database). Signatures are compared in constant time.
 
 The integration binding (bound token and signing secret) belongs to the AI app, which core may not
-import: that app registers `register_binding_lookup(fn)`, `fn(widget) -> SigningBinding | None`.
-With no binding (or no lookup registered) every signed call is 403 `token_not_bound`.
+import: it provides the `signing_binding` port (apps.core.ports), `fn(widget) -> SigningBinding | None`.
+With no binding (or no provider) every signed call is 403 `token_not_bound`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import hashlib
 import hmac
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -39,6 +38,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core import ports
 from apps.core.errors import AppError
 from apps.core.models import ApiToken, SignedNonce, Widget
 
@@ -98,17 +98,8 @@ class TokenNotBound(AppError):
     status, code, title = 403, "token_not_bound", "Token not bound"
 
 
-_lookup: Callable[[Widget], SigningBinding | None] | None = None
-
-
-def register_binding_lookup(fn: Callable[[Widget], SigningBinding | None] | None) -> None:
-    """Called once by the app that owns integration bindings (the AI app), in its ready()."""
-    global _lookup
-    _lookup = fn
-
-
 def binding_for(widget: Widget) -> SigningBinding | None:
-    return _lookup(widget) if _lookup is not None else None
+    return ports.lookup(ports.SIGNING_BINDING)(widget)
 
 
 def sign(*, secret: str, timestamp: str, nonce: str, method: str, path: str, body: bytes) -> str:

@@ -7,17 +7,21 @@ class ExternalConfig(AppConfig):
     verbose_name = "External operators"
 
     def ready(self):
-        from apps.ai import services as ai_services
-        from apps.webhooks import services as webhooks
+        from apps.core import ports
 
         from . import services
         from .models import ENDPOINT_OWNER
 
-        # A rotation ends when the old endpoint's last queued call settles.
-        webhooks.on_endpoint_settled(ENDPOINT_OWNER, services.finish_drained_rotations)
+        # What the apps below ask of this one (apps.core.ports). A rotation ends when the old
+        # endpoint's last queued call settles.
+        ports.provide(ports.ENDPOINT_SETTLED, services.finish_drained_rotations, key=ENDPOINT_OWNER)
         # The AI reply worker offers every visitor message to the external operators first.
-        ai_services.register_external_answerer(services.answer_externally)
+        ports.provide(ports.EXTERNAL_ANSWERER, services.answer_externally)
         # The visitor config's `online` counts an active external operator as someone who answers.
-        from apps.chats import selectors as chat_selectors
+        ports.provide(ports.MACHINE_ANSWERER, _answers_visitors, key="external")
 
-        chat_selectors.register_machine_answerer("external", lambda widget: bool(services.answering_operators(widget)))
+
+def _answers_visitors(widget) -> bool:
+    from . import services
+
+    return bool(services.answering_operators(widget))

@@ -305,7 +305,7 @@ def answering_operators(widget: Widget) -> list[ExternalOperator]:
 
 
 def answer_externally(chat: Chat, message: Message) -> bool:
-    """The AI reply worker's external answerer (registered with apps.ai.services.register_external_answerer):
+    """The AI reply worker's external answerer (this app provides the `external_answerer` port):
     see dispatch_visitor_message."""
     return dispatch_visitor_message(chat=chat, message=message)
 

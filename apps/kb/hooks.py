@@ -1,6 +1,6 @@
 """What the knowledge base needs from the AI app above it, without importing it (the layers
-contract puts `apps.kb` under `apps.ai`): the AI app registers one `AiHooks` at start-up
-(`apps.ai.apps.AiConfig.ready` -> `apps.kb.services.register_ai_hooks`).
+contract puts `apps.kb` under `apps.ai`): the AI app provides one `AiHooks` as the `kb_ai` port
+(apps.core.ports) in `apps.ai.apps.AiConfig.ready`; without it nothing embeds.
 
 - `embedder(widget)`: the widget's embedding backend (product-decisions "Knowledge base and
   learning details": the widget-wide credential, else the enabled assistants' own credentials,
@@ -9,7 +9,8 @@ contract puts `apps.kb` under `apps.ai`): the AI app registers one `AiHooks` at 
 - `assistants(widget)`: the widget's assistants as the knowledge base reports on them.
 - `ai_enabled(widget)`: the widget's AI master switch.
 
-Tests and benchmarks may install other hooks with `use_hooks` (a deterministic offline embedder).
+Tests and benchmarks may install other hooks with `use_hooks` (a deterministic offline embedder),
+the ports' `override` of that port.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
+
+from apps.core import ports
 
 
 class EmbedError(Exception):
@@ -74,38 +77,16 @@ class AiHooks(Protocol):
     def ai_enabled(self, widget) -> bool: ...
 
 
-class _NoAi:
-    """Before the AI app registers (or without it): nothing embeds, no assistants."""
-
-    def embedder(self, widget) -> Embedder | None:
-        return None
-
-    def assistants(self, widget) -> list[AssistantInfo]:
-        return []
-
-    def ai_enabled(self, widget) -> bool:
-        return False
-
-
-_hooks: list[AiHooks] = [_NoAi()]
-
-
-def register(hooks: AiHooks) -> None:
-    _hooks[0] = hooks
-
-
 def current() -> AiHooks:
-    return _hooks[-1]
+    """The AI app's hooks; without the AI app nothing embeds, no assistants, AI off."""
+    return ports.lookup(ports.KB_AI)
 
 
 @contextmanager
 def use_hooks(hooks: AiHooks) -> Iterator[AiHooks]:
     """Tests and benchmarks: `hooks` answer inside the block."""
-    _hooks.append(hooks)
-    try:
+    with ports.override(ports.KB_AI, hooks):
         yield hooks
-    finally:
-        _hooks.remove(hooks)
 
 
 def embed(widget, texts: Sequence[str]) -> Embedded:

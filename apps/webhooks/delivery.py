@@ -10,7 +10,7 @@ calling thread writes the finished attempts meanwhile.
 
 A row goes to a subscription or to an `Endpoint` of a higher app (an external operator's URL): the
 same lease, attempts, retries and log; the endpoint's `mode` holds or drops its rows, and its owner
-hears (`on_endpoint_settled`) when one of its rows reached a final state.
+hears (the `endpoint_settled` port) when one of its rows reached a final state.
 
 Fan-out hands its new rows to `send_new` once its transaction commits: the fan-out's process leases
 them by their delivery ids (one statement on PostgreSQL, which also reads the subscription as it is
@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,7 +37,7 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from apps.core import metrics, outbound
+from apps.core import metrics, outbound, ports
 from apps.core.crypto import decrypt_secret
 from apps.core.statements import run_prepared
 
@@ -335,17 +334,6 @@ def skip_endpoint_rows(rows, *, reason: str) -> int:
     return count
 
 
-# owner -> callbacks(endpoint ids) run after a row of one of its endpoints reached a final state.
-_settled_hooks: dict[str, list[Callable[[set[int]], None]]] = {}
-
-
-def on_endpoint_settled(owner: str, callback: Callable[[set[int]], None]) -> None:
-    """Register (in the owner app's ready()) what runs when rows of the owner's endpoints settle."""
-    hooks = _settled_hooks.setdefault(owner, [])
-    if callback not in hooks:
-        hooks.append(callback)
-
-
 def _notify_settled(settled: set[tuple[str, int]]) -> None:
     """Run the owners' callbacks once the current transaction commits (at once outside one)."""
     if not settled:
@@ -356,11 +344,10 @@ def _notify_settled(settled: set[tuple[str, int]]) -> None:
 
     def run() -> None:
         for owner, ids in by_owner.items():
-            for callback in _settled_hooks.get(owner, ()):
-                try:
-                    callback(ids)
-                except Exception:
-                    logger.exception("endpoint settled hook of %s failed", owner)
+            try:
+                ports.lookup(ports.ENDPOINT_SETTLED, key=owner)(ids)
+            except Exception:
+                logger.exception("endpoint settled hook of %s failed", owner)
 
     transaction.on_commit(run)
 

@@ -21,7 +21,6 @@ from .delivery import attempt_delivery as attempt_delivery
 from .delivery import close_session as close_session
 from .delivery import deliver_due as deliver_due
 from .delivery import has_due as has_due
-from .delivery import on_endpoint_settled as on_endpoint_settled
 from .delivery import retry_wait as retry_wait
 from .delivery import trigger as trigger
 from .endpoints import abandon_pending as abandon_pending

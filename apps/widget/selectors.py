@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils.html import escape
 
+from apps.core import ports
 from apps.core.models import Widget
 
 from . import hours
@@ -76,16 +77,6 @@ def settings_context(widget: Widget, *, stored: dict | None = None) -> schema.Co
     )
 
 
-# The AI app registers whether the widget has an active widget-wide provider credential (the widget
-# app sits below it); without a registration nothing can translate.
-CREDENTIAL_CHECK: Callable[[Widget], bool] = lambda widget: False  # noqa: E731
-
-
-def register_credential_check(check: Callable[[Widget], bool]) -> None:
-    global CREDENTIAL_CHECK
-    CREDENTIAL_CHECK = check
-
-
 def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -146,7 +137,9 @@ def translation_status(widget: Widget, *, values: dict, revision: int) -> dict:
         }
     for key, source in sources.items():
         counts[translation_state(rows.get(key), source["hash"])] += 1
-    reason = "credential_missing" if enabled and not CREDENTIAL_CHECK(widget) else None
+    # The AI app above answers whether an active widget-wide provider credential exists.
+    has_credential = ports.lookup(ports.WIDGET_CREDENTIAL)(widget)
+    reason = "credential_missing" if enabled and not has_credential else None
     return {
         "available": True,
         "enabled": enabled,

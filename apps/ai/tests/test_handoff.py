@@ -14,7 +14,7 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
-from apps.core import events
+from apps.core import events, ports
 from apps.core.testing.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -259,9 +259,10 @@ def test_an_operator_of_another_widget_is_refused(widget, other_widget):
 
 
 @pytest.fixture
-def hook():
-    yield routing.register_external_answerer
-    routing.register_external_answerer(None)
+def hook(provide_port):
+    """Provide the external answerer port for the test (None: nothing provides it)."""
+    provide_port(ports.EXTERNAL_ANSWERER, None)
+    return lambda fn: provide_port(ports.EXTERNAL_ANSWERER, fn)
 
 
 def test_without_an_external_answerer_nothing_is_dispatched(widget, hook):

@@ -13,13 +13,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
-from apps.ai import handoff, phrases, pipeline, routing, runtime
+from apps.ai import handoff, phrases, pipeline, runtime
 from apps.ai.models import AiSettings, Alert, ReplyClaim
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
-from apps.core import events
+from apps.core import events, ports
 from apps.core.testing.concurrency import race
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.metrics import sample
@@ -75,9 +75,10 @@ def internal_events(monkeypatch):
 
 
 @pytest.fixture
-def hook():
-    yield routing.register_external_answerer
-    routing.register_external_answerer(None)
+def hook(provide_port):
+    """Provide the external answerer port for the test (None: nothing provides it)."""
+    provide_port(ports.EXTERNAL_ANSWERER, None)
+    return lambda fn: provide_port(ports.EXTERNAL_ANSWERER, fn)
 
 
 def visitor_writes(widget, text="How long is delivery?", contact=None, locale=""):
@@ -596,8 +597,8 @@ def statements(ctx) -> list[str]:
 
 
 @pytest.mark.parametrize("history", [1, 12])
-def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history, monkeypatch):
-    monkeypatch.setattr(routing, "_external", None)  # other tests (un)register apps.external's one
+def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history, monkeypatch, provide_port):
+    provide_port(ports.EXTERNAL_ANSWERER, None)  # the built-in AI's statements only
     first = visitor_writes(widget)
     assert runtime.answer(message_id=first.pk) == "answered"
     for i in range(history - 1):
@@ -647,9 +648,9 @@ def _delete_credential(bot):
         (_delete_credential, "unconfigured"),
     ],
 )
-def test_the_next_answer_sees_every_change_to_the_ai_configuration(bot, widget, change, outcome, monkeypatch):
+def test_the_next_answer_sees_every_change_to_the_ai_configuration(bot, widget, change, outcome, provide_port):
     """The configuration is kept per process (apps.ai.config) under a version every write changes."""
-    monkeypatch.setattr(routing, "_external", None)
+    provide_port(ports.EXTERNAL_ANSWERER, None)
     first = visitor_writes(widget)
     assert runtime.answer(message_id=first.pk) == "answered"
     change(bot)
@@ -659,8 +660,8 @@ def test_the_next_answer_sees_every_change_to_the_ai_configuration(bot, widget, 
     assert runtime.answer(message_id=second.pk) == outcome
 
 
-def test_a_changed_system_prompt_reaches_the_next_answer(bot, widget, monkeypatch):
-    monkeypatch.setattr(routing, "_external", None)
+def test_a_changed_system_prompt_reaches_the_next_answer(bot, widget, monkeypatch, provide_port):
+    provide_port(ports.EXTERNAL_ANSWERER, None)
     first = visitor_writes(widget)
     assert runtime.answer(message_id=first.pk) == "answered"
     bot.assistant.system_prompt = "You sell coffee now."

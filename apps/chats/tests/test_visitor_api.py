@@ -189,14 +189,14 @@ def test_an_active_external_operator_makes_the_widget_online(client, widget, liv
     assert get(client, widget, "config").json()["online"] is False
 
 
-def test_cached_answerers_expire_within_their_ttl(client, widget, live, monkeypatch):
+def test_cached_answerers_expire_within_their_ttl(client, widget, live, provide_port):
     from django.core.cache import cache
 
-    from apps.chats.visitor import services as visitor_services
+    from apps.core import ports
 
     # Given a warm config and a machine check that purges nothing when it changes
     answers = {"now": False}
-    monkeypatch.setitem(visitor_services.chat_selectors.MACHINE_ANSWERERS, "test", lambda w: answers["now"])
+    provide_port(ports.MACHINE_ANSWERER, lambda w: answers["now"], key="test")
     assert get(client, widget, "config").json()["online"] is False
     answers["now"] = True
     assert get(client, widget, "config").json()["online"] is False  # still cached
@@ -228,13 +228,13 @@ def test_answerers_are_cached_for_at_most_their_ttl(widget, monkeypatch):
     assert seen[_answerer_keys(widget)[0]] == visitor_services.ANSWERERS_TTL
 
 
-def test_a_failing_machine_check_counts_as_no_answer(client, widget, live, monkeypatch):
-    from apps.chats.visitor import services as visitor_services
+def test_a_failing_machine_check_counts_as_no_answer(client, widget, live, provide_port):
+    from apps.core import ports
 
     def broken(widget):
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(visitor_services.chat_selectors.MACHINE_ANSWERERS, "broken", broken)
+    provide_port(ports.MACHINE_ANSWERER, broken, key="broken")
     response = get(client, widget, "config")
     assert response.status_code == 200 and response.json()["online"] is False
 
@@ -935,9 +935,9 @@ def live(monkeypatch):
 
 
 @pytest.fixture
-def crew(widget, live, monkeypatch):
+def crew(widget, live, provide_port):
     """Header-visible operators in every presence, plus three the header never shows."""
-    from apps.chats import selectors as chat_selectors
+    from apps.core import ports
     from apps.widget.cache import purge_widget_cache
 
     olga = AgentFactory(widget=widget, name="Olga", email="olga@example.com")
@@ -949,7 +949,7 @@ def crew(widget, live, monkeypatch):
     AgentFactory(widget=widget, name="Hook", type=Agent.Type.WEBHOOK)
     live.update({olga.pk, pavel.pk})
     # the built-in AI answers (its own tests: test_the_answering_ai_...), so Robo is online
-    monkeypatch.setitem(chat_selectors.MACHINE_ANSWERERS, "ai", lambda w: True)
+    provide_port(ports.MACHINE_ANSWERER, lambda w: True, key="ai")
     purge_widget_cache(widget_id=widget.pk)  # factories write behind the services' back
     return {"olga": olga, "pavel": pavel, "bot": bot}
 

@@ -15,13 +15,13 @@ from django.db import transaction
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
+from apps.core import ports
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
 from apps.core.realtime import group_send, push, widget_group
 from apps.widget import selectors as widget_selectors
 
-from .. import selectors as chat_selectors
 from .. import services as chat_services
 from ..models import Chat, Contact, File, Message, Rating, VisitorSession, VisitorUpload
 from . import auth
@@ -103,7 +103,7 @@ ANSWERERS_TTL = 30
 
 def _build_answerers(widget: Widget) -> dict:
     machines = {}
-    for kind, check in sorted(chat_selectors.MACHINE_ANSWERERS.items()):
+    for kind, check in ports.providers(ports.MACHINE_ANSWERER).items():
         try:
             machines[kind] = bool(check(widget))
         except Exception:  # noqa: BLE001 - a broken check must not take the config down

@@ -5,6 +5,8 @@
 - `api(scopes=...)`: a DRF APIClient authenticated for `widget`.
 - `assert_problem(response, status, code=None)`: the problem+json contract.
 - `captured_events`: the outbox rows emitted during the test.
+- `provide_port(port, impl, key=None)`: `impl` answers an apps.core.ports port until the test ends
+  (None: nothing does); the app's own provider answers again afterwards.
 - markers `postgres` / `redis`: skipped, with the reason, on the embedded default.
 - marker `embedded`: a test that builds the embedded default itself (its own SQLite file, its own
   processes) whatever the suite's database; run by the suite on the embedded default, skipped where
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 
 import pytest
 from django.conf import settings
@@ -123,3 +126,16 @@ def captured_events(db):
         return [(e.type, e.data) for e in OutboxEvent.objects.exclude(pk__in=before).order_by("created_at")]
 
     return events
+
+
+@pytest.fixture
+def provide_port():
+    """Call the returned function to replace a port's provider for the rest of the test."""
+    from apps.core import ports
+
+    with ExitStack() as stack:
+
+        def provide(port, impl, key=None) -> None:
+            stack.enter_context(ports.override(port, impl, key=key))
+
+        yield provide

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from apps.core import services, signed
+from apps.core import ports, services, signed
 from apps.core.models import SignedNonce
 
 SECRET = "s" * 48
@@ -19,13 +19,13 @@ def verify(**kwargs):
 
 
 @pytest.fixture
-def bound(widget):
+def bound(widget, provide_port):
     issued = services.issue_token(widget=widget, scopes=["ai:write"])
-    signed.register_binding_lookup(
-        lambda w: signed.SigningBinding(token_id=issued.token.pk, secret=SECRET) if w.pk == widget.pk else None
+    provide_port(
+        ports.SIGNING_BINDING,
+        lambda w: signed.SigningBinding(token_id=issued.token.pk, secret=SECRET) if w.pk == widget.pk else None,
     )
-    yield issued.token
-    signed.register_binding_lookup(None)
+    return issued.token
 
 
 def meta(body: bytes, *, ts=None, nonce="n" * 16, secret=SECRET, signature=None, method=METHOD, path=PATH) -> dict:
@@ -118,8 +118,8 @@ def test_an_unbound_widget_is_403(widget, other_widget, bound):
         verify(widget=other_widget, token=token, meta=meta(b""), body=b"")
 
 
-def test_no_lookup_registered_is_403(widget):
-    signed.register_binding_lookup(None)
+def test_no_binding_provider_is_403(widget, provide_port):
+    provide_port(ports.SIGNING_BINDING, None)
     token = services.issue_token(widget=widget, scopes=["ai:write"]).token
     with pytest.raises(signed.TokenNotBound):
         verify(widget=widget, token=token, meta=meta(b""), body=b"")

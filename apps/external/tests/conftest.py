@@ -7,19 +7,6 @@ from apps.webhooks.tests.receiver import Receiver
 
 
 @pytest.fixture(autouse=True)
-def _external_answerer():
-    """The AI routing hook as ExternalConfig.ready() registers it (another app's test may have
-    replaced it in this process)."""
-    from apps.ai import routing
-    from apps.external import services
-
-    previous = routing.external_answerer()
-    routing.register_external_answerer(services.answer_externally)
-    yield
-    routing.register_external_answerer(previous)
-
-
-@pytest.fixture(autouse=True)
 def _loopback_allowed(settings):
     """Operator URLs in these tests point at loopback receivers."""
     settings.OUTBOUND_ALLOW_LOOPBACK = True

@@ -23,7 +23,6 @@ from .common import WORKER_LOST as WORKER_LOST
 from .common import _embed_detail as _embed_detail
 from .common import bump_version as bump_version
 from .common import embed_texts as embed_texts
-from .common import register_ai_hooks as register_ai_hooks
 from .crawls import CRAWL_SOURCE_PREFIX as CRAWL_SOURCE_PREFIX
 from .crawls import MAX_FAILURES_KEPT as MAX_FAILURES_KEPT
 from .crawls import SCHEDULE_EVERY as SCHEDULE_EVERY

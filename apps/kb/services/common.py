@@ -27,8 +27,6 @@ EMBED_BATCH = 64
 STALE_PROCESSING = timedelta(minutes=15)
 WORKER_LOST = "worker_lost"
 
-register_ai_hooks = hooks.register
-
 
 def bump_version(widget_id: int) -> None:
     """Inside the writer's transaction: the widget's chunks changed."""

@@ -11,9 +11,8 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from apps.ai import assistant_api, phrases, selectors
+from apps.ai import assistant_api, phrases
 from apps.ai import services as ai_services
-from apps.ai.apps import _register_signing_binding
 from apps.ai.models import AiSettings
 from apps.ai.tests.factories import AssistantFactory, CredentialFactory
 from apps.core import services as core_services
@@ -53,7 +52,6 @@ class App:
 
 
 def bind(widget, fake, provider="openai"):
-    _register_signing_binding(selectors)  # another app's test may have replaced the lookup
     AssistantFactory(
         widget=widget, is_default=True, system_prompt="You help inside the Teashop app.", escalation_triggers=["lawyer"]
     )

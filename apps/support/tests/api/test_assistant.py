@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Chat, Message
-from apps.core import crypto, idempotency, signed
+from apps.core import crypto, idempotency, ports, signed
 from apps.core import services as core_services
 from apps.core.testing.plugin import assert_problem
 from apps.support import selectors, services
@@ -51,13 +51,13 @@ class Signed:
 
 
 @pytest.fixture
-def app(widget):
+def app(widget, provide_port):
     s = Signed(widget)
-    signed.register_binding_lookup(
-        lambda w: signed.SigningBinding(token_id=s.token.pk, secret=SECRET) if w.pk == widget.pk else None
+    provide_port(
+        ports.SIGNING_BINDING,
+        lambda w: signed.SigningBinding(token_id=s.token.pk, secret=SECRET) if w.pk == widget.pk else None,
     )
-    yield s
-    signed.register_binding_lookup(None)
+    return s
 
 
 def intake(n=1, user="user-1", **extra):
@@ -244,8 +244,8 @@ def test_another_token_is_403_token_not_bound(app, widget):
     assert_problem(app.post("tickets", intake(), client=other.client), 403, "token_not_bound")
 
 
-def test_an_unbound_widget_is_403(widget):
-    signed.register_binding_lookup(None)
+def test_an_unbound_widget_is_403(widget, provide_port):
+    provide_port(ports.SIGNING_BINDING, None)
     s = Signed(widget)
     assert_problem(s.post("tickets", intake()), 403, "token_not_bound")
 
