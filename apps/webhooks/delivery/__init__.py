@@ -42,8 +42,8 @@ from apps.core import metrics, outbound
 from apps.core.crypto import decrypt_secret
 from apps.core.statements import run_prepared
 
-from . import payloads, signing
-from .models import Attempt, Delivery, Endpoint, Subscription, target_key
+from .. import payloads, signing
+from ..models import Attempt, Delivery, Endpoint, Subscription, target_key
 
 logger = logging.getLogger(__name__)
 
