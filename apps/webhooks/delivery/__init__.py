@@ -27,13 +27,11 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from queue import Empty, SimpleQueue
 
-from celery import current_app
 from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
@@ -44,18 +42,26 @@ from apps.core.statements import run_prepared
 
 from .. import payloads, signing
 from ..models import Attempt, Delivery, Endpoint, Subscription, target_key
+from . import settle, sweep
+from .settle import _notify_settled, on_endpoint_settled
+from .sweep import DELIVER_TASK, has_due, trigger
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 4
 TIMEOUT = (3.05, 10)
 ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpoint answers
+
+
 # A leased row is not re-driven before this: longer than a run's time budget (deliver_due's
 # max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
 LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
+
+
 RESPONSE_CAP = 64 * 1024
 RESPONSE_EXCERPT_BYTES = 256  # of the receiver's answer, kept (masked) on the attempt row
-DELIVER_TASK = "apps.webhooks.tasks.deliver_due"
+
+
 # Of one fan-out's new rows, at most this many are attempted by the fan-out's own process; the others
 # are left to `deliver_due`. As many as a fan-out batch (events.FAN_OUT_BATCH) has events: at 64, a
 # backlog of fan-out tasks held every batch's last 36 rows behind the whole queue of fan-outs (the
@@ -66,20 +72,6 @@ NEW_AT_ONCE = 100
 def retry_wait(failed_attempt: int) -> int:
     """After failed attempt n (1, 2, 3): min(60, 2^n * 5) seconds: 10, 20, 40."""
     return min(60, 2**failed_attempt * 5)
-
-
-def trigger(countdown: float | None = None) -> None:
-    """Ask a worker to run `deliver_due` (now, or after `countdown` seconds). The task is looked up
-    by its registered name (apps.webhooks.tasks calls this module). Best effort: the sweeper
-    re-drives due rows, so a lost trigger only delays them."""
-    try:
-        task = current_app.tasks[DELIVER_TASK]
-        if countdown:
-            task.apply_async(countdown=countdown)
-        else:
-            task.delay()
-    except Exception:
-        logger.warning("webhook delivery trigger failed; the sweeper will pick the rows up")
 
 
 def _lease(batch_size: int) -> list[int]:
@@ -335,36 +327,6 @@ def skip_endpoint_rows(rows, *, reason: str) -> int:
     return count
 
 
-# owner -> callbacks(endpoint ids) run after a row of one of its endpoints reached a final state.
-_settled_hooks: dict[str, list[Callable[[set[int]], None]]] = {}
-
-
-def on_endpoint_settled(owner: str, callback: Callable[[set[int]], None]) -> None:
-    """Register (in the owner app's ready()) what runs when rows of the owner's endpoints settle."""
-    hooks = _settled_hooks.setdefault(owner, [])
-    if callback not in hooks:
-        hooks.append(callback)
-
-
-def _notify_settled(settled: set[tuple[str, int]]) -> None:
-    """Run the owners' callbacks once the current transaction commits (at once outside one)."""
-    if not settled:
-        return
-    by_owner: dict[str, set[int]] = {}
-    for owner, endpoint_id in settled:
-        by_owner.setdefault(owner, set()).add(endpoint_id)
-
-    def run() -> None:
-        for owner, ids in by_owner.items():
-            for callback in _settled_hooks.get(owner, ()):
-                try:
-                    callback(ids)
-                except Exception:
-                    logger.exception("endpoint settled hook of %s failed", owner)
-
-    transaction.on_commit(run)
-
-
 _secrets: dict[str, str] = {}
 SECRETS_CACHED = 1024
 
@@ -505,7 +467,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
     _notify_settled(settled)
     metrics.count_delivery_attempts("webhook", statuses)
     if waits:
-        trigger(countdown=min(waits))
+        sweep.trigger(countdown=min(waits))
     return statuses
 
 
@@ -670,7 +632,7 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
     try:
         rows = [row for row in rows if row.status == Delivery.Status.PENDING]
         if len(rows) > NEW_AT_ONCE:
-            trigger()
+            sweep.trigger()
         leased = _lease_new(rows[:NEW_AT_ONCE])
         if not leased:
             return 0
@@ -689,7 +651,7 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
         return run.until(time.monotonic() + max_seconds)
     except Exception:
         logger.exception("sending new webhook deliveries failed; the engine will pick them up")
-        trigger()
+        sweep.trigger()
         return 0
 
 
@@ -972,5 +934,11 @@ def _release(ids: list[int]) -> None:
         Delivery.objects.filter(pk__in=ids, status=Delivery.Status.PENDING).update(next_attempt_at=timezone.now())
 
 
-def has_due() -> bool:
-    return Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now()).exists()
+__all__ = [
+    "DELIVER_TASK",
+    "has_due",
+    "on_endpoint_settled",
+    "settle",
+    "sweep",
+    "trigger",
+]

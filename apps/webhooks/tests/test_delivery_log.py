@@ -33,7 +33,7 @@ def idem() -> dict:
 @pytest.fixture(autouse=True)
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list:
     asked: list = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 

@@ -18,7 +18,7 @@ import socket
 import time
 import uuid
 from datetime import datetime, timedelta
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -61,8 +61,14 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    for module in (engine, fanout, redelivery):
-        monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
+    engine_modules = [
+        module
+        for module in vars(engine).values()
+        if isinstance(module, ModuleType) and module.__name__.startswith(f"{engine.__name__}.")
+    ]
+    for module in (engine, *engine_modules, fanout, redelivery):
+        if hasattr(module, "timezone"):
+            monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
     return fake
 
 
@@ -71,7 +77,7 @@ def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """Celery triggers the engine asks for (countdowns), recorded instead of sent: eager Celery would
     run them inline and ignore the countdown."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 

@@ -66,7 +66,7 @@ def lost_triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     leasing them): only the sweeper is left. Recorded (the hand-over as an immediate trigger, None),
     so a test can see that one was asked for."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     monkeypatch.setattr(engine, "send_new", lambda rows, **options: asked.append(None))
     return asked
 

@@ -42,7 +42,7 @@ def receiver(monkeypatch: pytest.MonkeyPatch, settings):
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """Celery triggers of the engine, recorded instead of sent (none is needed on the new path)."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 
