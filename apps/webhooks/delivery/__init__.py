@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from queue import Empty, SimpleQueue
@@ -36,30 +35,34 @@ from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from apps.core import metrics, outbound
-from apps.core.crypto import decrypt_secret
+from apps.core import metrics
 from apps.core.statements import run_prepared
 
-from .. import payloads, signing
 from ..models import Attempt, Delivery, Endpoint, Subscription, target_key
-from . import settle, sweep
+from . import secret_cache, send, settle, sweep
+from .send import (
+    ATTEMPT_DEADLINE,
+    RESPONSE_CAP,
+    RESPONSE_EXCERPT_BYTES,
+    TIMEOUT,
+    Outcome,
+    _conclude,
+    _send,
+    _Started,
+    close_session,
+    response_excerpt,
+)
 from .settle import _notify_settled, on_endpoint_settled
 from .sweep import DELIVER_TASK, has_due, trigger
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 4
-TIMEOUT = (3.05, 10)
-ATTEMPT_DEADLINE = 15.0  # seconds for a whole attempt, however slowly the endpoint answers
 
 
 # A leased row is not re-driven before this: longer than a run's time budget (deliver_due's
 # max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
 LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
-
-
-RESPONSE_CAP = 64 * 1024
-RESPONSE_EXCERPT_BYTES = 256  # of the receiver's answer, kept (masked) on the attempt row
 
 
 # Of one fan-out's new rows, at most this many are attempted by the fan-out's own process; the others
@@ -200,48 +203,6 @@ def _lease_and_load_sql(no_disk_wait: str) -> str:
     )
 
 
-_sender: outbound.GuardedSession | None = None
-_sender_lock = threading.Lock()
-
-
-def _session() -> outbound.GuardedSession:
-    """The engine's guarded session, one per process: its requests run on the outbound thread, where
-    its pooled HTTPS connections live (a forked child opens its own)."""
-    global _sender
-    if _sender is None:
-        with _sender_lock:
-            if _sender is None:
-                _sender = outbound.get_session()
-    return _sender
-
-
-def close_session() -> None:
-    """Close the engine's pooled connections (tests, shutdown); the next attempt opens new ones."""
-    global _sender
-    with _sender_lock:
-        sender, _sender = _sender, None
-    if sender is not None:
-        sender.close()
-
-
-@dataclass
-class Outcome:
-    delivery: Delivery
-    started: datetime
-    duration_ms: int
-    status_code: int | None
-    error: str
-    permanent: bool
-    excerpt: str = ""
-
-
-def response_excerpt(content: bytes) -> str:
-    """The first RESPONSE_EXCERPT_BYTES of an answer as the log keeps them: decoded (bad bytes
-    replaced), NULs replaced (PostgreSQL text refuses them), personal data masked like the payload."""
-    text = content[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-    return payloads.mask_text(text)
-
-
 # What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
 _SEND_FIELDS = (
     "subscription",
@@ -325,110 +286,6 @@ def skip_endpoint_rows(rows, *, reason: str) -> int:
     )
     _notify_settled(settled)
     return count
-
-
-_secrets: dict[str, str] = {}
-SECRETS_CACHED = 1024
-
-
-def _secret(token: str) -> str | None:
-    """The signing secret of a stored Fernet token, decrypted once per process: building the key
-    list and decrypting cost about a tenth of an attempt's CPU. Keyed by the token itself, so a
-    rotated secret (a new token) is read anew; a token that does not decrypt is never cached."""
-    secret = _secrets.get(token)
-    if secret is None:
-        secret = decrypt_secret(token)
-        if secret is not None:
-            if len(_secrets) >= SECRETS_CACHED:
-                _secrets.clear()
-            _secrets[token] = secret
-    return secret
-
-
-def _previous_secret(target, now: datetime) -> str | None:
-    """The old secret of an `Endpoint` while its rotation overlap window lasts."""
-    until = getattr(target, "previous_secret_until", None)
-    if until is None or until <= now or not target.previous_secret_encrypted:
-        return None
-    return _secret(target.previous_secret_encrypted)
-
-
-@dataclass(eq=False)  # each attempt is its own key in the run's `running`
-class _Started:
-    """An attempt in flight: its request was handed to the outbound thread (`call`), or it ended
-    before anything was sent (`call` None, `error` set)."""
-
-    delivery: Delivery
-    started: datetime
-    clock: float
-    call: Future | None = None
-    error: str = ""
-
-
-def _start(delivery: Delivery) -> _Started:
-    """Sign one attempt and hand its request to the guarded client's loop; no database work and no
-    waiting. The secret is read now, so a rotation reaches retries."""
-    sub = delivery.target
-    started = _Started(delivery, timezone.now(), time.monotonic())
-    secret = _secret(sub.secret_encrypted)
-    if secret is None:
-        started.error = "missing_secret"
-        return started
-    body = delivery.body.encode()
-    ts = int(time.time())
-    event_id = delivery.idempotency_key
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "ChatWidgetService-Webhooks/1",
-        "X-Service-Event": delivery.event_type,
-        "X-Service-Signature": signing.service_signature(secret, body),
-        "X-Service-Idempotency-Key": event_id,
-        "X-Service-Delivery": str(delivery.delivery_id),
-        "X-Service-Timestamp": str(ts),
-        "webhook-id": event_id,
-        "webhook-timestamp": str(ts),
-        "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
-    }
-    previous = _previous_secret(sub, started.started)
-    if previous is not None:
-        headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
-        headers["webhook-signature"] += " " + signing.standard_signature(previous, event_id, ts, body)
-    started.call = _session().submit_bytes(
-        "POST",
-        sub.url,
-        body=body,
-        headers=headers,
-        timeout=TIMEOUT,
-        max_bytes=RESPONSE_CAP,
-        deadline=ATTEMPT_DEADLINE,
-    )
-    return started
-
-
-def _conclude(attempt: _Started, ended: float | None = None) -> Outcome:
-    """The outcome of a started attempt (waits for its answer if it has none yet); `ended` is when
-    it finished (monotonic), now when not given."""
-    status_code, error, permanent, excerpt = None, attempt.error, False, ""
-    if error == "missing_secret":
-        permanent = True
-    elif attempt.call is not None:
-        try:
-            response = attempt.call.result()
-            status_code = response.status_code
-            excerpt = response_excerpt(response.content)
-            if not 200 <= status_code < 300:
-                error = f"http_{status_code}"  # redirects included: never followed
-        except outbound.OutboundBlocked as exc:
-            error, permanent = f"blocked:{exc.reason}", True
-        except outbound.OutboundError as exc:
-            error = exc.reason
-    duration = int(((ended if ended is not None else time.monotonic()) - attempt.clock) * 1000)
-    return Outcome(attempt.delivery, attempt.started, duration, status_code, error[:200], permanent, excerpt)
-
-
-def _send(delivery: Delivery) -> Outcome:
-    """One attempt, waited for (the inline runs)."""
-    return _conclude(_start(delivery))
 
 
 def _record(outcomes: list[Outcome]) -> list[str]:
@@ -869,7 +726,7 @@ class _PoolRun:
         self.queue[: index + 1] = skipped  # the rows read and not taken keep their place, first
         for row in (self.preloaded.pop(pk) for pk in take):
             try:
-                attempt = _start(row)
+                attempt = send._start(row)
             except Exception as exc:  # a bug, not a transport failure: the row comes back after LEASE
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
                 self.done += 1
@@ -935,9 +792,18 @@ def _release(ids: list[int]) -> None:
 
 
 __all__ = [
+    "ATTEMPT_DEADLINE",
     "DELIVER_TASK",
+    "Outcome",
+    "RESPONSE_CAP",
+    "RESPONSE_EXCERPT_BYTES",
+    "TIMEOUT",
+    "close_session",
     "has_due",
     "on_endpoint_settled",
+    "response_excerpt",
+    "secret_cache",
+    "send",
     "settle",
     "sweep",
     "trigger",

@@ -354,7 +354,7 @@ def test_a_dropped_connection_consumes_an_attempt(widget, receiver, clock):
 
 def test_a_timeout_consumes_an_attempt(widget, receiver, clock, monkeypatch):
     # given a read timeout of 0.3 s and an endpoint that first answers after 1 s
-    monkeypatch.setattr(engine, "TIMEOUT", (2.0, 0.3))
+    monkeypatch.setattr(engine.send, "TIMEOUT", (2.0, 0.3))
     receiver.rule = lambda hit: Reply(200, delay=1.0) if hit.key_attempt == 1 else Reply(200)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
@@ -458,9 +458,9 @@ def test_a_missing_or_undecryptable_secret_fails_at_once(widget, receiver, clock
 def test_a_rotated_secret_signs_the_next_attempt_though_secrets_are_decrypted_once(widget, receiver, monkeypatch):
     # given a delivered event (its secret decrypted once and kept), counting decryptions
     decrypted = []
-    real = engine.decrypt_secret
-    monkeypatch.setattr(engine, "decrypt_secret", lambda token: decrypted.append(token) or real(token))
-    monkeypatch.setattr(engine, "_secrets", {})
+    real = engine.secret_cache.decrypt_secret
+    monkeypatch.setattr(engine.secret_cache, "decrypt_secret", lambda token: decrypted.append(token) or real(token))
+    monkeypatch.setattr(engine.secret_cache, "_secrets", {})
     sub, old = subscribe(widget, receiver.url())
     emit_message(widget)
     emit_message(widget)
@@ -788,8 +788,8 @@ def test_an_attempt_is_bounded_in_total_not_only_per_socket_read(widget, receive
     # given timeouts of 1 s (connect) and 0.5 s (read), an attempt deadline of 1 s, and an endpoint
     # trickling its answer one byte every 40 ms: no single read waits 0.5 s, the whole answer takes
     # about 3 s
-    monkeypatch.setattr(engine, "TIMEOUT", (1.0, 0.5))
-    monkeypatch.setattr(engine, "ATTEMPT_DEADLINE", 1.0)
+    monkeypatch.setattr(engine.send, "TIMEOUT", (1.0, 0.5))
+    monkeypatch.setattr(engine.send, "ATTEMPT_DEADLINE", 1.0)
     receiver.rule = lambda hit: Reply(200, trickle=0.04)
     subscribe(widget, receiver.url())
     emit_message(widget)

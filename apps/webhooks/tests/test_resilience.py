@@ -520,14 +520,14 @@ def test_an_attempt_that_crashes_before_sending_holds_back_no_other(
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     emit_messages(widget, 6, bulk=True)
     broken = Delivery.objects.order_by("pk").values_list("pk", flat=True)[2]
-    start = engine._start
+    start = engine.send._start
 
     def start_unless_broken(row):
         if row.pk == broken:
             raise RuntimeError("a bug")
         return start(row)
 
-    monkeypatch.setattr(engine, "_start", start_unless_broken)
+    monkeypatch.setattr(engine.send, "_start", start_unless_broken)
     # when the engine runs with several attempts in flight
     done = services.deliver_due(concurrency=4)
     # then the others were sent and recorded, the broken one is logged and left leased (the sweeper
