@@ -22,7 +22,6 @@ them either way.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -32,14 +31,22 @@ from datetime import datetime, timedelta
 from queue import Empty, SimpleQueue
 
 from django.db import connection, transaction
-from django.db.models.base import ModelState
 from django.utils import timezone
 
 from apps.core import metrics
 from apps.core.statements import run_prepared
 
-from ..models import Attempt, Delivery, Endpoint, Subscription, target_key
-from . import secret_cache, send, settle, sweep
+from ..models import Attempt, Delivery, Subscription
+from . import lease, load, secret_cache, send, settle, sweep
+from .lease import (
+    LEASE,
+    _lease,
+    _lease_and_load,
+    _lease_rows,
+    _no_disk_wait,
+    _release,
+)
+from .load import _SEND_FIELDS, _load, skip_endpoint_rows
 from .send import (
     ATTEMPT_DEADLINE,
     RESPONSE_CAP,
@@ -60,11 +67,6 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 4
 
 
-# A leased row is not re-driven before this: longer than a run's time budget (deliver_due's
-# max_seconds, 50 s, during which a leased row is sent or goes back) plus one attempt's deadline.
-LEASE = timedelta(seconds=ATTEMPT_DEADLINE * 6)
-
-
 # Of one fan-out's new rows, at most this many are attempted by the fan-out's own process; the others
 # are left to `deliver_due`. As many as a fan-out batch (events.FAN_OUT_BATCH) has events: at 64, a
 # backlog of fan-out tasks held every batch's last 36 rows behind the whole queue of fan-outs (the
@@ -75,217 +77,6 @@ NEW_AT_ONCE = 100
 def retry_wait(failed_attempt: int) -> int:
     """After failed attempt n (1, 2, 3): min(60, 2^n * 5) seconds: 10, 20, 40."""
     return min(60, 2**failed_attempt * 5)
-
-
-def _lease(batch_size: int) -> list[int]:
-    return [pk for pk, _ in _lease_rows(batch_size)]
-
-
-def _lease_rows(batch_size: int) -> list[tuple[int, str]]:
-    """Up to `batch_size` due deliveries, leased (their next_attempt_at moved LEASE ahead, so no
-    other engine takes them meanwhile): (delivery pk, target key), oldest due first."""
-    now = timezone.now()
-    if connection.vendor == "postgresql":
-        return _lease_rows_in_one_statement(now, batch_size)
-    with transaction.atomic():
-        rows = list(
-            Delivery.objects.select_for_update(skip_locked=True)
-            .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-            .order_by("next_attempt_at")
-            .values_list("pk", "subscription_id", "endpoint_id")[:batch_size]
-        )
-        if rows:
-            Delivery.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(next_attempt_at=now + LEASE)
-    return [(pk, target_key(sub_id, endpoint_id)) for pk, sub_id, endpoint_id in rows]
-
-
-_LEASE_COLUMNS = ("id", "next_attempt_at", "status", "subscription", "endpoint")
-
-
-def _due_cte() -> str:
-    """`due`: up to a batch of due rows (id, due_at), oldest due first, locked (SKIP LOCKED) for the
-    UPDATE that leases them; its parameters are `_lease_params`' first three. MATERIALIZED: a
-    subquery joined to the UPDATE may be re-scanned, and a re-scan of SKIP LOCKED ... LIMIT can
-    return other rows (more than the limit leased)."""
-    q = connection.ops.quote_name
-    table = q(Delivery._meta.db_table)
-    d = {name: q(Delivery._meta.get_field(name).column) for name in ("id", "next_attempt_at", "status")}
-    # identifiers from the model's own metadata, quoted; every value is a parameter
-    return (
-        f"WITH due AS MATERIALIZED (SELECT {d['id']} AS id, {d['next_attempt_at']} AS due_at "  # noqa: S608
-        f"FROM {table} WHERE {d['status']} = %s AND {d['next_attempt_at']} <= %s "
-        f"ORDER BY {d['next_attempt_at']} LIMIT %s FOR UPDATE SKIP LOCKED)"
-    )
-
-
-def _lease_params(now: datetime, batch_size: int) -> list:
-    """The due CTE's parameters, then the lease's new next_attempt_at."""
-    return [str(Delivery.Status.PENDING), now, batch_size, now + LEASE]
-
-
-def _no_disk_wait() -> str:
-    """A condition (always true) that makes the engine's lease and record statements commit without
-    waiting for the disk (synchronous_commit off for their own transaction only; inside an atomic
-    block, where the statement is not its own transaction, nothing changes). A crash of the database
-    server (not of a worker) can then lose the last fraction of a second of leases and attempt
-    records: those deliveries are due again and sent again, with the same idempotency key, as after a
-    killed worker; no delivery row is lost (fan-out's writes keep waiting for the disk). The flush
-    is most of each statement's time on the path of every attempt."""
-    if connection.in_atomic_block:
-        return "TRUE"
-    return "set_config('synchronous_commit', 'off', true) <> ''"
-
-
-def _lease_rows_in_one_statement(now: datetime, batch_size: int) -> list[tuple[int, str]]:
-    """`_lease_rows` on PostgreSQL: select (SKIP LOCKED) and lease in one UPDATE ... RETURNING, one
-    round trip instead of four (BEGIN, SELECT, UPDATE, COMMIT) on the path from commit to the
-    first attempt."""
-    table = connection.ops.quote_name(Delivery._meta.db_table)
-    column = {name: connection.ops.quote_name(Delivery._meta.get_field(name).column) for name in _LEASE_COLUMNS}
-    # identifiers from the model's own metadata, quoted; every value is a parameter
-    sql = (
-        f"{_due_cte()} UPDATE {table} AS leased SET {column['next_attempt_at']} = %s FROM due "  # noqa: S608
-        f"WHERE leased.{column['id']} = due.id AND {_no_disk_wait()} "
-        f"RETURNING leased.{column['id']}, leased.{column['subscription']}, leased.{column['endpoint']}, due.due_at"
-    )
-    rows = run_prepared(sql, _lease_params(now, batch_size))
-    rows.sort(key=lambda row: (row[3], row[0]))  # RETURNING keeps no order: oldest due first
-    return [(pk, target_key(subscription_id, endpoint_id)) for pk, subscription_id, endpoint_id, _ in rows]
-
-
-def _lease_and_load(batch_size: int) -> list[Delivery]:
-    """`_lease_rows` then `_load`, oldest due first. On PostgreSQL in one statement, whose rows are
-    built without the ORM's query: the load after each lease (a query the ORM built anew, its rows
-    populated with their targets, and a round trip) was a fifth of a run thread's time."""
-    if connection.vendor != "postgresql":
-        order = {pk: n for n, (pk, _) in enumerate(_lease_rows(batch_size))}
-        return sorted(_load(list(order)), key=lambda row: order[row.pk])
-    rows = []
-    alias = connection.alias
-    for due_at, *values in run_prepared(
-        _lease_and_load_sql(_no_disk_wait()), _lease_params(timezone.now(), batch_size)
-    ):
-        row = _built(Delivery, values[: len(_LOADED[Delivery])], alias)
-        rest = values[len(_LOADED[Delivery]) :]
-        for relation, model in _TARGETS:
-            target, rest = rest[: len(_LOADED[model])], rest[len(_LOADED[model]) :]
-            if target[0] is not None:  # its id: the row's subscription or its endpoint
-                _RELATIONS[relation].set_cached_value(row, _built(model, target, alias))
-        rows.append((due_at, row.pk, row))
-    rows.sort(key=lambda entry: entry[:2])  # RETURNING keeps no order
-    return _ready_to_send([row for *_, row in rows])
-
-
-@functools.cache
-def _lease_and_load_sql(no_disk_wait: str) -> str:
-    """The lease of `_lease_rows_in_one_statement` returning the leased rows, joined to their
-    subscription or endpoint as they are now (a data-modifying CTE: an UPDATE's FROM cannot outer-join
-    the table it updates). Columns: the due date, then `_LOADED`'s of each model in turn."""
-    q = connection.ops.quote_name
-    d = {
-        name: q(Delivery._meta.get_field(name).column) for name in ("id", "next_attempt_at", "subscription", "endpoint")
-    }
-
-    def columns(model, alias: str) -> str:
-        return ", ".join(f"{q(alias)}.{q(model._meta.get_field(name).column)}" for name in _LOADED[model])
-
-    def joined(model, alias: str, foreign_key: str) -> str:
-        table, pk = q(model._meta.db_table), q(model._meta.pk.column)
-        return f"LEFT JOIN {table} AS {q(alias)} ON {q(alias)}.{pk} = leased.{foreign_key}"
-
-    # identifiers from the models' own metadata, quoted; every value is a parameter
-    return (
-        f"{_due_cte()}, leased AS (UPDATE {q(Delivery._meta.db_table)} AS {q('delivery')} "  # noqa: S608
-        f"SET {d['next_attempt_at']} = %s FROM due WHERE {q('delivery')}.{d['id']} = due.id AND {no_disk_wait} "
-        f"RETURNING due.due_at, {columns(Delivery, 'delivery')}) "
-        f"SELECT leased.*, {', '.join(columns(model, relation) for relation, model in _TARGETS)} FROM leased "
-        f"{' '.join(joined(model, relation, d[relation]) for relation, model in _TARGETS)}"
-    )
-
-
-# What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
-_SEND_FIELDS = (
-    "subscription",
-    "endpoint",
-    "event",
-    "key",
-    "delivery_id",
-    "event_type",
-    "status",
-    "body",
-    "attempts",
-    "subscription__url",
-    "subscription__secret_encrypted",
-    "subscription__is_active",
-    "endpoint__owner",
-    "endpoint__url",
-    "endpoint__secret_encrypted",
-    "endpoint__previous_secret_encrypted",
-    "endpoint__previous_secret_until",
-    "endpoint__mode",
-)
-# A delivery's targets: (its foreign key, the model), in the order `_lease_and_load` reads them.
-_TARGETS = (("subscription", Subscription), ("endpoint", Endpoint))
-# The same as `_lease_and_load` reads them: attnames of each model, its primary key first.
-_LOADED = {
-    Delivery: ("id", *(Delivery._meta.get_field(name).attname for name in _SEND_FIELDS if "__" not in name)),
-    **{
-        model: ("id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__")))
-        for relation, model in _TARGETS
-    },
-}
-
-
-_RELATIONS = {relation: Delivery._meta.get_field(relation) for relation, _ in _TARGETS}
-
-
-def _built(model, values: list, alias: str):
-    """An instance of `model` from `_LOADED[model]`'s columns, as `Model.from_db` leaves it (loaded
-    from `alias`, the other columns deferred), without `Model.__init__` (several times cheaper), on
-    the run's thread while the outbound thread waits for the interpreter lock. The models have no
-    init signal receivers."""
-    instance = model.__new__(model)
-    instance.__dict__.update(zip(_LOADED[model], values, strict=True))
-    state = instance._state = ModelState()
-    state.adding, state.db = False, alias
-    return instance
-
-
-def _load(ids: list[int]) -> list[Delivery]:
-    """The leased rows with their endpoints as they are now, in one query. Rows of a subscription
-    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them); rows of
-    an `Endpoint` in `drop` mode are skipped (kept for its log), in `hold` mode parked unsent."""
-    rows = list(
-        Delivery.objects.select_related("subscription", "endpoint")
-        .only(*_SEND_FIELDS)  # not the log's copy of the payload, nor the subscription's event list
-        .filter(pk__in=ids, status=Delivery.Status.PENDING)
-    )
-    return _ready_to_send(rows)
-
-
-def _ready_to_send(rows: list[Delivery]) -> list[Delivery]:
-    """`_load`'s rows that may be sent now (see `_load`), the others dropped, skipped or parked."""
-    inactive = [row.pk for row in rows if row.subscription_id and not row.subscription.is_active]
-    if inactive:
-        Delivery.objects.filter(pk__in=inactive).delete()
-    dropped = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.DROP]
-    if dropped:
-        skip_endpoint_rows(Delivery.objects.filter(pk__in=dropped), reason="endpoint_dropped")
-    held = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.HOLD]
-    if held:
-        Delivery.objects.filter(pk__in=held, status=Delivery.Status.PENDING).update(next_attempt_at=None)
-    return [row for row in rows if row.target.is_active and row.pk not in held]
-
-
-def skip_endpoint_rows(rows, *, reason: str) -> int:
-    """Mark pending rows `skipped` (never sent again); their owners hear they settled."""
-    rows = rows.filter(status=Delivery.Status.PENDING)
-    settled = set(rows.exclude(endpoint=None).values_list("endpoint__owner", "endpoint_id").distinct())
-    count = rows.update(
-        status=Delivery.Status.SKIPPED, next_attempt_at=None, last_error=reason, updated_at=timezone.now()
-    )
-    _notify_settled(settled)
-    return count
 
 
 def _record(outcomes: list[Outcome]) -> list[str]:
@@ -785,26 +576,29 @@ def _first_and_waiting(queue: SimpleQueue) -> list:
             return items
 
 
-def _release(ids: list[int]) -> None:
-    """Leased rows we did not get to go back to the queue now."""
-    if ids:
-        Delivery.objects.filter(pk__in=ids, status=Delivery.Status.PENDING).update(next_attempt_at=timezone.now())
-
-
 __all__ = [
     "ATTEMPT_DEADLINE",
     "DELIVER_TASK",
+    "LEASE",
     "Outcome",
     "RESPONSE_CAP",
     "RESPONSE_EXCERPT_BYTES",
     "TIMEOUT",
+    "_SEND_FIELDS",
+    "_lease",
+    "_lease_and_load",
+    "_lease_rows",
+    "_no_disk_wait",
     "close_session",
     "has_due",
+    "lease",
+    "load",
     "on_endpoint_settled",
     "response_excerpt",
     "secret_cache",
     "send",
     "settle",
+    "skip_endpoint_rows",
     "sweep",
     "trigger",
 ]
