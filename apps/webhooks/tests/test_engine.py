@@ -826,7 +826,7 @@ def test_the_engine_commits_its_own_statements_without_the_disk_and_leaves_the_s
     subscribe(widget, receiver.url())
     emit_message(widget)
     assert engine._no_disk_wait() != "TRUE"  # outside a transaction: each statement turns it off for itself
-    with mock.patch.object(engine, "NEW_AT_ONCE", 0):
+    with mock.patch.object(engine.fanout, "NEW_AT_ONCE", 0):
         for n in range(2, 5):
             emit_message(widget, n)
     # when the engine leases, sends and records them outside any transaction
