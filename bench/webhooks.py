@@ -386,8 +386,8 @@ def main() -> int:
             started = time.perf_counter()
             # (no trigger, and the fan-out's process takes none of its rows: all N stay due)
             with (
-                mock.patch.object(engine, "trigger", lambda countdown=None: None),
-                mock.patch.object(engine, "NEW_AT_ONCE", 0),
+                mock.patch.object(engine.sweep, "trigger", lambda countdown=None: None),
+                mock.patch.object(engine.fanout, "NEW_AT_ONCE", 0),
             ):
                 for start in range(0, len(keys), events.FAN_OUT_BATCH):
                     events.fan_out_many(keys[start : start + events.FAN_OUT_BATCH])
@@ -405,7 +405,7 @@ def main() -> int:
 
             # 3. delivery throughput of the engine in this process
             started = time.perf_counter()
-            with mock.patch.object(engine, "trigger", lambda countdown=None: None):
+            with mock.patch.object(engine.sweep, "trigger", lambda countdown=None: None):
                 while Delivery.objects.filter(subscription=subscription, status="pending").exists():
                     services.deliver_due(concurrency=CONCURRENCY)
             engines.append(N / (time.perf_counter() - started))

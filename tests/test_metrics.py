@@ -185,7 +185,7 @@ def test_ten_thousand_chat_ids_add_no_series(client, widget):
 def refusing_receiver(monkeypatch, settings):
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     # the retry an attempt asks for is not run inline (eager Celery would ignore its countdown)
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: None)
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: None)
     with Receiver(rule=always(503)) as rx:
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(rx.ca_path))
         yield rx

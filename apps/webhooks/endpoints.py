@@ -40,7 +40,7 @@ def enqueue_call(*, endpoint: Endpoint, event_type: str, body: bytes, key: uuid.
         payload=payloads.log_payload(body),
         next_attempt_at=None if endpoint.mode == Endpoint.Mode.HOLD else now,
     )
-    transaction.on_commit(delivery.trigger)
+    transaction.on_commit(delivery.sweep.trigger)
     return row
 
 
@@ -56,7 +56,7 @@ def set_endpoint_mode(*, endpoint: Endpoint, mode: str, reason: str = "endpoint_
         pending.update(next_attempt_at=None)  # one an engine leased meanwhile is parked when loaded
     elif mode == Endpoint.Mode.SEND:
         if pending.filter(next_attempt_at=None).update(next_attempt_at=timezone.now()):
-            transaction.on_commit(delivery.trigger)
+            transaction.on_commit(delivery.sweep.trigger)
     return endpoint
 
 
@@ -109,5 +109,5 @@ def redeliver_endpoint_call(*, widget: Widget, original: Delivery) -> Delivery:
             next_attempt_at=None if endpoint.mode == Endpoint.Mode.HOLD else timezone.now(),
             redelivery_of=original,
         )
-        transaction.on_commit(delivery.trigger)
+        transaction.on_commit(delivery.sweep.trigger)
     return copy

@@ -51,7 +51,7 @@ def redeliver(*, widget: Widget, subscription: Subscription, delivery_id) -> Del
             next_attempt_at=now,
             redelivery_of=original,
         )
-        transaction.on_commit(delivery.trigger)
+        transaction.on_commit(delivery.sweep.trigger)
     return copy
 
 

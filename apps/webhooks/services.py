@@ -5,7 +5,7 @@
 - redelivery.py: redelivery and the delivery log;
 - endpoints.py: delivery targets of higher apps (an external operator's URL): enqueue, hold,
   release, drop, rotate with overlap, redeliver;
-- delivery.py: the delivery engine (leases, attempts on a pool, retries, the trigger);
+- delivery/: the delivery engine, a module per job (lease, send, record, run, sweep, ...);
 - crypto.py and signing.py: secrets at rest under the rotatable key set and the two signatures,
   also used by the other senders of signed posts (custom channels).
 

@@ -25,5 +25,5 @@ def receiver(monkeypatch: pytest.MonkeyPatch, settings):
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """The engine's Celery triggers, recorded instead of sent (tests drive the engine inline)."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked

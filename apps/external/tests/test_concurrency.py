@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def test_twenty_concurrent_replies_with_one_causation_post_one_message(widget, monkeypatch):
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: None)
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: None)
     operator = make_operator(widget)
     message = visitor_message(widget)
     services.dispatch_visitor_message(chat=message.chat, message=message)

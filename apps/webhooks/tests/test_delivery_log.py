@@ -33,7 +33,7 @@ def idem() -> dict:
 @pytest.fixture(autouse=True)
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list:
     asked: list = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 
@@ -138,7 +138,7 @@ def test_a_connection_closed_without_an_answer_is_a_connection_error(api, widget
 
 
 def test_a_receiver_slower_than_the_read_timeout_is_a_timeout(api, widget, receiver, monkeypatch):
-    monkeypatch.setattr(engine, "TIMEOUT", (1.0, 0.3))
+    monkeypatch.setattr(engine.send, "TIMEOUT", (1.0, 0.3))
     receiver.rule = lambda hit: Reply(status=200, delay=1.5)
     client = api()
     sub = subscribe(client, receiver.url("/hook"))

@@ -18,7 +18,7 @@ import socket
 import time
 import uuid
 from datetime import datetime, timedelta
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -61,8 +61,14 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    for module in (engine, fanout, redelivery):
-        monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
+    engine_modules = [
+        module
+        for module in vars(engine).values()
+        if isinstance(module, ModuleType) and module.__name__.startswith(f"{engine.__name__}.")
+    ]
+    for module in (engine, *engine_modules, fanout, redelivery):
+        if hasattr(module, "timezone"):
+            monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
     return fake
 
 
@@ -71,7 +77,7 @@ def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     """Celery triggers the engine asks for (countdowns), recorded instead of sent: eager Celery would
     run them inline and ignore the countdown."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 
@@ -348,7 +354,7 @@ def test_a_dropped_connection_consumes_an_attempt(widget, receiver, clock):
 
 def test_a_timeout_consumes_an_attempt(widget, receiver, clock, monkeypatch):
     # given a read timeout of 0.3 s and an endpoint that first answers after 1 s
-    monkeypatch.setattr(engine, "TIMEOUT", (2.0, 0.3))
+    monkeypatch.setattr(engine.send, "TIMEOUT", (2.0, 0.3))
     receiver.rule = lambda hit: Reply(200, delay=1.0) if hit.key_attempt == 1 else Reply(200)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
@@ -452,9 +458,9 @@ def test_a_missing_or_undecryptable_secret_fails_at_once(widget, receiver, clock
 def test_a_rotated_secret_signs_the_next_attempt_though_secrets_are_decrypted_once(widget, receiver, monkeypatch):
     # given a delivered event (its secret decrypted once and kept), counting decryptions
     decrypted = []
-    real = engine.decrypt_secret
-    monkeypatch.setattr(engine, "decrypt_secret", lambda token: decrypted.append(token) or real(token))
-    monkeypatch.setattr(engine, "_secrets", {})
+    real = engine.secret_cache.decrypt_secret
+    monkeypatch.setattr(engine.secret_cache, "decrypt_secret", lambda token: decrypted.append(token) or real(token))
+    monkeypatch.setattr(engine.secret_cache, "_secrets", {})
     sub, old = subscribe(widget, receiver.url())
     emit_message(widget)
     emit_message(widget)
@@ -782,8 +788,8 @@ def test_an_attempt_is_bounded_in_total_not_only_per_socket_read(widget, receive
     # given timeouts of 1 s (connect) and 0.5 s (read), an attempt deadline of 1 s, and an endpoint
     # trickling its answer one byte every 40 ms: no single read waits 0.5 s, the whole answer takes
     # about 3 s
-    monkeypatch.setattr(engine, "TIMEOUT", (1.0, 0.5))
-    monkeypatch.setattr(engine, "ATTEMPT_DEADLINE", 1.0)
+    monkeypatch.setattr(engine.send, "TIMEOUT", (1.0, 0.5))
+    monkeypatch.setattr(engine.send, "ATTEMPT_DEADLINE", 1.0)
     receiver.rule = lambda hit: Reply(200, trickle=0.04)
     subscribe(widget, receiver.url())
     emit_message(widget)
@@ -820,7 +826,7 @@ def test_the_engine_commits_its_own_statements_without_the_disk_and_leaves_the_s
     subscribe(widget, receiver.url())
     emit_message(widget)
     assert engine._no_disk_wait() != "TRUE"  # outside a transaction: each statement turns it off for itself
-    with mock.patch.object(engine, "NEW_AT_ONCE", 0):
+    with mock.patch.object(engine.fanout, "NEW_AT_ONCE", 0):
         for n in range(2, 5):
             emit_message(widget, n)
     # when the engine leases, sends and records them outside any transaction

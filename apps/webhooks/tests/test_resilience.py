@@ -66,7 +66,7 @@ def lost_triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     leasing them): only the sweeper is left. Recorded (the hand-over as an immediate trigger, None),
     so a test can see that one was asked for."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     monkeypatch.setattr(engine, "send_new", lambda rows, **options: asked.append(None))
     return asked
 
@@ -440,14 +440,14 @@ def test_a_run_writes_its_attempts_on_its_own_thread_never_more_than_its_places_
     # many attempts were started and not yet written when it began
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     emit_messages(widget, 40, bulk=True)
-    record, writes = engine._record, []
+    record, writes = engine.record._record, []
 
     def noted(outcomes):
         unrecorded = len(receiver.snapshot()) - Attempt.objects.count()
         writes.append((threading.current_thread().name, len(outcomes), unrecorded))
         return record(outcomes)
 
-    monkeypatch.setattr(engine, "_record", noted)
+    monkeypatch.setattr(engine.record, "_record", noted)
     # when a run with 4 places sends them (outside a transaction, as a worker's task runs)
     assert services.deliver_due(concurrency=4) == 40
     # then every outcome was written once, by the run's thread (the outbound thread refills the
@@ -467,12 +467,12 @@ def test_a_failed_write_ends_the_run_and_its_rows_come_back_after_the_lease(
     # given 20 due deliveries and a database that refuses the run's writes
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     keys = emit_messages(widget, 20, bulk=True)
-    record = engine._record
+    record = engine.record._record
 
     def refused(outcomes):
         raise DatabaseError("the server closed the connection")
 
-    monkeypatch.setattr(engine, "_record", refused)
+    monkeypatch.setattr(engine.record, "_record", refused)
     # when a run sends them, the failure is raised on the run's thread (the task fails, and is logged)
     with pytest.raises(DatabaseError, match="closed the connection"):
         services.deliver_due(concurrency=4)
@@ -481,7 +481,7 @@ def test_a_failed_write_ends_the_run_and_its_rows_come_back_after_the_lease(
     assert not Delivery.objects.filter(next_attempt_at__lte=timezone.now()).exists()
     assert not Attempt.objects.exists()
     # and once their leases run out the engine sends each again, with its one idempotency key
-    monkeypatch.setattr(engine, "_record", record)
+    monkeypatch.setattr(engine.record, "_record", record)
     expire_leases_and_backoffs()
     assert services.deliver_due(concurrency=4) == 20
     assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 20}
@@ -520,14 +520,14 @@ def test_an_attempt_that_crashes_before_sending_holds_back_no_other(
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     emit_messages(widget, 6, bulk=True)
     broken = Delivery.objects.order_by("pk").values_list("pk", flat=True)[2]
-    start = engine._start
+    start = engine.send._start
 
     def start_unless_broken(row):
         if row.pk == broken:
             raise RuntimeError("a bug")
         return start(row)
 
-    monkeypatch.setattr(engine, "_start", start_unless_broken)
+    monkeypatch.setattr(engine.send, "_start", start_unless_broken)
     # when the engine runs with several attempts in flight
     done = services.deliver_due(concurrency=4)
     # then the others were sent and recorded, the broken one is logged and left leased (the sweeper

@@ -1,0 +1,95 @@
+"""What the engine reads of a leased row (`_SEND_FIELDS`), the rows built from those columns without
+the ORM's query (`_built`), and which of them are sent: a deactivated subscription's rows are
+dropped, an `Endpoint`'s rows follow its `mode`."""
+
+from __future__ import annotations
+
+from django.db.models.base import ModelState
+from django.utils import timezone
+
+from ..models import Delivery, Endpoint, Subscription
+from .settle import _notify_settled
+
+# What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
+_SEND_FIELDS = (
+    "subscription",
+    "endpoint",
+    "event",
+    "key",
+    "delivery_id",
+    "event_type",
+    "status",
+    "body",
+    "attempts",
+    "subscription__url",
+    "subscription__secret_encrypted",
+    "subscription__is_active",
+    "endpoint__owner",
+    "endpoint__url",
+    "endpoint__secret_encrypted",
+    "endpoint__previous_secret_encrypted",
+    "endpoint__previous_secret_until",
+    "endpoint__mode",
+)
+# A delivery's targets: (its foreign key, the model), in the order `_lease_and_load` reads them.
+_TARGETS = (("subscription", Subscription), ("endpoint", Endpoint))
+# The same as `_lease_and_load` reads them: attnames of each model, its primary key first.
+_LOADED = {
+    Delivery: ("id", *(Delivery._meta.get_field(name).attname for name in _SEND_FIELDS if "__" not in name)),
+    **{
+        model: ("id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__")))
+        for relation, model in _TARGETS
+    },
+}
+
+
+_RELATIONS = {relation: Delivery._meta.get_field(relation) for relation, _ in _TARGETS}
+
+
+def _built(model, values: list, alias: str):
+    """An instance of `model` from `_LOADED[model]`'s columns, as `Model.from_db` leaves it (loaded
+    from `alias`, the other columns deferred), without `Model.__init__` (several times cheaper), on
+    the run's thread while the outbound thread waits for the interpreter lock. The models have no
+    init signal receivers."""
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(_LOADED[model], values, strict=True))
+    state = instance._state = ModelState()
+    state.adding, state.db = False, alias
+    return instance
+
+
+def _load(ids: list[int]) -> list[Delivery]:
+    """The leased rows with their endpoints as they are now, in one query. Rows of a subscription
+    deactivated meanwhile are dropped silently (deleted endpoints took their rows with them); rows of
+    an `Endpoint` in `drop` mode are skipped (kept for its log), in `hold` mode parked unsent."""
+    rows = list(
+        Delivery.objects.select_related("subscription", "endpoint")
+        .only(*_SEND_FIELDS)  # not the log's copy of the payload, nor the subscription's event list
+        .filter(pk__in=ids, status=Delivery.Status.PENDING)
+    )
+    return _ready_to_send(rows)
+
+
+def _ready_to_send(rows: list[Delivery]) -> list[Delivery]:
+    """`_load`'s rows that may be sent now (see `_load`), the others dropped, skipped or parked."""
+    inactive = [row.pk for row in rows if row.subscription_id and not row.subscription.is_active]
+    if inactive:
+        Delivery.objects.filter(pk__in=inactive).delete()
+    dropped = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.DROP]
+    if dropped:
+        skip_endpoint_rows(Delivery.objects.filter(pk__in=dropped), reason="endpoint_dropped")
+    held = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.HOLD]
+    if held:
+        Delivery.objects.filter(pk__in=held, status=Delivery.Status.PENDING).update(next_attempt_at=None)
+    return [row for row in rows if row.target.is_active and row.pk not in held]
+
+
+def skip_endpoint_rows(rows, *, reason: str) -> int:
+    """Mark pending rows `skipped` (never sent again); their owners hear they settled."""
+    rows = rows.filter(status=Delivery.Status.PENDING)
+    settled = set(rows.exclude(endpoint=None).values_list("endpoint__owner", "endpoint_id").distinct())
+    count = rows.update(
+        status=Delivery.Status.SKIPPED, next_attempt_at=None, last_error=reason, updated_at=timezone.now()
+    )
+    _notify_settled(settled)
+    return count

@@ -1,0 +1,31 @@
+"""Who hears that an `Endpoint`'s rows settled: the app that owns the endpoint provides the
+`endpoint_settled` port (apps.core.ports) keyed by its owner name; the engine calls it once a row of
+one of that app's endpoints reached a final state."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from apps.core import ports
+
+logger = logging.getLogger(__package__)  # the engine's one logger, named as its package
+
+
+def _notify_settled(settled: set[tuple[str, int]]) -> None:
+    """Call the owners' providers once the current transaction commits (at once outside one)."""
+    if not settled:
+        return
+    by_owner: dict[str, set[int]] = {}
+    for owner, endpoint_id in settled:
+        by_owner.setdefault(owner, set()).add(endpoint_id)
+
+    def run() -> None:
+        for owner, ids in by_owner.items():
+            try:
+                ports.lookup(ports.ENDPOINT_SETTLED, key=owner)(ids)
+            except Exception:
+                logger.exception("endpoint settled hook of %s failed", owner)
+
+    transaction.on_commit(run)
