@@ -302,7 +302,7 @@ def test_ai_answers_of_deleted_messages_are_dropped_and_the_others_kept(widget, 
     from apps.chats.tests.factories import MessageFactory
     from bench.lib.restore import AI_ANSWER_TASK, drop_stale_ai_answers
 
-    monkeypatch.setattr(runtime, "QUEUE", queue := f"bench-lib-ai-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setattr(runtime.limits, "QUEUE", queue := f"bench-lib-ai-{uuid.uuid4().hex[:8]}")
     kept_message = MessageFactory(widget=widget)
     gone = kept_message.pk + 1_000_000
 

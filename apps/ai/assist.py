@@ -59,7 +59,7 @@ def on_awaiting_human(event: events.Event) -> None:
 def send_summary(*, chat_id: int, operator_id: int) -> bool:
     """Send the summary task (on the AI reply tasks' queue: it waits on the provider); False when the
     broker refused it (the hand-over stands; only its note is missing)."""
-    options = {"queue": runtime.QUEUE} if runtime.QUEUE else {}
+    options = {"queue": runtime.limits.QUEUE} if runtime.limits.QUEUE else {}
     try:
         queueing.task("apps.ai.tasks.summarise_handover").apply_async((chat_id, operator_id), **options)
     except Exception:  # noqa: BLE001 - broker down: the hand-over stands without its summary
@@ -97,8 +97,8 @@ def summarise_handover(*, chat_id: int, operator_id: int) -> str:
             chain,
             prompt,
             temperature=assistant.temperature if assistant else None,
-            deadline=time.monotonic() + runtime.PROVIDER_DEADLINE_SECONDS,
-            max_operations=runtime.MAX_PROVIDER_OPERATIONS,
+            deadline=time.monotonic() + runtime.limits.PROVIDER_DEADLINE_SECONDS,
+            max_operations=runtime.limits.MAX_PROVIDER_OPERATIONS,
         )
     except ProviderError as exc:
         logger.warning("AI provider chain failed summarising chat %s: %s", chat.pk, exc.kind)
@@ -170,7 +170,7 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
                 prompt,
                 temperature=assistant.temperature,
                 deadline=provider_waits.deadline(),
-                max_operations=runtime.MAX_PROVIDER_OPERATIONS,
+                max_operations=runtime.limits.MAX_PROVIDER_OPERATIONS,
             )
         except ProviderError as exc:
             runtime.alert_provider_failing(

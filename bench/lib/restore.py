@@ -248,7 +248,7 @@ def drop_stale_ai_answers() -> int:
     Returns how many were removed."""
     from django.conf import settings
 
-    from apps.ai.runtime import QUEUE
+    from apps.ai.runtime.limits import QUEUE
     from apps.chats.models import Message
 
     if not str(getattr(settings, "CELERY_BROKER_URL", "")).startswith("redis"):

@@ -355,7 +355,7 @@ def not_eager():
 def test_the_takeover_is_scheduled_for_when_the_timeout_runs_out(bot, widget, monkeypatch, not_eager):
     scheduled = []
     monkeypatch.setattr(
-        runtime, "enqueue", lambda message_id, countdown=None: scheduled.append((message_id, countdown))
+        runtime.enqueueing, "enqueue", lambda message_id, countdown=None: scheduled.append((message_id, countdown))
     )
     person = AgentFactory(widget=widget)
     message = visitor_writes(widget)
@@ -432,7 +432,7 @@ def test_an_unusable_provider_answer_hands_the_chat_to_people_and_alerts(bot, wi
 
 def test_a_provider_timeout_hands_the_chat_to_people(bot, widget, monkeypatch, settings):
     settings.AI_PROVIDER_ATTEMPT_TIMEOUT_SECONDS = 0.3
-    monkeypatch.setattr(runtime, "PROVIDER_DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(runtime.limits, "PROVIDER_DEADLINE_SECONDS", 1.0)
     bot.fake.script(*[slow(3)] * 4)
     message = visitor_writes(widget)
     assert runtime.answer(message_id=message.pk) == "handed_off"
@@ -444,16 +444,16 @@ def test_a_provider_timeout_hands_the_chat_to_people(bot, widget, monkeypatch, s
 
 def test_a_second_visitor_message_during_generation_is_answered_instead(bot, widget, monkeypatch):
     first = visitor_writes(widget, "Hi")
-    real_complete = runtime.complete
+    real_complete = runtime.answering.complete
 
     def complete_while_the_visitor_writes(*args, **kwargs):
         visitor_writes(widget, "How long is delivery?", contact=first.chat.contact)
         return real_complete(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "complete", complete_while_the_visitor_writes)
+    monkeypatch.setattr(runtime.answering, "complete", complete_while_the_visitor_writes)
     assert runtime.answer(message_id=first.pk) == "superseded"
     assert ai_messages(first.chat) == []
-    monkeypatch.setattr(runtime, "complete", real_complete)
+    monkeypatch.setattr(runtime.answering, "complete", real_complete)
     second = Message.objects.filter(chat=first.chat, author_kind="client").latest("id")
     assert runtime.answer(message_id=second.pk) == "answered"
     assert [m["content"] for m in prompt_of(bot.fake)[1:]] == ["Hi", "How long is delivery?"]
@@ -470,7 +470,7 @@ def test_an_older_message_whose_task_runs_late_is_not_answered(bot, widget):
 def test_a_person_answering_during_generation_drops_the_answer(bot, widget, monkeypatch):
     message = visitor_writes(widget)
     person = AgentFactory(widget=widget)
-    real_complete = runtime.complete
+    real_complete = runtime.answering.complete
 
     def complete_while_a_person_answers(*args, **kwargs):
         chat_services.post_agent_message(
@@ -478,7 +478,7 @@ def test_a_person_answering_during_generation_drops_the_answer(bot, widget, monk
         )
         return real_complete(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "complete", complete_while_a_person_answers)
+    monkeypatch.setattr(runtime.answering, "complete", complete_while_a_person_answers)
     assert runtime.answer(message_id=message.pk) == "dropped"
     assert ai_messages(message.chat) == []
 
@@ -516,7 +516,7 @@ def test_an_unexpected_error_frees_the_claim_for_the_retry(bot, widget, monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runtime, "complete", broken)
+    monkeypatch.setattr(runtime.answering, "complete", broken)
     with pytest.raises(RuntimeError):
         runtime.answer(message_id=message.pk)
     assert not ReplyClaim.objects.filter(message=message).exists()
@@ -525,7 +525,7 @@ def test_an_unexpected_error_frees_the_claim_for_the_retry(bot, widget, monkeypa
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_racing_for_one_message_answer_once(widget, llm_fake, presence, monkeypatch):
-    monkeypatch.setattr(runtime, "enqueue", lambda message_id, countdown=None: None)  # the racers run it
+    monkeypatch.setattr(runtime.enqueueing, "enqueue", lambda message_id, countdown=None: None)  # the racers run it
     fake = llm_fake("openai", text=ANSWER)
     fake.delay = 0.3
     AiSettings.objects.create(widget=widget, enabled=True)
@@ -841,7 +841,7 @@ def test_a_message_that_killed_every_worker_is_handed_to_people(bot, widget, bro
 def test_a_stopping_worker_gives_its_claims_back_and_the_next_worker_answers_once(bot, widget, broker, monkeypatch):
     message = visitor_writes(widget)
     age(message, 100)
-    real_complete = runtime.complete
+    real_complete = runtime.answering.complete
     seen = {}
 
     def complete_while_the_worker_stops(*args, **kwargs):
@@ -852,7 +852,7 @@ def test_a_stopping_worker_gives_its_claims_back_and_the_next_worker_answers_onc
             seen["redriven"] = runtime.redrive()
         return real_complete(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "complete", complete_while_the_worker_stops)
+    monkeypatch.setattr(runtime.answering, "complete", complete_while_the_worker_stops)
     assert runtime.answer(message_id=message.pk) == "claimed_elsewhere"
     assert seen == {"released": 1, "redriven": 1}
     [reply] = ai_messages(message.chat)

@@ -108,7 +108,7 @@ def through_the_broker(workers, monkeypatch):
     """The on-commit handler sends the tasks to the workers' queue (not run eagerly here)."""
     from celery import current_app
 
-    monkeypatch.setattr(runtime, "QUEUE", workers["queue"])
+    monkeypatch.setattr(runtime.limits, "QUEUE", workers["queue"])
     before = current_app.conf.task_always_eager
     current_app.conf.task_always_eager = False
     yield workers

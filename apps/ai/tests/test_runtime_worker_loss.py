@@ -88,7 +88,7 @@ def workers(tmp_path, monkeypatch):
     from config.celery import app
 
     queue = f"ai-loss-test-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(runtime, "QUEUE", queue)
+    monkeypatch.setattr(runtime.limits, "QUEUE", queue)
     before = current_app.conf.task_always_eager
     current_app.conf.task_always_eager = False
     cache.clear()

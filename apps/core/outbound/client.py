@@ -258,7 +258,7 @@ class GuardedSession:
     ) -> Future[GuardedResponse]:
         """Start one request with an already encoded body and return at once: the future gives the
         GuardedResponse, or raises OutboundBlocked / OutboundError. Many calls run at once on the
-        process's outbound thread (libcurl, `curl.py`), which the webhook engine keeps 16 deep.
+        process's outbound thread (libcurl, `curl`), which the webhook engine keeps 16 deep.
         The same guard as `request`: url shape, every resolved address checked and the connection
         pinned to it (SNI, certificate and Host keep the hostname), verification on
         (REQUESTS_CA_BUNDLE honoured), connect and read timeouts, the body capped, a whole-call

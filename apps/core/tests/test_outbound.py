@@ -85,7 +85,7 @@ def no_sockets(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(outbound.curl, "_open_socket", refuse)  # libcurl's sockets
+    monkeypatch.setattr(outbound.curl.call, "_open_socket", refuse)  # libcurl's sockets
     return attempts
 
 
@@ -103,7 +103,7 @@ def connect_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(socket.socket, "connect", spy)
     # libcurl (send_bytes, submit_bytes) connects in C: its sockets are watched where they are opened
-    open_socket = outbound.curl._open_socket
+    open_socket = outbound.curl.call._open_socket
 
     def open_spy(family: int, socktype: int, protocol: int, address: tuple) -> socket.socket:
         seen.append(address[0])
@@ -111,7 +111,7 @@ def connect_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             raise AssertionError(f"connection to a non-loopback address: {address!r}")
         return open_socket(family, socktype, protocol, address)
 
-    monkeypatch.setattr(outbound.curl, "_open_socket", open_spy)
+    monkeypatch.setattr(outbound.curl.call, "_open_socket", open_spy)
     return seen
 
 
@@ -912,7 +912,7 @@ def test_a_socket_refused_by_the_last_gate_fails_the_call_as_blocked(
     server: TLSServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given an address the guard pinned, that the gate before libcurl's connect no longer allows
-    monkeypatch.setattr(outbound.curl, "is_address_allowed", lambda *args, **kwargs: False)
+    monkeypatch.setattr(outbound.curl.call, "is_address_allowed", lambda *args, **kwargs: False)
     with GuardedSession() as session, pytest.raises(OutboundBlocked) as refused:
         # when
         _send(session, server.url("/ok"))

@@ -11,6 +11,7 @@ import pytest
 from apps.agents.models import Agent
 from apps.chats import services
 from apps.chats.models import Chat, ChatTransfer, Rating
+from apps.chats.services import attribution, contacts, lifecycle, messages, state
 from apps.chats.tests.factories import ContactFactory
 from apps.core.testing.factories import AgentFactory
 from apps.core.timeparse import business_tz
@@ -27,7 +28,7 @@ def midnight(day: date) -> datetime:
 
 
 class Clock:
-    """`timezone.now()` of apps.chats.services and the creation-time defaults of chats, transfers
+    """`timezone.now()` of the modules of apps.chats.services and the creation-time defaults of chats, transfers
     and ratings: moves only when told."""
 
     def __init__(self) -> None:
@@ -50,7 +51,8 @@ _TIMED_FIELDS = [(Chat, "created_at"), (Chat, "updated_at"), (ChatTransfer, "cre
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch):
     fake = Clock()
-    monkeypatch.setattr(services, "timezone", SimpleNamespace(now=fake.now))
+    for module in (attribution, contacts, lifecycle, messages, state):  # each looks `timezone.now` up itself
+        monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
     fields = [model._meta.get_field(name) for model, name in _TIMED_FIELDS]
     for field in fields:
         monkeypatch.setattr(field, "default", fake.now)

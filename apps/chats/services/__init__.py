@@ -1,0 +1,59 @@
+"""Writes on conversations. Every state change of a chat goes through here: the REST API, the
+visitor channel, the operator console, compat routes and the lifecycle job call the same functions.
+
+Locking: functions that change a chat lock its row (`lock_chat`) inside their transaction, so two
+writers (a close and an incoming message, two closes) serialise and each emits its events once.
+Each change calls `apps.core.events.emit` once and does nothing else: the statistics facts
+(apps.stats.facts, in the transaction), the websocket pushes (apps.chats.realtime, after commit)
+and the webhooks (the outbox) are handlers of those events.
+
+One module per section: `common` (the spam and rating errors, the chat row lock), `contacts`,
+`rooms` (a contact's room on a channel), `attribution` (who answered, the wait for a person),
+`state` (status, close, transfer, accept), `messages` (messages, ratings, typing, receipts, the
+offline form) and `lifecycle` (the idle sweep). Other apps import this package, never a module of
+it; a test that patches a name patches it in the module that looks it up.
+"""
+
+from .attribution import _NEXT_HANDLING as _NEXT_HANDLING
+from .attribution import Answer as Answer
+from .attribution import _operator_type as _operator_type
+from .attribution import await_human as await_human
+from .attribution import emit_accepted as emit_accepted
+from .attribution import record_answer as record_answer
+from .common import _LOCKED_CHAT as _LOCKED_CHAT
+from .common import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED
+from .common import AlreadyRated as AlreadyRated
+from .common import ChatIsSpam as ChatIsSpam
+from .common import _lock_held as _lock_held
+from .common import ensure_not_spam as ensure_not_spam
+from .common import lock_chat as lock_chat
+from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
+from .contacts import add_tags as add_tags
+from .contacts import attributes_size as attributes_size
+from .contacts import create_contact as create_contact
+from .contacts import update_contact as update_contact
+from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
+from .lifecycle import sweep_idle_chats as sweep_idle_chats
+from .messages import _LOCKED_ROOM as _LOCKED_ROOM
+from .messages import TYPING_INTERVAL as TYPING_INTERVAL
+from .messages import MessageInput as MessageInput
+from .messages import _emit_message as _emit_message
+from .messages import _locked_room as _locked_room
+from .messages import _store_message as _store_message
+from .messages import mark_seen as mark_seen
+from .messages import note_typing as note_typing
+from .messages import post_agent_message as post_agent_message
+from .messages import post_client_message as post_client_message
+from .messages import rate_chat as rate_chat
+from .messages import request_rating as request_rating
+from .messages import submit_offline_message as submit_offline_message
+from .rooms import _ROOM as _ROOM
+from .rooms import WIDGET_CHANNEL as WIDGET_CHANNEL
+from .rooms import find_room as find_room
+from .rooms import get_or_create_room as get_or_create_room
+from .state import _expire as _expire
+from .state import _move_status as _move_status
+from .state import accept_chat as accept_chat
+from .state import close_chat as close_chat
+from .state import set_chat_state as set_chat_state
+from .state import transfer_chat as transfer_chat

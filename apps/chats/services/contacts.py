@@ -1,0 +1,82 @@
+"""Contacts of a widget and their tags."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core import events
+from apps.core.errors import ValidationFailed
+from apps.core.models import Widget
+
+from ..models import Contact, ContactTag
+
+ATTRIBUTES_MAX_BYTES = 16 * 1024
+
+
+@transaction.atomic
+def create_contact(
+    *, widget: Widget, name: str = "", email: str = "", phone: str = "", locale: str = "", attributes=None
+) -> Contact:
+    return Contact.objects.create(
+        widget=widget, name=name, email=email, phone=phone, locale=locale, attributes=attributes or {}
+    )
+
+
+def attributes_size(attributes: dict) -> int:
+    """Bytes of the attributes object as stored (compact UTF-8 JSON)."""
+    return len(json.dumps(attributes, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+@transaction.atomic
+def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: str = "api") -> Contact:
+    """Merge-safe PATCH: only the named members change; `attributes` merges key by key (a null
+    value removes that key). Emits contact.updated with the fields that actually changed.
+
+    The merged attributes may hold at most ATTRIBUTES_MAX_BYTES (422, nothing changed): checked
+    under the row lock, so two patches cannot together grow the stored object past the limit."""
+    contact = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
+    changed: list[str] = []
+    for field in ("name", "email", "phone"):
+        if field in changes:
+            value = changes[field] or ""
+            if getattr(contact, field) != value:
+                setattr(contact, field, value)
+                changed.append(field)
+    if "attributes" in changes:
+        merged = dict(contact.attributes)
+        for key, value in (changes["attributes"] or {}).items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        if attributes_size(merged) > ATTRIBUTES_MAX_BYTES:
+            raise ValidationFailed(
+                "One or more fields are invalid.",
+                errors={"attributes": [f"The merged attributes would exceed {ATTRIBUTES_MAX_BYTES} bytes."]},
+            )
+        if merged != contact.attributes:
+            contact.attributes = merged
+            changed.append("attributes")
+    if changed:
+        contact.updated_at = timezone.now()
+        contact.save(update_fields=[*changed, "updated_at"])
+        events.emit(widget, events.CONTACT_UPDATED, client_id=contact.guid, changed_fields=changed)
+    return contact
+
+
+@transaction.atomic
+def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]:
+    """Attach tags; re-posting an existing tag is a no-op. Returns the contact's tags."""
+    existing = set(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+    for name in dict.fromkeys(names):
+        if name in existing:
+            continue
+        try:
+            with transaction.atomic():
+                ContactTag.objects.create(widget=widget, contact=contact, name=name)
+        except IntegrityError:
+            pass  # a concurrent request attached it: still a no-op
+    return sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))

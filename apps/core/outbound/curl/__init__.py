@@ -1,0 +1,63 @@
+"""`GuardedSession.send_bytes` and `submit_bytes` on libcurl (pycurl): many small requests in
+flight at once, driven by one thread per process, with the same guard as every other call of this
+package.
+
+Why libcurl: the webhook engine keeps 16 attempts in flight. On a Python event loop each attempt
+costs the loop thread CPU with the interpreter lock held (request objects in Python, TLS through
+Python's ssl objects), and the engine's other thread waits for that lock. libcurl builds the request,
+does TLS and parses the answer in C with the lock released, so more requests fit in a process's CPU.
+
+The guard, per call, before anything is sent:
+
+- the URL's shape (`check_url`: scheme, userinfo, host, port); libcurl gets a URL rebuilt from the
+  checked parts, with the normalised host (an odd numeric form is written as the address it means);
+- the host resolved once (on a small resolver pool, so a slow DNS answer holds no other request;
+  an address literal on the caller's thread), every address checked (`pin_address`), and the
+  connection sent to that exact address whatever host libcurl reads in the URL (`CONNECT_TO` with
+  an empty source matches every host); the socket libcurl opens is checked once more against that
+  address before it connects (`_open_socket`), so no parser difference can reach another address.
+  libcurl reuses a pooled connection only for the same connect-to address and the same host name;
+- TLS verification on (`REQUESTS_CA_BUNDLE` honoured, else certifi's bundle, no other CA path); SNI,
+  certificate matching and `Host` keep the hostname;
+- no redirect followed (a 3xx is the answer), no cookies, no proxy (the environment's variables are
+  overridden), no netrc, HTTP and HTTPS only;
+- a connect timeout, a read timeout (no byte for that long once the request is sent: enforced by the
+  driver), the body capped at `max_bytes` (declared, or streamed and counted after libcurl has undone
+  its Content-Encoding: a gzip bomb stops at the cap), and a deadline over the whole call
+  (libcurl's own `TIMEOUT_MS`: `deadline_exceeded`), however slowly the peer trickles bytes.
+
+Each `GuardedSession` has its own libcurl multi handle (its own pooled connections), closed with it.
+The driver thread starts on first use and again in a forked child (Celery's prefork pool); it sleeps
+in epoll while nothing is in flight.
+
+One module per part: `call` (one request: the callbacks, the socket check, how it settles), `pool`
+(a transport's multi handle), `driver` (the process's outbound thread) and `transport`
+(`CurlTransport`, what `client` uses). A test that patches a name patches it in the module that
+looks it up (`call._open_socket`, `call.is_address_allowed`).
+"""
+
+from .call import _INVALID_RESPONSE as _INVALID_RESPONSE
+from .call import _TLS_ERRORS as _TLS_ERRORS
+from .call import _Call as _Call
+from .call import _error_of as _error_of
+from .call import _merged as _merged
+from .call import _open_socket as _open_socket
+from .call import _reject as _reject
+from .call import _resolve as _resolve
+from .call import pycurl_address as pycurl_address
+from .driver import RESOLVERS as RESOLVERS
+from .driver import _Driver as _Driver
+from .driver import _driver as _driver
+from .driver import _DriverHolder as _DriverHolder
+from .driver import _pid as _pid
+from .driver import _process as _process
+from .pool import CONNECTIONS as CONNECTIONS
+from .pool import _ca_bundle as _ca_bundle
+from .pool import _Pool as _Pool
+from .transport import _LINE_BREAK as _LINE_BREAK
+from .transport import CurlTransport as CurlTransport
+from .transport import _close_open_transports as _close_open_transports
+from .transport import _header_lines as _header_lines
+from .transport import _open_transports as _open_transports
+from .transport import _Target as _Target
+from .transport import _target as _target
