@@ -23,7 +23,6 @@ DELIVERIES = {
     "apps.channels.tasks.deliver_due",
     "apps.core.tasks.fan_out_batch",
     "apps.core.tasks.fan_out_event",
-    "apps.compat.tasks.send_client_message",
 }
 
 

@@ -9,7 +9,7 @@ from apps.core.errors import ValidationFailed
 from apps.webhooks import services as webhooks
 
 from . import services
-from .models import CompatBot, CompatBotDelivery, LegacyChatChannel
+from .models import CompatBot, LegacyChatChannel
 
 
 class _CreateForm(forms.ModelForm):
@@ -40,11 +40,11 @@ class CompatBotAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            super().save_model(request, obj, form, change)
+            services.update_compat_bot(bot=obj)
             return
         bot, token, signing_secret = services.create_compat_bot(widget=obj.widget, url=obj.url)
         obj.pk, obj.agent_id, obj.token_key, obj.token_hash = bot.pk, bot.agent_id, bot.token_key, bot.token_hash
-        obj.signing_secret_encrypted, obj.created_at = bot.signing_secret_encrypted, bot.created_at
+        obj.endpoint_id, obj.created_at = bot.endpoint_id, bot.created_at
         messages.warning(request, f"Bot token (shown once): {token}; CLIENT_MESSAGE signing secret: {signing_secret}")
 
 
@@ -75,13 +75,3 @@ class LegacyChatChannelAdmin(admin.ModelAdmin):
         for field in ("pk", "name", "wire_format", "path_key", "path_secret_hash", "secret_encrypted", "created_at"):
             setattr(obj, field, getattr(saved, field))
         messages.warning(request, f"Channel {channel_id} secret (shown once): {secret}")
-
-
-@admin.register(CompatBotDelivery)
-class CompatBotDeliveryAdmin(admin.ModelAdmin):
-    list_display = ("id", "widget", "bot", "chat", "status", "attempts", "last_status_code", "created_at")
-    list_filter = ("status",)
-    readonly_fields = [f.name for f in CompatBotDelivery._meta.fields]
-
-    def has_add_permission(self, request):
-        return False

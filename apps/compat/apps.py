@@ -6,9 +6,10 @@ class CompatConfig(AppConfig):
     label = "compat"
 
     def ready(self):
-        from apps.core import events
+        from apps.core import events, ports
 
-        from . import tasks  # noqa: F401 (registers the Celery task in every process)
         from .handlers import queue_client_message
+        from .services import ENDPOINT_OWNER, ClientMessages
 
         events.subscribe(events.MESSAGE_CREATED, queue_client_message, phase=events.IN_TRANSACTION)
+        ports.provide(ports.ENDPOINT_KIND, ClientMessages(), key=ENDPOINT_OWNER)

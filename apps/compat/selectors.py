@@ -39,7 +39,7 @@ def active_bot(widget: Widget) -> CompatBot | None:
 
 _ACTIVE_BOT = ModelStatement(
     lambda: (
-        CompatBot.objects.select_related("agent")
+        CompatBot.objects.select_related("agent", "endpoint")
         .filter(widget_id=Slot("widget", Widget._meta.pk), is_active=True)
         .order_by("pk")[:1]
     ),

@@ -4,39 +4,41 @@ API message an inbound message of a custom channel, so every effect (events, web
 webhooks, statistics, websocket pushes) is the same as through the REST API.
 
 Bot API: every visitor message of a web-widget chat the widget's compat bot serves is queued as a
-CLIENT_MESSAGE (in the message's transaction, by the message.created handler) and posted after
-commit: 3 s per attempt, 2 retries, then the chat goes to a person (a random online human
-operator, else the queue) and the bot no longer serves it.
+CLIENT_MESSAGE (in the message's transaction, by the message.created handler): a delivery of the
+webhook engine to the bot's endpoint, posted after commit with the engine's lease, signatures, log
+and sweeper, under the bot's own policy (`ClientMessages`): 3 s per attempt, 2 retries after a
+short wait, then the chat goes to a person (a random online human operator, else the queue) and
+the bot no longer serves it.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import time
+import uuid
+from types import MappingProxyType
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from apps.agents.models import Agent
 from apps.channels import services as channel_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import crypto, outbound, queueing
+from apps.core import crypto
 from apps.core.auth.tokens import hash_token
 from apps.core.errors import AppError
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
 
 from . import payloads, selectors
-from .models import CompatBot, CompatBotDelivery, CompatBotHandoff
+from .models import ClientMessage, CompatBot, CompatBotHandoff
 
 logger = logging.getLogger(__name__)
 
 SOURCE = "compat"
+ENDPOINT_OWNER = "compat_bot"  # the bots' endpoints in the webhook engine (Endpoint.owner)
 BOT_TIMEOUT = 3.0  # seconds per attempt, the legacy platform's figure
 BOT_ATTEMPTS = 3  # the first and 2 retries
-RESPONSE_CAP = 64 * 1024
 
 
 class ChatNotServed(AppError):
@@ -66,64 +68,32 @@ def create_compat_bot(*, widget: Widget, url: str, name: str = "Bot") -> tuple[C
     token = key + secrets.token_hex(20)
     signing_secret = crypto.generate_secret()
     agent = Agent.objects.create(widget=widget, name=name, type=Agent.Type.AI, show_in_header=False)
-    bot = CompatBot.objects.create(
-        widget=widget,
-        agent=agent,
-        url=url,
-        token_key=key,
-        token_hash=hash_token(token),
-        signing_secret_encrypted=crypto.encrypt_secret(signing_secret),
+    endpoint = webhooks.create_endpoint(
+        widget=widget, owner=ENDPOINT_OWNER, owner_id=0, url=url, secret_encrypted=crypto.encrypt_secret(signing_secret)
     )
+    bot = CompatBot.objects.create(
+        widget=widget, agent=agent, endpoint=endpoint, url=url, token_key=key, token_hash=hash_token(token)
+    )
+    webhooks.set_endpoint_owner(endpoint=endpoint, owner_id=bot.pk)
     return bot, token, signing_secret
+
+
+@transaction.atomic
+def update_compat_bot(*, bot: CompatBot) -> CompatBot:
+    """Save the bot's URL and switch (Django admin); the next CLIENT_MESSAGE attempt, retries
+    included, goes to the URL saved now."""
+    webhooks.check_destination(bot.url)
+    bot.save(update_fields=["url", "is_active"])
+    webhooks.set_endpoint_url(endpoint=bot.endpoint, url=bot.url)
+    return bot
 
 
 @transaction.atomic
 def reset_bot_signing_secret(*, bot: CompatBot) -> str:
     """A new CLIENT_MESSAGE signing secret for the bot (the old one stops at once); shown once."""
     signing_secret = crypto.generate_secret()
-    CompatBot.objects.filter(pk=bot.pk).update(signing_secret_encrypted=crypto.encrypt_secret(signing_secret))
+    webhooks.replace_endpoint_secret(endpoint=bot.endpoint, secret=signing_secret)
     return signing_secret
-
-
-@transaction.atomic
-def rotate_bot_keys() -> int:
-    """Re-encrypt every bot's CLIENT_MESSAGE signing secret under the newest WEBHOOK_SECRET_KEYS key
-    (after a key was added in front). Returns the number of bots rewritten."""
-    count = 0
-    for bot in (
-        CompatBot.objects.select_for_update()
-        .exclude(signing_secret_encrypted="")
-        .only("pk", "signing_secret_encrypted")
-    ):
-        CompatBot.objects.filter(pk=bot.pk).update(
-            signing_secret_encrypted=crypto.rotate_token(bot.signing_secret_encrypted)
-        )
-        count += 1
-    return count
-
-
-def client_message_headers(*, bot: CompatBot, event_id: str, body: bytes) -> dict[str, str]:
-    """The headers of one CLIENT_MESSAGE attempt: signed like our webhooks (authentication path 2:
-    `X-Service-Signature: sha256=v1:<hex HMAC-SHA256 of the body>` and the Standard Webhooks
-    `webhook-id` / `webhook-timestamp` / `webhook-signature`), keyed by the bot's signing secret.
-    The legacy platform signs nothing; a legacy bot may ignore them, a migrated one should check."""
-    headers = {
-        "Content-Type": "application/json; charset=utf-8",
-        "User-Agent": "ChatWidgetService-Compat/1",
-        "X-Service-Event": "CLIENT_MESSAGE",
-        "X-Service-Idempotency-Key": event_id,
-    }
-    secret = crypto.decrypt_secret(bot.signing_secret_encrypted) if bot.signing_secret_encrypted else None
-    if secret:
-        ts = int(time.time())
-        headers |= {
-            "X-Service-Signature": webhooks.service_signature(secret, body),
-            "X-Service-Timestamp": str(ts),
-            "webhook-id": event_id,
-            "webhook-timestamp": str(ts),
-            "webhook-signature": webhooks.standard_signature(secret, event_id, ts, body),
-        }
-    return headers
 
 
 def create_compat_channel(*, widget: Widget, url: str) -> tuple[int, str]:
@@ -201,75 +171,44 @@ def hand_off_unreachable(*, bot: CompatBot, chat: Chat) -> Agent | None:
 # --- CLIENT_MESSAGE -------------------------------------------------------------------------------
 
 
-def queue_client_message(*, widget: Widget, chat: Chat, message: Message) -> CompatBotDelivery | None:
+def queue_client_message(*, widget: Widget, chat: Chat, message: Message) -> ClientMessage | None:
     """Inside the visitor message's transaction: a CLIENT_MESSAGE for the widget's compat bot when
-    it serves the chat; posted after commit by a task."""
+    it serves the chat, a delivery of the bot's endpoint sent once the transaction commits."""
     if message.author_kind != Message.Author.CLIENT or chat.channel != selectors.WIDGET_CHANNEL:
         return None
     bot = selectors.active_bot(widget)
     if bot is None or not selectors.serves(bot, chat):
         return None
-    delivery = CompatBotDelivery(widget=widget, bot=bot, chat=chat, message=message)
-    delivery.body = payloads.client_message_body(
-        event_id=str(delivery.event_id),
+    key = uuid.uuid4()
+    body = payloads.client_message_body(
+        event_id=str(key),
         widget=widget,
         chat=chat,
         message=message,
         agents_online=bool(selectors.online_humans(widget)),
     )
-    delivery.save()
-
-    def hand_over() -> None:
-        try:
-            queueing.task("apps.compat.tasks.send_client_message").delay(delivery.pk)
-        except Exception:
-            logger.warning("compat CLIENT_MESSAGE hand-off failed", extra={"delivery_id": delivery.pk})
-
-    transaction.on_commit(hand_over)
-    return delivery
-
-
-def send_client_message(delivery_id: int) -> str:
-    """Post one CLIENT_MESSAGE: up to 3 attempts of 3 s each (a non-2xx answer, a timeout or a
-    transport error uses one). After the last failure the chat goes to a person."""
-    delivery = CompatBotDelivery.objects.select_related("bot", "chat").filter(pk=delivery_id).first()
-    if delivery is None or delivery.status != CompatBotDelivery.Status.PENDING:
-        return "gone"
-    body = delivery.body.encode()
-    status_code, error = None, ""
-    attempts = delivery.attempts
-    with outbound.get_session() as session:
-        while attempts < BOT_ATTEMPTS:
-            attempts += 1
-            try:
-                response = session.send_bytes(
-                    "POST",
-                    delivery.bot.url,
-                    body=body,
-                    headers=client_message_headers(bot=delivery.bot, event_id=str(delivery.event_id), body=body),
-                    timeout=(BOT_TIMEOUT, BOT_TIMEOUT),
-                    max_bytes=RESPONSE_CAP,
-                    deadline=BOT_TIMEOUT,
-                )
-                status_code = response.status_code
-                error = "" if 200 <= status_code < 300 else f"http_{status_code}"
-            except outbound.OutboundBlocked as exc:
-                status_code, error = None, f"blocked:{exc.reason}"
-                attempts = BOT_ATTEMPTS  # a refused address will not change within seconds
-            except outbound.OutboundError as exc:
-                status_code, error = None, exc.reason
-            if not error:
-                break
-            if attempts < BOT_ATTEMPTS:
-                time.sleep(0.2 * attempts)  # a short breath; the whole budget stays about 9 s
-    status = CompatBotDelivery.Status.DELIVERED if not error else CompatBotDelivery.Status.FAILED
-    CompatBotDelivery.objects.filter(pk=delivery.pk).update(
-        status=status,
-        attempts=attempts,
-        last_status_code=status_code,
-        last_error=error[:200],
-        updated_at=timezone.now(),
+    delivery = webhooks.enqueue_call(
+        endpoint=bot.endpoint, event_type="CLIENT_MESSAGE", body=body.encode(), key=key, message_id=message.pk
     )
-    if error:
-        hand_off_unreachable(bot=delivery.bot, chat=delivery.chat)
-    return status
+    return ClientMessage.objects.create(widget=widget, bot=bot, chat=chat, message=message, delivery=delivery)
+
+
+class ClientMessages(webhooks.EndpointKind):
+    """How the engine posts CLIENT_MESSAGEs: the legacy platform's 3 s an attempt and 2 retries
+    (a non-2xx answer, a timeout or a transport error uses one), a short wait between them so the
+    whole budget stays about 10 s; after the last failure the chat goes to a person."""
+
+    headers = MappingProxyType(
+        {"Content-Type": "application/json; charset=utf-8", "User-Agent": "ChatWidgetService-Compat/1"}
+    )
+    max_attempts = BOT_ATTEMPTS
+    timeout = (BOT_TIMEOUT, BOT_TIMEOUT)
+    deadline = BOT_TIMEOUT
+
+    def retry_wait(self, failed_attempt: int) -> float:
+        return 0.5 * failed_attempt
+
+    def failed(self, rows) -> None:
+        """The bots did not take these CLIENT_MESSAGEs: their chats go to a person."""
+        for sent in ClientMessage.objects.filter(delivery__in=[row.pk for row in rows]).select_related("bot", "chat"):
+            hand_off_unreachable(bot=sent.bot, chat=sent.chat)

@@ -163,6 +163,18 @@ ENDPOINT_SETTLED = declare(
     default=lambda endpoint_ids: None,
 )
 
+ENDPOINT_KIND = declare(
+    "endpoint_kind",
+    """How the delivery engine sends to one owner's endpoints: headers, attempts, waits, give-up.
+
+    Keyed by the endpoint's `owner`: an `apps.webhooks.delivery.kinds.EndpointKind`, read on every
+    attempt (apps.webhooks.delivery). Without a provider for the owner the endpoint is sent to as a
+    webhook subscription is: the same headers, 4 attempts, waits of 10, 20 and 40 s.""",
+    provided_by=("compat",),
+    used_by="webhooks",
+    key="owner",
+)
+
 WIDGET_CREDENTIAL = declare(
     "widget_credential",
     """Whether the widget has an active widget-wide AI provider credential.

@@ -26,14 +26,18 @@ def create_endpoint(*, widget: Widget, owner: str, owner_id: int, url: str, secr
     )
 
 
-def enqueue_call(*, endpoint: Endpoint, event_type: str, body: bytes, key: uuid.UUID) -> Delivery:
+def enqueue_call(
+    *, endpoint: Endpoint, event_type: str, body: bytes, key: uuid.UUID, message_id: int | None = None
+) -> Delivery:
     """One signed POST of `body` to the endpoint (`key` is its idempotency key and body `id`), sent
-    after the caller's transaction commits; a held endpoint keeps it pending until released."""
+    after the caller's transaction commits; a held endpoint keeps it pending until released. With
+    `message_id`, the call is deleted with that message (it carries the message's text)."""
     now = timezone.now()
     row = Delivery.objects.create(
         widget_id=endpoint.widget_id,
         endpoint=endpoint,
         key=key,
+        message_id=message_id,
         event_type=event_type,
         status=Delivery.Status.PENDING,
         body=body.decode(),
@@ -111,3 +115,25 @@ def redeliver_endpoint_call(*, widget: Widget, original: Delivery) -> Delivery:
         )
         transaction.on_commit(delivery.sweep.trigger)
     return copy
+
+
+def set_endpoint_owner(*, endpoint: Endpoint, owner_id: int) -> None:
+    """Name the owner's row once it exists (an owner that points at its endpoint creates it first)."""
+    Endpoint.objects.filter(pk=endpoint.pk).update(owner_id=owner_id)
+    endpoint.owner_id = owner_id
+
+
+def set_endpoint_url(*, endpoint: Endpoint, url: str) -> None:
+    """Send to `url` from the next attempt on, retries of queued rows included; the caller checked
+    it against the address policy (check_destination)."""
+    Endpoint.objects.filter(pk=endpoint.pk).update(url=url, updated_at=timezone.now())
+    endpoint.url = url
+
+
+def replace_endpoint_secret(*, endpoint: Endpoint, secret: str) -> None:
+    """`secret` signs every attempt from now on, alone: the old one stops at once (no overlap)."""
+    token = encrypt_secret(secret)
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        secret_encrypted=token, previous_secret_encrypted="", previous_secret_until=None, updated_at=timezone.now()
+    )
+    endpoint.secret_encrypted, endpoint.previous_secret_encrypted, endpoint.previous_secret_until = token, "", None

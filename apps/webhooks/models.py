@@ -126,6 +126,11 @@ class Delivery(models.Model):
     redelivery_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
+    # The message an endpoint's call carries (a compat bot's CLIENT_MESSAGE): the call goes with the
+    # message, so erasing the message erases what was sent of it.
+    message = models.ForeignKey(
+        "chats.Message", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -145,6 +150,7 @@ class Delivery(models.Model):
             models.Index(
                 fields=["redelivery_of"], name="delivery_redelivery_of", condition=models.Q(redelivery_of__isnull=False)
             ),
+            models.Index(fields=["message"], name="delivery_message", condition=models.Q(message__isnull=False)),
         ]
         constraints = [
             # One automatic delivery per endpoint and event (fan-out may run twice; it stays one).

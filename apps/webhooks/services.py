@@ -17,6 +17,7 @@ from .delivery import LEASE as LEASE
 from .delivery import MAX_ATTEMPTS as MAX_ATTEMPTS
 from .delivery import RESPONSE_CAP as RESPONSE_CAP
 from .delivery import TIMEOUT as TIMEOUT
+from .delivery import EndpointKind as EndpointKind
 from .delivery import attempt_delivery as attempt_delivery
 from .delivery import close_session as close_session
 from .delivery import deliver_due as deliver_due
@@ -28,8 +29,11 @@ from .endpoints import create_endpoint as create_endpoint
 from .endpoints import enqueue_call as enqueue_call
 from .endpoints import pending_count as pending_count
 from .endpoints import redeliver_endpoint_call as redeliver_endpoint_call
+from .endpoints import replace_endpoint_secret as replace_endpoint_secret
 from .endpoints import rotate_endpoint_secrets as rotate_endpoint_secrets
 from .endpoints import set_endpoint_mode as set_endpoint_mode
+from .endpoints import set_endpoint_owner as set_endpoint_owner
+from .endpoints import set_endpoint_url as set_endpoint_url
 from .fanout import fan_out_events as fan_out_events
 from .redelivery import OUTCOMES as OUTCOMES
 from .redelivery import NotRedeliverable as NotRedeliverable

@@ -19,3 +19,13 @@ def no_channel_trigger(monkeypatch: pytest.MonkeyPatch):
     from apps.channels import delivery
 
     monkeypatch.setattr(delivery, "trigger", lambda countdown=None: None)
+
+
+@pytest.fixture
+def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """The webhook engine's Celery triggers, recorded instead of sent (tests drive the engine)."""
+    from apps.webhooks import delivery as engine
+
+    asked: list[float | None] = []
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
+    return asked

@@ -1,21 +1,25 @@
-"""The legacy Bot API: the CLIENT_MESSAGE posts (3 s, 2 retries, then a person), the bot's calls at
-/api/compat/legacy/bot/{token}, path tokens, and what is refused."""
+"""The legacy Bot API: the CLIENT_MESSAGE posts (deliveries of the webhook engine: 3 s, 2 retries,
+then a person), the bot's calls at /api/compat/legacy/bot/{token}, path tokens, and what is
+refused."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.compat import services
-from apps.compat.models import CompatBot, CompatBotDelivery, CompatBotHandoff
+from apps.compat.models import ClientMessage, CompatBot, CompatBotHandoff
 from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
+from apps.webhooks import services as webhooks
+from apps.webhooks.models import Delivery
 from apps.webhooks.tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db
@@ -41,6 +45,17 @@ def visitor_writes(widget, text="Hi", contact=None) -> Message:
     return chat_services.post_client_message(widget=widget, contact=contact, data=chat_services.MessageInput(body=text))
 
 
+def send_until_settled(attempts: int = 5) -> None:
+    """Run the engine inline until no CLIENT_MESSAGE is pending, each retry made due at once (its
+    wait is what the recorded triggers show)."""
+    for _ in range(attempts):
+        pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
+        if not pending.exists():
+            return
+        pending.update(next_attempt_at=timezone.now())
+        webhooks.deliver_due(concurrency=1, max_seconds=10)
+
+
 def call(client, token, body, raw=False):
     data = body if raw else json.dumps(body)
     return client.post(f"/api/compat/legacy/bot/{token}", data=data, content_type="application/json")
@@ -50,12 +65,12 @@ def call(client, token, body, raw=False):
 
 
 def test_a_visitor_message_is_posted_to_the_bot_as_client_message(
-    widget, bot_and_token, receiver, django_capture_on_commit_callbacks
+    widget, bot_and_token, receiver, triggers, django_capture_on_commit_callbacks
 ):
-    from apps.webhooks import services as webhooks
-
     with django_capture_on_commit_callbacks(execute=True):
         message = visitor_writes(widget, "Can you help me?")
+    assert triggers == [None]  # the engine is asked for a run once the message commits
+    send_until_settled()
     hit = receiver.wait_for(1)[0]
     body = hit.json()
     # signed like our webhooks, with the bot's own signing secret
@@ -65,6 +80,8 @@ def test_a_visitor_message_is_posted_to_the_bot_as_client_message(
     assert hit.header("webhook-id") == body["id"] == hit.header("x-service-idempotency-key")
     assert hit.header("webhook-signature") == webhooks.standard_signature(secret, body["id"], ts, hit.body)
     assert hit.header("x-service-event") == "CLIENT_MESSAGE"
+    assert hit.header("user-agent") == "ChatWidgetService-Compat/1"
+    assert hit.header("content-type") == "application/json; charset=utf-8"
     assert hit.header("x-service-signature") != webhooks.service_signature("whsec_other", hit.body)
     assert body["event"] == "CLIENT_MESSAGE"
     assert body["chat_id"] == str(message.chat_id) and isinstance(body["chat_id"], str)
@@ -73,50 +90,89 @@ def test_a_visitor_message_is_posted_to_the_bot_as_client_message(
     assert body["message"] == {"type": "TEXT", "text": "Can you help me?", "timestamp": body["message"]["timestamp"]}
     assert isinstance(body["message"]["timestamp"], int)
     assert body["channel"] == {"id": widget.button_guid, "type": "widget"}
-    assert CompatBotDelivery.objects.get().status == "delivered"
+    sent = ClientMessage.objects.select_related("delivery").get()
+    assert (sent.chat_id, sent.message_id, sent.bot_id) == (message.chat_id, message.pk, bot_and_token[0].pk)
+    assert (sent.delivery.status, sent.delivery.attempts) == ("delivered", 1)
+    assert sent.delivery.endpoint_id == bot_and_token[0].endpoint_id
+    assert str(sent.delivery.key) == body["id"]
 
 
 def test_three_failed_attempts_hand_the_chat_to_a_person(
-    widget, bot, receiver, monkeypatch, django_capture_on_commit_callbacks
+    widget, bot, receiver, triggers, monkeypatch, django_capture_on_commit_callbacks
 ):
     human = AgentFactory(widget=widget)
     monkeypatch.setattr(agent_selectors, "PRESENCE_SOURCE", lambda w: {human.pk})
     receiver.rule = lambda hit: Reply(status=500)
     with django_capture_on_commit_callbacks(execute=True):
         message = visitor_writes(widget)
+    with django_capture_on_commit_callbacks(execute=True):
+        send_until_settled()
     assert len(receiver.wait_for(3)) == 3
-    delivery = CompatBotDelivery.objects.get()
+    # the same CLIENT_MESSAGE each time: one idempotency key, the bot's short waits between
+    assert len({hit.header("x-service-idempotency-key") for hit in receiver.snapshot()}) == 1
+    assert triggers == [None, 0.5, 1.0]
+    delivery = ClientMessage.objects.get().delivery
     assert (delivery.status, delivery.attempts, delivery.last_error) == ("failed", 3, "http_500")
+    assert delivery.attempt_rows.count() == 3
     chat = Chat.objects.get(pk=message.chat_id)
     assert chat.agent_id == human.pk
     assert CompatBotHandoff.objects.get(chat=chat).reason == "bot_unreachable"
     with django_capture_on_commit_callbacks(execute=True):
         visitor_writes(widget, "again", contact=chat.contact)
-    assert CompatBotDelivery.objects.count() == 1  # the bot no longer serves the chat
+    assert ClientMessage.objects.count() == 1  # the bot no longer serves the chat
     assert len(receiver.snapshot()) == 3
 
 
-def test_a_slow_bot_times_out_after_3_seconds(widget, bot, receiver, django_capture_on_commit_callbacks):
+def test_a_slow_bot_times_out_after_3_seconds(widget, bot, receiver, triggers, django_capture_on_commit_callbacks):
     import time
 
     receiver.rule = lambda hit: Reply(status=200, delay=3.6) if hit.key_attempt == 1 else 200
-    started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=True):
         visitor_writes(widget)
+    started = time.monotonic()
+    send_until_settled()
     assert time.monotonic() - started < 6
-    delivery = CompatBotDelivery.objects.get()
+    delivery = ClientMessage.objects.get().delivery
     assert (delivery.status, delivery.attempts) == ("delivered", 2)
+    assert delivery.attempt_rows.order_by("number").first().error in {"timeout", "deadline_exceeded"}
 
 
-def test_chats_a_person_handles_and_operator_messages_go_to_no_bot(widget, bot, django_capture_on_commit_callbacks):
+def test_chats_a_person_handles_and_operator_messages_go_to_no_bot(
+    widget, bot, triggers, django_capture_on_commit_callbacks
+):
     human = AgentFactory(widget=widget)
     first = visitor_writes(widget)
     chat_services.post_agent_message(
         widget=widget, chat=first.chat, agent=human, data=chat_services.MessageInput(body="I am here")
     )
-    CompatBotDelivery.objects.all().delete()
+    ClientMessage.objects.all().delete()
     visitor_writes(widget, "thanks", contact=first.chat.contact)
-    assert not CompatBotDelivery.objects.exists()
+    assert not ClientMessage.objects.exists()
+
+
+def test_a_bot_url_changed_in_the_admin_takes_the_next_attempt(
+    widget, bot, receiver, triggers, admin_client, django_capture_on_commit_callbacks
+):
+    receiver.rule = lambda hit: Reply(status=503) if hit.path == "/bot" else 200
+    with django_capture_on_commit_callbacks(execute=True):
+        visitor_writes(widget)
+    webhooks.deliver_due(concurrency=1, max_seconds=10)
+    page = admin_client.post(
+        f"/admin/compat/compatbot/{bot.pk}/change/", {"url": receiver.url("/moved"), "is_active": "on"}
+    )
+    assert page.status_code == 302
+    send_until_settled()
+    assert [hit.path for hit in receiver.snapshot()] == ["/bot", "/moved"]
+    assert ClientMessage.objects.get().delivery.status == "delivered"
+
+
+def test_erasing_the_message_erases_its_client_message(widget, bot, triggers, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        message = visitor_writes(widget, "my card is 4111 1111 1111 1111")
+    assert Delivery.objects.filter(message=message).count() == 1
+    Message.objects.filter(pk=message.pk).delete()
+    assert not Delivery.objects.filter(event_type="CLIENT_MESSAGE").exists()
+    assert not ClientMessage.objects.exists()
 
 
 # --- the bot's calls -----------------------------------------------------------------------------
@@ -263,18 +319,19 @@ def test_create_compat_bot_command(widget, receiver):
     assert set(printed) == {"bot_token", "agent_id", "signing_secret"}
     bot = CompatBot.objects.get(agent_id=printed["agent_id"])
     assert printed["bot_token"] not in bot.token_hash and bot.agent.type == Agent.Type.AI
-    assert printed["signing_secret"] not in bot.signing_secret_encrypted
-
-    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == printed["signing_secret"]
+    assert printed["signing_secret"] not in bot.endpoint.secret_encrypted
+    assert (bot.endpoint.owner, bot.endpoint.owner_id, bot.endpoint.url) == ("compat_bot", bot.pk, bot.url)
+    assert crypto.decrypt_secret(bot.endpoint.secret_encrypted) == printed["signing_secret"]
     out = StringIO()
     call_command("reset_compat_bot_secret", "--bot", str(bot.pk), stdout=out)
     reset = json.loads(out.getvalue())
     assert reset["bot_id"] == bot.pk and reset["signing_secret"] != printed["signing_secret"]
-    bot.refresh_from_db()
-    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == reset["signing_secret"]
+    bot.endpoint.refresh_from_db()
+    assert crypto.decrypt_secret(bot.endpoint.secret_encrypted) == reset["signing_secret"]
+    assert bot.endpoint.previous_secret_encrypted == ""  # the old secret stops at once
 
 
-def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, settings):
+def test_rotate_webhook_keys_re_encrypts_the_bots_signing_secrets(widget, receiver, settings):
     from io import StringIO
 
     from cryptography.fernet import Fernet
@@ -283,12 +340,12 @@ def test_rotate_compat_keys_re_encrypts_the_signing_secrets(widget, receiver, se
     first = Fernet.generate_key().decode()
     settings.WEBHOOK_SECRET_KEYS = [first]
     bot, _, secret = services.create_compat_bot(widget=widget, url=receiver.url("/bot"))
-    before = bot.signing_secret_encrypted
+    before = bot.endpoint.secret_encrypted
     settings.WEBHOOK_SECRET_KEYS = [Fernet.generate_key().decode(), first]
     out = StringIO()
-    call_command("rotate_compat_keys", stdout=out)
+    call_command("rotate_webhook_keys", stdout=out)
     assert json.loads(out.getvalue()) == {"rotated": 1}
-    bot.refresh_from_db()
-    assert bot.signing_secret_encrypted != before
+    bot.endpoint.refresh_from_db()
+    assert bot.endpoint.secret_encrypted != before
     settings.WEBHOOK_SECRET_KEYS = settings.WEBHOOK_SECRET_KEYS[:1]  # the old key dropped
-    assert crypto.decrypt_secret(bot.signing_secret_encrypted) == secret
+    assert crypto.decrypt_secret(bot.endpoint.secret_encrypted) == secret

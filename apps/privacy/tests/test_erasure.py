@@ -69,8 +69,10 @@ HANDLED: dict[str, object] = {
     "support.Ticket.opening_message": models.SET_NULL,
     "support.ChatAccount.chat": models.CASCADE,
     "compat.CompatBotHandoff.chat": models.CASCADE,
-    "compat.CompatBotDelivery.chat": models.CASCADE,
-    "compat.CompatBotDelivery.message": models.CASCADE,
+    "compat.ClientMessage.chat": models.CASCADE,
+    "compat.ClientMessage.message": models.CASCADE,
+    # an endpoint's call carrying a message (a compat bot's CLIENT_MESSAGE) goes with the message
+    "webhooks.Delivery.message": models.CASCADE,
     "stats.ChatFacts.chat": models.CASCADE,  # per-chat facts; the daily rollups stay
     "apps_channels.ExternalContact.contact": models.CASCADE,
     "apps_channels.OutboundDelivery.chat": models.CASCADE,

@@ -19,8 +19,13 @@ than NEW_AT_ONCE rows, or rows it could not lease, are left to `deliver_due`. A 
 after the commit leaves its rows due (never leased) or leased (back after LEASE): the sweeper sends
 them either way.
 
+An endpoint's owner may give its endpoints a kind of their own (`kinds`, the `endpoint_kind` port):
+other headers, attempts, waits and limits, and a hook for the rows that failed for good. The compat
+Bot API's CLIENT_MESSAGEs are sent that way.
+
 The package has a module per job: `lease` (due rows taken, with their targets), `load` (what is read
-of a row, which rows are sent: endpoint modes), `send` (one attempt signed and sent, its outcome),
+of a row, which rows are sent: endpoint modes), `kinds` (endpoint kinds), `send` (one attempt signed
+and sent, its outcome),
 `secret_cache`, `record` (outcomes written, retries), `run` (`deliver_due`: the attempts in flight),
 `fanout` (`send_new`), `settle` (endpoint owners' callbacks) and `sweep` (`trigger`, `has_due`).
 Inside the package a name that tests replace (`sweep.trigger`, `record._record`, `send._start`,
@@ -31,6 +36,7 @@ there, it reaches every caller; replaced on this package, it reaches none.
 # The engine's surface, which apps.webhooks.services and the app's other modules call (the
 # underscored names: steps the engine's tests call one by one), and its modules.
 from . import fanout as fanout
+from . import kinds as kinds
 from . import lease as lease
 from . import load as load
 from . import record as record
@@ -40,6 +46,7 @@ from . import send as send
 from . import settle as settle
 from . import sweep as sweep
 from .fanout import send_new as send_new
+from .kinds import EndpointKind as EndpointKind
 from .lease import LEASE as LEASE
 from .lease import _lease as _lease
 from .lease import _lease_and_load as _lease_and_load

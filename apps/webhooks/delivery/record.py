@@ -14,9 +14,10 @@ from apps.core.statements import run_prepared
 
 from ..models import Attempt, Delivery
 from . import sweep
+from .kinds import kind_of
 from .lease import _no_disk_wait
 from .send import Outcome
-from .settle import _notify_settled
+from .settle import _notify_failed, _notify_settled
 
 MAX_ATTEMPTS = 4
 
@@ -33,16 +34,19 @@ def _record(outcomes: list[Outcome]) -> list[str]:
     if not outcomes:
         return []
     now = timezone.now()
-    waits: list[int] = []
+    waits: list[float] = []
     decided = []  # (outcome, number, new status, next attempt) per outcome
     for outcome in outcomes:
         number = outcome.delivery.attempts + 1
+        kind = kind_of(outcome.delivery)
         if not outcome.error:
             status, next_at = Delivery.Status.DELIVERED, None
-        elif outcome.permanent or number >= MAX_ATTEMPTS:
+        elif outcome.permanent or number >= (kind.max_attempts or MAX_ATTEMPTS):
             status, next_at = Delivery.Status.FAILED, None
         else:
-            status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=retry_wait(number))
+            wait = kind.retry_wait(number)
+            wait = retry_wait(number) if wait is None else wait
+            status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=wait)
         decided.append((outcome, number, status, next_at))
     if connection.vendor == "postgresql":
         alive = _write_in_one_statement(decided, now)
@@ -50,16 +54,20 @@ def _record(outcomes: list[Outcome]) -> list[str]:
         alive = _write_with_the_orm(decided, now)
     statuses: list[str] = []
     settled: set[tuple[str, int]] = set()
-    for outcome, number, status, _ in decided:
+    failed = []
+    for outcome, _, status, next_at in decided:
         if outcome.delivery.pk not in alive:
             statuses.append("gone")
             continue
         statuses.append(status)
         if status == Delivery.Status.PENDING:
-            waits.append(retry_wait(number))
+            waits.append((next_at - now).total_seconds())
         elif outcome.delivery.endpoint_id:
             settled.add((outcome.delivery.endpoint.owner, outcome.delivery.endpoint_id))
+            if status == Delivery.Status.FAILED:
+                failed.append(outcome.delivery)
     _notify_settled(settled)
+    _notify_failed(failed)
     metrics.count_delivery_attempts("webhook", statuses)
     if waits:
         sweep.trigger(countdown=min(waits))

@@ -15,6 +15,7 @@ from apps.core import outbound
 
 from .. import payloads, signing
 from ..models import Delivery
+from .kinds import kind_of
 from .secret_cache import _previous_secret, _secret
 
 TIMEOUT = (3.05, 10)
@@ -79,7 +80,8 @@ class _Started:
 
 def _start(delivery: Delivery) -> _Started:
     """Sign one attempt and hand its request to the guarded client's loop; no database work and no
-    waiting. The secret is read now, so a rotation reaches retries."""
+    waiting. The secret is read now, so a rotation reaches retries. The endpoint's kind adds its
+    headers and sets the attempt's limits."""
     sub = delivery.target
     started = _Started(delivery, timezone.now(), time.monotonic())
     secret = _secret(sub.secret_encrypted)
@@ -101,6 +103,9 @@ def _start(delivery: Delivery) -> _Started:
         "webhook-timestamp": str(ts),
         "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
     }
+    kind = kind_of(delivery)
+    if kind.headers:
+        headers.update(kind.headers)
     previous = _previous_secret(sub, started.started)
     if previous is not None:
         headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
@@ -110,9 +115,9 @@ def _start(delivery: Delivery) -> _Started:
         sub.url,
         body=body,
         headers=headers,
-        timeout=TIMEOUT,
+        timeout=kind.timeout or TIMEOUT,
         max_bytes=RESPONSE_CAP,
-        deadline=ATTEMPT_DEADLINE,
+        deadline=kind.deadline or ATTEMPT_DEADLINE,
     )
     return started
 

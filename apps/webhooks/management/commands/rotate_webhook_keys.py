@@ -7,8 +7,8 @@ from apps.webhooks.models import Endpoint, Subscription
 
 class Command(OperatorCommand):
     help = (
-        "Re-encrypt every stored webhook secret (subscriptions, and the endpoints of external operators, "
-        "their previous secrets included) under the first key of WEBHOOK_SECRET_KEYS; afterwards older keys "
+        "Re-encrypt every stored webhook secret (subscriptions, and the endpoints of external operators and compat "
+        "bots, their previous secrets included) under the first key of WEBHOOK_SECRET_KEYS; afterwards older keys "
         "can be removed from the setting."
     )
 
