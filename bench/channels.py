@@ -8,8 +8,9 @@
    same chats service). Figures are sequential keep-alive requests (medians of alternating rounds,
    bench.lib.common.compare) shown as messages per second. Target: floor/ours at most 1.5.
 2. outbound: M operator messages of a `tg` chat queued as the handler queues them, then sent by
-   the channels sender (`delivery.deliver_due`: lease, credential read, sendMessage over the guarded
-   client, attempt row, status) to a loopback HTTPS fake of the Bot API in a process of its own, vs
+   the delivery engine (`apps.webhooks` `deliver_due`: lease, the messenger kind's credential read,
+   sendMessage over the guarded client one at a time as the kind keeps a chat's order, attempt rows,
+   status) to a loopback HTTPS fake of the Bot API in a process of its own, vs
    a bare loop POSTing the same bodies to the same fake on one keep-alive session, in alternating
    rounds (medians of the per-round rates). Sends per second; target: ours/floor at least 0.5.
 
@@ -121,10 +122,10 @@ def outbound(widget, fake_base: str, ca_path: str, sends: int, rounds: int) -> t
     import requests
 
     from apps.agents.services import create_human_agent
-    from apps.channels import delivery
-    from apps.channels.models import OutboundDelivery
     from apps.chats import services as chat_services
     from apps.chats.models import Chat
+    from apps.webhooks import delivery as engine
+    from apps.webhooks.models import Delivery
 
     chat = Chat.objects.get(widget=widget, channel="tg")
     agent = create_human_agent(widget=widget, email=f"channels-bench-{uuid.uuid4().hex[:8]}@example.com", name="Op")
@@ -134,21 +135,21 @@ def outbound(widget, fake_base: str, ca_path: str, sends: int, rounds: int) -> t
     headers = {"Content-Type": "application/json"}
 
     def queue(count: int) -> list[str]:
-        with mock.patch.object(delivery, "trigger", lambda countdown=None: None):  # the run sends them itself
+        with mock.patch.object(engine.sweep, "trigger", lambda countdown=None: None):  # the run sends them itself
             for n in range(count):
                 chat_services.post_agent_message(
                     widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body=f"Ответ оператора {n}")
                 )
-        return list(OutboundDelivery.objects.filter(widget=widget, status="pending").values_list("body", flat=True))
+        return list(Delivery.objects.filter(widget=widget, status="pending").values_list("body", flat=True))
 
     for body in queue(20):  # warm both: the sender's pooled session, the bare session
         bare.post(url, data=body.encode(), headers=headers, timeout=10)
-    delivery.deliver_due(max_seconds=30)
+    engine.deliver_due(max_seconds=30)
     ours_rates, floor_rates = [], []
     for _ in range(rounds):
         bodies = queue(sends)
         started = time.perf_counter()
-        while delivery.deliver_due(max_seconds=120) > 0:
+        while engine.deliver_due(max_seconds=120) > 0:
             pass
         ours_rates.append(len(bodies) / (time.perf_counter() - started))
         started = time.perf_counter()
@@ -157,8 +158,8 @@ def outbound(widget, fake_base: str, ca_path: str, sends: int, rounds: int) -> t
             assert response.status_code == 200, response.status_code
         floor_rates.append(len(bodies) / (time.perf_counter() - started))
     bare.close()
-    total = OutboundDelivery.objects.filter(widget=widget).count()
-    delivered = OutboundDelivery.objects.filter(widget=widget, status="delivered").count()
+    total = Delivery.objects.filter(widget=widget).count()
+    delivered = Delivery.objects.filter(widget=widget, status="delivered").count()
     if delivered != total:
         raise RuntimeError(f"{delivered} of {total} delivered")
     return statistics.median(ours_rates), statistics.median(floor_rates)

@@ -49,7 +49,6 @@ BEAT_SCHEDULE = {
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),
     "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
     "support.purge_support_audit": ("apps.support.tasks.purge_support_audit", 3600),
-    "channels.sweep_deliveries": ("apps.channels.tasks.sweep_deliveries", 15),
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),
     "learning.queue_due_cycles": ("apps.learning.tasks.queue_due_cycles", 86400),
     "kb.queue_scheduled_crawls": ("apps.kb.tasks.queue_scheduled_crawls", 3600),

@@ -20,7 +20,6 @@ BULK = {
 }
 DELIVERIES = {
     "apps.webhooks.tasks.deliver_due",
-    "apps.channels.tasks.deliver_due",
     "apps.core.tasks.fan_out_batch",
     "apps.core.tasks.fan_out_event",
 }

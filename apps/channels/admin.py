@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AdCabinet, CustomChannel, OutboundAttempt, OutboundDelivery
+from .models import AdCabinet, CustomChannel
 
 
 @admin.register(CustomChannel)
@@ -15,24 +15,6 @@ class CustomChannelAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # registration returns the secret once: through the API only
-
-
-class OutboundAttemptInline(admin.TabularInline):
-    model = OutboundAttempt
-    extra = 0
-    can_delete = False
-    readonly_fields = ("number", "started_at", "duration_ms", "status_code", "error")
-
-
-@admin.register(OutboundDelivery)
-class OutboundDeliveryAdmin(admin.ModelAdmin):
-    list_display = ("id", "widget", "channel", "status", "attempts", "last_status_code", "created_at")
-    list_filter = ("status",)
-    readonly_fields = [f.name for f in OutboundDelivery._meta.fields]
-    inlines = [OutboundAttemptInline]
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(AdCabinet)

@@ -7,14 +7,17 @@ class ChannelsConfig(AppConfig):
     verbose_name = "Channels and messengers"
 
     def ready(self):
-        from apps.core import events
+        from apps.core import events, ports
 
-        # Registers the Celery tasks in every process: the engine enqueues its sender by name.
+        # Registers the Celery tasks in every process (the Telegram long poll is sent by name).
         from . import tasks  # noqa: F401
+        from .delivery import kinds
         from .handlers import queue_outbound_message
 
         # In the transaction of the message: the delivery row commits with the message or not at all.
         events.subscribe(events.MESSAGE_CREATED, queue_outbound_message, phase=events.IN_TRANSACTION)
+        for owner, kind in kinds().items():
+            ports.provide(ports.ENDPOINT_KIND, kind, key=owner)
 
         from apps.core import metrics
 

@@ -1,14 +1,12 @@
-"""Channels other than the on-site widget: custom channels, the external ids of their contacts,
-and the outbound deliveries (one row per operator message and channel, with its attempts)."""
+"""Channels other than the on-site widget: custom channels, the external ids of their contacts, and
+the messenger connections. (Operator messages to a channel are deliveries of the webhook engine.)"""
 
 from __future__ import annotations
-
-import uuid
 
 from django.db import models
 from django.utils import timezone
 
-from apps.chats.models import Chat, Contact, Message
+from apps.chats.models import Contact
 from apps.core.models import Widget
 
 
@@ -64,57 +62,6 @@ class ExternalContact(models.Model):
             )
         ]
         indexes = [models.Index(fields=["widget", "channel", "contact"], name="external_contact_by_contact")]
-
-
-class OutboundDelivery(models.Model):
-    """One operator message to one channel. Like a webhook Delivery, the row is the source of
-    truth: the sender sends every pending row whose `next_attempt_at` has passed (leasing it
-    first), so a lost Celery message or a killed worker only delays it."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        DELIVERED = "delivered"
-        FAILED = "failed"
-
-    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
-    channel = models.CharField(max_length=64)  # the chat's channel code (`ch12`, `tg`)
-    custom_channel = models.ForeignKey(
-        CustomChannel, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
-    )
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="+")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
-    # X-Service-Idempotency-Key and the body's `id`: the same on every attempt.
-    event_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    body = models.TextField()  # the exact bytes sent (UTF-8 JSON), identical on every retry
-    attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.CharField(max_length=200, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        verbose_name_plural = "outbound deliveries"
-        constraints = [
-            models.UniqueConstraint(fields=["message", "channel"], name="outbound_delivery_once_per_message"),
-        ]
-        indexes = [
-            models.Index(fields=["widget", "channel", "-created_at"], name="outbound_widget_channel"),
-            models.Index(fields=["next_attempt_at"], name="outbound_due", condition=models.Q(status="pending")),
-        ]
-
-
-class OutboundAttempt(models.Model):
-    delivery = models.ForeignKey(OutboundDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
-    number = models.PositiveSmallIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(default=0)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=200, blank=True, default="")
-
-    class Meta:
-        indexes = [models.Index(fields=["delivery", "number"], name="outbound_attempt_number")]
 
 
 class MessengerConnection(models.Model):

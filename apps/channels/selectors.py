@@ -11,8 +11,9 @@ from django.db.models import Count, Min
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core.models import Widget
+from apps.webhooks.models import Delivery
 
-from .models import CustomChannel, ExternalContact, OutboundDelivery
+from .models import CustomChannel, ExternalContact
 
 CUSTOM_PREFIX = "ch"
 
@@ -70,14 +71,12 @@ def external_contact_for(widget: Widget, *, channel: str, contact_id: int) -> Ex
     return ExternalContact.objects.filter(widget=widget, channel=channel, contact_id=contact_id).first()
 
 
-def list_deliveries(widget: Widget, *, channel: str):
-    return OutboundDelivery.objects.filter(widget=widget, channel=channel).order_by("-created_at", "-id")
-
-
 def get_pending_deliveries() -> tuple[int, datetime | None]:
     """Every widget's pending outbound channel deliveries together: (how many, created_at of the
     oldest). For /metrics only: it names no tenant."""
-    found = OutboundDelivery.objects.filter(status=OutboundDelivery.Status.PENDING).aggregate(
+    from .delivery import owners
+
+    found = Delivery.objects.filter(status=Delivery.Status.PENDING, endpoint__owner__in=owners()).aggregate(
         n=Count("id"), oldest=Min("created_at")
     )
     return found["n"], found["oldest"]

@@ -1,10 +1,11 @@
 """Writes on channels: custom channel registration and switches, inbound messages from a channel
-(through the chats services, like the widget's), and the outbound deliveries of operator messages.
+(through the chats services, like the widget's), and the operator messages queued for them.
 
 Inbound: the first message of an external client on a channel creates the contact and its chat on
 that channel's code (`ch{id}`); later ones find them through ExternalContact. Outbound: the
-`message.created` handler (handlers.py) queues one OutboundDelivery per operator message of a chat
-on a channel, in the message's transaction; the sender (delivery.py) posts it after commit.
+`message.created` handler (handlers.py) queues one delivery of the webhook engine per operator
+message of a chat on a channel, in the message's transaction; the engine posts it after commit
+(delivery.py holds the channels' endpoint kinds).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from apps.core import crypto
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
+from apps.webhooks.models import Delivery
 
 from . import delivery, payloads, selectors
-from .models import CustomChannel, ExternalContact, MessengerConnection, OutboundDelivery
+from .models import CustomChannel, ExternalContact, MessengerConnection
 
 SOURCE_CUSTOM = "channel"
 
@@ -187,9 +189,9 @@ def is_deliverable(message: Message) -> bool:
     )
 
 
-def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
-    """Inside the message's transaction: one delivery row for an operator message of a `ch{id}`
-    chat of an active channel, sent after commit. None when there is nothing to send."""
+def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Message) -> Delivery | None:
+    """Inside the message's transaction: one delivery for an operator message of a `ch{id}` chat of
+    an active channel, sent after commit. None when there is nothing to send."""
     channel_id = selectors.custom_channel_id(chat.channel)
     if channel_id is None or not is_deliverable(message):
         return None
@@ -199,24 +201,23 @@ def queue_custom_channel_delivery(*, widget: Widget, chat: Chat, message: Messag
     link = selectors.external_contact_for(widget, channel=chat.channel, contact_id=chat.contact_id)
     if link is None:  # a chat on the channel no external client opened (made by hand): nowhere to send
         return None
-    row = OutboundDelivery(widget=widget, channel=chat.channel, custom_channel=channel, chat=chat, message=message)
     if channel.wire_format == CustomChannel.WireFormat.LEGACY_CHAT:
-        row.body = payloads.legacy_chat_body(recipient_id=link.external_id, message=message)
+        body = payloads.legacy_chat_body(recipient_id=link.external_id, message=message)
     else:
-        row.body = payloads.custom_channel_body(
-            event_id=str(row.event_id),
-            chat_id=chat.pk,
-            external_client_id=link.external_id,
-            external_channel_id=link.address,
-            message=message,
-        )
-    row.next_attempt_at = timezone.now()
-    row.save()
-    transaction.on_commit(delivery.trigger)
-    return row
+
+        def body(key) -> str:
+            return payloads.custom_channel_body(
+                event_id=str(key),
+                chat_id=chat.pk,
+                external_client_id=link.external_id,
+                external_channel_id=link.address,
+                message=message,
+            )
+
+    return delivery.queue(widget=widget, channel=channel, provider=None, message=message, body=body)
 
 
-def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) -> OutboundDelivery | None:
+def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) -> Delivery | None:
     """Inside the message's transaction: an operator message of a chat on a messenger provider as
     that provider's stored body (`Provider.outbound_body`: Telegram's keyboards as an inline
     keyboard, the others' as `label: url` lines), sent after commit. The stored body has no
@@ -239,8 +240,4 @@ def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) ->
     body = provider.outbound_body(address=link.address, message=message)
     if body is None:
         return None
-    row = OutboundDelivery(widget=widget, channel=chat.channel, chat=chat, message=message, body=body)
-    row.next_attempt_at = timezone.now()
-    row.save()
-    transaction.on_commit(delivery.trigger)
-    return row
+    return delivery.queue(widget=widget, channel=None, provider=provider, message=message, body=body)

@@ -170,7 +170,7 @@ ENDPOINT_KIND = declare(
     Keyed by the endpoint's `owner`: an `apps.webhooks.delivery.kinds.EndpointKind`, read on every
     attempt (apps.webhooks.delivery). Without a provider for the owner the endpoint is sent to as a
     webhook subscription is: the same headers, 4 attempts, waits of 10, 20 and 40 s.""",
-    provided_by=("compat",),
+    provided_by=("compat", "channels"),
     used_by="webhooks",
     key="owner",
 )

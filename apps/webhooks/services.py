@@ -18,11 +18,15 @@ from .delivery import MAX_ATTEMPTS as MAX_ATTEMPTS
 from .delivery import RESPONSE_CAP as RESPONSE_CAP
 from .delivery import TIMEOUT as TIMEOUT
 from .delivery import EndpointKind as EndpointKind
+from .delivery import Request as Request
+from .delivery import Undeliverable as Undeliverable
+from .delivery import Verdict as Verdict
 from .delivery import attempt_delivery as attempt_delivery
 from .delivery import close_session as close_session
 from .delivery import deliver_due as deliver_due
 from .delivery import has_due as has_due
 from .delivery import retry_wait as retry_wait
+from .delivery import signed_request as signed_request
 from .delivery import trigger as trigger
 from .endpoints import abandon_pending as abandon_pending
 from .endpoints import create_endpoint as create_endpoint

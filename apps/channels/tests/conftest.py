@@ -2,16 +2,16 @@ from __future__ import annotations
 
 import pytest
 
-from apps.channels import delivery as engine
+from apps.webhooks import delivery as engine
 from apps.webhooks.tests.receiver import Receiver
 
 
 @pytest.fixture(autouse=True)
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
-    """Sender triggers (countdowns), recorded instead of run: eager Celery would run a retry's
-    trigger inline and ignore its countdown. Tests run the sender themselves."""
+    """The delivery engine's triggers (countdowns), recorded instead of run: eager Celery would run a
+    retry's trigger inline and ignore its countdown. Tests run the engine themselves."""
     asked: list[float | None] = []
-    monkeypatch.setattr(engine, "trigger", lambda countdown=None: asked.append(countdown))
+    monkeypatch.setattr(engine.sweep, "trigger", lambda countdown=None: asked.append(countdown))
     return asked
 
 

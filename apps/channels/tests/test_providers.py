@@ -16,8 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from apps.billing.models import AccountPlan, Plan
-from apps.channels import delivery as engine
-from apps.channels.models import InboundUpdate, MessengerConnection, OutboundDelivery
+from apps.channels.models import InboundUpdate, MessengerConnection
 from apps.channels.providers import apple as apple_provider
 from apps.channels.providers.base import hmac_hex
 from apps.channels.tests.provider_fakes import ProviderFake
@@ -27,6 +26,8 @@ from apps.core import crypto
 from apps.core.logging import scrub
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
+from apps.webhooks import services as engine
+from apps.webhooks.models import Delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -540,10 +541,10 @@ def test_an_operator_keyboard_message_reaches_the_provider_as_text_and_link_line
     deliver(client, conn, event(fake.code, "1001"))
     chat = Chat.objects.get()
     _operator_keyboard(widget, chat)
-    assert engine.deliver_due(max_seconds=10) == 1
+    assert engine.deliver_due(concurrency=1, max_seconds=10) == 1
     (sent,) = fake.sends()
     expected_send(fake.code, sent)
-    row = OutboundDelivery.objects.get(channel=fake.code)
+    row = Delivery.objects.get(endpoint__owner="messenger:" + fake.code)
     assert row.status == "delivered" and TOKEN not in row.body and SID not in row.body
     assert row.attempt_rows.count() == 1
 
@@ -557,19 +558,19 @@ def test_a_transient_refusal_retries_and_a_final_one_stops(client, api, widget, 
     first = chat_services.post_agent_message(
         widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Hi")
     )
-    row = OutboundDelivery.objects.get(message=first)
-    assert engine.attempt(row.pk) == "pending"
+    row = Delivery.objects.get(message=first)
+    assert engine.attempt_delivery(row.pk) == "pending"
     if fake.code not in ("vb", "ok"):  # HTTP 429 with Retry-After: waited at least that long
         assert triggers[-1] == fake.retry_after
     row.refresh_from_db()
     assert row.attempts == 1 and row.last_error
-    assert engine.attempt(row.pk) == "delivered"
+    assert engine.attempt_delivery(row.pk) == "delivered"
     fake.fail_sends = True
     second = chat_services.post_agent_message(
         widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Again")
     )
-    other = OutboundDelivery.objects.get(message=second)
-    assert engine.attempt(other.pk) == "failed"
+    other = Delivery.objects.get(message=second)
+    assert engine.attempt_delivery(other.pk) == "failed"
 
 
 def test_nothing_is_queued_once_the_provider_is_disconnected(client, api, widget, fake, paid):
@@ -578,4 +579,4 @@ def test_nothing_is_queued_once_the_provider_is_disconnected(client, api, widget
     chat = Chat.objects.get()
     api(scopes=["messengers:write"]).delete(f"/api/v1/messengers/{fake.code}")
     _operator_keyboard(widget, chat)
-    assert not OutboundDelivery.objects.exists()
+    assert not Delivery.objects.exists()

@@ -11,15 +11,16 @@ import uuid
 import pytest
 
 from apps.billing.models import AccountPlan, Plan
-from apps.channels import delivery as engine
 from apps.channels import messengers
-from apps.channels.models import InboundUpdate, MessengerConnection, OutboundDelivery
+from apps.channels.models import InboundUpdate, MessengerConnection
 from apps.channels.tests.tg_fake import TelegramFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
+from apps.webhooks import services as engine
+from apps.webhooks.models import Delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -285,7 +286,7 @@ def test_an_operator_keyboard_message_reaches_telegram_as_an_inline_keyboard(cli
         agent=agent,
         data=chat_services.MessageInput(type=Message.Type.KEYBOARD, body="Pick", keyboard=keyboard),
     )
-    assert engine.deliver_due(max_seconds=10) == 1
+    assert engine.deliver_due(concurrency=1, max_seconds=10) == 1
     sent = [c for c in tg.calls if c.method == "sendMessage"]
     assert sent[0].token == TOKEN
     assert sent[0].body == {
@@ -298,7 +299,7 @@ def test_an_operator_keyboard_message_reaches_telegram_as_an_inline_keyboard(cli
             ]
         },
     }
-    row = OutboundDelivery.objects.get(channel="tg")
+    row = Delivery.objects.get(endpoint__owner="messenger:tg")
     assert row.status == "delivered" and TOKEN not in row.body
 
 
@@ -311,8 +312,8 @@ def test_a_429_waits_its_retry_after_and_a_refusal_is_final(client, api, widget,
     message = chat_services.post_agent_message(
         widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Hi")
     )
-    row = OutboundDelivery.objects.get(message=message)
-    assert engine.attempt(row.pk) == "pending"
+    row = Delivery.objects.get(message=message)
+    assert engine.attempt_delivery(row.pk) == "pending"
     assert triggers[-1] == 45  # Telegram's retry_after, longer than the webhook wait of 10 s
     row.refresh_from_db()
     assert row.last_status_code == 429
@@ -320,8 +321,8 @@ def test_a_429_waits_its_retry_after_and_a_refusal_is_final(client, api, widget,
         widget=widget, chat=chat, agent=agent, data=chat_services.MessageInput(body="Again")
     )
     tg.fail_sends, tg.throttle_sends = True, 0
-    other = OutboundDelivery.objects.get(message=second)
-    assert engine.attempt(other.pk) == "failed"  # a 400 from Telegram will not change
+    other = Delivery.objects.get(message=second)
+    assert engine.attempt_delivery(other.pk) == "failed"  # a 400 from Telegram will not change
 
 
 def test_key_rotation_reaches_the_stored_token(api, tg, paid, settings):

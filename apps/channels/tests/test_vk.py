@@ -10,14 +10,15 @@ import uuid
 import pytest
 
 from apps.billing.models import AccountPlan, Plan
-from apps.channels import delivery as engine
-from apps.channels.models import MessengerConnection, OutboundDelivery, VkCommunity
+from apps.channels.models import MessengerConnection, VkCommunity
 from apps.channels.tests.vk_fake import VkFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
+from apps.webhooks import services as engine
+from apps.webhooks.models import Delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -164,11 +165,11 @@ def test_an_operator_message_is_sent_with_messages_send(client, api, widget, vk,
         agent=AgentFactory(widget=widget),
         data=chat_services.MessageInput(type=Message.Type.KEYBOARD, body="Pick", keyboard=keyboard),
     )
-    assert engine.deliver_due(max_seconds=10) == 1
+    assert engine.deliver_due(concurrency=1, max_seconds=10) == 1
     method, params = vk.calls[-1]
     assert method == "messages.send" and params["access_token"] == TOKEN
     assert params["peer_id"] == "777" and params["message"] == "Pick\nTrack: https://example.com/t"
-    row = OutboundDelivery.objects.get(channel="vk")
+    row = Delivery.objects.get(endpoint__owner="messenger:vk")
     assert row.status == "delivered" and TOKEN not in row.body
 
 

@@ -14,16 +14,8 @@ def receiver(monkeypatch: pytest.MonkeyPatch, settings):
 
 
 @pytest.fixture(autouse=True)
-def no_channel_trigger(monkeypatch: pytest.MonkeyPatch):
-    """The channels sender is run by the tests themselves (eager Celery would run it inline)."""
-    from apps.channels import delivery
-
-    monkeypatch.setattr(delivery, "trigger", lambda countdown=None: None)
-
-
-@pytest.fixture
 def triggers(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
-    """The webhook engine's Celery triggers, recorded instead of sent (tests drive the engine)."""
+    """The delivery engine's Celery triggers, recorded instead of sent: tests drive the engine."""
     from apps.webhooks import delivery as engine
 
     asked: list[float | None] = []

@@ -8,14 +8,14 @@ import json
 import pytest
 
 from apps.agents import selectors as agent_selectors
-from apps.channels import delivery as channel_delivery
-from apps.channels.models import CustomChannel, OutboundDelivery
+from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Contact, Message
 from apps.compat import services
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as webhooks
+from apps.webhooks.models import Delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +60,7 @@ def test_operator_replies_go_back_in_the_legacy_envelope(client, widget, channel
         agent=agent,
         data=chat_services.MessageInput(type=Message.Type.KEYBOARD, body="Yes", keyboard=keyboard),
     )
-    assert channel_delivery.deliver_due(max_seconds=10) == 1
+    assert webhooks.deliver_due(concurrency=1, max_seconds=10) == 1
     hit = receiver.wait_for(1)[0]
     assert hit.path == "/chat"
     assert hit.json() == {
@@ -69,7 +69,7 @@ def test_operator_replies_go_back_in_the_legacy_envelope(client, widget, channel
         "message": {"type": "text", "text": "Yes\nTrack: https://example.com/t", "id": str(message.pk)},
     }
     assert hit.header("x-service-signature") == webhooks.service_signature(secret, hit.body)
-    assert OutboundDelivery.objects.get().status == "delivered"
+    assert Delivery.objects.get().status == "delivered"
 
 
 def test_status_is_a_bare_0_or_1_as_text(client, widget, channel_and_secret, monkeypatch):

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from apps.agents import selectors as agent_selectors
-from apps.channels import delivery as channel_delivery
 from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -21,6 +20,7 @@ from apps.compat import services
 from apps.core.models import OutboxEvent
 from apps.core.testing.factories import AgentFactory
 from apps.webhooks import payloads as webhook_payloads
+from apps.webhooks import services as webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +55,7 @@ def test_bot_api_rehearsal(client, widget, receiver, monkeypatch, django_capture
         first = chat_services.post_client_message(
             widget=widget, contact=contact, data=chat_services.MessageInput(body="Can you help me?")
         )
+    webhooks.deliver_due(concurrency=1, max_seconds=10)
     sent = receiver.wait_for(1)[0].json()
     documented = copy.deepcopy(docs["client_message"])
     del documented["sender"]["url"]  # the page the visitor is on: the widget API does not know it
@@ -104,6 +105,7 @@ def test_bot_api_rehearsal(client, widget, receiver, monkeypatch, django_capture
         chat_services.post_client_message(
             widget=widget, contact=contact, data=chat_services.MessageInput(body="thanks")
         )
+    webhooks.deliver_due(concurrency=1, max_seconds=10)
     assert len(receiver.snapshot()) == 1
 
 
@@ -129,7 +131,7 @@ def test_chat_api_rehearsal(client, widget, receiver, monkeypatch):
     reply = chat_services.post_agent_message(
         widget=widget, chat=chat, agent=person, data=chat_services.MessageInput(body="Yes, in two days.")
     )
-    channel_delivery.deliver_due(max_seconds=10)
+    webhooks.deliver_due(concurrency=1, max_seconds=10)
     received = receiver.wait_for(1)[0].json()
     assert shape(received) == shape(docs["agent_message"])
     assert received == {

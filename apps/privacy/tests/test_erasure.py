@@ -75,8 +75,6 @@ HANDLED: dict[str, object] = {
     "webhooks.Delivery.message": models.CASCADE,
     "stats.ChatFacts.chat": models.CASCADE,  # per-chat facts; the daily rollups stay
     "apps_channels.ExternalContact.contact": models.CASCADE,
-    "apps_channels.OutboundDelivery.chat": models.CASCADE,
-    "apps_channels.OutboundDelivery.message": models.CASCADE,
     # the call's webhooks.Delivery (an endpoint delivery: its body holds the message) is redacted
     # before the message is deleted
     "external.Call.chat": models.CASCADE,

@@ -21,7 +21,8 @@ them either way.
 
 An endpoint's owner may give its endpoints a kind of their own (`kinds`, the `endpoint_kind` port):
 other headers, attempts, waits and limits, and a hook for the rows that failed for good. The compat
-Bot API's CLIENT_MESSAGEs are sent that way.
+Bot API's CLIENT_MESSAGEs and the channels' operator messages (custom channels, messengers) are sent
+that way.
 
 The package has a module per job: `lease` (due rows taken, with their targets), `load` (what is read
 of a row, which rows are sent: endpoint modes), `kinds` (endpoint kinds), `send` (one attempt signed
@@ -47,6 +48,9 @@ from . import settle as settle
 from . import sweep as sweep
 from .fanout import send_new as send_new
 from .kinds import EndpointKind as EndpointKind
+from .kinds import Request as Request
+from .kinds import Undeliverable as Undeliverable
+from .kinds import Verdict as Verdict
 from .lease import LEASE as LEASE
 from .lease import _lease as _lease
 from .lease import _lease_and_load as _lease_and_load
@@ -66,6 +70,7 @@ from .send import TIMEOUT as TIMEOUT
 from .send import Outcome as Outcome
 from .send import close_session as close_session
 from .send import response_excerpt as response_excerpt
+from .send import signed_request as signed_request
 from .sweep import DELIVER_TASK as DELIVER_TASK
 from .sweep import has_due as has_due
 from .sweep import trigger as trigger

@@ -8,6 +8,7 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 
 from ..models import Delivery, Endpoint, Subscription
+from .kinds import prepare
 from .settle import _notify_settled
 
 # What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
@@ -71,7 +72,8 @@ def _load(ids: list[int]) -> list[Delivery]:
 
 
 def _ready_to_send(rows: list[Delivery]) -> list[Delivery]:
-    """`_load`'s rows that may be sent now (see `_load`), the others dropped, skipped or parked."""
+    """`_load`'s rows that may be sent now (see `_load`), the others dropped, skipped or parked; the
+    ones sent are prepared by their endpoints' kinds (`kinds.prepare`)."""
     inactive = [row.pk for row in rows if row.subscription_id and not row.subscription.is_active]
     if inactive:
         Delivery.objects.filter(pk__in=inactive).delete()
@@ -81,7 +83,9 @@ def _ready_to_send(rows: list[Delivery]) -> list[Delivery]:
     held = [row.pk for row in rows if row.endpoint_id and row.endpoint.mode == Endpoint.Mode.HOLD]
     if held:
         Delivery.objects.filter(pk__in=held, status=Delivery.Status.PENDING).update(next_attempt_at=None)
-    return [row for row in rows if row.target.is_active and row.pk not in held]
+    ready = [row for row in rows if row.target.is_active and row.pk not in held]
+    prepare(ready)
+    return ready
 
 
 def skip_endpoint_rows(rows, *, reason: str) -> int:

@@ -45,7 +45,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
             status, next_at = Delivery.Status.FAILED, None
         else:
             wait = kind.retry_wait(number)
-            wait = retry_wait(number) if wait is None else wait
+            wait = max(retry_wait(number) if wait is None else wait, outcome.retry_after or 0)
             status, next_at = Delivery.Status.PENDING, now + timedelta(seconds=wait)
         decided.append((outcome, number, status, next_at))
     if connection.vendor == "postgresql":
@@ -53,6 +53,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
     else:
         alive = _write_with_the_orm(decided, now)
     statuses: list[str] = []
+    counted: dict[str, list[str]] = {}  # statuses by their kinds' metric label
     settled: set[tuple[str, int]] = set()
     failed = []
     for outcome, _, status, next_at in decided:
@@ -60,6 +61,7 @@ def _record(outcomes: list[Outcome]) -> list[str]:
             statuses.append("gone")
             continue
         statuses.append(status)
+        counted.setdefault(kind_of(outcome.delivery).metric, []).append(status)
         if status == Delivery.Status.PENDING:
             waits.append((next_at - now).total_seconds())
         elif outcome.delivery.endpoint_id:
@@ -68,7 +70,8 @@ def _record(outcomes: list[Outcome]) -> list[str]:
                 failed.append(outcome.delivery)
     _notify_settled(settled)
     _notify_failed(failed)
-    metrics.count_delivery_attempts("webhook", statuses)
+    for label, written in counted.items():
+        metrics.count_delivery_attempts(label, written)
     if waits:
         sweep.trigger(countdown=min(waits))
     return statuses

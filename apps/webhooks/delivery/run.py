@@ -13,6 +13,7 @@ from queue import Empty, SimpleQueue
 
 from ..models import Delivery
 from . import record, send
+from .kinds import kind_of
 from .lease import _lease, _lease_and_load, _release
 from .load import _load
 from .send import Outcome, _conclude, _send, _Started
@@ -37,8 +38,9 @@ def deliver_due(
     caller's thread and transaction: used by tests).
 
     One endpoint has at most `per_endpoint` attempts in flight (default three quarters of the
-    places), so an endpoint that answers slowly, however many deliveries it has, always leaves
-    places to the others; its rows wait in the leased queue while the others' are sent.
+    places; fewer when its kind says so: `max_in_flight`), so an endpoint that answers slowly,
+    however many deliveries it has, always leaves places to the others; its rows wait in the leased
+    queue, in order, while the others' are sent.
     Returns the number of attempts made."""
     deadline = time.monotonic() + max_seconds
     if concurrency <= 1:
@@ -105,6 +107,8 @@ class _PoolRun:
     lock: threading.RLock = field(default_factory=threading.RLock)
     # rows in `queue` per endpoint (kept with it): how many may start now is known without a scan
     queued: Counter[str] = field(default_factory=Counter)
+    # endpoints whose kind holds them under a smaller share than `per_endpoint` (max_in_flight)
+    shares: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.queued.update(sub_id for _, sub_id in self.queue)
@@ -163,9 +167,9 @@ class _PoolRun:
     def _startable(self) -> int:
         """How many queued rows their endpoints' shares let start now (places aside)."""
         return sum(
-            min(count, self.per_endpoint - self.in_flight[sub_id])
+            min(count, self.shares.get(sub_id, self.per_endpoint) - self.in_flight[sub_id])
             for sub_id, count in self.queued.items()
-            if self.in_flight[sub_id] < self.per_endpoint
+            if self.in_flight[sub_id] < self.shares.get(sub_id, self.per_endpoint)
         )
 
     def _start_more(self) -> None:
@@ -179,10 +183,16 @@ class _PoolRun:
         if self.leases and short:
             rows = _lease_and_load(self.batch_size)
             if rows:
+                shares = {}
+                for row in rows:
+                    cap = kind_of(row).max_in_flight if row.endpoint_id else None
+                    if cap is not None and cap < self.per_endpoint:
+                        shares[row.target_key] = cap
                 with self.lock:
                     self.preloaded.update((row.pk, row) for row in rows)
                     self.queue += [(row.pk, row.target_key) for row in rows]
                     self.queued.update(row.target_key for row in rows)
+                    self.shares.update(shares)
         with self.lock:
             self._start_queued()
 
@@ -196,7 +206,7 @@ class _PoolRun:
             return
         take, skipped, counts = [], [], self.in_flight.copy()
         for index, (pk, sub_id) in enumerate(self.queue):  # noqa: B007 (the index is where the scan stopped)
-            if counts[sub_id] < self.per_endpoint:
+            if counts[sub_id] < self.shares.get(sub_id, self.per_endpoint):
                 take.append(pk)
                 counts[sub_id] += 1
                 self.queued[sub_id] -= 1

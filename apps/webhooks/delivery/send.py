@@ -1,5 +1,6 @@
-"""One attempt: its request built and signed, handed to the guarded client's outbound thread
-(`_start`), and its answer read into an `Outcome` (`_conclude`). No database work."""
+"""One attempt: its request built (by the endpoint's kind, or signed here), handed to the guarded
+client's outbound thread (`_start`), and its answer read into an `Outcome` (`_conclude`). No database
+work."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from apps.core import outbound
 
 from .. import payloads, signing
 from ..models import Delivery
-from .kinds import kind_of
+from .kinds import EndpointKind, Request, Undeliverable, kind_of
 from .secret_cache import _previous_secret, _secret
 
 TIMEOUT = (3.05, 10)
@@ -57,6 +58,7 @@ class Outcome:
     error: str
     permanent: bool
     excerpt: str = ""
+    retry_after: float | None = None  # seconds the receiver asked for, as its kind read them
 
 
 def response_excerpt(content: bytes) -> str:
@@ -69,25 +71,19 @@ def response_excerpt(content: bytes) -> str:
 @dataclass(eq=False)  # each attempt is its own key in the run's `running`
 class _Started:
     """An attempt in flight: its request was handed to the outbound thread (`call`), or it ended
-    before anything was sent (`call` None, `error` set)."""
+    before anything was sent (`call` None, `error` set, `permanent` when no retry can help)."""
 
     delivery: Delivery
     started: datetime
     clock: float
     call: Future | None = None
     error: str = ""
+    permanent: bool = False
 
 
-def _start(delivery: Delivery) -> _Started:
-    """Sign one attempt and hand its request to the guarded client's loop; no database work and no
-    waiting. The secret is read now, so a rotation reaches retries. The endpoint's kind adds its
-    headers and sets the attempt's limits."""
-    sub = delivery.target
-    started = _Started(delivery, timezone.now(), time.monotonic())
-    secret = _secret(sub.secret_encrypted)
-    if secret is None:
-        started.error = "missing_secret"
-        return started
+def signed_request(delivery: Delivery, *, url: str, secret: str, previous: str | None = None) -> Request:
+    """The engine's signed POST of the row's body to `url`: `X-Service-Signature` and the Standard
+    Webhooks headers keyed by `secret` (and by `previous` beside it during a rotation's overlap)."""
     body = delivery.body.encode()
     ts = int(time.time())
     event_id = delivery.idempotency_key
@@ -103,18 +99,44 @@ def _start(delivery: Delivery) -> _Started:
         "webhook-timestamp": str(ts),
         "webhook-signature": signing.standard_signature(secret, event_id, ts, body),
     }
-    kind = kind_of(delivery)
-    if kind.headers:
-        headers.update(kind.headers)
-    previous = _previous_secret(sub, started.started)
     if previous is not None:
         headers["X-Service-Signature-Previous"] = signing.service_signature(previous, body)
         headers["webhook-signature"] += " " + signing.standard_signature(previous, event_id, ts, body)
+    return Request(url=url, body=body, headers=headers)
+
+
+def _request(delivery: Delivery, kind: EndpointKind, started: datetime) -> Request:
+    """The attempt's request: the kind's own, else the signed POST to the row's endpoint with its
+    secret read now (so a rotation reaches retries), with the kind's headers."""
+    built = kind.request(delivery)
+    if built is not None:
+        return built
+    target = delivery.target
+    secret = _secret(target.secret_encrypted)
+    if secret is None:
+        raise Undeliverable("missing_secret")
+    built = signed_request(delivery, url=target.url, secret=secret, previous=_previous_secret(target, started))
+    if kind.headers:
+        built.headers.update(kind.headers)
+    return built
+
+
+def _start(delivery: Delivery) -> _Started:
+    """Build one attempt's request and hand it to the guarded client's loop; no database work and
+    no waiting. The endpoint's kind builds the request or adds its headers, and sets the attempt's
+    limits."""
+    started = _Started(delivery, timezone.now(), time.monotonic())
+    kind = kind_of(delivery)
+    try:
+        request = _request(delivery, kind, started.started)
+    except Undeliverable as exc:
+        started.error, started.permanent = exc.reason, True
+        return started
     started.call = _session().submit_bytes(
         "POST",
-        sub.url,
-        body=body,
-        headers=headers,
+        request.url,
+        body=request.body,
+        headers=request.headers,
         timeout=kind.timeout or TIMEOUT,
         max_bytes=RESPONSE_CAP,
         deadline=kind.deadline or ATTEMPT_DEADLINE,
@@ -124,23 +146,26 @@ def _start(delivery: Delivery) -> _Started:
 
 def _conclude(attempt: _Started, ended: float | None = None) -> Outcome:
     """The outcome of a started attempt (waits for its answer if it has none yet); `ended` is when
-    it finished (monotonic), now when not given."""
-    status_code, error, permanent, excerpt = None, attempt.error, False, ""
-    if error == "missing_secret":
-        permanent = True
-    elif attempt.call is not None:
+    it finished (monotonic), now when not given. The endpoint's kind reads the answer."""
+    status_code, error, permanent, excerpt, retry_after = None, attempt.error, attempt.permanent, "", None
+    if attempt.call is not None:
         try:
             response = attempt.call.result()
             status_code = response.status_code
             excerpt = response_excerpt(response.content)
-            if not 200 <= status_code < 300:
+            verdict = kind_of(attempt.delivery).verdict(status_code, response.content, response.headers)
+            if verdict is not None:
+                error, permanent, retry_after = verdict.error, verdict.permanent, verdict.retry_after
+            elif not 200 <= status_code < 300:
                 error = f"http_{status_code}"  # redirects included: never followed
         except outbound.OutboundBlocked as exc:
             error, permanent = f"blocked:{exc.reason}", True
         except outbound.OutboundError as exc:
             error = exc.reason
     duration = int(((ended if ended is not None else time.monotonic()) - attempt.clock) * 1000)
-    return Outcome(attempt.delivery, attempt.started, duration, status_code, error[:200], permanent, excerpt)
+    return Outcome(
+        attempt.delivery, attempt.started, duration, status_code, error[:200], permanent, excerpt, retry_after
+    )
 
 
 def _send(delivery: Delivery) -> Outcome:

@@ -55,6 +55,7 @@ class Reply:
     drop: bool = False  # close the connection without any answer
     trickle: float = 0.0  # write the answer one byte at a time, this many seconds apart
     body: bytes = b"ok"  # the answer's body (text/plain)
+    headers: dict[str, str] | None = None  # more headers of the answer (Retry-After, ...)
 
 
 @dataclass
@@ -160,6 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             if reply.location is not None:
                 self.send_header("Location", reply.location)
+            for name, value in (reply.headers or {}).items():
+                self.send_header(name, value)
             # 204 and 304 end at their headers (RFC 9110 6.4.1): no content, no Content-Length
             body = b"" if reply.status in (204, 304) else reply.body
             if body or reply.status not in (204, 304):
