@@ -114,7 +114,7 @@ def inbound(server: Server, widget, hook_id: str, secret: str) -> tuple[float, f
 
 def outbound(widget, fake_base: str, ca_path: str, sends: int, rounds: int) -> tuple[float, float]:
     """Alternating rounds (the machine's load drifts): per round, `sends` operator messages queued
-    (not timed) and sent by the channels sender, then the same bodies POSTed by the bare loop.
+    (not timed) and sent by the delivery engine, then the same bodies POSTed by the bare loop.
     Returns the medians of the per-round rates."""
     import statistics
     from unittest import mock

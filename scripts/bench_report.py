@@ -51,7 +51,7 @@ WHAT = {
     "ai_floor": "the provider layer's completion against the same call made with the OpenAI SDK",
     "ai_reply": "a visitor's message to the AI operator's committed answer, against one SDK call plus an INSERT",
     "ai_test": "the detached assistant test against a request of the same shape, and tests held at once",
-    "channels": "messenger hooks and the channels sender against the visitor API and a bare POST loop",
+    "channels": "messenger hooks and the engine's messenger sends against the visitor API and a bare POST loop",
     "chat_export": "a year of chats exported as CSV and JSON Lines, against PostgreSQL's COPY of the same rows",
     "chat_list": "the chat list against a plain view running the same SQL",
     "console": "a visitor's message until the console shows it",
