@@ -218,6 +218,8 @@ def test_a_batch_reads_its_channels_once_whatever_its_size(widget, setup, receiv
         with CaptureQueriesContext(connection) as queries:
             assert webhooks.deliver_due(max_seconds=20) == size
         counts.append(sum(CustomChannel._meta.db_table in query["sql"] for query in queries))
+        # and no field of a row or its endpoint is read on its own afterwards (a deferred field)
+        assert not [query["sql"] for query in queries if '"id" = ' in query["sql"] and "LIMIT 21" in query["sql"]]
     receiver.wait_for(15)
     assert counts == [1, 1]  # one lease, one read of its channels
     assert Delivery.objects.filter(status="delivered").count() == 15

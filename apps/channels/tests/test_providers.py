@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.billing.models import AccountPlan, Plan
 from apps.channels.models import InboundUpdate, MessengerConnection
@@ -541,7 +543,10 @@ def test_an_operator_keyboard_message_reaches_the_provider_as_text_and_link_line
     deliver(client, conn, event(fake.code, "1001"))
     chat = Chat.objects.get()
     _operator_keyboard(widget, chat)
-    assert engine.deliver_due(concurrency=1, max_seconds=10) == 1
+    with CaptureQueriesContext(connection) as queries:
+        assert engine.deliver_due(concurrency=1, max_seconds=10) == 1
+    # the row, its endpoint and its widget were read with the lease: no deferred field read on its own
+    assert not [query["sql"] for query in queries if '"id" = ' in query["sql"] and "LIMIT 21" in query["sql"]]
     (sent,) = fake.sends()
     expected_send(fake.code, sent)
     row = Delivery.objects.get(endpoint__owner="messenger:" + fake.code)

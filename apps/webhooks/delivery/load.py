@@ -13,6 +13,7 @@ from .settle import _notify_settled
 
 # What an attempt reads (`_send`, `_record`): a deferred field read later would cost a query a row.
 _SEND_FIELDS = (
+    "widget",  # endpoint kinds read their targets' rows by widget (a messenger's credential)
     "subscription",
     "endpoint",
     "event",
@@ -26,6 +27,7 @@ _SEND_FIELDS = (
     "subscription__secret_encrypted",
     "subscription__is_active",
     "endpoint__owner",
+    "endpoint__owner_id",
     "endpoint__url",
     "endpoint__secret_encrypted",
     "endpoint__previous_secret_encrypted",
