@@ -58,23 +58,32 @@ def _produce(url: str, name: str, stop_at: float, sent) -> None:
 
 
 def _consume(url: str, stop_at: float, received) -> None:
+    """Take messages until the producers stopped and the queue ran dry. A take that finds the file
+    locked past the busy timeout (one of the transport's `connection_errors`, when the machine is
+    loaded) took nothing: the consumer connects again and goes on, as a Celery worker's does."""
     ids = []
-    with _sqlite_connection(url) as connection:
-        queue = connection.SimpleQueue("load")
-        idle_since = None
-        while True:
+    idle_since = None
+    while True:
+        with _sqlite_connection(url) as connection:
+            queue = connection.SimpleQueue("load")
             try:
-                message = queue.get(block=True, timeout=0.5)
-            except queue.Empty:
-                if time.monotonic() > stop_at:
-                    idle_since = idle_since or time.monotonic()
-                    if time.monotonic() - idle_since > 3:  # the producers stopped and the queue ran dry
-                        break
+                while True:
+                    try:
+                        message = queue.get(block=True, timeout=0.5)
+                    except queue.Empty:
+                        if time.monotonic() > stop_at:
+                            idle_since = idle_since or time.monotonic()
+                            if time.monotonic() - idle_since > 3:  # the producers stopped and the queue ran dry
+                                break
+                        continue
+                    idle_since = None
+                    ids.append(message.payload["id"])
+                    message.ack()
+            except connection.connection_errors:
                 continue
-            idle_since = None
-            ids.append(message.payload["id"])
-            message.ack()
-        queue.close()
+            finally:
+                queue.close()
+        break
     received.put(ids)
 
 
