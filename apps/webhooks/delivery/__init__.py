@@ -13,9 +13,9 @@ same lease, attempts, retries and log; the endpoint's `mode` holds or drops its 
 hears (the `endpoint_settled` port) when one of its rows reached a final state.
 
 Fan-out hands its new rows to `send_new` once its transaction commits: the fan-out's process leases
-them by their delivery ids (one statement on PostgreSQL, which also reads the subscription as it is
-now) and attempts them at once, with no trigger, task, lease-by-due-date or load in between; more
-than NEW_AT_ONCE rows, or rows it could not lease, are left to `deliver_due`. A process that dies
+them by their delivery ids (reading the subscription as it is now) and attempts them at once, with
+no trigger, task, lease-by-due-date or load in between; more than NEW_AT_ONCE rows, or rows it could
+not lease, are left to `deliver_due`. A process that dies
 after the commit leaves its rows due (never leased) or leased (back after LEASE): the sweeper sends
 them either way.
 
@@ -55,7 +55,6 @@ from .lease import LEASE as LEASE
 from .lease import _lease as _lease
 from .lease import _lease_and_load as _lease_and_load
 from .lease import _lease_rows as _lease_rows
-from .lease import _no_disk_wait as _no_disk_wait
 from .load import _SEND_FIELDS as _SEND_FIELDS
 from .load import skip_endpoint_rows as skip_endpoint_rows
 from .record import MAX_ATTEMPTS as MAX_ATTEMPTS

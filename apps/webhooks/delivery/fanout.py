@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from apps.core.statements import run_prepared
-
-from ..models import Delivery, Subscription
+from ..models import Delivery
 from . import record, sweep
-from .lease import LEASE, _no_disk_wait
+from .lease import LEASE
 from .run import _PoolRun
 from .send import _send
 
@@ -63,27 +60,25 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
 
 def _lease_new(rows: list[Delivery]) -> list[Delivery]:
     """Lease the new rows still due (their pks set from the database, their subscriptions' url and
-    secret refreshed): one UPDATE ... RETURNING on PostgreSQL, a transaction elsewhere."""
+    secret refreshed), in one transaction. Only the delivery rows are locked: a fan-out that skipped
+    every row whose subscription another fan-out held locked would leave them all to `deliver_due`."""
     if not rows:
         return []
     now = timezone.now()
     by_delivery_id = {row.delivery_id: row for row in rows}
-    if connection.vendor == "postgresql":
-        found = _lease_new_in_one_statement(list(by_delivery_id), now)
-    else:
-        with transaction.atomic():
-            found = list(
-                Delivery.objects.select_for_update(skip_locked=True)
-                .filter(
-                    delivery_id__in=list(by_delivery_id),
-                    status=Delivery.Status.PENDING,
-                    next_attempt_at__lte=now,
-                    subscription__is_active=True,
-                )
-                .values_list("pk", "delivery_id", "subscription__url", "subscription__secret_encrypted")
+    with transaction.atomic():
+        found = list(
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))  # not the subscription's row
+            .filter(
+                delivery_id__in=list(by_delivery_id),
+                status=Delivery.Status.PENDING,
+                next_attempt_at__lte=now,
+                subscription__is_active=True,
             )
-            if found:
-                Delivery.objects.filter(pk__in=[pk for pk, *_ in found]).update(next_attempt_at=now + LEASE)
+            .values_list("pk", "delivery_id", "subscription__url", "subscription__secret_encrypted")
+        )
+        if found:
+            Delivery.objects.filter(pk__in=[pk for pk, *_ in found]).update(next_attempt_at=now + LEASE)
     leased = []
     for pk, delivery_id, url, secret in found:
         row = by_delivery_id[delivery_id]
@@ -93,25 +88,3 @@ def _lease_new(rows: list[Delivery]) -> list[Delivery]:
         leased.append(row)
     leased.sort(key=lambda row: row.pk)
     return leased
-
-
-def _lease_new_in_one_statement(delivery_ids: list, now: datetime) -> list[tuple]:
-    """`_lease_new` on PostgreSQL: lock (SKIP LOCKED), lease and read in one statement."""
-    q = connection.ops.quote_name
-    table, subscriptions = q(Delivery._meta.db_table), q(Subscription._meta.db_table)
-    d = {name: q(Delivery._meta.get_field(name).column) for name in _LEASE_NEW_COLUMNS}
-    s = {name: q(Subscription._meta.get_field(name).column) for name in ("id", "url", "secret_encrypted", "is_active")}
-    # identifiers from the models' own metadata, quoted; every value is a parameter
-    sql = (
-        f"WITH mine AS MATERIALIZED (SELECT {d['id']} AS id FROM {table} "  # noqa: S608
-        f"WHERE {d['delivery_id']} = ANY(%b) AND {d['status']} = %s AND {d['next_attempt_at']} <= %s "
-        f"FOR UPDATE SKIP LOCKED) "
-        f"UPDATE {table} AS leased SET {d['next_attempt_at']} = %s FROM mine, {subscriptions} AS sub "
-        f"WHERE leased.{d['id']} = mine.id AND sub.{s['id']} = leased.{d['subscription']} AND sub.{s['is_active']} "
-        f"AND {_no_disk_wait()} "
-        f"RETURNING leased.{d['id']}, leased.{d['delivery_id']}, sub.{s['url']}, sub.{s['secret_encrypted']}"
-    )
-    return run_prepared(sql, [delivery_ids, str(Delivery.Status.PENDING), now, now + LEASE])
-
-
-_LEASE_NEW_COLUMNS = ("id", "delivery_id", "status", "next_attempt_at", "subscription")

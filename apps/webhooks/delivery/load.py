@@ -1,10 +1,8 @@
-"""What the engine reads of a leased row (`_SEND_FIELDS`), the rows built from those columns without
-the ORM's query (`_built`), and which of them are sent: a deactivated subscription's rows are
-dropped, an `Endpoint`'s rows follow its `mode`."""
+"""What the engine reads of a leased row (`_SEND_FIELDS`) and which of the rows are sent: a
+deactivated subscription's rows are dropped, an `Endpoint`'s rows follow its `mode`."""
 
 from __future__ import annotations
 
-from django.db.models.base import ModelState
 from django.utils import timezone
 
 from ..models import Delivery, Endpoint, Subscription
@@ -34,43 +32,38 @@ _SEND_FIELDS = (
     "endpoint__previous_secret_until",
     "endpoint__mode",
 )
-# A delivery's targets: (its foreign key, the model), in the order `_lease_and_load` reads them.
+# A delivery's targets: (its foreign key, the model), in the order `_lease_and_load_sql` reads them.
 _TARGETS = (("subscription", Subscription), ("endpoint", Endpoint))
-# The same as `_lease_and_load` reads them: attnames of each model, its primary key first.
+
+
+def _attnames(model, names: set[str]) -> tuple[str, ...]:
+    """The attnames of `model`'s fields named in `names`, in the order `Model.from_db` takes values."""
+    return tuple(f.attname for f in model._meta.concrete_fields if f.name in names)
+
+
+# What `_lease_and_load_sql` reads of each model: `_SEND_FIELDS`' attnames and the primary key.
 _LOADED = {
-    Delivery: ("id", *(Delivery._meta.get_field(name).attname for name in _SEND_FIELDS if "__" not in name)),
+    Delivery: _attnames(Delivery, {"id", *(name for name in _SEND_FIELDS if "__" not in name)}),
     **{
-        model: ("id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__")))
+        model: _attnames(
+            model, {"id", *(name.split("__")[1] for name in _SEND_FIELDS if name.startswith(f"{relation}__"))}
+        )
         for relation, model in _TARGETS
     },
 }
-
-
-_RELATIONS = {relation: Delivery._meta.get_field(relation) for relation, _ in _TARGETS}
-
-
-def _built(model, values: list, alias: str):
-    """An instance of `model` from `_LOADED[model]`'s columns, as `Model.from_db` leaves it (loaded
-    from `alias`, the other columns deferred), without `Model.__init__` (several times cheaper), on
-    the run's thread while the outbound thread waits for the interpreter lock. The models have no
-    init signal receivers."""
-    instance = model.__new__(model)
-    instance.__dict__.update(zip(_LOADED[model], values, strict=True))
-    state = instance._state = ModelState()
-    state.adding, state.db = False, alias
-    return instance
 
 
 def _load(ids: list[int]) -> list[Delivery]:
     """The leased rows with their endpoints as they are now, in one query. Rows of a subscription
     deactivated meanwhile are dropped silently (deleted endpoints took their rows with them); rows of
     an `Endpoint` in `drop` mode are skipped (kept for its log), in `hold` mode parked unsent."""
-    rows = list(
-        Delivery.objects.select_related("subscription", "endpoint")
-        .only(*_SEND_FIELDS)  # not the log's copy of the payload, nor the subscription's event list
-        .filter(pk__in=ids, status=Delivery.Status.PENDING)
-    )
-    return _ready_to_send(rows)
+    return _ready_to_send(list(_loaded(Delivery.objects.filter(pk__in=ids, status=Delivery.Status.PENDING))))
+
+
+def _loaded(deliveries):
+    """`deliveries` read with what an attempt reads (`_SEND_FIELDS`) and their targets, in one query:
+    not the log's copy of the payload, nor the subscription's event list."""
+    return deliveries.select_related("subscription", "endpoint").only(*_SEND_FIELDS)
 
 
 def _ready_to_send(rows: list[Delivery]) -> list[Delivery]:

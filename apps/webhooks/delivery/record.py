@@ -10,12 +10,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core import metrics
-from apps.core.statements import run_prepared
 
 from ..models import Attempt, Delivery
 from . import sweep
 from .kinds import kind_of
-from .lease import _no_disk_wait
 from .send import Outcome
 from .settle import _notify_failed, _notify_settled
 
@@ -126,8 +124,8 @@ def _attempt_row(outcome: Outcome, number: int) -> Attempt:
 # was parsed anew every time (over 50 parameters psycopg does not cache a query), a fifth of the
 # engine's coordinating thread.
 _RECORD_ARRAYS = (
-    "%b::bigint[], %b::integer[], %b::varchar[], %b::timestamptz[], %b::integer[], %b::varchar[], "
-    "%b::timestamptz[], %b::integer[], %b::varchar[]"
+    "%s::bigint[], %s::integer[], %s::varchar[], %s::timestamptz[], %s::integer[], %s::varchar[], "
+    "%s::timestamptz[], %s::integer[], %s::varchar[]"
 )
 
 
@@ -159,11 +157,10 @@ def _write_in_one_statement(decided: list, now: datetime) -> set[int]:
             strict=True,
         ):
             column.append(value)
-    no_disk_wait = f" WHERE {_no_disk_wait()}"
     # identifiers from the models' own metadata, quoted; every value is a parameter
     sql = (
         f"WITH v AS (SELECT * FROM unnest({_RECORD_ARRAYS}) "  # noqa: S608
-        f"AS v (id, number, status, next_at, status_code, error, started_at, duration_ms, excerpt){no_disk_wait}), "
+        f"AS v (id, number, status, next_at, status_code, error, started_at, duration_ms, excerpt)), "
         f"written AS (UPDATE {delivery} AS row SET {d['status']} = v.status, {d['attempts']} = v.number, "
         f"{d['next_attempt_at']} = v.next_at, {d['last_status_code']} = v.status_code, "
         f"{d['last_error']} = v.error, {d['updated_at']} = %s "
@@ -173,7 +170,9 @@ def _write_in_one_statement(decided: list, now: datetime) -> set[int]:
         f"SELECT v.id, v.number, v.started_at, v.duration_ms, v.status_code, v.error, v.excerpt "
         f"FROM v JOIN written ON written.id = v.id RETURNING {a['delivery']}"
     )
-    return {pk for (pk,) in run_prepared(sql, [*columns, now, str(Delivery.Status.PENDING)])}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*columns, now, str(Delivery.Status.PENDING)])
+        return {pk for (pk,) in cursor.fetchall()}
 
 
 _RECORD_DELIVERY_COLUMNS = (

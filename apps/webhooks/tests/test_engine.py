@@ -19,7 +19,6 @@ import time
 import uuid
 from datetime import datetime, timedelta
 from types import ModuleType, SimpleNamespace
-from unittest import mock
 
 import pytest
 from cryptography.fernet import Fernet
@@ -802,41 +801,3 @@ def test_an_attempt_is_bounded_in_total_not_only_per_socket_read(widget, receive
     # the same delivery again while the first attempt is still in flight
     assert elapsed < 1.0 + 0.5 + 0.5, f"one attempt took {elapsed:.1f} s with a deadline of 1 s"
     assert Delivery.objects.get().last_error == "deadline_exceeded"
-
-
-def test_inside_a_transaction_the_engine_statements_keep_its_commit_as_it_is():
-    # given an atomic block (the statement is not its own transaction)
-    with transaction.atomic():
-        # when / then the condition changes nothing for the surrounding transaction
-        assert engine._no_disk_wait() == "TRUE"
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_the_engine_commits_its_own_statements_without_the_disk_and_leaves_the_session_as_it_was(
-    widget, receiver, triggers
-):
-    from django.db import connection
-
-    # given a connection whose commits wait for the disk (whatever the server's default: CI's
-    # throwaway server turns it off for everyone) ...
-    with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit = on")
-    # ... and due deliveries: one sent at once by fan-out's process, the others left to deliver_due
-    subscribe(widget, receiver.url())
-    emit_message(widget)
-    assert engine._no_disk_wait() != "TRUE"  # outside a transaction: each statement turns it off for itself
-    with mock.patch.object(engine.fanout, "NEW_AT_ONCE", 0):
-        for n in range(2, 5):
-            emit_message(widget, n)
-    # when the engine leases, sends and records them outside any transaction
-    services.deliver_due(concurrency=16)
-    # then every one was delivered and recorded ...
-    assert set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}
-    assert Attempt.objects.count() == 4
-    # ... and the connection's own setting is untouched for whatever it commits next
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
-        setting = cursor.fetchone()[0]
-        cursor.execute("RESET synchronous_commit")
-    assert setting == "on"

@@ -192,7 +192,7 @@ def test_a_failure_of_the_hand_over_leaves_the_rows_to_the_sweeper(widget, recei
 
 
 @pytest.mark.postgres
-def test_the_hand_over_costs_one_statement_to_lease_and_one_to_record(widget, receiver, monkeypatch):
+def test_the_hand_over_costs_two_statements_to_lease_and_one_to_record(widget, receiver, monkeypatch):
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     emit_messages(widget, 1)  # warm: the pool's session, the secret cache
     # given a fan-out whose hand-over is held back (its rows as fan-out built them, committed)
@@ -200,8 +200,10 @@ def test_the_hand_over_costs_one_statement_to_lease_and_one_to_record(widget, re
     monkeypatch.setattr(engine, "send_new", lambda rows, **options: held.extend(rows))
     emit_messages(widget, 1)
     assert len(held) == 1 and Delivery.objects.filter(status="pending").count() == 1
-    # when it is handed over: one statement leases (and reads the subscription), one records
+    # when it is handed over: the lease locks the row (reading the subscription) and moves it, one
+    # statement records
     with CaptureQueriesContext(connection) as queries:
         assert send_new(held) == 1
-    assert len(queries) == 2, [query["sql"][:80] for query in queries]
+    statements = [query["sql"] for query in queries if query["sql"] not in ("BEGIN", "COMMIT")]
+    assert len(statements) == 3, [sql[:80] for sql in statements]
     assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 2}
