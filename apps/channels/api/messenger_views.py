@@ -78,8 +78,8 @@ class MessengerDetailView(ScopedAPIView):
         responses={200: s.MessengerWriteDoc},
     )
     def put(self, request, provider: str):
-        messengers.writable(request.widget, provider)
-        data = self.validated(s.credential_input(provider))
+        found = messengers.writable(request.widget, provider)
+        data = self.validated(s.MessengerCredentialInput, context={"provider": found})
         row, outcome = messengers.connect(
             widget=request.widget,
             provider=provider,

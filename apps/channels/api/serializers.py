@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from rest_framework import serializers
 
 from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField
@@ -74,67 +76,43 @@ class MessengerWriteDoc(MessengerDoc):
     webhook = WebhookOutcomeDoc(help_text="Read it: a 200 does not by itself mean inbound works.")
 
 
-class TelegramTokenInput(InputSerializer):
-    token = StrictCharField(
-        min_length=10,
-        max_length=128,
-        trim_whitespace=False,
-        help_text="The bot token from @BotFather (`<digits>:<35+ characters>`).",
-    )
-
-    def validate_token(self, value: str) -> str:
-        import re
-
-        if not re.fullmatch(r"[0-9]{1,20}:[A-Za-z0-9_-]{20,100}", value):
-            raise serializers.ValidationError("Not a Telegram bot token (`<digits>:<characters>`).")
-        return value
-
-
-_PRINTABLE = r"[\x21-\x7e]{1,512}"  # printable ASCII, no spaces: every provider's token alphabet
 _SID = r"[A-Za-z0-9_.:@-]{1,128}"
 
 
-class ProviderTokenInput(InputSerializer):
+class MessengerCredentialInput(InputSerializer):
+    """The PUT body of a messenger: the members its provider names (`Provider.fields`: `token`, and
+    `sid` and `url` for some); any other member is 422. The token must match the provider's
+    `credential_pattern`. The provider comes in the serializer's context (`provider`)."""
+
     token = StrictCharField(
         min_length=1, max_length=512, trim_whitespace=False, help_text="The provider's access token (write-only)."
     )
-
-    def validate_token(self, value: str) -> str:
-        import re
-
-        if not re.fullmatch(_PRINTABLE, value):
-            raise serializers.ValidationError("Printable ASCII without spaces, at most 512 characters.")
-        return value
-
-
-class ProviderTokenSidInput(ProviderTokenInput):
     sid = StrictCharField(
         min_length=1,
         max_length=128,
         trim_whitespace=False,
         help_text="`wa`: the WhatsApp business phone number id; `apple`: the business id.",
     )
-
-    def validate_sid(self, value: str) -> str:
-        import re
-
-        if not re.fullmatch(_SID, value):
-            raise serializers.ValidationError("Letters, digits and `_.:@-`, at most 128 characters.")
-        return value
-
-
-class AppleInput(ProviderTokenSidInput):
     url = StrictCharField(
         max_length=2048, help_text="The messaging gateway's endpoint: https, a public address (checked)."
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        named = self.context["provider"].fields
+        for name in [name for name in self.fields if name not in named]:
+            self.fields.pop(name)
 
-def credential_input(provider: str) -> type[InputSerializer]:
-    """The PUT body of a provider: `{token}` (`tg` a bot token), `{token, sid}` for `wa`,
-    `{token, sid, url}` for `apple`; any other member is 422."""
-    return {"tg": TelegramTokenInput, "wa": ProviderTokenSidInput, "apple": AppleInput}.get(
-        provider, ProviderTokenInput
-    )
+    def validate_token(self, value: str) -> str:
+        provider = self.context["provider"]
+        if not re.fullmatch(provider.credential_pattern, value):
+            raise serializers.ValidationError(provider.credential_rule)
+        return value
+
+    def validate_sid(self, value: str) -> str:
+        if not re.fullmatch(_SID, value):
+            raise serializers.ValidationError("Letters, digits and `_.:@-`, at most 128 characters.")
+        return value
 
 
 class MessengerCredentialDoc(serializers.Serializer):

@@ -149,6 +149,9 @@ class Provider(ABC):
     code: ClassVar[str] = ""
     label: ClassVar[str] = "The provider"  # how an error detail names it
     fields: ClassVar[tuple[str, ...]] = ("token",)
+    # the whole token of a PUT matches this (its alphabet and length), else the 422 says `credential_rule`
+    credential_pattern: ClassVar[str] = r"[\x21-\x7e]{1,512}"  # printable ASCII, no spaces
+    credential_rule: ClassVar[str] = "Printable ASCII without spaces, at most 512 characters."
     # where the hook's own secret travels: "header" (the provider echoes what we registered),
     # "query" (the registered hook URL carries `?token=<secret>`, redacted in logs), or "" (the provider signs).
     hook_auth: ClassVar[str] = ""

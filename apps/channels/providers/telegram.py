@@ -114,6 +114,8 @@ class Telegram(Provider):
     hook_auth = "header"
     strict_json = True
     refusal = "X-Telegram-Bot-Api-Secret-Token does not match."
+    credential_pattern = r"[0-9]{1,20}:[A-Za-z0-9_-]{20,100}"  # @BotFather's `<digits>:<characters>`
+    credential_rule = "Not a Telegram bot token (`<digits>:<characters>`)."
 
     @property
     def long_poll(self) -> bool:
