@@ -13,6 +13,7 @@ from apps.agents.models import Agent
 from apps.core.models import Widget
 from apps.webhooks.models import Delivery
 
+from .delivery import owners
 from .models import CustomChannel, ExternalContact
 
 CUSTOM_PREFIX = "ch"
@@ -74,8 +75,6 @@ def external_contact_for(widget: Widget, *, channel: str, contact_id: int) -> Ex
 def get_pending_deliveries() -> tuple[int, datetime | None]:
     """Every widget's pending outbound channel deliveries together: (how many, created_at of the
     oldest). For /metrics only: it names no tenant."""
-    from .delivery import owners
-
     found = Delivery.objects.filter(status=Delivery.Status.PENDING, endpoint__owner__in=owners()).aggregate(
         n=Count("id"), oldest=Min("created_at")
     )
