@@ -10,24 +10,16 @@ database locks whole tables across threads); the kill test also needs Redis for 
 from __future__ import annotations
 
 import gc
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-import uuid
-import warnings
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 from unittest import mock
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
@@ -36,6 +28,7 @@ from apps.core.models import OutboxEvent, Widget
 from apps.webhooks import delivery as engine
 from apps.webhooks import services, signing, tasks
 from apps.webhooks.models import Attempt, Delivery
+from apps.webhooks.tests.killed_worker import expire_leases_and_backoffs, kill_mid_batch, sweep_until_settled
 from apps.webhooks.tests.receiver import Hit, Receiver, Reply, always, flaky
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -107,13 +100,6 @@ def emit_messages(widget: Widget, count: int, *, bulk: bool = False) -> list[str
                 core_events.fan_out(event.pk)
     assert not OutboxEvent.objects.filter(dispatched_at__isnull=True).exists()
     return [str(event.pk) for event in events]
-
-
-def expire_leases_and_backoffs() -> int:
-    """Stand-in for waiting: every pending row becomes due now."""
-    return Delivery.objects.filter(status=Delivery.Status.PENDING).update(
-        next_attempt_at=timezone.now() - timedelta(seconds=1)
-    )
 
 
 def assert_signed(hits: list[Hit], secret: str) -> None:
@@ -267,106 +253,22 @@ def test_two_engines_at_once_never_send_one_delivery_twice(widget, receiver, los
 # --- a worker killed mid-batch ----------------------------------------------------------------------
 
 
-def _worker_env(receiver: Receiver) -> dict[str, str]:
-    """The environment of a real Celery worker on the test database, broker and receiver."""
-    db = django_settings.DATABASES["default"]
-    url = urlsplit(os.environ["DATABASE_URL"])
-    test_db_url = urlunsplit((url.scheme, url.netloc, "/" + db["NAME"], url.query, url.fragment))
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": test_db_url,
-        "REDIS_URL": django_settings.REDIS_URL,
-        "OUTBOUND_ALLOW_LOOPBACK": "1",
-        "REQUESTS_CA_BUNDLE": str(receiver.ca_path),
-        "PYTHONPATH": str(ROOT),
-        "LOG_LEVEL": "INFO",
-    }
-
-
-def _wait_until_ready(log: Path, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the worker exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        if " ready." in log.read_text(errors="replace"):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the worker did not get ready in {timeout} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_at_most_its_in_flight(
     widget, receiver, lost_triggers, tmp_path
 ):
-    from config.celery import app
-
     # given 200 due deliveries, a slow endpoint (200 ms), and a real worker on its own queue
     receiver.rule = always(200, delay=0.2)
     secret = services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])[1]
     keys = emit_messages(widget, 200, bulk=True)
     assert receiver.hits == []
     assert connection.vendor == "postgresql"
-    queue = f"webhook-kill-test-{uuid.uuid4().hex[:8]}"
-    log = tmp_path / "worker.log"
-    with log.open("w") as out:
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-P",
-                "solo",
-                "--concurrency",
-                "1",
-                "-Q",
-                queue,
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-l",
-                "info",
-            ],
-            cwd=ROOT,
-            env=_worker_env(receiver),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_until_ready(log, worker)
-        # when the worker runs deliver_due and is killed once some requests have reached the receiver
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # send_task ignores task_always_eager: that is the point
-            app.send_task("apps.webhooks.tasks.deliver_due", queue=queue)
-        receiver.wait_for(40, timeout=30)
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
-        assert worker.returncode == -signal.SIGKILL
-        seen_at_kill = len(receiver.snapshot())
-        time.sleep(0.5)  # in-flight requests finish at the receiver; nobody is left to record them
-        recorded = Attempt.objects.count()
-        in_flight = len(receiver.snapshot()) - recorded
-        assert 0 < seen_at_kill < 200
-        assert Delivery.objects.filter(status="pending").exists()
-    finally:
-        if worker.poll() is None:
-            os.kill(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=10)
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_purge(queue)
-    # when the leases run out and the sweeper takes over in this process
-    rounds = 0
-    while Delivery.objects.filter(status=Delivery.Status.PENDING).exists():
-        rounds += 1
-        assert rounds <= 3
-        expire_leases_and_backoffs()
-        tasks.sweep_deliveries()
+    # when the worker runs deliver_due and is killed once some requests have reached the receiver
+    in_flight = kill_mid_batch(receiver, tmp_path / "worker.log", after_hits=40)
+    # ... and the leases run out and the sweeper takes over in this process
+    sweep_until_settled()
     # then no event is lost ...
     hits = receiver.snapshot()
     assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 200}
