@@ -75,7 +75,7 @@ class Window:
         for name, value in (("from", start), ("to", end)):
             # MomentField refuses these already; a caller building a window itself gets the same rule.
             if value is not None and not in_supported_range(value):
-                raise WindowError(name, f"Must be from {EARLIEST_DAY} to {LATEST_DAY} (Europe/Moscow).")
+                raise WindowError(name, f"Must be from {EARLIEST_DAY} to {LATEST_DAY} ({business_tz().key}).")
         if start is None and end is None:
             start, end = _shift_days(tomorrow, -DEFAULT_DAYS), tomorrow
         elif end is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -16,7 +17,6 @@ from apps.core.timeparse import format_moment
 from .. import export, selectors
 from ..windows import INTERVALS, MAX_BUCKETS, PERIODS, Window, WindowError, bucket_count
 
-TIMEZONE = "Europe/Moscow"
 WINDOW_PARAMS = ("from", "to", "period")
 
 
@@ -152,7 +152,11 @@ class ExportQuery(WindowQuery):
 
 
 def window_payload(window: Window) -> dict:
-    return {"from": format_moment(window.start), "to": format_moment(window.end), "timezone": TIMEZONE}
+    return {
+        "from": format_moment(window.start),
+        "to": format_moment(window.end),
+        "timezone": settings.BUSINESS_TIME_ZONE,
+    }
 
 
 # --- documentation of output shapes ---------------------------------------------------------------------
