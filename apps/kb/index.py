@@ -57,7 +57,7 @@ RRF_K = 10
 VECTOR_WEIGHT, KEYWORD_WEIGHT = 2.0, 1.0
 MAX_QUERY_WORDS = 64
 MAX_QUERY_TERMS = 32  # lexemes looked up per question (one GIN lookup each)
-TERM_CAP = 500  # ids a lexeme's lookup reads at most; a commoner lexeme weighs as if in TERM_CAP chunks
+TERM_CAP = 10_000  # ids a lexeme's lookup reads at most; a commoner lexeme weighs as if in TERM_CAP chunks
 RANKED = 2 * CANDIDATES  # chunks whose tsvectors (postings on SQLite) are read for the exact ranking
 BM25_K1, BM25_B = 1.2, 0.75
 REFRESH_MARGIN = timedelta(minutes=5)
