@@ -12,7 +12,9 @@ CPU time and RSS are read from /proc; then BENCH_SOCKETS_REPLIES replies (defaul
 to the rooms with POST /api/v1/chats/{id}/messages by BENCH_SOCKETS_CONCURRENCY clients (default 10),
 each waiting for its reply on the room's socket before the next: a reply's latency is from its POST
 to the frame on the socket, and a reply that does not reach every socket of its session within 10 s
-is a drop.
+is a drop. INFO lines split the same replies at the POST's answer: the REST write itself
+(`push.post_p50`) and the push after it (`push.after_post_p50`, `push.after_post_p99`; 0 when the
+frame came before the answer, as the push is sent on commit).
 
 Floor: a bare websocket server on the same uvicorn and event loop (bench.lib.ws_floor: accept, echo,
 and `POST /push/<n>` writing to socket n), measured by the same driver the same way.
@@ -235,6 +237,9 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
     pool = ThreadPoolExecutor(concurrency)
     loop = asyncio.get_running_loop()
     latencies: list[float] = []
+    # the same replies split at the POST's answer: the REST write itself, then the push after it
+    posts: list[float] = []
+    after_posts: list[float] = []
     drops = 0
     queue = list(range(replies))
 
@@ -248,9 +253,12 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
             waiter = sockets.waiters[body] = loop.create_future()
             started = time.perf_counter()
             await loop.run_in_executor(pool, post_reply, target, body)
+            answered = time.perf_counter()
             try:
                 arrived = await asyncio.wait_for(waiter, DROP_SECONDS)
                 latencies.append((arrived - started) * 1000)
+                posts.append((answered - started) * 1000)
+                after_posts.append(max(0.0, arrived - answered) * 1000)
             except TimeoutError:
                 drops += 1
             sockets.waiters.pop(body, None)
@@ -262,6 +270,9 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
     await sockets.close()
     latencies.sort()
     return {
+        "post_p50": statistics.median(posts) if posts else float("nan"),
+        "after_post_p50": statistics.median(after_posts) if after_posts else float("nan"),
+        "after_post_p99": _p99(sorted(after_posts)),
         "opened": opened,
         "failed": sockets.failed + (len(urls) - sockets.failed - opened),
         "open_seconds": seconds,
@@ -270,10 +281,14 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
         "idle_cpu": cpu,
         "fds": fds,
         "p50": statistics.median(latencies) if latencies else float("nan"),
-        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan"),
+        "p99": _p99(latencies),
         "drops": drops,
         "push_seconds": push_seconds,
     }
+
+
+def _p99(ordered: list[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
 async def run_ours(server: Server, guid: str, token: str, rooms, n: int, replies: int) -> dict:
@@ -389,6 +404,17 @@ def report(ours: dict, floor: dict, n: int) -> int:
         ),
         bench_line(
             f"{NAME}.push.drops", ours=ours["drops"], floor=floor["drops"], ratio=None, target="ours==0", unit="replies"
+        ),
+        *(
+            bench_line(
+                f"{NAME}.push.{name}",
+                ours=round(ours[name], 1),
+                floor=round(floor[name], 1),
+                ratio=ratio(ours[name], floor[name]),
+                target=None,
+                unit="ms",
+            )
+            for name in ("post_p50", "after_post_p50", "after_post_p99")
         ),
     ]
     return 0 if all(r is not False for r in results) else 1
