@@ -15,7 +15,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings as django_settings
@@ -26,28 +25,17 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, Credent
 from apps.chats import services as chat_services
 from apps.chats.models import Message
 from apps.chats.tests.factories import ContactFactory
+from apps.core.testing.processes import ROOT, wait_until_ready, worker_env
 from tests.llm_fake import FakeLLM, ca_path, server_error
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[3]
 ANSWER = "Tea ships in two days."
 
 
 def _worker_env() -> dict[str, str]:
-    db = django_settings.DATABASES["default"]
-    url = urlsplit(os.environ["DATABASE_URL"])
-    test_db_url = urlunsplit((url.scheme, url.netloc, "/" + db["NAME"], url.query, url.fragment))
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": test_db_url,
-        "REDIS_URL": django_settings.REDIS_URL,
-        "OUTBOUND_ALLOW_LOOPBACK": "1",
-        "REQUESTS_CA_BUNDLE": ca_path(),
-        "PYTHONPATH": str(ROOT),
-        "LOG_LEVEL": "DEBUG",  # the tests read the tasks' outcomes from the per-task lines
-    }
+    # the tests read the tasks' outcomes from the per-task lines
+    return worker_env(ca_bundle=ca_path(), log_level="DEBUG")
 
 
 def _start_worker(queue: str, log: Path) -> subprocess.Popen:
@@ -63,17 +51,6 @@ def _start_worker(queue: str, log: Path) -> subprocess.Popen:
         )  # fmt: skip
 
 
-def _wait_ready(log: Path, process: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the worker exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        if " ready." in log.read_text(errors="replace"):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the worker did not get ready in {timeout} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="module")
 def workers(django_db_setup, tmp_path_factory):
     """Two real workers on a queue of their own (module-wide: they start once)."""
@@ -87,7 +64,7 @@ def workers(django_db_setup, tmp_path_factory):
     processes = [_start_worker(queue, log) for log in logs]
     try:
         for log, process in zip(logs, processes, strict=True):
-            _wait_ready(log, process)
+            wait_until_ready(log, process, timeout=90.0)
         yield {"queue": queue, "logs": logs}
     finally:
         for process in processes:

@@ -29,7 +29,6 @@ from apps.ai.models import ReplyClaim
 from apps.ai.tests.test_runtime_worker import (
     ANSWER,
     ROOT,
-    _wait_ready,
     _worker_env,
     bot,
     fake,
@@ -37,6 +36,7 @@ from apps.ai.tests.test_runtime_worker import (
     wait_for,
 )
 from apps.chats.models import Message
+from apps.core.testing.processes import wait_until_ready
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -69,7 +69,7 @@ class Workers:
                 start_new_session=True,
             )
         self.processes.append(process)
-        _wait_ready(log, process)
+        wait_until_ready(log, process, timeout=90.0)
         return process
 
     def stop_all(self) -> None:

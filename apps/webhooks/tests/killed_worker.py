@@ -13,44 +13,13 @@ import uuid
 import warnings
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-from django.conf import settings as django_settings
 from django.utils import timezone
 
+from apps.core.testing.processes import ROOT, wait_until_ready, worker_env
 from apps.webhooks import tasks
 from apps.webhooks.models import Attempt, Delivery
 from apps.webhooks.tests.receiver import Receiver
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def worker_env(receiver: Receiver) -> dict[str, str]:
-    """The environment of a real Celery worker on the test database, broker and receiver."""
-    db = django_settings.DATABASES["default"]
-    url = urlsplit(os.environ["DATABASE_URL"])
-    test_db_url = urlunsplit((url.scheme, url.netloc, "/" + db["NAME"], url.query, url.fragment))
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": test_db_url,
-        "REDIS_URL": django_settings.REDIS_URL,
-        "OUTBOUND_ALLOW_LOOPBACK": "1",
-        "REQUESTS_CA_BUNDLE": str(receiver.ca_path),
-        "PYTHONPATH": str(ROOT),
-        "LOG_LEVEL": "INFO",
-    }
-
-
-def wait_until_ready(log: Path, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the worker exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        if " ready." in log.read_text(errors="replace"):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the worker did not get ready in {timeout} s:\n{log.read_text()[-3000:]}")
 
 
 def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int) -> int:
@@ -65,7 +34,7 @@ def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int) -> int:
             [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-Q", queue]
             + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
             cwd=ROOT,
-            env=worker_env(receiver),
+            env=worker_env(ca_bundle=str(receiver.ca_path)),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
