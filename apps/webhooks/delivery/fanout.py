@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..models import Delivery
 from . import record, sweep
-from .lease import LEASE
+from .lease import LEASE, _move
 from .run import _PoolRun
 from .send import _send
 
@@ -77,8 +77,7 @@ def _lease_new(rows: list[Delivery]) -> list[Delivery]:
             )
             .values_list("pk", "delivery_id", "subscription__url", "subscription__secret_encrypted")
         )
-        if found:
-            Delivery.objects.filter(pk__in=[pk for pk, *_ in found]).update(next_attempt_at=now + LEASE)
+        _move(Delivery.objects.filter(pk__in=[pk for pk, *_ in found]), now)
     leased = []
     for pk, delivery_id, url, secret in found:
         row = by_delivery_id[delivery_id]

@@ -4,8 +4,8 @@ engine takes them meanwhile), and loaded with their targets.
 A pool run leases and loads on PostgreSQL in one statement (`_lease_and_load_sql`): an UPDATE that
 returns the rows it leased joined to their targets, which the ORM has no spelling for (`update()`
 returns a count). On the run's thread, the ORM's four round trips (BEGIN, the locking SELECT, the
-UPDATE, COMMIT) and their Python took the interpreter lock from the outbound thread; see the
-architecture page. Elsewhere (SQLite, which has no SKIP LOCKED and lets one writer in at a time) the
+UPDATE, COMMIT) and their Python hold the interpreter lock the outbound thread needs to refill its
+places; see the architecture page. Elsewhere (SQLite, which has no SKIP LOCKED and lets one writer in at a time) the
 ORM leases."""
 
 from __future__ import annotations
@@ -36,14 +36,24 @@ def _lease_rows(batch_size: int) -> list[tuple[int, str]]:
     now = timezone.now()
     with transaction.atomic():
         rows = list(
-            Delivery.objects.select_for_update(skip_locked=True)
-            .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-            .order_by("next_attempt_at", "pk")
-            .values_list("pk", "subscription_id", "endpoint_id")[:batch_size]
+            _due(Delivery.objects.select_for_update(skip_locked=True), now, batch_size).values_list(
+                "pk", "subscription_id", "endpoint_id"
+            )
         )
-        if rows:
-            Delivery.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(next_attempt_at=now + LEASE)
+        _move(Delivery.objects.filter(pk__in=[pk for pk, _, _ in rows]), now)
     return [(pk, target_key(sub_id, endpoint_id)) for pk, sub_id, endpoint_id in rows]
+
+
+def _due(deliveries, now, batch_size: int):
+    """Up to `batch_size` of `deliveries` that are due at `now`, oldest due first."""
+    return deliveries.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now).order_by(
+        "next_attempt_at", "pk"
+    )[:batch_size]
+
+
+def _move(leased, now) -> None:
+    """The lease itself: `leased` rows are not due again before LEASE has passed."""
+    leased.update(next_attempt_at=now + LEASE)
 
 
 def _due_cte() -> str:
@@ -79,13 +89,8 @@ def _lease_and_load(batch_size: int) -> list[Delivery]:
         found.sort(key=lambda values: values[:2])  # RETURNING keeps no order: the due date, then the pk
         return _ready_to_send([_row(values[1:]) for values in found])
     with transaction.atomic():
-        rows = list(
-            _loaded(Delivery.objects.select_for_update(skip_locked=True, of=("self",)))
-            .filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-            .order_by("next_attempt_at", "pk")[:batch_size]
-        )
-        if rows:
-            Delivery.objects.filter(pk__in=[row.pk for row in rows]).update(next_attempt_at=now + LEASE)
+        rows = list(_due(_loaded(Delivery.objects.select_for_update(skip_locked=True, of=("self",))), now, batch_size))
+        _move(Delivery.objects.filter(pk__in=[row.pk for row in rows]), now)
     return _ready_to_send(rows)
 
 
