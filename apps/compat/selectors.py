@@ -31,8 +31,7 @@ def find_bot(token: str) -> CompatBot | None:
 
 
 def active_bot(widget: Widget) -> CompatBot | None:
-    """The widget's active bot, or None. Asked on every visitor message: compiled once, prepared on
-    PostgreSQL."""
+    """The widget's active bot, or None. Asked on every visitor message: compiled once."""
     found = _ACTIVE_BOT.instances(widget=widget.pk)
     return found[0] if found else None
 
@@ -43,7 +42,6 @@ _ACTIVE_BOT = ModelStatement(
         .filter(widget_id=Slot("widget", Widget._meta.pk), is_active=True)
         .order_by("pk")[:1]
     ),
-    prepared=True,
 )
 
 

@@ -26,7 +26,6 @@ tasks of the events it took find them done.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,14 +33,12 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from apps.core import statements
 from apps.core.models import OutboxEvent, Widget
-from apps.core.statements import run_prepared
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +231,7 @@ def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **
     row = None
     if type in CATALOGUE:
         row = OutboxEvent(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
-        statements.insert(row)
+        row.save(force_insert=True)
         _pending_hand_off().add(row.pk)
     event = Event(widget=widget, type=type, data=data, objects=objects or {})
     for handler in _handlers.get((type, IN_TRANSACTION), ()):
@@ -379,45 +376,18 @@ def fan_out_many(event_ids: list, *, batch_size: int = FAN_OUT_BATCH) -> int:
 def _dispatch(batch: list[OutboxEvent]) -> None:
     for handler in handlers():
         handler(batch)
-    pks, now = [event.pk for event in batch], timezone.now()
-    if connection.vendor == "postgresql":
-        run_prepared(_MARK_DISPATCHED_SQL, [now, pks])
-    else:
-        OutboxEvent.objects.filter(pk__in=pks).update(dispatched_at=now, attempts=F("attempts") + 1)
-
-
-# On PostgreSQL the two statements every fan-out runs are prepared (apps.core.statements.run_prepared):
-# through the ORM they would be compiled, bound on the client and planned on every run, and that time
-# is part of every event's commit-to-webhook latency.
-# Identifiers are the model's own, quoted; every value is a parameter.
-_OUTBOX_FIELDS = tuple(OutboxEvent._meta.concrete_fields)
-_OUTBOX_TABLE = f'"{OutboxEvent._meta.db_table}"'
-_OUTBOX_COLUMNS = ", ".join(f'"{f.column}"' for f in _OUTBOX_FIELDS)
-_LOCK_WAITING_SQL = (
-    f"SELECT {_OUTBOX_COLUMNS} FROM {_OUTBOX_TABLE} "  # noqa: S608
-    'WHERE "id" = ANY(%b) AND "dispatched_at" IS NULL ORDER BY "id" FOR UPDATE'
-)
-_MARK_DISPATCHED_SQL = (
-    f'UPDATE {_OUTBOX_TABLE} SET "dispatched_at" = %s, "attempts" = "attempts" + 1 '  # noqa: S608
-    'WHERE "id" = ANY(%b) RETURNING "id"'
-)
+    OutboxEvent.objects.filter(pk__in=[event.pk for event in batch]).update(
+        dispatched_at=timezone.now(), attempts=F("attempts") + 1
+    )
 
 
 def _lock_waiting(event_ids: list) -> list[OutboxEvent]:
     """The events of `event_ids` not yet dispatched, locked until the transaction ends, in id order."""
-    if connection.vendor != "postgresql":
-        return list(
-            OutboxEvent.objects.select_for_update()
-            .filter(pk__in=list(event_ids), dispatched_at__isnull=True)
-            .order_by("pk")
-        )
-    data = OutboxEvent._meta.get_field("data")
-    events = []
-    for row in run_prepared(_LOCK_WAITING_SQL, [[uuid.UUID(str(pk)) for pk in event_ids]]):
-        values = dict(zip((f.attname for f in _OUTBOX_FIELDS), row, strict=True))
-        values["data"] = data.from_db_value(values["data"], None, connection)
-        events.append(OutboxEvent.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values())))
-    return events
+    return list(
+        OutboxEvent.objects.select_for_update()
+        .filter(pk__in=list(event_ids), dispatched_at__isnull=True)
+        .order_by("pk")
+    )
 
 
 def pending_for_redrive(now=None, limit: int = 500) -> list:

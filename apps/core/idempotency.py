@@ -21,10 +21,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.core import statements
 from apps.core.errors import IdempotencyKeyMissing, IdempotencyKeyReused, InvalidIdempotencyKey
 from apps.core.models import IdempotencyKey, Widget
-from apps.core.statements import insert_new
 
 HEADER = "X-Service-Idempotency-Key"
 META_KEY = "HTTP_X_SERVICE_IDEMPOTENCY_KEY"
@@ -80,12 +78,8 @@ def claim(*, widget: Widget, key: str, method: str, path: str) -> IdempotencyKey
 
 def _insert(row: IdempotencyKey) -> bool:
     """Insert the claim; False when the widget holds the key already (after the holder's transaction
-    ends, as the unique index makes a concurrent insert wait). On PostgreSQL one prepared
-    `INSERT ... ON CONFLICT DO NOTHING` (no savepoint around it: two round trips fewer on every
-    write); elsewhere an insert in a savepoint that catches the unique violation."""
-    connection = transaction.get_connection()
-    if connection.vendor == "postgresql":
-        return bool(insert_new([row], unique="key"))
+    ends, as the unique index makes a concurrent insert wait): an insert in a savepoint that catches
+    the unique violation, as `get_or_create` does."""
     try:
         with transaction.atomic():
             row.save(force_insert=True)
@@ -101,7 +95,7 @@ def record(
     row.resource_id = "" if resource_id is None else str(resource_id)[:64]
     row.location = (location or "")[:500]
     row.answer = answer
-    statements.update(row, ["response_status", "resource_id", "location", "answer"])
+    row.save(update_fields=["response_status", "resource_id", "location", "answer"])
 
 
 def answer_of(*, widget: Widget, key: str) -> dict | None:

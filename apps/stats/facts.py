@@ -233,8 +233,8 @@ def _previous_message_at():
     )
 
 
-# read on every visitor message: compiled once, prepared on PostgreSQL (one chat's newest rows by its index)
-_PREVIOUS_MESSAGE_AT = Statement(_previous_message_at, prepared=True)
+# read on every visitor message: compiled once
+_PREVIOUS_MESSAGE_AT = Statement(_previous_message_at)
 
 
 # --- one chat's changes (inside the change's transaction, chat row locked) ----------------------------

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 
 from apps.chats.models import Rating
-from apps.core.statements import ModelStatement, Slot, run_prepared
+from apps.core.statements import ModelStatement, Slot
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 
@@ -61,33 +61,19 @@ _AGENT_KEYS = ("widget_id", "agent_id", "day")
 
 
 @functools.cache
-def _upsert_sql(model, keys: tuple[str, ...], counters: tuple[str, ...], rows: int, *, typed: bool = False) -> str:
+def _upsert_sql(model, keys: tuple[str, ...], counters: tuple[str, ...], rows: int) -> str:
     """INSERT ... ON CONFLICT (key) DO UPDATE SET c = c + excluded.c for `rows` rows, built once per
-    shape. `typed`: the values are a subquery's VALUES list, each placeholder cast to its column's
-    type (a bare VALUES list in a subquery would take them as text)."""
+    shape: the ORM has no spelling for an upsert that adds to a column. The same text runs on
+    PostgreSQL and SQLite."""
     quote = connection.ops.quote_name
     table = model._meta.db_table
     columns = [*keys, *counters]
-    placeholders = [f"%s::{model._meta.get_field(c).db_type(connection)}" if typed else "%s" for c in columns]
-    one = "(" + ", ".join(placeholders) + ")"
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
     values = ", ".join([one] * rows)
     updates = ", ".join(f"{quote(c)} = {quote(table)}.{quote(c)} + excluded.{quote(c)}" for c in counters)
     # Identifiers are our models' own column names; every value is a parameter.
     insert = f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
-    source = f"VALUES {values}"
-    if typed:
-        source = f"SELECT * FROM ({source}) AS v WHERE (SELECT count(*) FROM widget_rows) >= 0"  # noqa: S608
-    return f"{insert}{source} ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
-
-
-@functools.cache
-def _both_sql(widget_rows: int, agent_rows: int) -> str:
-    """The widget rows' upsert and the agent rows' upsert as one statement (PostgreSQL): the agent
-    rows are read after the widget rows' upsert has run to its end (their subquery counts its
-    rows), so the rows are locked in the order `apply` promises."""
-    widget = _upsert_sql(DailyWidgetFacts, _WIDGET_KEYS, WIDGET_COUNTERS, widget_rows)
-    agent = _upsert_sql(DailyAgentFacts, _AGENT_KEYS, AGENT_COUNTERS, agent_rows, typed=True)
-    return f"WITH widget_rows AS ({widget} RETURNING 1) {agent}"
+    return f"{insert}VALUES {values} ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO UPDATE SET {updates}"
 
 
 def _params(rows: list[tuple[tuple, dict]], counters: tuple[str, ...]) -> list:
@@ -104,8 +90,7 @@ def _adapt_day(day: date):
 
 def apply(delta: Delta) -> None:
     """Add `delta` to the daily rollups (widget rows first, then agent rows, each sorted). Runs in
-    the caller's transaction (no savepoint), or in one of its own outside any. On PostgreSQL one
-    prepared statement writes both tables (a message adds to both: one round trip, not two)."""
+    the caller's transaction (no savepoint), or in one of its own outside any."""
     widget_rows = [
         ((delta.widget_id, _adapt_day(day), channel, internal), values)
         for (day, channel, internal), values in delta.widget_rows()
@@ -123,25 +108,19 @@ def apply(delta: Delta) -> None:
     ]
     if not writes:
         return
-    with transaction.atomic(savepoint=False):
-        if connection.vendor != "postgresql":
-            with connection.cursor() as cursor:
-                for sql, params in writes:
-                    cursor.execute(sql, params)
-        elif len(writes) == 2:
-            run_prepared(_both_sql(len(widget_rows), len(agent_rows)), writes[0][1] + writes[1][1])
-        else:
-            run_prepared(*writes[0])  # prepared once per connection and shape
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        for sql, params in writes:
+            cursor.execute(sql, params)
 
 
 def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
     """The chat's snapshot; the caller holds the chat row lock. Read on every message: compiled
-    once, and prepared on PostgreSQL."""
+    once."""
     found = _CHAT_FACTS.instances(chat=chat_id)
     return found[0] if found else None
 
 
-_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)), prepared=True)
+_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)))
 
 
 def save_chat_facts(facts: ChatFacts, *, created: bool, fields: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
-from apps.core.statements import Slot, Statement, insert_new
+from apps.core.statements import Slot, Statement
 
 from . import catalogue, delivery, payloads
 from .models import Delivery, EventSwitch, Subscription
@@ -47,8 +47,7 @@ def _subscriptions_with_switches(widgets: int):
 
 # Compiled once per number of widgets (apps.core.statements): building and compiling this query
 # through the ORM would be a large part of the time from an event's commit to its first webhook request.
-# Prepared: a widget's few subscriptions (by the tenant-first index) have one plan whatever the widget.
-_SUBSCRIPTIONS = Statement(_subscriptions_with_switches, prepared=True)
+_SUBSCRIPTIONS = Statement(_subscriptions_with_switches)
 
 
 def _subscriptions(events: list[OutboxEvent]) -> list[Subscription]:
@@ -112,13 +111,9 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
                     next_attempt_at=now if enabled else None,
                 )
             )
-    # The unique (subscription, event) row of an earlier run stays as it is (conflicts are skipped).
-    if connection.vendor == "postgresql":
-        # one prepared statement bound on the server; only the rows inserted come back (pks set)
-        rows = insert_new(rows, unique="delivery_id")
-        due = sum(1 for row in rows if row.status == Delivery.Status.PENDING)
-    else:
-        Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    # The unique (subscription, event) row of an earlier run stays as it is (conflicts are skipped);
+    # send_new leases the rows by their delivery ids and leaves a row that is no longer due alone.
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     if due:
         transaction.on_commit(partial(delivery.send_new, rows))
     return due

@@ -71,7 +71,7 @@ def _lock_held(chat: Chat, related: tuple[str, ...]) -> bool:
     return all(Chat._meta.get_field(name).is_cached(chat) for name in related)
 
 
-# compiled once per `related`; prepared on PostgreSQL (a lookup by primary key: one plan fits all)
+# compiled once per `related`
 _LOCKED_CHAT = ModelStatement(
     lambda related: (
         Chat.objects.select_for_update(of=("self",))
@@ -79,5 +79,4 @@ _LOCKED_CHAT = ModelStatement(
         .filter(pk=Slot("chat", Chat._meta.pk), widget_id=Slot("widget", Widget._meta.pk))
         .filter(not_erasing())
     ),
-    prepared=True,
 )

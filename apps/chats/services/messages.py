@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.agents.models import Agent
-from apps.core import events, statements
+from apps.core import events
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
 from apps.erasure.selectors import not_erasing
@@ -59,7 +59,7 @@ def _store_message(
         visibility=data.visibility,
         created_at=now,
     )
-    statements.insert(message)  # one prepared statement on PostgreSQL (every message)
+    message.save(force_insert=True)
     chat.last_message, chat.last_message_at = message, now
     fields = ["last_message", "last_message_at", "updated_at"]
     chat.updated_at = now
@@ -110,7 +110,7 @@ def post_client_message(
     message, fields = _store_message(
         chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=timezone.now()
     )
-    statements.update(chat, fields)
+    chat.save(update_fields=fields)
     _emit_message(chat, message, source=source)
     if new_room and on_new_room is not None:
         on_new_room(chat)
@@ -136,7 +136,6 @@ _LOCKED_ROOM = ModelStatement(
         .filter(not_erasing())
         .order_by("pk")[:1]
     ),
-    prepared=True,
 )
 
 
@@ -163,7 +162,7 @@ def post_agent_message(
         if chat.first_agent_reply_at is None:
             chat.first_agent_reply_at = now
             fields.append("first_agent_reply_at")
-    statements.update(chat, fields)
+    chat.save(update_fields=fields)
     if accepted:
         emit_accepted(chat=chat)
     _emit_message(chat, message, source=source)

@@ -39,8 +39,7 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
 
 
 def find_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL) -> Chat | None:
-    """The contact's room on `channel`, or None. Every visitor message looks it up: compiled once,
-    prepared on PostgreSQL."""
+    """The contact's room on `channel`, or None. Every visitor message looks it up: compiled once."""
     found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
     return found[0] if found else None
 
@@ -51,5 +50,4 @@ _ROOM = ModelStatement(
         contact_id=Slot("contact", Contact._meta.pk),
         channel=Slot("channel", Chat._meta.get_field("channel")),
     ).order_by("pk")[:1],
-    prepared=True,
 )

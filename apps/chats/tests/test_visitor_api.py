@@ -1067,22 +1067,3 @@ def test_another_widgets_operators_never_show(client, widget, other_widget, crew
     AgentFactory(widget=other_widget, name="Stranger")
     set_display_mode(widget, "all")
     assert "Stranger" not in [o["name"] for o in operators(client, widget)]
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
-def test_a_visitor_message_looks_up_with_prepared_statements(client, widget, token):
-    """The lookups every visitor message makes (widget, session, room, the chat's lock, the widget's
-    compat bot, the previous message) are compiled once and prepared: planned once per connection."""
-    say(client, widget, token)  # the room made, every statement compiled
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # only this test's statements from here (psycopg forgets its own)
-    say(client, widget, token)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
-        prepared = [row[0] for row in cursor.fetchall()]
-    for table in ("core_widget", "chats_visitorsession", "chats_chat", "compat_compatbot", "chats_message"):
-        assert any(f'FROM "{table}"' in text for text in prepared), table
-    with CaptureQueriesContext(connection) as ctx:
-        say(client, widget, token, body="once more")
-    assert ctx.captured_queries  # the prepared runs are in the query log with their SQL
-    assert all(q["sql"] for q in ctx.captured_queries)

@@ -88,11 +88,9 @@ def resolve_widget(button_guid: str | None) -> Widget:
     return found[0]
 
 
-# The visitor API's two lookups of every call, compiled once and prepared on PostgreSQL (a unique key
-# each: one plan fits every value).
+# The visitor API's two lookups of every call, compiled once.
 _WIDGET_BY_GUID = ModelStatement(
     lambda: Widget.objects.filter(button_guid=Slot("guid", Widget._meta.get_field("button_guid"))).order_by("pk")[:1],
-    prepared=True,
 )
 _SESSION = ModelStatement(
     lambda: (
@@ -105,7 +103,6 @@ _SESSION = ModelStatement(
         )
         .order_by("pk")[:1]
     ),
-    prepared=True,
 )
 
 

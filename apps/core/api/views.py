@@ -209,7 +209,7 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
     """
 
     tenant_field = "widget"
-    # True: `get_object` runs one statement compiled once per view (prepared on PostgreSQL) instead
+    # True: `get_object` runs one statement compiled once per view instead
     # of building the query per request. Only for a view whose `scope_queryset` depends on nothing
     # of the request (it is compiled from a view made without one) and whose lookup field is an
     # integer column: the detail routes every chat write goes through.
@@ -279,7 +279,6 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
                     .scope_queryset(cls.tenant_queryset(cls.tenant_slot()))
                     .filter(**{cls.lookup_field: Slot("key", _integer_field(cls.queryset.model, cls.lookup_field))})
                 ),
-                prepared=True,
             )
             cls._object_statement = statement
         found = statement.instances(widget=widget.pk, key=self.lookup_key(value))

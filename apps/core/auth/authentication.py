@@ -56,8 +56,7 @@ def _token_by_prefix():
     )[:1]
 
 
-# prepared: a lookup by a unique key has one plan whatever the prefix
-_TOKEN_BY_PREFIX = Statement(_token_by_prefix, prepared=True)
+_TOKEN_BY_PREFIX = Statement(_token_by_prefix)
 
 
 def find_token(prefix: str) -> ApiToken | None:
