@@ -587,9 +587,9 @@ def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_c
 # settings, assistant, operator, credentials,
 # the claim, the history, the typing mark; under the chat's lock: the chat, claim + newer + switch
 # (one read), the chat again and the message, the chat's last message, the outbox row, the chat's
-# statistics facts and its two daily rollups in one statement, the chat's facts' message count
+# statistics facts, its two daily rollups (one statement each), the chat's facts' message count
 # (apps.stats' handler), the claim's outcome.
-STATEMENTS_PER_ANSWER = 14 if connection.vendor == "postgresql" else 15  # SQLite: the rollups in two
+STATEMENTS_PER_ANSWER = 15
 
 
 def statements(ctx) -> list[str]:
