@@ -16,9 +16,14 @@ concurrent chats at most 150 ms over it, with no failed request (`added<=150,err
 concurrent chats every chat answered: no failed request and every message answered
 (`errors==0,unanswered==0`; the latency at 100 is printed, not a target).
 
+Each level also prints an INFO line splitting a message's latency at the POST's answer: `post_p50`,
+the visitor API's write of the message itself, and `after_post_p50`/`after_post_p99`, from that
+answer to the AI's answer committed (the task's queueing, the worker's reads, the provider call and
+the answer's write).
+
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker the worker shares); seeds its own
 widget (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES (messages per level,
-default 200).
+default 200), BENCH_AI_REPLY_LEVELS (the concurrency levels, default "1 20 100").
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from bench.lib.common import Server, env_int, session, skipped  # noqa: E402
 from bench.lib.env import ROOT, postgres_problem  # noqa: E402
 
 NAME = "ai_reply"
-LEVELS = (1, 20, 100)
+LEVELS = tuple(int(n) for n in os.environ.get("BENCH_AI_REPLY_LEVELS", "1 20 100").split())
 # level -> its target (bench.lib.targets syntax).
 TARGETS = {1: "added<=100", 20: "added<=150,errors==0", 100: "errors==0,unanswered==0"}
 MESSAGES = env_int("BENCH_AI_REPLY_MESSAGES", 200)
@@ -172,10 +177,14 @@ class Poller:
         return event, seen
 
 
-def run_level(server: Server, widget, level: int, poller: Poller, messages: int = MESSAGES) -> tuple[list[float], int]:
-    """`level` chats, each sending messages one after the other until MESSAGES are answered in all."""
+def run_level(
+    server: Server, widget, level: int, poller: Poller, messages: int = MESSAGES
+) -> tuple[list[float], list[float], int]:
+    """`level` chats, each sending messages one after the other until MESSAGES are answered in all.
+    Returns each answered message's latency, and each one's POST latency, in ms."""
     per_chat = max(1, messages // level)
     latencies: list[float] = []
+    posts: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
 
@@ -193,6 +202,7 @@ def run_level(server: Server, widget, level: int, poller: Poller, messages: int 
                 if chat_id is not None:
                     event, seen = poller.expect(chat_id, mark)
                 r = http.post(f"{base}/messages", json={"type": "text", "body": f"Question {i}?"}, headers=headers)
+                posted = time.perf_counter()
                 assert r.status_code == 201, r.text
                 if chat_id is None:
                     chat_id = r.json()["chat_id"]
@@ -203,6 +213,7 @@ def run_level(server: Server, widget, level: int, poller: Poller, messages: int 
                 if i > 0:
                     with lock:
                         latencies.append((seen[0] - started) * 1000)
+                        posts.append((posted - started) * 1000)
         except Exception as exc:  # noqa: BLE001 - reported below
             with lock:
                 errors.append(repr(exc))
@@ -214,7 +225,7 @@ def run_level(server: Server, widget, level: int, poller: Poller, messages: int 
         t.join()
     if errors:
         print(f"{NAME}.c{level}: {len(errors)} chats stopped on an error, first: {errors[0][:300]}", flush=True)
-    return latencies, len(errors)
+    return latencies, posts, len(errors)
 
 
 def floor_level(fake: dict, widget, level: int) -> list[float]:
@@ -286,7 +297,7 @@ def main() -> int:
         with Server(NAME, env=env) as server:
             run_level(server, widget, 2, poller, messages=10)  # warm up: connections, the worker's imports
             for level in LEVELS:
-                ours, failed = run_level(server, widget, level, poller)
+                ours, posts, failed = run_level(server, widget, level, poller)
                 if not ours:
                     print(f"BENCH {NAME}.c{level} FAILED (no chat got an answer; {failed} stopped on errors)")
                     continue
@@ -300,9 +311,17 @@ def main() -> int:
                 extra = dict(
                     p99=round(p99, 1), floor_p99=round(f99, 1), n=len(ours), errors=failed, unanswered=unanswered
                 )
-                from bench.lib.targets import bench
+                from bench.lib.targets import bench, info
 
-                bench(name, unit="ms", target=TARGETS[level], **figures, **extra)
+                bench(name, unit="ms", target=TARGETS.get(level, TARGETS[100]), **figures, **extra)
+                after = [total - post for total, post in zip(ours, posts, strict=True)]
+                info(
+                    name,
+                    unit="ms",
+                    post_p50=round(percentile(posts, 0.5), 1),
+                    after_post_p50=round(percentile(after, 0.5), 1),
+                    after_post_p99=round(percentile(after, 0.99), 1),
+                )
                 print(f"{name}: p50 {p50:.1f} ms p99 {p99:.1f} ms; floor p50 {f50:.1f} ms p99 {f99:.1f} ms", flush=True)
     finally:
         poller.stopped.set()
