@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -130,24 +129,6 @@ def test_reuse_within_24_hours_is_409_with_the_previous_result(api, widget):
     assert datetime.fromisoformat(previous["at"]) <= timezone.now()
     assert "id" not in body and "created_at" not in body
     assert list(Note.objects.filter(widget=widget).values_list("title", flat=True)) == ["first"]
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite claims in a savepoint")
-@pytest.mark.django_db
-def test_the_claim_is_one_statement_without_a_savepoint_on_postgresql(api, widget):
-    """INSERT ... ON CONFLICT DO NOTHING: a taken key is no error to catch, so no savepoint (two
-    round trips on every write) is set around the claim."""
-    client = api()
-    create_note(client, "warm-up")
-    with CaptureQueriesContext(connection) as ctx:
-        assert create_note(client, "order-2").status_code == 201
-        assert_problem(create_note(client, "order-2"), 409, "idempotency_key_reused")
-    sql = [q["sql"] for q in ctx.captured_queries]
-    claims = [n for n, text in enumerate(sql) if text.startswith('INSERT INTO "core_idempotencykey"')]
-    assert len(claims) == 2
-    assert all("ON CONFLICT DO NOTHING" in sql[n] for n in claims)
-    assert not any(sql[n + 1].startswith(("RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")) for n in claims)
-    assert IdempotencyKey.objects.filter(widget=widget, key="order-2").count() == 1
 
 
 @pytest.mark.django_db

@@ -16,14 +16,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"django", "rest_framework", "asgiref", "kombu", "channels_redis", "psycopg", "asyncio"}
 
-# Uses outside the channel layer and websocket code, each (file, the dotted name used), left to the
-# changes that retire them. Shrink it as they land; never add to it.
-ALLOWED: set[tuple[str, str]] = {
-    # The project's own attribute kept on Django's connection object (not a name of Django's), read
-    # here by attribute on the imported `connection`.
-    ("apps/core/events.py", "django.db.connection._outbox_hand_off"),
-}
-
 
 def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
@@ -111,11 +103,6 @@ def test_production_code_uses_no_private_name_of_the_frameworks():
         relative = str(path.relative_to(ROOT))
         for name in private_uses(path.read_text()):
             offenders.add((relative, name))
-    unexpected = sorted(offenders - ALLOWED)
-    assert unexpected == [], "private names of the frameworks in production code:\n" + "\n".join(
-        f"{path}: {name}" for path, name in unexpected
-    )
-    stale = sorted(ALLOWED - offenders)
-    assert stale == [], "allowed uses that are gone (remove them from ALLOWED):\n" + "\n".join(
-        f"{path}: {name}" for path, name in stale
+    assert sorted(offenders) == [], "private names of the frameworks in production code:\n" + "\n".join(
+        f"{path}: {name}" for path, name in sorted(offenders)
     )
