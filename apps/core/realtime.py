@@ -4,13 +4,15 @@ Groups: `chat.<id>` (the visitor's socket of that room) and `widget.<id>` (opera
 consumers join them; the apps' on-commit event handlers push to them. A push is best effort: a
 visitor re-reads with `since` on reconnect, a console re-reads the lists.
 
-`group_send` sends from synchronous code. In a web process the server's event loop is known
-(`serve_on`, called by config.asgi as it serves): the send runs there, on the loop's layer
-connections, with `asyncio.run_coroutine_threadsafe` from the request's thread, as the in-process
-layer of the embedded default needs (its queues belong to that loop). Anywhere else (a Celery
-worker's task, a management command) it is Channels' own recipe, `async_to_sync(layer.group_send)`,
-on an event loop of its own for the call, whose connections channels-redis closes with the loop.
-`push` sends a frame with it, or relays it (below).
+`group_send` sends from synchronous code, with `asyncio.run_coroutine_threadsafe` onto an event
+loop that outlives the call. In a web process that is the server's loop (`serve_on`, called by
+config.asgi as it serves), as the in-process layer of the embedded default needs (its queues belong
+to that loop). In any other process (a Celery worker's tasks, a management command) a Redis layer
+sends on one loop of the process's own, run by one thread: channels-redis keeps its connections per
+event loop, so a push from a worker's task reuses them, where Channels' recipe for synchronous code,
+`async_to_sync(layer.group_send)`, runs each call on a new loop and so opens a Redis connection per
+push. An in-process layer outside a web server (tests, a shell) keeps that recipe: its queues belong
+to the caller's loop. `push` sends a frame with it, or relays it (below).
 
 The embedded default's layer lives inside the web process, which a Celery worker cannot reach. Its
 workers (`relay_to_web`, set by config.celery) write each push as a `RelayedPush` row instead, and
@@ -48,6 +50,9 @@ RELAY_KEEP = timedelta(seconds=60)
 relay_to_web = False
 # The web server's event loop, once it serves (`serve_on`).
 _server_loop: asyncio.AbstractEventLoop | None = None
+# This process's own sending loop (`_sender_loop`) and the process it was started in.
+_own_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_own_loop_lock = threading.Lock()
 
 
 def serve_on(loop: asyncio.AbstractEventLoop) -> None:
@@ -79,6 +84,8 @@ def group_send(groups: list[str], message: dict) -> None:
     if layer is None or not groups:
         return
     loop = _server_loop
+    if (loop is None or not loop.is_running()) and not isinstance(layer, InMemoryChannelLayer):
+        loop = _sender_loop()
     try:
         if loop is not None and loop.is_running() and not _on(loop):
             sent = asyncio.run_coroutine_threadsafe(_send(layer, list(groups), message), loop)
@@ -87,6 +94,22 @@ def group_send(groups: list[str], message: dict) -> None:
             async_to_sync(_send)(layer, list(groups), message)
     except Exception:  # best effort, as above
         logger.warning("websocket push failed", extra={"groups": groups})
+
+
+def _sender_loop() -> asyncio.AbstractEventLoop:
+    """The event loop this process sends on outside a web server: started by the first push (in the
+    process that pushes: a forked worker child starts its own), run by a daemon thread for the
+    life of the process."""
+    global _own_loop
+    with _own_loop_lock:
+        if _own_loop is None or _own_loop[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            running = threading.Event()
+            loop.call_soon_threadsafe(running.set)
+            threading.Thread(target=loop.run_forever, name="realtime-push", daemon=True).start()
+            running.wait()
+            _own_loop = (os.getpid(), loop)
+        return _own_loop[1]
 
 
 def _on(loop: asyncio.AbstractEventLoop) -> bool:

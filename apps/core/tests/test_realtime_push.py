@@ -1,9 +1,9 @@
-"""apps.core.realtime.push / group_send: the one way synchronous code sends to websocket groups
-(`async_to_sync(layer.group_send)`).
+"""apps.core.realtime.push / group_send: the one way synchronous code sends to websocket groups.
 
-Inside the server's `sync_to_async` a push runs on the server's own loop (the in-process layer's
-queues belong to it); elsewhere on a loop of its own. A push never raises: a layer that fails or
-hangs is logged and given up."""
+In a web process a push runs on the server's own loop (the in-process layer's queues belong to it);
+elsewhere a Redis layer's pushes run on one loop of the process's own, and the in-process layer's
+on the caller's (`async_to_sync`). A push never raises: a layer that fails or hangs is logged and
+given up."""
 
 from __future__ import annotations
 
@@ -55,8 +55,10 @@ def test_a_push_from_the_servers_sync_code_runs_on_the_servers_loop(monkeypatch)
     # given a layer and code running as the ASGI server runs a synchronous view
     layer = _Recording()
     _use(monkeypatch, layer)
+    monkeypatch.setattr(realtime, "_server_loop", None)
 
     async def server():
+        realtime.serve_on(asyncio.get_running_loop())  # as config.asgi does when it serves
         await sync_to_async(realtime.push)(["chat.7"], {"event": "typing"})
         return asyncio.get_running_loop()
 
@@ -65,6 +67,25 @@ def test_a_push_from_the_servers_sync_code_runs_on_the_servers_loop(monkeypatch)
 
     # then the frame went out on the server's loop
     assert [(group, sent_on) for group, _, sent_on in layer.sent] == [("chat.7", loop)]
+
+
+def test_pushes_outside_a_server_share_one_loop_of_the_process(monkeypatch):
+    # given a (Redis-like) layer in a process that serves no websockets, as a Celery worker
+    layer = _Recording()
+    _use(monkeypatch, layer)
+    monkeypatch.setattr(realtime, "_server_loop", None)
+
+    # when two threads push, one after the other
+    for n in (1, 2):
+        thread = threading.Thread(target=realtime.push, args=(["chat.5"], {"event": "message", "n": n}))
+        thread.start()
+        thread.join(timeout=10)
+
+    # then both frames went out on one loop, which keeps running for the next push
+    loops = {sent_on for _, _, sent_on in layer.sent}
+    assert len(layer.sent) == 2 and len(loops) == 1
+    (loop,) = loops
+    assert loop is realtime._sender_loop() and loop.is_running()  # noqa: SLF001 (a test's look inside)
 
 
 def test_the_in_process_layer_gets_a_push_of_the_servers_sync_code(monkeypatch):
@@ -112,7 +133,7 @@ def test_on_redis_frames_pushed_from_a_worker_thread_reach_a_socket_on_another_l
         channel = socket_loop.run_until_complete(layer.new_channel())
         socket_loop.run_until_complete(layer.group_add("chat.11", channel))
 
-        # when a worker thread pushes two frames (each on a loop of its own, closed after it)
+        # when a worker thread pushes two frames
         worker = threading.Thread(
             target=lambda: [realtime.push(["chat.11"], {"event": "message", "n": n}) for n in (1, 2)]
         )
@@ -125,7 +146,7 @@ def test_on_redis_frames_pushed_from_a_worker_thread_reach_a_socket_on_another_l
 
         frames = socket_loop.run_until_complete(receive_two())
         assert [f["frame"]["n"] for f in frames] == [1, 2]
-        # and no layer of a pushing loop is left open
-        assert list(layer._layers) == [socket_loop]  # noqa: SLF001 (a test's look inside)
+        # and both went out on the process's one sending loop: one layer connection for every push
+        assert set(layer._layers) == {socket_loop, realtime._sender_loop()}  # noqa: SLF001 (a test's look inside)
     finally:
         socket_loop.close()  # channels-redis closes this loop's connections
