@@ -48,8 +48,17 @@ def owners() -> list[str]:
 
 
 def _endpoint(*, widget: Widget, owner: str, owner_id: int, url: str) -> Endpoint:
-    """The widget's endpoint for one channel, made with its first message."""
-    found = Endpoint.objects.filter(widget=widget, owner=owner, owner_id=owner_id).order_by("pk").first()
+    """The widget's endpoint for one channel, made with its first message. Two first messages at once
+    make one endpoint: the maker takes the widget's row lock and looks again under it, so the second
+    waits for the first's commit and finds its endpoint (a messenger's order depends on there being
+    one). `no_key` leaves the row's key-share locks, which every insert referencing the widget
+    takes, unblocked. Under SQLite the message's transaction already holds the database's write
+    lock."""
+    endpoints = Endpoint.objects.filter(widget=widget, owner=owner, owner_id=owner_id).order_by("pk")
+    found = endpoints.first()
+    if found is None:
+        Widget.objects.select_for_update(no_key=True).filter(pk=widget.pk).exists()
+        found = endpoints.first()
     if found is not None:
         return found
     return webhooks.create_endpoint(widget=widget, owner=owner, owner_id=owner_id, url=url, secret_encrypted="")

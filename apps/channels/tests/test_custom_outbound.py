@@ -6,19 +6,23 @@ channel."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.channels import delivery, services
 from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.chats.models import Message
+from apps.chats.tests.factories import MessageFactory
 from apps.core import crypto
 from apps.core.testing.factories import AgentFactory
 from apps.webhooks import services as webhooks
-from apps.webhooks.models import Attempt, Delivery
+from apps.webhooks.models import Attempt, Delivery, Endpoint
 from apps.webhooks.tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db
@@ -223,3 +227,45 @@ def test_a_batch_reads_its_channels_once_whatever_its_size(widget, setup, receiv
     receiver.wait_for(15)
     assert counts == [1, 1]  # one lease, one read of its channels
     assert Delivery.objects.filter(status="delivered").count() == 15
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time")
+@pytest.mark.django_db(transaction=True)
+def test_two_first_messages_at_once_make_one_endpoint(widget):
+    # given a channel with no endpoint yet and two operator messages in two of its chats
+    channel = CustomChannel.objects.create(
+        widget=widget, name="App", url="https://hooks.example.com/in", secret_encrypted=crypto.encrypt_secret(SECRET)
+    )
+    messages = [MessageFactory(chat__contact__widget=widget, author_kind=Message.Author.AGENT) for _ in range(2)]
+    made, release = threading.Event(), threading.Event()
+
+    def send(message, *, hold: bool):
+        try:
+            with transaction.atomic():
+                delivery.queue(widget=widget, channel=channel, provider=None, message=message, body="{}")
+                if hold:
+                    made.set()
+                    release.wait(10)
+        finally:
+            connections.close_all()
+
+    # when the second is queued while the first one's new endpoint is uncommitted
+    threads = [
+        threading.Thread(target=send, args=(message,), kwargs={"hold": not n}) for n, message in enumerate(messages)
+    ]
+    threads[0].start()
+    assert made.wait(10)
+    threads[1].start()
+    with connection.cursor() as cursor:
+        for _ in range(100):  # the second waits for the first's lock; without one it would not wait
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            if cursor.fetchone()[0]:
+                break
+            time.sleep(0.05)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    # then both go to the one endpoint, so the channel's messages keep one queue
+    endpoints = Endpoint.objects.filter(widget=widget, owner=delivery.CUSTOM_OWNER, owner_id=channel.pk)
+    assert endpoints.count() == 1
+    assert set(Delivery.objects.filter(widget=widget).values_list("endpoint", flat=True)) == {endpoints.get().pk}
