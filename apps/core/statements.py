@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Expression, Field, QuerySet
-from django.db.models.query import ModelIterable, get_related_populators
+from django.db.models.query import get_related_populators
 from django.db.transaction import TransactionManagementError
 
 
@@ -184,7 +184,7 @@ class ModelStatement(Statement):
     def _compile(self, using: str, shape: tuple) -> _CompiledModels:
         queryset = self._build(*shape)
         query = queryset.query
-        if query.values_select or query.annotation_select or queryset._iterable_class is not ModelIterable:
+        if query.values_select or query.annotation_select:  # values(), values_list() or annotate()
             raise TypeError("a ModelStatement compiles querysets of model instances only")
         compiler = query.get_compiler(using)
         sql, params = compiler.as_sql()  # FOR UPDATE outside a transaction: the ORM's own error

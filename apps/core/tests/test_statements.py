@@ -81,6 +81,18 @@ def test_rows_name_the_columns_in_the_order_values_gave_them(widget):
     assert found[:2] == ("ORDERED", "ordered")
 
 
+@pytest.mark.parametrize("shape", ["values", "values_list", "annotate"])
+def test_a_model_statement_compiles_querysets_of_instances_only(widget, shape):
+    queryset = Widget.objects.filter(pk=Slot("pk", Widget._meta.pk))
+    built = {
+        "values": queryset.values("name"),
+        "values_list": queryset.values_list("name"),
+        "annotate": queryset.annotate(label=Upper("name")),
+    }[shape]
+    with pytest.raises(TypeError):
+        statements.ModelStatement(lambda: built).instances(pk=widget.pk)
+
+
 def test_a_model_statement_has_no_tuples(widget):
     statement = statements.ModelStatement(lambda: Widget.objects.filter(pk=Slot("pk", Widget._meta.pk)))
     with pytest.raises(TypeError):
