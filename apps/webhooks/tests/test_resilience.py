@@ -451,8 +451,8 @@ def test_an_attempt_that_crashes_before_sending_holds_back_no_other(
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_endpoint_does_not_stall_the_others(widget, receiver, lost_triggers):
-    # given an endpoint answering after 2 s with 60 deliveries due first, and a fast one with 20 due next
-    receiver.rule = lambda hit: Reply(delay=2.0) if hit.path == "/slow" else Reply()
+    # given an endpoint answering after 3 s with 60 deliveries due first, and a fast one with 20 due next
+    receiver.rule = lambda hit: Reply(delay=3.0) if hit.path == "/slow" else Reply()
     services.create_subscription(widget=widget, url=receiver.url("/slow"), events=["message.created"])
     emit_messages(widget, 40, bulk=True)
     services.create_subscription(widget=widget, url=receiver.url("/fast"), events=["message.created"])
@@ -476,7 +476,7 @@ def test_a_slow_endpoint_does_not_stall_the_others(widget, receiver, lost_trigge
     slow = [hit for hit in hits if hit.path == "/slow"]
     fast = [hit for hit in hits if hit.path == "/fast"]
     assert sorted(hit.key for hit in fast) == sorted(fast_keys)
-    assert slow and max(hit.at for hit in fast) < min(hit.at for hit in slow) + 2.0
+    assert slow and max(hit.at for hit in fast) < min(hit.at for hit in slow) + 3.0
     first_wave = [hit for hit in receiver.snapshot() if hit.path == "/slow" and hit.at < slow[0].at + 1.0]
     assert len(first_wave) == 6
     assert Delivery.objects.filter(subscription__url__endswith="/fast", status="delivered").count() == 20
