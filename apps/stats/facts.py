@@ -475,19 +475,16 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
         rows = []
         for values in batch:
             chat = SimpleNamespace(pk=values["id"], **values)
-            # A plain record shaped like ChatFacts: a million model instances would cost minutes.
-            facts = SimpleNamespace(
+            facts = ChatFacts(
                 chat_id=chat.pk,
                 widget_id=widget_id,
-                first_reply_at=None,
-                first_response_ms=None,
                 conversation_started_at=starts.get(chat.pk),
                 messages=messages_of.get(chat.pk, 0),
                 rating=rating_of.get(chat.pk),
             )
             _observe(facts, chat)
             _contribute(delta, facts, 1)
-            rows.append(tuple(getattr(facts, name) for name in stats.CHAT_FACTS_COLUMNS))
+            rows.append(facts)
         stats.insert_chat_facts(rows)
         chats += len(batch)
         last_id = batch[-1]["id"]

@@ -154,24 +154,9 @@ def clear_widget_facts(*, widget_id: int) -> None:
     DailyAgentFacts.objects.filter(widget_id=widget_id).delete()
 
 
-CHAT_FACTS_COLUMNS = tuple(field.attname for field in ChatFacts._meta.concrete_fields)
-
-
-def insert_chat_facts(rows: list[tuple], *, batch_size: int = 5000) -> None:
-    """Insert snapshots given as tuples in CHAT_FACTS_COLUMNS order (COPY on PostgreSQL)."""
-    if connection.vendor == "postgresql":
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(c) for c in CHAT_FACTS_COLUMNS)
-        with (
-            connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {quote(ChatFacts._meta.db_table)} ({columns}) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-        return
-    ChatFacts.objects.bulk_create(
-        (ChatFacts(**dict(zip(CHAT_FACTS_COLUMNS, row, strict=True))) for row in rows), batch_size=batch_size
-    )
+def insert_chat_facts(rows: list[ChatFacts], *, batch_size: int = 5000) -> None:
+    """Insert new snapshots (the rebuild's, after clear_widget_facts)."""
+    ChatFacts.objects.bulk_create(rows, batch_size=batch_size)
 
 
 def insert_rollups(delta: Delta, *, batch_size: int = 5000) -> None:

@@ -37,16 +37,15 @@ def live_by_setting() -> set[str]:
     return set(getattr(settings, "WEBHOOK_LIVE_EVENTS", LIVE_BY_DEFAULT))
 
 
-def enabled_types(*, switched_on=None, switched_off=None) -> set[str]:
-    """The native event types delivered now. `switched_on`/`switched_off`: the EventSwitch rows'
-    event types when the caller read them already (fan-out reads them with the subscriptions)."""
+def enabled_types() -> set[str]:
+    """The native event types delivered now: those live by setting or switched on, less those
+    switched off (EventSwitch rows)."""
     from .models import EventSwitch
 
-    if switched_on is None or switched_off is None:
-        switches = list(EventSwitch.objects.values_list("event_type", "enabled"))
-        switched_on = [event_type for event_type, on in switches if on]
-        switched_off = [event_type for event_type, on in switches if not on]
-    return ((live_by_setting() | set(switched_on)) - set(switched_off)) & set(NATIVE_NAMES)
+    switches = list(EventSwitch.objects.values_list("event_type", "enabled"))
+    switched_on = {event_type for event_type, on in switches if on}
+    switched_off = {event_type for event_type, on in switches if not on}
+    return ((live_by_setting() | switched_on) - switched_off) & set(NATIVE_NAMES)
 
 
 def not_live(names: list[str], *, legacy: bool) -> list[str]:

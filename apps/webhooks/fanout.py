@@ -8,8 +8,7 @@ from __future__ import annotations
 import operator
 from functools import partial, reduce
 
-from django.contrib.postgres.expressions import ArraySubquery
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -17,7 +16,7 @@ from apps.core.models import OutboxEvent
 from apps.core.statements import Slot, Statement
 
 from . import catalogue, delivery, payloads
-from .models import Delivery, EventSwitch, Subscription
+from .models import Delivery, Subscription
 
 
 def _envelope_for(sub: Subscription, event_type: str) -> str | None:
@@ -30,39 +29,24 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
 _SUBSCRIPTION_COLUMNS = tuple(f.attname for f in Subscription._meta.concrete_fields)
 
 
-def _subscriptions_with_switches(widgets: int):
-    """The active subscriptions of `widgets` widgets (slots w0, w1, ...) with the event switches."""
+def _active_subscriptions(widgets: int):
+    """The active subscriptions of `widgets` widgets (slots w0, w1, ...)."""
     widget = Subscription._meta.get_field("widget")
     # one `widget_id = slot` per widget, ORed (a related `__in` prepares its values before a slot is bound)
     any_widget = reduce(operator.or_, (Q(widget_id=Slot(f"w{n}", widget)) for n in range(widgets)))
-    return (
-        Subscription.objects.filter(any_widget, is_active=True)
-        .annotate(
-            switched_on=ArraySubquery(EventSwitch.objects.filter(enabled=True).values("event_type")),
-            switched_off=ArraySubquery(EventSwitch.objects.filter(enabled=False).values("event_type")),
-        )
-        .values(*_SUBSCRIPTION_COLUMNS, "switched_on", "switched_off")
-    )
+    return Subscription.objects.filter(any_widget, is_active=True).values(*_SUBSCRIPTION_COLUMNS)
 
 
 # Compiled once per number of widgets (apps.core.statements): building and compiling this query
 # through the ORM would be a large part of the time from an event's commit to its first webhook request.
-_SUBSCRIPTIONS = Statement(_subscriptions_with_switches)
+_SUBSCRIPTIONS = Statement(_active_subscriptions)
 
 
 def _subscriptions(events: list[OutboxEvent]) -> list[Subscription]:
-    """The active subscriptions of the events' widgets; on PostgreSQL each carries the event switches
-    too (`switched_on`, `switched_off`: two uncorrelated subqueries the server runs once), so
-    fan-out reads both in one round trip."""
+    """The active subscriptions of the events' widgets."""
     widget_ids = sorted({event.widget_id for event in events})
-    if connection.vendor != "postgresql":
-        return list(Subscription.objects.filter(widget_id__in=widget_ids, is_active=True))
-    found = []
-    for row in _SUBSCRIPTIONS.rows((len(widget_ids),), **{f"w{n}": pk for n, pk in enumerate(widget_ids)}):
-        sub = Subscription.from_db(DEFAULT_DB_ALIAS, _SUBSCRIPTION_COLUMNS, [row[c] for c in _SUBSCRIPTION_COLUMNS])
-        sub.switched_on, sub.switched_off = row["switched_on"], row["switched_off"]
-        found.append(sub)
-    return found
+    rows = _SUBSCRIPTIONS.tuples((len(widget_ids),), **{f"w{n}": pk for n, pk in enumerate(widget_ids)})
+    return [Subscription.from_db(DEFAULT_DB_ALIAS, _SUBSCRIPTION_COLUMNS, row) for row in rows]
 
 
 def fan_out_events(events: list[OutboxEvent]) -> int:
@@ -76,10 +60,7 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
         by_widget.setdefault(sub.widget_id, []).append(sub)
     if not by_widget:
         return 0
-    first = next(iter(by_widget.values()))[0]
     enabled_types: set[str] | None = None
-    if hasattr(first, "switched_on"):  # read with the subscriptions (PostgreSQL)
-        enabled_types = catalogue.enabled_types(switched_on=first.switched_on, switched_off=first.switched_off)
     now = timezone.now()
     rows, due = [], 0
     for event in events:
