@@ -50,7 +50,10 @@ from bench.lib.restore import drop_queued_work_of_deleted_rows  # noqa: E402
 NAME = "sockets"
 PER_SESSION = 10
 OPEN_TARGET_SECONDS, OPENS_TARGET, RSS_TARGET_KB, IDLE_CPU_TARGET, P99_TARGET = 60, 200, 64, 10, 500
-FLOOR_COMMAND = "uvicorn bench.lib.ws_floor:app --host 127.0.0.1 --port {port} --no-access-log --lifespan off"
+FLOOR_COMMAND = (
+    "uvicorn bench.lib.ws_floor:app --host 127.0.0.1 --port {port} --no-access-log --lifespan off"
+    " --ws-per-message-deflate false"  # as scripts/web.sh starts ours
+)
 DROP_SECONDS = 10.0
 
 

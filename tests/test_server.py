@@ -160,6 +160,22 @@ def test_the_server_refuses_a_frame_far_over_the_application_limit(server):
     assert outcome == "closed 1009", outcome
 
 
+def test_a_socket_offering_compression_is_answered_without_it(server):
+    """Frames go uncompressed (scripts/web.sh): a browser offers permessage-deflate on every socket,
+    and accepting it would keep a zlib compressor and decompressor per socket."""
+    import websockets
+
+    async def handshake():
+        uri = f"ws://127.0.0.1:{server['port']}/ws/visitor/{server['guid']}/?session={server['token']}"
+        async with websockets.connect(uri, open_timeout=5, compression="deflate") as socket_:
+            offered = socket_.request.headers.get("Sec-WebSocket-Extensions")
+            return offered, socket_.response.headers.get("Sec-WebSocket-Extensions"), socket_.protocol.extensions
+
+    offered, accepted, extensions = asyncio.run(handshake())
+    assert offered and "permessage-deflate" in offered
+    assert accepted is None and extensions == []
+
+
 def _get(url: str, headers: dict | None = None) -> tuple[int, str]:
     request = urllib.request.Request(url, headers=headers or {})
     try:
