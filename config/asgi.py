@@ -72,9 +72,3 @@ application = ProtocolTypeRouter(
 get_resolver().url_patterns  # noqa: B018
 gc.collect()
 gc.freeze()
-# What is not frozen is mostly what open sockets hold, and a full collection walks all of it, for
-# longer the more sockets are open, while no request or push runs. So collections run less often
-# than the defaults (700, 10, 10): a young one every 50,000 net allocations, so a request's objects
-# die before one runs rather than being promoted; the middle one every 50 young ones; and a full one
-# considered after 100 middle ones. Young collections still free the cycles requests leave behind.
-gc.set_threshold(50_000, 50, 100)

@@ -118,10 +118,3 @@ def test_an_unknown_path_is_answered_by_the_wsgi_side():
 def test_startup_objects_are_frozen():
     # config.asgi froze what start-up loaded (Django, the apps, the URL conf) once it was built
     assert gc.get_freeze_count() > 10_000
-
-
-def test_the_web_process_collects_garbage_less_often_than_the_default():
-    # config.asgi spaced the collections out, so a full one (which walks every open socket's objects)
-    # is rare
-    young, middle, full = gc.get_threshold()
-    assert (young, middle, full) == (50_000, 50, 100)
