@@ -22,6 +22,7 @@ import requests
 from tests.live import ROOT, start_web
 
 WEB_SH = ROOT / "scripts" / "web.sh"
+UNCOMPRESSED = "--ws-per-message-deflate false"  # every start of the web process sends frames uncompressed
 
 
 def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -38,7 +39,7 @@ def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
 def test_the_embedded_default_is_one_process_without_the_supervisor(tmp_path):
     done = _decide(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "uvicorn config.asgi:application --port 9"
+    assert done.stdout.strip() == f"uvicorn config.asgi:application {UNCOMPRESSED} --port 9"
 
 
 def test_with_redis_the_default_is_one_process_per_core(tmp_path):
@@ -47,9 +48,9 @@ def test_with_redis_the_default_is_one_process_per_core(tmp_path):
     assert nproc == cores
     done = _decide(tmp_path, REDIS_URL="redis://127.0.0.1:1/0")
     assert done.returncode == 0, done.stderr
-    expected = "uvicorn config.asgi:application --port 9"
+    expected = f"uvicorn config.asgi:application {UNCOMPRESSED} --port 9"
     if nproc > 1:
-        expected = f"uvicorn config.asgi:application --workers {nproc} --port 9"
+        expected = f"uvicorn config.asgi:application --workers {nproc} {UNCOMPRESSED} --port 9"
     assert done.stdout.strip() == expected
 
 
@@ -58,7 +59,7 @@ def test_web_concurrency_sets_the_process_count_with_redis(tmp_path, value, work
     done = _decide(tmp_path, REDIS_URL="redis://127.0.0.1:1/0", WEB_CONCURRENCY=value)
     assert done.returncode == 0, done.stderr
     flag = f" --workers {workers}" if workers else ""
-    assert done.stdout.strip() == f"uvicorn config.asgi:application{flag} --port 9"
+    assert done.stdout.strip() == f"uvicorn config.asgi:application{flag} {UNCOMPRESSED} --port 9"
 
 
 def test_several_processes_without_redis_are_refused_with_the_reason(tmp_path):
