@@ -47,11 +47,19 @@ EMBEDDED_OPTIONS = {"connect_args": {"timeout": 30}}
 
 
 def _produce(url: str, name: str, stop_at: float, sent) -> None:
+    """Publish until `stop_at` as Celery publishes a task: a publish that finds the file locked past
+    the busy timeout is retried on a new channel under Celery's `task_publish_retry_policy`, the
+    queue declared again there (`declare`), as `send_task` declares it."""
+    from celery import current_app
+
+    policy = current_app.conf.task_publish_retry_policy
     count = 0
     with _sqlite_connection(url) as connection:
         queue = connection.SimpleQueue("load")
         while time.monotonic() < stop_at:
-            queue.put({"id": f"{name}-{count}", "pad": "x" * 200})
+            queue.put(
+                {"id": f"{name}-{count}", "pad": "x" * 200}, retry=True, retry_policy=policy, declare=[queue.queue]
+            )
             count += 1
         queue.close()
     sent.put((name, count))
@@ -103,12 +111,20 @@ def test_the_sqlite_broker_delivers_every_message_once_to_concurrent_processes(t
     stop_at = time.monotonic() + SQLITE_RUN_SECONDS
     producers = [context.Process(target=_produce, args=(url, f"p{n}", stop_at, sent)) for n in range(4)]
     consumers = [context.Process(target=_consume, args=(url, stop_at, received)) for _ in range(4)]
-    for process in producers + consumers:
-        process.start()
-    counts = dict(sent.get(timeout=SQLITE_RUN_SECONDS + 120) for _ in producers)
-    delivered = [message_id for _ in consumers for message_id in received.get(timeout=SQLITE_RUN_SECONDS + 120)]
-    for process in producers + consumers:
-        process.join(timeout=30)
+    try:
+        for process in producers + consumers:
+            process.start()
+        counts = dict(sent.get(timeout=SQLITE_RUN_SECONDS + 120) for _ in producers)
+        delivered = [message_id for _ in consumers for message_id in received.get(timeout=SQLITE_RUN_SECONDS + 120)]
+        for process in producers + consumers:
+            process.join(timeout=30)
+    finally:
+        # A process left running (a failed assertion above) would hold pytest's exit: multiprocessing
+        # joins its children at exit, and a child with unread items in a queue never ends.
+        for process in producers + consumers:
+            if process.is_alive():
+                process.kill()
+                process.join()
 
     # then no process died, and every message sent was delivered exactly once
     assert [process.exitcode for process in producers + consumers] == [0] * 8
@@ -118,3 +134,47 @@ def test_the_sqlite_broker_delivers_every_message_once_to_concurrent_processes(t
     assert set(delivered) == expected
     # and the messages taken stay only until the purge's retention has passed
     assert purge_taken_messages(url) == 0
+
+
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # send_task is meant to reach the broker
+def test_a_task_published_while_the_sqlite_broker_is_locked_is_retried_and_arrives_once(
+    tmp_path, settings, monkeypatch
+):
+    if settings.REDIS_URL:
+        pytest.skip("the embedded default's broker: tested in the run without REDIS_URL")
+    from celery import current_app
+    from kombu.transport import sqlalchemy
+    from sqlalchemy.exc import OperationalError
+
+    from apps.core.broker import prepare_tables
+
+    url = f"sqlite:///{tmp_path / 'broker.sqlite3'}"
+    prepare_tables(url, queues=["locked"])
+    # given a broker whose first insert finds the file locked past the busy timeout (the channel
+    # rolls back and raises, as kombu's `_put` does)
+    put = sqlalchemy.Channel._put
+    failures = []
+
+    def put_once_locked(channel, queue, payload, **kwargs):
+        if not failures:
+            failures.append(queue)
+            channel.session.rollback()
+            raise OperationalError("INSERT INTO kombu_message", {}, Exception("database is locked"))
+        return put(channel, queue, payload, **kwargs)
+
+    monkeypatch.setattr(sqlalchemy.Channel, "_put", put_once_locked)
+
+    # when a task is sent through Celery's publish, under the app's own retry policy
+    with _sqlite_connection(url) as connection:
+        current_app.send_task("apps.core.tasks.fan_out_batch", args=[["id-1"]], queue="locked", connection=connection)
+
+    # then the failed insert was retried and the task is in the queue exactly once
+    assert failures == ["locked"]
+    with _sqlite_connection(url) as connection:
+        queue = connection.SimpleQueue("locked")
+        message = queue.get(timeout=2)
+        message.ack()
+        assert message.headers["task"] == "apps.core.tasks.fan_out_batch"
+        with pytest.raises(queue.Empty):
+            queue.get(timeout=0.5)
+        queue.close()
