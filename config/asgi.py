@@ -4,7 +4,9 @@
   WEB_THREADS threads runs each request's whole synchronous path in one thread, as a WSGI server does;
 - HTTP to an async view (the detached assistant test, which awaits an LLM provider): Django's own
   ASGI handler, so the view waits on the event loop and holds no thread;
-- websockets: Channels.
+- websockets: Channels;
+- the lifespan protocol: what only the server's own process does, once, at its start
+  (`ServerStart`; scripts/web.sh turns the protocol on).
 
 Every HTTP request passes the body gate first (apps.core.asgi_limits): 413 while the body is read, the
 body read on the event loop before a thread is taken, and a streamed response stopped once its client
@@ -50,6 +52,32 @@ class ByView:
         return await app(scope, receive, send)
 
 
+# The garbage collector's thresholds in the server (the defaults are 700, 10, 10). What is not frozen
+# (below) is mostly what open sockets hold, and a full collection walks all of it, for longer the
+# more sockets are open, while no request or push runs. A young collection runs every 50,000 net
+# allocations, so a request's objects die before one runs rather than being promoted; a middle one
+# every 50 young ones; a full one is considered after 100 middle ones. Young collections still free
+# the cycles that requests leave behind.
+SERVER_GC_THRESHOLDS = (50_000, 50, 100)
+
+
+class ServerStart:
+    """The ASGI lifespan protocol: settings of the serving process alone. A process that only imports
+    the application (a test, a management command) keeps the interpreter's defaults, and so frees
+    the objects its own short-lived threads leave in cycles (their database connections) as soon as
+    it always did."""
+
+    async def __call__(self, scope, receive, send):
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                gc.set_threshold(*SERVER_GC_THRESHOLDS)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
 application = ProtocolTypeRouter(
     {
         # Over-limit bodies are refused while they are read, before Django spools them; chunked
@@ -63,6 +91,7 @@ application = ProtocolTypeRouter(
         # Visitor sockets come from the customers' sites (any origin; the session token is the
         # credential); operator sockets validate their origin in their own route.
         "websocket": URLRouter(websocket_urlpatterns),
+        "lifespan": ServerStart(),
     }
 )
 

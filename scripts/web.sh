@@ -46,6 +46,9 @@ export DB_POOL_MAX_SIZE="${DB_POOL_MAX_SIZE:-10}"
 # keeps a zlib compressor and decompressor per socket (about 50 kB of the process's memory each),
 # while the frames are small JSON that compression barely shrinks. An argument given after it wins.
 set -- --ws-per-message-deflate false "$@"
+# The lifespan protocol is on: the application sets what only the serving process needs at its start
+# (config.asgi.ServerStart), and a failure there stops the start.
+set -- --lifespan on "$@"
 
 if [ "$workers" -gt 1 ]; then
   exec uvicorn config.asgi:application --workers "$workers" "$@"

@@ -239,3 +239,12 @@ def test_a_chunked_json_body_is_read_whole(server):
     conn.close()
     assert response.status == 200, answer
     assert answer["name"] == "Chunked Name"  # the fields sent in chunks were read
+
+
+def test_the_server_ran_the_applications_start(server):
+    """The Procfile's web runs the ASGI lifespan protocol (scripts/web.sh), and config.asgi's
+    ServerStart completed it: a failed start would have stopped the server."""
+    log = server["log"].read_text()
+    assert "Waiting for application startup." in log
+    assert "Application startup complete." in log
+    assert "lifespan" not in log.lower()  # uvicorn names the protocol only when it is unsupported or failed

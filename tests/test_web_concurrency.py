@@ -22,7 +22,8 @@ import requests
 from tests.live import ROOT, start_web
 
 WEB_SH = ROOT / "scripts" / "web.sh"
-UNCOMPRESSED = "--ws-per-message-deflate false"  # every start of the web process sends frames uncompressed
+# every start of the web process runs the lifespan protocol and sends frames uncompressed
+UNCOMPRESSED = "--lifespan on --ws-per-message-deflate false"
 
 
 def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:

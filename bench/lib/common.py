@@ -150,8 +150,6 @@ class Server:
                 "--port",
                 str(self.port),
                 "--no-access-log",
-                "--lifespan",
-                "off",
             ]
         with open(LOG_DIR / f"{self.name}.server.log", "wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(

@@ -13,7 +13,7 @@ from asgiref.testing import ApplicationCommunicator
 from django.http import JsonResponse
 from django.urls import path
 
-from config.asgi import application
+from config.asgi import SERVER_GC_THRESHOLDS, application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,3 +118,29 @@ def test_an_unknown_path_is_answered_by_the_wsgi_side():
 def test_startup_objects_are_frozen():
     # config.asgi froze what start-up loaded (Django, the apps, the URL conf) once it was built
     assert gc.get_freeze_count() > 10_000
+
+
+def test_the_serving_process_collects_garbage_less_often_and_an_importer_keeps_the_defaults():
+
+    # given the application imported (as this test process imports it): the interpreter's thresholds
+    before = gc.get_threshold()
+    assert before == (700, 10, 10)
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message["type"])
+
+    # when a server runs the lifespan protocol, as uvicorn does at its start (scripts/web.sh)
+    try:
+        asyncio.run(application({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send))
+        during = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+
+    # then the serving process spaced its collections out, and the protocol completed both phases
+    assert during == SERVER_GC_THRESHOLDS == (50_000, 50, 100)
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
