@@ -53,12 +53,14 @@ class ByView:
 
 
 # The garbage collector's thresholds in the server (the defaults are 700, 10, 10). What is not frozen
-# (below) is mostly what open sockets hold, and a full collection walks all of it, for longer the
-# more sockets are open, while no request or push runs. A young collection runs every 50,000 net
-# allocations, so a request's objects die before one runs rather than being promoted; a middle one
-# every 50 young ones; a full one is considered after 100 middle ones. Young collections still free
-# the cycles that requests leave behind.
-SERVER_GC_THRESHOLDS = (50_000, 50, 100)
+# (below) is mostly what open sockets hold, some 150 tracked objects each, and a collection of the
+# oldest generation walks all of them while no request or push runs. The third threshold makes
+# those full collections rare (considered after 100 middle ones; CPython also waits until the
+# objects promoted since the last one are a quarter of the old generation). The first two keep the
+# other collections short: a young one every 10,000 net allocations, and a middle one every 5
+# young ones, so the middle generation, which each middle collection walks, stays small and a
+# socket's objects move on to the old generation soon after it opens.
+SERVER_GC_THRESHOLDS = (10_000, 5, 100)
 
 
 class ServerStart:
