@@ -65,9 +65,9 @@ SERVER_GC_THRESHOLDS = (10_000, 5, 100)
 
 class ServerStart:
     """The ASGI lifespan protocol: settings of the serving process alone. A process that only imports
-    the application (a test, a management command) keeps the interpreter's defaults, and so frees
-    the objects its own short-lived threads leave in cycles (their database connections) as soon as
-    it always did."""
+    the application (a test, a management command) keeps the interpreter's defaults, so the objects
+    its short-lived threads leave in cycles (their database connections among them) are freed
+    soon."""
 
     async def __call__(self, scope, receive, send):
         while True:

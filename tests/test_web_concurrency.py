@@ -23,7 +23,7 @@ from tests.live import ROOT, start_web
 
 WEB_SH = ROOT / "scripts" / "web.sh"
 # every start of the web process runs the lifespan protocol and sends frames uncompressed
-UNCOMPRESSED = "--lifespan on --ws-per-message-deflate false"
+SERVER_FLAGS = "--lifespan on --ws-per-message-deflate false"
 
 
 def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -40,7 +40,7 @@ def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
 def test_the_embedded_default_is_one_process_without_the_supervisor(tmp_path):
     done = _decide(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"uvicorn config.asgi:application {UNCOMPRESSED} --port 9"
+    assert done.stdout.strip() == f"uvicorn config.asgi:application {SERVER_FLAGS} --port 9"
 
 
 def test_with_redis_the_default_is_one_process_per_core(tmp_path):
@@ -49,9 +49,9 @@ def test_with_redis_the_default_is_one_process_per_core(tmp_path):
     assert nproc == cores
     done = _decide(tmp_path, REDIS_URL="redis://127.0.0.1:1/0")
     assert done.returncode == 0, done.stderr
-    expected = f"uvicorn config.asgi:application {UNCOMPRESSED} --port 9"
+    expected = f"uvicorn config.asgi:application {SERVER_FLAGS} --port 9"
     if nproc > 1:
-        expected = f"uvicorn config.asgi:application --workers {nproc} {UNCOMPRESSED} --port 9"
+        expected = f"uvicorn config.asgi:application --workers {nproc} {SERVER_FLAGS} --port 9"
     assert done.stdout.strip() == expected
 
 
@@ -60,7 +60,7 @@ def test_web_concurrency_sets_the_process_count_with_redis(tmp_path, value, work
     done = _decide(tmp_path, REDIS_URL="redis://127.0.0.1:1/0", WEB_CONCURRENCY=value)
     assert done.returncode == 0, done.stderr
     flag = f" --workers {workers}" if workers else ""
-    assert done.stdout.strip() == f"uvicorn config.asgi:application{flag} {UNCOMPRESSED} --port 9"
+    assert done.stdout.strip() == f"uvicorn config.asgi:application{flag} {SERVER_FLAGS} --port 9"
 
 
 def test_several_processes_without_redis_are_refused_with_the_reason(tmp_path):

@@ -121,7 +121,6 @@ def test_startup_objects_are_frozen():
 
 
 def test_the_serving_process_collects_garbage_less_often_and_an_importer_keeps_the_defaults():
-
     # given the application imported (as this test process imports it): the interpreter's thresholds
     before = gc.get_threshold()
     assert before == (700, 10, 10)
