@@ -79,21 +79,19 @@ def header(scope, name: bytes) -> str | None:
 
 
 class SocketSlots:
-    """The slots one socket holds (see the module docstring). Use `take` for the caps, `hold` once
-    they are taken, `release` when the socket closes."""
+    """The slots one socket holds (see the module docstring). Use `claim` for the caps (off the event
+    loop), `hold` once they are taken, `release` when the socket closes."""
 
     def __init__(self) -> None:
         self.holder = uuid.uuid4().hex
         self.keys: list[str] = []
 
-    async def take(self, *caps: tuple[str, str, int]) -> bool:
-        """Lease one of `limit` slots of each `(kind, key, limit)` (limit <= 0: no cap), all in one
-        hop to a thread; False, holding none of them, when one cap has every slot held."""
+    def claim(self, *caps: tuple[str, str, int]) -> bool:
+        """Lease one of `limit` slots of each `(kind, key, limit)` (limit <= 0: no cap); False,
+        holding none of them, when one cap has every slot held. Blocking: the caller runs it off the
+        event loop, in the thread hop its connect makes anyway."""
         wanted = [[f"ws-slot:{kind}:{key}:{n}" for n in range(limit)] for kind, key, limit in caps if limit > 0]
-        if not wanted:
-            return True
-        # Not on the one thread every thread-sensitive call shares: connects run side by side.
-        slots = await sync_to_async(self._claim_all, thread_sensitive=False)(wanted)
+        slots = self._claim_all(wanted)
         if slots is None:
             return False
         self.keys.extend(slots)

@@ -251,11 +251,13 @@ def test_unknown_widget_is_closed_with_4404(visitor):
 
 
 @pytest.mark.parametrize("since", ["abc", "%C2%B2", "%D9%A1%D9%A2"], ids=["letters", "superscript", "arabic-indic"])
-def test_bad_since_is_closed_with_4400(widget, visitor, since):
+def test_bad_since_is_closed_with_4400_and_takes_no_slot(widget, visitor, since):
     _, token = visitor
 
     async def scenario():
-        assert await close_code(path(widget, token, since=since)) == 4400
+        with RoundTrips() as counted:
+            assert await close_code(path(widget, token, since=since)) == 4400
+        assert counted.cache_calls == []
 
     run(scenario)
 

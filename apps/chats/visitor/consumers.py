@@ -27,7 +27,7 @@ from django.conf import settings
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import chat_group
-from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, header, query_params
+from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, header, query_params
 
 from ..payloads import visitor_message_frame
 from . import auth, services
@@ -42,9 +42,12 @@ DRAFTS_PER_SECOND = 2
 DRAFT_CLOCK = time.monotonic
 
 
-def _open(button_guid: str, token: str):
-    """(close code, None) or (None, (widget, contact, session id, room id or None)). Only a refusal
-    reads the widget again, to tell an unknown widget (4404) from an unknown session (4401)."""
+def _open(button_guid: str, token: str, *, bad_since: bool, address: str, slots: SocketSlots):
+    """(close code, None) or (None, (widget, contact, session id, room id or None)) with the socket's
+    slots claimed: one of the session's and one of the client `address`'s (FramedJsonConsumer frees
+    them on the way out). Only a refusal reads the widget again, to tell an unknown widget (4404)
+    from an unknown session (4401); a bad `since` (4400) and a full cap (1008) come after those, and
+    leave no slot taken."""
     found = auth.find_socket_session(button_guid=button_guid, token=token)
     if found is None:
         try:
@@ -52,6 +55,13 @@ def _open(button_guid: str, token: str):
         except AppError:
             return CLOSE_NOT_FOUND, None
         return CLOSE_UNAUTHORIZED, None
+    if bad_since:
+        return CLOSE_BAD_REQUEST, None
+    if not slots.claim(
+        ("visitor-session", str(found.pk), SOCKETS_PER_SESSION),
+        ("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS),
+    ):
+        return CLOSE_POLICY_VIOLATION, None
     return None, (found.widget, found.contact, found.pk, found.room_id)
 
 
@@ -67,21 +77,22 @@ class VisitorConsumer(FramedJsonConsumer):
 
         params = query_params(self.scope)
         button_guid = self.scope["url_route"]["kwargs"].get("button_guid", "")
-        # Not on the one thread every thread-sensitive call shares: connects run side by side, each
-        # on a pooled connection of its own.
-        code, opened = await database_sync_to_async(_open, thread_sensitive=False)(
-            button_guid, params.get("session", "")
-        )
         since = params.get("since")
-        if code is None and since is not None:
+        bad_since = False
+        if since is not None:
             try:
                 self.cursor = parse_int(since, maximum=MAX_ID)  # the one ASCII integer parser
             except ValueError:
-                code = CLOSE_BAD_REQUEST
-        # Before the accept, like the checks above: between the accept and joining the groups below
-        # nothing may wait, or a push sent in that gap would miss the socket.
-        if code is None and not await self._take_slots(opened[2]):
-            code = CLOSE_POLICY_VIOLATION
+                bad_since = True
+        # Every check and the slot claims in one hop to a thread, before the accept: between the
+        # accept and joining the groups below nothing may wait, or a push sent in that gap would miss
+        # the socket. Not on the one thread every thread-sensitive call shares: connects run side by
+        # side, each on a pooled connection of its own.
+        code, opened = await database_sync_to_async(_open, thread_sensitive=False)(
+            button_guid, params.get("session", ""), bad_since=bad_since, address=self._address(), slots=self.slots
+        )
+        if code is None:
+            self.slots.hold()
         await self.accept()
         if code is not None:
             await self.close(code=code)
@@ -106,19 +117,10 @@ class VisitorConsumer(FramedJsonConsumer):
         if chat is not None:
             await self._enter_room(chat.pk, replay=True)
 
-    async def _take_slots(self, session_id: int) -> bool:
-        """One slot of the session's and one of the client address's (the address as the visitor API
-        reads it: TRUSTED_PROXY_HOPS applies); FramedJsonConsumer frees them on the way out."""
+    def _address(self) -> str:
+        """The client address as the visitor API reads it (TRUSTED_PROXY_HOPS applies)."""
         client = self.scope.get("client") or (None, None)
-        address = auth.address_from(client[0], header(self.scope, b"x-forwarded-for"))
-        taken = await self.slots.take(
-            ("visitor-session", str(session_id), SOCKETS_PER_SESSION),
-            ("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS),
-        )
-        if not taken:
-            return False
-        self.slots.hold()
-        return True
+        return auth.address_from(client[0], header(self.scope, b"x-forwarded-for"))
 
     # --- server -> client ---------------------------------------------------------------------------
 
