@@ -12,9 +12,11 @@ CPU time and RSS are read from /proc; then BENCH_SOCKETS_REPLIES replies (defaul
 to the rooms with POST /api/v1/chats/{id}/messages by BENCH_SOCKETS_CONCURRENCY clients (default 10),
 each waiting for its reply on the room's socket before the next: a reply's latency is from its POST
 to the frame on the socket, and a reply that does not reach every socket of its session within 10 s
-is a drop. INFO lines split the same replies at the POST's answer: the REST write itself
-(`push.post_p50`) and the push after it (`push.after_post_p50`, `push.after_post_p99`; 0 when the
-frame came before the answer, as the push is sent on commit).
+is a drop. An INFO line gives the server's CPU time per open over the opening phase (`open_cpu`:
+steadier than opens a second when the driver shares the machine's cores). INFO lines split the same
+replies at the POST's answer: the REST write itself (`push.post_p50`) and the push after it
+(`push.after_post_p50`, `push.after_post_p99`; 0 when the frame came before the answer, as the push
+is sent on commit).
 
 Floor: a bare websocket server on the same uvicorn and event loop (bench.lib.ws_floor: accept, echo,
 and `POST /push/<n>` writing to socket n), measured by the same driver the same way.
@@ -226,7 +228,9 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
     await warm.close()
     await asyncio.sleep(1)
     rss_before = server.rss_kib()
+    open_cpu_before = proc_cpu_seconds(server.proc.pid)
     seconds = await sockets.open_all(urls)
+    open_cpu = proc_cpu_seconds(server.proc.pid) - open_cpu_before
     await asyncio.sleep(2)  # refusals close right after the accept
     opened = sockets.still_open()
     idle = env_int("BENCH_SOCKETS_IDLE_SECONDS", 25)
@@ -280,6 +284,7 @@ async def measure(server: Server, sockets: Sockets, urls, post_reply, targets: l
         "failed": sockets.failed + (len(urls) - sockets.failed - opened),
         "open_seconds": seconds,
         "opens_per_s": opened / seconds,
+        "open_cpu_ms": open_cpu * 1000 / max(opened, 1),
         "rss_kb": rss_per,
         "idle_cpu": cpu,
         "fds": fds,
@@ -356,6 +361,14 @@ def report(ours: dict, floor: dict, n: int) -> int:
             ratio=ratio(ours["open_seconds"], floor["open_seconds"]),
             target=f"ours<={OPEN_TARGET_SECONDS * n / 10_000:g}",
             unit="s",
+        ),
+        bench_line(
+            f"{NAME}.open_cpu",
+            ours=round(ours["open_cpu_ms"], 2),
+            floor=round(floor["open_cpu_ms"], 2),
+            ratio=ratio(ours["open_cpu_ms"], floor["open_cpu_ms"]),
+            target=None,
+            unit="ms/open",
         ),
         bench_line(
             f"{NAME}.failed",
