@@ -12,11 +12,10 @@ CPU time and RSS are read from /proc; then BENCH_SOCKETS_REPLIES replies (defaul
 to the rooms with POST /api/v1/chats/{id}/messages by BENCH_SOCKETS_CONCURRENCY clients (default 10),
 each waiting for its reply on the room's socket before the next: a reply's latency is from its POST
 to the frame on the socket, and a reply that does not reach every socket of its session within 10 s
-is a drop. An INFO line gives the server's CPU time per open over the opening phase (`open_cpu`:
-steadier than opens a second when the driver shares the machine's cores). INFO lines split the same
-replies at the POST's answer: the REST write itself (`push.post_p50`) and the push after it
-(`push.after_post_p50`, `push.after_post_p99`; 0 when the frame came before the answer, as the push
-is sent on commit).
+is a drop. INFO lines give the server's CPU time per open over the opening phase (`open_cpu`) and
+split the same replies at the POST's answer: the REST write itself (`push.post_p50`) and the push
+after it (`push.after_post_p50`, `push.after_post_p99`; 0 when the frame came before the answer, as
+the push is sent on commit).
 
 Floor: a bare websocket server on the same uvicorn and event loop (bench.lib.ws_floor: accept, echo,
 and `POST /push/<n>` writing to socket n), measured by the same driver the same way.
