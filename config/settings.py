@@ -135,14 +135,17 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     # psycopg binds values on the server and prepares a statement once a connection has run its text
     # DB_PREPARE_THRESHOLD times (Django's `server_side_binding` and `prepare_threshold` options):
-    # the ORM writes the same text for every run of a query, so PostgreSQL parses and plans the
-    # queries of every request once per connection instead of on each run. 0 binds on the client
-    # and prepares nothing, for a pooler that cannot keep prepared statements.
+    # the ORM writes the same text for every run of a query, so PostgreSQL parses the queries of
+    # every request once per connection instead of on each run. 0 binds on the client and prepares
+    # nothing, for a pooler that cannot keep prepared statements. A prepared statement is still
+    # planned for each run's values (plan_cache_mode): PostgreSQL's generic plan, which it would
+    # switch to after five runs, estimates `chat_id = $1` as a chat of average size, and for a chat
+    # of 50,000 messages it sorts them all for a page of 20.
     DB_PREPARE_THRESHOLD = env.int("DB_PREPARE_THRESHOLD", default=5)
     if DB_PREPARE_THRESHOLD > 0:
-        DATABASES["default"].setdefault("OPTIONS", {}).update(
-            {"server_side_binding": True, "prepare_threshold": DB_PREPARE_THRESHOLD}
-        )
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        options.update({"server_side_binding": True, "prepare_threshold": DB_PREPARE_THRESHOLD})
+        options["options"] = f"{options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
     # A process-wide connection pool (Django's own `pool` option, psycopg-pool) for processes that
     # serve many short units of work at once: the web (scripts/web.sh sets DB_POOL_MAX_SIZE). A request,
     # or a detached AI test's database hop, takes an open connection and gives it back when it ends,
