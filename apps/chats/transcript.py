@@ -30,12 +30,11 @@ from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import CharField, F, Q, Subquery, TextField
+from django.db.models import CharField, F, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Substr, TruncSecond
 
 from apps.core.errors import AppError
 from apps.core.models import Widget
-from apps.core.statements import Slot, Statement
 
 from .models import Chat, Message
 
@@ -178,23 +177,20 @@ class Row(NamedTuple):
 _READ_AS = {"body": "body_head", "coords": "coords_json", "keyboard": "keyboard_json"}
 
 
-def _chunk(first: bool, size: int, head_chars: int):
-    """One chunk of a chat's public messages as a compiled statement (apps.core.statements): the
-    ORM would build this query's SQL anew for each of a long chat's chunks. Shapes: the
-    first chunk or one after `last_id`, the chunk's size (a whole chunk or the budget's rest), and
-    the length of the body heads."""
-    queryset = _public(Slot("chat", Message._meta.get_field("chat")), Slot("widget", Message._meta.get_field("widget")))
-    if not first:
+def _chunk(chat: Chat, *, last_id: int | None, size: int) -> QuerySet:
+    """One chunk of `chat`'s public messages as `Row` tuples: the first chunk, or the one after
+    `last_id`; `size` rows (a whole chunk or the budget's rest), bodies cut to HEAD_CHARS + 1."""
+    queryset = _public(chat.pk, chat.widget_id)
+    if last_id is not None:
         # Keyset after the last row, whose created_at the database looks up (messages are never
         # deleted on their own). The redundant `>=` lets the index on (chat, created_at, id) start
         # the scan at the key; the OR alone walks the chat from its start.
-        last_id = Slot("last_id", Message._meta.pk)
         anchor = Subquery(Message.objects.filter(pk=last_id).values("created_at")[:1])
         queryset = queryset.filter(Q(created_at__gte=anchor) & (Q(created_at__gt=anchor) | Q(id__gt=last_id)))
     return (
         queryset.annotate(
             at=Cast(TruncSecond("created_at", tzinfo=_business_zone()), output_field=CharField()),
-            body_head=Substr("body", 1, head_chars + 1),
+            body_head=Substr("body", 1, HEAD_CHARS + 1),
             agent_name=F("agent__name"),
             agent_surname=F("agent__surname"),
             file_name=F("file__original_name"),
@@ -202,11 +198,8 @@ def _chunk(first: bool, size: int, head_chars: int):
             keyboard_json=Cast("keyboard", TextField()),
         )
         .order_by("created_at", "id")
-        .values(*(_READ_AS.get(c, c) for c in Row._fields))[:size]
+        .values_list(*(_READ_AS.get(c, c) for c in Row._fields))[:size]
     )
-
-
-_CHUNK = Statement(_chunk)
 
 
 def _public_messages(*, chat: Chat, limit: int) -> Iterator[Row]:
@@ -225,9 +218,7 @@ def _public_messages(*, chat: Chat, limit: int) -> Iterator[Row]:
     last_id = None
     while read < limit:
         size = min(CHUNK_ROWS, limit - read)
-        shape = (last_id is None, size, HEAD_CHARS)
-        found = _CHUNK.tuples(shape, chat=chat.pk, widget=chat.widget_id, last_id=last_id)
-        rows = [Row._make(values) for values in found]
+        rows = [Row._make(values) for values in _chunk(chat, last_id=last_id, size=size)]
         yield from _with_full_bodies(chat, rows)
         read += len(rows)
         if len(rows) < size:
@@ -263,7 +254,7 @@ def full_bodies(*, chat: Chat, ids: list[int]) -> dict[int, str]:
 
 
 def _public(chat_id, widget_id):
-    # The allowlist: every read of message content goes through this filter (values or Slots).
+    # The allowlist: every read of message content goes through this filter.
     return Message.objects.filter(chat_id=chat_id, widget_id=widget_id, visibility=Message.Visibility.PUBLIC)
 
 
