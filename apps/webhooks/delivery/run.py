@@ -217,21 +217,32 @@ class _PoolRun:
             else:
                 skipped.append((pk, sub_id))
         self.queue[: index + 1] = skipped  # the rows read and not taken keep their place, first
-        for row in (self.preloaded.pop(pk) for pk in take):
+        rows = [self.preloaded.pop(pk) for pk in take]
+        # Every place taken is counted before the first attempt starts: an attempt answered before
+        # its callback is added runs `_finished` here, on this thread, and that refill must see the
+        # places of the rows still to start below as taken.
+        self.in_flight = counts
+        self.busy += len(rows)
+        for row in rows:
             try:
                 attempt = send._start(row)
             except Exception as exc:  # a bug, not a transport failure: the row comes back after LEASE
                 logger.error("webhook attempt crashed: %s", exc.__class__.__name__)
+                self._free(row.target_key)
                 self.done += 1
                 continue
             self.running[attempt] = row.target_key
             if attempt.call is None:  # ended before anything was sent: it took no place
+                self._free(row.target_key)
                 self.unwritten += 1
                 self.finished.put((attempt, time.monotonic()))
                 continue
-            self.in_flight[row.target_key] += 1
-            self.busy += 1
             attempt.call.add_done_callback(lambda _, attempt=attempt: self._finished(attempt))
+
+    def _free(self, sub_id: str) -> None:
+        """Give back a place (and the endpoint's share of it). Called with the lock held."""
+        self.in_flight[sub_id] -= 1
+        self.busy -= 1
 
     def _finished(self, attempt: _Started) -> None:
         """An attempt's answer (or failure) came, on the outbound thread: its place is freed and
@@ -240,8 +251,7 @@ class _PoolRun:
         ended = time.monotonic()
         try:
             with self.lock:
-                self.in_flight[self.running[attempt]] -= 1
-                self.busy -= 1
+                self._free(self.running[attempt])
                 self.unwritten += 1
                 self.finished.put((attempt, ended))
                 if ended < self.deadline:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
@@ -443,6 +444,43 @@ def test_an_attempt_that_crashes_before_sending_holds_back_no_other(
     assert len(hits) == 5
     assert left.idempotency_key not in {hit.key for hit in hits}
     assert "webhook attempt crashed: RuntimeError" in caplog.text
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_answered_before_its_callback_is_added_takes_no_more_places(
+    widget, receiver, lost_triggers, monkeypatch
+):
+    # given 12 due deliveries to one endpoint (its share: 3 of the 4 places), answers that take 0.3 s
+    # but the first one, and a calling thread paused after handing over the first attempt until it
+    # is answered (as when the scheduler preempts it there): its refill runs on that thread, in the
+    # middle of starting the others
+    receiver.rule = lambda hit: Reply() if hit.seq == 0 else Reply(delay=0.3)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    emit_messages(widget, 12, bulk=True)
+    start, lock, counted = engine.send._start, threading.Lock(), {"now": 0, "most": 0, "first": True}
+
+    def ended(_future):
+        with lock:
+            counted["now"] -= 1
+
+    def start_and_count(row):
+        attempt = start(row)
+        with lock:
+            counted["now"] += 1
+            counted["most"] = max(counted["most"], counted["now"])
+            first, counted["first"] = counted["first"], False
+        attempt.call.add_done_callback(ended)
+        if first:
+            futures_wait([attempt.call], timeout=10)
+        return attempt
+
+    monkeypatch.setattr(engine.send, "_start", start_and_count)
+    # when a run sends them
+    assert services.deliver_due(concurrency=4) == 12
+    # then the endpoint never had more attempts in flight than its share
+    assert counted["most"] == 3
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 12}
 
 
 # --- a slow endpoint beside fast ones -------------------------------------------------------------------
