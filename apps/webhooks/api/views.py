@@ -7,7 +7,6 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.api.pagination import KeysetStatement
 from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
@@ -127,7 +126,7 @@ class SubscriptionViewSet(
 
     @extend_schema(responses={200: s.SubscriptionDoc(many=True)})
     def list(self, request):
-        page = self.paginator.paginate_statement(_SUBSCRIPTION_PAGE, request, self, widget=request.widget.pk)
+        page = self.paginate_queryset(self.get_queryset().values(*SUBSCRIPTION_ROW_FIELDS))
         return self.get_paginated_response([subscription_row_payload(row) for row in page])
 
     @extend_schema(request=s.SubscriptionCreateInput, responses={201: s.SubscriptionCreatedDoc})
@@ -205,9 +204,3 @@ class EventCatalogueView(ScopedAPIView):
     @extend_schema(responses={200: s.EventCatalogueDoc})
     def get(self, request):
         return Response({"data": catalogue.listing()})
-
-
-# The list's page, compiled once (apps.core.statements).
-_SUBSCRIPTION_PAGE = KeysetStatement(
-    lambda: SubscriptionViewSet.tenant_queryset(SubscriptionViewSet.tenant_slot()).values(*SUBSCRIPTION_ROW_FIELDS)
-)

@@ -3,7 +3,8 @@
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from apps.core import events
 from apps.core.crypto import decrypt_secret
@@ -79,6 +80,20 @@ def test_list_items_are_the_subscriptions_as_read_alone_without_the_secret(api):
     assert listed["next_cursor"] is None
     assert listed["data"] == [client.get(f"{BASE}/{pk}").json() for pk in (second["id"], first["id"])]
     assert all("secret" not in item and "secret_encrypted" not in item for item in listed["data"])
+
+
+def test_the_list_pages_newest_first_by_cursor_within_the_widget(api, other_widget):
+    client = api()
+    made = [create(client, url=f"https://hooks.example.com/{n}").json()["id"] for n in range(5)]
+    create(api(w=other_widget), url="https://hooks.example.com/theirs")
+    with CaptureQueriesContext(connection) as queries:
+        first = client.get(BASE, {"limit": 3}).json()
+    assert len([q for q in queries if "webhooks_subscription" in q["sql"]]) == 1  # the page, in one query
+    second = client.get(BASE, {"limit": 3, "cursor": first["next_cursor"]}).json()
+    assert [row["id"] for row in first["data"] + second["data"]] == made[::-1]
+    assert second["next_cursor"] is None
+    # a cursor is bound to its widget's list
+    assert_problem(api(w=other_widget).get(BASE, {"cursor": first["next_cursor"]}), 422, "validation_failed")
 
 
 def test_create_keeps_a_given_secret(api):
