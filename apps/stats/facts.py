@@ -247,14 +247,14 @@ def chat_created(*, chat: Chat) -> None:
 
 def chat_changed(*, chat: Chat) -> None:
     """The chat's attribution may have changed (answered, accepted, owner, handler)."""
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     _sync(delta, chat)
     stats.apply(delta)
 
 
 def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> None:
     """The chat's newest transfer row was just written, and its owner and handler changed."""
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     if transfer is None:
         transfer = ChatTransfer.objects.filter(chat_id=chat.pk).order_by("-id").first()
     if transfer is not None:
@@ -267,7 +267,7 @@ def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> Non
 
 def client_message_posted(*, chat: Chat, message: Message) -> None:
     """A visitor message was stored. Until the chat's first reply it may open a conversation."""
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     _count_message(delta, chat, message)
     if chat.first_agent_reply_at is None and _opens_conversation(message):
         _sync(delta, chat, conversation_start=message.created_at)
@@ -277,7 +277,7 @@ def client_message_posted(*, chat: Chat, message: Message) -> None:
 
 def agent_message_posted(*, chat: Chat, message: Message) -> None:
     """An operator message was stored; a visible one may have answered the chat."""
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     _count_message(delta, chat, message)
     _sync(delta, chat)
     stats.apply(delta)
@@ -285,7 +285,7 @@ def agent_message_posted(*, chat: Chat, message: Message) -> None:
 
 
 def rating_created(*, chat: Chat, rating: Rating) -> None:
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)
     stats.refresh_chat_rating(chat_id=chat.pk)
@@ -293,7 +293,7 @@ def rating_created(*, chat: Chat, rating: Rating) -> None:
 
 def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_agent_id: int | None) -> None:
     """`rating` (as stored now) replaced `previous_value` of `previous_agent_id`; its day does not move."""
-    delta = stats.Delta(chat.widget_id)
+    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
     _count_rating(delta, chat, at=rating.created_at, value=previous_value, agent_id=previous_agent_id, sign=-1)
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)

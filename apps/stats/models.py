@@ -11,6 +11,11 @@ change they count, so no statistics read scans messages.
   Chat counters sit on the chat's creation day; messages and ratings on their own day.
 - `DailyAgentFacts`: per agent and Moscow day, the agent row counters.
 
+A day's counters of one key are spread over FACT_SHARDS rows (`shard`, the chat's id modulo
+FACT_SHARDS; the rebuild writes shard 0): every message adds to them inside its transaction, and one
+row per key made the messages of all a widget's chats wait for each other's commits on that row's
+lock. The selectors sum the rows, so a reader never sees a shard.
+
 Agents are referenced by plain integer ids (no foreign key): facts outlive an agent row, and a
 decrement for an agent never fails on a constraint. Counters are signed integers, never clamped.
 Every index starts with the widget, so the widget foreign keys carry no index of their own.
@@ -23,6 +28,9 @@ from django.db import models
 from apps.agents.models import Department
 from apps.chats.models import Chat
 from apps.core.models import Widget
+
+# Rows per key of the daily rollups (see the module docstring).
+FACT_SHARDS = 16
 
 # Counter columns of the daily rollups (the names the selectors and the upserts use).
 WIDGET_COUNTERS = (
@@ -108,6 +116,7 @@ class DailyWidgetFacts(models.Model):
     day = models.DateField()
     channel = models.CharField(max_length=64)
     is_internal = models.BooleanField(default=False)
+    shard = models.PositiveSmallIntegerField(default=0)
     chats_total = models.IntegerField(default=0)
     chats_missed = models.IntegerField(default=0)
     chats_accepted_ai = models.IntegerField(default=0)
@@ -128,7 +137,9 @@ class DailyWidgetFacts(models.Model):
         verbose_name = "daily widget facts"
         verbose_name_plural = "daily widget facts"
         constraints = [
-            models.UniqueConstraint(fields=["widget", "day", "channel", "is_internal"], name="dailywidgetfacts_key"),
+            models.UniqueConstraint(
+                fields=["widget", "day", "channel", "is_internal", "shard"], name="dailywidgetfacts_key"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -139,6 +150,7 @@ class DailyAgentFacts(models.Model):
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
     agent_id = models.BigIntegerField()
     day = models.DateField()
+    shard = models.PositiveSmallIntegerField(default=0)
     chats_total = models.IntegerField(default=0)
     chats_missed = models.IntegerField(default=0)
     chats_accepted = models.IntegerField(default=0)
@@ -158,7 +170,7 @@ class DailyAgentFacts(models.Model):
         verbose_name = "daily agent facts"
         verbose_name_plural = "daily agent facts"
         constraints = [
-            models.UniqueConstraint(fields=["widget", "agent_id", "day"], name="dailyagentfacts_key"),
+            models.UniqueConstraint(fields=["widget", "agent_id", "day", "shard"], name="dailyagentfacts_key"),
         ]
 
     def __str__(self) -> str:

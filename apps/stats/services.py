@@ -20,7 +20,7 @@ from django.db.models import F, Subquery
 from apps.chats.models import Rating
 from apps.core.statements import ModelStatement, Slot
 
-from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
+from .models import AGENT_COUNTERS, FACT_SHARDS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 
 WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
 AgentKey = tuple[int, date]  # (agent id, Moscow day)
@@ -29,8 +29,8 @@ AgentKey = tuple[int, date]  # (agent id, Moscow day)
 class Delta:
     """Changes of the daily counters of one widget, accumulated before they are written."""
 
-    def __init__(self, widget_id: int):
-        self.widget_id = widget_id
+    def __init__(self, widget_id: int, shard: int = 0):
+        self.widget_id, self.shard = widget_id, shard
         self.widget: dict[WidgetKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.agent: dict[AgentKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
@@ -56,8 +56,13 @@ class Delta:
         return bool(self.widget_rows() or self.agent_rows())
 
 
-_WIDGET_KEYS = ("widget_id", "day", "channel", "is_internal")
-_AGENT_KEYS = ("widget_id", "agent_id", "day")
+_WIDGET_KEYS = ("widget_id", "day", "channel", "is_internal", "shard")
+_AGENT_KEYS = ("widget_id", "agent_id", "day", "shard")
+
+
+def shard_of(chat_id: int) -> int:
+    """The rollup rows a chat's changes add to (models.FACT_SHARDS)."""
+    return chat_id % FACT_SHARDS
 
 
 @functools.cache
@@ -92,11 +97,12 @@ def apply(delta: Delta) -> None:
     """Add `delta` to the daily rollups (widget rows first, then agent rows, each sorted). Runs in
     the caller's transaction (no savepoint), or in one of its own outside any."""
     widget_rows = [
-        ((delta.widget_id, _adapt_day(day), channel, internal), values)
+        ((delta.widget_id, _adapt_day(day), channel, internal, delta.shard), values)
         for (day, channel, internal), values in delta.widget_rows()
     ]
     agent_rows = [
-        ((delta.widget_id, agent_id, _adapt_day(day)), values) for (agent_id, day), values in delta.agent_rows()
+        ((delta.widget_id, agent_id, _adapt_day(day), delta.shard), values)
+        for (agent_id, day), values in delta.agent_rows()
     ]
     writes = [
         (_upsert_sql(model, keys, counters, len(rows)), _params(rows, counters))

@@ -4,13 +4,14 @@ month edges, and against the direct count (reference.py)."""
 from datetime import date
 
 import pytest
+from django.db.models import Sum
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.chats.services import IDLE_EXPIRY
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.stats import facts, selectors
-from apps.stats.models import ChatFacts, DailyAgentFacts, DailyWidgetFacts
+from apps.stats.models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 from apps.stats.windows import Window
 
 from . import reference
@@ -33,16 +34,21 @@ def agents(widget, start, end, *agent_list) -> dict[int, dict]:
 
 
 def rollups(widget) -> tuple[list, list]:
-    def rows(model):
-        return sorted(
-            tuple(v for k, v in row.items() if k != "id")
-            for row in model.objects.filter(widget=widget).values()
-            if any(
-                v for k, v in row.items() if k not in ("id", "widget_id", "day", "channel", "is_internal", "agent_id")
-            )
-        )
+    """The rollups per key, their shards summed (as the selectors read them), zero rows left out."""
 
-    return rows(DailyWidgetFacts), rows(DailyAgentFacts)
+    def rows(model, keys, counters):
+        summed = (
+            model.objects.filter(widget=widget)
+            .values(*keys)
+            .annotate(**{f"sum_{name}": Sum(name) for name in counters})
+            .order_by()
+        )
+        return sorted(tuple(row.values()) for row in summed if any(row[f"sum_{name}"] for name in counters))
+
+    return (
+        rows(DailyWidgetFacts, ("day", "channel", "is_internal"), WIDGET_COUNTERS),
+        rows(DailyAgentFacts, ("agent_id", "day"), AGENT_COUNTERS),
+    )
 
 
 def test_the_conversation_gap_is_the_idle_expiry():
