@@ -240,6 +240,11 @@ _PREVIOUS_MESSAGE_AT = Statement(_previous_message_at)
 # --- one chat's changes (inside the change's transaction, chat row locked) ----------------------------
 
 
+def _chat_delta(chat: Chat) -> stats.Delta:
+    """An empty delta of `chat`'s widget, written to the chat's own shard of the rollups."""
+    return stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+
+
 def chat_created(*, chat: Chat) -> None:
     """A room was made: it counts on its creation day, as missed until someone answers."""
     chat_changed(chat=chat)
@@ -247,14 +252,14 @@ def chat_created(*, chat: Chat) -> None:
 
 def chat_changed(*, chat: Chat) -> None:
     """The chat's attribution may have changed (answered, accepted, owner, handler)."""
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     _sync(delta, chat)
     stats.apply(delta)
 
 
 def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> None:
     """The chat's newest transfer row was just written, and its owner and handler changed."""
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     if transfer is None:
         transfer = ChatTransfer.objects.filter(chat_id=chat.pk).order_by("-id").first()
     if transfer is not None:
@@ -267,7 +272,7 @@ def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> Non
 
 def client_message_posted(*, chat: Chat, message: Message) -> None:
     """A visitor message was stored. Until the chat's first reply it may open a conversation."""
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     _count_message(delta, chat, message)
     if chat.first_agent_reply_at is None and _opens_conversation(message):
         _sync(delta, chat, conversation_start=message.created_at)
@@ -277,7 +282,7 @@ def client_message_posted(*, chat: Chat, message: Message) -> None:
 
 def agent_message_posted(*, chat: Chat, message: Message) -> None:
     """An operator message was stored; a visible one may have answered the chat."""
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     _count_message(delta, chat, message)
     _sync(delta, chat)
     stats.apply(delta)
@@ -285,7 +290,7 @@ def agent_message_posted(*, chat: Chat, message: Message) -> None:
 
 
 def rating_created(*, chat: Chat, rating: Rating) -> None:
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)
     stats.refresh_chat_rating(chat_id=chat.pk)
@@ -293,7 +298,7 @@ def rating_created(*, chat: Chat, rating: Rating) -> None:
 
 def rating_changed(*, chat: Chat, rating: Rating, previous_value: int, previous_agent_id: int | None) -> None:
     """`rating` (as stored now) replaced `previous_value` of `previous_agent_id`; its day does not move."""
-    delta = stats.Delta(chat.widget_id, stats.shard_of(chat.pk))
+    delta = _chat_delta(chat)
     _count_rating(delta, chat, at=rating.created_at, value=previous_value, agent_id=previous_agent_id, sign=-1)
     _count_rating(delta, chat, at=rating.created_at, value=rating.value, agent_id=rating.agent_id, sign=1)
     stats.apply(delta)

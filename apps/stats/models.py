@@ -12,9 +12,9 @@ change they count, so no statistics read scans messages.
 - `DailyAgentFacts`: per agent and Moscow day, the agent row counters.
 
 A day's counters of one key are spread over FACT_SHARDS rows (`shard`, the chat's id modulo
-FACT_SHARDS; the rebuild writes shard 0): every message adds to them inside its transaction, and one
-row per key made the messages of all a widget's chats wait for each other's commits on that row's
-lock. The selectors sum the rows, so a reader never sees a shard.
+FACT_SHARDS; the rebuild writes shard 0): every message adds to them inside its transaction, and with
+one row per key the messages of all a widget's chats would wait for each other's commits on that
+row's lock. The selectors sum the rows, so a reader never sees a shard.
 
 Agents are referenced by plain integer ids (no foreign key): facts outlive an agent row, and a
 decrement for an agent never fails on a constraint. Counters are signed integers, never clamped.
