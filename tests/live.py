@@ -28,6 +28,15 @@ VENV_BIN = ROOT / ".venv" / "bin"
 _DROPPED_ENV = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "APP_MODE", "DEBUG", "VAR_DIR", "PORT"}
 
 
+def read_proc(path: Path) -> str:
+    """A /proc file's text, or "" when its process has ended (it can end between being listed and
+    being read, such as a killed program its supervisor has just reaped)."""
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def procfile(name: str) -> str:
     """The command of one Procfile entry (`web`, `worker`, `beat`)."""
     for line in (ROOT / "Procfile").read_text().splitlines():

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.live import ROOT, Template, environment, free_port
+from tests.live import ROOT, Template, environment, free_port, read_proc
 from tests.llm_fake import FakeLLM, ca_path, server_error
 
 pytestmark = pytest.mark.embedded
@@ -102,8 +102,8 @@ class Stack:
         if self.proc.poll() is not None:
             return found
         for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            for child in (task / "children").read_text().split():
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            for child in read_proc(task / "children").split():
+                cmdline = read_proc(Path(f"/proc/{child}/cmdline")).replace("\0", " ")
                 if "web.sh" in cmdline or "uvicorn" in cmdline:
                     found["web"] = int(child)
                 elif " beat " in cmdline:
@@ -321,4 +321,5 @@ def test_ctrl_c_stops_every_process_within_15_seconds(stack):
     seconds = stack.stop()
     assert seconds < 15, stack.output()[-3000:]
     for pid in pids.values():
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        stat = read_proc(Path(f"/proc/{pid}/stat"))
+        assert not stat or stat.rsplit(")", 1)[1].split()[0] == "Z"

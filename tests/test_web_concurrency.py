@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.live import ROOT, start_web
+from tests.live import ROOT, read_proc, start_web
 
 WEB_SH = ROOT / "scripts" / "web.sh"
 # every start of the web process runs the lifespan protocol and sends frames uncompressed
@@ -208,13 +208,13 @@ async def _next_message(socket_, body: str) -> dict:
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+        found += [int(child) for child in read_proc(task / "children").split()]
     return found
 
 
 def _serving_workers(pid: int) -> list[int]:
     """uvicorn's workers (multiprocessing spawn children), not multiprocessing's resource tracker."""
-    return [child for child in _children(pid) if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    return [child for child in _children(pid) if "spawn_main" in read_proc(Path(f"/proc/{child}/cmdline"))]
 
 
 def _running(pid: int) -> bool:
