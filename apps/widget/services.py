@@ -25,7 +25,6 @@ from apps.core.ratelimit import Budget
 
 from . import hours, selectors
 from . import settings_schema as schema
-from .cache import _generation as _generation
 from .cache import purge_widget_cache as purge_widget_cache
 from .icons import IconInfo
 from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings

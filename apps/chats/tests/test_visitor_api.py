@@ -207,9 +207,9 @@ def test_cached_answerers_expire_within_their_ttl(client, widget, live, provide_
 
 
 def _answerer_keys(widget) -> list[str]:
-    from apps.widget.cache import _generation
+    from apps.widget.cache import entry_key
 
-    return [f"widget-cache:answerers:{widget.pk}:{_generation(widget.pk)}"]
+    return [entry_key("answerers", widget.pk)]
 
 
 def test_answerers_are_cached_for_at_most_their_ttl(widget, monkeypatch):

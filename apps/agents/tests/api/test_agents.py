@@ -245,12 +245,12 @@ def test_patch_to_the_same_value_changes_nothing(api, widget, purges):
 
 
 def test_patch_moves_the_served_cache_generation(api, widget):
-    from apps.widget.services import _generation
+    from apps.widget.cache import generation
 
     agent = AgentFactory(widget=widget, show_in_header=True)
-    before = _generation(widget.pk)
+    before = generation(widget.pk)
     api().patch(url(agent), {"show_in_header": False}, format="json", **idem())
-    assert _generation(widget.pk) > before
+    assert generation(widget.pk) > before
 
 
 @pytest.mark.parametrize(

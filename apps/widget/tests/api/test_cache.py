@@ -122,6 +122,49 @@ def test_the_base_members_are_cached_with_the_settings(widget):
     assert calls == [1, 1]
 
 
+def test_a_warm_read_is_one_round_trip_to_the_cache(widget, monkeypatch):
+    from apps.widget import cache as widget_cache
+
+    config(widget)
+    calls, inside = [], []
+
+    def spy(name, real):
+        def call(*args, **kwargs):
+            if not inside:  # a backend's get_many may be made of its own gets (Redis sends one MGET)
+                calls.append(name)
+            inside.append(name)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                inside.pop()
+
+        return call
+
+    for name in ("get", "get_many", "set", "add"):
+        monkeypatch.setattr(widget_cache.cache, name, spy(name, getattr(widget_cache.cache, name)))
+    config(widget)
+    assert calls == ["get_many"]
+
+
+def test_an_entry_built_before_a_purge_is_never_served_after_it(widget):
+    from apps.widget import cache as widget_cache
+
+    builds = iter(range(1, 10))
+
+    def read():
+        return widget_cache.cached_per_generation(name="probe", widget_id=widget.pk, build=lambda: next(builds), ttl=60)
+
+    assert (read(), read()) == (1, 1)
+    services.purge_widget_cache(widget_id=widget.pk)
+    assert (read(), read()) == (2, 2)
+    # a reader that built under the older generation and stores last does not bring its value back
+    widget_cache.cache.set(widget_cache.entry_key("probe", widget.pk), (1, "stale"), 60)
+    assert read() == 3
+    # nor does an entry of a later generation when the generation itself was evicted from the cache
+    widget_cache.cache.delete(widget_cache.generation_key(widget.pk))
+    assert read() == 4 and widget_cache.generation(widget.pk) == 1
+
+
 def test_the_settings_drive_the_public_features_language_and_texts(api, widget):
     patch(
         api(),
