@@ -129,6 +129,11 @@ class _PoolRun:
                 self._write(finished)
                 finished = []
                 with self.lock:
+                    if in_time:
+                        # the places the bound on unwritten attempts kept empty above (and on the
+                        # outbound thread) are filled now that they are written: waiting in `_collect`
+                        # first would leave them empty until some other attempt ends
+                        self._start_queued()
                     idle, queued = not self.running, bool(self.queue)
                 if idle:
                     if queued and in_time:

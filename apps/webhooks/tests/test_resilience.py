@@ -483,6 +483,45 @@ def test_an_attempt_answered_before_its_callback_is_added_takes_no_more_places(
     assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 12}
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_places_held_back_while_answers_wait_to_be_written_are_filled_once_they_are(
+    widget, receiver, lost_triggers, monkeypatch
+):
+    # given a slow endpoint (3 s) with one delivery due first and a fast one with 12 due next, in a
+    # run of 4 places: the fast one holds its share, 3 places, its answers 0-0.1 s apart; and a first
+    # write of answers that takes 0.5 s, while more than 4 answers come in and wait to be written,
+    # so the outbound thread stops refilling (the bound on unwritten attempts) and the places empty
+    receiver.rule = lambda hit: Reply(delay=3.0) if hit.path == "/slow" else Reply(delay=0.05 * (hit.seq % 3))
+    services.create_subscription(widget=widget, url=receiver.url("/fast"), events=["message.created"])
+    emit_messages(widget, 11, bulk=True)
+    services.create_subscription(widget=widget, url=receiver.url("/slow"), events=["message.created"])
+    emit_messages(widget, 1, bulk=True)
+    Delivery.objects.filter(subscription__url__endswith="/fast").update(
+        next_attempt_at=timezone.now() + timedelta(milliseconds=1)
+    )
+    time.sleep(0.01)
+    record, writes = engine.record._record, []
+
+    def slow_first_write(outcomes):
+        writes.append(len(outcomes))
+        if len(writes) == 1:
+            time.sleep(0.5)
+        return record(outcomes)
+
+    monkeypatch.setattr(engine.record, "_record", slow_first_write)
+    # when the run sends them
+    assert services.deliver_due(concurrency=4) == 13
+    # then the fast endpoint got every delivery before the slow one answered: once the held-back
+    # answers were written, the empty places were filled again, not left empty until the slow answer
+    hits = receiver.snapshot()
+    slow = [hit.at for hit in hits if hit.path == "/slow"]
+    fast = [hit.at for hit in hits if hit.path == "/fast"]
+    assert len(slow) == 1 and len(fast) == 12
+    assert max(fast) < min(slow) + 3.0
+    assert Counter(Delivery.objects.values_list("status", flat=True)) == {"delivered": 13}
+
+
 # --- a slow endpoint beside fast ones -------------------------------------------------------------------
 
 
