@@ -18,7 +18,8 @@ def generation_key(widget_id: int) -> str:
 
 
 def entry_key(name: str, widget_id: int) -> str:
-    return f"widget-cache:{name}:{widget_id}"
+    # a prefix of its own: no name can make an entry's key the generation's
+    return f"widget-cache:entry:{name}:{widget_id}"
 
 
 def generation(widget_id: int) -> int:
