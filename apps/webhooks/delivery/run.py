@@ -81,7 +81,9 @@ class _PoolRun:
     the interpreter lock and signed. The calling thread still fills the places the queue could not (leasing more),
     collects and records. No attempt starts while more than `concurrency` finished ones are unwritten,
     so started and unrecorded attempts (what a killed process sends twice) never number more than
-    twice `concurrency`. `lock` guards the queue and the counts, which both threads change."""
+    twice `concurrency`; the places that bound keeps empty are filled by the calling thread once it
+    has written them, before it waits again. `lock` guards the queue and the counts, which both
+    threads change."""
 
     concurrency: int
     batch_size: int
