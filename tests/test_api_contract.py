@@ -216,6 +216,23 @@ def test_body_over_the_limit_is_413(api, settings):
     assert_problem(api().post(NOTES, body, content_type="application/json", **IDEM), 413, "body_too_large")
 
 
+@pytest.mark.parametrize(
+    ("member", "value", "message"),
+    [
+        ("slow", False, "Must be a number."),
+        ("slow", "1.5", "Must be a number."),
+        ("title", 12, "Must be a string."),
+        ("title", True, "Must be a string."),
+    ],
+)
+def test_a_member_of_another_json_type_is_422_and_changes_nothing(api, member, value, message):
+    """A value is never coerced to the schema's type: `false` is not the number 0, nor 12 the text "12"."""
+    body = {"title": "x", member: value}
+    refused = assert_problem(api().post(NOTES, body, format="json", **IDEM), 422, "validation_failed")
+    assert refused["errors"] == {member: [message]}
+    assert not Note.objects.exists()
+
+
 def test_unknown_fields_are_422_by_name(api):
     response = api().post(NOTES, {"title": "x", "colour": "red", "size": 1}, format="json", **IDEM)
     body = assert_problem(response, 422, "validation_failed")

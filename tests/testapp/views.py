@@ -6,7 +6,13 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.agents.models import Agent
-from apps.core.api.serializers import InputSerializer, TenantPrimaryKeyField
+from apps.core.api.serializers import (
+    InputSerializer,
+    StrictCharField,
+    StrictFloatField,
+    StrictStringMixin,
+    TenantPrimaryKeyField,
+)
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.events import CHAT_CLOSED, emit
 
@@ -19,9 +25,13 @@ class NoteSerializer(serializers.ModelSerializer):
         fields = ["id", "title", "agent_id", "created_at"]
 
 
+class StrictURLField(StrictStringMixin, serializers.URLField):
+    pass
+
+
 class NoteButtonInput(InputSerializer):
-    label = serializers.CharField(min_length=1, max_length=64)
-    url = serializers.URLField()
+    label = StrictCharField(min_length=1, max_length=64)
+    url = StrictURLField()
 
 
 class NoteKeyboardInput(InputSerializer):
@@ -30,10 +40,10 @@ class NoteKeyboardInput(InputSerializer):
 
 class NoteInput(InputSerializer):
     id = serializers.IntegerField(read_only=True)
-    title = serializers.CharField(max_length=100)
+    title = StrictCharField(max_length=100)
     agent_id = TenantPrimaryKeyField(queryset=Agent.objects.all(), required=False, missing="422")
     keyboard = NoteKeyboardInput(required=False)
-    slow = serializers.FloatField(required=False, min_value=0, max_value=2)
+    slow = StrictFloatField(required=False, min_value=0, max_value=2)
 
 
 class AssignInput(InputSerializer):

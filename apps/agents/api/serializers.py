@@ -14,7 +14,15 @@ from apps.core.api.query import (
     IdQueryField,
     query_data,  # noqa: F401 (used by the views as s.query_data)
 )
-from apps.core.api.serializers import InputSerializer, LabelMixin, StrictBooleanField, StrictCharField, UploadField
+from apps.core.api.serializers import (
+    InputSerializer,
+    LabelMixin,
+    StrictBooleanField,
+    StrictCharField,
+    StrictEmailField,
+    StrictIntegerField,
+    UploadField,
+)
 
 from .. import events_log, selectors
 from ..models import Agent, AgentEvent, Department, Invitation
@@ -209,7 +217,7 @@ class AgentIdsField(serializers.ListField):
     """A list of agent ids of the request's widget. Unknown and foreign ids answer identically
     (422 `Unknown id.` at `<field>.<index>`); a repeated id is refused."""
 
-    child = serializers.IntegerField()
+    child = StrictIntegerField()
 
     def to_internal_value(self, data):
         if not isinstance(data, list):
@@ -237,7 +245,7 @@ class ChannelsField(serializers.ListField):
     this widget's ad cabinets. An `av__` channel naming no cabinet of this widget reports exactly as
     an unknown agent id does (`Unknown id.`)."""
 
-    child = serializers.CharField()
+    child = StrictCharField()
 
     def to_internal_value(self, data):
         if not isinstance(data, list):
@@ -410,7 +418,7 @@ class AvatarMultipartDoc(serializers.Serializer):
 
 
 class InvitationInput(InputSerializer):
-    email = serializers.EmailField(max_length=254)
+    email = StrictEmailField(max_length=254)
 
     def validate_email(self, value: str) -> str:
         value = value.strip().lower()

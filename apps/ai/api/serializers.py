@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from rest_framework import serializers
 
 from apps.agents.models import Agent
@@ -13,6 +11,7 @@ from apps.core.api.serializers import (
     LabelField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
     TenantPrimaryKeyField,
 )
@@ -26,15 +25,6 @@ DEMAND_CATEGORIES = tuple(DemandSignal.Category.values)
 
 
 # --- strict scalars ---------------------------------------------------------------------------------------
-
-
-class StrictFloatField(serializers.FloatField):
-    default_error_messages = {"invalid": "Must be a number."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class TextField(StrictCharField):

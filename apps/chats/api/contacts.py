@@ -16,7 +16,7 @@ from rest_framework.fields import empty
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
-from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField
+from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField, StrictEmailField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.erasure.selectors import not_erasing
 
@@ -142,7 +142,7 @@ class ContactPatchInput(InputSerializer):
     """Only the members sent change; null (or "") clears name, email and phone."""
 
     name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
-    email = serializers.EmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    email = StrictEmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
     phone = PhoneField(required=False, allow_null=True)
     attributes = AttributesField(
         required=False,

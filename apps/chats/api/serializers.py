@@ -12,7 +12,13 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 
 from apps.agents.models import Agent
-from apps.core.api.serializers import InputSerializer, TenantPrimaryKeyField
+from apps.core.api.serializers import (
+    InputSerializer,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    TenantPrimaryKeyField,
+)
 
 from ..models import Chat, File, Message
 
@@ -134,12 +140,12 @@ class EmptyInput(InputSerializer):
 
 
 class CloseInput(InputSerializer):
-    reason = serializers.CharField(required=False, allow_blank=False, max_length=200)
+    reason = StrictCharField(required=False, allow_blank=False, max_length=200)
 
 
 class StateInput(InputSerializer):
     state = serializers.ChoiceField(choices=Chat.Status.values)
-    reason = serializers.CharField(required=False, allow_blank=False, max_length=200)
+    reason = StrictCharField(required=False, allow_blank=False, max_length=200)
 
 
 class TransferInput(InputSerializer):
@@ -163,8 +169,8 @@ def validate_button_url(value: str) -> str:
 
 
 class KeyboardButtonInput(InputSerializer):
-    label = serializers.CharField(min_length=1, max_length=64, trim_whitespace=False)
-    url = serializers.CharField(max_length=2048, validators=[validate_button_url])
+    label = StrictCharField(min_length=1, max_length=64, trim_whitespace=False)
+    url = StrictCharField(max_length=2048, validators=[validate_button_url])
     style = serializers.ChoiceField(choices=["primary", "secondary"], default="primary")
 
 
@@ -173,25 +179,25 @@ class KeyboardInput(InputSerializer):
 
 
 class CoordsInput(InputSerializer):
-    latitude = serializers.FloatField(min_value=-90, max_value=90)
-    longitude = serializers.FloatField(min_value=-180, max_value=180)
-    title = serializers.CharField(required=False, max_length=255)
+    latitude = StrictFloatField(min_value=-90, max_value=90)
+    longitude = StrictFloatField(min_value=-180, max_value=180)
+    title = StrictCharField(required=False, max_length=255)
 
 
 class StickerInput(InputSerializer):
-    id = serializers.CharField(max_length=128)
-    url = serializers.CharField(required=False, max_length=2048, validators=[validate_button_url])
+    id = StrictCharField(max_length=128)
+    url = StrictCharField(required=False, max_length=2048, validators=[validate_button_url])
 
 
 class MessageInput(InputSerializer):
     type = serializers.ChoiceField(choices=Message.Type.values)
-    body = serializers.CharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
-    markdown = serializers.CharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
+    body = StrictCharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
+    markdown = StrictCharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
     file = TenantPrimaryKeyField(queryset=File.objects.all(), required=False, missing="422")
     coords = CoordsInput(required=False)
     sticker = StickerInput(required=False)
     keyboard = KeyboardInput(required=False)
-    origin = serializers.CharField(required=False, max_length=64)
+    origin = StrictCharField(required=False, max_length=64)
     agent_id = TenantPrimaryKeyField(
         queryset=Agent.objects.all(),
         required=False,
@@ -243,7 +249,7 @@ class TypingInput(InputSerializer):
 
 
 class SeenInput(InputSerializer):
-    message_id = serializers.IntegerField(min_value=1)
+    message_id = StrictIntegerField(min_value=1)
 
     def validate_message_id(self, value: int) -> Message:
         chat = self.context["chat"]

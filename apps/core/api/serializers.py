@@ -4,6 +4,7 @@ field, the rule for names and labels people read, and the one way views validate
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Mapping
 
@@ -72,6 +73,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictFloatField(serializers.FloatField):
+    """A finite JSON number only: no numeric string, no boolean (422 "Must be a number.")."""
+
+    default_error_messages = {"invalid": "Must be a number."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float) or not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """JSON true or false only: never "yes", "true", 1 or 0 (422 "Must be a boolean (true or false).")."""
 
@@ -88,6 +100,10 @@ class StrictEmailField(StrictStringMixin, serializers.EmailField):
 
 
 class StrictRegexField(StrictStringMixin, serializers.RegexField):
+    pass
+
+
+class StrictUUIDField(StrictStringMixin, serializers.UUIDField):
     pass
 
 

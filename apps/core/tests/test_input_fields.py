@@ -1,14 +1,24 @@
-"""InputSerializer's fields: each instance binds fields of its own, and an empty input skips only the
-serializers that say it is valid."""
+"""InputSerializer's fields: each instance binds fields of its own, an empty input skips only the
+serializers that say it is valid, and a JSON body's scalars keep their JSON type."""
 
+import copy
 import threading
+import uuid
 
 import pytest
 from django.core.validators import MaxValueValidator
 from django.urls import get_resolver
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer, validate_input
+from apps.core.api.serializers import (
+    InputSerializer,
+    StrictBooleanField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictStringMixin,
+    StrictUUIDField,
+    validate_input,
+)
 
 
 class Inner(InputSerializer):
@@ -107,3 +117,72 @@ def test_an_empty_input_skips_only_a_serializer_that_says_so():
     with pytest.raises(serializers.ValidationError) as refused:  # the 422 problem, as before
         validate_input(Required, {})
     assert set(refused.value.detail) == {"name"}
+
+
+@pytest.mark.parametrize(
+    ("field", "refused", "accepted"),
+    [
+        (StrictFloatField(), [True, False, "1.5", float("nan"), float("inf")], [(0, 0.0), (1.5, 1.5)]),
+        (StrictIntegerField(), [True, "3", 3.0], [(3, 3)]),
+        (StrictBooleanField(), [1, 0, "true", "yes"], [(True, True), (False, False)]),
+        (
+            StrictUUIDField(),
+            [1, 2**64],
+            [("0b7e7f1c-6a8b-4a3c-9d1e-2f3a4b5c6d7e", uuid.UUID("0b7e7f1c-6a8b-4a3c-9d1e-2f3a4b5c6d7e"))],
+        ),
+    ],
+)
+def test_a_strict_field_takes_only_its_own_json_type(field, refused, accepted):
+    for value in refused:
+        with pytest.raises(serializers.ValidationError):
+            field.run_validation(value)
+    for value, internal in accepted:
+        assert field.run_validation(value) == internal
+
+
+# DRF's plain fields turn another JSON type into theirs: `false` into the number 0, 12 into the
+# text "12", 1 into a UUID, "yes" into true. A JSON body's member is refused instead (422), as its
+# schema says. Query strings are text by nature; their serializers (`...Query`) parse it.
+_LAX = {
+    serializers.CharField: StrictStringMixin,
+    serializers.UUIDField: StrictStringMixin,
+    serializers.IntegerField: StrictIntegerField,
+    serializers.FloatField: StrictFloatField,
+    serializers.BooleanField: StrictBooleanField,
+}
+
+
+def _lax_fields(fields, path):
+    for name, field in fields.items():
+        if field.read_only:
+            continue
+        where = f"{path}.{name}"
+        for plain, strict in _LAX.items():
+            if isinstance(field, plain) and not isinstance(field, strict):
+                yield where, type(field).__name__
+        if isinstance(field, serializers.DecimalField):
+            yield where, type(field).__name__
+        if isinstance(field, serializers.ListSerializer):
+            yield from _lax_fields(field.child.fields, f"{where}[]")
+        elif isinstance(field, serializers.Serializer):
+            yield from _lax_fields(field.fields, where)
+        elif isinstance(field, serializers.ListField):
+            yield from _lax_fields({"[]": field.child}, where)
+
+
+def test_every_json_body_member_keeps_its_json_type():
+    get_resolver().url_patterns  # imports every view, and with them every input serializer
+    bodies = [
+        cls
+        for cls in set(_input_serializers())
+        if not cls.__name__.endswith("Query")
+        and cls.__module__.startswith(("apps.", "tests.testapp."))
+        and ".tests." not in cls.__module__
+    ]
+    assert len(bodies) > 50
+    # the declared fields as `get_fields` copies them, without building a serializer (some need a
+    # context to be built)
+    lax = sorted(
+        found for cls in bodies for found in _lax_fields(copy.deepcopy(cls._declared_fields), cls.__qualname__)
+    )
+    assert lax == []

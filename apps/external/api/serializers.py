@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer, StrictCharField
+from apps.core.api.serializers import InputSerializer, StrictBooleanField, StrictCharField, StrictIntegerField
 
 from ..models import ExternalOperator
 
@@ -83,12 +83,12 @@ class ProbeDoc(serializers.Serializer):
 
 
 class ExternalReplyInput(InputSerializer):
-    room_id = serializers.IntegerField(min_value=1, help_text="The chat id the call named (`data.chat_id`).")
+    room_id = StrictIntegerField(min_value=1, help_text="The chat id the call named (`data.chat_id`).")
     causation_id = StrictCharField(max_length=64, help_text="The `causation_id` of the call being answered.")
     content = StrictCharField(
         required=False, allow_blank=True, max_length=65536, trim_whitespace=False, help_text="The answer's text."
     )
-    escalate = serializers.BooleanField(required=False, default=False, help_text="Hand the chat to people.")
+    escalate = StrictBooleanField(required=False, default=False, help_text="Hand the chat to people.")
 
 
 class ExternalReplyDoc(serializers.Serializer):

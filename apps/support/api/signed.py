@@ -12,7 +12,13 @@ from rest_framework.response import Response
 
 from apps.chats.selectors import client_address
 from apps.core import signed
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField, StrictRegexField
+from apps.core.api.serializers import (
+    InputSerializer,
+    StrictCharField,
+    StrictEmailField,
+    StrictIntegerField,
+    StrictRegexField,
+)
 from apps.core.api.views import ScopedAPIView
 from apps.core.auth.authentication import TokenPrincipal
 from apps.core.errors import NotFound
@@ -129,7 +135,7 @@ class ContractField(serializers.ChoiceField):
 
 class AccountRefInput(InputSerializer):
     user_id = StrictRegexField(USER_ID)
-    email = serializers.EmailField(required=False, max_length=254)
+    email = StrictEmailField(required=False, max_length=254)
 
 
 class ClientInput(InputSerializer):
@@ -186,7 +192,7 @@ class TargetInput(InputSerializer):
 
 class LinkAccountInput(InputSerializer):
     app_user_id = StrictRegexField(USER_ID)
-    email = serializers.EmailField(required=False, max_length=254)
+    email = StrictEmailField(required=False, max_length=254)
 
 
 class GrantInput(InputSerializer):

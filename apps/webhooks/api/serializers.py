@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer
+from apps.core.api.serializers import InputSerializer, StrictBooleanField, StrictCharField, StrictUUIDField
 
 from ..catalogue import NATIVE_NAMES
 from ..models import Delivery
@@ -105,30 +105,30 @@ class EventCatalogueDoc(serializers.Serializer):
 
 
 def _url_field():
-    return serializers.CharField(max_length=2048)
+    return StrictCharField(max_length=2048)
 
 
 class SubscriptionCreateInput(InputSerializer):
     url = _url_field()
-    events = serializers.ListField(child=serializers.CharField(max_length=64), allow_empty=False, max_length=20)
-    secret = serializers.CharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
-    is_legacy_compat = serializers.BooleanField(required=False, default=False)
+    events = serializers.ListField(child=StrictCharField(max_length=64), allow_empty=False, max_length=20)
+    secret = StrictCharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
+    is_legacy_compat = StrictBooleanField(required=False, default=False)
 
 
 class SubscriptionPatchInput(InputSerializer):
     url = _url_field()
-    events = serializers.ListField(child=serializers.CharField(max_length=64), allow_empty=False, max_length=20)
-    is_active = serializers.BooleanField()
-    is_legacy_compat = serializers.BooleanField()
+    events = serializers.ListField(child=StrictCharField(max_length=64), allow_empty=False, max_length=20)
+    is_active = StrictBooleanField()
+    is_legacy_compat = StrictBooleanField()
     secret = serializers.CharField(read_only=True, help_text="Not patchable: use rotate-secret.")
 
 
 class RotateSecretInput(InputSerializer):
-    secret = serializers.CharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
+    secret = StrictCharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
 
 
 class RedeliverInput(InputSerializer):
-    delivery_id = serializers.UUIDField()
+    delivery_id = StrictUUIDField()
 
 
 class DeliveryListQuery(InputSerializer):
