@@ -160,8 +160,6 @@ def _lax_fields(fields, path):
         for plain, strict in _LAX.items():
             if isinstance(field, plain) and not isinstance(field, strict):
                 yield where, type(field).__name__
-        if isinstance(field, serializers.DecimalField):
-            yield where, type(field).__name__
         if isinstance(field, serializers.ListSerializer):
             yield from _lax_fields(field.child.fields, f"{where}[]")
         elif isinstance(field, serializers.Serializer):
