@@ -160,3 +160,30 @@ def test_q_at_its_documented_bounds_is_accepted_and_past_them_refused(doc, api):
 def test_multipart_uploads_state_the_file_types_taken(doc, path, types):
     media = doc["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]
     assert media["encoding"]["file"]["contentType"] == types
+
+
+# Path parameters whose values are free text: a template's slug and the widget's button guid.
+TEXT_PATH_PARAMETERS = {"slug", "button_guid"}
+
+
+def test_a_numeric_path_parameter_is_documented_as_an_integer(doc):
+    """A path parameter the router matches as any text (`[^/]+`) is documented as an integer unless
+    its values are text; a value that is not an integer is then the documented 404."""
+    untyped = sorted(
+        (path, param["name"])
+        for path, operations in doc["paths"].items()
+        for operation in operations.values()
+        if isinstance(operation, dict)
+        for param in operation.get("parameters", [])
+        if param["in"] == "path"
+        and param["schema"] == {"type": "string", "pattern": "^[^/]+$"}
+        and param["name"] not in TEXT_PATH_PARAMETERS
+    )
+    assert untyped == []
+    for path, name in [
+        ("/api/v1/ai/assistants/{id}/test", "id"),
+        ("/api/v1/ai/learning/persona-versions/{version}", "version"),
+    ]:
+        for operation in doc["paths"][path].values():
+            [param] = [p for p in operation["parameters"] if p["in"] == "path" and p["name"] == name]
+            assert param["schema"]["type"] == "integer"

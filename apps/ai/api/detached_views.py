@@ -111,6 +111,10 @@ class InspectionEnvelope(serializers.Serializer):
     data = InspectionDoc()
 
 
+ASSISTANT_ID_PARAM = OpenApiParameter(
+    "id", int, OpenApiParameter.PATH, description="The assistant's id; one this widget does not have is 404."
+)
+
 RULES = (
     "Input: a JSON object of at most 131072 bytes; `question` and each history `content` are strings of 1 to 4000 "
     "characters with a non-whitespace character and no control characters, together at most 20000; `history` "
@@ -158,7 +162,10 @@ class AssistantTestView(ScopedAPIView):
         "query at most 128 bytes; no body, content type or idempotency key (each 422 `invalid_input`). Errors: 404 "
         "`assistant_not_found` / `operator_not_found`, 409 `ambiguous_operator` / `unsupported_transport` / "
         "`credential_unavailable`. Every answer is `Cache-Control: no-store`.",
-        parameters=[OpenApiParameter("operator_id", int, required=False, description="The AI operator to simulate.")],
+        parameters=[
+            ASSISTANT_ID_PARAM,
+            OpenApiParameter("operator_id", int, required=False, description="The AI operator to simulate."),
+        ],
         responses={200: InspectionEnvelope},
     )
     def get(self, request, pk=None):
@@ -189,6 +196,7 @@ class AssistantTestView(ScopedAPIView):
         " `provider_failure`. The idempotency key is claimed before paid work and kept 86400 s even after a "
         "provider failure: a repeated key is 409 `idempotency_reused` and no saved answer is returned; never "
         "retry an uncertain test with a new key automatically. " + RULES,
+        parameters=[ASSISTANT_ID_PARAM],
         request=TestInputDoc,
         responses={200: TestResultEnvelope},
     )

@@ -8,7 +8,7 @@ where the route's codes list 404 (history, one version, revert, submitting a wis
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -189,6 +189,11 @@ class HistoryViewSet(_AssistantScoped, mixins.ListModelMixin):
         return self.get_paginated_response([selectors.history_payload(e) for e in page])
 
 
+VERSION_PARAM = OpenApiParameter(
+    "version", int, OpenApiParameter.PATH, description="The version's number (counted up per assistant)."
+)
+
+
 class PersonaVersionViewSet(_AssistantScoped, mixins.ListModelMixin, mixins.RetrieveModelMixin):
     queryset = PersonaVersion.objects.all()
     cursor_ordering = ("-version", "-id")
@@ -216,7 +221,7 @@ class PersonaVersionViewSet(_AssistantScoped, mixins.ListModelMixin, mixins.Retr
         summary="Read a persona version",
         description="One version of the assistant with both snapshots. " + ASSISTANT_NOTE + " A version the "
         "assistant does not have, and an unknown or foreign `assistant_id`, are 404.",
-        parameters=[s.AssistantQuery],
+        parameters=[VERSION_PARAM, s.AssistantQuery],
         responses={200: s.VersionDoc},
     )
     def retrieve(self, request, version=None):
@@ -229,6 +234,7 @@ class PersonaVersionViewSet(_AssistantScoped, mixins.ListModelMixin, mixins.Retr
         "as a new `revert` version; a running probation ends (`reverted`). Body (optional JSON object): "
         "`assistant_id`, `restore` (`snapshot` or `previous`). 409 `version_live` when that pair is already the "
         "live one. A version the assistant does not have, and an unknown or foreign `assistant_id`, are 404.",
+        parameters=[VERSION_PARAM],
         request=s.RevertInput,
         responses={200: s.VersionDoc},
     )
