@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from bench.lib import targets
@@ -160,6 +161,39 @@ def test_the_bench_settings_refuse_production_mode():
     )
     assert done.returncode != 0
     assert "never with APP_MODE=production" in done.stderr
+
+
+# --- the read floors ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the benchmarks and their floors run on PostgreSQL")
+@pytest.mark.parametrize(
+    ("ours", "floor"),
+    [
+        ("/api/v1/chats?limit=2", "chat_list"),
+        ("/api/v1/webhook-subscriptions", "subscription_list"),
+    ],
+)
+def test_a_read_floor_answers_the_bytes_of_our_route(ours, floor, widget, api):
+    """bench/load.py refuses to measure a floor that answers other bytes than our route; a floor
+    built on a name our code no longer has fails here rather than in a benchmark run."""
+    from django.test import RequestFactory
+
+    from apps.chats.tests.factories import ChatFactory
+    from apps.webhooks.models import Subscription
+    from bench.lib import floor_views
+    from bench.lib.checks import first_difference
+
+    for n in range(3):
+        ChatFactory(widget=widget)
+        Subscription.objects.create(widget=widget, url=f"https://hooks.example.com/{n}", events=["chat.created"])
+    answer = api().get(ours)
+    assert answer.status_code == 200, answer.content
+    floor_answer = getattr(floor_views, floor)(
+        RequestFactory().get("/", {"widget": widget.pk, "limit": 2 if "chats" in ours else 20})
+    )
+    assert floor_answer.status_code == 200, floor_answer.content
+    assert first_difference(answer.content, floor_answer.content, widget.pk).startswith("identical")
 
 
 # --- the clean-up -----------------------------------------------------------------------------------------

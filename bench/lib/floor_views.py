@@ -232,16 +232,14 @@ def subscription_list_sql(*, widget_id: int, limit: int) -> tuple[str, tuple, di
     keyset ordering and limit + 1, built by the same ORM calls), and the position of each selected
     column."""
     from apps.core.models import Widget
-    from apps.webhooks.api.views import _SUBSCRIPTION_PAGE, SUBSCRIPTION_ROW_FIELDS
+    from apps.webhooks.api.views import SUBSCRIPTION_ROW_FIELDS
     from apps.webhooks.models import Subscription
 
     queryset = Subscription.objects.all().filter(widget=Widget(pk=widget_id))
     queryset = queryset.values(*SUBSCRIPTION_ROW_FIELDS).order_by(*ORDERING)
     compiler = queryset[: limit + 1].query.get_compiler(using="default")
-    compiler.as_sql()
+    sql, params = compiler.as_sql()
     positions = {expr.target.column: i for i, (expr, _, _) in enumerate(compiler.select)}
-    # our list runs its compiled statement (the same query, a slot for the widget)
-    sql, params = _SUBSCRIPTION_PAGE.sql((limit, False), widget=widget_id)
     return sql, tuple(params), positions
 
 
