@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.core.auth.tokens import hash_token as hash_token
@@ -33,8 +32,7 @@ from apps.core.ratelimit import address_from as address_from
 from apps.core.ratelimit import client_address as client_address
 from apps.core.statements import ModelStatement, Slot
 
-from ..models import Chat, VisitorSession
-from ..services import WIDGET_CHANNEL
+from ..models import VisitorSession
 
 SESSION_TOKEN_PREFIX = "cvs_"  # noqa: S105 (public marker, not a secret)
 _TOKEN_RE = re.compile(r"^cvs_[A-Za-z0-9_-]{43}$")
@@ -117,33 +115,6 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
         return None
     session = found[0]
     note_seen(session, now)
-    return session
-
-
-def find_socket_session(*, button_guid: str, token: str | None) -> VisitorSession | None:
-    """`find_session` for the websocket, in one statement: the session of `token` bound to the
-    widget of `button_guid`, with its contact, its widget and the contact's room (`room_id`, None
-    before the first message). Touches `last_seen_at` as `find_session` does."""
-    if not token or not _TOKEN_RE.match(token):
-        return None
-    now = timezone.now()
-    room = Chat.objects.filter(
-        widget_id=OuterRef("widget_id"), contact_id=OuterRef("contact_id"), channel=WIDGET_CHANNEL
-    ).order_by("pk")
-    session = (
-        VisitorSession.objects.select_related("contact", "widget")
-        .filter(
-            token_hash=hash_token(token),
-            widget__button_guid=button_guid,
-            contact__widget_id=F("widget_id"),
-            last_seen_at__gte=idle_cutoff(now),
-        )
-        .annotate(room_id=Subquery(room.values("pk")[:1]))
-        .order_by("pk")
-        .first()
-    )
-    if session is not None:
-        note_seen(session, now)
     return session
 
 

@@ -45,24 +45,26 @@ DRAFT_CLOCK = time.monotonic
 def _open(button_guid: str, token: str, *, bad_since: bool, address: str, slots: SocketSlots):
     """(close code, None) or (None, (widget, contact, session id, room id or None)) with the socket's
     slots claimed: one of the session's and one of the client `address`'s (FramedJsonConsumer frees
-    them on the way out). Only a refusal reads the widget again, to tell an unknown widget (4404)
-    from an unknown session (4401); a bad `since` (4400) and a full cap (1008) come after those, and
-    leave no slot taken."""
-    found = auth.find_socket_session(button_guid=button_guid, token=token)
-    if found is None:
-        try:
-            auth.resolve_widget(button_guid)
-        except AppError:
-            return CLOSE_NOT_FOUND, None
+    them on the way out). The look-ups are the visitor API's own, each compiled once: the widget
+    (unknown: 4404), the session (unknown, idle or foreign: 4401; touched as the API touches it),
+    then the room. A bad `since` (4400) and a full cap (1008) come after the first two, and leave no
+    slot taken."""
+    try:
+        widget = auth.resolve_widget(button_guid)
+    except AppError:
+        return CLOSE_NOT_FOUND, None
+    session = auth.find_session(widget=widget, token=token)
+    if session is None:
         return CLOSE_UNAUTHORIZED, None
     if bad_since:
         return CLOSE_BAD_REQUEST, None
+    room = services.get_room(widget=widget, contact=session.contact)
     if not slots.claim(
-        ("visitor-session", str(found.pk), SOCKETS_PER_SESSION),
+        ("visitor-session", str(session.pk), SOCKETS_PER_SESSION),
         ("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS),
     ):
         return CLOSE_POLICY_VIOLATION, None
-    return None, (found.widget, found.contact, found.pk, found.room_id)
+    return None, (widget, session.contact, session.pk, room.pk if room is not None else None)
 
 
 class VisitorConsumer(FramedJsonConsumer):
