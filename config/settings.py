@@ -513,11 +513,13 @@ LOGGING = {
         # uvicorn's own lines (websocket handshakes name the path and query string) go through the
         # JSON handler, which scrubs credentials, instead of uvicorn's plain handler.
         "uvicorn": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        # Celery's lines per task (received, succeeded, beat sending a due task): an idle stack runs a
-        # dozen periodic jobs, so they are shown only at DEBUG; failures are logged at ERROR all the same.
+        # Lines per unit of routine work, shown only at DEBUG: Celery's per task (received, succeeded,
+        # beat sending a due task; an idle stack runs a dozen periodic jobs) and the LLM SDKs' HTTP
+        # libraries' per request ("HTTP Request: POST ... 200 OK", one for every answer, embedding and
+        # credential check). Failures are logged at ERROR all the same.
         **{
             name: {"level": "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"}
-            for name in ("celery.worker.strategy", "celery.app.trace", "celery.beat")
+            for name in ("celery.worker.strategy", "celery.app.trace", "celery.beat", "httpx", "httpx2")
         },
     },
 }

@@ -85,6 +85,37 @@ def test_json_formatter_scrubs_tokens_and_carries_request_id():
     assert prefix in line["message"] and line["request_id"] == "rid-1"
 
 
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_routine_lines_per_task_and_per_provider_request_show_only_at_debug(level):
+    """Celery's per-task lines and the LLM SDKs' per-request lines ("HTTP Request: POST ...") are
+    routine; LOG_LEVEL=DEBUG shows them, INFO does not."""
+    env = {k: v for k, v in os.environ.items() if k != "LOG_LEVEL"}
+    names = ["celery.app.trace", "celery.beat", "httpx", "httpx2", "apps.request"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import logging, django; django.setup(); "
+            f"print(' '.join(str(logging.getLogger(n).isEnabledFor(logging.INFO)) for n in {names!r}))",
+        ],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": level},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = dict(zip(names, done.stdout.split(), strict=True))
+    routine = "True" if level == "DEBUG" else "False"
+    assert shown == {
+        "celery.app.trace": routine,
+        "celery.beat": routine,
+        "httpx": routine,
+        "httpx2": routine,
+        "apps.request": "True",
+    }
+
+
 def test_scrub_redacts_session_tokens_in_websocket_urls():
     from apps.core.logging import scrub
 
