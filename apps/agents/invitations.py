@@ -4,10 +4,14 @@ a human operator of the widget.
 SECURITY: the token in the URL is the credential (only its hash is stored). The page is a Django
 form with CSRF protection, is never cached and sends no Referer. An e-mail that already has an
 account with a password confirms with that password instead of overwriting it, so an invitation
-link can never be used to reset another principal's password.
+link can never be used to reset another principal's password, and the page checks that password
+at most CONFIRM_ATTEMPTS times per window for one invitation (429 with Retry-After beyond), so a
+link is no way around the console sign-in's limits on guessing it.
 """
 
 from __future__ import annotations
+
+import math
 
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
@@ -17,9 +21,15 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from apps.core.api.serializers import InvisibleCharacter, normalize_label
+from apps.core.ratelimit import Budget
 
 from . import selectors, services
 from .models import Invitation
+
+# Checks of an existing account's password through one invitation (keyed by the invitation, so a
+# new client address buys no more): stricter than the console sign-in's ceiling per e-mail.
+CONFIRM_ATTEMPTS = Budget("invite_confirm", 10, 900)
+TOO_MANY_ATTEMPTS = "Слишком много попыток ввести пароль. Попробуйте снова через {minutes} мин."
 
 UNUSABLE = {
     "missing": (404, "Ссылка недействительна", "Такого приглашения нет. Проверьте, что ссылка скопирована целиком."),
@@ -126,6 +136,19 @@ def accept_invitation_page(request, token: str):
             if existing
             else NewOperatorForm(request.POST, invitation=invitation)
         )
+        limited = CONFIRM_ATTEMPTS.consume(invitation.pk) if existing else None
+        if limited is not None and not limited.allowed:  # refused before the password is checked
+            wait = max(1, math.ceil(limited.retry_after))
+            context = {
+                "form": ExistingUserForm(user=existing),
+                "invitation": invitation,
+                "widget": invitation.widget,
+                "existing_user": True,
+                "error": TOO_MANY_ATTEMPTS.format(minutes=math.ceil(wait / 60)),
+            }
+            response = render(request, "agents/invite_accept.html", context, status=429)
+            response["Retry-After"] = str(wait)
+            return _no_store(response)
         if form.is_valid():
             try:
                 agent = services.accept_invitation(

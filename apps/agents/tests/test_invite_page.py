@@ -9,6 +9,7 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
+from apps.agents import invitations
 from apps.agents.events_log import slug_of
 from apps.agents.models import Agent, AgentEvent, Invitation
 from apps.agents.tests.conftest import idem
@@ -178,6 +179,31 @@ def test_an_existing_account_confirms_with_its_own_password_and_keeps_it(widget)
     assert agent.user_id == user.pk
     user.refresh_from_db()
     assert user.check_password("the-original-passphrase-77")
+
+
+def test_password_guesses_of_an_existing_account_are_limited_per_invitation(widget):
+    # given an invitation to an e-mail whose account has a password (the page checks it)
+    user = UserFactory(username="known@example.com", email="known@example.com")
+    user.set_password("the-original-passphrase-77")
+    user.save()
+    invitation = new_invitation(widget, email="known@example.com")
+    # when whoever holds the link spends the page's allowance of guesses, from any client
+    for n in range(invitations.CONFIRM_ATTEMPTS.limit):
+        guess = submit(csrf_client(), page(invitation), {"name": "K", "password": f"guess-{n}"})
+        assert guess.status_code == 200 and "Неверный пароль" in guess.content.decode()
+    # then the next one is refused before the password is looked at, the right one included
+    response = submit(csrf_client(), page(invitation), {"name": "K", "password": "the-original-passphrase-77"})
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
+    assert "Слишком много попыток" in response.content.decode()
+    assert not Agent.objects.exists()
+
+
+def test_a_new_operators_form_spends_no_password_guesses(widget):
+    invitation = new_invitation(widget)
+    for _ in range(invitations.CONFIRM_ATTEMPTS.limit + 1):
+        assert submit(csrf_client(), page(invitation), new_operator(password2="different")).status_code == 200
+    assert submit(csrf_client(), page(invitation), new_operator()).status_code == 200
+    assert Agent.objects.filter(widget=widget).count() == 1
 
 
 def test_a_banned_operator_invited_again_returns_to_active(widget):
