@@ -36,6 +36,13 @@ def may_sign_in(user) -> bool:
     return user.is_active and operator_rows(user).exists()
 
 
+def lost_console_access(user) -> bool:
+    """Whether the signed-in `user`, who may not use the console now, has agent rows (all banned or
+    not human): an operator who lost access. A user who never had one (a Django admin's staff) is
+    not an operator whose session the console ends."""
+    return not user.is_active or Agent.objects.filter(user=user).exists()
+
+
 def resolve(request) -> tuple[Agent | None, list[Agent]]:
     """(the agent the console speaks for, every agent row of the user) from the session."""
     user = request.user
@@ -60,13 +67,15 @@ def _to_login(request):
 
 def operator_required(view):
     """The view runs with `request.agent` (and `request.agent_rows`); anyone else goes to the sign-in
-    page (htmx requests by HX-Redirect). A signed-in user who lost every operator row is signed out."""
+    page (htmx requests by HX-Redirect). A signed-in user who lost every operator row is signed out;
+    any other signed-in user keeps the session (a GET another site can send the browser to never
+    ends, say, an admin's session)."""
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         agent, rows = resolve(request)
         if agent is None:
-            if request.user.is_authenticated:
+            if request.user.is_authenticated and lost_console_access(request.user):
                 logout(request)
             return _to_login(request)
         request.agent, request.agent_rows = agent, rows

@@ -143,6 +143,18 @@ def test_a_signed_in_user_who_lost_the_operator_row_is_signed_out(console, opera
     assert SESSION_KEY not in console.session
 
 
+def test_a_signed_in_user_who_never_was_an_operator_keeps_the_session(db):
+    # given a signed-in user of the Django admin (staff) who has no agent row
+    user = UserFactory(username="staff@example.com", email="staff@example.com", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    # when another site sends the browser to a console page (a link, a top-level navigation: a GET)
+    response = client.get("/console/")
+    # then the console asks for an operator's sign-in, and the user's session is not ended by a GET
+    assert response.status_code == 302 and response["Location"].startswith(LOGIN)
+    assert int(client.session[SESSION_KEY]) == user.pk
+
+
 def test_create_agent_password_lets_the_agent_sign_in(widget):
     out = io.StringIO()
     call_command(
