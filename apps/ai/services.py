@@ -21,6 +21,7 @@ from apps.core import events, outbound
 from apps.core.crypto import encrypt_secret
 from apps.core.errors import AppError, MissingScope, ValidationFailed
 from apps.core.models import ApiToken, Widget
+from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
 
 from . import marketplace, phrases, selectors
@@ -472,7 +473,9 @@ def acknowledge_alerts(*, widget: Widget, ids: list[int] | None) -> list[int]:
     were) or, with `ids` None, every outstanding one. Returns the ids acknowledged now."""
     qs = Alert.objects.select_for_update().filter(widget=widget, acknowledged_at__isnull=True)
     if ids is not None:
-        known = set(Alert.objects.filter(widget=widget, pk__in=ids).values_list("pk", flat=True))
+        # An id past MAX_ID names no row; it is left out of the query (SQLite cannot bind it).
+        storable = [i for i in ids if i <= MAX_ID]
+        known = set(Alert.objects.filter(widget=widget, pk__in=storable).values_list("pk", flat=True))
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise ValidationFailed(errors={"ids": [f"Unknown alert ids: {', '.join(map(str, unknown))}."]})

@@ -42,6 +42,15 @@ def test_acknowledge_some_then_all(client, widget, other_widget):
     assert Alert.objects.get(pk=foreign.pk).acknowledged_at is None
 
 
+@pytest.mark.parametrize("value", [2**63, 2**70])
+def test_acknowledging_an_id_past_any_row_is_the_unknown_id_422(client, widget, value):
+    alert = AlertFactory(widget=widget)
+    r = client.post("/api/v1/ai/alerts/acknowledge", {"ids": [alert.pk, value]}, format="json", **idem())
+    assert_problem(r, 422)
+    assert r.json()["errors"] == {"ids": [f"Unknown alert ids: {value}."]}
+    assert Alert.objects.get(pk=alert.pk).acknowledged_at is None
+
+
 def test_alert_scopes(api):
     assert_problem(api(["ai:write"]).get("/api/v1/ai/alerts"), 403)
     assert_problem(api(["ai:read"]).post("/api/v1/ai/alerts/acknowledge", {}, format="json", **idem()), 403)
