@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 from apps.core.models import Widget
+from apps.erasure.selectors import not_erasing
 from apps.widget import selectors as widget_selectors
 
 from . import variables
@@ -26,10 +27,13 @@ def list_canned_responses(
 
 
 def get_chat(*, widget: Widget, chat_id: int | None) -> Chat | None:
-    """The widget's chat with its contact and assigned agent, or None (missing and foreign alike)."""
+    """The widget's chat with its contact and assigned agent, or None (missing, foreign and a chat
+    whose contact is under erasure alike)."""
     if chat_id is None:
         return None
-    return Chat.objects.select_related("contact", "agent").filter(widget=widget, pk=chat_id).first()
+    return (
+        Chat.objects.select_related("contact", "agent").filter(widget=widget, pk=chat_id).filter(not_erasing()).first()
+    )
 
 
 def variable_values(*, widget: Widget, chat: Chat) -> dict[str, str | None]:

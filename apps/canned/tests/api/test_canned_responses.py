@@ -11,6 +11,7 @@ from apps.canned.tests.factories import CannedResponseFactory
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
+from apps.erasure.models import PendingErasure
 from apps.widget import services as widget_services
 
 pytestmark = pytest.mark.django_db
@@ -329,6 +330,13 @@ def test_render_of_a_foreign_chat_or_row_is_404(api, widget, other_widget):
     assert_problem(render(client, mine, their_chat.pk), 404, "not_found")
     assert_problem(render(client, mine, their_chat.pk + 1000), 404, "not_found")
     assert_problem(render(client, theirs, my_chat.pk), 404, "not_found")
+
+
+def test_render_for_a_chat_whose_contact_is_under_erasure_is_404(api, widget):
+    chat = chat_of(widget)
+    row = CannedResponseFactory(widget=widget, text=EVERY)
+    PendingErasure.objects.create(widget=widget, contact_id=chat.contact_id)
+    assert_problem(render(api(scopes=BOTH), row, chat.pk), 404, "not_found")
 
 
 @pytest.mark.parametrize("params", [{}, {"chat_id": "x"}, {"chat_id": "1", "extra": "1"}])
