@@ -11,6 +11,7 @@ from django.utils import timezone
 from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.models import Widget
+from apps.erasure.selectors import not_erasing
 
 from .linkguard import GuardError as GuardError
 from .linkguard import find_links as find_links
@@ -40,9 +41,11 @@ def _unanswered() -> Subquery:
 
 
 def support_chats(widget: Widget) -> QuerySet[Chat]:
-    """Chats of `widget` with everything the support payload reads, in a fixed number of queries."""
+    """Chats of `widget` with everything the support payload reads, in a fixed number of queries. A
+    chat whose contact is under erasure is not among them (it reads as missing)."""
     return (
         Chat.objects.filter(widget=widget)
+        .filter(not_erasing())
         .select_related("contact", "last_message", "last_message__agent", "support_account", "support_claim")
         .prefetch_related(
             Prefetch(

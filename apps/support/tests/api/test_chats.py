@@ -18,6 +18,7 @@ from apps.chats.models import Chat, Message
 from apps.core.models import File
 from apps.core.testing.plugin import assert_problem
 from apps.core.tests import bombs
+from apps.erasure.models import PendingErasure
 from apps.support.models import ChatAccount, Ticket
 
 SINCE = "updated_since"
@@ -170,6 +171,15 @@ def test_a_foreign_or_missing_chat_is_the_same_404(support, other_widget):
     for chat_id in (foreign.pk, 999999, "abc", 2**70):
         for suffix in ("", "/messages"):
             assert_problem(support.client.get(f"/api/v1/support/chats/{chat_id}{suffix}"), 404, "not_found")
+
+
+def test_a_chat_whose_contact_is_under_erasure_is_the_same_404_and_never_listed(support):
+    chat = support.chat()
+    PendingErasure.objects.create(widget=support.widget, contact_id=chat.contact_id)
+    for suffix in ("", "/messages"):
+        assert_problem(support.client.get(f"/api/v1/support/chats/{chat.pk}{suffix}"), 404, "not_found")
+    response = support.client.get("/api/v1/support/chats", {SINCE: _since(), "min_idle_sec": "0"})
+    assert response.json()["data"] == []
 
 
 def test_messages_oldest_first_after_id_and_include(support):
