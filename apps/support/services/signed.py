@@ -13,6 +13,7 @@ from apps.chats.models import Chat, Message
 from apps.core import crypto, idempotency
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyKey, Widget
+from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
 
 from ..models import ChatAccount, SupportConfig, Ticket
@@ -154,7 +155,8 @@ def ticket_status(*, widget: Widget, user_id: str, cursors: list[dict] | None) -
         wanted = {t.number: 0 for t in own.order_by("-number")[:STATUS_MAX_TICKETS]}
     else:
         wanted = {c["number"]: c.get("after_message_id") or 0 for c in cursors}
-    tickets = {t.number: t for t in own.filter(number__in=list(wanted))}
+    # A number past MAX_ID names no ticket; it is left out of the query (SQLite cannot bind it).
+    tickets = {t.number: t for t in own.filter(number__in=[n for n in wanted if n <= MAX_ID])}
     out, not_found = [], []
     for number, after in wanted.items():
         ticket = tickets.get(number)

@@ -169,6 +169,26 @@ def test_status_puts_other_accounts_numbers_in_not_found(app):
     assert status["not_found"] == [2, 99]
 
 
+@pytest.mark.parametrize("number", [2**31, 2**63, 2**70])
+def test_status_puts_a_number_past_any_ticket_in_not_found(app, number):
+    app.post("tickets", intake(1, user="user-1"))
+    response = app.post(
+        "tickets/status",
+        {"contract": "v1", "account": {"user_id": "user-1"}, "tickets": [{"number": 1}, {"number": number}]},
+    )
+    assert response.status_code == 200, response.content
+    assert [t["number"] for t in response.json()["tickets"]] == [1]
+    assert response.json()["not_found"] == [number]
+
+
+def test_status_after_a_message_id_past_any_message_has_no_replies(app):
+    app.post("tickets", intake(1, user="user-1"))
+    body = {"contract": "v1", "account": {"user_id": "user-1"}, "tickets": [{"number": 1, "after_message_id": 2**70}]}
+    response = app.post("tickets/status", body)
+    assert response.status_code == 200, response.content
+    assert response.json()["tickets"][0]["replies"] == []
+
+
 def test_status_takes_at_most_20_tickets(app):
     body = {"contract": "v1", "account": {"user_id": "u"}, "tickets": [{"number": n} for n in range(1, 22)]}
     assert_problem(app.post("tickets/status", body), 422)
