@@ -1,15 +1,32 @@
 """Django admin (the web cabinet's staff side): what create_compat_bot and create_compat_channel
-do, with the token or secret shown once after saving."""
+do, with the token or secret shown once after saving.
+
+SECURITY: a bot token or a channel secret reads and writes a widget's chats like an API token, so
+these pages reach the same widgets the token admin does (`issuable_widgets`: the staff user's own
+account's, every widget with `core.issue_for_any_widget`), for creating, listing and changing."""
 
 from django import forms
 from django.contrib import admin, messages
 
 from apps.channels.models import CustomChannel
 from apps.core.errors import ValidationFailed
+from apps.core.services import issuable_widgets
 from apps.webhooks import services as webhooks
 
 from . import services
 from .models import CompatBot, LegacyChatChannel
+
+
+class _WidgetReach:
+    """Rows and widget choices limited to the widgets the staff user may issue credentials for."""
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "widget":
+            kwargs["queryset"] = issuable_widgets(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class _CreateForm(forms.ModelForm):
@@ -29,7 +46,7 @@ class CompatBotForm(_CreateForm):
 
 
 @admin.register(CompatBot)
-class CompatBotAdmin(admin.ModelAdmin):
+class CompatBotAdmin(_WidgetReach, admin.ModelAdmin):
     form = CompatBotForm
     list_display = ("id", "widget", "agent", "url", "is_active", "created_at")
     list_filter = ("is_active",)
@@ -55,7 +72,7 @@ class LegacyChatChannelForm(_CreateForm):
 
 
 @admin.register(LegacyChatChannel)
-class LegacyChatChannelAdmin(admin.ModelAdmin):
+class LegacyChatChannelAdmin(_WidgetReach, admin.ModelAdmin):
     form = LegacyChatChannelForm
     list_display = ("id", "widget", "url", "is_active", "created_at")
     raw_id_fields = ("widget",)

@@ -19,6 +19,7 @@ from apps.core import services
 from apps.core.auth import scopes as catalogue
 from apps.core.auth.availability import preset_label, scope_label
 from apps.core.models import Account, ApiToken, Widget
+from apps.core.services import issuable_widgets
 
 
 @admin.register(Account)
@@ -37,13 +38,6 @@ class WidgetAdmin(admin.ModelAdmin):
 
 
 admin.site.register(Widget, WidgetAdmin)
-
-
-def issuable_widgets(user):
-    """The widgets `user` may issue API tokens for (see the module docstring)."""
-    if user.has_perm("core.issue_for_any_widget"):
-        return Widget.objects.all()
-    return Widget.objects.filter(account__user=user)
 
 
 class IssueTokenForm(forms.ModelForm):

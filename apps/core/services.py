@@ -54,6 +54,15 @@ def resolve_widget(id_or_guid: str) -> Widget:
     return Widget.objects.get(button_guid=value.lower())
 
 
+def issuable_widgets(user):
+    """The widgets `user` may issue credentials for in Django admin (API tokens, compat bot tokens and
+    channel secrets, external operators' signing secrets) and see them of: the widgets of the staff
+    user's own account, or every widget with `core.issue_for_any_widget` (a superuser has it)."""
+    if user.has_perm("core.issue_for_any_widget"):
+        return Widget.objects.all()
+    return Widget.objects.filter(account__user=user)
+
+
 @transaction.atomic
 def issue_token(*, widget: Widget, scopes: list[str], name: str = "", expires_in: int | None = None) -> IssuedToken:
     """A new token of `widget`. Only the hash is stored; the plaintext is returned once."""
