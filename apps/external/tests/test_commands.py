@@ -161,3 +161,59 @@ def test_rotate_webhook_keys_reencrypts_operator_secrets_and_their_previous_ones
     endpoint = ExternalOperator.objects.get(public_id=printed["public_id"]).endpoint
     assert decrypt_secret(endpoint.secret_encrypted) == rotated["signing_secret"]
     assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["signing_secret"]
+
+
+def _staff(*codenames, account_of=None):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    from apps.core.testing.factories import UserFactory
+
+    user = UserFactory(is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="external", codename__in=codenames))
+    if account_of is not None:
+        account_of.account.user = user
+        account_of.account.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+STAFF_PERMS = ("add_externaloperator", "change_externaloperator", "view_externaloperator")
+
+
+def test_the_admin_creates_no_operator_on_another_accounts_widget(widget):
+    client = _staff(*STAFF_PERMS)
+    response = client.post(
+        "/admin/external/externaloperator/add/",
+        {"widget": widget.pk, "name": "Bot", "url": "https://127.0.0.1:9/h", "state": "active"},
+    )
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not ExternalOperator.objects.exists()
+
+
+def test_the_admin_creates_an_operator_on_the_own_accounts_widget(widget):
+    client = _staff(*STAFF_PERMS, account_of=widget)
+    response = client.post(
+        "/admin/external/externaloperator/add/",
+        {"widget": widget.pk, "name": "Bot", "url": "https://127.0.0.1:9/h", "state": "active"},
+    )
+    assert response.status_code == 302 and ExternalOperator.objects.get().widget_id == widget.pk
+
+
+def test_the_admin_neither_lists_nor_revokes_another_accounts_operators(widget, other_widget):
+    printed = run(
+        "create_external_operator",
+        "--widget",
+        other_widget.button_guid,
+        "--name",
+        "B",
+        "--url",
+        "https://127.0.0.1:9/h",
+    )
+    operator = ExternalOperator.objects.get(public_id=printed["public_id"])
+    client = _staff(*STAFF_PERMS, account_of=widget)
+    assert operator.public_id not in client.get("/admin/external/externaloperator/").content.decode()
+    client.post("/admin/external/externaloperator/", {"action": "revoke", "_selected_action": [operator.pk]})
+    operator.refresh_from_db()
+    assert operator.state != ExternalOperator.State.REVOKED
