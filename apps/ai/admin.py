@@ -3,6 +3,7 @@ from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
 from apps.core.errors import ValidationFailed
+from apps.core.services import issuable_widgets
 
 from . import services
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
@@ -63,7 +64,10 @@ class CredentialChangeForm(forms.ModelForm):
 class CredentialAdmin(AuditedAdmin):
     """Keys and signing secrets are never shown (stored encrypted; rotate through the API). Changes
     are saved through `services.update_credential`, as the API's PATCH (which writes their audit
-    row); the widget cannot change. Deletions are audited by AuditedAdmin."""
+    row); the widget cannot change. Deletions are audited by AuditedAdmin.
+
+    SECURITY: a credential's `base_url` is where its key is sent, so a staff user reaches only the
+    credentials of the widgets an API token could be issued for (`issuable_widgets`)."""
 
     form = CredentialChangeForm
     audit_target = "ai_credential"
@@ -76,6 +80,9 @@ class CredentialAdmin(AuditedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
 
     def save_model(self, request, obj, form, change):
         # The form checked a copy; the service checks again under its lock and saves.

@@ -63,3 +63,39 @@ def test_a_valid_change_is_saved_through_the_service(admin_client, widget):
     assert response.status_code == 302, response.content.decode()[:3000]
     saved = Credential.objects.get(pk=credential.pk)
     assert (saved.backup_credential_id, saved.assistant_id, saved.model) == (backup.pk, assistant.pk, "gpt-x")
+
+
+def _staff(account_of):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    from apps.core.testing.factories import UserFactory
+
+    user = UserFactory(is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="ai", codename__in=["view_credential", "change_credential"])
+    )
+    account_of.account.user = user
+    account_of.account.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_staff_neither_see_nor_change_another_accounts_credentials(widget, other_widget):
+    theirs = CredentialFactory(widget=other_widget)
+    client = _staff(account_of=widget)
+    assert f"/admin/ai/credential/{theirs.pk}/change/" not in client.get("/admin/ai/credential/").content.decode()
+    response = change(client, theirs, base_url="https://llm.attacker.example/v1")
+    assert response.status_code == 302 and response["Location"] == "/admin/"  # "does not exist"
+    theirs.refresh_from_db()
+    assert theirs.base_url == ""
+
+
+def test_staff_change_their_own_accounts_credentials(widget):
+    mine = CredentialFactory(widget=widget)
+    client = _staff(account_of=widget)
+    response = change(client, mine, model="gpt-4o-mini")
+    assert response.status_code == 302 and response["Location"] == "/admin/ai/credential/"
+    mine.refresh_from_db()
+    assert mine.model == "gpt-4o-mini"
