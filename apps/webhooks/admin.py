@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
+from apps.core.services import issuable_widgets
 
 from .models import Delivery, EventSwitch, Subscription
 
@@ -21,6 +22,16 @@ class SubscriptionAdmin(AuditedAdmin):
     search_fields = ("url", "widget__button_guid")
     exclude = ("secret_encrypted",)
     raw_id_fields = ("widget",)
+
+    # SECURITY: a subscription's url receives its widget's events, so a staff user reaches only the
+    # widgets an API token could be issued for.
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "widget":
+            kwargs["queryset"] = issuable_widgets(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(Delivery)

@@ -1,0 +1,54 @@
+"""The subscription admin: a subscription's url receives its widget's events, so a staff user
+reaches only the widgets an API token could be issued for (apps.core.services.issuable_widgets)."""
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from apps.core.testing.factories import UserFactory
+from apps.webhooks.models import Subscription
+
+pytestmark = pytest.mark.django_db
+
+PERMS = ("add_subscription", "change_subscription", "view_subscription")
+
+
+def staff(account_of):
+    user = UserFactory(is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="webhooks", codename__in=PERMS))
+    account_of.account.user = user
+    account_of.account.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def form(widget, url: str) -> dict:
+    return {"widget": widget.pk, "url": url, "events": '["message.created"]', "is_active": "on"}
+
+
+def test_another_accounts_subscriptions_are_neither_listed_nor_changed(widget, other_widget):
+    theirs = Subscription.objects.create(
+        widget=other_widget, url="https://hooks.example.com/a", events=["chat.created"]
+    )
+    client = staff(account_of=widget)
+    assert "hooks.example.com/a" not in client.get("/admin/webhooks/subscription/").content.decode()
+    response = client.post(
+        f"/admin/webhooks/subscription/{theirs.pk}/change/", form(other_widget, "https://attacker.example/x")
+    )
+    assert response.status_code == 302 and response["Location"] == "/admin/"  # "does not exist"
+    theirs.refresh_from_db()
+    assert theirs.url == "https://hooks.example.com/a"
+
+
+def test_a_subscription_on_another_accounts_widget_is_refused(widget, other_widget):
+    client = staff(account_of=widget)
+    response = client.post("/admin/webhooks/subscription/add/", form(other_widget, "https://attacker.example/x"))
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not Subscription.objects.exists()
+
+
+def test_the_own_accounts_subscriptions_are_listed(widget):
+    Subscription.objects.create(widget=widget, url="https://hooks.example.com/mine", events=["chat.created"])
+    client = staff(account_of=widget)
+    assert "hooks.example.com/mine" in client.get("/admin/webhooks/subscription/").content.decode()
