@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.chats import services as chat_services
 from apps.core.testing.plugin import assert_problem
+from apps.erasure.models import PendingErasure
 from apps.support.models import ChatAccount, Ticket
 
 
@@ -94,6 +95,13 @@ def test_missing_and_foreign_ticket_numbers_are_404(support, other_widget):
     Ticket.objects.create(widget=other_widget, number=1, chat=chat, app_user_id="x")
     assert_problem(support.client.get("/api/v1/support/tickets/1"), 404, "not_found")
     assert_problem(support.post("/api/v1/support/tickets/1/close", {"reason": "resolved"}), 404)
+
+
+def test_a_ticket_whose_contact_is_under_erasure_is_404_and_never_listed(support):
+    ticket = make_ticket(support, 4)
+    PendingErasure.objects.create(widget=support.widget, contact_id=ticket.chat.contact_id)
+    assert_problem(support.client.get("/api/v1/support/tickets/4"), 404, "not_found")
+    assert numbers(support.client.get("/api/v1/support/tickets")) == []
 
 
 @pytest.mark.parametrize("reason", ["resolved", "answered_by_email", "duplicate", "false_positive"])
