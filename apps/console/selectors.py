@@ -14,6 +14,7 @@ from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message
 from apps.core.numbers import MAX_ID
+from apps.erasure.selectors import not_erasing
 from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
@@ -31,9 +32,14 @@ class ChatFilters:
 
 def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
     """The newest-active chats of the agent's widget (LIST_SIZE at most), every state unless
-    filtered, with what a row shows joined (no query per row)."""
+    filtered, with what a row shows joined (no query per row). A chat whose contact is under
+    erasure is left out, as every read of chats leaves it out."""
     widget = agent.widget
-    queryset = Chat.objects.filter(widget_id=widget.pk).select_related("contact", "agent", "last_message")
+    queryset = (
+        Chat.objects.filter(widget_id=widget.pk)
+        .filter(not_erasing())
+        .select_related("contact", "agent", "last_message")
+    )
     if filters.assigned == "mine":
         queryset = queryset.filter(agent_id=agent.pk)
     elif filters.assigned == "unassigned":
@@ -45,11 +51,13 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
 
 
 def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
-    """A chat of the agent's widget (None for another widget's id, as for a missing one)."""
+    """A chat of the agent's widget (None for another widget's id, or one whose contact is under
+    erasure, as for a missing one)."""
     if not 0 < chat_id <= MAX_ID:
         return None
     return (
         Chat.objects.filter(widget_id=agent.widget_id, pk=chat_id)
+        .filter(not_erasing())
         .select_related("contact", "agent", "handled_by")
         .first()
     )

@@ -11,6 +11,7 @@ from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import MessageFactory
 from apps.core.models import File
 from apps.core.testing.factories import WidgetFactory
+from apps.erasure.models import PendingErasure
 
 from .conftest import make_chat
 
@@ -156,6 +157,15 @@ def test_another_widgets_chat_is_a_404_like_a_missing_one(console, foreign_chat,
     assert console.get(f"/console/chats/{foreign_chat.pk}/{path}").status_code == 404
     assert console.get(f"/console/chats/999999999/{path}").status_code == 404
     assert console.get(f"/console/chats/99999999999999999999/{path}").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["", "messages/?after=0", "panel/"])
+def test_a_chat_whose_contact_is_under_erasure_is_a_404_and_not_listed(console, widget, chat, path):
+    # given an erasure of the chat's contact, accepted and not yet carried out by its job
+    PendingErasure.objects.create(widget=widget, contact_id=chat.contact_id)
+    # then the console reads the chat as missing, as the API does from that moment
+    assert console.get(f"/console/chats/{chat.pk}/{path}").status_code == 404
+    assert f'data-chat-id="{chat.pk}"' not in console.get("/console/").content.decode()
 
 
 def test_messages_after_an_id_are_what_came_later(htmx, chat):
