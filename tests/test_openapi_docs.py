@@ -5,6 +5,8 @@
   docstring of one of our base classes;
 - no schema description is a docstring inherited from a base class of ours (`InputSerializer`'s
   "Base of every XInput serializer" reached 18 input schemas);
+- every parameter (path, query, header) says what it is, and every property of the schemas listed
+  in `DESCRIBED_SCHEMAS` says what its value is;
 - every array schema says what its members are (`items`): openapi-python-client drops a model
   holding an array without them;
 - the visitor API is documented under its own tag with the `Visitor` security scheme.
@@ -98,6 +100,16 @@ def _walk(node, path=""):
     elif isinstance(node, list):
         for index, value in enumerate(node):
             yield from _walk(value, f"{path}/{index}")
+
+
+def test_every_parameter_has_a_description(doc):
+    bare = [
+        f"{key} {param['in']} {param['name']}"
+        for key, op in operations(doc)
+        for param in op.get("parameters", [])
+        if not param.get("description", "").strip()
+    ]
+    assert not bare, f"parameters without a description: {bare}"
 
 
 def test_every_array_schema_declares_its_items(doc):

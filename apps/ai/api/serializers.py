@@ -358,8 +358,8 @@ class DemandQuery(InputSerializer):
 
     def get_fields(self):
         return {
-            "from": MomentField(required=False),
-            "to": MomentField(required=False),
+            "from": MomentField(required=False, help_text="Only signals that occurred at or after this moment."),
+            "to": MomentField(required=False, help_text="Only signals that occurred before this moment."),
             "category": serializers.ChoiceField(choices=DEMAND_CATEGORIES, required=False),
         }
 
@@ -383,8 +383,10 @@ class DemandListDoc(serializers.Serializer):
 class TemplateListQuery(InputSerializer):
     category = serializers.ChoiceField(choices=marketplace.CATEGORIES, required=False)
     locale = serializers.ChoiceField(choices=marketplace.LOCALES, required=False)
-    page = serializers.RegexField(r"^[1-9][0-9]{0,5}$", required=False)
-    limit = serializers.RegexField(r"^[1-9][0-9]{0,2}$", required=False)
+    page = serializers.RegexField(r"^[1-9][0-9]{0,5}$", required=False, help_text="Page number, from 1 (default 1).")
+    limit = serializers.RegexField(
+        r"^[1-9][0-9]{0,2}$", required=False, help_text="Page size, 1 to 100 (default 20); else 422."
+    )
 
 
 class TemplateQuery(InputSerializer):

@@ -39,7 +39,12 @@ class SearchTextField(serializers.CharField):
 class ChatListQuery(WindowQuery):
     empty_is_valid = True  # no parameters: every chat of the widget
     status = serializers.ChoiceField(choices=Chat.Status.values, required=False)
-    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", max_length=64, required=False)
+    channel = serializers.RegexField(
+        r"^[a-z0-9_]{1,64}$",
+        max_length=64,
+        required=False,
+        help_text="Only chats of this channel: `widget`, `ch{id}` for a custom channel, or a messenger code.",
+    )
     has_client_messages = serializers.ChoiceField(
         choices=["0", "1"], required=False, help_text="1 keeps chats where the visitor wrote."
     )

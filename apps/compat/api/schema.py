@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from drf_spectacular.openapi import AutoSchema
 
-from apps.core.api.schema import PROBLEM_TITLES
+from apps.core.api.schema import PROBLEM_TITLES, PathParameterHelp
 
 
-class CompatAutoSchema(AutoSchema):
+class CompatAutoSchema(PathParameterHelp, AutoSchema):
     def get_auth(self):
         return []
 

@@ -90,6 +90,8 @@ def _bot_message_input(message: dict) -> chat_services.MessageInput:
 
 
 class BotView(CompatView):
+    path_parameter_help = {"token": "The compat bot's token, as issued; an unknown one is 401."}
+
     @compat_schema(
         operation_id="compat_bot_event",
         summary="Legacy Bot API: a bot's call",
@@ -141,6 +143,8 @@ def _chat_channel(request, secret: str):
 
 
 class ChatView(CompatView):
+    path_parameter_help = {"secret": "The legacy Chat API channel's secret, as issued; an unknown one is 404."}
+
     @compat_schema(
         operation_id="compat_chat_message",
         summary="Legacy Chat API: a client's message",
@@ -182,6 +186,8 @@ class ChatView(CompatView):
 
 
 class ChatStatusView(CompatView):
+    path_parameter_help = ChatView.path_parameter_help
+
     @compat_schema(
         operation_id="compat_chat_status",
         summary="Legacy Chat API: channel status",

@@ -7,8 +7,9 @@ import inspect
 import re
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import force_instance, is_serializer
+from drf_spectacular.plumbing import force_instance, get_view_model, is_serializer
 from drf_spectacular.utils import OpenApiRequest
+from rest_framework.schemas.utils import get_pk_description
 
 from apps.core.errors import PROBLEM_CONTENT_TYPE
 from apps.core.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -84,7 +85,36 @@ def own_doc(obj) -> str:
     return inspect.cleandoc(doc) if doc else ""
 
 
-class DescribedAutoSchema(AutoSchema):
+class PathParameterHelp:
+    """AutoSchema mixin: every path variable says what it names. drf-spectacular describes a
+    primary-key lookup only when it types the variable from the model; one typed by its URL pattern
+    (`lookup_value_regex`, `re_path`) gets no description."""
+
+    def _resolve_path_parameters(self, variables):
+        """The view's `path_parameter_help` (`{name: text}`: guids, numbers, slugs, secrets, a
+        second id in an action's path), else, for the view's lookup on its model's primary key,
+        drf-spectacular's own text for a typed one ("A unique integer value identifying this x.")."""
+        parameters = super()._resolve_path_parameters(variables)
+        declared = getattr(self.view, "path_parameter_help", {})
+        for parameter in parameters:
+            if not parameter.get("description"):
+                text = declared.get(parameter["name"]) or self._primary_key_description(parameter["name"])
+                if text:
+                    parameter["description"] = text
+        return parameters
+
+    def _primary_key_description(self, variable: str) -> str:
+        lookup = getattr(self.view, "lookup_url_kwarg", None) or getattr(self.view, "lookup_field", None)
+        if not (lookup == variable or (lookup == "pk" and variable in ("pk", "id"))):
+            return ""
+        model = get_view_model(self.view, emit_warnings=False)
+        if model is None:
+            return ""
+        field = model._meta.pk if lookup == "pk" else model._meta.get_field(lookup)
+        return get_pk_description(model, field) if field.primary_key else ""
+
+
+class DescribedAutoSchema(PathParameterHelp, AutoSchema):
     """Descriptions come from `extend_schema(description=...)` or from the view's, action's or
     serializer's own docstring; inherited docstrings never become descriptions."""
 

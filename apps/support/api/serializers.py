@@ -27,15 +27,27 @@ CLAIM_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 class SupportChatListQuery(InputSerializer):
     updated_since = MomentField(help_text="Required; at most 7 days back.")
     awaiting = serializers.ChoiceField(choices=["client", "any"], required=False, default="any")
-    min_idle_sec = serializers.IntegerField(min_value=0, max_value=7 * 86400, required=False, default=180)
-    channel = serializers.RegexField(r"^[a-z0-9_]{1,64}$", max_length=64, required=False)
+    min_idle_sec = serializers.IntegerField(
+        min_value=0,
+        max_value=7 * 86400,
+        required=False,
+        default=180,
+        help_text="Only chats whose last message is at least this many seconds old; 0 keeps every chat.",
+    )
+    channel = serializers.RegexField(
+        r"^[a-z0-9_]{1,64}$", max_length=64, required=False, help_text="Only chats of this channel code."
+    )
     has_open_ticket = serializers.ChoiceField(choices=["true", "false"], required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=CHAT_LIST_MAX, required=False, default=CHAT_LIST_MAX)
+    limit = serializers.IntegerField(
+        min_value=1, max_value=CHAT_LIST_MAX, required=False, default=CHAT_LIST_MAX, help_text="At most this many chats."
+    )
 
 
 class SupportMessageListQuery(InputSerializer):
-    after_id = IdQueryField(required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=100)
+    after_id = IdQueryField(required=False, help_text="Only messages with a greater id: the last `id` seen.")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=200, required=False, default=100, help_text="At most this many messages."
+    )
     include = serializers.RegexField(
         r"^(system|notes)(,(system|notes))?$", required=False, help_text="Comma list of `system`, `notes`."
     )

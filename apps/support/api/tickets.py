@@ -31,7 +31,7 @@ class SupportTicketListQuery(InputSerializer):
     state = s.serializers.ChoiceField(choices=["open", "closed", "all"], required=False, default="open")
     priority = s.serializers.ChoiceField(choices=Ticket.Priority.values, required=False)
     reason = s.serializers.ChoiceField(choices=Ticket.Reason.values, required=False)
-    updated_since = MomentField(required=False)
+    updated_since = MomentField(required=False, help_text="Only tickets updated at or after this moment.")
 
 
 class TicketCloseInput(InputSerializer):
@@ -81,6 +81,7 @@ class SupportTicketViewSet(SupportViewMixin, WidgetScopedViewSet, mixins.ListMod
     queryset = Ticket.objects.all()
     lookup_field = "number"
     lookup_value_regex = r"[0-9]{1,19}"
+    path_parameter_help = {"number": "The ticket's number, unique per widget."}
     audit_prefix = "tickets"
     route_scopes = {
         "list": ["support:read"],

@@ -40,6 +40,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
 
     queryset = Chat.objects.all()
     audit_prefix = "chats"
+    path_parameter_help = {"message_id": "The id of a message of this chat that carries a file."}
     route_scopes = {
         "list": ["support:read"],
         "retrieve": ["support:read"],

@@ -15,6 +15,9 @@ from ... import marketplace, selectors, services
 from .. import serializers as s
 
 
+SLUG_HELP = {"slug": "The template's `slug`, as the template list gives it; an unknown one is 404."}
+
+
 def _locale(query: dict) -> str:
     return query.get("locale") or "ru"
 
@@ -49,6 +52,7 @@ class TemplateDetailView(ScopedAPIView):
     """GET /v1/ai/marketplace/templates/{slug}."""
 
     route_scopes = {"get": ["ai:read"]}
+    path_parameter_help = SLUG_HELP
 
     @extend_schema(
         summary="Read a marketplace template",
@@ -69,6 +73,7 @@ class TemplateApplyView(ScopedAPIView):
     """POST /v1/ai/marketplace/templates/{slug}/apply."""
 
     route_scopes = {"post": ["ai:write"]}
+    path_parameter_help = SLUG_HELP
     idempotency_required = {"post"}
     problem_statuses = {"post": [409]}
 
