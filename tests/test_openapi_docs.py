@@ -112,6 +112,108 @@ def test_every_parameter_has_a_description(doc):
     assert not bare, f"parameters without a description: {bare}"
 
 
+# Schemas whose every property says what its value is (the resources an integrator reads and writes
+# first). Add a schema here once it is complete; every keyset page (`Paginated...List`) is included.
+DESCRIBED_SCHEMAS = (
+    # chats and messages
+    "ChatDoc",
+    "AttributionDoc",
+    "MessageDoc",
+    "AuthorDoc",
+    "FileRefDoc",
+    "KeyboardDoc",
+    "KeyboardButtonDoc",
+    "CoordsDoc",
+    "StickerDoc",
+    "MessageSourceDoc",
+    "AcceptedDoc",
+    "MessageAcceptedDoc",
+    "TypingAcceptedDoc",
+    "SeenDoc",
+    "CloseInputRequest",
+    "StateInputRequest",
+    "TransferInputRequest",
+    "MessageInputRequest",
+    "KeyboardInputRequest",
+    "KeyboardButtonInputRequest",
+    "CoordsInputRequest",
+    "StickerInputRequest",
+    "TypingInputRequest",
+    "SeenInputRequest",
+    # contacts and tags
+    "ContactDoc",
+    "ContactTagsDoc",
+    "TagListDoc",
+    "PatchedContactPatchInputRequest",
+    "TagsInputRequest",
+    # agents, invitations, departments
+    "AgentDoc",
+    "AvatarDoc",
+    "AgentEventDoc",
+    "InvitationDoc",
+    "DepartmentDoc",
+    "PatchedAgentPatchInputRequest",
+    "InvitationInputRequest",
+    "DepartmentInputRequest",
+    "PatchedDepartmentPatchInputRequest",
+    "DepartmentAgentsInputRequest",
+    "DepartmentScheduleInputRequest",
+    # webhook subscriptions and deliveries
+    "SubscriptionDoc",
+    "SubscriptionWrittenDoc",
+    "SubscriptionCreatedDoc",
+    "SecretDoc",
+    "DeliveryDoc",
+    "AttemptDoc",
+    "RedeliveryDoc",
+    "EventCatalogueDoc",
+    "EventTypeDoc",
+    "SubscriptionCreateInputRequest",
+    "PatchedSubscriptionPatchInputRequest",
+    "RotateSecretInputRequest",
+    "RedeliverInputRequest",
+    # custom channels, compat, signed assistant calls
+    "InboundMessageInputRequest",
+    "InboundMessageBodyInputRequest",
+    "WebhookOutcomeDoc",
+    "BotAnswerDoc",
+    "ChatAcceptedDoc",
+    "TurnMessageInputRequest",
+    # the visitor API
+    "VisitorConfigDoc",
+    "VisitorHeaderOperatorDoc",
+    "VisitorSessionDoc",
+    "VisitorMessageDoc",
+    "VisitorAuthorDoc",
+    "VisitorMessageListDoc",
+    "VisitorMessageCreatedDoc",
+    "VisitorTypingDoc",
+    "VisitorRatingDoc",
+    "VisitorFileDoc",
+    "VisitorSessionInputRequest",
+    "VisitorMessageInputRequest",
+    "VisitorTypingInputRequest",
+    "VisitorRatingInputRequest",
+    "VisitorOfflineInputRequest",
+    # errors
+    "Problem",
+)
+
+
+def test_every_property_of_the_described_schemas_has_a_description(doc):
+    schemas = doc["components"]["schemas"]
+    assert not [name for name in DESCRIBED_SCHEMAS if name not in schemas], "a listed schema is gone"
+    pages = [name for name in schemas if name.startswith("Paginated") and name.endswith("List")]
+    assert pages
+    bare = [
+        f"{name}.{member}"
+        for name in (*DESCRIBED_SCHEMAS, *pages)
+        for member, prop in schemas[name].get("properties", {}).items()
+        if not prop.get("description", "").strip()
+    ]
+    assert not bare, f"properties without a description: {bare}"
+
+
 def test_every_array_schema_declares_its_items(doc):
     bare = []
     for path, node in _walk(doc):

@@ -118,24 +118,39 @@ def department_payload(department: Department, *, absolute: Callable[[str], str]
 
 
 class AgentDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    user_id = serializers.IntegerField(allow_null=True)
+    id = serializers.IntegerField(help_text="The agent's id.")
+    user_id = serializers.IntegerField(
+        allow_null=True, help_text="The id of the agent's user account; null when it has none."
+    )
     name = serializers.CharField(help_text="Full display name.")
-    surname = serializers.CharField(allow_blank=True)
-    email = serializers.CharField(allow_blank=True)
-    avatar_url = serializers.CharField(allow_null=True)
-    role = serializers.ChoiceField(choices=Agent.Role.values)
-    type = serializers.ChoiceField(choices=Agent.Type.values)
-    status = serializers.ChoiceField(choices=Agent.Status.values)
+    surname = serializers.CharField(allow_blank=True, help_text="The surname; empty when none is set.")
+    email = serializers.CharField(allow_blank=True, help_text="The agent's e-mail address; empty when none is set.")
+    avatar_url = serializers.CharField(allow_null=True, help_text="The avatar's URL; null without an avatar.")
+    role = serializers.ChoiceField(
+        choices=Agent.Role.values, help_text="The seat role, `owner` or `operator`; not writable."
+    )
+    type = serializers.ChoiceField(
+        choices=Agent.Type.values, help_text="`human`, `ai` (the AI operator) or `webhook` (an external operator)."
+    )
+    status = serializers.ChoiceField(
+        choices=Agent.Status.values,
+        help_text=(
+            "`active`, `relaxation` or `banned`; the default list leaves banned agents out, a single read does not."
+        ),
+    )
     online = serializers.BooleanField(help_text="Live websocket presence, not the stored status.")
-    show_in_header = serializers.BooleanField()
-    ai_assistant_id = serializers.IntegerField(allow_null=True)
+    show_in_header = serializers.BooleanField(
+        help_text="True when the widget header shows this agent; the only writable member."
+    )
+    ai_assistant_id = serializers.IntegerField(
+        allow_null=True, help_text="The assistant an AI operator answers with; null for other agents. Not writable."
+    )
     departments = serializers.ListField(child=serializers.IntegerField(), help_text="Department ids.")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the agent was created.")
 
 
 class AvatarDoc(serializers.Serializer):
-    avatar_url = serializers.CharField()
+    avatar_url = serializers.CharField(help_text="The new avatar's URL.")
 
 
 class AgentEventDoc(serializers.Serializer):
@@ -144,18 +159,22 @@ class AgentEventDoc(serializers.Serializer):
     )
     type_code = serializers.IntegerField(help_text="Raw internal code.")
     message = serializers.CharField(help_text="Russian console string; not a contract, do not parse.")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the action happened.")
 
 
 class InvitationDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    email = serializers.CharField()
-    status = serializers.ChoiceField(choices=INVITATION_STATES)
+    id = serializers.IntegerField(help_text="The invitation's id.")
+    email = serializers.CharField(help_text="The invited e-mail address.")
+    status = serializers.ChoiceField(
+        choices=INVITATION_STATES, help_text="`pending`, `accepted`, `revoked` or `expired`."
+    )
     agent_id = serializers.IntegerField(allow_null=True, help_text="The agent the accepted invitation made.")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the invitation was sent.")
     expires_at = serializers.DateTimeField(help_text="7 days after creation.")
-    accepted_at = serializers.DateTimeField(allow_null=True)
-    revoked_at = serializers.DateTimeField(allow_null=True)
+    accepted_at = serializers.DateTimeField(allow_null=True, help_text="When the recipient accepted; null until then.")
+    revoked_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the invitation was revoked; null unless revoked."
+    )
 
 
 # Written out in full: a "$ref" to a serializer that no view names is never registered as a component.
@@ -193,14 +212,22 @@ class WeekDoc(serializers.Serializer):
 
 
 class DepartmentDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    channels = serializers.ListField(child=serializers.CharField())
-    agent_ids = serializers.ListField(child=serializers.IntegerField())
-    schedule = WeekDoc()
-    avatar_url = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The department's id.")
+    name = serializers.CharField(help_text="The department's name.")
+    channels = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=(
+            "Channel codes routed to it: `tg`, `vk`, `wa`, `vb`, `fb`, `ok`, `smb` (the on-site widget) or "
+            "`av__<cabinet_id>`."
+        ),
+    )
+    agent_ids = serializers.ListField(child=serializers.IntegerField(), help_text="The ids of its agents.")
+    schedule = WeekDoc(
+        help_text="Opening hours, always seven days Monday to Sunday: `full`, `{from, to}`, or null (closed)."
+    )
+    avatar_url = serializers.CharField(allow_null=True, help_text="The avatar's URL; null without an avatar.")
+    created_at = serializers.DateTimeField(help_text="When the department was created.")
+    updated_at = serializers.DateTimeField(help_text="When the department was last changed.")
 
 
 class PartialWeekDoc(serializers.Serializer):
@@ -358,7 +385,7 @@ class EmptyInput(InputSerializer):
 class AgentPatchInput(InputSerializer):
     """`show_in_header` is the only writable member; every other agent member is refused by name."""
 
-    show_in_header = StrictBooleanField()
+    show_in_header = StrictBooleanField(help_text="True to show this agent in the widget header.")
     id = serializers.CharField(read_only=True)
     user_id = serializers.CharField(read_only=True)
     name = serializers.CharField(read_only=True)
@@ -418,7 +445,10 @@ class AvatarMultipartDoc(serializers.Serializer):
 
 
 class InvitationInput(InputSerializer):
-    email = StrictEmailField(max_length=254)
+    email = StrictEmailField(
+        max_length=254,
+        help_text="The e-mail address to invite; the invitation makes a new human operator once followed.",
+    )
 
     def validate_email(self, value: str) -> str:
         value = value.strip().lower()
@@ -431,10 +461,22 @@ _DEPARTMENT_READ_ONLY = ("id", "avatar_url", "created_at", "updated_at")
 
 
 class DepartmentInput(InputSerializer):
-    name = NameField()
-    channels = ChannelsField(required=False)
-    agent_ids = AgentIdsField(required=False)
-    schedule = ScheduleField(required=False)
+    name = NameField(help_text="The department's name, up to 200 characters.")
+    channels = ChannelsField(
+        required=False,
+        help_text=(
+            "Channel codes: `tg`, `vk`, `wa`, `vb`, `fb`, `ok`, `smb`, or `av__<cabinet_id>` of one of this widget's "
+            "ad cabinets."
+        ),
+    )
+    agent_ids = AgentIdsField(required=False, help_text="Agent ids of this widget; an unknown or foreign id is 422.")
+    schedule = ScheduleField(
+        required=False,
+        help_text=(
+            "Opening hours keyed by day name (Monday to Sunday): `full`, `{from, to}` or null; an omitted day is "
+            "closed."
+        ),
+    )
     id = serializers.CharField(read_only=True)
     avatar_url = serializers.CharField(read_only=True)
     created_at = serializers.CharField(read_only=True)
@@ -449,8 +491,14 @@ class DepartmentPatchInput(InputSerializer):
         "schedule": "Not writable by PATCH; use PUT /v1/departments/{id}/schedule.",
     }
 
-    name = NameField(required=False)
-    channels = ChannelsField(required=False)
+    name = NameField(required=False, help_text="The department's name, up to 200 characters.")
+    channels = ChannelsField(
+        required=False,
+        help_text=(
+            "Channel codes: `tg`, `vk`, `wa`, `vb`, `fb`, `ok`, `smb`, or `av__<cabinet_id>` of one of this widget's "
+            "ad cabinets."
+        ),
+    )
     id = serializers.CharField(read_only=True)
     avatar_url = serializers.CharField(read_only=True)
     created_at = serializers.CharField(read_only=True)
@@ -472,8 +520,16 @@ class DepartmentPatchInput(InputSerializer):
 
 
 class DepartmentAgentsInput(InputSerializer):
-    agent_ids = AgentIdsField(allow_empty=True)
+    agent_ids = AgentIdsField(
+        allow_empty=True,
+        help_text="The department's agents from now on: agent ids of this widget; an unknown or foreign id is 422.",
+    )
 
 
 class DepartmentScheduleInput(InputSerializer):
-    schedule = ScheduleField()
+    schedule = ScheduleField(
+        help_text=(
+            "Opening hours keyed by day name (Monday to Sunday): `full`, `{from, to}` or null; an omitted day is "
+            "closed."
+        )
+    )

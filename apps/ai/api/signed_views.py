@@ -61,8 +61,10 @@ class SignedAssistantView(ScopedAPIView):
 
 
 class TurnMessageInput(InputSerializer):
-    role = serializers.ChoiceField(choices=["user", "assistant"])
-    content = StrictCharField(min_length=1, max_length=assistant_api.MAX_TEXT, trim_whitespace=False)
+    role = serializers.ChoiceField(choices=["user", "assistant"], help_text="`user` or `assistant`.")
+    content = StrictCharField(
+        min_length=1, max_length=assistant_api.MAX_TEXT, trim_whitespace=False, help_text="The message's text."
+    )
 
 
 class ToolInput(InputSerializer):

@@ -37,7 +37,9 @@ class ChannelCreateInput(InputSerializer):
 
 
 class InboundMessageBodyInput(InputSerializer):
-    text = StrictCharField(min_length=1, max_length=65536, trim_whitespace=False)
+    text = StrictCharField(
+        min_length=1, max_length=65536, trim_whitespace=False, help_text="The message's text, not blank."
+    )
 
     def validate_text(self, value: str) -> str:
         if not value.strip():
@@ -46,14 +48,28 @@ class InboundMessageBodyInput(InputSerializer):
 
 
 class InboundMessageInput(InputSerializer):
-    external_client_id = StrictCharField(min_length=1, max_length=255)
-    external_channel_id = StrictCharField(min_length=1, max_length=255)
-    message = InboundMessageBodyInput()
+    external_client_id = StrictCharField(
+        min_length=1,
+        max_length=255,
+        help_text="Your id of the client; the first message of an id creates the contact and its `ch{id}` chat.",
+    )
+    external_channel_id = StrictCharField(
+        min_length=1,
+        max_length=255,
+        help_text=("Your id of the conversation on your channel; operator replies carry it back."),
+    )
+    message = InboundMessageBodyInput(help_text="The inbound message.")
 
 
 class WebhookOutcomeDoc(serializers.Serializer):
-    attempted = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=["registered", "failed", "unconfirmed_provider_api", "not_supported"])
+    attempted = serializers.BooleanField(help_text="False for providers with no webhook mechanism.")
+    status = serializers.ChoiceField(
+        choices=["registered", "failed", "unconfirmed_provider_api", "not_supported"],
+        help_text=(
+            "`registered`, `failed`, `unconfirmed_provider_api` (the registration call's contract is unverified) or "
+            "`not_supported`."
+        ),
+    )
     detail = serializers.CharField(required=False, help_text="The provider's reason when registration failed.")
 
 

@@ -53,13 +53,13 @@ def contact_payload(contact: Contact, tags: list[str] | None = None) -> dict:
 
 class ContactDoc(serializers.Serializer):
     id = serializers.CharField(help_text="32-character guid.")
-    name = serializers.CharField(allow_blank=True)
-    email = serializers.CharField(allow_blank=True)
-    phone = serializers.CharField(allow_blank=True)
+    name = serializers.CharField(allow_blank=True, help_text="The contact's name; empty when unknown.")
+    email = serializers.CharField(allow_blank=True, help_text="The contact's e-mail address; empty when unknown.")
+    phone = serializers.CharField(allow_blank=True, help_text="The contact's phone number; empty when unknown.")
     attributes = serializers.DictField(help_text="Free attributes object.")
     tags = serializers.ListField(child=serializers.CharField(), help_text="Tag names, sorted.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the contact was created.")
+    updated_at = serializers.DateTimeField(help_text="When the contact was last changed.")
 
 
 class ContactTagsDoc(serializers.Serializer):
@@ -141,9 +141,23 @@ class PhoneField(serializers.Field):
 class ContactPatchInput(InputSerializer):
     """Only the members sent change; null (or "") clears name, email and phone."""
 
-    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=255)
-    email = StrictEmailField(required=False, allow_null=True, allow_blank=True, max_length=255)
-    phone = PhoneField(required=False, allow_null=True)
+    name = NameTextField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=255,
+        help_text="The contact's name; null or empty clears it.",
+    )
+    email = StrictEmailField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=255,
+        help_text="The contact's e-mail address; null or empty clears it.",
+    )
+    phone = PhoneField(
+        required=False, allow_null=True, help_text="The contact's phone number; null or empty clears it."
+    )
     attributes = AttributesField(
         required=False,
         help_text="Merged key by key into the stored attributes; a null value removes that key.",
@@ -170,7 +184,12 @@ class TagNameField(LabelMixin, StrictTextField):
 class TagsInput(InputSerializer):
     """Tag names to attach: 1 to 50 names of 1 to 64 characters (trimmed); duplicates are no-ops."""
 
-    tags = serializers.ListField(child=TagNameField(), allow_empty=False, max_length=TAGS_PER_REQUEST)
+    tags = serializers.ListField(
+        child=TagNameField(),
+        allow_empty=False,
+        max_length=TAGS_PER_REQUEST,
+        help_text="Tag names to attach, 1 to 50; an existing tag is a no-op.",
+    )
 
 
 # --- views ----------------------------------------------------------------------------------------------

@@ -26,43 +26,65 @@ from ..models import Chat, File, Message
 
 
 class AttributionDoc(serializers.Serializer):
-    agent_id = serializers.IntegerField(allow_null=True)
-    type = serializers.ChoiceField(choices=["human", "ai"])
+    agent_id = serializers.IntegerField(allow_null=True, help_text="The operator's agent id.")
+    type = serializers.ChoiceField(choices=["human", "ai"], help_text="`human` or `ai`.")
     at = serializers.DateTimeField(allow_null=True, help_text="Null for chats accepted before attribution existed.")
 
 
 class ChatDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=Chat.Status.values)
+    id = serializers.IntegerField(help_text="The chat's id.")
+    status = serializers.ChoiceField(
+        choices=Chat.Status.values,
+        help_text=(
+            "`active`, `ready`, `expired` or `spam`: written as `state` (`POST /chats/{id}/state`), read and filtered"
+            " as `status`."
+        ),
+    )
     channel = serializers.CharField(help_text="`widget`, `ch{id}` for a custom channel, or a messenger code.")
     client_id = serializers.CharField(help_text="The contact's 32-character guid.")
     agent_id = serializers.IntegerField(allow_null=True, help_text="Routing owner; never the AI operator.")
-    department_id = serializers.IntegerField(allow_null=True)
-    accepted_by = AttributionDoc(allow_null=True)
-    handled_by = AttributionDoc(allow_null=True)
-    handling = serializers.ChoiceField(choices=Chat.Handling.values)
-    has_client_messages = serializers.BooleanField()
-    last_message_id = serializers.IntegerField(allow_null=True)
-    last_message_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    department_id = serializers.IntegerField(allow_null=True, help_text="The chat's department; null when it has none.")
+    accepted_by = AttributionDoc(
+        allow_null=True, help_text="The operator who answered first; null while nobody has answered."
+    )
+    handled_by = AttributionDoc(
+        allow_null=True, help_text="The operator handling the chat now, in the shape of `accepted_by`; null when none."
+    )
+    handling = serializers.ChoiceField(
+        choices=Chat.Handling.values,
+        help_text=(
+            "`missed`: nobody answered; `human` or `ai`: who answered; `ai_to_human`: the AI answered, then a person "
+            "took over; `human_to_ai`: a person accepted, went silent, and the AI takeover answered."
+        ),
+    )
+    has_client_messages = serializers.BooleanField(help_text="True once the visitor has written in the chat.")
+    last_message_id = serializers.IntegerField(
+        allow_null=True, help_text="The chat's latest message; null before the first."
+    )
+    last_message_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the latest message was stored; null before the first."
+    )
+    created_at = serializers.DateTimeField(help_text="When the chat was created.")
+    updated_at = serializers.DateTimeField(help_text="When the chat was last updated.")
 
 
 class FileRefDoc(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The file's id (`GET /files/{id}`).")
     name = serializers.CharField(help_text="Original file name.")
-    content_type = serializers.CharField()
-    size = serializers.IntegerField()
+    content_type = serializers.CharField(help_text="The file's media type.")
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
 
 
 class KeyboardButtonDoc(serializers.Serializer):
-    label = serializers.CharField()
-    url = serializers.CharField()
-    style = serializers.ChoiceField(choices=["primary", "secondary"])
+    label = serializers.CharField(help_text="The button's text, 1 to 64 characters.")
+    url = serializers.CharField(help_text="The absolute `https://` URL the button opens.")
+    style = serializers.ChoiceField(
+        choices=["primary", "secondary"], help_text="`primary` (the default) or `secondary`."
+    )
 
 
 class KeyboardDoc(serializers.Serializer):
-    buttons = KeyboardButtonDoc(many=True)
+    buttons = KeyboardButtonDoc(many=True, help_text="The link buttons, at most 7.")
 
 
 class MessageSourceDoc(serializers.Serializer):
@@ -73,43 +95,61 @@ class MessageSourceDoc(serializers.Serializer):
 
 
 class CoordsDoc(serializers.Serializer):
-    latitude = serializers.FloatField(min_value=-90, max_value=90)
-    longitude = serializers.FloatField(min_value=-180, max_value=180)
-    title = serializers.CharField(required=False)
+    latitude = serializers.FloatField(min_value=-90, max_value=90, help_text="Degrees, -90 to 90.")
+    longitude = serializers.FloatField(min_value=-180, max_value=180, help_text="Degrees, -180 to 180.")
+    title = serializers.CharField(required=False, help_text="The place's name, when given.")
 
 
 class StickerDoc(serializers.Serializer):
-    id = serializers.CharField()
-    url = serializers.CharField(required=False)
+    id = serializers.CharField(help_text="The sticker's id.")
+    url = serializers.CharField(required=False, help_text="The sticker's `https://` URL, when given.")
 
 
 class AuthorDoc(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=Message.Author.values)
-    agent_id = serializers.IntegerField(allow_null=True)
+    kind = serializers.ChoiceField(
+        choices=Message.Author.values, help_text="`client` (the visitor), `agent`, `ai` or `system`."
+    )
+    agent_id = serializers.IntegerField(
+        allow_null=True, help_text="The writing operator's agent id; null when no operator wrote it."
+    )
 
 
 class MessageDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=Message.Type.values)
-    body = serializers.CharField(allow_blank=True)
-    markdown = serializers.CharField(allow_null=True)
-    file = FileRefDoc(allow_null=True)
+    id = serializers.IntegerField(help_text="The message's id.")
+    chat_id = serializers.IntegerField(help_text="The chat the message belongs to.")
+    type = serializers.ChoiceField(
+        choices=Message.Type.values, help_text="`text`, `image`, `file`, `location`, `sticker` or `keyboard`."
+    )
+    body = serializers.CharField(allow_blank=True, help_text="The message's text; empty when it has none.")
+    markdown = serializers.CharField(
+        allow_null=True, help_text="The text as Markdown, when the sender gave one; null otherwise."
+    )
+    file = FileRefDoc(allow_null=True, help_text="The attachment of an `image` or `file` message; null otherwise.")
     url = serializers.CharField(allow_null=True, help_text="Short-lived download URL of a file/image message.")
     coords = CoordsDoc(allow_null=True, help_text="For `location` messages; null otherwise.")
     sticker = StickerDoc(allow_null=True, help_text="For `sticker` messages; null otherwise.")
-    keyboard = KeyboardDoc(allow_null=True)
+    keyboard = KeyboardDoc(allow_null=True, help_text="`{buttons}` of a `keyboard` message; null otherwise.")
     sources = MessageSourceDoc(
         many=True,
         allow_null=True,
         help_text="The knowledge-base documents an AI answer was built on, each once (its assistant's "
         "`cite_sources`); null on every other message.",
     )
-    origin = serializers.CharField(allow_null=True)
-    author = AuthorDoc()
-    visibility = serializers.ChoiceField(choices=Message.Visibility.values)
-    seen_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    origin = serializers.CharField(
+        allow_null=True, help_text="The origin label given on send; null when none was given."
+    )
+    author = AuthorDoc(help_text="Who wrote the message.")
+    visibility = serializers.ChoiceField(
+        choices=Message.Visibility.values,
+        help_text=(
+            "`public` (the visitor sees it), `note` (a private operator note), `email` (an operator-only e-mail) or "
+            "`internal` (operator to operator)."
+        ),
+    )
+    seen_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the other side marked the message seen; null until then."
+    )
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class AcceptedDoc(serializers.Serializer):
@@ -117,9 +157,9 @@ class AcceptedDoc(serializers.Serializer):
 
 
 class MessageAcceptedDoc(AcceptedDoc):
-    id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The stored message's id.")
+    chat_id = serializers.IntegerField(help_text="The chat the message was stored in.")
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class TypingAcceptedDoc(AcceptedDoc):
@@ -127,8 +167,8 @@ class TypingAcceptedDoc(AcceptedDoc):
 
 
 class SeenDoc(serializers.Serializer):
-    chat_id = serializers.IntegerField()
-    message_id = serializers.IntegerField()
+    chat_id = serializers.IntegerField(help_text="The chat's id.")
+    message_id = serializers.IntegerField(help_text="The `message_id` sent: messages up to it are seen.")
     marked = serializers.IntegerField(help_text="Visitor messages newly marked as seen.")
 
 
@@ -140,16 +180,32 @@ class EmptyInput(InputSerializer):
 
 
 class CloseInput(InputSerializer):
-    reason = StrictCharField(required=False, allow_blank=False, max_length=200)
+    reason = StrictCharField(
+        required=False,
+        allow_blank=False,
+        max_length=200,
+        help_text="Why the chat is closed; `chat.closed` carries it (`expired` when omitted).",
+    )
 
 
 class StateInput(InputSerializer):
-    state = serializers.ChoiceField(choices=Chat.Status.values)
-    reason = StrictCharField(required=False, allow_blank=False, max_length=200)
+    state = serializers.ChoiceField(
+        choices=Chat.Status.values,
+        help_text="The new state: `active`, `ready`, `expired` or `spam`; read back as `status`.",
+    )
+    reason = StrictCharField(
+        required=False,
+        allow_blank=False,
+        max_length=200,
+        help_text="Why the state changes; moving into `expired` passes it to `chat.closed`.",
+    )
 
 
 class TransferInput(InputSerializer):
-    agent_id = TenantPrimaryKeyField(queryset=Agent.objects.all())
+    agent_id = TenantPrimaryKeyField(
+        queryset=Agent.objects.all(),
+        help_text="The agent of this widget to hand the chat to; banned agents are refused.",
+    )
 
     def validate_agent_id(self, agent: Agent) -> Agent:
         if agent.status == Agent.Status.BANNED:
@@ -169,35 +225,75 @@ def validate_button_url(value: str) -> str:
 
 
 class KeyboardButtonInput(InputSerializer):
-    label = StrictCharField(min_length=1, max_length=64, trim_whitespace=False)
-    url = StrictCharField(max_length=2048, validators=[validate_button_url])
-    style = serializers.ChoiceField(choices=["primary", "secondary"], default="primary")
+    label = StrictCharField(
+        min_length=1, max_length=64, trim_whitespace=False, help_text="The button's text, 1 to 64 characters."
+    )
+    url = StrictCharField(
+        max_length=2048,
+        validators=[validate_button_url],
+        help_text="An absolute `https://` URL without user or password.",
+    )
+    style = serializers.ChoiceField(
+        choices=["primary", "secondary"], default="primary", help_text="`primary` (the default) or `secondary`."
+    )
 
 
 class KeyboardInput(InputSerializer):
-    buttons = KeyboardButtonInput(many=True, allow_empty=False, max_length=7)
+    buttons = KeyboardButtonInput(
+        many=True,
+        allow_empty=False,
+        max_length=7,
+        help_text="1 to 7 link buttons; one invalid button refuses the whole request.",
+    )
 
 
 class CoordsInput(InputSerializer):
-    latitude = StrictFloatField(min_value=-90, max_value=90)
-    longitude = StrictFloatField(min_value=-180, max_value=180)
-    title = StrictCharField(required=False, max_length=255)
+    latitude = StrictFloatField(min_value=-90, max_value=90, help_text="Degrees, -90 to 90.")
+    longitude = StrictFloatField(min_value=-180, max_value=180, help_text="Degrees, -180 to 180.")
+    title = StrictCharField(required=False, max_length=255, help_text="The place's name, optional.")
 
 
 class StickerInput(InputSerializer):
-    id = StrictCharField(max_length=128)
-    url = StrictCharField(required=False, max_length=2048, validators=[validate_button_url])
+    id = StrictCharField(max_length=128, help_text="The sticker's id.")
+    url = StrictCharField(
+        required=False,
+        max_length=2048,
+        validators=[validate_button_url],
+        help_text="The sticker's absolute `https://` URL, optional.",
+    )
 
 
 class MessageInput(InputSerializer):
-    type = serializers.ChoiceField(choices=Message.Type.values)
-    body = StrictCharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
-    markdown = StrictCharField(required=False, allow_blank=True, max_length=65536, trim_whitespace=False)
-    file = TenantPrimaryKeyField(queryset=File.objects.all(), required=False, missing="422")
-    coords = CoordsInput(required=False)
-    sticker = StickerInput(required=False)
-    keyboard = KeyboardInput(required=False)
-    origin = StrictCharField(required=False, max_length=64)
+    type = serializers.ChoiceField(
+        choices=Message.Type.values,
+        help_text="`text`, `image`, `file`, `location`, `sticker` or `keyboard`; says which member is required.",
+    )
+    body = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=65536,
+        trim_whitespace=False,
+        help_text="The text; required for `text` and `keyboard`.",
+    )
+    markdown = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=65536,
+        trim_whitespace=False,
+        help_text="The text as Markdown, optional.",
+    )
+    file = TenantPrimaryKeyField(
+        queryset=File.objects.all(),
+        required=False,
+        missing="422",
+        help_text="The id of an uploaded file (`POST /files`); required for `image` (an image file) and `file`.",
+    )
+    coords = CoordsInput(required=False, help_text="The location; required for `location`.")
+    sticker = StickerInput(required=False, help_text="The sticker; required for `sticker`.")
+    keyboard = KeyboardInput(
+        required=False, help_text="The link buttons; required for `keyboard`, refused on other types."
+    )
+    origin = StrictCharField(required=False, max_length=64, help_text="An origin label, optional, up to 64 characters.")
     agent_id = TenantPrimaryKeyField(
         queryset=Agent.objects.all(),
         required=False,
@@ -245,11 +341,13 @@ class MessageInput(InputSerializer):
 
 
 class TypingInput(InputSerializer):
-    state = serializers.ChoiceField(choices=["start", "stop"])
+    state = serializers.ChoiceField(choices=["start", "stop"], help_text="`start` or `stop`.")
 
 
 class SeenInput(InputSerializer):
-    message_id = StrictIntegerField(min_value=1)
+    message_id = StrictIntegerField(
+        min_value=1, help_text="A message of this chat: the visitor's messages up to and including it are marked seen."
+    )
 
     def validate_message_id(self, value: int) -> Message:
         chat = self.context["chat"]

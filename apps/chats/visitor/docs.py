@@ -12,7 +12,7 @@ from ..models import Message
 class VisitorHeaderOperatorDoc(serializers.Serializer):
     name = serializers.CharField(help_text="The operator's display name (as messages show it).")
     avatar_url = serializers.CharField(allow_null=True, help_text="Absolute URL of the avatar, or null.")
-    kind = serializers.ChoiceField(choices=["human", "ai"])
+    kind = serializers.ChoiceField(choices=["human", "ai"], help_text="`human` or `ai`.")
     presence = serializers.ChoiceField(
         choices=["online", "away", "offline"],
         help_text="Live: a person is online while their console is connected and not switched to away, "
@@ -22,7 +22,7 @@ class VisitorHeaderOperatorDoc(serializers.Serializer):
 
 
 class VisitorConfigDoc(serializers.Serializer):
-    button_guid = serializers.CharField()
+    button_guid = serializers.CharField(help_text="The widget's public 32-character hex guid.")
     name = serializers.CharField(help_text="The widget's name.")
     language = serializers.CharField(help_text="`auto` or a language code (widget_default_language).")
     online = serializers.BooleanField(
@@ -64,29 +64,35 @@ class VisitorSessionDoc(serializers.Serializer):
 
 
 class VisitorAuthorDoc(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=Message.Author.values)
+    kind = serializers.ChoiceField(
+        choices=Message.Author.values, help_text="`client` (the visitor), `agent`, `ai` or `system`."
+    )
     name = serializers.CharField(allow_blank=True, help_text="The operator's display name; empty for the visitor.")
 
 
 class VisitorMessageDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=Message.Type.values)
-    body = serializers.CharField(allow_blank=True)
-    markdown = serializers.CharField(allow_null=True)
-    file = FileRefDoc(allow_null=True)
+    id = serializers.IntegerField(help_text="The message's id: pass the last one seen as `after_id`.")
+    chat_id = serializers.IntegerField(help_text="The visitor's chat.")
+    type = serializers.ChoiceField(
+        choices=Message.Type.values, help_text="`text`, `image`, `file`, `location`, `sticker` or `keyboard`."
+    )
+    body = serializers.CharField(allow_blank=True, help_text="The message's text; empty when it has none.")
+    markdown = serializers.CharField(
+        allow_null=True, help_text="The text as Markdown, when the sender gave one; null otherwise."
+    )
+    file = FileRefDoc(allow_null=True, help_text="The attachment of an `image` or `file` message; null otherwise.")
     url = serializers.CharField(allow_null=True, help_text="Short-lived download URL of a file or image.")
-    coords = CoordsDoc(allow_null=True)
-    sticker = StickerDoc(allow_null=True)
+    coords = CoordsDoc(allow_null=True, help_text="For `location` messages; null otherwise.")
+    sticker = StickerDoc(allow_null=True, help_text="For `sticker` messages; null otherwise.")
     keyboard = KeyboardDoc(allow_null=True, help_text="Link buttons of a `keyboard` message.")
     sources = MessageSourceDoc(
         many=True,
         allow_null=True,
         help_text="The documents an AI answer was built on, shown under it; null on every other message.",
     )
-    author = VisitorAuthorDoc()
+    author = VisitorAuthorDoc(help_text="Who wrote the message.")
     seen = serializers.BooleanField(help_text="An operator has seen it (visitor messages).")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class VisitorMessageListDoc(serializers.Serializer):
@@ -94,28 +100,28 @@ class VisitorMessageListDoc(serializers.Serializer):
 
 
 class VisitorMessageCreatedDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The stored message's id.")
+    chat_id = serializers.IntegerField(help_text="The visitor's chat; the first message makes it.")
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class VisitorTypingDoc(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["accepted"])
+    status = serializers.ChoiceField(choices=["accepted"], help_text="`accepted`.")
     forwarded = serializers.BooleanField(help_text="False when coalesced (about one per 5 s per chat) or no chat yet.")
 
 
 class VisitorRatingDoc(serializers.Serializer):
-    chat_id = serializers.IntegerField()
-    value = serializers.IntegerField(min_value=1, max_value=5)
-    comment = serializers.CharField(allow_blank=True)
+    chat_id = serializers.IntegerField(help_text="The rated chat.")
+    value = serializers.IntegerField(min_value=1, max_value=5, help_text="The rating, 1 to 5.")
+    comment = serializers.CharField(allow_blank=True, help_text="The visitor's comment; empty when none was given.")
 
 
 class VisitorFileDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="Send it as `file_id` of a `file` or `image` message.")
-    name = serializers.CharField()
-    content_type = serializers.CharField()
-    size = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
+    name = serializers.CharField(help_text="The original file name.")
+    content_type = serializers.CharField(help_text="The file's media type.")
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
+    created_at = serializers.DateTimeField(help_text="When the file was stored.")
 
 
 class VisitorFileUploadDoc(serializers.Serializer):

@@ -56,23 +56,52 @@ def _http_url(value: str) -> str:
 
 
 class SessionInput(InputSerializer):
-    name = LabelField(required=False, allow_blank=True, max_length=255)
-    email = StrictEmailField(required=False, allow_blank=True, max_length=255)
-    phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
-    locale = StrictRegexField(
-        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$", required=False, allow_blank=True, max_length=16
+    name = LabelField(required=False, allow_blank=True, max_length=255, help_text="The visitor's name, optional.")
+    email = StrictEmailField(
+        required=False, allow_blank=True, max_length=255, help_text="The visitor's e-mail address, optional."
     )
-    page_url = StrictCharField(required=False, allow_blank=True, max_length=2000, validators=[_http_url])
+    phone = StrictRegexField(
+        r"^[0-9+()\-. ]{0,64}$",
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="The visitor's phone number, optional.",
+    )
+    locale = StrictRegexField(
+        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$",
+        required=False,
+        allow_blank=True,
+        max_length=16,
+        help_text="The visitor's language tag (`ru`, `en-US`...), optional.",
+    )
+    page_url = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        validators=[_http_url],
+        help_text="The `http(s)` address of the page the visitor is on, optional.",
+    )
 
 
 class MessageInput(InputSerializer):
     """`{type: "text", body}` or `{type: "file" | "image", file_id}` (a file of this widget)."""
 
-    type = serializers.ChoiceField(choices=[Message.Type.TEXT, Message.Type.FILE, Message.Type.IMAGE])
-    body = StrictCharField(
-        required=False, min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank]
+    type = serializers.ChoiceField(
+        choices=[Message.Type.TEXT, Message.Type.FILE, Message.Type.IMAGE], help_text="`text`, `file` or `image`."
     )
-    file_id = StrictIntegerField(required=False, min_value=1)
+    body = StrictCharField(
+        required=False,
+        min_length=1,
+        max_length=BODY_MAX,
+        trim_whitespace=False,
+        validators=[_not_blank],
+        help_text="The text; required for `text`, refused on the others.",
+    )
+    file_id = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="The `id` of an upload (`POST .../files`); required for `file` and `image` (an image file).",
+    )
 
     def validate(self, attrs):
         kind = attrs["type"]
@@ -107,19 +136,39 @@ class MessageListQuery(InputSerializer):
 
 
 class TypingInput(InputSerializer):
-    state = serializers.ChoiceField(choices=["start", "stop"])
+    state = serializers.ChoiceField(choices=["start", "stop"], help_text="`start` or `stop`.")
 
 
 class RatingInput(InputSerializer):
-    value = StrictIntegerField(min_value=1, max_value=5)
-    comment = StrictCharField(required=False, allow_blank=True, max_length=2000, trim_whitespace=False)
+    value = StrictIntegerField(min_value=1, max_value=5, help_text="The rating, 1 to 5.")
+    comment = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        trim_whitespace=False,
+        help_text="A comment, optional, up to 2000 characters.",
+    )
 
 
 class OfflineInput(InputSerializer):
-    name = LabelField(required=False, allow_blank=True, max_length=255)
-    email = StrictEmailField(required=False, allow_blank=True, max_length=255)
-    phone = StrictRegexField(r"^[0-9+()\-. ]{0,64}$", required=False, allow_blank=True, max_length=64)
-    message = StrictCharField(min_length=1, max_length=BODY_MAX, trim_whitespace=False, validators=[_not_blank])
+    name = LabelField(required=False, allow_blank=True, max_length=255, help_text="The visitor's name, optional.")
+    email = StrictEmailField(
+        required=False, allow_blank=True, max_length=255, help_text="The visitor's e-mail address, optional."
+    )
+    phone = StrictRegexField(
+        r"^[0-9+()\-. ]{0,64}$",
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="The visitor's phone number, optional.",
+    )
+    message = StrictCharField(
+        min_length=1,
+        max_length=BODY_MAX,
+        trim_whitespace=False,
+        validators=[_not_blank],
+        help_text="The visitor's message, 1 to 4096 characters.",
+    )
 
 
 # --- output ----------------------------------------------------------------------------------------

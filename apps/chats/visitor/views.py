@@ -58,8 +58,7 @@ class VisitorAPIView(APIView):
 
     session_required = True
     path_parameter_help = {
-        "button_guid": "The widget's public 32-character hex guid, as the embed code carries it; "
-        "an unknown one is 404."
+        "button_guid": "The widget's public 32-character hex guid, as the embed code carries it; an unknown one is 404."
     }
     # HTTP method -> kind of budget in auth.LIMITS.
     rate_limits: dict[str, str] = {}

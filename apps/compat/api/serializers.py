@@ -175,11 +175,11 @@ class BotAnswerDoc(serializers.Serializer):
         choices=["ok", "agent_invited", "no_agents_online", "rating_requested"],
         help_text="`no_agents_online`: INVITE_AGENT found nobody online; the bot keeps the chat (not an error).",
     )
-    message_id = serializers.IntegerField(required=False)
-    agent_id = serializers.IntegerField(required=False)
+    message_id = serializers.IntegerField(required=False, help_text="The stored message (`BOT_MESSAGE`).")
+    agent_id = serializers.IntegerField(required=False, help_text="The operator the chat went to (`INVITE_AGENT`).")
 
 
 class ChatAcceptedDoc(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["accepted"])
-    chat_id = serializers.IntegerField()
-    message_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["accepted"], help_text="`accepted`.")
+    chat_id = serializers.IntegerField(help_text="Our numeric id of the chat.")
+    message_id = serializers.IntegerField(help_text="The stored message's id.")

@@ -186,7 +186,7 @@ class KeysetPagination(BasePagination):
             "type": "object",
             "required": ["data", "next_cursor"],
             "properties": {
-                "data": schema,
+                "data": {**schema, "description": "The page's items, in the list's order."},
                 "next_cursor": {"type": ["string", "null"], "description": "Opaque cursor of the next page."},
             },
         }

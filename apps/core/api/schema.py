@@ -37,9 +37,9 @@ PROBLEM_SCHEMA = {
     "required": ["type", "title", "status", "detail", "instance", "code"],
     "properties": {
         "type": {"type": "string", "description": "`/api/problems/<code>` or `about:blank`."},
-        "title": {"type": "string"},
-        "status": {"type": "integer"},
-        "detail": {"type": "string"},
+        "title": {"type": "string", "description": "A short summary of the problem type."},
+        "status": {"type": "integer", "description": "The HTTP status code of the answer."},
+        "detail": {"type": "string", "description": "What went wrong in this request, for people."},
         "instance": {"type": "string", "description": "The request path."},
         "code": {"type": "string", "description": "Machine-readable condition, snake_case."},
         "errors": {
@@ -47,7 +47,11 @@ PROBLEM_SCHEMA = {
             "additionalProperties": {"type": "array", "items": {"type": "string"}},
             "description": "Validation errors keyed by dotted path (`keyboard.buttons.3.url`).",
         },
-        "required_scopes": {"type": "array", "items": {"type": "string"}},
+        "required_scopes": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "On `missing_scope`: the scopes that grant the operation (any one suffices).",
+        },
         "previous": {
             "type": ["object", "null"],
             "description": "On idempotency_key_reused: the original request's result.",

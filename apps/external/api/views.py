@@ -135,7 +135,9 @@ class ExternalOperatorViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins
     queryset = ExternalOperator.objects.filter(deleted_at=None)
     lookup_field = "public_id"
     lookup_value_regex = r"[A-Za-z0-9_]+"
-    path_parameter_help = {"public_id": "The operator's `public_id` (`xop_...`); a foreign, unknown or deleted one is 404."}
+    path_parameter_help = {
+        "public_id": "The operator's `public_id` (`xop_...`); a foreign, unknown or deleted one is 404."
+    }
     route_scopes = {
         "list": ["agents:read"],
         "retrieve": ["agents:read"],

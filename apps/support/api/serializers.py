@@ -39,7 +39,11 @@ class SupportChatListQuery(InputSerializer):
     )
     has_open_ticket = serializers.ChoiceField(choices=["true", "false"], required=False)
     limit = serializers.IntegerField(
-        min_value=1, max_value=CHAT_LIST_MAX, required=False, default=CHAT_LIST_MAX, help_text="At most this many chats."
+        min_value=1,
+        max_value=CHAT_LIST_MAX,
+        required=False,
+        default=CHAT_LIST_MAX,
+        help_text=("At most this many chats."),
     )
 
 

@@ -10,13 +10,20 @@ from ..redelivery import OUTCOMES
 
 
 class SubscriptionDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    url = serializers.CharField()
-    events = serializers.ListField(child=serializers.CharField())
-    is_active = serializers.BooleanField()
-    is_legacy_compat = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The subscription's id.")
+    url = serializers.CharField(help_text="The receiver's `https://` URL.")
+    events = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The subscribed event names: native names, or the 5 legacy names when `is_legacy_compat` is true.",
+    )
+    is_active = serializers.BooleanField(
+        help_text="False when the subscription is deactivated: nothing is delivered to it; patchable."
+    )
+    is_legacy_compat = serializers.BooleanField(
+        help_text="True when the subscription takes legacy names and receives the legacy envelope; patchable."
+    )
+    created_at = serializers.DateTimeField(help_text="When the subscription was created.")
+    updated_at = serializers.DateTimeField(help_text="When the subscription was last changed.")
 
 
 NOT_LIVE_HELP = (
@@ -35,7 +42,7 @@ class SubscriptionCreatedDoc(SubscriptionWrittenDoc):
 
 
 class SecretDoc(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The subscription's id.")
     secret = serializers.CharField(help_text="The new secret, shown once; the old one stops working now.")
 
 
@@ -69,11 +76,19 @@ class AttemptDoc(serializers.Serializer):
 
 
 class DeliveryDoc(serializers.Serializer):
-    delivery_id = serializers.UUIDField()
-    status = serializers.ChoiceField(choices=Delivery.Status.values)
-    event_type = serializers.CharField()
+    delivery_id = serializers.UUIDField(help_text="The delivery's id: what `POST .../redeliver` takes.")
+    status = serializers.ChoiceField(
+        choices=Delivery.Status.values,
+        help_text="`pending`, `delivered`, `failed` or `skipped`; `failed` after the last attempt failed.",
+    )
+    event_type = serializers.CharField(help_text="The event's name.")
     payload = serializers.JSONField(help_text="What was sent, without button_id, personal data masked as [скрыто].")
-    is_redeliverable = serializers.BooleanField()
+    is_redeliverable = serializers.BooleanField(
+        help_text=(
+            "False for rows that cannot be sent again, such as a native event with no legacy name while "
+            "`is_legacy_compat` is true."
+        )
+    )
     attempts = serializers.IntegerField(help_text="How many attempts were made (at most 4).")
     attempt_log = AttemptDoc(many=True, help_text="Every attempt made, oldest first.")
     next_attempt_at = serializers.DateTimeField(
@@ -82,53 +97,99 @@ class DeliveryDoc(serializers.Serializer):
         "null once the delivery is `delivered`, `failed` or `skipped`. While an attempt is in flight it "
         "shows the time the engine would retry it if its worker died.",
     )
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the delivery was queued.")
 
 
 class RedeliveryDoc(serializers.Serializer):
     delivery_id = serializers.UUIDField(help_text="The new delivery (new X-Service-Delivery).")
-    envelope = serializers.ChoiceField(choices=Delivery.Envelope.values)
+    envelope = serializers.ChoiceField(
+        choices=Delivery.Envelope.values,
+        help_text="The envelope the subscription uses now, which the redelivery is sent in: `native` or `legacy`.",
+    )
 
 
 class EventTypeDoc(serializers.Serializer):
-    name = serializers.CharField()
-    vocabulary = serializers.ChoiceField(choices=["native", "legacy"])
-    enabled = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=["Live", "Wired"])
-    triggered_by = serializers.CharField()
-    data_fields = serializers.ListField(child=serializers.CharField())
-    maps_to = serializers.CharField(allow_null=True)
+    name = serializers.CharField(help_text="The event's name, as a subscription lists it.")
+    vocabulary = serializers.ChoiceField(
+        choices=["native", "legacy"],
+        help_text="`native`, or `legacy` for the names a legacy-compat subscription takes.",
+    )
+    enabled = serializers.BooleanField(help_text="True when the event is delivered now (`Live`).")
+    status = serializers.ChoiceField(
+        choices=["Live", "Wired"],
+        help_text=(
+            "`Live`: enabled platform-wide now; `Wired`: emitted but canary-disabled, so a subscription is accepted "
+            "and nothing is delivered until it is enabled."
+        ),
+    )
+    triggered_by = serializers.CharField(help_text="When the event fires.")
+    data_fields = serializers.ListField(
+        child=serializers.CharField(), help_text="The members of the body's `data` besides `button_guid`."
+    )
+    maps_to = serializers.CharField(
+        allow_null=True, help_text="For a legacy name, the native event it maps to; null for a native name."
+    )
 
 
 class EventCatalogueDoc(serializers.Serializer):
-    data = EventTypeDoc(many=True)
+    data = EventTypeDoc(many=True, help_text="Every subscribable event name.")
 
 
-def _url_field():
-    return StrictCharField(max_length=2048)
+def _url_field(**kwargs):
+    return StrictCharField(max_length=2048, **kwargs)
 
 
 class SubscriptionCreateInput(InputSerializer):
-    url = _url_field()
-    events = serializers.ListField(child=StrictCharField(max_length=64), allow_empty=False, max_length=20)
-    secret = StrictCharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
-    is_legacy_compat = StrictBooleanField(required=False, default=False)
+    url = _url_field(help_text="The receiver's URL: `https://` only, never a private, loopback or link-local address.")
+    events = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        allow_empty=False,
+        max_length=20,
+        help_text="Event names to subscribe to: native names, or the 5 legacy names with `is_legacy_compat`.",
+    )
+    secret = StrictCharField(
+        required=False,
+        min_length=16,
+        max_length=256,
+        trim_whitespace=False,
+        help_text="The signing secret, 16 to 256 characters; generated when omitted and returned once.",
+    )
+    is_legacy_compat = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="True to take legacy names and receive the legacy envelope (default false).",
+    )
 
 
 class SubscriptionPatchInput(InputSerializer):
-    url = _url_field()
-    events = serializers.ListField(child=StrictCharField(max_length=64), allow_empty=False, max_length=20)
-    is_active = StrictBooleanField()
-    is_legacy_compat = StrictBooleanField()
+    url = _url_field(help_text="The receiver's URL: `https://` only, never a private, loopback or link-local address.")
+    events = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        allow_empty=False,
+        max_length=20,
+        help_text="Event names to subscribe to: native names, or the 5 legacy names with `is_legacy_compat`.",
+    )
+    is_active = StrictBooleanField(
+        help_text="False deactivates the subscription: deliveries queued for it are dropped."
+    )
+    is_legacy_compat = StrictBooleanField(help_text="True to take legacy names and receive the legacy envelope.")
     secret = serializers.CharField(read_only=True, help_text="Not patchable: use rotate-secret.")
 
 
 class RotateSecretInput(InputSerializer):
-    secret = StrictCharField(required=False, min_length=16, max_length=256, trim_whitespace=False)
+    secret = StrictCharField(
+        required=False,
+        min_length=16,
+        max_length=256,
+        trim_whitespace=False,
+        help_text=(
+            "The new signing secret, 16 to 256 characters; generated when omitted. The old one stops working at once."
+        ),
+    )
 
 
 class RedeliverInput(InputSerializer):
-    delivery_id = StrictUUIDField()
+    delivery_id = StrictUUIDField(help_text="A `delivery_id` from this subscription's delivery log.")
 
 
 class DeliveryListQuery(InputSerializer):

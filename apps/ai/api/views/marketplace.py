@@ -14,7 +14,6 @@ from apps.core.errors import NotFound, ValidationFailed
 from ... import marketplace, selectors, services
 from .. import serializers as s
 
-
 SLUG_HELP = {"slug": "The template's `slug`, as the template list gives it; an unknown one is 404."}
 
 
