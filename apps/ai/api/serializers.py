@@ -60,13 +60,37 @@ class LocaleMapField(serializers.DictField):
 
 
 class SettingsPatchInput(InputSerializer):
-    enabled = StrictBooleanField(required=False)
-    rag_enabled = StrictBooleanField(required=False)
-    shadow_mode = StrictBooleanField(required=False)
-    autonomous_tuning_enabled = StrictBooleanField(required=False)
-    presence_context_enabled = StrictBooleanField(required=False)
-    takeover_timeout_sec = StrictIntegerField(required=False, min_value=30, max_value=86400)
-    handover_summary = StrictBooleanField(required=False)
+    enabled = StrictBooleanField(required=False, help_text="The master switch: with it off nothing replies.")
+    rag_enabled = StrictBooleanField(required=False, help_text="True to give the assistant the knowledge-base chunks.")
+    shadow_mode = StrictBooleanField(
+        required=False, help_text=("True to store AI answers as private notes (never shown, never accepting the chat).")
+    )
+    autonomous_tuning_enabled = StrictBooleanField(
+        required=False,
+        help_text=(
+            "The master switch of tuning cycles: true lets a cycle run once its evidence and probation gates are open."
+        ),
+    )
+    presence_context_enabled = StrictBooleanField(
+        required=False,
+        help_text=(
+            "True to read operator presence: the assistant is told whether operators are online, and a handover "
+            "with nobody online uses `handover_offline`."
+        ),
+    )
+    takeover_timeout_sec = StrictIntegerField(
+        required=False,
+        min_value=30,
+        max_value=86400,
+        help_text=(
+            "Seconds a person who accepted a chat may stay silent after a visitor message before the AI answers again"
+            " (30 to 86400)."
+        ),
+    )
+    handover_summary = StrictBooleanField(
+        required=False,
+        help_text=("True to add a private note summarising the conversation when the AI hands a chat to people."),
+    )
 
 
 class SettingsQuery(InputSerializer):
@@ -74,27 +98,60 @@ class SettingsQuery(InputSerializer):
 
 
 class EffectiveAssistantDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
+    id = serializers.IntegerField(help_text="The assistant's id.")
+    name = serializers.CharField(help_text="The assistant's name.")
 
 
 class LearningTargetDoc(serializers.Serializer):
-    assistant_id = serializers.IntegerField()
-    name = serializers.CharField()
+    assistant_id = serializers.IntegerField(help_text="The assistant learning writes and reads follow.")
+    name = serializers.CharField(help_text="The assistant's name.")
 
 
 class SettingsDoc(serializers.Serializer):
-    enabled = serializers.BooleanField()
-    rag_enabled = serializers.BooleanField()
-    shadow_mode = serializers.BooleanField()
-    autonomous_tuning_enabled = serializers.BooleanField()
-    presence_context_enabled = serializers.BooleanField()
-    takeover_timeout_sec = serializers.IntegerField()
-    handover_summary = serializers.BooleanField()
-    offline_outcome_mode = serializers.ChoiceField(choices=["handover_offline", "handover_unknown"])
-    effective_assistant = EffectiveAssistantDoc(allow_null=True)
-    legacy_persona = serializers.CharField(allow_null=True)
-    learning_target = LearningTargetDoc(allow_null=True)
+    enabled = serializers.BooleanField(help_text="The master switch: with it off nothing replies.")
+    rag_enabled = serializers.BooleanField(help_text="True when the assistant is given the knowledge-base chunks.")
+    shadow_mode = serializers.BooleanField(
+        help_text=("True when AI answers are stored as private notes (never shown, never accepting the chat).")
+    )
+    autonomous_tuning_enabled = serializers.BooleanField(
+        help_text=(
+            "The master switch of tuning cycles: true lets a cycle run once its evidence and probation gates are open."
+        )
+    )
+    presence_context_enabled = serializers.BooleanField(
+        help_text=(
+            "True when operator presence is read: the assistant is told whether operators are online, and a "
+            "handover with nobody online uses `handover_offline`."
+        )
+    )
+    takeover_timeout_sec = serializers.IntegerField(
+        help_text=(
+            "Seconds a person who accepted a chat may stay silent after a visitor message before the AI answers again."
+        )
+    )
+    handover_summary = serializers.BooleanField(
+        help_text=("True when the AI adds a private note summarising the conversation as it hands a chat to people.")
+    )
+    offline_outcome_mode = serializers.ChoiceField(
+        choices=["handover_offline", "handover_unknown"],
+        help_text=(
+            "The phrase of a handover nobody can take: `handover_offline` while `presence_context_enabled`, "
+            "else `handover_unknown`."
+        ),
+    )
+    effective_assistant = EffectiveAssistantDoc(
+        allow_null=True, help_text=("The assistant that answers now; null when none.")
+    )
+    legacy_persona = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "The persona text of the configuration before assistants (`POST /ai/settings/migrate` seeds an "
+            "assistant from it); null when empty."
+        ),
+    )
+    learning_target = LearningTargetDoc(
+        allow_null=True, help_text=("The assistant learning writes and reads follow; null when none.")
+    )
 
 
 class PhraseLanguagesInput(InputSerializer):
@@ -115,9 +172,9 @@ class PhrasesInput(InputSerializer):
 
 
 class PhraseDoc(serializers.Serializer):
-    text = serializers.CharField()
-    source = serializers.ChoiceField(choices=["override", "default"])
-    default = serializers.CharField()
+    text = serializers.CharField(help_text="The text in use: the override, else the default.")
+    source = serializers.ChoiceField(choices=["override", "default"], help_text="`override` or `default`.")
+    default = serializers.CharField(help_text="The service's default text.")
 
 
 class PhraseLanguagesDoc(serializers.Serializer):
@@ -134,21 +191,53 @@ class PhrasesDoc(serializers.Serializer):
 
 
 class AssistantInput(InputSerializer):
-    name = LabelField(max_length=200, allow_blank=False)
-    enabled = StrictBooleanField(required=False)
-    is_default = StrictBooleanField(required=False)
-    persona = TextField(max_length=4000, required=False)
-    system_prompt = TextField(max_length=20000, required=False)
-    temperature = StrictFloatField(required=False, allow_null=True, min_value=0, max_value=2)
-    rag_enabled = StrictBooleanField(required=False)
-    cite_sources = StrictBooleanField(required=False)
-    escalation_triggers = serializers.ListField(child=LabelField(max_length=200), max_length=50, required=False)
-    greeting = TextField(max_length=1000, required=False)
-    quick_phrases = PhraseListField(required=False)
-    greeting_i18n = LocaleMapField(child=TextField(max_length=1000), required=False)
-    quick_phrases_i18n = LocaleMapField(child=PhraseListField(), required=False)
-    provider = serializers.ChoiceField(choices=PROVIDERS, required=False, allow_null=True)
-    model = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True)
+    name = LabelField(max_length=200, allow_blank=False, help_text="The assistant's name, required; cannot be cleared.")
+    enabled = StrictBooleanField(required=False, help_text="True to let the assistant answer.")
+    is_default = StrictBooleanField(
+        required=False, help_text=("True to make it the default assistant; clears the others.")
+    )
+    persona = TextField(max_length=4000, required=False, help_text="The persona text, up to 4000 characters.")
+    system_prompt = TextField(max_length=20000, required=False, help_text="The system prompt, up to 20000 characters.")
+    temperature = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=2,
+        help_text=("Sampling temperature, 0 to 2; null for the provider's default."),
+    )
+    rag_enabled = StrictBooleanField(required=False, help_text="True to give the assistant the knowledge-base chunks.")
+    cite_sources = StrictBooleanField(
+        required=False, help_text=("True to attach the knowledge-base documents an answer was built on as `sources`.")
+    )
+    escalation_triggers = serializers.ListField(
+        child=LabelField(max_length=200),
+        max_length=50,
+        required=False,
+        help_text=(
+            "Phrases that hand the chat to people when a visitor's message contains one (case-insensitive), at most 50."
+        ),
+    )
+    greeting = TextField(max_length=1000, required=False, help_text="The greeting, up to 1000 characters.")
+    quick_phrases = PhraseListField(required=False, help_text="Quick phrases offered to the visitor, at most 20.")
+    greeting_i18n = LocaleMapField(
+        child=TextField(max_length=1000), required=False, help_text=("The greeting per language (the seven languages).")
+    )
+    quick_phrases_i18n = LocaleMapField(
+        child=PhraseListField(), required=False, help_text=("The quick phrases per language (the seven languages).")
+    )
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS,
+        required=False,
+        allow_null=True,
+        help_text=("The assistant's provider; not the credential's driver code. Null clears it."),
+    )
+    model = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text=("The model name; null or empty clears it."),
+    )
 
     def validate_escalation_triggers(self, value):
         cleaned = [v.strip() for v in value]
@@ -164,36 +253,49 @@ class AssistantInput(InputSerializer):
 
 
 class AssistantDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    enabled = serializers.BooleanField()
-    is_default = serializers.BooleanField()
-    persona = serializers.CharField()
-    system_prompt = serializers.CharField()
-    temperature = serializers.FloatField(allow_null=True)
-    rag_enabled = serializers.BooleanField()
+    id = serializers.IntegerField(help_text="The assistant's id.")
+    name = serializers.CharField(help_text="The assistant's name.")
+    enabled = serializers.BooleanField(help_text="True when the assistant may answer.")
+    is_default = serializers.BooleanField(help_text="True for the widget's default assistant (at most one).")
+    persona = serializers.CharField(help_text="The persona text.")
+    system_prompt = serializers.CharField(help_text="The system prompt.")
+    temperature = serializers.FloatField(
+        allow_null=True, help_text=("Sampling temperature, 0 to 2; null for the provider's default.")
+    )
+    rag_enabled = serializers.BooleanField(help_text="True when the assistant is given the knowledge-base chunks.")
     cite_sources = serializers.BooleanField(
         help_text="An answer built on knowledge-base chunks carries `sources`: the documents they came from."
     )
-    escalation_triggers = serializers.ListField(child=serializers.CharField())
-    greeting = serializers.CharField()
-    quick_phrases = serializers.ListField(child=serializers.CharField())
-    greeting_i18n = serializers.DictField(child=serializers.CharField())
-    quick_phrases_i18n = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    provider = serializers.ChoiceField(choices=PROVIDERS, allow_null=True)
-    model = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    escalation_triggers = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=("Phrases that hand the chat to people when a visitor's message contains one (case-insensitive)."),
+    )
+    greeting = serializers.CharField(help_text="The greeting.")
+    quick_phrases = serializers.ListField(
+        child=serializers.CharField(), help_text=("Quick phrases offered to the visitor.")
+    )
+    greeting_i18n = serializers.DictField(child=serializers.CharField(), help_text="The greeting per language.")
+    quick_phrases_i18n = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), help_text=("The quick phrases per language.")
+    )
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS,
+        allow_null=True,
+        help_text=("The assistant's provider (not the credential's driver code); null when unset."),
+    )
+    model = serializers.CharField(allow_null=True, help_text="The model name; null when unset.")
+    created_at = serializers.DateTimeField(help_text="When the assistant was created.")
+    updated_at = serializers.DateTimeField(help_text="When the assistant was last changed.")
 
 
 class AssistantCreatedDoc(serializers.Serializer):
-    assistant = AssistantDoc()
-    created = serializers.BooleanField()
+    assistant = AssistantDoc(help_text="The assistant.")
+    created = serializers.BooleanField(help_text="True when this call created it.")
 
 
 class OperatorRefDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
+    id = serializers.IntegerField(help_text="The AI operator's agent id.")
+    name = serializers.CharField(help_text="The AI operator's name.")
 
 
 # --- operators --------------------------------------------------------------------------------------------
@@ -205,20 +307,31 @@ class AssistantField(TenantPrimaryKeyField):
 
 
 class OperatorInput(InputSerializer):
-    assistant_id = AssistantField(source="assistant")
-    name = LabelField(max_length=150, required=False, allow_blank=False)
-    show_in_header = StrictBooleanField(required=False)
-    status = serializers.ChoiceField(choices=["active", "paused", "retired"], required=False)
+    assistant_id = AssistantField(
+        source="assistant", help_text=("The assistant the operator answers with; required on create.")
+    )
+    name = LabelField(
+        max_length=150, required=False, allow_blank=False, help_text=("The name replies are attributed to.")
+    )
+    show_in_header = StrictBooleanField(required=False, help_text="True to show the operator in the widget header.")
+    status = serializers.ChoiceField(
+        choices=["active", "paused", "retired"], required=False, help_text=("`active`, `paused` or `retired`.")
+    )
 
 
 class OperatorDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=["ai"])
-    assistant_id = serializers.IntegerField(allow_null=True)
-    name = serializers.CharField()
-    show_in_header = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=["active", "paused", "retired"])
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The AI operator's agent id.")
+    type = serializers.ChoiceField(choices=["ai"], help_text="`ai`.")
+    assistant_id = serializers.IntegerField(
+        allow_null=True, help_text=("The assistant the operator answers with; null when none.")
+    )
+    name = serializers.CharField(help_text="The name replies are attributed to.")
+    show_in_header = serializers.BooleanField(help_text="True when the widget header shows the operator.")
+    status = serializers.ChoiceField(
+        choices=["active", "paused", "retired"],
+        help_text=("`active`, `paused` or `retired` (DELETE retires; `active` brings it back)."),
+    )
+    created_at = serializers.DateTimeField(help_text="When the operator was created.")
 
 
 # --- credentials ------------------------------------------------------------------------------------------
@@ -247,10 +360,23 @@ class BackupField(TenantPrimaryKeyField):
 
 
 class CredentialInput(InputSerializer):
-    provider = serializers.ChoiceField(choices=PROVIDERS)
-    api_key = SecretField()
-    base_url = StrictCharField(max_length=2000, required=False, allow_null=True, allow_blank=True)
-    model = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True)
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS,
+        help_text=(
+            "The driver code: `openai_compatible` (needs `base_url`) or a vendor driver; immutable after creation."
+        ),
+    )
+    api_key = SecretField(help_text="The provider's API key; write-only, never returned.")
+    base_url = StrictCharField(
+        max_length=2000,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text=("The provider's base URL; required for `openai_compatible`."),
+    )
+    model = StrictCharField(
+        max_length=200, required=False, allow_null=True, allow_blank=True, help_text=("The model name.")
+    )
     embedding_model = StrictCharField(
         max_length=100,
         required=False,
@@ -259,11 +385,30 @@ class CredentialInput(InputSerializer):
         help_text="The model knowledge-base embeddings use (null: the vendor's default embedding model for "
         "openai and gigachat, `model` for openai_compatible).",
     )
-    signing_secret = SecretField(required=False, allow_null=True)
-    is_active = StrictBooleanField(required=False)
-    assistant_id = AssistantField(source="assistant", required=False, allow_null=True)
-    operator_id = AiOperatorField(source="operator", required=False, allow_null=True)
-    backup_credential_id = BackupField(source="backup_credential", required=False, allow_null=True)
+    signing_secret = SecretField(
+        required=False,
+        allow_null=True,
+        help_text=("A signing secret for the provider's calls; write-only, never returned."),
+    )
+    is_active = StrictBooleanField(required=False, help_text="False to keep the credential without using it.")
+    assistant_id = AssistantField(
+        source="assistant",
+        required=False,
+        allow_null=True,
+        help_text=("Scope the credential to this assistant; not with `operator_id`."),
+    )
+    operator_id = AiOperatorField(
+        source="operator",
+        required=False,
+        allow_null=True,
+        help_text=("Scope the credential to this AI operator; not with `assistant_id`."),
+    )
+    backup_credential_id = BackupField(
+        source="backup_credential",
+        required=False,
+        allow_null=True,
+        help_text=("The credential to try when this one fails; never itself."),
+    )
 
     def validate(self, attrs):
         if attrs.get("assistant") is not None and attrs.get("operator") is not None:
@@ -282,35 +427,48 @@ class CredentialPatchInput(CredentialInput):
 
 
 class BackupLinkDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    provider = serializers.ChoiceField(choices=PROVIDERS)
-    model = serializers.CharField(allow_null=True)
-    is_active = serializers.BooleanField()
+    id = serializers.IntegerField(help_text="The credential's id.")
+    provider = serializers.ChoiceField(choices=PROVIDERS, help_text="The credential's driver code.")
+    model = serializers.CharField(allow_null=True, help_text="The credential's model; null when unset.")
+    is_active = serializers.BooleanField(help_text="True when the credential is in use.")
 
 
 class CredentialDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    provider = serializers.ChoiceField(choices=PROVIDERS)
-    base_url = serializers.CharField(allow_null=True)
+    id = serializers.IntegerField(help_text="The credential's id.")
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS, help_text=("The driver code: `openai_compatible` or a vendor driver; immutable.")
+    )
+    base_url = serializers.CharField(allow_null=True, help_text="The provider's base URL; null when unset.")
     endpoint = serializers.CharField(
         allow_null=True, help_text="Where calls go: `base_url`, else the vendor's address (null: not callable)."
     )
-    model = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True, help_text="The model name; null when unset.")
     embedding_model = serializers.CharField(
         allow_null=True,
         help_text="The model knowledge-base embeddings use (null: the vendor's default embedding model for "
         "openai and gigachat, `model` for openai_compatible).",
     )
-    is_active = serializers.BooleanField()
-    scope = serializers.ChoiceField(choices=["widget", "assistant", "operator"])
-    assistant_id = serializers.IntegerField(allow_null=True)
-    operator_id = serializers.IntegerField(allow_null=True)
-    backup_credential_id = serializers.IntegerField(allow_null=True)
-    backup_chain = BackupLinkDoc(many=True)
-    has_api_key = serializers.BooleanField()
-    has_signing_secret = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    is_active = serializers.BooleanField(help_text="True when the credential is in use.")
+    scope = serializers.ChoiceField(
+        choices=["widget", "assistant", "operator"],
+        help_text=("`widget`, `assistant` or `operator`: what the credential serves."),
+    )
+    assistant_id = serializers.IntegerField(
+        allow_null=True, help_text=("The assistant it serves; null unless `scope` is `assistant`.")
+    )
+    operator_id = serializers.IntegerField(
+        allow_null=True, help_text=("The AI operator it serves; null unless `scope` is `operator`.")
+    )
+    backup_credential_id = serializers.IntegerField(
+        allow_null=True, help_text=("The credential tried when this one fails; null when none.")
+    )
+    backup_chain = BackupLinkDoc(many=True, help_text="The resolved chain of backups, in the order they are tried.")
+    has_api_key = serializers.BooleanField(help_text="True when an API key is stored (it is never returned).")
+    has_signing_secret = serializers.BooleanField(
+        help_text=("True when a signing secret is stored (it is never returned).")
+    )
+    created_at = serializers.DateTimeField(help_text="When the credential was created.")
+    updated_at = serializers.DateTimeField(help_text="When the credential was last changed.")
 
 
 class ModelDoc(serializers.Serializer):
