@@ -194,47 +194,47 @@ class MoneyDocMixin(serializers.Serializer):
 
 
 class PlanDoc(serializers.Serializer):
-    slug = serializers.CharField()
-    name = serializers.CharField()
-    is_paid = serializers.BooleanField()
+    slug = serializers.CharField(help_text="The plan's slug.")
+    name = serializers.CharField(help_text="The plan's name.")
+    is_paid = serializers.BooleanField(help_text="True for a paid plan.")
     seats = serializers.IntegerField(help_text="Paid human operator seats of the plan.")
     paid_features = serializers.ListField(child=serializers.CharField(), help_text="Feature slugs.")
-    ad_cabinet_slots = serializers.IntegerField()
-    premium_skins = serializers.BooleanField()
+    ad_cabinet_slots = serializers.IntegerField(help_text="How many ad-marketplace cabinets the plan lets be enabled.")
+    premium_skins = serializers.BooleanField(help_text="True when the plan includes the premium widget skins.")
 
 
 class LegalEntityDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    short_name = serializers.CharField()
-    full_name = serializers.CharField()
-    representative = serializers.CharField()
-    legal_address = serializers.CharField()
-    postal_address = serializers.CharField()
-    contact_person = serializers.CharField()
-    contact_phone = serializers.CharField()
+    id = serializers.IntegerField(help_text="The legal entity's id.")
+    short_name = serializers.CharField(help_text="The entity's short name.")
+    full_name = serializers.CharField(help_text="The entity's full name.")
+    representative = serializers.CharField(help_text="The entity's representative.")
+    legal_address = serializers.CharField(help_text="The entity's legal address.")
+    postal_address = serializers.CharField(help_text="The entity's postal address.")
+    contact_person = serializers.CharField(help_text="The contact person's name.")
+    contact_phone = serializers.CharField(help_text="The contact person's phone number.")
     inn = serializers.CharField(help_text="10 or 12 digits.")
     kpp = serializers.CharField(help_text="9 digits.")
     ogrn = serializers.CharField(help_text="13 or 15 digits.")
-    bank_name = serializers.CharField()
+    bank_name = serializers.CharField(help_text="The bank's name.")
     bik = serializers.CharField(help_text="9 digits.")
     checking_account = serializers.CharField(help_text="20 digits.")
     correspondent_account = serializers.CharField(help_text="20 digits.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the entity was created.")
+    updated_at = serializers.DateTimeField(help_text="When the entity was last changed.")
 
 
 class AccountDoc(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The account's id.")
     email = serializers.CharField(help_text="Read-only.")
-    name = serializers.CharField(allow_blank=True)
-    surname = serializers.CharField(allow_blank=True)
-    phone = serializers.CharField(allow_blank=True)
+    name = serializers.CharField(allow_blank=True, help_text="The account owner's name; writable.")
+    surname = serializers.CharField(allow_blank=True, help_text="The account owner's surname; writable.")
+    phone = serializers.CharField(allow_blank=True, help_text="The account's phone number; writable.")
     plan = PlanDoc(allow_null=True, help_text="The account's plan (null when none is configured).")
     seats = serializers.IntegerField(help_text="Paid human operator seats of the account.")
     legal_entities = LegalEntityDoc(
         many=True, help_text="Every legal entity of the account, its other widgets' included."
     )
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the account was created.")
 
 
 class BillingBalanceDoc(MoneyDocMixin):
@@ -245,49 +245,73 @@ class BillingBalanceDoc(MoneyDocMixin):
 
 
 class BillingTransactionDoc(MoneyDocMixin):
-    id = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=Transaction.Type.values)
-    state = serializers.ChoiceField(choices=Transaction.State.values)
-    direction = serializers.ChoiceField(choices=Transaction.Direction.values)
+    id = serializers.IntegerField(help_text="The transaction's id.")
+    type = serializers.ChoiceField(
+        choices=Transaction.Type.values,
+        help_text=("The transaction's type, a snake_case slug; `unknown` for a type introduced later."),
+    )
+    state = serializers.ChoiceField(
+        choices=Transaction.State.values,
+        help_text=("The transaction's state, a snake_case slug; `unknown` for a state introduced later."),
+    )
+    direction = serializers.ChoiceField(
+        choices=Transaction.Direction.values,
+        help_text=("`credit` or `debit`; `unknown` for a value introduced later."),
+    )
     amount_minor = serializers.IntegerField(help_text=f"Positive; `direction` tells credit from debit. {MONEY_HELP}")
-    description = serializers.CharField(allow_blank=True)
+    description = serializers.CharField(allow_blank=True, help_text="The transaction's description; empty when none.")
     invoice_id = serializers.IntegerField(allow_null=True, help_text="Set when the invoice is one this API shows.")
-    legal_entity_id = serializers.IntegerField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    legal_entity_id = serializers.IntegerField(
+        allow_null=True, help_text=("The legal entity the transaction names; null when none.")
+    )
+    created_at = serializers.DateTimeField(help_text="When the transaction was recorded.")
 
 
 class BillingSubscriptionDoc(MoneyDocMixin):
-    id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=Subscription.Kind.values)
-    status = serializers.ChoiceField(choices=Subscription.Status.values)
+    id = serializers.IntegerField(help_text="The subscription's id.")
+    kind = serializers.ChoiceField(
+        choices=Subscription.Kind.values,
+        help_text=("The subscription's kind, a snake_case slug; `unknown` for a kind introduced later."),
+    )
+    status = serializers.ChoiceField(
+        choices=Subscription.Status.values,
+        help_text=("The subscription's status, a snake_case slug; `unknown` for a status introduced later."),
+    )
     product = serializers.CharField(help_text="Product or package code.")
-    name = serializers.CharField()
+    name = serializers.CharField(help_text="The subscription's name.")
     price_minor = serializers.IntegerField(help_text=f"Price per period. {MONEY_HELP}")
-    period_months = serializers.IntegerField()
-    started_at = serializers.DateTimeField()
-    current_period_end = serializers.DateTimeField(allow_null=True)
-    cancelled_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    period_months = serializers.IntegerField(help_text="The length of one billing period, in months.")
+    started_at = serializers.DateTimeField(help_text="When the subscription started.")
+    current_period_end = serializers.DateTimeField(
+        allow_null=True, help_text=("When the current period ends; null when none is running.")
+    )
+    cancelled_at = serializers.DateTimeField(
+        allow_null=True, help_text=("When the subscription was cancelled; null unless cancelled.")
+    )
+    created_at = serializers.DateTimeField(help_text="When the subscription was recorded.")
 
 
 class BillingInvoiceDoc(MoneyDocMixin):
-    id = serializers.IntegerField()
-    number = serializers.CharField()
-    status = serializers.ChoiceField(choices=Invoice.Status.values)
+    id = serializers.IntegerField(help_text="The invoice's id.")
+    number = serializers.CharField(help_text="The invoice's number.")
+    status = serializers.ChoiceField(
+        choices=Invoice.Status.values,
+        help_text=("The invoice's status, a snake_case slug; `unknown` for a status introduced later."),
+    )
     legal_entity_id = serializers.IntegerField(help_text="The legal entity billed (bank transfer).")
     total_minor = serializers.IntegerField(help_text=MONEY_HELP)
-    issued_at = serializers.DateTimeField()
-    due_at = serializers.DateTimeField(allow_null=True)
-    paid_at = serializers.DateTimeField(allow_null=True)
+    issued_at = serializers.DateTimeField(help_text="When the invoice was issued.")
+    due_at = serializers.DateTimeField(allow_null=True, help_text="When payment is due; null when no date is set.")
+    paid_at = serializers.DateTimeField(allow_null=True, help_text="When the invoice was paid; null until then.")
     has_document = serializers.BooleanField(help_text="A document exists; download it with GET /v1/files/{id}.")
     document_file_id = serializers.IntegerField(allow_null=True, help_text="The document's id for GET /v1/files/{id}.")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the invoice was recorded.")
 
 
 class BillingInvoiceItemDoc(MoneyDocMixin):
-    position = serializers.IntegerField()
-    description = serializers.CharField()
-    quantity = serializers.IntegerField()
+    position = serializers.IntegerField(help_text="The item's position on the invoice.")
+    description = serializers.CharField(help_text="What the item is.")
+    quantity = serializers.IntegerField(help_text="How many units.")
     unit_price_minor = serializers.IntegerField(help_text=MONEY_HELP)
     amount_minor = serializers.IntegerField(help_text=f"quantity x unit_price_minor. {MONEY_HELP}")
 
@@ -385,17 +409,22 @@ class LegalEntityInput(InputSerializer):
     digits-only strings of an exact length (a JSON number is refused)."""
 
     id = serializers.IntegerField(read_only=True)
-    short_name = _entity_name(255)
-    full_name = _entity_name(500)
-    representative = _entity_name(255)
-    legal_address = _entity_text(500)
-    postal_address = _entity_text(500)
-    contact_person = _entity_name(255)
-    contact_phone = PhoneField()
+    short_name = _entity_name(255, help_text="The entity's short name, up to 255 characters.")
+    full_name = _entity_name(500, help_text="The entity's full name, up to 500 characters.")
+    representative = _entity_name(255, help_text="The entity's representative, up to 255 characters.")
+    legal_address = _entity_text(500, help_text="The entity's legal address, up to 500 characters.")
+    postal_address = _entity_text(500, help_text="The entity's postal address, up to 500 characters.")
+    contact_person = _entity_name(255, help_text="The contact person's name, up to 255 characters.")
+    contact_phone = PhoneField(
+        help_text=(
+            "The contact person's phone: an optional leading `+`, a digit, then digits, spaces, parentheses or "
+            "hyphens, up to 32 characters."
+        )
+    )
     inn = digits_field(10, 12)
     kpp = digits_field(9)
     ogrn = digits_field(13, 15)
-    bank_name = _entity_name(255)
+    bank_name = _entity_name(255, help_text="The bank's name, up to 255 characters.")
     bik = digits_field(9)
     checking_account = digits_field(20)
     correspondent_account = digits_field(20)
@@ -421,9 +450,28 @@ class AccountPatchInput(InputSerializer):
     `legal_entities` are refused by name (422), as is every other member."""
 
     id = serializers.IntegerField(read_only=True)
-    name = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
-    surname = NameTextField(required=False, allow_null=True, allow_blank=True, max_length=150)
-    phone = ClearablePhoneField(required=False, allow_null=True)
+    name = NameTextField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=150,
+        help_text=("The account owner's name; null or empty clears it."),
+    )
+    surname = NameTextField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=150,
+        help_text=("The account owner's surname; null or empty clears it."),
+    )
+    phone = ClearablePhoneField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "An optional leading `+`, a digit, then digits, spaces, parentheses or hyphens, up to 32 characters; null"
+            " or empty clears it."
+        ),
+    )
     plan = serializers.JSONField(read_only=True)
     seats = serializers.IntegerField(read_only=True)
     created_at = serializers.DateTimeField(read_only=True)

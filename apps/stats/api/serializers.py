@@ -220,35 +220,46 @@ class WidgetMetricsDoc(serializers.Serializer):
 
 class StatsDataDoc(WindowDoc):
     def get_fields(self):
-        return {**super().get_fields(), "metrics": WidgetMetricsDoc()}
+        return {**super().get_fields(), "metrics": WidgetMetricsDoc(help_text="The window's metrics.")}
 
 
 class StatsDoc(serializers.Serializer):
-    data = StatsDataDoc()
+    data = StatsDataDoc(help_text="The window and its metrics.")
 
 
 class ChannelRowDoc(serializers.Serializer):
     channel = serializers.CharField(help_text="Channel code: `widget`, `ch{id}` or a messenger code.")
-    chats_accepted = serializers.IntegerField()
-    chats_accepted_ai = serializers.IntegerField()
-    chats_accepted_human = serializers.IntegerField()
-    chats_missed = serializers.IntegerField()
+    chats_accepted = serializers.IntegerField(
+        help_text=("Chats of the channel created in the window that an operator answered.")
+    )
+    chats_accepted_ai = serializers.IntegerField(help_text="Of those, first answered by the AI operator.")
+    chats_accepted_human = serializers.IntegerField(help_text="Of those, first answered by a person.")
+    chats_missed = serializers.IntegerField(
+        help_text=("Chats of the channel created in the window that nobody answered.")
+    )
 
 
 class ChannelStatsDoc(WindowDoc):
     def get_fields(self):
-        return {"data": ChannelRowDoc(many=True), **super().get_fields()}
+        return {
+            "data": ChannelRowDoc(
+                many=True, help_text="One row per channel with chats in the window; internal department chats excluded."
+            ),
+            **super().get_fields(),
+        }
 
 
 class TimeseriesMetricsDoc(serializers.Serializer):
     """Exactly the metrics named by `metric` (all six when it is omitted)."""
 
-    chats_total = serializers.IntegerField(required=False)
-    chats_missed = serializers.IntegerField(required=False)
-    chats_accepted = serializers.IntegerField(required=False)
-    chats_accepted_ai = serializers.IntegerField(required=False)
-    chats_accepted_human = serializers.IntegerField(required=False)
-    messages_total = serializers.IntegerField(required=False)
+    chats_total = serializers.IntegerField(required=False, help_text="Chats (rooms) created in the bucket.")
+    chats_missed = serializers.IntegerField(required=False, help_text="Of those, chats nobody has answered.")
+    chats_accepted = serializers.IntegerField(required=False, help_text="`chats_total - chats_missed`.")
+    chats_accepted_ai = serializers.IntegerField(
+        required=False, help_text=("Of those, first answered by the AI operator.")
+    )
+    chats_accepted_human = serializers.IntegerField(required=False, help_text="Of those, first answered by a person.")
+    messages_total = serializers.IntegerField(required=False, help_text="Public messages sent in the bucket.")
 
 
 class BucketDoc(serializers.Serializer):
@@ -256,26 +267,28 @@ class BucketDoc(serializers.Serializer):
         return {
             "from": serializers.DateTimeField(help_text="Bucket start, Europe/Moscow (the first: the window start)."),
             "to": serializers.DateTimeField(help_text="Bucket end, exclusive (the window end for the last)."),
-            "metrics": TimeseriesMetricsDoc(),
+            "metrics": TimeseriesMetricsDoc(help_text="The bucket's metrics."),
         }
 
 
 class TimeseriesDataDoc(WindowDoc):
     def get_fields(self):
         return {
-            "interval": serializers.ChoiceField(choices=INTERVALS),
+            "interval": serializers.ChoiceField(choices=INTERVALS, help_text="The bucket size."),
             **super().get_fields(),
-            "buckets": BucketDoc(many=True),
+            "buckets": BucketDoc(many=True, help_text="Dense, zero-filled buckets covering the window, oldest first."),
         }
 
 
 class TimeseriesDoc(serializers.Serializer):
-    data = TimeseriesDataDoc()
+    data = TimeseriesDataDoc(help_text="The window and its buckets.")
 
 
 class RatingDistributionDoc(serializers.Serializer):
     def get_fields(self):
-        return {str(v): serializers.IntegerField() for v in selectors.RATING_VALUES}
+        return {
+            str(v): serializers.IntegerField(help_text=f"How many ratings of {v}.") for v in selectors.RATING_VALUES
+        }
 
 
 class AgentMetricsDoc(serializers.Serializer):
@@ -305,10 +318,10 @@ class AgentMetricsDoc(serializers.Serializer):
 
 
 class AgentRowDoc(serializers.Serializer):
-    agent_id = serializers.IntegerField()
-    name = serializers.CharField()
-    type = serializers.ChoiceField(choices=Agent.Type.values)
-    metrics = AgentMetricsDoc()
+    agent_id = serializers.IntegerField(help_text="The agent's id.")
+    name = serializers.CharField(help_text="The agent's name.")
+    type = serializers.ChoiceField(choices=Agent.Type.values, help_text="`human`, `ai` or `webhook`.")
+    metrics = AgentMetricsDoc(help_text="The agent's metrics in the window, zero-filled; an undefined average is null.")
 
 
 @extend_schema_serializer(many=False)
@@ -327,4 +340,4 @@ class AgentStatsDataDoc(AgentRowDoc):
 
 
 class AgentStatsDoc(serializers.Serializer):
-    data = AgentStatsDataDoc()
+    data = AgentStatsDataDoc(help_text="The agent's row and the window.")

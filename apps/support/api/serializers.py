@@ -61,13 +61,25 @@ class SupportMessageListQuery(InputSerializer):
 
 
 class ClaimInput(InputSerializer):
-    ttl_sec = StrictIntegerField(min_value=CLAIM_TTL_MIN, max_value=CLAIM_TTL_MAX, required=False, default=300)
-    claim_id = StrictRegexField(CLAIM_ID_PATTERN, required=False)
-    note = StrictCharField(max_length=500, required=False, allow_blank=True)
+    ttl_sec = StrictIntegerField(
+        min_value=CLAIM_TTL_MIN,
+        max_value=CLAIM_TTL_MAX,
+        required=False,
+        default=300,
+        help_text=("How long the lease holds, 60 to 1800 seconds (default 300)."),
+    )
+    claim_id = StrictRegexField(
+        CLAIM_ID_PATTERN,
+        required=False,
+        help_text=("Your id of this lease; generated when omitted. Release names the lease with it."),
+    )
+    note = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text=("A note for the audit, up to 500 characters.")
+    )
 
 
 class ReleaseInput(InputSerializer):
-    claim_id = StrictRegexField(CLAIM_ID_PATTERN)
+    claim_id = StrictRegexField(CLAIM_ID_PATTERN, help_text="The `claim_id` of the lease to release.")
 
 
 class ReplyTextField(StrictCharField):
@@ -82,31 +94,70 @@ class ReplyTextField(StrictCharField):
 class ReplyInput(InputSerializer):
     # The text is checked by the reply rules after normalisation (linkguard), not here: its length
     # limits apply to the normalised text.
-    text = ReplyTextField(max_length=20000)
-    expected_last_message_id = StrictIntegerField(min_value=0, allow_null=True)
-    ticket = StrictIntegerField(min_value=1, required=False)
-    close_ticket = StrictBooleanField(required=False, default=True)
-    claim_id = StrictRegexField(CLAIM_ID_PATTERN, required=False)
-    note = StrictCharField(max_length=500, required=False, allow_blank=True)
+    text = ReplyTextField(
+        max_length=20000,
+        help_text=("The reply, 1 to 3500 characters once normalised; links only from the official catalogue."),
+    )
+    expected_last_message_id = StrictIntegerField(
+        min_value=0,
+        allow_null=True,
+        help_text=("The chat's latest message id you saw; a newer message is 409 `chat_changed`."),
+    )
+    ticket = StrictIntegerField(
+        min_value=1, required=False, help_text=("The number of a ticket of this chat the reply answers.")
+    )
+    close_ticket = StrictBooleanField(
+        required=False,
+        default=True,
+        help_text=("With `ticket`: true (the default) closes it as answered; false keeps it open, held for the owner."),
+    )
+    claim_id = StrictRegexField(
+        CLAIM_ID_PATTERN, required=False, help_text=("The `claim_id` of your lease on the chat, when you hold one.")
+    )
+    note = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text=("A note for the audit, up to 500 characters.")
+    )
 
 
 # --- documentation shapes ---------------------------------------------------------------------------
 
 
 class SupportAccountDoc(serializers.Serializer):
-    link = serializers.ChoiceField(choices=["anonymous", "awaiting_code", "verified", "none"])
-    email = serializers.CharField(allow_null=True)
-    app_user_id = serializers.CharField(allow_null=True)
+    link = serializers.ChoiceField(
+        choices=["anonymous", "awaiting_code", "verified", "none"],
+        help_text=("`anonymous`, `awaiting_code`, `verified`, or `none` (never bind such a chat to an account)."),
+    )
+    email = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "The confirmed mailbox: detail endpoints only, while verified or when the integrating backend named one; "
+            "always null for app-ticket chats."
+        ),
+    )
+    app_user_id = serializers.CharField(
+        allow_null=True, help_text=("The application account id the chat is bound to; null when unbound.")
+    )
     link_source = serializers.CharField(
         required=False, help_text="email_code, agent_code, cabinet, telegram_link or app_ticket"
     )
-    identity_expires_at = serializers.DateTimeField(allow_null=True)
-    regrant_needed = serializers.BooleanField()
-    code_pending = serializers.BooleanField()
-    code_expires_at = serializers.DateTimeField(allow_null=True)
-    last_code_result = serializers.CharField(allow_null=True)
-    last_code_at = serializers.DateTimeField(allow_null=True)
-    email_requested = serializers.BooleanField()
+    identity_expires_at = serializers.DateTimeField(allow_null=True, help_text="When the identity lapses.")
+    regrant_needed = serializers.BooleanField(
+        help_text=("True when the identity holds but the assistant's 30-minute read grant ran out.")
+    )
+    code_pending = serializers.BooleanField(help_text="True while a code can still be typed.")
+    code_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text=("When the code stops working (10 minutes after sending).")
+    )
+    last_code_result = serializers.CharField(
+        allow_null=True,
+        help_text=("`verified`, `wrong`, `expired`, `attempts_exhausted`, `rate_limited`, `consumed`, or null."),
+    )
+    last_code_at = serializers.DateTimeField(
+        allow_null=True, help_text=("When `last_code_result` was recorded; null when none.")
+    )
+    email_requested = serializers.BooleanField(
+        help_text=("True when the chat asked the customer for the mailbox and will mail the code on arrival.")
+    )
 
 
 class SupportLeaseDoc(serializers.Serializer):
@@ -118,8 +169,13 @@ class SupportLeaseDoc(serializers.Serializer):
 
 
 class SupportSenderDoc(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["client", "ai", "support", "external_operator", "system"])
-    agent_id = serializers.IntegerField(allow_null=True, required=False)
+    kind = serializers.ChoiceField(
+        choices=["client", "ai", "support", "external_operator", "system"],
+        help_text=("`client`, `ai`, `support`, `external_operator` or `system`."),
+    )
+    agent_id = serializers.IntegerField(
+        allow_null=True, required=False, help_text="The writing operator's agent id; null when no operator wrote it."
+    )
 
 
 class SupportLastMessageDoc(serializers.Serializer):

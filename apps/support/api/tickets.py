@@ -35,15 +35,32 @@ class SupportTicketListQuery(InputSerializer):
 
 
 class TicketCloseInput(InputSerializer):
-    reason = s.serializers.ChoiceField(choices=["resolved", "answered_by_email", "duplicate", "false_positive"])
-    duplicate_of = s.StrictIntegerField(min_value=1, required=False)
-    claim_id = s.StrictRegexField(s.CLAIM_ID_PATTERN, required=False)
-    note = StrictCharField(max_length=2000, required=False, allow_blank=True)
+    reason = s.serializers.ChoiceField(
+        choices=["resolved", "answered_by_email", "duplicate", "false_positive"],
+        help_text="`resolved`, `answered_by_email`, `duplicate` or `false_positive`.",
+    )
+    duplicate_of = s.StrictIntegerField(
+        min_value=1, required=False, help_text="The number of the ticket this one duplicates."
+    )
+    claim_id = s.StrictRegexField(
+        s.CLAIM_ID_PATTERN,
+        required=False,
+        help_text="The `claim_id` of your lease on the ticket's chat, when you hold one.",
+    )
+    note = StrictCharField(
+        max_length=2000, required=False, allow_blank=True, help_text="A note for the audit, up to 2000 characters."
+    )
 
 
 class TicketReopenInput(InputSerializer):
-    claim_id = s.StrictRegexField(s.CLAIM_ID_PATTERN, required=False)
-    note = StrictCharField(max_length=2000, required=False, allow_blank=True)
+    claim_id = s.StrictRegexField(
+        s.CLAIM_ID_PATTERN,
+        required=False,
+        help_text="The `claim_id` of your lease on the ticket's chat, when you hold one.",
+    )
+    note = StrictCharField(
+        max_length=2000, required=False, allow_blank=True, help_text="A note for the audit, up to 2000 characters."
+    )
 
 
 class SupportTicketDoc(s.serializers.Serializer):
