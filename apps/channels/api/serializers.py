@@ -75,17 +75,18 @@ class WebhookOutcomeDoc(serializers.Serializer):
 
 class MessengerDoc(serializers.Serializer):
     provider = serializers.ChoiceField(
-        choices=["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"]
+        choices=["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"],
+        help_text="The provider code.",
     )
-    connected = serializers.BooleanField()
+    connected = serializers.BooleanField(help_text="True when a credential is stored.")
     writable = serializers.BooleanField(help_text="false for `vk` and `custom` only.")
-    has_token = serializers.BooleanField()
+    has_token = serializers.BooleanField(help_text="True when a token is stored (tokens are never returned).")
     has_sid = serializers.BooleanField(required=False, help_text="`wa` and `apple` only.")
 
 
 class MessengerListDoc(serializers.Serializer):
-    data = MessengerDoc(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
+    data = MessengerDoc(many=True, help_text="All eleven providers, connected or not.")
+    next_cursor = serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
 
 
 class MessengerWriteDoc(MessengerDoc):

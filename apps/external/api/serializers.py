@@ -13,7 +13,7 @@ STATES = [s.value for s in ExternalOperator.State]
 
 class _OperatorFields(serializers.Serializer):
     public_id = serializers.CharField(help_text="`xop_...`: the id in the routes.")
-    name = serializers.CharField()
+    name = serializers.CharField(help_text="The operator's name.")
     url = serializers.CharField(help_text="The https endpoint that receives the signed calls now.")
     state = serializers.ChoiceField(
         choices=STATES,
@@ -27,8 +27,8 @@ class _OperatorFields(serializers.Serializer):
     resume_state = serializers.CharField(
         allow_null=True, help_text="While `rotating`: the state the operator returns to when the drain ends."
     )
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the operator was created.")
+    updated_at = serializers.DateTimeField(help_text="When the operator was last changed.")
 
 
 class ExternalOperatorDoc(_OperatorFields):
@@ -38,8 +38,8 @@ class ExternalOperatorDoc(_OperatorFields):
 class ExternalOperatorPatchInput(InputSerializer):
     """Merge-safe: `name` renames (its agent too); `url` replaces the endpoint (https, public address)."""
 
-    name = StrictCharField(required=False, max_length=150)
-    url = StrictCharField(required=False, max_length=2048)
+    name = StrictCharField(required=False, max_length=150, help_text="A new name, up to 150 characters.")
+    url = StrictCharField(required=False, max_length=2048, help_text="A new https endpoint for the signed calls.")
 
 
 class LifecycleInput(InputSerializer):
@@ -60,11 +60,13 @@ class ForceDrainDoc(_OperatorFields):
 
 
 class ProbeAttemptDoc(serializers.Serializer):
-    number = serializers.IntegerField()
-    at = serializers.DateTimeField()
-    status_code = serializers.IntegerField(allow_null=True)
+    number = serializers.IntegerField(help_text="The attempt's number, from 1.")
+    at = serializers.DateTimeField(help_text="When the attempt started.")
+    status_code = serializers.IntegerField(
+        allow_null=True, help_text="The endpoint's HTTP status; null when none came."
+    )
     error = serializers.CharField(allow_null=True, help_text="`http_<status>`, a transport reason, or null on 2xx.")
-    duration_ms = serializers.IntegerField()
+    duration_ms = serializers.IntegerField(help_text="From the start of the attempt to its end, in milliseconds.")
 
 
 class ProbeDoc(serializers.Serializer):
@@ -73,13 +75,18 @@ class ProbeDoc(serializers.Serializer):
 
     public_id = serializers.CharField(help_text="`xtest_...`.")
     operator_id = serializers.CharField(help_text="The operator's `public_id`.")
-    status = serializers.ChoiceField(choices=["pending", "delivered", "failed", "skipped"])
+    status = serializers.ChoiceField(
+        choices=["pending", "delivered", "failed", "skipped"],
+        help_text="`pending`, `delivered`, `failed` or `skipped`.",
+    )
     delivery_id = serializers.UUIDField(help_text="`X-Service-Delivery` of the probe.")
-    causation_id = serializers.UUIDField()
+    causation_id = serializers.UUIDField(help_text="The probe call's `causation_id`.")
     url = serializers.CharField(help_text="Where the probe is sent.")
-    attempts = ProbeAttemptDoc(many=True)
-    next_attempt_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    attempts = ProbeAttemptDoc(many=True, help_text="Every attempt made, oldest first.")
+    next_attempt_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the next attempt is due; null once the probe settled."
+    )
+    created_at = serializers.DateTimeField(help_text="When the probe was queued.")
 
 
 class ExternalReplyInput(InputSerializer):
@@ -98,5 +105,5 @@ class ExternalReplyDoc(serializers.Serializer):
         "(escalation, the marker, empty content or a platform safety floor); `discarded`: a person took the chat "
         "meanwhile.",
     )
-    message_id = serializers.IntegerField(allow_null=True)
-    room_id = serializers.IntegerField()
+    message_id = serializers.IntegerField(allow_null=True, help_text="The stored message; null when none was posted.")
+    room_id = serializers.IntegerField(help_text="The chat the reply went to.")

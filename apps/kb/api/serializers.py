@@ -43,8 +43,13 @@ class RuleInput(InputSerializer):
     """`content` (1..4000 characters, required on create) and `doc_id` (up to 200 characters or
     null). Any read-only rule field is refused by name with 422 `kb_read_only_field`."""
 
-    content = RuleContentField()
-    doc_id = StrictCharField(max_length=services.DOC_ID_MAX_CHARS, allow_null=True, required=False)
+    content = RuleContentField(help_text="The rule's text.")
+    doc_id = StrictCharField(
+        max_length=services.DOC_ID_MAX_CHARS,
+        allow_null=True,
+        required=False,
+        help_text=("Your id of the document the rule belongs to, up to 200 characters; optional."),
+    )
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
@@ -86,24 +91,26 @@ class EmptyQuery(InputSerializer):
 
 
 class RuleDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    content = serializers.CharField()
-    doc_id = serializers.CharField(allow_null=True)
+    id = serializers.IntegerField(help_text="The rule's id.")
+    content = serializers.CharField(help_text="The rule's text.")
+    doc_id = serializers.CharField(
+        allow_null=True, help_text=("Your id of the document the rule belongs to; null when none.")
+    )
     source_ref = serializers.CharField(help_text="`manual:<id>`, `upload:<id>` or `crawl:<url>`.")
-    button_id = serializers.CharField(allow_null=True)
-    operator_id = serializers.IntegerField(allow_null=True)
-    chunk_index = serializers.IntegerField()
+    button_id = serializers.CharField(allow_null=True, help_text="Read-only (422 `kb_read_only_field` if sent).")
+    operator_id = serializers.IntegerField(allow_null=True, help_text="Read-only (422 `kb_read_only_field` if sent).")
+    chunk_index = serializers.IntegerField(help_text="The chunk's position within its source; read-only.")
     regenerates = serializers.BooleanField(help_text="True for upload and crawl sources.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the rule was created.")
+    updated_at = serializers.DateTimeField(help_text="When the rule was last changed.")
 
 
 class SourceDoc(serializers.Serializer):
-    source_ref = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["manual", "upload", "crawl"])
-    chunk_count = serializers.IntegerField()
-    regenerates = serializers.BooleanField()
-    updated_at = serializers.DateTimeField()
+    source_ref = serializers.CharField(help_text="`manual:<id>`, `upload:<id>` or `crawl:<url>`.")
+    kind = serializers.ChoiceField(choices=["manual", "upload", "crawl"], help_text="`manual`, `upload` or `crawl`.")
+    chunk_count = serializers.IntegerField(help_text="How many rules the source holds.")
+    regenerates = serializers.BooleanField(help_text="True for upload and crawl sources.")
+    updated_at = serializers.DateTimeField(help_text="When the source's rules last changed.")
 
 
 class DeletedDoc(serializers.Serializer):
@@ -116,10 +123,12 @@ class HitDoc(RuleDoc):
 
 
 class SearchDoc(serializers.Serializer):
-    data = HitDoc(many=True)
-    mode = serializers.ChoiceField(choices=["hybrid", "keyword", "empty"])
-    embedding_model = serializers.CharField(allow_null=True)
-    assistant_id = serializers.IntegerField(allow_null=True)
+    data = HitDoc(many=True, help_text="The matching rules, best first, each with its `score`.")
+    mode = serializers.ChoiceField(choices=["hybrid", "keyword", "empty"], help_text="`hybrid`, `keyword` or `empty`.")
+    embedding_model = serializers.CharField(allow_null=True, help_text="The embedding model used; null when none was.")
+    assistant_id = serializers.IntegerField(
+        allow_null=True, help_text=("The assistant the search previewed; null when none was named.")
+    )
     rag_enabled = serializers.BooleanField(allow_null=True, help_text="The assistant's switch, when one is named.")
 
 
@@ -154,27 +163,34 @@ class DocumentErrorDoc(serializers.Serializer):
             "too_many_chunks",
             "embed_provider_failed",
             "worker_lost",
-        ]
+        ],
+        help_text="Why ingestion failed.",
     )
-    detail = serializers.CharField()
+    detail = serializers.CharField(help_text="The failure, for people.")
 
 
 class DocumentDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    format = serializers.ChoiceField(choices=["txt", "md", "html", "csv", "json", "pdf", "docx", "odt"])
-    size = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=["queued", "processing", "ready", "failed"])
-    error = DocumentErrorDoc(allow_null=True)
-    chunk_count = serializers.IntegerField()
-    characters = serializers.IntegerField()
-    source_ref = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The document's id.")
+    name = serializers.CharField(help_text="The uploaded file's name.")
+    format = serializers.ChoiceField(
+        choices=["txt", "md", "html", "csv", "json", "pdf", "docx", "odt"],
+        help_text=("The format read from the file's bytes."),
+    )
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
+    state = serializers.ChoiceField(
+        choices=["queued", "processing", "ready", "failed"],
+        help_text=("`queued`, `processing`, `ready` or `failed` (see `error`)."),
+    )
+    error = DocumentErrorDoc(allow_null=True, help_text="Why ingestion failed; null unless `failed`.")
+    chunk_count = serializers.IntegerField(help_text="How many rules the document made.")
+    characters = serializers.IntegerField(help_text="How many characters of text were extracted.")
+    source_ref = serializers.CharField(help_text="`upload:<id>`: the source of its rules.")
+    created_at = serializers.DateTimeField(help_text="When the document was uploaded.")
+    updated_at = serializers.DateTimeField(help_text="When the document last changed.")
 
 
 class DocumentDeletedDoc(serializers.Serializer):
-    deleted_chunks = serializers.IntegerField()
+    deleted_chunks = serializers.IntegerField(help_text="How many rules were deleted with the document.")
 
 
 class UploadMultipartDoc(serializers.Serializer):
@@ -194,8 +210,8 @@ class UploadMultipartDoc(serializers.Serializer):
 
 
 class SourcePageDoc(serializers.Serializer):
-    data = SourceDoc(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
+    data = SourceDoc(many=True, help_text="The page's sources.")
+    next_cursor = serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
 
 
 # --- crawler ----------------------------------------------------------------------------------------------
@@ -240,10 +256,33 @@ class CrawlerInput(InputSerializer):
         default=list,
         help_text="Globs over path and query; empty: all.",
     )
-    exclude = serializers.ListField(child=GlobField(), max_length=50, required=False, default=list)
-    max_pages = StrictIntegerField(min_value=1, max_value=1000, required=False, default=100)
-    max_depth = StrictIntegerField(min_value=0, max_value=5, required=False, default=3)
-    schedule = serializers.ChoiceField(choices=["manual", "daily", "weekly"], required=False, default="manual")
+    exclude = serializers.ListField(
+        child=GlobField(),
+        max_length=50,
+        required=False,
+        default=list,
+        help_text=("Globs over path and query never crawled."),
+    )
+    max_pages = StrictIntegerField(
+        min_value=1,
+        max_value=1000,
+        required=False,
+        default=100,
+        help_text=("At most this many pages per crawl, 1 to 1000 (default 100)."),
+    )
+    max_depth = StrictIntegerField(
+        min_value=0,
+        max_value=5,
+        required=False,
+        default=3,
+        help_text=("How many links deep from a start URL, 0 to 5 (default 3)."),
+    )
+    schedule = serializers.ChoiceField(
+        choices=["manual", "daily", "weekly"],
+        required=False,
+        default="manual",
+        help_text=("`manual` (the default), `daily` or `weekly`."),
+    )
 
     def validate_start_urls(self, value):
         if len(set(value)) != len(value):
@@ -261,17 +300,23 @@ class CrawlerWriteQuery(InputSerializer):
 
 
 class CrawlerConfigDoc(serializers.Serializer):
-    start_urls = serializers.ListField(child=serializers.CharField())
-    include = serializers.ListField(child=serializers.CharField())
-    exclude = serializers.ListField(child=serializers.CharField())
-    max_pages = serializers.IntegerField()
-    max_depth = serializers.IntegerField()
-    schedule = serializers.ChoiceField(choices=["manual", "daily", "weekly"])
-    updated_at = serializers.DateTimeField()
+    start_urls = serializers.ListField(
+        child=serializers.CharField(), help_text=("The https URLs the crawl starts from; it stays on their hosts.")
+    )
+    include = serializers.ListField(
+        child=serializers.CharField(), help_text=("Globs over path and query that are crawled; empty: all.")
+    )
+    exclude = serializers.ListField(child=serializers.CharField(), help_text="Globs over path and query never crawled.")
+    max_pages = serializers.IntegerField(help_text="At most this many pages per crawl.")
+    max_depth = serializers.IntegerField(help_text="How many links deep from a start URL.")
+    schedule = serializers.ChoiceField(
+        choices=["manual", "daily", "weekly"], help_text=("`manual`, `daily` or `weekly`.")
+    )
+    updated_at = serializers.DateTimeField(help_text="When the configuration was last saved.")
 
 
 class CrawlFailureDoc(serializers.Serializer):
-    url = serializers.CharField()
+    url = serializers.CharField(help_text="The page that failed.")
     error = serializers.CharField(
         help_text="`address_not_allowed` (a redirect or URL to a private address, refused), `redirect_off_site`, "
         "`redirect_disallowed`, `too_many_redirects`, `http_<status>`, `timeout`, `connection_error`, `tls_error`, "
@@ -280,22 +325,27 @@ class CrawlFailureDoc(serializers.Serializer):
 
 
 class CrawlRunDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["queued", "running", "finished", "failed", "cancelled"])
-    trigger = serializers.ChoiceField(choices=["put", "schedule"])
+    id = serializers.IntegerField(help_text="The crawl's id.")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "finished", "failed", "cancelled"],
+        help_text=("`queued`, `running`, `finished`, `failed` or `cancelled`."),
+    )
+    trigger = serializers.ChoiceField(
+        choices=["put", "schedule"], help_text=("`put` (a configuration write) or `schedule`.")
+    )
     pages_fetched = serializers.IntegerField(help_text="HTML pages answered 200.")
     pages_indexed = serializers.IntegerField(help_text="New or changed pages, chunked and embedded.")
     pages_unchanged = serializers.IntegerField(help_text="Skipped by fingerprint: same text, not embedded again.")
-    pages_failed = serializers.IntegerField()
+    pages_failed = serializers.IntegerField(help_text="Pages that could not be fetched or read (see `failures`).")
     pages_retired = serializers.IntegerField(help_text="Pages gone (404/410, no longer linked): rules deleted.")
     pages_disallowed = serializers.IntegerField(help_text="Not fetched: robots.txt disallows them.")
     failures = CrawlFailureDoc(many=True, help_text="The first 50 failed pages.")
     error = serializers.CharField(
         allow_null=True, help_text="`replaced` (cancelled), `worker_lost`, `internal_error` (failed)."
     )
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField(help_text="When the crawl was queued.")
+    started_at = serializers.DateTimeField(allow_null=True, help_text="When the crawl started; null while queued.")
+    finished_at = serializers.DateTimeField(allow_null=True, help_text="When the crawl ended; null until then.")
 
 
 class CrawlerDoc(serializers.Serializer):

@@ -161,11 +161,11 @@ class SupportAccountDoc(serializers.Serializer):
 
 
 class SupportLeaseDoc(serializers.Serializer):
-    held_by = serializers.CharField()
-    mine = serializers.BooleanField()
-    claim_id = serializers.CharField(allow_null=True)
-    claimed_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
+    held_by = serializers.CharField(help_text="Who holds the lease.")
+    mine = serializers.BooleanField(help_text="True when the calling token holds it.")
+    claim_id = serializers.CharField(allow_null=True, help_text="The lease's `claim_id`; null when it is not yours.")
+    claimed_at = serializers.DateTimeField(help_text="When the lease was taken.")
+    expires_at = serializers.DateTimeField(help_text="When the lease lapses.")
 
 
 class SupportSenderDoc(serializers.Serializer):
@@ -179,118 +179,135 @@ class SupportSenderDoc(serializers.Serializer):
 
 
 class SupportLastMessageDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    sender = SupportSenderDoc()
-    type = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The message's id.")
+    sender = SupportSenderDoc(help_text="Who wrote the message.")
+    type = serializers.CharField(help_text="The message's type.")
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class SupportTicketBriefDoc(serializers.Serializer):
-    number = serializers.IntegerField()
+    number = serializers.IntegerField(help_text="The ticket's number.")
     state = serializers.CharField(help_text="open or closed")
-    priority = serializers.CharField()
-    held_for_owner = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
+    priority = serializers.CharField(help_text="The ticket's priority.")
+    held_for_owner = serializers.BooleanField(help_text="True when a reply kept the ticket open for the owner.")
+    created_at = serializers.DateTimeField(help_text="When the ticket was filed.")
 
 
 class SupportAiStateDoc(serializers.Serializer):
-    handling = serializers.CharField()
-    handled_by = serializers.CharField(allow_null=True)
+    handling = serializers.CharField(help_text="The chat's `handling`.")
+    handled_by = serializers.CharField(allow_null=True, help_text="Who handles the chat now; null when nobody does.")
 
 
 class SupportChatDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    status = serializers.CharField()
-    channel = serializers.CharField()
-    delivery = serializers.CharField()
-    locale = serializers.CharField(allow_null=True)
-    last_message = SupportLastMessageDoc(allow_null=True)
-    unanswered_count = serializers.IntegerField()
-    ai_state = SupportAiStateDoc()
-    open_ticket = SupportTicketBriefDoc(allow_null=True)
-    account = SupportAccountDoc()
-    lease = SupportLeaseDoc(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The chat's id.")
+    status = serializers.CharField(help_text="The chat's status.")
+    channel = serializers.CharField(help_text="The chat's channel code.")
+    delivery = serializers.CharField(
+        help_text=(
+            "How the customer gets a reply: `widget_on_return` (the widget, on the visitor's return), "
+            "`app_ticket_status` (the app's ticket status) or `messenger`."
+        )
+    )
+    locale = serializers.CharField(allow_null=True, help_text="The customer's language tag; null when unknown.")
+    last_message = SupportLastMessageDoc(allow_null=True, help_text="The chat's latest message; null before the first.")
+    unanswered_count = serializers.IntegerField(
+        help_text=("Customer messages after the last visible operator or AI message.")
+    )
+    ai_state = SupportAiStateDoc(help_text="Who handles the chat: the AI or people.")
+    open_ticket = SupportTicketBriefDoc(allow_null=True, help_text="The chat's open ticket; null when none.")
+    account = SupportAccountDoc(help_text="`chat.account`: the link between the chat and an application account.")
+    lease = SupportLeaseDoc(allow_null=True, help_text="The current lease on the chat; null when none.")
+    created_at = serializers.DateTimeField(help_text="When the chat was created.")
+    updated_at = serializers.DateTimeField(help_text="When the chat was last updated.")
 
 
 class SupportChatListDoc(serializers.Serializer):
-    data = SupportChatDoc(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
+    data = SupportChatDoc(many=True, help_text="The chats, longest waiting first.")
+    next_cursor = serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
 
 
 class SupportAttachmentRefDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    content_type = serializers.CharField()
-    size = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The file's id.")
+    name = serializers.CharField(help_text="The original file name.")
+    content_type = serializers.CharField(help_text="The file's media type.")
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
 
 
 class SupportMessageDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
-    type = serializers.CharField()
-    text = serializers.CharField()
-    sender = SupportSenderDoc()
-    visibility = serializers.CharField()
-    via_support_api = serializers.BooleanField()
-    attachment = SupportAttachmentRefDoc(allow_null=True)
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The message's id: pass the last one seen as `after_id`.")
+    chat_id = serializers.IntegerField(help_text="The chat's id.")
+    type = serializers.CharField(help_text="The message's type.")
+    text = serializers.CharField(help_text="The message's text.")
+    sender = SupportSenderDoc(help_text="Who wrote the message.")
+    visibility = serializers.CharField(help_text="`public`, `note`, `email` or `internal`.")
+    via_support_api = serializers.BooleanField(help_text="True when the message was sent through the support API.")
+    attachment = SupportAttachmentRefDoc(allow_null=True, help_text="The attached file; null when none.")
+    created_at = serializers.DateTimeField(help_text="When the message was stored.")
 
 
 class SupportChatRefDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    account = SupportAccountDoc()
+    id = serializers.IntegerField(help_text="The chat's id.")
+    account = SupportAccountDoc(help_text="`chat.account`: the link between the chat and an application account.")
 
 
 class SupportMessageListDoc(serializers.Serializer):
-    data = SupportMessageDoc(many=True)
-    chat = SupportChatRefDoc()
-    next_cursor = serializers.CharField(allow_null=True)
+    data = SupportMessageDoc(many=True, help_text="The messages, oldest first.")
+    chat = SupportChatRefDoc(help_text="The chat and its `account`.")
+    next_cursor = serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
 
 
 class SupportAttachmentDoc(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["image", "text"])
-    name = serializers.CharField()
-    mime_type = serializers.CharField()
-    size = serializers.IntegerField()
-    data_base64 = serializers.CharField(required=False)
-    text = serializers.CharField(required=False)
-    truncated = serializers.BooleanField(required=False)
-    chat = SupportChatRefDoc()
+    kind = serializers.ChoiceField(
+        choices=["image", "text"], help_text=("`image` (base64 in `data_base64`) or `text` (in `text`).")
+    )
+    name = serializers.CharField(help_text="The original file name.")
+    mime_type = serializers.CharField(help_text="The file's media type.")
+    size = serializers.IntegerField(help_text="The file's size in bytes.")
+    data_base64 = serializers.CharField(required=False, help_text="The image, base64-encoded; `image` only.")
+    text = serializers.CharField(required=False, help_text="The document's text; `text` only.")
+    truncated = serializers.BooleanField(required=False, help_text="True when `text` was cut short; `text` only.")
+    chat = SupportChatRefDoc(help_text="The chat and its `account`.")
 
 
 class SupportClaimDoc(serializers.Serializer):
-    chat_id = serializers.IntegerField()
-    claim_id = serializers.CharField()
-    held_by = serializers.CharField()
-    ttl_sec = serializers.IntegerField()
-    claimed_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    action_id = serializers.IntegerField()
+    chat_id = serializers.IntegerField(help_text="The chat's id.")
+    claim_id = serializers.CharField(help_text="The lease's `claim_id`.")
+    held_by = serializers.CharField(help_text="Who holds the lease.")
+    ttl_sec = serializers.IntegerField(help_text="How long the lease holds, in seconds.")
+    claimed_at = serializers.DateTimeField(help_text="When the lease was taken.")
+    expires_at = serializers.DateTimeField(help_text="When the lease lapses.")
+    action_id = serializers.IntegerField(help_text="The audited action's id.")
 
 
 class SupportReleaseDoc(serializers.Serializer):
-    chat_id = serializers.IntegerField()
-    released = serializers.BooleanField()
-    action_id = serializers.IntegerField()
+    chat_id = serializers.IntegerField(help_text="The chat's id.")
+    released = serializers.BooleanField(help_text="True when a lease was released.")
+    action_id = serializers.IntegerField(help_text="The audited action's id.")
 
 
 class SupportTicketEffectDoc(serializers.Serializer):
-    ticket = serializers.IntegerField(allow_null=True)
-    effect = serializers.ChoiceField(choices=["none", "closed", "held_for_owner", "unchanged"])
-    state = serializers.CharField(required=False)
+    ticket = serializers.IntegerField(allow_null=True, help_text="The ticket's number; null when the reply named none.")
+    effect = serializers.ChoiceField(
+        choices=["none", "closed", "held_for_owner", "unchanged"],
+        help_text=("`none`, `closed`, `held_for_owner` or `unchanged`."),
+    )
+    state = serializers.CharField(required=False, help_text="The ticket's state after the reply: `open` or `closed`.")
 
 
 class SupportReplyDoc(serializers.Serializer):
-    action_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["stored", "pending"])
-    message_id = serializers.IntegerField(allow_null=True)
-    chat_id = serializers.IntegerField()
-    delivery = serializers.CharField()
-    text = serializers.CharField()
-    ticket_effect = SupportTicketEffectDoc()
-    chat = SupportChatRefDoc()
+    action_id = serializers.IntegerField(help_text="The audited action's id.")
+    status = serializers.ChoiceField(
+        choices=["stored", "pending"],
+        help_text=("`stored`, or `pending` when storing was not confirmed within 5 seconds (202)."),
+    )
+    message_id = serializers.IntegerField(allow_null=True, help_text="The stored message; null while `pending`.")
+    chat_id = serializers.IntegerField(help_text="The chat's id.")
+    delivery = serializers.CharField(
+        help_text=("How the customer gets the reply: `widget_on_return`, `app_ticket_status` or `messenger`.")
+    )
+    text = serializers.CharField(help_text="The text as sent, after normalisation.")
+    ticket_effect = SupportTicketEffectDoc(help_text="What the reply did to a ticket.")
+    chat = SupportChatRefDoc(help_text="The chat and its `account`.")
 
 
 class SupportActionDoc(serializers.Serializer):

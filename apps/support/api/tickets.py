@@ -64,32 +64,43 @@ class TicketReopenInput(InputSerializer):
 
 
 class SupportTicketDoc(s.serializers.Serializer):
-    number = s.serializers.IntegerField()
+    number = s.serializers.IntegerField(help_text="The ticket's number, unique per widget.")
     state = s.serializers.CharField(help_text="open or closed")
-    reason = s.serializers.CharField(allow_null=True)
-    priority = s.serializers.CharField()
-    held_for_owner = s.serializers.BooleanField()
-    source = s.serializers.CharField()
-    category = s.serializers.CharField()
-    subject = s.serializers.CharField(allow_null=True)
-    duplicate_of = s.serializers.IntegerField(allow_null=True)
-    chat_id = s.serializers.IntegerField()
-    account = s.SupportAccountDoc()
-    created_at = s.serializers.DateTimeField()
-    updated_at = s.serializers.DateTimeField()
-    closed_at = s.serializers.DateTimeField(allow_null=True)
+    reason = s.serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Why it was closed: `resolved`, `answered_by_email`, `duplicate` or `false_positive`; null while open."
+        ),
+    )
+    priority = s.serializers.CharField(help_text="The ticket's priority.")
+    held_for_owner = s.serializers.BooleanField(help_text="True when a reply kept the ticket open for the owner.")
+    source = s.serializers.CharField(help_text="Where the ticket was filed from.")
+    category = s.serializers.CharField(help_text="The ticket's category.")
+    subject = s.serializers.CharField(allow_null=True, help_text="The ticket's subject; null when none.")
+    duplicate_of = s.serializers.IntegerField(
+        allow_null=True, help_text=("The number of the ticket it duplicates; null otherwise.")
+    )
+    chat_id = s.serializers.IntegerField(help_text="The ticket's chat.")
+    account = s.SupportAccountDoc(help_text="`chat.account` of the ticket's chat.")
+    created_at = s.serializers.DateTimeField(help_text="When the ticket was filed.")
+    updated_at = s.serializers.DateTimeField(help_text="When the ticket last changed.")
+    closed_at = s.serializers.DateTimeField(allow_null=True, help_text="When the ticket was closed; null while open.")
 
 
 class SupportTicketListDoc(s.serializers.Serializer):
-    data = SupportTicketDoc(many=True)
-    next_cursor = s.serializers.CharField(allow_null=True)
+    data = SupportTicketDoc(many=True, help_text="The tickets.")
+    next_cursor = s.serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
 
 
 class SupportTicketDetailDoc(SupportTicketDoc):
-    chat = s.SupportChatDoc()
-    opening_transcript = s.SupportMessageDoc(many=True)
-    previous_numbers = s.serializers.ListField(child=s.serializers.IntegerField())
-    agent_notes = s.serializers.ListField(child=s.serializers.DictField())
+    chat = s.SupportChatDoc(help_text="The ticket's chat, with the verified account e-mail.")
+    opening_transcript = s.SupportMessageDoc(
+        many=True, help_text=("The ticket's first message and what followed, oldest first, at most 50.")
+    )
+    previous_numbers = s.serializers.ListField(
+        child=s.serializers.IntegerField(), help_text=("The numbers of the same account's earlier tickets.")
+    )
+    agent_notes = s.serializers.ListField(child=s.serializers.DictField(), help_text="The agents' notes on the ticket.")
 
 
 class SupportTicketViewSet(SupportViewMixin, WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveModelMixin):
