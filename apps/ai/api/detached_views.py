@@ -35,38 +35,69 @@ RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset
 
 
 class TestInputDoc(serializers.Serializer):
-    question = serializers.CharField(min_length=1, max_length=4000)
-    history = serializers.ListField(child=serializers.DictField(), max_length=20, required=False)
-    operator_id = serializers.IntegerField(min_value=1, required=False)
-    locale = serializers.ChoiceField(choices=detached.LOCALES, required=False)
-    operators = serializers.ChoiceField(choices=detached.OPERATOR_STATES, required=False)
+    question = serializers.CharField(
+        min_length=1,
+        max_length=4000,
+        help_text=("The visitor's question, 1 to 4000 characters with a non-whitespace character."),
+    )
+    history = serializers.ListField(
+        child=serializers.DictField(),
+        max_length=20,
+        required=False,
+        help_text=(
+            "Earlier turns, at most 20 objects of exactly `role` (`user` or `assistant`) and `content` (default empty)."
+        ),
+    )
+    operator_id = serializers.IntegerField(min_value=1, required=False, help_text="The AI operator to simulate.")
+    locale = serializers.ChoiceField(
+        choices=detached.LOCALES,
+        required=False,
+        help_text=("The visitor's language; omitted: the message's language, else the widget's."),
+    )
+    operators = serializers.ChoiceField(
+        choices=detached.OPERATOR_STATES,
+        required=False,
+        help_text=("Operator presence to assume: `online`, `offline` or `unknown`; omitted: presence is read."),
+    )
 
 
 class OperatorsDoc(serializers.Serializer):
-    state = serializers.ChoiceField(choices=detached.OPERATOR_STATES)
-    source = serializers.ChoiceField(choices=["request", "presence", "presence_unavailable"])
+    state = serializers.ChoiceField(choices=detached.OPERATOR_STATES, help_text="The operator presence the test used.")
+    source = serializers.ChoiceField(
+        choices=["request", "presence", "presence_unavailable"],
+        help_text=("`request` (sent as `operators`), `presence` (read) or `presence_unavailable`."),
+    )
 
 
 class EscalationDoc(serializers.Serializer):
-    escalate = serializers.BooleanField()
-    reason = serializers.CharField(allow_null=True)
-    trigger = serializers.CharField(allow_null=True)
+    escalate = serializers.BooleanField(help_text="True when the simulated decision hands the chat to people.")
+    reason = serializers.CharField(allow_null=True, help_text="Why; null without escalation.")
+    trigger = serializers.CharField(
+        allow_null=True, help_text=("The escalation trigger that matched; null when none did.")
+    )
 
 
 class TestResultDoc(serializers.Serializer):
-    answer = serializers.CharField()
-    assistant_id = serializers.IntegerField()
-    operator_id = serializers.IntegerField(allow_null=True)
-    assistant_enabled = serializers.BooleanField()
-    configured_provider = serializers.CharField()
-    configured_model = serializers.CharField(allow_null=True)
-    provider = serializers.CharField()
-    model = serializers.CharField()
-    provider_path = serializers.ChoiceField(choices=["primary", "fallback"])
-    locale = serializers.ChoiceField(choices=detached.LOCALES)
-    operators = OperatorsDoc()
-    presence_context_enabled = serializers.BooleanField()
-    rag_status = serializers.ChoiceField(choices=["disabled", "unavailable", "empty", "included"])
+    answer = serializers.CharField(help_text="The safe simulated final text.")
+    assistant_id = serializers.IntegerField(help_text="The tested assistant.")
+    operator_id = serializers.IntegerField(allow_null=True, help_text="The simulated AI operator; null when none.")
+    assistant_enabled = serializers.BooleanField(help_text="True when the assistant is enabled.")
+    configured_provider = serializers.CharField(help_text="The provider the configuration resolves to.")
+    configured_model = serializers.CharField(
+        allow_null=True, help_text=("The model the configuration resolves to; null when unset.")
+    )
+    provider = serializers.CharField(help_text="The provider that answered.")
+    model = serializers.CharField(help_text="The model that answered.")
+    provider_path = serializers.ChoiceField(
+        choices=["primary", "fallback"], help_text=("`primary`, or `fallback` when a declared backup answered.")
+    )
+    locale = serializers.ChoiceField(choices=detached.LOCALES, help_text="The language the test used.")
+    operators = OperatorsDoc(help_text="The operator presence the test used and where it came from.")
+    presence_context_enabled = serializers.BooleanField(help_text="The widget's `presence_context_enabled`.")
+    rag_status = serializers.ChoiceField(
+        choices=["disabled", "unavailable", "empty", "included"],
+        help_text=("`disabled`, `unavailable`, `empty` or `included`: what the knowledge base gave."),
+    )
     transformation = serializers.ChoiceField(
         choices=[
             "answer",
@@ -75,40 +106,60 @@ class TestResultDoc(serializers.Serializer):
             "answer_only_recovery",
             "untrusted_handoff_fallback",
             "escalation_outcome",
-        ]
+        ],
+        help_text=(
+            "What became of the provider's answer: `answer`, `social_reply`, `empty_response`, "
+            "`answer_only_recovery`, `untrusted_handoff_fallback` or `escalation_outcome`."
+        ),
     )
-    classifier = serializers.ChoiceField(choices=["not_needed", "unavailable", "escalate", "no_escalation"])
-    escalation = EscalationDoc()
+    classifier = serializers.ChoiceField(
+        choices=["not_needed", "unavailable", "escalate", "no_escalation"],
+        help_text=("`not_needed`, `unavailable`, `escalate` or `no_escalation`."),
+    )
+    escalation = EscalationDoc(help_text="The simulated escalation decision.")
     outcome = serializers.ChoiceField(
-        choices=["handover_notice", "handover_offline", "handover_unknown"], allow_null=True
+        choices=["handover_notice", "handover_offline", "handover_unknown"],
+        allow_null=True,
+        help_text=("The handover phrase used: `handover_notice`, `handover_offline`, `handover_unknown`, or null."),
     )
-    offline_outcome_suppressed = serializers.BooleanField()
-    provider_http_operations = serializers.IntegerField()
-    latency_ms = serializers.FloatField()
-    chat_created = serializers.BooleanField()
-    limitations = serializers.ListField(child=serializers.CharField())
+    offline_outcome_suppressed = serializers.BooleanField(
+        help_text=(
+            "True when nobody was online but `presence_context_enabled` is off, so `handover_unknown` "
+            "replaced `handover_offline`."
+        )
+    )
+    provider_http_operations = serializers.IntegerField(
+        help_text=("How many provider HTTP operations the test made (at most 10).")
+    )
+    latency_ms = serializers.FloatField(help_text="The provider completion's latency, in milliseconds.")
+    chat_created = serializers.BooleanField(help_text="Always false: the test creates no chat.")
+    limitations = serializers.ListField(child=serializers.CharField(), help_text="What the test does not cover.")
 
 
 class TestResultEnvelope(serializers.Serializer):
-    data = TestResultDoc()
+    data = TestResultDoc(help_text="The test's result.")
 
 
 class InspectionDoc(serializers.Serializer):
-    assistant_id = serializers.IntegerField()
-    operator_id = serializers.IntegerField(allow_null=True)
-    assistant_enabled = serializers.BooleanField()
-    configured_provider = serializers.CharField()
-    configured_model = serializers.CharField(allow_null=True)
-    configuration_resolved = serializers.BooleanField()
-    provider_verified = serializers.BooleanField()
-    provider_http_operations = serializers.IntegerField()
-    chat_created = serializers.BooleanField()
-    limits = serializers.DictField(child=serializers.IntegerField())
-    limitations = serializers.ListField(child=serializers.CharField())
+    assistant_id = serializers.IntegerField(help_text="The inspected assistant.")
+    operator_id = serializers.IntegerField(
+        allow_null=True, help_text=("The AI operator named in `operator_id`; null when none.")
+    )
+    assistant_enabled = serializers.BooleanField(help_text="True when the assistant is enabled.")
+    configured_provider = serializers.CharField(help_text="The provider the configuration resolves to.")
+    configured_model = serializers.CharField(
+        allow_null=True, help_text=("The model the configuration resolves to; null when unset.")
+    )
+    configuration_resolved = serializers.BooleanField(help_text="Always true: the configuration resolved.")
+    provider_verified = serializers.BooleanField(help_text="Always false: the inspection calls no provider.")
+    provider_http_operations = serializers.IntegerField(help_text="Always 0.")
+    chat_created = serializers.BooleanField(help_text="Always false.")
+    limits = serializers.DictField(child=serializers.IntegerField(), help_text="The detached test's limits, by name.")
+    limitations = serializers.ListField(child=serializers.CharField(), help_text="What the inspection does not cover.")
 
 
 class InspectionEnvelope(serializers.Serializer):
-    data = InspectionDoc()
+    data = InspectionDoc(help_text="The inspection's result.")
 
 
 ASSISTANT_ID_PARAM = OpenApiParameter(

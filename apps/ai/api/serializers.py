@@ -472,13 +472,13 @@ class CredentialDoc(serializers.Serializer):
 
 
 class ModelDoc(serializers.Serializer):
-    id = serializers.CharField()
-    label = serializers.CharField()
-    is_recommended = serializers.BooleanField()
+    id = serializers.CharField(help_text="The model's id, as `model` takes it.")
+    label = serializers.CharField(help_text="The model's name, for people.")
+    is_recommended = serializers.BooleanField(help_text="True for the credential's configured `model`.")
 
 
 class ModelListDoc(serializers.Serializer):
-    data = ModelDoc(many=True)
+    data = ModelDoc(many=True, help_text="The models the provider offers.")
 
 
 class EmptyQuery(InputSerializer):
@@ -493,22 +493,31 @@ class AlertQuery(InputSerializer):
 
 
 class AcknowledgeInput(InputSerializer):
-    ids = serializers.ListField(child=StrictIntegerField(min_value=1), max_length=100, required=False)
+    ids = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        max_length=100,
+        required=False,
+        help_text=("The alerts to acknowledge, at most 100."),
+    )
 
 
 class AlertDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
-    message = serializers.CharField()
-    details = serializers.DictField()
-    state = serializers.ChoiceField(choices=["unacknowledged", "acknowledged"])
-    created_at = serializers.DateTimeField()
-    acknowledged_at = serializers.DateTimeField(allow_null=True)
+    id = serializers.IntegerField(help_text="The alert's id.")
+    kind = serializers.CharField(help_text="What the alert is about.")
+    message = serializers.CharField(help_text="The alert, for people.")
+    details = serializers.DictField(help_text="Details of the alert, by name.")
+    state = serializers.ChoiceField(
+        choices=["unacknowledged", "acknowledged"], help_text=("`unacknowledged` or `acknowledged`.")
+    )
+    created_at = serializers.DateTimeField(help_text="When the alert was raised.")
+    acknowledged_at = serializers.DateTimeField(
+        allow_null=True, help_text=("When the alert was acknowledged; null until then.")
+    )
 
 
 class AcknowledgedDoc(serializers.Serializer):
-    acknowledged = serializers.IntegerField()
-    ids = serializers.ListField(child=serializers.IntegerField())
+    acknowledged = serializers.IntegerField(help_text="How many alerts this call acknowledged.")
+    ids = serializers.ListField(child=serializers.IntegerField(), help_text="The acknowledged alerts' ids.")
 
 
 class DemandQuery(InputSerializer):
@@ -523,16 +532,16 @@ class DemandQuery(InputSerializer):
 
 
 class DemandSignalDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    category = serializers.ChoiceField(choices=DEMAND_CATEGORIES)
-    topic = serializers.CharField()
-    count = serializers.IntegerField()
-    sample = serializers.CharField()
-    occurred_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The signal's id.")
+    category = serializers.ChoiceField(choices=DEMAND_CATEGORIES, help_text="The signal's category.")
+    topic = serializers.CharField(help_text="What visitors asked for.")
+    count = serializers.IntegerField(help_text="How many times it occurred.")
+    sample = serializers.CharField(help_text="A sample of the visitors' wording.")
+    occurred_at = serializers.DateTimeField(help_text="When it occurred.")
 
 
 class DemandListDoc(serializers.Serializer):
-    data = DemandSignalDoc(many=True)
+    data = DemandSignalDoc(many=True, help_text="The signals, newest first.")
 
 
 # --- marketplace ------------------------------------------------------------------------------------------
@@ -552,57 +561,80 @@ class TemplateQuery(InputSerializer):
 
 
 class TemplateSummaryDoc(serializers.Serializer):
-    slug = serializers.CharField()
-    category = serializers.ChoiceField(choices=marketplace.CATEGORIES)
-    locale = serializers.ChoiceField(choices=marketplace.LOCALES)
-    name = serializers.CharField()
-    description = serializers.CharField()
+    slug = serializers.CharField(help_text="The template's slug: what the template routes take.")
+    category = serializers.ChoiceField(choices=marketplace.CATEGORIES, help_text="The template's category.")
+    locale = serializers.ChoiceField(choices=marketplace.LOCALES, help_text="The template's language: `ru` or `en`.")
+    name = serializers.CharField(help_text="The template's name.")
+    description = serializers.CharField(help_text="What the template is for.")
 
 
 class TemplatePageDoc(serializers.Serializer):
-    data = TemplateSummaryDoc(many=True)
-    page = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    has_more = serializers.BooleanField()
+    data = TemplateSummaryDoc(many=True, help_text="The page's templates.")
+    page = serializers.IntegerField(help_text="The page number, from 1.")
+    limit = serializers.IntegerField(help_text="The page size.")
+    has_more = serializers.BooleanField(help_text="True when a next page exists.")
 
 
 class TemplateDoc(TemplateSummaryDoc):
-    persona = serializers.CharField()
-    system_prompt = serializers.CharField()
-    greeting = serializers.CharField()
-    quick_phrases = serializers.ListField(child=serializers.CharField())
-    temperature = serializers.FloatField()
-    escalation_triggers = serializers.ListField(child=serializers.CharField())
-    effective_escalation_triggers = serializers.ListField(child=serializers.CharField())
+    persona = serializers.CharField(help_text="The persona an applied assistant starts with.")
+    system_prompt = serializers.CharField(help_text="The system prompt an applied assistant starts with.")
+    greeting = serializers.CharField(help_text="The greeting an applied assistant starts with.")
+    quick_phrases = serializers.ListField(
+        child=serializers.CharField(), help_text=("The quick phrases an applied assistant starts with.")
+    )
+    temperature = serializers.FloatField(help_text="The sampling temperature an applied assistant starts with.")
+    escalation_triggers = serializers.ListField(
+        child=serializers.CharField(), help_text=("The template's own escalation triggers.")
+    )
+    effective_escalation_triggers = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=(
+            "Its triggers plus the service's base triggers of the locale: what an applied assistant starts with."
+        ),
+    )
 
 
 # --- the integration binding ------------------------------------------------------------------------------
 
 
 class IntegrationInput(InputSerializer):
-    provider = serializers.ChoiceField(choices=PROVIDERS)
-    assistant_id = AssistantField(source="assistant", required=False, allow_null=True)
+    provider = serializers.ChoiceField(
+        choices=PROVIDERS,
+        help_text=(
+            "The provider driver; an active unowned credential for it must exist (else 409 `credential_unavailable`)."
+        ),
+    )
+    assistant_id = AssistantField(
+        source="assistant",
+        required=False,
+        allow_null=True,
+        help_text=("The assistant whose credential the binding uses; optional."),
+    )
 
 
 class IntegrationDoc(serializers.Serializer):
-    provider = serializers.ChoiceField(choices=PROVIDERS)
-    api_token_id = serializers.IntegerField()
-    assistant_id = serializers.IntegerField(allow_null=True)
-    turn_endpoint = serializers.URLField()
-    has_secret = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
+    provider = serializers.ChoiceField(choices=PROVIDERS, help_text="The provider driver.")
+    api_token_id = serializers.IntegerField(
+        help_text=("The token that signs the turn endpoint's calls (the one that created the binding).")
+    )
+    assistant_id = serializers.IntegerField(allow_null=True, help_text="The bound assistant; null when none.")
+    turn_endpoint = serializers.URLField(help_text="The absolute URL of `/api/v1/ai/assistant/turn`.")
+    has_secret = serializers.BooleanField(help_text="True while a signing secret is stored.")
+    created_at = serializers.DateTimeField(help_text="When the binding was created.")
 
 
 class IntegrationEnvelope(serializers.Serializer):
-    data = IntegrationDoc(allow_null=True)
+    data = IntegrationDoc(allow_null=True, help_text="The binding; null when none exists.")
 
 
 class IntegrationCreatedDoc(IntegrationDoc):
-    signing_secret = serializers.CharField(min_length=48, max_length=48)
+    signing_secret = serializers.CharField(
+        min_length=48, max_length=48, help_text=("The 48-character signing secret, returned once.")
+    )
 
 
 class IntegrationCreatedEnvelope(serializers.Serializer):
-    data = IntegrationCreatedDoc()
+    data = IntegrationCreatedDoc(help_text="The new binding and its secret.")
 
 
 def alert_payload(alert: Alert) -> dict:
@@ -638,9 +670,15 @@ class RegenerateInput(InputSerializer):
                 child=serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting")),
                 min_length=1,
                 max_length=3,
+                help_text=(
+                    "Which widget texts to translate again: `widget_name`, `widget_signature`, `widget_greeting`."
+                ),
             ),
             "locales": serializers.ListField(
-                child=serializers.ChoiceField(choices=LOCALE_CHOICES), min_length=1, max_length=7
+                child=serializers.ChoiceField(choices=LOCALE_CHOICES),
+                min_length=1,
+                max_length=7,
+                help_text="Into which of the seven languages.",
             ),
         }
 
@@ -652,50 +690,63 @@ class RegenerateInput(InputSerializer):
 
 
 class TranslationCountsDoc(serializers.Serializer):
-    ready = serializers.IntegerField()
-    stale = serializers.IntegerField()
-    pending = serializers.IntegerField()
-    failed = serializers.IntegerField()
+    ready = serializers.IntegerField(help_text="Translations ready.")
+    stale = serializers.IntegerField(help_text="Translations missing or made from an older source text.")
+    pending = serializers.IntegerField(help_text="Translations waiting for the provider.")
+    failed = serializers.IntegerField(help_text="Translations that failed.")
 
 
 class TranslationStatusDoc(serializers.Serializer):
-    available = serializers.BooleanField()
-    enabled = serializers.BooleanField()
-    reason = serializers.ChoiceField(choices=["schema_unavailable", "credential_missing"], allow_null=True)
-    revision = serializers.IntegerField()
-    total = serializers.IntegerField()
-    counts = TranslationCountsDoc()
+    available = serializers.BooleanField(
+        help_text=("False when the translation store is missing (`reason` `schema_unavailable`, zero counts).")
+    )
+    enabled = serializers.BooleanField(help_text="True while auto-translation of custom texts is on.")
+    reason = serializers.ChoiceField(
+        choices=["schema_unavailable", "credential_missing"],
+        allow_null=True,
+        help_text=("`schema_unavailable`, `credential_missing` (no active widget-wide provider credential), or null."),
+    )
+    revision = serializers.IntegerField(help_text="The widget's language policy revision.")
+    total = serializers.IntegerField(help_text="How many translations there are.")
+    counts = TranslationCountsDoc(help_text="Translations per state.")
 
 
 class TranslationItemDoc(serializers.Serializer):
-    locale = serializers.ChoiceField(choices=LOCALE_CHOICES)
-    field = serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting"))
-    state = serializers.ChoiceField(choices=["ready", "stale", "pending", "failed"])
-    has_text = serializers.BooleanField()
-    source_hash = serializers.CharField()
-    error = serializers.CharField(allow_null=True)
-    updated_at = serializers.DateTimeField(allow_null=True)
+    locale = serializers.ChoiceField(choices=LOCALE_CHOICES, help_text="The translation's language.")
+    field = serializers.ChoiceField(
+        choices=("widget_name", "widget_signature", "widget_greeting"),
+        help_text=("`widget_name`, `widget_signature` or `widget_greeting`."),
+    )
+    state = serializers.ChoiceField(
+        choices=["ready", "stale", "pending", "failed"], help_text=("`ready`, `stale`, `pending` or `failed`.")
+    )
+    has_text = serializers.BooleanField(help_text="True when a translated text is stored.")
+    source_hash = serializers.CharField(help_text="A hash of the source text it was made from.")
+    error = serializers.CharField(allow_null=True, help_text="Why it failed; null otherwise.")
+    updated_at = serializers.DateTimeField(allow_null=True, help_text="When it last changed; null before the first.")
 
 
 class TranslationsDoc(serializers.Serializer):
-    status = TranslationStatusDoc()
-    revision = serializers.IntegerField()
-    items = TranslationItemDoc(many=True)
+    status = TranslationStatusDoc(help_text="The translation status.")
+    revision = serializers.IntegerField(help_text="The widget's language policy revision.")
+    items = TranslationItemDoc(many=True, help_text="One item per field and enabled language.")
 
 
 class TranslationsEnvelope(serializers.Serializer):
-    data = TranslationsDoc()
+    data = TranslationsDoc(help_text="The translations and their status.")
 
 
 class RegenerateJobDoc(serializers.Serializer):
-    locale = serializers.ChoiceField(choices=LOCALE_CHOICES)
-    field = serializers.ChoiceField(choices=("widget_name", "widget_signature", "widget_greeting"))
+    locale = serializers.ChoiceField(choices=LOCALE_CHOICES, help_text="The job's language.")
+    field = serializers.ChoiceField(
+        choices=("widget_name", "widget_signature", "widget_greeting"), help_text=("The job's field.")
+    )
 
 
 class RegenerateDoc(serializers.Serializer):
-    accepted = serializers.IntegerField()
-    jobs = RegenerateJobDoc(many=True)
+    accepted = serializers.IntegerField(help_text="How many jobs were accepted.")
+    jobs = RegenerateJobDoc(many=True, help_text="The accepted jobs.")
 
 
 class RegenerateEnvelope(serializers.Serializer):
-    data = RegenerateDoc()
+    data = RegenerateDoc(help_text="The accepted regeneration.")
