@@ -208,7 +208,7 @@ class WeekDoc(serializers.Serializer):
     """All seven days, Monday to Sunday."""
 
     def get_fields(self):
-        return {day: DayField() for day in DAYS}
+        return {day: DayField(help_text=f"{day}: `full`, `{{from, to}}`, or null (closed).") for day in DAYS}
 
 
 class DepartmentDoc(serializers.Serializer):
@@ -234,7 +234,12 @@ class PartialWeekDoc(serializers.Serializer):
     """Any of the seven days; an omitted day is closed."""
 
     def get_fields(self):
-        return {day: DayField(required=False) for day in DAYS}
+        return {
+            day: DayField(
+                required=False, help_text=f"{day}: `full`, `{{from, to}}`, or null (closed); omitted: closed."
+            )
+            for day in DAYS
+        }
 
 
 # --- shared fields ------------------------------------------------------------------------------------

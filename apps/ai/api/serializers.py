@@ -159,7 +159,13 @@ class PhraseLanguagesInput(InputSerializer):
 
     def get_fields(self):
         return {
-            lang: StrictCharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
+            lang: StrictCharField(
+                required=False,
+                allow_null=True,
+                allow_blank=True,
+                trim_whitespace=False,
+                help_text=f"The override in `{lang}`: plain text up to 500 characters; null resets it.",
+            )
             for lang in phrases.LANGUAGES
         }
 
@@ -168,7 +174,14 @@ class PhrasesInput(InputSerializer):
     """The seven phrase keys, each an object of languages (or null: every language of it)."""
 
     def get_fields(self):
-        return {key: PhraseLanguagesInput(required=False, allow_null=True) for key in phrases.KEYS}
+        return {
+            key: PhraseLanguagesInput(
+                required=False,
+                allow_null=True,
+                help_text=f"Overrides of `{key}` by language; null resets every language of it.",
+            )
+            for key in phrases.KEYS
+        }
 
 
 class PhraseDoc(serializers.Serializer):
@@ -179,12 +192,17 @@ class PhraseDoc(serializers.Serializer):
 
 class PhraseLanguagesDoc(serializers.Serializer):
     def get_fields(self):
-        return {lang: PhraseDoc() for lang in phrases.LANGUAGES}
+        return {lang: PhraseDoc(help_text=f"The phrase in `{lang}`.") for lang in phrases.LANGUAGES}
 
 
 class PhrasesDoc(serializers.Serializer):
     def get_fields(self):
-        return {key: PhraseLanguagesDoc() for key in phrases.KEYS}
+        return {
+            key: PhraseLanguagesDoc(
+                help_text=f'The `{key}` phrase by language (English default: "{phrases.DEFAULTS[key]["en"]}").'
+            )
+            for key in phrases.KEYS
+        }
 
 
 # --- assistants -------------------------------------------------------------------------------------------

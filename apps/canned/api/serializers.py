@@ -23,13 +23,13 @@ def _not_blank(value: str) -> None:
 
 
 class CannedResponseDoc(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The canned response's id.")
     shortcut = serializers.CharField(help_text="1 to 32 of `a-z`, `0-9`, `_`, `-`; unique in the widget.")
-    title = serializers.CharField()
+    title = serializers.CharField(help_text="The canned response's title.")
     text = serializers.CharField(help_text="As written, variables included (`/render` fills them in).")
     language = serializers.ChoiceField(choices=LANGUAGES, allow_null=True, help_text="null: any language.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When it was created.")
+    updated_at = serializers.DateTimeField(help_text="When it last changed.")
 
 
 class CannedResponseInput(InputSerializer):

@@ -8,11 +8,11 @@ from apps.core.api.serializers import InputSerializer, LabelField, StrictCharFie
 
 
 class ChannelDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    url = serializers.CharField()
+    id = serializers.IntegerField(help_text="The custom channel's id: its chats' channel is `ch{id}`.")
+    name = serializers.CharField(help_text="The channel's name.")
+    url = serializers.CharField(help_text="The https address operator messages are posted to.")
     is_active = serializers.BooleanField(help_text="false: the channel is disabled (takes and sends nothing).")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the channel was registered.")
 
 
 class ChannelCreatedDoc(ChannelDoc):
@@ -26,13 +26,13 @@ class ChannelStatusDoc(serializers.Serializer):
 
 
 class InboundAcceptedDoc(serializers.Serializer):
-    message_id = serializers.IntegerField()
-    chat_id = serializers.IntegerField()
+    message_id = serializers.IntegerField(help_text="The stored message's id.")
+    chat_id = serializers.IntegerField(help_text="The contact's `ch{id}` chat.")
     client_id = serializers.CharField(help_text="Our contact guid for this external client.")
 
 
 class ChannelCreateInput(InputSerializer):
-    name = LabelField(min_length=1, max_length=255)
+    name = LabelField(min_length=1, max_length=255, help_text="The channel's name, 1 to 255 characters.")
     url = StrictCharField(max_length=2048, help_text="https only, public address; operator messages are posted here.")
 
 
@@ -139,17 +139,21 @@ class MessengerCredentialDoc(serializers.Serializer):
 
 
 class VkCommunityDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    community_id = serializers.IntegerField()
-    name = serializers.CharField()
-    screen_name = serializers.CharField()
-    is_primary = serializers.BooleanField()
-    webhook_status = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The connection's id.")
+    community_id = serializers.IntegerField(help_text="The VK community's id.")
+    name = serializers.CharField(help_text="The community's name.")
+    screen_name = serializers.CharField(help_text="The community's short address name.")
+    is_primary = serializers.BooleanField(help_text="True for the widget's primary community.")
+    webhook_status = serializers.CharField(
+        allow_null=True, help_text=("The provider webhook's registration status; null when none is recorded.")
+    )
+    created_at = serializers.DateTimeField(help_text="When the community was connected.")
 
 
 class VkCommunityCreatedDoc(VkCommunityDoc):
-    webhook = WebhookOutcomeDoc()
+    webhook = WebhookOutcomeDoc(
+        help_text=("The provider webhook's registration outcome: a 200 does not by itself mean inbound works.")
+    )
 
 
 class VkCommunityInput(InputSerializer):
@@ -160,16 +164,20 @@ class VkCommunityInput(InputSerializer):
 
 
 class AdCabinetDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["enabled", "disabled", "suspended_by_billing"])
+    id = serializers.IntegerField(help_text="The cabinet's id.")
+    name = serializers.CharField(help_text="The cabinet's name.")
+    status = serializers.ChoiceField(
+        choices=["enabled", "disabled", "suspended_by_billing"],
+        help_text=("`enabled`, `disabled`, or `suspended_by_billing` (system-owned, never settable)."),
+    )
     channel = serializers.CharField(help_text="`av__<id>`: the channel code of its chats and department lists.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the cabinet was created.")
+    updated_at = serializers.DateTimeField(help_text="When the cabinet last changed.")
 
 
 class AdCabinetPatchInput(InputSerializer):
     status = serializers.ChoiceField(
         choices=["enabled", "disabled"],
         error_messages={"invalid_choice": "Must be enabled or disabled (suspended_by_billing is system-owned)."},
+        help_text=("`enabled` or `disabled`; enabling is capped by the slots the plan includes."),
     )

@@ -39,11 +39,11 @@ from .contacts import StrictTextField
 
 
 class FileDoc(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="The file's id (`GET /files/{id}`).")
     name = serializers.CharField(help_text="Original file name, cleaned of paths and control characters.")
-    content_type = serializers.CharField()
+    content_type = serializers.CharField(help_text="The file's media type.")
     size = serializers.IntegerField(help_text="Bytes.")
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(help_text="When the file was stored.")
 
 
 class FileMultipartDoc(serializers.Serializer):

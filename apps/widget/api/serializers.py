@@ -28,11 +28,11 @@ class SettingsSchemaDoc(serializers.Serializer):
 
 
 class WidgetSettingsEnvelope(serializers.Serializer):
-    data = WidgetSettingsDoc()
+    data = WidgetSettingsDoc(help_text="The widget settings.")
 
 
 class SettingsSchemaEnvelope(serializers.Serializer):
-    data = SettingsSchemaDoc()
+    data = SettingsSchemaDoc(help_text="The settings schema document.")
 
 
 class LanguageInput(InputSerializer):
@@ -42,7 +42,10 @@ class LanguageInput(InputSerializer):
 
 
 class LanguageDoc(serializers.Serializer):
-    widget_default_language = serializers.ChoiceField(choices=settings_schema.DEFAULT_LANGUAGE_CHOICES)
+    widget_default_language = serializers.ChoiceField(
+        choices=settings_schema.DEFAULT_LANGUAGE_CHOICES,
+        help_text="`auto` or a language code: the widget's default language.",
+    )
     is_default = serializers.BooleanField(
         help_text="true while no value is stored: the implicit default of the widget's generation applies "
         "(legacy widgets ru, new widgets auto)."
@@ -55,27 +58,27 @@ class LanguageDoc(serializers.Serializer):
 
 
 class LanguageEnvelope(serializers.Serializer):
-    data = LanguageDoc()
+    data = LanguageDoc(help_text="The widget's language.")
 
 
 class SkinDoc(serializers.Serializer):
     id = serializers.ChoiceField(choices=settings_schema.SKIN_IDS, help_text="Value of `widget_skin`.")
-    name = serializers.CharField()
+    name = serializers.CharField(help_text="The skin's name.")
     premium = serializers.BooleanField(help_text="Needs a plan with premium skins.")
     available = serializers.BooleanField(help_text="This widget's plan includes the skin (it may be written).")
 
 
 class SkinListEnvelope(serializers.Serializer):
-    data = SkinDoc(many=True)
+    data = SkinDoc(many=True, help_text="Every skin.")
 
 
 class IconPresetDoc(serializers.Serializer):
     id = serializers.ChoiceField(choices=settings_schema.ICON_PRESET_IDS, help_text="Value of `icon_preset`.")
-    name = serializers.CharField()
+    name = serializers.CharField(help_text="The preset's name.")
 
 
 class IconPresetListEnvelope(serializers.Serializer):
-    data = IconPresetDoc(many=True)
+    data = IconPresetDoc(many=True, help_text="Every icon preset.")
 
 
 class IconUploadDoc(serializers.Serializer):
@@ -90,20 +93,20 @@ class IconUploadDoc(serializers.Serializer):
 class IconDoc(serializers.Serializer):
     icon_preset = serializers.CharField(help_text="`custom:{file_id}`: send it as `icon_preset` to use the icon.")
     file_id = serializers.IntegerField(help_text="Id of the stored file (GET /v1/files/{id}).")
-    icon_format = serializers.ChoiceField(choices=["png", "webp", "gif"])
-    animated = serializers.BooleanField()
-    width = serializers.IntegerField()
-    height = serializers.IntegerField()
+    icon_format = serializers.ChoiceField(choices=["png", "webp", "gif"], help_text="`png`, `webp` or `gif`.")
+    animated = serializers.BooleanField(help_text="True for an animated icon.")
+    width = serializers.IntegerField(help_text="Width in pixels.")
+    height = serializers.IntegerField(help_text="Height in pixels.")
     size = serializers.IntegerField(help_text="Bytes.")
     url = serializers.CharField(help_text="Public URL the visitor widget loads the icon from.")
 
 
 class IconEnvelope(serializers.Serializer):
-    data = IconDoc()
+    data = IconDoc(help_text="The stored icon.")
 
 
 class EmbedDoc(serializers.Serializer):
-    button_guid = serializers.CharField()
+    button_guid = serializers.CharField(help_text="The widget's public 32-character hex guid.")
     script_url = serializers.CharField(
         help_text="`{origin}/static/widget/loader.js?guid={button_guid}`: origin is the configured embed origin "
         "(WIDGET_EMBED_ORIGIN) or else the scheme and host this API was called on."
@@ -112,16 +115,16 @@ class EmbedDoc(serializers.Serializer):
 
 
 class EmbedEnvelope(serializers.Serializer):
-    data = EmbedDoc()
+    data = EmbedDoc(help_text="The embed code.")
 
 
 class CachePurgeDoc(serializers.Serializer):
-    purged = serializers.BooleanField()
-    widget_id = serializers.IntegerField()
+    purged = serializers.BooleanField(help_text="Always true: the served widget cache was purged.")
+    widget_id = serializers.IntegerField(help_text="The widget's id.")
 
 
 class CachePurgeEnvelope(serializers.Serializer):
-    data = CachePurgeDoc()
+    data = CachePurgeDoc(help_text="The purge's result.")
 
 
 _HHMM = {"type": "string", "pattern": "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"}
