@@ -74,15 +74,17 @@ class ApproveInput(InputSerializer):
 
 
 class EvidenceDoc(serializers.Serializer):
-    escalations = serializers.IntegerField()
-    low_ratings = serializers.IntegerField()
-    unanswered = serializers.IntegerField()
-    total = serializers.IntegerField()
+    escalations = serializers.IntegerField(help_text="Chats handed to people.")
+    low_ratings = serializers.IntegerField(help_text="Ratings of 1 or 2.")
+    unanswered = serializers.IntegerField(help_text="Questions the assistant could not answer.")
+    total = serializers.IntegerField(help_text="All evidence items.")
 
 
 class GateDoc(serializers.Serializer):
-    name = serializers.ChoiceField(choices=["master_switch", "evidence", "probation"])
-    open = serializers.BooleanField()
+    name = serializers.ChoiceField(
+        choices=["master_switch", "evidence", "probation"], help_text=("`master_switch`, `evidence` or `probation`.")
+    )
+    open = serializers.BooleanField(help_text="True when the gate lets a cycle run.")
     reason = serializers.CharField(
         allow_null=True,
         help_text="Why closed: `autonomous_tuning_disabled`, `not_enough_evidence`, `no_assistant`, "
@@ -96,164 +98,206 @@ class GateDoc(serializers.Serializer):
 
 
 class KillSwitchDoc(serializers.Serializer):
-    assistant_id = serializers.IntegerField(allow_null=True)
+    assistant_id = serializers.IntegerField(
+        allow_null=True, help_text=("The assistant the gates are for; null when none.")
+    )
     may_run = serializers.BooleanField(help_text="True when every gate is open.")
-    gates = GateDoc(many=True)
+    gates = GateDoc(many=True, help_text="The three gates, in order.")
 
 
 class PolicyDoc(serializers.Serializer):
-    min_new_evidence = serializers.IntegerField()
-    evidence_window_days = serializers.IntegerField()
-    low_rating_max = serializers.IntegerField()
-    probation_hours = serializers.IntegerField()
-    schedule = serializers.CharField()
+    min_new_evidence = serializers.IntegerField(
+        help_text=("Evidence items needed since the last change before a cycle may run.")
+    )
+    evidence_window_days = serializers.IntegerField(help_text="How many days back a cycle looks at most.")
+    low_rating_max = serializers.IntegerField(help_text="The highest rating that counts as low.")
+    probation_hours = serializers.IntegerField(help_text="The default probation of an applied change, in hours.")
+    schedule = serializers.CharField(help_text="When scheduled cycles run: `daily`.")
 
 
 class ProbationDoc(serializers.Serializer):
-    version = serializers.IntegerField()
-    source = serializers.ChoiceField(choices=PersonaVersion.Source.choices)
-    started_at = serializers.DateTimeField()
-    until = serializers.DateTimeField()
-    evidence_since_start = EvidenceDoc()
+    version = serializers.IntegerField(help_text="The persona version on probation.")
+    source = serializers.ChoiceField(
+        choices=PersonaVersion.Source.choices, help_text=("How that version was made: `tune`, `wish` or `revert`.")
+    )
+    started_at = serializers.DateTimeField(help_text="When the probation started.")
+    until = serializers.DateTimeField(help_text="When the probation ends.")
+    evidence_since_start = EvidenceDoc(help_text="Evidence since the change.")
     evidence_before_start = EvidenceDoc(help_text="The same length of time before the change.")
 
 
 class ProposalDoc(serializers.Serializer):
-    persona = serializers.CharField()
-    system_prompt = serializers.CharField()
-    rationale = serializers.CharField()
+    persona = serializers.CharField(help_text="The proposed persona.")
+    system_prompt = serializers.CharField(help_text="The proposed system prompt.")
+    rationale = serializers.CharField(help_text="The provider's reasons for the proposal.")
 
 
 class WindowDoc(serializers.Serializer):
     # "from" is a keyword: declared through get_fields.
     def get_fields(self):
-        return {"from": serializers.DateTimeField(), "to": serializers.DateTimeField()}
+        return {
+            "from": serializers.DateTimeField(help_text="The start of the window."),
+            "to": serializers.DateTimeField(help_text="The end of the window."),
+        }
 
 
 class CycleDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    assistant_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=TuningCycle.Status.choices)
-    trigger = serializers.ChoiceField(choices=TuningCycle.Trigger.choices)
-    evidence_window = WindowDoc()
-    evidence = EvidenceDoc()
+    id = serializers.IntegerField(help_text="The cycle's id.")
+    assistant_id = serializers.IntegerField(help_text="The tuned assistant.")
+    status = serializers.ChoiceField(choices=TuningCycle.Status.choices, help_text="The cycle's status.")
+    trigger = serializers.ChoiceField(
+        choices=TuningCycle.Trigger.choices,
+        help_text="`manual` (`POST /ai/learning/tune`) or `scheduled` (the daily job).",
+    )
+    evidence_window = WindowDoc(help_text="The time range the evidence came from.")
+    evidence = EvidenceDoc(help_text="The evidence the cycle used.")
     proposal = ProposalDoc(
         allow_null=True,
         help_text="Set once the provider answered (applied, no_change, or held: the proposal adds links, codes, "
         "contact details or sentences, so it waits for the owner as a wish in `proposed`).",
     )
-    persona_version = serializers.IntegerField(allow_null=True)
+    persona_version = serializers.IntegerField(
+        allow_null=True, help_text=("The persona version the cycle made; null when it made none.")
+    )
     error = serializers.CharField(
         allow_null=True,
         help_text="Why it failed: `provider_<kind>`, `invalid_proposal`, `credential_missing`, `persona_changed`, "
         "`lost`.",
     )
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField(help_text="When the cycle was queued.")
+    started_at = serializers.DateTimeField(allow_null=True, help_text="When the cycle started; null while queued.")
+    finished_at = serializers.DateTimeField(allow_null=True, help_text="When the cycle ended; null until then.")
 
 
 class ControlPanelTargetDoc(serializers.Serializer):
     """The assistant the panel reports on: the same shape as `learning_target` of GET /v1/ai/settings."""
 
-    assistant_id = serializers.IntegerField()
-    name = serializers.CharField()
+    assistant_id = serializers.IntegerField(help_text="The assistant's id.")
+    name = serializers.CharField(help_text="The assistant's name.")
 
 
 class ControlPanelDoc(serializers.Serializer):
-    autonomous_tuning_enabled = serializers.BooleanField()
-    learning_target = ControlPanelTargetDoc(allow_null=True)
-    policy = PolicyDoc()
-    kill_switch = KillSwitchDoc()
-    current_version = serializers.IntegerField(allow_null=True)
-    live_matches_current_version = serializers.BooleanField()
-    probation = ProbationDoc(allow_null=True)
-    last_cycle = CycleDoc(allow_null=True)
-    cycle_in_progress = serializers.IntegerField(allow_null=True)
-    pending_wishes = serializers.IntegerField()
+    autonomous_tuning_enabled = serializers.BooleanField(
+        help_text=("The master switch of tuning cycles (changed with `PATCH /ai/settings`).")
+    )
+    learning_target = ControlPanelTargetDoc(
+        allow_null=True, help_text=("The assistant the panel reports on; null when none.")
+    )
+    policy = PolicyDoc(help_text="The tuning policy's fixed values.")
+    kill_switch = KillSwitchDoc(help_text="The gates that decide whether a cycle may run.")
+    current_version = serializers.IntegerField(
+        allow_null=True, help_text=("The assistant's latest persona version; null before the first.")
+    )
+    live_matches_current_version = serializers.BooleanField(
+        help_text=("True when the live persona and system prompt are the latest version's.")
+    )
+    probation = ProbationDoc(allow_null=True, help_text="The change on probation now; null when none.")
+    last_cycle = CycleDoc(allow_null=True, help_text="The latest cycle; null before the first.")
+    cycle_in_progress = serializers.IntegerField(
+        allow_null=True, help_text=("The id of a cycle running now; null when none.")
+    )
+    pending_wishes = serializers.IntegerField(help_text="How many wishes wait for a decision.")
 
 
 class PairDoc(serializers.Serializer):
-    persona = serializers.CharField()
-    system_prompt = serializers.CharField()
+    persona = serializers.CharField(help_text="The persona.")
+    system_prompt = serializers.CharField(help_text="The system prompt.")
 
 
 class VersionProbationDoc(serializers.Serializer):
-    until = serializers.DateTimeField()
-    state = serializers.ChoiceField(choices=["running", "completed", "superseded", "reverted"])
-    ended_at = serializers.DateTimeField(allow_null=True)
+    until = serializers.DateTimeField(help_text="When the probation ends.")
+    state = serializers.ChoiceField(
+        choices=["running", "completed", "superseded", "reverted"],
+        help_text=("`running`, `completed`, `superseded` or `reverted`."),
+    )
+    ended_at = serializers.DateTimeField(allow_null=True, help_text="When the probation ended; null while running.")
 
 
 class VersionDoc(serializers.Serializer):
-    version = serializers.IntegerField()
-    assistant_id = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
-    source = serializers.ChoiceField(choices=PersonaVersion.Source.choices)
-    persona = serializers.CharField()
-    system_prompt = serializers.CharField()
+    version = serializers.IntegerField(help_text="The version's number, counted up per assistant.")
+    assistant_id = serializers.IntegerField(help_text="The assistant.")
+    created_at = serializers.DateTimeField(help_text="When the version was made.")
+    source = serializers.ChoiceField(
+        choices=PersonaVersion.Source.choices, help_text=("`tune`, `wish` or `revert`: what made it.")
+    )
+    persona = serializers.CharField(help_text="The persona as this version made it.")
+    system_prompt = serializers.CharField(help_text="The system prompt as this version made it.")
     previous = PairDoc(help_text="The pair this version replaced.")
-    reverted_to = serializers.IntegerField(allow_null=True)
-    restored = serializers.ChoiceField(choices=["snapshot", "previous"], allow_null=True)
-    probation = VersionProbationDoc(allow_null=True)
+    reverted_to = serializers.IntegerField(
+        allow_null=True, help_text=("For a revert: the version it went back to; null otherwise.")
+    )
+    restored = serializers.ChoiceField(
+        choices=["snapshot", "previous"],
+        allow_null=True,
+        help_text=("For a revert: `snapshot` or `previous`; null otherwise."),
+    )
+    probation = VersionProbationDoc(allow_null=True, help_text="The version's probation; null when it had none.")
 
 
 class ActorDoc(serializers.Serializer):
-    type = serializers.ChoiceField(choices=["token", "system"])
-    token_id = serializers.IntegerField(required=False)
+    type = serializers.ChoiceField(choices=["token", "system"], help_text="`token` or `system`.")
+    token_id = serializers.IntegerField(required=False, help_text="The API token's id, when `type` is `token`.")
 
 
 class HistoryDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    assistant_id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=HistoryEntry.Kind.choices)
-    version = serializers.IntegerField(allow_null=True)
-    cycle_id = serializers.IntegerField(allow_null=True)
-    wish_id = serializers.IntegerField(allow_null=True)
-    actor = ActorDoc()
-    detail = serializers.JSONField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The entry's id.")
+    assistant_id = serializers.IntegerField(help_text="The assistant.")
+    kind = serializers.ChoiceField(choices=HistoryEntry.Kind.choices, help_text="What happened.")
+    version = serializers.IntegerField(allow_null=True, help_text="The persona version concerned; null when none.")
+    cycle_id = serializers.IntegerField(allow_null=True, help_text="The tuning cycle concerned; null when none.")
+    wish_id = serializers.IntegerField(allow_null=True, help_text="The wish concerned; null when none.")
+    actor = ActorDoc(help_text="Who did it.")
+    detail = serializers.JSONField(help_text="Details, by name.")
+    created_at = serializers.DateTimeField(help_text="When it happened.")
 
 
 class TrailDoc(serializers.Serializer):
     action = serializers.ChoiceField(
-        choices=["submitted", "proposed", "proposal_failed", "approved", "rejected", "reverted"]
+        choices=["submitted", "proposed", "proposal_failed", "approved", "rejected", "reverted"],
+        help_text="What happened to the wish.",
     )
-    at = serializers.DateTimeField()
-    actor = ActorDoc()
-    note = serializers.CharField(allow_null=True)
-    detail = serializers.JSONField()
+    at = serializers.DateTimeField(help_text="When.")
+    actor = ActorDoc(help_text="Who did it.")
+    note = serializers.CharField(allow_null=True, help_text="The note given; null when none.")
+    detail = serializers.JSONField(help_text="Details, by name.")
 
 
 class WishDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    assistant_id = serializers.IntegerField()
-    text = serializers.CharField()
-    status = serializers.ChoiceField(choices=Wish.Status.choices)
-    proposal_pending = serializers.BooleanField()
-    proposal_error = serializers.CharField(allow_null=True)
-    applied_version = serializers.IntegerField(allow_null=True)
-    revert_version = serializers.IntegerField(allow_null=True)
-    probation_until = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The wish's id.")
+    assistant_id = serializers.IntegerField(help_text="The assistant the wish is for.")
+    text = serializers.CharField(help_text="What the assistant should do better.")
+    status = serializers.ChoiceField(choices=Wish.Status.choices, help_text="The wish's status.")
+    proposal_pending = serializers.BooleanField(help_text="True while the provider's rewrite is being made.")
+    proposal_error = serializers.CharField(allow_null=True, help_text="Why the proposal failed; null otherwise.")
+    applied_version = serializers.IntegerField(
+        allow_null=True, help_text=("The persona version approval made; null until approved.")
+    )
+    revert_version = serializers.IntegerField(
+        allow_null=True, help_text=("The persona version a revert made; null unless reverted.")
+    )
+    probation_until = serializers.DateTimeField(
+        allow_null=True, help_text=("When the applied change's probation ends; null when none.")
+    )
+    created_at = serializers.DateTimeField(help_text="When the wish was submitted.")
+    updated_at = serializers.DateTimeField(help_text="When the wish last changed.")
 
 
 class WishDetailDoc(WishDoc):
-    decision_trail = TrailDoc(many=True)
+    decision_trail = TrailDoc(many=True, help_text="Everything that happened to the wish, oldest first.")
 
 
 class ChangesDoc(serializers.Serializer):
-    persona = serializers.BooleanField()
-    system_prompt = serializers.BooleanField()
+    persona = serializers.BooleanField(help_text="True when the proposal changes the persona.")
+    system_prompt = serializers.BooleanField(help_text="True when the proposal changes the system prompt.")
 
 
 class PreviewDoc(serializers.Serializer):
-    wish_id = serializers.IntegerField()
-    assistant_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=Wish.Status.choices)
-    proposal_pending = serializers.BooleanField()
-    current = PairDoc()
-    proposed = ProposalDoc(allow_null=True)
-    changes = ChangesDoc()
+    wish_id = serializers.IntegerField(help_text="The wish's id.")
+    assistant_id = serializers.IntegerField(help_text="The assistant.")
+    status = serializers.ChoiceField(choices=Wish.Status.choices, help_text="The wish's status.")
+    proposal_pending = serializers.BooleanField(help_text="True while the provider's rewrite is being made.")
+    current = PairDoc(help_text="The live persona and system prompt.")
+    proposed = ProposalDoc(allow_null=True, help_text="The stored proposal; null before it exists.")
+    changes = ChangesDoc(help_text="Which of the pair the proposal changes.")
     stale = serializers.BooleanField(help_text="The live pair changed since the proposal was made.")
-    approvable = serializers.BooleanField()
+    approvable = serializers.BooleanField(help_text="True when the wish can be approved now.")
