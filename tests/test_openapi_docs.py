@@ -112,8 +112,9 @@ def test_every_parameter_has_a_description(doc):
     assert not bare, f"parameters without a description: {bare}"
 
 
-# Schemas whose every property says what its value is (the resources an integrator reads and writes
-# first). Add a schema here once it is complete; every keyset page (`Paginated...List`) is included.
+# Schemas whose every property says what its value is, grouped by resource (those an integrator reads
+# and writes first at the top). Add a new schema here once its properties are described; every keyset
+# page (`Paginated...List`) is included without being listed.
 DESCRIBED_SCHEMAS = (
     # chats and messages
     "ChatDoc",
@@ -387,6 +388,58 @@ DESCRIBED_SCHEMAS = (
     "SupportTicketDoc",
     "SupportTicketListDoc",
     "SupportTicketDetailDoc",
+    # signed assistant calls, privacy and audit, knowledge-base status, agent assist, widget settings
+    "AccountLinkDoc",
+    "AccountLinkInputRequest",
+    "AccountRefInputRequest",
+    "AssistantStatusDoc",
+    "AuditActorDoc",
+    "AuditEntryDoc",
+    "AuditTargetDoc",
+    "AvatarMultipartDocRequest",
+    "CannedResponseInputRequest",
+    "ClientInputRequest",
+    "CrawlerDoc",
+    "ErasureQueuedDoc",
+    "FileMultipartDocRequest",
+    "FileUrlInputRequest",
+    "GrantInputRequest",
+    "IconUploadDocRequest",
+    "LinkAccountInputRequest",
+    "PatchedCannedResponsePatchInputRequest",
+    "PatchedWidgetSettingsRequest",
+    "RefundInputRequest",
+    "RenderDoc",
+    "ReplyDoc",
+    "RetentionDoc",
+    "RetentionInputRequest",
+    "RevokeInputRequest",
+    "SpeechToTextDoc",
+    "SpeechToTextInputRequest",
+    "StatusAccountInputRequest",
+    "StatusDoc",
+    "SuggestionDoc",
+    "SuggestionSourceDoc",
+    "SupportActionDoc",
+    "TargetInputRequest",
+    "TextToSpeechDoc",
+    "TextToSpeechInputRequest",
+    "TicketCursorInputRequest",
+    "TicketIntakeDoc",
+    "TicketIntakeInputRequest",
+    "TicketReplyDoc",
+    "TicketStatusDoc",
+    "TicketStatusInputRequest",
+    "TicketStatusItemDoc",
+    "ToolCallDoc",
+    "ToolInputRequest",
+    "ToolResultInputRequest",
+    "TurnDoc",
+    "TurnInputRequest",
+    "UploadMultipartDocRequest",
+    "VisitorFileUploadDocRequest",
+    "WidgetSettings",
+    "WidgetSettingsSchema",
     # errors
     "Problem",
 )

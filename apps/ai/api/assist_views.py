@@ -19,13 +19,13 @@ from .. import assist
 
 class SuggestionSourceDoc(serializers.Serializer):
     source_ref = serializers.CharField(help_text="`upload:<id>`, `crawl:<url>` or `manual:<id>`.")
-    title = serializers.CharField()
+    title = serializers.CharField(help_text="The document's name, or the crawled page's address.")
     url = serializers.CharField(allow_null=True, help_text="The crawled page; null for uploads and rules.")
 
 
 class SuggestionDoc(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
-    sources = SuggestionSourceDoc(many=True)
+    text = serializers.CharField(allow_blank=True, help_text="The suggested reply; empty when there is none.")
+    sources = SuggestionSourceDoc(many=True, help_text="The knowledge-base documents the suggestion was built on.")
 
 
 class ChatAssistViewSet(WidgetScopedViewSet):

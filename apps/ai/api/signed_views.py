@@ -68,75 +68,111 @@ class TurnMessageInput(InputSerializer):
 
 
 class ToolInput(InputSerializer):
-    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-    description = StrictCharField(max_length=1000, required=False, allow_blank=True)
+    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$", help_text="The tool's name, as tool calls name it.")
+    description = StrictCharField(
+        max_length=1000, required=False, allow_blank=True, help_text="What the tool does, up to 1000 characters."
+    )
     parameters = serializers.DictField(required=False, help_text="The tool's arguments as a JSON Schema object.")
 
 
 class ToolResultInput(InputSerializer):
-    call_id = StrictRegexField(IDENTIFIER)
-    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-    content = StrictCharField(max_length=assistant_api.MAX_TEXT, allow_blank=True, trim_whitespace=False)
+    call_id = StrictRegexField(IDENTIFIER, help_text="The `id` of the tool call this answers.")
+    name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$", help_text="The tool's name.")
+    content = StrictCharField(
+        max_length=assistant_api.MAX_TEXT,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="What the tool returned, as text.",
+    )
 
 
 class TurnInput(InputSerializer):
-    conversation_id = StrictRegexField(IDENTIFIER)
-    request_id = StrictRegexField(IDENTIFIER)
-    messages = TurnMessageInput(many=True, min_length=1, max_length=assistant_api.MAX_MESSAGES)
+    conversation_id = StrictRegexField(IDENTIFIER, help_text="Your id of the conversation.")
+    request_id = StrictRegexField(IDENTIFIER, help_text="Your id of this request.")
+    messages = TurnMessageInput(
+        many=True,
+        min_length=1,
+        max_length=assistant_api.MAX_MESSAGES,
+        help_text="The conversation so far, oldest first; the integrating backend keeps the history.",
+    )
     context = serializers.DictField(
         required=False, help_text="What the application knows (locale, screen, account facts): data, not instructions."
     )
-    tools = ToolInput(many=True, required=False, max_length=assistant_api.MAX_TOOLS)
-    tool_results = ToolResultInput(many=True, required=False, max_length=assistant_api.MAX_TOOLS)
+    tools = ToolInput(
+        many=True,
+        required=False,
+        max_length=assistant_api.MAX_TOOLS,
+        help_text="Tools the assistant may plan calls to.",
+    )
+    tool_results = ToolResultInput(
+        many=True,
+        required=False,
+        max_length=assistant_api.MAX_TOOLS,
+        help_text="Results of the tool calls the previous turn planned.",
+    )
 
 
 class ReplyDoc(serializers.Serializer):
-    text = serializers.CharField()
+    text = serializers.CharField(help_text="The reply's text.")
     transformation = serializers.CharField(help_text="As the detached test's `transformation`.")
     escalate = serializers.BooleanField(help_text="The assistant hands the conversation to people.")
-    escalation_reason = serializers.CharField(allow_null=True)
+    escalation_reason = serializers.CharField(
+        allow_null=True, help_text="Why the assistant hands over; null without escalation."
+    )
     outcome = serializers.CharField(
         allow_null=True, help_text="null, handover_notice, handover_offline or handover_unknown"
     )
 
 
 class ToolCallDoc(serializers.Serializer):
-    id = serializers.CharField()
-    name = serializers.CharField()
-    arguments = serializers.DictField()
+    id = serializers.CharField(help_text="The call's id: send it back as `call_id` of its result.")
+    name = serializers.CharField(help_text="The tool to call.")
+    arguments = serializers.DictField(help_text="The call's arguments.")
 
 
 class TurnDoc(serializers.Serializer):
-    conversation_id = serializers.CharField()
-    request_id = serializers.CharField()
-    type = serializers.ChoiceField(choices=["reply", "tool_plan"])
-    reply = ReplyDoc(allow_null=True)
-    tool_calls = ToolCallDoc(many=True)
-    provider = serializers.CharField()
-    model = serializers.CharField()
-    provider_path = serializers.ChoiceField(choices=["primary", "fallback"])
+    conversation_id = serializers.CharField(help_text="The `conversation_id` sent.")
+    request_id = serializers.CharField(help_text="The `request_id` sent.")
+    type = serializers.ChoiceField(
+        choices=["reply", "tool_plan"], help_text="`reply` (see `reply`) or `tool_plan` (see `tool_calls`)."
+    )
+    reply = ReplyDoc(allow_null=True, help_text="The validated reply; null for a tool plan.")
+    tool_calls = ToolCallDoc(
+        many=True, help_text="The planned tool calls; the integrating backend authorises, confirms and runs them."
+    )
+    provider = serializers.CharField(help_text="The provider that answered.")
+    model = serializers.CharField(help_text="The model that answered.")
+    provider_path = serializers.ChoiceField(
+        choices=["primary", "fallback"], help_text="`primary`, or `fallback` when a declared backup answered."
+    )
 
 
 class SpeechToTextInput(InputSerializer):
     audio_base64 = StrictCharField(trim_whitespace=False, help_text="At most 6 MiB once decoded.")
-    mime_type = serializers.ChoiceField(choices=sorted(assistant_api.AUDIO_TYPES))
+    mime_type = serializers.ChoiceField(choices=sorted(assistant_api.AUDIO_TYPES), help_text="The audio's media type.")
     language = StrictRegexField(r"^[a-z]{2}$", required=False, help_text="ISO 639-1 code of the speech.")
 
 
 class SpeechToTextDoc(serializers.Serializer):
-    text = serializers.CharField()
+    text = serializers.CharField(help_text="The recognised text.")
 
 
 class TextToSpeechInput(InputSerializer):
-    text = StrictCharField(min_length=1, max_length=assistant_api.MAX_TEXT)
-    voice = serializers.ChoiceField(choices=list(assistant_api.VOICES), required=False)
-    format = serializers.ChoiceField(choices=list(assistant_api.SPEECH_FORMATS), required=False)
+    text = StrictCharField(
+        min_length=1, max_length=assistant_api.MAX_TEXT, help_text="The text to speak, up to 4000 characters."
+    )
+    voice = serializers.ChoiceField(
+        choices=list(assistant_api.VOICES), required=False, help_text="The voice; optional."
+    )
+    format = serializers.ChoiceField(
+        choices=list(assistant_api.SPEECH_FORMATS), required=False, help_text="The audio format; optional."
+    )
 
 
 class TextToSpeechDoc(serializers.Serializer):
-    audio_base64 = serializers.CharField()
-    mime_type = serializers.CharField()
-    format = serializers.CharField()
+    audio_base64 = serializers.CharField(help_text="The audio, base64-encoded.")
+    mime_type = serializers.CharField(help_text="The audio's media type.")
+    format = serializers.CharField(help_text="The audio format.")
 
 
 # --- views -------------------------------------------------------------------------------------------------

@@ -133,25 +133,35 @@ class SearchDoc(serializers.Serializer):
 
 
 class AssistantStatusDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    enabled = serializers.BooleanField()
-    is_default = serializers.BooleanField()
-    rag_enabled = serializers.BooleanField()
-    in_use = serializers.BooleanField()
+    id = serializers.IntegerField(help_text="The assistant's id.")
+    name = serializers.CharField(help_text="The assistant's name.")
+    enabled = serializers.BooleanField(help_text="True when the assistant is enabled.")
+    is_default = serializers.BooleanField(help_text="True for the default assistant.")
+    rag_enabled = serializers.BooleanField(help_text="True when the assistant is given the knowledge-base chunks.")
+    in_use = serializers.BooleanField(
+        help_text=(
+            "True when the knowledge base is indexed, AI is on, and this assistant is enabled with `rag_enabled`."
+        )
+    )
 
 
 class StatusDoc(serializers.Serializer):
-    indexed = serializers.BooleanField()
-    in_use = serializers.BooleanField()
-    ai_enabled = serializers.BooleanField()
-    chunks = serializers.IntegerField()
-    embedded_chunks = serializers.IntegerField()
-    stale_chunks = serializers.IntegerField()
-    embedding_model = serializers.CharField(allow_null=True)
-    can_embed = serializers.BooleanField()
-    documents = serializers.DictField(child=serializers.IntegerField())
-    assistants = AssistantStatusDoc(many=True)
+    indexed = serializers.BooleanField(
+        help_text=(
+            "True when rules exist, every one is embedded with the current embedding model, and no document waits."
+        )
+    )
+    in_use = serializers.BooleanField(help_text="True when some assistant uses the knowledge base (see `assistants`).")
+    ai_enabled = serializers.BooleanField(help_text="The widget's AI master switch.")
+    chunks = serializers.IntegerField(help_text="How many rules there are.")
+    embedded_chunks = serializers.IntegerField(help_text="Rules embedded with the current embedding model.")
+    stale_chunks = serializers.IntegerField(help_text="Rules embedded with another model, or not at all.")
+    embedding_model = serializers.CharField(
+        allow_null=True, help_text=("The current embedding model; null when nothing can embed.")
+    )
+    can_embed = serializers.BooleanField(help_text="True when a credential can embed.")
+    documents = serializers.DictField(child=serializers.IntegerField(), help_text="Uploaded documents per state.")
+    assistants = AssistantStatusDoc(many=True, help_text="Each assistant and whether it uses the knowledge base.")
 
 
 class DocumentErrorDoc(serializers.Serializer):

@@ -28,7 +28,7 @@ GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The
 
 
 class ErasureQueuedDoc(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["queued"])
+    status = serializers.ChoiceField(choices=["queued"], help_text="`queued`: the erasure runs in the background.")
 
 
 class RetentionInput(InputSerializer):
@@ -44,7 +44,9 @@ class RetentionInput(InputSerializer):
 
 
 class RetentionDoc(serializers.Serializer):
-    chats_days = serializers.IntegerField(allow_null=True)
+    chats_days = serializers.IntegerField(
+        allow_null=True, help_text="Days a chat is kept after its last message; null keeps chats for good."
+    )
 
 
 class AuditLogQuery(InputSerializer):
@@ -65,22 +67,24 @@ class AuditLogQuery(InputSerializer):
 
 
 class AuditActorDoc(serializers.Serializer):
-    type = serializers.ChoiceField(choices=AuditEntry.ActorType.values)
+    type = serializers.ChoiceField(
+        choices=AuditEntry.ActorType.values, help_text="`token`, `agent`, `staff` or `system`."
+    )
     id = serializers.CharField(allow_null=True, help_text="The token's, agent's or staff user's id; null for system.")
     name = serializers.CharField(help_text="A token's name, an agent's name, a staff user's login, or `system`.")
 
 
 class AuditTargetDoc(serializers.Serializer):
-    type = serializers.CharField()
-    id = serializers.CharField(allow_null=True)
+    type = serializers.CharField(help_text="The kind of object changed.")
+    id = serializers.CharField(allow_null=True, help_text="The changed object's id; null when it has none.")
 
 
 class AuditEntryDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    at = serializers.DateTimeField()
-    actor = AuditActorDoc()
-    action = serializers.CharField()
-    target = AuditTargetDoc()
+    id = serializers.IntegerField(help_text="The entry's id.")
+    at = serializers.DateTimeField(help_text="When it happened.")
+    actor = AuditActorDoc(help_text="Who did it.")
+    action = serializers.CharField(help_text="What was done.")
+    target = AuditTargetDoc(help_text="What it was done to.")
     changes = serializers.DictField(help_text='{field: {from, to}}; secrets are always "[hidden]".')
 
 

@@ -311,16 +311,20 @@ class SupportReplyDoc(serializers.Serializer):
 
 
 class SupportActionDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
-    outcome = serializers.ChoiceField(choices=["ok", "refused", "pending"])
-    status_code = serializers.IntegerField(allow_null=True)
-    reason = serializers.CharField(allow_null=True)
-    service_agent = serializers.CharField()
-    chat_id = serializers.IntegerField(allow_null=True)
-    ticket_number = serializers.IntegerField(allow_null=True)
-    message_id = serializers.IntegerField(allow_null=True)
-    text_sha256 = serializers.CharField(allow_null=True)
-    text_length = serializers.IntegerField(allow_null=True)
-    is_support_reply = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The action's id.")
+    kind = serializers.CharField(help_text="What the call was.")
+    outcome = serializers.ChoiceField(choices=["ok", "refused", "pending"], help_text="`ok`, `refused` or `pending`.")
+    status_code = serializers.IntegerField(
+        allow_null=True, help_text="The HTTP status answered; null when none was recorded."
+    )
+    reason = serializers.CharField(allow_null=True, help_text="The refusal's code; null unless refused.")
+    service_agent = serializers.CharField(help_text="The `X-Service-Agent` the call named.")
+    chat_id = serializers.IntegerField(allow_null=True, help_text="The chat concerned; null when none.")
+    ticket_number = serializers.IntegerField(allow_null=True, help_text="The ticket concerned; null when none.")
+    message_id = serializers.IntegerField(allow_null=True, help_text="The message concerned; null when none.")
+    text_sha256 = serializers.CharField(
+        allow_null=True, help_text=("SHA-256 of the sent text (never the text); null when none.")
+    )
+    text_length = serializers.IntegerField(allow_null=True, help_text="The sent text's length; null when none.")
+    is_support_reply = serializers.BooleanField(help_text="True for a reply to a customer.")
+    created_at = serializers.DateTimeField(help_text="When the call was made.")

@@ -134,55 +134,79 @@ class ContractField(serializers.ChoiceField):
 
 
 class AccountRefInput(InputSerializer):
-    user_id = StrictRegexField(USER_ID)
-    email = StrictEmailField(required=False, max_length=254)
+    user_id = StrictRegexField(USER_ID, help_text="The application account's id.")
+    email = StrictEmailField(required=False, max_length=254, help_text="The account's e-mail address; optional.")
 
 
 class ClientInput(InputSerializer):
-    platform = StrictCharField(max_length=32, required=False)
-    app_version = StrictCharField(max_length=32, required=False)
-    locale = StrictRegexField(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?$", required=False)
+    platform = StrictCharField(max_length=32, required=False, help_text="The client platform, up to 32 characters.")
+    app_version = StrictCharField(
+        max_length=32, required=False, help_text=("The application's version, up to 32 characters.")
+    )
+    locale = StrictRegexField(
+        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?$", required=False, help_text=("The customer's language tag.")
+    )
 
 
 class RefundInput(InputSerializer):
-    order_id = StrictCharField(max_length=128)
-    reason = StrictCharField(max_length=500, required=False)
+    order_id = StrictCharField(max_length=128, help_text="The order the refund is asked for.")
+    reason = StrictCharField(max_length=500, required=False, help_text="Why, up to 500 characters; optional.")
 
 
 class TicketIntakeInput(InputSerializer):
-    contract = ContractField()
-    request_id = StrictRegexField(REQUEST_ID)
-    source = serializers.ChoiceField(choices=["app", "web", "bot"])
-    category = serializers.ChoiceField(choices=["billing", "technical", "account", "other"])
-    message = StrictCharField(min_length=1, max_length=4000)
-    subject = StrictCharField(max_length=200, required=False)
-    in_reply_to = StrictIntegerField(min_value=1, required=False)
-    account = AccountRefInput()
-    client = ClientInput(required=False)
-    context = serializers.DictField(required=False)
-    refund = RefundInput(required=False)
+    contract = ContractField(help_text="`v1`.")
+    request_id = StrictRegexField(
+        REQUEST_ID, help_text=("Your id of this request: a repeat within 24 h answers the same.")
+    )
+    source = serializers.ChoiceField(choices=["app", "web", "bot"], help_text="`app`, `web` or `bot`.")
+    category = serializers.ChoiceField(
+        choices=["billing", "technical", "account", "other"],
+        help_text=("`billing`, `technical`, `account` or `other`."),
+    )
+    message = StrictCharField(min_length=1, max_length=4000, help_text="The customer's message, 1 to 4000 characters.")
+    subject = StrictCharField(max_length=200, required=False, help_text="The subject, up to 200 characters; optional.")
+    in_reply_to = StrictIntegerField(
+        min_value=1, required=False, help_text=("The number of an earlier ticket this one follows; optional.")
+    )
+    account = AccountRefInput(help_text="The application account the ticket is for.")
+    client = ClientInput(required=False, help_text="The customer's client; optional.")
+    context = serializers.DictField(required=False, help_text="What the application knows, by name; optional.")
+    refund = RefundInput(required=False, help_text="A refund request; optional.")
 
 
 class TicketCursorInput(InputSerializer):
-    number = StrictIntegerField(min_value=1)
-    after_message_id = StrictIntegerField(min_value=0, required=False)
+    number = StrictIntegerField(min_value=1, help_text="A ticket's number.")
+    after_message_id = StrictIntegerField(
+        min_value=0, required=False, help_text=("Only replies after this message id; optional.")
+    )
 
 
 class StatusAccountInput(InputSerializer):
-    user_id = StrictRegexField(USER_ID)
+    user_id = StrictRegexField(USER_ID, help_text="The application account's id.")
 
 
 class TicketStatusInput(InputSerializer):
-    contract = ContractField()
-    account = StatusAccountInput()
-    tickets = TicketCursorInput(many=True, required=False, max_length=services.STATUS_MAX_TICKETS)
+    contract = ContractField(help_text="`v1`.")
+    account = StatusAccountInput(help_text="The application account.")
+    tickets = TicketCursorInput(
+        many=True,
+        required=False,
+        max_length=services.STATUS_MAX_TICKETS,
+        help_text=("Up to 20 tickets with their reply cursors; optional."),
+    )
 
 
 class TargetInput(InputSerializer):
-    chat_id = StrictIntegerField(min_value=1, required=False)
-    ticket = StrictIntegerField(min_value=1, required=False)
-    widget_visitor = StrictRegexField(r"^[0-9a-f]{32}$", required=False)
-    telegram_user = StrictCharField(max_length=64, required=False)
+    chat_id = StrictIntegerField(min_value=1, required=False, help_text="A chat's id.")
+    ticket = StrictIntegerField(min_value=1, required=False, help_text="A ticket's number.")
+    widget_visitor = StrictRegexField(
+        r"^[0-9a-f]{32}$", required=False, help_text=("A widget visitor's 32-character contact guid: every chat of it.")
+    )
+    telegram_user = StrictCharField(
+        max_length=64,
+        required=False,
+        help_text=("A messenger user; not supported yet (422 `target_not_supported_yet`)."),
+    )
 
     def validate(self, attrs):
         if len(attrs) != 1:
@@ -191,64 +215,85 @@ class TargetInput(InputSerializer):
 
 
 class LinkAccountInput(InputSerializer):
-    app_user_id = StrictRegexField(USER_ID)
-    email = StrictEmailField(required=False, max_length=254)
+    app_user_id = StrictRegexField(USER_ID, help_text="The application account's id.")
+    email = StrictEmailField(
+        required=False, max_length=254, help_text=("The account's confirmed e-mail address; optional.")
+    )
 
 
 class GrantInput(InputSerializer):
-    token = StrictCharField(min_length=1, max_length=512)
-    expires_at = serializers.DateTimeField()
+    token = StrictCharField(min_length=1, max_length=512, help_text="The read grant's token.")
+    expires_at = serializers.DateTimeField(
+        help_text=("When the grant lapses; clamped to at most 30 minutes, not refused.")
+    )
 
 
 class AccountLinkInput(InputSerializer):
-    contract = ContractField()
-    request_id = StrictRegexField(REQUEST_ID)
-    target = TargetInput()
-    account = LinkAccountInput()
-    method = serializers.ChoiceField(choices=list(services.IDENTITY_MAX))
-    identity_expires_at = serializers.DateTimeField()
-    grant = GrantInput()
-    verification_ref = StrictCharField(max_length=128, required=False)
+    contract = ContractField(help_text="`v1`.")
+    request_id = StrictRegexField(REQUEST_ID, help_text="Your id of this request.")
+    target = TargetInput(help_text="What to bind: `chat_id`, `ticket` or `widget_visitor`.")
+    account = LinkAccountInput(help_text="The application account to bind.")
+    method = serializers.ChoiceField(
+        choices=list(services.IDENTITY_MAX),
+        help_text=(
+            "How the identity was proven: `email_code`, `agent_code`, `cabinet`, `telegram_link` or `app_ticket`."
+        ),
+    )
+    identity_expires_at = serializers.DateTimeField(
+        help_text=("When the identity lapses; clamped per `method`, not refused.")
+    )
+    grant = GrantInput(help_text="The assistant's read grant.")
+    verification_ref = StrictCharField(
+        max_length=128,
+        required=False,
+        help_text=("Your reference of the verification, up to 128 characters; optional."),
+    )
 
 
 class RevokeInput(InputSerializer):
-    contract = ContractField()
-    request_id = StrictRegexField(REQUEST_ID)
-    target = TargetInput()
-    reason = StrictCharField(max_length=200)
+    contract = ContractField(help_text="`v1`.")
+    request_id = StrictRegexField(REQUEST_ID, help_text="Your id of this request.")
+    target = TargetInput(help_text="What to unbind: `chat_id`, `ticket` or `widget_visitor`.")
+    reason = StrictCharField(max_length=200, help_text="Why, up to 200 characters.")
 
 
 class TicketIntakeDoc(serializers.Serializer):
-    number = serializers.IntegerField()
+    number = serializers.IntegerField(help_text="The ticket's number.")
     state = serializers.CharField(help_text="open or closed")
-    chat_id = serializers.IntegerField()
-    created = serializers.BooleanField()
+    chat_id = serializers.IntegerField(help_text="The account's support chat.")
+    created = serializers.BooleanField(help_text="True when this call filed a new ticket.")
 
 
 class TicketReplyDoc(serializers.Serializer):
-    id = serializers.IntegerField()
-    text = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The reply's message id: the next `after_message_id`.")
+    text = serializers.CharField(help_text="The reply's text.")
+    created_at = serializers.DateTimeField(help_text="When the reply was stored.")
 
 
 class TicketStatusItemDoc(serializers.Serializer):
-    number = serializers.IntegerField()
-    state = serializers.CharField()
-    reason = serializers.CharField(allow_null=True)
-    replies = TicketReplyDoc(many=True)
+    number = serializers.IntegerField(help_text="The ticket's number.")
+    state = serializers.CharField(help_text="`open` or `closed`.")
+    reason = serializers.CharField(allow_null=True, help_text="Why it was closed; null while open.")
+    replies = TicketReplyDoc(many=True, help_text="Human support replies after the cursor, oldest first.")
 
 
 class TicketStatusDoc(serializers.Serializer):
-    tickets = TicketStatusItemDoc(many=True)
-    not_found = serializers.ListField(child=serializers.IntegerField())
+    tickets = TicketStatusItemDoc(many=True, help_text="The account's tickets asked for.")
+    not_found = serializers.ListField(
+        child=serializers.IntegerField(), help_text=("Numbers that are not this account's tickets.")
+    )
 
 
 class AccountLinkDoc(serializers.Serializer):
-    bound = serializers.BooleanField()
-    chat_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    identity_expires_at = serializers.DateTimeField(required=False)
-    grant_expires_at = serializers.DateTimeField(required=False)
-    revoked = serializers.IntegerField(required=False)
+    bound = serializers.BooleanField(help_text="True when a chat is bound to the account; false when nothing was.")
+    chat_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="The bound chats.")
+    identity_expires_at = serializers.DateTimeField(
+        required=False, help_text=("When the identity lapses, after clamping.")
+    )
+    grant_expires_at = serializers.DateTimeField(
+        required=False, help_text=("When the read grant lapses, after clamping.")
+    )
+    revoked = serializers.IntegerField(required=False, help_text="On revoke: how many chats were unbound.")
 
 
 class TicketIntakeView(SignedAssistantView):
