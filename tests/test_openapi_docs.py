@@ -6,7 +6,7 @@
 - no schema description is a docstring inherited from a base class of ours (`InputSerializer`'s
   "Base of every XInput serializer" reached 18 input schemas);
 - every parameter (path, query, header) says what it is, and every property of the schemas listed
-  in `DESCRIBED_SCHEMAS` says what its value is;
+  in `DESCRIBED_SCHEMAS` and of the webhook bodies says what its value is;
 - every array schema says what its members are (`items`): openapi-python-client drops a model
   holding an array without them;
 - the visitor API is documented under its own tag with the `Visitor` security scheme.
@@ -458,6 +458,16 @@ def test_every_property_of_the_described_schemas_has_a_description(doc):
         if not prop.get("description", "").strip()
     ]
     assert not bare, f"properties without a description: {bare}"
+
+
+def test_every_member_of_a_webhook_body_has_a_description(doc):
+    bare = [
+        f"{path}.{member}"
+        for path, node in _walk(doc["webhooks"])
+        for member, prop in (node.get("properties") or {}).items()
+        if isinstance(prop, dict) and not prop.get("description", "").strip()
+    ]
+    assert not bare, f"webhook body members without a description: {bare}"
 
 
 def test_every_array_schema_declares_its_items(doc):

@@ -15,28 +15,33 @@ from .. import catalogue
 
 _INT = {"type": "integer"}
 _GUID = {"type": "string", "description": "Contact guid (32 hex characters)."}
-_AUTHOR = {"type": "string", "enum": ["USER", "OPERATOR"]}
+_AUTHOR = {"type": "string", "enum": ["USER", "OPERATOR"], "description": "`USER` (the visitor) or `OPERATOR`."}
+_CHAT_ID = {**_INT, "description": "The chat's id."}
 _SOURCE = {"type": "string", "description": "Where the change came from: `api`, `visitor`, `system`, a channel code."}
 
 # Every data member of the catalogue, typed (button_guid is added to every event).
 DATA_MEMBERS: dict[str, dict] = {
     "button_guid": {"type": "string", "description": "The widget's public guid."},
-    "chat_id": _INT,
-    "message_id": _INT,
+    "chat_id": _CHAT_ID,
+    "message_id": {**_INT, "description": "The message's id."},
     "client_id": _GUID,
     "client_guid": _GUID,
     "chat_client_id": _GUID,
     "author_type": _AUTHOR,
     "source": _SOURCE,
     "from_operator_id": {"type": ["integer", "null"], "description": "Null when the chat had no agent."},
-    "to_operator_id": _INT,
+    "to_operator_id": {**_INT, "description": "The agent the chat was transferred to."},
     "operator_id": {"type": ["integer", "null"], "description": "Null for a rating of an unhandled chat."},
-    "operator_type": {"type": "string", "enum": ["human", "ai"]},
+    "operator_type": {"type": "string", "enum": ["human", "ai"], "description": "`human` or `ai`."},
     "reason": {"type": "string", "description": "`expired`, or the reason given to the close endpoint."},
-    "name": {"type": ["string", "null"]},
-    "email": {"type": ["string", "null"]},
-    "phone": {"type": ["string", "null"]},
-    "changed_fields": {"type": "array", "items": {"type": "string"}},
+    "name": {"type": ["string", "null"], "description": "The name the visitor left; null when none."},
+    "email": {"type": ["string", "null"], "description": "The e-mail address the visitor left; null when none."},
+    "phone": {"type": ["string", "null"], "description": "The phone number the visitor left; null when none."},
+    "changed_fields": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "The contact fields the change touched.",
+    },
     "contact_id": {**_GUID, "description": "The erased contact's former guid."},
 }
 
@@ -84,9 +89,10 @@ def native_body_schema(event_type: str) -> dict:
         "title": event_type,
         "properties": {
             "id": {"type": "string", "format": "uuid", "description": "The event id (the idempotency key)."},
-            "type": {"type": "string", "const": event_type},
+            "type": {"type": "string", "const": event_type, "description": "The event type."},
             "data": {
                 "type": "object",
+                "description": "The event's ids and discriminators; `button_guid` on every event.",
                 "properties": {name: DATA_MEMBERS[name] for name in members},
                 "required": list(members),
                 "additionalProperties": False,
@@ -101,24 +107,33 @@ def _person(members: dict) -> dict:
     return {"type": ["object", "null"], "properties": members}
 
 
-_VISITOR = _person(
-    {
-        "id": _GUID,
-        "name": {"type": ["string", "null"]},
-        "email": {"type": ["string", "null"]},
-        "phone": {"type": ["string", "null"]},
-    }
-)
-_AGENT = _person({"id": _INT, "name": {"type": ["string", "null"]}, "email": {"type": ["string", "null"]}})
+_VISITOR = {
+    **_person(
+        {
+            "id": _GUID,
+            "name": {"type": ["string", "null"], "description": "The contact's name; null when unknown."},
+            "email": {"type": ["string", "null"], "description": "The contact's e-mail address; null when unknown."},
+            "phone": {"type": ["string", "null"], "description": "The contact's phone number; null when unknown."},
+        }
+    ),
+    "description": "The contact.",
+}
+_AGENT_MEMBERS = {
+    "id": {**_INT, "description": "The agent's id."},
+    "name": {"type": ["string", "null"], "description": "The agent's name."},
+    "email": {"type": ["string", "null"], "description": "The agent's e-mail address."},
+}
+_AGENT = {**_person(_AGENT_MEMBERS), "description": "The agent the chat is with."}
+_PREVIOUS_AGENT = {**_person(_AGENT_MEMBERS), "description": "The agent the chat was with before the transfer."}
 
 LEGACY_MEMBERS: dict[str, dict[str, dict]] = {
-    "chat_updated": {"chat_id": _INT, "visitor": _VISITOR, "agent": _AGENT, "previous_agent": _AGENT},
-    "chat_finished": {"chat_id": _INT, "visitor": _VISITOR, "reason": DATA_MEMBERS["reason"]},
-    "chat_accepted": {"chat_id": _INT, "visitor": _VISITOR, "agent": _AGENT},
+    "chat_updated": {"chat_id": _CHAT_ID, "visitor": _VISITOR, "agent": _AGENT, "previous_agent": _PREVIOUS_AGENT},
+    "chat_finished": {"chat_id": _CHAT_ID, "visitor": _VISITOR, "reason": DATA_MEMBERS["reason"]},
+    "chat_accepted": {"chat_id": _CHAT_ID, "visitor": _VISITOR, "agent": _AGENT},
     "offline_message": {
-        "chat_id": _INT,
+        "chat_id": _CHAT_ID,
         "visitor": _VISITOR,
-        "offline_message_id": _INT,
+        "offline_message_id": {**_INT, "description": "The offline message's id."},
         "message": {"type": "string", "description": "The text the visitor left."},
     },
     "client_updated": {"client_id": _GUID, "visitor": _VISITOR, "changed_fields": DATA_MEMBERS["changed_fields"]},
@@ -127,7 +142,7 @@ LEGACY_MEMBERS: dict[str, dict[str, dict]] = {
 
 def legacy_body_schema(event_name: str) -> dict:
     members = {
-        "event_name": {"type": "string", "const": event_name},
+        "event_name": {"type": "string", "const": event_name, "description": "The legacy event name."},
         "id": {"type": "string", "format": "uuid", "description": "The event id (the idempotency key)."},
         "widget_id": {"type": "string", "description": "The widget's public guid."},
         **LEGACY_MEMBERS[event_name],
