@@ -452,10 +452,11 @@ def test_every_property_of_the_described_schemas_has_a_description(doc):
     pages = [name for name in schemas if name.startswith("Paginated") and name.endswith("List")]
     assert pages
     bare = [
-        f"{name}.{member}"
+        f"{name}{path}.{member}"
         for name in (*DESCRIBED_SCHEMAS, *pages)
-        for member, prop in schemas[name].get("properties", {}).items()
-        if not prop.get("description", "").strip()
+        for path, node in _walk(schemas[name])
+        for member, prop in (node.get("properties") or {}).items()
+        if isinstance(prop, dict) and not prop.get("description", "").strip()
     ]
     assert not bare, f"properties without a description: {bare}"
 

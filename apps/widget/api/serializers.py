@@ -137,6 +137,7 @@ BUSINESS_HOURS_SCHEMA = {
         "timezone": {"type": "string", "description": "IANA time zone name; the week is its wall-clock time."},
         "weekly": {
             "type": "object",
+            "description": "Opening intervals of every day of the week, by day name.",
             "required": list(hours.DAYS),
             "additionalProperties": False,
             "properties": {
@@ -165,4 +166,8 @@ BUSINESS_HOURS_SCHEMA = {
         },
     },
 }
-BUSINESS_HOURS_ENVELOPE = {"type": "object", "required": ["data"], "properties": {"data": BUSINESS_HOURS_SCHEMA}}
+BUSINESS_HOURS_ENVELOPE = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {"data": {**BUSINESS_HOURS_SCHEMA, "description": "The widget's business hours."}},
+}

@@ -169,7 +169,10 @@ class DeviceProfilesField(Field):
             schema["description"] = leaf.description
             props[name] = schema
         profile = {"type": "object", "properties": props, "additionalProperties": False}
-        devices = {d: (_nullable(profile) if write else dict(profile)) for d in DEVICES}
+        devices = {
+            d: {**(_nullable(profile) if write else profile), "description": f"Sparse overrides for {d}."}
+            for d in DEVICES
+        }
         return {"type": "object", "properties": devices, "additionalProperties": False}
 
     def openapi(self, *, write: bool) -> dict[str, Any]:

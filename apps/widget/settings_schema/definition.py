@@ -396,15 +396,25 @@ _DEFINITION: list[Field] = [
             "type": "object",
             "required": ["available", "enabled", "reason", "revision", "total", "counts"],
             "properties": {
-                "available": {"type": "boolean"},
-                "enabled": {"type": "boolean"},
-                "reason": {"type": ["string", "null"]},
-                "revision": {"type": "integer"},
-                "total": {"type": "integer"},
+                "available": {
+                    "type": "boolean",
+                    "description": "False when the translation store is missing (`reason` `schema_unavailable`).",
+                },
+                "enabled": {"type": "boolean", "description": "`widget_auto_translate_custom_texts`."},
+                "reason": {
+                    "type": ["string", "null"],
+                    "description": "`schema_unavailable`, `credential_missing`, or null.",
+                },
+                "revision": {"type": "integer", "description": "The language policy revision."},
+                "total": {"type": "integer", "description": "How many translations there are."},
                 "counts": {
                     "type": "object",
+                    "description": "Translations per state.",
                     "required": ["ready", "stale", "pending", "failed"],
-                    "properties": {k: {"type": "integer"} for k in ("ready", "stale", "pending", "failed")},
+                    "properties": {
+                        k: {"type": "integer", "description": f"Translations `{k}`."}
+                        for k in ("ready", "stale", "pending", "failed")
+                    },
                 },
             },
         },
