@@ -94,18 +94,21 @@ class PathParameterHelp:
     primary-key lookup only when it types the variable from the model; one typed by its URL pattern
     (`lookup_value_regex`, `re_path`) gets no description."""
 
-    def _resolve_path_parameters(self, variables):
-        """The view's `path_parameter_help` (`{name: text}`: guids, numbers, slugs, secrets, a
-        second id in an action's path), else, for the view's lookup on its model's primary key,
-        drf-spectacular's own text for a typed one ("A unique integer value identifying this x.")."""
-        parameters = super()._resolve_path_parameters(variables)
+    def get_operation(self, *args, **kwargs):
+        """Path variables without a description take the view's `path_parameter_help` (`{name: text}`:
+        guids, numbers, slugs, secrets, a second id in an action's path), else, for the view's lookup
+        on its model's primary key, drf-spectacular's own text for a typed one ("A unique integer
+        value identifying this x.")."""
+        operation = super().get_operation(*args, **kwargs)
+        if operation is None:
+            return None
         declared = getattr(self.view, "path_parameter_help", {})
-        for parameter in parameters:
-            if not parameter.get("description"):
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "path" and not parameter.get("description"):
                 text = declared.get(parameter["name"]) or self._primary_key_description(parameter["name"])
                 if text:
                     parameter["description"] = text
-        return parameters
+        return operation
 
     def _primary_key_description(self, variable: str) -> str:
         lookup = getattr(self.view, "lookup_url_kwarg", None) or getattr(self.view, "lookup_field", None)
