@@ -49,7 +49,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "apps.core.apps.AdminConfig",  # django.contrib.admin with a rate-limited sign-in
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

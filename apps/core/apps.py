@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 from django.db.models.signals import post_migrate
 
 
@@ -25,3 +26,11 @@ class CoreConfig(AppConfig):
         from . import metrics
 
         metrics.watch_queue(settings.BULK_QUEUE)
+
+
+class AdminConfig(admin_apps.AdminConfig):
+    """Django's admin with the site of apps.core.admin_site (its sign-in rate limited); named in
+    INSTALLED_APPS in place of django.contrib.admin."""
+
+    default = False  # "apps.core" in INSTALLED_APPS still means CoreConfig
+    default_site = "apps.core.admin_site.AdminSite"
