@@ -3,9 +3,15 @@ frames and webhook payloads."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.core import signing
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.storage import FileSystemStorage
 from django.urls import reverse
+
+from apps.core.files import DEFAULT_CONTENT_TYPE
+from apps.core.uploads import content_disposition
 
 from .models import Chat, File, Message
 
@@ -15,12 +21,32 @@ FILE_URL_LONGEST_AGE = 3600
 _FILE_SALT = "chats.file-download"
 
 
+@lru_cache(maxsize=1)
+def _s3_storage_class() -> type | None:
+    try:
+        from storages.backends.s3 import S3Storage
+    except ImproperlyConfigured:  # boto3 is not installed, so no storage is an S3Storage
+        return None
+    return S3Storage
+
+
 def signed_file_url(file: File, *, max_age: int = FILE_URL_MAX_AGE) -> str:
     """A short-lived URL of the stored bytes, valid `max_age` seconds (at most
     FILE_URL_LONGEST_AGE). Storages that sign their own URLs (S3 and kin) are used as they are; the
-    file system storage goes through our signed download route."""
+    file system storage goes through our signed download route.
+
+    SECURITY: an S3 storage's URL asks the store to answer with the file's stored Content-Type as
+    an attachment (signed response-* overrides, so it holds for files stored before), the way our
+    download route answers: a visitor's .html or .svg never renders on the bucket's origin."""
     max_age = min(max_age, FILE_URL_LONGEST_AGE)
     storage = file.stored.storage
+    s3_storage = _s3_storage_class()
+    if s3_storage is not None and isinstance(storage, s3_storage):
+        overrides = {
+            "ResponseContentDisposition": content_disposition(file.original_name),
+            "ResponseContentType": file.content_type or DEFAULT_CONTENT_TYPE,
+        }
+        return storage.url(file.stored.name, parameters=overrides, expire=max_age)
     if not isinstance(storage, FileSystemStorage):
         try:  # S3 and kin sign their own URLs; ask for our lifetime
             return storage.url(file.stored.name, expire=max_age)
