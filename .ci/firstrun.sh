@@ -6,8 +6,8 @@
 #
 #   .ci/firstrun.sh WORK_DIR
 #
-# make run must: print the banner; keep web, worker, ai worker and beat running for 60 s (none
-# exits); answer /healthz, the printed token on /api/v1/chats, the demo page and the console; and
+# make run must: print the banner; keep web, worker, ai worker, bulk worker and beat running for
+# 60 s (none exits); answer /healthz, the printed token on /api/v1/chats, the demo page and the console; and
 # stop every process within 15 s of Ctrl-C (SIGINT to its process group).
 set -euo pipefail
 
@@ -51,10 +51,10 @@ if .venv/bin/pip show pytest >/dev/null 2>&1; then
 fi
 
 sleep 60
-for program in web worker ai beat; do
+for program in web worker ai bulk beat; do
   grep -q "success: $program entered RUNNING state" "$log" || fail "$program never reached RUNNING"
 done
-if grep -E "exited: (web|worker|ai|beat) " "$log"; then
+if grep -E "exited: (web|worker|ai|bulk|beat) " "$log"; then
   fail "a process exited during the first minute"
 fi
 

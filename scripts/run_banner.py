@@ -27,6 +27,8 @@ if admin:
 else:
     print("  Django admin: create a superuser with `python manage.py createsuperuser`")
 print(f"  Send it as: Authorization: Bearer {seed['token']}")
-print("  Processes: web, worker, ai worker and beat under supervisord (a process that exits is restarted).")
+print(
+    "  Processes: web, worker, ai worker, bulk worker and beat under supervisord (a process that exits is restarted)."
+)
 print("  Stop with Ctrl-C.")
 print(line, flush=True)

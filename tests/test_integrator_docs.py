@@ -99,6 +99,7 @@ def test_issue_token_help_lists_every_scope_and_the_presets():
         assert f"{name}={','.join(scopes)}" in compact, name
     text = compact
     assert "(coming)" in text and "(reserved)" in text
+    assert f"`all`(the{len(catalogue.OPERATIONAL_SCOPES)}operationalscopes)" in compact
 
 
 @pytest.mark.django_db
@@ -144,6 +145,24 @@ def test_dev_admin_is_refused_in_production(capsys):
 def test_make_run_prints_the_admin_sign_in():
     script = (ROOT / "scripts" / "run.sh").read_text(encoding="utf-8")
     assert "manage.py dev_admin" in script and "Django admin" in script
+
+
+def test_make_run_names_every_procfile_process_as_the_readme_and_quickstart_show():
+    procfile = (ROOT / "Procfile").read_text(encoding="utf-8")
+    names = [line.partition(":")[0].strip() for line in procfile.splitlines() if line.strip()]
+    seed = json.dumps({"widget_id": 1, "button_guid": "g", "token": "cwt_t"})
+    admin = json.dumps({"url": "/admin/", "username": "admin", "password": "p"})
+    banner = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run_banner.py"), seed, "8000", admin, "demo-p"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    processes = next(line for line in banner.splitlines() if line.startswith("  Processes: "))
+    for name in names:
+        assert re.search(rf"\b{name}\b", processes), name
+    assert processes in README
+    assert processes in GUIDES[ROOT / "docs" / "quickstart.md"]
 
 
 # --- the README and the guides -------------------------------------------------------------------------

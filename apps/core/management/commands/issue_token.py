@@ -13,7 +13,8 @@ class Command(OperatorCommand):
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument(
             "--scopes",
-            help="comma-separated scopes, or `all` (the 43 operational scopes); " + scopes_text(),
+            help=f"comma-separated scopes, or `all` (the {len(catalogue.OPERATIONAL_SCOPES)} operational scopes); "
+            + scopes_text(),
         )
         group.add_argument(
             "--preset",
