@@ -59,6 +59,21 @@ def test_visitor_on_the_demo_page_gets_a_live_operator_reply(page, web_server, a
     expect(page.locator("chat-widget .msg:not(.me)", has_text="Sure!")).to_be_visible()
 
 
+def test_before_the_first_message_the_log_holds_the_greeting_alone(page, web_server, shot):
+    # Given a visitor without a session on the demo page, the widget online
+    page.goto(web_server.url("/demo/"))
+
+    # When the visitor opens the chat
+    open_widget(page)
+    expect(page.get_by_role("textbox", name="Type a message…")).to_be_visible()
+
+    # Then the log holds the greeting and nothing else (no stray text from a falsy condition)
+    log = page.get_by_role("log")
+    expect(log.locator(".msg")).to_have_count(1)
+    assert log.inner_text().strip() == log.locator(".msg").inner_text().strip()
+    shot(page, "greeting-alone")
+
+
 def test_a_reply_sent_while_the_socket_is_down_shows_after_the_reconnect(page, web_server, api, shot):
     # Given the visitor's socket runs through a route the test can cut
     sockets, state = [], {"down": False}

@@ -516,7 +516,7 @@ function Widget({ config, conversation }) {
     ratingMode !== "off" &&
     features.rating !== false &&
     settings.widget_show_rating !== false &&
-    chatId &&
+    chatId > 0 &&
     rated !== chatId &&
     (askedInChat || closedChat);
   const ratePrompt = (settings.rating_prompt_i18n || {})[language] || t.rate;
