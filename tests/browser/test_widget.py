@@ -74,6 +74,18 @@ def test_before_the_first_message_the_log_holds_the_greeting_alone(page, web_ser
     shot(page, "greeting-alone")
 
 
+def test_the_emoji_button_is_an_icon_that_needs_no_emoji_font(page, web_server, shot):
+    # Given the open chat on the demo page
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+
+    # Then the emoji picker's button draws an SVG icon, like the attach button, and no text glyph
+    button = page.get_by_role("button", name="Emoji")
+    expect(button.locator("svg")).to_have_count(1)
+    assert button.inner_text().strip() == ""
+    shot(page, "emoji-button")
+
+
 def test_a_reply_sent_while_the_socket_is_down_shows_after_the_reconnect(page, web_server, api, shot):
     # Given the visitor's socket runs through a route the test can cut
     sockets, state = [], {"down": False}

@@ -717,7 +717,7 @@ function Widget({ config, conversation }) {
               {settings.widget_show_emoji_picker !== false && (
                 <span class="emo">
                   <button type="button" class="icon-btn" aria-label="Emoji" aria-expanded={emoji ? "true" : "false"} onClick={() => setEmoji(!emoji)}>
-                    🙂
+                    <Svg d={ICONS.smile} />
                   </button>
                   {emoji && (
                     <span class="emo-list">
