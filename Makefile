@@ -23,7 +23,9 @@ BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check --progress-bar off -q
 # requirements/*.txt name local wheel folders too; where a machine lacks one, pip warns per package.
-PIP_QUIET := 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+# justext asks for lxml[html_clean], an extra lxml 6 does not declare; lxml-html-clean is pinned itself.
+PIP_QUIET := 2>&1 | { grep -v -e 'is ignored: it is neither a file nor a directory' \
+  -e "does not provide the extra 'html_clean'" || true; }
 
 PORT ?= 8000
 export PORT
