@@ -2,7 +2,7 @@
 # the virtualenv is created and the pinned requirements installed on first use (stamp files make
 # re-runs instant; touching a requirements file reinstalls).
 #
-#   make run           migrate, seed a demo widget, print its token, start web, worker, ai worker and beat
+#   make run           migrate, seed a demo widget, print its token, start web, worker, ai, bulk and beat
 #   make test          the whole pytest suite (embedded default, or DATABASE_URL / REDIS_URL)
 #   make lint          ruff check, ruff format --check, import-linter contracts (pyproject.toml)
 #   make schema        OpenAPI schema, validated, warnings are errors -> var/openapi.yaml
