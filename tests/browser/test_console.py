@@ -484,3 +484,28 @@ def test_the_console_runs_under_its_content_security_policy_without_a_violation(
     assert page.evaluate("window.__violations || []") == []
     assert [e for e in errors if "Content Security Policy" in e or "Refused" in e] == []
     assert errors == []
+
+
+def test_a_resized_reply_box_survives_a_reply_without_a_policy_violation(page, console_server, shot):
+    # Given a browser that records every CSP violation of the console's pages
+    page.add_init_script(
+        """document.addEventListener("securitypolicyviolation", (e) => {
+            (window.__violations = window.__violations || []).push(e.violatedDirective);
+        });"""
+    )
+    sign_in(page, console_server)
+    visitor = Visitor(console_server, name="Resize")
+    chat_id = visitor.say("May I ask something?")["chat_id"]
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
+    open_chat(page, chat_id)
+
+    # When the operator drags the reply box taller (the resize grip sets an inline height) and replies
+    reply = page.get_by_label("Reply")
+    reply.evaluate("(box) => { box.style.height = '120px'; }")
+    reply.fill("Of course")
+    reply.press("Enter")
+    expect(page.locator("#messages .msg.by-agent").last).to_contain_text("Of course", timeout=WAIT)
+    shot(page)
+
+    # Then swapping in the new composer asked the policy for nothing
+    assert page.evaluate("window.__violations || []") == []
