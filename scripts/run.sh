@@ -31,7 +31,10 @@ else
   guid="$(python -c 'import json, sys; print(json.loads(sys.argv[1])["button_guid"])' "$seed")"
   python manage.py create_agent --widget "$guid" --email operator@example.com --name "Demo operator" \
     --password "$operator_password" >/dev/null
-  python scripts/run_banner.py "$seed" "$PORT" "$admin" "$operator_password"
+  # Printed once the web process answers, after the processes' start-up lines, so every URL in it
+  # works when it shows (run_banner.py --after-web waits for /healthz). Started from a subshell, so
+  # it is not a child of supervisord (which would log it as an unknown process when it exits).
+  (python scripts/run_banner.py --after-web "$seed" "$PORT" "$admin" "$operator_password" &)
 fi
 
 # supervisord runs the Procfile's processes and restarts one that exits (a crash, kill -9) while

@@ -5,12 +5,17 @@ does not exist yet, the development admin sign-in, and the paths the README and 
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -163,6 +168,55 @@ def test_make_run_names_every_procfile_process_as_the_readme_and_quickstart_show
         assert re.search(rf"\b{name}\b", processes), name
     assert processes in README
     assert processes in GUIDES[ROOT / "docs" / "quickstart.md"]
+
+
+def _banner_args(port: int) -> list[str]:
+    seed = json.dumps({"widget_id": 1, "button_guid": "g", "token": "cwt_t"})
+    admin = json.dumps({"url": "/admin/", "username": "admin", "password": "p"})
+    return [sys.executable, str(ROOT / "scripts" / "run_banner.py"), "--after-web", seed, str(port), admin, "demo-p"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_make_run_prints_the_banner_once_the_web_process_answers():
+    # given make run's banner waiting for a web process that starts listening a moment later
+    port = _free_port()
+    banner = subprocess.Popen(_banner_args(port), stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    assert banner.poll() is None  # still waiting: nothing listens yet
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", port), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # when the web process answers, then the whole box is printed, with no "not answered" line
+        out, _ = banner.communicate(timeout=30)
+    finally:
+        server.shutdown()
+    assert banner.returncode == 0
+    assert out.startswith("=" * 78) and out.rstrip().endswith("=" * 78)
+    assert f"http://127.0.0.1:{port}/demo/" in out and "has not answered" not in out
+
+
+def test_ctrl_c_while_the_banner_waits_prints_nothing():
+    # given the banner waiting for a web process that never answers
+    banner = subprocess.Popen(_banner_args(_free_port()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    # when Ctrl-C reaches make run's process group, then the banner leaves quietly
+    banner.send_signal(signal.SIGINT)
+    out, err = banner.communicate(timeout=30)
+    assert banner.returncode == 0 and out == "" and "Traceback" not in err
 
 
 # --- the README and the guides -------------------------------------------------------------------------
