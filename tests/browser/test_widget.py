@@ -221,6 +221,8 @@ def test_the_offline_form_when_no_operator_is_online(page, start_server, live_va
     form = page.get_by_role("form", name="Leave us a message")
     expect(form).to_be_visible()
     expect(page.locator("chat-widget .head")).to_contain_text("Offline")
+    # and the header promises no quick reply while nobody is online
+    expect(page.locator("chat-widget .head")).not_to_contain_text("We usually reply")
     expect(page.get_by_role("textbox", name="Type a message…")).to_have_count(0)
     shot(page, "form")
     form.get_by_label("Name").fill("Ann")

@@ -234,9 +234,10 @@ function Widget({ config, conversation }) {
   const t = texts(language);
   const own = (config.texts && config.texts[language]) || {};
   const title = own.widget_name || settings.widget_name || config.name || t.title;
-  const signature = own.widget_signature || settings.widget_signature || t.signature;
   const greetingText = own.widget_greeting || settings.widget_greeting || t.greeting;
   const online = live.online !== false;
+  // The default signature promises a quick reply: shown only while someone is online.
+  const signature = own.widget_signature || settings.widget_signature || (online ? t.signature : "");
   const messages = conversation.messages;
   // Outside business hours the widget's `outside_hours` mode decides: the offline form, the chat (the
   // AI answers), or no launcher unless a conversation is already there (it stays readable).
@@ -573,7 +574,8 @@ function Widget({ config, conversation }) {
             <h2>{title}</h2>
             <p>
               <span class={`dot${online ? " on" : ""}`} aria-hidden="true" />
-              {online ? t.online : t.offline} · {signature}
+              {online ? t.online : t.offline}
+              {signature && ` · ${signature}`}
             </p>
             {operators.length > 0 && (
               <ul class="ops" aria-label={t.team}>
