@@ -49,6 +49,10 @@ def test_the_guides_screenshots_show_a_visitor_and_an_operator_talking(browser, 
         # Then both sides show the answer, and the images are written where the guides link them
         expect(operator.locator("#messages")).to_contain_text(ANSWER, timeout=WAIT)
         expect(visitor.locator("chat-widget .msg:not(.me)", has_text=ANSWER)).to_be_visible(timeout=WAIT)
+        # and the console's list shows the chat as the panel does: the answer last, and who owns it
+        row = operator.locator(f'.chat-row[data-chat-id="{chat_id}"]')
+        expect(row).to_contain_text(ANSWER, timeout=WAIT)
+        expect(row.locator(".owner")).to_have_text("Olga", timeout=WAIT)
         IMAGES.mkdir(parents=True, exist_ok=True)
         visitor.screenshot(path=str(IMAGES / "widget.png"))
         operator.screenshot(path=str(IMAGES / "console.png"))
