@@ -15,6 +15,7 @@ from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyKey, Widget
 from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
+from apps.erasure.selectors import not_erasing
 
 from ..models import ChatAccount, SupportConfig, Ticket
 
@@ -185,12 +186,14 @@ def ticket_status(*, widget: Widget, user_id: str, cursors: list[dict] | None) -
 def _target_chats(*, widget: Widget, target: dict) -> list[Chat]:
     if "telegram_user" in target:
         raise TargetNotSupportedYet("A messenger user cannot be linked yet.", errors={"target": ["Not supported yet."]})
+    # A chat whose contact is under erasure is missing here too: nothing binds it to an account.
+    found = Chat.objects.filter(widget=widget).filter(not_erasing())
     if "chat_id" in target:
-        chats = list(Chat.objects.filter(widget=widget, pk=target["chat_id"]))
+        chats = list(found.filter(pk=target["chat_id"]))
     elif "ticket" in target:
-        chats = list(Chat.objects.filter(widget=widget, support_tickets__number=target["ticket"]).distinct())
+        chats = list(found.filter(support_tickets__number=target["ticket"]).distinct())
     else:
-        chats = list(Chat.objects.filter(widget=widget, contact__guid=target["widget_visitor"]))
+        chats = list(found.filter(contact__guid=target["widget_visitor"]))
     if not chats:
         from apps.core.errors import NotFound
 

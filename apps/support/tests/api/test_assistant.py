@@ -17,6 +17,7 @@ from apps.chats.models import Chat, Message
 from apps.core import crypto, idempotency, ports, signed
 from apps.core import services as core_services
 from apps.core.testing.plugin import assert_problem
+from apps.erasure.models import PendingErasure
 from apps.support import selectors, services
 from apps.support.config import set_account_link
 from apps.support.models import ChatAccount, SupportAction, Ticket
@@ -317,6 +318,15 @@ def test_account_link_binds_and_shows_in_chat_account(app, support):
     account = support.client.get(f"/api/v1/support/chats/{chat.pk}").json()["account"]
     assert account["link"] == "verified" and account["app_user_id"] == "user-1" and account["email"] == "c@shop.ru"
     assert account["link_source"] == "email_code" and account["regrant_needed"] is False
+
+
+def test_account_link_of_a_chat_whose_contact_is_under_erasure_is_404_and_binds_nothing(app, support):
+    set_account_link(widget=app.widget, enabled=True)
+    chat = _visitor_chat(support)
+    PendingErasure.objects.create(widget=app.widget, contact_id=chat.contact_id)
+    for target in ({"chat_id": chat.pk}, {"widget_visitor": chat.contact.guid}):
+        assert_problem(app.post("account-link", {**link_body(chat), "target": target}), 404, "not_found")
+    assert not ChatAccount.objects.filter(chat=chat).exists()
 
 
 def test_identity_and_grant_are_clamped(app, support):
