@@ -7,7 +7,6 @@ from functools import lru_cache
 
 from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
-from django.core.files.storage import FileSystemStorage
 from django.urls import reverse
 
 from apps.core.files import DEFAULT_CONTENT_TYPE
@@ -32,8 +31,9 @@ def _s3_storage_class() -> type | None:
 
 def signed_file_url(file: File, *, max_age: int = FILE_URL_MAX_AGE) -> str:
     """A short-lived URL of the stored bytes, valid `max_age` seconds (at most
-    FILE_URL_LONGEST_AGE). Storages that sign their own URLs (S3 and kin) are used as they are; the
-    file system storage goes through our signed download route.
+    FILE_URL_LONGEST_AGE). An S3 storage signs its own URL; every other storage (the file system,
+    and object stores whose URLs cannot carry response headers) goes through our signed download
+    route.
 
     SECURITY: an S3 storage's URL asks the store to answer with the file's stored Content-Type as
     an attachment (signed response-* overrides, so it holds for files stored before), the way our
@@ -47,11 +47,6 @@ def signed_file_url(file: File, *, max_age: int = FILE_URL_MAX_AGE) -> str:
             "ResponseContentType": file.content_type or DEFAULT_CONTENT_TYPE,
         }
         return storage.url(file.stored.name, parameters=overrides, expire=max_age)
-    if not isinstance(storage, FileSystemStorage):
-        try:  # S3 and kin sign their own URLs; ask for our lifetime
-            return storage.url(file.stored.name, expire=max_age)
-        except TypeError:
-            return storage.url(file.stored.name)
     claims = {"f": file.pk, "w": file.widget_id}
     if max_age != FILE_URL_MAX_AGE:
         claims["t"] = max_age  # signed with the rest: the lifetime cannot be stretched

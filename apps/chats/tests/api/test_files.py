@@ -505,6 +505,19 @@ def test_token_of_a_deleted_file_is_404(api, widget, client):
     assert_problem(client.get(path), 404, "not_found")
 
 
+def test_a_storage_other_than_s3_is_served_through_the_download_route(api, client, settings):
+    # given an object storage whose URLs carry no response headers (Django's in-memory storage here)
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    file = File.objects.get(pk=upload(api(), "notes.txt", b"plain words", "text/plain").json()["id"])
+    # when its URL is signed, then it is our download route, which answers an attachment of the type
+    path = signed_file_url(file)
+    assert path.startswith("/api/files/")
+    response = client.get(path)
+    assert response.status_code == 200 and b"".join(response.streaming_content) == b"plain words"
+    assert response["Content-Disposition"].startswith("attachment") and response["Content-Type"] == "text/plain"
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
 def test_download_route_refuses_writes(api, widget, client):
     file = File.objects.get(pk=upload(api()).json()["id"])
     assert_problem(client.post(signed_file_url(file)), 405)
