@@ -2,8 +2,8 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
+from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.errors import ValidationFailed
-from apps.core.services import issuable_widgets
 
 from . import services
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
@@ -61,7 +61,7 @@ class CredentialChangeForm(forms.ModelForm):
 
 
 @admin.register(Credential)
-class CredentialAdmin(AuditedAdmin):
+class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
     """Keys and signing secrets are never shown (stored encrypted; rotate through the API). Changes
     are saved through `services.update_credential`, as the API's PATCH (which writes their audit
     row); the widget cannot change. Deletions are audited by AuditedAdmin.
@@ -80,9 +80,6 @@ class CredentialAdmin(AuditedAdmin):
 
     def has_add_permission(self, request):
         return False
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
 
     def save_model(self, request, obj, form, change):
         # The form checked a copy; the service checks again under its lock and saves.

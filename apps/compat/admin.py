@@ -9,24 +9,12 @@ from django import forms
 from django.contrib import admin, messages
 
 from apps.channels.models import CustomChannel
+from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.errors import ValidationFailed
-from apps.core.services import issuable_widgets
 from apps.webhooks import services as webhooks
 
 from . import services
 from .models import CompatBot, LegacyChatChannel
-
-
-class _WidgetReach:
-    """Rows and widget choices limited to the widgets the staff user may issue credentials for."""
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "widget":
-            kwargs["queryset"] = issuable_widgets(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class _CreateForm(forms.ModelForm):
@@ -46,7 +34,7 @@ class CompatBotForm(_CreateForm):
 
 
 @admin.register(CompatBot)
-class CompatBotAdmin(_WidgetReach, admin.ModelAdmin):
+class CompatBotAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     form = CompatBotForm
     list_display = ("id", "widget", "agent", "url", "is_active", "created_at")
     list_filter = ("is_active",)
@@ -72,7 +60,7 @@ class LegacyChatChannelForm(_CreateForm):
 
 
 @admin.register(LegacyChatChannel)
-class LegacyChatChannelAdmin(_WidgetReach, admin.ModelAdmin):
+class LegacyChatChannelAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     form = LegacyChatChannelForm
     list_display = ("id", "widget", "url", "is_active", "created_at")
     raw_id_fields = ("widget",)

@@ -16,6 +16,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
 from .ratelimit import Budget, Decision, client_address
+from .services import issuable_widgets
 
 # Sign-in attempts, with the console's limits and in its order (a refused one consumes none of the
 # later budgets): per client address; per (address, username), which stops one address guessing one
@@ -68,3 +69,18 @@ class AdminSite(admin.AdminSite):
         response = TemplateResponse(request, "admin/login_limited.html", context, status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+class IssuableWidgetsOnly:
+    """ModelAdmin mixin for a model with a `widget` whose rows hand out or redirect a tenant's
+    credentials or data (bot tokens, signing secrets, where events or API keys are sent): rows and
+    widget choices are limited to the widgets the staff user may issue credentials for
+    (`apps.core.services.issuable_widgets`), as the token admin is."""
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "widget":
+            kwargs["queryset"] = issuable_widgets(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

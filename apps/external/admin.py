@@ -1,8 +1,8 @@
 from django import forms
 from django.contrib import admin, messages
 
+from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.errors import ValidationFailed
-from apps.core.services import issuable_widgets
 from apps.webhooks import services as webhooks
 
 from . import services
@@ -28,7 +28,7 @@ class ExternalOperatorAddForm(forms.ModelForm):
 
 
 @admin.register(ExternalOperator)
-class ExternalOperatorAdmin(admin.ModelAdmin):
+class ExternalOperatorAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """External operators: create (the signing secret is shown once, in the confirmation message),
     rename, and the lifecycle actions (the kill switch included). `manage.py create_external_operator`
     does the same from the command line.
@@ -55,14 +55,6 @@ class ExternalOperatorAdmin(admin.ModelAdmin):
     ]
     fields = ["name", *readonly_fields]
     actions = ["pause", "activate", "revoke", "force_drain"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "widget":
-            kwargs["queryset"] = issuable_widgets(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:

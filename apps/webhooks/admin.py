@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.services import issuable_widgets
+from apps.core.admin_site import IssuableWidgetsOnly
 
 from .models import Delivery, EventSwitch, Subscription
 
@@ -15,23 +15,13 @@ class EventSwitchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(AuditedAdmin):
+class SubscriptionAdmin(IssuableWidgetsOnly, AuditedAdmin):
     audit_target = "webhook_subscription"
     list_display = ("id", "widget", "url", "is_active", "is_legacy_compat", "created_at")
     list_filter = ("is_active", "is_legacy_compat")
     search_fields = ("url", "widget__button_guid")
     exclude = ("secret_encrypted",)
     raw_id_fields = ("widget",)
-
-    # SECURITY: a subscription's url receives its widget's events, so a staff user reaches only the
-    # widgets an API token could be issued for.
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "widget":
-            kwargs["queryset"] = issuable_widgets(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(Delivery)
