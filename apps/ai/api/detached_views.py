@@ -38,7 +38,7 @@ class TestInputDoc(serializers.Serializer):
     question = serializers.CharField(
         min_length=1,
         max_length=4000,
-        help_text=("The visitor's question, 1 to 4000 characters with a non-whitespace character."),
+        help_text="The visitor's question, 1 to 4000 characters with a non-whitespace character.",
     )
     history = serializers.ListField(
         child=serializers.DictField(),
@@ -52,12 +52,12 @@ class TestInputDoc(serializers.Serializer):
     locale = serializers.ChoiceField(
         choices=detached.LOCALES,
         required=False,
-        help_text=("The visitor's language; omitted: the message's language, else the widget's."),
+        help_text="The visitor's language; omitted: the message's language, else the widget's.",
     )
     operators = serializers.ChoiceField(
         choices=detached.OPERATOR_STATES,
         required=False,
-        help_text=("Operator presence to assume: `online`, `offline` or `unknown`; omitted: presence is read."),
+        help_text="Operator presence to assume: `online`, `offline` or `unknown`; omitted: presence is read.",
     )
 
 
@@ -65,7 +65,7 @@ class OperatorsDoc(serializers.Serializer):
     state = serializers.ChoiceField(choices=detached.OPERATOR_STATES, help_text="The operator presence the test used.")
     source = serializers.ChoiceField(
         choices=["request", "presence", "presence_unavailable"],
-        help_text=("`request` (sent as `operators`), `presence` (read) or `presence_unavailable`."),
+        help_text="`request` (sent as `operators`), `presence` (read) or `presence_unavailable`.",
     )
 
 
@@ -73,7 +73,7 @@ class EscalationDoc(serializers.Serializer):
     escalate = serializers.BooleanField(help_text="True when the simulated decision hands the chat to people.")
     reason = serializers.CharField(allow_null=True, help_text="Why; null without escalation.")
     trigger = serializers.CharField(
-        allow_null=True, help_text=("The escalation trigger that matched; null when none did.")
+        allow_null=True, help_text="The escalation trigger that matched; null when none did."
     )
 
 
@@ -84,19 +84,19 @@ class TestResultDoc(serializers.Serializer):
     assistant_enabled = serializers.BooleanField(help_text="True when the assistant is enabled.")
     configured_provider = serializers.CharField(help_text="The provider the configuration resolves to.")
     configured_model = serializers.CharField(
-        allow_null=True, help_text=("The model the configuration resolves to; null when unset.")
+        allow_null=True, help_text="The model the configuration resolves to; null when unset."
     )
     provider = serializers.CharField(help_text="The provider that answered.")
     model = serializers.CharField(help_text="The model that answered.")
     provider_path = serializers.ChoiceField(
-        choices=["primary", "fallback"], help_text=("`primary`, or `fallback` when a declared backup answered.")
+        choices=["primary", "fallback"], help_text="`primary`, or `fallback` when a declared backup answered."
     )
     locale = serializers.ChoiceField(choices=detached.LOCALES, help_text="The language the test used.")
     operators = OperatorsDoc(help_text="The operator presence the test used and where it came from.")
     presence_context_enabled = serializers.BooleanField(help_text="The widget's `presence_context_enabled`.")
     rag_status = serializers.ChoiceField(
         choices=["disabled", "unavailable", "empty", "included"],
-        help_text=("`disabled`, `unavailable`, `empty` or `included`: what the knowledge base gave."),
+        help_text="`disabled`, `unavailable`, `empty` or `included`: what the knowledge base gave.",
     )
     transformation = serializers.ChoiceField(
         choices=[
@@ -114,13 +114,13 @@ class TestResultDoc(serializers.Serializer):
     )
     classifier = serializers.ChoiceField(
         choices=["not_needed", "unavailable", "escalate", "no_escalation"],
-        help_text=("`not_needed`, `unavailable`, `escalate` or `no_escalation`."),
+        help_text="`not_needed`, `unavailable`, `escalate` or `no_escalation`.",
     )
     escalation = EscalationDoc(help_text="The simulated escalation decision.")
     outcome = serializers.ChoiceField(
         choices=["handover_notice", "handover_offline", "handover_unknown"],
         allow_null=True,
-        help_text=("The handover phrase used: `handover_notice`, `handover_offline`, `handover_unknown`, or null."),
+        help_text="The handover phrase used: `handover_notice`, `handover_offline`, `handover_unknown`, or null.",
     )
     offline_outcome_suppressed = serializers.BooleanField(
         help_text=(
@@ -129,7 +129,7 @@ class TestResultDoc(serializers.Serializer):
         )
     )
     provider_http_operations = serializers.IntegerField(
-        help_text=("How many provider HTTP operations the test made (at most 10).")
+        help_text="How many provider HTTP operations the test made (at most 10)."
     )
     latency_ms = serializers.FloatField(help_text="The provider completion's latency, in milliseconds.")
     chat_created = serializers.BooleanField(help_text="Always false: the test creates no chat.")
@@ -143,12 +143,12 @@ class TestResultEnvelope(serializers.Serializer):
 class InspectionDoc(serializers.Serializer):
     assistant_id = serializers.IntegerField(help_text="The inspected assistant.")
     operator_id = serializers.IntegerField(
-        allow_null=True, help_text=("The AI operator named in `operator_id`; null when none.")
+        allow_null=True, help_text="The AI operator named in `operator_id`; null when none."
     )
     assistant_enabled = serializers.BooleanField(help_text="True when the assistant is enabled.")
     configured_provider = serializers.CharField(help_text="The provider the configuration resolves to.")
     configured_model = serializers.CharField(
-        allow_null=True, help_text=("The model the configuration resolves to; null when unset.")
+        allow_null=True, help_text="The model the configuration resolves to; null when unset."
     )
     configuration_resolved = serializers.BooleanField(help_text="Always true: the configuration resolved.")
     provider_verified = serializers.BooleanField(help_text="Always false: the inspection calls no provider.")

@@ -248,21 +248,21 @@ class BillingTransactionDoc(MoneyDocMixin):
     id = serializers.IntegerField(help_text="The transaction's id.")
     type = serializers.ChoiceField(
         choices=Transaction.Type.values,
-        help_text=("The transaction's type, a snake_case slug; `unknown` for a type introduced later."),
+        help_text="The transaction's type, a snake_case slug; `unknown` for a type introduced later.",
     )
     state = serializers.ChoiceField(
         choices=Transaction.State.values,
-        help_text=("The transaction's state, a snake_case slug; `unknown` for a state introduced later."),
+        help_text="The transaction's state, a snake_case slug; `unknown` for a state introduced later.",
     )
     direction = serializers.ChoiceField(
         choices=Transaction.Direction.values,
-        help_text=("`credit` or `debit`; `unknown` for a value introduced later."),
+        help_text="`credit` or `debit`; `unknown` for a value introduced later.",
     )
     amount_minor = serializers.IntegerField(help_text=f"Positive; `direction` tells credit from debit. {MONEY_HELP}")
     description = serializers.CharField(allow_blank=True, help_text="The transaction's description; empty when none.")
     invoice_id = serializers.IntegerField(allow_null=True, help_text="Set when the invoice is one this API shows.")
     legal_entity_id = serializers.IntegerField(
-        allow_null=True, help_text=("The legal entity the transaction names; null when none.")
+        allow_null=True, help_text="The legal entity the transaction names; null when none."
     )
     created_at = serializers.DateTimeField(help_text="When the transaction was recorded.")
 
@@ -271,11 +271,11 @@ class BillingSubscriptionDoc(MoneyDocMixin):
     id = serializers.IntegerField(help_text="The subscription's id.")
     kind = serializers.ChoiceField(
         choices=Subscription.Kind.values,
-        help_text=("The subscription's kind, a snake_case slug; `unknown` for a kind introduced later."),
+        help_text="The subscription's kind, a snake_case slug; `unknown` for a kind introduced later.",
     )
     status = serializers.ChoiceField(
         choices=Subscription.Status.values,
-        help_text=("The subscription's status, a snake_case slug; `unknown` for a status introduced later."),
+        help_text="The subscription's status, a snake_case slug; `unknown` for a status introduced later.",
     )
     product = serializers.CharField(help_text="Product or package code.")
     name = serializers.CharField(help_text="The subscription's name.")
@@ -283,10 +283,10 @@ class BillingSubscriptionDoc(MoneyDocMixin):
     period_months = serializers.IntegerField(help_text="The length of one billing period, in months.")
     started_at = serializers.DateTimeField(help_text="When the subscription started.")
     current_period_end = serializers.DateTimeField(
-        allow_null=True, help_text=("When the current period ends; null when none is running.")
+        allow_null=True, help_text="When the current period ends; null when none is running."
     )
     cancelled_at = serializers.DateTimeField(
-        allow_null=True, help_text=("When the subscription was cancelled; null unless cancelled.")
+        allow_null=True, help_text="When the subscription was cancelled; null unless cancelled."
     )
     created_at = serializers.DateTimeField(help_text="When the subscription was recorded.")
 
@@ -296,7 +296,7 @@ class BillingInvoiceDoc(MoneyDocMixin):
     number = serializers.CharField(help_text="The invoice's number.")
     status = serializers.ChoiceField(
         choices=Invoice.Status.values,
-        help_text=("The invoice's status, a snake_case slug; `unknown` for a status introduced later."),
+        help_text="The invoice's status, a snake_case slug; `unknown` for a status introduced later.",
     )
     legal_entity_id = serializers.IntegerField(help_text="The legal entity billed (bank transfer).")
     total_minor = serializers.IntegerField(help_text=MONEY_HELP)
@@ -455,14 +455,14 @@ class AccountPatchInput(InputSerializer):
         allow_null=True,
         allow_blank=True,
         max_length=150,
-        help_text=("The account owner's name; null or empty clears it."),
+        help_text="The account owner's name; null or empty clears it.",
     )
     surname = NameTextField(
         required=False,
         allow_null=True,
         allow_blank=True,
         max_length=150,
-        help_text=("The account owner's surname; null or empty clears it."),
+        help_text="The account owner's surname; null or empty clears it.",
     )
     phone = ClearablePhoneField(
         required=False,

@@ -56,7 +56,7 @@ class InboundMessageInput(InputSerializer):
     external_channel_id = StrictCharField(
         min_length=1,
         max_length=255,
-        help_text=("Your id of the conversation on your channel; operator replies carry it back."),
+        help_text="Your id of the conversation on your channel; operator replies carry it back.",
     )
     message = InboundMessageBodyInput(help_text="The inbound message.")
 
@@ -145,14 +145,14 @@ class VkCommunityDoc(serializers.Serializer):
     screen_name = serializers.CharField(help_text="The community's short address name.")
     is_primary = serializers.BooleanField(help_text="True for the widget's primary community.")
     webhook_status = serializers.CharField(
-        allow_null=True, help_text=("The provider webhook's registration status; null when none is recorded.")
+        allow_null=True, help_text="The provider webhook's registration status; null when none is recorded."
     )
     created_at = serializers.DateTimeField(help_text="When the community was connected.")
 
 
 class VkCommunityCreatedDoc(VkCommunityDoc):
     webhook = WebhookOutcomeDoc(
-        help_text=("The provider webhook's registration outcome: a 200 does not by itself mean inbound works.")
+        help_text="The provider webhook's registration outcome: a 200 does not by itself mean inbound works."
     )
 
 
@@ -168,7 +168,7 @@ class AdCabinetDoc(serializers.Serializer):
     name = serializers.CharField(help_text="The cabinet's name.")
     status = serializers.ChoiceField(
         choices=["enabled", "disabled", "suspended_by_billing"],
-        help_text=("`enabled`, `disabled`, or `suspended_by_billing` (system-owned, never settable)."),
+        help_text="`enabled`, `disabled`, or `suspended_by_billing` (system-owned, never settable).",
     )
     channel = serializers.CharField(help_text="`av__<id>`: the channel code of its chats and department lists.")
     created_at = serializers.DateTimeField(help_text="When the cabinet was created.")
@@ -179,5 +179,5 @@ class AdCabinetPatchInput(InputSerializer):
     status = serializers.ChoiceField(
         choices=["enabled", "disabled"],
         error_messages={"invalid_choice": "Must be enabled or disabled (suspended_by_billing is system-owned)."},
-        help_text=("`enabled` or `disabled`; enabling is capped by the slots the plan includes."),
+        help_text="`enabled` or `disabled`; enabling is capped by the slots the plan includes.",
     )

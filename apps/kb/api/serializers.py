@@ -48,7 +48,7 @@ class RuleInput(InputSerializer):
         max_length=services.DOC_ID_MAX_CHARS,
         allow_null=True,
         required=False,
-        help_text=("Your id of the document the rule belongs to, up to 200 characters; optional."),
+        help_text="Your id of the document the rule belongs to, up to 200 characters; optional.",
     )
 
     def to_internal_value(self, data):
@@ -94,7 +94,7 @@ class RuleDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="The rule's id.")
     content = serializers.CharField(help_text="The rule's text.")
     doc_id = serializers.CharField(
-        allow_null=True, help_text=("Your id of the document the rule belongs to; null when none.")
+        allow_null=True, help_text="Your id of the document the rule belongs to; null when none."
     )
     source_ref = serializers.CharField(help_text="`manual:<id>`, `upload:<id>` or `crawl:<url>`.")
     button_id = serializers.CharField(allow_null=True, help_text="Read-only (422 `kb_read_only_field` if sent).")
@@ -127,7 +127,7 @@ class SearchDoc(serializers.Serializer):
     mode = serializers.ChoiceField(choices=["hybrid", "keyword", "empty"], help_text="`hybrid`, `keyword` or `empty`.")
     embedding_model = serializers.CharField(allow_null=True, help_text="The embedding model used; null when none was.")
     assistant_id = serializers.IntegerField(
-        allow_null=True, help_text=("The assistant the search previewed; null when none was named.")
+        allow_null=True, help_text="The assistant the search previewed; null when none was named."
     )
     rag_enabled = serializers.BooleanField(allow_null=True, help_text="The assistant's switch, when one is named.")
 
@@ -157,7 +157,7 @@ class StatusDoc(serializers.Serializer):
     embedded_chunks = serializers.IntegerField(help_text="Rules embedded with the current embedding model.")
     stale_chunks = serializers.IntegerField(help_text="Rules embedded with another model, or not at all.")
     embedding_model = serializers.CharField(
-        allow_null=True, help_text=("The current embedding model; null when nothing can embed.")
+        allow_null=True, help_text="The current embedding model; null when nothing can embed."
     )
     can_embed = serializers.BooleanField(help_text="True when a credential can embed.")
     documents = serializers.DictField(child=serializers.IntegerField(), help_text="Uploaded documents per state.")
@@ -184,12 +184,12 @@ class DocumentDoc(serializers.Serializer):
     name = serializers.CharField(help_text="The uploaded file's name.")
     format = serializers.ChoiceField(
         choices=["txt", "md", "html", "csv", "json", "pdf", "docx", "odt"],
-        help_text=("The format read from the file's bytes."),
+        help_text="The format read from the file's bytes.",
     )
     size = serializers.IntegerField(help_text="The file's size in bytes.")
     state = serializers.ChoiceField(
         choices=["queued", "processing", "ready", "failed"],
-        help_text=("`queued`, `processing`, `ready` or `failed` (see `error`)."),
+        help_text="`queued`, `processing`, `ready` or `failed` (see `error`).",
     )
     error = DocumentErrorDoc(allow_null=True, help_text="Why ingestion failed; null unless `failed`.")
     chunk_count = serializers.IntegerField(help_text="How many rules the document made.")
@@ -271,27 +271,27 @@ class CrawlerInput(InputSerializer):
         max_length=50,
         required=False,
         default=list,
-        help_text=("Globs over path and query never crawled."),
+        help_text="Globs over path and query never crawled.",
     )
     max_pages = StrictIntegerField(
         min_value=1,
         max_value=1000,
         required=False,
         default=100,
-        help_text=("At most this many pages per crawl, 1 to 1000 (default 100)."),
+        help_text="At most this many pages per crawl, 1 to 1000 (default 100).",
     )
     max_depth = StrictIntegerField(
         min_value=0,
         max_value=5,
         required=False,
         default=3,
-        help_text=("How many links deep from a start URL, 0 to 5 (default 3)."),
+        help_text="How many links deep from a start URL, 0 to 5 (default 3).",
     )
     schedule = serializers.ChoiceField(
         choices=["manual", "daily", "weekly"],
         required=False,
         default="manual",
-        help_text=("`manual` (the default), `daily` or `weekly`."),
+        help_text="`manual` (the default), `daily` or `weekly`.",
     )
 
     def validate_start_urls(self, value):
@@ -311,16 +311,16 @@ class CrawlerWriteQuery(InputSerializer):
 
 class CrawlerConfigDoc(serializers.Serializer):
     start_urls = serializers.ListField(
-        child=serializers.CharField(), help_text=("The https URLs the crawl starts from; it stays on their hosts.")
+        child=serializers.CharField(), help_text="The https URLs the crawl starts from; it stays on their hosts."
     )
     include = serializers.ListField(
-        child=serializers.CharField(), help_text=("Globs over path and query that are crawled; empty: all.")
+        child=serializers.CharField(), help_text="Globs over path and query that are crawled; empty: all."
     )
     exclude = serializers.ListField(child=serializers.CharField(), help_text="Globs over path and query never crawled.")
     max_pages = serializers.IntegerField(help_text="At most this many pages per crawl.")
     max_depth = serializers.IntegerField(help_text="How many links deep from a start URL.")
     schedule = serializers.ChoiceField(
-        choices=["manual", "daily", "weekly"], help_text=("`manual`, `daily` or `weekly`.")
+        choices=["manual", "daily", "weekly"], help_text="`manual`, `daily` or `weekly`."
     )
     updated_at = serializers.DateTimeField(help_text="When the configuration was last saved.")
 
@@ -338,10 +338,10 @@ class CrawlRunDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="The crawl's id.")
     status = serializers.ChoiceField(
         choices=["queued", "running", "finished", "failed", "cancelled"],
-        help_text=("`queued`, `running`, `finished`, `failed` or `cancelled`."),
+        help_text="`queued`, `running`, `finished`, `failed` or `cancelled`.",
     )
     trigger = serializers.ChoiceField(
-        choices=["put", "schedule"], help_text=("`put` (a configuration write) or `schedule`.")
+        choices=["put", "schedule"], help_text="`put` (a configuration write) or `schedule`."
     )
     pages_fetched = serializers.IntegerField(help_text="HTML pages answered 200.")
     pages_indexed = serializers.IntegerField(help_text="New or changed pages, chunked and embedded.")

@@ -82,7 +82,7 @@ class EvidenceDoc(serializers.Serializer):
 
 class GateDoc(serializers.Serializer):
     name = serializers.ChoiceField(
-        choices=["master_switch", "evidence", "probation"], help_text=("`master_switch`, `evidence` or `probation`.")
+        choices=["master_switch", "evidence", "probation"], help_text="`master_switch`, `evidence` or `probation`."
     )
     open = serializers.BooleanField(help_text="True when the gate lets a cycle run.")
     reason = serializers.CharField(
@@ -99,7 +99,7 @@ class GateDoc(serializers.Serializer):
 
 class KillSwitchDoc(serializers.Serializer):
     assistant_id = serializers.IntegerField(
-        allow_null=True, help_text=("The assistant the gates are for; null when none.")
+        allow_null=True, help_text="The assistant the gates are for; null when none."
     )
     may_run = serializers.BooleanField(help_text="True when every gate is open.")
     gates = GateDoc(many=True, help_text="The three gates, in order.")
@@ -107,7 +107,7 @@ class KillSwitchDoc(serializers.Serializer):
 
 class PolicyDoc(serializers.Serializer):
     min_new_evidence = serializers.IntegerField(
-        help_text=("Evidence items needed since the last change before a cycle may run.")
+        help_text="Evidence items needed since the last change before a cycle may run."
     )
     evidence_window_days = serializers.IntegerField(help_text="How many days back a cycle looks at most.")
     low_rating_max = serializers.IntegerField(help_text="The highest rating that counts as low.")
@@ -118,7 +118,7 @@ class PolicyDoc(serializers.Serializer):
 class ProbationDoc(serializers.Serializer):
     version = serializers.IntegerField(help_text="The persona version on probation.")
     source = serializers.ChoiceField(
-        choices=PersonaVersion.Source.choices, help_text=("How that version was made: `tune`, `wish` or `revert`.")
+        choices=PersonaVersion.Source.choices, help_text="How that version was made: `tune`, `wish` or `revert`."
     )
     started_at = serializers.DateTimeField(help_text="When the probation started.")
     until = serializers.DateTimeField(help_text="When the probation ends.")
@@ -157,7 +157,7 @@ class CycleDoc(serializers.Serializer):
         "contact details or sentences, so it waits for the owner as a wish in `proposed`).",
     )
     persona_version = serializers.IntegerField(
-        allow_null=True, help_text=("The persona version the cycle made; null when it made none.")
+        allow_null=True, help_text="The persona version the cycle made; null when it made none."
     )
     error = serializers.CharField(
         allow_null=True,
@@ -178,23 +178,23 @@ class ControlPanelTargetDoc(serializers.Serializer):
 
 class ControlPanelDoc(serializers.Serializer):
     autonomous_tuning_enabled = serializers.BooleanField(
-        help_text=("The master switch of tuning cycles (changed with `PATCH /ai/settings`).")
+        help_text="The master switch of tuning cycles (changed with `PATCH /ai/settings`)."
     )
     learning_target = ControlPanelTargetDoc(
-        allow_null=True, help_text=("The assistant the panel reports on; null when none.")
+        allow_null=True, help_text="The assistant the panel reports on; null when none."
     )
     policy = PolicyDoc(help_text="The tuning policy's fixed values.")
     kill_switch = KillSwitchDoc(help_text="The gates that decide whether a cycle may run.")
     current_version = serializers.IntegerField(
-        allow_null=True, help_text=("The assistant's latest persona version; null before the first.")
+        allow_null=True, help_text="The assistant's latest persona version; null before the first."
     )
     live_matches_current_version = serializers.BooleanField(
-        help_text=("True when the live persona and system prompt are the latest version's.")
+        help_text="True when the live persona and system prompt are the latest version's."
     )
     probation = ProbationDoc(allow_null=True, help_text="The change on probation now; null when none.")
     last_cycle = CycleDoc(allow_null=True, help_text="The latest cycle; null before the first.")
     cycle_in_progress = serializers.IntegerField(
-        allow_null=True, help_text=("The id of a cycle running now; null when none.")
+        allow_null=True, help_text="The id of a cycle running now; null when none."
     )
     pending_wishes = serializers.IntegerField(help_text="How many wishes wait for a decision.")
 
@@ -208,7 +208,7 @@ class VersionProbationDoc(serializers.Serializer):
     until = serializers.DateTimeField(help_text="When the probation ends.")
     state = serializers.ChoiceField(
         choices=["running", "completed", "superseded", "reverted"],
-        help_text=("`running`, `completed`, `superseded` or `reverted`."),
+        help_text="`running`, `completed`, `superseded` or `reverted`.",
     )
     ended_at = serializers.DateTimeField(allow_null=True, help_text="When the probation ended; null while running.")
 
@@ -218,18 +218,18 @@ class VersionDoc(serializers.Serializer):
     assistant_id = serializers.IntegerField(help_text="The assistant.")
     created_at = serializers.DateTimeField(help_text="When the version was made.")
     source = serializers.ChoiceField(
-        choices=PersonaVersion.Source.choices, help_text=("`tune`, `wish` or `revert`: what made it.")
+        choices=PersonaVersion.Source.choices, help_text="`tune`, `wish` or `revert`: what made it."
     )
     persona = serializers.CharField(help_text="The persona as this version made it.")
     system_prompt = serializers.CharField(help_text="The system prompt as this version made it.")
     previous = PairDoc(help_text="The pair this version replaced.")
     reverted_to = serializers.IntegerField(
-        allow_null=True, help_text=("For a revert: the version it went back to; null otherwise.")
+        allow_null=True, help_text="For a revert: the version it went back to; null otherwise."
     )
     restored = serializers.ChoiceField(
         choices=["snapshot", "previous"],
         allow_null=True,
-        help_text=("For a revert: `snapshot` or `previous`; null otherwise."),
+        help_text="For a revert: `snapshot` or `previous`; null otherwise.",
     )
     probation = VersionProbationDoc(allow_null=True, help_text="The version's probation; null when it had none.")
 
@@ -270,13 +270,13 @@ class WishDoc(serializers.Serializer):
     proposal_pending = serializers.BooleanField(help_text="True while the provider's rewrite is being made.")
     proposal_error = serializers.CharField(allow_null=True, help_text="Why the proposal failed; null otherwise.")
     applied_version = serializers.IntegerField(
-        allow_null=True, help_text=("The persona version approval made; null until approved.")
+        allow_null=True, help_text="The persona version approval made; null until approved."
     )
     revert_version = serializers.IntegerField(
-        allow_null=True, help_text=("The persona version a revert made; null unless reverted.")
+        allow_null=True, help_text="The persona version a revert made; null unless reverted."
     )
     probation_until = serializers.DateTimeField(
-        allow_null=True, help_text=("When the applied change's probation ends; null when none.")
+        allow_null=True, help_text="When the applied change's probation ends; null when none."
     )
     created_at = serializers.DateTimeField(help_text="When the wish was submitted.")
     updated_at = serializers.DateTimeField(help_text="When the wish last changed.")

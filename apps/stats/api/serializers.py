@@ -230,12 +230,12 @@ class StatsDoc(serializers.Serializer):
 class ChannelRowDoc(serializers.Serializer):
     channel = serializers.CharField(help_text="Channel code: `widget`, `ch{id}` or a messenger code.")
     chats_accepted = serializers.IntegerField(
-        help_text=("Chats of the channel created in the window that an operator answered.")
+        help_text="Chats of the channel created in the window that an operator answered."
     )
     chats_accepted_ai = serializers.IntegerField(help_text="Of those, first answered by the AI operator.")
     chats_accepted_human = serializers.IntegerField(help_text="Of those, first answered by a person.")
     chats_missed = serializers.IntegerField(
-        help_text=("Chats of the channel created in the window that nobody answered.")
+        help_text="Chats of the channel created in the window that nobody answered."
     )
 
 
@@ -256,7 +256,7 @@ class TimeseriesMetricsDoc(serializers.Serializer):
     chats_missed = serializers.IntegerField(required=False, help_text="Of those, chats nobody has answered.")
     chats_accepted = serializers.IntegerField(required=False, help_text="`chats_total - chats_missed`.")
     chats_accepted_ai = serializers.IntegerField(
-        required=False, help_text=("Of those, first answered by the AI operator.")
+        required=False, help_text="Of those, first answered by the AI operator."
     )
     chats_accepted_human = serializers.IntegerField(required=False, help_text="Of those, first answered by a person.")
     messages_total = serializers.IntegerField(required=False, help_text="Public messages sent in the bucket.")

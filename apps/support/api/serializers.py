@@ -43,7 +43,7 @@ class SupportChatListQuery(InputSerializer):
         max_value=CHAT_LIST_MAX,
         required=False,
         default=CHAT_LIST_MAX,
-        help_text=("At most this many chats."),
+        help_text="At most this many chats.",
     )
 
 
@@ -66,15 +66,15 @@ class ClaimInput(InputSerializer):
         max_value=CLAIM_TTL_MAX,
         required=False,
         default=300,
-        help_text=("How long the lease holds, 60 to 1800 seconds (default 300)."),
+        help_text="How long the lease holds, 60 to 1800 seconds (default 300).",
     )
     claim_id = StrictRegexField(
         CLAIM_ID_PATTERN,
         required=False,
-        help_text=("Your id of this lease; generated when omitted. Release names the lease with it."),
+        help_text="Your id of this lease; generated when omitted. Release names the lease with it.",
     )
     note = StrictCharField(
-        max_length=500, required=False, allow_blank=True, help_text=("A note for the audit, up to 500 characters.")
+        max_length=500, required=False, allow_blank=True, help_text="A note for the audit, up to 500 characters."
     )
 
 
@@ -96,26 +96,26 @@ class ReplyInput(InputSerializer):
     # limits apply to the normalised text.
     text = ReplyTextField(
         max_length=20000,
-        help_text=("The reply, 1 to 3500 characters once normalised; links only from the official catalogue."),
+        help_text="The reply, 1 to 3500 characters once normalised; links only from the official catalogue.",
     )
     expected_last_message_id = StrictIntegerField(
         min_value=0,
         allow_null=True,
-        help_text=("The chat's latest message id you saw; a newer message is 409 `chat_changed`."),
+        help_text="The chat's latest message id you saw; a newer message is 409 `chat_changed`.",
     )
     ticket = StrictIntegerField(
-        min_value=1, required=False, help_text=("The number of a ticket of this chat the reply answers.")
+        min_value=1, required=False, help_text="The number of a ticket of this chat the reply answers."
     )
     close_ticket = StrictBooleanField(
         required=False,
         default=True,
-        help_text=("With `ticket`: true (the default) closes it as answered; false keeps it open, held for the owner."),
+        help_text="With `ticket`: true (the default) closes it as answered; false keeps it open, held for the owner.",
     )
     claim_id = StrictRegexField(
-        CLAIM_ID_PATTERN, required=False, help_text=("The `claim_id` of your lease on the chat, when you hold one.")
+        CLAIM_ID_PATTERN, required=False, help_text="The `claim_id` of your lease on the chat, when you hold one."
     )
     note = StrictCharField(
-        max_length=500, required=False, allow_blank=True, help_text=("A note for the audit, up to 500 characters.")
+        max_length=500, required=False, allow_blank=True, help_text="A note for the audit, up to 500 characters."
     )
 
 
@@ -125,7 +125,7 @@ class ReplyInput(InputSerializer):
 class SupportAccountDoc(serializers.Serializer):
     link = serializers.ChoiceField(
         choices=["anonymous", "awaiting_code", "verified", "none"],
-        help_text=("`anonymous`, `awaiting_code`, `verified`, or `none` (never bind such a chat to an account)."),
+        help_text="`anonymous`, `awaiting_code`, `verified`, or `none` (never bind such a chat to an account).",
     )
     email = serializers.CharField(
         allow_null=True,
@@ -135,28 +135,28 @@ class SupportAccountDoc(serializers.Serializer):
         ),
     )
     app_user_id = serializers.CharField(
-        allow_null=True, help_text=("The application account id the chat is bound to; null when unbound.")
+        allow_null=True, help_text="The application account id the chat is bound to; null when unbound."
     )
     link_source = serializers.CharField(
         required=False, help_text="email_code, agent_code, cabinet, telegram_link or app_ticket"
     )
     identity_expires_at = serializers.DateTimeField(allow_null=True, help_text="When the identity lapses.")
     regrant_needed = serializers.BooleanField(
-        help_text=("True when the identity holds but the assistant's 30-minute read grant ran out.")
+        help_text="True when the identity holds but the assistant's 30-minute read grant ran out."
     )
     code_pending = serializers.BooleanField(help_text="True while a code can still be typed.")
     code_expires_at = serializers.DateTimeField(
-        allow_null=True, help_text=("When the code stops working (10 minutes after sending).")
+        allow_null=True, help_text="When the code stops working (10 minutes after sending)."
     )
     last_code_result = serializers.CharField(
         allow_null=True,
-        help_text=("`verified`, `wrong`, `expired`, `attempts_exhausted`, `rate_limited`, `consumed`, or null."),
+        help_text="`verified`, `wrong`, `expired`, `attempts_exhausted`, `rate_limited`, `consumed`, or null.",
     )
     last_code_at = serializers.DateTimeField(
-        allow_null=True, help_text=("When `last_code_result` was recorded; null when none.")
+        allow_null=True, help_text="When `last_code_result` was recorded; null when none."
     )
     email_requested = serializers.BooleanField(
-        help_text=("True when the chat asked the customer for the mailbox and will mail the code on arrival.")
+        help_text="True when the chat asked the customer for the mailbox and will mail the code on arrival."
     )
 
 
@@ -171,7 +171,7 @@ class SupportLeaseDoc(serializers.Serializer):
 class SupportSenderDoc(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=["client", "ai", "support", "external_operator", "system"],
-        help_text=("`client`, `ai`, `support`, `external_operator` or `system`."),
+        help_text="`client`, `ai`, `support`, `external_operator` or `system`.",
     )
     agent_id = serializers.IntegerField(
         allow_null=True, required=False, help_text="The writing operator's agent id; null when no operator wrote it."
@@ -211,7 +211,7 @@ class SupportChatDoc(serializers.Serializer):
     locale = serializers.CharField(allow_null=True, help_text="The customer's language tag; null when unknown.")
     last_message = SupportLastMessageDoc(allow_null=True, help_text="The chat's latest message; null before the first.")
     unanswered_count = serializers.IntegerField(
-        help_text=("Customer messages after the last visible operator or AI message.")
+        help_text="Customer messages after the last visible operator or AI message."
     )
     ai_state = SupportAiStateDoc(help_text="Who handles the chat: the AI or people.")
     open_ticket = SupportTicketBriefDoc(allow_null=True, help_text="The chat's open ticket; null when none.")
@@ -258,7 +258,7 @@ class SupportMessageListDoc(serializers.Serializer):
 
 class SupportAttachmentDoc(serializers.Serializer):
     kind = serializers.ChoiceField(
-        choices=["image", "text"], help_text=("`image` (base64 in `data_base64`) or `text` (in `text`).")
+        choices=["image", "text"], help_text="`image` (base64 in `data_base64`) or `text` (in `text`)."
     )
     name = serializers.CharField(help_text="The original file name.")
     mime_type = serializers.CharField(help_text="The file's media type.")
@@ -289,7 +289,7 @@ class SupportTicketEffectDoc(serializers.Serializer):
     ticket = serializers.IntegerField(allow_null=True, help_text="The ticket's number; null when the reply named none.")
     effect = serializers.ChoiceField(
         choices=["none", "closed", "held_for_owner", "unchanged"],
-        help_text=("`none`, `closed`, `held_for_owner` or `unchanged`."),
+        help_text="`none`, `closed`, `held_for_owner` or `unchanged`.",
     )
     state = serializers.CharField(required=False, help_text="The ticket's state after the reply: `open` or `closed`.")
 
@@ -298,12 +298,12 @@ class SupportReplyDoc(serializers.Serializer):
     action_id = serializers.IntegerField(help_text="The audited action's id.")
     status = serializers.ChoiceField(
         choices=["stored", "pending"],
-        help_text=("`stored`, or `pending` when storing was not confirmed within 5 seconds (202)."),
+        help_text="`stored`, or `pending` when storing was not confirmed within 5 seconds (202).",
     )
     message_id = serializers.IntegerField(allow_null=True, help_text="The stored message; null while `pending`.")
     chat_id = serializers.IntegerField(help_text="The chat's id.")
     delivery = serializers.CharField(
-        help_text=("How the customer gets the reply: `widget_on_return`, `app_ticket_status` or `messenger`.")
+        help_text="How the customer gets the reply: `widget_on_return`, `app_ticket_status` or `messenger`."
     )
     text = serializers.CharField(help_text="The text as sent, after normalisation.")
     ticket_effect = SupportTicketEffectDoc(help_text="What the reply did to a ticket.")
@@ -323,7 +323,7 @@ class SupportActionDoc(serializers.Serializer):
     ticket_number = serializers.IntegerField(allow_null=True, help_text="The ticket concerned; null when none.")
     message_id = serializers.IntegerField(allow_null=True, help_text="The message concerned; null when none.")
     text_sha256 = serializers.CharField(
-        allow_null=True, help_text=("SHA-256 of the sent text (never the text); null when none.")
+        allow_null=True, help_text="SHA-256 of the sent text (never the text); null when none."
     )
     text_length = serializers.IntegerField(allow_null=True, help_text="The sent text's length; null when none.")
     is_support_reply = serializers.BooleanField(help_text="True for a reply to a customer.")

@@ -141,10 +141,10 @@ class AccountRefInput(InputSerializer):
 class ClientInput(InputSerializer):
     platform = StrictCharField(max_length=32, required=False, help_text="The client platform, up to 32 characters.")
     app_version = StrictCharField(
-        max_length=32, required=False, help_text=("The application's version, up to 32 characters.")
+        max_length=32, required=False, help_text="The application's version, up to 32 characters."
     )
     locale = StrictRegexField(
-        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?$", required=False, help_text=("The customer's language tag.")
+        r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?$", required=False, help_text="The customer's language tag."
     )
 
 
@@ -156,17 +156,17 @@ class RefundInput(InputSerializer):
 class TicketIntakeInput(InputSerializer):
     contract = ContractField(help_text="`v1`.")
     request_id = StrictRegexField(
-        REQUEST_ID, help_text=("Your id of this request: a repeat within 24 h answers the same.")
+        REQUEST_ID, help_text="Your id of this request: a repeat within 24 h answers the same."
     )
     source = serializers.ChoiceField(choices=["app", "web", "bot"], help_text="`app`, `web` or `bot`.")
     category = serializers.ChoiceField(
         choices=["billing", "technical", "account", "other"],
-        help_text=("`billing`, `technical`, `account` or `other`."),
+        help_text="`billing`, `technical`, `account` or `other`.",
     )
     message = StrictCharField(min_length=1, max_length=4000, help_text="The customer's message, 1 to 4000 characters.")
     subject = StrictCharField(max_length=200, required=False, help_text="The subject, up to 200 characters; optional.")
     in_reply_to = StrictIntegerField(
-        min_value=1, required=False, help_text=("The number of an earlier ticket this one follows; optional.")
+        min_value=1, required=False, help_text="The number of an earlier ticket this one follows; optional."
     )
     account = AccountRefInput(help_text="The application account the ticket is for.")
     client = ClientInput(required=False, help_text="The customer's client; optional.")
@@ -177,7 +177,7 @@ class TicketIntakeInput(InputSerializer):
 class TicketCursorInput(InputSerializer):
     number = StrictIntegerField(min_value=1, help_text="A ticket's number.")
     after_message_id = StrictIntegerField(
-        min_value=0, required=False, help_text=("Only replies after this message id; optional.")
+        min_value=0, required=False, help_text="Only replies after this message id; optional."
     )
 
 
@@ -192,7 +192,7 @@ class TicketStatusInput(InputSerializer):
         many=True,
         required=False,
         max_length=services.STATUS_MAX_TICKETS,
-        help_text=("Up to 20 tickets with their reply cursors; optional."),
+        help_text="Up to 20 tickets with their reply cursors; optional.",
     )
 
 
@@ -200,12 +200,12 @@ class TargetInput(InputSerializer):
     chat_id = StrictIntegerField(min_value=1, required=False, help_text="A chat's id.")
     ticket = StrictIntegerField(min_value=1, required=False, help_text="A ticket's number.")
     widget_visitor = StrictRegexField(
-        r"^[0-9a-f]{32}$", required=False, help_text=("A widget visitor's 32-character contact guid: every chat of it.")
+        r"^[0-9a-f]{32}$", required=False, help_text="A widget visitor's 32-character contact guid: every chat of it."
     )
     telegram_user = StrictCharField(
         max_length=64,
         required=False,
-        help_text=("A messenger user; not supported yet (422 `target_not_supported_yet`)."),
+        help_text="A messenger user; not supported yet (422 `target_not_supported_yet`).",
     )
 
     def validate(self, attrs):
@@ -217,14 +217,14 @@ class TargetInput(InputSerializer):
 class LinkAccountInput(InputSerializer):
     app_user_id = StrictRegexField(USER_ID, help_text="The application account's id.")
     email = StrictEmailField(
-        required=False, max_length=254, help_text=("The account's confirmed e-mail address; optional.")
+        required=False, max_length=254, help_text="The account's confirmed e-mail address; optional."
     )
 
 
 class GrantInput(InputSerializer):
     token = StrictCharField(min_length=1, max_length=512, help_text="The read grant's token.")
     expires_at = serializers.DateTimeField(
-        help_text=("When the grant lapses; clamped to at most 30 minutes, not refused.")
+        help_text="When the grant lapses; clamped to at most 30 minutes, not refused."
     )
 
 
@@ -240,13 +240,13 @@ class AccountLinkInput(InputSerializer):
         ),
     )
     identity_expires_at = serializers.DateTimeField(
-        help_text=("When the identity lapses; clamped per `method`, not refused.")
+        help_text="When the identity lapses; clamped per `method`, not refused."
     )
     grant = GrantInput(help_text="The assistant's read grant.")
     verification_ref = StrictCharField(
         max_length=128,
         required=False,
-        help_text=("Your reference of the verification, up to 128 characters; optional."),
+        help_text="Your reference of the verification, up to 128 characters; optional.",
     )
 
 
@@ -280,7 +280,7 @@ class TicketStatusItemDoc(serializers.Serializer):
 class TicketStatusDoc(serializers.Serializer):
     tickets = TicketStatusItemDoc(many=True, help_text="The account's tickets asked for.")
     not_found = serializers.ListField(
-        child=serializers.IntegerField(), help_text=("Numbers that are not this account's tickets.")
+        child=serializers.IntegerField(), help_text="Numbers that are not this account's tickets."
     )
 
 
@@ -288,10 +288,10 @@ class AccountLinkDoc(serializers.Serializer):
     bound = serializers.BooleanField(help_text="True when a chat is bound to the account; false when nothing was.")
     chat_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="The bound chats.")
     identity_expires_at = serializers.DateTimeField(
-        required=False, help_text=("When the identity lapses, after clamping.")
+        required=False, help_text="When the identity lapses, after clamping."
     )
     grant_expires_at = serializers.DateTimeField(
-        required=False, help_text=("When the read grant lapses, after clamping.")
+        required=False, help_text="When the read grant lapses, after clamping."
     )
     revoked = serializers.IntegerField(required=False, help_text="On revoke: how many chats were unbound.")
 

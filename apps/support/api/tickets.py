@@ -78,7 +78,7 @@ class SupportTicketDoc(s.serializers.Serializer):
     category = s.serializers.CharField(help_text="The ticket's category.")
     subject = s.serializers.CharField(allow_null=True, help_text="The ticket's subject; null when none.")
     duplicate_of = s.serializers.IntegerField(
-        allow_null=True, help_text=("The number of the ticket it duplicates; null otherwise.")
+        allow_null=True, help_text="The number of the ticket it duplicates; null otherwise."
     )
     chat_id = s.serializers.IntegerField(help_text="The ticket's chat.")
     account = s.SupportAccountDoc(help_text="`chat.account` of the ticket's chat.")
@@ -95,10 +95,10 @@ class SupportTicketListDoc(s.serializers.Serializer):
 class SupportTicketDetailDoc(SupportTicketDoc):
     chat = s.SupportChatDoc(help_text="The ticket's chat, with the verified account e-mail.")
     opening_transcript = s.SupportMessageDoc(
-        many=True, help_text=("The ticket's first message and what followed, oldest first, at most 50.")
+        many=True, help_text="The ticket's first message and what followed, oldest first, at most 50."
     )
     previous_numbers = s.serializers.ListField(
-        child=s.serializers.IntegerField(), help_text=("The numbers of the same account's earlier tickets.")
+        child=s.serializers.IntegerField(), help_text="The numbers of the same account's earlier tickets."
     )
     agent_notes = s.serializers.ListField(child=s.serializers.DictField(), help_text="The agents' notes on the ticket.")
 

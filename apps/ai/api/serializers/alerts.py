@@ -23,7 +23,7 @@ class AcknowledgeInput(InputSerializer):
         child=StrictIntegerField(min_value=1),
         max_length=100,
         required=False,
-        help_text=("The alerts to acknowledge, at most 100."),
+        help_text="The alerts to acknowledge, at most 100.",
     )
 
 
@@ -33,11 +33,11 @@ class AlertDoc(serializers.Serializer):
     message = serializers.CharField(help_text="The alert, for people.")
     details = serializers.DictField(help_text="Details of the alert, by name.")
     state = serializers.ChoiceField(
-        choices=["unacknowledged", "acknowledged"], help_text=("`unacknowledged` or `acknowledged`.")
+        choices=["unacknowledged", "acknowledged"], help_text="`unacknowledged` or `acknowledged`."
     )
     created_at = serializers.DateTimeField(help_text="When the alert was raised.")
     acknowledged_at = serializers.DateTimeField(
-        allow_null=True, help_text=("When the alert was acknowledged; null until then.")
+        allow_null=True, help_text="When the alert was acknowledged; null until then."
     )
 
 

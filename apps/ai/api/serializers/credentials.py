@@ -51,10 +51,10 @@ class CredentialInput(InputSerializer):
         required=False,
         allow_null=True,
         allow_blank=True,
-        help_text=("The provider's base URL; required for `openai_compatible`."),
+        help_text="The provider's base URL; required for `openai_compatible`.",
     )
     model = StrictCharField(
-        max_length=200, required=False, allow_null=True, allow_blank=True, help_text=("The model name.")
+        max_length=200, required=False, allow_null=True, allow_blank=True, help_text="The model name."
     )
     embedding_model = StrictCharField(
         max_length=100,
@@ -67,26 +67,26 @@ class CredentialInput(InputSerializer):
     signing_secret = SecretField(
         required=False,
         allow_null=True,
-        help_text=("A signing secret for the provider's calls; write-only, never returned."),
+        help_text="A signing secret for the provider's calls; write-only, never returned.",
     )
     is_active = StrictBooleanField(required=False, help_text="False to keep the credential without using it.")
     assistant_id = AssistantField(
         source="assistant",
         required=False,
         allow_null=True,
-        help_text=("Scope the credential to this assistant; not with `operator_id`."),
+        help_text="Scope the credential to this assistant; not with `operator_id`.",
     )
     operator_id = AiOperatorField(
         source="operator",
         required=False,
         allow_null=True,
-        help_text=("Scope the credential to this AI operator; not with `assistant_id`."),
+        help_text="Scope the credential to this AI operator; not with `assistant_id`.",
     )
     backup_credential_id = BackupField(
         source="backup_credential",
         required=False,
         allow_null=True,
-        help_text=("The credential to try when this one fails; never itself."),
+        help_text="The credential to try when this one fails; never itself.",
     )
 
     def validate(self, attrs):
@@ -115,7 +115,7 @@ class BackupLinkDoc(serializers.Serializer):
 class CredentialDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="The credential's id.")
     provider = serializers.ChoiceField(
-        choices=PROVIDERS, help_text=("The driver code: `openai_compatible` or a vendor driver; immutable.")
+        choices=PROVIDERS, help_text="The driver code: `openai_compatible` or a vendor driver; immutable."
     )
     base_url = serializers.CharField(allow_null=True, help_text="The provider's base URL; null when unset.")
     endpoint = serializers.CharField(
@@ -130,21 +130,21 @@ class CredentialDoc(serializers.Serializer):
     is_active = serializers.BooleanField(help_text="True when the credential is in use.")
     scope = serializers.ChoiceField(
         choices=["widget", "assistant", "operator"],
-        help_text=("`widget`, `assistant` or `operator`: what the credential serves."),
+        help_text="`widget`, `assistant` or `operator`: what the credential serves.",
     )
     assistant_id = serializers.IntegerField(
-        allow_null=True, help_text=("The assistant it serves; null unless `scope` is `assistant`.")
+        allow_null=True, help_text="The assistant it serves; null unless `scope` is `assistant`."
     )
     operator_id = serializers.IntegerField(
-        allow_null=True, help_text=("The AI operator it serves; null unless `scope` is `operator`.")
+        allow_null=True, help_text="The AI operator it serves; null unless `scope` is `operator`."
     )
     backup_credential_id = serializers.IntegerField(
-        allow_null=True, help_text=("The credential tried when this one fails; null when none.")
+        allow_null=True, help_text="The credential tried when this one fails; null when none."
     )
     backup_chain = BackupLinkDoc(many=True, help_text="The resolved chain of backups, in the order they are tried.")
     has_api_key = serializers.BooleanField(help_text="True when an API key is stored (it is never returned).")
     has_signing_secret = serializers.BooleanField(
-        help_text=("True when a signing secret is stored (it is never returned).")
+        help_text="True when a signing secret is stored (it is never returned)."
     )
     created_at = serializers.DateTimeField(help_text="When the credential was created.")
     updated_at = serializers.DateTimeField(help_text="When the credential was last changed.")

@@ -21,14 +21,14 @@ class IntegrationInput(InputSerializer):
         source="assistant",
         required=False,
         allow_null=True,
-        help_text=("The assistant whose credential the binding uses; optional."),
+        help_text="The assistant whose credential the binding uses; optional.",
     )
 
 
 class IntegrationDoc(serializers.Serializer):
     provider = serializers.ChoiceField(choices=PROVIDERS, help_text="The provider driver.")
     api_token_id = serializers.IntegerField(
-        help_text=("The token that signs the turn endpoint's calls (the one that created the binding).")
+        help_text="The token that signs the turn endpoint's calls (the one that created the binding)."
     )
     assistant_id = serializers.IntegerField(allow_null=True, help_text="The bound assistant; null when none.")
     turn_endpoint = serializers.URLField(help_text="The absolute URL of `/api/v1/ai/assistant/turn`.")
@@ -42,7 +42,7 @@ class IntegrationEnvelope(serializers.Serializer):
 
 class IntegrationCreatedDoc(IntegrationDoc):
     signing_secret = serializers.CharField(
-        min_length=48, max_length=48, help_text=("The 48-character signing secret, returned once.")
+        min_length=48, max_length=48, help_text="The 48-character signing secret, returned once."
     )
 
 

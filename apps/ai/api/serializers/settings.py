@@ -19,7 +19,7 @@ class SettingsPatchInput(InputSerializer):
     enabled = StrictBooleanField(required=False, help_text="The master switch: with it off nothing replies.")
     rag_enabled = StrictBooleanField(required=False, help_text="True to give the assistant the knowledge-base chunks.")
     shadow_mode = StrictBooleanField(
-        required=False, help_text=("True to store AI answers as private notes (never shown, never accepting the chat).")
+        required=False, help_text="True to store AI answers as private notes (never shown, never accepting the chat)."
     )
     autonomous_tuning_enabled = StrictBooleanField(
         required=False,
@@ -45,7 +45,7 @@ class SettingsPatchInput(InputSerializer):
     )
     handover_summary = StrictBooleanField(
         required=False,
-        help_text=("True to add a private note summarising the conversation when the AI hands a chat to people."),
+        help_text="True to add a private note summarising the conversation when the AI hands a chat to people.",
     )
 
 
@@ -67,7 +67,7 @@ class SettingsDoc(serializers.Serializer):
     enabled = serializers.BooleanField(help_text="The master switch: with it off nothing replies.")
     rag_enabled = serializers.BooleanField(help_text="True when the assistant is given the knowledge-base chunks.")
     shadow_mode = serializers.BooleanField(
-        help_text=("True when AI answers are stored as private notes (never shown, never accepting the chat).")
+        help_text="True when AI answers are stored as private notes (never shown, never accepting the chat)."
     )
     autonomous_tuning_enabled = serializers.BooleanField(
         help_text=(
@@ -86,7 +86,7 @@ class SettingsDoc(serializers.Serializer):
         )
     )
     handover_summary = serializers.BooleanField(
-        help_text=("True when the AI adds a private note summarising the conversation as it hands a chat to people.")
+        help_text="True when the AI adds a private note summarising the conversation as it hands a chat to people."
     )
     offline_outcome_mode = serializers.ChoiceField(
         choices=["handover_offline", "handover_unknown"],
@@ -96,7 +96,7 @@ class SettingsDoc(serializers.Serializer):
         ),
     )
     effective_assistant = EffectiveAssistantDoc(
-        allow_null=True, help_text=("The assistant that answers now; null when none.")
+        allow_null=True, help_text="The assistant that answers now; null when none."
     )
     legacy_persona = serializers.CharField(
         allow_null=True,
@@ -106,7 +106,7 @@ class SettingsDoc(serializers.Serializer):
         ),
     )
     learning_target = LearningTargetDoc(
-        allow_null=True, help_text=("The assistant learning writes and reads follow; null when none.")
+        allow_null=True, help_text="The assistant learning writes and reads follow; null when none."
     )
 
 

@@ -42,11 +42,11 @@ class TemplateDoc(TemplateSummaryDoc):
     system_prompt = serializers.CharField(help_text="The system prompt an applied assistant starts with.")
     greeting = serializers.CharField(help_text="The greeting an applied assistant starts with.")
     quick_phrases = serializers.ListField(
-        child=serializers.CharField(), help_text=("The quick phrases an applied assistant starts with.")
+        child=serializers.CharField(), help_text="The quick phrases an applied assistant starts with."
     )
     temperature = serializers.FloatField(help_text="The sampling temperature an applied assistant starts with.")
     escalation_triggers = serializers.ListField(
-        child=serializers.CharField(), help_text=("The template's own escalation triggers.")
+        child=serializers.CharField(), help_text="The template's own escalation triggers."
     )
     effective_escalation_triggers = serializers.ListField(
         child=serializers.CharField(),

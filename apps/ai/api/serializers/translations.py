@@ -44,13 +44,13 @@ class TranslationCountsDoc(serializers.Serializer):
 
 class TranslationStatusDoc(serializers.Serializer):
     available = serializers.BooleanField(
-        help_text=("False when the translation store is missing (`reason` `schema_unavailable`, zero counts).")
+        help_text="False when the translation store is missing (`reason` `schema_unavailable`, zero counts)."
     )
     enabled = serializers.BooleanField(help_text="True while auto-translation of custom texts is on.")
     reason = serializers.ChoiceField(
         choices=["schema_unavailable", "credential_missing"],
         allow_null=True,
-        help_text=("`schema_unavailable`, `credential_missing` (no active widget-wide provider credential), or null."),
+        help_text="`schema_unavailable`, `credential_missing` (no active widget-wide provider credential), or null.",
     )
     revision = serializers.IntegerField(help_text="The widget's language policy revision.")
     total = serializers.IntegerField(help_text="How many translations there are.")
@@ -61,10 +61,10 @@ class TranslationItemDoc(serializers.Serializer):
     locale = serializers.ChoiceField(choices=LOCALE_CHOICES, help_text="The translation's language.")
     field = serializers.ChoiceField(
         choices=("widget_name", "widget_signature", "widget_greeting"),
-        help_text=("`widget_name`, `widget_signature` or `widget_greeting`."),
+        help_text="`widget_name`, `widget_signature` or `widget_greeting`.",
     )
     state = serializers.ChoiceField(
-        choices=["ready", "stale", "pending", "failed"], help_text=("`ready`, `stale`, `pending` or `failed`.")
+        choices=["ready", "stale", "pending", "failed"], help_text="`ready`, `stale`, `pending` or `failed`."
     )
     has_text = serializers.BooleanField(help_text="True when a translated text is stored.")
     source_hash = serializers.CharField(help_text="A hash of the source text it was made from.")
@@ -85,7 +85,7 @@ class TranslationsEnvelope(serializers.Serializer):
 class RegenerateJobDoc(serializers.Serializer):
     locale = serializers.ChoiceField(choices=LOCALE_CHOICES, help_text="The job's language.")
     field = serializers.ChoiceField(
-        choices=("widget_name", "widget_signature", "widget_greeting"), help_text=("The job's field.")
+        choices=("widget_name", "widget_signature", "widget_greeting"), help_text="The job's field."
     )
 
 
