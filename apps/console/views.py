@@ -27,18 +27,15 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
 from apps.core.numbers import MAX_ID
-from apps.core.ratelimit import Budget, client_address
+from apps.core.ratelimit import SignInBudgets, client_address
 
 from . import access, forms, selectors, services
 from .access import operator_required
 
-# Sign-in attempts, checked in this order (a refused one consumes none of the later budgets):
-# per client address; per (address, e-mail), which stops one address guessing one password; and
-# per e-mail whatever the address, a ceiling far above what one address may spend, so it slows a
-# guess spread over many addresses without letting one address lock the e-mail out for its owner.
-LOGIN_BY_ADDRESS = Budget("console_login:addr", 20, 300)
-LOGIN_BY_ADDRESS_EMAIL = Budget("console_login:addr_email", 10, 900)
-LOGIN_BY_EMAIL = Budget("console_login:email", 100, 3600)
+# Sign-in attempts (SignInBudgets: per address, per address and e-mail, per e-mail). The per-e-mail
+# ceiling is far above what one address may spend, so it slows a guess spread over many addresses
+# without letting one address lock the e-mail out for its owner.
+LOGIN = SignInBudgets.of_page("console_login", "email")
 FAILED_LOGIN = gettext_lazy("The e-mail or the password is incorrect.")
 
 # The console's words for the refusals of the services it calls (the API keeps their English detail);
@@ -108,19 +105,6 @@ def _authenticate(email: str, password: str):
     return None
 
 
-def _login_budget_refusal(address: str, email: str):
-    """The first sign-in budget that refuses this attempt (see LOGIN_BY_*), or None when all admit it."""
-    for budget, parts in (
-        (LOGIN_BY_ADDRESS, (address,)),
-        (LOGIN_BY_ADDRESS_EMAIL, (address, email)),
-        (LOGIN_BY_EMAIL, (email,)),
-    ):
-        decision = budget.consume(*parts)
-        if not decision.allowed:
-            return decision
-    return None
-
-
 @never_cache
 @require_http_methods(["GET", "POST"])
 def login_view(request):
@@ -130,7 +114,7 @@ def login_view(request):
     context = {"form": form, "next": _safe_next(request), "error": None}
     if request.method == "POST":
         email = (request.POST.get("email") or "").strip().lower()[:254]
-        limited = _login_budget_refusal(client_address(request), email)
+        limited = LOGIN.refusal(client_address(request), email)
         if limited is not None:
             wait = max(1, math.ceil(limited.retry_after))
             minutes = math.ceil(wait / 60)

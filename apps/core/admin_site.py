@@ -15,32 +15,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
-from .ratelimit import Budget, Decision, client_address
+from .ratelimit import Decision, SignInBudgets, client_address
 from .services import issuable_widgets
 
-# Sign-in attempts, with the console's limits and in its order (a refused one consumes none of the
-# later budgets): per client address; per (address, username), which stops one address guessing one
-# password; and per username whatever the address, far above what one address may spend.
-LOGIN_BY_ADDRESS = Budget("admin_login:addr", 20, 300)
-LOGIN_BY_ADDRESS_USERNAME = Budget("admin_login:addr_username", 10, 900)
-LOGIN_BY_USERNAME = Budget("admin_login:username", 100, 3600)
-
-
-def login_budget_refusal(address: str, username: str) -> Decision | None:
-    """The first sign-in budget that refuses this attempt (see LOGIN_BY_*), or None when all admit it."""
-    for budget, parts in (
-        (LOGIN_BY_ADDRESS, (address,)),
-        (LOGIN_BY_ADDRESS_USERNAME, (address, username)),
-        (LOGIN_BY_USERNAME, (username,)),
-    ):
-        decision = budget.consume(*parts)
-        if not decision.allowed:
-            return decision
-    return None
+# Sign-in attempts: the console's limits, under budgets of this page's own.
+LOGIN = SignInBudgets.of_page("admin_login", "username")
 
 
 class AdminSite(admin.AdminSite):
-    """SECURITY: every sign-in POST spends the LOGIN_BY_* budgets before Django's login view checks
+    """SECURITY: every sign-in POST spends the LOGIN budgets before Django's login view checks
     the password; past a limit the answer is 429 with Retry-After and the password is not checked."""
 
     @method_decorator(never_cache)
@@ -48,7 +31,7 @@ class AdminSite(admin.AdminSite):
         if request.method == "POST":
             # Usernames are matched case-sensitively; one budget for every spelling of a name.
             username = (request.POST.get("username") or "").strip().lower()[:254]
-            limited = login_budget_refusal(client_address(request), username)
+            limited = LOGIN.refusal(client_address(request), username)
             if limited is not None:
                 return self._limited(request, limited)
         return super().login(request, extra_context)
@@ -56,16 +39,13 @@ class AdminSite(admin.AdminSite):
     def _limited(self, request, decision: Decision) -> TemplateResponse:
         wait = max(1, math.ceil(decision.retry_after))
         minutes = math.ceil(wait / 60)
-        context = {
-            **self.each_context(request),
-            "title": _("Log in"),
-            "message": ngettext(
-                "Too many sign-in attempts. Try again in %(minutes)d minute.",
-                "Too many sign-in attempts. Try again in %(minutes)d minutes.",
-                minutes,
-            )
-            % {"minutes": minutes},
-        }
+        # The console's sentence, translated in its catalogue.
+        message = ngettext(
+            "Too many sign-in attempts. Try again in %(minutes)d minute.",
+            "Too many sign-in attempts. Try again in %(minutes)d minutes.",
+            minutes,
+        ) % {"minutes": minutes}
+        context = {**self.each_context(request), "title": _("Log in"), "message": message}
         response = TemplateResponse(request, "admin/login_limited.html", context, status=429)
         response["Retry-After"] = str(wait)
         return response

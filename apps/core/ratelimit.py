@@ -166,6 +166,39 @@ class Budget:
         return decision
 
 
+@dataclass(frozen=True)
+class SignInBudgets:
+    """The guess limits of one password sign-in page, spent before the password is checked, in this
+    order (a refused attempt consumes none of the later ones): per client address; per address and
+    name, which stops one address guessing one password; per name from any address, far above what
+    one address may spend. Each page names its own budgets, so one page's attempts spend nothing of
+    another's."""
+
+    by_address: Budget
+    by_address_name: Budget
+    by_name: Budget
+
+    @classmethod
+    def of_page(cls, page: str, name_kind: str) -> SignInBudgets:
+        return cls(
+            Budget(f"{page}:addr", 20, 300),
+            Budget(f"{page}:addr_{name_kind}", 10, 900),
+            Budget(f"{page}:{name_kind}", 100, 3600),
+        )
+
+    def refusal(self, address: str, name: str) -> Decision | None:
+        """The first budget that refuses this attempt, or None when all admit it."""
+        for budget, parts in (
+            (self.by_address, (address,)),
+            (self.by_address_name, (address, name)),
+            (self.by_name, (name,)),
+        ):
+            decision = budget.consume(*parts)
+            if not decision.allowed:
+                return decision
+        return None
+
+
 # --- slots: how many of one kind are in flight -------------------------------------------------------------
 
 

@@ -95,7 +95,7 @@ def test_sign_in_needs_the_csrf_token(operator):
 
 
 def test_sign_in_is_rate_limited_per_address_and_email(operator):
-    for _ in range(views.LOGIN_BY_ADDRESS_EMAIL.limit):
+    for _ in range(views.LOGIN.by_address_name.limit):
         assert sign_in(Client(), operator.email, "wrong-wrong-wrong").status_code == 401
     response = sign_in(Client(), operator.email, PASSWORD)
     assert response.status_code == 429
@@ -105,7 +105,7 @@ def test_sign_in_is_rate_limited_per_address_and_email(operator):
 
 def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out_elsewhere(operator):
     attacker = Client(REMOTE_ADDR="203.0.113.66")
-    for _ in range(views.LOGIN_BY_ADDRESS_EMAIL.limit):
+    for _ in range(views.LOGIN.by_address_name.limit):
         assert sign_in(attacker, operator.email, "wrong-wrong-wrong").status_code == 401
     assert sign_in(attacker, operator.email, PASSWORD).status_code == 429
     owner = Client(REMOTE_ADDR="198.51.100.7")
@@ -113,15 +113,15 @@ def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out_elsewhere(op
 
 
 def test_a_guess_spread_over_many_addresses_is_slowed_per_email(operator):
-    per_address = views.LOGIN_BY_ADDRESS_EMAIL.limit
-    for n in range(views.LOGIN_BY_EMAIL.limit):
+    per_address = views.LOGIN.by_address_name.limit
+    for n in range(views.LOGIN.by_name.limit):
         sign_in(Client(REMOTE_ADDR=f"203.0.{n // per_address}.{n % per_address + 1}"), operator.email, "wrong-wrong")
     response = sign_in(Client(REMOTE_ADDR="198.51.100.7"), operator.email, PASSWORD)
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
 
 
 def test_sign_in_is_rate_limited_per_address(operator):
-    for n in range(views.LOGIN_BY_ADDRESS.limit):
+    for n in range(views.LOGIN.by_address.limit):
         sign_in(Client(), f"someone{n}@example.com", "wrong-wrong-wrong")
     assert sign_in(Client(), operator.email, PASSWORD).status_code == 429
 

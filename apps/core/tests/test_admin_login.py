@@ -32,7 +32,7 @@ def signed_in(client) -> bool:
 
 def test_a_correct_sign_in_within_the_limit_works(staff):
     client = Client()
-    for _ in range(admin_site.LOGIN_BY_ADDRESS_USERNAME.limit - 1):
+    for _ in range(admin_site.LOGIN.by_address_name.limit - 1):
         assert sign_in(client, staff.username, "wrong-wrong-wrong").status_code == 200
     response = sign_in(client, staff.username, PASSWORD)
     assert response.status_code == 302 and response["Location"] == "/admin/"
@@ -40,7 +40,7 @@ def test_a_correct_sign_in_within_the_limit_works(staff):
 
 
 def test_sign_in_is_rate_limited_per_address_and_username(staff):
-    for _ in range(admin_site.LOGIN_BY_ADDRESS_USERNAME.limit):
+    for _ in range(admin_site.LOGIN.by_address_name.limit):
         assert sign_in(Client(), staff.username, "wrong-wrong-wrong").status_code == 200
     client = Client()
     response = sign_in(client, staff.username, PASSWORD)
@@ -52,7 +52,7 @@ def test_sign_in_is_rate_limited_per_address_and_username(staff):
 
 def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out_elsewhere(staff):
     attacker = Client(REMOTE_ADDR="203.0.113.66")
-    for _ in range(admin_site.LOGIN_BY_ADDRESS_USERNAME.limit):
+    for _ in range(admin_site.LOGIN.by_address_name.limit):
         assert sign_in(attacker, staff.username, "wrong-wrong-wrong").status_code == 200
     assert sign_in(attacker, staff.username, PASSWORD).status_code == 429
     owner = Client(REMOTE_ADDR="198.51.100.7")
@@ -61,15 +61,15 @@ def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out_elsewhere(st
 
 
 def test_the_username_limit_ignores_letter_case(staff):
-    for n in range(admin_site.LOGIN_BY_ADDRESS_USERNAME.limit):
+    for n in range(admin_site.LOGIN.by_address_name.limit):
         name = staff.username.upper() if n % 2 else staff.username
         sign_in(Client(), name, "wrong-wrong-wrong")
     assert sign_in(Client(), staff.username, PASSWORD).status_code == 429
 
 
 def test_a_guess_spread_over_many_addresses_is_slowed_per_username(staff):
-    per_address = admin_site.LOGIN_BY_ADDRESS_USERNAME.limit
-    for n in range(admin_site.LOGIN_BY_USERNAME.limit):
+    per_address = admin_site.LOGIN.by_address_name.limit
+    for n in range(admin_site.LOGIN.by_name.limit):
         sign_in(Client(REMOTE_ADDR=f"203.0.{n // per_address}.{n % per_address + 1}"), staff.username, "wrong-wrong")
     client = Client(REMOTE_ADDR="198.51.100.7")
     response = sign_in(client, staff.username, PASSWORD)
@@ -78,7 +78,7 @@ def test_a_guess_spread_over_many_addresses_is_slowed_per_username(staff):
 
 
 def test_sign_in_is_rate_limited_per_address(staff):
-    for n in range(admin_site.LOGIN_BY_ADDRESS.limit):
+    for n in range(admin_site.LOGIN.by_address.limit):
         sign_in(Client(), f"someone{n}@example.com", "wrong-wrong-wrong")
     client = Client()
     assert sign_in(client, staff.username, PASSWORD).status_code == 429
@@ -88,7 +88,7 @@ def test_sign_in_is_rate_limited_per_address(staff):
 
 
 def test_showing_the_sign_in_page_spends_nothing(staff):
-    for _ in range(admin_site.LOGIN_BY_ADDRESS.limit + 1):
+    for _ in range(admin_site.LOGIN.by_address.limit + 1):
         assert Client().get(LOGIN).status_code == 200
     assert sign_in(Client(), staff.username, PASSWORD).status_code == 302
 
