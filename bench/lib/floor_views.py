@@ -11,7 +11,8 @@ bench.lib.settings; the tenant is a `widget` query parameter because there is no
   rollups, outbox row, push and Celery hand-off) from a plain view; left out is exactly the API
   layer (authentication and scope lookups, the rate-limit counter, the idempotency lookup, DRF's
   parsing, validation and rendering). bench/message_send.py prints both statement lists.
-- subscription_list: the SQL of our webhook subscription list (its compiled statement), the same JSON.
+- subscription_list: the queryset of our webhook subscription list, built by the same ORM calls on
+  every request, and the same JSON.
 - transcript: `COPY (SELECT the transcript's rows) TO STDOUT`, streamed from an async generator
   in pieces of about 64 KiB.
 """
@@ -224,51 +225,20 @@ def visitor_message(request, contact_id: int):
     return HttpResponse(body.encode(), status=201, content_type="application/json")
 
 
-_subscription_sql: dict[tuple, tuple[str, tuple, dict[str, int]]] = {}
-
-
-def subscription_list_sql(*, widget_id: int, limit: int) -> tuple[str, tuple, dict[str, int]]:
-    """The SQL of our webhook subscription list page (the scoped queryset, the payload's columns, the
-    keyset ordering and limit + 1, built by the same ORM calls), and the position of each selected
-    column."""
-    from apps.core.models import Widget
-    from apps.webhooks.api.views import SUBSCRIPTION_ROW_FIELDS
+def subscription_list(request):
+    """GET /api/v1/webhook-subscriptions without the API layer: the same queryset built by the same
+    ORM calls on every request as our list builds it (the tenant filter, the payload's columns, the
+    keyset ordering and limit + 1), the same JSON (the benchmark's page holds every subscription, so
+    there is no next_cursor to sign)."""
+    from apps.webhooks.api.views import SUBSCRIPTION_ROW_FIELDS, subscription_row_payload
     from apps.webhooks.models import Subscription
 
-    queryset = Subscription.objects.all().filter(widget=Widget(pk=widget_id))
-    queryset = queryset.values(*SUBSCRIPTION_ROW_FIELDS).order_by(*ORDERING)
-    compiler = queryset[: limit + 1].query.get_compiler(using="default")
-    sql, params = compiler.as_sql()
-    positions = {expr.target.column: i for i, (expr, _, _) in enumerate(compiler.select)}
-    return sql, tuple(params), positions
-
-
-def subscription_list(request):
-    """GET /api/v1/webhook-subscriptions without the API layer: the same SQL, the same JSON (the
-    benchmark's page holds every subscription, so there is no next_cursor to sign)."""
     widget_id, limit = int(request.GET["widget"]), int(request.GET.get("limit", "20"))
-    compiled = _subscription_sql.get((widget_id, limit))
-    if compiled is None:
-        compiled = _subscription_sql[(widget_id, limit)] = subscription_list_sql(widget_id=widget_id, limit=limit)
-    sql, params, pos = compiled
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    queryset = Subscription.objects.filter(widget_id=widget_id).values(*SUBSCRIPTION_ROW_FIELDS)
+    rows = list(queryset.order_by(*ORDERING)[: limit + 1])
     if len(rows) > limit:
         return HttpResponse(b"the floor renders one page only", status=500)
-    events_at = pos["events"]
-    data = [
-        {
-            "id": r[pos["id"]],
-            "url": r[pos["url"]],
-            "events": list(r[events_at] if not isinstance(r[events_at], str) else json.loads(r[events_at])),
-            "is_active": r[pos["is_active"]],
-            "is_legacy_compat": r[pos["is_legacy_compat"]],
-            "created_at": r[pos["created_at"]].isoformat(),
-            "updated_at": r[pos["updated_at"]].isoformat(),
-        }
-        for r in rows
-    ]
+    data = [subscription_row_payload(row) for row in rows]
     body = json.dumps({"data": data, "next_cursor": None}, ensure_ascii=False, separators=(",", ":"))
     return HttpResponse(body.encode(), content_type="application/json")
 
