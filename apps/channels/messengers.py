@@ -275,7 +275,7 @@ def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) ->
     if account.cred is None or not provider.authentic(account.cred, account.secret, request):
         raise HookUnauthorized(provider.refusal)
     data = provider.decode(request.body)
-    for item in provider.parse(account.cred, data):
+    for item in provider.messages(account.cred, data):
         _store_inbound(conn, item)
     return provider.hook_answer(data)
 
@@ -304,7 +304,7 @@ def poll_connection(conn: MessengerConnection) -> int:
         )
         return 0
     for event in polled.events:
-        for item in provider.parse(cred, event):
+        for item in provider.messages(cred, event):
             _store_inbound(conn, item)
     if polled.events:
         conn.poll_offset = polled.next_offset
@@ -336,6 +336,7 @@ def _update_key(update_id: str) -> str:
 
 @transaction.atomic
 def _store_inbound(conn: MessengerConnection, item: Inbound) -> Message | None:
+    """One message a provider's `messages` let through (`Inbound.storable`): its ids and text fit."""
     widget = conn.widget
     try:
         with transaction.atomic():
@@ -345,14 +346,14 @@ def _store_inbound(conn: MessengerConnection, item: Inbound) -> Message | None:
     link = link_external_contact(
         widget=widget,
         channel=conn.provider,
-        external_id=item.external_id[:255],
-        address=item.address[:255],
+        external_id=item.external_id,
+        address=item.address,
         name=_display_name(item.name),
     )
     return chat_services.post_client_message(
         widget=widget,
         contact=link.contact,
-        data=chat_services.MessageInput(body=item.text[:65536]),
+        data=chat_services.MessageInput(body=item.text),
         channel=conn.provider,
         source=conn.provider,
     )

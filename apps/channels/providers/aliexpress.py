@@ -8,7 +8,19 @@ time. Events: `{"event_id", "event_type": "message", "conversation_id", "sender"
 
 from __future__ import annotations
 
-from .base import FAILED, UNCONFIRMED, Credential, Inbound, Provider, Registration, SendRequest, json_body, short
+from .base import (
+    FAILED,
+    UNCONFIRMED,
+    Credential,
+    Inbound,
+    Provider,
+    Registration,
+    SendRequest,
+    ident,
+    json_body,
+    short,
+    string,
+)
 
 
 class AliExpress(Provider):
@@ -32,20 +44,13 @@ class AliExpress(Provider):
         return Registration(True, UNCONFIRMED) if result.ok else Registration(True, FAILED, result.description)
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        sender, content = data.get("sender"), data.get("content")
-        if data.get("event_type") != "message" or not isinstance(sender, dict) or not isinstance(content, dict):
+        if string(data, "event_type") != "message" or string(data, "content", "type") != "text":
             return []
-        text, mid, user, conversation = (
-            content.get("text"),
-            data.get("event_id"),
-            sender.get("buyer_id"),
-            data.get("conversation_id"),
-        )
-        if content.get("type") != "text" or not (isinstance(text, str) and text.strip()):
+        text, mid = string(data, "content", "text"), ident(data, "event_id")
+        user, conversation = ident(data, "sender", "buyer_id"), ident(data, "conversation_id")
+        if not text.strip() or not mid or not user or not conversation:
             return []
-        if not all(isinstance(x, str | int) and not isinstance(x, bool) and str(x) for x in (mid, user, conversation)):
-            return []
-        return [Inbound(str(mid), str(user), str(conversation), text, short(sender.get("name"), 255))]
+        return [Inbound(mid, user, conversation, text, short(string(data, "sender", "name"), 255))]
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {"conversation_id": address, "content": {"type": "text", "text": text or " "}}

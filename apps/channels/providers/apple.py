@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import base64
 import hmac
-import json
-import math
 import time
 import uuid
 
-from .base import Credential, HookRequest, Inbound, Provider, SendRequest, json_body, same
+from apps.core.api.parsers import loads as strict_loads
+from apps.core.errors import InvalidJSON
+
+from .base import Credential, HookRequest, Inbound, Provider, SendRequest, json_body, same, string
 
 TOKEN_LIFETIME = 300  # seconds, of the tokens we sign
 MAX_INBOUND_LIFETIME = 3600  # seconds: the longest-lived gateway token we accept
@@ -47,9 +48,9 @@ def verify_jwt(secret: str, token: str, *, now: float | None = None) -> bool:
     if len(parts) != 3 or not secret:
         return False
     try:
-        header = json.loads(_unb64(parts[0]))
-        claims = json.loads(_unb64(parts[1]))
-    except (ValueError, TypeError):
+        header = strict_loads(_unb64(parts[0]))
+        claims = strict_loads(_unb64(parts[1]))
+    except (ValueError, InvalidJSON):
         return False
     if not isinstance(header, dict) or header.get("alg") != "HS256" or not isinstance(claims, dict):
         return False
@@ -66,7 +67,9 @@ def verify_jwt(secret: str, token: str, *, now: float | None = None) -> bool:
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A NumericDate within what a float holds exactly (a larger integer cannot be compared with
+    the clock's float time without overflowing)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 2**53
 
 
 class Apple(Provider):
@@ -80,10 +83,8 @@ class Apple(Provider):
         return same(cred.sid, request.headers.get("destination-id"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        text, mid, user = data.get("body"), data.get("id"), data.get("sourceId")
-        if data.get("type") != "text" or not (isinstance(text, str) and text.strip()):
-            return []
-        if not (isinstance(mid, str) and mid and isinstance(user, str) and user):
+        text, mid, user = string(data, "body"), string(data, "id"), string(data, "sourceId")
+        if string(data, "type") != "text" or not text.strip() or not mid or not user:
             return []
         return [Inbound(mid, user, user, text)]
 

@@ -15,7 +15,7 @@ import hmac
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 
@@ -66,6 +66,11 @@ class CallResult:
     data: object = None
 
 
+TEXT_LIMIT = 65536  # characters of one message body, as the REST API takes it
+ID_LIMIT = 255  # characters of a user id or an address (the contact link's columns)
+UPDATE_ID_LIMIT = 1024  # characters of a provider's message id (longer than 64 are stored hashed)
+
+
 @dataclass(frozen=True)
 class Inbound:
     """One text message from a user: `update_id` dedupes it, `external_id` is the user,
@@ -76,6 +81,74 @@ class Inbound:
     address: str
     text: str
     name: str = ""
+
+    def storable(self) -> bool:
+        """Whether every part fits its column and a database can hold it: ids and a text that are
+        not blank, ids up to their limit, the text up to TEXT_LIMIT, no NUL and no lone surrogate
+        anywhere (the name is cleaned when stored)."""
+        parts = ((self.update_id, UPDATE_ID_LIMIT), (self.external_id, ID_LIMIT), (self.address, ID_LIMIT))
+        return (
+            all(value.strip() and len(value) <= limit for value, limit in parts)
+            and bool(self.text.strip())
+            and len(self.text) <= TEXT_LIMIT
+            and all(_holdable(value) for value in (self.update_id, self.external_id, self.address, self.text))
+        )
+
+
+def _holdable(value: str) -> bool:
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, as a JSON `\ud800` escape decodes
+        return False
+    return True
+
+
+# --- reading an event -------------------------------------------------------------------------------
+# SECURITY: a hook body is authenticated, not trusted. Parsers read every member through these
+# helpers, which answer None (or nothing) for a member that is missing or of another JSON type, so a
+# body of the wrong shape is dropped, never a crash, and a non-string is never turned into text.
+
+
+def member(node: object, *path: str | int) -> Any:
+    """The value at `path` (object keys and array indexes) inside `node`; None when a step is missing
+    or of another type."""
+    for key in path:
+        if isinstance(key, str) and isinstance(node, dict):
+            node = node.get(key)
+        elif isinstance(key, int) and isinstance(node, list) and -len(node) <= key < len(node):
+            node = node[key]
+        else:
+            return None
+    return node
+
+
+def objects(node: object, *path: str | int) -> list[dict]:
+    """The objects of the array at `path`; anything else in it is skipped, and no array is none."""
+    found = member(node, *path)
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+def string(node: object, *path: str | int) -> str:
+    """The string at `path`, or "" when it is missing or not a string."""
+    found = member(node, *path)
+    return found if isinstance(found, str) else ""
+
+
+def integer(node: object, *path: str | int) -> int | None:
+    """The JSON integer at `path` (never a boolean or a float)."""
+    found = member(node, *path)
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+def ident(node: object, *path: str | int, numeric: bool = False) -> str:
+    """A provider's id at `path` as text: a non-empty string or an integer (`numeric`: an integer
+    only); "" otherwise."""
+    found = integer(node, *path)
+    if found is not None:
+        return str(found)
+    return "" if numeric else string(node, *path)
 
 
 @dataclass
@@ -96,8 +169,11 @@ class HookRequest:
 
 
 def same(expected: str, given: str | None) -> bool:
-    """Constant-time comparison; an empty expectation never matches."""
-    return bool(expected) and hmac.compare_digest(expected.encode(), (given or "").encode())
+    """Constant-time comparison; an empty expectation never matches, nor does a given value that
+    is not text (a lone surrogate read from a JSON body)."""
+    if not expected or not _holdable(given or ""):
+        return False
+    return hmac.compare_digest(expected.encode(), (given or "").encode())
 
 
 def hmac_hex(key: str | bytes, body: bytes, digest: str = "sha256") -> str:
@@ -161,9 +237,6 @@ class Provider(ABC):
     # it is named in the stored body and read when the attempt runs).
     sends_through_connection: ClassVar[bool] = True
     refusal: ClassVar[str] = "The provider's signature or secret does not match."  # the hook's 401 detail
-    # True: the hook body is read by the core's RFC 8259 reader (no NaN, bounded depth) and its
-    # detail is the 422's; False: plain `json.loads`.
-    strict_json: ClassVar[bool] = False
 
     def connected(self, widget_id: int, stored: MessengerConnection | None) -> bool:
         """Whether the widget has the provider connected (`stored`: its connection row, if any)."""
@@ -241,13 +314,12 @@ class Provider(ABC):
         return None
 
     def decode(self, body: bytes) -> dict:
-        """The hook body as a JSON object (422 otherwise)."""
+        """The hook body as a JSON object read by the core's RFC 8259 reader (no NaN, bounded
+        depth); 422 otherwise."""
         try:
-            data = strict_loads(body or b"") if self.strict_json else json.loads(body or b"")
+            data = strict_loads(body or b"")
         except InvalidJSON as exc:
             raise ValidationFailed("Not a provider event.", errors={"body": [exc.detail]}) from None
-        except ValueError:
-            raise ValidationFailed("Not a provider event.", errors={"body": ["Not JSON."]}) from None
         if not isinstance(data, dict):
             raise ValidationFailed("Not a provider event.", errors={"body": ["Expected a JSON object."]})
         return data
@@ -259,7 +331,13 @@ class Provider(ABC):
 
     @abstractmethod
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        """The user text messages of one hook call (others are acknowledged and dropped)."""
+        """The user text messages of one hook call (others are acknowledged and dropped). Reads
+        members through `member`, `objects`, `string`, `integer` and `ident` only."""
+
+    def messages(self, cred: Credential, data: dict) -> list[Inbound]:
+        """What is stored of one event (a hook call or a polled update): the parsed messages that
+        a database can hold; the others are dropped like an event without text."""
+        return [item for item in self.parse(cred, data) if item.storable()]
 
     def handshake(self, query: dict[str, str]) -> str | None:
         """A GET verification of the hook URL (Meta's `hub.challenge`): the text to echo, or None

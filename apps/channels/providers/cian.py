@@ -19,8 +19,10 @@ from .base import (
     Provider,
     Registration,
     SendRequest,
+    ident,
     json_body,
     short,
+    string,
 )
 
 
@@ -52,18 +54,18 @@ class Cian(Provider):
         )
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        body = data.get("data")
-        if data.get("eventType") != "message" or not isinstance(body, dict):
+        if string(data, "eventType") != "message":
             return []
-        message, chat = body.get("message"), body.get("chatId")
-        if not isinstance(message, dict) or not isinstance(message.get("author"), dict):
+        message = ("data", "message")
+        text, mid, chat = (
+            string(data, *message, "text"),
+            ident(data, *message, "messageId"),
+            ident(data, "data", "chatId"),
+        )
+        user = ident(data, *message, "author", "userId")
+        if not text.strip() or not mid or not user or not chat:
             return []
-        text, mid, user = message.get("text"), message.get("messageId"), message["author"].get("userId")
-        if not (isinstance(text, str) and text.strip()):
-            return []
-        if not all(isinstance(x, str | int) and not isinstance(x, bool) and str(x) for x in (mid, user, chat)):
-            return []
-        return [Inbound(str(mid), str(user), str(chat), text, short(message["author"].get("name"), 255))]
+        return [Inbound(mid, user, chat, text, short(string(data, *message, "author", "name"), 255))]
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {"chatId": address, "text": text or " "}

@@ -16,9 +16,12 @@ from .base import (
     Provider,
     Registration,
     SendRequest,
+    ident,
     json_body,
+    member,
     same,
     short,
+    string,
 )
 
 
@@ -46,18 +49,14 @@ class Max(Provider):
         return same(hook_secret, request.headers.get("x-max-bot-api-secret"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        message = data.get("message")
-        if data.get("update_type") != "message_created" or not isinstance(message, dict):
+        if string(data, "update_type") != "message_created" or member(data, "message", "sender", "is_bot"):
             return []
-        sender, recipient, body = message.get("sender"), message.get("recipient"), message.get("body")
-        if not all(isinstance(x, dict) for x in (sender, recipient, body)) or sender.get("is_bot"):
+        text, mid = string(data, "message", "body", "text"), string(data, "message", "body", "mid")
+        user = ident(data, "message", "sender", "user_id", numeric=True)
+        chat = ident(data, "message", "recipient", "chat_id", numeric=True)
+        if not text.strip() or not mid or not user or not chat:
             return []
-        text, mid, user, chat = body.get("text"), body.get("mid"), sender.get("user_id"), recipient.get("chat_id")
-        if not (isinstance(text, str) and text.strip() and isinstance(mid, str) and mid):
-            return []
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (user, chat)):
-            return []
-        return [Inbound(mid, str(user), str(chat), text, short(sender.get("name"), 255))]
+        return [Inbound(mid, user, chat, text, short(string(data, "message", "sender", "name"), 255))]
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {"chat_id": address, "body": {"text": text or " "}}

@@ -29,9 +29,13 @@ from .base import (
     Registration,
     SendRequest,
     hmac_hex,
+    ident,
     json_body,
+    member,
+    objects,
     same,
     short,
+    string,
 )
 
 GRAPH_VERSION = "v19.0"
@@ -90,24 +94,21 @@ class Messenger(_Graph):
         return Registration(False, NOT_SUPPORTED, account_id=str(page_id).strip()[:64])
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        if data.get("object") != "page" or not isinstance(data.get("entry"), list) or not cred.sid:
+        if string(data, "object") != "page" or not cred.sid:
             return []
         out = []
-        for entry in data["entry"]:
-            if not isinstance(entry, dict) or str(entry.get("id") or "") != cred.sid:
+        for entry in objects(data, "entry"):
+            if ident(entry, "id") != cred.sid:
                 continue
-            events = entry.get("messaging")
-            for event in events if isinstance(events, list) else []:
-                if not isinstance(event, dict):
+            for event in objects(entry, "messaging"):
+                if ident(event, "recipient", "id") != cred.sid or member(event, "message", "is_echo"):
                     continue
-                recipient = event.get("recipient") if isinstance(event.get("recipient"), dict) else {}
-                if str(recipient.get("id") or "") != cred.sid:
-                    continue
-                message, sender = event.get("message"), event.get("sender")
-                if not isinstance(message, dict) or not isinstance(sender, dict) or message.get("is_echo"):
-                    continue
-                text, mid, user = message.get("text"), message.get("mid"), sender.get("id")
-                if isinstance(text, str) and text.strip() and isinstance(mid, str) and mid and isinstance(user, str):
+                text, mid, user = (
+                    string(event, "message", "text"),
+                    string(event, "message", "mid"),
+                    string(event, "sender", "id"),
+                )
+                if text.strip() and mid and user:
                     out.append(Inbound(mid, user, user, text))
         return out
 
@@ -129,31 +130,20 @@ class WhatsApp(_Graph):
     fields = ("token", "sid")
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        if data.get("object") != "whatsapp_business_account" or not isinstance(data.get("entry"), list):
+        if string(data, "object") != "whatsapp_business_account" or not cred.sid:
             return []
         out = []
-        for entry in data["entry"]:
-            changes = entry.get("changes") if isinstance(entry, dict) else None
-            for change in changes if isinstance(changes, list) else []:
-                value = change.get("value") if isinstance(change, dict) else None
-                if not isinstance(value, dict) or change.get("field") != "messages":
+        for entry in objects(data, "entry"):
+            for change in objects(entry, "changes"):
+                if (
+                    string(change, "field") != "messages"
+                    or ident(change, "value", "metadata", "phone_number_id") != cred.sid
+                ):
                     continue
-                metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-                if str(metadata.get("phone_number_id") or "") != cred.sid:
-                    continue
-                names = {
-                    c.get("wa_id"): (c.get("profile") or {}).get("name")
-                    for c in value.get("contacts") or []
-                    if isinstance(c, dict) and isinstance(c.get("profile"), dict)
-                }
-                for message in value.get("messages") or []:
-                    if not isinstance(message, dict) or message.get("type") != "text":
-                        continue
-                    body = (message.get("text") or {}).get("body") if isinstance(message.get("text"), dict) else None
-                    mid, user = message.get("id"), message.get("from")
-                    if not (isinstance(body, str) and body.strip() and isinstance(user, str)):
-                        continue
-                    if isinstance(mid, str) and mid:
+                names = {string(c, "wa_id"): string(c, "profile", "name") for c in objects(change, "value", "contacts")}
+                for message in objects(change, "value", "messages"):
+                    body, mid, user = string(message, "text", "body"), string(message, "id"), string(message, "from")
+                    if string(message, "type") == "text" and body.strip() and mid and user:
                         out.append(Inbound(mid, user, user, body, short(names.get(user), 255)))
         return out
 

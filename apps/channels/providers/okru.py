@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from .base import FAILED, REGISTERED, Credential, Inbound, Provider, Registration, SendRequest, json_body, loads, short
+from .base import (
+    FAILED,
+    REGISTERED,
+    Credential,
+    Inbound,
+    Provider,
+    Registration,
+    SendRequest,
+    json_body,
+    loads,
+    short,
+    string,
+)
 
 
 class OkRu(Provider):
@@ -33,17 +45,13 @@ class OkRu(Provider):
         return Registration(True, FAILED, result.description or "not confirmed")
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        if data.get("webhookType") != "MESSAGE_CREATED":
+        if string(data, "webhookType") != "MESSAGE_CREATED":
             return []
-        sender, recipient, message = data.get("sender"), data.get("recipient"), data.get("message")
-        if not all(isinstance(x, dict) for x in (sender, recipient, message)):
+        text, mid = string(data, "message", "text"), string(data, "message", "mid")
+        user, chat = string(data, "sender", "user_id"), string(data, "recipient", "chat_id")
+        if not text.strip() or not mid or not user or not chat:
             return []
-        text, mid, user, chat = message.get("text"), message.get("mid"), sender.get("user_id"), recipient.get("chat_id")
-        if not (isinstance(text, str) and text.strip() and isinstance(mid, str) and mid):
-            return []
-        if not (isinstance(user, str) and user and isinstance(chat, str) and chat):
-            return []
-        return [Inbound(mid, user, chat, text, short(sender.get("name"), 255))]
+        return [Inbound(mid, user, chat, text, short(string(data, "sender", "name"), 255))]
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {"recipient": {"chat_id": address}, "message": {"text": text or " "}}

@@ -29,8 +29,12 @@ from .base import (
     Provider,
     Registration,
     SendRequest,
+    ident,
+    integer,
     json_body,
+    member,
     same,
+    string,
 )
 
 CALL_TIMEOUT = (3.05, 10)
@@ -112,7 +116,6 @@ class Telegram(Provider):
     code = "tg"
     label = "Telegram"
     hook_auth = "header"
-    strict_json = True
     refusal = "X-Telegram-Bot-Api-Secret-Token does not match."
     credential_pattern = r"[0-9]{1,20}:[A-Za-z0-9_-]{20,100}"  # @BotFather's `<digits>:<characters>`
     credential_rule = "Not a Telegram bot token (`<digits>:<characters>`)."
@@ -155,21 +158,16 @@ class Telegram(Provider):
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
         """A text message from a user, keyed by update_id; updates without text are dropped."""
-        update_id = data.get("update_id")
-        if isinstance(update_id, bool) or not isinstance(update_id, int):
+        update_id = integer(data, "update_id")
+        if update_id is None:
             raise ValidationFailed("Not a Telegram update.", errors={"update_id": ["Must be an integer."]})
-        message = data.get("message")
-        if not isinstance(message, dict):
+        text, chat_id = string(data, "message", "text"), ident(data, "message", "chat", "id", numeric=True)
+        if not text.strip() or not chat_id:
             return []
-        text, chat, sender = message.get("text"), message.get("chat"), message.get("from") or {}
-        if not isinstance(text, str) or not text.strip() or not isinstance(chat, dict):
-            return []
-        chat_id = chat.get("id")
-        if isinstance(chat_id, bool) or not isinstance(chat_id, int):
-            return []
-        external_id = str(sender.get("id") if isinstance(sender.get("id"), int) else chat_id)
-        name = " ".join(str(sender.get(k) or "") for k in ("first_name", "last_name"))
-        return [Inbound(str(update_id), external_id, str(chat_id), text, name)]
+        sender = member(data, "message", "from")
+        external_id = ident(sender, "id", numeric=True) or chat_id
+        name = " ".join(string(sender, k) for k in ("first_name", "last_name"))
+        return [Inbound(str(update_id), external_id, chat_id, text, name)]
 
     def outbound_body(self, *, address: str, message) -> str | None:
         """sendMessage: the text, and keyboard buttons as an inline keyboard, one URL button per row."""

@@ -16,10 +16,12 @@ from .base import (
     Registration,
     SendRequest,
     hmac_hex,
+    ident,
     json_body,
     loads,
     same,
     short,
+    string,
 )
 
 EVENT_TYPES = ["message", "subscribed", "unsubscribed", "conversation_started"]
@@ -51,18 +53,12 @@ class Viber(Provider):
         return same(hmac_hex(cred.token, request.body), request.headers.get("x-viber-content-signature"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        if data.get("event") != "message":
+        if string(data, "event") != "message" or string(data, "message", "type") != "text":
             return []
-        message, sender = data.get("message"), data.get("sender")
-        token = data.get("message_token")
-        if not isinstance(message, dict) or not isinstance(sender, dict) or message.get("type") != "text":
+        text, user, token = string(data, "message", "text"), string(data, "sender", "id"), ident(data, "message_token")
+        if not text.strip() or not user or not token:
             return []
-        text, user = message.get("text"), sender.get("id")
-        if not isinstance(text, str) or not text.strip() or not isinstance(user, str) or not user:
-            return []
-        if isinstance(token, bool) or not isinstance(token, int | str) or token == "":
-            return []
-        return [Inbound(str(token), user, user, text, short(sender.get("name"), 255))]
+        return [Inbound(token, user, user, text, short(string(data, "sender", "name"), 255))]
 
     def send_payload(self, *, address: str, text: str) -> dict:
         return {

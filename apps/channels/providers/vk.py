@@ -22,7 +22,7 @@ from apps.core.errors import NotFound, ValidationFailed
 
 from .. import payloads
 from ..models import MessengerConnection, VkCommunity
-from .base import Credential, HookAccount, HookRequest, Inbound, Provider, SendRequest, same
+from .base import Credential, HookAccount, HookRequest, Inbound, Provider, SendRequest, ident, integer, same, string
 
 API_VERSION = "5.199"
 CALL_TIMEOUT = (3.05, 10)
@@ -146,7 +146,6 @@ class VK(Provider):
     code = "vk"
     writable = False
     sends_through_connection = False
-    strict_json = True
     refusal = "The VK secret does not match."
 
     def connected(self, widget_id: int, stored: MessengerConnection | None) -> bool:
@@ -164,8 +163,8 @@ class VK(Provider):
         """The community the event names (`group_id`): its secret authenticates the event, and a
         `confirmation` request is answered with its confirmation code before any secret."""
         event = self.decode(request.body)
-        group_id = event.get("group_id")
-        if isinstance(group_id, bool) or not isinstance(group_id, int):
+        group_id = integer(event, "group_id")
+        if group_id is None:
             raise ValidationFailed("Not a VK event.", errors={"group_id": ["Must be an integer."]})
         community = VkCommunity.objects.filter(widget_id=conn.widget_id, community_id=group_id).first()
         if community is None:
@@ -178,27 +177,23 @@ class VK(Provider):
         )
 
     def authentic(self, cred: Credential, hook_secret: str, request: HookRequest) -> bool:
-        given = self.decode(request.body).get("secret")
-        return same(hook_secret, given if isinstance(given, str) else "")
+        return same(hook_secret, string(self.decode(request.body), "secret"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
         """`message_new` with text: one message of its sender, keyed by event_id."""
-        if data.get("type") != "message_new":
+        if string(data, "type") != "message_new":
             return []
-        message = (data.get("object") or {}).get("message") if isinstance(data.get("object"), dict) else None
-        if not isinstance(message, dict):
+        message = ("object", "message")
+        text = string(data, *message, "text")
+        from_id, peer_id = (
+            ident(data, *message, "from_id", numeric=True),
+            ident(data, *message, "peer_id", numeric=True),
+        )
+        group_id, message_id = ident(data, "group_id", numeric=True), ident(data, *message, "id", numeric=True)
+        if not text.strip() or not from_id or not peer_id or not group_id:
             return []
-        text, from_id, peer_id = message.get("text"), message.get("from_id"), message.get("peer_id")
-        if (
-            not isinstance(text, str)
-            or not text.strip()
-            or not isinstance(from_id, int)
-            or not isinstance(peer_id, int)
-        ):
-            return []
-        group_id, event_id = data["group_id"], data.get("event_id")
-        dedupe = str(event_id) if isinstance(event_id, str) and event_id else f"{group_id}:{message.get('id')}"
-        return [Inbound(dedupe[:64], str(from_id), f"{group_id}:{peer_id}", text)]
+        dedupe = string(data, "event_id") or (f"{group_id}:{message_id}" if message_id else "")
+        return [Inbound(dedupe[:64], from_id, f"{group_id}:{peer_id}", text)]
 
     def hook_answer(self, data: dict) -> tuple[str, bytes]:
         return "text/plain; charset=utf-8", b"ok"

@@ -1,0 +1,317 @@
+"""Every provider's inbound hook against hostile bodies that pass its authentication (signed with
+the right key, or carrying the right secret): not JSON, JSON of the wrong top-level type, every
+member of a valid event replaced by null, a boolean, a number, a blank or unstorable string, a list,
+an object, a deep or a huge structure, unknown event types, oversize texts, NUL and lone surrogates.
+
+The rules: never a 500; a body that is not a JSON object is a 422 problem; any JSON object is
+answered as the provider expects (acknowledged, so it does not retry) unless its own authentication
+member is what was replaced (VK's `secret` and `group_id`, Telegram's `update_id`); nothing is
+stored from an invalid member; and the valid event is still taken afterwards."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+
+import pytest
+from django.db import transaction
+from django.test import Client
+
+from apps.channels.models import ExternalContact, InboundUpdate, MessengerConnection, VkCommunity
+from apps.channels.providers import apple as apple_provider
+from apps.channels.providers.base import hmac_hex
+from apps.channels.tests.test_providers import APP_SECRET, SID, TOKEN, event
+from apps.chats.models import Chat, Contact, Message
+from apps.core import crypto
+
+pytestmark = pytest.mark.django_db
+
+TG_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+VK_GROUP = 218000001
+FB_PAGE = "1029384756"
+HOOK_SECRET = "hook-secret-0123456789abcdef"
+PROVIDERS = ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple"]
+TEXT_LIMIT = 65536
+
+DEEP = json.loads("[" * 50 + "]" * 50)  # inside the reader's nesting limit: it reaches the parser
+REPLACEMENTS = {
+    "null": None,
+    "true": True,
+    "zero": 0,
+    "float": 1.5,
+    "huge_int": 10**30,
+    "blank": "   ",
+    "nul": "Hel\u0000lo",
+    "surrogate": "Hel\ud800lo",
+    "oversize": "x" * (TEXT_LIMIT + 1),
+    "empty_list": [],
+    "list": [1, "a", None, {}],
+    "object": {"id": {"id": 1}, "text": ["Hello"]},
+    "deep": DEEP,
+    "huge": [{}] * 5000,
+}
+
+
+def valid(code: str, update_id: str = "1001", text: str = "Hello") -> dict:
+    if code == "tg":
+        return {
+            "update_id": int(update_id),
+            "message": {
+                "message_id": 7,
+                "from": {"id": 42, "is_bot": False, "first_name": "Ivan", "last_name": "Petrov"},
+                "chat": {"id": 42, "type": "private"},
+                "date": 1700000000,
+                "text": text,
+            },
+        }
+    if code == "vk":
+        return {
+            "type": "message_new",
+            "event_id": f"ev-{update_id}",
+            "v": "5.199",
+            "group_id": VK_GROUP,
+            "secret": HOOK_SECRET,
+            "object": {"message": {"id": 11, "from_id": 777, "peer_id": 777, "text": text, "date": 1700000000}},
+        }
+    return event(code, update_id, text)
+
+
+@pytest.fixture(params=PROVIDERS)
+def hook(request, widget, settings) -> MessengerConnection:
+    """A live hook of one provider, stored as PUT (or the VK community flow) leaves it."""
+    code = request.param
+    settings.PROVIDER_APP_SECRET_FB = settings.PROVIDER_APP_SECRET_WA = APP_SECRET
+    sid = {"wa": SID, "apple": SID, "fb": FB_PAGE}.get(code, "")
+    conn = MessengerConnection.objects.create(
+        widget=widget,
+        provider=code,
+        token_encrypted="" if code == "vk" else crypto.encrypt_secret(TG_TOKEN if code == "tg" else TOKEN),
+        sid_encrypted=crypto.encrypt_secret(sid) if sid else "",
+        url="https://gateway.example.com/v1/message" if code == "apple" else "",
+        hook_id=f"hook-{code}-0123456789",
+        hook_secret_encrypted=crypto.encrypt_secret(HOOK_SECRET),
+        inbound_live=True,
+    )
+    if code == "vk":
+        VkCommunity.objects.create(
+            widget=widget,
+            community_id=VK_GROUP,
+            token_encrypted=crypto.encrypt_secret("vk1.a.community-token"),
+            secret_encrypted=crypto.encrypt_secret(HOOK_SECRET),
+            confirmation_code="c0nf1rm",
+            is_primary=True,
+        )
+    return conn
+
+
+def post(conn: MessengerConnection, raw: bytes):
+    """The hook call with the provider's own authentication of these exact bytes."""
+    code, headers, query = conn.provider, {}, ""
+    if code == "tg":
+        headers["HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN"] = HOOK_SECRET
+    elif code == "vb":
+        headers["HTTP_X_VIBER_CONTENT_SIGNATURE"] = hmac_hex(TOKEN, raw)
+    elif code in ("fb", "wa"):
+        headers["HTTP_X_HUB_SIGNATURE_256"] = "sha256=" + hmac_hex(APP_SECRET, raw)
+    elif code == "mx":
+        headers["HTTP_X_MAX_BOT_API_SECRET"] = HOOK_SECRET
+    elif code == "apple":
+        jwt = apple_provider.sign_jwt(TOKEN, {"aud": SID, "exp": int(time.time()) + 60})
+        headers |= {"HTTP_AUTHORIZATION": f"Bearer {jwt}", "HTTP_DESTINATION_ID": SID, "HTTP_SOURCE_ID": "x"}
+    elif code in ("ok", "cian", "ali"):
+        query = f"?token={HOOK_SECRET}"
+    client = Client(raise_request_exception=False)
+    return client.post(
+        f"/api/hooks/{code}/{conn.hook_id}/{query}", data=raw, content_type="application/json", **headers
+    )
+
+
+def stored() -> dict[str, int]:
+    return {
+        "messages": Message.objects.count(),
+        "chats": Chat.objects.count(),
+        "contacts": Contact.objects.count(),
+        "external": ExternalContact.objects.count(),
+        "updates": InboundUpdate.objects.count(),
+    }
+
+
+NOTHING = {"messages": 0, "chats": 0, "contacts": 0, "external": 0, "updates": 0}
+
+
+def paths(node, prefix=()):
+    """Every member of a JSON value, as (key or index, ...) paths, outermost first."""
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        yield (*prefix, key)
+        yield from paths(child, (*prefix, key))
+
+
+def replaced(body: dict, path: tuple, value) -> dict:
+    body = copy.deepcopy(body)
+    node = body
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return body
+
+
+def printed(value: str) -> bool:
+    """Whether a stored string is a non-string JSON value turned into text."""
+    return value[:1] in "[{" or value in ("True", "False", "None") or bool(re.fullmatch(r"-?\d+\.\d+", value))
+
+
+def clean(value: str, limit: int) -> bool:
+    return (
+        bool(value.strip())
+        and len(value) <= limit
+        and "\x00" not in value
+        and not re.search("[\ud800-\udfff]", value)
+        and not printed(value)
+    )
+
+
+def allowed_statuses(code: str, path: tuple) -> set[int]:
+    """The answer to a JSON object with one member replaced: acknowledged (200), or the refusal of
+    the member that authenticates or routes the event."""
+    if code == "vk" and path == ("group_id",):
+        return {404, 422}
+    if code == "vk" and path == ("secret",):
+        return {401}
+    if code == "tg" and path == ("update_id",):
+        return {200, 422}
+    return {200}
+
+
+def check(response, allowed: set[int]) -> str:
+    """ "" when the answer is one of `allowed` and shaped as the route answers, else the problem."""
+    if response.status_code not in allowed:
+        return f"HTTP {response.status_code}: {response.content[:300]!r}"
+    if response.status_code >= 400 and response["Content-Type"] != "application/problem+json":
+        return f"HTTP {response.status_code} as {response['Content-Type']}"
+    return ""
+
+
+def rows_problem() -> str:
+    """ "" when nothing, or one message of clean text from a clean user, was stored."""
+    counts = stored()
+    if counts == NOTHING:
+        return ""
+    if counts["messages"] != 1 or counts["updates"] != 1:
+        return f"stored {counts}"
+    message = Message.objects.get()
+    link = ExternalContact.objects.get()
+    contact = Contact.objects.get()
+    for label, value, limit in (
+        ("body", message.body, TEXT_LIMIT),
+        ("external_id", link.external_id, 255),
+        ("address", link.address, 255),
+    ):
+        if not clean(value, limit):
+            return f"stored {label} {value[:80]!r}"
+    if len(contact.name) > 255 or any(printed(word) for word in contact.name.split()):
+        return f"stored name {contact.name[:80]!r}"
+    return ""
+
+
+# --- bodies that are not a JSON object ------------------------------------------------------------
+
+NOT_AN_OBJECT = {
+    "empty": b"",
+    "not_json": b"not json",
+    "not_utf8": b'{"text": "\xff\xfe"}',
+    "truncated": b'{"update_id": 1, "message": {',
+    "nan": b'{"update_id": NaN}',
+    "array": b"[]",
+    "null": b"null",
+    "number": b"1",
+    "string": b'"message"',
+    "too_deep": b"[" * 100 + b"]" * 100,
+    "deep_objects": b'{"a":' * 5000 + b"1" + b"}" * 5000,
+    "long_number": b'{"update_id": ' + b"9" * 5000 + b"}",
+}
+
+
+@pytest.mark.parametrize("raw", NOT_AN_OBJECT.values(), ids=NOT_AN_OBJECT.keys())
+def test_a_body_that_is_not_a_json_object_is_422_and_stores_nothing(hook, raw):
+    response = post(hook, raw)
+    assert check(response, {422}) == ""
+    assert stored() == NOTHING
+
+
+# --- a valid event with one member replaced -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", REPLACEMENTS, ids=list(REPLACEMENTS))
+def test_a_member_of_the_wrong_type_is_never_a_500_and_stores_nothing_invalid(hook, kind):
+    body, failures = valid(hook.provider), []
+    for path in list(paths(body)):
+        with transaction.atomic():
+            response = post(hook, json.dumps(replaced(body, path, REPLACEMENTS[kind])).encode())
+            problem = check(response, allowed_statuses(hook.provider, path)) or rows_problem()
+            if problem:
+                failures.append(f"{'.'.join(map(str, path))}: {problem}")
+            transaction.set_rollback(True)
+    assert failures == []
+    assert post(hook, json.dumps(body).encode()).status_code == 200
+    assert Message.objects.get().body == "Hello"
+
+
+def test_an_unknown_event_type_is_acknowledged_and_stores_nothing(hook):
+    body = valid(hook.provider)
+    discriminator = {
+        "tg": None,
+        "vk": ("type",),
+        "wa": ("entry", 0, "changes", 0, "field"),
+        "vb": ("event",),
+        "fb": ("object",),
+        "ok": ("webhookType",),
+        "mx": ("update_type",),
+        "cian": ("eventType",),
+        "ali": ("event_type",),
+        "apple": ("type",),
+    }[hook.provider]
+    if discriminator is None:  # Telegram names the update's kind by its member
+        body["edited_message"] = body.pop("message")
+    else:
+        body = replaced(body, discriminator, "something_new")
+    assert check(post(hook, json.dumps(body).encode()), {200}) == ""
+    assert stored() == NOTHING
+
+
+def text_path(code: str) -> tuple:
+    body = valid(code, text="@@TEXT@@")
+    return next(p for p in paths(body) if _at(body, p) == "@@TEXT@@")
+
+
+def _at(node, path):
+    for key in path:
+        node = node[key]
+    return node
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * (TEXT_LIMIT + 1),
+        "Hello\u0000",
+        "\ud800",
+        "Hello \udfff world",
+        "\u0000",
+    ],
+    ids=["oversize", "nul", "lone_high", "lone_low", "only_nul"],
+)
+def test_a_text_the_database_cannot_hold_is_acknowledged_and_stores_nothing(hook, text):
+    body = replaced(valid(hook.provider), text_path(hook.provider), text)
+    assert check(post(hook, json.dumps(body).encode()), {200}) == ""
+    assert stored() == NOTHING
+
+
+def test_the_longest_text_and_unusual_but_valid_unicode_are_taken(hook):
+    longest = "y" * TEXT_LIMIT
+    assert post(hook, json.dumps(valid(hook.provider, "1001", longest)).encode()).status_code == 200
+    odd = "\u202eRTL \U0001f600 e\u0301 \u200b zero-width"
+    assert post(hook, json.dumps(valid(hook.provider, "1002", odd), ensure_ascii=False).encode()).status_code == 200
+    assert sorted(Message.objects.values_list("body", flat=True)) == sorted([longest, odd])
