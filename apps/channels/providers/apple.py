@@ -7,8 +7,10 @@ Both directions carry Apple's headers: `id` (the message id), `Source-Id`, `Dest
 `Authorization: Bearer <JWT>` signed HS256 with the shared secret. Inbound, the JWT is verified
 (signature; `exp` required, in the future and at most `MAX_INBOUND_LIFETIME` (1 hour) away, and
 when `iat` is present `exp - iat` at most that too, so a captured token lapses within the hour),
-`Destination-Id` must be our business id and the message's
-`Source-Id` is the customer; outbound, our JWT has `iss` = the business id and the body is
+`Destination-Id` and the body's `destinationId` must be our business id, and the body's `sourceId`
+is the customer. The claims Apple's scheme has (`aud`, `iss`, `iat`) cover neither the body nor the
+headers, so a token read off the wire authenticates any body until it lapses: the lifetime bound is
+the only limit there is. Outbound, our JWT has `iss` = the business id and the body is
 `{"v": 1, "type": "text", "id", "sourceId", "destinationId", "body"}` posted to the gateway URL."""
 
 from __future__ import annotations
@@ -83,8 +85,13 @@ class Apple(Provider):
         return same(cred.sid, request.headers.get("destination-id"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
+        """A text message to our business: the body's `destinationId` must be the business id the
+        `Destination-Id` header was checked against (the gateway's secret signs for every business
+        it serves, and the token covers neither the headers nor the body)."""
         text, mid, user = string(data, "body"), string(data, "id"), string(data, "sourceId")
         if string(data, "type") != "text" or not text.strip() or not mid or not user:
+            return []
+        if not same(cred.sid, string(data, "destinationId")):
             return []
         return [Inbound(mid, user, user, text)]
 

@@ -10,7 +10,9 @@ stored from an invalid member; and the valid event is still taken afterwards."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import hmac
 import json
 import re
 import time
@@ -315,3 +317,83 @@ def test_the_longest_text_and_unusual_but_valid_unicode_are_taken(hook):
     odd = "\u202eRTL \U0001f600 e\u0301 \u200b zero-width"
     assert post(hook, json.dumps(valid(hook.provider, "1002", odd), ensure_ascii=False).encode()).status_code == 200
     assert sorted(Message.objects.values_list("body", flat=True)) == sorted([longest, odd])
+
+
+# --- Apple's gateway token and addressing ---------------------------------------------------------
+
+
+def b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def gateway_token(header: bytes, claims: bytes, secret: str = TOKEN) -> str:
+    """A token signed with the gateway's secret around any header and claims bytes."""
+    signing_input = f"{b64(header)}.{b64(claims)}"
+    return f"{signing_input}.{b64(hmac.new(secret.encode(), signing_input.encode(), 'sha256').digest())}"
+
+
+HS256 = b'{"alg":"HS256","typ":"JWT"}'
+SOON = str(int(time.time()) + 60).encode()
+HOSTILE_TOKENS = {
+    "huge_exp": gateway_token(HS256, b'{"exp":' + b"9" * 400 + b"}"),
+    "huge_negative_iat": gateway_token(HS256, b'{"exp":' + SOON + b',"iat":-' + b"9" * 400 + b"}"),
+    "float_exp": gateway_token(HS256, b'{"exp":1e400}'),
+    "deep_header": gateway_token(b"[" * 5000 + b"]" * 5000, b'{"exp":' + SOON + b"}"),
+    "deep_claims": gateway_token(HS256, b'{"a":' * 5000 + b"1" + b"}" * 5000),
+    "claims_a_list": gateway_token(HS256, b"[1]"),
+    "claims_not_json": gateway_token(HS256, b"\xff\xfe"),
+    "not_ascii": "\u00e9.\u00e9.\u00e9",
+    "two_parts": f"{b64(HS256)}.{b64(b'{}')}",
+}
+
+
+@pytest.mark.parametrize("hook", ["apple"], indirect=True)
+@pytest.mark.parametrize("token", HOSTILE_TOKENS.values(), ids=HOSTILE_TOKENS.keys())
+def test_a_hostile_apple_gateway_token_is_refused_with_401(hook, token):
+    response = Client(raise_request_exception=False).post(
+        f"/api/hooks/apple/{hook.hook_id}/",
+        data=json.dumps(valid("apple")).encode(),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+        HTTP_DESTINATION_ID=SID,
+    )
+    assert check(response, {401}) == ""
+    assert stored() == NOTHING
+
+
+@pytest.mark.parametrize("hook", ["apple"], indirect=True)
+def test_an_apple_message_to_another_business_of_the_gateway_is_acknowledged_and_dropped(hook):
+    """The gateway's secret signs for each business it serves: the body names ours, as the header does."""
+    for other in ("urn:mbid:another-business", None):
+        body = replaced(valid("apple"), ("destinationId",), other)
+        assert check(post(hook, json.dumps(body).encode()), {200}) == ""
+    assert stored() == NOTHING
+    assert post(hook, json.dumps(valid("apple")).encode()).status_code == 200
+    assert Message.objects.count() == 1
+
+
+# --- foreign and missing --------------------------------------------------------------------------
+
+
+def test_a_hook_id_of_another_provider_is_answered_as_a_missing_one(widget):
+    tg = MessengerConnection.objects.create(widget=widget, provider="tg", hook_id="hook-tg-0123456789")
+    client = Client(raise_request_exception=False)
+    foreign = client.post(f"/api/hooks/vb/{tg.hook_id}/", data=b"{}", content_type="application/json")
+    missing = client.post("/api/hooks/vb/hook-none-0123456/", data=b"{}", content_type="application/json")
+    assert foreign.status_code == missing.status_code == 404
+    assert {k: v for k, v in foreign.json().items() if k != "instance"} == {
+        k: v for k, v in missing.json().items() if k != "instance"
+    }
+
+
+@pytest.mark.parametrize("hook", ["vk"], indirect=True)
+def test_a_vk_community_of_another_widget_is_answered_as_a_missing_one(hook, other_widget):
+    VkCommunity.objects.create(
+        widget=other_widget, community_id=VK_GROUP + 1, token_encrypted="x", secret_encrypted="x", is_primary=True
+    )
+    answers = []
+    for group_id in (VK_GROUP + 1, VK_GROUP + 2):  # another widget's community, then none
+        response = post(hook, json.dumps(replaced(valid("vk"), ("group_id",), group_id)).encode())
+        answers.append((response.status_code, {k: v for k, v in response.json().items() if k != "instance"}))
+    assert answers[0] == answers[1] and answers[0][0] == 404
+    assert stored() == NOTHING
