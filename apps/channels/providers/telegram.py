@@ -104,6 +104,7 @@ def delete_webhook(token: str) -> Result:
 
 
 POLL_LIMIT = 100  # updates per getUpdates call (the Bot API's maximum)
+MAX_UPDATE_ID = 2**63 - 2  # the next offset (id + 1) must fit the stored bigint
 
 
 def get_updates(token: str, *, offset: int) -> Result:
@@ -149,7 +150,11 @@ class Telegram(Provider):
         result = get_updates(cred.token, offset=offset)
         if not result.ok or not isinstance(result.result, list):
             return Polled([], offset, result.description or "no update list")
-        updates = [u for u in result.result if isinstance(u, dict) and type(u.get("update_id")) is int]
+        updates = [
+            u
+            for u in result.result
+            if isinstance(u, dict) and type(u.get("update_id")) is int and 0 <= u["update_id"] <= MAX_UPDATE_ID
+        ]
         updates.sort(key=lambda u: u["update_id"])
         return Polled(updates, updates[-1]["update_id"] + 1 if updates else offset)
 

@@ -374,6 +374,20 @@ def test_long_poll_mode_deletes_the_webhook_checks_the_bot_and_polls_updates(api
     assert list(chat.messages.order_by("pk").values_list("body", flat=True)) == ["Hello", "second", "third"]
 
 
+def test_polled_updates_of_the_wrong_shape_store_nothing_and_are_passed(api, widget, tg, paid, settings):
+    settings.TELEGRAM_LONG_POLL = True
+    conn = connect(api, tg)
+    nul, number, chat_text, no_message = update(1000, text="Hi\u0000"), update(1001), update(1002), update(1003)
+    number["message"]["text"] = 7
+    chat_text["message"]["chat"] = {"id": "forty-two"}
+    no_message["message"] = None
+    beyond = update(2**63)  # an id whose next offset no bigint holds
+    tg.pending_updates = [nul, number, chat_text, no_message, beyond, {"update_id": True}]
+    assert messengers.poll_all_telegram() == 4
+    conn.refresh_from_db()
+    assert conn.poll_offset == 1004 and not Chat.objects.filter(widget=widget).exists()
+
+
 def test_without_long_poll_mode_nothing_polls(api, tg, paid):
     connect(api, tg)
     tg.pending_updates = [update(1000)]
