@@ -125,7 +125,7 @@ def member(node: object, *path: str | int) -> Any:
 
 
 def objects(node: object, *path: str | int) -> list[dict]:
-    """The objects of the array at `path`; anything else in it is skipped, and no array is none."""
+    """The objects of the array at `path`, skipping its other items; [] when `path` is not an array."""
     found = member(node, *path)
     return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
 
@@ -143,8 +143,8 @@ def integer(node: object, *path: str | int) -> int | None:
 
 
 def ident(node: object, *path: str | int, numeric: bool = False) -> str:
-    """A provider's id at `path` as text: a non-empty string or an integer (`numeric`: an integer
-    only); "" otherwise."""
+    """A provider's id at `path` as text: a string or an integer (`numeric`: an integer only); ""
+    otherwise. Blank and oversize ids are refused by `Inbound.storable`."""
     found = integer(node, *path)
     if found is not None:
         return str(found)
