@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
 from django.db.models import Q
 from django.utils.crypto import salted_hmac
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
@@ -37,6 +38,14 @@ CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
 _CURSOR_RE = re.compile(CURSOR_PATTERN[1:-1])
 _NONCE_BYTES = 12
 _KEY_SALT = "apps.core.api.pagination.cursor"
+
+CURSOR_HELP = "Opaque cursor from a previous page's `next_cursor` of the same list and widget; anything else is 422."
+CURSOR_SCHEMA = {"type": "string", "maxLength": CURSOR_MAX_LENGTH, "pattern": CURSOR_PATTERN}
+LIMIT_HELP = f"Page size, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); else 422."
+LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+# The same parameters for a view that pages (or caps) by hand with parse_limit and open_cursor.
+CURSOR_PARAMETER = OpenApiParameter("cursor", CURSOR_SCHEMA, OpenApiParameter.QUERY, description=CURSOR_HELP)
+LIMIT_PARAMETER = OpenApiParameter("limit", LIMIT_SCHEMA, OpenApiParameter.QUERY, description=LIMIT_HELP)
 
 
 def parse_limit(raw: str | None) -> int:
@@ -193,21 +202,6 @@ class KeysetPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         return [
-            {
-                "name": "cursor",
-                "in": "query",
-                "required": False,
-                "description": (
-                    "Opaque cursor from a previous page's `next_cursor` of the same list and widget; "
-                    "anything else is 422."
-                ),
-                "schema": {"type": "string", "maxLength": CURSOR_MAX_LENGTH, "pattern": CURSOR_PATTERN},
-            },
-            {
-                "name": "limit",
-                "in": "query",
-                "required": False,
-                "description": f"Page size, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); else 422.",
-                "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-            },
+            {"name": "cursor", "in": "query", "required": False, "description": CURSOR_HELP, "schema": CURSOR_SCHEMA},
+            {"name": "limit", "in": "query", "required": False, "description": LIMIT_HELP, "schema": LIMIT_SCHEMA},
         ]

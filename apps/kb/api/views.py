@@ -13,7 +13,7 @@ from rest_framework import mixins, status
 from rest_framework.response import Response
 
 from apps.core import provider_waits
-from apps.core.api.pagination import open_cursor, parse_limit, seal_cursor
+from apps.core.api.pagination import CURSOR_PARAMETER, LIMIT_PARAMETER, open_cursor, parse_limit, seal_cursor
 from apps.core.api.parsers import LimitedMultiPartParser
 from apps.core.api.query import query_data
 from apps.core.api.serializers import refuse_query
@@ -54,7 +54,12 @@ class RuleViewSet(
     }
     idempotency_required = {"create", "partial_update"}
     idempotency_deferred = {"create", "partial_update"}
-    problem_statuses = {"create": [409, 415, 502], "partial_update": [409, 415, 502], "delete_source": [422]}
+    problem_statuses = {
+        "list": [400],  # more than 1000 query parameters
+        "create": [409, 415, 502],
+        "partial_update": [409, 415, 502],
+        "delete_source": [422],
+    }
 
     @extend_schema(
         summary="List knowledge-base rules",
@@ -147,11 +152,13 @@ class SourceListView(ScopedAPIView):
     """GET /v1/kb/sources."""
 
     route_scopes = {"get": ["kb:read"]}
+    problem_statuses = {"get": [400]}  # more than 1000 query parameters
 
     @extend_schema(
         summary="List knowledge-base sources",
         description="Distinct source groups (`manual:<id>`, `upload:<id>`, `crawl:<url>`) in `source_ref` order, "
         "each with its `chunk_count`, `kind` and `regenerates`. Cursor list; unknown parameters are 422.",
+        parameters=[CURSOR_PARAMETER, LIMIT_PARAMETER],
         responses={200: s.SourcePageDoc},
     )
     def get(self, request):
@@ -224,6 +231,7 @@ class StatusView(ScopedAPIView):
     """GET /v1/kb/status."""
 
     route_scopes = {"get": ["kb:read"]}
+    problem_statuses = {"get": [422]}
 
     @extend_schema(
         summary="Knowledge-base status",
@@ -305,7 +313,7 @@ class CrawlerView(ScopedAPIView):
     route_scopes = {"get": ["kb:read"], "put": ["kb:write"], "delete": ["kb:write"]}
     idempotency_required = {"put"}
     idempotency_deferred = {"put"}
-    problem_statuses = {"put": [409, 415], "delete": [409, 422]}
+    problem_statuses = {"get": [422], "put": [409, 415], "delete": [409, 422]}
 
     @extend_schema(
         summary="Read the crawler",

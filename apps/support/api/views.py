@@ -39,6 +39,8 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
     """Support chats of the token's widget."""
 
     queryset = Chat.objects.all()
+    # The list is capped by `limit` and paged on by `updated_since`, never by a cursor.
+    pagination_class = None
     audit_prefix = "chats"
     path_parameter_help = {"message_id": "The id of a message of this chat that carries a file."}
     route_scopes = {

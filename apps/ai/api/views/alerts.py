@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.api.pagination import parse_limit
+from apps.core.api.pagination import LIMIT_SCHEMA, parse_limit
 from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import ValidationFailed
@@ -66,7 +66,15 @@ class DemandSignalView(ScopedAPIView):
         summary="Demand signals",
         description="What visitors asked for that the assistant could not serve, newest first: `from`, `to` "
         "(Europe/Moscow unless an offset is given), `category`, `limit` (1 to 100, default 20).",
-        parameters=[s.DemandQuery],
+        parameters=[
+            s.DemandQuery,
+            OpenApiParameter(
+                "limit",
+                LIMIT_SCHEMA,
+                OpenApiParameter.QUERY,
+                description="At most this many signals, 1 to 100 (default 20); else 422.",
+            ),
+        ],
         responses={200: s.DemandListDoc},
     )
     def get(self, request):
