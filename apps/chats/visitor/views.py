@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.agents import selectors as agent_selectors
+from apps.core.api.negotiation import AcceptNegotiation
 from apps.core.api.parsers import LimitedMultiPartParser, StrictJSONParser
 from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
@@ -54,6 +55,7 @@ class VisitorAPIView(APIView):
     throttle_classes = ()
     parser_classes = (StrictJSONParser,)
     renderer_classes = (APIJSONRenderer,)
+    content_negotiation_class = AcceptNegotiation
     schema = VisitorAutoSchema()
 
     session_required = True

@@ -15,6 +15,7 @@ from apps.channels import selectors as channel_selectors
 from apps.channels import services as channel_services
 from apps.chats import services as chat_services
 from apps.chats.models import Message
+from apps.core.api.negotiation import AcceptNegotiation
 from apps.core.api.parsers import loads
 from apps.core.api.serializers import validate_input
 from apps.core.errors import AppError, InvalidJSON, NotAuthenticated, NotFound, ValidationFailed
@@ -61,6 +62,7 @@ class CompatView(APIView):
     authentication_classes = ()
     permission_classes = ()
     parser_classes = ()
+    content_negotiation_class = AcceptNegotiation
     schema = CompatAutoSchema()
 
     def initial(self, request, *args, **kwargs):

@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 
 from apps.audit import services as audit
 from apps.core import idempotency
+from apps.core.api.negotiation import AcceptNegotiation
 from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
 from apps.core.errors import NotFound, RateLimited
@@ -56,6 +57,8 @@ def _check_scopes(cls, actions: set[str]) -> None:
 
 class ContractMixin:
     """Rate-limit headers, the checks above, and the idempotency wrapper."""
+
+    content_negotiation_class = AcceptNegotiation
 
     route_scopes: dict[str, list[str]] = {}
     # Actions marked `x-idempotency: required`.
