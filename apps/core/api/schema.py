@@ -15,7 +15,7 @@ from apps.core.errors import PROBLEM_CONTENT_TYPE
 from apps.core.idempotency import HEADER as IDEMPOTENCY_HEADER
 
 PROBLEM_TITLES = {
-    400: "Bad request (malformed JSON, missing or invalid idempotency key)",
+    400: "Bad request (malformed JSON, more than 1000 parameters, missing or invalid idempotency key)",
     401: "Missing, malformed, unknown, expired or revoked token",
     403: "API disabled for the widget, or the token lacks the scope",
     404: "Not found (a foreign id answers the same)",
@@ -55,6 +55,11 @@ PROBLEM_SCHEMA = {
         "previous": {
             "type": ["object", "null"],
             "description": "On idempotency_key_reused: the original request's result.",
+        },
+        "reason": {
+            "type": "string",
+            "description": "On support errors (every error of a `/api/v1/support/` route): a machine-readable "
+            "reason, equal to `code`.",
         },
     },
     "additionalProperties": True,
