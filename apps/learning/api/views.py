@@ -271,7 +271,15 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
         "revert": ["ai:apply"],
     }
     idempotency_required = {"create", "approve", "reject", "revert"}
-    problem_statuses = {"create": [404, 409], "approve": [409], "reject": [409], "revert": [409]}
+    # Detail reads refuse any query parameter (422).
+    problem_statuses = {
+        "retrieve": [422],
+        "preview": [422],
+        "create": [404, 409],
+        "approve": [409],
+        "reject": [409],
+        "revert": [409],
+    }
 
     STATES = (
         "Statuses: `proposing` (the provider's rewrite is being made) -> `proposed` or `proposal_failed`; "

@@ -337,6 +337,7 @@ def _account_link_on(request) -> bool:
 
 class AccountLinkView(SignedAssistantView):
     audit_name = "account_link"
+    problem_statuses = {"post": [*SIGNED_PROBLEMS, 404]}  # 404 while the widget is off the account-link list
 
     def available(self, request) -> bool:
         return _account_link_on(request)
@@ -357,6 +358,7 @@ class AccountLinkView(SignedAssistantView):
 
 class AccountRevokeView(SignedAssistantView):
     audit_name = "account_link_revoke"
+    problem_statuses = {"post": [*SIGNED_PROBLEMS, 404]}  # 404 while the widget is off the account-link list
 
     def available(self, request) -> bool:
         return _account_link_on(request)

@@ -83,7 +83,7 @@ class AiMessagesView(ScopedAPIView):
 
     route_scopes = {"get": ["ai:read"], "patch": ["ai:write"], "put": ["ai:write"]}
     idempotency_required = {"patch", "put"}
-    problem_statuses = {"patch": [409], "put": [409]}
+    problem_statuses = {"get": [422], "patch": [409], "put": [409]}
 
     RULES = (
         "Keys: `handoff_to_human`, `handover_notice`, `handover_offline`, `handover_unknown`, `social_reply`, "

@@ -26,7 +26,7 @@ class IntegrationView(ScopedAPIView):
 
     route_scopes = {"get": ["ai:read"], "post": ["ai:credentials:write"], "delete": ["ai:credentials:write"]}
     idempotency_required = {"post"}
-    problem_statuses = {"post": [409], "delete": [404]}
+    problem_statuses = {"get": [422], "post": [409], "delete": [404]}
 
     @extend_schema(
         summary="The application-assistant integration",

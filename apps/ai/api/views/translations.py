@@ -18,6 +18,7 @@ class WidgetTranslationsView(ScopedAPIView):
     """GET /v1/widget/translations."""
 
     route_scopes = {"get": ["widget:read"]}
+    problem_statuses = {"get": [422]}
 
     @extend_schema(
         summary="Widget text translations",
