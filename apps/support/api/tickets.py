@@ -28,28 +28,20 @@ OPENING_TRANSCRIPT_MAX = 50
 
 
 class SupportTicketListQuery(InputSerializer):
-    state = s.serializers.ChoiceField(choices=["open", "closed", "all"], required=False, default="open")
-    priority = s.serializers.ChoiceField(choices=Ticket.Priority.values, required=False)
-    reason = s.serializers.ChoiceField(choices=Ticket.Reason.values, required=False)
-    updated_since = MomentField(required=False, help_text="Only tickets updated at or after this moment.")
-
-
-class TicketCloseInput(InputSerializer):
-    reason = s.serializers.ChoiceField(
-        choices=["resolved", "answered_by_email", "duplicate", "false_positive"],
-        help_text="`resolved`, `answered_by_email`, `duplicate` or `false_positive`.",
-    )
-    duplicate_of = s.StrictIntegerField(
-        min_value=1, required=False, help_text="The number of the ticket this one duplicates."
-    )
-    claim_id = s.StrictRegexField(
-        s.CLAIM_ID_PATTERN,
+    state = s.serializers.ChoiceField(
+        choices=["open", "closed", "all"],
         required=False,
-        help_text="The `claim_id` of your lease on the ticket's chat, when you hold one.",
+        default="open",
+        help_text="`open` (default, in queue order: high priority first, then oldest), `closed` or `all` "
+        "(most recently updated first).",
     )
-    note = StrictCharField(
-        max_length=2000, required=False, allow_blank=True, help_text="A note for the audit, up to 2000 characters."
+    priority = s.serializers.ChoiceField(
+        choices=Ticket.Priority.values, required=False, help_text="Only tickets of this priority."
     )
+    reason = s.serializers.ChoiceField(
+        choices=Ticket.Reason.values, required=False, help_text="Only tickets closed for this reason."
+    )
+    updated_since = MomentField(required=False, help_text="Only tickets updated at or after this moment.")
 
 
 class TicketReopenInput(InputSerializer):
@@ -60,6 +52,17 @@ class TicketReopenInput(InputSerializer):
     )
     note = StrictCharField(
         max_length=2000, required=False, allow_blank=True, help_text="A note for the audit, up to 2000 characters."
+    )
+
+
+# Closing takes what reopening takes (`claim_id`, `note`) and its own `reason`.
+class TicketCloseInput(TicketReopenInput):
+    reason = s.serializers.ChoiceField(
+        choices=["resolved", "answered_by_email", "duplicate", "false_positive"],
+        help_text="`resolved`, `answered_by_email`, `duplicate` or `false_positive`.",
+    )
+    duplicate_of = s.StrictIntegerField(
+        min_value=1, required=False, help_text="The number of the ticket this one duplicates."
     )
 
 
