@@ -112,6 +112,18 @@ def test_every_parameter_has_a_description(doc):
     assert not bare, f"parameters without a description: {bare}"
 
 
+def test_a_parameter_with_choices_says_what_it_selects(doc):
+    """drf-spectacular lists a choice field's values (one `* a - a` line each) after its help text; a
+    list of values alone does not say what the parameter does."""
+    bare = [
+        f"{key} {param['in']} {param['name']}"
+        for key, op in operations(doc)
+        for param in op.get("parameters", [])
+        if param.get("description", "").startswith("* `")
+    ]
+    assert not bare, f"parameters described only by their values: {bare}"
+
+
 # Schemas whose every property says what its value is, grouped by resource (those an integrator reads
 # and writes first at the top). Add a new schema here once its properties are described; every keyset
 # page (`Paginated...List`) is included without being listed.

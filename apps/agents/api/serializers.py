@@ -369,7 +369,9 @@ class AgentListQuery(InputSerializer):
     online = serializers.ChoiceField(
         choices=["0", "1"], required=False, help_text="Live presence: 1 online, 0 offline."
     )
-    type = serializers.ChoiceField(choices=Agent.Type.values, required=False)
+    type = serializers.ChoiceField(
+        choices=Agent.Type.values, required=False, help_text="Only agents of this type: human, ai or webhook."
+    )
     department_id = IdQueryField(required=False, help_text="A missing or foreign department is 404.")
     status = serializers.ChoiceField(
         choices=Agent.Status.values, required=False, help_text="Without it, banned agents are left out."

@@ -38,7 +38,9 @@ class SearchTextField(serializers.CharField):
 
 class ChatListQuery(WindowQuery):
     empty_is_valid = True  # no parameters: every chat of the widget
-    status = serializers.ChoiceField(choices=Chat.Status.values, required=False)
+    status = serializers.ChoiceField(
+        choices=Chat.Status.values, required=False, help_text="Only chats in this state; without it, every state."
+    )
     channel = serializers.RegexField(
         r"^[a-z0-9_]{1,64}$",
         max_length=64,

@@ -26,7 +26,12 @@ CLAIM_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
 class SupportChatListQuery(InputSerializer):
     updated_since = MomentField(help_text="Required; at most 7 days back.")
-    awaiting = serializers.ChoiceField(choices=["client", "any"], required=False, default="any")
+    awaiting = serializers.ChoiceField(
+        choices=["client", "any"],
+        required=False,
+        default="any",
+        help_text="`client`: only chats whose last message is the customer's; `any` (default): every chat.",
+    )
     min_idle_sec = serializers.IntegerField(
         min_value=0,
         max_value=7 * 86400,
@@ -37,7 +42,11 @@ class SupportChatListQuery(InputSerializer):
     channel = serializers.RegexField(
         r"^[a-z0-9_]{1,64}$", max_length=64, required=False, help_text="Only chats of this channel code."
     )
-    has_open_ticket = serializers.ChoiceField(choices=["true", "false"], required=False)
+    has_open_ticket = serializers.ChoiceField(
+        choices=["true", "false"],
+        required=False,
+        help_text="`true`: only chats with an open ticket; `false`: only chats without one.",
+    )
     limit = serializers.IntegerField(
         min_value=1,
         max_value=CHAT_LIST_MAX,

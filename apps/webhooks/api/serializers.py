@@ -193,5 +193,9 @@ class RedeliverInput(InputSerializer):
 
 
 class DeliveryListQuery(InputSerializer):
-    status = serializers.ChoiceField(choices=Delivery.Status.values, required=False)
-    event_type = serializers.ChoiceField(choices=list(NATIVE_NAMES), required=False)
+    status = serializers.ChoiceField(
+        choices=Delivery.Status.values, required=False, help_text="Only deliveries in this status."
+    )
+    event_type = serializers.ChoiceField(
+        choices=list(NATIVE_NAMES), required=False, help_text="Only deliveries of this event."
+    )

@@ -15,7 +15,11 @@ from .fields import DEMAND_CATEGORIES
 
 
 class AlertQuery(InputSerializer):
-    state = serializers.ChoiceField(choices=["unacknowledged", "acknowledged", "all"], required=False)
+    state = serializers.ChoiceField(
+        choices=["unacknowledged", "acknowledged", "all"],
+        required=False,
+        help_text="`unacknowledged`, `acknowledged` or `all` (default).",
+    )
 
 
 class AcknowledgeInput(InputSerializer):
@@ -53,7 +57,9 @@ class DemandQuery(InputSerializer):
         return {
             "from": MomentField(required=False, help_text="Only signals that occurred at or after this moment."),
             "to": MomentField(required=False, help_text="Only signals that occurred before this moment."),
-            "category": serializers.ChoiceField(choices=DEMAND_CATEGORIES, required=False),
+            "category": serializers.ChoiceField(
+                choices=DEMAND_CATEGORIES, required=False, help_text="Only signals of this category."
+            ),
         }
 
 

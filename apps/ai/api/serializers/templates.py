@@ -10,8 +10,14 @@ from ... import marketplace
 
 
 class TemplateListQuery(InputSerializer):
-    category = serializers.ChoiceField(choices=marketplace.CATEGORIES, required=False)
-    locale = serializers.ChoiceField(choices=marketplace.LOCALES, required=False)
+    category = serializers.ChoiceField(
+        choices=marketplace.CATEGORIES, required=False, help_text="Only templates of this category."
+    )
+    locale = serializers.ChoiceField(
+        choices=marketplace.LOCALES,
+        required=False,
+        help_text="The language of the templates' texts: `ru` (default) or `en`.",
+    )
     page = serializers.RegexField(r"^[1-9][0-9]{0,5}$", required=False, help_text="Page number, from 1 (default 1).")
     limit = serializers.RegexField(
         r"^[1-9][0-9]{0,2}$", required=False, help_text="Page size, 1 to 100 (default 20); else 422."
@@ -19,7 +25,11 @@ class TemplateListQuery(InputSerializer):
 
 
 class TemplateQuery(InputSerializer):
-    locale = serializers.ChoiceField(choices=marketplace.LOCALES, required=False)
+    locale = serializers.ChoiceField(
+        choices=marketplace.LOCALES,
+        required=False,
+        help_text="The language of the template's texts: `ru` (default) or `en`.",
+    )
 
 
 class TemplateSummaryDoc(serializers.Serializer):
