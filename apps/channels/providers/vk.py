@@ -180,7 +180,8 @@ class VK(Provider):
         return same(hook_secret, string(self.decode(request.body), "secret"))
 
     def parse(self, cred: Credential, data: dict) -> list[Inbound]:
-        """`message_new` with text: one message of its sender, keyed by event_id."""
+        """`message_new` with text: one message of its sender, keyed by its whole event_id (a long
+        one stored hashed, as every provider's)."""
         if string(data, "type") != "message_new":
             return []
         message = ("object", "message")
@@ -193,7 +194,7 @@ class VK(Provider):
         if not text.strip() or not from_id or not peer_id or not group_id:
             return []
         dedupe = string(data, "event_id") or (f"{group_id}:{message_id}" if message_id else "")
-        return [Inbound(dedupe[:64], from_id, f"{group_id}:{peer_id}", text)]
+        return [Inbound(dedupe, from_id, f"{group_id}:{peer_id}", text)]
 
     def hook_answer(self, data: dict) -> tuple[str, bytes]:
         return "text/plain; charset=utf-8", b"ok"

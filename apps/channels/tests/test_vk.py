@@ -4,13 +4,14 @@ list, primary, DELETE keeping the record with 502 when VK does not confirm, the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 
 import pytest
 
 from apps.billing.models import AccountPlan, Plan
-from apps.channels.models import MessengerConnection, VkCommunity
+from apps.channels.models import InboundUpdate, MessengerConnection, VkCommunity
 from apps.channels.tests.vk_fake import VkFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
@@ -150,6 +151,31 @@ def test_the_callback_hook_confirms_checks_the_secret_and_dedupes(client, api, w
     assert post_hook(client, hook, vk_event(secret)).content == b"ok"  # redelivered
     chat = Chat.objects.get(widget=widget)
     assert chat.channel == "vk" and chat.messages.count() == 1
+
+
+def test_event_ids_sharing_their_first_64_characters_are_two_messages(client, api, widget, vk, paid):
+    connect(api)
+    hook = MessengerConnection.objects.get(provider="vk")
+    secret = crypto.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
+    prefix = "e" * 64
+    for event_id, text in ((prefix + "1", "First"), (prefix + "2", "Second"), (prefix + "2", "Second")):
+        assert post_hook(client, hook, vk_event(secret, event_id=event_id, text=text)).content == b"ok"
+    assert sorted(Message.objects.values_list("body", flat=True)) == ["First", "Second"]
+    assert (
+        InboundUpdate.objects.filter(
+            update_id__in=[hashlib.sha256((prefix + n).encode()).hexdigest() for n in "12"]
+        ).count()
+        == 2
+    )
+
+
+def test_a_short_event_id_keeps_its_stored_key(client, api, widget, vk, paid):
+    connect(api)
+    hook = MessengerConnection.objects.get(provider="vk")
+    secret = crypto.decrypt_secret(VkCommunity.objects.get().secret_encrypted)
+    event_id = "e" * 64
+    post_hook(client, hook, vk_event(secret, event_id=event_id))
+    assert list(InboundUpdate.objects.values_list("update_id", flat=True)) == [event_id]
 
 
 def test_an_operator_message_is_sent_with_messages_send(client, api, widget, vk, paid):
