@@ -35,8 +35,8 @@ def _vk_hook(widget: Widget) -> MessengerConnection:
     if conn is None:
         try:
             with transaction.atomic():
-                conn = MessengerConnection.objects.create(
-                    widget=widget, provider=vk.PROVIDER.code, hook_id=secrets.token_urlsafe(24)
+                conn = MessengerConnection.objects.create(  # live: each community's secret authenticates its events
+                    widget=widget, provider=vk.PROVIDER.code, hook_id=secrets.token_urlsafe(24), inbound_live=True
                 )
         except IntegrityError:
             conn = MessengerConnection.objects.get(widget=widget, provider=vk.PROVIDER.code)

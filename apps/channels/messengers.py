@@ -157,7 +157,9 @@ def _register(conn: MessengerConnection, *, hook_url: str) -> WebhookOutcome:
         **learned,
         webhook_status=outcome.status,
         webhook_detail=outcome.detail[:255],
-        inbound_live=outcome.status == MessengerConnection.WebhookStatus.REGISTERED,
+        # live unless the registration failed: a provider without a webhook mechanism (`not_supported`)
+        # or with an unverified one (`unconfirmed_provider_api`) is called at the hook URL set up outside
+        inbound_live=outcome.status != MessengerConnection.WebhookStatus.FAILED,
         updated_at=timezone.now(),
     )
     return outcome
@@ -254,9 +256,17 @@ def _display_name(raw: str) -> str:
 
 
 def find_hook(provider: str, hook_id: str) -> MessengerConnection | None:
+    """The connection a hook call is for, or None. SECURITY: a connection that takes no hook calls
+    (its inbound not live: the registration failed or has not finished; or its provider reads by
+    long polling) is None like an unknown hook id or another provider's, so the three answer alike
+    and an authentic call to it stores nothing."""
     if provider not in PROVIDERS or not isinstance(hook_id, str) or len(hook_id) > 64:
         return None
-    return MessengerConnection.objects.select_related("widget").filter(provider=provider, hook_id=hook_id).first()
+    found = registry.get(provider)
+    conn = MessengerConnection.objects.select_related("widget").filter(provider=provider, hook_id=hook_id).first()
+    if conn is None or found is None or found.long_poll or not conn.inbound_live:
+        return None
+    return conn
 
 
 def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) -> tuple[str, bytes]:

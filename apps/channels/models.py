@@ -85,6 +85,8 @@ class MessengerConnection(models.Model):
     hook_secret_encrypted = models.TextField(blank=True, default="")
     webhook_status = models.CharField(max_length=32, choices=WebhookStatus.choices, blank=True, default="")
     webhook_detail = models.CharField(max_length=255, blank=True, default="")
+    # Whether the hook takes calls (and long polling reads): set by a registration that did not fail,
+    # cleared while a PUT re-registers; a call to a connection that is not live answers as an unknown hook.
     inbound_live = models.BooleanField(default=False)
     # Telegram long-poll mode: the next getUpdates offset (the last update id taken + 1).
     poll_offset = models.BigIntegerField(default=0)

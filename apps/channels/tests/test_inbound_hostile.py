@@ -386,6 +386,47 @@ def test_a_hook_id_of_another_provider_is_answered_as_a_missing_one(widget):
     }
 
 
+def missing_answer(code: str) -> tuple[int, dict]:
+    response = Client(raise_request_exception=False).post(
+        f"/api/hooks/{code}/hook-none-0123456/", data=b"{}", content_type="application/json"
+    )
+    return response.status_code, {k: v for k, v in response.json().items() if k != "instance"}
+
+
+def answer(response) -> tuple[int, dict]:
+    return response.status_code, {k: v for k, v in response.json().items() if k != "instance"}
+
+
+def test_an_authentic_call_to_a_connection_whose_inbound_is_not_live_is_answered_as_a_missing_one(hook):
+    MessengerConnection.objects.filter(pk=hook.pk).update(inbound_live=False)
+    response = post(hook, json.dumps(valid(hook.provider)).encode())
+    assert answer(response) == missing_answer(hook.provider) and response.status_code == 404
+    assert stored() == NOTHING
+    MessengerConnection.objects.filter(pk=hook.pk).update(inbound_live=True)
+    assert post(hook, json.dumps(valid(hook.provider)).encode()).status_code == 200
+    assert Message.objects.count() == 1
+
+
+@pytest.mark.parametrize("hook", ["tg"], indirect=True)
+def test_telegram_in_long_poll_mode_answers_its_hook_as_a_missing_one(hook, settings):
+    settings.TELEGRAM_LONG_POLL = True
+    response = post(hook, json.dumps(valid("tg")).encode())
+    assert answer(response) == missing_answer("tg") and response.status_code == 404
+    assert stored() == NOTHING
+
+
+@pytest.mark.parametrize("hook", ["fb"], indirect=True)
+def test_meta_verification_of_a_connection_whose_inbound_is_not_live_is_answered_as_a_missing_one(hook, settings):
+    settings.PROVIDER_VERIFY_TOKEN_FB = "verify-me"
+    query = "?hub.mode=subscribe&hub.verify_token=verify-me&hub.challenge=42"
+    client = Client(raise_request_exception=False)
+    assert client.get(f"/api/hooks/fb/{hook.hook_id}/{query}").content == b"42"
+    MessengerConnection.objects.filter(pk=hook.pk).update(inbound_live=False)
+    response = client.get(f"/api/hooks/fb/{hook.hook_id}/{query}")
+    missing = client.get(f"/api/hooks/fb/hook-none-0123456/{query}")
+    assert answer(response) == answer(missing) and response.status_code == 404
+
+
 @pytest.mark.parametrize("hook", ["vk"], indirect=True)
 def test_a_vk_community_of_another_widget_is_answered_as_a_missing_one(hook, other_widget):
     VkCommunity.objects.create(

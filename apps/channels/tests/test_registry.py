@@ -125,6 +125,7 @@ def test_the_hook_answers_through_the_registered_provider(client, widget, stub):
         hook_id="hook-1",
         token_encrypted=crypto.encrypt_secret("123:abc"),
         hook_secret_encrypted=crypto.encrypt_secret("s3cret"),
+        inbound_live=True,
     )
     response = client.post(
         f"/api/hooks/tg/{conn.hook_id}/",
