@@ -392,6 +392,9 @@ VISITOR_WIDGET_BUDGET_SCALE = env.int("VISITOR_WIDGET_BUDGET_SCALE", default=1)
 # (spent: 429 for every compat request of that address). 0 turns a limit off.
 COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE = env.int("COMPAT_REQUESTS_PER_ADDRESS_PER_MINUTE", default=600)
 COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR = env.int("COMPAT_UNKNOWN_SECRETS_PER_ADDRESS_PER_HOUR", default=30)
+# Messenger hook calls per connection in a sliding minute (over it: 429 with Retry-After before the
+# body is read). 0 turns it off.
+MESSENGER_HOOK_CALLS_PER_MINUTE = env.int("MESSENGER_HOOK_CALLS_PER_MINUTE", default=1200)
 # Visitor websockets one client address holds open at once, across processes (0: no cap). One
 # session holds at most 10 (product decision, apps.chats.visitor.consumers).
 VISITOR_SOCKETS_PER_ADDRESS = env.int("VISITOR_SOCKETS_PER_ADDRESS", default=100)

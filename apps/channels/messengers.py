@@ -22,6 +22,7 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -37,7 +38,7 @@ from apps.webhooks import services as webhooks
 from . import selectors
 from .models import CustomChannel, InboundUpdate, MessengerConnection
 from .providers import registry
-from .providers.base import HookAccount, HookRequest, Inbound, Provider, stored_credential
+from .providers.base import HOOK_MESSAGES_LIMIT, HookAccount, HookRequest, Inbound, Provider, stored_credential
 from .services import link_external_contact
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,13 @@ def get_row(widget: Widget, provider: str) -> dict:
 def check_provider_budget(widget: Widget) -> None:
     """10 provider-calling requests per minute per widget; refused ones reach no provider (429)."""
     PROVIDER_CALLS.check(widget.pk, detail="At most 10 provider calls per minute per widget.")
+
+
+def check_hook_budget(conn: MessengerConnection) -> None:
+    """MESSENGER_HOOK_CALLS_PER_MINUTE hook calls per connection (sliding 60 s; 0: no limit), spent
+    before the body is read: a refused call is 429 with Retry-After, nothing parsed or stored."""
+    limit = settings.MESSENGER_HOOK_CALLS_PER_MINUTE
+    Budget("messenger_hook_calls", limit, 60).check(conn.pk, detail=f"At most {limit} hook calls per minute.")
 
 
 def writable(widget: Widget, provider: str) -> Provider:
@@ -270,13 +278,15 @@ def find_hook(provider: str, hook_id: str) -> MessengerConnection | None:
 
 
 def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) -> tuple[str, bytes]:
-    """One callback of a provider: authenticated with the provider's own mechanism (401 and nothing
-    stored otherwise), then every user text message in it becomes a visitor message of the
+    """One callback of a provider: counted against the connection's budget (429 before the body is
+    read), authenticated with the provider's own mechanism (401 and nothing stored otherwise), then
+    every user text message in it, up to HOOK_MESSAGES_LIMIT, becomes a visitor message of the
     provider's chat of that user, once per provider message id. Returns the content type and body
     the provider expects back."""
     provider = registry.get(conn.provider)
     if provider is None:
         raise NotFound()
+    check_hook_budget(conn)
     account = provider.hook_account(conn, request) or HookAccount(
         stored_credential(conn), crypto.decrypt_secret(conn.hook_secret_encrypted) or ""
     )
@@ -285,7 +295,18 @@ def receive_provider_hook(*, conn: MessengerConnection, request: HookRequest) ->
     if account.cred is None or not provider.authentic(account.cred, account.secret, request):
         raise HookUnauthorized(provider.refusal)
     data = provider.decode(request.body)
-    for item in provider.messages(account.cred, data):
+    items = provider.messages(account.cred, data)
+    if len(items) > HOOK_MESSAGES_LIMIT:  # the rest is acknowledged and dropped
+        logger.warning(
+            "hook call over its message limit",
+            extra={
+                "widget_id": conn.widget_id,
+                "provider": conn.provider,
+                "messages": len(items),
+                "stored": HOOK_MESSAGES_LIMIT,
+            },
+        )
+    for item in items[:HOOK_MESSAGES_LIMIT]:
         _store_inbound(conn, item)
     return provider.hook_answer(data)
 

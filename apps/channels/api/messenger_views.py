@@ -130,7 +130,9 @@ class ProviderHookView(APIView):
     authenticates the call, compared in constant time (Telegram: X-Telegram-Bot-Api-Secret-Token;
     VK: the event's secret; Viber: X-Viber-Content-Signature; Meta: X-Hub-Signature-256 with the
     app secret; Max: X-Max-Bot-Api-Secret; Apple: the gateway's HS256 JWT; OK.ru, Cian,
-    AliExpress: our secret in the registered URL). An unknown hook is 404."""
+    AliExpress: our secret in the registered URL). An unknown hook, and one taking no calls (inbound
+    not live, long-poll mode), is 404; each connection's calls are budgeted (429 before the body is
+    read)."""
 
     authentication_classes = ()
     permission_classes = ()

@@ -69,6 +69,9 @@ class CallResult:
 TEXT_LIMIT = 65536  # characters of one message body, as the REST API takes it
 ID_LIMIT = 255  # characters of a user id or an address (the contact link's columns)
 UPDATE_ID_LIMIT = 1024  # characters of a provider's message id (longer than 64 are stored hashed)
+# Messages stored from one hook call, the rest acknowledged and dropped: twice the largest batch a
+# provider sends (Meta batches up to 1000 updates a call; the others one event, Telegram's getUpdates 100).
+HOOK_MESSAGES_LIMIT = 2000
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import base64
 import copy
 import hmac
 import json
+import logging
 import re
 import time
 
@@ -21,12 +22,15 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
+from apps.channels import messengers
 from apps.channels.models import ExternalContact, InboundUpdate, MessengerConnection, VkCommunity
 from apps.channels.providers import apple as apple_provider
-from apps.channels.providers.base import hmac_hex
+from apps.channels.providers import telegram
+from apps.channels.providers.base import HOOK_MESSAGES_LIMIT, hmac_hex
 from apps.channels.tests.test_providers import APP_SECRET, SID, TOKEN, event
 from apps.chats.models import Chat, Contact, Message
 from apps.core import crypto
+from apps.core.testing.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -438,3 +442,60 @@ def test_a_vk_community_of_another_widget_is_answered_as_a_missing_one(hook, oth
         answers.append((response.status_code, {k: v for k, v in response.json().items() if k != "instance"}))
     assert answers[0] == answers[1] and answers[0][0] == 404
     assert stored() == NOTHING
+
+
+# --- floods ---------------------------------------------------------------------------------------
+
+
+def test_a_flood_from_one_connection_is_429_with_retry_after_before_the_body_is_read(hook, settings):
+    settings.MESSENGER_HOOK_CALLS_PER_MINUTE = 2
+    for update_id in ("1001", "1002"):
+        assert post(hook, json.dumps(valid(hook.provider, update_id)).encode()).status_code == 200
+    refused = post(hook, json.dumps(valid(hook.provider, "1003")).encode())
+    assert_problem(refused, 429, "rate_limited")
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert_problem(post(hook, b"not json"), 429, "rate_limited")  # refused before the body is parsed
+    assert Message.objects.count() == 2
+
+
+@pytest.mark.parametrize("hook", ["tg"], indirect=True)
+def test_the_hook_budget_is_per_connection(hook, settings, other_widget):
+    settings.MESSENGER_HOOK_CALLS_PER_MINUTE = 1
+    other = MessengerConnection.objects.get(pk=hook.pk)
+    other.pk, other.widget, other.hook_id = None, other_widget, "hook-tg-other-0123456789"
+    other.save()
+    assert post(hook, json.dumps(valid("tg", "1001")).encode()).status_code == 200
+    assert post(hook, json.dumps(valid("tg", "1002")).encode()).status_code == 429
+    assert post(other, json.dumps(valid("tg", "1003")).encode()).status_code == 200
+    assert Message.objects.count() == 2
+
+
+def batch(code: str, count: int) -> dict:
+    """One Meta call carrying `count` user messages (Meta batches updates)."""
+    body = valid(code)
+    if code == "fb":
+        (item,) = body["entry"][0]["messaging"]
+        body["entry"][0]["messaging"] = [
+            {**item, "message": {**item["message"], "mid": f"m_{n}"}} for n in range(count)
+        ]
+    else:
+        value = body["entry"][0]["changes"][0]["value"]
+        (item,) = value["messages"]
+        value["messages"] = [{**item, "id": f"wamid.{n}"} for n in range(count)]
+    return body
+
+
+@pytest.mark.parametrize("hook", ["fb", "wa"], indirect=True)
+def test_messages_over_the_limit_of_one_call_are_acknowledged_dropped_and_logged_once(hook, monkeypatch, caplog):
+    monkeypatch.setattr(messengers, "HOOK_MESSAGES_LIMIT", 3)
+    with caplog.at_level(logging.WARNING, logger="apps.channels.messengers"):
+        response = post(hook, json.dumps(batch(hook.provider, 5)).encode())
+    assert response.status_code == 200
+    assert Message.objects.count() == InboundUpdate.objects.count() == 3
+    (logged,) = [r for r in caplog.records if r.name == "apps.channels.messengers"]
+    assert logged.messages == 5 and logged.stored == 3 and logged.provider == hook.provider
+
+
+def test_the_limit_of_one_call_is_above_every_provider_batch():
+    assert HOOK_MESSAGES_LIMIT >= 2 * 1000  # Meta batches up to 1000 updates; Telegram's getUpdates 100
+    assert HOOK_MESSAGES_LIMIT >= 2 * telegram.POLL_LIMIT
