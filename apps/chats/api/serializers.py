@@ -7,8 +7,6 @@ a contract test keeps the two in step.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from rest_framework import serializers
 
 from apps.agents.models import Agent
@@ -18,6 +16,7 @@ from apps.core.api.serializers import (
     StrictFloatField,
     StrictIntegerField,
     TenantPrimaryKeyField,
+    validate_https_link,
 )
 
 from ..models import Chat, File, Message
@@ -213,24 +212,13 @@ class TransferInput(InputSerializer):
         return agent
 
 
-def validate_button_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme != "https" or not parts.hostname:
-        raise serializers.ValidationError("Must be an absolute https:// URL.")
-    if parts.username is not None or parts.password is not None:
-        raise serializers.ValidationError("URLs with credentials are refused.")
-    if any(ch.isspace() for ch in value):
-        raise serializers.ValidationError("URLs may not contain whitespace.")
-    return value
-
-
 class KeyboardButtonInput(InputSerializer):
     label = StrictCharField(
         min_length=1, max_length=64, trim_whitespace=False, help_text="The button's text, 1 to 64 characters."
     )
     url = StrictCharField(
         max_length=2048,
-        validators=[validate_button_url],
+        validators=[validate_https_link],
         help_text="An absolute `https://` URL without user or password.",
     )
     style = serializers.ChoiceField(
@@ -258,7 +246,7 @@ class StickerInput(InputSerializer):
     url = StrictCharField(
         required=False,
         max_length=2048,
-        validators=[validate_button_url],
+        validators=[validate_https_link],
         help_text="The sticker's absolute `https://` URL, optional.",
     )
 

@@ -4,11 +4,9 @@ migrates by swapping the base URL; what we read is checked strictly."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from rest_framework import serializers
 
-from apps.core.api.serializers import LabelField, StrictCharField
+from apps.core.api.serializers import LabelField, StrictCharField, validate_https_link
 from apps.core.numbers import parse_id
 
 EVENTS = ("BOT_MESSAGE", "INVITE_AGENT", "INIT_RATE")
@@ -19,9 +17,14 @@ MILLISECONDS_FROM = 10**11
 
 
 class LegacyIdField(serializers.Field):
-    """An id the legacy platform sends as a string or a number: kept as a string."""
+    """An id the legacy platform sends as a string or a number: kept as a string. A NUL or a lone
+    surrogate is refused (no text column stores them; PostgreSQL refuses NUL outright)."""
 
-    default_error_messages = {"invalid": "Must be a string or an integer.", "blank": "Must not be empty."}
+    default_error_messages = {
+        "invalid": "Must be a string or an integer.",
+        "blank": "Must not be empty.",
+        "characters": "Must not contain NUL or surrogate characters.",
+    }
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, (str, int)):
@@ -29,6 +32,8 @@ class LegacyIdField(serializers.Field):
         value = str(data)
         if not value.strip() or len(value) > 255:
             self.fail("blank")
+        if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+            self.fail("characters")
         return value
 
     def to_representation(self, value):
@@ -81,13 +86,7 @@ class TimestampField(serializers.Field):
 class BotButtonInput(serializers.Serializer):
     text = StrictCharField(min_length=1, max_length=64, trim_whitespace=False)
     id = LegacyIdField(required=False)
-    url = StrictCharField(required=False, max_length=2048)
-
-    def validate_url(self, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
-            raise serializers.ValidationError("Must be an absolute https:// URL without credentials.")
-        return value
+    url = StrictCharField(required=False, max_length=2048, validators=[validate_https_link])
 
 
 class BotMessageBodyInput(serializers.Serializer):
@@ -102,11 +101,14 @@ class BotMessageBodyInput(serializers.Serializer):
         kind = attrs["type"]
         content = attrs.get("content")
         if kind == "MARKDOWN" and not attrs.get("text"):
-            # the markdown may come as `content` (a string or {text})
+            # the markdown may come as `content` (a string or {text}), checked like `text`
+            if isinstance(content, dict):
+                content = content.get("text")
             if isinstance(content, str):
-                attrs["text"] = content
-            elif isinstance(content, dict) and isinstance(content.get("text"), str):
-                attrs["text"] = content["text"]
+                try:
+                    attrs["text"] = self.fields["text"].run_validation(content)
+                except serializers.ValidationError as exc:
+                    raise serializers.ValidationError({"content": exc.detail}) from None
         if kind == "BUTTONS" and not attrs.get("buttons"):
             raise serializers.ValidationError({"buttons": ["A BUTTONS message needs 1 to 7 buttons."]})
         if kind != "BUTTONS" and attrs.get("buttons"):

@@ -299,6 +299,10 @@ def test_foreign_and_missing_chats_are_the_same_404(client, widget, other_widget
         '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "BUTTONS", "text": "x"}}',
         '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "BUTTONS", "text": "x", "buttons": [{"text": "a", "url": "http://x.y"}]}}',
         '{"event": "INIT_RATE", "message_type": "INVITE_AGENT", "chat_id": "1"}',
+        '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "MARKDOWN", "content": "\\ud800"}}',
+        '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "MARKDOWN", "content": {"text": "a\\u0000"}}}',
+        '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "BUTTONS", "text": "x", "buttons": [{"text": "a", "url": "https://[::1"}]}}',
+        '{"event": "BOT_MESSAGE", "chat_id": "1", "message": {"type": "BUTTONS", "text": "x", "buttons": [{"text": "a", "url": "https://a.example/x y"}]}}',
     ],
 )
 def test_malformed_bodies_are_422_and_change_nothing(client, widget, token, raw):

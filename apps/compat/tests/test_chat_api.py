@@ -103,6 +103,9 @@ def test_unknown_secrets_are_404_and_a_disabled_channel_403(client, channel_and_
         '{"sender": {"id": "1"}, "recipient": {"id": "r"}, "message": {"type": "text", "text": "  "}}',
         '{"sender": {"id": true}, "recipient": {"id": "r"}, "message": {"type": "text", "text": "x"}}',
         '{"sender": {"id": "1"}, "message": {"type": "text", "text": "x"}}',
+        '{"sender": {"id": "1\\u0000"}, "recipient": {"id": "r"}, "message": {"type": "text", "text": "x"}}',
+        '{"sender": {"id": "1"}, "recipient": {"id": "r\\u0000"}, "message": {"type": "text", "text": "x"}}',
+        '{"sender": {"id": "\\ud800"}, "recipient": {"id": "r"}, "message": {"type": "text", "text": "x"}}',
     ],
 )
 def test_malformed_bodies_are_422(client, channel_and_secret, raw):

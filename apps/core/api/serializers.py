@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
@@ -60,6 +61,24 @@ class StrictStringMixin:
 
 class StrictCharField(StrictStringMixin, serializers.CharField):
     pass
+
+
+def validate_https_link(value: str) -> str:
+    """A link people follow from a message (a keyboard button): an absolute https:// URL with a
+    host, no user or password and no whitespace. A URL `urlsplit` cannot read (an unclosed `[`
+    host, a port past 65535) is refused like any other, never a 500."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a port)
+    except ValueError:
+        raise serializers.ValidationError("Must be an absolute https:// URL.") from None
+    if parts.scheme != "https" or not parts.hostname:
+        raise serializers.ValidationError("Must be an absolute https:// URL.")
+    if parts.username is not None or parts.password is not None:
+        raise serializers.ValidationError("URLs with credentials are refused.")
+    if any(ch.isspace() for ch in value):
+        raise serializers.ValidationError("URLs may not contain whitespace.")
+    return value
 
 
 class StrictIntegerField(serializers.IntegerField):

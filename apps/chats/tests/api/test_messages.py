@@ -212,6 +212,8 @@ def test_keyboard_at_most_seven_buttons(api, chat):
         ({"label": "ok", "url": "/relative"}, "url"),
         ({"label": "ok", "url": "https://user:pass@a.example"}, "url"),
         ({"label": "ok", "url": "https://user@a.example"}, "url"),
+        ({"label": "ok", "url": "https://[::1"}, "url"),
+        ({"label": "ok", "url": "https://a.example:99999/"}, "url"),
         ({"label": "ok", "url": "https://a.example", "style": "danger"}, "style"),
         ({"label": "ok", "url": "https://a.example", "color": "red"}, "color"),
     ],
