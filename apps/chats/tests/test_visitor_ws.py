@@ -2,6 +2,7 @@
 config.asgi.application and the in-memory channel layer. Transactions really commit here, so the
 pushes that apps.chats.realtime sends after commit really go out."""
 
+import asyncio
 import json
 import threading
 from unittest import mock
@@ -329,6 +330,34 @@ def test_seen_of_a_message_outside_the_conversation_is_an_error_frame(widget, vi
 
     run(scenario)
     assert Message.objects.get(pk=note.pk).seen_at is None
+
+
+def test_a_socket_opened_before_the_erasure_neither_types_nor_marks_seen(widget, visitor, agent, monkeypatch):
+    from apps.privacy import services as privacy
+
+    monkeypatch.setattr(privacy, "_queue", lambda pending_id: None)  # the erasure accepted, not yet run
+    contact, token = visitor
+    chat = visitor_says(widget, contact).chat
+    reply = agent_says(widget, chat, agent)
+
+    async def scenario():
+        layer = get_channel_layer()
+        console = await layer.new_channel()
+        await layer.group_add(widget_group(widget.pk), console)
+        socket = await open_socket(path(widget, token))
+        await database_sync_to_async(privacy.request_contact_erasure)(widget=widget, contact=contact)
+        await socket.send_json_to({"type": "typing", "state": "start", "draft": "my address is"})
+        await socket.send_json_to({"type": "seen", "message_id": reply.pk})
+        frame = await socket.receive_json_from(timeout=TIMEOUT)
+        assert frame["event"] == "error" and frame["code"] == "not_found"
+        with pytest.raises(TimeoutError):  # no typing reached the operators
+            await asyncio.wait_for(layer.receive(console), 0.5)
+        await socket.disconnect()
+
+    run(scenario)
+    reply.refresh_from_db()
+    assert reply.seen_at is None
+    assert Chat.objects.get(pk=chat.pk).last_client_typing_at is None
 
 
 @pytest.mark.parametrize(
