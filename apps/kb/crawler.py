@@ -93,6 +93,15 @@ def normalise(url: str) -> str | None:
     return normalised if len(normalised) <= MAX_URL_CHARS else None
 
 
+def resolve(base: str, reference: str) -> str | None:
+    """`reference` (an `href`, a `Location`) read against `base`, or None when the result is no URL
+    at all (an unclosed `[` host): a page's markup or headers never end a crawl."""
+    try:
+        return urljoin(base, reference.strip())
+    except ValueError:
+        return None
+
+
 def host_key(url: str) -> str:
     return urlsplit(url).netloc
 
@@ -274,7 +283,9 @@ class Crawl:
             if not response.is_redirect:
                 content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
                 return _Fetched(current, response.status_code, content_type, response.content)
-            target = urljoin(current, response.headers["Location"])
+            target = resolve(current, response.headers["Location"])
+            if target is None:
+                raise _PageFailed("invalid_url")  # the guard's own word for a URL it cannot read
             try:
                 parts = outbound.check_url(target)
                 outbound.pin_address(parts.hostname or "", parts.port or 443)
@@ -459,7 +470,8 @@ class Crawl:
             href = element.get("href")
             if not href:
                 continue
-            url = normalise(urljoin(fetched.url, href.strip()))
+            joined = resolve(fetched.url, href)
+            url = normalise(joined) if joined is not None else None
             if url and host_key(url) in self.hosts and self._wanted(url) and url not in found:
                 found.append(url)
         return found

@@ -206,6 +206,16 @@ def test_a_redirect_within_the_site_is_followed_and_an_off_site_one_refused(widg
     assert {"url": site.url("/away"), "error": "address_not_allowed"} in run.failures
 
 
+def test_an_unreadable_link_or_redirect_fails_one_page_not_the_run(widget, site, offline):
+    site.html("/", paragraph("Front page text. " * 3) + links("https://[::1", "//[", "/bad", "/new"))
+    site.pages["/bad"] = (302, {"Location": "https://[::1"}, b"")
+    site.html("/new", paragraph("The new page about warranty repairs."))
+    run = crawl(widget, site)
+    assert run.status == KbCrawlRun.Status.FINISHED
+    assert chunks_of(widget, site, "/new")
+    assert run.failures == [{"url": site.url("/bad"), "error": "invalid_url"}]
+
+
 def test_a_queued_crawl_replaced_never_starts(widget, site, offline):
     build(site)
     first = configure(widget, site)
