@@ -62,9 +62,10 @@ def _looks_csv(text: str) -> bool:
         return False
     try:
         dialect = csv.Sniffer().sniff("\n".join(lines), delimiters=",;\t")
+        # the reader refuses a field past csv.field_size_limit(): such text is no table
+        widths = {len(row) for row in csv.reader(lines, dialect)}
     except csv.Error:
         return False
-    widths = {len(row) for row in csv.reader(lines, dialect)}
     return len(widths) == 1 and widths.pop() > 1
 
 

@@ -113,6 +113,14 @@ def test_a_docx_whose_directory_lies_fails_in_ingestion_with_one_piece_in_memory
     assert peak < 64 * 1024 * 1024
 
 
+def test_a_csv_with_a_field_past_the_csv_field_limit_is_read_as_text(kb, offline, django_capture_on_commit_callbacks):
+    data = b"question,answer\n" + b"x" * 200_000 + b",y\nhours,nine to six\n"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(kb, "faq.csv", data)
+    assert response.status_code == 202, response.content
+    assert response.json()["format"] == "txt"
+
+
 def test_a_pdf_named_txt_is_read_as_pdf(kb, offline, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         doc = upload(kb, "terms.txt", pdf_bytes("Warranty lasts twelve months")).json()
