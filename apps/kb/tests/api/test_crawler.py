@@ -170,6 +170,7 @@ def test_a_start_url_to_a_private_or_unresolvable_address_is_422(kb, widget, ass
         ("start_urls", ["http://docs.example.com/"]),
         ("start_urls", ["https://user:pw@docs.example.com/"]),
         ("start_urls", ["docs.example.com"]),
+        ("start_urls", ["https://[::1"]),
         ("start_urls", [5]),
         ("start_urls", "https://docs.example.com/"),
         ("include", ["docs/*"]),
