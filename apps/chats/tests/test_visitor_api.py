@@ -301,6 +301,7 @@ def test_every_session_is_a_new_contact(client, widget):
         {"nickname": "x"},
         {"email": "not-an-email"},
         {"page_url": "javascript:alert(1)"},
+        {"page_url": "https://[::1"},
         {"locale": "x" * 20},
         {"name": 5},
     ],

@@ -49,7 +49,10 @@ def _not_blank(value: str) -> str:
 
 
 def _http_url(value: str) -> str:
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unclosed `[` host: no URL at all
+        raise serializers.ValidationError("Must be an absolute http(s) URL.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise serializers.ValidationError("Must be an absolute http(s) URL.")
     return value
