@@ -75,7 +75,10 @@ def community_key(value: str) -> str | None:
     None when it is none of these."""
     value = value.strip()
     if value.startswith(("https://", "http://")):
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+        except ValueError:  # a link urlsplit cannot read (an unclosed `[` host) is no VK link
+            return None
         if parts.hostname not in ("vk.com", "www.vk.com", "m.vk.com", "vk.ru"):
             return None
         value = parts.path.strip("/")

@@ -78,6 +78,7 @@ def test_a_rejected_token_or_unknown_community_is_422_and_stores_nothing(api, vk
     assert_problem(connect(api, token="vk1.a.wrong-token-000000"), 422, "credential_rejected")
     assert_problem(connect(api, "nosuchclub"), 422, "credential_rejected")
     assert_problem(connect(api, "https://example.com/myshop"), 422)
+    assert_problem(connect(api, "https://[vk.com/myshop"), 422)
     assert not VkCommunity.objects.exists()
 
 
