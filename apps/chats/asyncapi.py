@@ -269,7 +269,8 @@ AGENT_READS = ["statusClientFrame", "pingClientFrame"]
 # Close codes per socket (the operator socket's are apps.agents.consumers', kept in step by the test).
 VISITOR_CLOSE_CODES = {
     CLOSE_BAD_REQUEST: "`since` is not a message id",
-    CLOSE_UNAUTHORIZED: "missing, unknown or foreign `session`: start a new session",
+    CLOSE_UNAUTHORIZED: "missing, unknown or foreign `session`, or the contact's erasure was accepted while the "
+    "socket was open: start a new session",
     CLOSE_NOT_FOUND: "no widget has this `button_guid`",
     CLOSE_POLICY_VIOLATION: f"too many frames ({FRAMES_PER_WINDOW} per {FRAME_WINDOW:g} s), or the session "
     f"already holds {SOCKETS_PER_SESSION} sockets, or the client address VISITOR_SOCKETS_PER_ADDRESS",

@@ -10,10 +10,11 @@ private notes, operator-only e-mails or operator-to-operator messages; operator 
 from __future__ import annotations
 
 from apps.core import events
-from apps.core.realtime import chat_group, push, widget_group
+from apps.core.realtime import chat_group, group_send, push, widget_group
 
 from .models import Chat, Message
 from .payloads import visitor_message_frame
+from .visitor.services import contact_group
 
 
 def message_stored(event: events.Event) -> None:
@@ -61,6 +62,12 @@ def seen(event: events.Event) -> None:
     )
 
 
+def erasure_accepted(event: events.Event) -> None:
+    """The contact's sockets close as a socket whose session ended does (4401): the sessions are gone
+    and the contact reads as missing, so a socket opened before must not stay subscribed."""
+    group_send([contact_group(event.data["contact_guid"])], {"type": "visitor.gone"})
+
+
 def register() -> None:
     on_commit = events.ON_COMMIT
     events.subscribe([events.MESSAGE_CREATED, events.RATING_REQUESTED], message_stored, phase=on_commit)
@@ -79,3 +86,4 @@ def register() -> None:
     # Typing stores nothing (only a throttle stamp, written at once): it is pushed as it is emitted.
     events.subscribe(events.CHAT_TYPING, typing, phase=events.IN_TRANSACTION)
     events.subscribe(events.MESSAGES_SEEN, seen, phase=on_commit)
+    events.subscribe(events.CONTACT_ERASURE_ACCEPTED, erasure_accepted, phase=on_commit)

@@ -94,6 +94,7 @@ AGENT_PROFILE_CHANGED = "agent.profile_changed"
 ACCOUNT_PROFILE_CHANGED = "account.profile_changed"
 WIDGET_CONFIG_CHANGED = "widget.config_changed"
 CHAT_CODE_REQUESTED = "chat.code_requested"
+CONTACT_ERASURE_ACCEPTED = "contact.erasure_accepted"
 # knowledge base (apps.kb): internal only, never in the webhook catalogue
 KB_RULE_CREATED = "kb.rule_created"
 KB_RULE_UPDATED = "kb.rule_updated"
@@ -128,6 +129,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     # the chat's assistant asks to prove the customer's mailbox by an e-mail code (email optional:
     # without it the chat waits for the mailbox); apps.support mails it unless an agent handles the chat
     CHAT_CODE_REQUESTED: ("chat_id", "email"),
+    # a contact's erasure was accepted: from this commit on the contact reads as missing and its
+    # visitor sessions are gone (apps.privacy; `contact.erased` follows once the worker has run)
+    CONTACT_ERASURE_ACCEPTED: ("contact_guid",),
     # knowledge-base writes (apps.kb.services): one per change of rules, documents, the crawler
     KB_RULE_CREATED: ("rule_id", "source_ref"),
     KB_RULE_UPDATED: ("rule_id", "fields"),

@@ -75,6 +75,7 @@ def request_contact_erasure(*, widget: Widget, contact: Contact, source: str = P
     mark = PendingErasure.objects.create(widget=widget, contact_id=locked.pk, source=source)
     VisitorSession.objects.filter(contact=locked).delete()
     record(widget=widget, action="contact.erased", target_type="contact", target_id=locked.guid)
+    events.emit(widget, events.CONTACT_ERASURE_ACCEPTED, contact_guid=locked.guid)
     transaction.on_commit(lambda: _queue(mark.pk))
 
 

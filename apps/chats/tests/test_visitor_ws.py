@@ -332,10 +332,29 @@ def test_seen_of_a_message_outside_the_conversation_is_an_error_frame(widget, vi
     assert Message.objects.get(pk=note.pk).seen_at is None
 
 
-def test_a_socket_opened_before_the_erasure_neither_types_nor_marks_seen(widget, visitor, agent, monkeypatch):
+def test_a_socket_is_closed_with_4401_once_its_contacts_erasure_is_accepted(widget, visitor, monkeypatch):
     from apps.privacy import services as privacy
 
     monkeypatch.setattr(privacy, "_queue", lambda pending_id: None)  # the erasure accepted, not yet run
+    contact, token = visitor
+    visitor_says(widget, contact)
+
+    async def scenario():
+        socket = await open_socket(path(widget, token))
+        await database_sync_to_async(privacy.request_contact_erasure)(widget=widget, contact=contact)
+        closed = await socket.receive_output(timeout=TIMEOUT)
+        assert (closed["type"], closed["code"]) == ("websocket.close", 4401)
+
+    run(scenario)
+
+
+def test_a_socket_opened_before_the_erasure_neither_types_nor_marks_seen(widget, visitor, agent, monkeypatch):
+    from apps.chats import realtime
+    from apps.privacy import services as privacy
+
+    monkeypatch.setattr(privacy, "_queue", lambda pending_id: None)  # the erasure accepted, not yet run
+    # the frames below reach the socket before its close does
+    monkeypatch.setattr(realtime, "group_send", lambda groups, message: None)
     contact, token = visitor
     chat = visitor_says(widget, contact).chat
     reply = agent_says(widget, chat, agent)

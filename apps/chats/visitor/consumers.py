@@ -143,6 +143,11 @@ class VisitorConsumer(FramedJsonConsumer):
             if chat is not None and chat.pk == chat_id:
                 await self._enter_room(chat.pk, replay=True)
 
+    async def visitor_gone(self, event):
+        """The contact's erasure was accepted: its sessions are gone, so the socket closes as one
+        whose session ended."""
+        await self.close(code=CLOSE_UNAUTHORIZED)
+
     async def _enter_room(self, chat_id: int, *, replay: bool) -> None:
         self.chat_id = chat_id
         await self._join(chat_group(chat_id))
