@@ -493,6 +493,19 @@ def test_every_array_schema_declares_its_items(doc):
     assert not bare, bare
 
 
+def test_no_answer_is_documented_as_a_bare_array(doc):
+    """Every list of the API answers an object (`{data, next_cursor}`), never a top-level array: a
+    list action without a paginator must say so (`extend_schema_serializer(many=False)`)."""
+    arrays = [
+        f"{name} {code}"
+        for name, op in operations(doc)
+        for code, answer in op.get("responses", {}).items()
+        for media in (answer.get("content") or {}).values()
+        if media.get("schema", {}).get("type") == "array"
+    ]
+    assert not arrays, arrays
+
+
 def test_message_send_says_when_agent_id_is_required(doc):
     member = doc["components"]["schemas"]["MessageInputRequest"]["properties"]["agent_id"]
     assert "Required when the chat has no assigned agent" in member["description"]

@@ -4,6 +4,7 @@ routes."""
 from __future__ import annotations
 
 from django.core.validators import ProhibitNullCharactersValidator
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField, MomentField
@@ -230,9 +231,14 @@ class SupportChatDoc(serializers.Serializer):
     updated_at = serializers.DateTimeField(help_text="When the chat was last updated.")
 
 
+# The list answers one object (`many=False`): drf-spectacular would document a list action without a
+# paginator as an array of it.
+@extend_schema_serializer(many=False)
 class SupportChatListDoc(serializers.Serializer):
     data = SupportChatDoc(many=True, help_text="The chats, longest waiting first.")
-    next_cursor = serializers.CharField(allow_null=True, help_text="Opaque cursor of the next page.")
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="Always null: page on by passing the last chat's `updated_at` as `updated_since`."
+    )
 
 
 class SupportAttachmentRefDoc(serializers.Serializer):
