@@ -1,29 +1,29 @@
-"""The AI operator at work: from the visitor's POST of a message to the AI operator's answer visible
-to the visitor, with a fake provider answering at once, at 1, 20 and 100 concurrent chats.
+"""The AI operator at work: from the visitor's POST of a message to the AI operator's answer arriving
+on the visitor's websocket, with a fake provider answering at once, at 1, 20 and 100 concurrent chats.
 
 As deployed: the web process under uvicorn (bench.lib.common.Server), the Procfile's worker (celery,
 the same broker), Redis, PostgreSQL, and the OpenAI-format loopback fake in a process of its own
-(`python -m tests.llm_fake`). Each chat is one visitor session of a widget with AI switched on; a
-chat's loop POSTs a message to the visitor API and waits until the AI's answer is committed (the
-moment its websocket push goes out: the push is an on-commit handler), then sends the next. One
-poller thread reads the answers of every waiting chat in one query every POLL_SECONDS.
+(`python -m tests.llm_fake`). Each chat is one visitor session of a widget with AI switched on, with
+its websocket open as the widget holds it; a chat's loop POSTs a message to the visitor API and waits
+until the AI's answer arrives on that socket, then sends the next.
 
 The floor, measured in the same run at the same concurrency: one provider round trip (the official
-OpenAI SDK straight to the same fake, `tests.llm_fake.sdk_floor_completion`) plus one message
-insert (a plain INSERT of a message row in its own transaction), at most FLOOR_THREADS at once.
-Targets (issue 50): at 1 chat our p50 at most 100 ms over the floor's p50 (`added<=100`), at 20
-concurrent chats at most 150 ms over it, with no failed request (`added<=150,errors==0`), and at 100
-concurrent chats every chat answered: no failed request and every message answered
-(`errors==0,unanswered==0`; the latency at 100 is printed, not a target).
+OpenAI SDK straight to the same fake, `tests.llm_fake.sdk_floor_completion`), one message insert (a
+plain INSERT of a message row in its own transaction) and that message's push to a visitor's socket
+through the channel layer (the frame and the path of the AI's answer), until the socket has it; at
+most FLOOR_THREADS at once. Targets (issue 50): at 1 chat our p50 at most 100 ms over the floor's p50
+(`added<=100`), at 20 concurrent chats at most 150 ms over it, with no failed request
+(`added<=150,errors==0`), and at 100 concurrent chats every chat answered: no failed request and
+every message answered (`errors==0,unanswered==0`; the latency at 100 is printed, not a target).
 
 Each level also prints an INFO line splitting a message's latency at the POST's answer: `post_p50`,
 the visitor API's write of the message itself, and `after_post_p50`/`after_post_p99`, from that
-answer to the AI's answer committed (the task's queueing, the worker's reads, the provider call and
-the answer's write).
+answer to the AI's answer on the socket (the task's queueing, the worker's reads, the provider call,
+the answer's write and its push).
 
-Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker the worker shares); seeds its own
-widget (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES (messages per level,
-default 200), BENCH_AI_REPLY_LEVELS (the concurrency levels, default "1 20 100").
+Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker and channel layer the processes
+share); seeds its own widget (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES
+(messages per level, default 200), BENCH_AI_REPLY_LEVELS (the concurrency levels, default "1 20 100").
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,7 +49,6 @@ LEVELS = tuple(int(n) for n in os.environ.get("BENCH_AI_REPLY_LEVELS", "1 20 100
 # level -> its target (bench.lib.targets syntax).
 TARGETS = {1: "added<=100", 20: "added<=150,errors==0", 100: "errors==0,unanswered==0"}
 MESSAGES = env_int("BENCH_AI_REPLY_MESSAGES", 200)
-POLL_SECONDS = 0.002
 # The floor's threads each hold a database connection: at most this many (PostgreSQL's default
 # max_connections is 100, shared with the measured processes).
 FLOOR_THREADS = 20
@@ -136,50 +136,37 @@ def seed(fake: dict):
     return widget
 
 
-class Poller:
-    """Records when each awaited chat's newest AI answer (id above a mark) is first seen committed."""
+@contextmanager
+def visitor(server: Server, widget, http):
+    """A visitor session of the widget with its websocket open, as the widget holds it (the room
+    comes with the first message): (the visitor API's base URL, its headers, `wait` for a message).
 
-    def __init__(self) -> None:
-        self.waiting: dict[int, tuple[int, threading.Event, list]] = {}
-        self.lock = threading.Lock()
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
+    `wait(accept)` reads frames until a `message` frame whose message `accept` takes arrives, and
+    returns when it arrived (when the visitor sees it) and the message."""
+    from websockets.sync.client import connect
 
-    def run(self) -> None:
-        from django.db import connection
+    base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
+    r = http.post(f"{base}/sessions", json={}, timeout=30)
+    assert r.status_code == 201, r.text
+    token = r.json()["session_token"]
+    ws_url = f"{server.base.replace('http://', 'ws://')}/ws/visitor/{widget.button_guid}/?session={token}"
+    with connect(ws_url, open_timeout=30, compression=None) as ws:
 
-        from apps.chats.models import Message
+        def wait(accept, timeout: float = 120) -> tuple[float, dict]:
+            deadline = time.monotonic() + timeout
+            while True:
+                frame = json.loads(ws.recv(timeout=max(0.001, deadline - time.monotonic())))
+                if frame.get("event") == "message" and accept(frame["message"]):
+                    return time.perf_counter(), frame["message"]
 
-        try:
-            while not self.stopped.is_set():
-                with self.lock:
-                    pending = dict(self.waiting)
-                if pending:
-                    rows = Message.objects.filter(
-                        chat_id__in=list(pending), author_kind="ai", visibility="public"
-                    ).values_list("chat_id", "id")
-                    now = time.perf_counter()
-                    for chat_id, message_id in rows:
-                        mark, event, seen = pending[chat_id]
-                        if message_id > mark and not event.is_set():
-                            seen.extend((now, message_id))
-                            with self.lock:
-                                self.waiting.pop(chat_id, None)
-                            event.set()
-                time.sleep(POLL_SECONDS)
-        finally:
-            connection.close()
-
-    def expect(self, chat_id: int, mark: int) -> tuple[threading.Event, list]:
-        event, seen = threading.Event(), []
-        with self.lock:
-            self.waiting[chat_id] = (mark, event, seen)
-        return event, seen
+        yield base, {"Authorization": f"Visitor {token}"}, wait
 
 
-def run_level(
-    server: Server, widget, level: int, poller: Poller, messages: int = MESSAGES
-) -> tuple[list[float], list[float], int]:
+def is_answer(after: int):
+    return lambda message: message["author"]["kind"] == "ai" and message["id"] > after
+
+
+def run_level(server: Server, widget, level: int, messages: int = MESSAGES) -> tuple[list[float], list[float], int]:
     """`level` chats, each sending messages one after the other until MESSAGES are answered in all.
     Returns each answered message's latency, and each one's POST latency, in ms."""
     per_chat = max(1, messages // level)
@@ -190,33 +177,26 @@ def run_level(
 
     def chat_loop() -> None:
         http = session()
-        base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
         try:
-            r = http.post(f"{base}/sessions", json={}, timeout=30)
-            assert r.status_code == 201, r.text
-            token = r.json()["session_token"]
-            headers = {"Authorization": f"Visitor {token}"}
-            chat_id, mark = None, 0
-            for i in range(per_chat + 1):  # the first message opens the room (not timed)
-                started = time.perf_counter()
-                if chat_id is not None:
-                    event, seen = poller.expect(chat_id, mark)
-                r = http.post(f"{base}/messages", json={"type": "text", "body": f"Question {i}?"}, headers=headers)
-                posted = time.perf_counter()
-                assert r.status_code == 201, r.text
-                if chat_id is None:
-                    chat_id = r.json()["chat_id"]
-                    event, seen = poller.expect(chat_id, mark)
-                if not event.wait(timeout=120):
-                    raise AssertionError(f"no answer in chat {chat_id} within 120 s")
-                mark = seen[1]
-                if i > 0:
-                    with lock:
-                        latencies.append((seen[0] - started) * 1000)
-                        posts.append((posted - started) * 1000)
+            with visitor(server, widget, http) as (base, headers, wait):
+                send(http, base, headers, wait)
         except Exception as exc:  # noqa: BLE001 - reported below
             with lock:
                 errors.append(repr(exc))
+
+    def send(http, base, headers, wait) -> None:
+        mark = 0
+        for i in range(per_chat + 1):  # the first message opens the room (not timed)
+            started = time.perf_counter()
+            r = http.post(f"{base}/messages", json={"type": "text", "body": f"Question {i}?"}, headers=headers)
+            posted = time.perf_counter()
+            assert r.status_code == 201, r.text
+            seen_at, answer = wait(is_answer(max(mark, r.json()["id"])))
+            mark = answer["id"]
+            if i > 0:
+                with lock:
+                    latencies.append((seen_at - started) * 1000)
+                    posts.append((posted - started) * 1000)
 
     threads = [threading.Thread(target=chat_loop) for _ in range(level)]
     for t in threads:
@@ -228,15 +208,17 @@ def run_level(
     return latencies, posts, len(errors)
 
 
-def floor_level(fake: dict, widget, level: int) -> list[float]:
-    """The same number of round trips as `run_level`: an SDK completion plus one message insert."""
+def floor_level(server: Server, fake: dict, widget, level: int) -> list[float]:
+    """The same number of round trips as `run_level`: an SDK completion, one message insert in its
+    own transaction, and that message's push to the visitor's socket through the channel layer (the
+    frame and the path the AI's answer takes), until the socket has it."""
     from django.db import connection, transaction
 
-    from apps.chats.models import Chat, Contact, Message
+    from apps.chats.models import Message
+    from apps.chats.payloads import visitor_message_frame
+    from apps.core.realtime import chat_group, push
     from tests.llm_fake import sdk_floor_client, sdk_floor_completion
 
-    contact = Contact.objects.create(widget=widget, name="floor")
-    chat = Chat.objects.create(widget=widget, contact=contact, channel=f"floor-{uuid.uuid4().hex[:8]}")
     per_chat = max(1, MESSAGES // min(level, FLOOR_THREADS))
     out: list[float] = []
     lock = threading.Lock()
@@ -245,13 +227,25 @@ def floor_level(fake: dict, widget, level: int) -> list[float]:
         client = sdk_floor_client(fake["base_url"], fake["api_key"], ca_file=fake["ca_path"])
         sdk_floor_completion(client, "warm up")
         try:
-            for _ in range(per_chat):
-                started = time.perf_counter()
-                text = sdk_floor_completion(client, "How long is delivery?")
-                with transaction.atomic():
-                    Message.objects.create(widget_id=widget.pk, chat=chat, body=str(text), author_kind="ai")
-                with lock:
-                    out.append((time.perf_counter() - started) * 1000)
+            http = session()
+            with visitor(server, widget, http) as (base, headers, wait):
+                # the room, and the AI's answer to its first message out of the way (not timed)
+                r = http.post(f"{base}/messages", json={"type": "text", "body": "Hello"}, headers=headers)
+                assert r.status_code == 201, r.text
+                chat_id = r.json()["chat_id"]
+                wait(is_answer(r.json()["id"]))
+                for _ in range(per_chat):
+                    started = time.perf_counter()
+                    text = sdk_floor_completion(client, "How long is delivery?")
+                    with transaction.atomic():
+                        message = Message.objects.create(
+                            widget_id=widget.pk, chat_id=chat_id, body=str(text), author_kind="ai"
+                        )
+                    frame = {"event": "message", "chat_id": chat_id, "message": visitor_message_frame(message)}
+                    push([chat_group(chat_id)], frame)
+                    seen_at, _ = wait(lambda m, pk=message.pk: m["id"] == pk)
+                    with lock:
+                        out.append((seen_at - started) * 1000)
         finally:
             connection.close()
 
@@ -282,7 +276,6 @@ def main() -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     logs = {entry: log_dir / f"{NAME}.{entry}.log" for entry in ("worker", "ai")}
     workers = {entry: start_worker(entry, log) for entry, log in logs.items()}
-    poller = Poller()
     env = {
         "VISITOR_SESSIONS_PER_ADDRESS_PER_HOUR": "1000000",
         "VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE": "1000000",
@@ -293,15 +286,14 @@ def main() -> int:
     try:
         for entry, worker in workers.items():
             wait_ready(worker, logs[entry])
-        poller.thread.start()
         with Server(NAME, env=env) as server:
-            run_level(server, widget, 2, poller, messages=10)  # warm up: connections, the worker's imports
+            run_level(server, widget, 2, messages=10)  # warm up: connections, the worker's imports
             for level in LEVELS:
-                ours, posts, failed = run_level(server, widget, level, poller)
+                ours, posts, failed = run_level(server, widget, level)
                 if not ours:
                     print(f"BENCH {NAME}.c{level} FAILED (no chat got an answer; {failed} stopped on errors)")
                     continue
-                floor = floor_level(fake, widget, level)
+                floor = floor_level(server, fake, widget, level)
                 p50, p99 = percentile(ours, 0.5), percentile(ours, 0.99)
                 f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
                 name = f"{NAME}.c{level}"
@@ -324,7 +316,6 @@ def main() -> int:
                 )
                 print(f"{name}: p50 {p50:.1f} ms p99 {p99:.1f} ms; floor p50 {f50:.1f} ms p99 {f99:.1f} ms", flush=True)
     finally:
-        poller.stopped.set()
         for worker in workers.values():
             stop(worker, group=True)
         fake_process.stdin.close()
