@@ -202,6 +202,10 @@ def _script_strings() -> dict[str, str]:
         "away": _("Away"),
         "presence_online": _("Presence: online. Toggle online or away"),
         "presence_away": _("Presence: away. Toggle online or away"),
+        "alerts_on": _("Alerts on"),
+        "alerts_off": _("Alerts off"),
+        "alert_title": _("New visitor message"),
+        "alert_file": _("A file"),
     }
 
 

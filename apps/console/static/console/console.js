@@ -1,5 +1,5 @@
 /* The operator console's live part: the operator websocket (/ws/agent/), the live chat list and
-   history, typing both ways, presence, and the replay after a reconnect. Forms and fragments are
+   history, typing both ways, presence, alerts of visitor messages, and the replay after a reconnect. Forms and fragments are
    htmx; this file only listens to the socket and asks the server for the fragments it points at. */
 (function () {
   "use strict";
@@ -227,6 +227,93 @@
     socket.send(JSON.stringify({ type: "status", status: next }));
   });
 
+  // --- alerts: a visitor's message while the operator looks elsewhere ------------------------------
+  // The tab's title counts the visitor messages that arrive while the page is hidden. With the
+  // operator's Alerts switch on (kept in this browser), a visitor message in another chat than the
+  // open one, or while the page is hidden, plays a short tone, and while the page is hidden shows a
+  // desktop notification (once the browser allows them; asked when the switch is turned on, since
+  // browsers ask only after a click). Only live pushes alert: a replay after a reconnect does not.
+
+  var ALERTS_KEY = "console.alerts";
+  var unread = 0;
+  var alertsOn = false;
+  try { alertsOn = localStorage.getItem(ALERTS_KEY) === "on"; } catch (e) { alertsOn = false; }
+  var audio = null;
+
+  function showUnread() {
+    var title = document.title.replace(/^\(\d+\) /, "");
+    document.title = unread ? "(" + unread + ") " + title : title;
+  }
+
+  function tone() {
+    var Context = window.AudioContext || window.webkitAudioContext;
+    if (!Context) return;
+    try {
+      if (!audio) audio = new Context();
+      if (audio.state === "suspended") audio.resume();
+      var oscillator = audio.createOscillator();
+      var gain = audio.createGain();
+      oscillator.frequency.value = 880;
+      gain.gain.setValueAtTime(0.12, audio.currentTime);
+      gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.25);
+      oscillator.connect(gain);
+      gain.connect(audio.destination);
+      oscillator.start();
+      oscillator.stop(audio.currentTime + 0.25);
+    } catch (e) { /* no sound device: the title still counts */ }
+  }
+
+  function desktopNotice(frame) {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    var message = frame.message || {};
+    var text = message.type === "text" ? (message.body || "") : t("alert_file", "A file");
+    try {
+      var notice = new Notification(t("alert_title", "New visitor message"), {
+        body: text.length > 140 ? text.slice(0, 139) + "…" : text,
+        tag: "chat-" + frame.chat_id
+      });
+      notice.onclick = function () {
+        window.focus();
+        location.href = body.dataset.listUrl + "chats/" + frame.chat_id + "/";
+        notice.close();
+      };
+    } catch (e) { /* a browser that allows notifications only from a service worker */ }
+  }
+
+  function visitorMessageArrived(frame) {
+    var message = frame.message;
+    if (!message || !message.author || message.author.kind !== "client") return;
+    if (document.hidden) { unread += 1; showUnread(); }
+    if (!alertsOn || (!document.hidden && frame.chat_id === chatId)) return;
+    tone();
+    if (document.hidden) desktopNotice(frame);
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && unread) { unread = 0; showUnread(); }
+  });
+
+  function showAlerts() {
+    var button = $("alerts");
+    if (!button) return;
+    button.hidden = false;
+    button.setAttribute("aria-pressed", alertsOn ? "true" : "false");
+    button.textContent = alertsOn ? t("alerts_on", "Alerts on") : t("alerts_off", "Alerts off");
+  }
+
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest || !event.target.closest("#alerts")) return;
+    alertsOn = !alertsOn;
+    try { localStorage.setItem(ALERTS_KEY, alertsOn ? "on" : "off"); } catch (e) { /* this page only */ }
+    if (alertsOn) {
+      tone(); // the operator hears what an alert sounds like, and the click lets the page play sound
+      if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
+    }
+    showAlerts();
+  });
+
+  showAlerts();
+
   // --- canned responses: `/` at the start of the reply opens a picker (a combobox over a listbox) --
 
   var picker = { open: false, items: [], active: -1, query: null, timer: null, seq: 0 };
@@ -373,6 +460,7 @@
         everConnected = true;
         break;
       case "message":
+        visitorMessageArrived(frame);
         // A message may reopen or claim the chat: the panel is read again with the history.
         if (frame.chat_id === chatId) {
           drawFromFrame(frame.message);
