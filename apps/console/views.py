@@ -268,6 +268,7 @@ def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = N
         },
         messages=_view_messages(messages, chat),
         has_older=has_older,
+        visitor=selectors.visitor_details(chat=chat),
     )
     return render(request, "console/chat.html", context, status=status)
 

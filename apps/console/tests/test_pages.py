@@ -275,3 +275,83 @@ def test_the_list_costs_the_same_queries_with_chats_waiting_for_a_person(console
     for n in range(12):
         _hand_over(widget, make_chat(widget, name=f"B{n}"))
     assert _count_list_queries(console) == few
+
+
+# --- about the visitor --------------------------------------------------------------------------------
+
+
+def _details(console, chat) -> str:
+    html = console.get(f"/console/chats/{chat.pk}/").content.decode()
+    start = html.index('<details class="visitor"')
+    return html[start : html.index("</details>", start)]
+
+
+def test_about_the_visitor_shows_what_is_known_of_the_chats_contact(console, widget, chat, other_widget):
+    from django.utils import timezone
+
+    from apps.chats.models import ContactTag, VisitorSession
+    from apps.chats.tests.factories import ChatFactory
+
+    contact = chat.contact
+    contact.phone, contact.locale = "+7 900 000-00-00", "ru-RU"
+    contact.attributes = {"plan": "gold", "orders": 3, "note": "<b>x</b>" + "y" * 300}
+    contact.save()
+    older = timezone.now() - timezone.timedelta(days=1)
+    VisitorSession.objects.create(
+        widget=widget, contact=contact, token_hash="a" * 64, page_url="https://shop.example/old", created_at=older
+    )
+    VisitorSession.objects.create(
+        widget=widget, contact=contact, token_hash="b" * 64, page_url="https://shop.example/cart?step=2"
+    )
+    ContactTag.objects.create(widget=widget, contact=contact, name="vip")
+    ContactTag.objects.create(widget=widget, contact=contact, name="b2b")
+    telegram = ChatFactory(contact=contact, channel="tg")
+    someone_else = make_chat(widget, name="Boris")
+    foreign = make_chat(other_widget, name="Stranger")
+
+    details = _details(console, chat)
+
+    assert "<summary>About the visitor</summary>" in details
+    assert "+7 900 000-00-00" in details and "ru-RU" in details
+    # the newest session's page, as a link that takes nothing of the console along
+    assert '<a href="https://shop.example/cart?step=2" rel="noopener noreferrer nofollow" target="_blank">' in details
+    assert "shop.example/old" not in details
+    assert "b2b, vip" in details
+    assert "<bdi>plan</bdi></dt><dd><bdi>gold</bdi>" in details and "<bdi>3</bdi>" in details
+    assert "&lt;b&gt;x&lt;/b&gt;" in details and "<b>x" not in details and "y" * 190 + "…" in details
+    assert f'href="/console/chats/{telegram.pk}/"' in details and f"Chat {telegram.pk}</a> · tg · active" in details
+    assert f"/console/chats/{chat.pk}/" not in details  # not the open chat itself
+    assert f"/console/chats/{someone_else.pk}/" not in details and f"/console/chats/{foreign.pk}/" not in details
+
+
+def test_about_the_visitor_of_a_contact_with_nothing_more_says_so(console, widget):
+    chat = make_chat(widget, name="Anna")
+    assert "Nothing more is known about this visitor." in _details(console, chat)
+
+
+def test_a_page_address_that_is_not_http_is_text_not_a_link(console, widget, chat):
+    from apps.chats.models import VisitorSession
+
+    VisitorSession.objects.create(
+        widget=widget, contact=chat.contact, token_hash="c" * 64, page_url="javascript:alert(1)"
+    )
+    details = _details(console, chat)
+    assert "javascript:alert(1)" in details and 'href="javascript' not in details
+
+
+def test_about_the_visitor_costs_the_same_queries_for_many_tags_and_chats(console, widget, chat):
+    from apps.chats.models import ContactTag
+    from apps.chats.tests.factories import ChatFactory
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert console.get(f"/console/chats/{chat.pk}/").status_code == 200
+        return len(queries)
+
+    ContactTag.objects.create(widget=widget, contact=chat.contact, name="t0")
+    ChatFactory(contact=chat.contact, channel="c0")
+    few = count()
+    for n in range(1, 8):
+        ContactTag.objects.create(widget=widget, contact=chat.contact, name=f"t{n}")
+        ChatFactory(contact=chat.contact, channel=f"c{n}")
+    assert count() == few
