@@ -122,3 +122,10 @@ def test_alerts_count_sound_and_notify_while_the_operator_looks_elsewhere(page, 
     boris.say("Hello?")
     expect(page).to_have_title("(1) Anna · Operator console", timeout=WAIT)
     assert tones(page) == 1 and notices(page) == []
+
+    # And the list, read again live, marks both chats awaiting a reply and keeps the open one marked
+    expect(page.locator(f'.chat-row[data-chat-id="{other_id}"]')).to_contain_text("Hello?", timeout=WAIT)
+    for chat in (chat_id, other_id):
+        expect(page.locator(f'.chat-row[data-chat-id="{chat}"] .badge.awaiting')).to_have_text("Awaiting a reply")
+    expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"] a')).to_have_attribute("aria-current", "page")
+    shot(page, "list")

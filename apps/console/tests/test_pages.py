@@ -355,3 +355,19 @@ def test_about_the_visitor_costs_the_same_queries_for_many_tags_and_chats(consol
         ContactTag.objects.create(widget=widget, contact=chat.contact, name=f"t{n}")
         ChatFactory(contact=chat.contact, channel=f"c{n}")
     assert count() == few
+
+
+def test_a_chat_whose_last_message_is_the_visitors_is_marked_awaiting_a_reply(console, widget, operator):
+    asked = make_chat(widget, name="Asked", body="Is it in stock?")
+    answered = make_chat(widget, name="Answered", body="Hi")
+    MessageFactory(chat=answered, body="Yes, it is", author_kind=Message.Author.AGENT, agent=operator)
+    closed = make_chat(widget, name="Closed", body="Thanks, bye", status=Chat.Status.EXPIRED)
+    html = console.get("/console/").content.decode()
+
+    def row(chat) -> str:
+        start = html.index(f'data-chat-id="{chat.pk}"')
+        return html[html.rindex("<li", 0, start) : html.index("</li>", start)]
+
+    assert "awaiting-reply" in row(asked) and "Awaiting a reply" in row(asked)
+    assert "Awaiting a reply" not in row(answered) and "awaiting-reply" not in row(answered)
+    assert "Awaiting a reply" not in row(closed)  # nothing to answer in a closed chat

@@ -109,6 +109,13 @@
 
   // --- the list and the panel --------------------------------------------------------------------
 
+  // The list's fragment is the same for every page: the open chat's row is marked here.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!chatId || !event.target || event.target.id !== "chat-list") return;
+    var link = document.querySelector('#chat-list .chat-row[data-chat-id="' + chatId + '"] a');
+    if (link) link.setAttribute("aria-current", "page");
+  });
+
   var listTimer = null;
   function refreshList() {
     clearTimeout(listTimer);
