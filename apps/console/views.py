@@ -407,6 +407,28 @@ def close(request, chat_id: str):
 
 @require_POST
 @operator_required
+def mark_spam(request, chat_id: str):
+    return _set_state(request, chat_id, Chat.Status.SPAM)
+
+
+@require_POST
+@operator_required
+def not_spam(request, chat_id: str):
+    """A spam chat back to active (the one move the state table allows out of spam)."""
+    return _set_state(request, chat_id, Chat.Status.ACTIVE)
+
+
+def _set_state(request, chat_id: str, state: str):
+    chat = _chat_or_404(request, chat_id)
+    try:
+        chat_services.set_chat_state(widget=request.agent.widget, chat=chat, state=state)
+    except AppError as err:
+        return _panel_answer(request, chat, error=err)
+    return _panel_answer(request, chat)
+
+
+@require_POST
+@operator_required
 def rate_request(request, chat_id: str):
     chat = _chat_or_404(request, chat_id)
     try:

@@ -19,6 +19,8 @@ ACTIONS = {
     "accept": {},
     "transfer": None,  # filled with the colleague's id
     "close": {},
+    "spam": {},
+    "not-spam": {},
     "rate-request": {},
     "typing": {"state": "start"},
     "file": None,  # a fresh upload each time
@@ -190,6 +192,31 @@ def test_closing_a_spam_chat_is_refused(htmx, console, widget):
     assert plain.status_code == 409 and 'role="alert"' in plain.content.decode()
     chat.refresh_from_db()
     assert chat.status == Chat.Status.SPAM
+
+
+def test_mark_as_spam_and_back(htmx, console, chat):
+    response = htmx.post(url(chat, "spam"))
+    assert response.status_code == 200
+    chat.refresh_from_db()
+    assert chat.status == Chat.Status.SPAM
+    html = response.content.decode()
+    assert "Not spam" in html and "Mark as spam" not in html
+    assert response["HX-Trigger"]  # the list and the history are read again
+
+    plain = console.post(url(chat, "not-spam"))
+    assert plain.status_code == 303 and plain["Location"] == f"/console/chats/{chat.pk}/"
+    chat.refresh_from_db()
+    assert chat.status == Chat.Status.ACTIVE
+    assert "Mark as spam" in console.get(f"/console/chats/{chat.pk}/").content.decode()
+
+
+def test_marking_a_spam_chat_as_spam_again_is_refused_as_the_api_refuses_it(htmx, widget):
+    # (a page drawn before another operator marked it: the panel offers "Not spam" instead)
+    chat = make_chat(widget, status=Chat.Status.SPAM)
+    before = snapshot(chat)
+    response = htmx.post(url(chat, "spam"))
+    assert response.status_code == 409 and 'role="alert"' in response.content.decode()
+    assert snapshot(chat) == before
 
 
 def test_rate_request(htmx, chat, captured_events):
