@@ -207,9 +207,16 @@ def _duration(duration) -> int | None:
     return None if duration is None else duration.days * 86400 + duration.seconds
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(text: str) -> str:
     """A text cell as `csv.writer`'s minimal quoting spells it: quoted, quotes doubled, when it
-    holds the separator, a quote or a line break."""
+    holds the separator, a quote or a line break. A cell a spreadsheet would read as a formula gets a
+    leading apostrophe, so it opens as the text it is."""
+    if text.startswith(_FORMULA_START):
+        text = "'" + text
     if "," in text or '"' in text or "\r" in text or "\n" in text:
         return '"' + text.replace('"', '""') + '"'
     return text

@@ -119,8 +119,9 @@ class ChatExportView(ScopedAPIView):
             "public messages of the visitor, people and the AI operator; `accepted_by_type` and `handled_by_type` "
             "are `human`, `ai` or empty; `ai_to_human` and `human_to_ai` say whether the chat went that way; "
             "`rating` is the latest rating (1-5) or empty; `tags` are the contact's tags. CSV has a header row, "
-            "`true`/`false` for booleans, an empty cell for null and tags joined by `,`; JSON Lines gives one "
-            "object per line, null for null and tags as a list. A chat whose contact is being erased is left out."
+            "`true`/`false` for booleans, an empty cell for null and tags joined by `,` (a cell starting with "
+            "`=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'`, so a spreadsheet reads it as "
+            "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact is being erased is left out."
         ),
         parameters=[s.ExportQuery],
         responses={

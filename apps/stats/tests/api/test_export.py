@@ -198,3 +198,17 @@ def test_a_window_of_366_days_is_allowed(api, widget):
 
 def test_the_export_needs_chats_read(api, widget):
     assert_problem(api(scopes=["stats:read"]).get(EXPORT, JAN15), 403)
+
+
+@pytest.mark.parametrize("tag", ["=1+2", "+1+2", "-1+2", "@SUM(1)", '=HYPERLINK("http://x.test","y")'])
+def test_a_csv_tag_cell_a_spreadsheet_would_read_as_a_formula_is_spelled_as_text(api, widget, talk, tag):
+    contact = ContactFactory(widget=widget)
+    chat_services.add_tags(widget=widget, contact=contact, names=[tag, "vip"])
+    chat = talk.at(msk(2025, 1, 15, 10)).visitor(contact=contact)
+    table = list(csv.reader(io.StringIO(body_of(api().get(EXPORT, JAN15)))))
+    [row] = [dict(zip(export.COLUMNS, line, strict=True)) for line in table[1:]]
+    assert row["id"] == str(chat.pk)
+    assert row["tags"] == f"'{tag},vip"
+    # JSON Lines carries the names as they are
+    [line] = jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))
+    assert line["tags"] == sorted([tag, "vip"])
