@@ -3,6 +3,7 @@ erasures in progress. Every write goes through apps.privacy.services (the API's 
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 
 from apps.chats.models import Contact
@@ -11,7 +12,7 @@ from apps.erasure.models import PendingErasure
 from apps.erasure.selectors import not_erasing
 
 from . import services
-from .models import RetentionPolicy
+from .models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, RetentionPolicy
 
 
 @admin.register(Contact)
@@ -47,8 +48,25 @@ class ContactAdmin(admin.ModelAdmin):
         self.message_user(request, f"Erasure queued for {queued} contact(s).", messages.SUCCESS)
 
 
+class RetentionPolicyForm(forms.ModelForm):
+    """The API's bounds (RetentionInput): null, or RETENTION_MIN_DAYS to RETENTION_MAX_DAYS days."""
+
+    chats_days = forms.IntegerField(
+        min_value=RETENTION_MIN_DAYS,
+        max_value=RETENTION_MAX_DAYS,
+        required=False,
+        help_text=f"Days a chat is kept after its last message, {RETENTION_MIN_DAYS} to {RETENTION_MAX_DAYS}; "
+        "empty keeps chats for good.",
+    )
+
+    class Meta:
+        model = RetentionPolicy
+        fields = ("widget", "chats_days")
+
+
 @admin.register(RetentionPolicy)
 class RetentionPolicyAdmin(admin.ModelAdmin):
+    form = RetentionPolicyForm
     list_display = ("widget", "chats_days", "updated_at")
     raw_id_fields = ("widget",)
     readonly_fields = ("updated_at",)

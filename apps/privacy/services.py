@@ -48,7 +48,7 @@ from apps.external.models import Call
 from apps.webhooks.models import Attempt, Delivery
 from apps.widget.models import WidgetIcon
 
-from .models import RetentionPolicy, StoredBytesDeletion
+from .models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, RetentionPolicy, StoredBytesDeletion
 
 logger = logging.getLogger(__name__)
 
@@ -302,7 +302,10 @@ def erase_chat(*, widget_id: int, chat_id: int, cutoff: datetime, batch_size: in
 
 @transaction.atomic
 def set_retention(*, widget: Widget, chats_days: int | None) -> RetentionPolicy:
-    """Set the widget's chat retention window (None keeps chats for good); audited."""
+    """Set the widget's chat retention window (None keeps chats for good); audited. A window outside
+    RETENTION_MIN_DAYS..RETENTION_MAX_DAYS is a ValueError: the API and admin refuse it first."""
+    if chats_days is not None and not RETENTION_MIN_DAYS <= chats_days <= RETENTION_MAX_DAYS:
+        raise ValueError(f"chats_days must be null or {RETENTION_MIN_DAYS} to {RETENTION_MAX_DAYS}")
     policy, _ = RetentionPolicy.objects.select_for_update().get_or_create(widget=widget)
     if policy.chats_days != chats_days:
         record(

@@ -166,3 +166,23 @@ def test_the_job_logs_counts_only(widget, caplog):
     (entry,) = [r for r in caplog.records if r.getMessage().startswith("retention")]
     assert entry.getMessage() == "retention: expired chats erased"
     assert (entry.chats, entry.messages) == (1, 2)  # counts, never what the chats said
+
+
+@pytest.mark.parametrize("days", [0, 1, 29, 3651])
+def test_admin_refuses_a_retention_outside_30_to_3650_days_and_changes_nothing(admin_client, widget, days):
+    response = admin_client.post("/admin/privacy/retentionpolicy/add/", {"widget": widget.pk, "chats_days": days})
+    assert response.status_code == 200  # the form again, with its error
+    assert "chats_days" in response.context["adminform"].form.errors
+    assert not RetentionPolicy.objects.filter(widget=widget).exists()
+
+
+def test_set_retention_refuses_a_window_outside_30_to_3650_days(widget):
+    with pytest.raises(ValueError):
+        services.set_retention(widget=widget, chats_days=1)
+    assert not RetentionPolicy.objects.filter(widget=widget).exists()
+
+
+def test_admin_sets_a_retention_inside_the_bounds(admin_client, widget):
+    response = admin_client.post("/admin/privacy/retentionpolicy/add/", {"widget": widget.pk, "chats_days": 90})
+    assert response.status_code == 302
+    assert RetentionPolicy.objects.get(widget=widget).chats_days == 90
