@@ -121,7 +121,8 @@ class ChatExportView(ScopedAPIView):
             "`rating` is the latest rating (1-5) or empty; `tags` are the contact's tags. CSV has a header row, "
             "`true`/`false` for booleans, an empty cell for null and tags joined by `,` (a cell starting with "
             "`=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'`, so a spreadsheet reads it as "
-            "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact is being erased is left out."
+            "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact "
+            "is being erased is left out."
         ),
         parameters=[s.ExportQuery],
         responses={
