@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
 from django.db.models import F
 from django.utils import timezone
@@ -80,6 +81,16 @@ def record(*, widget_id: int, category: str, question: str) -> DemandSignal | No
     return DemandSignal.objects.create(
         widget_id=widget_id, category=category, topic=topic, sample=question[:SAMPLE_CHARACTERS], occurred_at=now
     )
+
+
+def forget(*, widget_id: int, questions: Iterable[str]) -> int:
+    """Delete the widget's signals whose topic is one of `questions` (a visitor's words, as their
+    erasure removes them): the whole row, whoever else asked the same, since its `sample` may be
+    theirs. Returns how many rows went."""
+    topics = {normalize_topic(question) for question in questions} - {""}
+    if not topics:
+        return 0
+    return DemandSignal.objects.filter(widget_id=widget_id, topic__in=topics).delete()[0]
 
 
 def on_awaiting_human(event: events.Event) -> None:

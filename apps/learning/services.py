@@ -11,6 +11,7 @@ outside any transaction; their result is applied in a short one afterwards.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import transaction
@@ -22,7 +23,7 @@ from apps.ai.models import Assistant
 from apps.core import queueing
 from apps.core.models import Widget
 
-from . import proposals, review, selectors
+from . import demand, proposals, review, selectors
 from .errors import (
     CredentialUnavailable,
     CycleInProgress,
@@ -476,3 +477,9 @@ def revert_wish(*, widget: Widget, wish: Wish, token_id: int | None) -> Wish:
         detail={"reverted_to": applied.version},
     )
     return wish
+
+
+def forget_demand(*, widget_id: int, questions: Iterable[str]) -> int:
+    """Forget the demand signals recorded from `questions` (visitor messages being erased); see
+    demand.forget. Inside the caller's transaction."""
+    return demand.forget(widget_id=widget_id, questions=questions)

@@ -8,7 +8,8 @@ into its lookups and locks), so nothing half-erased is readable and nothing writ
 The worker (`erase_contact`) then deletes in batches, each batch its own short transaction:
 
 1. the messages of each chat (`BATCH` a transaction; what refers to a message goes with it, by the
-   foreign keys' own rules) and the files only those messages used;
+   foreign keys' own rules), the files only those messages used and the AI demand signals recorded
+   from the visitor's messages among them (a signal keeps the words, not the chat);
 2. the contact's visitor uploads;
 3. the webhook delivery log: the outbox events that name the contact or its chats, their
    deliveries' bodies and the receivers' answers are replaced by a redaction marker, and what was
@@ -45,6 +46,7 @@ from apps.core.errors import NotFound
 from apps.core.models import File, OutboxEvent, Widget
 from apps.erasure.models import PendingErasure
 from apps.external.models import Call
+from apps.learning.services import forget_demand
 from apps.webhooks.models import Attempt, Delivery
 from apps.widget.models import WidgetIcon
 
@@ -153,6 +155,11 @@ def _delete_messages(
             if not rows:
                 return total
             ids = [pk for pk, _ in rows]
+            # a visitor's question is also kept as a demand signal's topic and sample
+            questions = Message.objects.filter(pk__in=ids, author_kind=Message.Author.CLIENT).values_list(
+                "body", flat=True
+            )
+            total["demand_signals"] += forget_demand(widget_id=widget_id, questions=questions)
             # an external operator's calls about these messages are endpoint deliveries (no event)
             _redact_deliveries(
                 Delivery.objects.filter(pk__in=Call.objects.filter(message_id__in=ids).values("delivery_id"))

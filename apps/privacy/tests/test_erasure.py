@@ -392,3 +392,24 @@ def test_a_write_that_meets_the_erasure_after_its_lookup_answers_404_not_500(wid
 
     assert response.status_code == 404
     assert response.data["code"] == "not_found"
+
+
+# --- demand signals: what visitors asked that the AI could not answer ---------------------------------
+
+
+def test_the_worker_forgets_the_demand_signals_of_the_contacts_questions_and_keeps_the_others(api, widget):
+    from apps.ai.models import DemandSignal
+
+    person = make_person(widget, tag="erin")
+    bystander = make_person(widget, tag="fay")
+    for someone in (person, bystander):
+        chats.await_human(widget=widget, chat=someone.chats[1], reason="marker")
+    samples = set(DemandSignal.objects.filter(widget=widget).values_list("sample", flat=True))
+    assert samples == {"telegram erin", "telegram fay"}
+
+    assert erase(api(), person.contact.guid).status_code == 202
+    run_pending(person.contact)
+
+    assert list(DemandSignal.objects.filter(widget=widget).values_list("sample", flat=True)) == ["telegram fay"]
+    listed = api(scopes=["ai:read"]).get("/api/v1/ai/demand-signals").json()["data"]
+    assert "erin" not in json.dumps(listed)
