@@ -150,8 +150,9 @@ def file_ticket(*, widget: Widget, data: dict) -> dict:
 
 def ticket_status(*, widget: Widget, user_id: str, cursors: list[dict] | None) -> dict:
     """Human support replies after each cursor, for at most 20 tickets of the account; numbers of
-    other accounts (or none) come back in `not_found`. Read-only."""
-    own = Ticket.objects.filter(widget=widget, app_user_id=user_id)
+    other accounts (or none) come back in `not_found`, as do those of a chat whose contact is under
+    erasure (apps.erasure: it reads as missing from the moment the erasure is accepted). Read-only."""
+    own = Ticket.objects.filter(widget=widget, app_user_id=user_id).filter(not_erasing("chat__contact_id"))
     if cursors is None:
         wanted = {t.number: 0 for t in own.order_by("-number")[:STATUS_MAX_TICKETS]}
     else:

@@ -618,3 +618,20 @@ def test_each_methods_identity_is_clamped_not_refused(app, support, method, life
     shorter = link_body(chat, 2, method=method, identity_expires_at=(now + timedelta(hours=1)).isoformat())
     app.post("account-link", shorter)
     assert ChatAccount.objects.get(chat=chat).identity_expires_at - now <= timedelta(hours=1, seconds=5)
+
+
+def test_status_of_a_ticket_whose_contact_is_under_erasure_is_not_found(app, support):
+    support.configure(channels=["widget", "tg", "app"])
+    body = app.post("tickets", intake()).json()
+    chat = Chat.objects.get(pk=body["chat_id"])
+    support.reply(chat, "Looking into it", ticket=1, close_ticket=False)
+    PendingErasure.objects.create(widget=app.widget, contact_id=chat.contact_id)
+    status = app.post(
+        "tickets/status", {"contract": "v1", "account": {"user_id": "user-1"}, "tickets": [{"number": 1}]}
+    ).json()
+    assert status == {"tickets": [], "not_found": [1]}
+    assert app.post("tickets/status", {"contract": "v1", "account": {"user_id": "user-1"}}).json() == {
+        "tickets": [],
+        "not_found": [],
+    }
+
