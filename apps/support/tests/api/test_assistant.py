@@ -634,4 +634,3 @@ def test_status_of_a_ticket_whose_contact_is_under_erasure_is_not_found(app, sup
         "tickets": [],
         "not_found": [],
     }
-
