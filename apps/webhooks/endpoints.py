@@ -93,7 +93,8 @@ def abandon_pending(*, endpoint: Endpoint, reason: str) -> int:
 
 def redeliver_endpoint_call(*, widget: Widget, original: Delivery) -> Delivery:
     """Send a settled call again: the stored bytes, the same idempotency key, a new
-    X-Service-Delivery. A pending row is still on its way (422); a dropped endpoint takes none."""
+    X-Service-Delivery. A pending row is still on its way (422); a dropped endpoint takes none. The
+    copy names the original's message, so it is deleted with that message as the original is."""
     if original.widget_id != widget.pk or original.endpoint_id is None:
         raise ValidationFailed(errors={"delivery_id": ["No such delivery."]})
     if original.status == Delivery.Status.PENDING:
@@ -106,6 +107,7 @@ def redeliver_endpoint_call(*, widget: Widget, original: Delivery) -> Delivery:
             widget=widget,
             endpoint=endpoint,
             key=original.key,
+            message_id=original.message_id,
             event_type=original.event_type,
             status=Delivery.Status.PENDING,
             body=original.body,

@@ -413,3 +413,34 @@ def test_the_worker_forgets_the_demand_signals_of_the_contacts_questions_and_kee
     assert list(DemandSignal.objects.filter(widget=widget).values_list("sample", flat=True)) == ["telegram fay"]
     listed = api(scopes=["ai:read"]).get("/api/v1/ai/demand-signals").json()["data"]
     assert "erin" not in json.dumps(listed)
+
+
+def test_a_redelivered_endpoint_call_carrying_a_message_goes_with_the_message(api, widget):
+    from apps.core.crypto import encrypt_secret
+    from apps.webhooks import services as webhooks
+
+    person = make_person(widget, tag="gia")
+    message = person.messages[0]
+    endpoint = webhooks.create_endpoint(
+        widget=widget,
+        owner="custom",
+        owner_id=1,
+        url="https://receiver.example/ch",
+        secret_encrypted=encrypt_secret("s" * 32),
+    )
+    call = webhooks.enqueue_call(
+        endpoint=endpoint,
+        event_type="message",
+        body=b'{"text": "my secret gia 0"}',
+        key=uuid.uuid4(),
+        message_id=message.pk,
+    )
+    Delivery.objects.filter(pk=call.pk).update(status=Delivery.Status.DELIVERED)
+    call.refresh_from_db()
+    copy = webhooks.redeliver_endpoint_call(widget=widget, original=call)
+
+    assert erase(api(), person.contact.guid).status_code == 202
+    run_pending(person.contact)
+
+    assert not Delivery.objects.filter(pk__in=[call.pk, copy.pk]).exists()
+    assert not Delivery.objects.filter(body__contains="my secret gia").exists()
