@@ -34,7 +34,8 @@ class ContactAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # a contact goes by erasure only (its chats, files and webhook log with it)
 
-    @admin.action(description="Erase selected contacts (chats, messages, files; queued)")
+    # An erasure cannot be undone: it takes the permission to change contacts, never view alone.
+    @admin.action(description="Erase selected contacts (chats, messages, files; queued)", permissions=["change"])
     def erase(self, request, queryset):
         queued = 0
         for contact in queryset.select_related("widget"):

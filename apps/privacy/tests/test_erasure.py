@@ -444,3 +444,39 @@ def test_a_redelivered_endpoint_call_carrying_a_message_goes_with_the_message(ap
 
     assert not Delivery.objects.filter(pk__in=[call.pk, copy.pk]).exists()
     assert not Delivery.objects.filter(body__contains="my secret gia").exists()
+
+
+# --- Django admin --------------------------------------------------------------------------------------
+
+
+def _staff_client(*codenames):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    from apps.core.testing.factories import UserFactory
+
+    user = UserFactory(is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="chats", codename__in=codenames))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _admin_erase(client, contact):
+    return client.post(
+        "/admin/chats/contact/", {"action": "erase", "_selected_action": [contact.pk], "index": 0}, follow=False
+    )
+
+
+def test_staff_who_may_only_view_contacts_cannot_erase_one_in_admin(widget):
+    contact = ContactFactory(widget=widget)
+    client = _staff_client("view_contact")
+    assert client.get("/admin/chats/contact/").status_code == 200
+    _admin_erase(client, contact)
+    assert not PendingErasure.objects.filter(contact_id=contact.pk).exists()
+
+
+def test_staff_who_may_change_contacts_erase_one_in_admin(widget):
+    contact = ContactFactory(widget=widget)
+    _admin_erase(_staff_client("view_contact", "change_contact"), contact)
+    assert PendingErasure.objects.get(contact_id=contact.pk).source == PendingErasure.Source.ADMIN
