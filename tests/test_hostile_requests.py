@@ -190,3 +190,20 @@ def test_an_unexpected_error_is_still_a_logged_500(api, caplog):
     # the test-only BoomView raises an unexpected exception
     assert_problem(api().get("/api/v1/_test/boom"), 500, "server_error")
     assert any(r.levelno >= logging.ERROR for r in caplog.records)
+
+
+# --- a NUL in a path key ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/api/v1/contacts/%00"),
+        ("get", "/api/v1/contacts/a%00b/export"),
+        ("post", "/api/v1/contacts/%00/erase"),
+    ],
+)
+def test_a_nul_in_a_string_key_is_404_like_any_missing_key(api, method, path, no_errors_logged):
+    client = api(scopes=["contacts:read", "privacy:write"])
+    response = getattr(client, method)(path, HTTP_X_SERVICE_IDEMPOTENCY_KEY="nul-key")
+    assert_problem(response, 404, "not_found")

@@ -107,6 +107,9 @@ class ContractMixin:
             if self._token_authenticated and getattr(request, "rate_limit_decision", None) is None:
                 self.check_throttles(request)
             raise
+        if any(isinstance(value, str) and "\x00" in value for value in kwargs.values()):
+            # No stored key holds NUL, and PostgreSQL refuses it in a query (or an idempotency claim's path).
+            raise NotFound()
         action = self.current_action()
         if action in self.idempotency_required:
             key = idempotency.validate_key(request.META.get(idempotency.META_KEY))
