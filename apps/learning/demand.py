@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.db.models import F
 from django.utils import timezone
@@ -83,14 +84,17 @@ def record(*, widget_id: int, category: str, question: str) -> DemandSignal | No
     )
 
 
-def forget(*, widget_id: int, questions: Iterable[str]) -> int:
+def forget(*, widget_id: int, questions: Iterable[str], before: datetime | None = None) -> int:
     """Delete the widget's signals whose topic is one of `questions` (a visitor's words, as their
     erasure removes them): the whole row, whoever else asked the same, since its `sample` may be
-    theirs. Returns how many rows went."""
+    theirs; with `before` (retention), only rows last counted before it. Returns how many rows went."""
     topics = {normalize_topic(question) for question in questions} - {""}
     if not topics:
         return 0
-    return DemandSignal.objects.filter(widget_id=widget_id, topic__in=topics).delete()[0]
+    rows = DemandSignal.objects.filter(widget_id=widget_id, topic__in=topics)
+    if before is not None:
+        rows = rows.filter(occurred_at__lt=before)
+    return rows.delete()[0]
 
 
 def on_awaiting_human(event: events.Event) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Max
@@ -479,7 +479,7 @@ def revert_wish(*, widget: Widget, wish: Wish, token_id: int | None) -> Wish:
     return wish
 
 
-def forget_demand(*, widget_id: int, questions: Iterable[str]) -> int:
+def forget_demand(*, widget_id: int, questions: Iterable[str], before: datetime | None = None) -> int:
     """Forget the demand signals recorded from `questions` (visitor messages being erased); see
     demand.forget. Inside the caller's transaction."""
-    return demand.forget(widget_id=widget_id, questions=questions)
+    return demand.forget(widget_id=widget_id, questions=questions, before=before)

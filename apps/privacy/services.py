@@ -159,7 +159,7 @@ def _delete_messages(
             questions = Message.objects.filter(pk__in=ids, author_kind=Message.Author.CLIENT).values_list(
                 "body", flat=True
             )
-            total["demand_signals"] += forget_demand(widget_id=widget_id, questions=questions)
+            total["demand_signals"] += forget_demand(widget_id=widget_id, questions=questions, before=before)
             # an external operator's calls about these messages are endpoint deliveries (no event)
             _redact_deliveries(
                 Delivery.objects.filter(pk__in=Call.objects.filter(message_id__in=ids).values("delivery_id"))
@@ -298,7 +298,8 @@ def erase_chat(*, widget_id: int, chat_id: int, cutoff: datetime, batch_size: in
         chat = Chat.objects.select_for_update().filter(pk=chat_id, widget_id=widget_id).first()
         if chat is None or chat.last_message_at is None or chat.last_message_at >= cutoff:
             return counts
-        counts += _delete_messages(widget_id=widget_id, chat_id=chat_id, batch_size=None)
+        # every message is older than the cutoff now (the chat's last one is)
+        counts += _delete_messages(widget_id=widget_id, chat_id=chat_id, batch_size=None, before=cutoff)
         counts["webhook_events"] += _redact_webhook_log(
             widget_id=widget_id, guid=None, chat_ids=[chat_id], batch_size=None
         )

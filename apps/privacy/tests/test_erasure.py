@@ -9,6 +9,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.db import models
 
+from apps.ai.models import DemandSignal
 from apps.audit.models import AuditEntry
 from apps.chats import services as chats
 from apps.chats.models import Chat, Contact, Message
@@ -398,8 +399,6 @@ def test_a_write_that_meets_the_erasure_after_its_lookup_answers_404_not_500(wid
 
 
 def test_the_worker_forgets_the_demand_signals_of_the_contacts_questions_and_keeps_the_others(api, widget):
-    from apps.ai.models import DemandSignal
-
     person = make_person(widget, tag="erin")
     bystander = make_person(widget, tag="fay")
     for someone in (person, bystander):

@@ -9,6 +9,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from apps.ai.models import DemandSignal
+from apps.ai.tests.factories import DemandSignalFactory
 from apps.audit.models import AuditEntry
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ChatFactory, MessageFactory
@@ -186,3 +188,17 @@ def test_admin_sets_a_retention_inside_the_bounds(admin_client, widget):
     response = admin_client.post("/admin/privacy/retentionpolicy/add/", {"widget": widget.pk, "chats_days": 90})
     assert response.status_code == 302
     assert RetentionPolicy.objects.get(widget=widget).chats_days == 90
+
+
+def test_the_job_forgets_the_demand_signals_of_expired_questions_and_keeps_newer_ones(widget):
+    services.set_retention(widget=widget, chats_days=30)
+    chat = aged_chat(widget, days=40, messages=1)
+    Message.objects.filter(chat=chat).update(body="Where is my parcel 42?")
+    at = timezone.now() - timedelta(days=40)
+    DemandSignalFactory(widget=widget, topic="where is my parcel 42?", sample="Where is my parcel 42?", occurred_at=at)
+    newer = DemandSignalFactory(widget=widget, topic="where is my parcel 42?", occurred_at=timezone.now())
+    other = DemandSignalFactory(widget=widget, topic="gift cards", occurred_at=at)
+
+    services.erase_expired_chats()
+
+    assert set(DemandSignal.objects.filter(widget=widget).values_list("pk", flat=True)) == {newer.pk, other.pk}
