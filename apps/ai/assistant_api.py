@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from apps.core import provider_waits
 from apps.core.models import Widget
@@ -128,6 +130,32 @@ def _provider_wait(widget: Widget):
 
 # --- a turn ------------------------------------------------------------------------------------------------
 
+_REFERENCE_KEYWORDS = ("$ref", "$dynamicRef")
+NOT_INSIDE = "A reference ($ref, $dynamicRef) must point inside the schema (start with #)."
+NOT_RESOLVABLE = "A reference ($ref, $dynamicRef) does not resolve inside the schema, or refers to itself."
+
+
+def _tool_validator(schema: dict) -> Draft202012Validator:
+    """The validator of a declared tool's parameters.
+
+    SECURITY: an empty registry. jsonschema's default registry fetches an `http(s)` `$ref` with
+    urllib, outside the guarded client: a caller's schema could make the server call any address.
+    Here a reference outside the schema is unresolvable and nothing is fetched."""
+    return Draft202012Validator(schema, registry=Registry())
+
+
+def _outside_references(node: object) -> bool:
+    """True when a schema holds a reference that does not start with `#` (another document)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _REFERENCE_KEYWORDS and isinstance(value, str) and not value.startswith("#"):
+                return True
+            if _outside_references(value):
+                return True
+    elif isinstance(node, list):
+        return any(_outside_references(item) for item in node)
+    return False
+
 
 def check_turn(data: dict) -> None:
     """Cross-field rules the serializer cannot state (422 with the offending paths)."""
@@ -145,6 +173,9 @@ def check_turn(data: dict) -> None:
                 Draft202012Validator.check_schema(schema)
             except SchemaError as exc:
                 problems[f"tools.{i}.parameters"] = [f"Not a valid JSON Schema: {exc.message[:200]}"]
+                continue
+            if _outside_references(schema):
+                problems[f"tools.{i}.parameters"] = [NOT_INSIDE]
     for i, result in enumerate(results):
         if result["name"] not in names:
             problems[f"tool_results.{i}.name"] = ["Not one of the declared tools."]
@@ -224,6 +255,7 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
     if not isinstance(calls, list) or not 1 <= len(calls) <= MAX_TOOL_CALLS:
         raise errors.InvalidToolPlan(f"A tool plan holds 1 to {MAX_TOOL_CALLS} calls.")
     declared = {t["name"]: t for t in tools}
+    positions = {t["name"]: i for i, t in enumerate(tools)}
     plan = []
     for call in calls:
         if not isinstance(call, dict) or call.get("name") not in declared:
@@ -238,7 +270,15 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
             raise errors.InvalidToolPlan("A call's arguments are not a JSON object.")
         schema = declared[call["name"]].get("parameters")
         if schema is not None:
-            problem = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
+            try:
+                problem = next(iter(_tool_validator(schema).iter_errors(arguments)), None)
+            except (Unresolvable, RecursionError):
+                # the caller's schema, not the model, is at fault: a local reference that is
+                # missing or loops on itself
+                raise errors.InvalidInput(
+                    "A declared tool's parameters cannot be used.",
+                    errors={f"tools.{positions[call['name']]}.parameters": [NOT_RESOLVABLE]},
+                ) from None
             if problem is not None:
                 raise errors.InvalidToolPlan(f"The arguments of {call['name']} do not match its parameters.")
         plan.append({"id": f"call_{secrets.token_hex(8)}", "name": call["name"], "arguments": arguments})

@@ -72,7 +72,9 @@ class ToolInput(InputSerializer):
     description = StrictCharField(
         max_length=1000, required=False, allow_blank=True, help_text="What the tool does, up to 1000 characters."
     )
-    parameters = serializers.DictField(required=False, help_text="The tool's arguments as a JSON Schema object.")
+    parameters = serializers.DictField(
+        required=False, help_text="The tool's arguments as a JSON Schema object; `$ref` only inside it (`#...`)."
+    )
 
 
 class ToolResultInput(InputSerializer):

@@ -4,8 +4,10 @@ integration binding, the input rules, the per-widget budgets and the loopback ve
 from __future__ import annotations
 
 import base64
+import http.server
 import itertools
 import json
+import threading
 import time
 
 import pytest
@@ -194,6 +196,79 @@ def test_a_tool_plan_is_validated_against_the_declared_tools(app):
 def test_an_invalid_tool_plan_is_502(app, assert_problem, plan):
     app.fake.script(ok(json.dumps(plan)))
     assert_problem(app.post("turn", turn(tools=[ORDER_TOOL])), 502, "invalid_tool_plan")
+
+
+class _SchemaHost:
+    """A plain HTTP server on loopback that serves a JSON Schema and counts who asked for it."""
+
+    def __init__(self):
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the standard library's name
+                hits.append(self.path)
+                body = json.dumps({"type": "object"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/schema+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/schema.json"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def schema_host():
+    host = _SchemaHost()
+    yield host
+    host.close()
+
+
+def test_a_tool_schema_referring_to_another_document_is_422_and_nothing_is_fetched(app, assert_problem, schema_host):
+    tool = {"name": "get_order", "parameters": {"$ref": schema_host.url}}
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {}}]})))
+    problem = assert_problem(app.post("turn", turn(tools=[tool])), 422, "invalid_input")
+    assert list(problem["errors"]) == ["tools.0.parameters"]
+    assert schema_host.hits == [] and app.fake.requests == []
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "properties": {"order_id": {"$ref": "#/$defs/missing"}}},
+        {"$ref": "#"},
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+        {"$id": "https://schemas.example/order", "properties": {"order_id": {"$ref": "#/$defs/missing"}}},
+    ],
+)
+def test_a_tool_schema_whose_reference_does_not_resolve_is_422_not_500(app, assert_problem, parameters):
+    tool = {"name": "get_order", "parameters": parameters}
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {"order_id": "42"}}]})))
+    problem = assert_problem(app.post("turn", turn(tools=[tool])), 422, "invalid_input")
+    assert list(problem["errors"]) == ["tools.0.parameters"]
+
+
+def test_a_tool_schema_may_refer_inside_itself(app):
+    tool = {
+        "name": "get_order",
+        "parameters": {
+            "$defs": {"order_id": {"type": "string", "pattern": "^[0-9]+$"}},
+            "type": "object",
+            "properties": {"order_id": {"$ref": "#/$defs/order_id"}},
+        },
+    }
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {"order_id": "42"}}]})))
+    body = app.post("turn", turn(tools=[tool])).json()
+    assert body["type"] == "tool_plan" and body["tool_calls"][0]["arguments"] == {"order_id": "42"}
 
 
 def test_tool_results_go_back_to_the_provider(app):
