@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import json
 import re
 import secrets
+import time
 from dataclasses import dataclass
 
+import regex
 from django.conf import settings
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
@@ -133,15 +136,53 @@ def _provider_wait(widget: Widget):
 _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef")
 NOT_INSIDE = "A reference ($ref, $dynamicRef) must point inside the schema (start with #)."
 NOT_RESOLVABLE = "A reference ($ref, $dynamicRef) does not resolve inside the schema, or refers to itself."
+NO_PATTERN_PROPERTIES = "patternProperties is not supported: name the properties, or use propertyNames."
+TOO_SLOW = "A pattern cannot be matched against the provider's arguments in time (it backtracks), or at all."
+# What every `pattern` match of one tool plan may take together: the caller's patterns run on the
+# model's arguments in a web thread, and a backtracking pattern would hold it for minutes.
+PATTERN_SECONDS = 0.25
+
+_pattern_deadline: contextvars.ContextVar[float] = contextvars.ContextVar("tool_pattern_deadline")
+
+
+class _PatternTooSlow(Exception):
+    pass
+
+
+def _timed_pattern(validator, pattern, instance, schema):
+    """The `pattern` keyword, matched by `regex` under what is left of the plan's PATTERN_SECONDS
+    (jsonschema's own uses `re`, which cannot be stopped)."""
+    if not validator.is_type(instance, "string"):
+        return
+    left = _pattern_deadline.get(time.monotonic() + PATTERN_SECONDS) - time.monotonic()
+    try:
+        if left <= 0:
+            raise TimeoutError
+        found = regex.search(pattern, instance, timeout=left)
+    except (TimeoutError, regex.error):
+        raise _PatternTooSlow from None
+    if found is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_ToolValidator = validators.extend(Draft202012Validator, {"pattern": _timed_pattern})
 
 
 def _tool_validator(schema: dict) -> Draft202012Validator:
-    """The validator of a declared tool's parameters.
+    """The validator of a declared tool's parameters: `pattern` matched under a time budget.
 
     SECURITY: an empty registry. jsonschema's default registry fetches an `http(s)` `$ref` with
     urllib, outside the guarded client: a caller's schema could make the server call any address.
     Here a reference outside the schema is unresolvable and nothing is fetched."""
-    return Draft202012Validator(schema, registry=Registry())
+    return _ToolValidator(schema, registry=Registry())
+
+
+def _has_key(node: object, name: str) -> bool:
+    if isinstance(node, dict):
+        return name in node or any(_has_key(value, name) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_key(item, name) for item in node)
+    return False
 
 
 def _outside_references(node: object) -> bool:
@@ -176,6 +217,8 @@ def check_turn(data: dict) -> None:
                 continue
             if _outside_references(schema):
                 problems[f"tools.{i}.parameters"] = [NOT_INSIDE]
+            elif _has_key(schema, "patternProperties"):
+                problems[f"tools.{i}.parameters"] = [NO_PATTERN_PROPERTIES]
     for i, result in enumerate(results):
         if result["name"] not in names:
             problems[f"tool_results.{i}.name"] = ["Not one of the declared tools."]
@@ -257,6 +300,7 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
     declared = {t["name"]: t for t in tools}
     positions = {t["name"]: i for i, t in enumerate(tools)}
     plan = []
+    _pattern_deadline.set(time.monotonic() + PATTERN_SECONDS)
     for call in calls:
         if not isinstance(call, dict) or call.get("name") not in declared:
             raise errors.InvalidToolPlan("The plan calls a tool that was not declared.")
@@ -272,12 +316,13 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
         if schema is not None:
             try:
                 problem = next(iter(_tool_validator(schema).iter_errors(arguments)), None)
-            except (Unresolvable, RecursionError):
+            except (Unresolvable, RecursionError, _PatternTooSlow) as exc:
                 # the caller's schema, not the model, is at fault: a local reference that is
-                # missing or loops on itself
+                # missing or loops on itself, or a pattern that backtracks
+                why = TOO_SLOW if isinstance(exc, _PatternTooSlow) else NOT_RESOLVABLE
                 raise errors.InvalidInput(
                     "A declared tool's parameters cannot be used.",
-                    errors={f"tools.{positions[call['name']]}.parameters": [NOT_RESOLVABLE]},
+                    errors={f"tools.{positions[call['name']]}.parameters": [why]},
                 ) from None
             if problem is not None:
                 raise errors.InvalidToolPlan(f"The arguments of {call['name']} do not match its parameters.")

@@ -73,7 +73,10 @@ class ToolInput(InputSerializer):
         max_length=1000, required=False, allow_blank=True, help_text="What the tool does, up to 1000 characters."
     )
     parameters = serializers.DictField(
-        required=False, help_text="The tool's arguments as a JSON Schema object; `$ref` only inside it (`#...`)."
+        required=False,
+        help_text=(
+            "The tool's arguments as a JSON Schema object; `$ref` only inside it (`#...`), no `patternProperties`."
+        ),
     )
 
 

@@ -257,6 +257,29 @@ def test_a_tool_schema_whose_reference_does_not_resolve_is_422_not_500(app, asse
     assert list(problem["errors"]) == ["tools.0.parameters"]
 
 
+def test_a_tool_pattern_that_backtracks_is_422(app, assert_problem):
+    tool = {
+        "name": "get_order",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string", "pattern": "^(a|aa)+$"}}},
+    }
+    arguments = {"order_id": "a" * 34 + "!"}
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": arguments}]})))
+    problem = assert_problem(app.post("turn", turn(tools=[tool])), 422, "invalid_input")
+    assert list(problem["errors"]) == ["tools.0.parameters"]
+
+
+def test_a_tool_schema_with_pattern_properties_is_422_and_asks_nobody(app, assert_problem):
+    tool = {"name": "get_order", "parameters": {"type": "object", "patternProperties": {"^(a|aa)+$": {}}}}
+    problem = assert_problem(app.post("turn", turn(tools=[tool])), 422, "invalid_input")
+    assert list(problem["errors"]) == ["tools.0.parameters"] and app.fake.requests == []
+
+
+def test_property_names_are_matched_by_the_timed_pattern(app, assert_problem):
+    tool = {"name": "get_order", "parameters": {"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}}}
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {"Order-Id": "1"}}]})))
+    assert_problem(app.post("turn", turn(tools=[tool])), 502, "invalid_tool_plan")
+
+
 def test_a_tool_schema_may_refer_inside_itself(app):
     tool = {
         "name": "get_order",
