@@ -3,7 +3,9 @@
 import hashlib
 import hmac
 import json
+import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +90,18 @@ def test_log_payload_drops_button_id_and_masks_contacts():
     assert logged["data"]["email"] == "[скрыто]" and logged["data"]["phone"] == "[скрыто]"
     assert logged["data"]["note"] == "card [скрыто] ok"
     assert logged["data"]["button_guid"] == "abc123" and logged["data"]["name"] == "Ann"
+
+
+@pytest.mark.parametrize("text", ["a" * 65536, "a." * 32768, "x@" + "a" * 65534, "a@" * 32768])
+def test_masking_a_long_body_without_an_address_takes_linear_time(text):
+    started = time.monotonic()
+    assert payloads.mask_text(text) == text
+    assert time.monotonic() - started < 1
+
+
+def test_an_address_inside_a_run_of_address_characters_is_still_masked():
+    assert payloads.mask_text("x%%ann.lee+tag@example.com, ok") == "[скрыто], ok"
+    assert payloads.mask_text("see: ann@example.com") == "see: [скрыто]"
 
 
 emails = st.from_regex(r"[a-z][a-z0-9._]{0,10}@[a-z]{1,10}\.(com|ru|org|info)", fullmatch=True)
