@@ -1,9 +1,29 @@
+from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
 from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.errors import ValidationFailed
 
 from .models import Delivery, EventSwitch, Subscription
+from .subscriptions import check_destination
+
+
+class SubscriptionForm(forms.ModelForm):
+    """A new url passes the destination rule of the API's create and PATCH."""
+
+    class Meta:
+        model = Subscription
+        fields = ("widget", "url", "events", "is_active", "is_legacy_compat", "created_at", "updated_at")
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        if url != self.instance.url:
+            try:
+                check_destination(url)
+            except ValidationFailed as exc:
+                raise forms.ValidationError((exc.errors or {}).get("url", [exc.detail])) from None
+        return url
 
 
 @admin.register(EventSwitch)
@@ -16,6 +36,7 @@ class EventSwitchAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(IssuableWidgetsOnly, AuditedAdmin):
+    form = SubscriptionForm
     audit_target = "webhook_subscription"
     list_display = ("id", "widget", "url", "is_active", "is_legacy_compat", "created_at")
     list_filter = ("is_active", "is_legacy_compat")

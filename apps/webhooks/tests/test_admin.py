@@ -11,6 +11,7 @@ from apps.webhooks.models import Subscription
 pytestmark = pytest.mark.django_db
 
 PERMS = ("add_subscription", "change_subscription", "view_subscription")
+STAMP = ("2026-01-01", "00:00:00")
 
 
 def staff(account_of):
@@ -52,3 +53,27 @@ def test_the_own_accounts_subscriptions_are_listed(widget):
     Subscription.objects.create(widget=widget, url="https://hooks.example.com/mine", events=["chat.created"])
     client = staff(account_of=widget)
     assert "hooks.example.com/mine" in client.get("/admin/webhooks/subscription/").content.decode()
+
+
+@pytest.mark.parametrize("url", ["http://hooks.example.com/x", "https://169.254.169.254/latest", "https://10.0.0.1/"])
+def test_a_url_the_destination_rule_refuses_is_a_form_error(widget, url):
+    mine = Subscription.objects.create(widget=widget, url="https://hooks.example.com/mine", events=["chat.created"])
+    client = staff(account_of=widget)
+    stamps = {f"{name}_{i}": part for name in ("created_at", "updated_at") for i, part in enumerate(STAMP)}
+    response = client.post(f"/admin/webhooks/subscription/{mine.pk}/change/", {**form(widget, url), **stamps})
+    page = response.content.decode()
+    assert response.status_code == 200 and ("Refused destination" in page or "public address" in page)
+    mine.refresh_from_db()
+    assert mine.url == "https://hooks.example.com/mine"
+
+
+def test_a_change_that_keeps_the_url_saves(widget):
+    mine = Subscription.objects.create(widget=widget, url="https://hooks.example.com/mine", events=["chat.created"])
+    client = staff(account_of=widget)
+    stamps = {f"{name}_{i}": part for name in ("created_at", "updated_at") for i, part in enumerate(STAMP)}
+    body = {**form(widget, "https://hooks.example.com/mine"), **stamps}
+    body.pop("is_active")
+    response = client.post(f"/admin/webhooks/subscription/{mine.pk}/change/", body)
+    assert response.status_code == 302
+    mine.refresh_from_db()
+    assert mine.is_active is False
