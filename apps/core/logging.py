@@ -19,13 +19,17 @@ _BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+[^\s\"'\\,;]+")
 # Chat API channel secret, an agent invitation, a signed file download.
 CREDENTIAL_PATH_PREFIXES = ("/api/compat/legacy/bot/", "/api/compat/legacy/chat/", "/invite/", "/api/files/")
 _PATH_SECRET_RE = re.compile("(" + "|".join(re.escape(p) for p in CREDENTIAL_PATH_PREFIXES) + r")[^/\s\"'?#\\]+")
+# A Telegram bot token (`<bot id>:<secret>`), which the Bot API takes in the path of every call
+# (`/bot<token>/sendMessage`): an outbound call's URL is logged with its path. The bot id stays.
+_BOT_TOKEN_RE = re.compile(r"(?:(?<=/bot)|(?<![\w:]))([0-9]{5,15}:)[A-Za-z0-9_-]{30,}")
 
 
 def scrub(text: str) -> str:
-    """Redact every token-shaped string, Authorization credential, credential query parameter and
-    credential path segment from a log line."""
+    """Redact every token-shaped string (ours, a Telegram bot token's secret), Authorization
+    credential, credential query parameter and credential path segment from a log line."""
     text = TOKEN_RE.sub(lambda m: m.group(0)[:PREFIX_LENGTH] + "…", text)
     text = _PATH_SECRET_RE.sub(lambda m: m.group(1) + "[redacted]", text)
+    text = _BOT_TOKEN_RE.sub(lambda m: m.group(1) + "[redacted]", text)
     text = _QUERY_SECRET_RE.sub(lambda m: m.group(1) + "[redacted]", text)
     return _BEARER_RE.sub(lambda m: m.group(1) + " [redacted]", text)
 

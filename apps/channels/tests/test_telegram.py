@@ -6,6 +6,7 @@ operator keyboard message as Telegram receives it (with 429 retry_after)."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 import pytest
@@ -13,10 +14,12 @@ import pytest
 from apps.billing.models import AccountPlan, Plan
 from apps.channels import messengers
 from apps.channels.models import InboundUpdate, MessengerConnection
+from apps.channels.providers import telegram
 from apps.channels.tests.tg_fake import TelegramFake
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
+from apps.core.logging import JSONFormatter
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as engine
@@ -403,3 +406,17 @@ def test_a_failed_poll_keeps_the_offset(api, widget, tg, paid, settings):
     assert messengers.poll_all_telegram() == 0
     conn.refresh_from_db()
     assert conn.poll_offset == 0 and not Chat.objects.filter(widget=widget).exists()
+
+
+def test_a_bot_api_call_logs_no_bot_token(tg, settings, caplog):
+    # given the Bot API unreachable (a loopback port nobody listens on), outbound logging on
+    settings.PROVIDER_API_BASE_TG = "https://127.0.0.1:9"
+    caplog.set_level(logging.DEBUG, logger="apps.core.outbound")
+
+    # when a call fails
+    assert telegram.call(TOKEN, "getMe").ok is False
+
+    # then the failure is logged with the bot's id and never its secret
+    lines = [JSONFormatter().format(record) for record in caplog.records]
+    assert any("/bot123456789:[redacted]/getMe" in line for line in lines), lines
+    assert not [line for line in lines if TOKEN.split(":")[1] in line]
