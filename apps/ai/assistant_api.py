@@ -159,7 +159,7 @@ def _timed_pattern(validator, pattern, instance, schema):
         if left <= 0:
             raise TimeoutError
         found = regex.search(pattern, instance, timeout=left)
-    except (TimeoutError, regex.error):
+    except (TimeoutError, regex.error, OverflowError, RecursionError):
         raise _PatternTooSlow from None
     if found is None:
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
@@ -214,6 +214,11 @@ def check_turn(data: dict) -> None:
                 Draft202012Validator.check_schema(schema)
             except SchemaError as exc:
                 problems[f"tools.{i}.parameters"] = [f"Not a valid JSON Schema: {exc.message[:200]}"]
+                continue
+            except (OverflowError, RecursionError):
+                # a `pattern` the regex compiler gives up on (a huge repeat count, deep nesting):
+                # jsonschema's format check catches only re.error
+                problems[f"tools.{i}.parameters"] = ["Not a valid JSON Schema: a pattern cannot be compiled."]
                 continue
             if _outside_references(schema):
                 problems[f"tools.{i}.parameters"] = [NOT_INSIDE]

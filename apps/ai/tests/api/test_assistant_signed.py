@@ -324,6 +324,8 @@ def test_the_marker_and_triggers_escalate_like_the_ai_operator(app):
         (turn(conversation_id="has space"), "conversation_id"),
         (turn(tools=[ORDER_TOOL, ORDER_TOOL]), "tools"),
         (turn(tools=[{**ORDER_TOOL, "parameters": {"type": "nonsense"}}]), "tools.0.parameters"),
+        (turn(tools=[{**ORDER_TOOL, "parameters": {"pattern": "a{99999999999}"}}]), "tools.0.parameters"),
+        (turn(tools=[{**ORDER_TOOL, "parameters": {"pattern": "(" * 2000 + "a" + ")" * 2000}}]), "tools.0.parameters"),
         (turn(tool_results=[{"call_id": "c1", "name": "unknown", "content": "x"}]), "tool_results.0.name"),
         (turn(surprise=1), "surprise"),
     ],
