@@ -329,6 +329,8 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
                     "A declared tool's parameters cannot be used.",
                     errors={f"tools.{positions[call['name']]}.parameters": [why]},
                 ) from None
+            except OverflowError:  # a number in the arguments too large for a float (`multipleOf: 0.1`)
+                raise errors.InvalidToolPlan(f"The arguments of {call['name']} cannot be checked.") from None
             if problem is not None:
                 raise errors.InvalidToolPlan(f"The arguments of {call['name']} do not match its parameters.")
         plan.append({"id": f"call_{secrets.token_hex(8)}", "name": call["name"], "arguments": arguments})

@@ -280,6 +280,13 @@ def test_property_names_are_matched_by_the_timed_pattern(app, assert_problem):
     assert_problem(app.post("turn", turn(tools=[tool])), 502, "invalid_tool_plan")
 
 
+def test_a_number_too_large_for_a_float_in_the_arguments_is_an_invalid_plan(app, assert_problem):
+    tool = {"name": "get_order", "parameters": {"type": "object", "properties": {"qty": {"multipleOf": 0.1}}}}
+    text = '{"tool_calls": [{"name": "get_order", "arguments": {"qty": 1%s}}]}' % ("0" * 400)
+    app.fake.script(ok(text))
+    assert_problem(app.post("turn", turn(tools=[tool])), 502, "invalid_tool_plan")
+
+
 def test_a_tool_schema_may_refer_inside_itself(app):
     tool = {
         "name": "get_order",
