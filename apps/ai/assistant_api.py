@@ -307,7 +307,7 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
     plan = []
     _pattern_deadline.set(time.monotonic() + PATTERN_SECONDS)
     for call in calls:
-        if not isinstance(call, dict) or call.get("name") not in declared:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or call["name"] not in declared:
             raise errors.InvalidToolPlan("The plan calls a tool that was not declared.")
         arguments = call.get("arguments", {})
         if isinstance(arguments, str):  # some models send the arguments JSON-encoded

@@ -188,6 +188,8 @@ def test_a_tool_plan_is_validated_against_the_declared_tools(app):
     "plan",
     [
         {"tool_calls": [{"name": "delete_account", "arguments": {}}]},
+        {"tool_calls": [{"name": ["get_order"], "arguments": {}}]},
+        {"tool_calls": [{"name": {"get_order": 1}, "arguments": {}}]},
         {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "abc"}}]},
         {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "1", "extra": True}}]},
         {"tool_calls": []},
