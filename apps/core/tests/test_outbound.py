@@ -42,6 +42,8 @@ from apps.core.tests import bombs
 from apps.core.tests.hostile_addresses import HOSTILE_CASES, PUBLIC_V4, HostileCase
 
 ip = ipaddress.ip_address
+IDN = "пример.рф"
+IDN_ASCII = "xn--e1afmkfd.xn--p1ai"
 
 
 # --- fixtures -------------------------------------------------------------------------------------
@@ -235,7 +237,7 @@ class _QuietServer(ThreadingHTTPServer):
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TLSServer]:
     ca = trustme.CA()
-    server_cert = ca.issue_cert("localhost", "pinned.test", "127.0.0.1", "::1")
+    server_cert = ca.issue_cert("localhost", "pinned.test", IDN_ASCII, "127.0.0.1", "::1")
     ca_path = tmp_path_factory.mktemp("outbound-ca") / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_path))
 
@@ -267,6 +269,7 @@ def server(
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     resolver.table["localhost"] = ["127.0.0.1"]
     resolver.table["pinned.test"] = ["127.0.0.1"]
+    resolver.table[IDN_ASCII] = ["127.0.0.1"]
     resolver.table["internal.test"] = ["10.0.0.5"]
     resolver.strict = True
     tls_server.sni_names.clear()
@@ -798,6 +801,17 @@ def test_send_bytes_pins_the_checked_address_and_keeps_the_hostname(
     assert resolver.calls == ["pinned.test", "pinned.test"]
     assert server.sni_names == ["pinned.test"]
     assert len(server.connections) == 1
+
+
+def test_send_bytes_reaches_an_internationalised_name_by_its_ascii_form(
+    server: TLSServer, resolver: FakeResolver
+) -> None:
+    # when a call goes to a name written in Cyrillic
+    with GuardedSession() as session:
+        response = _send(session, server.url("/echo-host", host=IDN))
+    # then it was resolved, checked, sent in SNI and Host in its IDNA form, as requests does
+    assert response.content == f"{IDN_ASCII}:{server.port}".encode()
+    assert resolver.calls == [IDN_ASCII] and server.sni_names[-1] == IDN_ASCII
 
 
 def test_send_bytes_posts_the_exact_bytes_and_headers(server: TLSServer) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, NamedTuple
 
+import idna
 from django.conf import settings
 
 from ..errors import OutboundBlocked, OutboundError
@@ -146,7 +147,7 @@ def _target(url: str, allowed_schemes: frozenset[str]) -> _Target:
     """`check_url` and the parts of the URL the call needs, once per URL (a refusal is raised, never
     cached): the parse was a tenth of a webhook attempt's cost on the outbound thread."""
     parts = check_url(url, allowed_schemes=allowed_schemes)
-    scheme, hostname, port = parts.scheme.lower(), parts.hostname or "", parts.port
+    scheme, hostname, port = parts.scheme.lower(), _ascii_host(parts.hostname or "", url), parts.port
     query = f"?{parts.query}" if parts.query else ""
     return _Target(
         scheme=scheme,
@@ -156,6 +157,17 @@ def _target(url: str, allowed_schemes: frozenset[str]) -> _Target:
         path=f"{parts.path or '/'}{query}",
         literal=parse_ip_literal(hostname) is not None,
     )
+
+
+def _ascii_host(host: str, url: str) -> str:
+    """The host as libcurl takes it (its URL option is ASCII): an internationalised name in its
+    IDNA form, as requests sends it, so it is resolved, checked, named in SNI and Host that way."""
+    if host.isascii():
+        return host
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError:
+        raise OutboundBlocked("invalid_url", url=safe_url(url)) from None
 
 
 _LINE_BREAK = re.compile(r"[\r\n\0]")
