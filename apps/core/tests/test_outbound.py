@@ -158,6 +158,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(200, json.dumps({"ok": True}).encode(), {"Content-Type": "application/json"})
         elif parts.path == "/echo-host":
             self._reply(200, self.headers["Host"].encode())
+        elif parts.path.startswith("/echo-path"):
+            self._reply(200, self.path.encode())
         elif parts.path == "/echo-auth":
             self._reply(200, (self.headers.get("Authorization") or "").encode())
         elif parts.path == "/big":
@@ -812,6 +814,16 @@ def test_send_bytes_reaches_an_internationalised_name_by_its_ascii_form(
     # then it was resolved, checked, sent in SNI and Host in its IDNA form, as requests does
     assert response.content == f"{IDN_ASCII}:{server.port}".encode()
     assert resolver.calls == [IDN_ASCII] and server.sni_names[-1] == IDN_ASCII
+
+
+def test_send_bytes_sends_a_non_ascii_path_percent_encoded_as_requests_does(server: TLSServer) -> None:
+    # when the path and query carry Cyrillic
+    with GuardedSession() as session:
+        response = _send(session, server.url("/echo-path/заказы?q=да"))
+        expected = session.request("GET", server.url("/echo-path/заказы?q=да")).content
+    # then the request line carries them percent-encoded, as the requests side sends them
+    assert response.status_code == 200
+    assert response.content == expected == b"/echo-path/%D0%B7%D0%B0%D0%BA%D0%B0%D0%B7%D1%8B?q=%D0%B4%D0%B0"
 
 
 def test_send_bytes_posts_the_exact_bytes_and_headers(server: TLSServer) -> None:

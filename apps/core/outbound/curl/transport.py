@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import idna
 from django.conf import settings
+from requests.utils import requote_uri
 
 from ..errors import OutboundBlocked, OutboundError
 from ..policy import (
@@ -154,7 +155,8 @@ def _target(url: str, allowed_schemes: frozenset[str]) -> _Target:
         hostname=hostname,
         port=port,
         default_port=port or _DEFAULT_PORTS[scheme],
-        path=f"{parts.path or '/'}{query}",
+        # percent-encoded as requests sends it: libcurl's URL option is ASCII
+        path=requote_uri(f"{parts.path or '/'}{query}"),
         literal=parse_ip_literal(hostname) is not None,
     )
 
