@@ -165,7 +165,35 @@ def _timed_pattern(validator, pattern, instance, schema):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_ToolValidator = validators.extend(Draft202012Validator, {"pattern": _timed_pattern})
+def _canonical(value: object) -> object:
+    """A hashable form of a JSON value under JSON Schema's equality: 1 and 1.0 equal, true and 1
+    not, objects whatever their key order."""
+    if isinstance(value, bool) or value is None:
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, list):
+        return ("l", tuple(_canonical(item) for item in value))
+    return ("o", frozenset((key, _canonical(item)) for key, item in value.items()))
+
+
+def _unique_items(validator, unique, instance, schema):
+    """The `uniqueItems` keyword in one pass over hashable forms (jsonschema's own compares pairs of
+    unhashable items: quadratic in a long array of objects the model wrote)."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[object] = set()
+    for item in instance:
+        key = _canonical(item)
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements")
+            return
+        seen.add(key)
+
+
+_ToolValidator = validators.extend(Draft202012Validator, {"pattern": _timed_pattern, "uniqueItems": _unique_items})
 
 
 def _tool_validator(schema: dict) -> Draft202012Validator:
@@ -295,7 +323,7 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
         return None
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
     if not isinstance(parsed, dict) or "tool_calls" not in parsed:
         return None
@@ -313,7 +341,7 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
         if isinstance(arguments, str):  # some models send the arguments JSON-encoded
             try:
                 arguments = json.loads(arguments)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise errors.InvalidToolPlan("A call's arguments are not a JSON object.") from None
         if not isinstance(arguments, dict):
             raise errors.InvalidToolPlan("A call's arguments are not a JSON object.")

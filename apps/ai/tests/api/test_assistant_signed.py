@@ -289,6 +289,35 @@ def test_a_number_too_large_for_a_float_in_the_arguments_is_an_invalid_plan(app,
     assert_problem(app.post("turn", turn(tools=[tool])), 502, "invalid_tool_plan")
 
 
+def test_unique_items_of_a_long_array_the_model_wrote_are_checked_in_one_pass(app, assert_problem):
+    tool = {"name": "get_order", "parameters": {"properties": {"lines": {"uniqueItems": True}}}}
+    lines = [{"sku": n, "qty": 1} for n in range(5000)]
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {"lines": lines}}]})))
+    started = time.monotonic()
+    body = app.post("turn", turn(tools=[tool])).json()
+    assert body["type"] == "tool_plan" and time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    "items,unique",
+    [([1, 1.0], False), ([True, 1], True), ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], False), ([[1, 2], [2, 1]], True)],
+)
+def test_unique_items_keeps_json_schema_equality(app, assert_problem, items, unique):
+    tool = {"name": "get_order", "parameters": {"properties": {"lines": {"uniqueItems": True}}}}
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "get_order", "arguments": {"lines": items}}]})))
+    response = app.post("turn", turn(tools=[tool]))
+    if unique:
+        assert response.status_code == 200 and response.json()["type"] == "tool_plan"
+    else:
+        assert_problem(response, 502, "invalid_tool_plan")
+
+
+def test_a_tool_plan_nested_past_the_parsers_depth_is_read_as_a_reply(app):
+    app.fake.script(ok('{"tool_calls": ' + "[" * 100000 + "]" * 100000 + "}"))
+    response = app.post("turn", turn(tools=[ORDER_TOOL]))
+    assert response.status_code == 200 and response.json()["type"] == "reply"
+
+
 def test_a_tool_schema_may_refer_inside_itself(app):
     tool = {
         "name": "get_order",
