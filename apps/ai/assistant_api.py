@@ -3,8 +3,9 @@ endpoints"): one assistant turn, speech to text and text to speech, for an integ
 runs the assistant inside its own application.
 
 The backend keeps the history, authorizes and confirms actions and executes tools; a turn only asks
-the provider and validates what comes back: a reply (through the same `pipeline.transform` as the
-AI operator at work, so the hand-off marker and the escalation triggers mean the same) or a tool
+the provider and validates what comes back: a reply (through the same `pipeline.transform` and
+platform safety floors as the AI operator at work, so the hand-off marker, the escalation triggers
+and a leaked key or system prompt mean the same) or a tool
 plan (calls of declared tools only, each `arguments` valid against the tool's JSON Schema).
 
 Budgets per widget: 30 turns, 20 transcriptions and 20 syntheses per minute. The envelope (bound
@@ -403,14 +404,26 @@ def run_turn(*, widget: Widget, data: dict) -> dict:
     if plan is not None:
         return {**answer, "type": "tool_plan", "reply": None, "tool_calls": plan}
     ai_settings = selectors.get_settings(widget)
+    options = {
+        "locale": _locale(widget, data, question),
+        "operators_state": handoff.operators_state(widget),
+        "presence_context_enabled": ai_settings.presence_context_enabled,
+        "overrides": ai_settings.phrases or {},
+    }
     outcome = pipeline.transform(
         question=question,
         answer=completion.text,
         triggers=list(integration.assistant.escalation_triggers),
-        locale=_locale(widget, data, question),
-        operators_state=handoff.operators_state(widget),
-        presence_context_enabled=ai_settings.presence_context_enabled,
-        overrides=ai_settings.phrases or {},
+        **options,
+    )
+    # The application shows the reply to its own users: the platform safety floors apply as to any
+    # machine reply (a leaked key or system prompt becomes a hand-over with the reason `floor:<name>`).
+    outcome = pipeline.check_floors(
+        outcome,
+        question=question,
+        known_secrets=[config.api_key for config in integration.chain],
+        system_prompt=integration.assistant.system_prompt,
+        **options,
     )
     reply = {
         "text": outcome.answer,

@@ -188,7 +188,8 @@ class AssistantTurnView(SignedAssistantView):
         summary="Run one assistant turn (signed)",
         description="The integrating backend sends the conversation (`messages`, oldest first, the user's "
         "last unless `tool_results` follow up a plan), its `context` and the `tools` it offers; the answer is a "
-        "validated `reply` (hand-off marker and escalation triggers applied as for the AI operator) or a "
+        "validated `reply` (hand-off marker, escalation triggers and the platform safety floors applied as for the AI "
+        "operator: a reply that leaks a key or the system prompt is a hand-over with the reason `floor:<name>`) or a "
         "`tool_plan` whose calls name declared tools with arguments valid against their JSON Schema. History, "
         "authorization, confirmation and execution stay with the caller. 30 per minute per widget; 422 "
         "`invalid_input`, 502 `provider_failure` / `invalid_tool_plan`, 503 `assistant_unavailable`." + ENVELOPE,
