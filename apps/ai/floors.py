@@ -27,7 +27,10 @@ look-alike letters of other scripts folded to Latin, case folded, everything but
 dropped, so letter spacing, zero-width and format characters, soft hyphens, line breaks and
 fullwidth forms change nothing), overlap is counted in shingles of SHINGLE letters (an excerpt
 or a paraphrase with the words in place still matches), and the reply is also read reversed, in
-rot13 and base64-decoded (`_readings`). Key patterns run on a lighter normalisation (NFKC,
+rot13, in leetspeak, base64- and hex-decoded, percent-decoded and with its HTML character references
+resolved (`_readings`); for the system prompt each reading is also taken as only its words that are
+words of the prompt, in order and backwards (a prompt read out one numbered word a line, or with
+filler words between). Key patterns run on a lighter normalisation (NFKC,
 look-alikes and dashes folded, invisible characters dropped, letter-spaced runs joined) with
 case-insensitive prefixes, over the same readings.
 """
@@ -37,9 +40,11 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from urllib.parse import unquote
 
 from apps.core.auth.tokens import TOKEN_PREFIX
 
@@ -90,6 +95,10 @@ _LOOKALIKES = str.maketrans(
 _INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn", "Mn", "Me"}
 _SPACED = re.compile(r"(?:(?<=\s)|^)(?:\S[ \t\u00a0]){6,}\S(?=\s|$)")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2}[ :,-]?){8,}")
+# Digits and signs that stand for letters in leetspeak.
+_LEET = str.maketrans("4310$7@5", "aeiostas")
+_WORD_SPLIT = re.compile(r"[\W_]+")
 # The visitor explicitly asks for a person. Casefolded substrings of the message.
 _PERSON_PHRASES = {
     "en": (
@@ -195,11 +204,27 @@ def _base64_decodings(text: str) -> Iterator[str]:
                 yield decoded
 
 
+def _hex_decodings(text: str) -> Iterator[str]:
+    """Every run of hex byte pairs of `text` (glued, or parted by spaces, colons, commas or dashes),
+    decoded as UTF-8 when it reads as text."""
+    for run in {m.group(0) for m in _HEX_RUN.finditer(text)}:
+        digits = re.sub(r"[^0-9A-Fa-f]", "", run)
+        decoded = bytes.fromhex(digits[: len(digits) - len(digits) % 2]).decode("utf-8", "ignore")
+        if decoded and sum(ch.isprintable() or ch.isspace() for ch in decoded) >= 0.8 * len(decoded):
+            yield decoded
+
+
 def _readings(text: str) -> list[str]:
-    """The text and what it says read reversed, in rot13 and base64-decoded."""
+    """The text and what it says read reversed, in rot13, in leetspeak, base64- and hex-decoded,
+    percent-decoded and with its HTML character references resolved."""
     head = text[:_DECODE_LIMIT]
-    readings = [text, head[::-1], codecs.encode(head, "rot13")]
+    readings = [text, head[::-1], codecs.encode(head, "rot13"), head.translate(_LEET)]
+    if "%" in head:
+        readings.append(unquote(head))
+    if "&" in head:
+        readings.append(html.unescape(head))
     readings += list(_base64_decodings(head))
+    readings += list(_hex_decodings(head))
     return readings
 
 
@@ -223,6 +248,18 @@ def leaks_secret(text: str, known_secrets: Iterable[str] = ()) -> bool:
     return False
 
 
+def _words(text: str) -> list[str]:
+    return [word for word in (skeleton(part) for part in _WORD_SPLIT.split(text)) if word]
+
+
+def _prompt_word_skeletons(reading: str, vocabulary: set[str]) -> Iterator[str]:
+    """The reading's words that are words of the prompt, in order and in reverse order, run together:
+    a prompt read out one word a line, numbered, with filler words between or backwards."""
+    kept = [word for word in _words(reading) if word in vocabulary]
+    yield "".join(kept)
+    yield "".join(reversed(kept))
+
+
 def repeats_system_prompt(text: str, system_prompt: str) -> bool:
     if len(_squash(system_prompt or "")) < PROMPT_MIN:
         return False
@@ -231,8 +268,13 @@ def repeats_system_prompt(text: str, system_prompt: str) -> bool:
         return False
     needed = min(PROMPT_LEAK_CHARS, int(len(prompt) * 0.8))
     prompt_shingles = _shingles(prompt)
+    vocabulary = set(_words(system_prompt))
+    replies: dict[str, None] = {}  # the skeletons to compare, each once, in order
     for reading in _readings(text):
-        reply = skeleton(reading)
+        replies.setdefault(skeleton(reading))
+        for words in _prompt_word_skeletons(reading, vocabulary):
+            replies.setdefault(words)
+    for reply in replies:
         if prompt in reply:
             return True
         common = prompt_shingles & _shingles(reply)

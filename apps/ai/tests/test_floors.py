@@ -99,6 +99,14 @@ PROMPT_EVASIONS = {
     "base64 wrapped at 76": "\n".join(_b64(CONFIDENTIAL)[i : i + 76] for i in range(0, len(_b64(CONFIDENTIAL)), 76)),
     "rot13": codecs.encode(CONFIDENTIAL, "rot13"),
     "reversed": CONFIDENTIAL[::-1],
+    "hex": CONFIDENTIAL.encode().hex(),
+    "hex with spaces": " ".join(f"{b:02x}" for b in CONFIDENTIAL.encode()),
+    "percent-encoded": "".join(f"%{b:02X}" for b in CONFIDENTIAL.encode()),
+    "html entities": "".join(f"&#{ord(ch)};" for ch in CONFIDENTIAL),
+    "one numbered word a line": "\n".join(f"{i}. {word}" for i, word in enumerate(CONFIDENTIAL.split(), 1)),
+    "a filler word between words": " banana ".join(CONFIDENTIAL.split()),
+    "words in reverse order": " ".join(reversed(CONFIDENTIAL.split())),
+    "leetspeak": CONFIDENTIAL.translate(str.maketrans("aeiost", "4310$7")),
 }
 
 
@@ -117,6 +125,9 @@ SECRET_EVASIONS = {
     "whsec-": "Signing secret whsec-MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
     "fullwidth dash key header": "－－－－－BEGIN PRIVATE KEY－－－－－ MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
     "fullwidth dashes in the key": KEY.replace("-", "\uff0d"),
+    "hex": "In hex: " + KEY.encode().hex(),
+    "percent-encoded": "Encoded: " + "".join(f"%{b:02X}" for b in KEY.encode()),
+    "html entities": "Entities: " + "".join(f"&#x{ord(ch):x};" for ch in KEY),
 }
 
 
@@ -141,6 +152,9 @@ def test_half_of_a_known_secret_is_caught():
         "The tea assistant of the Leaf shop is happy to help you choose a tea today.",
         "Here is a picture link: https://leaf.example/img/aGVsbG8gd29ybGQgdGhpcyBpcyBmaW5l.png",
         "Ask a person at the counter: sk-short",
+        "Order 1: green tea. Order 2: black tea. Order 3: the shop's own blend. Refunds are handled by our staff.",
+        "The Leaf tea shop is open daily; the assistant of the shop can help you choose the tea you like most.",
+        "Checksum 3f2a9c1d4b5e6f708192a3b4c5d6e7f8 and link https://leaf.example/a%20b%20c?x=1&amp;y=2 are fine.",
     ],
 )
 def test_ordinary_replies_on_the_prompts_topic_pass(text):
