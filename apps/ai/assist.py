@@ -27,6 +27,7 @@ from apps.chats.models import Chat, Message
 from apps.core import events, provider_waits, queueing
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
+from apps.erasure.selectors import not_erasing
 
 from . import errors, floors, handoff, pipeline, runtime, selectors
 from .models import Assistant
@@ -71,7 +72,8 @@ def send_summary(*, chat_id: int, operator_id: int) -> bool:
 def summarise_handover(*, chat_id: int, operator_id: int) -> str:
     """Post the hand-over summary of a chat as `operator`'s private note. Returns what happened:
     `noted`, `disabled`, `unconfigured`, `empty`, `provider_failure`, `closed` or `gone`."""
-    chat = Chat.objects.select_related("widget").filter(pk=chat_id).first()
+    # A contact whose erasure was accepted reads as missing: its conversation goes to no provider.
+    chat = Chat.objects.select_related("widget").filter(pk=chat_id).filter(not_erasing()).first()
     operator = (
         Agent.objects.filter(pk=operator_id, widget_id=chat.widget_id, type=Agent.Type.AI).first() if chat else None
     )
@@ -116,7 +118,10 @@ def summarise_handover(*, chat_id: int, operator_id: int) -> str:
 
 @transaction.atomic
 def _post_note(*, widget: Widget, chat: Chat, operator: Agent, text: str) -> str:
-    chat = chat_services.lock_chat(widget=widget, chat=chat)
+    try:
+        chat = chat_services.lock_chat(widget=widget, chat=chat)
+    except Chat.DoesNotExist:
+        return "gone"  # the contact's erasure was accepted while the provider wrote
     if chat.status in (Chat.Status.EXPIRED, Chat.Status.SPAM):
         return "closed"  # a note would reopen a closed chat; a spam chat takes none
     chat_services.post_agent_message(

@@ -17,6 +17,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import metrics
 from apps.core.models import Widget
+from apps.erasure.selectors import not_erasing
 
 from .. import config, floors, handoff, pipeline, retrieval, routing, selectors
 from ..models import AiSettings, Alert, Assistant, ReplyClaim
@@ -43,6 +44,8 @@ def answer(*, message_id: int) -> str:
             ),
         )
         .filter(pk=message_id)
+        # A contact whose erasure was accepted reads as missing: nothing of it goes to a provider.
+        .filter(not_erasing("chat__contact_id"))
         .first()
     )
     if message is None or message.author_kind != Message.Author.CLIENT:
@@ -244,8 +247,15 @@ def _finish(
     provider_ms: float,
 ) -> str:
     """Post the answer (or hand over) under the chat's lock, if the claim is still this worker's and
-    nothing that arrived during generation makes the answer stale."""
-    chat = chat_services.lock_chat(widget=widget, chat=chat)
+    nothing that arrived during generation makes the answer stale. A chat whose contact's erasure was
+    accepted meanwhile takes nothing: the answer is dropped."""
+    try:
+        chat = chat_services.lock_chat(widget=widget, chat=chat)
+    except Chat.DoesNotExist:
+        ReplyClaim.objects.filter(pk=claim.pk, token=claim.token, state=ReplyClaim.State.WORKING).update(
+            state=ReplyClaim.State.DROPPED, detail="erased", provider_ms=provider_ms, finished_at=timezone.now()
+        )
+        return str(ReplyClaim.State.DROPPED)
     # One read under the chat's lock: the claim (locked), whether a newer visitor message arrived,
     # and the AI switch and shadow mode again (they may have changed while the provider worked).
     ai_row = AiSettings.objects.filter(widget_id=widget.pk)

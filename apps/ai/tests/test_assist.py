@@ -13,6 +13,7 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, Credent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
+from apps.erasure.models import PendingErasure
 from apps.kb import hooks as kb_hooks
 from apps.kb import services as kb_services
 from apps.widget.models import WidgetSettings
@@ -169,6 +170,32 @@ def test_a_chat_closed_before_the_summary_gets_no_note(bot, widget, django_captu
     chat_services.close_chat(widget=widget, chat=chat)
     assert assist.summarise_handover(chat_id=chat.pk, operator_id=bot.operator.pk) == "closed"
     assert notes(chat) == [] and Chat.objects.get(pk=chat.pk).status == "expired"
+
+
+def test_a_contact_under_erasure_gets_no_summary_and_nothing_goes_to_the_provider(
+    bot, widget, django_capture_on_commit_callbacks
+):
+    chat = conversation(widget, "My e-mail is anna@example.com, refund please")
+    hand_over(widget, chat, bot.operator, django_capture_on_commit_callbacks, execute=False)
+    PendingErasure.objects.create(widget=widget, contact_id=chat.contact_id)
+    assert assist.summarise_handover(chat_id=chat.pk, operator_id=bot.operator.pk) == "gone"
+    assert bot.fake.api_requests == [] and notes(chat) == []
+
+
+def test_an_erasure_accepted_while_the_summary_is_written_posts_no_note(
+    bot, widget, django_capture_on_commit_callbacks, monkeypatch
+):
+    chat = conversation(widget, "Help")
+    hand_over(widget, chat, bot.operator, django_capture_on_commit_callbacks, execute=False)
+    real_complete = assist.complete
+
+    def complete_while_the_erasure_is_accepted(*args, **kwargs):
+        PendingErasure.objects.create(widget=widget, contact_id=chat.contact_id)
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(assist, "complete", complete_while_the_erasure_is_accepted)
+    assert assist.summarise_handover(chat_id=chat.pk, operator_id=bot.operator.pk) == "gone"
+    assert notes(chat) == []
 
 
 def test_the_ai_operator_at_work_hands_over_with_a_summary(bot, widget, django_capture_on_commit_callbacks):

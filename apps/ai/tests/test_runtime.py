@@ -23,6 +23,7 @@ from apps.core import events, ports
 from apps.core.testing.concurrency import race
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.metrics import sample
+from apps.erasure.models import PendingErasure
 from tests.llm_fake import ODD_SHAPES, odd_answer, ok, server_error, slow
 
 pytestmark = pytest.mark.django_db
@@ -481,6 +482,28 @@ def test_a_person_answering_during_generation_drops_the_answer(bot, widget, monk
     monkeypatch.setattr(runtime.answering, "complete", complete_while_a_person_answers)
     assert runtime.answer(message_id=message.pk) == "dropped"
     assert ai_messages(message.chat) == []
+
+
+def test_a_contact_under_erasure_is_not_answered_and_nothing_goes_to_the_provider(bot, widget):
+    message = visitor_writes(widget)
+    PendingErasure.objects.create(widget=widget, contact_id=message.chat.contact_id)
+    assert runtime.answer(message_id=message.pk) == "not_a_visitor_message"
+    assert bot.fake.requests == [] and ai_messages(message.chat) == []
+
+
+def test_an_erasure_accepted_during_generation_drops_the_answer(bot, widget, monkeypatch):
+    message = visitor_writes(widget)
+    real_complete = runtime.answering.complete
+
+    def complete_while_the_erasure_is_accepted(*args, **kwargs):
+        PendingErasure.objects.create(widget=widget, contact_id=message.chat.contact_id)
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.answering, "complete", complete_while_the_erasure_is_accepted)
+    assert runtime.answer(message_id=message.pk) == "dropped"
+    assert ai_messages(message.chat) == []
+    claim = ReplyClaim.objects.get(message=message)
+    assert (claim.state, claim.detail, claim.reply_id) == ("dropped", "erased", None)
 
 
 def test_a_message_is_answered_once_however_often_the_task_runs(bot, widget):
