@@ -10,7 +10,9 @@ from rest_framework.test import APIClient
 
 from apps.ai.models import AiSettings, Assistant
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
+from apps.chats.models import Message, Rating
 from apps.core.testing.plugin import assert_problem
+from apps.erasure.models import PendingErasure
 from apps.learning import services
 from apps.learning.models import HistoryEntry, PersonaVersion, TuningCycle
 from apps.learning.tests.conftest import PERSONA, PROMPT, PROPOSAL, SUPPORT_SECRET, idem, make_evidence
@@ -141,6 +143,19 @@ def test_tune_runs_a_cycle_that_patches_the_persona_under_probation(
     assert panel["current_version"] == 1 and panel["live_matches_current_version"] is True
     assert panel["probation"]["version"] == 1 and panel["probation"]["source"] == "tune"
     assert panel["last_cycle"]["id"] == cycle["id"]
+
+
+def test_a_cycle_shows_the_provider_nothing_of_a_contact_under_erasure(
+    client, widget, assistant, ready, django_capture_on_commit_callbacks
+):
+    erased = [Message.objects.get(body=body).chat for body in ("Когда доставка? 1", "Есть размер 46? 1")]
+    for chat in erased:
+        PendingErasure.objects.create(widget=widget, contact_id=chat.contact_id)
+    Rating.objects.filter(chat=erased[1]).update(comment="anna@example.com, call me")
+    run_tune(client, django_capture_on_commit_callbacks)
+    sent = json.dumps(ready.api_requests[-1].json()["messages"], ensure_ascii=False)
+    assert "Когда доставка? 0" in sent and "Есть размер 46? 0" in sent
+    assert "Когда доставка? 1" not in sent and "Есть размер 46? 1" not in sent and "anna@example.com" not in sent
 
 
 def test_tune_is_refused_while_a_gate_is_closed_and_changes_nothing(client, widget, assistant, operator, provider):
