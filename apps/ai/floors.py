@@ -23,16 +23,16 @@ The floors, in the order they are checked (`FLOORS`):
   PROMPT_LEAK_CHARS letters and digits: a prompt-extraction answer.
 
 Both comparisons see through disguise. Texts are compared as a skeleton (`skeleton`: NFKC, the
-look-alike letters of other scripts folded to Latin, case folded, everything but letters and digits
-dropped, so letter spacing, zero-width and format characters, soft hyphens, line breaks and
-fullwidth forms change nothing), overlap is counted in shingles of SHINGLE letters (an excerpt
-or a paraphrase with the words in place still matches), and the reply is also read reversed, in
-rot13, in leetspeak, base64- and hex-decoded, percent-decoded and with its HTML character references
-resolved (`_readings`); for the system prompt each reading is also taken as only its words that are
-words of the prompt, in order and backwards (a prompt read out one numbered word a line, or with
-filler words between). Key patterns run on a lighter normalisation (NFKC,
-look-alikes and dashes folded, invisible characters dropped, letter-spaced runs joined) with
-case-insensitive prefixes, over the same readings.
+look-alike letters of other scripts, small capitals and regional indicator letters folded to Latin,
+case folded, everything but letters and digits dropped, so letter spacing, zero-width and format
+characters, soft hyphens, line breaks and fullwidth forms change nothing), overlap is counted in
+shingles of SHINGLE letters (an excerpt or a paraphrase with the words in place still matches), and
+the reply is also read reversed, upside down, in rot13, in leetspeak, base64- and hex-decoded,
+percent-decoded and with its HTML character references resolved (`_readings`); for the system
+prompt each reading is also taken as only its words that are words of the prompt, in order and
+backwards (a prompt read out one numbered word a line, or with filler words between). Key patterns
+run on a lighter normalisation (NFKC, look-alikes and dashes folded, invisible characters dropped,
+letter-spaced runs joined) with case-insensitive prefixes, over the same readings.
 """
 
 from __future__ import annotations
@@ -83,12 +83,15 @@ _SECRET_PATTERNS = [
 ]
 
 # Letters of Cyrillic, Greek and Armenian that look like Latin ones (after NFKC and case folding),
-# the part of Unicode's confusables a model's homoglyph disguise uses; dashes and minus signs.
+# the part of Unicode's confusables a model's homoglyph disguise uses, the small capitals and
+# regional indicator letters of "fancy text" (NFKC keeps both); dashes and minus signs.
 _LOOKALIKES = str.maketrans(
     {
         **dict(zip("авсеёһіјӏкмнорԛѕтухԝьгԁ", "abceehijlkmhopqstyxwbrd", strict=True)),  # Cyrillic
         **dict(zip("αβεηικνορτυχζμ", "abeniknoptuxzu", strict=True)),  # Greek
         **dict(zip("օսհոց", "ouhng", strict=True)),  # Armenian
+        **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnopqrstuvwyz", strict=True)),  # small capitals
+        **{chr(0x1F1E6 + i): chr(ord("a") + i) for i in range(26)},  # regional indicator letters
         **dict.fromkeys("‐‑‒–—―−﹘﹣－⁃", "-"),
     }
 )
@@ -98,6 +101,10 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2}[ :,-]?){8,}")
 # Digits and signs that stand for letters in leetspeak.
 _LEET = str.maketrans("4310$7@5", "aeiostas")
+# Upside-down text: the turned letters (and the Latin letters that stand for each other turned),
+# read after the text is reversed.
+_TURNED = "ɐɔǝɟƃɥᴉɾʞɯɹʇʌʍʎ"
+_UPSIDE_DOWN = str.maketrans(_TURNED + "qpdbnu", "acefghijkmrtvwy" + "bdpqun")
 _WORD_SPLIT = re.compile(r"[\W_]+")
 # The visitor explicitly asks for a person. Casefolded substrings of the message.
 _PERSON_PHRASES = {
@@ -215,10 +222,12 @@ def _hex_decodings(text: str) -> Iterator[str]:
 
 
 def _readings(text: str) -> list[str]:
-    """The text and what it says read reversed, in rot13, in leetspeak, base64- and hex-decoded,
-    percent-decoded and with its HTML character references resolved."""
+    """The text and what it says read reversed, upside down, in rot13, in leetspeak, base64- and
+    hex-decoded, percent-decoded and with its HTML character references resolved."""
     head = text[:_DECODE_LIMIT]
     readings = [text, head[::-1], codecs.encode(head, "rot13"), head.translate(_LEET)]
+    if any(ch in _TURNED for ch in head):
+        readings.append(head[::-1].translate(_UPSIDE_DOWN))
     if "%" in head:
         readings.append(unquote(head))
     if "&" in head:

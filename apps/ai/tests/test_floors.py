@@ -70,6 +70,9 @@ CONFIDENTIAL = (
 KEY = "sk-proj-Q7rT2vX9mK4pL8nB3cW6yH1dF5gJ0sA"
 
 
+SMALL_CAPITALS = str.maketrans("abcdefghijklmnopqrstuvwyz", "ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ")
+
+
 def _every(text: str, sep: str) -> str:
     return sep.join(text)
 
@@ -107,6 +110,14 @@ PROMPT_EVASIONS = {
     "a filler word between words": " banana ".join(CONFIDENTIAL.split()),
     "words in reverse order": " ".join(reversed(CONFIDENTIAL.split())),
     "leetspeak": CONFIDENTIAL.translate(str.maketrans("aeiost", "4310$7")),
+    "small capitals": CONFIDENTIAL.lower().translate(SMALL_CAPITALS),
+    "regional indicator letters": " ".join(
+        "".join(chr(0x1F1E6 + ord(ch) - ord("a")) if "a" <= ch <= "z" else ch for ch in word)
+        for word in CONFIDENTIAL.lower().split()
+    ),
+    "upside down": CONFIDENTIAL.lower().translate(str.maketrans("abcdefghijklmnpqrtuvwy", "ɐqɔpǝɟƃɥᴉɾʞlɯudbɹʇnʌʍʎ"))[
+        ::-1
+    ],
 }
 
 
@@ -128,6 +139,7 @@ SECRET_EVASIONS = {
     "hex": "In hex: " + KEY.encode().hex(),
     "percent-encoded": "Encoded: " + "".join(f"%{b:02X}" for b in KEY.encode()),
     "html entities": "Entities: " + "".join(f"&#x{ord(ch):x};" for ch in KEY),
+    "small capitals": "Fancy: " + KEY.lower().translate(SMALL_CAPITALS),
 }
 
 
