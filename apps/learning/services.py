@@ -22,6 +22,7 @@ from apps.ai import services as ai_services
 from apps.ai.models import Assistant
 from apps.core import queueing
 from apps.core.models import Widget
+from apps.core.ratelimit import Budget
 
 from . import demand, proposals, review, selectors
 from .errors import (
@@ -37,6 +38,9 @@ from .errors import (
 from .models import HistoryEntry, PersonaVersion, TuningCycle, Wish, WishEvent
 
 logger = logging.getLogger(__name__)
+
+# Each wish is a paid provider call on the owner's credential (the proposal, made after commit).
+WISH_BUDGET = Budget("learning_wishes", 20, 3600)
 
 
 def _lock(widget: Widget, assistant: Assistant) -> Assistant:
@@ -340,10 +344,12 @@ def _locked_wish(widget: Widget, wish: Wish) -> Wish:
 
 @transaction.atomic
 def submit_wish(*, widget: Widget, assistant: Assistant | None, text: str, token_id: int | None) -> Wish:
-    """Store the wish (`proposing`) and ask the provider for the rewrite after commit."""
+    """Store the wish (`proposing`) and ask the provider for the rewrite after commit; at most
+    WISH_BUDGET a widget (429 past it)."""
     assistant = _require_assistant(assistant)
     if not proposals.has_credential(widget, assistant):
         raise CredentialUnavailable("No active provider credential resolves for this assistant.")
+    WISH_BUDGET.check(widget.pk, detail=f"At most {WISH_BUDGET.limit} wishes per hour per widget.")
     now = timezone.now()
     wish = Wish.objects.create(
         widget=widget,

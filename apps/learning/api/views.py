@@ -308,7 +308,8 @@ class WishViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.CreateModel
         description="`{text (1 to 2000 characters), assistant_id?}`. The wish is stored as `proposing` and the "
         "assistant's provider proposes the rewritten persona and system prompt asynchronously; poll the wish "
         "(`proposal_pending`) or its preview. An unknown or foreign `assistant_id` is 404; 409 `no_assistant` "
-        "(none named and none effective) or `credential_unavailable` (no provider credential resolves). " + STATES,
+        "(none named and none effective) or `credential_unavailable` (no provider credential resolves). Each "
+        "wish is a provider call: at most 20 per hour per widget (429 with `Retry-After`). " + STATES,
         request=s.WishInput,
         responses={201: s.WishDetailDoc},
     )

@@ -260,3 +260,18 @@ def test_list_filters_pages_and_query_count(client, widget, assistant, provider,
         client.get(f"{WISHES}?limit=100")
     assert len(many) == len(few)
     assert json.loads(json.dumps(listed))  # plain JSON
+
+
+def test_wishes_are_limited_per_widget_and_a_refused_one_asks_no_provider(
+    client, widget, assistant, provider, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(services.WISH_BUDGET.limit):
+            assert submit(client).status_code == 201
+    asked = len(provider.api_requests)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = submit(client)
+    assert_problem(r, 429)
+    assert "Retry-After" in r
+    assert Wish.objects.filter(widget=widget).count() == services.WISH_BUDGET.limit
+    assert len(provider.api_requests) == asked
