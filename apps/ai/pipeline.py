@@ -139,6 +139,15 @@ def matches_trigger(triggers: list[str], text: str) -> str | None:
     return None
 
 
+# Control characters a reply never shows (NUL, which PostgreSQL cannot store, among them): dropped
+# from the provider's answer, also when the model wrote them as JSON escapes; tab and line breaks stay.
+_CONTROLS = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
+def _without_controls(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
 def _json_string(escaped: str) -> str:
     """The text of a JSON string literal's inside (its escapes resolved; any other character, say
     Cyrillic, kept as it is). A malformed escape leaves the text as the model wrote it."""
@@ -200,6 +209,7 @@ def transform(
       (`untrusted_handoff_fallback`);
     - an empty answer: handover (`empty_response`, classifier `unavailable`);
     - an answer wrapped in a role label or a JSON object: the text alone (`answer_only_recovery`);
+    - control characters (but tab and line breaks) are dropped from the answer, JSON escapes included;
     - otherwise the answer as it is (`answer`, classifier `not_needed`).
     """
 
@@ -227,7 +237,7 @@ def transform(
     trigger = matches_trigger(triggers, question)
     if trigger is not None:
         return handover("escalation_outcome", "escalate", "trigger", trigger)
-    text = (answer or "").strip()
+    text = _without_controls(answer or "").strip()
     if HANDOFF_MARKER in text:
         if _is_social(question, locale):
             return plain(phrases.text_of(overrides, "social_reply", locale), "social_reply", "no_escalation")
@@ -238,7 +248,7 @@ def transform(
         return handover("empty_response", "unavailable", "empty_response")
     recovered = _ANSWER_FIELD.match(text)
     if recovered:
-        inner = _json_string(recovered.group("text")).strip()
+        inner = _without_controls(_json_string(recovered.group("text"))).strip()
         if inner:
             return plain(inner, "answer_only_recovery", "not_needed")
     stripped = _ROLE_PREFIX.sub("", text, count=1).strip()
@@ -349,5 +359,5 @@ def summary_messages(*, history: list[dict], locale: str) -> list[Message]:
 def cut_lines(text: str, limit: int = SUMMARY_LINES) -> str:
     """`text` without blank lines and cut to its first `limit` lines: a model that wrote more than it
     was asked still gives a note people read at a glance."""
-    lines = [line.rstrip() for line in (text or "").strip().splitlines() if line.strip()]
+    lines = [line.rstrip() for line in _without_controls(text or "").strip().splitlines() if line.strip()]
     return "\n".join(lines[:limit])

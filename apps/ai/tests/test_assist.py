@@ -104,6 +104,14 @@ def test_a_longer_summary_is_cut_to_five_lines(bot, widget, django_capture_on_co
     assert note.body == "line 1\nline 2\nline 3\nline 4\nline 5"
 
 
+def test_control_characters_of_the_summary_are_dropped(bot, widget, django_capture_on_commit_callbacks):
+    bot.fake.script(ok("The visitor\x00 wants a refund.\x07\nNothing answered."))
+    chat = conversation(widget, "Help")
+    hand_over(widget, chat, bot.operator, django_capture_on_commit_callbacks)
+    [note] = notes(chat)
+    assert note.body == "The visitor wants a refund.\nNothing answered."
+
+
 def test_a_provider_failure_writes_no_note_and_raises_the_provider_alert(
     bot, widget, django_capture_on_commit_callbacks
 ):

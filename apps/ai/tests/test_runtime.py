@@ -506,6 +506,14 @@ def test_an_erasure_accepted_during_generation_drops_the_answer(bot, widget, mon
     assert (claim.state, claim.detail, claim.reply_id) == ("dropped", "erased", None)
 
 
+@pytest.mark.parametrize("answer", ["Two\x00 days.\x1b", '{"answer": "Two\\u0000 days.\\u001b"}'])
+def test_control_characters_of_the_answer_are_dropped(bot, widget, answer):
+    bot.fake.script(ok(answer))
+    message = visitor_writes(widget)
+    assert runtime.answer(message_id=message.pk) == "answered"
+    assert [m.body for m in ai_messages(message.chat)] == ["Two days."]
+
+
 def test_a_message_is_answered_once_however_often_the_task_runs(bot, widget):
     message = visitor_writes(widget)
     assert runtime.answer(message_id=message.pk) == "answered"
