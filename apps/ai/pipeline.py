@@ -139,9 +139,10 @@ def matches_trigger(triggers: list[str], text: str) -> str | None:
     return None
 
 
-# Control characters a reply never shows (NUL, which PostgreSQL cannot store, among them): dropped
-# from the provider's answer, also when the model wrote them as JSON escapes; tab and line breaks stay.
-_CONTROLS = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+# Control characters a reply never shows (NUL, which PostgreSQL cannot store, among them) and lone
+# surrogates (no encoding can store them): dropped from the provider's answer, also when the model
+# wrote them as JSON escapes; tab and line breaks stay.
+_CONTROLS = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0xD800, 0xE000)])
 
 
 def _without_controls(text: str) -> str:
@@ -209,7 +210,8 @@ def transform(
       (`untrusted_handoff_fallback`);
     - an empty answer: handover (`empty_response`, classifier `unavailable`);
     - an answer wrapped in a role label or a JSON object: the text alone (`answer_only_recovery`);
-    - control characters (but tab and line breaks) are dropped from the answer, JSON escapes included;
+    - control characters (but tab and line breaks) and lone surrogates are dropped from the answer,
+      JSON escapes included;
     - otherwise the answer as it is (`answer`, classifier `not_needed`).
     """
 

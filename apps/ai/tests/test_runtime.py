@@ -506,8 +506,11 @@ def test_an_erasure_accepted_during_generation_drops_the_answer(bot, widget, mon
     assert (claim.state, claim.detail, claim.reply_id) == ("dropped", "erased", None)
 
 
-@pytest.mark.parametrize("answer", ["Two\x00 days.\x1b", '{"answer": "Two\\u0000 days.\\u001b"}'])
-def test_control_characters_of_the_answer_are_dropped(bot, widget, answer):
+@pytest.mark.parametrize(
+    "answer",
+    ["Two\x00 days.\x1b", '{"answer": "Two\\u0000 days.\\u001b"}', "Two\ud800 days.", '{"answer": "Two days.\\udfff"}'],
+)
+def test_control_characters_and_lone_surrogates_of_the_answer_are_dropped(bot, widget, answer):
     bot.fake.script(ok(answer))
     message = visitor_writes(widget)
     assert runtime.answer(message_id=message.pk) == "answered"
