@@ -96,6 +96,11 @@ def wish_messages(assistant: Assistant, wish_text: str) -> list[ChatMessage]:
     return [ChatMessage("system", INSTRUCTIONS), ChatMessage("user", body)]
 
 
+def _storable(text: str) -> bool:
+    """No NUL (PostgreSQL cannot store it) and no lone surrogate (no encoding can)."""
+    return "\x00" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
 def parse(text: str) -> Proposal:
     raw = (text or "").strip()
     fenced = _FENCE.match(raw)
@@ -113,7 +118,7 @@ def parse(text: str) -> Proposal:
     persona, prompt = persona.strip(), prompt.strip()
     if not (persona or prompt) or len(persona) > PERSONA_MAX or len(prompt) > SYSTEM_PROMPT_MAX:
         raise ProposalFailed("invalid_proposal")
-    if "\x00" in persona or "\x00" in prompt:
+    if not all(_storable(text) for text in (persona, prompt, rationale)):
         raise ProposalFailed("invalid_proposal")
     return Proposal(persona=persona, system_prompt=prompt, rationale=rationale.strip()[:RATIONALE_MAX])
 

@@ -229,6 +229,8 @@ def test_learning_follows_the_selected_assistant(
         (ok("I would make it friendlier."), "invalid_proposal"),
         (ok(json.dumps({"persona": 5, "system_prompt": "x"})), "invalid_proposal"),
         (ok(json.dumps({"persona": "", "system_prompt": ""})), "invalid_proposal"),
+        (ok(json.dumps({"persona": "Kind\ud800", "system_prompt": "x"})), "invalid_proposal"),
+        (ok(json.dumps({"persona": "Kind", "system_prompt": "x", "rationale": "\udfff"})), "invalid_proposal"),
     ],
 )
 def test_a_failed_cycle_changes_nothing(client, assistant, ready, django_capture_on_commit_callbacks, reply, error):
