@@ -346,6 +346,10 @@ def _tool_plan(text: str, tools: list[dict]) -> list[dict] | None:
                 raise errors.InvalidToolPlan("A call's arguments are not a JSON object.") from None
         if not isinstance(arguments, dict):
             raise errors.InvalidToolPlan("A call's arguments are not a JSON object.")
+        try:
+            json.dumps(arguments, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate, written as a JSON escape: no UTF-8 text holds it
+            raise errors.InvalidToolPlan("A call's arguments are not valid Unicode text.") from None
         schema = declared[call["name"]].get("parameters")
         if schema is not None:
             try:

@@ -332,6 +332,12 @@ def test_a_tool_schema_may_refer_inside_itself(app):
     assert body["type"] == "tool_plan" and body["tool_calls"][0]["arguments"] == {"order_id": "42"}
 
 
+@pytest.mark.parametrize("arguments", [{"q": "tea\ud800"}, {"\udfff": "tea"}])
+def test_a_tool_plan_with_a_lone_surrogate_is_502_not_500(app, assert_problem, arguments):
+    app.fake.script(ok(json.dumps({"tool_calls": [{"name": "search", "arguments": arguments}]})))
+    assert_problem(app.post("turn", turn(tools=[{"name": "search"}])), 502, "invalid_tool_plan")
+
+
 def test_tool_results_go_back_to_the_provider(app):
     messages = [{"role": "user", "content": "Where is order 42?"}]
     results = [{"call_id": "call_1", "name": "get_order", "content": '{"status": "shipped"}'}]
