@@ -427,7 +427,10 @@ def prepare(widget: Widget, *, assistant_id, data: TestInput, key: str, path: st
         consume_start(widget, row)
         # The knowledge-base search embeds the question (a paid provider call): only an admitted test.
         rag = retrieval.retrieve(
-            widget=widget, assistant=assistant, question=data.question, enabled=assistant.rag_enabled
+            widget=widget,
+            assistant=assistant,
+            question=data.question,
+            enabled=settings_row.rag_enabled or assistant.rag_enabled,  # as the operator at work
         )
         messages = [
             ChatMessage(role=m.role, content=m.content)

@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import cache
 
 from apps.agents.models import Agent
-from apps.ai import detached
+from apps.ai import detached, retrieval
 from apps.ai.models import AiSettings
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
@@ -210,6 +210,17 @@ def test_a_test_not_admitted_pays_for_no_knowledge_base_search(client, setup, se
         assert post(client, setup["assistant"].pk, {"question": "Hello"}).status_code == 200
     assert_problem(post(client, setup["assistant"].pk, {"question": "Over"}), 429, "test_rate_limited")
     assert searches == ["Hello"] * 10
+
+
+def test_the_widgets_rag_switch_makes_the_test_search_as_the_operator_at_work(client, setup, monkeypatch):
+    asked = []
+    monkeypatch.setattr(
+        detached.retrieval, "retrieve", lambda **kwargs: asked.append(kwargs["enabled"]) or retrieval.Retrieval("empty")
+    )
+    AiSettings.objects.update_or_create(widget_id=setup["assistant"].widget_id, defaults={"rag_enabled": True})
+    assert not setup["assistant"].rag_enabled
+    assert post(client, setup["assistant"].pk, {"question": "Hello"}).status_code == 200
+    assert asked == [True]
 
 
 def test_admission_fails_closed_when_the_store_is_down(client, setup, monkeypatch):
