@@ -32,12 +32,23 @@ class CredentialChangeForm(forms.ModelForm):
     `base_url`, assistant, operator and backup inside the credential's widget, no backup cycle) on a
     fresh copy, so a refused change is a form error and changes nothing."""
 
+    # Write-only, as in the API: never drawn, stored only when given (a rotation, or with a new base_url).
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Write-only. Give it to rotate the key; a new base_url needs it too.",
+    )
+
     class Meta:
         model = Credential
         fields = _EDITABLE
 
     def changes(self) -> dict:
-        return {name: self.cleaned_data.get(name) for name in self.changed_data if name in _EDITABLE}
+        changes = {name: self.cleaned_data.get(name) for name in self.changed_data if name in _EDITABLE}
+        if self.cleaned_data.get("api_key"):
+            changes["api_key"] = self.cleaned_data["api_key"]
+        return changes
 
     def clean(self):
         data = super().clean()
@@ -74,7 +85,7 @@ class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
     audit_retired_field = "is_active"
     list_display = ("provider", "widget", "is_active", "assistant", "operator", "model", "created_at")
     list_filter = ("provider", "is_active")
-    fields = ("widget", "provider", *_EDITABLE)
+    fields = ("widget", "provider", "api_key", *_EDITABLE)
     readonly_fields = ("widget", "provider")
     raw_id_fields = ("assistant", "operator", "backup_credential")
 

@@ -432,6 +432,9 @@ def update_credential(*, widget: Widget, credential: Credential, changes: dict) 
     return credential
 
 
+NEW_ADDRESS_NEEDS_KEY = "A new base_url takes the api_key again: the stored key is never sent to another address."
+
+
 def apply_credential_changes(*, widget: Widget, credential: Credential, changes: dict) -> Credential:
     """`changes` applied to `credential` in memory through every save-time check (the address
     guard on `base_url`, links inside the widget, no backup cycle); nothing is saved. The API's
@@ -442,6 +445,10 @@ def apply_credential_changes(*, widget: Widget, credential: Credential, changes:
             url = check_base_url(url)
         elif credential.provider == "openai_compatible":
             raise ValidationFailed(errors={"base_url": ["The openai_compatible driver needs base_url."]})
+        # SECURITY: the stored key is write-only, and base_url is where it is sent: a writer who
+        # does not know the key could otherwise repoint the credential and receive it.
+        if url != credential.base_url and credential.api_key_encrypted and not changes.get("api_key"):
+            raise ValidationFailed(errors={"api_key": [NEW_ADDRESS_NEEDS_KEY]})
         credential.base_url = url
     if "api_key" in changes:
         credential.api_key_encrypted = encrypt_secret(changes["api_key"])

@@ -99,3 +99,23 @@ def test_staff_change_their_own_accounts_credentials(widget):
     assert response.status_code == 302 and response["Location"] == "/admin/ai/credential/"
     mine.refresh_from_db()
     assert mine.model == "gpt-4o-mini"
+
+
+def test_a_new_base_url_takes_the_key_again(admin_client, widget):
+    from apps.core.crypto import decrypt_secret
+
+    credential = CredentialFactory(widget=widget)
+    stored = credential.api_key_encrypted
+    response = change(admin_client, credential, base_url="https://llm.example.com/v1")
+    assert response.status_code == 200 and "id_api_key_error" in response.content.decode()
+    credential.refresh_from_db()
+    assert (credential.base_url, credential.api_key_encrypted) == ("", stored)
+
+    response = change(admin_client, credential, base_url="https://llm.example.com/v1", api_key="sk-new-key")
+    assert response.status_code == 302
+    credential.refresh_from_db()
+    assert (
+        credential.base_url == "https://llm.example.com/v1"
+        and decrypt_secret(credential.api_key_encrypted) == "sk-new-key"
+    )
+    assert "sk-new-key" not in admin_client.get(f"/admin/ai/credential/{credential.pk}/change/").content.decode()

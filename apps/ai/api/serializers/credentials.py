@@ -100,7 +100,8 @@ class CredentialInput(InputSerializer):
 
 
 class CredentialPatchInput(CredentialInput):
-    """Everything but `provider` (immutable: refused by name)."""
+    """Everything but `provider` (immutable: refused by name). A new `base_url` takes `api_key` in the
+    same PATCH (422 at `api_key` otherwise): the stored key is never sent to another address."""
 
     provider = serializers.ChoiceField(choices=PROVIDERS, read_only=True)
 

@@ -201,3 +201,29 @@ def test_reads_name_the_endpoint_the_calls_go_to(client, settings):
     assert own["endpoint"] == "https://127.0.0.1:9/v1"
     listed = {row["id"]: row["endpoint"] for row in client.get(BASE).json()["data"]}
     assert listed == {vendor["id"]: "https://api.openai.com/v1", own["id"]: "https://127.0.0.1:9/v1"}
+
+
+def test_a_new_base_url_takes_the_key_again_so_a_writer_cannot_redirect_the_stored_key(client, widget, settings):
+    # Given a credential whose key the writer never sees
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    cred = create(client, provider="openai_compatible", base_url="https://loop.test:8443/v1").json()
+    url = f"{BASE}/{cred['id']}"
+
+    # When a PATCH points it at another address without the key
+    r = client.patch(url, {"base_url": "https://loop.test:9443/v1"}, format="json", **idem())
+
+    # Then it is refused at api_key and nothing changed
+    problem = assert_problem(r, 422)
+    assert list(problem["errors"]) == ["api_key"]
+    row = Credential.objects.get(pk=cred["id"])
+    assert row.base_url == "https://loop.test:8443/v1" and decrypt_secret(row.api_key_encrypted) == "sk-secret-123"
+
+    # And the same address, or a new one with the key, is taken
+    same = client.patch(url, {"base_url": "https://loop.test:8443/v1/", "model": "m2"}, format="json", **idem())
+    assert same.status_code == 200, same.content
+    moved = client.patch(
+        url, {"base_url": "https://loop.test:9443/v1", "api_key": "sk-for-9443"}, format="json", **idem()
+    )
+    assert moved.status_code == 200 and moved.json()["base_url"] == "https://loop.test:9443/v1"
+    row.refresh_from_db()
+    assert decrypt_secret(row.api_key_encrypted) == "sk-for-9443"
