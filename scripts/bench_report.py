@@ -49,7 +49,10 @@ PREFIXES = (
 
 WHAT = {
     "ai_floor": "the provider layer's completion against the same call made with the OpenAI SDK",
-    "ai_reply": "a visitor's message to the AI operator's answer on the visitor's websocket, against one SDK call, an INSERT and its push",
+    "ai_reply": (
+        "a visitor's message to the AI operator's answer on the visitor's websocket, against one SDK call, "
+        "an INSERT and its push"
+    ),
     "ai_test": "the detached assistant test against a request of the same shape, and tests held at once",
     "channels": "messenger hooks and the engine's messenger sends against the visitor API and a bare POST loop",
     "chat_export": "a year of chats exported as CSV and JSON Lines, against PostgreSQL's COPY of the same rows",
