@@ -136,7 +136,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return obj is None and super().has_change_permission(request, obj)
 
-    @admin.action(description="Revoke selected tokens (immediate)")
+    # Revoking cannot be undone: it takes the permission to change tokens, never view alone.
+    @admin.action(description="Revoke selected tokens (immediate)", permissions=["change"])
     def revoke(self, request, queryset):
         count = 0
         for token in queryset.filter(revoked_at__isnull=True):

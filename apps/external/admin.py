@@ -86,19 +86,21 @@ class ExternalOperatorAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
             except Exception as exc:  # noqa: BLE001 - shown to the admin, per operator
                 self.message_user(request, f"{op.public_id}: {exc}", level=messages.ERROR)
 
-    @admin.action(description="Pause (hold deliveries)")
+    # The lifecycle moves change what the operator receives (revoke is final): they take the
+    # permission to change external operators, never view alone.
+    @admin.action(description="Pause (hold deliveries)", permissions=["change"])
     def pause(self, request, queryset):
         self._move(request, queryset, ExternalOperator.State.PAUSED)
 
-    @admin.action(description="Activate")
+    @admin.action(description="Activate", permissions=["change"])
     def activate(self, request, queryset):
         self._move(request, queryset, ExternalOperator.State.ACTIVE)
 
-    @admin.action(description="Revoke (kill switch, final)")
+    @admin.action(description="Revoke (kill switch, final)", permissions=["change"])
     def revoke(self, request, queryset):
         self._move(request, queryset, ExternalOperator.State.REVOKED)
 
-    @admin.action(description="Force-drain a rotation")
+    @admin.action(description="Force-drain a rotation", permissions=["change"])
     def force_drain(self, request, queryset):
         for op in queryset:
             try:

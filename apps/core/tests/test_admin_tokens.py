@@ -72,3 +72,20 @@ def test_staff_see_only_their_widgets_tokens(widget, other_widget, make_token):
 
 def test_a_superuser_issues_every_scope(admin_client, widget):
     assert issue(admin_client, widget, READ + SENSITIVE).status_code == 302
+
+
+def _revoke(client, token):
+    return client.post("/admin/core/apitoken/", {"action": "revoke", "_selected_action": [token.pk], "index": 0})
+
+
+def test_revoking_a_token_takes_the_change_permission_not_view_alone(widget):
+    from apps.core.services import issue_token
+
+    token = issue_token(widget=widget, scopes=READ).token
+    _revoke(staff("view_apitoken", account_of=widget), token)
+    token.refresh_from_db()
+    assert token.revoked_at is None
+
+    _revoke(staff("view_apitoken", "change_apitoken", account_of=widget), token)
+    token.refresh_from_db()
+    assert token.revoked_at is not None
