@@ -3,11 +3,9 @@ reaches only the widgets an API token could be issued for (apps.core.services.is
 a url passes the webhook destination rule, as the API's registration does."""
 
 import pytest
-from django.contrib.auth.models import Permission
-from django.test import Client
 
 from apps.channels.models import CustomChannel
-from apps.core.testing.factories import UserFactory
+from apps.core.testing.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -15,13 +13,7 @@ PERMS = ("change_customchannel", "view_customchannel")
 
 
 def staff(account_of):
-    user = UserFactory(is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="apps_channels", codename__in=PERMS))
-    account_of.account.user = user
-    account_of.account.save()
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("apps_channels", *PERMS, account_of=account_of)
 
 
 def channel(widget, url="https://hooks.example.com/channel") -> CustomChannel:

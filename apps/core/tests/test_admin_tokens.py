@@ -3,12 +3,10 @@ user's own account (`core.issue_for_any_widget` reaches every widget), and sensi
 `core.issue_sensitive_scopes` (apps.core.admin)."""
 
 import pytest
-from django.contrib.auth.models import Permission
-from django.test import Client
 
 from apps.core.auth import scopes as catalogue
 from apps.core.models import ApiToken
-from apps.core.testing.factories import UserFactory
+from apps.core.testing.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -16,14 +14,7 @@ ADD = "/admin/core/apitoken/add/"
 
 
 def staff(*codenames, account_of=None):
-    user = UserFactory(is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="core", codename__in=codenames))
-    if account_of is not None:
-        account_of.account.user = user
-        account_of.account.save()
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("core", *codenames, account_of=account_of)
 
 
 def issue(client, widget, scopes):

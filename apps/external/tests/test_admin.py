@@ -2,10 +2,8 @@
 user who may only view them moves nothing."""
 
 import pytest
-from django.contrib.auth.models import Permission
-from django.test import Client
 
-from apps.core.testing.factories import UserFactory
+from apps.core.testing.admin import staff_client
 from apps.external.models import ExternalOperator
 
 from .factories import make_operator
@@ -14,13 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _staff(widget, *codenames):
-    user = UserFactory(is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="external", codename__in=codenames))
-    widget.account.user = user
-    widget.account.save()
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("external", *codenames, account_of=widget)
 
 
 def _act(client, operator, action):

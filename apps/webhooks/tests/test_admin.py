@@ -2,10 +2,8 @@
 reaches only the widgets an API token could be issued for (apps.core.services.issuable_widgets)."""
 
 import pytest
-from django.contrib.auth.models import Permission
-from django.test import Client
 
-from apps.core.testing.factories import UserFactory
+from apps.core.testing.admin import staff_client
 from apps.webhooks.models import Subscription
 
 pytestmark = pytest.mark.django_db
@@ -15,13 +13,7 @@ STAMP = ("2026-01-01", "00:00:00")
 
 
 def staff(account_of):
-    user = UserFactory(is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="webhooks", codename__in=PERMS))
-    account_of.account.user = user
-    account_of.account.save()
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client("webhooks", *PERMS, account_of=account_of)
 
 
 def form(widget, url: str) -> dict:
