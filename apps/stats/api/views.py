@@ -103,7 +103,7 @@ class TimeseriesView(ScopedAPIView):
 
 class ChatExportView(ScopedAPIView):
     route_scopes = {"get": ["chats:read"]}
-    problem_statuses = {"get": [422]}
+    problem_statuses = {"get": [422, 503]}
     content_negotiation_class = IgnoreAccept
 
     @extend_schema(
@@ -122,7 +122,8 @@ class ChatExportView(ScopedAPIView):
             "`true`/`false` for booleans, an empty cell for null and tags joined by `,` (a cell starting with "
             "`=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'`, so a spreadsheet reads it as "
             "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact "
-            "is being erased is left out."
+            "is being erased is left out. At most two exports of a widget stream at once: another is 429 "
+            "`rate_limited` with `Retry-After`."
         ),
         parameters=[s.ExportQuery],
         responses={
@@ -139,8 +140,10 @@ class ChatExportView(ScopedAPIView):
     def get(self, request):
         query = _validated(s.ExportQuery, request, ("from", "to", "format"))
         window, fmt = query["window"], query["format"]
+        slot = export.admit(request.widget.pk)
         pages = export.read_ahead(export.export_pages(widget_id=request.widget.pk, window=window))
-        response = StreamingHttpResponse(export.render(pages, fmt), content_type=export.CONTENT_TYPES[fmt])
+        body = export.Holding(export.render(pages, fmt), slot)
+        response = StreamingHttpResponse(body, content_type=export.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{export.filename(window, fmt)}"'
         return response
 

@@ -6,7 +6,8 @@ import json
 from datetime import date, timedelta
 
 import pytest
-from django.db import connection
+from django.core.signals import request_finished
+from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.agents.tests.factories import DepartmentFactory
@@ -31,6 +32,16 @@ def body_of(response) -> str:
     assert response.status_code == 200, response.content
     assert response.streaming
     return b"".join(response.streaming_content).decode()
+
+
+def close_unread(response) -> None:
+    """Close a response as the server does when its client went away, keeping the test's database
+    connection (as the test client does around a streamed response's close)."""
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
 
 
 def jsonl(response) -> list[dict]:
@@ -212,3 +223,35 @@ def test_a_csv_tag_cell_a_spreadsheet_would_read_as_a_formula_is_spelled_as_text
     # JSON Lines carries the names as they are
     [line] = jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))
     assert line["tags"] == sorted([tag, "vip"])
+
+
+# --- at most two exports of a widget stream at once ---------------------------------------------------------
+
+
+def test_a_third_export_while_two_stream_is_429_and_a_finished_or_dropped_one_frees_its_slot(api, widget, day):
+    client = api(scopes=["chats:read"])
+    first, second = client.get(EXPORT, JAN15), client.get(EXPORT, JAN15)  # open, nothing read yet
+    refused = client.get(EXPORT, JAN15)
+    problem = assert_problem(refused, 429)
+    assert problem["code"] == "rate_limited" and refused["Retry-After"] == str(export.RETRY_AFTER_SECONDS)
+    # another widget's exports are its own
+    other = WidgetFactory()
+    assert api(w=other, scopes=["chats:read"]).get(EXPORT, JAN15).status_code == 200
+    # read to the end, an export frees its slot (the server closes the response)
+    assert len(body_of(first).splitlines()) == 4
+    third = client.get(EXPORT, JAN15)
+    assert third.status_code == 200
+    assert_problem(client.get(EXPORT, JAN15), 429)
+    # a response closed before a byte was read (the client went away) frees its slot too
+    close_unread(second)
+    assert len(body_of(client.get(EXPORT, JAN15)).splitlines()) == 4
+    close_unread(third)
+
+
+def test_an_export_is_503_and_starts_nothing_when_the_slot_store_fails(api, widget, monkeypatch):
+    def unavailable(slots, *parts):
+        raise export.SlotStoreUnavailable("down")
+
+    monkeypatch.setattr(type(export.IN_FLIGHT), "acquire", unavailable)
+    monkeypatch.setattr(export, "export_pages", lambda **kwargs: pytest.fail("the export started"))
+    assert assert_problem(api().get(EXPORT, JAN15), 503)["code"] == "service_unavailable"
