@@ -102,6 +102,7 @@ def test_close_codes_are_the_consumers():
         agent_consumers.CLOSE_FORBIDDEN,
     }
     assert agent_codes <= set(asyncapi.AGENT_CLOSE_CODES)
+    assert asyncapi.AGENT_SOCKETS_PER_USER == agent_consumers.SOCKETS_PER_USER
     visitor_codes = {
         visitor_consumers.CLOSE_BAD_REQUEST,
         visitor_consumers.CLOSE_UNAUTHORIZED,

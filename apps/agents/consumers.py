@@ -13,8 +13,9 @@ first socket emits agent.online and its last one agent.offline.
 
 SECURITY: the route checks the Origin against ALLOWED_HOSTS (`agent_socket_app`), because a session
 cookie rides along with any page's handshake. The socket is accepted and then closed with 4401 (no
-logged-in active user), 4403 (the user is no active operator of the widget) or 4400 (bad `widget`, or
-none while the user serves several widgets), so the console can read the reason. Every heartbeat
+logged-in active user), 4403 (the user is no active operator of the widget), 4400 (bad `widget`, or
+none while the user serves several widgets) or 1008 (the user already holds SOCKETS_PER_USER
+operator sockets, across processes), so the console can read the reason. Every heartbeat
 checks again: a session that ended closes the socket with 4401, a banned or removed agent with 4403.
 It joins only its own widget's group.
 """
@@ -35,7 +36,7 @@ from django.contrib import auth
 
 from apps.core.numbers import MAX_ID, parse_int
 from apps.core.realtime import widget_group
-from apps.core.websocket import FramedJsonConsumer, query_params
+from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, query_params
 
 from . import presence, services
 from .models import Agent
@@ -43,6 +44,10 @@ from .models import Agent
 logger = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN = 4400, 4401, 4403
+# Operator sockets one user holds open at once (console tabs, over every widget the user serves):
+# each socket heartbeats presence to the database and Redis, so the cap bounds what one session can
+# make the web tier do.
+SOCKETS_PER_USER = 20
 REVOKED = {
     CLOSE_UNAUTHORIZED: "The session ended; log in again.",
     CLOSE_FORBIDDEN: "You are no longer an operator of this widget.",
@@ -53,8 +58,9 @@ def _operators(user_id: int):
     return Agent.objects.filter(user_id=user_id).exclude(status=Agent.Status.BANNED)
 
 
-def _resolve(user, widget_param: str | None) -> tuple[int | None, str, Agent | None]:
-    """(close code, reason, None) or (None, "", the agent row this socket speaks for)."""
+def _resolve(user, widget_param: str | None, slots: SocketSlots) -> tuple[int | None, str, Agent | None]:
+    """(close code, reason, None) or (None, "", the agent row this socket speaks for) with one of the
+    user's socket slots claimed (FramedJsonConsumer frees it on the way out)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return CLOSE_UNAUTHORIZED, "Log in first.", None
     widget_id = None
@@ -73,6 +79,8 @@ def _resolve(user, widget_param: str | None) -> tuple[int | None, str, Agent | N
         agent = found[0] if found else None
     if agent is None:
         return CLOSE_FORBIDDEN, "You are not an operator of this widget.", None
+    if not slots.claim(("operator-user", str(user.pk), SOCKETS_PER_USER)):
+        return CLOSE_POLICY_VIOLATION, f"At most {SOCKETS_PER_USER} consoles are open at once: close another.", None
     return None, "", agent
 
 
@@ -121,8 +129,10 @@ class AgentConsumer(FramedJsonConsumer):
         self.presence_lock = asyncio.Lock()
 
         code, reason, agent = await database_sync_to_async(_resolve)(
-            self.scope.get("user"), query_params(self.scope).get("widget")
+            self.scope.get("user"), query_params(self.scope).get("widget"), self.slots
         )
+        if code is None:
+            self.slots.hold()
         await self.accept()
         if code is not None:
             await self.close(code=code, reason=reason)

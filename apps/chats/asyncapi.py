@@ -267,6 +267,7 @@ AGENT_SENDS = [
 AGENT_READS = ["statusClientFrame", "pingClientFrame"]
 
 # Close codes per socket (the operator socket's are apps.agents.consumers', kept in step by the test).
+AGENT_SOCKETS_PER_USER = 20  # apps.agents.consumers.SOCKETS_PER_USER
 VISITOR_CLOSE_CODES = {
     CLOSE_BAD_REQUEST: "`since` is not a message id",
     CLOSE_UNAUTHORIZED: "missing, unknown or foreign `session`, or the contact's erasure was accepted while the "
@@ -280,7 +281,8 @@ AGENT_CLOSE_CODES = {
     4400: "bad `widget`, or none while the user serves several widgets",
     4401: "no logged-in active user, or the session ended (checked on every heartbeat)",
     4403: "the user is no (longer an) active operator of the widget",
-    CLOSE_POLICY_VIOLATION: f"too many frames ({FRAMES_PER_WINDOW} per {FRAME_WINDOW:g} s)",
+    CLOSE_POLICY_VIOLATION: f"too many frames ({FRAMES_PER_WINDOW} per {FRAME_WINDOW:g} s), or the user already "
+    f"holds {AGENT_SOCKETS_PER_USER} operator sockets (every widget and tab together)",
     CLOSE_TOO_BIG: f"a frame over {FRAME_MAX_CHARS} characters",
 }
 

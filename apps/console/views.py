@@ -196,6 +196,7 @@ def _script_strings() -> dict[str, str]:
         "connecting": _("Connecting…"),
         "reconnecting": _("Reconnecting…"),
         "not_an_operator": _("You are no longer an operator of this widget."),
+        "too_many_consoles": _("Too many consoles are open: close another tab."),
         "visitor": _("Visitor"),
         "visitor_typing": _("The visitor is typing…"),
         "online": _("Online"),

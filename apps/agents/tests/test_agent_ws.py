@@ -406,6 +406,31 @@ def test_an_operator_of_several_widgets_picks_one(widget, other_widget, operator
     run(scenario)
 
 
+def test_a_user_past_the_socket_cap_is_refused_with_1008_until_a_socket_closes(
+    widget, other_widget, operator, monkeypatch, captured_events
+):
+    monkeypatch.setattr("apps.agents.consumers.SOCKETS_PER_USER", 2)
+    HumanAgentFactory(widget=other_widget, user=operator.user)
+    colleague = HumanAgentFactory(widget=widget)
+
+    async def scenario():
+        # the cap counts the user's sockets over every widget the user serves
+        first = await open_socket(operator.user, f"widget={widget.pk}")
+        second = await open_socket(operator.user, f"widget={other_widget.pk}")
+        assert await close_code(operator.user, f"widget={widget.pk}") == 1008
+        # another user's sockets are their own
+        await (await open_socket(colleague.user)).disconnect()
+        await second.disconnect()
+        third = await open_socket(operator.user, f"widget={widget.pk}")
+        await first.disconnect()
+        await third.disconnect()
+
+    run(scenario)
+    # the refused socket never counted for presence: one online and one offline per widget
+    online = [d["operator_id"] for t, d in captured_events() if t == "agent.online"]
+    assert online.count(operator.pk) == 1
+
+
 @pytest.mark.parametrize(
     "frame, code",
     [

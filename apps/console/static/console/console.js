@@ -504,7 +504,9 @@
       if (event.code === 4401) { location.href = body.dataset.loginUrl; return; }
       if (event.code === 4403) { setConnection("closed", t("not_an_operator", "You are no longer an operator of this widget.")); return; }
       var delay = Math.max(Math.min(5000, 250 * Math.pow(2, retry++)), holdUntil - Date.now());
-      setConnection("connecting", t("reconnecting", "Reconnecting…"));
+      // 1008: the user's other consoles hold every socket; this one retries until a tab closes
+      if (event.code === 1008) { delay = Math.max(delay, 5000); setConnection("connecting", t("too_many_consoles", "Too many consoles are open: close another tab.")); }
+      else { setConnection("connecting", t("reconnecting", "Reconnecting…")); }
       setTimeout(connect, delay);
     };
   }
