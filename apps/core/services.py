@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from apps.audit.services import record
@@ -111,3 +112,20 @@ def revoke_token(*, token: ApiToken) -> ApiToken:
             changes={"revoked_at": {"from": None, "to": token.revoked_at}},
         )
     return token
+
+
+def rows_referring_to(obj: models.Model) -> dict[type[models.Model], int]:
+    """How many rows of each model refer to `obj` by a foreign key that deletes them with it (models
+    without such rows left out), one COUNT a model: what deleting a widget or an account takes
+    along directly."""
+    counts = {}
+    for model in django_apps.get_models():
+        for field in model._meta.concrete_fields:
+            if (
+                field.is_relation
+                and field.related_model is type(obj)
+                and field.remote_field.on_delete is models.CASCADE
+            ):
+                if count := model._base_manager.filter(**{field.attname: obj.pk}).count():
+                    counts[model] = counts.get(model, 0) + count
+    return counts

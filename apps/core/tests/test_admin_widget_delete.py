@@ -1,0 +1,96 @@
+"""Deleting widgets and accounts in Django admin: the confirmation page counts what goes along, in a
+fixed number of statements whatever the widget holds, and refuses what the staff user may not delete
+(a contact leaves by erasure only)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.chats.models import Chat, Message
+from apps.chats.tests.factories import ChatFactory, ContactFactory
+from apps.core.models import Account, Widget
+from apps.core.testing.admin import staff_client
+from apps.core.testing.factories import WidgetFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def widget_delete_page(client, widget):
+    return client.get(f"/admin/core/widget/{widget.pk}/delete/")
+
+
+def with_messages(widget, count: int) -> Chat:
+    chat = ChatFactory(contact=ContactFactory(widget=widget))
+    Message.objects.bulk_create(
+        [Message(widget=widget, chat=chat, author_kind=Message.Author.CLIENT, body="x") for _ in range(count)],
+        batch_size=5000,
+    )
+    return chat
+
+
+def test_the_confirmation_counts_rows_in_the_same_statements_for_few_or_many_messages():
+    client = staff_client("core", "delete_widget", "view_widget")
+    small, large = WidgetFactory(), WidgetFactory()
+    with_messages(small, 2)
+    with_messages(large, 300)
+    widget_delete_page(client, small)  # the session and the admin's first reads
+    statements = []
+    for widget in (small, large):
+        with CaptureQueriesContext(connection) as ctx:
+            response = widget_delete_page(client, widget)
+        assert response.status_code == 200
+        statements.append(len(ctx.captured_queries))
+        # messages are counted, never read row by row (nor named by key in one statement)
+        assert [
+            q["sql"] for q in ctx.captured_queries if '"chats_message"' in q["sql"] and "COUNT(" not in q["sql"]
+        ] == []
+    assert statements[0] == statements[1]
+    assert dict(response.context["model_count"])["messages"] == 300
+
+
+def test_a_widget_with_contacts_is_refused_and_kept():
+    client = staff_client("core", "delete_widget", "view_widget")
+    widget = WidgetFactory()
+    with_messages(widget, 3)
+    page = widget_delete_page(client, widget)
+    assert page.status_code == 200 and "contact" in page.context["perms_lacking"]
+    assert client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Widget.objects.filter(pk=widget.pk).exists() and Message.objects.filter(widget=widget).count() == 3
+
+
+def test_a_widget_without_contacts_is_deleted_with_what_it_holds():
+    client = staff_client("core", "delete_widget", "view_widget")
+    widget = WidgetFactory()
+    page = widget_delete_page(client, widget)
+    assert page.status_code == 200 and not page.context["perms_lacking"]
+    response = client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Widget.objects.filter(pk=widget.pk).exists()
+
+
+def test_the_bulk_action_and_the_account_page_count_the_widgets_rows_too():
+    client = staff_client("core", "delete_widget", "view_widget", "delete_account", "view_account")
+    first, second = WidgetFactory(), WidgetFactory()
+    with_messages(first, 4)
+    with_messages(second, 5)
+    action = client.post(
+        "/admin/core/widget/", {"action": "delete_selected", "_selected_action": [first.pk, second.pk]}
+    )
+    assert action.status_code == 200 and "contact" in action.context["perms_lacking"]
+    assert dict(action.context["model_count"])["messages"] == 9
+    account = Account.objects.get(pk=first.account_id)
+    page = client.get(f"/admin/core/account/{account.pk}/delete/")
+    assert page.status_code == 200 and "contact" in page.context["perms_lacking"]
+    # a staff user without the widget's delete permission may not delete an account that has one
+    viewer = staff_client("core", "delete_account", "view_account")
+    assert "widget" in viewer.get(f"/admin/core/account/{account.pk}/delete/").context["perms_lacking"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
+def test_the_confirmation_of_a_widget_with_more_messages_than_a_statement_takes_keys_answers():
+    client = staff_client("core", "delete_widget", "view_widget")
+    widget = WidgetFactory()
+    with_messages(widget, 66_000)
+    response = widget_delete_page(client, widget)
+    assert response.status_code == 200
+    assert dict(response.context["model_count"])["messages"] == 66_000
