@@ -22,11 +22,12 @@ from apps.core.models import Account, ApiToken, Widget
 from apps.core.services import issuable_widgets
 
 
-class CountsRelatedRows:
-    """The delete confirmation of widgets and accounts counts the rows each would take along (the
-    rows that refer to it, and for an account to its widgets), one COUNT a model, and names the
-    kinds the staff user may not delete, as Django's page does. Django's own page walks every
-    related row, which for a large widget names more keys in one statement than PostgreSQL takes (a
+class DeletesWidgets:
+    """Deleting widgets and accounts (with their widgets). The confirmation page counts the rows each
+    would take along (the rows that refer to it, and for an account to its widgets), one COUNT a
+    model, and names the kinds the staff user may not delete, as Django's page does; the deletion
+    goes through `services.delete_widget`, in batches. Django's own page and delete walk every
+    related row, and name more keys in one statement than PostgreSQL takes for a large widget (a
     500). Contacts leave by erasure only (apps.privacy.admin), so a widget that has any is not
     deleted here."""
 
@@ -51,9 +52,20 @@ class CountsRelatedRows:
         model_count = {str(model._meta.verbose_name_plural): count for model, count in counts.items()}
         return [str(obj) for obj in objs], model_count, perms_needed, []
 
+    def delete_model(self, request, obj):
+        self.delete_queryset(request, [obj])
+
+    def delete_queryset(self, request, queryset):
+        for obj in list(queryset):
+            for owned in self.owned(obj):
+                if isinstance(owned, Widget):
+                    services.delete_widget(widget=owned)
+            if not isinstance(obj, Widget):
+                obj.delete()
+
 
 @admin.register(Account)
-class AccountAdmin(CountsRelatedRows, admin.ModelAdmin):
+class AccountAdmin(DeletesWidgets, admin.ModelAdmin):
     list_display = ("id", "user", "name", "surname", "seats", "created_at")
     search_fields = ("user__email", "name", "surname")
     raw_id_fields = ("user",)
@@ -62,7 +74,7 @@ class AccountAdmin(CountsRelatedRows, admin.ModelAdmin):
         return [obj, *Widget.objects.filter(account=obj).order_by("pk")]
 
 
-class WidgetAdmin(CountsRelatedRows, admin.ModelAdmin):
+class WidgetAdmin(DeletesWidgets, admin.ModelAdmin):
     list_display = ("id", "name", "account", "button_guid", "api_enabled", "created_at")
     list_filter = ("api_enabled",)
     search_fields = ("name", "button_guid", "account__user__email")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from graphlib import TopologicalSorter
 
 from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
@@ -129,3 +130,44 @@ def rows_referring_to(obj: models.Model) -> dict[type[models.Model], int]:
                 if count := model._base_manager.filter(**{field.attname: obj.pk}).count():
                     counts[model] = counts.get(model, 0) + count
     return counts
+
+
+# --- deleting a widget ------------------------------------------------------------------------------
+
+# A key that is nulled or left alone when its row's parent goes does not order the deletion.
+_NOT_ORDERING = (models.SET_NULL, models.SET_DEFAULT, models.DO_NOTHING)
+
+
+def _widget_tables() -> list[tuple[type[models.Model], models.Field]]:
+    """Every model with a foreign key to Widget, and that key, each before the models of the widget
+    its rows refer to (a chat's messages before the chat), so a batch of its rows takes little
+    along: the ORM's delete looks up what hangs on a batch with one `IN` list of the batch's keys
+    per relation."""
+    tables = {}
+    for model in django_apps.get_models():
+        for field in model._meta.concrete_fields:
+            if field.is_relation and field.related_model is Widget:
+                tables[model] = field
+                break
+    order: TopologicalSorter = TopologicalSorter()
+    for model in tables:
+        order.add(model)
+        for field in model._meta.concrete_fields:
+            parent = field.related_model if field.is_relation else None
+            if parent in tables and parent is not model and field.remote_field.on_delete not in _NOT_ORDERING:
+                order.add(parent, model)
+    return [(model, tables[model]) for model in order.static_order()]
+
+
+def delete_widget(*, widget: Widget, batch_size: int = 5000) -> None:
+    """Delete the widget and everything of it, table by table (`_widget_tables`), `batch_size` rows a
+    transaction (a savepoint inside the caller's: Django admin's delete page runs in one), then the
+    widget row with what was written meanwhile. In one cascade the ORM would name every row of a
+    large table (a busy widget's outbox events) in one statement, more parameters than PostgreSQL
+    takes."""
+    for model, field in _widget_tables():
+        rows = model._base_manager.filter(**{field.attname: widget.pk})
+        while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
+            with transaction.atomic():
+                model._base_manager.filter(pk__in=keys).delete()
+    Widget.objects.filter(pk=widget.pk).delete()

@@ -1,6 +1,7 @@
 """Deleting widgets and accounts in Django admin: the confirmation page counts what goes along, in a
 fixed number of statements whatever the widget holds, and refuses what the staff user may not delete
-(a contact leaves by erasure only)."""
+(a contact leaves by erasure only); the deletion goes table by table in batches, so a widget of any
+size is deleted."""
 
 import pytest
 from django.db import connection
@@ -8,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.models import Account, Widget
+from apps.core.models import Account, OutboxEvent, Widget
 from apps.core.testing.admin import staff_client
 from apps.core.testing.factories import WidgetFactory
 
@@ -58,14 +59,35 @@ def test_a_widget_with_contacts_is_refused_and_kept():
     assert Widget.objects.filter(pk=widget.pk).exists() and Message.objects.filter(widget=widget).count() == 3
 
 
-def test_a_widget_without_contacts_is_deleted_with_what_it_holds():
+def with_events(widget, count: int) -> None:
+    OutboxEvent.objects.bulk_create(
+        [OutboxEvent(widget=widget, type="chat.created", data={}) for _ in range(count)], batch_size=5000
+    )
+
+
+def test_a_widget_without_contacts_is_deleted_with_what_it_holds_and_nothing_else():
     client = staff_client("core", "delete_widget", "view_widget")
-    widget = WidgetFactory()
+    widget, other = WidgetFactory(), WidgetFactory()
+    for each in (widget, other):
+        with_events(each, 30)
     page = widget_delete_page(client, widget)
     assert page.status_code == 200 and not page.context["perms_lacking"]
+    assert dict(page.context["model_count"])["outbox events"] == 30
     response = client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not Widget.objects.filter(pk=widget.pk).exists()
+    assert not OutboxEvent.objects.filter(widget_id=widget.pk).exists()
+    assert OutboxEvent.objects.filter(widget=other).count() == 30
+
+
+def test_deleting_an_account_deletes_its_widgets_the_same_way():
+    client = staff_client("core", "delete_widget", "view_widget", "delete_account", "view_account")
+    widget = WidgetFactory()
+    with_events(widget, 3)
+    account = Account.objects.get(pk=widget.account_id)
+    assert client.post(f"/admin/core/account/{account.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Account.objects.filter(pk=account.pk).exists() and not Widget.objects.filter(pk=widget.pk).exists()
+    assert not OutboxEvent.objects.filter(widget_id=widget.pk).exists()
 
 
 def test_the_bulk_action_and_the_account_page_count_the_widgets_rows_too():
@@ -84,6 +106,17 @@ def test_the_bulk_action_and_the_account_page_count_the_widgets_rows_too():
     # a staff user without the widget's delete permission may not delete an account that has one
     viewer = staff_client("core", "delete_account", "view_account")
     assert "widget" in viewer.get(f"/admin/core/account/{account.pk}/delete/").context["perms_lacking"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
+def test_a_widget_with_more_events_than_a_statement_takes_keys_is_deleted():
+    client = staff_client("core", "delete_widget", "view_widget")
+    widget = WidgetFactory()
+    with_events(widget, 66_000)
+    response = client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Widget.objects.filter(pk=widget.pk).exists()
+    assert not OutboxEvent.objects.filter(widget_id=widget.pk).exists()
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
