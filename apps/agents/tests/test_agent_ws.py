@@ -426,7 +426,7 @@ def test_a_user_past_the_socket_cap_is_refused_with_1008_until_a_socket_closes(
         await third.disconnect()
 
     run(scenario)
-    # the refused socket never counted for presence: one online and one offline per widget
+    # the refused socket never counted for presence: the agent went online once
     online = [d["operator_id"] for t, d in captured_events() if t == "agent.online"]
     assert online.count(operator.pk) == 1
 
