@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from graphlib import TopologicalSorter
 
 from django.apps import apps as django_apps
@@ -15,8 +17,10 @@ from apps.audit.services import record
 from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
-from apps.core.models import Account, ApiToken, Widget
+from apps.core.models import Account, ApiToken, File, Widget
 from apps.core.numbers import MAX_ID, parse_int
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -169,5 +173,19 @@ def delete_widget(*, widget: Widget, batch_size: int = 5000) -> None:
         rows = model._base_manager.filter(**{field.attname: widget.pk})
         while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
             with transaction.atomic():
-                model._base_manager.filter(pk__in=keys).delete()
+                batch = model._base_manager.filter(pk__in=keys)
+                names = list(batch.values_list("stored", flat=True)) if model is File else []
+                batch.delete()
+                if names:  # the bytes go once the rows are gone for good, never before
+                    transaction.on_commit(partial(_delete_stored_bytes, names))
     Widget.objects.filter(pk=widget.pk).delete()
+
+
+def _delete_stored_bytes(names: list[str]) -> None:
+    """Delete the stored bytes of deleted File rows (random names of one widget, never shared)."""
+    storage = File._meta.get_field("stored").storage
+    for name in filter(None, names):
+        try:
+            storage.delete(name)
+        except OSError:
+            logger.warning("stored file of a deleted widget not deleted", extra={"stored_name": name})

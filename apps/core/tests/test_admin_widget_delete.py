@@ -4,12 +4,14 @@ fixed number of statements whatever the widget holds, and refuses what the staff
 size is deleted."""
 
 import pytest
+from django.core.files.base import ContentFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.models import Account, OutboxEvent, Widget
+from apps.core.files import store_file
+from apps.core.models import Account, File, OutboxEvent, Widget
 from apps.core.testing.admin import staff_client
 from apps.core.testing.factories import WidgetFactory
 
@@ -127,3 +129,19 @@ def test_the_confirmation_of_a_widget_with_more_messages_than_a_statement_takes_
     response = widget_delete_page(client, widget)
     assert response.status_code == 200
     assert dict(response.context["model_count"])["messages"] == 66_000
+
+
+def test_the_stored_bytes_of_the_widgets_files_go_once_the_deletion_commits(django_capture_on_commit_callbacks):
+    client = staff_client("core", "delete_widget", "view_widget")
+    widget, other = WidgetFactory(), WidgetFactory()
+    mine, theirs = (
+        store_file(widget=each, content=ContentFile(b"bytes"), original_name="a.txt", content_type="text/plain", size=5)
+        for each in (widget, other)
+    )
+    storage = File._meta.get_field("stored").storage
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"})
+        assert storage.exists(mine.stored.name)  # not before the commit
+    assert response.status_code == 302 and not File.objects.filter(pk=mine.pk).exists()
+    assert not storage.exists(mine.stored.name)
+    assert storage.exists(theirs.stored.name) and File.objects.filter(pk=theirs.pk).exists()
