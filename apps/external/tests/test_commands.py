@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from apps.agents.models import Agent
 from apps.core.crypto import decrypt_secret
+from apps.core.testing.admin import staff_client
 from apps.external.models import ExternalOperator
 
 pytestmark = pytest.mark.django_db
@@ -163,27 +164,11 @@ def test_rotate_webhook_keys_reencrypts_operator_secrets_and_their_previous_ones
     assert decrypt_secret(endpoint.previous_secret_encrypted) == printed["signing_secret"]
 
 
-def _staff(*codenames, account_of=None):
-    from django.contrib.auth.models import Permission
-    from django.test import Client
-
-    from apps.core.testing.factories import UserFactory
-
-    user = UserFactory(is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="external", codename__in=codenames))
-    if account_of is not None:
-        account_of.account.user = user
-        account_of.account.save()
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 STAFF_PERMS = ("add_externaloperator", "change_externaloperator", "view_externaloperator")
 
 
 def test_the_admin_creates_no_operator_on_another_accounts_widget(widget):
-    client = _staff(*STAFF_PERMS)
+    client = staff_client("external", *STAFF_PERMS)
     response = client.post(
         "/admin/external/externaloperator/add/",
         {"widget": widget.pk, "name": "Bot", "url": "https://127.0.0.1:9/h", "state": "active"},
@@ -193,7 +178,7 @@ def test_the_admin_creates_no_operator_on_another_accounts_widget(widget):
 
 
 def test_the_admin_creates_an_operator_on_the_own_accounts_widget(widget):
-    client = _staff(*STAFF_PERMS, account_of=widget)
+    client = staff_client("external", *STAFF_PERMS, account_of=widget)
     response = client.post(
         "/admin/external/externaloperator/add/",
         {"widget": widget.pk, "name": "Bot", "url": "https://127.0.0.1:9/h", "state": "active"},
@@ -212,7 +197,7 @@ def test_the_admin_neither_lists_nor_revokes_another_accounts_operators(widget, 
         "https://127.0.0.1:9/h",
     )
     operator = ExternalOperator.objects.get(public_id=printed["public_id"])
-    client = _staff(*STAFF_PERMS, account_of=widget)
+    client = staff_client("external", *STAFF_PERMS, account_of=widget)
     assert operator.public_id not in client.get("/admin/external/externaloperator/").content.decode()
     client.post("/admin/external/externaloperator/", {"action": "revoke", "_selected_action": [operator.pk]})
     operator.refresh_from_db()
