@@ -16,52 +16,24 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from apps.core import services
+from apps.core.admin_site import CountsWhatGoesAlong
 from apps.core.auth import scopes as catalogue
 from apps.core.auth.availability import preset_label, scope_label
 from apps.core.models import Account, ApiToken, Widget
 from apps.core.services import issuable_widgets
 
 
-class DeletesWidgets:
-    """Deleting widgets and accounts (with their widgets). The confirmation page counts the rows each
-    would take along (the rows that refer to it, and for an account to its widgets), one COUNT a
-    model, and names the kinds the staff user may not delete, as Django's page does; the deletion
-    goes through `services.delete_widget`, in batches. Django's own page and delete walk every
-    related row, and name more keys in one statement than PostgreSQL takes for a large widget (a
-    500). Contacts leave by erasure only (apps.privacy.admin), so a widget that has any is not
+class DeletesWidgets(CountsWhatGoesAlong):
+    """Deleting widgets and accounts (with their widgets), through `services.delete_widget`, in
+    batches. Contacts leave by erasure only (apps.privacy.admin), so a widget that has any is not
     deleted here."""
 
-    def owned(self, obj) -> list:
-        """`obj` and what it owns whose rows are counted too."""
-        return [obj]
-
-    def get_deleted_objects(self, objs, request):
-        objs = list(objs)
-        counts: dict[type, int] = {}
-        for obj in objs:
-            counts[type(obj)] = counts.get(type(obj), 0) + 1
-            for owner in self.owned(obj):
-                for model, count in services.rows_referring_to(owner).items():
-                    counts[model] = counts.get(model, 0) + count
-        perms_needed = {
-            str(model._meta.verbose_name)
-            for model in counts
-            if self.admin_site.is_registered(model)
-            and not self.admin_site.get_model_admin(model).has_delete_permission(request)
-        }
-        model_count = {str(model._meta.verbose_name_plural): count for model, count in counts.items()}
-        return [str(obj) for obj in objs], model_count, perms_needed, []
-
     def delete_model(self, request, obj):
-        self.delete_queryset(request, [obj])
-
-    def delete_queryset(self, request, queryset):
-        for obj in list(queryset):
-            for owned in self.owned(obj):
-                if isinstance(owned, Widget):
-                    services.delete_widget(widget=owned)
-            if not isinstance(obj, Widget):
-                obj.delete()
+        for owned in self.owned(obj):
+            if isinstance(owned, Widget):
+                services.delete_widget(widget=owned)
+        if not isinstance(obj, Widget):
+            obj.delete()
 
 
 @admin.register(Account)

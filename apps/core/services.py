@@ -119,21 +119,51 @@ def revoke_token(*, token: ApiToken) -> ApiToken:
     return token
 
 
+def _cascading_keys(model: type[models.Model]) -> list[tuple[type[models.Model], models.Field]]:
+    """Every foreign key to `model` whose rows are deleted with the row they refer to, and its model."""
+    return [
+        (child, field)
+        for child in django_apps.get_models()
+        for field in child._meta.concrete_fields
+        if field.is_relation and field.related_model is model and field.remote_field.on_delete is models.CASCADE
+    ]
+
+
 def rows_referring_to(obj: models.Model) -> dict[type[models.Model], int]:
     """How many rows of each model refer to `obj` by a foreign key that deletes them with it (models
-    without such rows left out), one COUNT a model: what deleting a widget or an account takes
-    along directly."""
+    without such rows left out), one COUNT a model: what deleting `obj` takes along directly."""
     counts = {}
-    for model in django_apps.get_models():
-        for field in model._meta.concrete_fields:
-            if (
-                field.is_relation
-                and field.related_model is type(obj)
-                and field.remote_field.on_delete is models.CASCADE
-            ):
-                if count := model._base_manager.filter(**{field.attname: obj.pk}).count():
-                    counts[model] = counts.get(model, 0) + count
+    for model, field in _cascading_keys(type(obj)):
+        if count := model._base_manager.filter(**{field.attname: obj.pk}).count():
+            counts[model] = counts.get(model, 0) + count
     return counts
+
+
+# --- deleting many rows -----------------------------------------------------------------------------
+
+
+def delete_in_batches(rows: models.QuerySet, *, batch_size: int = 5000) -> None:
+    """Delete `rows`, `batch_size` of them a transaction (a savepoint inside the caller's), each batch
+    with what cascades from it; the stored bytes of File rows go once the deletion commits. The ORM's
+    delete names every row it takes along in one `IN` list per relation: for more rows than
+    PostgreSQL takes parameters in one statement (65,535) it fails, so a large set is deleted in
+    batches."""
+    model = rows.model
+    while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
+        with transaction.atomic():
+            batch = model._base_manager.filter(pk__in=keys)
+            names = list(batch.values_list("stored", flat=True)) if model is File else []
+            batch.delete()
+            if names:  # the bytes go once the rows are gone for good, never before
+                transaction.on_commit(partial(_delete_stored_bytes, names))
+
+
+def delete_with_dependents(obj: models.Model, *, batch_size: int = 5000) -> None:
+    """Delete `obj` and every row that cascades from it: the rows that refer to it first, in batches
+    (`delete_in_batches`), then `obj` with whatever was written meanwhile."""
+    for model, field in _cascading_keys(type(obj)):
+        delete_in_batches(model._base_manager.filter(**{field.attname: obj.pk}), batch_size=batch_size)
+    type(obj)._base_manager.filter(pk=obj.pk).delete()
 
 
 # --- deleting a widget ------------------------------------------------------------------------------
@@ -170,22 +200,15 @@ def delete_widget(*, widget: Widget, batch_size: int = 5000) -> None:
     large table (a busy widget's outbox events) in one statement, more parameters than PostgreSQL
     takes."""
     for model, field in _widget_tables():
-        rows = model._base_manager.filter(**{field.attname: widget.pk})
-        while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
-            with transaction.atomic():
-                batch = model._base_manager.filter(pk__in=keys)
-                names = list(batch.values_list("stored", flat=True)) if model is File else []
-                batch.delete()
-                if names:  # the bytes go once the rows are gone for good, never before
-                    transaction.on_commit(partial(_delete_stored_bytes, names))
+        delete_in_batches(model._base_manager.filter(**{field.attname: widget.pk}), batch_size=batch_size)
     Widget.objects.filter(pk=widget.pk).delete()
 
 
 def _delete_stored_bytes(names: list[str]) -> None:
-    """Delete the stored bytes of deleted File rows (random names of one widget, never shared)."""
+    """Delete the stored bytes of deleted File rows (random names, never shared)."""
     storage = File._meta.get_field("stored").storage
     for name in filter(None, names):
         try:
             storage.delete(name)
         except OSError:
-            logger.warning("stored file of a deleted widget not deleted", extra={"stored_name": name})
+            logger.warning("stored bytes of a deleted file not deleted", extra={"stored_name": name})

@@ -2,11 +2,11 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import CountsWhatGoesAlong, IssuableWidgetsOnly
 from apps.core.errors import ValidationFailed
 
 from .models import Delivery, EventSwitch, Subscription
-from .subscriptions import check_destination
+from .subscriptions import check_destination, delete_subscription
 
 
 class SubscriptionForm(forms.ModelForm):
@@ -35,7 +35,7 @@ class EventSwitchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(IssuableWidgetsOnly, AuditedAdmin):
+class SubscriptionAdmin(IssuableWidgetsOnly, CountsWhatGoesAlong, AuditedAdmin):
     form = SubscriptionForm
     audit_target = "webhook_subscription"
     list_display = ("id", "widget", "url", "is_active", "is_legacy_compat", "created_at")
@@ -43,6 +43,10 @@ class SubscriptionAdmin(IssuableWidgetsOnly, AuditedAdmin):
     search_fields = ("url", "widget__button_guid")
     exclude = ("secret_encrypted",)
     raw_id_fields = ("widget",)
+
+    def delete_model(self, request, obj):
+        """The API's deletion: the delivery log in batches, and the audit row."""
+        delete_subscription(widget=obj.widget, subscription=obj)
 
 
 @admin.register(Delivery)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from apps.audit import services as audit
 from apps.core import outbound
+from apps.core import services as core_services
 from apps.core.crypto import encrypt_secret, generate_secret
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
@@ -142,7 +143,11 @@ def rotate_secret(*, widget: Widget, subscription: Subscription, secret: str | N
 
 @transaction.atomic
 def delete_subscription(*, widget: Widget, subscription: Subscription) -> None:
-    if Subscription.objects.filter(pk=subscription.pk, widget=widget).delete()[0]:
+    """Delete the subscription with its delivery log, in batches: a busy subscription's log holds more
+    deliveries than one statement can name."""
+    found = Subscription.objects.select_for_update().filter(pk=subscription.pk, widget=widget).first()
+    if found is not None:
+        core_services.delete_with_dependents(found)
         audit.record_change(
             widget=widget,
             action="webhook_subscription.deleted",

@@ -3,8 +3,10 @@ reaches only the widgets an API token could be issued for (apps.core.services.is
 
 import pytest
 
+from apps.audit.models import AuditEntry
 from apps.core.testing.admin import staff_client
-from apps.webhooks.models import Subscription
+from apps.webhooks.models import Delivery, Subscription
+from apps.webhooks.tests.test_api import log_of
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +71,18 @@ def test_a_change_that_keeps_the_url_saves(widget):
     assert response.status_code == 302
     mine.refresh_from_db()
     assert mine.is_active is False
+
+
+def test_the_delete_page_counts_the_delivery_log_and_the_deletion_takes_it_in_batches(widget):
+    sub = Subscription.objects.create(widget=widget, url="https://hooks.example.com/a", events=["chat.created"])
+    log_of(widget, sub, 3)
+    # the log goes along, so the deliveries' delete permission is needed too, as on Django's own page
+    without = staff_client("webhooks", "delete_subscription", "view_subscription", account_of=widget)
+    page = without.get(f"/admin/webhooks/subscription/{sub.pk}/delete/")
+    assert page.status_code == 200 and page.context["perms_lacking"] == {"delivery"}
+    client = staff_client("webhooks", "delete_subscription", "view_subscription", "delete_delivery", account_of=widget)
+    page = client.get(f"/admin/webhooks/subscription/{sub.pk}/delete/")
+    assert page.status_code == 200 and dict(page.context["model_count"])["deliveries"] == 3
+    assert client.post(f"/admin/webhooks/subscription/{sub.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Subscription.objects.filter(pk=sub.pk).exists() and not Delivery.objects.exists()
+    assert AuditEntry.objects.filter(action="webhook_subscription.deleted", target_id=str(sub.pk)).count() == 1

@@ -6,11 +6,14 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from apps.audit.models import AuditEntry
 from apps.core import events
+from apps.core import services as core_services
 from apps.core.crypto import decrypt_secret
+from apps.core.models import OutboxEvent
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services
-from apps.webhooks.models import Delivery, EventSwitch, Subscription
+from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
 
 pytestmark = pytest.mark.django_db
 
@@ -346,6 +349,47 @@ def test_delivery_is_dropped_when_the_subscription_is_deleted(widget):
     emit_message(widget)
     services.delete_subscription(widget=widget, subscription=sub)
     assert not Delivery.objects.exists()
+
+
+def log_of(widget, subscription, count: int) -> None:
+    """`count` deliveries of `subscription`, one event each, the first two with an attempt."""
+    made = OutboxEvent.objects.bulk_create(
+        [OutboxEvent(widget=widget, type="message.created", data={}) for _ in range(count)], batch_size=5000
+    )
+    rows = Delivery.objects.bulk_create(
+        [
+            Delivery(widget=widget, subscription=subscription, event=event, event_type="message.created", body="{}")
+            for event in made
+        ],
+        batch_size=5000,
+    )
+    Attempt.objects.bulk_create([Attempt(delivery=row, number=1) for row in rows[:2]])
+
+
+def test_a_subscription_is_deleted_with_its_delivery_log_in_batches(widget):
+    sub, _ = services.create_subscription(widget=widget, url="https://hooks.example.com/x", events=["message.created"])
+    other, _ = services.create_subscription(
+        widget=widget, url="https://hooks.example.com/y", events=["message.created"]
+    )
+    log_of(widget, sub, 5)
+    log_of(widget, other, 2)
+    with CaptureQueriesContext(connection) as ctx:
+        core_services.delete_with_dependents(Subscription.objects.get(pk=sub.pk), batch_size=2)
+    # three batches of at most two deliveries, each naming its own keys only
+    assert len([q for q in ctx.captured_queries if q["sql"].startswith('DELETE FROM "webhooks_delivery"')]) == 3
+    assert not Subscription.objects.filter(pk=sub.pk).exists()
+    assert not Delivery.objects.filter(subscription_id=sub.pk).exists()
+    assert Delivery.objects.filter(subscription=other).count() == 2 and Attempt.objects.count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
+def test_a_subscription_with_more_deliveries_than_a_statement_takes_keys_is_deleted(api, widget):
+    client = api()
+    sub_id = create(client).json()["id"]
+    log_of(widget, Subscription.objects.get(pk=sub_id), 66_000)
+    assert client.delete(f"{BASE}/{sub_id}").status_code == 204
+    assert not Delivery.objects.filter(subscription_id=sub_id).exists() and not Attempt.objects.exists()
+    assert AuditEntry.objects.filter(action="webhook_subscription.deleted", target_id=str(sub_id)).exists()
 
 
 # --- catalogue ---------------------------------------------------------------------------------------------
