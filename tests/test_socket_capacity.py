@@ -25,7 +25,7 @@ CONNECTING = 50
 
 
 def _slot_keys(client) -> list[bytes]:
-    return list(client.scan_iter("*ws-slot:*", count=1000))
+    return list(client.scan_iter("*slot:ws-*", count=1000))
 
 
 @pytest.fixture

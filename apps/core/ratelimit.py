@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import secrets
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -218,13 +220,18 @@ class Slot:
 _file_cache_lock = threading.Lock()
 
 
+def _slot_guard():
+    return _file_cache_lock if not settings.REDIS_URL else nullcontext()
+
+
 @dataclass(frozen=True)
 class Slots:
     """At most `count` holders per key at once, across processes (the default cache: Redis, or the
     embedded default's file cache). Slot i of a key is the cache entry `slot:<name>:<key>:<i>`, taken
-    with `add` and holding a random token; `release` deletes it only while it still holds that token.
-    Each entry expires after `ttl` seconds: a holder that died frees its slot by then, so `ttl` must
-    outlast the longest hold."""
+    with `add` and holding the holder's token; `release_slots` deletes it only while it still holds
+    that token. Each entry expires `ttl` seconds after it was taken or last renewed (`renew_slots`):
+    a holder that died frees its slot by then, so a holder that does not renew must finish within
+    `ttl`."""
 
     name: str
     count: int
@@ -234,40 +241,67 @@ class Slots:
         """The cache key of slot `index` of `parts`."""
         return ":".join(["slot", self.name, *(str(p) for p in parts), str(index)])
 
-    def acquire(self, *parts: object) -> Slot | None:
-        """A free slot of `parts` (now taken), or None when all `count` are taken. SlotStoreUnavailable
-        when the cache fails."""
-        token = secrets.token_hex(8)
-        guard = _file_cache_lock if not settings.REDIS_URL else None
+    def acquire(self, *parts: object, token: str | None = None) -> Slot | None:
+        """A free slot of `parts` (now taken, holding `token` or a new random one), or None when all
+        `count` are taken. SlotStoreUnavailable when the cache fails.
+
+        One slot chosen at random is tried first: a key with few holders has it free nearly always,
+        so taking one is one call. Only when it is held are the held ones read and the free ones
+        tried, in random order, so holders of one key arriving together do not all race for the
+        same first free slot."""
+        token = token or secrets.token_hex(8)
+        keys = [self.key(*parts, index=index) for index in range(self.count)]
+        if not keys:
+            return None
         try:
-            if guard is not None:
-                guard.acquire()
-            try:
-                for index in range(self.count):
-                    key = self.key(*parts, index=index)
+            with _slot_guard():
+                first = random.choice(keys)
+                if cache.add(first, token, timeout=self.ttl):
+                    return Slot(first, token)
+                held = cache.get_many(keys)
+                free = [key for key in keys if key not in held and key != first]
+                random.shuffle(free)
+                for key in free:
                     if cache.add(key, token, timeout=self.ttl):
                         return Slot(key, token)
-            finally:
-                if guard is not None:
-                    guard.release()
         except Exception as exc:  # noqa: BLE001 - any store failure: the caller fails closed
             raise SlotStoreUnavailable(str(exc)) from None
         return None
 
     def release(self, slot: Slot) -> None:
-        """Free `slot` if it is still the holder's (it may have expired and been taken again)."""
-        guard = _file_cache_lock if not settings.REDIS_URL else None
-        try:
-            if guard is not None:
-                guard.acquire()
-            try:
-                if cache.get(slot.key) == slot.token:
-                    cache.delete(slot.key)
-            finally:
-                if guard is not None:
-                    guard.release()
-        except Exception:  # noqa: BLE001 - the slot expires by itself within its ttl
-            logger.warning("the slot %s could not be released; it expires by itself", slot.key)
+        """Free `slot` if it is still the holder's (see `release_slots`)."""
+        release_slots([slot])
+
+
+def release_slots(slots: list[Slot]) -> None:
+    """Free each slot that still holds its holder's token (one may have expired and been taken
+    again), in two cache calls whatever their number."""
+    if not slots:
+        return
+    try:
+        with _slot_guard():
+            held = cache.get_many([slot.key for slot in slots])
+            cache.delete_many([slot.key for slot in slots if held.get(slot.key) == slot.token])
+    except Exception:  # noqa: BLE001 - the slots expire by themselves within their ttl
+        logger.warning("the slots %s could not be released; they expire by themselves", [s.key for s in slots])
+
+
+def renew_slots(slots: list[Slot], ttl: int) -> None:
+    """Let the slots expire `ttl` seconds from now: a long holder (an open websocket) renews its slots
+    while it holds them. On Redis one pipeline of EXPIREs under the keys the cache gave them (the
+    cache API renews one key per call); the store's errors propagate."""
+    if not slots:
+        return
+    if settings.REDIS_URL:
+        from apps.core.redis_pool import shared_client
+
+        pipe = shared_client(settings.REDIS_URL).pipeline(transaction=False)
+        for slot in slots:
+            pipe.expire(cache.make_key(slot.key), ttl)
+        pipe.execute()
+        return
+    for slot in slots:
+        cache.touch(slot.key, ttl)
 
 
 def client_address(request) -> str:

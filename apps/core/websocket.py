@@ -23,18 +23,16 @@ each of its steps runs whatever the others did: leaving the groups, the subclass
 layer refusing) or hangs past CLEANUP_STEP_SECONDS is logged and the next one runs.
 
 SocketSlots caps how many sockets one key (a visitor session, a client address) holds open at once,
-across processes: each socket leases one of `limit` slots in the default cache (Redis with
-REDIS_URL, on the process's shared connection pool; else the embedded file cache) and frees it when
-it closes; while it is open, the process's one refresher renews the leases of all its sockets in one
-batch. The renewal stops as the way out begins, so a lease that could not be freed (Redis down at
-that moment), or whose process died, lapses within SLOT_TTL.
+across processes: each socket leases one of `limit` slots (`apps.core.ratelimit.Slots`, in the
+default cache) and frees it when it closes; while it is open, the process's one refresher renews
+the leases of all its sockets in one batch. The renewal stops as the way out begins, so a lease
+that could not be freed (Redis down at that moment), or whose process died, lapses within SLOT_TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import uuid
 from collections import deque
@@ -45,20 +43,19 @@ from asgiref.sync import sync_to_async
 from channels.db import aclose_old_connections
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
-from django.core.cache import cache
 
 from apps.core import metrics, realtime
 from apps.core.api import parsers
 from apps.core.errors import AppError, InvalidJSON
+from apps.core.ratelimit import Slot, Slots, release_slots, renew_slots
 
 logger = logging.getLogger(__name__)
 
 FRAME_MAX_CHARS = 4096
 FRAMES_PER_WINDOW, FRAME_WINDOW = 30, 10.0
 CLOSE_POLICY_VIOLATION, CLOSE_TOO_BIG = 1008, 1009
-# A slot lease lives SLOT_TTL seconds unless its socket refreshes it (every SLOT_REFRESH seconds,
-# the first time after a random part of it, so sockets opened together do not refresh together).
+# A slot lease lives SLOT_TTL seconds unless it is renewed: the process's one refresher renews the
+# leases of all its open sockets every SLOT_REFRESH seconds.
 SLOT_TTL, SLOT_REFRESH = 60, 20
 # The longest one step of a socket's way out may take before the next one runs.
 CLEANUP_STEP_SECONDS = 15
@@ -79,54 +76,34 @@ def header(scope, name: bytes) -> str | None:
 
 
 class SocketSlots:
-    """The slots one socket holds (see the module docstring). Use `claim` for the caps (off the event
-    loop), `hold` once they are taken, `release` when the socket closes."""
+    """The slots one socket holds (see the module docstring), each a lease of `ratelimit.Slots`. Use
+    `claim` for the caps (off the event loop), `hold` once they are taken, `release` when the socket
+    closes."""
 
     def __init__(self) -> None:
         self.holder = uuid.uuid4().hex
-        self.keys: list[str] = []
+        self.held: list[Slot] = []
 
     def claim(self, *caps: tuple[str, str, int]) -> bool:
         """Lease one of `limit` slots of each `(kind, key, limit)` (limit <= 0: no cap); False,
         holding none of them, when one cap has every slot held. Blocking: the caller runs it off the
-        event loop, in the thread hop its connect makes anyway."""
-        wanted = [[f"ws-slot:{kind}:{key}:{n}" for n in range(limit)] for kind, key, limit in caps if limit > 0]
-        slots = self._claim_all(wanted)
-        if slots is None:
-            return False
-        self.keys.extend(slots)
-        return True
-
-    def _claim_all(self, wanted: list[list[str]]) -> list[str] | None:
-        taken: list[str] = []
-        for keys in wanted:
-            slot = self._claim(keys)
+        event loop, in the thread hop its connect makes anyway. SlotStoreUnavailable when the cache
+        fails."""
+        taken: list[Slot] = []
+        for kind, key, limit in caps:
+            if limit <= 0:
+                continue
+            slot = Slots(f"ws-{kind}", limit, ttl=SLOT_TTL).acquire(key, token=self.holder)
             if slot is None:
-                self._free(taken)
-                return None
+                release_slots(taken)
+                return False
             taken.append(slot)
-        return taken
-
-    def _claim(self, keys: list[str]) -> str | None:
-        # add() is the claim: atomic on Redis (SET NX); the file cache of the embedded default
-        # creates the key's file exclusively. A key holds few sockets at once, so one slot at random
-        # is nearly always free: one call. Only when it is not are the held ones read and the free
-        # ones tried, in random order, so sockets of one key connecting together do not all race for
-        # the same first free slot.
-        first = random.choice(keys)
-        if cache.add(first, self.holder, timeout=SLOT_TTL):
-            return first
-        held = cache.get_many(keys)
-        free = [slot for slot in keys if slot not in held and slot != first]
-        random.shuffle(free)
-        for slot in free:
-            if cache.add(slot, self.holder, timeout=SLOT_TTL):
-                return slot
-        return None
+        self.held.extend(taken)
+        return True
 
     def hold(self) -> None:
         """Keep the leases alive while the socket is open (the process's one refresher)."""
-        if self.keys:
+        if self.held:
             _refresher.add(self)
 
     def stop(self) -> None:
@@ -136,16 +113,9 @@ class SocketSlots:
     async def release(self) -> None:
         """Free every lease this socket holds; one that cannot be freed now lapses on its own."""
         self.stop()
-        keys, self.keys = self.keys, []
-        if keys:
-            await sync_to_async(self._free, thread_sensitive=False)(keys)
-
-    def _free(self, keys: list[str]) -> None:
-        if not keys:
-            return
-        held = cache.get_many(keys)
-        # A lease that lapsed may be another socket's now: only this socket's own are deleted.
-        cache.delete_many([slot for slot in keys if held.get(slot) == self.holder])
+        held, self.held = self.held, []
+        if held:
+            await sync_to_async(release_slots, thread_sensitive=False)(held)
 
 
 class _SlotRefresher:
@@ -169,28 +139,13 @@ class _SlotRefresher:
     async def _run(self) -> None:
         while self.holders:
             await asyncio.sleep(SLOT_REFRESH)
-            keys = [key for slots in list(self.holders) for key in slots.keys]
-            if not keys:
+            held = [slot for slots in list(self.holders) for slot in slots.held]
+            if not held:
                 continue
             try:
-                await sync_to_async(_touch, thread_sensitive=False)(keys)
+                await sync_to_async(renew_slots, thread_sensitive=False)(held, SLOT_TTL)
             except Exception:  # the cache blinked: the next round retries before the expiry
                 logger.warning("socket slot refresh failed", exc_info=True)
-
-
-def _touch(keys: list[str]) -> None:
-    if settings.REDIS_URL:
-        from apps.core.redis_pool import shared_client
-
-        # The cache API renews one key per call; on Redis the renewals go in one pipeline, under the
-        # keys the cache gave them.
-        pipe = shared_client(settings.REDIS_URL).pipeline(transaction=False)
-        for key in keys:
-            pipe.expire(cache.make_key(key), SLOT_TTL)
-        pipe.execute()
-        return
-    for key in keys:
-        cache.touch(key, SLOT_TTL)
 
 
 _refresher = _SlotRefresher()
