@@ -144,13 +144,21 @@ def delete_legal_entity(*, account: Account, entity: LegalEntity) -> None:
 
 @transaction.atomic
 def assign_plan(*, account: Account, plan: Plan, extra_seats: int = 0) -> AccountPlan:
-    """Put the account on `plan` and keep `Account.seats` in step with the plan's seats."""
+    """Put the account on `plan` and keep `Account.seats` in step with the plan's seats.
+
+    A change of plan emits account.profile_changed: the served config of every widget of the
+    account shows what the plan allows (a premium skin falls back to the default without one), so
+    it is purged rather than served from the cache until it expires."""
     account = Account.objects.select_for_update().get(pk=account.pk)
+    previous = selectors.plan_for(account)
     assigned, _ = AccountPlan.objects.update_or_create(
         account=account, defaults={"plan": plan, "extra_seats": extra_seats, "started_at": timezone.now()}
     )
     account.seats = plan.seats + extra_seats
     account.save(update_fields=["seats"])
+    widget = Widget.objects.filter(account_id=account.pk).order_by("pk").first()
+    if widget is not None and (previous is None or previous.pk != plan.pk):
+        events.emit(widget, events.ACCOUNT_PROFILE_CHANGED, account_id=account.pk)
     return assigned
 
 

@@ -86,6 +86,21 @@ def test_a_plans_new_seat_count_reaches_its_accounts(widget, other_widget):
     assert (widget.account.seats, other_widget.account.seats) == (7, 6)
 
 
+def test_a_plan_change_purges_every_widget_of_the_account(widget, sibling_widget, purges):
+    services.assign_plan(account=widget.account, plan=PlanFactory(premium_skins=True))
+    purges.clear()
+    services.assign_plan(account=widget.account, plan=PlanFactory(premium_skins=False))
+    assert sorted(set(purges)) == sorted([widget.pk, sibling_widget.pk])
+
+
+def test_reassigning_the_same_plan_purges_nothing(widget, purges):
+    plan = PlanFactory()
+    services.assign_plan(account=widget.account, plan=plan)
+    purges.clear()
+    services.assign_plan(account=widget.account, plan=plan, extra_seats=3)
+    assert purges == []
+
+
 def test_plan_reads_other_apps_use(widget):
     account = widget.account
     assert not services.has_paid_plan(account) and not services.has_feature(account, "messengers")

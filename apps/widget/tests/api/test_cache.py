@@ -192,6 +192,20 @@ def test_a_premium_skin_renders_as_the_default_after_a_downgrade(api, widget, mo
     assert config(widget)["settings"]["widget_skin"] == "classic"
 
 
+def test_a_plan_change_reaches_the_served_config_at_once(api, widget):
+    # given a widget on a plan with premium skins, showing one, its config cached
+    from apps.billing import services as billing
+    from apps.billing.tests.factories import PlanFactory
+
+    billing.assign_plan(account=widget.account, plan=PlanFactory(premium_skins=True))
+    patch(api(), {"widget_skin": "neon"})
+    assert config(widget)["settings"]["widget_skin"] == "neon"
+    # when its account moves to a plan without them
+    billing.assign_plan(account=widget.account, plan=PlanFactory(premium_skins=False, is_paid=False))
+    # then the next visitor is served the default skin, not the cached premium one
+    assert config(widget)["settings"]["widget_skin"] == "classic"
+
+
 def _visitor_config_is_wired() -> bool:
     from apps.chats.visitor.views import ConfigView
 
