@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.core.api.query import IdQueryField
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
+from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField, StrictRegexField
 
 from ..models import LANGUAGES, SHORTCUT_PATTERN
 from ..variables import NAMES
@@ -38,7 +38,11 @@ class CannedResponseInput(InputSerializer):
         max_length=32,
         help_text="1 to 32 of `a-z`, `0-9`, `_`, `-`; unique in the widget (409 `shortcut_taken`).",
     )
-    title = StrictCharField(max_length=100, validators=[_not_blank], help_text="1 to 100 characters.")
+    title = LabelField(
+        max_length=100,
+        validators=[_not_blank],
+        help_text="1 to 100 characters, stored in NFC; invisible and bidirectional-control characters are refused.",
+    )
     text = StrictCharField(max_length=4000, trim_whitespace=False, validators=[_not_blank], help_text=TEXT_HELP)
     language = serializers.ChoiceField(
         choices=LANGUAGES, allow_null=True, required=False, default=None, help_text="One of the seven or null (any)."

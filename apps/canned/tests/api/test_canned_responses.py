@@ -141,6 +141,8 @@ def test_create_with_a_used_key_is_409_and_creates_nothing_more(api, widget, ide
         {"shortcut": 5},
         {"title": ""},
         {"title": "x" * 101},
+        {"title": "Refund\u202epolicy"},
+        {"title": "Re\u200bfund"},
         {"text": ""},
         {"text": "   "},
         {"text": "x" * 4001},
@@ -157,6 +159,12 @@ def test_create_refuses_bad_input_and_changes_nothing(api, widget, idem, bad):
 @pytest.mark.parametrize("good", [{"shortcut": "a"}, {"shortcut": "a_b-9" + "x" * 27}, {"title": "x" * 100}])
 def test_create_accepts_the_limits(api, widget, idem, good):
     assert api(scopes=WRITE).post(URL, body(**good), format="json", **idem()).status_code == 201
+
+
+def test_create_stores_the_title_as_a_label_in_nfc(api, widget, idem):
+    response = api(scopes=WRITE).post(URL, body(title="Cafe\u0301"), format="json", **idem())
+    assert response.status_code == 201
+    assert CannedResponse.objects.get().title == "Caf\u00e9"
 
 
 def test_create_accepts_4000_characters_of_text(api, widget, idem):
