@@ -8,15 +8,25 @@ from .hours import state_at
 from .models import BusinessHours, WidgetIcon, WidgetSettings
 
 
+class _ApiWrittenAdmin(AuditedAdmin):
+    """A widget's row the API writes: admin adds none and never moves one to another widget (the
+    widget is the primary key); a deletion is audited with the staff user."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("widget", *super().get_readonly_fields(request, obj))
+
+
 @admin.register(WidgetSettings)
-class WidgetSettingsAdmin(AuditedAdmin):
+class WidgetSettingsAdmin(_ApiWrittenAdmin):
     """Stored keys only (absent keys take their render defaults). Edit through the API, which
     validates against the definition and purges the served cache."""
 
     audit_target = "widget_settings"
 
     list_display = ("widget", "language_policy_revision", "updated_at")
-    raw_id_fields = ("widget",)
     readonly_fields = ("values", "language_policy_revision", "created_at", "updated_at")
 
 
@@ -29,12 +39,13 @@ class WidgetIconAdmin(admin.ModelAdmin):
 
 
 @admin.register(BusinessHours)
-class BusinessHoursAdmin(admin.ModelAdmin):
+class BusinessHoursAdmin(_ApiWrittenAdmin):
     """The stored week and whether the widget is open now (the one computation). Edit through
     PUT /v1/widget/business-hours, which validates the whole resource and purges the served cache."""
 
+    audit_target = "business_hours"
+
     list_display = ("widget", "enabled", "timezone", "mode", "open_now", "updated_at")
-    raw_id_fields = ("widget",)
     readonly_fields = ("hours", "open_now", "updated_at")
 
     @admin.display(boolean=True)
