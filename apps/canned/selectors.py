@@ -18,7 +18,10 @@ def list_canned_responses(
     queryset: QuerySet[CannedResponse], *, q: str | None = None, language: str | None = None
 ) -> QuerySet[CannedResponse]:
     """`queryset` (the widget's rows) narrowed by `q` (a substring of shortcut, title or text, any
-    case) and `language` (rows of that language and rows for any language)."""
+    case) and `language` (rows of that language and rows for any language). A `q` holding NUL
+    finds nothing: no row stores it, and PostgreSQL refuses it in a query."""
+    if q and "\x00" in q:
+        return queryset.none()
     if q:
         queryset = queryset.filter(Q(shortcut__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
     if language:
