@@ -51,6 +51,13 @@ class AccountPlanAdmin(admin.ModelAdmin):
         obj.pk = assigned.pk
         obj.refresh_from_db()
 
+    def delete_model(self, request, obj):
+        services.remove_plan(account=obj.account)
+
+    def delete_queryset(self, request, queryset):
+        for assigned in queryset.select_related("account"):
+            services.remove_plan(account=assigned.account)
+
 
 @admin.register(LegalEntity)
 class LegalEntityAdmin(admin.ModelAdmin):

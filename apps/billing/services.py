@@ -163,6 +163,23 @@ def assign_plan(*, account: Account, plan: Plan, extra_seats: int = 0) -> Accoun
 
 
 @transaction.atomic
+def remove_plan(*, account: Account) -> None:
+    """Take the account off its assigned plan: it is on the default plan from now on, with that
+    plan's seats (the stored default of `Account.seats` when no plan is the default), never the
+    seats of the plan it left. Purges the served config like assign_plan."""
+    account = Account.objects.select_for_update().get(pk=account.pk)
+    deleted, _ = AccountPlan.objects.filter(account=account).delete()
+    if not deleted:
+        return
+    default = Plan.objects.filter(is_default=True).first()
+    account.seats = default.seats if default is not None else Account._meta.get_field("seats").get_default()
+    account.save(update_fields=["seats"])
+    widget = Widget.objects.filter(account_id=account.pk).order_by("pk").first()
+    if widget is not None:
+        events.emit(widget, events.ACCOUNT_PROFILE_CHANGED, account_id=account.pk)
+
+
+@transaction.atomic
 def sync_plan_seats(*, plan: Plan) -> int:
     """After a plan's seats change: re-derive `Account.seats` of every account on it."""
     count = 0

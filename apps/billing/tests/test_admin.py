@@ -3,7 +3,8 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from apps.billing.models import AccountPlan, Invoice, Transaction, Withdrawal
+from apps.billing import selectors, services
+from apps.billing.models import AccountPlan, Invoice, Plan, Transaction, Withdrawal
 from apps.billing.tests.factories import LegalEntityFactory, PlanFactory
 from apps.core.testing.factories import AccountFactory
 
@@ -136,6 +137,38 @@ def test_assigning_a_plan_in_admin_sets_the_accounts_seats(admin_client, widget)
     assert response.status_code == 302, response.content.decode()[:2000]
     widget.account.refresh_from_db()
     assert AccountPlan.objects.get().plan == plan and widget.account.seats == 10
+
+
+def test_removing_an_accounts_plan_in_admin_puts_it_on_the_default_plans_seats(admin_client, widget):
+    # given an account on a 50-seat plan, and the default plan with 3 seats
+    default = Plan.objects.get(is_default=True)
+    services.assign_plan(account=widget.account, plan=PlanFactory(seats=50))
+    assigned = AccountPlan.objects.get(account=widget.account)
+    # when staff remove its plan
+    response = admin_client.post(f"{ADMIN}/accountplan/{assigned.pk}/delete/", {"post": "yes"})
+    # then the account is on the default plan, with that plan's seats, not the 50 it paid for
+    assert response.status_code == 302
+    widget.account.refresh_from_db()
+    assert selectors.plan_for(widget.account) == default
+    assert widget.account.seats == selectors.seats_for(widget.account) == default.seats
+
+
+def test_removing_plans_in_bulk_in_admin_resets_each_accounts_seats(admin_client, widget, other_widget):
+    default = Plan.objects.get(is_default=True)
+    for account in (widget.account, other_widget.account):
+        services.assign_plan(account=account, plan=PlanFactory(seats=50))
+    response = admin_client.post(
+        f"{ADMIN}/accountplan/",
+        {
+            "action": "delete_selected",
+            "_selected_action": list(AccountPlan.objects.values_list("pk", flat=True)),
+            "post": "yes",
+        },
+    )
+    assert response.status_code == 302
+    for w in (widget, other_widget):
+        w.account.refresh_from_db()
+        assert w.account.seats == default.seats
 
 
 def test_changing_a_plans_seats_in_admin_reaches_its_accounts(admin_client, widget):

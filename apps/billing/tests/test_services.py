@@ -101,6 +101,24 @@ def test_reassigning_the_same_plan_purges_nothing(widget, purges):
     assert purges == []
 
 
+def test_remove_plan_without_a_default_plan_keeps_no_paid_seats(widget, purges):
+    Plan.objects.update(is_default=False)
+    services.assign_plan(account=widget.account, plan=PlanFactory(seats=50))
+    purges.clear()
+    services.remove_plan(account=widget.account)
+    widget.account.refresh_from_db()
+    assert selectors.plan_for(widget.account) is None
+    assert widget.account.seats == 3 and purges
+
+
+def test_remove_plan_of_an_account_without_one_changes_nothing(widget, purges):
+    widget.account.seats = 7
+    widget.account.save()
+    services.remove_plan(account=widget.account)
+    widget.account.refresh_from_db()
+    assert widget.account.seats == 7 and purges == []
+
+
 def test_plan_reads_other_apps_use(widget):
     account = widget.account
     assert not services.has_paid_plan(account) and not services.has_feature(account, "messengers")
