@@ -2,16 +2,31 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
+from apps.core.api.serializers import InvisibleCharacter, normalize_label
 from apps.core.errors import AppError
 
 from . import services
-from .models import CannedResponse
+from .models import TEXT_MAX, CannedResponse
 
 
 class CannedResponseForm(forms.ModelForm):
     class Meta:
         model = CannedResponse
         fields = ["widget", "shortcut", "title", "text", "language"]
+
+    def clean_title(self):
+        try:
+            return normalize_label(self.cleaned_data["title"])
+        except InvisibleCharacter as exc:
+            raise forms.ValidationError(
+                f"Must not contain invisible or bidirectional control characters ({exc.code_point})."
+            ) from None
+
+    def clean_text(self):
+        text = self.cleaned_data["text"]
+        if len(text) > TEXT_MAX:
+            raise forms.ValidationError(f"At most {TEXT_MAX} characters.")
+        return text
 
     def clean(self):
         cleaned = super().clean()
@@ -24,8 +39,8 @@ class CannedResponseForm(forms.ModelForm):
 
 @admin.register(CannedResponse)
 class CannedResponseAdmin(admin.ModelAdmin):
-    """Canned responses per widget. The form checks the variables as the API does; the model's
-    constraint keeps shortcuts unique per widget."""
+    """Canned responses per widget. The form checks the title, the text's length and its variables
+    as the API does; the model's constraint keeps shortcuts unique per widget."""
 
     form = CannedResponseForm
     list_display = ("shortcut", "title", "language", "widget", "updated_at")

@@ -12,6 +12,7 @@ from apps.core.models import Widget
 # The seven languages of the widget (apps.widget's vocabulary; a test checks they agree).
 LANGUAGES = ("ru", "en", "el", "de", "es", "ar", "zh")
 SHORTCUT_PATTERN = r"[a-z0-9_-]{1,32}"
+TEXT_MAX = 4000
 
 
 class CannedResponse(models.Model):

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from apps.core.api.query import IdQueryField
 from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField, StrictRegexField
 
-from ..models import LANGUAGES, SHORTCUT_PATTERN
+from ..models import LANGUAGES, SHORTCUT_PATTERN, TEXT_MAX
 from ..variables import NAMES
 
 TEXT_HELP = (
@@ -43,7 +43,7 @@ class CannedResponseInput(InputSerializer):
         validators=[_not_blank],
         help_text="1 to 100 characters, stored in NFC; invisible and bidirectional-control characters are refused.",
     )
-    text = StrictCharField(max_length=4000, trim_whitespace=False, validators=[_not_blank], help_text=TEXT_HELP)
+    text = StrictCharField(max_length=TEXT_MAX, trim_whitespace=False, validators=[_not_blank], help_text=TEXT_HELP)
     language = serializers.ChoiceField(
         choices=LANGUAGES, allow_null=True, required=False, default=None, help_text="One of the seven or null (any)."
     )
