@@ -27,6 +27,7 @@ from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, Conflict
 from apps.core.models import Account, Widget
 from apps.core.ratelimit import Budget
+from apps.core.services import user_with_email
 
 from . import events_log, selectors
 from .models import Agent, AgentEvent, Department, Invitation
@@ -121,6 +122,20 @@ def record_agent_event(
 # --- agents -----------------------------------------------------------------------------------------------
 
 
+def _new_user(email: str):
+    """A user without a password for a new operator. Operators sign in by e-mail and never see
+    their username: it is the address when that fits the column and no other user holds it after
+    Django's NFKC normalisation of usernames (`ſ` reads as `s`), else a random one."""
+    User = get_user_model()
+    username = User.normalize_username(email)
+    if len(username) > User._meta.get_field("username").max_length or User.objects.filter(username=username).exists():
+        username = f"operator-{uuid.uuid4().hex}"
+    user = User.objects.create_user(username=username, email=email)
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    return user
+
+
 @transaction.atomic
 def create_human_agent(
     *, widget: Widget, email: str, name: str, surname: str = "", user=None, is_owner: bool = False
@@ -131,13 +146,10 @@ def create_human_agent(
     invitation accept.
     Reuses the Django user with that e-mail when one exists; one agent row per user and widget.
     """
-    User = get_user_model()
     if user is None:
-        user = User.objects.filter(email__iexact=email).first()
+        user = user_with_email(email)
     if user is None:
-        user = User.objects.create_user(username=email.lower(), email=email.lower())
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
+        user = _new_user(email.lower())
     existing = Agent.objects.filter(widget=widget, user=user).first()
     if existing is not None:
         return existing
@@ -383,7 +395,7 @@ def revoke_invitation(*, widget: Widget, invitation: Invitation) -> Invitation:
 def existing_user_for(invitation: Invitation):
     """The Django user the invitation would attach to, when one exists with a usable password
     (the accept page then asks for that password instead of setting a new one)."""
-    user = get_user_model().objects.filter(email__iexact=invitation.email).first()
+    user = user_with_email(invitation.email)
     return user if user is not None and user.has_usable_password() else None
 
 
@@ -403,7 +415,7 @@ def accept_invitation(*, token: str, name: str, surname: str = "", password: str
         raise InvitationUnusable(state)
     widget = invitation.widget
     account = _lock_account(widget)
-    user = get_user_model().objects.filter(email__iexact=invitation.email).first()
+    user = user_with_email(invitation.email)
     current = Agent.objects.select_for_update().filter(widget=widget, user=user).first() if user else None
     needs_seat = current is None or current.status == Agent.Status.BANNED
     if needs_seat and selectors.seats_used(account) >= account.seats:

@@ -29,10 +29,24 @@ class IssuedToken:
     plaintext: str  # shown once; never stored
 
 
+def user_with_email(email: str):
+    """The Django user with this e-mail address, letter case ignored, or None.
+
+    SECURITY: the database's case-insensitive match is wider than an address's case: PostgreSQL's
+    UPPER folds some non-ASCII letters onto ASCII ones (dotless `ı` to `I`, long `ſ` to `S`), so
+    `alice@gmaıl.com`, an address at a domain anyone may register, would name the user of
+    `alice@gmail.com`. Only a user whose address lower-cases to the same string is that user."""
+    wanted = email.strip().lower()
+    for user in get_user_model().objects.filter(email__iexact=wanted).order_by("pk"):
+        if user.email.lower() == wanted:
+            return user
+    return None
+
+
 def get_or_create_account(*, email: str, name: str = "") -> Account:
     User = get_user_model()
     email = email.strip().lower()
-    user = User.objects.filter(email__iexact=email).first()
+    user = user_with_email(email)
     if user is None:
         user = User.objects.create_user(username=email, email=email)
         user.set_unusable_password()

@@ -198,6 +198,36 @@ def test_password_guesses_of_an_existing_account_are_limited_per_invitation(widg
     assert not Agent.objects.exists()
 
 
+@pytest.mark.parametrize("lookalike", ["alice@gmaıl.com", "alıce@gmail.com", "alice@ſupport.example"])
+def test_an_invitation_to_a_lookalike_address_never_reaches_the_account_it_folds_onto(
+    api, widget, other_widget, lookalike
+):
+    # given an operator of another widget whose console password is still to be set (create_agent
+    # without --password), and an address that PostgreSQL's case folding maps onto theirs
+    victim = HumanAgentFactory(widget=other_widget, email=lookalike.replace("ı", "i").replace("ſ", "s"))
+    get_user_model().objects.filter(pk=victim.user_id).update(password="!")
+    # when a tenant invites the lookalike (a domain or mailbox they hold) and follows the mailed link
+    response = api().post("/api/v1/agents/invitations", {"email": lookalike}, format="json", **idem())
+    assert response.status_code == 201
+    link = re.search(r"http://testserver(/invite/[A-Za-z0-9_-]+)", mail.outbox[-1].body).group(1)
+    assert 'name="password1"' in csrf_client().get(link).content.decode()
+    assert submit(csrf_client(), link, new_operator()).status_code == 200
+    # then the victim's account is untouched: no password, no seat in the tenant's widget
+    victim.user.refresh_from_db()
+    assert not victim.user.has_usable_password()
+    agent = Agent.objects.get(widget=widget, email=lookalike)
+    assert agent.user_id != victim.user_id and agent.user.email == lookalike
+
+
+def test_an_address_longer_than_a_username_becomes_an_operator(api, widget):
+    email = "a" * 64 + "@" + "b" * 63 + "." + "c" * 63 + ".com"
+    assert api().post("/api/v1/agents/invitations", {"email": email}, format="json", **idem()).status_code == 201
+    link = re.search(r"http://testserver(/invite/[A-Za-z0-9_-]+)", mail.outbox[-1].body).group(1)
+    assert submit(csrf_client(), link, new_operator()).status_code == 200
+    agent = Agent.objects.get(widget=widget, email=email)
+    assert agent.user.email == email and agent.user.check_password(PASSWORD)
+
+
 def test_a_new_operators_form_spends_no_password_guesses(widget):
     invitation = new_invitation(widget)
     for _ in range(invitations.CONFIRM_ATTEMPTS.limit + 1):
