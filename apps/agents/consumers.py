@@ -219,7 +219,7 @@ class AgentConsumer(FramedJsonConsumer):
 
     async def _status(self, content: dict) -> None:
         word = content.get("status")
-        if word not in STATUS_OF_WORD:
+        if not isinstance(word, str) or word not in STATUS_OF_WORD:
             await self._error("invalid_status", "`status` is online or away.")
             return
         word = await database_sync_to_async(_set_status)(

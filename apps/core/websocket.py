@@ -249,7 +249,8 @@ class FramedJsonConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid_frame", "A frame is a JSON object with a `type`.")
             return
         handlers = self.frame_handlers()
-        handler = handlers.get(content.get("type"))
+        kind = content.get("type")
+        handler = handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
             await self._error("unknown_frame", f"Known frame types: {', '.join(handlers)}.")
             return

@@ -367,7 +367,14 @@ def test_the_status_frame_switches_the_agent_between_online_and_away(widget, ope
 
 
 @pytest.mark.parametrize(
-    "frame", [{"type": "status"}, {"type": "status", "status": "banned"}, {"type": "status", "status": 1}]
+    "frame",
+    [
+        {"type": "status"},
+        {"type": "status", "status": "banned"},
+        {"type": "status", "status": 1},
+        {"type": "status", "status": {}},
+        {"type": "status", "status": ["away"]},
+    ],
 )
 def test_a_bad_status_frame_changes_nothing(widget, operator, frame):
     async def scenario():
@@ -438,6 +445,8 @@ def test_a_user_past_the_socket_cap_is_refused_with_1008_until_a_socket_closes(
         ({"text": "[" * 2000 + "]" * 2000}, "invalid_json"),
         ({"text": json.dumps(["ping"])}, "invalid_frame"),
         ({"text": json.dumps({"type": "typing"})}, "unknown_frame"),
+        ({"text": json.dumps({"type": ["ping"]})}, "unknown_frame"),
+        ({"text": json.dumps({"type": {"ping": 1}})}, "unknown_frame"),
         ({"bytes": b"\x00\x01"}, "invalid_frame"),
     ],
 )

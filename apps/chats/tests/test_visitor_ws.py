@@ -384,6 +384,7 @@ def test_a_socket_opened_before_the_erasure_neither_types_nor_marks_seen(widget,
     [
         ({"type": "dance"}, "unknown_frame"),
         ({"state": "start"}, "unknown_frame"),
+        ({"type": ["typing"], "state": "start"}, "unknown_frame"),
         (["typing"], "invalid_frame"),
         ({"type": "typing", "state": "maybe"}, "invalid_frame"),
         ({"type": "seen", "message_id": "1"}, "invalid_frame"),
