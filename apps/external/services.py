@@ -295,10 +295,12 @@ def send_probe(*, widget: Widget, operator: ExternalOperator) -> Probe:
 
 
 def answering_operators(widget: Widget) -> list[ExternalOperator]:
-    """The operators that receive a widget's visitor messages: active ones, rotating ones included."""
+    """The operators that receive a widget's visitor messages: active ones, rotating ones included,
+    unless their agent was suspended or deleted through the agents API (banned)."""
     return list(
         ExternalOperator.objects.filter(widget=widget, deleted_at=None)
         .filter(Q(state=State.ACTIVE) | Q(state=State.ROTATING, resume_state=State.ACTIVE))
+        .exclude(agent__status=Agent.Status.BANNED)
         .select_related("endpoint")
         .order_by("created_at", "pk")
     )
@@ -389,7 +391,8 @@ def accept_reply(
     escalate: bool = False,
 ) -> ReplyResult:
     """`POST /v1/ai/replies`. Order: the escalation scope (403, nothing read), the causation (404,
-    unknown and foreign alike), the binding (409, not consumed), then the call is consumed once
+    unknown and foreign alike), the binding (409, not consumed: another room, an operator revoked
+    since, or one whose agent was suspended or deleted through the agents API), then the call is consumed once
     (a second reply is 409) and the content posted as the operator, or the chat handed to people
     (escalation, the marker, empty content, or a platform safety floor: `apps.ai.services.check_reply`). The
     call row is locked: concurrent replies with one causation id post one message."""
@@ -415,6 +418,8 @@ def accept_reply(
             raise errors.BindingMismatch("The causation id belongs to another room.")
         if operator.deleted_at is not None or operator.state == State.REVOKED:
             raise errors.BindingMismatch("The call's operator is revoked and can no longer answer.")
+        if operator.agent.status == Agent.Status.BANNED:
+            raise errors.BindingMismatch("The call's operator is suspended; restore its agent to answer.")
         if call.consumed_at is not None:
             raise errors.CausationConsumed("This causation id was already answered.")
         result = _apply_reply(widget=widget, call=call, content=content or "", escalate=escalate)

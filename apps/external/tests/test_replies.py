@@ -134,6 +134,27 @@ def test_a_revoked_operators_reply_is_409_and_does_not_consume(api, call, widget
     assert not consumed(call)
 
 
+@pytest.mark.parametrize("route", ["suspend", "delete"])
+def test_an_operator_whose_agent_was_suspended_through_the_agents_api_stops_answering(api, call, widget, route):
+    # given the operator's agent suspended, or deleted, through the agents routes
+    agents = api(scopes=["agents:write"])
+    path = f"/api/v1/agents/{call.operator.agent_id}"
+    key = {"HTTP_X_SERVICE_IDEMPOTENCY_KEY": f"suspend-{route}"}
+    response = agents.post(f"{path}/suspend", {}, format="json", **key) if route == "suspend" else agents.delete(path)
+    assert response.status_code in (200, 204)
+    # then its reply is refused without consuming the call, and the visitor's next message is not sent
+    assert_problem(reply(api(scopes=INJECT), call, content="still here"), 409, "binding_mismatch")
+    assert not consumed(call)
+    assert not Message.objects.filter(chat_id=call.chat_id, agent_id=call.operator.agent_id).exists()
+    later = visitor_message(widget, chat=call.chat)
+    assert services.dispatch_visitor_message(chat=later.chat, message=later) is False
+    assert not Call.objects.filter(message=later).exists()
+    # and restoring the agent gives the operator its calls back
+    restored = agents.post(f"{path}/restore", {}, format="json", HTTP_X_SERVICE_IDEMPOTENCY_KEY=f"restore-{route}")
+    assert restored.status_code == 200
+    assert reply(api(scopes=INJECT), call, content="back").json()["outcome"] == "posted"
+
+
 def test_when_a_person_took_the_chat_the_reply_is_discarded(api, call):
     Chat.objects.filter(pk=call.chat_id).update(awaiting_human_since=timezone.now())
     response = reply(api(scopes=INJECT), call, content="too late")
