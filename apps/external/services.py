@@ -24,6 +24,7 @@ from apps.ai import services as ai_services
 from apps.chats import services as chats
 from apps.chats.models import Chat, Message
 from apps.core import crypto
+from apps.core.api.serializers import InvisibleCharacter, normalize_label
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 from apps.webhooks import services as webhooks
@@ -66,10 +67,16 @@ def _agent_status_for(state: str) -> str:
 
 
 def _clean_name(name: str) -> str:
+    """The name visitors read on the operator's messages: NFC, no invisible, control or
+    bidirectional-control characters (product decision "Text that people read")."""
     name = (name or "").strip()
     if not name or len(name) > NAME_MAX:
         raise ValidationFailed(errors={"name": [f"1 to {NAME_MAX} characters, not blank."]})
-    return name
+    try:
+        return normalize_label(name)
+    except InvisibleCharacter as exc:
+        message = f"Must not contain invisible or bidirectional control characters ({exc.code_point})."
+        raise ValidationFailed(errors={"name": [message]}) from None
 
 
 def _lock(widget: Widget, operator: ExternalOperator) -> ExternalOperator:

@@ -119,6 +119,12 @@ def test_patch_renames_the_operator_and_its_agent(api, widget):
     assert operator.agent.name == "Sales bot"
 
 
+def test_patch_stores_the_name_in_nfc(api, widget):
+    operator = make_operator(widget)
+    response = api(scopes=WRITE).patch(f"{BASE}/{operator.public_id}", {"name": "Cafe\u0301"}, format="json", **idem())
+    assert response.status_code == 200 and response.json()["name"] == "Caf\u00e9"
+
+
 def test_patch_replaces_the_url(api, widget):
     operator = make_operator(widget)
     response = api(scopes=WRITE).patch(
@@ -150,6 +156,9 @@ def test_patch_with_queued_calls_rotates_and_a_second_url_change_is_409(api, wid
         ({"url": 5}, "url"),
         ({"name": "   "}, "name"),
         ({"name": "x" * 151}, "name"),
+        ({"name": "Support\u202etob"}, "name"),
+        ({"name": "Sales\u200bbot"}, "name"),
+        ({"name": "Sales\nbot"}, "name"),
         ({"secret": "abcdefabcdefabcdef"}, "secret"),
         ({"state": "paused"}, "state"),
     ],
