@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from apps.core import events
 from apps.core.auth.tokens import hash_token as hash_token
-from apps.core.errors import AppError, Conflict
+from apps.core.errors import AppError, Conflict, ValidationFailed
 from apps.core.models import Account, Widget
 from apps.core.ratelimit import Budget
 from apps.core.services import user_with_email
@@ -354,8 +354,21 @@ def invite_agent(*, widget: Widget, email: str, link_for: Callable[[str], str]) 
     widget (429), counted before anything else and outside the transaction, so a refused or failed
     invitation still spends its unit.
     """
+    _check_mailbox(email)
     INVITATION_BUDGET.check(widget.pk, detail="At most 10 invitations per hour per widget.")
     return _invite(widget=widget, email=email, link_for=link_for)
+
+
+def _check_mailbox(email: str) -> None:
+    """SECURITY: the invitation mail goes wherever the address points. An IP literal
+    (`a@[10.0.0.5]`) or a bare host name (`root@localhost`, which Django's validator lets through)
+    would have our mail relay open SMTP connections to hosts the tenant picks, internal ones
+    included; an invitee's mailbox is at an internet domain."""
+    domain = email.rpartition("@")[2]
+    if domain.startswith("[") or "." not in domain.strip("."):
+        raise ValidationFailed(
+            errors={"email": ["Must be an address at an internet domain, not at an IP address or a local host."]}
+        )
 
 
 @transaction.atomic

@@ -74,6 +74,16 @@ def test_bad_input_is_422(api, body):
     assert mail.outbox == [] and not Invitation.objects.exists()
 
 
+@pytest.mark.parametrize("email", ["root@localhost", "a@[127.0.0.1]", "a@[IPv6:::1]", "postmaster@LOCALHOST"])
+def test_an_address_at_an_ip_or_a_local_host_is_422_and_spends_nothing(api, widget, email):
+    seats(widget, 100)
+    problem = assert_problem(invite(api(), email), 422)
+    assert "email" in problem["errors"]
+    assert mail.outbox == [] and not Invitation.objects.exists()
+    for i in range(10):  # the hourly budget is untouched
+        assert invite(api(), f"p{i}@example.com").status_code == 201
+
+
 def test_an_email_of_a_current_operator_is_422(api, widget):
     HumanAgentFactory(widget=widget, email="op@example.com")
     body = assert_problem(invite(api(), "OP@example.com"), 422)
