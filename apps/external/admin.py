@@ -9,6 +9,25 @@ from . import services
 from .models import Call, ExternalOperator, Probe
 
 
+def _checked_name(name: str) -> str:
+    try:
+        return services.clean_name(name)
+    except ValidationFailed as exc:
+        raise forms.ValidationError(" ".join((exc.errors or {}).get("name", [exc.detail]))) from None
+
+
+class ExternalOperatorChangeForm(forms.ModelForm):
+    """Renaming goes through the service; its name rule is checked here, so a refused name is a form
+    error."""
+
+    class Meta:
+        model = ExternalOperator
+        fields = ["name"]
+
+    def clean_name(self):
+        return _checked_name(self.cleaned_data["name"])
+
+
 class ExternalOperatorAddForm(forms.ModelForm):
     """Creating goes through the service (a webhook agent, the endpoint, a generated secret)."""
 
@@ -17,6 +36,9 @@ class ExternalOperatorAddForm(forms.ModelForm):
     class Meta:
         model = ExternalOperator
         fields = ["widget", "name", "url"]
+
+    def clean_name(self):
+        return _checked_name(self.cleaned_data["name"])
 
     def clean_url(self):
         url = self.cleaned_data["url"]
@@ -60,6 +82,8 @@ class ExternalOperatorAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
         if obj is None:
             kwargs["form"] = ExternalOperatorAddForm
             kwargs["fields"] = ["widget", "name", "url", "state"]
+        else:
+            kwargs["form"] = ExternalOperatorChangeForm
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):

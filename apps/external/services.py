@@ -66,7 +66,7 @@ def _agent_status_for(state: str) -> str:
     return Agent.Status.ACTIVE if state == State.ACTIVE else Agent.Status.RELAXATION
 
 
-def _clean_name(name: str) -> str:
+def clean_name(name: str) -> str:
     """The name visitors read on the operator's messages: NFC, no invisible, control or
     bidirectional-control characters (product decision "Text that people read")."""
     name = (name or "").strip()
@@ -106,7 +106,7 @@ def create_external_operator(
 ) -> tuple[ExternalOperator, str]:
     """A `webhook` agent and its operator row, `active` unless told. Returns the operator and its
     signing secret (shown once). The URL passes the outbound address policy."""
-    name = _clean_name(name)
+    name = clean_name(name)
     if state not in SETTABLE_STATES or state == State.REVOKED:
         raise errors.InvalidState(errors={"state": ["testing, active or paused."]})
     webhooks.check_destination(url)
@@ -138,7 +138,7 @@ def update_external_operator(*, widget: Widget, operator: ExternalOperator, chan
         raise errors.OperatorRevoked("A revoked operator cannot be changed; delete it.")
     fields = []
     if "name" in changes:
-        operator.name = _clean_name(changes["name"])
+        operator.name = clean_name(changes["name"])
         fields.append("name")
     url = changes.get("url")
     if url is not None and url != operator.url:

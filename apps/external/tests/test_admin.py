@@ -32,3 +32,21 @@ def test_a_lifecycle_move_takes_the_change_permission_not_view_alone(widget, set
     _act(_staff(widget, "view_externaloperator", "change_externaloperator"), operator, action)
     operator.refresh_from_db()
     assert operator.state == {"pause": ExternalOperator.State.PAUSED, "revoke": ExternalOperator.State.REVOKED}[action]
+
+
+def test_a_name_with_a_bidirectional_control_is_a_form_error_in_admin(widget, settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    operator = make_operator(widget, name="Bot")
+    client = _staff(widget, "view_externaloperator", "change_externaloperator", "add_externaloperator")
+    # renaming
+    response = client.post(f"/admin/external/externaloperator/{operator.pk}/change/", {"name": "Bot\u202eevil"})
+    assert response.status_code == 200 and "U+202E" in response.content.decode()
+    operator.refresh_from_db()
+    assert operator.name == "Bot"
+    # creating
+    response = client.post(
+        "/admin/external/externaloperator/add/",
+        {"widget": widget.pk, "name": "New\u200bbot", "url": "https://127.0.0.1:9/hook", "state": "active"},
+    )
+    assert response.status_code == 200 and "U+200B" in response.content.decode()
+    assert ExternalOperator.objects.count() == 1
