@@ -1,10 +1,16 @@
 from django.contrib import admin
 
+from apps.core.admin_site import IssuableWidgetsOnly
+
 from .models import Agent, AgentEvent, Department, Invitation
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """SECURITY: an agent row with a user gives that user the operator console of its widget (every
+    chat, private notes included), so the page reaches only the widgets the staff user may issue
+    credentials for (`issuable_widgets`), as every admin of the agents app does."""
+
     list_display = ("id", "name", "widget", "type", "status", "role", "is_owner", "created_at")
     list_filter = ("type", "status", "role")
     search_fields = ("name", "email")
@@ -12,7 +18,7 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Department)
-class DepartmentAdmin(admin.ModelAdmin):
+class DepartmentAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("id", "name", "widget", "created_at", "updated_at")
     search_fields = ("name",)
     raw_id_fields = ("widget",)
@@ -20,7 +26,7 @@ class DepartmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(admin.ModelAdmin):
+class InvitationAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """Read-only: the token exists only in the e-mail; revoking is the API's or this row's
     `revoked_at`."""
 
@@ -31,7 +37,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentEvent)
-class AgentEventAdmin(admin.ModelAdmin):
+class AgentEventAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("id", "agent", "widget", "type_code", "created_at")
     list_filter = ("type_code",)
     raw_id_fields = ("widget", "agent")
