@@ -134,13 +134,16 @@ class ExternalOperatorAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
 
 @admin.register(Call)
-class CallAdmin(admin.ModelAdmin):
+class CallAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """SECURITY: a call names a widget's chat and carries the causation id its reply must quote, so
+    the page reaches the same widgets as the operators' page."""
+
     list_display = ("causation_id", "operator", "chat", "type", "created_at", "consumed_at", "outcome")
     list_filter = ("type", "outcome")
     readonly_fields = [f.name for f in Call._meta.fields]
 
 
 @admin.register(Probe)
-class ProbeAdmin(admin.ModelAdmin):
+class ProbeAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("public_id", "operator", "created_at")
     readonly_fields = [f.name for f in Probe._meta.fields]

@@ -4,9 +4,10 @@ user who may only view them moves nothing."""
 import pytest
 
 from apps.core.testing.admin import staff_client
-from apps.external.models import ExternalOperator
+from apps.external import services
+from apps.external.models import Call, ExternalOperator, Probe
 
-from .factories import make_operator
+from .factories import make_operator, visitor_message
 
 pytestmark = pytest.mark.django_db
 
@@ -50,3 +51,18 @@ def test_a_name_with_a_bidirectional_control_is_a_form_error_in_admin(widget, se
     )
     assert response.status_code == 200 and "U+200B" in response.content.decode()
     assert ExternalOperator.objects.count() == 1
+
+
+@pytest.mark.parametrize("page", ["call", "probe"])
+def test_another_accounts_calls_and_probes_are_not_listed(widget, other_widget, settings, triggers, page):
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    theirs = make_operator(other_widget)
+    message = visitor_message(other_widget)
+    services.dispatch_visitor_message(chat=message.chat, message=message)
+    services.send_probe(widget=other_widget, operator=theirs)
+    call, probe = Call.objects.get(operator=theirs), Probe.objects.get(operator=theirs)
+    client = _staff(widget, "view_call", "view_probe")
+    html = client.get(f"/admin/external/{page}/").content.decode()
+    assert str(call.causation_id) not in html and probe.public_id not in html
+    row = call if page == "call" else probe
+    assert client.get(f"/admin/external/{page}/{row.pk}/change/").status_code == 302  # "does not exist"
