@@ -31,8 +31,8 @@ else
   guid="$(python -c 'import json, sys; print(json.loads(sys.argv[1])["button_guid"])' "$seed")"
   python manage.py create_agent --widget "$guid" --email operator@example.com --name "Demo operator" \
     --password "$operator_password" >/dev/null
-  # Printed once the web process answers, after the processes' start-up lines, so every URL in it
-  # works when it shows (run_banner.py --after-web waits for /healthz). Started from a subshell, so
+  # Printed once the web process answers, so every URL in it works when it shows (run_banner.py
+  # --after-web waits for /healthz); the Celery workers' start-up lines can still follow it. Started from a subshell, so
   # it is not a child of supervisord (which would log it as an unknown process when it exits).
   (python scripts/run_banner.py --after-web "$seed" "$PORT" "$admin" "$operator_password" &)
 fi
