@@ -20,6 +20,17 @@ app.autodiscover_tasks()
 app.autodiscover_tasks(["apps.agents"], related_name="tasks_presence")
 
 
+@signals.worker_ready.connect
+def tell_make_run(**kwargs) -> None:
+    """`make run` prints its box once every worker is ready (scripts/run_banner.py), so the workers'
+    start-up lines come before it: each worker leaves a file named by its pid in RUN_READY_DIR, which
+    only `make run` sets."""
+    ready_dir = os.environ.get("RUN_READY_DIR")
+    if ready_dir:
+        with open(os.path.join(ready_dir, str(os.getpid())), "w"):
+            pass
+
+
 @signals.worker_init.connect
 def relay_pushes_to_web(**kwargs) -> None:
     """On the embedded default the channel layer lives in the web process: a worker's websocket

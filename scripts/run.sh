@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 PORT="${PORT:-8000}"
 export PORT
 
+run_dir="${VAR_DIR:-var}/run"
+mkdir -p "$run_dir"
 python manage.py migrate --noinput
 python manage.py reset_metrics >/dev/null  # prometheus-client's multiprocess files, before the processes start
 # Development serves static files (Swagger UI, admin) through WhiteNoise's finders; a production
@@ -32,15 +34,17 @@ else
   python manage.py create_agent --widget "$guid" --email operator@example.com --name "Demo operator" \
     --password "$operator_password" >/dev/null
   # Printed once the web process answers, so every URL in it works when it shows (run_banner.py
-  # --after-web waits for /healthz); the Celery workers' start-up lines can still follow it. Started from a subshell, so
-  # it is not a child of supervisord (which would log it as an unknown process when it exits).
+  # --after-web waits for /healthz), and once every Celery worker of the Procfile is ready, so their
+  # start-up lines come before it: each leaves a file in RUN_READY_DIR (config/celery.py). Started
+  # from a subshell, so it is not a child of supervisord (which would log it as an unknown process
+  # when it exits).
+  export RUN_READY_DIR="$run_dir/ready" RUN_READY_WORKERS="$(grep -c 'celery -A config worker' Procfile)"
+  rm -rf "$RUN_READY_DIR" && mkdir -p "$RUN_READY_DIR"
   (python scripts/run_banner.py --after-web "$seed" "$PORT" "$admin" "$operator_password" &)
 fi
 
 # supervisord runs the Procfile's processes and restarts one that exits (a crash, kill -9) while
 # the others keep serving. Ctrl-C (SIGINT) or SIGTERM stops them all: each process group gets
 # SIGTERM and a few seconds to finish (a prefork worker's warm shutdown) before SIGKILL.
-run_dir="${VAR_DIR:-var}/run"
-mkdir -p "$run_dir"
 python scripts/supervisor_conf.py Procfile "$run_dir" >"$run_dir/supervisord.conf"
 exec supervisord --nodaemon --configuration "$run_dir/supervisord.conf"

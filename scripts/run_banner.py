@@ -2,10 +2,13 @@
 
 Arguments: [--after-web] the seed_demo JSON, the port, the dev_admin JSON, the demo operator's
 password. With `--after-web` the banner waits until the web process answers /healthz (at most
-WEB_WAIT seconds), so every URL in it works when it shows; Ctrl-C while it waits prints nothing.
+WEB_WAIT seconds), so every URL in it works when it shows, and then until RUN_READY_WORKERS workers
+have left their file in RUN_READY_DIR (at most WORKERS_WAIT seconds; config/celery.py), so their
+start-up lines do not push it out of sight; Ctrl-C while it waits prints nothing.
 """
 
 import json
+import os
 import signal
 import sys
 import time
@@ -15,6 +18,8 @@ import urllib.request
 # The web process imports the whole project and takes a few seconds to listen; a slow or busy
 # machine takes longer. Past this the banner shows anyway, saying the web process is not up yet.
 WEB_WAIT = 300
+# Workers take a few seconds more than the web process on a first run; the box never waits longer.
+WORKERS_WAIT = 120
 
 args = sys.argv[1:]
 after_web = args[:1] == ["--after-web"]
@@ -41,6 +46,12 @@ if after_web:
     deadline = time.monotonic() + WEB_WAIT
     while not web_answers() and time.monotonic() < deadline:
         time.sleep(0.5)
+    ready_dir, workers = os.environ.get("RUN_READY_DIR"), int(os.environ.get("RUN_READY_WORKERS") or 0)
+    if ready_dir and workers:
+        deadline = time.monotonic() + WORKERS_WAIT
+        while len(os.listdir(ready_dir)) < workers and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(1.0)  # each worker logs "ready." as it signals: let those lines out first
 line = "=" * 78
 lines = [line]
 lines.append(f"  Demo widget {seed['widget_id']} (button_guid {seed['button_guid']}), API token with every scope:")

@@ -209,6 +209,43 @@ def test_make_run_prints_the_banner_once_the_web_process_answers():
     assert f"http://127.0.0.1:{port}/demo/" in out and "has not answered" not in out
 
 
+def test_make_run_prints_the_banner_once_every_worker_is_ready(tmp_path):
+    # given a web process that answers, and make run waiting for two workers to be ready
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {**os.environ, "RUN_READY_DIR": str(tmp_path), "RUN_READY_WORKERS": "2"}
+    try:
+        banner = subprocess.Popen(_banner_args(server.server_port), stdout=subprocess.PIPE, text=True, env=env)
+        (tmp_path / "101").touch()
+        time.sleep(1.5)
+        assert banner.poll() is None  # one worker is not ready yet: nothing printed
+        # when the second worker is ready (config/celery.py leaves its file), then the box shows
+        (tmp_path / "102").touch()
+        out, _ = banner.communicate(timeout=30)
+    finally:
+        server.shutdown()
+    assert banner.returncode == 0 and out.startswith("=" * 78)
+
+
+def test_a_worker_leaves_its_ready_file_only_under_make_run(tmp_path, monkeypatch):
+    from config.celery import tell_make_run
+
+    monkeypatch.delenv("RUN_READY_DIR", raising=False)
+    tell_make_run()
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("RUN_READY_DIR", str(tmp_path))
+    tell_make_run()
+    assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
+
+
 def test_ctrl_c_while_the_banner_waits_prints_nothing():
     # given the banner waiting for a web process that never answers
     banner = subprocess.Popen(_banner_args(_free_port()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
