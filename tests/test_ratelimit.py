@@ -112,6 +112,47 @@ def test_check_raises_429_carrying_retry_after():
     assert response["Retry-After"] == caught.value.headers["Retry-After"]
 
 
+# --- names with parts the client chose ---------------------------------------------------------------
+
+
+@pytest.fixture(params=["database", pytest.param("redis", marks=pytest.mark.redis)])
+def backend(request, settings):
+    """Each backend of the budgets in turn: the database (no REDIS_URL), then Redis where there is one."""
+    if request.param == "database":
+        settings.REDIS_URL = ""
+    return request.param
+
+
+HOSTILE_PARTS = ["a" * 300, "x" * 150 + "\x00" + "y" * 10, "lone \ud800 surrogate"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("part", HOSTILE_PARTS, ids=["too-long", "nul", "surrogate"])
+def test_a_hostile_name_part_is_counted_in_a_bucket_of_its_own(backend, part):
+    # given a budget of 2 keyed on a part no store takes as it is (longer than a bucket name holds,
+    # NUL, which PostgreSQL refuses in text, or a lone surrogate, which UTF-8 cannot encode)
+    budget = fresh_budget(2)
+
+    # when that part spends the budget
+    decisions = [budget.consume(part).allowed for _ in range(3)]
+
+    # then it is counted like any other (no database or encoding error), apart from a neighbour
+    assert decisions == [True, True, False]
+    assert budget.consume(part[:-1] + "z").allowed
+
+
+def test_a_bucket_name_fits_the_column_that_holds_it():
+    from apps.core.models import RateLimitHit
+    from apps.core.ratelimit import BUCKET_MAX_LENGTH, bucket_key
+
+    assert RateLimitHit._meta.get_field("bucket").max_length == BUCKET_MAX_LENGTH
+    for part in HOSTILE_PARTS:
+        key = bucket_key(f"name:{part}")
+        assert len(key) <= BUCKET_MAX_LENGTH and "\x00" not in key
+        key.encode("utf-8")
+    assert bucket_key("name:1.2.3.4") == "name:1.2.3.4"
+
+
 # --- across processes ----------------------------------------------------------------------------------
 
 PROCESSES = 4

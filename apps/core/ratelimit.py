@@ -12,6 +12,7 @@ whole"). A rejected call records nothing.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import random
@@ -139,12 +140,34 @@ def _consume_db(bucket: str, limit: int, window: float, cost: int) -> Decision:
     )
 
 
+# The longest bucket name `RateLimitHit.bucket` holds.
+BUCKET_MAX_LENGTH = 200
+_DIGEST_LENGTH = 64
+
+
+def bucket_key(bucket: str) -> str:
+    """The name `bucket` is stored under on either backend: itself, or when it is longer than
+    BUCKET_MAX_LENGTH or holds what a store refuses (NUL in PostgreSQL text, a lone surrogate in
+    UTF-8), its printable head and the SHA-256 of the whole. Names carry parts the client chose (a
+    sign-in name, a forwarded address), so a hostile one must neither fail the call nor share a
+    bucket with another name."""
+    if len(bucket) <= BUCKET_MAX_LENGTH and "\x00" not in bucket:
+        try:
+            bucket.encode("utf-8")
+            return bucket
+        except UnicodeEncodeError:
+            pass
+    head = "".join(ch for ch in bucket[: BUCKET_MAX_LENGTH - _DIGEST_LENGTH - 1] if ch.isprintable())
+    return f"{head}#{hashlib.sha256(bucket.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
 def consume(bucket: str, *, limit: int, window: float, cost: int = 1) -> Decision:
     """Admit `cost` units of `bucket` or none. `limit <= 0` means unlimited."""
     if limit <= 0:
         return Decision(True, 0, 0, 0.0, 0.0)
     if cost > limit:  # can never fit: refused without touching the bucket
         return Decision(False, limit, 0, 0.0, window)
+    bucket = bucket_key(bucket)
     if settings.REDIS_URL:
         return _consume_redis(bucket, limit, window, cost)
     return _consume_db(bucket, limit, window, cost)

@@ -97,3 +97,16 @@ def test_the_admin_site_is_the_rate_limited_one():
     from django.contrib import admin
 
     assert isinstance(admin.site, admin_site.AdminSite)
+
+
+@pytest.mark.parametrize("username", ["a" * 240 + "@example.com", "staff\x00@example.com"], ids=["long", "nul"])
+def test_a_name_no_bucket_holds_as_it_is_is_counted_not_a_500(settings, username):
+    # given the budgets in the database (no Redis), whose bucket names hold 200 characters and no NUL
+    settings.REDIS_URL = ""
+    # when that name is tried until its limit
+    answers = [
+        sign_in(Client(), username, "wrong-wrong-wrong").status_code
+        for _ in range(admin_site.LOGIN.by_address_name.limit + 1)
+    ]
+    # then each attempt is a wrong password, and the one past the limit is refused
+    assert answers == [200] * admin_site.LOGIN.by_address_name.limit + [429]
