@@ -163,10 +163,54 @@ class UploadField(serializers.FileField):
 # --- strict inputs --------------------------------------------------------------------------------------
 
 
+def _unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored (DRF's own messages for its string fields), or None."""
+    if "\x00" in text:
+        return "Null characters are not allowed."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"Surrogate characters are not allowed: U+{ord(text[exc.start]):X}."
+    return None
+
+
+def unstorable_text(data, path: str = "") -> dict[str, list[str]]:
+    """Errors, by dotted path under `path`, for every string of `data` (member names included,
+    reported at their object's path) that holds NUL or a lone surrogate: PostgreSQL refuses NUL in
+    text and JSON, and UTF-8 cannot encode a lone surrogate."""
+    errors: dict[str, list[str]] = {}
+    stack = [(path, data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            if problem := _unstorable(node):
+                errors.setdefault(path or "body", []).append(problem)
+        elif isinstance(node, Mapping):
+            for key, value in node.items():
+                name = str(key)
+                if problem := _unstorable(name):
+                    errors.setdefault(path or "body", []).append(problem)
+                    continue
+                stack.append((f"{path}.{name}" if path else name, value))
+        elif isinstance(node, list | tuple):
+            stack.extend((f"{path}.{index}" if path else str(index), item) for index, item in enumerate(node))
+    return errors
+
+
+def _free_form(field) -> bool:
+    """A member whose strings no field of ours reads: a JSON value, an object, or a list of them."""
+    if isinstance(field, serializers.ListField):
+        return _free_form(field.child)
+    return isinstance(field, serializers.JSONField | serializers.DictField)
+
+
 class StrictInputMixin:
     """Unknown members -> 422 naming them; read-only members sent back -> 422 naming them; a body
-    that is not a JSON object -> 422 at `body`. Nested serializers using the mixin report at their
-    own dotted path."""
+    that is not a JSON object -> 422 at `body`; NUL or a lone surrogate anywhere in a free-form
+    member (a JSON value or object: contact attributes, a ticket's context), names included -> 422
+    at its path, before the field reads it (DRF's string fields refuse both with these messages;
+    free-form text would otherwise fail in the database or the renderer). Nested serializers using
+    the mixin report at their own dotted path."""
 
     def to_internal_value(self, data):
         if not isinstance(data, Mapping):
@@ -178,6 +222,8 @@ class StrictInputMixin:
                 errors[name] = ["Unknown field."]
             elif field.read_only:
                 errors[name] = ["Read-only field; it cannot be written."]
+            elif _free_form(field):
+                errors.update(unstorable_text(data[name], str(name)))
         if errors:
             raise serializers.ValidationError(errors)
         return super().to_internal_value(data)

@@ -19,6 +19,7 @@ from apps.core.api.serializers import (
     StrictUUIDField,
     validate_input,
 )
+from apps.core.errors import flatten_errors
 
 
 class Inner(InputSerializer):
@@ -184,3 +185,29 @@ def test_every_json_body_member_keeps_its_json_type():
         found for cls in bodies for found in _lax_fields(copy.deepcopy(cls._declared_fields), cls.__qualname__)
     )
     assert lax == []
+
+
+class Free(InputSerializer):
+    name = serializers.CharField(required=False)
+    free = serializers.DictField(required=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "errors"),
+    [
+        ({"free": {"k": "a\x00"}}, {"free.k": ["Null characters are not allowed."]}),
+        ({"free": {"k": ["ok", {"x": "\ud83d"}]}}, {"free.k.1.x": ["Surrogate characters are not allowed: U+D83D."]}),
+        ({"free": {"\x00": 1}}, {"free": ["Null characters are not allowed."]}),
+        ({"name": "a\x00"}, {"name": ["Null characters are not allowed."]}),
+    ],
+)
+def test_text_no_store_holds_is_refused_wherever_it_is(data, errors):
+    # a free-form member holds what no string field would take: NUL, a lone surrogate
+    with pytest.raises(serializers.ValidationError) as refused:
+        validate_input(Free, data)
+    assert flatten_errors(refused.value.detail) == errors
+
+
+def test_text_every_store_holds_passes_through():
+    data = {"name": "Анна 😀", "free": {"k": ["ok", {"x": "tab\tand newline\n"}]}}
+    assert validate_input(Free, data) == data

@@ -247,6 +247,29 @@ def test_attributes_merge_key_by_key_and_null_removes_a_key(api, widget):
     assert contact.attributes == body["attributes"]
 
 
+@pytest.mark.parametrize(
+    ("raw", "path", "message"),
+    [
+        ('{"note": "a\\u0000b"}', "attributes.note", "Null characters are not allowed."),
+        ('{"deep": {"list": [1, "\\u0000"]}}', "attributes.deep.list.1", "Null characters are not allowed."),
+        ('{"a\\u0000b": 1}', "attributes", "Null characters are not allowed."),
+        ('{"note": "\\ud800"}', "attributes.note", "Surrogate characters are not allowed: U+D800."),
+        ('{"\\udc00": 1}', "attributes", "Surrogate characters are not allowed: U+DC00."),
+    ],
+    ids=["nul", "nested-nul", "nul-key", "surrogate", "surrogate-key"],
+)
+def test_attributes_no_database_stores_are_422_and_change_nothing(api, widget, raw, path, message):
+    # given
+    contact = ContactFactory(widget=widget, attributes={"keep": 1})
+    # when free-form attributes hold NUL (PostgreSQL refuses it in JSON) or a lone surrogate (no UTF-8)
+    body = f'{{"attributes": {raw}}}'
+    response = api().patch(url(contact), body, content_type="application/json", **idem())
+    # then
+    assert assert_problem(response, 422, "validation_failed")["errors"] == {path: [message]}
+    contact.refresh_from_db()
+    assert contact.attributes == {"keep": 1}
+
+
 def test_two_patches_of_different_attribute_keys_both_survive(api, widget):
     contact = ContactFactory(widget=widget, attributes={})
     client = api()
