@@ -207,3 +207,22 @@ def test_a_nul_in_a_string_key_is_404_like_any_missing_key(api, method, path, no
     client = api(scopes=["contacts:read", "privacy:write"])
     response = getattr(client, method)(path, HTTP_X_SERVICE_IDEMPOTENCY_KEY="nul-key")
     assert_problem(response, 404, "not_found")
+
+
+# --- lone surrogates echoed in a problem -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "errors"),
+    [
+        ('{"title": "n", "\\ud800": 1}', {"\\ud800": ["Unknown field."]}),
+        ('{"title": "n", "x\\udfffy": 1}', {"x\\udfffy": ["Unknown field."]}),
+    ],
+)
+def test_a_lone_surrogate_a_problem_echoes_is_written_as_its_escape(api, raw, errors, no_errors_logged):
+    # a JSON escape of half a surrogate pair decodes to a string UTF-8 cannot encode; the problem
+    # naming it is still rendered, with the escape as text
+    response = api().post(
+        "/api/v1/_test/notes", raw, content_type="application/json", HTTP_X_SERVICE_IDEMPOTENCY_KEY="s"
+    )
+    assert assert_problem(response, 422, "validation_failed")["errors"] == errors

@@ -245,6 +245,23 @@ def error_for_status(status: int) -> type[AppError]:
     return _STATUS_DEFAULTS.get(status) or (ServerError if status >= 500 else BadRequest)
 
 
+def _encodable(value: Any) -> Any:
+    """`value` with every string UTF-8 can encode: a lone surrogate a client sent (a JSON `\\ud800`)
+    and an error echoes (an unknown member's name, a refused choice) is written as its escape
+    instead of failing the rendering of the problem."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(item) for item in value]
+    return value
+
+
 def problem_body(err: AppError, *, instance: str) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": problem_type(err.code),
@@ -258,7 +275,7 @@ def problem_body(err: AppError, *, instance: str) -> dict[str, Any]:
         body["errors"] = err.errors
     for key, value in err.extra.items():
         body.setdefault(key, value)
-    return body
+    return _encodable(body)
 
 
 def problem_response(err: AppError, request) -> JsonResponse:
