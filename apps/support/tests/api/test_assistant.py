@@ -122,6 +122,9 @@ def test_intake_is_limited_to_10_per_hour_per_account(app):
         {"account": {"user_id": "u", "extra": 1}},
         {"surprise": 1},
         {"in_reply_to": "7"},
+        {"context": {"note": "a\x00b"}},
+        {"context": {"k\x00": 1}},
+        {"context": {"note": "\ud800"}},
     ],
 )
 def test_bad_intake_is_422_and_files_nothing(app, change):
