@@ -1,10 +1,12 @@
 from django import forms
 from django.contrib import admin
+from django.utils import timezone
 
 from apps.core.admin_site import IssuableWidgetsOnly
-from apps.core.errors import ValidationFailed
+from apps.core.errors import AppError, ValidationFailed
 from apps.webhooks import services as webhooks
 
+from . import cabinets
 from .models import AdCabinet, CustomChannel
 
 
@@ -42,12 +44,64 @@ class CustomChannelAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
         return False  # registration returns the secret once: through the API only
 
 
-@admin.register(AdCabinet)
-class AdCabinetAdmin(admin.ModelAdmin):
-    """What create_ad_cabinet does (new cabinets start disabled); billing staff set
-    suspended_by_billing here."""
+class AdCabinetForm(forms.ModelForm):
+    """A change of status passes the API's rules before anything is saved: enabling needs a paid
+    plan and a free ad-cabinet slot of the account."""
 
+    class Meta:
+        model = AdCabinet
+        fields = ("widget", "name", "status")
+
+    def clean(self):
+        cleaned = super().clean()
+        stored = self.instance.pk and AdCabinet.objects.filter(pk=self.instance.pk).values_list("status", flat=True)
+        was = stored[0] if stored else None
+        if was is not None and cleaned.get("status") == AdCabinet.Status.ENABLED != was:
+            try:
+                cabinets.check_cabinet_can_be_enabled(widget=self.instance.widget)
+            except AppError as exc:
+                self.add_error("status", exc.detail)
+        return cleaned
+
+
+@admin.register(AdCabinet)
+class AdCabinetAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """What create_ad_cabinet does (new cabinets start disabled); a status goes through
+    `cabinets.set_cabinet_status` (the API's plan gate and slots) and billing staff's
+    `suspended_by_billing` through `cabinets.set_cabinet_suspension`.
+
+    SECURITY: a cabinet routes its widget's `av__<id>` chats, so a staff user reaches only the
+    widgets an API token could be issued for (`issuable_widgets`); the widget never changes."""
+
+    form = AdCabinetForm
     list_display = ("id", "widget", "name", "status", "created_at")
     list_filter = ("status",)
     raw_id_fields = ("widget",)
-    fields = ("widget", "name", "status")
+
+    def get_fields(self, request, obj=None):
+        return ("widget", "name", "status") if obj is not None else ("widget", "name")
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("widget",) if obj is not None else ()
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            created = cabinets.create_ad_cabinet(widget=obj.widget, name=obj.name)
+            obj.pk, obj.status, obj.created_at, obj.updated_at = (
+                created.pk,
+                created.status,
+                created.created_at,
+                created.updated_at,
+            )
+            return
+        wanted = obj.status
+        was = AdCabinet.objects.values_list("status", flat=True).get(pk=obj.pk)
+        if "name" in form.changed_data:
+            AdCabinet.objects.filter(pk=obj.pk).update(name=obj.name, updated_at=timezone.now())
+        suspended = AdCabinet.Status.SUSPENDED_BY_BILLING
+        if wanted != was:
+            if suspended in (wanted, was):
+                cabinets.set_cabinet_suspension(widget=obj.widget, cabinet=obj, suspended=wanted == suspended)
+            if wanted != suspended:
+                cabinets.set_cabinet_status(widget=obj.widget, cabinet=obj, status=wanted)
+        obj.refresh_from_db()

@@ -45,8 +45,6 @@ def create_ad_cabinet(*, widget: Widget, name: str) -> AdCabinet:
 def set_cabinet_status(*, widget: Widget, cabinet: AdCabinet, status: str) -> AdCabinet:
     """`enabled` or `disabled`. The account's row is locked while the slots are counted, so two
     concurrent enables cannot both take the last slot."""
-    from .messengers import PlanRequired
-
     Account.objects.select_for_update().filter(pk=widget.account_id).first()
     cabinet = AdCabinet.objects.select_for_update().get(pk=cabinet.pk, widget=widget)
     if cabinet.status == AdCabinet.Status.SUSPENDED_BY_BILLING:
@@ -54,11 +52,34 @@ def set_cabinet_status(*, widget: Widget, cabinet: AdCabinet, status: str) -> Ad
     if cabinet.status == status:
         return cabinet
     if status == AdCabinet.Status.ENABLED:
-        if not billing.has_paid_plan(widget.account):
-            raise PlanRequired("Enabling an ad cabinet needs a paid plan.")
-        used = AdCabinet.objects.filter(widget__account_id=widget.account_id, status=AdCabinet.Status.ENABLED).count()
-        if used >= billing.ad_cabinet_slots_for(widget.account):
-            raise CabinetSlotsExhausted(f"The plan's {used} ad-cabinet slots are all in use.")
+        check_cabinet_can_be_enabled(widget=widget)
+    cabinet.status, cabinet.updated_at = status, timezone.now()
+    cabinet.save(update_fields=["status", "updated_at"])
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+    return cabinet
+
+
+def check_cabinet_can_be_enabled(*, widget: Widget) -> None:
+    """Raise PlanRequired or CabinetSlotsExhausted unless one more cabinet of `widget`'s account may
+    be enabled. `set_cabinet_status` calls it with the account's row locked; Django admin's form
+    calls it to answer a refusal as a form error before saving."""
+    from .messengers import PlanRequired
+
+    if not billing.has_paid_plan(widget.account):
+        raise PlanRequired("Enabling an ad cabinet needs a paid plan.")
+    used = AdCabinet.objects.filter(widget__account_id=widget.account_id, status=AdCabinet.Status.ENABLED).count()
+    if used >= billing.ad_cabinet_slots_for(widget.account):
+        raise CabinetSlotsExhausted(f"The plan's {used} ad-cabinet slots are all in use.")
+
+
+@transaction.atomic
+def set_cabinet_suspension(*, widget: Widget, cabinet: AdCabinet, suspended: bool) -> AdCabinet:
+    """Billing staff's switch (Django admin), the one way in and out of `suspended_by_billing`.
+    Lifting a suspension leaves the cabinet `disabled`: enabling it again takes the plan's rules."""
+    cabinet = AdCabinet.objects.select_for_update().get(pk=cabinet.pk, widget=widget)
+    status = AdCabinet.Status.SUSPENDED_BY_BILLING if suspended else AdCabinet.Status.DISABLED
+    if suspended == (cabinet.status == AdCabinet.Status.SUSPENDED_BY_BILLING):
+        return cabinet
     cabinet.status, cabinet.updated_at = status, timezone.now()
     cabinet.save(update_fields=["status", "updated_at"])
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
