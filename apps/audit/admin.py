@@ -1,27 +1,9 @@
-"""The audit log in Django admin: read-only (rows are written by `services.record` only)."""
+"""Audited writes of Django admin. The log's own page is registered by apps.privacy.admin, which may
+import the core's admin site (the staff user's widget reach); this app imports no other."""
 
 from django.contrib import admin
 
 from . import services
-from .models import AuditEntry
-
-
-@admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
-    list_display = ("at", "widget", "action", "actor_type", "actor_name", "target_type", "target_id")
-    list_filter = ("action", "actor_type")
-    search_fields = ("action", "actor_name", "target_id")
-    date_hierarchy = "at"
-    readonly_fields = [f.name for f in AuditEntry._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class AuditedAdmin(admin.ModelAdmin):

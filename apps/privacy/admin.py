@@ -1,12 +1,15 @@
 """Django admin of data protection: contacts with an erase action, the retention setting, the
-erasures in progress. Every write goes through apps.privacy.services (the API's rules and audit)."""
+erasures in progress, the audit log. Every write goes through apps.privacy.services (the API's rules
+and audit)."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
 
+from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
+from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.errors import NotFound
 from apps.erasure.models import PendingErasure
 from apps.erasure.selectors import not_erasing
@@ -90,6 +93,30 @@ class PendingErasureAdmin(admin.ModelAdmin):
 
     list_display = ("contact_id", "widget", "source", "requested_at", "runs")
     readonly_fields = ("widget", "contact_id", "source", "requested_at", "runs")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Read-only: rows are written by `apps.audit.services.record` only.
+
+    SECURITY: a row repeats what the audited pages hold (webhook urls, a credential's base_url, the
+    support IP allowlist, e-mails), so a staff user reads only the rows of the widgets those pages
+    reach (`issuable_widgets`)."""
+
+    list_display = ("at", "widget", "action", "actor_type", "actor_name", "target_type", "target_id")
+    list_filter = ("action", "actor_type")
+    search_fields = ("action", "actor_name", "target_id")
+    date_hierarchy = "at"
+    readonly_fields = [f.name for f in AuditEntry._meta.fields]
 
     def has_add_permission(self, request):
         return False
