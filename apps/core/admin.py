@@ -36,8 +36,24 @@ class DeletesWidgets(CountsWhatGoesAlong):
             obj.delete()
 
 
+class OwnerMovesNeedAnyWidget:
+    """SECURITY: who owns a widget decides whose widgets a staff user reaches (`issuable_widgets`),
+    so the owner of an existing row (`owner_field`) is changed only by a staff user who reaches every
+    widget (`core.issue_for_any_widget`); otherwise moving another account's widget to their own
+    account, or that account to their user, would bring its tokens, secrets and data into reach."""
+
+    owner_field = ""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and not request.user.has_perm("core.issue_for_any_widget"):
+            return (*fields, self.owner_field)
+        return fields
+
+
 @admin.register(Account)
-class AccountAdmin(DeletesWidgets, admin.ModelAdmin):
+class AccountAdmin(OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+    owner_field = "user"
     list_display = ("id", "user", "name", "surname", "seats", "created_at")
     search_fields = ("user__email", "name", "surname")
     raw_id_fields = ("user",)
@@ -46,7 +62,8 @@ class AccountAdmin(DeletesWidgets, admin.ModelAdmin):
         return [obj, *Widget.objects.filter(account=obj).order_by("pk")]
 
 
-class WidgetAdmin(DeletesWidgets, admin.ModelAdmin):
+class WidgetAdmin(OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+    owner_field = "account"
     list_display = ("id", "name", "account", "button_guid", "api_enabled", "created_at")
     list_filter = ("api_enabled",)
     search_fields = ("name", "button_guid", "account__user__email")
