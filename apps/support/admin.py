@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
+from apps.core.admin_site import IssuableWidgetsOnly
 
 from .config import KNOWN_KEYS, ConfigInvalid, clean_config, config_payload
 from .models import SupportAction, SupportClaim, SupportConfig, Ticket
@@ -28,7 +29,8 @@ class SupportConfigForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        widget = cleaned.get("widget")
+        # On a change the widget is read-only (not a form field): the stored row's widget.
+        widget = cleaned.get("widget") if "widget" in self.fields else self.instance.widget
         if widget is None:
             return cleaned
         data = {k: cleaned.get(k) for k in KNOWN_KEYS if k not in ("operator_agent_id",)}
@@ -46,13 +48,21 @@ class SupportConfigForm(forms.ModelForm):
 
 
 @admin.register(SupportConfig)
-class SupportConfigAdmin(AuditedAdmin):
+class SupportConfigAdmin(IssuableWidgetsOnly, AuditedAdmin):
+    """SECURITY: the allowed tokens and the IP allowlist decide who answers a widget's chats as
+    support, so a staff user reaches only the widgets an API token could be issued for
+    (`issuable_widgets`), and a configuration never moves to another widget."""
+
     form = SupportConfigForm
     audit_target = "support_config"
     list_display = ("widget", "enabled", "operator", "account_link", "updated_at")
     list_filter = ("enabled", "account_link")
     raw_id_fields = ("widget", "operator")
     readonly_fields = ("stored_configuration",)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return ("widget", *fields) if obj is not None else fields
 
     @admin.display(description="Stored configuration (as configure_support prints it)")
     def stored_configuration(self, obj):
