@@ -99,12 +99,22 @@ class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
 
 
 @admin.register(IntegrationBinding)
-class IntegrationBindingAdmin(admin.ModelAdmin):
+class IntegrationBindingAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Read-only: a binding is written by the API (`services.bind_integration` checks the token's
+    scopes and the credential; DELETE then POST rotates). Deleting one here unbinds, as DELETE does.
+
+    SECURITY: the bound token is the only signer of the widget's signed endpoints and the credential
+    pays for the turns, so a staff user reaches only the widgets an API token could be issued for
+    (`issuable_widgets`)."""
+
     list_display = ("widget", "provider", "api_token", "created_at")
-    exclude = ("secret_encrypted",)
-    raw_id_fields = ("widget", "api_token", "assistant", "credential")
+    fields = ("widget", "provider", "api_token", "assistant", "credential", "created_at")
+    readonly_fields = fields
 
     def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False
 
 
