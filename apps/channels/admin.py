@@ -81,9 +81,6 @@ class AdCabinetAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     def get_fields(self, request, obj=None):
         return ("widget", "name", "status") if obj is not None else ("widget", "name")
 
-    def get_readonly_fields(self, request, obj=None):
-        return ("widget",) if obj is not None else ()
-
     def save_model(self, request, obj, form, change):
         if not change:
             created = cabinets.create_ad_cabinet(widget=obj.widget, name=obj.name)

@@ -55,10 +55,15 @@ class IssuableWidgetsOnly:
     """ModelAdmin mixin for a model with a `widget` whose rows hand out or redirect a tenant's
     credentials or data (bot tokens, signing secrets, where events or API keys are sent): rows and
     widget choices are limited to the widgets the staff user may issue credentials for
-    (`apps.core.services.issuable_widgets`), as the token admin is."""
+    (`apps.core.services.issuable_widgets`), as the token admin is. A stored row never moves to
+    another widget (its secret, log and settings belong to the widget it was made for)."""
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if obj is None or "widget" in fields else ("widget", *fields)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "widget":

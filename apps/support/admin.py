@@ -60,10 +60,6 @@ class SupportConfigAdmin(IssuableWidgetsOnly, AuditedAdmin):
     raw_id_fields = ("widget", "operator")
     readonly_fields = ("stored_configuration",)
 
-    def get_readonly_fields(self, request, obj=None):
-        fields = tuple(super().get_readonly_fields(request, obj))
-        return ("widget", *fields) if obj is not None else fields
-
     @admin.display(description="Stored configuration (as configure_support prints it)")
     def stored_configuration(self, obj):
         return json.dumps(config_payload(obj), ensure_ascii=False) if obj.pk else ""

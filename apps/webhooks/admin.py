@@ -50,8 +50,17 @@ class SubscriptionAdmin(IssuableWidgetsOnly, CountsWhatGoesAlong, AuditedAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """The delivery log, read-only (the engine writes it). SECURITY: a row names its subscription's
+    url, so a staff user reads only the log of the widgets the subscription page reaches."""
+
     list_display = ("delivery_id", "subscription", "event_type", "status", "attempts", "last_error", "created_at")
     list_filter = ("status", "event_type", "envelope")
     exclude = ("body",)
     readonly_fields = [f.name for f in Delivery._meta.fields if f.name != "body"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -86,3 +86,35 @@ def test_the_delete_page_counts_the_delivery_log_and_the_deletion_takes_it_in_ba
     assert client.post(f"/admin/webhooks/subscription/{sub.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Subscription.objects.filter(pk=sub.pk).exists() and not Delivery.objects.exists()
     assert AuditEntry.objects.filter(action="webhook_subscription.deleted", target_id=str(sub.pk)).count() == 1
+
+
+def test_another_accounts_delivery_log_is_not_shown(widget, other_widget):
+    theirs = Subscription.objects.create(widget=other_widget, url="https://hooks.example.com/theirs", events=[])
+    log_of(other_widget, theirs, 1)
+    delivery = Delivery.objects.get()
+    client = staff_client("webhooks", "view_delivery", account_of=widget)
+    assert "hooks.example.com/theirs" not in client.get("/admin/webhooks/delivery/").content.decode()
+    response = client.get(f"/admin/webhooks/delivery/{delivery.pk}/change/")
+    assert response.status_code == 302 and response["Location"] == "/admin/"  # "does not exist"
+
+
+def test_deliveries_are_not_added_or_changed_in_admin(widget):
+    mine = Subscription.objects.create(widget=widget, url="https://hooks.example.com/mine", events=[])
+    log_of(widget, mine, 1)
+    delivery = Delivery.objects.get()
+    client = staff_client("webhooks", "view_delivery", "add_delivery", "change_delivery", account_of=widget)
+    assert client.get("/admin/webhooks/delivery/add/").status_code == 403
+    assert "hooks.example.com/mine" in client.get("/admin/webhooks/delivery/").content.decode()
+    assert client.get(f"/admin/webhooks/delivery/{delivery.pk}/change/").status_code == 200
+
+
+def test_a_subscription_does_not_move_to_another_widget(widget):
+    from apps.core.testing.factories import WidgetFactory
+
+    mine = Subscription.objects.create(widget=widget, url="https://hooks.example.com/a", events=["chat.created"])
+    another_of_mine = WidgetFactory(account=widget.account)
+    data = {**form(another_of_mine, "https://hooks.example.com/a"), "created_at_0": STAMP[0], "created_at_1": STAMP[1]}
+    data.update({"updated_at_0": STAMP[0], "updated_at_1": STAMP[1]})
+    staff(account_of=widget).post(f"/admin/webhooks/subscription/{mine.pk}/change/", data)
+    mine.refresh_from_db()
+    assert mine.widget_id == widget.pk
