@@ -19,8 +19,11 @@ from .models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, RetentionPolicy
 
 
 @admin.register(Contact)
-class ContactAdmin(admin.ModelAdmin):
-    """Contacts are read here; changes go through the API. The one write is erasure."""
+class ContactAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Contacts are read here; changes go through the API. The one write is erasure.
+
+    SECURITY: a contact is a tenant's personal data and erasing one cannot be undone, so a staff user
+    reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
 
     list_display = ("guid", "widget", "name", "email", "phone", "created_at")
     search_fields = ("guid", "name", "email", "phone")
@@ -69,7 +72,7 @@ class RetentionPolicyForm(forms.ModelForm):
 
 
 @admin.register(RetentionPolicy)
-class RetentionPolicyAdmin(admin.ModelAdmin):
+class RetentionPolicyAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     form = RetentionPolicyForm
     list_display = ("widget", "chats_days", "updated_at")
     raw_id_fields = ("widget",)
@@ -88,7 +91,7 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(PendingErasure)
-class PendingErasureAdmin(admin.ModelAdmin):
+class PendingErasureAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """Erasures accepted and not finished yet (read-only: the worker removes each row when done)."""
 
     list_display = ("contact_id", "widget", "source", "requested_at", "runs")

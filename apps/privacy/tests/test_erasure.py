@@ -16,6 +16,7 @@ from apps.chats.models import Chat, Contact, Message
 from apps.chats.services import MessageInput
 from apps.chats.tests.factories import ContactFactory, MessageFactory
 from apps.core.models import File, OutboxEvent
+from apps.core.testing.admin import staff_client
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
@@ -477,5 +478,5 @@ def test_staff_who_may_only_view_contacts_cannot_erase_one_in_admin(widget):
 
 def test_staff_who_may_change_contacts_erase_one_in_admin(widget):
     contact = ContactFactory(widget=widget)
-    _admin_erase(_staff_client("view_contact", "change_contact"), contact)
+    _admin_erase(staff_client("chats", "view_contact", "change_contact", account_of=widget), contact)
     assert PendingErasure.objects.get(contact_id=contact.pk).source == PendingErasure.Source.ADMIN
