@@ -66,7 +66,10 @@ class SupportConfigAdmin(IssuableWidgetsOnly, AuditedAdmin):
 
 
 @admin.register(SupportAction)
-class SupportActionAdmin(admin.ModelAdmin):
+class SupportActionAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """The log of what support tokens did in a widget's chats: read-only, never deleted here (it is
+    the trail of access to a tenant's data), limited to the staff user's issuable widgets."""
+
     list_display = (
         "id",
         "widget",
@@ -87,15 +90,27 @@ class SupportActionAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(SupportClaim)
-class SupportClaimAdmin(admin.ModelAdmin):
+class SupportClaimAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Read-only: a lease lets a support token answer a chat, so it is taken and released by the
+    support API's services only."""
+
     list_display = ("chat", "widget", "service_agent", "claimed_at", "expires_at", "released_at")
     raw_id_fields = ("chat", "widget", "token")
 
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(Ticket)
-class TicketAdmin(admin.ModelAdmin):
+class TicketAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("number", "widget", "state", "reason", "priority", "held_for_owner", "created_at")
     list_filter = ("state", "reason")
     raw_id_fields = ("chat", "widget")

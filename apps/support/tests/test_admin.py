@@ -70,3 +70,53 @@ def test_a_change_is_checked_against_the_configurations_own_widget(widget):
     assert response.status_code == 200 and "an IP allowlist" in response.content.decode()
     mine.refresh_from_db()
     assert not mine.enabled
+
+
+# --- the support log and leases ---------------------------------------------------------------------
+
+
+def action(widget, reason):
+    from apps.support.models import SupportAction
+
+    return SupportAction.objects.create(
+        widget=widget, token_prefix="cwt_AbCd", kind="reply", method="POST", path="/x", reason=reason
+    )
+
+
+def test_another_accounts_support_log_is_not_listed(widget, other_widget):
+    action(other_widget, "theirs_reason")
+    client = staff_client("support", "view_supportaction", account_of=widget)
+    assert "theirs_reason" not in client.get("/admin/support/supportaction/").content.decode()
+
+
+def test_the_support_log_is_not_deleted_in_admin(widget):
+    from apps.support.models import SupportAction
+
+    row = action(widget, "mine_reason")
+    client = staff_client("support", "view_supportaction", "delete_supportaction", account_of=widget)
+    client.post(f"/admin/support/supportaction/{row.pk}/delete/", {"post": "yes"})
+    assert SupportAction.objects.filter(pk=row.pk).exists()
+
+
+def test_a_support_lease_is_not_written_in_admin(widget):
+    from apps.chats.tests.factories import ChatFactory, ContactFactory
+    from apps.core.services import issue_token
+    from apps.support.models import SupportClaim
+
+    chat = ChatFactory(contact=ContactFactory(widget=widget))
+    client = staff_client("support", "add_supportclaim", "view_supportclaim", account_of=widget)
+    response = client.post(
+        "/admin/support/supportclaim/add/",
+        {
+            "widget": widget.pk,
+            "chat": chat.pk,
+            "token": issue_token(widget=widget, scopes=["chats:read"]).token.pk,
+            "claim_id": "c1",
+            "service_agent": "me",
+            "claimed_at_0": "2026-01-01",
+            "claimed_at_1": "00:00:00",
+            "expires_at_0": "2099-01-01",
+            "expires_at_1": "00:00:00",
+        },
+    )
+    assert response.status_code == 403 and not SupportClaim.objects.exists()
