@@ -14,14 +14,17 @@ _EDITABLE = ("base_url", "model", "is_active", "assistant", "operator", "backup_
 
 
 @admin.register(AiSettings)
-class AiSettingsAdmin(AuditedAdmin):
+class AiSettingsAdmin(IssuableWidgetsOnly, AuditedAdmin):
     audit_target = "ai_settings"
     list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "handover_summary", "updated_at")
     raw_id_fields = ("widget",)
 
 
 @admin.register(Assistant)
-class AssistantAdmin(admin.ModelAdmin):
+class AssistantAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """SECURITY: an assistant's prompt decides what the widget's AI tells its visitors, so a staff
+    user reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
+
     list_display = ("name", "widget", "enabled", "is_default", "provider", "model", "created_at")
     list_filter = ("enabled", "is_default", "cite_sources")
     raw_id_fields = ("widget",)
@@ -119,12 +122,12 @@ class IntegrationBindingAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
 
 @admin.register(Alert)
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("kind", "widget", "created_at", "acknowledged_at")
     raw_id_fields = ("widget",)
 
 
 @admin.register(DemandSignal)
-class DemandSignalAdmin(admin.ModelAdmin):
+class DemandSignalAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("category", "topic", "count", "widget", "occurred_at")
     raw_id_fields = ("widget",)
