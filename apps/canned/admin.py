@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
+from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.api.serializers import InvisibleCharacter, normalize_label
 from apps.core.errors import AppError
 
@@ -30,6 +31,15 @@ class CannedResponseForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        # On a change the widget is read-only (not a form field), so Django leaves the per-widget
+        # shortcut constraint unchecked: checked here against the row's own widget.
+        shortcut = cleaned.get("shortcut")
+        if "widget" not in self.fields and shortcut:
+            taken = CannedResponse.objects.filter(widget=self.instance.widget, shortcut=shortcut).exclude(
+                pk=self.instance.pk
+            )
+            if taken.exists():
+                self.add_error("shortcut", "This widget already has a canned response with this shortcut.")
         try:
             services.check_text(cleaned.get("text") or "")
         except AppError as exc:
@@ -38,9 +48,12 @@ class CannedResponseForm(forms.ModelForm):
 
 
 @admin.register(CannedResponse)
-class CannedResponseAdmin(admin.ModelAdmin):
+class CannedResponseAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """Canned responses per widget. The form checks the title, the text's length and its variables
-    as the API does; the model's constraint keeps shortcuts unique per widget."""
+    as the API does, and that the shortcut is free in the widget.
+
+    SECURITY: a widget's operators send these texts to its visitors, so a staff user reaches only
+    the widgets an API token could be issued for (`issuable_widgets`)."""
 
     form = CannedResponseForm
     list_display = ("shortcut", "title", "language", "widget", "updated_at")
