@@ -5,6 +5,7 @@ does not exist yet, the development admin sign-in, and the paths the README and 
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -182,6 +183,28 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+class _Healthy(http.server.BaseHTTPRequestHandler):
+    """A web process that answers `/healthz` (and every other GET) with 200."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def _healthy_web(port: int = 0):
+    """A stand-in for make run's web process, listening on `port` (any free one with 0)."""
+    server = http.server.HTTPServer(("127.0.0.1", port), _Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+
+
 def test_make_run_prints_the_banner_once_the_web_process_answers():
     # given make run's banner waiting for a web process that starts listening a moment later
     port = _free_port()
@@ -189,21 +212,9 @@ def test_make_run_prints_the_banner_once_the_web_process_answers():
     time.sleep(1.0)
     assert banner.poll() is None  # still waiting: nothing listens yet
 
-    class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", port), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with _healthy_web(port):
         # when the web process answers, then the whole box is printed, with no "not answered" line
         out, _ = banner.communicate(timeout=30)
-    finally:
-        server.shutdown()
     assert banner.returncode == 0
     assert out.startswith("=" * 78) and out.rstrip().endswith("=" * 78)
     assert f"http://127.0.0.1:{port}/demo/" in out and "has not answered" not in out
@@ -211,18 +222,8 @@ def test_make_run_prints_the_banner_once_the_web_process_answers():
 
 def test_make_run_prints_the_banner_once_every_worker_is_ready(tmp_path):
     # given a web process that answers, and make run waiting for two workers to be ready
-    class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     env = {**os.environ, "RUN_READY_DIR": str(tmp_path), "RUN_READY_WORKERS": "2"}
-    try:
+    with _healthy_web() as server:
         banner = subprocess.Popen(_banner_args(server.server_port), stdout=subprocess.PIPE, text=True, env=env)
         (tmp_path / "101").touch()
         time.sleep(1.5)
@@ -230,8 +231,6 @@ def test_make_run_prints_the_banner_once_every_worker_is_ready(tmp_path):
         # when the second worker is ready (config/celery.py leaves its file), then the box shows
         (tmp_path / "102").touch()
         out, _ = banner.communicate(timeout=30)
-    finally:
-        server.shutdown()
     assert banner.returncode == 0 and out.startswith("=" * 78)
 
 
