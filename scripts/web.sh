@@ -46,6 +46,11 @@ export DB_POOL_MAX_SIZE="${DB_POOL_MAX_SIZE:-10}"
 # keeps a zlib compressor and decompressor per socket (about 50 kB of the process's memory each),
 # while the frames are small JSON that compression barely shrinks. An argument given after it wins.
 set -- --ws-per-message-deflate false "$@"
+# An idle kept-alive connection stays open 75 s (uvicorn's default is 5 s). A proxy in front keeps
+# its idle connections to the service for its own time (nginx: 60 s, deploy/nginx/chatwidget.conf)
+# and may send a request on one at the moment the service closes it, which the proxy can only answer
+# with a 502 for a POST. Outlasting the proxy leaves every close of an idle connection to the proxy.
+set -- --timeout-keep-alive 75 "$@"
 # The lifespan protocol is on: the application sets what only the serving process needs at its start
 # (config.asgi.ServerStart), and a failure there stops the start.
 set -- --lifespan on "$@"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 from importlib import import_module
 from pathlib import Path
@@ -22,8 +23,9 @@ import requests
 from tests.live import ROOT, read_proc, start_web
 
 WEB_SH = ROOT / "scripts" / "web.sh"
-# every start of the web process runs the lifespan protocol and sends frames uncompressed
-SERVER_FLAGS = "--lifespan on --ws-per-message-deflate false"
+# every start of the web process runs the lifespan protocol, sends frames uncompressed and keeps idle
+# connections open longer than the proxy in front does
+SERVER_FLAGS = "--lifespan on --timeout-keep-alive 75 --ws-per-message-deflate false"
 
 
 def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -248,3 +250,15 @@ def test_web_concurrency_two_runs_two_serving_processes_that_stop_together(start
     server.terminate(timeout=20)
     assert server.proc.returncode is not None
     assert not [pid for pid in helpers if _running(pid)]
+
+
+def test_idle_connections_outlive_the_proxys_kept_alive_ones(tmp_path):
+    # given the proxy configuration shipped in deploy/ and the web process's own flags
+    conf = (ROOT / "deploy" / "nginx" / "chatwidget.conf").read_text()
+    upstream = conf[conf.index("upstream chatwidget_web {") :]
+    upstream = upstream[: upstream.index("}")]
+    proxy_idle = int(re.search(r"^\s*keepalive_timeout\s+(\d+)s;", upstream, re.MULTILINE).group(1))
+    done = _decide(tmp_path)
+    web_idle = int(re.search(r"--timeout-keep-alive (\d+)", done.stdout).group(1))
+    # then nginx always closes an idle connection first, never sending on one the service is closing
+    assert web_idle > proxy_idle
