@@ -24,6 +24,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from apps.agents import consumers as agent_consumers
+from apps.agents import services as agent_services
 from apps.chats import asyncapi
 from apps.chats import services as chat_services
 from apps.chats.tests.factories import AgentFactory
@@ -103,6 +104,8 @@ def test_close_codes_are_the_consumers():
     }
     assert agent_codes <= set(asyncapi.AGENT_CLOSE_CODES)
     assert asyncapi.AGENT_SOCKETS_PER_USER == agent_consumers.SOCKETS_PER_USER
+    budget = agent_services.STATUS_CHANGE_BUDGET
+    assert (budget.limit, budget.window) == (asyncapi.AGENT_STATUS_CHANGES_PER_MINUTE, 60)
     visitor_codes = {
         visitor_consumers.CLOSE_BAD_REQUEST,
         visitor_consumers.CLOSE_UNAUTHORIZED,

@@ -6,7 +6,10 @@ apps.chats.realtime for the widget's console group (`{"event": "message" | "chat
 "detail"}` answers to bad client frames. Client frames: `{"type": "ping"}` (also a heartbeat) and
 `{"type": "status", "status": "online" | "away"}`, the console's presence switch (the agent's
 stored status active / relaxation, apps.agents.services.set_agent_status), answered
-`{"event": "status", "status"}`; the ready frame names the current one.
+`{"event": "status", "status"}`; the ready frame names the current one. The status the agent already
+has changes nothing; past services.STATUS_CHANGE_BUDGET changes per agent (over all the user's
+sockets of the widget) a change is answered `{"event": "error", "code": "rate_limited"}`, changes
+nothing, and the socket stays open.
 
 Presence: the socket counts for its agent while it heartbeats (apps.agents.presence); the agent's
 first socket emits agent.online and its last one agent.offline.

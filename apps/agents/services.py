@@ -10,6 +10,7 @@ Lock order everywhere: invitation -> account -> agent.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import uuid
 from collections.abc import Callable
@@ -35,6 +36,10 @@ from .models import Agent, AgentEvent, Department, Invitation
 logger = logging.getLogger(__name__)
 
 INVITATION_BUDGET = Budget("agent_invitations", 10, 3600)
+# Changes of one operator's console status (a user in one widget), over all of the user's sockets:
+# each writes an agent event and purges the widget's served cache; a person switching by hand never
+# comes near it.
+STATUS_CHANGE_BUDGET = Budget("agent_status_changes", 30, 60)
 
 INVITATION_TTL = timedelta(days=7)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -278,7 +283,9 @@ def restore_agent(*, widget: Widget, agent: Agent) -> Agent:
 @transaction.atomic
 def set_agent_status(*, widget: Widget, agent: Agent, status: str) -> Agent:
     """The console's own status switch: active <-> relaxation (banned is reached only through
-    suspend/delete and left only through restore)."""
+    suspend/delete and left only through restore). The status the agent already has changes
+    nothing and spends nothing; a change past STATUS_CHANGE_BUDGET per agent is RateLimited and
+    changes nothing."""
     if status not in (Agent.Status.ACTIVE, Agent.Status.RELAXATION):
         raise ValueError("status must be active or relaxation")
     agent = _lock_agent(widget, agent)
@@ -286,6 +293,11 @@ def set_agent_status(*, widget: Widget, agent: Agent, status: str) -> Agent:
         raise Conflict("A banned agent must be restored first.")
     if agent.status == status:
         return agent
+    decision = STATUS_CHANGE_BUDGET.consume(widget.pk, agent.pk)
+    decision.raise_if_denied(
+        f"At most {STATUS_CHANGE_BUDGET.limit} status changes per {int(STATUS_CHANGE_BUDGET.window)} s; "
+        f"retry in {max(1, math.ceil(decision.retry_after))} s."
+    )
     agent.status = status
     agent.save(update_fields=["status"])
     record_agent_event(widget=widget, agent=agent, type=f"status_{status}")

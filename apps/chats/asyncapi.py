@@ -112,7 +112,18 @@ def _client_frame(frame_type: str, members: dict, required: list[str]) -> dict:
     }
 
 
-ERROR_CODES = ["invalid_frame", "invalid_json", "unknown_frame", "server_error", "not_found", "invalid_status"]
+# apps.agents.services.STATUS_CHANGE_BUDGET: an operator's status changes per minute.
+AGENT_STATUS_CHANGES_PER_MINUTE = 30
+
+ERROR_CODES = [
+    "invalid_frame",
+    "invalid_json",
+    "unknown_frame",
+    "server_error",
+    "not_found",
+    "invalid_status",
+    "rate_limited",
+]
 
 # Frames the service sends: message name -> (event, title, summary, payload schema).
 SERVER_FRAMES: dict[str, dict] = {
@@ -206,7 +217,10 @@ SERVER_FRAMES: dict[str, dict] = {
         "title": "A client frame was refused",
         "summary": "The answer to a client frame that breaks a rule; the socket stays open. `invalid_json`: not "
         "JSON; `invalid_frame`: not an object, a binary frame or bad members; `unknown_frame`: an unknown "
-        "`type`; `not_found`: `seen` names no message of this conversation; `server_error`: retry later.",
+        "`type`; `not_found`: `seen` names no message of this conversation; `invalid_status`: a `status` frame "
+        "names neither online nor away; `rate_limited`: a `status` frame past the operator's "
+        f"{AGENT_STATUS_CHANGES_PER_MINUTE} changes a minute "
+        "(the detail says when to retry); `server_error`: retry later.",
         "payload": _frame(
             "error",
             {"code": {"type": "string", "examples": ERROR_CODES}, "detail": {"type": "string"}},
@@ -241,7 +255,11 @@ CLIENT_FRAMES: dict[str, dict] = {
         "name": "status",
         "title": "Switch presence",
         "summary": "Operator socket: the console's Online/Away switch (stored as the agent's status active / "
-        "relaxation); answered by a `status` frame, or `error` `invalid_status` for another word.",
+        "relaxation); answered by a `status` frame, or `error` `invalid_status` for another word. The status "
+        "already stored changes nothing. An operator changes status at most "
+        f"{AGENT_STATUS_CHANGES_PER_MINUTE} times a minute over all their "
+        "sockets of the widget: past that the frame is answered `error` `rate_limited`, nothing changes and "
+        "the socket stays open.",
         "payload": _client_frame("status", {"status": {"type": "string", "enum": ["online", "away"]}}, ["status"]),
     },
     "pingClientFrame": {

@@ -16,8 +16,9 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from apps.agents import presence
+from apps.agents import services as agent_services
 from apps.agents.consumers import AgentConsumer
-from apps.agents.models import Agent
+from apps.agents.models import Agent, AgentEvent
 from apps.agents.presence import SOCKET_TTL_SECONDS
 from apps.agents.tasks_presence import reap_presence
 from apps.agents.tests.factories import HumanAgentFactory
@@ -364,6 +365,53 @@ def test_the_status_frame_switches_the_agent_between_online_and_away(widget, ope
         await again[0].disconnect()
 
     run(scenario)
+
+
+def status_writes(operator) -> int:
+    return AgentEvent.objects.filter(agent_id=operator.pk).count()
+
+
+def test_a_status_change_is_answered_logged_and_purges_the_cache(widget, operator, purges):
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.send_json_to({"type": "status", "status": "away"})
+        assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "status", "status": "away"}
+        assert await database_sync_to_async(status_writes)(operator) == 1
+        await socket.disconnect()
+
+    run(scenario)
+    assert purges.count(widget.pk) >= 1
+
+
+def test_the_status_already_stored_is_answered_and_writes_nothing(widget, operator, purges):
+    async def scenario():
+        socket = await open_socket(operator.user)
+        for _ in range(5):
+            await socket.send_json_to({"type": "status", "status": "online"})
+            assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "status", "status": "online"}
+        await socket.disconnect()
+
+    run(scenario)
+    assert status_writes(operator) == 0 and purges == []
+
+
+def test_a_status_change_past_the_budget_is_rate_limited_writes_nothing_and_the_socket_stays_open(
+    widget, operator, purges
+):
+    agent_services.STATUS_CHANGE_BUDGET.consume(widget.pk, operator.pk, cost=agent_services.STATUS_CHANGE_BUDGET.limit)
+
+    async def scenario():
+        socket = await open_socket(operator.user)
+        await socket.send_json_to({"type": "status", "status": "away"})
+        answer = await socket.receive_json_from(timeout=TIMEOUT)
+        assert answer["event"] == "error" and answer["code"] == "rate_limited" and "retry in" in answer["detail"]
+        assert (await database_sync_to_async(Agent.objects.get)(pk=operator.pk)).status == Agent.Status.ACTIVE
+        await socket.send_json_to({"type": "ping"})
+        assert await socket.receive_json_from(timeout=TIMEOUT) == {"event": "pong"}
+        await socket.disconnect()
+
+    run(scenario)
+    assert status_writes(operator) == 0 and purges == []
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 from datetime import timedelta
 
 import pytest
+import time_machine
+from django.conf import settings
 from django.core import mail
 from django.utils import timezone
 
@@ -15,7 +17,7 @@ from apps.agents.tests.factories import (
     HumanAgentFactory,
     InvitationFactory,
 )
-from apps.core.errors import Conflict
+from apps.core.errors import Conflict, RateLimited
 from apps.core.testing.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
@@ -76,6 +78,52 @@ def test_relaxation_and_back_are_logged_and_purge_the_cache(widget, purges):
     slugs = [events_log.slug_of(e.type_code) for e in AgentEvent.objects.filter(agent=agent).order_by("id")]
     assert slugs == ["status_relaxation", "status_active"]
     assert purges.count(widget.pk) == 2
+
+
+def test_the_status_an_agent_already_has_writes_nothing_and_spends_nothing(widget, purges):
+    agent = AgentFactory(widget=widget, status=Agent.Status.ACTIVE)
+    for _ in range(services.STATUS_CHANGE_BUDGET.limit + 1):
+        services.set_agent_status(widget=widget, agent=agent, status="active")
+    assert not AgentEvent.objects.filter(agent=agent).exists()
+    assert purges == []
+    services.set_agent_status(widget=widget, agent=agent, status="relaxation")  # the budget is whole
+    assert AgentEvent.objects.filter(agent=agent).count() == 1
+
+
+def spend_status_budget(widget, agent) -> None:
+    for n in range(services.STATUS_CHANGE_BUDGET.limit):
+        services.set_agent_status(widget=widget, agent=agent, status="relaxation" if n % 2 == 0 else "active")
+
+
+def test_a_status_change_past_the_budget_is_refused_and_writes_nothing(widget, purges):
+    agent = AgentFactory(widget=widget, status=Agent.Status.ACTIVE)
+    spend_status_budget(widget, agent)
+    status, events, purged = Agent.objects.get(pk=agent.pk).status, AgentEvent.objects.count(), len(purges)
+    flipped = Agent.Status.ACTIVE if status == Agent.Status.RELAXATION else Agent.Status.RELAXATION
+    with pytest.raises(RateLimited) as refused:
+        services.set_agent_status(widget=widget, agent=agent, status=flipped)
+    assert refused.value.code == "rate_limited" and "retry in" in refused.value.detail
+    assert Agent.objects.get(pk=agent.pk).status == status
+    assert AgentEvent.objects.count() == events and len(purges) == purged
+
+
+def test_the_status_budget_is_each_agents_own(widget):
+    agent = HumanAgentFactory(widget=widget, status=Agent.Status.ACTIVE)
+    spend_status_budget(widget, agent)
+    colleague = HumanAgentFactory(widget=widget, status=Agent.Status.ACTIVE)
+    same_user_elsewhere = HumanAgentFactory(widget=WidgetFactory(), user=agent.user, status=Agent.Status.ACTIVE)
+    for other in (colleague, same_user_elsewhere):
+        services.set_agent_status(widget=other.widget, agent=other, status="relaxation")
+        assert Agent.objects.get(pk=other.pk).status == Agent.Status.RELAXATION
+
+
+@pytest.mark.skipif(bool(settings.REDIS_URL), reason="Redis budgets read the Redis server's clock")
+def test_the_status_budget_frees_up_after_a_minute(widget):
+    agent = AgentFactory(widget=widget, status=Agent.Status.ACTIVE)
+    spend_status_budget(widget, agent)
+    with time_machine.travel(timezone.now() + timedelta(seconds=61), tick=False):
+        services.set_agent_status(widget=widget, agent=agent, status="relaxation")
+    assert Agent.objects.get(pk=agent.pk).status == Agent.Status.RELAXATION
 
 
 def test_console_status_cannot_unban(widget):
