@@ -10,11 +10,15 @@ never a replayed success. Rows older than 24 h are purged by a beat job and igno
 
 A replaying operation (a signed call's `request_id`, apps.support) claims its key the same way with
 `claim_or_answer` and records its answer with the claim: a repeat within 24 h gets that answer and
-changes nothing.
+changes nothing. Its key is `derived_key(...)`, which starts with DERIVED_PREFIX: that holds an ASCII
+space, which `validate_key` refuses in a header key, so the two kinds share the table (one unique
+index per widget) without a client's header key ever taking a derived key or answering for one.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import timedelta
 
 from django.conf import settings
@@ -26,6 +30,18 @@ from apps.core.models import IdempotencyKey, Widget
 
 HEADER = "X-Service-Idempotency-Key"
 META_KEY = "HTTP_X_SERVICE_IDEMPOTENCY_KEY"
+
+
+# The start of every derived key: the space keeps it out of any header key's reach (validate_key).
+DERIVED_PREFIX = "derived "
+
+
+def derived_key(*parts: str) -> str:
+    """The key a replaying operation claims for `parts` (a signed call's endpoint and `request_id`):
+    DERIVED_PREFIX and the unpadded base64url SHA-256 of the parts joined by newlines, 51 characters
+    whatever the parts' length."""
+    digest = hashlib.sha256("\n".join(parts).encode()).digest()
+    return DERIVED_PREFIX + base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def validate_key(raw: str | None) -> str:
@@ -108,8 +124,9 @@ def answer_of(*, widget: Widget, key: str) -> dict | None:
 def claim_or_answer(*, widget: Widget, key: str, method: str, path: str) -> IdempotencyKey | dict:
     """For a replaying operation: claim `key` (the claim row, to `record` with `answer=`), or return
     the answer recorded under it within 24 h. Must run inside the operation's transaction; a
-    concurrent first call with the key is waited for. A key that holds no answer (a header key of
-    the same value) is 409 `idempotency_key_reused`."""
+    concurrent first call with the key is waited for. A claimed key that holds no answer is 409
+    `idempotency_key_reused` (none is committed without one: the answer is recorded in the claim's
+    transaction)."""
     try:
         return claim(widget=widget, key=key, method=method, path=path)
     except IdempotencyKeyReused as reused:

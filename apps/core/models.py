@@ -106,8 +106,9 @@ class ApiToken(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """A claimed `X-Service-Idempotency-Key`, unique per widget, or the key of a signed call's
-    `request_id` (apps.support), whose repeat answers the stored `answer`.
+    """A claimed `X-Service-Idempotency-Key`, unique per widget, or the derived key of a signed
+    call's `request_id` (apps.support; `idempotency.derived_key`, which no header key can equal),
+    whose repeat answers the stored `answer`.
 
     The row is inserted before the operation's work in the same transaction, so of two concurrent
     requests with one key exactly one can win; a failed operation rolls its claim back.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 from django.db import transaction
@@ -49,8 +48,8 @@ class TargetNotSupportedYet(ValidationFailed):
 
 def _request_key(endpoint: str, request_id: str) -> str:
     """The idempotency key of a signed call: its endpoint and `request_id` (up to 128 characters)
-    as the 64 hex digits apps.core.idempotency keys hold."""
-    return hashlib.sha256(f"{endpoint}\n{request_id}".encode()).hexdigest()
+    as a derived key, which no `X-Service-Idempotency-Key` can equal."""
+    return idempotency.derived_key(endpoint, request_id)
 
 
 def remembered(*, widget: Widget, endpoint: str, request_id: str) -> dict | None:

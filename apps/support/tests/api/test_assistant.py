@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import time
@@ -99,6 +100,40 @@ def test_intake_is_idempotent_on_request_id(app):
     again = app.post("tickets", intake(1)).json()
     assert again == first
     assert Message.objects.filter(chat_id=first["chat_id"]).count() == 1
+
+
+NOTES = "/api/v1/_test/notes"
+
+
+def digest_of(endpoint: str, request_id: str) -> str:
+    """The 64 hex digits a signed call's `request_id` was once stored under: a valid header key."""
+    return hashlib.sha256(f"{endpoint}\n{request_id}".encode()).hexdigest()
+
+
+def note_with_key(api, key: str):
+    return api().post(NOTES, {"title": "n"}, format="json", HTTP_X_SERVICE_IDEMPOTENCY_KEY=key)
+
+
+def test_a_header_key_equal_to_a_request_ids_digest_leaves_the_signed_call_alone(app, api):
+    assert note_with_key(api, digest_of("tickets", "req-1")).status_code == 201
+    response = app.post("tickets", intake(1))
+    assert response.status_code == 200, response.content
+    assert response.json()["created"] is True
+    assert app.post("tickets", intake(1)).json() == response.json()
+
+
+def test_a_signed_calls_key_leaves_a_header_key_of_its_digest_alone(app, api):
+    assert app.post("tickets", intake(1)).status_code == 200
+    response = note_with_key(api, digest_of("tickets", "req-1"))
+    assert response.status_code == 201, response.content
+
+
+def test_no_header_key_can_be_a_signed_calls_key(app, api):
+    key = idempotency.derived_key("tickets", "req-1")
+    assert key.startswith(idempotency.DERIVED_PREFIX)
+    assert_problem(note_with_key(api, key), 400, "invalid_idempotency_key")
+    assert app.post("tickets", intake(1)).status_code == 200
+    assert_problem(note_with_key(api, key), 400, "invalid_idempotency_key")
 
 
 def test_intake_is_limited_to_10_per_hour_per_account(app):
