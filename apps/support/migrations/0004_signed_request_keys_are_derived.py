@@ -5,8 +5,9 @@ from django.conf import settings
 from django.db import migrations
 from django.utils import timezone
 
-# As apps.core.idempotency derives them: a signed call's key was the 64 hex digits of the SHA-256 of
-# its endpoint and `request_id`; it is now this prefix and the same digest in unpadded base64url.
+# Forwards, a signed call's key goes from the 64 hex digits of the SHA-256 of its endpoint and
+# `request_id` to apps.core.idempotency.derived_key's spelling: this prefix and the same digest in
+# unpadded base64url. Backwards, the other way.
 PREFIX = "derived "
 SIGNED_PATHS = "/api/v1/ai/assistant/"
 HEX = frozenset("0123456789abcdef")
