@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
 from apps.core.errors import ValidationFailed
 
 from . import services
@@ -102,7 +102,7 @@ class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
 
 
 @admin.register(IntegrationBinding)
-class IntegrationBindingAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class IntegrationBindingAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: a binding is written by the API (`services.bind_integration` checks the token's
     scopes and the credential; DELETE then POST rotates). Deleting one here unbinds, as DELETE does.
 
@@ -114,11 +114,7 @@ class IntegrationBindingAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     fields = ("widget", "provider", "api_token", "assistant", "credential", "created_at")
     readonly_fields = fields
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    deletable = True
 
 
 @admin.register(Alert)

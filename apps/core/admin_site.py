@@ -71,6 +71,24 @@ class IssuableWidgetsOnly:
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+class ReadOnlyAdmin:
+    """ModelAdmin mixin for rows written elsewhere (a service, the engine, the API): admin adds and
+    changes none. `deletable` says whether a staff user holding the delete permission may delete
+    one here (a log that is the trail of access is never deleted). Viewing follows Django's view
+    permission (or the change permission), as on every page."""
+
+    deletable = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return self.deletable and super().has_delete_permission(request, obj)
+
+
 class CountsWhatGoesAlong:
     """ModelAdmin mixin for a model whose rows take many others along when deleted (a widget's
     chats, a subscription's delivery log). The confirmation page counts the rows each would take

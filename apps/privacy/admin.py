@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 
 from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
 from apps.core.errors import NotFound
 from apps.erasure.models import PendingErasure
 from apps.erasure.selectors import not_erasing
@@ -91,24 +91,15 @@ class RetentionPolicyAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
 
 @admin.register(PendingErasure)
-class PendingErasureAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class PendingErasureAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """Erasures accepted and not finished yet (read-only: the worker removes each row when done)."""
 
     list_display = ("contact_id", "widget", "source", "requested_at", "runs")
     readonly_fields = ("widget", "contact_id", "source", "requested_at", "runs")
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class AuditEntryAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: rows are written by `apps.audit.services.record` only.
 
     SECURITY: a row repeats what the audited pages hold (webhook urls, a credential's base_url, the
@@ -120,12 +111,3 @@ class AuditEntryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     search_fields = ("action", "actor_name", "target_id")
     date_hierarchy = "at"
     readonly_fields = [f.name for f in AuditEntry._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
 
 from .config import KNOWN_KEYS, ConfigInvalid, clean_config, config_payload
 from .models import SupportAction, SupportClaim, SupportConfig, Ticket
@@ -66,7 +66,7 @@ class SupportConfigAdmin(IssuableWidgetsOnly, AuditedAdmin):
 
 
 @admin.register(SupportAction)
-class SupportActionAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class SupportActionAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """The log of what support tokens did in a widget's chats: read-only, never deleted here (it is
     the trail of access to a tenant's data), limited to the staff user's issuable widgets."""
 
@@ -84,29 +84,16 @@ class SupportActionAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_filter = ("outcome", "kind", "is_support_reply")
     search_fields = ("token_prefix", "service_agent", "reason")
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(SupportClaim)
-class SupportClaimAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class SupportClaimAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """Read-only: a lease lets a support token answer a chat, so it is taken and released by the
     support API's services only."""
 
     list_display = ("chat", "widget", "service_agent", "claimed_at", "expires_at", "released_at")
     raw_id_fields = ("chat", "widget", "token")
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    deletable = True
 
 
 @admin.register(Ticket)

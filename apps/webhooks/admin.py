@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import CountsWhatGoesAlong, IssuableWidgetsOnly
+from apps.core.admin_site import CountsWhatGoesAlong, IssuableWidgetsOnly, ReadOnlyAdmin
 from apps.core.errors import ValidationFailed
 
 from .models import Delivery, EventSwitch, Subscription
@@ -50,7 +50,7 @@ class SubscriptionAdmin(IssuableWidgetsOnly, CountsWhatGoesAlong, AuditedAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class DeliveryAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     """The delivery log, read-only (the engine writes it). SECURITY: a row names its subscription's
     url, so a staff user reads only the log of the widgets the subscription page reaches."""
 
@@ -59,8 +59,4 @@ class DeliveryAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     exclude = ("body",)
     readonly_fields = [f.name for f in Delivery._meta.fields if f.name != "body"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    deletable = True
