@@ -3,14 +3,18 @@ from datetime import UTC, datetime
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
+from apps.core.admin_site import IssuableWidgetsOnly
 
 from .hours import state_at
 from .models import BusinessHours, WidgetIcon, WidgetSettings
 
 
-class _ApiWrittenAdmin(AuditedAdmin):
+class _ApiWrittenAdmin(IssuableWidgetsOnly, AuditedAdmin):
     """A widget's row the API writes: admin adds none and never moves one to another widget (the
-    widget is the primary key); a deletion is audited with the staff user."""
+    widget is the primary key); a deletion is audited with the staff user.
+
+    SECURITY: the settings and hours decide what a widget shows its visitors, so a staff user
+    reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
 
     def has_add_permission(self, request):
         return False
@@ -31,11 +35,18 @@ class WidgetSettingsAdmin(_ApiWrittenAdmin):
 
 
 @admin.register(WidgetIcon)
-class WidgetIconAdmin(admin.ModelAdmin):
+class WidgetIconAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Uploaded launcher icons, limited to the staff user's issuable widgets. Icons are added
+    through POST /v1/widget/icons only (`services.add_icon` checks the content and writes the public
+    copy the visitor widget loads); an icon keeps its widget and its file."""
+
     list_display = ("id", "widget", "file", "format", "animated", "width", "height", "created_at")
     list_filter = ("format", "animated")
     raw_id_fields = ("widget", "file")
-    readonly_fields = ("image", "format", "animated", "width", "height", "created_at")
+    readonly_fields = ("file", "image", "format", "animated", "width", "height", "created_at")
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(BusinessHours)
