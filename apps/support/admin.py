@@ -9,9 +9,13 @@ import json
 from django import forms
 from django.contrib import admin
 
+from apps.audit import services as audit
 from apps.audit.admin import AuditedAdmin
 from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
+from apps.core.errors import AppError, flatten_errors
 
+from . import services
+from .api.tickets import TicketCloseInput, TicketReopenInput
 from .config import KNOWN_KEYS, ConfigInvalid, clean_config, config_payload
 from .models import SupportAction, SupportClaim, SupportConfig, Ticket
 
@@ -96,8 +100,124 @@ class SupportClaimAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
     deletable = True
 
 
+class TicketChangeForm(forms.ModelForm):
+    """A ticket's state changes through the support API's services only: closing
+    (`services.close_ticket`, with a reason, and `duplicate_of` for a duplicate) and reopening
+    (`services.reopen_ticket`). The form checks the API's input (`TicketCloseInput`,
+    `TicketReopenInput`) and the service's refusals (`check_close`, `check_reopen`) on the stored
+    ticket, so a refused change is a form error and changes nothing. The reason and `duplicate_of`
+    change with the state only."""
+
+    note = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Added to the ticket's agent notes with the change, as the API's `note`.",
+    )
+
+    class Meta:
+        model = Ticket
+        fields = ("state", "reason", "duplicate_of")
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        stored = Ticket.objects.select_related("widget", "chat").get(pk=self.instance.pk)
+        state = data.get("state")
+        if state == stored.state:
+            for name in ("reason", "duplicate_of"):
+                if name in self.changed_data:
+                    self.add_error(name, "Changes only as the ticket is closed; reopen it first.")
+            if data.get("note"):
+                self.add_error("note", "A note goes with closing or reopening the ticket.")
+            return data
+        body = {"note": data.get("note") or ""}
+        if state == Ticket.State.CLOSED:
+            body["reason"] = data.get("reason") or ""
+            if data.get("duplicate_of") is not None:
+                body["duplicate_of"] = data["duplicate_of"]
+            serializer = TicketCloseInput(data=body)
+        else:
+            serializer = TicketReopenInput(data=body)
+        if not serializer.is_valid():
+            for path, messages in flatten_errors(serializer.errors).items():
+                field = path.split(".")[0]
+                self.add_error(field if field in self.fields else None, messages)
+            return data
+        self.transition = dict(serializer.validated_data)
+        try:
+            if state == Ticket.State.CLOSED:
+                services.check_close(
+                    widget=stored.widget,
+                    ticket=stored,
+                    reason=self.transition["reason"],
+                    duplicate_of=self.transition.get("duplicate_of"),
+                )
+            else:
+                services.check_reopen(widget=stored.widget, ticket=stored)
+        except AppError as exc:
+            for key, messages in (exc.errors or {"__all__": [exc.detail]}).items():
+                self.add_error(key if key in self.fields else None, messages)
+        return data
+
+    def apply(self, *, ticket: Ticket, staff_name: str) -> Ticket:
+        """The checked transition through its service; the service checks again under its locks."""
+        transition = getattr(self, "transition", None)
+        if transition is None:
+            return ticket
+        agent = staff_name[:48]
+        if "reason" in transition:
+            return services.close_ticket(
+                widget=ticket.widget,
+                ticket=ticket,
+                reason=transition["reason"],
+                service_agent=agent,
+                duplicate_of=transition.get("duplicate_of"),
+                note=transition.get("note", ""),
+            )
+        return services.reopen_ticket(
+            widget=ticket.widget, ticket=ticket, service_agent=agent, note=transition.get("note", "")
+        )
+
+
 @admin.register(Ticket)
-class TicketAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class TicketAdmin(IssuableWidgetsOnly, AuditedAdmin):
+    """Tickets are filed by the signed intake (`services.file_ticket`) only, so admin adds none. A
+    change of state goes through the support API's close and reopen services (TicketChangeForm);
+    every other field is read here. Changes and deletions are audited with the staff user."""
+
+    form = TicketChangeForm
+    audit_target = "support_ticket"
     list_display = ("number", "widget", "state", "reason", "priority", "held_for_owner", "created_at")
     list_filter = ("state", "reason")
     raw_id_fields = ("chat", "widget")
+    readonly_fields = (
+        "widget",
+        "number",
+        "chat",
+        "app_user_id",
+        "priority",
+        "held_for_owner",
+        "source",
+        "category",
+        "subject",
+        "opening_message",
+        "previous_numbers",
+        "agent_notes",
+        "context",
+        "created_at",
+        "updated_at",
+        "closed_at",
+    )
+
+    def has_add_permission(self, request):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        before = audit.values(Ticket.objects.get(pk=obj.pk))
+        ticket = form.apply(
+            ticket=Ticket.objects.select_related("widget", "chat").get(pk=obj.pk),
+            staff_name=request.user.get_username(),
+        )
+        obj.refresh_from_db()
+        self._audit(ticket, "changed", before, audit.values(ticket), always=False)

@@ -40,5 +40,7 @@ from .tickets import AccountHasOpenTicket as AccountHasOpenTicket
 from .tickets import ReopenWindowPassed as ReopenWindowPassed
 from .tickets import TicketClosed as TicketClosed
 from .tickets import TicketOpen as TicketOpen
+from .tickets import check_close as check_close
+from .tickets import check_reopen as check_reopen
 from .tickets import close_ticket as close_ticket
 from .tickets import reopen_ticket as reopen_ticket

@@ -57,6 +57,38 @@ def _note(ticket: Ticket, *, note: str, service_agent: str, now, action: str) ->
         ticket.agent_notes = [*ticket.agent_notes, entry]
 
 
+def check_close(
+    *,
+    widget: Widget,
+    ticket: Ticket,
+    reason: str,
+    duplicate_of: int | None = None,
+    claim_id: str | None = None,
+    now=None,
+) -> None:
+    """The refusals of `close_ticket` for `ticket` as read (no lock, no write): Django admin's form
+    asks it first, and `close_ticket` asks it again under its locks."""
+    now = now or timezone.now()
+    if ticket.state == Ticket.State.CLOSED:
+        raise TicketClosed("The ticket is already closed.")
+    _lease_allows(ticket.chat, claim_id, now)
+    if reason == Ticket.Reason.DUPLICATE and duplicate_of is not None:
+        if duplicate_of == ticket.number or not Ticket.objects.filter(widget=widget, number=duplicate_of).exists():
+            raise ValidationFailed("Unknown ticket.", errors={"duplicate_of": ["No such other ticket."]})
+
+
+def check_reopen(*, widget: Widget, ticket: Ticket, claim_id: str | None = None, now=None) -> None:
+    """The refusals of `reopen_ticket` for `ticket` as read (no lock, no write), as `check_close`."""
+    now = now or timezone.now()
+    if ticket.state == Ticket.State.OPEN:
+        raise TicketOpen("The ticket is open.")
+    if ticket.closed_at is None or now - ticket.closed_at > TICKET_REOPEN_WINDOW:
+        raise ReopenWindowPassed("A ticket can be reopened within 7 days of closing.")
+    _lease_allows(ticket.chat, claim_id, now)
+    if Ticket.objects.filter(widget=widget, app_user_id=ticket.app_user_id, state=Ticket.State.OPEN).exists():
+        raise AccountHasOpenTicket("The account already has an open ticket.")
+
+
 @transaction.atomic
 def close_ticket(
     *,
@@ -72,12 +104,7 @@ def close_ticket(
     chat_services.lock_chat(widget=widget, chat=ticket.chat)
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk, widget=widget)
     now = timezone.now()
-    if ticket.state == Ticket.State.CLOSED:
-        raise TicketClosed("The ticket is already closed.")
-    _lease_allows(ticket.chat, claim_id, now)
-    if reason == Ticket.Reason.DUPLICATE and duplicate_of is not None:
-        if duplicate_of == ticket.number or not Ticket.objects.filter(widget=widget, number=duplicate_of).exists():
-            raise ValidationFailed("Unknown ticket.", errors={"duplicate_of": ["No such other ticket."]})
+    check_close(widget=widget, ticket=ticket, reason=reason, duplicate_of=duplicate_of, claim_id=claim_id, now=now)
     ticket.state, ticket.reason, ticket.closed_at, ticket.updated_at = Ticket.State.CLOSED, reason, now, now
     ticket.held_for_owner = False
     ticket.duplicate_of = duplicate_of if reason == Ticket.Reason.DUPLICATE else None
@@ -95,13 +122,7 @@ def reopen_ticket(
     chat_services.lock_chat(widget=widget, chat=ticket.chat)
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk, widget=widget)
     now = timezone.now()
-    if ticket.state == Ticket.State.OPEN:
-        raise TicketOpen("The ticket is open.")
-    if ticket.closed_at is None or now - ticket.closed_at > TICKET_REOPEN_WINDOW:
-        raise ReopenWindowPassed("A ticket can be reopened within 7 days of closing.")
-    _lease_allows(ticket.chat, claim_id, now)
-    if Ticket.objects.filter(widget=widget, app_user_id=ticket.app_user_id, state=Ticket.State.OPEN).exists():
-        raise AccountHasOpenTicket("The account already has an open ticket.")
+    check_reopen(widget=widget, ticket=ticket, claim_id=claim_id, now=now)
     ticket.state, ticket.reason, ticket.closed_at, ticket.updated_at = Ticket.State.OPEN, "", None, now
     ticket.duplicate_of = None
     _note(ticket, note=note, service_agent=service_agent, now=now, action="reopen")

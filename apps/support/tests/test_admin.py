@@ -120,3 +120,142 @@ def test_a_support_lease_is_not_written_in_admin(widget):
         },
     )
     assert response.status_code == 403 and not SupportClaim.objects.exists()
+
+
+# --- tickets: state changes through the support API's services --------------------------------------
+
+
+TICKET_PERMS = ("view_ticket", "change_ticket", "add_ticket", "delete_ticket")
+
+
+def ticket(widget, number=1, *, user="u1", state="open", closed_ago=None):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.chats.tests.factories import ChatFactory, ContactFactory
+    from apps.support.models import Ticket
+
+    closed_at = timezone.now() - closed_ago if closed_ago is not None else None
+    if state == "closed" and closed_at is None:
+        closed_at = timezone.now() - timedelta(hours=1)
+    return Ticket.objects.create(
+        widget=widget,
+        number=number,
+        chat=ChatFactory(contact=ContactFactory(widget=widget)),
+        app_user_id=user,
+        state=state,
+        reason="resolved" if state == "closed" else "",
+        held_for_owner=state == "open",
+        closed_at=closed_at,
+    )
+
+
+def change(client, row, **data):
+    body = {"state": row.state, "reason": row.reason, "duplicate_of": "", "note": "", **data}
+    return client.post(f"/admin/support/ticket/{row.pk}/change/", body)
+
+
+def test_closing_a_ticket_in_admin_goes_through_the_close_service(widget):
+    from apps.audit.models import AuditEntry
+
+    row = ticket(widget)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="closed", reason="resolved", note="done by phone")
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert (row.state, row.reason, row.held_for_owner) == ("closed", "resolved", False)
+    assert row.closed_at is not None
+    assert [(n["action"], n["note"]) for n in row.agent_notes] == [("close", "done by phone")]
+    entry = AuditEntry.objects.get(widget=widget, action="support_ticket.changed")
+    assert entry.actor_type == "staff" and entry.changes["state"] == {"from": "open", "to": "closed"}
+
+
+@pytest.mark.parametrize("reason", ["", "answered"])
+def test_closing_takes_one_of_the_four_reasons_of_the_api(widget, reason):
+    row = ticket(widget)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="closed", reason=reason)
+    assert response.status_code == 200 and "reason" in response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert row.state == "open" and row.closed_at is None
+
+
+def test_a_duplicate_names_another_ticket_of_the_widget(widget, other_widget):
+    row = ticket(widget)
+    ticket(other_widget, number=7)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="closed", reason="duplicate", duplicate_of="7")
+    assert response.status_code == 200 and "duplicate_of" in response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert row.state == "open"
+
+
+def test_reopening_in_admin_goes_through_the_reopen_service(widget):
+    row = ticket(widget, state="closed")
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    assert change(client, row, state="open").status_code == 302
+    row.refresh_from_db()
+    assert (row.state, row.reason, row.closed_at) == ("open", "", None)
+
+
+def test_a_ticket_is_not_reopened_past_the_window(widget):
+    from datetime import timedelta
+
+    row = ticket(widget, state="closed", closed_ago=timedelta(days=8))
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="open")
+    assert response.status_code == 200 and "7 days" in response.content.decode()
+    row.refresh_from_db()
+    assert row.state == "closed"
+
+
+def test_a_ticket_is_not_reopened_while_its_account_has_an_open_one(widget):
+    row = ticket(widget, state="closed")
+    ticket(widget, number=2)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="open")
+    assert response.status_code == 200 and "already has an open ticket" in response.content.decode()
+    row.refresh_from_db()
+    assert row.state == "closed"
+
+
+def test_the_reason_changes_only_with_the_state(widget):
+    row = ticket(widget, state="closed")
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, reason="false_positive")
+    assert response.status_code == 200 and "reason" in response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert row.reason == "resolved"
+
+
+def test_only_the_state_is_changed_in_admin(widget):
+    row = ticket(widget)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    form = client.get(f"/admin/support/ticket/{row.pk}/change/").context["adminform"].form
+    assert set(form.fields) == {"state", "reason", "duplicate_of", "note"}
+    change(client, row, priority="high", held_for_owner="", app_user_id="u2")
+    row.refresh_from_db()
+    assert (row.priority, row.held_for_owner, row.app_user_id) == ("normal", True, "u1")
+
+
+def test_admin_adds_no_ticket(widget):
+    from apps.chats.tests.factories import ChatFactory, ContactFactory
+    from apps.support.models import Ticket
+
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    chat = ChatFactory(contact=ContactFactory(widget=widget))
+    response = client.post(
+        "/admin/support/ticket/add/",
+        {"widget": widget.pk, "number": 1, "chat": chat.pk, "app_user_id": "u1", "state": "open"},
+    )
+    assert response.status_code == 403 and not Ticket.objects.exists()
+
+
+def test_another_accounts_ticket_is_not_shown_or_changed(widget, other_widget):
+    theirs = ticket(other_widget)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, theirs, state="closed", reason="resolved")
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    theirs.refresh_from_db()
+    assert theirs.state == "open"
