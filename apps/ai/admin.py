@@ -2,10 +2,11 @@ from django import forms
 from django.contrib import admin
 
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin, show_errors
 from apps.core.errors import ValidationFailed
 
 from . import services
+from .api.serializers import AssistantInput, PhrasesInput, SettingsPatchInput
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
 
 # The API's error keys and the admin form's field names of a credential.
@@ -13,21 +14,115 @@ _FIELD_OF = {"assistant_id": "assistant", "operator_id": "operator", "backup_cre
 _EDITABLE = ("base_url", "model", "is_active", "assistant", "operator", "backup_credential")
 
 
+# What the API writes of the settings and of an assistant, with its rules (`XInput`).
+_SWITCHES = tuple(SettingsPatchInput().fields)
+_ASSISTANT_FIELDS = tuple(AssistantInput().fields)
+# The legacy texts only seed an assistant (POST /ai/settings/migrate): an assistant's limits apply.
+_LEGACY = {"legacy_persona": "persona", "legacy_system_prompt": "system_prompt", "legacy_greeting": "greeting"}
+
+
+class AiSettingsForm(forms.ModelForm):
+    """The API's rules on every field: the switches by `SettingsPatchInput` (PATCH /v1/ai/settings),
+    the phrases by `PhrasesInput` and `services.phrase_overrides` (PUT /v1/ai/messages), the legacy
+    texts by the assistant's (`AssistantInput`). A refused value is a form error and changes nothing."""
+
+    class Meta:
+        model = AiSettings
+        fields = ("widget", *_SWITCHES, *_LEGACY, "phrases")
+
+    def clean(self):
+        data = super().clean()
+        checked = SettingsPatchInput(data={name: data[name] for name in _SWITCHES if name in data})
+        if not checked.is_valid():
+            show_errors(self, checked.errors)
+        legacy = AssistantInput(data={api: data[name] for name, api in _LEGACY.items() if name in data}, partial=True)
+        if not legacy.is_valid():
+            show_errors(self, legacy.errors, field_of={api: name for name, api in _LEGACY.items()})
+        if "phrases" in data:
+            phrases = PhrasesInput(data=data["phrases"])
+            if not phrases.is_valid():
+                show_errors(self, {"phrases": phrases.errors})
+            else:
+                body = {key: None if langs is None else dict(langs) for key, langs in phrases.validated_data.items()}
+                try:
+                    data["phrases"] = services.phrase_overrides(body)
+                except ValidationFailed as exc:
+                    show_errors(self, {"phrases": exc.errors})
+        return data
+
+    def changes(self) -> dict:
+        names = (*_SWITCHES, *_LEGACY, "phrases")
+        return {name: self.cleaned_data[name] for name in names if name in self.cleaned_data}
+
+
 @admin.register(AiSettings)
 class AiSettingsAdmin(IssuableWidgetsOnly, AuditedAdmin):
+    """Saved through `services.update_settings`, as the API's PATCH (its audit row, the widget's
+    config event, `enabled_at` when the AI is switched on); deletions are audited by AuditedAdmin.
+
+    SECURITY: the settings decide whether and how a widget's AI answers its visitors, so a staff
+    user reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
+
+    form = AiSettingsForm
     audit_target = "ai_settings"
     list_display = ("widget", "enabled", "rag_enabled", "shadow_mode", "handover_summary", "updated_at")
     raw_id_fields = ("widget",)
+    readonly_fields = ("enabled_at", "updated_at")
+
+    def save_model(self, request, obj, form, change):
+        row = services.update_settings(widget=obj.widget, changes=form.changes())
+        obj.pk = row.pk
+        obj.refresh_from_db()
+
+
+class AssistantForm(forms.ModelForm):
+    """The API's rules (`AssistantInput`: text lengths, temperature 0 to 2, the provider among the
+    known ones, at most 50 triggers and 20 quick phrases, the seven languages); a refused value is a
+    form error and changes nothing. The values saved are the ones the API would store."""
+
+    class Meta:
+        model = Assistant
+        fields = ("widget", *_ASSISTANT_FIELDS)
+
+    def clean(self):
+        data = super().clean()
+        body = {name: data[name] for name in _ASSISTANT_FIELDS if name in data}
+        for name in ("provider", "model"):
+            if body.get(name) == "":
+                body[name] = None  # the API's "clear it"
+        checked = AssistantInput(data=body, partial=True)
+        if not checked.is_valid():
+            show_errors(self, checked.errors)
+            return data
+        data.update(checked.validated_data)
+        return data
+
+    def fields_given(self) -> dict:
+        return {name: self.cleaned_data[name] for name in _ASSISTANT_FIELDS if name in self.cleaned_data}
 
 
 @admin.register(Assistant)
 class AssistantAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
-    """SECURITY: an assistant's prompt decides what the widget's AI tells its visitors, so a staff
+    """Saved through `services.create_assistant` and `services.update_assistant`, as the API's (a
+    new default clears the others; the widget's config event).
+
+    SECURITY: an assistant's prompt decides what the widget's AI tells its visitors, so a staff
     user reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
 
+    form = AssistantForm
     list_display = ("name", "widget", "enabled", "is_default", "provider", "model", "created_at")
     list_filter = ("enabled", "is_default", "cite_sources")
     raw_id_fields = ("widget",)
+    readonly_fields = ("origin", "created_at", "updated_at")
+
+    def save_model(self, request, obj, form, change):
+        fields = form.fields_given()
+        if change:
+            changes = {name: value for name, value in fields.items() if name in form.changed_data}
+            services.update_assistant(widget=obj.widget, assistant=obj, changes=changes)
+        else:
+            obj.pk = services.create_assistant(widget=obj.widget, fields=fields).pk
+        obj.refresh_from_db()
 
 
 class CredentialChangeForm(forms.ModelForm):

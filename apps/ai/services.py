@@ -197,16 +197,23 @@ def patch_phrases(*, widget: Widget, body: dict) -> AiSettings:
     return row
 
 
-@transaction.atomic
-def replace_phrases(*, widget: Widget, body: dict) -> AiSettings:
-    """PUT: the body is the complete override set; omitted keys and languages are cleared."""
+def phrase_overrides(body: dict) -> dict:
+    """The stored overrides of a complete override set (PUT's body, or Django admin's field): texts
+    cleaned, 422 naming every bad path; null languages and empty keys dropped."""
     values = _check_phrase_values(body)
-    row = lock_settings(widget)
-    row.phrases = {
+    return {
         key: {lang: text for lang, text in langs.items() if text is not None}
         for key, langs in values.items()
         if langs and any(text is not None for text in langs.values())
     }
+
+
+@transaction.atomic
+def replace_phrases(*, widget: Widget, body: dict) -> AiSettings:
+    """PUT: the body is the complete override set; omitted keys and languages are cleared."""
+    overrides = phrase_overrides(body)
+    row = lock_settings(widget)
+    row.phrases = overrides
     row.save(update_fields=["phrases", "updated_at"])
     return row
 

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
+from .errors import flatten_errors
 from .ratelimit import Decision, SignInBudgets, client_address
 from .services import issuable_widgets, rows_referring_to
 
@@ -49,6 +50,19 @@ class AdminSite(admin.AdminSite):
         response = TemplateResponse(request, "admin/login_limited.html", context, status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+def show_errors(form, errors, *, field_of: dict[str, str] | None = None) -> None:
+    """Put the API's validation errors on a Django admin form: DRF's nested `serializer.errors` or
+    a `ValidationFailed`'s `errors`. Each goes under the form field its path starts with (renamed by
+    `field_of`), the rest of the path in its message; a path naming no form field is a non-field
+    error."""
+    for path, messages in flatten_errors(errors).items():
+        head, _, rest = path.partition(".")
+        field = (field_of or {}).get(head, head)
+        if rest:
+            messages = [f"{rest}: {message}" for message in messages]
+        form.add_error(field if field in form.fields else None, messages)
 
 
 class IssuableWidgetsOnly:

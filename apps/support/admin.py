@@ -11,8 +11,8 @@ from django.contrib import admin
 
 from apps.audit import services as audit
 from apps.audit.admin import AuditedAdmin
-from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
-from apps.core.errors import AppError, flatten_errors
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin, show_errors
+from apps.core.errors import AppError
 
 from . import services
 from .api.tickets import TicketCloseInput, TicketReopenInput
@@ -140,9 +140,7 @@ class TicketChangeForm(forms.ModelForm):
         else:
             serializer = TicketReopenInput(data=body)
         if not serializer.is_valid():
-            for path, messages in flatten_errors(serializer.errors).items():
-                field = path.split(".")[0]
-                self.add_error(field if field in self.fields else None, messages)
+            show_errors(self, serializer.errors)
             return data
         self.transition = dict(serializer.validated_data)
         try:
@@ -156,8 +154,7 @@ class TicketChangeForm(forms.ModelForm):
             else:
                 services.check_reopen(widget=stored.widget, ticket=stored)
         except AppError as exc:
-            for key, messages in (exc.errors or {"__all__": [exc.detail]}).items():
-                self.add_error(key if key in self.fields else None, messages)
+            show_errors(self, exc.errors or [exc.detail])
         return data
 
     def apply(self, *, ticket: Ticket, staff_name: str) -> Ticket:
