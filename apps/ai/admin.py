@@ -5,7 +5,7 @@ from apps.audit.admin import AuditedAdmin
 from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin, show_errors
 from apps.core.errors import ValidationFailed
 
-from . import services
+from . import selectors, services
 from .api.serializers import AssistantInput, PhrasesInput, SettingsPatchInput
 from .models import AiSettings, Alert, Assistant, Credential, DemandSignal, IntegrationBinding
 
@@ -123,6 +123,21 @@ class AssistantAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
         else:
             obj.pk = services.create_assistant(widget=obj.widget, fields=fields).pk
         obj.refresh_from_db()
+
+    def get_deleted_objects(self, objs, request):
+        # An assistant AI operators still run is "protected": the page refuses, as DELETE's 409.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for assistant in objs:
+            for operator in selectors.running_operators(assistant.widget, assistant):
+                protected.append(f"AI operator {operator.name} ({operator.pk}) runs {assistant.name}")
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request, obj):
+        services.delete_assistant(widget=obj.widget, assistant=obj)
+
+    def delete_queryset(self, request, queryset):
+        for assistant in queryset.select_related("widget"):
+            self.delete_model(request, assistant)
 
 
 class CredentialChangeForm(forms.ModelForm):

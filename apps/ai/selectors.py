@@ -102,6 +102,11 @@ def operators_of(widget: Widget, assistant: Assistant) -> QuerySet[Agent]:
     return ai_operators(widget).filter(ai_assistant_id=assistant.pk)
 
 
+def running_operators(widget: Widget, assistant: Assistant) -> QuerySet[Agent]:
+    """The AI operators that are not retired and answer with `assistant`: it is not deleted while any does."""
+    return operators_of(widget, assistant).exclude(status=Agent.Status.BANNED).order_by("id")
+
+
 def operator_payload(agent: Agent) -> dict:
     return {
         "id": agent.pk,

@@ -255,12 +255,7 @@ def update_assistant(*, widget: Widget, assistant: Assistant, changes: dict) -> 
 def delete_assistant(*, widget: Widget, assistant: Assistant) -> None:
     """Refused (409, naming them) while an AI operator that is not retired runs it."""
     lock_settings(widget)
-    running = list(
-        Agent.objects.filter(widget=widget, type=Agent.Type.AI, ai_assistant_id=assistant.pk)
-        .exclude(status=Agent.Status.BANNED)
-        .order_by("id")
-        .values("id", "name")
-    )
+    running = list(selectors.running_operators(widget, assistant).values("id", "name"))
     if running:
         raise AssistantInUse(
             "AI operators still run this assistant: " + ", ".join(f"{o['name']} ({o['id']})" for o in running) + ".",

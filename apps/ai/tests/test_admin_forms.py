@@ -182,3 +182,30 @@ def test_ai_settings_are_added_through_the_service(widget):
     response = client.post("/admin/ai/aisettings/add/", settings_form(widget=widget.pk, takeover_timeout_sec="45"))
     assert response.status_code == 302
     assert AiSettings.objects.get(widget=widget).takeover_timeout_sec == 45
+
+
+# --- deleting assistants --------------------------------------------------------------------------------------
+
+
+def test_an_assistant_an_ai_operator_runs_is_not_deleted(widget):
+    from apps.ai import services
+
+    mine = AssistantFactory(widget=widget)
+    services.create_operator(widget=widget, assistant=mine, name="Ava")
+    client = staff_client("ai", *PERMS, "delete_assistant", account_of=widget)
+    page = client.get(f"/admin/ai/assistant/{mine.pk}/delete/")
+    assert "Ava" in page.content.decode()
+    client.post(f"/admin/ai/assistant/{mine.pk}/delete/", {"post": "yes"})
+    client.post("/admin/ai/assistant/", {"action": "delete_selected", "_selected_action": [mine.pk], "post": "yes"})
+    assert Assistant.objects.filter(pk=mine.pk).exists()
+
+
+def test_an_assistant_only_retired_operators_ran_is_deleted_through_the_service(widget, emitted):
+    from apps.ai import services
+
+    mine = AssistantFactory(widget=widget)
+    services.create_operator(widget=widget, assistant=mine, name="Ava", status="retired")
+    client = staff_client("ai", *PERMS, "delete_assistant", account_of=widget)
+    assert client.post(f"/admin/ai/assistant/{mine.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Assistant.objects.filter(pk=mine.pk).exists()
+    assert events.WIDGET_CONFIG_CHANGED in emitted
