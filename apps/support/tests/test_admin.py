@@ -259,3 +259,15 @@ def test_another_accounts_ticket_is_not_shown_or_changed(widget, other_widget):
     assert response.status_code == 302 and response["Location"] == "/admin/"
     theirs.refresh_from_db()
     assert theirs.state == "open"
+
+
+def test_the_ticket_of_a_contact_under_erasure_reads_as_missing(widget):
+    from apps.erasure.models import PendingErasure
+
+    row = ticket(widget)
+    PendingErasure.objects.create(widget=widget, contact_id=row.chat.contact_id)
+    client = staff_client("support", *TICKET_PERMS, account_of=widget)
+    response = change(client, row, state="closed", reason="resolved")
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    row.refresh_from_db()
+    assert row.state == "open"
