@@ -4,10 +4,13 @@ The task body is called directly here (the worker only translates ids); `test_ru
 runs it in real Celery workers on PostgreSQL + Redis.
 """
 
+import uuid
 from collections import defaultdict
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -24,6 +27,7 @@ from apps.core.testing.concurrency import race
 from apps.core.testing.factories import AgentFactory
 from apps.core.testing.metrics import sample
 from apps.erasure.models import PendingErasure
+from apps.widget import selectors as widget_selectors
 from tests.llm_fake import ODD_SHAPES, odd_answer, ok, server_error, slow
 
 pytestmark = pytest.mark.django_db
@@ -622,30 +626,71 @@ def test_the_ai_does_not_answer_its_own_message(bot, widget, django_capture_on_c
 # the claim, the history, the typing mark; under the chat's lock: the chat, claim + newer + switch
 # (one read), the chat again and the message, the chat's last message, the outbox row, the chat's
 # statistics facts, its two daily rollups (one statement each), the chat's facts' message count
-# (apps.stats' handler), the claim's outcome.
+# (apps.stats' handler), the claim's outcome. The widget's business hours (whether people are there,
+# for the prompt and a hand-over's phrase) come from the cache the first answer filled.
 STATEMENTS_PER_ANSWER = 15
+# An answer that finds the hours no longer cached (HOURS_TTL ran out, or the entry was purged or
+# evicted) reads their row once more.
+HOURS_READ = 1
+# Noon in Moscow on a weekday: the statistics' day and the default hours do not change while a test runs.
+NOON = datetime(2026, 11, 4, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def own_cache(settings):
+    """A cache of this test only: the suite's cache store (files under VAR_DIR, or a Redis database)
+    is shared with every other test process using it, and each of their tests starts by clearing it."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": uuid.uuid4().hex}
+    }
 
 
 def statements(ctx) -> list[str]:
     return [q["sql"] for q in ctx.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
 
 
-@pytest.mark.parametrize("history", [1, 12])
-def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history, monkeypatch, provide_port):
-    provide_port(ports.EXTERNAL_ANSWERER, None)  # the built-in AI's statements only
-    first = visitor_writes(widget)
-    assert runtime.answer(message_id=first.pk) == "answered"
-    for i in range(history - 1):
-        chat_services.post_client_message(
-            widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body=f"And {i}?")
+def answer_counted(widget, *, history: int = 1, between=None) -> list[str]:
+    """A first answer, `history` more visitor messages, `between(traveller)`, then the statements of
+    the answer to the last one. The clock stands still from NOON unless `between` moves it."""
+    with time_machine.travel(NOON, tick=False) as traveller:
+        first = visitor_writes(widget)
+        assert runtime.answer(message_id=first.pk) == "answered"
+        for i in range(history - 1):
+            chat_services.post_client_message(
+                widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body=f"And {i}?")
+            )
+        message = chat_services.post_client_message(
+            widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
         )
-    message = chat_services.post_client_message(
-        widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
-    )
-    with CaptureQueriesContext(connection) as ctx:
-        assert runtime.answer(message_id=message.pk) == "answered"
-    assert len(statements(ctx)) == STATEMENTS_PER_ANSWER, "\n".join(statements(ctx))
+        if between is not None:
+            between(traveller)
+        with CaptureQueriesContext(connection) as ctx:
+            assert runtime.answer(message_id=message.pk) == "answered"
     assert Message.objects.filter(chat=message.chat, author_kind="ai").last().body == ANSWER
+    return statements(ctx)
+
+
+@pytest.mark.parametrize("history", [1, 12])
+def test_one_answer_costs_a_fixed_number_of_statements(bot, widget, history, own_cache, provide_port):
+    provide_port(ports.EXTERNAL_ANSWERER, None)  # the built-in AI's statements only
+    counted = answer_counted(widget, history=history)
+    assert len(counted) == STATEMENTS_PER_ANSWER, "\n".join(counted)
+
+
+def _hours_expired(traveller):
+    traveller.shift(widget_selectors.HOURS_TTL + 1)
+
+
+def _cache_emptied(traveller):
+    cache.clear()
+
+
+@pytest.mark.parametrize("miss", [_hours_expired, _cache_emptied])
+def test_an_answer_reads_the_business_hours_when_they_are_no_longer_cached(bot, widget, miss, own_cache, provide_port):
+    provide_port(ports.EXTERNAL_ANSWERER, None)
+    counted = answer_counted(widget, between=miss)
+    assert len(counted) == STATEMENTS_PER_ANSWER + HOURS_READ, "\n".join(counted)
+    assert sum('"widget_businesshours"' in sql for sql in counted) == HOURS_READ
 
 
 def _switch_off(bot):
