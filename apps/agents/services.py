@@ -23,7 +23,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import events
+from apps.core import events, ports
 from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, Conflict, ValidationFailed
 from apps.core.models import Account, Widget
@@ -59,6 +59,13 @@ class AgentNotDeletable(AppError):
     """The AI operator and the owner's own agent row cannot be deleted through the API."""
 
     status, code, title = 409, "agent_not_deletable", "This agent cannot be deleted"
+
+
+class AgentNotRestorable(AppError):
+    """The machine behind the agent is gone for good (a revoked external operator: revoked is final),
+    so its agent stays banned. Create a new operator instead."""
+
+    status, code, title = 409, "agent_not_restorable", "This agent cannot be restored"
 
 
 class MailFailed(AppError):
@@ -265,15 +272,23 @@ def delete_agent(*, widget: Widget, agent: Agent) -> Agent:
 
 @transaction.atomic
 def restore_agent(*, widget: Widget, agent: Agent) -> Agent:
-    """banned -> active. A human agent needs a free seat (409 seat_limit_reached otherwise);
-    restoring an agent that is not banned changes nothing."""
+    """banned -> active, or for a machine agent the status its app gives through the `agent_return`
+    port (an external operator's agent: what its lifecycle state gives, `relaxation` while paused or
+    testing). 409 seat_limit_reached when a human agent has no free seat; 409 agent_not_restorable
+    when the machine behind the agent is gone for good (a revoked external operator); a refusal
+    changes nothing. Restoring an agent that is not banned changes nothing."""
     account = _lock_account(widget) if agent.type == Agent.Type.HUMAN else None
     agent = _lock_agent(widget, agent)
     if agent.status != Agent.Status.BANNED:
         return agent
+    status = ports.lookup(ports.AGENT_RETURN, key=agent.type)(agent)
+    if status is None:
+        raise AgentNotRestorable("The operator behind this agent was revoked, which is final; create a new one.")
+    if status not in (Agent.Status.ACTIVE, Agent.Status.RELAXATION):
+        raise AssertionError(f"agent_return answered {status!r}: active, relaxation or None")
     if account is not None and selectors.seats_used(account) >= account.seats:
         raise SeatLimitReached(f"All {account.seats} seats of the account are in use.")
-    agent.status = Agent.Status.ACTIVE
+    agent.status = status
     agent.save(update_fields=["status"])
     record_agent_event(widget=widget, agent=agent, type="restored")
     _profile_changed(widget, agent)

@@ -175,6 +175,20 @@ ENDPOINT_KIND = declare(
     key="owner",
 )
 
+AGENT_RETURN = declare(
+    "agent_return",
+    """The status a banned machine agent returns to when restored, or None when it may not return.
+
+    Keyed by the agent's `type` (`webhook`): `fn(agent) -> "active" | "relaxation" | None`, asked by
+    `restore_agent` (apps.agents.services) with the agent's row locked. None refuses the restore (409
+    `agent_not_restorable`, nothing changes): the machine behind the agent is gone for good, as a
+    revoked external operator is. Without a provider for the type the agent returns `active`.""",
+    provided_by=("external",),
+    used_by="agents",
+    key="type",
+    default=lambda agent: "active",
+)
+
 WIDGET_CREDENTIAL = declare(
     "widget_credential",
     """Whether the widget has an active widget-wide AI provider credential.

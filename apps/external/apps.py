@@ -7,6 +7,7 @@ class ExternalConfig(AppConfig):
     verbose_name = "External operators"
 
     def ready(self):
+        from apps.agents.models import Agent
         from apps.core import ports
 
         from . import services
@@ -19,6 +20,8 @@ class ExternalConfig(AppConfig):
         ports.provide(ports.EXTERNAL_ANSWERER, services.answer_externally)
         # The visitor config's `online` counts an active external operator as someone who answers.
         ports.provide(ports.MACHINE_ANSWERER, _answers_visitors, key="external")
+        # A restored webhook agent follows its operator's lifecycle; a revoked operator's never returns.
+        ports.provide(ports.AGENT_RETURN, services.agent_return_status, key=Agent.Type.WEBHOOK)
 
 
 def _answers_visitors(widget) -> bool:

@@ -97,6 +97,19 @@ def _sync_agent(operator: ExternalOperator) -> None:
     Agent.objects.filter(pk=operator.agent_id, widget_id=operator.widget_id).update(status=status, name=operator.name)
 
 
+def agent_return_status(agent: Agent) -> str | None:
+    """The `agent_return` port: what a banned webhook agent returns to when the agents API restores
+    it. The status its operator's lifecycle gives (as `_sync_agent` writes it), or None for a revoked
+    operator, deleted or not: revoked is final. The operator is read without a lock (restore_agent
+    holds the agent's row; a lifecycle move committing meanwhile writes the agent after it, so the
+    row ends as the lifecycle says)."""
+    operator = ExternalOperator.objects.filter(agent_id=agent.pk, widget_id=agent.widget_id).first()
+    if operator is None:
+        return Agent.Status.ACTIVE
+    state = effective_state(operator)
+    return None if state == State.REVOKED else _agent_status_for(state)
+
+
 # --- create, update, delete -------------------------------------------------------------------------
 
 

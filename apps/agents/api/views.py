@@ -164,7 +164,9 @@ class AgentViewSet(WidgetScopedViewSet):
     @extend_schema(
         request=None,
         responses={200: s.AgentDoc},
-        description="banned -> active; 409 seat_limit_reached when a human agent has no free seat.",
+        description="banned -> active (an external operator's agent: the status its lifecycle state gives); "
+        "409 seat_limit_reached when a human agent has no free seat, 409 agent_not_restorable for the agent "
+        "of a revoked external operator (revoked is final).",
     )
     @action(detail=True, methods=["post"])
     def restore(self, request, pk=None):

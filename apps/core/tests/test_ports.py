@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.agents import services as agent_services
 from apps.ai import selectors as ai_selectors
 from apps.ai.routing import dispatch_to_external
 from apps.core import ports, signed
-from apps.core.testing.factories import WidgetFactory
+from apps.core.testing.factories import AgentFactory, WidgetFactory
 from apps.kb import hooks as kb_hooks
 from apps.widget import selectors as widget_selectors
 
@@ -106,6 +107,7 @@ def nothing_provided():
         ports.override(ports.MACHINE_ANSWERER, None, key="ai"),
         ports.override(ports.MACHINE_ANSWERER, None, key="external"),
         ports.override(ports.ENDPOINT_SETTLED, None, key="external"),
+        ports.override(ports.AGENT_RETURN, None, key="webhook"),
         ports.override(ports.WIDGET_CREDENTIAL, None),
         ports.override(ports.KB_AI, None),
         ports.override(ports.SIGNING_BINDING, None),
@@ -118,6 +120,7 @@ def test_without_providers_every_port_gives_its_default(nothing_provided):
     assert ports.lookup(ports.EXTERNAL_ANSWERER)(object(), object()) is False
     assert ports.providers(ports.MACHINE_ANSWERER) == {}
     assert ports.lookup(ports.ENDPOINT_SETTLED, key="external")({1, 2}) is None
+    assert ports.lookup(ports.AGENT_RETURN, key="webhook")(object()) == "active"
     assert ports.lookup(ports.WIDGET_CREDENTIAL)(widget) is False
     ai = ports.lookup(ports.KB_AI)
     assert (ai.embedder(widget), ai.assistants(widget), ai.ai_enabled(widget)) == (None, [], False)
@@ -128,6 +131,8 @@ def test_without_providers_every_port_gives_its_default(nothing_provided):
 def test_without_providers_the_lower_apps_behave_as_without_the_higher_ones(nothing_provided):
     widget = WidgetFactory()
     assert dispatch_to_external(None, None) is False
+    webhook_agent = AgentFactory(widget=widget, type="webhook", status="banned")
+    assert agent_services.restore_agent(widget=widget, agent=webhook_agent).status == "active"
     assert signed.binding_for(widget) is None
     assert kb_hooks.current().embedder(widget) is None
     with pytest.raises(kb_hooks.EmbedError, match="no_credential"):

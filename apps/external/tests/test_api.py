@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.agents.models import Agent, AgentEvent
 from apps.core.testing.plugin import assert_problem
 from apps.external import services
 from apps.external.models import ExternalOperator
@@ -359,3 +360,42 @@ def test_delete_scope_and_foreign(api, widget, other_widget):
     assert_problem(api(scopes=WRITE).delete(f"{BASE}/{foreign.public_id}"), 404)
     operator = make_operator(widget)
     assert_problem(api(scopes=READ).delete(f"{BASE}/{operator.public_id}"), 403)
+
+
+# --- the operator's agent (the agents routes) --------------------------------------------------------
+
+AGENTS = "/api/v1/agents"
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_the_agent_of_a_revoked_operator_cannot_be_restored(api, widget, deleted):
+    # given a revoked operator (its agent banned by the revocation), perhaps deleted since
+    operator = make_operator(widget)
+    services.set_lifecycle(widget=widget, operator=operator, state="revoked")
+    if deleted:
+        services.delete_external_operator(widget=widget, operator=operator)
+    events_before = AgentEvent.objects.filter(agent_id=operator.agent_id).count()
+    # when its agent is restored through the agents API
+    response = post(api(scopes=["agents:write", "agents:read"]), f"{AGENTS}/{operator.agent_id}/restore")
+    # then it is refused and nothing changes: the agent stays banned, the operator answers nobody
+    assert_problem(response, 409, "agent_not_restorable")
+    assert Agent.objects.get(pk=operator.agent_id).status == "banned"
+    assert AgentEvent.objects.filter(agent_id=operator.agent_id).count() == events_before
+    message = visitor_message(widget)
+    assert services.dispatch_visitor_message(chat=message.chat, message=message) is False
+
+
+@pytest.mark.parametrize(
+    ("state", "status"), [("active", "active"), ("paused", "relaxation"), ("testing", "relaxation")]
+)
+def test_a_suspended_operators_agent_returns_to_the_status_its_lifecycle_gives(api, widget, state, status):
+    # given an operator whose agent was suspended through the agents API
+    operator = make_operator(widget, state=state)
+    client = api(scopes=["agents:write", "agents:read"])
+    assert post(client, f"{AGENTS}/{operator.agent_id}/suspend").json()["status"] == "banned"
+    # when the agent is restored
+    response = post(client, f"{AGENTS}/{operator.agent_id}/restore")
+    # then it shows what the operator's lifecycle says, as a lifecycle move would have set it
+    assert response.status_code == 200 and response.json()["status"] == status
+    assert Agent.objects.get(pk=operator.agent_id).status == status
+    assert client.get(f"{AGENTS}/{operator.agent_id}").json()["status"] == status

@@ -1,5 +1,6 @@
-"""Consume-once under concurrency, with real threads on PostgreSQL: 20 callbacks carrying one
-causation id post one message; the other 19 are 409 `causation_consumed`."""
+"""Races with real threads on PostgreSQL: 20 callbacks carrying one causation id post one message
+(the other 19 are 409 `causation_consumed`); an agent restored while its operator is revoked ends
+banned."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections import Counter
 import pytest
 from rest_framework.test import APIClient
 
+from apps.agents import services as agent_services
+from apps.agents.models import Agent
 from apps.chats.models import Message
 from apps.core import services as core_services
 from apps.core.testing.concurrency import race
@@ -40,3 +43,23 @@ def test_twenty_concurrent_replies_with_one_causation_post_one_message(widget, m
     assert Counter(results) == {(202, None): 1, (409, "causation_consumed"): 19}, results
     assert Message.objects.filter(chat_id=call.chat_id, agent_id=operator.agent_id).count() == 1
     assert Call.objects.get(pk=call.pk).outcome == "posted"
+
+
+def test_a_restore_racing_the_revocation_leaves_the_agent_banned(widget):
+    # given operators whose agents were suspended through the agents API
+    for _ in range(5):
+        operator = make_operator(widget)
+        agent_services.suspend_agent(widget=widget, agent=operator.agent)
+
+        # when the agent is restored while the operator is revoked
+        def restore(agent=operator.agent):
+            return agent_services.restore_agent(widget=widget, agent=agent).status
+
+        def revoke(operator=operator):
+            return services.set_lifecycle(widget=widget, operator=operator, state="revoked").state
+
+        restored, revoked = race([restore, revoke])
+        # then whichever commits first, the revoked operator's agent ends banned
+        assert revoked == "revoked", revoked
+        assert restored == "active" or isinstance(restored, agent_services.AgentNotRestorable), restored
+        assert Agent.objects.get(pk=operator.agent_id).status == "banned"
