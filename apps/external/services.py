@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -93,8 +93,13 @@ def _save(operator: ExternalOperator, *fields: str) -> None:
 
 
 def _sync_agent(operator: ExternalOperator) -> None:
+    """The agent takes the operator's name and the status its lifecycle gives, except that an agent
+    suspended or deleted through the agents API stays banned until that API restores it."""
     status = _agent_status_for(effective_state(operator))
-    Agent.objects.filter(pk=operator.agent_id, widget_id=operator.widget_id).update(status=status, name=operator.name)
+    Agent.objects.filter(pk=operator.agent_id, widget_id=operator.widget_id).update(
+        status=Case(When(status=Agent.Status.BANNED, then=Value(Agent.Status.BANNED)), default=Value(status)),
+        name=operator.name,
+    )
 
 
 def agent_return_status(agent: Agent) -> str | None:

@@ -399,3 +399,34 @@ def test_a_suspended_operators_agent_returns_to_the_status_its_lifecycle_gives(a
     assert response.status_code == 200 and response.json()["status"] == status
     assert Agent.objects.get(pk=operator.agent_id).status == status
     assert client.get(f"{AGENTS}/{operator.agent_id}").json()["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        ("patch", {"name": "Renamed"}),
+        ("lifecycle", {"state": "paused"}),
+        ("lifecycle", {"state": "testing"}),
+    ],
+)
+def test_a_suspension_through_the_agents_api_outlasts_the_operators_own_writes(api, widget, route, body):
+    # given an active operator whose agent was suspended through the agents API
+    operator = make_operator(widget)
+    client = api(scopes=["agents:write", "agents:read"])
+    assert post(client, f"{AGENTS}/{operator.agent_id}/suspend").json()["status"] == "banned"
+    # when the operator is renamed or moved through its own routes
+    path = f"{BASE}/{operator.public_id}"
+    if route == "patch":
+        response = client.patch(path, body, format="json", **idem())
+    else:
+        response = post(client, f"{path}/lifecycle", body)
+    assert response.status_code == 200
+    # then its agent stays suspended (only the agents API's restore lifts it), with the new name
+    agent = Agent.objects.get(pk=operator.agent_id)
+    assert agent.status == "banned" and agent.name == ExternalOperator.objects.get(pk=operator.pk).name
+    message = visitor_message(widget)
+    assert services.dispatch_visitor_message(chat=message.chat, message=message) is False
+    if route == "lifecycle":
+        # and a move back to active does not lift it either
+        assert post(client, f"{path}/lifecycle", {"state": "active"}).status_code == 200
+        assert Agent.objects.get(pk=operator.agent_id).status == "banned"
