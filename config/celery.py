@@ -58,6 +58,7 @@ BEAT_SCHEDULE = {
     "chats.sweep_idle_chats": ("apps.chats.tasks.sweep_idle_chats", 300),
     "chats.purge_visitor_sessions": ("apps.chats.tasks.purge_visitor_sessions", 3600),
     "webhooks.sweep_deliveries": ("apps.webhooks.tasks.sweep_deliveries", 15),
+    "webhooks.purge_delivery_log": ("apps.webhooks.tasks.purge_delivery_log", 86400),
     "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
     "support.purge_support_audit": ("apps.support.tasks.purge_support_audit", 3600),
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),

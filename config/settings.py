@@ -281,9 +281,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # visitor message or webhook hand-off); config.celery checks a kept connection at each task's start.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 # Long work a tenant starts (a crawl slice, a document's ingestion, translations, tuning, a wish's
-# proposal) runs on the `bulk` queue, which the Procfile's `bulk` worker consumes: a slow crawled site
-# or a large upload never holds the `worker` slots that send webhooks and fan events out. The AI
-# operator's replies pick the `ai` queue when they are sent (apps.ai.runtime.QUEUE).
+# proposal) and the nightly purge of the webhook delivery log run on the `bulk` queue, which the
+# Procfile's `bulk` worker consumes: a slow crawled site, a large upload or a long purge never holds
+# the `worker` slots that send webhooks and fan events out. The AI operator's replies pick the `ai`
+# queue when they are sent (apps.ai.runtime.QUEUE).
 BULK_QUEUE = "bulk"
 # Bulk threads one widget may hold at once (apps.core.bulk): the Procfile's `bulk` worker runs 2.
 BULK_WIDGET_SLOTS = env.int("BULK_WIDGET_SLOTS", default=1)
@@ -295,6 +296,7 @@ CELERY_TASK_ROUTES = {
         "apps.ai.tasks.translate_widget_texts",
         "apps.learning.tasks.run_tuning_cycle",
         "apps.learning.tasks.propose_wish",
+        "apps.webhooks.tasks.purge_delivery_log",
     )
 }
 
@@ -427,6 +429,13 @@ if AI_PRIVATE_HOSTS:
 WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased"])
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
+# Settled webhook deliveries (delivered, failed, skipped) unchanged for this many days are deleted by
+# the nightly job webhooks.purge_delivery_log, with the outbox events no delivery refers to any more.
+WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
+if WEBHOOK_DELIVERY_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured(
+        f"WEBHOOK_DELIVERY_RETENTION_DAYS must be at least 1, not {WEBHOOK_DELIVERY_RETENTION_DAYS}"
+    )
 # After an external operator's secret rotation the previous secret keeps signing this long.
 EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
 

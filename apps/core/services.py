@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from graphlib import TopologicalSorter
 
 from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from apps.audit.services import record
 from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
-from apps.core.models import Account, ApiToken, File, Widget
+from apps.core.models import Account, ApiToken, File, OutboxEvent, Widget
 from apps.core.numbers import MAX_ID, parse_int
 
 logger = logging.getLogger(__name__)
@@ -156,20 +157,23 @@ def rows_referring_to(obj: models.Model) -> dict[type[models.Model], int]:
 # --- deleting many rows -----------------------------------------------------------------------------
 
 
-def delete_in_batches(rows: models.QuerySet, *, batch_size: int = 5000) -> None:
+def delete_in_batches(rows: models.QuerySet, *, batch_size: int = 5000) -> int:
     """Delete `rows`, `batch_size` of them a transaction (a savepoint inside the caller's), each batch
     with what cascades from it; the stored bytes of File rows go once the deletion commits. The ORM's
     delete names every row it takes along in one `IN` list per relation: for more rows than
     PostgreSQL takes parameters in one statement (65,535) it fails, so a large set is deleted in
-    batches."""
+    batches. `rows` is read again for each batch (a row that stops matching before then stays).
+    Returns how many rows of `rows`' model went (what cascaded from them not counted)."""
     model = rows.model
+    deleted = 0
     while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
         with transaction.atomic():
             batch = model._base_manager.filter(pk__in=keys)
             names = list(batch.values_list("stored", flat=True)) if model is File else []
-            batch.delete()
+            deleted += batch.delete()[1].get(model._meta.label, 0)
             if names:  # the bytes go once the rows are gone for good, never before
                 transaction.on_commit(partial(_delete_stored_bytes, names))
+    return deleted
 
 
 def delete_with_dependents(obj: models.Model, *, batch_size: int = 5000) -> None:
@@ -178,6 +182,18 @@ def delete_with_dependents(obj: models.Model, *, batch_size: int = 5000) -> None
     for model, field in _cascading_keys(type(obj)):
         delete_in_batches(model._base_manager.filter(**{field.attname: obj.pk}), batch_size=batch_size)
     type(obj)._base_manager.filter(pk=obj.pk).delete()
+
+
+def purge_dispatched_events(*, widget_id: int, before: datetime, batch_size: int = 5000) -> int:
+    """Delete the widget's outbox events dispatched before `before` that no row refers to any more by
+    a key that would be deleted with them (a delivery of the event), in batches. An event not yet
+    dispatched is never deleted: the re-drive still owes its fan-out. Returns how many went."""
+    # created_at bounds the range of the widget's index (outbox_widget_created): an event is created
+    # before it is dispatched
+    rows = OutboxEvent.objects.filter(widget_id=widget_id, created_at__lt=before, dispatched_at__lt=before)
+    for model, field in _cascading_keys(OutboxEvent):
+        rows = rows.exclude(Exists(model._base_manager.filter(**{field.name: OuterRef("pk")})))
+    return delete_in_batches(rows, batch_size=batch_size)
 
 
 # --- deleting a widget ------------------------------------------------------------------------------

@@ -80,6 +80,10 @@ class Endpoint(models.Model):
         return self.mode != self.Mode.DROP
 
 
+# A delivery in a final state: never attempted again, only redelivered as a new row.
+SETTLED = models.Q(status__in=["delivered", "failed", "skipped"])
+
+
 class Delivery(models.Model):
     """One event to one endpoint (a subscription, or an `Endpoint` of a higher app). The Celery
     message is only a trigger: the sweeper sends every row whose `next_attempt_at` has passed, so a
@@ -151,6 +155,8 @@ class Delivery(models.Model):
                 fields=["redelivery_of"], name="delivery_redelivery_of", condition=models.Q(redelivery_of__isnull=False)
             ),
             models.Index(fields=["message"], name="delivery_message", condition=models.Q(message__isnull=False)),
+            # the retention job's rows (apps.webhooks.retention); a row enters it once, when it settles
+            models.Index(fields=["widget", "updated_at"], name="delivery_settled_updated", condition=SETTLED),
         ]
         constraints = [
             # One automatic delivery per endpoint and event (fan-out may run twice; it stays one).

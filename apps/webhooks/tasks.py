@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import services
+from . import retention, services
 
 
 @shared_task(acks_late=True)
@@ -17,3 +17,10 @@ def sweep_deliveries() -> bool:
         deliver_due.delay()
         return True
     return False
+
+
+@shared_task
+def purge_delivery_log() -> dict:
+    """Nightly (config.celery): delete settled deliveries and dispatched outbox events older than
+    WEBHOOK_DELIVERY_RETENTION_DAYS (apps.webhooks.retention)."""
+    return retention.purge_delivery_log()
