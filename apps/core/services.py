@@ -157,16 +157,18 @@ def rows_referring_to(obj: models.Model) -> dict[type[models.Model], int]:
 # --- deleting many rows -----------------------------------------------------------------------------
 
 
-def delete_in_batches(rows: models.QuerySet, *, batch_size: int = 5000) -> int:
+def delete_in_batches(rows: models.QuerySet, *, batch_size: int = 5000, order_by: tuple[str, ...] = ("pk",)) -> int:
     """Delete `rows`, `batch_size` of them a transaction (a savepoint inside the caller's), each batch
     with what cascades from it; the stored bytes of File rows go once the deletion commits. The ORM's
     delete names every row it takes along in one `IN` list per relation: for more rows than
     PostgreSQL takes parameters in one statement (65,535) it fails, so a large set is deleted in
-    batches. `rows` is read again for each batch (a row that stops matching before then stays).
+    batches. `rows` is read again for each batch (a row that stops matching before then stays), first
+    rows first in `order_by`: where an index of `rows`' filter gives that order, each read stops
+    after its batch, and the last read, which finds nothing, is one probe of that index.
     Returns how many rows of `rows`' model went (what cascaded from them not counted)."""
     model = rows.model
     deleted = 0
-    while keys := list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size]):
+    while keys := list(rows.order_by(*order_by).values_list("pk", flat=True)[:batch_size]):
         with transaction.atomic():
             batch = model._base_manager.filter(pk__in=keys)
             names = list(batch.values_list("stored", flat=True)) if model is File else []
@@ -188,12 +190,12 @@ def purge_dispatched_events(*, widget_id: int, before: datetime, batch_size: int
     """Delete the widget's outbox events dispatched before `before` that no row refers to any more by
     a key that would be deleted with them (a delivery of the event), in batches. An event not yet
     dispatched is never deleted: the re-drive still owes its fan-out. Returns how many went."""
-    # created_at bounds the range of the widget's index (outbox_widget_created): an event is created
-    # before it is dispatched
+    # created_at bounds and orders the reads by the widget's index (outbox_widget_created): an event
+    # is created before it is dispatched
     rows = OutboxEvent.objects.filter(widget_id=widget_id, created_at__lt=before, dispatched_at__lt=before)
     for model, field in _cascading_keys(OutboxEvent):
         rows = rows.exclude(Exists(model._base_manager.filter(**{field.name: OuterRef("pk")})))
-    return delete_in_batches(rows, batch_size=batch_size)
+    return delete_in_batches(rows, batch_size=batch_size, order_by=("created_at", "pk"))
 
 
 # --- deleting a widget ------------------------------------------------------------------------------

@@ -48,7 +48,9 @@ def purge_delivery_log(*, now: datetime | None = None, batch_size: int = BATCH) 
     counts: Counter[str] = Counter(deliveries=0, outbox_events=0)
     for widget_id in Widget.objects.order_by("pk").values_list("pk", flat=True).iterator():
         counts["deliveries"] += delete_in_batches(
-            expired_deliveries(widget_id=widget_id, before=before), batch_size=batch_size
+            expired_deliveries(widget_id=widget_id, before=before),
+            batch_size=batch_size,
+            order_by=("updated_at", "pk"),  # the order of delivery_settled_updated
         )
         counts["outbox_events"] += purge_dispatched_events(widget_id=widget_id, before=before, batch_size=batch_size)
     logger.info("retention: webhook delivery log purged", extra=dict(counts))
