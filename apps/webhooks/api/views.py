@@ -90,7 +90,9 @@ def _not_live(sub: Subscription) -> list[str]:
         description=(
             "The delivery log, newest first: status, the masked payload, every attempt (time, outcome, HTTP status, "
             "duration, the first bytes of the answer) and when the next attempt is due. Filters `status` and "
-            "`event_type`. The only source of `delivery_id`."
+            "`event_type`. The only source of `delivery_id`. A settled row (delivered, failed, skipped) is kept for "
+            "the deployment's `WEBHOOK_DELIVERY_RETENTION_DAYS` (30 by default) after its last change; a pending one "
+            "until it settles."
         ),
     ),
     rotate_secret=extend_schema(
