@@ -20,11 +20,15 @@ class NotRedeliverable(ValidationFailed):
     code, title = "not_redeliverable", "Delivery is not redeliverable"
 
 
+@transaction.atomic
 def redeliver(*, widget: Widget, subscription: Subscription, delivery_id) -> Delivery:
     """Re-send a logged delivery's event with a new X-Service-Delivery and the same idempotency key,
-    in the envelope the subscription uses now."""
+    in the envelope the subscription uses now. The original is locked until the copy is written: a
+    row the retention job (apps.webhooks.retention) is deleting meanwhile answers as an unknown one
+    once that deletion commits."""
     original = (
         Delivery.objects.select_related("event")
+        .select_for_update(of=("self",))
         .filter(widget=widget, subscription=subscription, delivery_id=delivery_id)
         .first()
     )
@@ -38,20 +42,19 @@ def redeliver(*, widget: Widget, subscription: Subscription, delivery_id) -> Del
     envelope = "legacy" if subscription.is_legacy_compat else "native"
     body = payloads.render(original.event, envelope)
     now = timezone.now()
-    with transaction.atomic():
-        copy = Delivery.objects.create(
-            widget=widget,
-            subscription=subscription,
-            event=original.event,
-            event_type=original.event_type,
-            envelope=envelope,
-            status=Delivery.Status.PENDING,
-            body=body.decode(),
-            payload=payloads.log_payload(body),
-            next_attempt_at=now,
-            redelivery_of=original,
-        )
-        transaction.on_commit(delivery.sweep.trigger)
+    copy = Delivery.objects.create(
+        widget=widget,
+        subscription=subscription,
+        event=original.event,
+        event_type=original.event_type,
+        envelope=envelope,
+        status=Delivery.Status.PENDING,
+        body=body.decode(),
+        payload=payloads.log_payload(body),
+        next_attempt_at=now,
+        redelivery_of=original,
+    )
+    transaction.on_commit(delivery.sweep.trigger)
     return copy
 
 

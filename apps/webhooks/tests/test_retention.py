@@ -9,6 +9,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -18,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
+from apps.core.testing.concurrency import direct_connection, race
 from apps.core.testing.plugin import assert_problem
 from apps.webhooks import retention
 from apps.webhooks.models import SETTLED, Attempt, Delivery, Endpoint, Subscription
@@ -312,4 +315,62 @@ def test_redelivering_a_purged_delivery_answers_as_an_unknown_one(api, widget):
         return {k: v for k, v in body.items() if k != "instance"}
 
     assert redeliver(purged.delivery_id) == redeliver(uuid.uuid4())
+    assert not Delivery.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_jobs_at_once_delete_each_row_once(widget, other_widget):
+    subs = [subscription(widget), subscription(other_widget)]
+    for sub in subs:
+        for _ in range(6):
+            delivery(sub, status="delivered", changed=DAYS + 1)
+    kept = delivery(subs[0], status="pending", changed=DAYS + 1)
+
+    results = race([lambda: retention.purge_delivery_log(batch_size=2)] * 2)
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sum(r["deliveries"] for r in results) == 12 and sum(r["outbox_events"] for r in results) == 12
+    assert list(Delivery.objects.values_list("pk", flat=True)) == [kept.pk] and exists(kept.event)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_redelivering_a_row_while_the_job_deletes_it_answers_as_an_unknown_one(api, widget):
+    """The job's batch holds the row deleted but not committed (as its transaction does) when the
+    redelivery comes: the redelivery waits for it and finds no row, never a broken reference."""
+    client = api(scopes=["webhooks:write"])
+    sub = subscription(widget)
+    doomed = delivery(sub, status="failed", changed=DAYS + 1)
+    answers: list = []
+    with direct_connection() as job, direct_connection() as watcher:
+        job.execute("BEGIN")
+        job.execute("DELETE FROM webhooks_attempt WHERE delivery_id = %s", [doomed.pk])
+        job.execute("DELETE FROM webhooks_delivery WHERE id = %s", [doomed.pk])
+
+        def redeliver():
+            try:
+                answers.append(
+                    client.post(
+                        f"{BASE}/{sub.pk}/redeliver", {"delivery_id": str(doomed.delivery_id)}, format="json", **idem()
+                    )
+                )
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=redeliver)
+        thread.start()
+        for _ in range(200):  # until the redelivery waits on the row's lock (or has answered)
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()[0]
+            if waiting or not thread.is_alive():
+                break
+            time.sleep(0.05)
+        job.execute("COMMIT")
+        thread.join(timeout=30)
+
+    (response,) = answers
+    body = assert_problem(response, 422, "validation_failed")
+    assert body["errors"] == {"delivery_id": ["No such delivery of this subscription."]}
     assert not Delivery.objects.exists()
