@@ -374,3 +374,41 @@ def test_redelivering_a_row_while_the_job_deletes_it_answers_as_an_unknown_one(a
     body = assert_problem(response, 422, "validation_failed")
     assert body["errors"] == {"delivery_id": ["No such delivery of this subscription."]}
     assert not Delivery.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivery_committed_under_the_jobs_batch_keeps_the_row_and_the_job_goes_on(widget, other_widget):
+    """A redelivery holds the row locked and commits its copy while the job's batch waits to delete
+    it: the batch rolls back, the row stays for its copy, and the other widgets are purged."""
+    sub = subscription(widget)
+    original = delivery(sub, status="failed", changed=DAYS + 1)
+    theirs = delivery(subscription(other_widget), status="failed", changed=DAYS + 1)
+    results: list = []
+    with direct_connection() as redelivery, direct_connection() as watcher:
+        redelivery.execute("BEGIN")
+        redelivery.execute("SELECT 1 FROM webhooks_delivery WHERE id = %s FOR UPDATE", [original.pk])
+        thread = threading.Thread(target=lambda: results.extend(race([retention.purge_delivery_log])))
+        thread.start()
+        for _ in range(200):  # until the job's delete waits on the row's lock
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()[0]
+            if waiting or not thread.is_alive():
+                break
+            time.sleep(0.05)
+        redelivery.execute(
+            "INSERT INTO webhooks_delivery (widget_id, subscription_id, event_id, delivery_id, event_type, envelope,"
+            " status, body, payload, attempts, last_error, redelivery_of_id, created_at, updated_at)"
+            " SELECT widget_id, subscription_id, event_id, gen_random_uuid(), event_type, envelope, 'pending', body,"
+            " payload, 0, '', id, now(), now() FROM webhooks_delivery WHERE id = %s",
+            [original.pk],
+        )
+        redelivery.execute("COMMIT")
+        thread.join(timeout=60)
+
+    (counts,) = results
+    assert not isinstance(counts, Exception), counts
+    assert counts["batches_deferred"] == 1 and counts["deliveries"] == 1
+    assert exists(original) and not exists(theirs)
+    assert Delivery.objects.get(redelivery_of=original).status == "pending"
