@@ -155,9 +155,6 @@ class Delivery(models.Model):
                 fields=["redelivery_of"], name="delivery_redelivery_of", condition=models.Q(redelivery_of__isnull=False)
             ),
             models.Index(fields=["message"], name="delivery_message", condition=models.Q(message__isnull=False)),
-            # the retention job's rows (apps.webhooks.retention): written when a row settles, never by the
-            # leases and records of pending rows
-            models.Index(fields=["widget", "updated_at"], name="delivery_settled_updated", condition=SETTLED),
         ]
         constraints = [
             # One automatic delivery per endpoint and event (fan-out may run twice; it stays one).

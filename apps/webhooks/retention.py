@@ -36,7 +36,10 @@ def expired_deliveries(*, widget_id: int, before: datetime) -> QuerySet[Delivery
     as its original: the original goes once its copies have gone (deleting it first would null their
     `redelivery_of`, and two copies of one row would then both count as the event's automatic
     delivery, which the table allows once)."""
-    return Delivery.objects.filter(SETTLED, widget_id=widget_id, updated_at__lt=before).exclude(
+    # A row is created before it last changes, so `created_at` bounds the rows too, and the reads walk
+    # the widget's index of creation times (delivery_widget_created) from its oldest row: no index of
+    # their own for every settling write to keep.
+    return Delivery.objects.filter(SETTLED, widget_id=widget_id, created_at__lt=before, updated_at__lt=before).exclude(
         Exists(Delivery.objects.filter(redelivery_of=OuterRef("pk")))
     )
 
@@ -52,7 +55,7 @@ def purge_delivery_log(*, now: datetime | None = None, batch_size: int = BATCH) 
             counts["deliveries"] += delete_in_batches(
                 expired_deliveries(widget_id=widget_id, before=before),
                 batch_size=batch_size,
-                order_by=("updated_at", "pk"),  # the order of delivery_settled_updated
+                order_by=("created_at", "pk"),
             )
         except IntegrityError:
             # A redelivery of a row of the batch committed between the batch's read and its delete: the

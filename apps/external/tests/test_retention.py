@@ -23,8 +23,10 @@ BASE = "/api/v1/external-operators"
 
 
 def settle(delivery_id: int, *, days_ago: float) -> None:
+    """The delivery made and settled `days_ago` days ago."""
+    then = timezone.now() - timedelta(days=days_ago)
     Delivery.objects.filter(pk=delivery_id).update(
-        status=Delivery.Status.DELIVERED, next_attempt_at=None, updated_at=timezone.now() - timedelta(days=days_ago)
+        status=Delivery.Status.DELIVERED, next_attempt_at=None, created_at=then, updated_at=then
     )
 
 

@@ -167,6 +167,7 @@ def test_an_endpoints_calls_follow_the_same_rule(widget):
             event_type="message.created",
             status=status,
             body="{}",
+            created_at=ago(DAYS + 1),
             updated_at=ago(DAYS + 1),
         )
         for status in ("failed", "pending")
