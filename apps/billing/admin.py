@@ -11,7 +11,10 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
+from apps.core.admin_site import show_errors
+
 from . import services
+from .api.serializers import LegalEntityInput
 from .models import (
     AccountPlan,
     Balance,
@@ -59,11 +62,67 @@ class AccountPlanAdmin(admin.ModelAdmin):
             services.remove_plan(account=assigned.account)
 
 
+class LegalEntityForm(forms.ModelForm):
+    """The API's rules for an entity: the fields as `LegalEntityInput` checks them (all on adding,
+    the changed ones on a change), and no change while an unpaid withdrawal names the entity
+    (`services.lock_changeable_entity`, a form error naming entity_locked_by_pending_withdrawal).
+    Admin's change view runs in one transaction, so the entity's row lock taken here holds until
+    the save commits: no withdrawal is created between the check and the save."""
+
+    class Meta:
+        model = LegalEntity
+        fields = ("account", *services.ENTITY_FIELDS)
+
+    def clean(self):
+        data = super().clean()
+        if self.errors or not self.has_changed():
+            return data
+        adding = self.instance.pk is None
+        names = services.ENTITY_FIELDS if adding else [f for f in self.changed_data if f in services.ENTITY_FIELDS]
+        serializer = LegalEntityInput(data={name: data.get(name) for name in names}, partial=not adding)
+        if not serializer.is_valid():
+            show_errors(self, serializer.errors)
+            return data
+        self.changes = dict(serializer.validated_data)
+        if not adding:
+            stored = LegalEntity.objects.select_related("account").get(pk=self.instance.pk)
+            try:
+                services.lock_changeable_entity(account=stored.account, entity=stored)
+            except services.EntityLockedByPendingWithdrawal as exc:
+                raise forms.ValidationError(f"{exc.detail} ({exc.code})", code=exc.code) from None
+        return data
+
+
 @admin.register(LegalEntity)
 class LegalEntityAdmin(admin.ModelAdmin):
+    """Adds, changes and deletions go through the API's services and rules (LegalEntityForm;
+    deletion is refused while a withdrawal, an invoice or a transaction names the entity) and spend
+    none of the account's API budget. An entity never moves to another account."""
+
+    form = LegalEntityForm
     list_display = ("id", "short_name", "inn", "account", "created_at")
     search_fields = ("short_name", "full_name", "inn", "account__user__email")
     raw_id_fields = ("account",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("created_at", "updated_at") if obj is None else ("account", "created_at", "updated_at")
+
+    def save_model(self, request, obj, form, change):
+        changes = getattr(form, "changes", None)
+        if changes is None:
+            return
+        if change:
+            services.update_legal_entity(account=obj.account, entity=obj, changes=changes, spend_budget=False)
+        else:
+            obj.pk = services.create_legal_entity(account=obj.account, fields=changes, spend_budget=False).pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.delete_legal_entity(account=obj.account, entity=obj, spend_budget=False)
+
+    def delete_queryset(self, request, queryset):
+        for entity in queryset.select_related("account"):
+            self.delete_model(request, entity)
 
 
 @admin.register(Withdrawal)

@@ -1,7 +1,8 @@
 """Writes of the billing app: the account profile, legal entities, plan assignment, and the records
 operations staff create (admin, `seed_demo`).
 
-Legal-entity writes (create, update, delete) share one budget of 10 per hour per account. The
+Legal-entity writes of the API (create, update, delete) share one budget of 10 per hour per
+account; Django admin's writes of operations staff spend none of it. The
 budget is charged last, inside the write's transaction: a refused write (422, 404, 409) costs
 nothing on either rate-limit backend, and the eleventh write answers 429 and rolls back whole.
 
@@ -100,43 +101,57 @@ def update_account_profile(*, widget: Widget, changes: dict) -> Account:
 
 
 @transaction.atomic
-def create_legal_entity(*, account: Account, fields: dict) -> LegalEntity:
-    """Create an account-wide legal entity from all fourteen validated fields."""
+def create_legal_entity(*, account: Account, fields: dict, spend_budget: bool = True) -> LegalEntity:
+    """Create an account-wide legal entity from all fourteen validated fields. Django admin's
+    writes (operations staff) pass `spend_budget=False`: the budget is the API's."""
     missing = set(ENTITY_FIELDS) - set(fields)
     assert not missing and set(fields) <= set(ENTITY_FIELDS), f"entity fields: missing {missing}"
     now = timezone.now()
     entity = LegalEntity.objects.create(account=account, created_at=now, updated_at=now, **fields)
-    _charge_entity_write(account.pk)
+    if spend_budget:
+        _charge_entity_write(account.pk)
+    return entity
+
+
+def lock_changeable_entity(*, account: Account, entity: LegalEntity) -> LegalEntity:
+    """The entity, row-locked until the caller's transaction ends; refused 409
+    entity_locked_by_pending_withdrawal while an unpaid withdrawal names it. The check of every change
+    and deletion of an entity (the API's PATCH and DELETE, Django admin's change form, which holds
+    the lock until its save commits). The lock orders it against a withdrawal being created."""
+    entity = _lock_entity(account, entity)
+    if selectors.is_locked_by_pending_withdrawal(entity):
+        raise EntityLockedByPendingWithdrawal("An unpaid withdrawal names this legal entity.")
     return entity
 
 
 @transaction.atomic
-def update_legal_entity(*, account: Account, entity: LegalEntity, changes: dict) -> LegalEntity:
+def update_legal_entity(
+    *, account: Account, entity: LegalEntity, changes: dict, spend_budget: bool = True
+) -> LegalEntity:
     """Apply `changes` (validated entity fields). Refused 409 while a pending withdrawal names the
-    entity; the entity row lock orders this against a withdrawal being created."""
+    entity (`lock_changeable_entity`). Django admin passes `spend_budget=False`."""
     assert set(changes) <= set(ENTITY_FIELDS), f"not entity fields: {set(changes) - set(ENTITY_FIELDS)}"
-    entity = _lock_entity(account, entity)
-    if selectors.is_locked_by_pending_withdrawal(entity):
-        raise EntityLockedByPendingWithdrawal("An unpaid withdrawal names this legal entity.")
+    entity = lock_changeable_entity(account=account, entity=entity)
     for field, value in changes.items():
         setattr(entity, field, value)
     entity.updated_at = timezone.now()
     entity.save(update_fields=[*changes, "updated_at"])
-    _charge_entity_write(account.pk)
+    if spend_budget:
+        _charge_entity_write(account.pk)
     return entity
 
 
 @transaction.atomic
-def delete_legal_entity(*, account: Account, entity: LegalEntity) -> None:
+def delete_legal_entity(*, account: Account, entity: LegalEntity, spend_budget: bool = True) -> None:
     """Delete the entity. Refused 409 while a pending withdrawal names it, and when an invoice, a
-    transaction or a settled withdrawal does (financial history keeps its counterparty)."""
-    entity = _lock_entity(account, entity)
-    if selectors.is_locked_by_pending_withdrawal(entity):
-        raise EntityLockedByPendingWithdrawal("An unpaid withdrawal names this legal entity.")
+    transaction or a settled withdrawal does (financial history keeps its counterparty). Django
+    admin passes `spend_budget=False`."""
+    entity = lock_changeable_entity(account=account, entity=entity)
     if selectors.is_referenced_by_financial_record(entity):
         raise EntityReferencedByFinancialRecord("An invoice, transaction or withdrawal names this legal entity.")
     entity.delete()
-    _charge_entity_write(account.pk)
+    if spend_budget:
+        _charge_entity_write(account.pk)
 
 
 # --- operations staff: plans and records ------------------------------------------------------------------

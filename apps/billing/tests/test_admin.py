@@ -11,6 +11,7 @@ from apps.core.testing.factories import AccountFactory
 pytestmark = pytest.mark.django_db
 
 ADMIN = "/admin/billing"
+STAMP = ("2026-01-01", "10:00:00")
 
 
 def test_a_transaction_takes_its_widgets_account(admin_client, widget):
@@ -219,3 +220,77 @@ def test_a_withdrawal_is_settled_in_admin(admin_client, widget):
     assert response.status_code == 302, response.content.decode()[:2000]
     withdrawal.refresh_from_db()
     assert withdrawal.status == "paid"
+
+
+def entity_form(entity, **changes) -> dict:
+    data = {name: getattr(entity, name) for name in services.ENTITY_FIELDS}
+    stamps = {f"{name}_{i}": part for name in ("created_at", "updated_at") for i, part in enumerate(STAMP)}
+    return {**data, **stamps, **changes}
+
+
+def test_bank_details_are_not_changed_in_admin_while_a_withdrawal_is_pending(admin_client, widget):
+    # given an entity an unpaid withdrawal names
+    from apps.billing.tests.factories import WithdrawalFactory
+
+    entity = LegalEntityFactory(account=widget.account)
+    WithdrawalFactory(account=widget.account, legal_entity=entity, status="processing")
+    # when staff change its checking account
+    response = admin_client.post(
+        f"{ADMIN}/legalentity/{entity.pk}/change/", entity_form(entity, checking_account="40702810900000000099")
+    )
+    # then the form names the API's refusal and the details are kept
+    assert response.status_code == 200
+    assert "entity_locked_by_pending_withdrawal" in response.content.decode()
+    entity.refresh_from_db()
+    assert entity.checking_account != "40702810900000000099"
+
+
+def test_bank_details_change_in_admin_once_the_withdrawal_is_paid(admin_client, widget):
+    from apps.billing.tests.factories import WithdrawalFactory
+
+    entity = LegalEntityFactory(account=widget.account)
+    WithdrawalFactory(account=widget.account, legal_entity=entity, status="paid")
+    response = admin_client.post(
+        f"{ADMIN}/legalentity/{entity.pk}/change/", entity_form(entity, checking_account="40702810900000000099")
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entity.refresh_from_db()
+    assert entity.checking_account == "40702810900000000099"
+
+
+def test_an_entity_changed_in_admin_is_checked_as_the_api_checks_it(admin_client, widget):
+    entity = LegalEntityFactory(account=widget.account)
+    response = admin_client.post(f"{ADMIN}/legalentity/{entity.pk}/change/", entity_form(entity, bik="04452522A"))
+    assert response.status_code == 200
+    entity.refresh_from_db()
+    assert entity.bik != "04452522A"
+
+
+def test_an_entity_added_in_admin_is_checked_as_the_api_checks_it(admin_client, widget):
+    data = {"account": widget.account_id, **entity_form(LegalEntityFactory.build(), inn="77010")}
+    response = admin_client.post(f"{ADMIN}/legalentity/add/", data)
+    assert response.status_code == 200
+    assert not widget.account.legal_entities.exists()
+    data["inn"] = "7701000000"
+    assert admin_client.post(f"{ADMIN}/legalentity/add/", data).status_code == 302
+    assert widget.account.legal_entities.get().inn == "7701000000"
+
+
+def test_an_entity_never_moves_to_another_account_in_admin(admin_client, widget, other_widget):
+    entity = LegalEntityFactory(account=widget.account)
+    response = admin_client.post(
+        f"{ADMIN}/legalentity/{entity.pk}/change/", {"account": other_widget.account_id, **entity_form(entity)}
+    )
+    assert response.status_code == 302
+    entity.refresh_from_db()
+    assert entity.account_id == widget.account_id
+
+
+def test_admin_entity_writes_spend_none_of_the_accounts_api_budget(admin_client, widget):
+    entity = LegalEntityFactory(account=widget.account)
+    for n in range(11):
+        response = admin_client.post(
+            f"{ADMIN}/legalentity/{entity.pk}/change/", entity_form(entity, kpp=f"7701010{n:02d}")
+        )
+        assert response.status_code == 302, response.content.decode()[:2000]
+    services.update_legal_entity(account=widget.account, entity=entity, changes={"kpp": "770101099"})
