@@ -146,6 +146,52 @@ def set_business_hours(*, widget: Widget, body: object) -> dict:
     return value
 
 
+# --- Django admin's deletions (no API route deletes these rows) -----------------------------------------
+
+
+def _delete_audited(*, widget: Widget, row, target_type: str) -> None:
+    before = audit.values(row)
+    target_id = row.pk
+    row.delete()
+    audit.record_change(
+        widget=widget,
+        action=f"{target_type}.deleted",
+        target_type=target_type,
+        target_id=target_id,
+        before=before,
+        after={},
+        always=True,
+    )
+    _config_changed(widget)
+
+
+@transaction.atomic
+def delete_stored_settings(*, widget: Widget) -> None:
+    """Delete the widget's stored settings (every field takes its render default): audited, and the
+    served config purged like every settings write. Under the row lock the API's writes take."""
+    row = WidgetSettings.objects.select_for_update().filter(widget=widget).first()
+    if row is not None:
+        _delete_audited(widget=widget, row=row, target_type="widget_settings")
+
+
+@transaction.atomic
+def delete_business_hours(*, widget: Widget) -> None:
+    """Delete the widget's stored hours (the default week applies): audited, and the served config,
+    which carries `open`, `opens_at` and the outside-hours mode, purged as after a PUT."""
+    row = BusinessHours.objects.select_for_update().filter(widget=widget).first()
+    if row is not None:
+        _delete_audited(widget=widget, row=row, target_type="business_hours")
+
+
+@transaction.atomic
+def delete_icon(*, widget: Widget, icon: WidgetIcon) -> None:
+    """Delete a launcher icon row (a setting naming `custom:{file_id}` no longer gets its url in the
+    served config's `icon_urls`): audited, and the served config purged as after an upload."""
+    row = WidgetIcon.objects.select_for_update().filter(pk=icon.pk, widget=widget).first()
+    if row is not None:
+        _delete_audited(widget=widget, row=row, target_type="widget_icon")
+
+
 # --- AI translations of the translatable texts ------------------------------------------------------------
 
 

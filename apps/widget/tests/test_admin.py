@@ -126,3 +126,58 @@ def test_an_icon_keeps_its_widget_and_file(widget, other_widget):
     assert (mine.widget_id, mine.file_id) == (widget.pk, file_id)
     form = client.get(f"/admin/widget/widgeticon/{mine.pk}/change/").context["adminform"].form
     assert "widget" not in form.fields and "file" not in form.fields
+
+
+# --- deletions purge the served config, as the API's writes do ------------------------------------------
+
+
+def served(widget) -> dict:
+    from apps.widget import selectors
+
+    return selectors.public_config(widget=widget)
+
+
+def test_deleting_settings_in_admin_serves_the_defaults_at_once(admin_client, widget, purges):
+    # given stored settings the served config already carries
+    WidgetSettings.objects.create(widget=widget, values={"widget_theme": "dark"})
+    assert served(widget)["settings"]["widget_theme"] == "dark"
+    # when staff delete them
+    response = admin_client.post(f"/admin/widget/widgetsettings/{widget.pk}/delete/", {"post": "yes"})
+    # then the served config is purged and shows the default, not the cached "dark"
+    assert response.status_code == 302 and not WidgetSettings.objects.exists()
+    assert widget.pk in purges
+    assert served(widget)["settings"]["widget_theme"] != "dark"
+    row = AuditEntry.objects.get(widget=widget, action="widget_settings.deleted")
+    assert (row.actor_type, row.actor_name) == ("staff", "admin")
+
+
+def test_deleting_business_hours_in_admin_purges_the_served_config(admin_client, widget, purges):
+    BusinessHours.objects.create(widget=widget, hours=HOURS)
+    served(widget)
+    response = admin_client.post(f"/admin/widget/businesshours/{widget.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not BusinessHours.objects.exists()
+    assert widget.pk in purges
+
+
+def test_deleting_an_icon_in_admin_purges_the_served_config(admin_client, widget, purges):
+    mine = icon(widget)
+    purges.clear()
+    response = admin_client.post(f"/admin/widget/widgeticon/{mine.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not WidgetIcon.objects.exists()
+    assert widget.pk in purges
+    assert AuditEntry.objects.filter(widget=widget, action="widget_icon.deleted").exists()
+
+
+@pytest.mark.parametrize(
+    "model, name", [(WidgetSettings, "widgetsettings"), (BusinessHours, "businesshours"), (WidgetIcon, "widgeticon")]
+)
+def test_deleting_in_bulk_in_admin_purges_each_widgets_served_config(
+    admin_client, widget, other_widget, purges, model, name
+):
+    pks = [theirs(w)[name] for w in (widget, other_widget)]
+    purges.clear()
+    response = admin_client.post(
+        f"/admin/widget/{name}/", {"action": "delete_selected", "_selected_action": pks, "post": "yes"}
+    )
+    assert response.status_code == 302 and not model.objects.exists()
+    assert {widget.pk, other_widget.pk} <= set(purges)
