@@ -3,7 +3,7 @@
 
 A widget record's account is always the widget's account when it is created; cross references
 (an invoice's entity and document, a transaction's invoice and entity) are checked by the models'
-`clean`. Plan seats and withdrawals go through `billing.services`.
+`clean`. Plan seats, withdrawals and legal entities go through `billing.services`.
 """
 
 from __future__ import annotations
