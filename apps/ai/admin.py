@@ -58,7 +58,8 @@ class AiSettingsForm(forms.ModelForm):
 @admin.register(AiSettings)
 class AiSettingsAdmin(IssuableWidgetsOnly, AuditedAdmin):
     """Saved through `services.update_settings`, as the API's PATCH (its audit row, the widget's
-    config event, `enabled_at` when the AI is switched on); deletions are audited by AuditedAdmin.
+    config event, `enabled_at` when the AI is switched on); deleted through
+    `services.delete_settings` (audited, the config event emitted).
 
     SECURITY: the settings decide whether and how a widget's AI answers its visitors, so a staff
     user reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
@@ -73,6 +74,9 @@ class AiSettingsAdmin(IssuableWidgetsOnly, AuditedAdmin):
         row = services.update_settings(widget=obj.widget, changes=form.changes())
         obj.pk = row.pk
         obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.delete_settings(widget=obj.widget)
 
 
 class AssistantForm(forms.ModelForm):

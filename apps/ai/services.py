@@ -126,6 +126,28 @@ def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
 
 
 @transaction.atomic
+def delete_settings(*, widget: Widget) -> None:
+    """Django admin's deletion of the widget's settings row (the defaults apply from the next use):
+    audited, and the widget's config event emitted as after a PATCH, so who answers its visitors is
+    purged from the served config at once."""
+    row = AiSettings.objects.select_for_update().filter(widget=widget).first()
+    if row is None:
+        return
+    before, pk = audit.values(row), row.pk
+    row.delete()
+    audit.record_change(
+        widget=widget,
+        action="ai_settings.deleted",
+        target_type="ai_settings",
+        target_id=pk,
+        before=before,
+        after={},
+        always=True,
+    )
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
+
+
+@transaction.atomic
 def migrate_legacy_settings(*, widget: Widget) -> tuple[Assistant, bool]:
     """Seed an assistant from the legacy persona, system prompt and greeting. Additive (never
     changes an existing assistant) and repeatable: while an assistant seeded from the same legacy

@@ -209,3 +209,18 @@ def test_an_assistant_only_retired_operators_ran_is_deleted_through_the_service(
     assert client.post(f"/admin/ai/assistant/{mine.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Assistant.objects.filter(pk=mine.pk).exists()
     assert events.WIDGET_CONFIG_CHANGED in emitted
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_deleting_ai_settings_emits_the_widgets_config_event(widget, emitted, bulk):
+    # The served config's answerers follow the AI settings: a deletion purges them as a PATCH does.
+    row = AiSettings.objects.create(widget=widget, enabled=True)
+    client = staff_client("ai", *PERMS, "delete_aisettings", account_of=widget)
+    if bulk:
+        body = {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"}
+        response = client.post("/admin/ai/aisettings/", body)
+    else:
+        response = client.post(f"/admin/ai/aisettings/{row.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not AiSettings.objects.exists()
+    assert events.WIDGET_CONFIG_CHANGED in emitted
+    assert AuditEntry.objects.get(widget=widget, action="ai_settings.deleted").actor_type == "staff"
