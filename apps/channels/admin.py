@@ -68,7 +68,8 @@ class AdCabinetForm(forms.ModelForm):
 class AdCabinetAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """What create_ad_cabinet does (new cabinets start disabled); a status goes through
     `cabinets.set_cabinet_status` (the API's plan gate and slots) and billing staff's
-    `suspended_by_billing` through `cabinets.set_cabinet_suspension`.
+    `suspended_by_billing` through `cabinets.set_cabinet_suspension`; a deletion through
+    `cabinets.delete_cabinet`, as DELETE's.
 
     SECURITY: a cabinet routes its widget's `av__<id>` chats, so a staff user reaches only the
     widgets an API token could be issued for (`issuable_widgets`); the widget never changes."""
@@ -102,3 +103,10 @@ class AdCabinetAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
             if wanted != suspended:
                 cabinets.set_cabinet_status(widget=obj.widget, cabinet=obj, status=wanted)
         obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        cabinets.delete_cabinet(widget=obj.widget, cabinet=obj)
+
+    def delete_queryset(self, request, queryset):
+        for cabinet in queryset.select_related("widget"):
+            self.delete_model(request, cabinet)

@@ -151,3 +151,21 @@ def test_the_widget_of_a_cabinet_does_not_change_in_admin(widget):
     assert response.status_code == 302
     mine.refresh_from_db()
     assert mine.widget_id == widget.pk
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_cabinet_is_deleted_in_admin_as_delete_does(widget, monkeypatch, bulk):
+    from apps.channels.models import AdCabinet
+    from apps.core import events
+
+    emitted = []
+    original = events.emit
+    monkeypatch.setattr(events, "emit", lambda w, t, **kw: (emitted.append(t), original(w, t, **kw))[1])
+    mine = cabinet(widget)
+    client = staff_client("apps_channels", *CABINET_PERMS, "delete_adcabinet", account_of=widget)
+    if bulk:
+        response = client.post(CABINETS, {"action": "delete_selected", "_selected_action": [mine.pk], "post": "yes"})
+    else:
+        response = client.post(f"{CABINETS}{mine.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not AdCabinet.objects.exists()
+    assert emitted == [events.WIDGET_CONFIG_CHANGED]
