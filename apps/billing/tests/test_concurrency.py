@@ -1,5 +1,6 @@
 """Races with real threads on PostgreSQL: the shared entity write budget and the entity row lock."""
 
+import threading
 import time
 
 import pytest
@@ -100,3 +101,40 @@ def test_a_delete_racing_a_withdrawal_leaves_no_withdrawal_without_its_entity(wi
         assert isinstance(
             results[0], services.EntityLockedByPendingWithdrawal | services.EntityReferencedByFinancialRecord
         )
+
+
+def test_an_admin_change_racing_a_withdrawal_commits_before_the_withdrawal(widget, admin_client, monkeypatch):
+    # given an entity, and a withdrawal that starts while the admin form checks the lock
+    entity = LegalEntityFactory(account=widget.account)
+    real = selectors.is_locked_by_pending_withdrawal
+    checking = threading.Event()
+
+    def slow(target):
+        locked = real(target)
+        checking.set()
+        time.sleep(0.3)
+        return locked
+
+    monkeypatch.setattr(selectors, "is_locked_by_pending_withdrawal", slow)
+    admin_client.raise_request_exception = False
+    body = {name: getattr(entity, name) for name in services.ENTITY_FIELDS}
+
+    def change():
+        response = admin_client.post(
+            f"/admin/billing/legalentity/{entity.pk}/change/", {**body, "checking_account": "40702810900000000099"}
+        )
+        return response.status_code
+
+    def withdraw():
+        assert checking.wait(timeout=30)
+        services.create_withdrawal(account=widget.account, legal_entity=entity, amount_minor=100)
+        return "withdrawn"
+
+    # when
+    results = race([change, withdraw])
+    # then: the form's row lock holds until admin's save commits, so the withdrawal waits for the
+    # change (no 500 from a withdrawal slipping in between the form's check and the save)
+    assert results == [302, "withdrawn"], results
+    entity.refresh_from_db()
+    assert entity.checking_account == "40702810900000000099"
+    assert entity.updated_at <= Withdrawal.objects.get(legal_entity=entity).created_at
