@@ -45,9 +45,13 @@ class AccountPlanAdmin(admin.ModelAdmin):
     raw_id_fields = ("account",)
     fields = ("account", "plan", "extra_seats")
 
+    def get_readonly_fields(self, request, obj=None):
+        # A change is of this account's plan; another account's plan is assigned on the add page.
+        return ("account",) if obj is not None else ()
+
     def save_model(self, request, obj, form, change):
         assigned = services.assign_plan(
-            account=form.cleaned_data["account"],
+            account=obj.account,
             plan=form.cleaned_data["plan"],
             extra_seats=form.cleaned_data.get("extra_seats") or 0,
         )

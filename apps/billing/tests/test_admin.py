@@ -294,3 +294,19 @@ def test_admin_entity_writes_spend_none_of_the_accounts_api_budget(admin_client,
         )
         assert response.status_code == 302, response.content.decode()[:2000]
     services.update_legal_entity(account=widget.account, entity=entity, changes={"kpp": "770101099"})
+
+
+def test_changing_an_accounts_plan_in_admin_never_reassigns_it_to_another_account(admin_client, widget, other_widget):
+    # given an account on a plan, and another account without one
+    services.assign_plan(account=widget.account, plan=PlanFactory(seats=5))
+    assigned = AccountPlan.objects.get(account=widget.account)
+    bigger = PlanFactory(seats=20)
+    # when staff change the plan and name the other account in the body
+    response = admin_client.post(
+        f"{ADMIN}/accountplan/{assigned.pk}/change/",
+        {"account": other_widget.account_id, "plan": bigger.pk, "extra_seats": 0},
+    )
+    # then the change is of this account's plan; the other account gets none
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert AccountPlan.objects.get().account_id == widget.account_id
+    assert AccountPlan.objects.get().plan == bigger
