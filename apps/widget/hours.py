@@ -42,7 +42,9 @@ def default_hours(timezone_name: str) -> dict:
 
 @lru_cache(maxsize=1)
 def _zone_names() -> frozenset[str]:
-    return frozenset(available_timezones())
+    """The IANA names. A system time zone database also holds `localtime`, a link to the host's own
+    zone, which is no IANA name and would make the widget's hours depend on the machine."""
+    return frozenset(available_timezones()) - {"localtime"}
 
 
 def _minutes(value: str) -> int:

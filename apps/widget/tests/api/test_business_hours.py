@@ -67,6 +67,7 @@ def test_intervals_may_touch_and_end_at_24_00(api):
         ({"enabled": "yes"}, "enabled"),
         ({"timezone": "Mars/Olympus"}, "timezone"),
         ({"timezone": "+03:00"}, "timezone"),
+        ({"timezone": "localtime"}, "timezone"),
         ({"timezone": 3}, "timezone"),
         ({"weekly": []}, "weekly"),
         ({"weekly": {day: [] for day in DAYS[:6]}}, "weekly.sun"),
