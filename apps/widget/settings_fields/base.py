@@ -51,8 +51,7 @@ def _json_name(value: Any) -> str:
 
 
 def _type_error(json_type: str) -> str:
-    article = "an" if json_type[0] in "aeiou" else "a"
-    return f"Must be {article} JSON {json_type}; other types are never coerced."
+    return f"Must be a JSON {json_type}; other types are never coerced."
 
 
 def _check_unicode(value: str) -> None:

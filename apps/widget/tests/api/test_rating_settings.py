@@ -45,6 +45,11 @@ def test_bad_values_are_422_naming_the_field(api, name, value):
     assert client.get(SETTINGS).json()["data"]["rating_mode"] == "on_request"
 
 
+def test_a_map_of_another_json_type_is_named_in_plain_words(api):
+    body = assert_problem(patch(api(), {"rating_prompt_i18n": ["en"]}), 422)
+    assert body["errors"]["rating_prompt_i18n"] == ["Must be a JSON object; other types are never coerced."]
+
+
 def test_a_prompt_per_language_for_all_seven(api):
     prompts = {lang: f"Rate us ({lang})" for lang in LANGUAGES}
     assert patch(api(), {"rating_prompt_i18n": prompts}).json()["data"]["rating_prompt_i18n"] == prompts
