@@ -16,9 +16,15 @@ def _split(inner: str) -> tuple[str, str]:
     return name.strip(), fallback.strip()
 
 
+def _known(inner: str) -> bool:
+    name, fallback = _split(inner)
+    return name in NAMES and "{{" not in fallback
+
+
 def unknown_variables(text: str) -> list[str]:
-    """Every `{{...}}` of `text` that is not one of `NAMES` (with an optional fallback), as written."""
-    return [match.group(0) for match in _VARIABLE.finditer(text) if _split(match.group(1))[0] not in NAMES]
+    """Every `{{...}}` of `text` that is not one of `NAMES` (with an optional fallback that opens no
+    `{{` of its own: that one would render as written), as written."""
+    return [match.group(0) for match in _VARIABLE.finditer(text) if not _known(match.group(1))]
 
 
 def render(text: str, values: Mapping[str, str | None]) -> str:

@@ -51,6 +51,12 @@ def test_other_variables_are_unknown(text):
     assert variables.unknown_variables(f"Hi {text} and {{{{contact.name}}}}") == [text]
 
 
+@pytest.mark.parametrize("text", ["{{agent.name|{{x}}}}", "{{widget.name|{{}}", "{{contact.name|a {{contact.email}}}}"])
+def test_a_fallback_holding_another_variable_is_unknown(text):
+    # `{{...}}` inside a fallback would come out of a render as written, a variable nobody fills
+    assert variables.unknown_variables(text) != []
+
+
 def test_every_known_variable_is_accepted():
     text = " ".join(f"{{{{{n}}}}} {{{{{n}|fb}}}}" for n in variables.NAMES)
     assert variables.unknown_variables(text) == []
