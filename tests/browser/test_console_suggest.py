@@ -5,17 +5,13 @@ text, an address that is not a web page never as a link); nothing is sent until 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import SERVER_ENV, api_client
 from tests.browser.console_pages import WAIT, add_operator, connected, sign_in
 from tests.browser.test_console import Visitor
-from tests.browser.test_widget_sources import HOSTILE, PAGE, STORE_KNOWLEDGE, write
-from tests.live import ROOT, environment
+from tests.browser.test_widget_sources import PAGE, store_knowledge, write
 from tests.llm_fake import FakeLLM, ca_path
 
 pytestmark = pytest.mark.browser
@@ -43,16 +39,7 @@ def test_suggest_fills_the_reply_with_the_answer_and_its_sources_and_sends_nothi
             "/api/v1/ai/assistants",
             {"name": "Tea shop", "is_default": True, "enabled": True, "rag_enabled": True},
         )
-        code = STORE_KNOWLEDGE.format(guid=server.seed["button_guid"], page=PAGE, hostile=HOSTILE)
-        done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT,
-            env=environment(live_var, **env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        store_knowledge(live_var, env, server.seed["button_guid"])
         visitor = Visitor(server, name="Anna")
         chat_id = visitor.say("How long does tea delivery take?")["chat_id"]
         sign_in(page, server)

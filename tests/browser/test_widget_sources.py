@@ -52,6 +52,20 @@ for text, ref, doc in [
 """
 
 
+def store_knowledge(live_var, env: dict, button_guid: str) -> None:
+    """STORE_KNOWLEDGE for the widget, run as the server runs (its VAR_DIR and environment)."""
+    code = STORE_KNOWLEDGE.format(guid=button_guid, page=PAGE, hostile=HOSTILE)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=environment(live_var, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def write(call, method: str, path: str, body: dict) -> dict:
     response = call(method, path, json=body, headers={"X-Service-Idempotency-Key": secrets.token_hex(8)})
     assert response.status_code in (200, 201), response.text
@@ -84,16 +98,7 @@ def test_an_answer_lists_its_sources_under_it_and_links_only_web_pages(
         assert assistant["cite_sources"] is True
         write(call, "POST", "/api/v1/ai/operators", {"assistant_id": assistant["id"]})
         write(call, "PATCH", "/api/v1/ai/settings", {"enabled": True})
-        code = STORE_KNOWLEDGE.format(guid=server.seed["button_guid"], page=PAGE, hostile=HOSTILE)
-        done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT,
-            env=environment(live_var, **env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        store_knowledge(live_var, env, server.seed["button_guid"])
         worker.wait_for_output("ready.", timeout=90)
 
         # When the visitor asks (on the embedded default a worker's push cannot reach the web
