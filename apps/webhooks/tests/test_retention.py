@@ -319,6 +319,17 @@ def test_redelivering_a_purged_delivery_answers_as_an_unknown_one(api, widget):
     assert not Delivery.objects.exists()
 
 
+def wait_for_a_lock_wait(watcher, thread: threading.Thread) -> None:
+    """Until a session of this database waits on a lock, or `thread` has ended (at most 10 s)."""
+    for _ in range(200):
+        waiting = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()[0]
+        if waiting or not thread.is_alive():
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_jobs_at_once_delete_each_row_once(widget, other_widget):
@@ -361,13 +372,7 @@ def test_redelivering_a_row_while_the_job_deletes_it_answers_as_an_unknown_one(a
 
         thread = threading.Thread(target=redeliver)
         thread.start()
-        for _ in range(200):  # until the redelivery waits on the row's lock (or has answered)
-            waiting = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            ).fetchone()[0]
-            if waiting or not thread.is_alive():
-                break
-            time.sleep(0.05)
+        wait_for_a_lock_wait(watcher, thread)  # the redelivery waits on the row's lock (or has answered)
         job.execute("COMMIT")
         thread.join(timeout=30)
 
@@ -391,13 +396,7 @@ def test_a_redelivery_committed_under_the_jobs_batch_keeps_the_row_and_the_job_g
         redelivery.execute("SELECT 1 FROM webhooks_delivery WHERE id = %s FOR UPDATE", [original.pk])
         thread = threading.Thread(target=lambda: results.extend(race([retention.purge_delivery_log])))
         thread.start()
-        for _ in range(200):  # until the job's delete waits on the row's lock
-            waiting = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            ).fetchone()[0]
-            if waiting or not thread.is_alive():
-                break
-            time.sleep(0.05)
+        wait_for_a_lock_wait(watcher, thread)  # the job's delete waits on the row's lock
         redelivery.execute(
             "INSERT INTO webhooks_delivery (widget_id, subscription_id, event_id, delivery_id, event_type, envelope,"
             " status, body, payload, attempts, last_error, redelivery_of_id, created_at, updated_at)"
