@@ -58,6 +58,18 @@ def test_every_management_command_is_on_the_commands_page():
     assert not missing, f"management commands missing from {COMMANDS.name}: {missing}"
 
 
+def test_every_periodic_job_is_on_the_maintenance_page():
+    source = (ROOT / "config" / "celery.py").read_text(encoding="utf-8")
+    jobs = set(re.findall(r'^    "([a-z_]+\.[a-z_]+)": \(', source, re.M))
+    jobs |= set(re.findall(r'BEAT_SCHEDULE\["([a-z_]+\.[a-z_]+)"\]', source))
+    assert {"webhooks.sweep_deliveries", "webhooks.purge_delivery_log", "channels.poll_telegram"} <= jobs
+    table = (DOCS / "operating" / "maintenance.md").read_text(encoding="utf-8")
+    table = table[table.index("## Periodic jobs") :]
+    listed = {name for row in re.findall(r"^\| (`.*?) \|", table, re.M) for name in re.findall(r"`([a-z_.]+)`", row)}
+    missing = sorted(jobs - listed)
+    assert not missing, f"periodic jobs missing from maintenance.md: {missing}"
+
+
 # --- no history where readers look ---------------------------------------------------------------------
 
 HISTORY = [
