@@ -97,7 +97,7 @@ DEFAULTS: dict[str, dict[str, str]] = {
         "ru": "Сейчас мы не работаем. Оператор ответит, когда мы откроемся {opens_at}.",
         "en": "We are closed right now. An operator will reply when we open {opens_at}.",
         "el": "Αυτή τη στιγμή είμαστε κλειστά. Ένας εκπρόσωπος θα απαντήσει όταν ανοίξουμε {opens_at}.",
-        "de": "Wir haben gerade geschlossen. Ein Mitarbeiter antwortet, sobald wir öffnen {opens_at}.",
+        "de": "Wir haben gerade geschlossen. Ein Mitarbeiter antwortet, sobald wir {opens_at} öffnen.",
         "es": "Ahora estamos cerrados. Un operador responderá cuando abramos {opens_at}.",
         "ar": "نحن مغلقون الآن. سيرد أحد الموظفين عندما نفتح {opens_at}.",
         "zh": "我们现在不在营业时间。我们开门后客服会回复您 {opens_at}。",
