@@ -297,13 +297,18 @@ def restore_agent(*, widget: Widget, agent: Agent) -> Agent:
 
 @transaction.atomic
 def set_agent_status(*, widget: Widget, agent: Agent, status: str) -> Agent:
-    """The console's own status switch: active <-> relaxation (banned is reached only through
-    suspend/delete and left only through restore). The status the agent already has changes
+    """The console's own status switch of a human operator: active <-> relaxation (banned is
+    reached only through suspend/delete and left only through restore). The status the agent already has changes
     nothing and spends nothing; a change past STATUS_CHANGE_BUDGET per agent is RateLimited and
     changes nothing."""
     if status not in (Agent.Status.ACTIVE, Agent.Status.RELAXATION):
         raise ValueError("status must be active or relaxation")
     agent = _lock_agent(widget, agent)
+    if agent.type != Agent.Type.HUMAN:
+        raise Conflict(
+            "Only a human operator switches between active and relaxation; "
+            "an AI or webhook operator's status follows its own app."
+        )
     if agent.status == Agent.Status.BANNED:
         raise Conflict("A banned agent must be restored first.")
     if agent.status == status:

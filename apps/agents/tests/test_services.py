@@ -134,6 +134,15 @@ def test_console_status_cannot_unban(widget):
         services.set_agent_status(widget=widget, agent=agent, status="banned")
 
 
+@pytest.mark.parametrize("type", [Agent.Type.AI, Agent.Type.WEBHOOK])
+def test_only_a_human_operator_takes_a_break(widget, type):
+    agent = AgentFactory(widget=widget, type=type, status=Agent.Status.ACTIVE)
+    with pytest.raises(Conflict):
+        services.set_agent_status(widget=widget, agent=agent, status="relaxation")
+    assert Agent.objects.get(pk=agent.pk).status == Agent.Status.ACTIVE
+    assert not AgentEvent.objects.filter(agent=agent).exists()
+
+
 def test_the_cache_is_purged_again_after_commit(widget, purges, django_capture_on_commit_callbacks):
     agent = AgentFactory(widget=widget)
     with django_capture_on_commit_callbacks(execute=True):
