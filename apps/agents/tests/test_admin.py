@@ -3,13 +3,22 @@ user reaches only the widgets an API token could be issued for (apps.core.servic
 
 import pytest
 
-from apps.agents.models import Agent
-from apps.agents.tests.factories import DepartmentFactory, HumanAgentFactory, InvitationFactory
+from apps.agents import events_log
+from apps.agents.models import Agent, AgentEvent
+from apps.agents.tests.factories import AIAgentFactory, DepartmentFactory, HumanAgentFactory, InvitationFactory
 from apps.core.testing.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
-PERMS = ("add_agent", "change_agent", "view_agent", "view_invitation", "view_department", "view_agentevent")
+PERMS = (
+    "add_agent",
+    "change_agent",
+    "delete_agent",
+    "view_agent",
+    "view_invitation",
+    "view_department",
+    "view_agentevent",
+)
 
 
 def staff(account_of):
@@ -32,12 +41,13 @@ def agent_form(widget, user) -> dict:
     }
 
 
-def test_an_agent_row_on_another_accounts_widget_is_refused(widget, other_widget):
+def test_agents_are_not_added_here(widget):
     client = staff(account_of=widget)
     me = widget.account.user
-    response = client.post("/admin/agents/agent/add/", agent_form(other_widget, me))
-    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
-    assert not Agent.objects.filter(widget=other_widget, user=me).exists()
+    assert client.get("/admin/agents/agent/add/").status_code == 403
+    response = client.post("/admin/agents/agent/add/", agent_form(widget, me))
+    assert response.status_code == 403
+    assert not Agent.objects.filter(widget=widget, user=me).exists()
 
 
 def test_another_accounts_agents_are_neither_listed_nor_changed(widget, other_widget):
@@ -64,3 +74,151 @@ def test_another_accounts_invitations_and_departments_are_not_listed(widget, oth
 def test_the_own_accounts_agents_are_listed(widget):
     HumanAgentFactory(widget=widget, name="Mine", email="mine@example.com")
     assert "Mine" in staff(account_of=widget).get("/admin/agents/agent/").content.decode()
+
+
+# --- changes go through the agents services ------------------------------------------------------------
+
+
+def change(client, agent, **fields):
+    body = {"status": agent.status, "_save": "Save"}
+    if agent.show_in_header:
+        body["show_in_header"] = "on"
+    body.update(fields)
+    if body.get("show_in_header") is False:
+        del body["show_in_header"]
+    return client.post(f"/admin/agents/agent/{agent.pk}/change/", body)
+
+
+def kinds(agent) -> list[str]:
+    return [events_log.slug_of(e.type_code) for e in AgentEvent.objects.filter(agent=agent).order_by("pk")]
+
+
+def test_suspending_here_is_suspend_agent(widget, purges):
+    agent = HumanAgentFactory(widget=widget)
+    response = change(staff(account_of=widget), agent, status="banned")
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.BANNED
+    assert kinds(agent) == ["suspended"]
+    assert widget.pk in purges
+
+
+def test_restoring_without_a_free_seat_is_a_form_error_and_changes_nothing(widget):
+    client = staff(account_of=widget)
+    widget.account.seats = 1
+    widget.account.save()
+    HumanAgentFactory(widget=widget)
+    agent = HumanAgentFactory(widget=widget, status=Agent.Status.BANNED)
+    response = change(client, agent, status="active")
+    assert response.status_code == 200 and "seats of the account are in use" in response.content.decode()
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.BANNED and kinds(agent) == []
+
+
+def test_restoring_with_a_free_seat_is_restore_agent(widget):
+    agent = HumanAgentFactory(widget=widget, status=Agent.Status.BANNED)
+    assert change(staff(account_of=widget), agent, status="active").status_code == 302
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.ACTIVE and kinds(agent) == ["restored"]
+
+
+def test_a_banned_agent_is_restored_before_a_break(widget):
+    agent = HumanAgentFactory(widget=widget, status=Agent.Status.BANNED)
+    response = change(staff(account_of=widget), agent, status="relaxation")
+    assert response.status_code == 200 and "must be restored first" in response.content.decode()
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.BANNED and kinds(agent) == []
+
+
+def test_a_break_is_the_consoles_status_switch(widget):
+    agent = HumanAgentFactory(widget=widget)
+    assert change(staff(account_of=widget), agent, status="relaxation").status_code == 302
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.RELAXATION and kinds(agent) == ["status_relaxation"]
+
+
+def test_an_ai_operators_break_is_refused(widget):
+    agent = AIAgentFactory(widget=widget)
+    response = change(staff(account_of=widget), agent, status="relaxation")
+    assert response.status_code == 200 and "Only a human operator" in response.content.decode()
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.ACTIVE and kinds(agent) == []
+
+
+def test_show_in_header_is_set_show_in_header(widget, purges):
+    agent = HumanAgentFactory(widget=widget, show_in_header=True)
+    assert change(staff(account_of=widget), agent, show_in_header=False).status_code == 302
+    agent.refresh_from_db()
+    assert agent.show_in_header is False and kinds(agent) == ["show_in_header_off"]
+    assert widget.pk in purges
+
+
+def test_a_refused_status_keeps_show_in_header_too(widget):
+    agent = HumanAgentFactory(widget=widget, status=Agent.Status.BANNED, show_in_header=True)
+    response = change(staff(account_of=widget), agent, status="relaxation", show_in_header=False)
+    assert response.status_code == 200
+    agent.refresh_from_db()
+    assert agent.show_in_header is True and kinds(agent) == []
+
+
+def test_user_role_owner_flag_name_and_type_are_read_only(widget, other_widget):
+    stranger = HumanAgentFactory(widget=other_widget).user
+    agent = HumanAgentFactory(widget=widget, name="Alice")
+    response = change(
+        staff(account_of=widget),
+        agent,
+        user=stranger.pk,
+        role="owner",
+        is_owner="on",
+        name="Mallory",
+        type="webhook",
+        widget=other_widget.pk,
+    )
+    assert response.status_code == 302
+    stored = Agent.objects.get(pk=agent.pk)
+    assert (stored.user_id, stored.role, stored.is_owner, stored.name, stored.type, stored.widget_id) == (
+        agent.user_id,
+        "operator",
+        False,
+        "Alice",
+        "human",
+        widget.pk,
+    )
+    assert kinds(agent) == []
+
+
+# --- deleting is the API's DELETE -----------------------------------------------------------------------
+
+
+def test_deleting_here_is_the_apis_soft_delete(widget):
+    agent = HumanAgentFactory(widget=widget)
+    response = staff(account_of=widget).post(f"/admin/agents/agent/{agent.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.BANNED and kinds(agent) == ["deleted"]
+
+
+@pytest.mark.parametrize("kind", ["owner", "ai"])
+def test_the_owners_row_and_the_ai_operator_are_not_deleted(widget, kind):
+    agent = (
+        HumanAgentFactory(widget=widget, is_owner=True, role="owner")
+        if kind == "owner"
+        else AIAgentFactory(widget=widget)
+    )
+    client = staff(account_of=widget)
+    response = client.post(f"/admin/agents/agent/{agent.pk}/delete/", {"post": "yes"}, follow=True)
+    assert "cannot be deleted" in response.content.decode()
+    stored = Agent.objects.get(pk=agent.pk)
+    assert stored.status == agent.status and kinds(agent) == []
+
+
+def test_there_is_no_bulk_delete(widget):
+    agent = HumanAgentFactory(widget=widget)
+    client = staff(account_of=widget)
+    assert "delete_selected" not in client.get("/admin/agents/agent/").content.decode()
+    response = client.post(
+        "/admin/agents/agent/", {"action": "delete_selected", "_selected_action": [agent.pk], "post": "yes"}
+    )
+    assert response.status_code in (200, 302)
+    agent.refresh_from_db()
+    assert agent.status == Agent.Status.ACTIVE
