@@ -1,13 +1,17 @@
+from types import SimpleNamespace
+
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import IssuableWidgetsOnly, show_errors
 from apps.core.errors import AppError
+from apps.core.services import issuable_widgets
 
 from . import services
+from .api.serializers import DepartmentInput
 from .models import Agent, AgentEvent, Department, Invitation
 
 
@@ -108,12 +112,81 @@ class AgentAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
         services.delete_agent(widget=obj.widget, agent=obj)
 
 
+class DepartmentForm(forms.ModelForm):
+    """The API's rules (`DepartmentInput`: the name, the channel vocabulary with this widget's ad
+    cabinets, agents of this widget only, the week's schedule); a refused value is a form error and
+    changes nothing. The values saved are the ones the API would store."""
+
+    class Meta:
+        model = Department
+        fields = ("widget", "name", "channels", "agents", "schedule")
+
+    def clean(self):
+        data = super().clean()
+        # On a change the widget is read-only (not a form field): the stored row's widget.
+        widget = data.get("widget") if "widget" in self.fields else self.instance.widget
+        if widget is None or self.errors:
+            return data
+        body = {"name": data.get("name"), "channels": data.get("channels"), "schedule": data.get("schedule")}
+        body = {name: value for name, value in body.items() if value is not None}
+        body["agent_ids"] = [agent.pk for agent in data.get("agents") or []]
+        checked = DepartmentInput(data=body, context={"request": SimpleNamespace(widget=widget)})
+        if not checked.is_valid():
+            show_errors(self, checked.errors, field_of={"agent_ids": "agents"})
+            return data
+        self.checked = dict(checked.validated_data)
+        return data
+
+
 @admin.register(Department)
 class DepartmentAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    """Saved through the agents services as the API's writes (`create_department`,
+    `update_department`, `set_department_agents`, `set_department_schedule`), deleted through
+    `delete_department`. The agent choices are the agents of the staff user's issuable widgets."""
+
+    form = DepartmentForm
     list_display = ("id", "name", "widget", "created_at", "updated_at")
     search_fields = ("name",)
     raw_id_fields = ("widget",)
     filter_horizontal = ("agents",)
+    readonly_fields = ("avatar", "created_at", "updated_at")
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "agents":
+            kwargs["queryset"] = Agent.objects.filter(widget__in=issuable_widgets(request.user))
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        checked = form.checked
+        if not change:
+            obj.pk = services.create_department(
+                widget=obj.widget,
+                name=checked["name"],
+                channels=checked.get("channels"),
+                agents=checked["agent_ids"],
+                schedule=checked.get("schedule"),
+            ).pk
+        else:
+            stored = Department.objects.get(pk=obj.pk)
+            services.update_department(
+                widget=stored.widget, department=stored, name=checked["name"], channels=checked.get("channels")
+            )
+            if "agents" in form.changed_data:
+                services.set_department_agents(widget=stored.widget, department=stored, agents=checked["agent_ids"])
+            if "schedule" in form.changed_data and "schedule" in checked:
+                services.set_department_schedule(widget=stored.widget, department=stored, schedule=checked["schedule"])
+        obj.refresh_from_db()
+
+    def save_related(self, request, form, formsets, change):
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)  # the agents were set by the service
+
+    def delete_model(self, request, obj):
+        services.delete_department(widget=obj.widget, department=obj)
+
+    def delete_queryset(self, request, queryset):
+        for department in list(queryset):
+            self.delete_model(request, department)
 
 
 @admin.register(Invitation)

@@ -1,12 +1,15 @@
 """The agents admin: an agent row with a user opens the operator console of its widget, so a staff
 user reaches only the widgets an API token could be issued for (apps.core.services.issuable_widgets)."""
 
+import json
+
 import pytest
 
-from apps.agents import events_log
-from apps.agents.models import Agent, AgentEvent
+from apps.agents import events_log, services
+from apps.agents.models import Agent, AgentEvent, Department
 from apps.agents.tests.factories import AIAgentFactory, DepartmentFactory, HumanAgentFactory, InvitationFactory
 from apps.core.testing.admin import staff_client
+from apps.core.testing.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -16,6 +19,8 @@ PERMS = (
     "delete_agent",
     "view_agent",
     "view_invitation",
+    "add_department",
+    "change_department",
     "view_department",
     "view_agentevent",
 )
@@ -222,3 +227,87 @@ def test_there_is_no_bulk_delete(widget):
     assert response.status_code in (200, 302)
     agent.refresh_from_db()
     assert agent.status == Agent.Status.ACTIVE
+
+
+# --- departments: the API's rules and services ---------------------------------------------------------
+
+
+def department_form(department, **fields) -> dict:
+    body = {
+        "name": department.name,
+        "channels": json.dumps(department.channels),
+        "schedule": json.dumps(department.schedule),
+        "agents": [agent.pk for agent in department.agents.all()],
+        "_save": "Save",
+    }
+    body.update(fields)
+    return body
+
+
+def test_a_department_lists_no_agent_of_another_account(widget, other_widget):
+    HumanAgentFactory(widget=other_widget, name="Zebediah")
+    HumanAgentFactory(widget=widget, name="Homegrown")
+    department = DepartmentFactory(widget=widget)
+    html = staff(account_of=widget).get(f"/admin/agents/department/{department.pk}/change/").content.decode()
+    assert "Zebediah" not in html and "Homegrown" in html
+
+
+def test_a_department_takes_no_agent_of_another_widget(widget, other_widget):
+    client = staff(account_of=widget)
+    theirs = HumanAgentFactory(widget=other_widget)
+    sibling = HumanAgentFactory(widget=WidgetFactory(account=widget.account))  # reachable, another widget
+    department = DepartmentFactory(widget=widget)
+    for agent, message in ((theirs, "Select a valid choice"), (sibling, "Unknown id.")):
+        response = client.post(
+            f"/admin/agents/department/{department.pk}/change/", department_form(department, agents=[agent.pk])
+        )
+        assert response.status_code == 200 and message in response.content.decode()
+        assert not department.agents.exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"schedule": json.dumps("garbage")}, "Must be an object keyed by day name"),
+        ({"schedule": json.dumps({"Monday": {"from": "18:00", "to": "09:00"}})}, "Must be later than"),
+        ({"channels": json.dumps(["nowhere"])}, "Unknown channel"),
+        ({"name": "\u202eevil"}, "U+202E"),
+    ],
+)
+def test_a_department_value_the_api_refuses_is_a_form_error(widget, fields, message):
+    department = DepartmentFactory(widget=widget, name="Desk")
+    before = (department.name, department.channels, department.schedule)
+    response = staff(account_of=widget).post(
+        f"/admin/agents/department/{department.pk}/change/", department_form(department, **fields)
+    )
+    assert response.status_code == 200 and message in response.content.decode()
+    department.refresh_from_db()
+    assert (department.name, department.channels, department.schedule) == before
+
+
+def test_a_department_is_changed_and_added_as_the_api_stores_it(widget):
+    client = staff(account_of=widget)
+    agent = HumanAgentFactory(widget=widget)
+    department = DepartmentFactory(widget=widget)
+    monday = {"Monday": {"from": "09:00", "to": "18:00"}}
+    response = client.post(
+        f"/admin/agents/department/{department.pk}/change/",
+        department_form(department, name="Sales", agents=[agent.pk], schedule=json.dumps(monday)),
+    )
+    assert response.status_code == 302
+    department.refresh_from_db()
+    assert department.name == "Sales" and list(department.agents.all()) == [agent]
+    assert department.schedule == services.full_week(monday)  # an omitted day is closed, as on PUT
+    response = client.post(
+        "/admin/agents/department/add/",
+        {
+            "widget": widget.pk,
+            "name": "Support",
+            "channels": '["smb"]',
+            "schedule": json.dumps(monday),
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 302
+    added = Department.objects.get(widget=widget, name="Support")
+    assert added.schedule == services.full_week(monday) and added.channels == ["smb"]
