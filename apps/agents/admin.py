@@ -191,13 +191,34 @@ class DepartmentAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
-    """Read-only: the token exists only in the e-mail; revoking is the API's or this row's
-    `revoked_at`."""
+    """Read here; invitations are sent by the API (`services.invite_agent`: the seat check, the
+    mail with the token) and revoked by the action, as the API's revoke (`services.revoke_invitation`).
+
+    SECURITY: accepting an invitation attaches the invitee to the Django user with the invitation's
+    address and, when that user has no usable password, sets the password the invitee types; so the
+    address, the expiry and the state of a sent invitation never change here."""
 
     list_display = ("id", "email", "widget", "created_at", "expires_at", "accepted_at", "revoked_at")
     search_fields = ("email",)
-    raw_id_fields = ("widget", "agent")
-    readonly_fields = ("token_hash", "created_at", "accepted_at", "agent")
+    readonly_fields = (
+        "widget",
+        "email",
+        "token_hash",
+        "created_at",
+        "expires_at",
+        "accepted_at",
+        "revoked_at",
+        "agent",
+    )
+    actions = ("revoke",)
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke selected invitations", permissions=["change"])
+    def revoke(self, request, queryset):
+        for invitation in queryset.select_related("widget"):
+            services.revoke_invitation(widget=invitation.widget, invitation=invitation)
 
 
 @admin.register(AgentEvent)

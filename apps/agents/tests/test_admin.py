@@ -4,9 +4,10 @@ user reaches only the widgets an API token could be issued for (apps.core.servic
 import json
 
 import pytest
+from django.utils import timezone
 
 from apps.agents import events_log, services
-from apps.agents.models import Agent, AgentEvent, Department
+from apps.agents.models import Agent, AgentEvent, Department, Invitation
 from apps.agents.tests.factories import AIAgentFactory, DepartmentFactory, HumanAgentFactory, InvitationFactory
 from apps.core.testing.admin import staff_client
 from apps.core.testing.factories import WidgetFactory
@@ -26,8 +27,8 @@ PERMS = (
 )
 
 
-def staff(account_of):
-    return staff_client("agents", *PERMS, account_of=account_of)
+def staff(account_of, extra=()):
+    return staff_client("agents", *PERMS, *extra, account_of=account_of)
 
 
 def agent_form(widget, user) -> dict:
@@ -311,3 +312,38 @@ def test_a_department_is_changed_and_added_as_the_api_stores_it(widget):
     assert response.status_code == 302
     added = Department.objects.get(widget=widget, name="Support")
     assert added.schedule == services.full_week(monday) and added.channels == ["smb"]
+
+
+# --- invitations: read here, revoked through the service ----------------------------------------------
+
+
+def test_a_sent_invitations_address_and_expiry_do_not_change_here(widget):
+    invitation = InvitationFactory(widget=widget, email="invitee@example.com")
+    client = staff(account_of=widget, extra=("add_invitation", "change_invitation"))
+    response = client.post(
+        f"/admin/agents/invitation/{invitation.pk}/change/",
+        {
+            "email": "victim@example.com",
+            "expires_at_0": "2099-01-01",
+            "expires_at_1": "00:00:00",
+            "revoked_at_0": "",
+            "revoked_at_1": "",
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 302
+    stored = Invitation.objects.get(pk=invitation.pk)
+    assert (stored.email, stored.expires_at) == ("invitee@example.com", invitation.expires_at)
+    assert client.get("/admin/agents/invitation/add/").status_code == 403
+
+
+def test_the_revoke_action_is_the_apis_revoke(widget):
+    pending = InvitationFactory(widget=widget)
+    accepted = InvitationFactory(widget=widget, accepted_at=timezone.now())
+    client = staff(account_of=widget, extra=("change_invitation",))
+    response = client.post(
+        "/admin/agents/invitation/", {"action": "revoke", "_selected_action": [pending.pk, accepted.pk]}
+    )
+    assert response.status_code == 302
+    assert Invitation.objects.get(pk=pending.pk).state() == "revoked"
+    assert Invitation.objects.get(pk=accepted.pk).state() == "accepted"
