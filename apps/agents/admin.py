@@ -6,7 +6,7 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
-from apps.core.admin_site import IssuableWidgetsOnly, show_errors
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin, show_errors
 from apps.core.errors import AppError
 from apps.core.services import issuable_widgets
 
@@ -222,7 +222,10 @@ class InvitationAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
 
 @admin.register(AgentEvent)
-class AgentEventAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+class AgentEventAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
+    """An agent's event log, written by the agents services only: read here, never changed or
+    deleted."""
+
     list_display = ("id", "agent", "widget", "type_code", "created_at")
     list_filter = ("type_code",)
     raw_id_fields = ("widget", "agent")

@@ -8,7 +8,13 @@ from django.utils import timezone
 
 from apps.agents import events_log, services
 from apps.agents.models import Agent, AgentEvent, Department, Invitation
-from apps.agents.tests.factories import AIAgentFactory, DepartmentFactory, HumanAgentFactory, InvitationFactory
+from apps.agents.tests.factories import (
+    AgentEventFactory,
+    AIAgentFactory,
+    DepartmentFactory,
+    HumanAgentFactory,
+    InvitationFactory,
+)
 from apps.core.testing.admin import staff_client
 from apps.core.testing.factories import WidgetFactory
 
@@ -347,3 +353,14 @@ def test_the_revoke_action_is_the_apis_revoke(widget):
     assert response.status_code == 302
     assert Invitation.objects.get(pk=pending.pk).state() == "revoked"
     assert Invitation.objects.get(pk=accepted.pk).state() == "accepted"
+
+
+def test_the_agent_event_log_is_read_only(widget):
+    event = AgentEventFactory(agent=HumanAgentFactory(widget=widget))
+    client = staff(account_of=widget, extra=("add_agentevent", "change_agentevent", "delete_agentevent"))
+    assert client.get(f"/admin/agents/agentevent/{event.pk}/change/").status_code == 200
+    assert client.get("/admin/agents/agentevent/add/").status_code == 403
+    client.post(f"/admin/agents/agentevent/{event.pk}/change/", {"type_code": 99, "extra": "{}", "_save": "Save"})
+    assert client.post(f"/admin/agents/agentevent/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+    stored = AgentEvent.objects.get(pk=event.pk)
+    assert stored.type_code == event.type_code
