@@ -1,12 +1,13 @@
 """Read-only admin pages (`ReadOnlyAdmin`): rows written elsewhere are added and changed by no staff
 user, a superuser included; the trails of access (the audit log, the support log, pending erasures)
-are never deleted here, and the pages whose rows may go keep Django's delete permission. Viewing
+(and the agent event log) are never deleted here, and the pages whose rows may go keep Django's delete permission. Viewing
 still follows the view (or change) permission."""
 
 import pytest
 from django.contrib import admin
 from django.test import RequestFactory
 
+from apps.agents.models import AgentEvent
 from apps.ai.models import IntegrationBinding
 from apps.audit import services as audit
 from apps.audit.models import AuditEntry
@@ -26,6 +27,7 @@ DELETABLE = {
     SupportClaim: True,
     Delivery: True,
     IntegrationBinding: True,
+    AgentEvent: False,
 }
 
 
