@@ -121,6 +121,13 @@ class DepartmentForm(forms.ModelForm):
         model = Department
         fields = ("widget", "name", "channels", "agents", "schedule")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `[]` (no channels) and `{}` (no schedule) are values the API stores, not missing ones.
+        for name in ("channels", "schedule"):
+            if name in self.fields:
+                self.fields[name].required = False
+
     def clean(self):
         data = super().clean()
         # On a change the widget is read-only (not a form field): the stored row's widget.
@@ -213,6 +220,10 @@ class InvitationAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     actions = ("revoke",)
 
     def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # Revoking ends an invitation and keeps its row, the trail of who was invited and when.
         return False
 
     @admin.action(description="Revoke selected invitations", permissions=["change"])

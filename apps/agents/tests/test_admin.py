@@ -355,6 +355,24 @@ def test_the_revoke_action_is_the_apis_revoke(widget):
     assert Invitation.objects.get(pk=accepted.pk).state() == "accepted"
 
 
+def test_an_invitation_is_revoked_here_never_deleted(widget):
+    invitation = InvitationFactory(widget=widget)
+    client = staff(account_of=widget, extra=("change_invitation", "delete_invitation"))
+    assert client.post(f"/admin/agents/invitation/{invitation.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Invitation.objects.filter(pk=invitation.pk).exists()
+
+
+def test_a_department_without_channels_is_saved_as_the_api_stores_it(widget):
+    client = staff(account_of=widget)
+    department = DepartmentFactory(widget=widget, channels=["smb"])
+    response = client.post(
+        f"/admin/agents/department/{department.pk}/change/", department_form(department, channels="[]")
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    department.refresh_from_db()
+    assert department.channels == []
+
+
 def test_the_agent_event_log_is_read_only(widget):
     event = AgentEventFactory(agent=HumanAgentFactory(widget=widget))
     client = staff(account_of=widget, extra=("add_agentevent", "change_agentevent", "delete_agentevent"))
