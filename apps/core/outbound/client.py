@@ -114,9 +114,9 @@ def _ca_verify() -> str | bool:
 
 
 class GuardedResponse:
-    """A fully read, size-capped response."""
+    """A read, size-capped response."""
 
-    __slots__ = ("content", "encoding", "headers", "status_code", "url")
+    __slots__ = ("complete", "content", "encoding", "headers", "status_code", "url")
 
     def __init__(
         self,
@@ -126,12 +126,16 @@ class GuardedResponse:
         content: bytes,
         url: str,
         encoding: str | None = None,
+        complete: bool = True,
     ) -> None:
         self.status_code = status_code
         self.headers = headers
         self.content = content
         self.url = url
         self.encoding = encoding
+        # False: the body broke off after a complete status line and headers (`send_bytes`,
+        # `submit_bytes`: the answer is the status and headers; `content` is what arrived)
+        self.complete = complete
 
     @property
     def text(self) -> str:

@@ -7,7 +7,10 @@ Writing a subscription says which of its events are `Wired` (not delivered until
 
 from __future__ import annotations
 
+import ssl
+import threading
 from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import trustme
@@ -179,6 +182,55 @@ def test_a_delivered_row_shows_its_successful_attempt(api, widget, receiver):
         200,
         "ok",
     )
+
+
+class _StandardLibraryReceiver(BaseHTTPRequestHandler):
+    """A receiver as Python's http.server writes one: HTTP/1.0, no Content-Length, the answer ends
+    when the connection closes (and over TLS, Python's ssl sends no close_notify)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.hits.append(self.headers["X-Service-Idempotency-Key"])  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"received")
+
+
+def test_a_receiver_that_ends_its_answer_by_closing_the_connection_is_delivered_once(
+    api, widget, monkeypatch, settings, tmp_path
+):
+    # given an https receiver built on http.server, its certificate from a CA the service trusts
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StandardLibraryReceiver)
+    httpd.daemon_threads, httpd.hits = True, []
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        client = api()
+        sub = subscribe(client, f"https://127.0.0.1:{httpd.server_address[1]}/hook")
+        emit_message(widget)
+        # when the delivery is attempted, and the engine looks for due rows once more
+        attempt_once()
+        make_due()
+        assert services.deliver_due(concurrency=1) == 0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    # then its 200 delivered it on the first attempt: nothing is retried
+    row = one_row(client, sub["id"])
+    assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("delivered", 1, None)
+    (attempt,) = row["attempt_log"]
+    assert (attempt["outcome"], attempt["status_code"], attempt["response_excerpt"]) == ("delivered", 200, "received")
+    assert len(httpd.hits) == 1
 
 
 def test_a_pending_row_not_yet_attempted_has_no_attempts_and_is_due(api, widget, receiver):

@@ -26,6 +26,13 @@ The guard, per call, before anything is sent:
   its Content-Encoding: a gzip bomb stops at the cap), and a deadline over the whole call
   (libcurl's own `TIMEOUT_MS`: `deadline_exceeded`), however slowly the peer trickles bytes.
 
+An answer is its status line and headers: once they are complete, a connection that ends while
+the body is read (closed or reset by the peer, a TLS peer closing without close_notify, as Python's
+`http.server` does, a body short of its Content-Length) still settles the call with that status and
+the bytes that came (`GuardedResponse.complete` False when the body fell short). Only the call's own
+limits fail it then (deadline, read timeout, size cap). A connection that ends before the headers
+are complete is a `connection_error`; a failed handshake or a refused certificate is a `tls_error`.
+
 Each `GuardedSession` has its own libcurl multi handle (its own pooled connections), closed with it.
 The driver thread starts on first use and again in a forked child (Celery's prefork pool); it sleeps
 in epoll while nothing is in flight.

@@ -72,6 +72,8 @@ class _Call:
         "got_bytes",
         "handle",
         "headers",
+        "headers_done",
+        "interim",
         "last_activity",
         "max_bytes",
         "method",
@@ -95,6 +97,8 @@ class _Call:
         self.last_activity = self.started
         self.check_at = self.started + read  # the read timeout is not looked at before this
         self.got_bytes = False
+        self.headers_done = False  # a final (non-1xx) status line and all its headers have arrived
+        self.interim = False  # the status line read last is a 1xx
         self.too_large = False
         self.refused = ""
 
@@ -106,10 +110,14 @@ class _Call:
         text = line.decode("iso-8859-1").rstrip("\r\n")
         if text.startswith("HTTP/"):  # a new response (after a 1xx): its own headers
             self.headers = []
+            self.headers_done = False
+            status = text.split(" ", 2)[1:2]
+            self.interim = bool(status) and status[0].startswith("1")
         elif ":" in text:
             name, value = text.split(":", 1)
             self.headers.append((name.strip(), value.strip()))
         elif not text:  # the end of the headers: the declared length is judged before any body
+            self.headers_done = not self.interim
             declared = [value for name, value in self.headers if name.lower() == "content-length"]
             try:
                 _check_declared_length(
@@ -151,14 +159,40 @@ def _merged(pairs: Iterable[tuple[str, str]]) -> CaseInsensitiveDict[str]:
     return merged
 
 
-def _resolve(call: _Call, status: int) -> None:
+def _resolve(call: _Call, status: int, *, complete: bool = True) -> None:
     logger.debug("outbound %s %s -> %s", call.method, call.safe, status)
     from ..client import GuardedResponse
 
     response = GuardedResponse(
-        status_code=status, headers=_merged(call.headers), content=bytes(call.body), url=call.url
+        status_code=status, headers=_merged(call.headers), content=bytes(call.body), url=call.url, complete=complete
     )
     call.future.set_result(response)
+
+
+def _answered(call: _Call, code: int) -> bool:
+    """Whether a call that ended in libcurl error `code` still has an answer: its final status line
+    and every header arrived, and the error came while the body was read (the peer closed or reset
+    the connection, a TLS peer closed without its close_notify, the body fell short of its declared
+    length or could not be decoded). Many servers (Python's http.server, HTTP/1.0-style) end an
+    answer by closing the connection, and libcurl on OpenSSL 3 reads the missing close_notify as a
+    receive error; Python's ssl module (the requests path) reads it as the end of the body. The
+    call's own limits are never waived: the deadline, the read timeout, the size cap, a refused
+    socket."""
+    if not call.headers_done or call.refused or call.too_large:
+        return False
+    return code not in (pycurl.E_OPERATION_TIMEDOUT, pycurl.E_FILESIZE_EXCEEDED)
+
+
+def _ended_whole(call: _Call) -> bool:
+    """Whether an answered call (`_answered`) has its whole body: one delimited by the connection's
+    close (neither a length nor chunks), or as long as it said (bytes as sent, no Content-Encoding)."""
+    headers = _merged(call.headers)
+    declared = headers.get("Content-Length", "").strip()
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        return False
+    if not declared:
+        return True
+    return declared.isdigit() and "Content-Encoding" not in headers and len(call.body) >= int(declared)
 
 
 def _reject(call: _Call, error: OutboundError | OutboundBlocked) -> None:

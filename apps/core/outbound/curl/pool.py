@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -11,10 +12,12 @@ import certifi
 import pycurl
 
 from ..errors import OutboundError
-from .call import _Call, _error_of, _reject, _resolve
+from .call import _answered, _Call, _ended_whole, _error_of, _reject, _resolve
 
 if TYPE_CHECKING:
     from .driver import _Driver
+
+logger = logging.getLogger("apps.core.outbound")
 
 # Upper bound of one session's open connections (its callers bound what they keep in flight).
 CONNECTIONS = 100
@@ -103,13 +106,18 @@ class _Pool:
 
     def _settle(self, handle: pycurl.Curl, code: int) -> None:
         call = self.calls.pop(handle)
-        status = handle.getinfo(pycurl.RESPONSE_CODE) if code == 0 else 0
+        status = handle.getinfo(pycurl.RESPONSE_CODE)
         self.multi.remove_handle(handle)
         handle.reset()
         self.free.append(handle)
         call.handle = None
         if code == 0:
             _resolve(call, status)
+        elif _answered(call, code):  # the connection ended after the status line and headers
+            whole = _ended_whole(call)
+            if not whole:
+                logger.info("outbound %s %s -> %s, body cut short (curl_%s)", call.method, call.safe, status, code)
+            _resolve(call, status, complete=whole)
         else:
             _reject(call, _error_of(call, code))
 
