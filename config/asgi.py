@@ -10,7 +10,8 @@
 
 Every HTTP request passes the body gate first (apps.core.asgi_limits): 413 while the body is read, the
 body read on the event loop before a thread is taken, and a streamed response stopped once its client
-has gone.
+has gone. A synchronous view's answer is taken from its thread as fast as it is produced and written at
+the client's pace on the event loop (ResponseBuffer), so a client that does not read holds no thread.
 """
 
 import asyncio
@@ -31,7 +32,7 @@ from config.wsgi import application as wsgi_application  # noqa: E402
 django_asgi_app = get_asgi_application()
 
 from apps.core import realtime  # noqa: E402
-from apps.core.asgi_limits import RequestBodyLimit, StopWhenGone  # noqa: E402
+from apps.core.asgi_limits import RequestBodyLimit, ResponseBuffer, StopWhenGone  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -86,7 +87,7 @@ application = ProtocolTypeRouter(
         # bodies reach Django with the length they had.
         "http": RequestBodyLimit(
             ByView(
-                sync_app=WSGIMiddleware(StopWhenGone(wsgi_application), workers=settings.WEB_THREADS),
+                sync_app=ResponseBuffer(WSGIMiddleware(StopWhenGone(wsgi_application), workers=settings.WEB_THREADS)),
                 async_app=django_asgi_app,
             )
         ),

@@ -179,6 +179,15 @@ if not 1 <= AI_REQUEST_PROVIDER_SLOTS < max(WEB_THREADS, 2):
         f"AI_REQUEST_PROVIDER_SLOTS must be at least 1 and below WEB_THREADS ({WEB_THREADS}; 1 when WEB_THREADS "
         f"is 1), not {AI_REQUEST_PROVIDER_SLOTS}"
     )
+# Requests of one web process that may wait on AI providers at once, whatever their widgets; more are
+# 429 provider_busy. Below WEB_THREADS, so that slow providers of several widgets together still leave
+# a thread to every other request of the process.
+AI_REQUEST_PROVIDER_PROCESS_SLOTS = env.int("AI_REQUEST_PROVIDER_PROCESS_SLOTS", default=max(WEB_THREADS - 1, 1))
+if not 1 <= AI_REQUEST_PROVIDER_PROCESS_SLOTS < max(WEB_THREADS, 2):
+    raise ImproperlyConfigured(
+        f"AI_REQUEST_PROVIDER_PROCESS_SLOTS must be at least 1 and below WEB_THREADS ({WEB_THREADS}; 1 when "
+        f"WEB_THREADS is 1), not {AI_REQUEST_PROVIDER_PROCESS_SLOTS}"
+    )
 # The deadlines of provider calls a request waits on (the worker's own are longer): an embedding (a
 # knowledge-base search or rule write, the retrieval of a signed assistant turn), and a signed
 # assistant turn, speech or a model list as a whole.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import queue
 import statistics
 import threading
 import time
@@ -130,11 +131,14 @@ def _under_load(server, fake, delay: float, waiting: list[Callable[[], tuple[int
     return answered
 
 
-def _add_credential(server, fake) -> None:
+def _add_credential(server, fake, token: str | None = None) -> None:
     created = requests.post(
         server.url("/api/v1/ai/credentials"),
         json={"provider": "openai", "api_key": fake.api_key, "base_url": fake.base_url},
-        headers={"Authorization": f"Bearer {server.seed['token']}", "X-Service-Idempotency-Key": "credential-1"},
+        headers={
+            "Authorization": f"Bearer {token or server.seed['token']}",
+            "X-Service-Idempotency-Key": "credential-1",
+        },
         timeout=30,
     )
     assert created.status_code == 201, created.text
@@ -220,5 +224,88 @@ def test_one_widgets_slow_chat_provider_behind_signed_turns_does_not_slow_anothe
         answered = _under_load(server, fake, 40.0, [turn(n) for n in range(4)], _other_routes(server, other))
         assert {status for status, _ in answered} <= {429, 502, 503, 504}, answered
         assert not any(status == 0 for status, _ in answered)
+    finally:
+        fake.stop()
+
+
+# Two more widgets with tokens of their own: the second waits on the slow provider like the seeded one,
+# the third only asks for its public config.
+TWO_MORE_WIDGETS = """
+import json
+from apps.core import services
+from apps.core.auth import scopes as catalogue
+made = []
+for n in (2, 3):
+    widget = services.create_widget(owner_email=f"w{n}@example.com", name=f"Widget {n}", enable_api=True)
+    issued = services.issue_token(widget=widget, scopes=sorted(catalogue.OPERATIONAL_SCOPES), name=f"w{n}")
+    made.append({"button_guid": widget.button_guid, "token": issued.plaintext})
+print(json.dumps(made))
+"""
+
+
+def test_two_widgets_waiting_on_a_slow_provider_leave_a_third_widgets_config_answered(start_server, live_var):
+    """Each of two widgets holds its two provider-wait slots with knowledge-base searches against an
+    embedding provider that answers in 30 s (under a 30 s deadline): the process's provider waits stay
+    below its request threads, so a third widget's public config answers at once and a provider wait
+    over the process's cap is 429 `provider_busy` with Retry-After."""
+    second, third = json.loads(manage(live_var, "shell", "-c", TWO_MORE_WIDGETS).strip().splitlines()[-1])
+    fake = FakeLLM("openai").start()
+    try:
+        server = start_server(
+            OUTBOUND_ALLOW_LOOPBACK="1", REQUESTS_CA_BUNDLE=ca_path(), AI_REQUEST_EMBED_DEADLINE_SECONDS="30"
+        )
+        tokens = [server.seed["token"], second["token"]]
+        for token in tokens:
+            _add_credential(server, fake, token)
+            rule = requests.post(
+                server.url("/api/v1/kb/rules"),
+                json={"content": "Delivery takes three days."},
+                headers={"Authorization": f"Bearer {token}", "X-Service-Idempotency-Key": "rule-1"},
+                timeout=60,
+            )
+            assert rule.status_code == 201, rule.text
+        embeddings_before = sum(1 for hit in fake.requests if hit.path.endswith("/embeddings"))
+        fake.delay = 30.0
+        refused: queue.Queue = queue.Queue()
+
+        def search(token: str, n: int) -> None:
+            try:
+                response = requests.get(
+                    server.url(f"/api/v1/kb/search?q=delivery+{n}"),
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=60,
+                )
+            except requests.RequestException:
+                return  # the server is stopped at the end of the test while the admitted ones wait
+            if response.status_code == 429:
+                refused.put(response)
+
+        for n, token in enumerate(tokens * 2):
+            threading.Thread(target=search, args=(token, n), daemon=True).start()
+
+        # Every search is in: waiting on the provider, or refused.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            waiting = sum(1 for hit in fake.requests if hit.path.endswith("/embeddings")) - embeddings_before
+            if waiting + refused.qsize() >= 4:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the searches did not arrive: {waiting} waiting, {refused.qsize()} refused")
+
+        started = time.monotonic()
+        try:
+            config = requests.get(server.url(f"/api/visitor/v1/{third['button_guid']}/config"), timeout=15)
+        except requests.Timeout:
+            pytest.fail("a third widget's config was left unanswered while two widgets waited on their provider")
+        seconds = time.monotonic() - started
+        print(f"third widget's config answered in {seconds:.3f} s; provider waits: {waiting}")
+        assert config.status_code == 200, config.text
+        assert seconds < 5.0, f"a third widget's config took {seconds:.1f} s"
+        busy = refused.get(timeout=5)
+        assert busy.headers["Content-Type"] == "application/problem+json"
+        assert busy.json()["code"] == "provider_busy"
+        assert int(busy.headers["Retry-After"]) >= 1
+        assert "Traceback" not in server.output(), server.output()[-3000:]
     finally:
         fake.stop()

@@ -15,6 +15,10 @@ Once the body is read, the gate listens for the client's disconnect and sets the
 DISCONNECTED event; `StopWhenGone` (a WSGI middleware) ends a streamed response there, as a WSGI
 server does when its write fails, so a transcript or an export stops when its client goes.
 
+Between the WSGI adapter and the server, `ResponseBuffer` takes a synchronous view's answer as fast
+as the view produces it and writes it out at the client's pace on the event loop, so a client that
+reads slowly or not at all (an unread download or export) holds no request thread.
+
 Smaller per-route limits stay with apps.core.middleware.BodySizeLimitMiddleware. The refusals are
 problem+json like the application's own, and close the connection (the rest of the body is never
 read).
@@ -23,6 +27,7 @@ read).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import tempfile
@@ -39,6 +44,9 @@ REPLAY_CHUNK = 64 * 1024
 # The scope key of the threading.Event set once the client has gone (a custom key: ASGI allows them;
 # a2wsgi hands the scope to the WSGI side as environ["asgi.scope"]).
 DISCONNECTED = "chatwidget.disconnected"
+# The scope key of the list of callables ResponseBuffer calls once the client has the whole answer or
+# has gone (when_written).
+WRITTEN = "chatwidget.written"
 
 
 def declared_length(value: str) -> int | None:
@@ -184,3 +192,143 @@ def _until(gone: threading.Event, result):
             yield piece
     finally:
         result.close()
+
+
+# A response waiting for its client keeps this much in memory, the rest in a temporary file.
+RESPONSE_MEMORY_BYTES = 256 * 1024
+SEND_CHUNK = 64 * 1024
+
+
+class ResponseBuffer:
+    """ASGI middleware in front of the WSGI adapter, for `http` scopes: every message of the answer is
+    taken at once and written to the client by a task of its own, at the client's pace.
+
+    The adapter's thread hands each piece of a response over and waits until it is taken; the server
+    takes a piece only once the client has read enough of the last ones. Without this layer a client
+    that stops reading held a request thread until it went away, and a few of them every thread of
+    the process (as a buffering proxy spares a WSGI server's threads, here inside the process). The
+    thread is free once the view has produced its answer; what the client has not read yet waits
+    here, RESPONSE_MEMORY_BYTES in memory and the rest in a temporary file, and is dropped once the
+    client has gone (the gate's DISCONNECTED event). The adapter sends `http.response.start` then
+    `http.response.body` messages only."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        outbox = _Outbox(send, scope.get(DISCONNECTED))
+        written: list = []
+        try:
+            await self.app({**scope, WRITTEN: written}, receive, outbox.put)
+            await outbox.flushed()
+        finally:
+            outbox.close()
+            for callback in written:
+                try:
+                    await asyncio.to_thread(callback)
+                except Exception:
+                    logger.exception("a callback after the answer was written failed")
+
+
+def when_written(request, callback) -> None:
+    """Call `callback` (in a thread, it may wait on a store) once the client has the whole answer to
+    `request` or has gone; at once when no ResponseBuffer serves the request (a test's client)."""
+    callbacks = (request.META.get("asgi.scope") or {}).get(WRITTEN)
+    if callbacks is None:
+        callback()
+    else:
+        callbacks.append(callback)
+
+
+class _Outbox:
+    """One response's messages on their way to the client: `put` never waits for the client; a writer
+    task sends the start, the body in order (SEND_CHUNK pieces at most) and the end."""
+
+    def __init__(self, send, gone: threading.Event | None):
+        self._send, self._gone = send, gone
+        self._start = None
+        self._memory: collections.deque[bytes] = collections.deque()
+        self._memory_bytes = 0
+        self._file = None
+        self._file_read = self._file_written = 0
+        self._ended = False
+        self._ready = asyncio.Event()
+        self._writer: asyncio.Task | None = None
+
+    async def put(self, message) -> None:
+        if message["type"] == "http.response.start":
+            self._start = message
+            self._writer = asyncio.ensure_future(self._write())
+        else:
+            self._push(message.get("body", b""))
+            self._ended = self._ended or not message.get("more_body", False)
+        self._ready.set()
+
+    async def flushed(self) -> None:
+        """Once the application has returned: wait until everything it answered is written."""
+        if self._writer is None:
+            return  # nothing was answered: the server answers 500 itself
+        self._ended = True
+        self._ready.set()
+        await self._writer
+
+    def close(self) -> None:
+        if self._writer is not None and not self._writer.done():
+            self._writer.cancel()  # the application failed mid-answer: the server closes the connection
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    async def _write(self) -> None:
+        await self._send(self._start)
+        while True:
+            chunk = self._pop()
+            if chunk:
+                if self._gone is None or not self._gone.is_set():
+                    await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+            elif self._ended:
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            else:
+                self._ready.clear()
+                await self._ready.wait()
+
+    def _push(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        if self._file is None and self._memory_bytes + len(chunk) <= RESPONSE_MEMORY_BYTES:
+            self._memory.append(chunk)
+            self._memory_bytes += len(chunk)
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile()
+        self._file.seek(self._file_written)
+        self._file.write(chunk)
+        self._file_written += len(chunk)
+
+    def _pop(self) -> bytes:
+        """The next piece to write (b"": nothing waiting): memory first, which holds what came before
+        the file was started, then the file; a drained file is closed."""
+        if self._memory:
+            pieces = []
+            size = 0
+            while self._memory and size + len(self._memory[0]) <= SEND_CHUNK:
+                pieces.append(self._memory.popleft())
+                size += len(pieces[-1])
+            if not pieces:  # one piece larger than SEND_CHUNK
+                pieces.append(self._memory.popleft())
+                size = len(pieces[0])
+            self._memory_bytes -= size
+            return b"".join(pieces)
+        if self._file is not None:
+            if self._file_read < self._file_written:
+                self._file.seek(self._file_read)
+                chunk = self._file.read(min(SEND_CHUNK, self._file_written - self._file_read))
+                self._file_read += len(chunk)
+                return chunk
+            self._file.close()
+            self._file = None
+            self._file_read = self._file_written = 0
+        return b""

@@ -206,8 +206,9 @@ class RateLimited(AppError):
 
 
 class ProviderBusy(AppError):
-    """The widget already waits on its AI provider in as many requests as it may at once
-    (AI_REQUEST_PROVIDER_SLOTS); retry after `Retry-After` seconds."""
+    """The widget (AI_REQUEST_PROVIDER_SLOTS) or the web process (AI_REQUEST_PROVIDER_PROCESS_SLOTS)
+    already waits on AI providers in as many requests as it may at once; retry after `Retry-After`
+    seconds."""
 
     status, code, title = 429, "provider_busy", "Provider calls of this widget in flight"
 

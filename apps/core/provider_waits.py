@@ -1,5 +1,6 @@
-"""Provider waits on the request path: at most AI_REQUEST_PROVIDER_SLOTS requests of one widget wait
-on an AI provider at once, each under a deadline of its own.
+"""Provider waits on the request path: at most AI_REQUEST_PROVIDER_SLOTS requests of one widget, and
+AI_REQUEST_PROVIDER_PROCESS_SLOTS of one web process, wait on an AI provider at once, each under a
+deadline of its own.
 
 A web process runs requests' synchronous work on WEB_THREADS threads (config.asgi). A
 request that waits on a provider (a knowledge-base search or rule write embedding its text, a signed
@@ -16,14 +17,19 @@ provider of one widget could hold every thread of the process and stall every ot
   caller's own preparation (loading a vendor's SDK on first use).
 
 With the slots below WEB_THREADS, one widget's slow provider leaves WEB_THREADS - slots threads of
-every process to the others (settings check AI_REQUEST_PROVIDER_SLOTS < WEB_THREADS). Worker-side
-provider calls (the AI operator, document ingestion) never take a slot: they hold no request thread.
+every process to the others (settings check AI_REQUEST_PROVIDER_SLOTS < WEB_THREADS). Several widgets'
+slow providers together could still take every thread, so a wait also takes one of the process's
+AI_REQUEST_PROVIDER_PROCESS_SLOTS (a semaphore of this process, below WEB_THREADS): past them it is
+429 `provider_busy` at once, and at least one thread of each process stays with requests that wait on
+no provider (a widget's public config, a chat list). Worker-side provider calls (the AI operator,
+document ingestion) never take a slot: they hold no request thread.
 """
 
 from __future__ import annotations
 
 import contextvars
 import math
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +46,27 @@ RETRY_AFTER_SECONDS = 1
 _bound: contextvars.ContextVar[float | None] = contextvars.ContextVar("provider_wait_seconds", default=None)
 
 
+class _ProcessSlots:
+    """AI_REQUEST_PROVIDER_PROCESS_SLOTS of this process, taken without waiting (a semaphore sized
+    when first used, again when the setting differs, as tests override it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._semaphore = threading.BoundedSemaphore(1)
+
+    def take(self) -> threading.BoundedSemaphore | None:
+        with self._lock:
+            if self._count != settings.AI_REQUEST_PROVIDER_PROCESS_SLOTS:
+                self._count = settings.AI_REQUEST_PROVIDER_PROCESS_SLOTS
+                self._semaphore = threading.BoundedSemaphore(self._count)
+            semaphore = self._semaphore
+        return semaphore if semaphore.acquire(blocking=False) else None
+
+
+_process = _ProcessSlots()
+
+
 def slots(seconds: float) -> Slots:
     ttl = CALLS_PER_WAIT * math.ceil(seconds) + SLOT_MARGIN_SECONDS
     return Slots("provider-wait", settings.AI_REQUEST_PROVIDER_SLOTS, ttl=ttl)
@@ -47,27 +74,36 @@ def slots(seconds: float) -> Slots:
 
 @contextmanager
 def wait(widget_id: int, *, seconds: float) -> Iterator[None]:
-    """One of the widget's provider-wait slots for the block, whose provider calls each wait at most
-    `seconds`. 429 `provider_busy` when every slot is taken."""
-    held = slots(seconds)
-    try:
-        slot = held.acquire(widget_id)
-    except SlotStoreUnavailable:
-        raise ServiceUnavailable(
-            "The admission store is unavailable; the provider was not called.",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        ) from None
-    if slot is None:
+    """One of the process's and one of the widget's provider-wait slots for the block, whose provider
+    calls each wait at most `seconds`. 429 `provider_busy` when every slot of either is taken."""
+    process_slot = _process.take()
+    if process_slot is None:
         raise ProviderBusy(
-            f"At most {held.count} requests of this widget wait on its AI provider at once.",
+            "This server waits on AI providers in as many requests as it may at once; retry shortly.",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
-    token = _bound.set(seconds)
     try:
-        yield
+        held = slots(seconds)
+        try:
+            slot = held.acquire(widget_id)
+        except SlotStoreUnavailable:
+            raise ServiceUnavailable(
+                "The admission store is unavailable; the provider was not called.",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            ) from None
+        if slot is None:
+            raise ProviderBusy(
+                f"At most {held.count} requests of this widget wait on its AI provider at once.",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        token = _bound.set(seconds)
+        try:
+            yield
+        finally:
+            _bound.reset(token)
+            held.release(slot)
     finally:
-        _bound.reset(token)
-        held.release(slot)
+        process_slot.release()
 
 
 def deadline(default_seconds: float | None = None) -> float:

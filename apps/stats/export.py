@@ -34,8 +34,8 @@ from django.db.models import (
 from django.db.models.functions import Cast
 
 from apps.chats.models import ContactTag
-from apps.core.errors import RateLimited, ServiceUnavailable
-from apps.core.ratelimit import Slot, Slots, SlotStoreUnavailable
+from apps.core import exports
+from apps.core.ratelimit import Slot, Slots, SlotStoreUnavailable  # noqa: F401 - the store failure, named here for callers
 from apps.erasure.selectors import not_erasing
 
 from .models import ChatFacts
@@ -60,52 +60,24 @@ COLUMNS = (
 )
 FORMATS = ("csv", "jsonl")
 MAX_WINDOW_DAYS = 366
-# At most this many exports of one widget stream at once, across the web processes: each holds a
-# web thread and two database connections for as long as it streams (a year of a large widget takes
-# many seconds), so without a cap one widget's exports could take every thread and connection of the
-# web tier. The ttl frees the slot of a process that died while streaming.
+# At most this many exports of one widget are in flight at once, across the web processes
+# (apps.core.exports): each holds a web thread and two database connections while it is produced (a
+# year of a large widget takes many seconds) and waits for its client after, so without a cap one
+# widget's exports could take every thread and connection of the web tier. The ttl frees the slot of
+# a process that died meanwhile.
 IN_FLIGHT = Slots("chat-export", 2, ttl=3600)
 RETRY_AFTER_SECONDS = 10
 
 
 def admit(widget_id: int) -> Slot:
     """One of the widget's export slots: 429 rate_limited while IN_FLIGHT.count exports of the widget
-    stream, 503 service_unavailable when the slot store does not answer (nothing is started)."""
-    try:
-        slot = IN_FLIGHT.acquire(widget_id)
-    except SlotStoreUnavailable:
-        raise ServiceUnavailable("The export admission store is unavailable; retry later.") from None
-    if slot is None:
-        raise RateLimited(
-            f"At most {IN_FLIGHT.count} exports of this widget run at once; retry when one has finished.",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
-    return slot
+    are in flight, 503 service_unavailable when the slot store does not answer (nothing is started)."""
+    return exports.admit(IN_FLIGHT, widget_id, retry_after=RETRY_AFTER_SECONDS)
 
 
-class Holding:
-    """The body `chunks` of an export holding `slot`: the slot is freed when the response is closed
-    (the server closes it after the last piece, or when the client went away), also when it was
-    never iterated, which a generator's own `finally` would miss."""
-
-    def __init__(self, chunks: Iterator[bytes], slot: Slot):
-        self._chunks, self._slot = chunks, slot
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        return next(self._chunks)
-
-    def close(self) -> None:
-        slot, self._slot = self._slot, None
-        try:
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()
-        finally:
-            if slot is not None:
-                IN_FLIGHT.release(slot)
+def holding(chunks: Iterator[bytes], slot: Slot, request) -> exports.Holding:
+    """The export's body, holding `slot` until its client has it all or has gone."""
+    return exports.Holding(chunks, slots=IN_FLIGHT, slot=slot, request=request)
 
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}

@@ -3,14 +3,16 @@ drives it through the real server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from apps.core.asgi_limits import RequestBodyLimit, declared_length
+from apps.core.asgi_limits import RESPONSE_MEMORY_BYTES, WRITTEN, RequestBodyLimit, ResponseBuffer, declared_length
 
 
 def scope(headers: list[tuple[bytes, bytes]], path: str = "/x") -> dict:
@@ -285,3 +287,40 @@ def test_the_clients_disconnect_sets_the_scopes_event_and_ends_a_streamed_respon
     # then no further piece was produced and the response was closed as usual
     assert len(sent) == 2 and len(produced) == 3
     assert closed == [True]
+
+
+# --- the response buffer: a view's answer is taken at once, written at the client's pace ----------------------
+
+
+def test_an_answer_is_taken_at_once_from_a_client_that_reads_nothing_and_written_whole_once_it_reads():
+    pieces = [os.urandom(50_000) for _ in range(4 * RESPONSE_MEMORY_BYTES // 50_000)]  # past memory, into a file
+    written: list[dict] = []
+    callbacks: list[int] = []
+
+    async def main():
+        reading = asyncio.Event()
+        answered = asyncio.Event()
+
+        async def client(message):  # the server's send: waits until the client reads
+            await reading.wait()
+            written.append(message)
+
+        async def view(scope, receive, send):
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for piece in pieces:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            scope[WRITTEN].append(lambda: callbacks.append(len(written)))
+            answered.set()
+
+        served = asyncio.ensure_future(ResponseBuffer(view)({"type": "http"}, None, client))
+        await asyncio.wait_for(answered.wait(), 5)  # the whole answer taken while the client read nothing
+        assert not written and not callbacks
+        reading.set()
+        await asyncio.wait_for(served, 5)
+
+    asyncio.run(main())
+    assert written[0]["type"] == "http.response.start"
+    assert b"".join(message["body"] for message in written[1:]) == b"".join(pieces)
+    assert written[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert callbacks == [len(written)]  # called once the client had it all

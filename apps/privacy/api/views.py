@@ -13,13 +13,21 @@ from rest_framework.response import Response
 from apps.audit import selectors as audit
 from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
+from apps.core import exports
 from apps.core.api.query import MomentField, query_data
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+from apps.core.ratelimit import Slots
 from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS
+
+# At most this many exports of contacts of one widget are in flight at once, across the web processes
+# (apps.core.exports): a person's export can be large, and unread ones wait in the web process for
+# their clients. The ttl frees the slot of a process that died meanwhile.
+CONTACT_EXPORTS = Slots("contact-export", 2, ttl=3600)
+CONTACT_EXPORT_RETRY_AFTER_SECONDS = 10
 
 GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The contact's 32-character guid.")
 
@@ -99,6 +107,7 @@ class ContactPrivacyViewSet(WidgetScopedViewSet):
     lookup_url_kwarg = "pk"
     route_scopes = {"erase": ["privacy:write"], "export": ["contacts:read"]}
     idempotency_required = {"erase"}
+    problem_statuses = {"export": [503]}
 
     @classmethod
     def tenant_queryset(cls, widget):
@@ -137,13 +146,18 @@ class ContactPrivacyViewSet(WidgetScopedViewSet):
         description=(
             "Everything stored about the contact as one JSON document: the contact, its chats with their visible "
             "messages (oldest first; operator notes and operator-only messages are not included) and ratings, and "
-            "each file with a signed download link valid one hour."
+            "each file with a signed download link valid one hour. At most two exports of contacts of a widget are "
+            "in flight at once (each until its client has read it all or has gone): another is 429 `rate_limited` "
+            "with `Retry-After`."
         ),
     )
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         contact = self.get_object()
-        response = StreamingHttpResponse(selectors.export_contact(contact=contact), content_type="application/json")
+        slot = exports.admit(CONTACT_EXPORTS, request.widget.pk, retry_after=CONTACT_EXPORT_RETRY_AFTER_SECONDS)
+        chunks = selectors.export_contact(contact=contact)
+        body = exports.Holding(chunks, slots=CONTACT_EXPORTS, slot=slot, request=request)
+        response = StreamingHttpResponse(body, content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="contact-{contact.guid}.json"'
         return response
 

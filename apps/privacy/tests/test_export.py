@@ -93,3 +93,19 @@ def test_export_rules(api, widget, other_widget):
     assert_problem(export(api(), foreign.contact.guid), 404, "not_found")
     assert_problem(export(api(), "f" * 32), 404, "not_found")
     assert document(export(api(scopes=["contacts:read"]), person.contact.guid))["contact"]["id"] == person.contact.guid
+
+
+def test_a_third_contact_export_while_two_are_in_flight_is_429_and_a_finished_one_frees_its_slot(
+    api, widget, other_widget
+):
+    person = make_person(widget, tag="lea")
+    client = api(scopes=["contacts:read"])
+    first, second = export(client, person.contact.guid), export(client, person.contact.guid)  # open, unread
+    refused = export(client, person.contact.guid)
+    assert_problem(refused, 429, "rate_limited")
+    assert refused["Retry-After"] == "10"
+    foreign = make_person(other_widget, tag="max")  # another widget's exports are its own
+    assert document(export(api(w=other_widget, scopes=["contacts:read"]), foreign.contact.guid))
+    assert document(first)["contact"]["id"] == person.contact.guid  # read to the end: its slot is free
+    assert document(export(client, person.contact.guid))["contact"]["id"] == person.contact.guid
+    document(second)

@@ -122,8 +122,8 @@ class ChatExportView(ScopedAPIView):
             "`true`/`false` for booleans, an empty cell for null and tags joined by `,` (a cell starting with "
             "`=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'`, so a spreadsheet reads it as "
             "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact "
-            "is being erased is left out. At most two exports of a widget stream at once: another is 429 "
-            "`rate_limited` with `Retry-After`."
+            "is being erased is left out. At most two exports of a widget are in flight at once (each until its "
+            "client has read it all or has gone): another is 429 `rate_limited` with `Retry-After`."
         ),
         parameters=[s.ExportQuery],
         responses={
@@ -142,7 +142,7 @@ class ChatExportView(ScopedAPIView):
         window, fmt = query["window"], query["format"]
         slot = export.admit(request.widget.pk)
         pages = export.read_ahead(export.export_pages(widget_id=request.widget.pk, window=window))
-        body = export.Holding(export.render(pages, fmt), slot)
+        body = export.holding(export.render(pages, fmt), slot, request)
         response = StreamingHttpResponse(body, content_type=export.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="{export.filename(window, fmt)}"'
         return response

@@ -102,3 +102,18 @@ def test_a_slow_embedding_provider_is_the_routes_502_at_the_request_deadline(
     assert time.monotonic() - started < 12.0  # two requests of one 1 s deadline each, not 2 x 8 s
     assert slots_taken(widget, settings) == [False, False]
     assert KbChunk.objects.count() == 1
+
+
+def test_a_search_while_the_processs_slots_are_taken_by_other_widgets_is_429(
+    kb, widget, fake, settings, assert_problem
+):
+    assert kb.post(RULES, {"content": "Delivery takes a day."}, format="json", **idem()).status_code == 201
+    settings.AI_REQUEST_PROVIDER_PROCESS_SLOTS = 1
+    calls = len(fake.api_requests)
+    with provider_waits.wait(WidgetFactory().pk, seconds=1.0):
+        response = kb.get(SEARCH, {"q": "delivery"})
+        assert_problem(response, 429, "provider_busy")
+        assert response["Retry-After"] == "1"
+        assert len(fake.api_requests) == calls  # the provider was not called
+        assert not any(slots_taken(widget, settings))  # the widget's own slots were left alone
+    assert kb.get(SEARCH, {"q": "delivery"}).status_code == 200
