@@ -98,6 +98,7 @@ def seed(count: int) -> int:
                     conversation_started_at=chat.created_at,
                     first_response_ms=30_000 + n % 1000,
                     contact_id=chat.contact_id,
+                    contact_guid=chat.contact.guid,
                     closed_at=chat.closed_at,
                     messages=2,
                     rating=1 + n % 5 if n % 10 == 0 else None,
@@ -132,7 +133,7 @@ def floor(widget_id: int, start: datetime, end: datetime) -> tuple[int, float]:
     from django.db import connection
 
     sql = (
-        "COPY (SELECT chat_id, channel, created_at, closed_at, contact_id, department_id, first_response_ms, "
+        "COPY (SELECT chat_id, channel, created_at, closed_at, contact_guid, department_id, first_response_ms, "
         "messages, accepted_type, handled_type, went_ai_to_human, went_human_to_ai, rating "
         f"FROM stats_chatfacts WHERE widget_id = {int(widget_id)} AND created_at >= '{start.isoformat()}' "
         f"AND created_at < '{end.isoformat()}' ORDER BY created_at, chat_id) TO STDOUT"

@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Exists, Lookup, OuterRef, QuerySet, TextField
+from django.db.models import Exists, Lookup, OuterRef, Q, QuerySet, TextField
 
 from apps.core.models import Widget
+from apps.erasure.models import PendingErasure
+from apps.widget.models import WidgetIcon
 
 from . import payloads
-from .models import Chat, Contact, File, Message
+from .models import Chat, Contact, File, Message, VisitorUpload
 from .payloads import signed_file_url as _signed_file_url
 
 
@@ -124,6 +126,21 @@ def get_chat(*, widget_id: int, chat_id: int | None) -> Chat | None:
 
 def get_message(*, widget_id: int, message_id: int | None) -> Message | None:
     return Message.objects.filter(widget_id=widget_id, pk=message_id).first() if message_id else None
+
+
+def not_erasing_file(file_field: str = "pk") -> Q:
+    """A filter keeping files (the column `file_field` holds the file's id) that are not a contact's
+    under erasure: one it uploaded, or one shown only in its chats (the files the erasure deletes, by
+    the same rules: a file another chat shows or a launcher icon stays). Every route that serves or
+    hands out a file takes it, so from the moment an erasure commits, the contact's files read as
+    missing, as its contact and chats do (apps.erasure.selectors.not_erasing)."""
+    erasing = PendingErasure.objects.values("contact_id")
+    uploaded = VisitorUpload.objects.filter(file_id=OuterRef(file_field), contact_id__in=erasing)
+    shown = Message.objects.filter(file_id=OuterRef(file_field))
+    in_erased_chats = shown.filter(chat__contact_id__in=erasing)
+    elsewhere = shown.exclude(chat__contact_id__in=erasing)
+    icon = WidgetIcon.objects.filter(file_id=OuterRef(file_field))
+    return ~Exists(uploaded) & ~(Exists(in_erased_chats) & ~Exists(elsewhere) & ~Exists(icon))
 
 
 def file_url(file: File) -> str:

@@ -2,12 +2,12 @@
 as CSV or JSON Lines.
 
 Rows are read from the chat facts alone (apps.stats.models.ChatFacts: one row per chat with its
-channel, creation, closing, contact, department, attribution, escalations, first response, counted
-messages and latest rating), in keyset pages of PAGE_SIZE ordered by (created_at, chat id) on the
-facts' (widget, created_at, chat) index, each contact's tags a subquery on their (contact, name)
-index: one statement a page. While a page is spelled and sent, a thread reads the next (read_ahead),
-so memory stays a few pages whatever the window's size. Chats whose contact is under erasure are left
-out, as every read of chats does.
+channel, creation, closing, contact (and its guid, the contact's one public id), department,
+attribution, escalations, first response, counted messages and latest rating), in keyset pages of
+PAGE_SIZE ordered by (created_at, chat id) on the facts' (widget, created_at, chat) index, each
+contact's tags a subquery on their (contact, name) index: one statement a page. While a page is
+spelled and sent, a thread reads the next (read_ahead), so memory stays a few pages whatever the
+window's size. Chats whose contact is under erasure are left out, as every read of chats does.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ _READ = (
     F("channel"),
     Cast("created_at", CharField()),
     Cast("closed_at", CharField()),
-    F("contact_id"),
+    F("contact_guid"),
     F("department_id"),
     F("first_response_ms"),
     ExpressionWrapper(F("closed_at") - F("created_at"), output_field=DurationField()),
@@ -256,7 +256,7 @@ def csv_lines(page: list[tuple]) -> str:
         channel,
         created_at,
         closed_at,
-        contact_id,
+        contact_guid,
         department_id,
         first_response_ms,
         duration,
@@ -270,7 +270,7 @@ def csv_lines(page: list[tuple]) -> str:
     ) in page:
         append(
             f"{chat_id},{_cell(channel)},{_iso(created_at)},{'' if closed_at is None else _iso(closed_at)},"
-            f"{'' if contact_id is None else contact_id},{'' if department_id is None else department_id},"
+            f"{contact_guid},{'' if department_id is None else department_id},"
             f"{'' if first_response_ms is None else first_response_ms / 1000},"
             f"{'' if duration is None else duration.days * 86400 + duration.seconds},{messages},"
             f"{accepted_type},{handled_type},{_TEXT[ai_to_human]},{_TEXT[human_to_ai]},"
@@ -291,7 +291,7 @@ def json_lines(page: list[tuple]) -> bytes:
                     "channel": channel,
                     "created_at": _iso(created_at),
                     "closed_at": None if closed_at is None else _iso(closed_at),
-                    "contact_id": contact_id,
+                    "contact_id": contact_guid or None,
                     "department_id": department_id,
                     "first_response_seconds": _seconds(first_response_ms),
                     "duration_seconds": _duration(duration),
@@ -310,7 +310,7 @@ def json_lines(page: list[tuple]) -> bytes:
                 channel,
                 created_at,
                 closed_at,
-                contact_id,
+                contact_guid,
                 department_id,
                 first_response_ms,
                 duration,

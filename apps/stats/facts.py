@@ -65,6 +65,7 @@ _SNAPSHOT = (
     "conversation_started_at",
     "first_response_ms",
     "contact_id",
+    "contact_guid",
     "department_id",
     "closed_at",
 )
@@ -84,6 +85,7 @@ _CHAT_FIELDS = (
     "handled_by_id",
     "first_agent_reply_at",
     "contact_id",
+    "contact__guid",
     "department_id",
     "closed_at",
 )
@@ -159,6 +161,8 @@ def _observe(facts: ChatFacts, chat) -> None:
     facts.owner_agent_id = chat.agent_id
     facts.accepted_agent_id = chat.accepted_by_id
     facts.handled_agent_id = chat.handled_by_id
+    if facts.contact_id != chat.contact_id or not facts.contact_guid:
+        facts.contact_guid = _contact_guid(chat)
     facts.contact_id = chat.contact_id
     facts.department_id = chat.department_id
     facts.closed_at = chat.closed_at
@@ -167,6 +171,13 @@ def _observe(facts: ChatFacts, chat) -> None:
         start = facts.conversation_started_at
         facts.first_response_ms = whole_ms(reply - start) if start is not None and start <= reply else None
     facts.first_reply_at = reply
+
+
+def _contact_guid(chat) -> str:
+    """The guid of the chat's contact: read with the chat's columns by the rebuild, else the chat's
+    contact (loaded with it where the chat was made)."""
+    known = getattr(chat, "contact__guid", None)
+    return known if known is not None else chat.contact.guid
 
 
 def _state(facts: ChatFacts) -> tuple:

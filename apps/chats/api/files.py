@@ -33,6 +33,7 @@ from apps.core.uploads import protect_upload
 
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
+from ..selectors import not_erasing_file
 from .contacts import StrictTextField
 
 # --- documentation and inputs ----------------------------------------------------------------------------
@@ -90,7 +91,9 @@ class _UrlJSONParser(StrictJSONParser):
     retrieve=extend_schema(
         summary="Download a file",
         description=(
-            "Redirects (302) to a short-lived URL of the stored file of this widget. A foreign or unknown id is 404."
+            "Redirects (302) to a short-lived URL of the stored file of this widget. A foreign or unknown id is 404, "
+            "and so is a file of a contact whose erasure was accepted (one it uploaded, or one shown only in its "
+            "chats), as is its download URL."
         ),
     ),
 )
@@ -106,6 +109,11 @@ class FileViewSet(WidgetScopedViewSet):
     # The url fetch (up to two hops) runs before the key is claimed, outside any transaction.
     idempotency_deferred = {"create"}
     problem_statuses = {"create": [409]}
+
+    @classmethod
+    def tenant_queryset(cls, widget):
+        # a file of a contact under erasure reads as missing, as its contact and chats do
+        return super().tenant_queryset(widget).filter(not_erasing_file())
 
     @extend_schema(
         request={"multipart/form-data": FileMultipartDoc, "application/json": FileUrlInput},
@@ -154,11 +162,12 @@ def _file_output(file: File) -> dict:
 
 @require_safe
 def download(request, token: str):
-    """The bytes behind a signed file token; an invalid, expired or orphaned token is 404."""
+    """The bytes behind a signed file token; an invalid, expired or orphaned token is 404, and so is
+    a token of a file of a contact under erasure (signed before the erasure was accepted)."""
     claims = read_file_token(token)
     if not isinstance(claims, dict):
         return problem_response(NotFound(), request)
-    file = File.objects.filter(pk=claims.get("f"), widget_id=claims.get("w")).first()
+    file = File.objects.filter(pk=claims.get("f"), widget_id=claims.get("w")).filter(not_erasing_file()).first()
     if file is None:
         return problem_response(NotFound(), request)
     try:

@@ -20,6 +20,7 @@ from apps.core.api.serializers import (
 )
 
 from ..models import Chat, File, Message
+from ..selectors import not_erasing_file
 
 # --- documentation of output shapes -----------------------------------------------------------------
 
@@ -271,7 +272,8 @@ class MessageInput(InputSerializer):
         help_text="The text as Markdown, optional.",
     )
     file = TenantPrimaryKeyField(
-        queryset=File.objects.all(),
+        # a file of a contact under erasure is missing: it cannot be shown in another chat
+        queryset=File.objects.filter(not_erasing_file()),
         required=False,
         missing="422",
         help_text="The id of an uploaded file (`POST /files`); required for `image` (an image file) and `file`.",

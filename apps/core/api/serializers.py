@@ -289,6 +289,9 @@ def refuse_query(request) -> None:
 
 
 def refuse_body(request) -> None:
-    """422 for a body sent to an operation that takes none."""
-    if request.body.strip():
+    """422 for a body sent to an operation that takes none. An empty JSON object is no body: many
+    clients send `{}` with every POST."""
+    body = request.body.strip()
+    empty_object = body.startswith(b"{") and body.endswith(b"}") and not body[1:-1].strip()
+    if body and not empty_object:
         raise ValidationFailed(errors={"body": ["This operation takes no body."]})

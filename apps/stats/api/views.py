@@ -113,7 +113,8 @@ class ChatExportView(ScopedAPIView):
             f"filters: Europe/Moscow unless an offset is given; at most {export.MAX_WINDOW_DAYS} days), oldest "
             "first, streamed as an attachment without Content-Length. Columns: "
             + ", ".join(f"`{column}`" for column in export.COLUMNS)
-            + ". `created_at` and `closed_at` are RFC 3339 in UTC; `first_response_seconds` is the first "
+            + ". `contact_id` is the contact's 32-character guid (the `id` of `/contacts/{guid}`, never the "
+            "numeric id). `created_at` and `closed_at` are RFC 3339 in UTC; `first_response_seconds` is the first "
             "visible operator reply after the visitor message that opened the conversation, to the millisecond; "
             "`duration_seconds` runs from creation to `closed_at` (empty while open); `messages` counts the "
             "public messages of the visitor, people and the AI operator; `accepted_by_type` and `handled_by_type` "

@@ -9,16 +9,17 @@ from datetime import timedelta
 from apps.stats import export
 
 SEP = "\x1f"
+GUIDS = ("7" * 32, "8" * 32, "9" * 32)
 PAGE = [
-    # chat, channel, created, closed, contact, department, first response ms, duration, messages,
+    # chat, channel, created, closed, contact guid ("" for none), department, first response ms, duration, messages,
     # accepted, handled, ai->human, human->ai, rating, tags (as the database joins them)
-    (1, "widget", "2025-01-15 06:00:00+00", None, None, None, None, None, 0, "", "", False, False, None, None),
+    (1, "widget", "2025-01-15 06:00:00+00", None, "", None, None, None, 0, "", "", False, False, None, None),
     (
         2,
         "tg",
         "2025-01-15 06:00:00.5+00",
         "2025-01-15 07:01:02.999999+00",
-        7,
+        GUIDS[0],
         3,
         1500,
         timedelta(hours=1, seconds=62, microseconds=999_499),
@@ -35,7 +36,7 @@ PAGE = [
         'odd,"chan"',
         "2025-01-15 06:00:00.000001",
         None,
-        8,
+        GUIDS[1],
         None,
         1000,
         None,
@@ -47,7 +48,7 @@ PAGE = [
         1,
         'say "hi"',
     ),
-    (4, "vk", "2025-01-15 06:00:00+00", None, 9, None, 7, None, 1, "", "", True, True, None, "line\r\nbreak"),
+    (4, "vk", "2025-01-15 06:00:00+00", None, GUIDS[2], None, 7, None, 1, "", "", True, True, None, "line\r\nbreak"),
 ]
 
 
@@ -75,7 +76,7 @@ def reference_cells(row: tuple) -> list:
         channel,
         export._iso(created),
         None if closed is None else export._iso(closed),
-        contact,
+        contact or None,
         department,
         None if ms is None else ms / 1000,
         None if duration is None else int(duration.total_seconds()),

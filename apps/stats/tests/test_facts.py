@@ -322,7 +322,8 @@ def test_the_facts_hold_the_chats_contact_closing_messages_and_latest_rating(wid
     talk.at(msk(2025, 1, 15, 10, 5)).rate(chat, 4)
     chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=chat.pk))
     row = ChatFacts.objects.get(chat=chat)
-    assert (row.contact_id, row.closed_at, row.messages, row.rating) == (chat.contact_id, msk(2025, 1, 15, 10, 5), 2, 4)
+    assert (row.contact_id, row.contact_guid) == (chat.contact_id, chat.contact.guid)
+    assert (row.closed_at, row.messages, row.rating) == (msk(2025, 1, 15, 10, 5), 2, 4)
 
     talk.at(msk(2025, 1, 15, 11)).client_says(chat)  # the visitor reopens the room
     row.refresh_from_db()

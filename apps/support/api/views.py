@@ -15,6 +15,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
@@ -155,6 +156,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
         chat = self.get_object()
         message = (
             Message.objects.filter(chat=chat, widget=request.widget, pk=int(message_id), file__isnull=False)
+            .filter(chat_selectors.not_erasing_file("file_id"))
             .select_related("file")
             .first()
             if int(message_id) < 2**63

@@ -226,3 +226,9 @@ def test_every_category_the_hand_overs_record_is_in_the_schema_enum(client, widg
     for category in sorted(recorded):
         DemandSignalFactory(widget=widget, category=category)
         assert client.get(f"/api/v1/ai/demand-signals?category={category}").status_code == 200
+
+
+def test_apply_takes_an_empty_json_object_as_no_body(client, widget):
+    r = client.post("/api/v1/ai/marketplace/templates/online-school/apply", {}, format="json", **idem())
+    assert r.status_code == 201, r.content
+    assert Assistant.objects.filter(widget=widget).count() == 1

@@ -69,3 +69,14 @@ def test_retired_credential_query_and_body_are_422(client, cred):
 def test_models_scope(api, cred):
     _, credential = cred
     assert_problem(api(["ai:credentials:write"]).get(f"/api/v1/ai/credentials/{credential.pk}/models"), 403)
+
+
+def test_an_empty_json_object_is_no_body(client, cred):
+    fake, credential = cred
+    r = client.generic("GET", f"/api/v1/ai/credentials/{credential.pk}/models", "{}", content_type="application/json")
+    assert r.status_code == 200, r.content
+    assert [m["id"] for m in r.json()["data"]] == fake.models
+    refused = client.generic(
+        "GET", f"/api/v1/ai/credentials/{credential.pk}/models", '{"a": 1}', content_type="application/json"
+    )
+    assert_problem(refused, 422)

@@ -202,3 +202,11 @@ def test_phrases_refuse_bad_values_and_change_nothing(client, widget, body):
 def test_phrases_scopes(api):
     assert_problem(api(["ai:write"]).get("/api/v1/ai/messages"), 403)
     assert_problem(api(["ai:read"]).put("/api/v1/ai/messages", {}, format="json", **idem()), 403)
+
+
+def test_migrate_takes_an_empty_json_object_as_no_body(client, widget):
+    AiSettings.objects.create(widget=widget, legacy_persona="Friendly", legacy_greeting="Hi")
+    assert_problem(client.post("/api/v1/ai/settings/migrate", {"a": 1}, format="json", **idem()), 422)
+    r = client.post("/api/v1/ai/settings/migrate", {}, format="json", **idem())
+    assert r.status_code == 200, r.content
+    assert r.json()["created"] is True

@@ -156,3 +156,12 @@ def test_a_crawled_page_is_cited_with_its_address(client, bot, widget):
     )
     r = suggest(client, chat_of(widget).pk)
     assert r.json()["sources"] == [{"source_ref": f"crawl:{page}", "title": page, "url": page}]
+
+
+def test_an_empty_json_object_is_no_body(client, bot, widget):
+    chat = chat_of(widget)
+    r = client.post(f"/api/v1/chats/{chat.pk}/suggest-reply", {}, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["text"] == ANSWER
+    problem = assert_problem(client.post(f"/api/v1/chats/{chat.pk}/suggest-reply", {"a": 1}, format="json"), 422)
+    assert problem["errors"] == {"body": ["This operation takes no body."]}

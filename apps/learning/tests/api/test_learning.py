@@ -420,3 +420,16 @@ def test_an_assistant_id_past_any_row_is_unknown_not_the_default(client, assista
     assert_problem(client.get(f"{BASE}/history?assistant_id={huge}"), 404, "not_found")
     assert_problem(client.get(f"/api/v1/wishes?assistant_id={huge}"), 422)
     assert_problem(revert(client, 1, {"assistant_id": 2**63}), 422)
+
+
+def test_tune_takes_an_empty_json_object_as_no_body(client, assistant, ready):
+    r = client.post(f"{BASE}/tune", "{}", content_type="application/json", **idem())
+    assert r.status_code == 202, r.content
+    assert r.json()["status"] == "queued"
+
+
+def test_tune_refuses_a_json_body_that_is_not_an_empty_object(client, assistant, ready):
+    for body in ("[]", '{"x": 1}', "null", "{}{}"):
+        problem = assert_problem(client.post(f"{BASE}/tune", body, content_type="application/json", **idem()), 422)
+        assert problem["errors"] == {"body": ["This operation takes no body."]}
+    assert not TuningCycle.objects.exists()

@@ -275,3 +275,19 @@ def test_wishes_are_limited_per_widget_and_a_refused_one_asks_no_provider(
     assert "Retry-After" in r
     assert Wish.objects.filter(widget=widget).count() == services.WISH_BUDGET.limit
     assert len(provider.api_requests) == asked
+
+
+def test_reject_and_revert_take_an_empty_json_object_as_no_body(client, assistant, provider, proposed):
+    rejected = act(client, proposed["id"], "reject", {})
+    assert rejected.status_code == 200, rejected.content
+    assert rejected.json()["status"] == "rejected"
+
+    with_spaces = client.post(f"{WISHES}/{proposed['id']}/revert", " { } ", content_type="application/json", **idem())
+    assert_problem(with_spaces, 409, "wish_transition_not_allowed")  # past the body check: the state's answer
+
+
+def test_revert_takes_an_empty_json_object_as_no_body(client, assistant, proposed):
+    act(client, proposed["id"], "approve", {})
+    reverted = act(client, proposed["id"], "revert", {})
+    assert reverted.status_code == 200, reverted.content
+    assert reverted.json()["status"] == "reverted"

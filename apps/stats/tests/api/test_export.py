@@ -1,6 +1,7 @@
 """GET /v1/chats/export: one row per chat created in the window, as CSV or JSON Lines, streamed."""
 
 import csv
+import importlib
 import io
 import json
 from datetime import date, timedelta
@@ -81,7 +82,7 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "channel": "widget",
         "created_at": "2025-01-15T06:00:00+00:00",
         "closed_at": None,
-        "contact_id": missed.contact_id,
+        "contact_id": missed.contact.guid,
         "department_id": None,
         "first_response_seconds": None,
         "duration_seconds": None,
@@ -98,7 +99,7 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "channel": "tg",
         "created_at": "2025-01-15T07:00:00+00:00",
         "closed_at": "2025-01-15T07:10:00+00:00",
-        "contact_id": tg.contact_id,
+        "contact_id": tg.contact.guid,
         "department_id": None,
         "first_response_seconds": 30.0,
         "duration_seconds": 600,
@@ -127,6 +128,32 @@ def test_csv_has_a_header_and_spells_booleans_nulls_and_tags(api, day):
     assert by_id[tg.pk]["rating"] == "5" and by_id[tg.pk]["duration_seconds"] == "600"
     assert by_id[missed.pk]["closed_at"] == "" and by_id[missed.pk]["rating"] == ""
     assert by_id[missed.pk]["human_to_ai"] == "false"
+
+
+def test_contact_id_is_the_contacts_guid_in_csv_and_json_lines(api, day):
+    chats = day
+    guids = [chat.contact.guid for chat in chats]
+    assert all(len(guid) == 32 for guid in guids) and len(set(guids)) == 3
+    lines = jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))
+    assert [row["contact_id"] for row in lines] == guids
+    table = list(csv.DictReader(io.StringIO(body_of(api().get(EXPORT, JAN15)))))
+    assert [row["contact_id"] for row in table] == guids
+    # the guid is the contact's id in the contacts API
+    contact = api().get(f"/api/v1/contacts/{guids[1]}").json()
+    assert contact["id"] == guids[1]
+
+
+def test_rows_from_before_the_guid_column_get_it_from_their_contact(api, day):
+    from django.apps import apps as registry
+
+    from apps.stats.models import ChatFacts
+
+    migration = importlib.import_module("apps.stats.migrations.0006_chatfacts_contact_guid")
+    ChatFacts.objects.update(contact_guid="")
+    migration.from_contacts(registry, None)
+    assert [row["contact_id"] for row in jsonl(api().get(EXPORT, {**JAN15, "format": "jsonl"}))] == [
+        chat.contact.guid for chat in day
+    ]
 
 
 def test_an_offset_in_the_window_is_honoured_and_the_moscow_day_is_the_default(api, day):

@@ -353,3 +353,20 @@ def test_a_message_of_another_chat_or_without_file_is_404(support):
     assert_problem(
         support.client.get(f"/api/v1/support/chats/{chat.pk}/messages/{chat.last_message_id}/attachment"), 404
     )
+
+
+def test_an_attachment_a_contact_under_erasure_uploaded_is_404_in_another_chat(support):
+    from apps.chats.models import VisitorUpload
+    from apps.chats.tests.factories import ContactFactory
+
+    # given a visitor's upload shown in another contact's chat too
+    chat = support.chat()
+    url = _attach(support, chat, "passport.txt", b"passport")
+    message = Message.objects.get(pk=int(url.split("/messages/")[1].split("/")[0]))
+    uploader = ContactFactory(widget=support.widget)
+    VisitorUpload.objects.create(file_id=message.file_id, widget=support.widget, contact=uploader)
+    assert support.client.get(url).status_code == 200
+    # when the uploader's erasure is accepted
+    PendingErasure.objects.create(widget=support.widget, contact_id=uploader.pk)
+    # then the file reads as missing, as the erasure deletes it
+    assert_problem(support.client.get(url), 404)
