@@ -876,7 +876,8 @@ def e5_server() -> Iterator[EmbeddingServer]:
 @pytest.fixture
 def e5(e5_server: EmbeddingServer, settings: Any) -> EmbeddingServer:
     """The real embeddings server, reachable the way an owner's self-hosted one is: its address
-    listed in AI_PRIVATE_HOSTS (http:// allowed there), loopback otherwise closed."""
+    listed in AI_PRIVATE_HOSTS (http:// allowed there). AI_PRIVATE_HOSTS never opens loopback, so
+    the test switch OUTBOUND_ALLOW_LOOPBACK does."""
     settings.AI_PRIVATE_HOSTS = ["127.0.0.1"]
-    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     return e5_server

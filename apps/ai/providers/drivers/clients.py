@@ -62,6 +62,9 @@ def _base_url(config: ProviderConfig) -> str:
     endpoint = endpoint_of(config.provider, config.base_url)
     if endpoint is None:
         raise ProviderError("bad_request", provider=config.provider, detail="base_url_required")
+    if "?" in endpoint or "#" in endpoint:
+        # The SDKs append the API's paths to base_url; a query or fragment would swallow them.
+        raise ProviderError("bad_request", provider=config.provider, detail="base_url_query")
     return endpoint
 
 
