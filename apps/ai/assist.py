@@ -205,6 +205,7 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
         question=question,
         known_secrets=[config.api_key for config in chain],
         system_prompt=assistant.system_prompt,
+        knowledge=rag.chunks,
         **options,
     )
     if outcome.escalation["escalate"]:
