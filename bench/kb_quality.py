@@ -89,9 +89,11 @@ def _mrr(ranks: list[int | None]) -> float:
 
 
 def main() -> int:
-    # The owner's setting that lets an AI credential reach a self-hosted server on this host (read
-    # when Django starts, which postgres_problem does).
+    # The owner's setting that lets an AI credential reach a self-hosted server over http:// (read
+    # when Django starts, which postgres_problem does); the server is on this host, and loopback is
+    # opened only by the test switch, never by AI_PRIVATE_HOSTS.
     os.environ["AI_PRIVATE_HOSTS"] = "127.0.0.1"
+    os.environ["OUTBOUND_ALLOW_LOOPBACK"] = "1"
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # no log line per embedding request
     problem = postgres_problem()
     if problem:

@@ -425,7 +425,8 @@ if OUTBOUND_ALLOW_LOOPBACK:
         "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"
     )
 # The owner's own model servers (Ollama, vLLM, ... on a private network): host names and address
-# ranges AI credentials, and nothing else, may reach; `http://` only there (apps.core.outbound.policy).
+# ranges, each on one port (`10.0.0.7:11434`) or every port, AI credentials, and nothing else, may
+# reach; `http://` only there; never loopback or a metadata address (apps.core.outbound.policy).
 AI_PRIVATE_HOSTS = env.list("AI_PRIVATE_HOSTS", default=[])
 if AI_PRIVATE_HOSTS:
     logging.getLogger("apps.core.outbound").warning(

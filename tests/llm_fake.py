@@ -8,8 +8,8 @@ It speaks the vendor's real wire format and checks its real authentication:
 - ``openai`` and ``openai_compatible``: ``Authorization: Bearer <key>``; under ``/v1``:
   ``POST /chat/completions``, ``POST /embeddings``, ``GET /models``, ``POST /audio/transcriptions``
   (multipart), ``POST /audio/speech`` (audio bytes). `base_url` is ``https://localhost:<port>/v1``.
-- ``anthropic``: the key as ``x-api-key`` or ``Authorization: Bearer`` (what the pinned SDK sends),
-  and an ``anthropic-version`` header; ``POST /v1/messages``,
+- ``anthropic``: the key as ``x-api-key`` (401 without it, as the API answers; a bearer token is its
+  OAuth path) and a documented ``anthropic-version`` (400 otherwise); ``POST /v1/messages``,
   ``GET /v1/models``. `base_url` is ``https://localhost:<port>``.
 - ``gigachat``: ``POST /api/v2/oauth`` with ``Authorization: Basic <authorization key>``, a UUID
   ``RqUID`` and the form field ``scope`` answers ``{access_token, expires_at}`` (milliseconds; lifetime
@@ -89,6 +89,7 @@ __all__ = [
 ]
 
 FLAVORS = ("openai", "anthropic", "gigachat", "openai_compatible")
+ANTHROPIC_VERSIONS = ("2023-06-01", "2023-01-01")  # the API's documented versions
 # The audio/speech `response_format`s of the vendor: (content type, the file's leading bytes).
 SPEECH_FORMATS = {
     "mp3": ("audio/mpeg", b"ID3\x04\x00"),
@@ -544,6 +545,8 @@ class FakeLLM:
             return self._oauth(hit)
         if not self._authorized(hit):
             return 401, _error_body(self.flavor, 401), "application/json"
+        if self.flavor == "anthropic" and hit.header("anthropic-version") not in ANTHROPIC_VERSIONS:
+            return 400, _error_body(self.flavor, 400), "application/json"
         route = self._route(hit)
         if route is None:
             return 404, _error_body(self.flavor, 404), "application/json"
@@ -572,9 +575,7 @@ class FakeLLM:
 
     def _authorized(self, hit: Recorded) -> bool:
         if self.flavor == "anthropic":
-            # The API takes the key as x-api-key or as a bearer token (the SDK 2.x sends the latter).
-            keyed = hit.header("x-api-key") == self.api_key or hit.header("authorization") == f"Bearer {self.api_key}"
-            return keyed and bool(hit.header("anthropic-version"))
+            return hit.header("x-api-key") == self.api_key
         authorization = hit.header("authorization") or ""
         if self.flavor == "gigachat":
             token = authorization.removeprefix("Bearer ")
@@ -875,7 +876,8 @@ def e5_server() -> Iterator[EmbeddingServer]:
 @pytest.fixture
 def e5(e5_server: EmbeddingServer, settings: Any) -> EmbeddingServer:
     """The real embeddings server, reachable the way an owner's self-hosted one is: its address
-    listed in AI_PRIVATE_HOSTS (http:// allowed there), loopback otherwise closed."""
+    listed in AI_PRIVATE_HOSTS (http:// allowed there). AI_PRIVATE_HOSTS never opens loopback, so
+    the test switch OUTBOUND_ALLOW_LOOPBACK does."""
     settings.AI_PRIVATE_HOSTS = ["127.0.0.1"]
-    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
     return e5_server

@@ -4,7 +4,8 @@ the people who take a chat over.
 - The hand-over summary: when the AI operator hands a chat to people (`handoff.hand_to_people`) and
   the widget's `handover_summary` is on, a task sent once the hand-over commits asks the provider
   chain of that operator (the credential chain of its answers) to summarise the conversation in the
-  widget's language, cuts the answer to five lines and posts it as the operator's private note (the
+  widget's language, cuts the answer to five lines, takes out links other than the widget's own
+  sites (`links.guard_links`) and posts it as the operator's private note (the
   console's notes: listed for operators, never shown to the visitor). The hand-over never waits for
   it; a provider failure writes no note and raises the `provider_failing` alert.
 - The suggested reply (`POST /v1/chats/{id}/suggest-reply`, the console's "Suggest"): the pipeline of
@@ -29,7 +30,7 @@ from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 from apps.erasure.selectors import not_erasing
 
-from . import errors, floors, handoff, pipeline, runtime, selectors
+from . import errors, floors, handoff, links, pipeline, runtime, selectors
 from .models import Assistant
 from .providers import ChatMessage, ProviderError, complete, load_sdks
 
@@ -113,6 +114,8 @@ def summarise_handover(*, chat_id: int, operator_id: int) -> str:
     text = pipeline.cut_lines(completion.text)
     if floors.check_reply(text, known_secrets=[c.api_key for c in chain], check_person=False) is not None:
         return "empty"  # nothing, or nothing people may read (a provider key in it)
+    # SECURITY: the summary retells the visitor's words; a link they dictated goes nowhere.
+    text = links.guard_links(text, widget=widget)
     return _post_note(widget=widget, chat=chat, operator=operator, text=text)
 
 
@@ -202,8 +205,11 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
         question=question,
         known_secrets=[config.api_key for config in chain],
         system_prompt=assistant.system_prompt,
+        knowledge=rag.chunks,
         **options,
     )
     if outcome.escalation["escalate"]:
         return Suggestion("", [])
-    return Suggestion(outcome.answer, rag.sources)
+    # SECURITY: an operator may send the suggestion as it is: only links to the widget's own sites
+    # and the sources it was built on stay.
+    return Suggestion(links.guard_links(outcome.answer, widget=widget, sources=rag.sources), rag.sources)

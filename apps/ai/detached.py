@@ -506,6 +506,7 @@ def result(plan: Plan, completion) -> dict:
         question=plan.question,
         known_secrets=[config.api_key for config in plan.chain],
         system_prompt=plan.resolved.assistant.system_prompt,
+        knowledge=plan.rag.chunks,
         locale=plan.locale,
         operators_state=plan.operators["state"],
         presence_context_enabled=plan.presence_context_enabled,

@@ -20,7 +20,12 @@ The floors, in the order they are checked (`FLOORS`):
   caller names (the provider keys of the AI's credential chain; the external operator's signing
   secrets, current and previous), whole or a half of it;
 - `system_prompt`: the reply repeats the assistant's system prompt, or an excerpt of it of
-  PROMPT_LEAK_CHARS letters and digits: a prompt-extraction answer.
+  PROMPT_LEAK_CHARS letters and digits: a prompt-extraction answer. A shorter excerpt counts too
+  when it carries what makes a prompt worth extracting (`repeats_prompt_token`): a code-like token
+  of the prompt (letters with digits, or an underscore: `ZX81-Q`, `staff_only`) anywhere in the
+  reply, or a name-like one (a capitalised or mixed-case word) inside EXCERPT_CHARS letters shared
+  with the prompt; a token the visitor's question or the knowledge the answer was given holds is
+  no secret of the prompt, and a code the assistant should give out belongs in the knowledge base.
 
 Both comparisons see through disguise. Texts are compared as a skeleton (`skeleton`: NFKC, the
 look-alike letters of other scripts, small capitals and regional indicator letters folded to Latin,
@@ -63,6 +68,10 @@ MAX_REPLY_CHARACTERS = 65536  # the body limit of a message (the API's `body`, `
 PROMPT_MIN = 40
 PROMPT_LEAK_CHARS = 60
 SHINGLE = 12
+# A prompt token worth extracting is at least this long (letters and digits); a name-like one counts
+# when the reply shares this many letters and digits of the prompt (as shingles) around it.
+TOKEN_MIN = 6
+EXCERPT_CHARS = 30
 # Known secrets shorter than this are not matched (they would match ordinary words); a longer one
 # counts as leaked when half of it appears (the skeletons of both).
 KNOWN_SECRET_MIN = 12
@@ -269,6 +278,29 @@ def _prompt_word_skeletons(reading: str, vocabulary: set[str]) -> Iterator[str]:
     yield "".join(reversed(kept))
 
 
+def _reply_skeletons(text: str, system_prompt: str) -> list[str]:
+    """The skeletons to compare with the prompt, each once, in order: of every reading, and of its
+    words that are words of the prompt."""
+    vocabulary = set(_words(system_prompt))
+    replies: dict[str, None] = {}
+    for reading in _readings(text):
+        replies.setdefault(skeleton(reading))
+        for words in _prompt_word_skeletons(reading, vocabulary):
+            replies.setdefault(words)
+    return list(replies)
+
+
+def _covered(prompt: str, prompt_shingles: set[str], reply: str) -> set[int]:
+    """The positions of the prompt's letters inside a shingle the reply holds too."""
+    common = prompt_shingles & _shingles(reply)
+    covered: set[int] = set()
+    if common:
+        for i in range(max(1, len(prompt) - SHINGLE + 1)):
+            if prompt[i : i + SHINGLE] in common:
+                covered.update(range(i, i + SHINGLE))
+    return covered
+
+
 def repeats_system_prompt(text: str, system_prompt: str) -> bool:
     if len(_squash(system_prompt or "")) < PROMPT_MIN:
         return False
@@ -277,23 +309,69 @@ def repeats_system_prompt(text: str, system_prompt: str) -> bool:
         return False
     needed = min(PROMPT_LEAK_CHARS, int(len(prompt) * 0.8))
     prompt_shingles = _shingles(prompt)
-    vocabulary = set(_words(system_prompt))
-    replies: dict[str, None] = {}  # the skeletons to compare, each once, in order
-    for reading in _readings(text):
-        replies.setdefault(skeleton(reading))
-        for words in _prompt_word_skeletons(reading, vocabulary):
-            replies.setdefault(words)
-    for reply in replies:
-        if prompt in reply:
+    for reply in _reply_skeletons(text, system_prompt):
+        if prompt in reply or len(_covered(prompt, prompt_shingles, reply)) >= needed:
             return True
-        common = prompt_shingles & _shingles(reply)
-        if not common:
+    return False
+
+
+_PROMPT_TOKEN = re.compile(r"[\w-]+")
+
+
+def _is_code_like(token: str) -> bool:
+    letters = any(ch.isalpha() for ch in token)
+    return ("_" in token.strip("_") and letters) or (letters and any(ch.isdigit() for ch in token))
+
+
+def _is_name_like(token: str) -> bool:
+    word = token.strip("-_")
+    return word[:1].isupper() or any(ch.isupper() for ch in word[1:])
+
+
+def prompt_tokens(system_prompt: str) -> tuple[set[str], set[str]]:
+    """(code-like, name-like) tokens of the prompt, as skeletons of at least TOKEN_MIN characters."""
+    codes: set[str] = set()
+    names: set[str] = set()
+    text = system_prompt or ""
+    for match in _PROMPT_TOKEN.finditer(text):
+        token, folded = match.group(0), skeleton(match.group(0))
+        if len(folded) < TOKEN_MIN:
             continue
-        covered = set()  # the prompt's letters inside a shingle the reply holds too
-        for i in range(max(1, len(prompt) - SHINGLE + 1)):
-            if prompt[i : i + SHINGLE] in common:
-                covered.update(range(i, i + SHINGLE))
-        if len(covered) >= needed:
+        if _is_code_like(token):
+            codes.add(folded)
+        elif _is_name_like(token) and not _starts_sentence(text, match.start(), token):
+            names.add(folded)
+    return codes, names
+
+
+def _starts_sentence(text: str, start: int, token: str) -> bool:
+    """A capitalised word that opens a sentence is an ordinary word ("Never", "Escalate"); one with
+    a capital inside ("McAllister", "TeaHouse") is a name wherever it stands."""
+    if any(ch.isupper() for ch in token.strip("-_")[1:]):
+        return False
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".!?:;\n\"'«(" or before.endswith(("-", "*", "•"))
+
+
+def repeats_prompt_token(text: str, system_prompt: str, *, question: str = "", knowledge: Iterable[str] = ()) -> bool:
+    """True when the reply carries a code-like token of the prompt, or a name-like one inside an
+    excerpt of EXCERPT_CHARS letters of the prompt, that neither the visitor's question nor the
+    knowledge the answer was given holds (a short excerpt that carries a code or a name)."""
+    codes, names = prompt_tokens(system_prompt)
+    if not codes and not names:
+        return False
+    known = [skeleton(question or "")] + [skeleton(chunk) for chunk in knowledge]
+    codes = {token for token in codes if not any(token in part for part in known)}
+    names = {token for token in names if not any(token in part for part in known)}
+    if not codes and not names:
+        return False
+    prompt = skeleton(system_prompt)
+    prompt_shingles = _shingles(prompt)
+    for reply in _reply_skeletons(text, system_prompt):
+        if any(token in reply for token in codes):
+            return True
+        carried = [token for token in names if token in reply]
+        if carried and len(_covered(prompt, prompt_shingles, reply)) >= EXCERPT_CHARS:
             return True
     return False
 
@@ -304,10 +382,12 @@ def check_reply(
     question: str = "",
     known_secrets: Iterable[str] = (),
     system_prompt: str = "",
+    knowledge: Iterable[str] = (),
     check_person: bool = True,
 ) -> str | None:
     """The first floor `text` (a machine's reply to the visitor's `question`) trips, or None when it
-    may be posted. `check_person=False` when the pipeline already escalated the question (a
+    may be posted. `knowledge`: the knowledge-base chunks the answer was given (a prompt token they
+    hold is no secret). `check_person=False` when the pipeline already escalated the question (a
     trigger) or the caller checked it before asking the provider."""
     if check_person and visitor_asks_for_person(question):
         return PERSON_REQUESTED
@@ -318,6 +398,8 @@ def check_reply(
     if leaks_secret(text, known_secrets):
         return SECRET
     if repeats_system_prompt(text, system_prompt):
+        return SYSTEM_PROMPT
+    if repeats_prompt_token(text, system_prompt, question=question, knowledge=knowledge):
         return SYSTEM_PROMPT
     return None
 

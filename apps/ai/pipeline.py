@@ -269,13 +269,14 @@ def check_floors(
     operators_state: str,
     presence_context_enabled: bool,
     overrides: dict,
+    knowledge: Iterable[str] = (),
 ) -> Outcome:
     """`outcome` as the visitor may see it: an answer that trips a platform safety floor
     (`floors.check_reply`: a secret, the system prompt repeated, too long, empty) becomes a
     handover with the reason `floor:<name>` and the handover phrase. An outcome that already hands
     over is left as it is (the visitor's request for a person is checked before the provider is
     asked). The one check of the AI operator at work and the detached test; `known_secrets` are the
-    provider keys of the credential chain."""
+    provider keys of the credential chain, `knowledge` the knowledge-base chunks the answer was given."""
     if outcome.escalation["escalate"]:
         return outcome
     floor = floors.check_reply(
@@ -283,6 +284,7 @@ def check_floors(
         question=question,
         known_secrets=known_secrets,
         system_prompt=system_prompt,
+        knowledge=knowledge,
         check_person=False,
     )
     if floor is None:

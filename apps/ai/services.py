@@ -341,10 +341,17 @@ BASE_URL_REFUSED = (
 )
 
 
+BASE_URL_QUERY = "A base_url takes no query (?...) or fragment (#...): give the scheme, host, port and path only."
+
+
 def check_base_url(url: str) -> str:
     """https, no user:pass, a public address (loopback only with OUTBOUND_ALLOW_LOOPBACK), or the
     owner's model server listed in AI_PRIVATE_HOSTS (`http://` allowed there only), checked once at
     save time through the one address policy. Returns the URL without a trailing slash."""
+    if "?" in url or "#" in url:
+        # The drivers append the API's paths to base_url: a query or fragment would carry them off
+        # (`http://host/x?` turns every path into a query of /x), away from what the owner checked.
+        raise ValidationFailed(errors={"base_url": [BASE_URL_QUERY]})
     private = outbound.ai_private_hosts()
     try:
         parts = outbound.check_url(url, private_hosts=private)

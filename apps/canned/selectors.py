@@ -39,18 +39,21 @@ def get_chat(*, widget: Widget, chat_id: int | None) -> Chat | None:
     )
 
 
-def variable_values(*, widget: Widget, chat: Chat) -> dict[str, str | None]:
+def variable_values(*, widget: Widget, chat: Chat, contacts: bool) -> dict[str, str | None]:
+    """The values of `chat`'s variables. Without `contacts` (the reader may not read contacts) the
+    contact's variables have no value, so they render as a missing one does: fallback, else empty."""
     agent = chat.agent if chat.agent is not None and chat.agent.type == Agent.Type.HUMAN else None
     return {
-        "contact.name": chat.contact.name,
-        "contact.email": chat.contact.email,
+        "contact.name": chat.contact.name if contacts else None,
+        "contact.email": chat.contact.email if contacts else None,
         "agent.name": agent.name if agent is not None else None,
         "widget.name": widget_selectors.effective_settings(widget)["widget_name"],
     }
 
 
-def render_for_chat(*, widget: Widget, canned: CannedResponse, chat: Chat) -> str:
+def render_for_chat(*, widget: Widget, canned: CannedResponse, chat: Chat, contacts: bool) -> str:
     """The text of `canned` with its variables filled in for `chat` (same widget): the contact's
-    name and e-mail, the chat's assigned human agent, the `widget_name` setting."""
+    name and e-mail (only when `contacts`: the reader may read contacts), the chat's assigned human
+    agent, the `widget_name` setting."""
     assert canned.widget_id == widget.pk and chat.widget_id == widget.pk
-    return variables.render(canned.text, variable_values(widget=widget, chat=chat))
+    return variables.render(canned.text, variable_values(widget=widget, chat=chat, contacts=contacts))

@@ -178,11 +178,12 @@ def canned_picks(*, agent: Agent, q: str) -> list[CannedResponse]:
 
 
 def render_canned(*, agent: Agent, chat: Chat, canned_id: int) -> str | None:
-    """A canned response of the agent's widget rendered for `chat` (the API's render), or None."""
+    """A canned response of the agent's widget rendered for `chat` (the API's render), or None. An
+    operator who may open the chat reads its contact (the chat's panel shows the name and e-mail)."""
     canned = CannedResponse.objects.filter(widget_id=agent.widget_id, pk=canned_id).first()
     if canned is None:
         return None
-    return canned_selectors.render_for_chat(widget=agent.widget, canned=canned, chat=chat)
+    return canned_selectors.render_for_chat(widget=agent.widget, canned=canned, chat=chat, contacts=True)
 
 
 file_url = chat_selectors.file_url

@@ -231,6 +231,21 @@ def crawl_run_payload(run: KbCrawlRun) -> dict:
 LIVE_CRAWL = (KbCrawlRun.Status.QUEUED, KbCrawlRun.Status.RUNNING)
 
 
+def site_hosts(widget: Widget) -> frozenset[str]:
+    """The hosts of the widget's own sites: those its crawl configuration starts from (lower case,
+    without a leading `www.`). One query."""
+    config = KbCrawlConfig.objects.filter(widget=widget).values_list("start_urls", flat=True).first() or []
+    hosts = set()
+    for url in config:
+        try:
+            host = urlsplit(str(url)).hostname or ""
+        except ValueError:
+            continue
+        if host:
+            hosts.add(host.lower().removeprefix("www."))
+    return frozenset(hosts)
+
+
 def crawler(widget: Widget) -> dict:
     """The configuration (None when absent), the queued or running crawl and the last one ended."""
     config = KbCrawlConfig.objects.filter(widget=widget).first()

@@ -277,9 +277,12 @@ def check_base_url(url: str) -> None:
     """Refuse a credential's `base_url` at save time through the one address policy: https only, no
     userinfo, a host whose every resolved address is allowed (loopback only with
     OUTBOUND_ALLOW_LOOPBACK), with the AI_PRIVATE_HOSTS exception (listed ranges, `http://` to a
-    listed host). Raises ProviderError kind "refused_address" (detail: the policy's reason) or
-    "transport" (detail "resolve_failed": the name does not resolve). Resolves the name (blocking);
-    sends nothing."""
+    listed host, on a listed port). Raises ProviderError kind "bad_request" (detail
+    "base_url_query": a query or fragment, which would swallow the paths the drivers append),
+    "refused_address" (detail: the policy's reason) or "transport" (detail "resolve_failed": the
+    name does not resolve). Resolves the name (blocking); sends nothing."""
+    if "?" in url or "#" in url:
+        raise ProviderError("bad_request", detail="base_url_query")
     private = ai_private_hosts()
     try:
         parts = check_url(url, private_hosts=private)

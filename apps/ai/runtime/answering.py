@@ -209,6 +209,7 @@ def _run(
         question=question,
         known_secrets=[config.api_key for config in chain],
         system_prompt=assistant.system_prompt,
+        knowledge=rag.chunks,
         locale=locale,
         operators_state=operators_state,
         presence_context_enabled=ai_settings.presence_context_enabled,

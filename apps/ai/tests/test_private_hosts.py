@@ -106,10 +106,138 @@ def test_http_only_for_a_listed_host(lan):
         policy.check_url("http://ollama.lan:11434/v1")  # no allowance
 
 
-@pytest.mark.parametrize("entry", ["0.0.0.0/0", "::/0", "*.lan", "10.0.0.0/33", "127.1", "a b"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "0.0.0.0/0",
+        "::/0",
+        "*.lan",
+        "10.0.0.0/33",
+        "127.1",
+        "a b",
+        "10.0.0.7:0",
+        "10.0.0.7:65536",
+        "ollama.lan:http",
+        "ollama.lan:",
+        "[fd00::7]x",
+        "[fd00::7",
+    ],
+)
 def test_a_malformed_setting_names_the_entry(entry):
     with pytest.raises(ImproperlyConfigured, match="AI_PRIVATE_HOSTS"):
         policy.parse_private_hosts((entry,))
+
+
+# --- ports, loopback and metadata --------------------------------------------------------------------------
+
+
+def test_an_entry_with_a_port_opens_that_port_only(settings, monkeypatch):
+    settings.AI_PRIVATE_HOSTS = ["10.0.0.7:11434", "[fd00::7]:8000", "192.168.2.0/24:8080", "ollama.lan:11434"]
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    monkeypatch.setattr(policy, "resolve_host", lambda host, port: [ipaddress.ip_address("10.0.0.7")])
+    private = policy.ai_private_hosts()
+    assert str(policy.pin_address("10.0.0.7", 11434, private_hosts=private)) == "10.0.0.7"
+    assert str(policy.pin_address("ollama.lan", 11434, private_hosts=private)) == "10.0.0.7"
+    assert str(policy.pin_address("fd00::7", 8000, private_hosts=private)) == "fd00::7"
+    assert str(policy.pin_address("192.168.2.9", 8080, private_hosts=private)) == "192.168.2.9"
+    for host, port in [("10.0.0.7", 22), ("10.0.0.7", 443), ("ollama.lan", 6379), ("fd00::7", 22), ("192.168.2.9", 80)]:
+        with pytest.raises(outbound.OutboundBlocked) as refused:
+            policy.pin_address(host, port, private_hosts=private)
+        assert refused.value.reason == "address_not_allowed"
+    policy.check_url("http://ollama.lan:11434/v1", private_hosts=private)
+    policy.check_url("http://[fd00::7]:8000/v1", private_hosts=private)
+    for url in ("http://ollama.lan/v1", "http://ollama.lan:8080/v1", "http://10.0.0.7:22/", "http://[fd00::7]/v1"):
+        with pytest.raises(outbound.OutboundBlocked) as refused:
+            policy.check_url(url, private_hosts=private)
+        assert refused.value.reason == "scheme_not_allowed"
+    with pytest.raises(ProviderError):
+        check_base_url("http://10.0.0.7:6379/")
+
+
+def test_an_entry_without_a_port_opens_every_port(lan):
+    private = policy.ai_private_hosts()
+    for port in (22, 443, 11434):
+        assert str(policy.pin_address("10.0.0.7", port, private_hosts=private)) == "10.0.0.7"
+
+
+@pytest.mark.parametrize("entry", ["127.0.0.1", "127.0.0.0/8", "127.0.0.1:11434", "::1", "[::1]:8000"])
+def test_a_loopback_entry_stops_start_up_unless_loopback_is_open_already(settings, entry):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    settings.AI_PRIVATE_HOSTS = [entry]
+    with pytest.raises(ImproperlyConfigured, match="loopback"):
+        policy.ai_private_hosts()
+    # a test or demo that opened loopback for every caller may list it (for http:// there)
+    settings.OUTBOUND_ALLOW_LOOPBACK = True
+    assert policy.ai_private_hosts()
+
+
+def test_a_range_around_loopback_never_opens_it(settings):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    private = policy.parse_private_hosts(("64.0.0.0/2", "::/1"))
+    assert str(policy.pin_address("100.64.0.1", 80, private_hosts=private)) == "100.64.0.1"
+    for address in ("127.0.0.1", "127.9.9.9", "::1"):
+        with pytest.raises(outbound.OutboundBlocked) as refused:
+            policy.pin_address(address, 80, private_hosts=private)
+        assert "loopback" in refused.value.address
+
+
+METADATA = [
+    "169.254.169.254",
+    "169.254.169.253",
+    "169.254.169.123",
+    "169.254.170.2",
+    "169.254.170.23",
+    "169.254.0.23",
+    "168.63.129.16",
+    "100.100.100.200",
+    "192.0.0.192",
+    "fd00:ec2::254",
+    "fd00:ec2::23",
+]
+
+
+@pytest.mark.parametrize("address", METADATA)
+def test_every_metadata_address_stays_refused_even_when_listed(settings, address):
+    settings.OUTBOUND_ALLOW_LOOPBACK = False
+    listed = ("169.254.0.0/16", "168.63.129.0/24", "100.64.0.0/10", "192.0.0.0/24", "fd00::/8", address)
+    private = policy.parse_private_hosts(listed)
+    with pytest.raises(outbound.OutboundBlocked) as refused:
+        policy.pin_address(address, 80, private_hosts=private)
+    assert "cloud_metadata" in refused.value.address
+    with pytest.raises(outbound.OutboundBlocked):  # nor for any other caller
+        policy.pin_address(address, 443)
+
+
+# --- base_url takes no query or fragment -------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://ollama.lan:11434/x?", "http://ollama.lan:11434/v1?a=b", "https://llm.example.com/v1#x", "https://h/?#"],
+)
+def test_a_base_url_with_a_query_or_fragment_is_refused(client, lan, base_url):
+    r = client.post(
+        BASE,
+        {"provider": "openai_compatible", "api_key": "k", "base_url": base_url, "model": "m"},
+        format="json",
+        **idem(),
+    )
+    problem = assert_problem(r, 422)
+    assert "no query" in problem["errors"]["base_url"][0]
+    assert not Credential.objects.exists()
+    with pytest.raises(ProviderError) as failure:
+        check_base_url(base_url)
+    assert (failure.value.kind, failure.value.detail) == ("bad_request", "base_url_query")
+
+
+def test_a_stored_base_url_with_a_query_is_never_called(llm_fake):
+    fake = llm_fake("openai_compatible")
+    config = ProviderConfig("openai_compatible", api_key=fake.api_key, base_url=f"{fake.base_url}?", model="m")
+    with pytest.raises(ProviderError) as failure:
+        complete([config], [ChatMessage("user", "hi")])
+    assert (failure.value.kind, failure.value.detail) == ("bad_request", "base_url_query")
+    assert fake.requests == []
 
 
 # --- AI credentials reach the listed servers ---------------------------------------------------------------

@@ -56,9 +56,10 @@ def canned_payload(row: CannedResponse) -> dict:
     render=extend_schema(
         summary="Render a canned response for a chat",
         description="Needs `canned:read` and `chats:read` (403 `missing_scope` without either). "
-        "`{{contact.name}}` and `{{contact.email}}` are the chat's contact's, `{{agent.name}}` the chat's "
-        "assigned human agent's, `{{widget.name}}` the `widget_name` setting; a missing value takes its "
-        "fallback, else an empty string. A chat of another widget is 404 like a missing one.",
+        "`{{contact.name}}` and `{{contact.email}}` are the chat's contact's when the token also holds "
+        "`contacts:read`; without it they have no value. `{{agent.name}}` is the chat's assigned human "
+        "agent's, `{{widget.name}}` the `widget_name` setting; a missing value takes its fallback, else an "
+        "empty string. A chat of another widget is 404 like a missing one.",
     ),
 )
 class CannedResponseViewSet(WidgetScopedViewSet):
@@ -118,4 +119,7 @@ class CannedResponseViewSet(WidgetScopedViewSet):
         chat = selectors.get_chat(widget=request.widget, chat_id=query["chat_id"])
         if chat is None:
             raise NotFound()
-        return Response({"text": selectors.render_for_chat(widget=request.widget, canned=row, chat=chat)})
+        # SECURITY: the contact's name and e-mail are contact data: filled only for a token that may read contacts
+        contacts = "contacts:read" in request.user.scopes
+        text = selectors.render_for_chat(widget=request.widget, canned=row, chat=chat, contacts=contacts)
+        return Response({"text": text})

@@ -58,7 +58,7 @@ def guarded_transport_classes(httpx_lib: Any, httpcore_lib: Any, *, suffix: str)
 
     def check_url(url: Any, allowed_schemes: frozenset[str], private_hosts: Any) -> None:
         safe = safe_url(str(url))
-        listed_http = url.scheme.lower() == "http" and private_hosts.lists_host(url.host)
+        listed_http = url.scheme.lower() == "http" and private_hosts.lists_host(url.host, url.port or 80)
         if url.scheme.lower() not in allowed_schemes and not listed_http:
             raise OutboundBlocked("scheme_not_allowed", url=safe)
         if url.userinfo:

@@ -35,9 +35,24 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _net = ipaddress.ip_network
 
 # Order matters only for the reason reported: the first match names the refusal.
+# The clouds' instance and task metadata, credential and host-agent services: an address here hands
+# out the machine's own credentials. 168.63.129.16 (Azure's host agent) is a public address, so it
+# must be named; the others are named so that no exception of the policy (AI_PRIVATE_HOSTS) opens them.
+_CLOUD_METADATA_V4 = (
+    "169.254.169.254/32",  # AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle, Hetzner, ...
+    "169.254.169.253/32",  # AWS's DNS resolver
+    "169.254.169.123/32",  # AWS's time service
+    "169.254.170.2/32",  # AWS ECS task credentials
+    "169.254.170.23/32",  # AWS EKS pod identity
+    "169.254.0.23/32",  # Tencent Cloud
+    "168.63.129.16/32",  # Azure's host agent (WireServer)
+    "100.100.100.200/32",  # Alibaba Cloud
+    "192.0.0.192/32",  # Oracle Cloud (classic)
+)
+_CLOUD_METADATA_V6 = ("fd00:ec2::/32",)  # AWS's IPv6 metadata, DNS, time and pod identity (fd00:ec2::254, ::23)
+
 _REFUSED_V4: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
-    (_net("169.254.169.254/32"), "cloud_metadata"),
-    (_net("100.100.100.200/32"), "cloud_metadata"),
+    *((_net(network), "cloud_metadata") for network in _CLOUD_METADATA_V4),
     (_net("0.0.0.0/8"), "unspecified"),
     (_net("10.0.0.0/8"), "private"),
     (_net("100.64.0.0/10"), "cgnat"),
@@ -57,7 +72,7 @@ _REFUSED_V4: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
 )
 
 _REFUSED_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
-    (_net("fd00:ec2::254/128"), "cloud_metadata"),
+    *((_net(network), "cloud_metadata") for network in _CLOUD_METADATA_V6),
     (_net("::/128"), "unspecified"),
     (_net("::1/128"), "loopback"),
     (_net("::/96"), "ipv4_compatible"),
@@ -150,70 +165,113 @@ def is_address_allowed(ip: IPAddress, *, allow_loopback: bool) -> bool:
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-# What a listed range never opens: addresses that are not a machine on a network (metadata services,
-# unspecified, multicast, broadcast, a zone-scoped address) and the IPv6 forms that merely embed an
-# IPv4 address (their refusal reason names the form: "ipv4_mapped:private", ...).
-_NEVER_OPENED = frozenset({"cloud_metadata", "unspecified", "multicast", "broadcast", "scoped_address"})
+# What a listed range never opens: loopback (this machine: its admin, metrics and the other
+# tenants' processes; a test or demo opens it with OUTBOUND_ALLOW_LOOPBACK, for every caller),
+# addresses that are not a machine on a network (metadata services, unspecified, multicast,
+# broadcast, a zone-scoped address) and the IPv6 forms that merely embed an IPv4 address (their
+# refusal reason names the form: "ipv4_mapped:private", ...).
+_NEVER_OPENED = frozenset({"loopback", "cloud_metadata", "unspecified", "multicast", "broadcast", "scoped_address"})
 _LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+_PORT = re.compile(r"^[0-9]{1,5}$")
+
+# A listed port, or None: the entry names no port and opens every one.
+Port = int | None
 
 
 @dataclass(frozen=True)
 class PrivateHosts:
     """Where an owner's self-hosted model servers live (settings.AI_PRIVATE_HOSTS): host names and
-    address ranges an AI credential's `base_url` may reach although the address policy refuses them.
+    address ranges, each on one port or on every port, that an AI credential's `base_url` may reach
+    although the address policy refuses them.
 
     SECURITY: an exception of the one policy, passed explicitly by the AI provider transports and
     the credential save-time check, and by no other caller (webhooks, file fetch, the crawler and
-    messengers never see it). It opens an address only when it lies in a listed range, so a listed
-    name that resolves to an unlisted private address is still refused; and it allows `http://` only
-    for a host listed by name or an address literal inside a listed range.
+    messengers never see it). It opens an address only when it lies in a listed range on a listed
+    port, so a listed name that resolves to an unlisted private address is still refused; it never
+    opens loopback or a metadata address; and it allows `http://` only for a host listed by name or
+    an address literal inside a listed range, on a listed port.
     """
 
-    names: frozenset[str]
-    networks: tuple[IPNetwork, ...]
+    names: frozenset[tuple[str, Port]]
+    networks: tuple[tuple[IPNetwork, Port], ...]
 
     def __bool__(self) -> bool:
         return bool(self.names or self.networks)
 
-    def lists_host(self, host: str) -> bool:
-        """True for a host listed by name, or an address literal inside a listed range."""
+    def lists_host(self, host: str, port: int) -> bool:
+        """True for a host listed by name, or an address literal inside a listed range, on `port`."""
         literal = parse_ip_literal(host)
         if literal is not None:
-            return self.contains(literal)
-        return host.lower().rstrip(".") in self.names
+            return self.contains(literal, port)
+        name = host.lower().rstrip(".")
+        return (name, None) in self.names or (name, port) in self.names
 
-    def contains(self, ip: IPAddress) -> bool:
-        return any(ip.version == network.version and ip in network for network in self.networks)
+    def contains(self, ip: IPAddress, port: int) -> bool:
+        return any(
+            ip.version == network.version and ip in network and listed in (None, port)
+            for network, listed in self.networks
+        )
 
-    def opens(self, ip: IPAddress, reason: str) -> bool:
-        """True when the policy's refusal of `ip` (for `reason`) is lifted by a listed range."""
-        return reason not in _NEVER_OPENED and ":" not in reason and self.contains(ip)
+    def opens(self, ip: IPAddress, reason: str, port: int) -> bool:
+        """True when the policy's refusal of `ip` (for `reason`) on `port` is lifted by a listed range."""
+        return reason not in _NEVER_OPENED and ":" not in reason and self.contains(ip, port)
 
 
 NO_PRIVATE_HOSTS = PrivateHosts(frozenset(), ())
 
 
+def _split_port(entry: str) -> tuple[str, str | None]:
+    """(host or range, port or None) of an entry: `host:port`, `10.0.0.0/24:8000`, `[fd00::7]:8000`;
+    an IPv6 address or range without brackets names no port."""
+    if entry.startswith("["):
+        inside, bracket, rest = entry[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return entry, None  # refused as neither a name nor a range
+        return inside, rest[1:] if rest else None
+    if entry.count(":") == 1:
+        host, _, port = entry.partition(":")
+        return host, port
+    return entry, None
+
+
+def _is_loopback(network: IPNetwork) -> bool:
+    if network.version == 4:
+        return network.subnet_of(_LOOPBACK_V4)
+    return network.num_addresses == 1 and network[0] == _LOOPBACK_V6
+
+
 @functools.lru_cache(maxsize=8)
-def parse_private_hosts(entries: tuple[str, ...]) -> PrivateHosts:
+def parse_private_hosts(entries: tuple[str, ...], *, allow_loopback: bool = False) -> PrivateHosts:
     """The PrivateHosts of AI_PRIVATE_HOSTS' entries: an address (`192.168.1.10`), a range
-    (`10.0.0.0/8`, `fd00::/8`) or a host name (`ollama.lan`). ImproperlyConfigured names a bad one."""
-    names: set[str] = set()
-    networks: list[IPNetwork] = []
+    (`10.0.0.0/8`, `fd00::/8`) or a host name (`ollama.lan`), each optionally with the one port it
+    opens (`192.168.1.10:11434`, `[fd00::7]:8000`, `10.0.0.0/24:8000`). ImproperlyConfigured names a
+    bad one, and a loopback entry unless `allow_loopback` (OUTBOUND_ALLOW_LOOPBACK) has opened
+    loopback already: this setting never does."""
+    names: set[tuple[str, Port]] = set()
+    networks: list[tuple[IPNetwork, Port]] = []
     for raw in entries:
         entry = raw.strip().lower()
         if not entry:
             continue
+        host, port_text = _split_port(entry)
+        port: Port = None
+        if port_text is not None:
+            if not _PORT.match(port_text) or not 0 < int(port_text) < 65536:
+                raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} names no port (1 to 65535) after the colon")
+            port = int(port_text)
         try:
-            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
+            network = ipaddress.ip_network(host, strict=False)
         except ValueError:
             network = None
         if network is not None:
             if network.prefixlen == 0:
                 raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} would open every address")
-            networks.append(network)
-        elif _HOST_NAME.match(entry.rstrip(".")) and parse_ip_literal(entry) is None:
-            names.add(entry.rstrip("."))
+            if not allow_loopback and _is_loopback(network):
+                raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} is loopback, which this setting never opens")
+            networks.append((network, port))
+        elif _HOST_NAME.match(host.rstrip(".")) and parse_ip_literal(host) is None:
+            names.add((host.rstrip("."), port))
         else:
             raise ImproperlyConfigured(f"AI_PRIVATE_HOSTS: {raw!r} is neither a host name nor an address range")
     return PrivateHosts(frozenset(names), tuple(networks))
@@ -227,7 +285,7 @@ def ai_private_hosts() -> PrivateHosts:
     value = getattr(settings, "AI_PRIVATE_HOSTS", None) or ()
     if isinstance(value, str):
         value = value.split(",")
-    return parse_private_hosts(tuple(value))
+    return parse_private_hosts(tuple(value), allow_loopback=_allow_loopback())
 
 
 # --- URLs, numeric hosts and resolution ----------------------------------------------------------
@@ -349,7 +407,7 @@ def pin_address(
         except ValueError:
             raise OutboundBlocked("invalid_address", address=str(candidate)) from None
         reason = address_refusal_reason(ip, allow_loopback=allow_loopback)
-        if reason is not None and private_hosts and private_hosts.opens(ip, reason):
+        if reason is not None and private_hosts and private_hosts.opens(ip, reason, port):
             reason = None
         if reason is not None:
             raise OutboundBlocked("address_not_allowed", address=f"{ip} ({reason})")
@@ -378,9 +436,10 @@ def _listed_http_host(url: str, private_hosts: PrivateHosts) -> bool:
     try:
         parts = urlsplit(url)
         host = parts.hostname
+        port = parts.port or _DEFAULT_PORTS["http"]
     except ValueError:
         return False
-    return parts.scheme.lower() == "http" and bool(host) and private_hosts.lists_host(host)
+    return parts.scheme.lower() == "http" and bool(host) and private_hosts.lists_host(host, port)
 
 
 @functools.lru_cache(maxsize=CACHED)

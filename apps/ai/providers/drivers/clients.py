@@ -62,6 +62,9 @@ def _base_url(config: ProviderConfig) -> str:
     endpoint = endpoint_of(config.provider, config.base_url)
     if endpoint is None:
         raise ProviderError("bad_request", provider=config.provider, detail="base_url_required")
+    if "?" in endpoint or "#" in endpoint:
+        # The SDKs append the API's paths to base_url; a query or fragment would swallow them.
+        raise ProviderError("bad_request", provider=config.provider, detail="base_url_query")
     return endpoint
 
 
@@ -87,17 +90,33 @@ def _openai_client(config: ProviderConfig, *, is_async: bool) -> Any:
         return _cached(_sync_clients, key, build)
 
 
+# The version of Anthropic's API the drivers speak (request and answer shapes), sent on every call
+# rather than the SDK's default, so an SDK upgrade cannot move it.
+ANTHROPIC_API_VERSION = "2023-06-01"
+
+
+def _anthropic_headers(config: ProviderConfig) -> dict[str, Any]:
+    """Anthropic's API takes an API key in `x-api-key` (a bearer token is its OAuth path, which
+    refuses an API key); the pinned SDK sends `api_key` as a bearer token, so the key goes in
+    `x-api-key` and the SDK's `Authorization` is left out."""
+    return {"x-api-key": config.api_key, "anthropic-version": ANTHROPIC_API_VERSION, "Authorization": anthropic.omit}
+
+
 def _anthropic_client(config: ProviderConfig, *, is_async: bool) -> Any:
     base = _base_url(config)
     key = _client_key("anthropic", base, config)
 
     def build() -> Any:
-        if is_async:
-            return anthropic.AsyncAnthropic(
-                api_key=config.api_key, base_url=base, max_retries=0, http_client=transport.async_httpx2_client()
-            )
-        return anthropic.Anthropic(
-            api_key=config.api_key, base_url=base, max_retries=0, http_client=transport.httpx2_client()
+        cls = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        http_client = transport.async_httpx2_client() if is_async else transport.httpx2_client()
+        # api_key is passed too: without an explicit credential the SDK reads the operator's
+        # ANTHROPIC_* environment and profiles, which must never reach a tenant's endpoint.
+        return cls(
+            api_key=config.api_key,
+            base_url=base,
+            max_retries=0,
+            http_client=http_client,
+            default_headers=_anthropic_headers(config),
         )
 
     if is_async:

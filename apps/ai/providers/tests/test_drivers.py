@@ -126,9 +126,10 @@ def test_anthropic_messages_request_and_answer(llm_fake):
 
     [hit] = fake.requests
     assert (hit.method, hit.path) == ("POST", "/v1/messages")
-    # The pinned SDK (anthropic 2.x) sends the key as a bearer token, with the API version.
-    assert hit.header("authorization") == f"Bearer {fake.api_key}"
-    assert hit.header("anthropic-version")
+    # As Anthropic's API expects: the key in x-api-key (never as a bearer token), a documented version.
+    assert hit.header("x-api-key") == fake.api_key
+    assert hit.header("authorization") is None
+    assert hit.header("anthropic-version") == "2023-06-01"
     body = hit.json()
     assert body == {
         "model": "claude-haiku-5-5",
@@ -260,6 +261,16 @@ def test_models_list(llm_fake, flavor):
     assert (hit.method, hit.path) == ("GET", "/v1/models" if flavor != "gigachat" else "/api/v1/models")
     if flavor != "anthropic":
         assert all("owned_by" in m for m in models)
+
+
+def test_anthropic_models_list_sends_the_key_as_anthropics_api_expects(llm_fake):
+    # the fake answers as the API does: 401 without x-api-key, 400 for an undocumented version
+    fake = llm_fake("anthropic")
+    assert [m["id"] for m in list_models(fake.config())] == fake.models
+    [hit] = fake.api_requests
+    assert (hit.method, hit.path) == ("GET", "/v1/models")
+    assert (hit.header("x-api-key"), hit.header("authorization")) == (fake.api_key, None)
+    assert hit.header("anthropic-version") == "2023-06-01"
 
 
 def test_transcription_and_speech_on_openai(llm_fake):

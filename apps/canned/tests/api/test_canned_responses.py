@@ -298,6 +298,7 @@ def test_delete_needs_a_token_the_write_scope_and_a_key(api, client, widget, ide
 # --- render --------------------------------------------------------------------------------------------
 
 BOTH = ["canned:read", "chats:read"]
+WITH_CONTACTS = [*BOTH, "contacts:read"]
 EVERY = "{{contact.name}}|{{contact.email}}|{{agent.name}}|{{widget.name}}"
 EVERY_WITH_FALLBACKS = "{{contact.name|n}}|{{contact.email|e}}|{{agent.name|a}}|{{widget.name|w}}"
 
@@ -310,14 +311,25 @@ def test_render_fills_every_variable_for_the_chat(api, widget):
     widget_services.update_settings(widget=widget, body={"widget_name": "Shop"})
     chat = chat_of(widget, agent=AgentFactory(widget=widget, name="Bob"))
     row = CannedResponseFactory(widget=widget, text=EVERY_WITH_FALLBACKS)
-    response = render(api(scopes=BOTH), row, chat.pk)
+    response = render(api(scopes=WITH_CONTACTS), row, chat.pk)
     assert response.status_code == 200, response.content
     assert response.json() == {"text": "Ann|ann@example.com|Bob|Shop"}
 
 
+def test_render_without_contacts_read_leaves_the_contacts_variables_unfilled(api, widget):
+    # a token that may not read contacts learns neither the name nor the e-mail through a reply
+    widget_services.update_settings(widget=widget, body={"widget_name": "Shop"})
+    chat = chat_of(widget, agent=AgentFactory(widget=widget, name="Bob"))
+    client = api(scopes=BOTH)
+    response = render(client, CannedResponseFactory(widget=widget, text=EVERY_WITH_FALLBACKS), chat.pk)
+    assert response.status_code == 200, response.content
+    assert response.json() == {"text": "n|e|Bob|Shop"}
+    assert render(client, CannedResponseFactory(widget=widget, text=EVERY), chat.pk).json() == {"text": "||Bob|Shop"}
+
+
 def test_render_takes_fallbacks_then_empty_strings_for_missing_values(api, widget):
     chat = ChatFactory(contact=ContactFactory(widget=widget, name="", email=""))
-    client = api(scopes=BOTH)
+    client = api(scopes=WITH_CONTACTS)
     assert render(client, CannedResponseFactory(widget=widget, text=EVERY_WITH_FALLBACKS), chat.pk).json() == {
         "text": "n|e|a|w"
     }
