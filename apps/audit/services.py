@@ -6,8 +6,10 @@ service: the entry point names it once for the request (`acting()`): the API for
 admin for the staff user, the console for its agent. Without one the actor is `system` (operator
 commands, beat jobs).
 
-Secrets never reach a row: a field named in `secrets`, or whose name says it holds one, is stored as
-"[hidden]" on both sides of the change.
+Rows name fields as the API does: a column that stores a secret encrypted (`api_key_encrypted`) is
+recorded under the API's field (`api_key`). Secrets never reach a row: a field named in `secrets`,
+or whose name says it holds one, is stored as "[hidden]" on both sides of the change; a secret that
+is set on neither side (never given) is no change.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from .models import AuditEntry
 HIDDEN = "[hidden]"
 RETENTION = timedelta(days=365)
 PURGE_BATCH = 5000
-_SECRET_NAME = re.compile(r"(secret|password|api_key|apikey|token_hash|secret_hash|credential|private_key)", re.I)
+_SECRET_NAME = re.compile(
+    r"(secret|password|api_key|apikey|token_hash|secret_hash|credential|private_key|(^|_)token$|(^|_)sid$)", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -107,15 +111,23 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterab
         if old == new:
             continue
         if field in secret or is_secret(field):
+            if _unset(old) and _unset(new):
+                continue
             old, new = HIDDEN, HIDDEN
         out[field] = {"from": old, "to": new}
     return out
+
+
+def _unset(value: Any) -> bool:
+    return value is None or value == ""
 
 
 def _hide(changes: Mapping[str, Any], secrets: set[str]) -> dict:
     hidden = {}
     for field, change in changes.items():
         if field in secrets or is_secret(field):
+            if _unset(change.get("from")) and _unset(change.get("to")):
+                continue
             hidden[field] = {"from": HIDDEN, "to": HIDDEN}
         else:
             hidden[field] = {"from": _plain(change.get("from")), "to": _plain(change.get("to"))}
@@ -152,11 +164,21 @@ def record(
 _NOT_CHANGES = frozenset({"id", "widget", "created_at", "updated_at"})
 
 
+# A column holding a secret encrypted; the API's field is the name without it.
+_ENCRYPTED = "_encrypted"
+
+
+def field_name(attname: str) -> str:
+    """The API's name of a stored column: `api_key_encrypted` is `api_key`; any other column is
+    named by its attribute (`backup_credential_id`)."""
+    return attname.removesuffix(_ENCRYPTED) if attname.endswith(_ENCRYPTED) else attname
+
+
 def values(obj) -> dict[str, Any]:
-    """The concrete field values of a model instance by attribute name (`backup_credential_id`),
+    """The concrete field values of a model instance by the API's field names (`field_name`),
     bookkeeping columns left out: the `before`/`after` of `record_change`."""
     return {
-        field.attname: getattr(obj, field.attname)
+        field_name(field.attname): getattr(obj, field.attname)
         for field in obj._meta.concrete_fields
         if field.name not in _NOT_CHANGES and field.attname not in _NOT_CHANGES
     }
