@@ -29,6 +29,7 @@ from django.utils import timezone
 from .models import AuditEntry
 
 HIDDEN = "[hidden]"
+CHANGED = "[changed]"  # a text recorded as changed without its words (an assistant's prompt)
 RETENTION = timedelta(days=365)
 PURGE_BATCH = 5000
 _SECRET_NAME = re.compile(
@@ -101,10 +102,13 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def diff(before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterable[str] = ()) -> dict:
+def diff(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterable[str] = (), texts: Iterable[str] = ()
+) -> dict:
     """{field: {from, to}} of the fields whose value differs between `before` and `after` (a field
-    missing on one side is None there). Secret fields show "[hidden]" on both sides."""
-    secret = set(secrets)
+    missing on one side is None there). Secret fields show "[hidden]" on both sides, `texts` fields
+    "[changed]"."""
+    secret, text = set(secrets), set(texts)
     out = {}
     for field in sorted(set(before) | set(after)):
         old, new = _plain(before.get(field)), _plain(after.get(field))
@@ -114,6 +118,8 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterab
             if _unset(old) and _unset(new):
                 continue
             old, new = HIDDEN, HIDDEN
+        elif field in text:
+            old, new = CHANGED, CHANGED
         out[field] = {"from": old, "to": new}
     return out
 
@@ -122,9 +128,12 @@ def _unset(value: Any) -> bool:
     return value is None or value == ""
 
 
-def _hide(changes: Mapping[str, Any], secrets: set[str]) -> dict:
+def _hide(changes: Mapping[str, Any], secrets: set[str], texts: set[str]) -> dict:
     hidden = {}
     for field, change in changes.items():
+        if field in texts:
+            hidden[field] = {"from": CHANGED, "to": CHANGED}
+            continue
         if field in secrets or is_secret(field):
             if _unset(change.get("from")) and _unset(change.get("to")):
                 continue
@@ -142,6 +151,7 @@ def record(
     target_id: Any = "",
     changes: Mapping[str, Mapping[str, Any]] | None = None,
     secrets: Iterable[str] = (),
+    texts: Iterable[str] = (),
     actor: Actor | None = None,
 ) -> AuditEntry:
     """Write one audit row for `widget`. Call it inside the audited write's transaction, after the
@@ -156,7 +166,7 @@ def record(
         action=action,
         target_type=target_type,
         target_id=str(target_id),
-        changes=_hide(changes or {}, set(secrets)),
+        changes=_hide(changes or {}, set(secrets), set(texts)),
     )
 
 
@@ -193,15 +203,46 @@ def record_change(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
     secrets: Iterable[str] = (),
+    texts: Iterable[str] = (),
     always: bool = False,
 ) -> AuditEntry | None:
     """`record` with the changes between `before` and `after` (see `diff`). A write that changed
     nothing writes no row unless `always` (a creation or deletion is recorded as such)."""
-    changes = diff(before, after, secrets=secrets)
+    changes = diff(before, after, secrets=secrets, texts=texts)
     if not changes and not always:
         return None
     return record(
-        widget=widget, action=action, target_type=target_type, target_id=target_id, changes=changes, secrets=secrets
+        widget=widget,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        changes=changes,
+        secrets=secrets,
+        texts=texts,
+    )
+
+
+def record_row(
+    *,
+    widget,
+    target_type: str,
+    target_id: Any,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    texts: Iterable[str] = (),
+) -> AuditEntry | None:
+    """`record_change` of one row's life: `target_type.created` without `before`, `.deleted`
+    without `after` (both always recorded), else `.changed` when a field changed."""
+    action = "created" if before is None else "deleted" if after is None else "changed"
+    return record_change(
+        widget=widget,
+        action=f"{target_type}.{action}",
+        target_type=target_type,
+        target_id=target_id,
+        before=before or {},
+        after=after or {},
+        texts=texts,
+        always=action != "changed",
     )
 
 
