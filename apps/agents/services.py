@@ -23,6 +23,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.core import events, ports
 from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, Conflict, ValidationFailed
@@ -513,12 +514,25 @@ def create_department(
     )
     if agents:
         department.agents.set(agents)
+    _audit_department(widget, department.pk, None, _department_values(department))
     return department
+
+
+DEPARTMENT_AUDIT = "department"  # audit rows: department.created, .changed, .deleted
+
+
+def _department_values(department: Department) -> dict:
+    return {**audit.values(department), "agent_ids": sorted(department.agents.values_list("pk", flat=True))}
+
+
+def _audit_department(widget: Widget, pk: int, before: dict | None, after: dict | None) -> None:
+    audit.record_row(widget=widget, target_type=DEPARTMENT_AUDIT, target_id=pk, before=before, after=after)
 
 
 @transaction.atomic
 def update_department(*, widget: Widget, department: Department, name: str | None = None, channels=None) -> Department:
     department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    before = _department_values(department)
     fields = ["updated_at"]
     if name is not None:
         department.name = name
@@ -527,13 +541,19 @@ def update_department(*, widget: Widget, department: Department, name: str | Non
         department.channels = list(channels)
         fields.append("channels")
     department.save(update_fields=fields)
+    _audit_department(widget, department.pk, before, _department_values(department))
     return department
 
 
 @transaction.atomic
 def delete_department(*, widget: Widget, department: Department) -> None:
     """Delete the department; chats it already produced stay (their department becomes null)."""
-    Department.objects.filter(pk=department.pk, widget=widget).delete()
+    department = Department.objects.select_for_update().filter(pk=department.pk, widget=widget).first()
+    if department is None:
+        return
+    before, pk = _department_values(department), department.pk
+    department.delete()
+    _audit_department(widget, pk, before, None)
 
 
 @transaction.atomic
@@ -541,8 +561,10 @@ def set_department_agents(*, widget: Widget, department: Department, agents: lis
     """Replace the agent set (empty empties it). Suspended agents may be members."""
     _check_agents(widget, agents)
     department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    before = _department_values(department)
     department.agents.set(agents)
     department.save(update_fields=["updated_at"])
+    _audit_department(widget, department.pk, before, _department_values(department))
     return department
 
 
@@ -550,6 +572,8 @@ def set_department_agents(*, widget: Widget, department: Department, agents: lis
 def set_department_schedule(*, widget: Widget, department: Department, schedule: dict) -> Department:
     """Replace the week; an omitted day is closed."""
     department = Department.objects.select_for_update().get(pk=department.pk, widget=widget)
+    before = _department_values(department)
     department.schedule = full_week(schedule)
     department.save(update_fields=["schedule", "updated_at"])
+    _audit_department(widget, department.pk, before, _department_values(department))
     return department

@@ -256,8 +256,20 @@ def create_assistant(*, widget: Widget, fields: dict, origin: str = "") -> Assis
     if fields.get("is_default"):
         _clear_other_defaults(widget, None)
     assistant = Assistant.objects.create(widget=widget, origin=origin, **fields)
+    _audit_assistant(widget, assistant.pk, None, audit.values(assistant))
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return assistant
+
+
+ASSISTANT_AUDIT = "assistant"  # audit rows: assistant.created, .changed, .deleted
+# The prompt's words stay out of the log: a change reads "[changed]".
+ASSISTANT_PROMPTS = ("system_prompt", "persona")
+
+
+def _audit_assistant(widget: Widget, pk: int, before: dict | None, after: dict | None) -> None:
+    audit.record_row(
+        widget=widget, target_type=ASSISTANT_AUDIT, target_id=pk, before=before, after=after, texts=ASSISTANT_PROMPTS
+    )
 
 
 @transaction.atomic
@@ -266,9 +278,11 @@ def update_assistant(*, widget: Widget, assistant: Assistant, changes: dict) -> 
     assistant = Assistant.objects.select_for_update().get(pk=assistant.pk, widget=widget)
     if changes.get("is_default"):
         _clear_other_defaults(widget, assistant)
+    before = audit.values(assistant)
     for name, value in changes.items():
         setattr(assistant, name, value)
     assistant.save()
+    _audit_assistant(widget, assistant.pk, before, audit.values(assistant))
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return assistant
 
@@ -283,7 +297,9 @@ def delete_assistant(*, widget: Widget, assistant: Assistant) -> None:
             "AI operators still run this assistant: " + ", ".join(f"{o['name']} ({o['id']})" for o in running) + ".",
             operators=running,
         )
+    before, pk = audit.values(assistant), assistant.pk
     assistant.delete()
+    _audit_assistant(widget, pk, before, None)
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
 
 
@@ -300,13 +316,31 @@ def create_operator(
     status: str = "active",
 ) -> Agent:
     assert assistant.widget_id == widget.pk
-    return agent_services.create_ai_agent(
+    operator = agent_services.create_ai_agent(
         widget=widget,
         name=name or assistant.name,
         assistant_id=assistant.pk,
         show_in_header=show_in_header,
         status=OPERATOR_STATUS_TO_AGENT[status],
     )
+    audit.record_row(
+        widget=widget, target_type=OPERATOR_AUDIT, target_id=operator.pk, before=None, after=_operator_values(operator)
+    )
+    return operator
+
+
+OPERATOR_AUDIT = "ai_operator"  # audit rows: ai_operator.created, .changed
+_AGENT_STATUS_TO_OPERATOR = {agent: api for api, agent in OPERATOR_STATUS_TO_AGENT.items()}
+
+
+def _operator_values(operator: Agent) -> dict:
+    """An AI operator as the API names its fields."""
+    return {
+        "name": operator.name,
+        "assistant_id": operator.ai_assistant_id,
+        "show_in_header": operator.show_in_header,
+        "status": _AGENT_STATUS_TO_OPERATOR.get(operator.status, operator.status),
+    }
 
 
 @transaction.atomic
@@ -326,7 +360,16 @@ def update_operator(*, widget: Widget, operator: Agent, changes: dict) -> Agent:
         assistant_id = agent_changes.get("ai_assistant_id", operator.ai_assistant_id)
         if changes["status"] != "retired" and not Assistant.objects.filter(widget=widget, pk=assistant_id).exists():
             raise AssistantMissing("Bind the operator to an assistant (`assistant_id`) to change its status.")
-    return agent_services.update_ai_agent(widget=widget, agent=operator, changes=agent_changes)
+    before = _operator_values(operator)
+    operator = agent_services.update_ai_agent(widget=widget, agent=operator, changes=agent_changes)
+    audit.record_row(
+        widget=widget,
+        target_type=OPERATOR_AUDIT,
+        target_id=operator.pk,
+        before=before,
+        after=_operator_values(operator),
+    )
+    return operator
 
 
 def retire_operator(*, widget: Widget, operator: Agent) -> Agent:

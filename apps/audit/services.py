@@ -6,8 +6,10 @@ service: the entry point names it once for the request (`acting()`): the API for
 admin for the staff user, the console for its agent. Without one the actor is `system` (operator
 commands, beat jobs).
 
-Secrets never reach a row: a field named in `secrets`, or whose name says it holds one, is stored as
-"[hidden]" on both sides of the change.
+Rows name fields as the API does: a column that stores a secret encrypted (`api_key_encrypted`) is
+recorded under the API's field (`api_key`). Secrets never reach a row: a field named in `secrets`,
+or whose name says it holds one, is stored as "[hidden]" on both sides of the change; a secret that
+is set on neither side (never given) is no change.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from django.utils import timezone
 from .models import AuditEntry
 
 HIDDEN = "[hidden]"
+CHANGED = "[changed]"  # a text recorded as changed without its words (an assistant's prompt)
 RETENTION = timedelta(days=365)
 PURGE_BATCH = 5000
-_SECRET_NAME = re.compile(r"(secret|password|api_key|apikey|token_hash|secret_hash|credential|private_key)", re.I)
+_SECRET_NAME = re.compile(
+    r"(secret|password|api_key|apikey|token_hash|secret_hash|credential|private_key|(^|_)token$|(^|_)sid$)", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -97,25 +102,41 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def diff(before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterable[str] = ()) -> dict:
+def diff(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, secrets: Iterable[str] = (), texts: Iterable[str] = ()
+) -> dict:
     """{field: {from, to}} of the fields whose value differs between `before` and `after` (a field
-    missing on one side is None there). Secret fields show "[hidden]" on both sides."""
-    secret = set(secrets)
+    missing on one side is None there). Secret fields show "[hidden]" on both sides, `texts` fields
+    "[changed]"."""
+    secret, text = set(secrets), set(texts)
     out = {}
     for field in sorted(set(before) | set(after)):
         old, new = _plain(before.get(field)), _plain(after.get(field))
         if old == new:
             continue
         if field in secret or is_secret(field):
+            if _unset(old) and _unset(new):
+                continue
             old, new = HIDDEN, HIDDEN
+        elif field in text:
+            old, new = CHANGED, CHANGED
         out[field] = {"from": old, "to": new}
     return out
 
 
-def _hide(changes: Mapping[str, Any], secrets: set[str]) -> dict:
+def _unset(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def _hide(changes: Mapping[str, Any], secrets: set[str], texts: set[str]) -> dict:
     hidden = {}
     for field, change in changes.items():
+        if field in texts:
+            hidden[field] = {"from": CHANGED, "to": CHANGED}
+            continue
         if field in secrets or is_secret(field):
+            if _unset(change.get("from")) and _unset(change.get("to")):
+                continue
             hidden[field] = {"from": HIDDEN, "to": HIDDEN}
         else:
             hidden[field] = {"from": _plain(change.get("from")), "to": _plain(change.get("to"))}
@@ -130,6 +151,7 @@ def record(
     target_id: Any = "",
     changes: Mapping[str, Mapping[str, Any]] | None = None,
     secrets: Iterable[str] = (),
+    texts: Iterable[str] = (),
     actor: Actor | None = None,
 ) -> AuditEntry:
     """Write one audit row for `widget`. Call it inside the audited write's transaction, after the
@@ -144,7 +166,7 @@ def record(
         action=action,
         target_type=target_type,
         target_id=str(target_id),
-        changes=_hide(changes or {}, set(secrets)),
+        changes=_hide(changes or {}, set(secrets), set(texts)),
     )
 
 
@@ -152,11 +174,21 @@ def record(
 _NOT_CHANGES = frozenset({"id", "widget", "created_at", "updated_at"})
 
 
+# A column holding a secret encrypted; the API's field is the name without it.
+_ENCRYPTED = "_encrypted"
+
+
+def field_name(attname: str) -> str:
+    """The API's name of a stored column: `api_key_encrypted` is `api_key`; any other column is
+    named by its attribute (`backup_credential_id`)."""
+    return attname.removesuffix(_ENCRYPTED) if attname.endswith(_ENCRYPTED) else attname
+
+
 def values(obj) -> dict[str, Any]:
-    """The concrete field values of a model instance by attribute name (`backup_credential_id`),
+    """The concrete field values of a model instance by the API's field names (`field_name`),
     bookkeeping columns left out: the `before`/`after` of `record_change`."""
     return {
-        field.attname: getattr(obj, field.attname)
+        field_name(field.attname): getattr(obj, field.attname)
         for field in obj._meta.concrete_fields
         if field.name not in _NOT_CHANGES and field.attname not in _NOT_CHANGES
     }
@@ -171,15 +203,46 @@ def record_change(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
     secrets: Iterable[str] = (),
+    texts: Iterable[str] = (),
     always: bool = False,
 ) -> AuditEntry | None:
     """`record` with the changes between `before` and `after` (see `diff`). A write that changed
     nothing writes no row unless `always` (a creation or deletion is recorded as such)."""
-    changes = diff(before, after, secrets=secrets)
+    changes = diff(before, after, secrets=secrets, texts=texts)
     if not changes and not always:
         return None
     return record(
-        widget=widget, action=action, target_type=target_type, target_id=target_id, changes=changes, secrets=secrets
+        widget=widget,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        changes=changes,
+        secrets=secrets,
+        texts=texts,
+    )
+
+
+def record_row(
+    *,
+    widget,
+    target_type: str,
+    target_id: Any,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    texts: Iterable[str] = (),
+) -> AuditEntry | None:
+    """`record_change` of one row's life: `target_type.created` without `before`, `.deleted`
+    without `after` (both always recorded), else `.changed` when a field changed."""
+    action = "created" if before is None else "deleted" if after is None else "changed"
+    return record_change(
+        widget=widget,
+        action=f"{target_type}.{action}",
+        target_type=target_type,
+        target_id=target_id,
+        before=before or {},
+        after=after or {},
+        texts=texts,
+        always=action != "changed",
     )
 
 

@@ -4,6 +4,10 @@
 A widget record's account is always the widget's account when it is created; cross references
 (an invoice's entity and document, a transaction's invoice and entity) are checked by the models'
 `clean`. Plan seats, withdrawals and legal entities go through `billing.services`.
+
+SECURITY: every page of an account's or a widget's rows is limited to the staff user's reach
+(`IssuableWidgetsOnly`): operations staff who work on every account hold
+`core.issue_for_any_widget`. Plans are the platform's catalogue, of no account.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from apps.core.admin_site import show_errors
+from apps.core.admin_site import IssuableWidgetsOnly, show_errors
 
 from . import services
 from .api.serializers import LegalEntityInput
@@ -40,7 +44,8 @@ class PlanAdmin(admin.ModelAdmin):
 
 
 @admin.register(AccountPlan)
-class AccountPlanAdmin(admin.ModelAdmin):
+class AccountPlanAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    tenant, tenant_is_account = "account", True
     list_display = ("account", "plan", "extra_seats", "started_at")
     raw_id_fields = ("account",)
     fields = ("account", "plan", "extra_seats")
@@ -98,12 +103,13 @@ class LegalEntityForm(forms.ModelForm):
 
 
 @admin.register(LegalEntity)
-class LegalEntityAdmin(admin.ModelAdmin):
+class LegalEntityAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     """Adds, changes and deletions go through the API's services and rules (LegalEntityForm;
     deletion is refused while a withdrawal, an invoice or a transaction names the entity) and spend
     none of the account's API budget. An entity never moves to another account."""
 
     form = LegalEntityForm
+    tenant, tenant_is_account = "account", True
     list_display = ("id", "short_name", "inn", "account", "created_at")
     search_fields = ("short_name", "full_name", "inn", "account__user__email")
     raw_id_fields = ("account",)
@@ -130,7 +136,8 @@ class LegalEntityAdmin(admin.ModelAdmin):
 
 
 @admin.register(Withdrawal)
-class WithdrawalAdmin(admin.ModelAdmin):
+class WithdrawalAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
+    tenant, tenant_is_account = "account", True
     list_display = ("id", "account", "legal_entity", "status", "amount_minor", "currency", "created_at")
     list_filter = ("status",)
     raw_id_fields = ("account", "legal_entity")
@@ -168,7 +175,7 @@ class WidgetRecordForm(forms.ModelForm):
         return data
 
 
-class WidgetRecordAdmin(admin.ModelAdmin):
+class WidgetRecordAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     form = WidgetRecordForm
     exclude = ("account",)
     raw_id_fields = ("widget",)

@@ -1,6 +1,5 @@
 from django import forms
 from django.contrib import admin
-from django.utils import timezone
 
 from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.api.serializers import InvisibleCharacter, normalize_label
@@ -63,7 +62,20 @@ class CannedResponseAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     raw_id_fields = ("widget",)
     readonly_fields = ("created_at", "updated_at")
 
+    # Through the services: audited with the staff user as actor.
     def save_model(self, request, obj, form, change):
         if change:
-            obj.updated_at = timezone.now()
-        super().save_model(request, obj, form, change)
+            changes = {name: form.cleaned_data[name] for name in form.changed_data}
+            services.update_canned_response(widget=obj.widget, canned=obj, changes=changes)
+        else:
+            obj.pk = services.create_canned_response(
+                widget=obj.widget, shortcut=obj.shortcut, title=obj.title, text=obj.text, language=obj.language
+            ).pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.delete_canned_response(widget=obj.widget, canned=obj)
+
+    def delete_queryset(self, request, queryset):
+        for canned in queryset.select_related("widget"):
+            self.delete_model(request, canned)

@@ -9,11 +9,14 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.core.models import Widget
 
 from . import variables
 from .errors import ShortcutTaken, UnknownVariable
 from .models import CannedResponse
+
+AUDIT = "canned_response"  # audit rows: canned_response.created, .changed, .deleted
 
 
 def check_text(text: str) -> None:
@@ -44,6 +47,7 @@ def create_canned_response(
     check_text(text)
     row = CannedResponse(widget=widget, shortcut=shortcut, title=title, text=text, language=language)
     _save(row, force_insert=True)
+    audit.record_row(widget=widget, target_type=AUDIT, target_id=row.pk, before=None, after=audit.values(row))
     return row
 
 
@@ -54,15 +58,22 @@ def update_canned_response(*, widget: Widget, canned: CannedResponse, changes: d
     if "text" in changes:
         check_text(changes["text"])
     row = CannedResponse.objects.select_for_update().get(pk=canned.pk, widget=widget)
+    before = audit.values(row)
     for name in ("shortcut", "title", "text", "language"):
         if name in changes:
             setattr(row, name, changes[name])
     row.updated_at = timezone.now()
     _save(row)
+    audit.record_row(widget=widget, target_type=AUDIT, target_id=row.pk, before=before, after=audit.values(row))
     return row
 
 
 @transaction.atomic
 def delete_canned_response(*, widget: Widget, canned: CannedResponse) -> None:
     assert canned.widget_id == widget.pk
-    CannedResponse.objects.filter(pk=canned.pk, widget=widget).delete()
+    row = CannedResponse.objects.select_for_update().filter(pk=canned.pk, widget=widget).first()
+    if row is None:
+        return
+    before = audit.values(row)
+    row.delete()
+    audit.record_row(widget=widget, target_type=AUDIT, target_id=canned.pk, before=before, after=None)

@@ -6,7 +6,7 @@ from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.errors import AppError, ValidationFailed
 from apps.webhooks import services as webhooks
 
-from . import cabinets
+from . import cabinets, services
 from .models import AdCabinet, CustomChannel
 
 
@@ -42,6 +42,19 @@ class CustomChannelAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # registration returns the secret once: through the API only
+
+    # Through the services: audited with the staff user as actor.
+    def save_model(self, request, obj, form, change):
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        services.update_custom_channel(widget=obj.widget, channel=obj, changes=changes)
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.delete_custom_channel(widget=obj.widget, channel=obj)
+
+    def delete_queryset(self, request, queryset):
+        for channel in queryset.select_related("widget"):
+            self.delete_model(request, channel)
 
 
 class AdCabinetForm(forms.ModelForm):

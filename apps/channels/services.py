@@ -16,6 +16,7 @@ import secrets
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
@@ -26,6 +27,8 @@ from apps.webhooks.models import Delivery
 
 from . import delivery, payloads, selectors
 from .models import CustomChannel, ExternalContact, MessengerConnection
+
+CHANNEL_AUDIT = "custom_channel"  # audit rows: custom_channel.created, .changed, .deleted
 
 SOURCE_CUSTOM = "channel"
 
@@ -47,6 +50,9 @@ def register_custom_channel(*, widget: Widget, name: str, url: str) -> tuple[Cus
     secret = crypto.generate_secret()
     channel = CustomChannel.objects.create(
         widget=widget, name=name, url=url, secret_encrypted=crypto.encrypt_secret(secret)
+    )
+    audit.record_row(
+        widget=widget, target_type=CHANNEL_AUDIT, target_id=channel.pk, before=None, after=audit.values(channel)
     )
     return channel, secret
 
@@ -75,6 +81,9 @@ def create_legacy_chat_channel(*, widget: Widget, url: str, name: str = "Chat AP
         path_secret_hash=path_secret_hash(secret),
         secret_encrypted=crypto.encrypt_secret(secret),
     )
+    audit.record_row(
+        widget=widget, target_type=CHANNEL_AUDIT, target_id=channel.pk, before=None, after=audit.values(channel)
+    )
     return channel, secret
 
 
@@ -82,20 +91,50 @@ def create_legacy_chat_channel(*, widget: Widget, url: str, name: str = "Chat AP
 def set_custom_channel_active(*, widget: Widget, channel: CustomChannel, is_active: bool) -> CustomChannel:
     """Switch a channel on or off. Off: inbound is refused (409) and nothing more is posted to it
     (queued deliveries fail as `channel_inactive` when their attempt comes)."""
+    return update_custom_channel(widget=widget, channel=channel, changes={"is_active": is_active})
+
+
+@transaction.atomic
+def update_custom_channel(*, widget: Widget, channel: CustomChannel, changes: dict) -> CustomChannel:
+    """Change a channel's `name`, `url` (which passes the webhook destination rule) or `is_active`
+    (see `set_custom_channel_active`); audited. A change that changes nothing writes nothing."""
     channel = CustomChannel.objects.select_for_update().get(pk=channel.pk, widget=widget)
-    if channel.is_active != is_active:
-        channel.is_active = is_active
-        channel.updated_at = timezone.now()
-        channel.save(update_fields=["is_active", "updated_at"])
+    if "url" in changes and changes["url"] != channel.url:
+        webhooks.check_destination(changes["url"])
+    before = audit.values(channel)
+    changed = [
+        name for name in ("name", "url", "is_active") if name in changes and getattr(channel, name) != changes[name]
+    ]
+    if not changed:
+        return channel
+    for name in changed:
+        setattr(channel, name, changes[name])
+    channel.updated_at = timezone.now()
+    channel.save(update_fields=[*changed, "updated_at"])
+    audit.record_row(
+        widget=widget, target_type=CHANNEL_AUDIT, target_id=channel.pk, before=before, after=audit.values(channel)
+    )
     return channel
 
 
 @transaction.atomic
+def delete_custom_channel(*, widget: Widget, channel: CustomChannel) -> None:
+    """Django admin's deletion of a channel (its links to contacts and its deliveries go along); audited."""
+    channel = CustomChannel.objects.select_for_update().filter(pk=channel.pk, widget=widget).first()
+    if channel is None:
+        return
+    before, pk = audit.values(channel), channel.pk
+    channel.delete()
+    audit.record_row(widget=widget, target_type=CHANNEL_AUDIT, target_id=pk, before=before, after=None)
+
+
+@transaction.atomic
 def deactivate_custom_channels(*, widget: Widget) -> int:
-    """Every active custom channel of the widget off (the `custom` messenger's DELETE)."""
-    return CustomChannel.objects.filter(widget=widget, is_active=True).update(
-        is_active=False, updated_at=timezone.now()
-    )
+    """Every active custom channel of the widget off (the `custom` messenger's DELETE), each audited."""
+    channels = list(CustomChannel.objects.select_for_update().filter(widget=widget, is_active=True).order_by("pk"))
+    for channel in channels:
+        update_custom_channel(widget=widget, channel=channel, changes={"is_active": False})
+    return len(channels)
 
 
 @transaction.atomic

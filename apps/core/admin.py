@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.core import services
-from apps.core.admin_site import CountsWhatGoesAlong
+from apps.core.admin_site import CountsWhatGoesAlong, IssuableWidgetsOnly
 from apps.core.auth import scopes as catalogue
 from apps.core.auth.availability import preset_label, scope_label
 from apps.core.models import Account, ApiToken, Widget
@@ -52,7 +54,8 @@ class OwnerMovesNeedAnyWidget:
 
 
 @admin.register(Account)
-class AccountAdmin(OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+class AccountAdmin(IssuableWidgetsOnly, OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+    tenant, tenant_is_account = "pk", True
     owner_field = "user"
     list_display = ("id", "user", "name", "surname", "seats", "created_at")
     search_fields = ("user__email", "name", "surname")
@@ -62,13 +65,22 @@ class AccountAdmin(OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
         return [obj, *Widget.objects.filter(account=obj).order_by("pk")]
 
 
-class WidgetAdmin(OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+class WidgetAdmin(IssuableWidgetsOnly, OwnerMovesNeedAnyWidget, DeletesWidgets, admin.ModelAdmin):
+    tenant = "pk"
     owner_field = "account"
     list_display = ("id", "name", "account", "button_guid", "api_enabled", "created_at")
     list_filter = ("api_enabled",)
     search_fields = ("name", "button_guid", "account__user__email")
     readonly_fields = ("button_guid", "created_at")
     raw_id_fields = ("account",)
+
+    def save_model(self, request, obj, form, change):
+        # Through the services: audited with the staff user as actor, the config event emitted.
+        if not change:
+            obj.pk = services.add_widget(account=obj.account, name=obj.name, enable_api=obj.api_enabled).pk
+        else:
+            services.update_widget(widget=obj, changes={name: form.cleaned_data[name] for name in form.changed_data})
+        obj.refresh_from_db()
 
 
 admin.site.register(Widget, WidgetAdmin)
@@ -120,7 +132,7 @@ class IssueTokenForm(forms.ModelForm):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     list_display = ("prefix", "name", "widget", "scope_count", "expires_at", "revoked_at", "last_used_at")
     list_filter = ("revoked_at",)
     search_fields = ("prefix", "name", "widget__name", "widget__button_guid")
@@ -129,9 +141,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def scope_count(self, obj):
         return len(obj.scopes)
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
@@ -169,6 +178,25 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return obj is None and super().has_change_permission(request, obj)
+
+    # Tokens are revoked, never deleted: the row is the trail of what a token could do and when it
+    # stopped. Deleting one here revokes it (the delete permission and the page stay Django's).
+    def delete_model(self, request, obj):
+        services.revoke_token(token=obj)
+
+    def delete_queryset(self, request, queryset):
+        for token in queryset.filter(revoked_at__isnull=True):
+            services.revoke_token(token=token)
+
+    def response_delete(self, request, obj_display, obj_id):
+        self.message_user(request, f"The token {obj_display} was revoked (tokens are kept, never deleted).")
+        return HttpResponseRedirect(reverse("admin:core_apitoken_changelist"))
+
+    def get_actions(self, request):
+        # "Delete selected" would only revoke: the revoke action says so.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     # Revoking cannot be undone: it takes the permission to change tokens, never view alone.
     @admin.action(description="Revoke selected tokens (immediate)", permissions=["change"])

@@ -16,8 +16,9 @@ from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
 from .errors import flatten_errors
+from .models import Account, Widget
 from .ratelimit import Decision, SignInBudgets, client_address
-from .services import issuable_widgets, rows_referring_to
+from .services import issuable_accounts, issuable_widgets, rows_referring_to
 
 # Sign-in attempts: the console's limits, under budgets of this page's own.
 LOGIN = SignInBudgets.of_page("admin_login", "username")
@@ -66,22 +67,36 @@ def show_errors(form, errors, *, field_of: dict[str, str] | None = None) -> None
 
 
 class IssuableWidgetsOnly:
-    """ModelAdmin mixin for a model with a `widget` whose rows hand out or redirect a tenant's
-    credentials or data (bot tokens, signing secrets, where events or API keys are sent): rows and
-    widget choices are limited to the widgets the staff user may issue credentials for
-    (`apps.core.services.issuable_widgets`), as the token admin is. A stored row never moves to
-    another widget (its secret, log and settings belong to the widget it was made for)."""
+    """SECURITY: ModelAdmin mixin for every page whose rows belong to a tenant (a widget's or an
+    account's): rows and the widget and account choices are limited to the widgets the staff user
+    may issue credentials for (`apps.core.services.issuable_widgets`) and their accounts
+    (`issuable_accounts`), as the token admin is. Another account's row reads as a missing one on
+    every view (list, change, delete, history) and no action selects it. A superuser, or a staff
+    user with `core.issue_for_any_widget`, reaches every row.
+
+    `tenant` is the lookup from a row to what owns it: a widget (`widget`, the default; `pk` on the
+    widget's own page) or, with `tenant_is_account`, an account (`account`; `pk` on the account's
+    page). A stored row never moves to another widget (its secret, log and settings belong to the
+    widget it was made for)."""
+
+    tenant = "widget"
+    tenant_is_account = False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(widget__in=issuable_widgets(request.user))
+        reach = issuable_accounts if self.tenant_is_account else issuable_widgets
+        return super().get_queryset(request).filter(**{f"{self.tenant}__in": reach(request.user)})
 
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        return fields if obj is None or "widget" in fields else ("widget", *fields)
+        if obj is None or self.tenant != "widget" or "widget" in fields:
+            return fields
+        return ("widget", *fields)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "widget":
+        if db_field.related_model is Widget:
             kwargs["queryset"] = issuable_widgets(request.user)
+        elif db_field.related_model is Account:
+            kwargs["queryset"] = issuable_accounts(request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 

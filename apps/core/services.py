@@ -14,7 +14,7 @@ from django.db import models, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from apps.audit.services import record
+from apps.audit.services import record, record_change
 from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
@@ -61,8 +61,55 @@ def create_widget(*, owner_email: str, name: str = "My widget", enable_api: bool
     """A widget of the owner's account (created when missing). widget.created makes the owner's
     own human agent (a handler of the agents app, in this transaction)."""
     account = get_or_create_account(email=owner_email)
+    return add_widget(account=account, name=name, enable_api=enable_api)
+
+
+# A widget's own fields as the audit log names them (the owning account by its id).
+_WIDGET_AUDITED = {"name": "name", "api_enabled": "api_enabled", "account_id": "account"}
+
+
+def _widget_values(widget: Widget) -> dict:
+    return {label: getattr(widget, attname) for attname, label in _WIDGET_AUDITED.items()}
+
+
+@transaction.atomic
+def add_widget(*, account: Account, name: str = "My widget", enable_api: bool = False) -> Widget:
+    """A widget of `account` (`create_widget`, Django admin's add page): audited as `widget.created`;
+    widget.created makes the owner's own human agent."""
     widget = Widget.objects.create(account=account, name=name or "My widget", api_enabled=enable_api)
+    record_change(
+        widget=widget,
+        action="widget.created",
+        target_type="widget",
+        target_id=widget.pk,
+        before={},
+        after=_widget_values(widget),
+        always=True,
+    )
     events.emit(widget, events.WIDGET_CREATED)
+    return widget
+
+
+@transaction.atomic
+def update_widget(*, widget: Widget, changes: dict) -> Widget:
+    """Change a widget's own fields (`name`, `api_enabled`, `account`; who may move a widget to
+    another account is the caller's check): audited as `widget.changed` in this transaction with the
+    request's actor, and the config event emitted (the served settings carry `api_enabled`). A change
+    that changes nothing writes nothing."""
+    widget = Widget.objects.select_for_update().get(pk=widget.pk)
+    before = _widget_values(widget)
+    for name in ("name", "api_enabled", "account"):
+        if name in changes:
+            setattr(widget, name, changes[name])
+    after = _widget_values(widget)
+    changed = [attname for attname, label in _WIDGET_AUDITED.items() if before[label] != after[label]]
+    if not changed:
+        return widget
+    widget.save(update_fields=changed)
+    record_change(
+        widget=widget, action="widget.changed", target_type="widget", target_id=widget.pk, before=before, after=after
+    )
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return widget
 
 
@@ -82,6 +129,14 @@ def issuable_widgets(user):
     if user.has_perm("core.issue_for_any_widget"):
         return Widget.objects.all()
     return Widget.objects.filter(account__user=user)
+
+
+def issuable_accounts(user):
+    """The accounts whose rows `user` reaches in Django admin, by the rule of `issuable_widgets`: the
+    staff user's own account, or every account with `core.issue_for_any_widget`."""
+    if user.has_perm("core.issue_for_any_widget"):
+        return Account.objects.all()
+    return Account.objects.filter(user=user)
 
 
 @transaction.atomic

@@ -32,7 +32,7 @@ def with_messages(widget, count: int) -> Chat:
 
 
 def test_the_confirmation_counts_rows_in_the_same_statements_for_few_or_many_messages():
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     small, large = WidgetFactory(), WidgetFactory()
     with_messages(small, 2)
     with_messages(large, 300)
@@ -52,7 +52,7 @@ def test_the_confirmation_counts_rows_in_the_same_statements_for_few_or_many_mes
 
 
 def test_a_widget_with_contacts_is_refused_and_kept():
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     widget = WidgetFactory()
     with_messages(widget, 3)
     page = widget_delete_page(client, widget)
@@ -68,7 +68,7 @@ def with_events(widget, count: int) -> None:
 
 
 def test_a_widget_without_contacts_is_deleted_with_what_it_holds_and_nothing_else():
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     widget, other = WidgetFactory(), WidgetFactory()
     for each in (widget, other):
         with_events(each, 30)
@@ -83,7 +83,9 @@ def test_a_widget_without_contacts_is_deleted_with_what_it_holds_and_nothing_els
 
 
 def test_deleting_an_account_deletes_its_widgets_the_same_way():
-    client = staff_client("core", "delete_widget", "view_widget", "delete_account", "view_account")
+    client = staff_client(
+        "core", "delete_widget", "view_widget", "delete_account", "view_account", "issue_for_any_widget"
+    )
     widget = WidgetFactory()
     with_events(widget, 3)
     account = Account.objects.get(pk=widget.account_id)
@@ -93,7 +95,9 @@ def test_deleting_an_account_deletes_its_widgets_the_same_way():
 
 
 def test_the_bulk_action_and_the_account_page_count_the_widgets_rows_too():
-    client = staff_client("core", "delete_widget", "view_widget", "delete_account", "view_account")
+    client = staff_client(
+        "core", "delete_widget", "view_widget", "delete_account", "view_account", "issue_for_any_widget"
+    )
     first, second = WidgetFactory(), WidgetFactory()
     with_messages(first, 4)
     with_messages(second, 5)
@@ -106,13 +110,13 @@ def test_the_bulk_action_and_the_account_page_count_the_widgets_rows_too():
     page = client.get(f"/admin/core/account/{account.pk}/delete/")
     assert page.status_code == 200 and "contact" in page.context["perms_lacking"]
     # a staff user without the widget's delete permission may not delete an account that has one
-    viewer = staff_client("core", "delete_account", "view_account")
+    viewer = staff_client("core", "delete_account", "view_account", "issue_for_any_widget")
     assert "widget" in viewer.get(f"/admin/core/account/{account.pk}/delete/").context["perms_lacking"]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
 def test_a_widget_with_more_events_than_a_statement_takes_keys_is_deleted():
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     widget = WidgetFactory()
     with_events(widget, 66_000)
     response = client.post(f"/admin/core/widget/{widget.pk}/delete/", {"post": "yes"})
@@ -123,7 +127,7 @@ def test_a_widget_with_more_events_than_a_statement_takes_keys_is_deleted():
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's limit of 65,535 parameters")
 def test_the_confirmation_of_a_widget_with_more_messages_than_a_statement_takes_keys_answers():
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     widget = WidgetFactory()
     with_messages(widget, 66_000)
     response = widget_delete_page(client, widget)
@@ -132,7 +136,7 @@ def test_the_confirmation_of_a_widget_with_more_messages_than_a_statement_takes_
 
 
 def test_the_stored_bytes_of_the_widgets_files_go_once_the_deletion_commits(django_capture_on_commit_callbacks):
-    client = staff_client("core", "delete_widget", "view_widget")
+    client = staff_client("core", "delete_widget", "view_widget", "issue_for_any_widget")
     widget, other = WidgetFactory(), WidgetFactory()
     mine, theirs = (
         store_file(widget=each, content=ContentFile(b"bytes"), original_name="a.txt", content_type="text/plain", size=5)

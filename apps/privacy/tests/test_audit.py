@@ -86,10 +86,9 @@ def test_ai_credential_created_changed_and_retired_through_the_api(api, widget):
         str(pk),
     )
     assert row.changes["model"] == {"from": None, "to": "gpt-x"}
-    assert row.changes["api_key_encrypted"] == {"from": "[hidden]", "to": "[hidden]"}
-    assert only(widget, "ai_credential.changed").changes == {
-        "api_key_encrypted": {"from": "[hidden]", "to": "[hidden]"}
-    }
+    assert row.changes["api_key"] == {"from": "[hidden]", "to": "[hidden]"}
+    assert "signing_secret" not in row.changes  # never given: no change
+    assert only(widget, "ai_credential.changed").changes == {"api_key": {"from": "[hidden]", "to": "[hidden]"}}
     assert only(widget, "ai_credential.retired").changes == {"is_active": {"from": True, "to": False}}
     encrypted = Credential.objects.get(pk=pk).api_key_encrypted
     no_secret_anywhere("sk-secret-123", "sk-rotated-456", encrypted)
@@ -141,7 +140,7 @@ def test_webhook_subscription_created_changed_and_deleted_through_the_api(api, w
     ]
     made, changed, deleted = rows(widget)
     assert made.changes["url"] == {"from": None, "to": "https://hooks.example.com/a"}
-    assert made.changes["secret_encrypted"] == {"from": "[hidden]", "to": "[hidden]"}
+    assert made.changes["secret"] == {"from": "[hidden]", "to": "[hidden]"}
     assert changed.changes == {"is_active": {"from": True, "to": False}}
     assert deleted.changes["url"] == {"from": "https://hooks.example.com/a", "to": None}
     assert {r.actor_name for r in rows(widget)} == {"integrator"}
@@ -305,3 +304,23 @@ def test_rows_older_than_365_days_are_purged(widget):
     assert purge_old_entries(batch_size=1) == 1
     assert list(AuditEntry.objects.values_list("pk", flat=True)) == [kept.pk]
     assert not AuditEntry.objects.filter(pk=old.pk).exists()
+
+
+# --- field names: the API's, never a storage column -----------------------------------------------
+
+
+def test_every_encrypted_column_is_recorded_under_a_secret_api_name():
+    from django.apps import apps
+
+    for model in apps.get_models():
+        for field in model._meta.concrete_fields:
+            if field.attname.endswith("_encrypted"):
+                name = audit.field_name(field.attname)
+                assert not name.endswith("_encrypted") and audit.is_secret(name), (model._meta.label, name)
+
+
+def test_a_secret_given_on_neither_side_is_no_change_and_a_given_one_is_hidden():
+    assert audit.diff({}, {"api_key": "gAAAA-cipher", "signing_secret": ""}) == {
+        "api_key": {"from": "[hidden]", "to": "[hidden]"}
+    }
+    assert audit.diff({"signing_secret": ""}, {"signing_secret": None}) == {}
