@@ -46,6 +46,7 @@ from .answering import _typing as _typing
 from .answering import alert_provider_failing as alert_provider_failing
 from .answering import answer as answer
 from .answering import grounded_prompt as grounded_prompt
+from .answering import handover_before_provider as handover_before_provider
 from .claims import _claim as _claim
 from .claims import _held as _held
 from .claims import _held_lock as _held_lock
@@ -54,16 +55,19 @@ from .claims import _let_go as _let_go
 from .claims import release_claims as release_claims
 from .enqueueing import enqueue as enqueue
 from .enqueueing import message_created as message_created
+from .limits import AI_BUSY as AI_BUSY
 from .limits import ALERT_KIND as ALERT_KIND
 from .limits import ALERT_QUIET as ALERT_QUIET
 from .limits import CLAIM_LEASE as CLAIM_LEASE
 from .limits import HISTORY_CHARACTERS as HISTORY_CHARACTERS
 from .limits import HISTORY_MESSAGES as HISTORY_MESSAGES
+from .limits import LONGEST_WAIT as LONGEST_WAIT
 from .limits import MAX_CLAIM_ATTEMPTS as MAX_CLAIM_ATTEMPTS
 from .limits import MAX_PROVIDER_OPERATIONS as MAX_PROVIDER_OPERATIONS
 from .limits import PROVIDER_DEADLINE_SECONDS as PROVIDER_DEADLINE_SECONDS
 from .limits import QUEUE as QUEUE
 from .limits import REPLY_ORIGIN as REPLY_ORIGIN
+from .limits import SUMMARY_DEADLINE_SECONDS as SUMMARY_DEADLINE_SECONDS
 from .limits import WORKER_LOST as WORKER_LOST
 from .reads import _content as _content
 from .reads import _newer_visitor_messages as _newer_visitor_messages
