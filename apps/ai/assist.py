@@ -131,12 +131,13 @@ def summarise_handover(*, chat_id: int, operator_id: int, since: float | None = 
 
 
 def _summary_later(*, chat_id: int, operator_id: int, since: float | None) -> str:
-    """Every slot of the widget is taken: the summary task comes back a few seconds later."""
+    """Every slot of the widget is taken: the summary task comes back a little later."""
     since = since if since is not None else time.time()
-    if time.time() - since > runtime.limits.LONGEST_WAIT.total_seconds():
+    waited = time.time() - since
+    if waited > runtime.limits.LONGEST_WAIT.total_seconds():
         return "busy"
     if not runtime._eager():  # no countdown runs eagerly: the summary is left out
-        send_summary(chat_id=chat_id, operator_id=operator_id, countdown=turns.wait_seconds(), since=since)
+        send_summary(chat_id=chat_id, operator_id=operator_id, countdown=turns.wait_seconds(waited), since=since)
     return "waiting"
 
 

@@ -12,15 +12,17 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
    task comes back when their `takeover_timeout_sec` runs out (`human_to_ai` if they stayed silent);
 4. the widget's active external operators take the message when it has one
    (`routing.dispatch_to_external`), whatever the AI switch says;
-5. with the switch on, an effective assistant, its active AI operator and a resolvable credential,
-   the message is claimed (`ReplyClaim`, a unique insert: two workers, or a redelivered task, answer
-   once), the visitor sees the AI typing, and the provider chain (backups included) is asked with
-   the system prompt, persona, retrieved knowledge (`rag_enabled`), presence context
-   (`presence_context_enabled`) and the visible history;
+5. with the switch on, an effective assistant, its active AI operator and a resolvable credential:
+   a message with an escalation trigger of the assistant, or in which the visitor asks for a person,
+   is claimed and handed to people at once, no provider asked (`handover_before_provider`); any other
+   takes one of the widget's slots of the `ai` worker (`turns`) or sends itself again a little later,
+   holding no thread; then the message is claimed (`ReplyClaim`, a unique insert: two workers, or a
+   redelivered task, answer once), the visitor sees the AI typing, and the provider chain (backups
+   included) is asked with the system prompt, persona, retrieved knowledge (`rag_enabled`),
+   presence context (`presence_context_enabled`) and the visible history;
 6. `pipeline.transform` (the classifier the detached test runs too) decides, then the platform
    safety floors (`pipeline.check_floors`, which the detached test runs too: a leaked secret, the
-   system prompt repeated, a reply over the message limit; a visitor asking for a person is handed
-   over before the provider is asked);
+   system prompt repeated, a reply over the message limit);
    under the chat's lock,
    and only while the claim is still this worker's, the answer is posted as the AI operator's message
    (a private note in shadow mode) or the chat is handed to people (`handoff.hand_to_people`). A
@@ -29,10 +31,11 @@ The path of one visitor message (`answer`, run by `tasks.answer_visitor_message`
 
 One module per section: `limits` (the deadline, lease, history window and queue, read through it at
 call time), `enqueueing` (step 1), `redrive` (the beat job), `reads` (history and the answering
-operator), `claims` (the reply claim and the claims a stopping worker gives back) and `answering`
-(steps 2 to 6). Other apps import this package, never a module of it. The limits are read (and set
-by a test) as `runtime.limits.QUEUE`; a test that patches a function patches it in the module that
-looks it up (`answering.complete`, `enqueueing.enqueue`).
+operator), `claims` (the reply claim and the claims a stopping worker gives back), `turns` (each
+widget's share of the `ai` worker) and `answering` (steps 2 to 6). Other apps import this package,
+never a module of it. The limits are read (and set by a test) as `runtime.limits.QUEUE`; a test that
+patches a function patches it in the module that looks it up (`answering.complete`,
+`enqueueing.enqueue`).
 """
 
 from .answering import _CITED_KINDS as _CITED_KINDS

@@ -81,8 +81,9 @@ def answer(*, message_id: int) -> str:
     if at_once is None:
         turn = turns.take(widget.pk)
         if not turn.granted:
-            if now - message.created_at <= limits.LONGEST_WAIT:
-                return _wait_for_a_slot(message)
+            waited = now - message.created_at
+            if waited <= limits.LONGEST_WAIT:
+                return _wait_for_a_slot(message, waited.total_seconds())
             # the widget's AI was busy for as long as an answer is worth waiting for: people take it
             at_once = (limits.AI_BUSY, limits.AI_BUSY)
     try:
@@ -100,11 +101,11 @@ def answer(*, message_id: int) -> str:
         turns.give_back(turn)
 
 
-def _wait_for_a_slot(message: Message) -> str:
-    """Every slot of the widget is taken: the task comes back a few seconds later (`turns`)."""
+def _wait_for_a_slot(message: Message, waited: float) -> str:
+    """Every slot of the widget is taken: the task comes back a little later (`turns`)."""
     if _eager():
         return "waiting"  # no countdown runs eagerly: the beat job `redrive` sends it again
-    seconds = turns.wait_seconds()
+    seconds = turns.wait_seconds(waited)
     turns.mark_waiting(message.pk, seconds)
     if not enqueueing.enqueue(message.pk, countdown=seconds):
         turns.clear_waiting(message.pk)  # the beat job `redrive` sends it again

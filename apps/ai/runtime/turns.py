@@ -10,7 +10,7 @@ wait behind it. Here:
   embedded default's file cache, so the cap counts across processes) just before the provider is
   asked; `give_back` frees it when the task is done. A slot expires by itself SLOT_TTL_SECONDS after
   it was taken, should its worker die meanwhile.
-- a task whose widget holds every slot takes none: it sends itself again WAIT_SECONDS later (a
+- a task whose widget holds every slot takes none: it sends itself again `wait_seconds` later (a
   countdown the broker and the worker keep, with no thread held) and ends. Its message is marked
   waiting for that long (plus a margin), so the beat job `redrive` does not send it a second time; a
   waiting task the broker lost is re-driven once the mark runs out.
@@ -36,9 +36,13 @@ logger = logging.getLogger(__name__)
 # A slot outlives its holder's longest provider wait by this much: the claim lease (the deadline plus
 # the task's own work) and a margin for the retrieval's embedding call.
 SLOT_TTL_SECONDS = int(limits.CLAIM_LEASE.total_seconds()) + 30
-# How long a task over its widget's cap waits before it tries again, at random in this range so the
-# waiting tasks of one widget do not all come back at once.
-WAIT_SECONDS = (1.0, 3.0)
+# How long a task over its widget's cap waits before it tries again: a tenth of how long its message
+# has waited so far, within these bounds (a burst of one widget's visitors on a prompt provider finds a
+# slot free within a second; a slow provider's queue asks every few seconds), give or take a fifth so
+# the waiting tasks of one widget do not all come back at once.
+WAIT_SECONDS = (0.5, 3.0)
+_WAIT_SHARE = 0.1
+_WAIT_JITTER = 0.2
 # The waiting mark outlives the wait by this much (the send and the worker's pick-up).
 _MARK_MARGIN_SECONDS = 30
 _WAITING_KEY = "ai:waiting:{}"
@@ -72,8 +76,11 @@ def give_back(turn: Turn | None) -> None:
         slots().release(turn.slot)
 
 
-def wait_seconds() -> float:
-    return random.uniform(*WAIT_SECONDS)  # noqa: S311 - spreading retries, not a secret
+def wait_seconds(waited: float) -> float:
+    """The countdown of a task whose message has waited `waited` seconds so far."""
+    low, high = WAIT_SECONDS
+    spread = random.uniform(1 - _WAIT_JITTER, 1 + _WAIT_JITTER)  # noqa: S311 - spreading retries, not a secret
+    return min(max(waited * _WAIT_SHARE, low), high) * spread
 
 
 def mark_waiting(message_id: int, seconds: float) -> None:
