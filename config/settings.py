@@ -297,6 +297,13 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=0) or None
 BULK_QUEUE = "bulk"
 # Bulk threads one widget may hold at once (apps.core.bulk): the Procfile's `bulk` worker runs 2.
 BULK_WIDGET_SLOTS = env.int("BULK_WIDGET_SLOTS", default=1)
+# AI tasks (answers, hand-over summaries) of one widget that may wait on its provider at once, across
+# `ai` worker processes (apps.ai.runtime.turns): the Procfile's `ai` worker runs 16 threads, so one
+# widget's slow model server holds at most this many and leaves the rest to every other widget. A task
+# over the cap goes back to the queue for a few seconds, holding no thread meanwhile.
+AI_WIDGET_SLOTS = env.int("AI_WIDGET_SLOTS", default=2)
+if AI_WIDGET_SLOTS < 1:
+    raise ImproperlyConfigured(f"AI_WIDGET_SLOTS must be at least 1, not {AI_WIDGET_SLOTS}")
 CELERY_TASK_ROUTES = {
     name: {"queue": BULK_QUEUE}
     for name in (

@@ -33,6 +33,7 @@ from apps.erasure.selectors import not_erasing
 from . import errors, floors, handoff, links, pipeline, runtime, selectors
 from .models import Assistant
 from .providers import ChatMessage, ProviderError, complete, load_sdks
+from .runtime import turns
 
 logger = logging.getLogger(__name__)
 
@@ -58,10 +59,15 @@ def on_awaiting_human(event: events.Event) -> None:
         send_summary(chat_id=chat.pk, operator_id=operator.pk)
 
 
-def send_summary(*, chat_id: int, operator_id: int) -> bool:
+def send_summary(*, chat_id: int, operator_id: int, countdown: float | None = None, since: float | None = None) -> bool:
     """Send the summary task (on the AI reply tasks' queue: it waits on the provider); False when the
-    broker refused it (the hand-over stands; only its note is missing)."""
-    options = {"queue": runtime.limits.QUEUE} if runtime.limits.QUEUE else {}
+    broker refused it (the hand-over stands; only its note is missing). `since` (time.time()) is when
+    a summary waiting for one of its widget's slots was first sent."""
+    options: dict = {"queue": runtime.limits.QUEUE} if runtime.limits.QUEUE else {}
+    if countdown:
+        options["countdown"] = countdown
+    if since is not None:
+        options["kwargs"] = {"since": since}
     try:
         queueing.task("apps.ai.tasks.summarise_handover").apply_async((chat_id, operator_id), **options)
     except Exception:  # noqa: BLE001 - broker down: the hand-over stands without its summary
@@ -70,9 +76,11 @@ def send_summary(*, chat_id: int, operator_id: int) -> bool:
     return True
 
 
-def summarise_handover(*, chat_id: int, operator_id: int) -> str:
+def summarise_handover(*, chat_id: int, operator_id: int, since: float | None = None) -> str:
     """Post the hand-over summary of a chat as `operator`'s private note. Returns what happened:
-    `noted`, `disabled`, `unconfigured`, `empty`, `provider_failure`, `closed` or `gone`."""
+    `noted`, `disabled`, `unconfigured`, `empty`, `provider_failure`, `closed`, `gone`, `waiting` (the
+    widget's slots are taken: the task comes back, runtime's `turns`) or `busy` (they stayed taken
+    for as long as a summary is worth waiting for: none is written)."""
     # A contact whose erasure was accepted reads as missing: its conversation goes to no provider.
     chat = Chat.objects.select_related("widget").filter(pk=chat_id).filter(not_erasing()).first()
     operator = (
@@ -95,12 +103,16 @@ def summarise_handover(*, chat_id: int, operator_id: int) -> str:
         for m in pipeline.summary_messages(history=history, locale=handoff.widget_locale(widget))
     ]
     load_sdks(chain)
+    turn = turns.take(widget.pk)
+    if not turn.granted:
+        return _summary_later(chat_id=chat_id, operator_id=operator_id, since=since)
     try:
         completion = complete(
             chain,
             prompt,
             temperature=assistant.temperature if assistant else None,
-            deadline=time.monotonic() + runtime.limits.PROVIDER_DEADLINE_SECONDS,
+            # shorter than an answer's: a note for people must not hold the widget's slot as long
+            deadline=time.monotonic() + runtime.limits.SUMMARY_DEADLINE_SECONDS,
             max_operations=runtime.limits.MAX_PROVIDER_OPERATIONS,
         )
     except ProviderError as exc:
@@ -111,12 +123,25 @@ def summarise_handover(*, chat_id: int, operator_id: int) -> str:
             message="The AI provider and every declared backup failed; a hand-over summary was not written.",
         )
         return "provider_failure"
+    finally:
+        turns.give_back(turn)
     text = pipeline.cut_lines(completion.text)
     if floors.check_reply(text, known_secrets=[c.api_key for c in chain], check_person=False) is not None:
         return "empty"  # nothing, or nothing people may read (a provider key in it)
     # SECURITY: the summary retells the visitor's words; a link they dictated goes nowhere.
     text = links.guard_links(text, widget=widget)
     return _post_note(widget=widget, chat=chat, operator=operator, text=text)
+
+
+def _summary_later(*, chat_id: int, operator_id: int, since: float | None) -> str:
+    """Every slot of the widget is taken: the summary task comes back a little later."""
+    since = since if since is not None else time.time()
+    waited = time.time() - since
+    if waited > runtime.limits.LONGEST_WAIT.total_seconds():
+        return "busy"
+    if not runtime._eager():  # no countdown runs eagerly: the summary is left out
+        send_summary(chat_id=chat_id, operator_id=operator_id, countdown=turns.wait_seconds(waited), since=since)
+    return "waiting"
 
 
 @transaction.atomic

@@ -31,11 +31,12 @@ def answer_visitor_message(message_id: int) -> str:
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=1, retry_jitter=True)
-def summarise_handover(chat_id: int, operator_id: int) -> str:
+def summarise_handover(chat_id: int, operator_id: int, since: float | None = None) -> str:
     """The AI operator's hand-over summary of a chat, as its private note (apps.ai.assist), sent once
-    the hand-over committed. A database error retries on a fresh connection, as the answer task does."""
+    the hand-over committed (`since`: when a summary waiting for its widget's slot was first sent). A
+    database error retries on a fresh connection, as the answer task does."""
     try:
-        return assist.summarise_handover(chat_id=chat_id, operator_id=operator_id)
+        return assist.summarise_handover(chat_id=chat_id, operator_id=operator_id, since=since)
     except DatabaseError:
         if not connection.in_atomic_block:
             connection.close()

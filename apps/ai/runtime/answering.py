@@ -22,7 +22,7 @@ from apps.erasure.selectors import not_erasing
 from .. import config, floors, handoff, pipeline, retrieval, routing, selectors
 from ..models import AiSettings, Alert, Assistant, ReplyClaim
 from ..providers import ChatMessage, ProviderError, complete
-from . import enqueueing, limits
+from . import enqueueing, limits, turns
 from .claims import _claim, _hold, _let_go
 from .reads import _content, _newer_visitor_messages, visible_history
 
@@ -32,7 +32,8 @@ logger = logging.getLogger(__name__)
 def answer(*, message_id: int) -> str:
     """Answer one visitor message (see the package text). Returns what happened: `answered`,
     `handed_off`, `external`, `superseded`, `closed`, `before_ai`, `dropped`, `person_handles`, `awaiting_human`,
-    `disabled`, `unconfigured`, `claimed_elsewhere` or `not_a_visitor_message`. Safe to run twice
+    `disabled`, `unconfigured`, `claimed_elsewhere`, `waiting` (the widget's slots are taken: the task
+    comes back, `turns`) or `not_a_visitor_message`. Safe to run twice
     and concurrently for one message: it is answered at most once."""
     message = (
         Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
@@ -74,21 +75,84 @@ def answer(*, message_id: int) -> str:
     assistant, operator, chain = configured.assistant, configured.operator, configured.chain
     if not chain:
         return "unconfigured"
+    # A hand-over the visitor's message decides asks no provider, so it waits for no slot either.
+    at_once = handover_before_provider(assistant, _content(message))
+    turn = None
+    if at_once is None:
+        turn = turns.take(widget.pk)
+        if not turn.granted:
+            waited = now - message.created_at
+            if waited <= limits.LONGEST_WAIT:
+                return _wait_for_a_slot(message, waited.total_seconds())
+            # the widget's AI was busy for as long as an answer is worth waiting for: people take it
+            at_once = (limits.AI_BUSY, limits.AI_BUSY)
+    try:
+        return _answer_claimed(
+            widget=widget,
+            chat=chat,
+            message=message,
+            ai_settings=ai_settings,
+            assistant=assistant,
+            operator=operator,
+            chain=chain,
+            at_once=at_once,
+        )
+    finally:
+        turns.give_back(turn)
+
+
+def _wait_for_a_slot(message: Message, waited: float) -> str:
+    """Every slot of the widget is taken: the task comes back a little later (`turns`)."""
+    if _eager():
+        return "waiting"  # no countdown runs eagerly: the beat job `redrive` sends it again
+    seconds = turns.wait_seconds(waited)
+    turns.mark_waiting(message.pk, seconds)
+    if not enqueueing.enqueue(message.pk, countdown=seconds):
+        turns.clear_waiting(message.pk)  # the beat job `redrive` sends it again
+    return "waiting"
+
+
+def handover_before_provider(assistant: Assistant, question: str) -> tuple[str, str] | None:
+    """The hand-over the visitor's message decides before any provider is asked, as (reason, detail):
+    an escalation trigger of the assistant hands the chat to people at once, and so does a visitor
+    asking for a person (a safety floor). None when the provider is asked."""
+    if pipeline.matches_trigger(list(assistant.escalation_triggers), question) is not None:
+        return "trigger", "escalation_outcome"
+    if floors.visitor_asks_for_person(question):
+        reason = floors.reason(floors.PERSON_REQUESTED)
+        return reason, reason
+    return None
+
+
+def _answer_claimed(
+    *,
+    widget: Widget,
+    chat: Chat,
+    message: Message,
+    ai_settings: AiSettings,
+    assistant: Assistant,
+    operator: Agent,
+    chain: list,
+    at_once: tuple[str, str] | None,
+) -> str:
+    """Claim the message, then hand over at once (`at_once`: reason, detail) or ask the provider."""
     claim = _claim(widget=widget, chat=chat, message=message)
     if claim is None:
         return "claimed_elsewhere"
     _hold(claim)
     started = time.monotonic()
+    if claim.attempts > limits.MAX_CLAIM_ATTEMPTS:
+        at_once = (limits.WORKER_LOST, limits.WORKER_LOST)
     try:
-        if claim.attempts > limits.MAX_CLAIM_ATTEMPTS:
+        if at_once is not None:
             outcome = _finish(
                 widget=widget,
                 chat=chat,
                 message=message,
                 claim=claim,
                 operator=operator,
-                handoff_reason=limits.WORKER_LOST,
-                detail=limits.WORKER_LOST,
+                handoff_reason=at_once[0],
+                detail=at_once[1],
                 provider_ms=0.0,
             )
         else:
@@ -148,20 +212,6 @@ def _run(
     chain: list,
 ) -> str:
     question = _content(message)
-    if floors.visitor_asks_for_person(question) and not pipeline.matches_trigger(
-        list(assistant.escalation_triggers), question
-    ):
-        # A safety floor: the visitor asked for a person, so no provider is asked at all.
-        return _finish(
-            widget=widget,
-            chat=chat,
-            message=message,
-            claim=claim,
-            operator=operator,
-            handoff_reason=floors.reason(floors.PERSON_REQUESTED),
-            detail=floors.reason(floors.PERSON_REQUESTED),
-            provider_ms=0.0,
-        )
     operators_state = handoff.operators_state(widget)
     rag, prompt = grounded_prompt(
         widget=widget,

@@ -16,10 +16,18 @@ CLAIM_LEASE = timedelta(seconds=PROVIDER_DEADLINE_SECONDS + 30)
 # try hands the chat to people instead of asking the provider again.
 MAX_CLAIM_ATTEMPTS = 3
 WORKER_LOST = "worker_lost"
+# A message whose task waited this long for one of its widget's slots (`turns`: the widget's other
+# messages held them all the while) is handed to people with this reason instead of asking the
+# provider: an answer that late is not an answer any more (the re-drive window).
+LONGEST_WAIT = timedelta(minutes=15)
+AI_BUSY = "ai_busy"
 HISTORY_MESSAGES = 20
 HISTORY_CHARACTERS = 12000
 ALERT_KIND = "provider_failing"
 ALERT_QUIET = timedelta(hours=1)
+# A hand-over summary waits at most this long on the provider: a note for people, worth less than an
+# answer, that holds one of the widget's slots (`turns`) while it waits.
+SUMMARY_DEADLINE_SECONDS = 15.0
 
 # The queue of the AI reply tasks: the Procfile's `ai` worker (a thread pool: the tasks mostly wait on
 # the provider, up to its deadline) consumes it, so a slow provider never holds the main worker's

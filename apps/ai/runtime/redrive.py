@@ -11,7 +11,7 @@ from django.utils import timezone
 from apps.chats.models import Chat, Message
 
 from ..models import AiSettings, ReplyClaim
-from . import enqueueing, limits
+from . import enqueueing, limits, turns
 from .reads import _newer_visitor_messages
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 # worker died or stopped holding its claim): the beat job sends it again.
 REDRIVE_AFTER = timedelta(seconds=30)
 # ... unless it is older than this (an answer that late is not an answer any more).
-REDRIVE_WINDOW = timedelta(minutes=15)
+REDRIVE_WINDOW = limits.LONGEST_WAIT
 REDRIVE_LIMIT = 500
 _REDRIVE_KEY = "ai:redrive:{}"
 
@@ -76,6 +76,9 @@ def redrive(*, now: datetime | None = None) -> int:
 
     sent = 0
     lost = lost_messages(now=now)
+    # A task waiting for one of its widget's slots is on its way back (`turns`), not lost.
+    waiting = turns.waiting(lost)
+    lost = [pk for pk in lost if pk not in waiting]
     attempts = dict(ReplyClaim.objects.filter(message_id__in=lost).values_list("message_id", "attempts"))
     for message_id in lost:
         key = _REDRIVE_KEY.format(f"{message_id}:{attempts.get(message_id, 0)}")

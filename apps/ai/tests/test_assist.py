@@ -145,8 +145,8 @@ def test_the_summary_never_delays_the_hand_over(bot, widget, django_capture_on_c
     assert bot.fake.api_requests == []
     assert sent == [{"chat_id": chat.pk, "operator_id": bot.operator.pk}]
     assert Chat.objects.get(pk=chat.pk).awaiting_human_since is not None
-    # the task, on its worker: the provider hangs past the deadline
-    monkeypatch.setattr(runtime.limits, "PROVIDER_DEADLINE_SECONDS", 0.5)
+    # the task, on its worker: the provider hangs past the summary's deadline
+    monkeypatch.setattr(runtime.limits, "SUMMARY_DEADLINE_SECONDS", 0.5)
     assert assist.summarise_handover(chat_id=chat.pk, operator_id=bot.operator.pk) == "provider_failure"
     assert notes(chat) == [] and Alert.objects.filter(widget=widget, kind=runtime.ALERT_KIND).exists()
 
