@@ -87,7 +87,11 @@ MESSAGE_SCHEMA = {
             "type": "object",
             "properties": {
                 "kind": {"type": "string", "enum": ["client", "agent", "ai", "system"]},
-                "name": {"type": "string", "description": "The operator's display name; empty for the visitor."},
+                "name": {
+                    "type": "string",
+                    "description": "The operator's display name; for the visitor's own messages the name they "
+                    "gave (empty when none).",
+                },
             },
             "required": ["kind", "name"],
         },
