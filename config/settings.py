@@ -509,7 +509,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # Health checks and Prometheus reach each host's web process directly, over plain HTTP on the
+    # private network (docs/operating/metrics.md); /metrics keeps its own token or loopback rule.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     LANGUAGE_COOKIE_SECURE = True

@@ -57,6 +57,7 @@ lines = [line]
 lines.append(f"  Demo widget {seed['widget_id']} (button_guid {seed['button_guid']}), API token with every scope:")
 lines.append("")
 lines.append(f"    {seed['token']}")
+lines.append("    (a new token on every start; earlier ones keep working until revoked in the Django admin)")
 lines.append("")
 lines.append(f"  Demo page: {base}/demo/   (the widget on a page; chat with it)")
 lines.append(f"  Console:   {base}/console/   (operators answer here)")

@@ -1,6 +1,12 @@
-"""Print a supervisord configuration that runs every process of a Procfile (`make run`).
+"""Print a supervisord configuration that runs every process of a Procfile (`make run`, or a
+production host without systemd: scripts/start.sh).
 
-Usage: supervisor_conf.py PROCFILE RUN_DIR
+Usage: supervisor_conf.py [--logs LOG_DIR] PROCFILE RUN_DIR
+
+Without --logs (`make run`), supervisord stays in the foreground and every process writes to its
+terminal. With --logs (production), supervisord runs in the background, each process writes to
+LOG_DIR/<name>.log (rotated), `supervisorctl -c RUN_DIR/supervisord.conf` reaches it through a socket
+only its user may open, and a process gets PRODUCTION_STOP_WAIT_SECONDS to finish its work on stop.
 
 The Procfile stays the one list of processes (production runs it under systemd or another
 supervisor); this only restates it in supervisord's terms. Each process:
@@ -24,6 +30,8 @@ import sys
 from pathlib import Path
 
 STOP_WAIT_SECONDS = 8
+# As the deployment guide's systemd unit (TimeoutStopSec): a worker finishes its running tasks.
+PRODUCTION_STOP_WAIT_SECONDS = 30
 
 
 def processes(procfile: Path) -> list[tuple[str, str]]:
@@ -37,23 +45,40 @@ def processes(procfile: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def render(procfile: Path, run_dir: Path) -> str:
+def render(procfile: Path, run_dir: Path, log_dir: Path | None = None) -> str:
     run_dir = run_dir.resolve()
+    log_dir = log_dir.resolve() if log_dir is not None else None
+    stop_wait = STOP_WAIT_SECONDS if log_dir is None else PRODUCTION_STOP_WAIT_SECONDS
     out = [
         "[supervisord]",
         # in the foreground supervisord prints its own lines (a process spawned, exited, restarted)
-        # to the terminal as well as to its log file
-        "nodaemon=true",
-        f"logfile={run_dir / 'supervisord.log'}",
-        "logfile_maxbytes=1MB",
-        "logfile_backups=1",
+        # to the terminal as well as to its log file; in production it detaches from its starter
+        f"nodaemon={'true' if log_dir is None else 'false'}",
+        f"logfile={(log_dir or run_dir) / 'supervisord.log'}",
+        f"logfile_maxbytes={'1MB' if log_dir is None else '50MB'}",
+        f"logfile_backups={1 if log_dir is None else 5}",
         "loglevel=info",
         f"pidfile={run_dir / 'supervisord.pid'}",
-        f"childlogdir={run_dir}",
+        f"childlogdir={log_dir or run_dir}",
     ]
     if os.geteuid() == 0:  # said explicitly, or supervisord warns that it keeps root's privileges
         out.append("user=root")
     out.append("")
+    if log_dir is not None:
+        socket = run_dir / "supervisor.sock"
+        out += [
+            # supervisorctl's way in: a unix socket only the service's user may open, no TCP port
+            "[unix_http_server]",
+            f"file={socket}",
+            "chmod=0700",
+            "",
+            "[rpcinterface:supervisor]",
+            "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface",
+            "",
+            "[supervisorctl]",
+            f"serverurl=unix://{socket}",
+            "",
+        ]
     entries = processes(procfile)
     out += ["[group:chatwidget]", "programs=" + ",".join(name for name, _ in entries), ""]
     for name, command in entries:
@@ -68,12 +93,19 @@ def render(procfile: Path, run_dir: Path) -> str:
             "startsecs=2",
             "startretries=1000",
             "stopsignal=TERM",
-            f"stopwaitsecs={STOP_WAIT_SECONDS}",
+            f"stopwaitsecs={stop_wait}",
             "stopasgroup=true",
             "killasgroup=true",
             "redirect_stderr=true",
-            "stdout_logfile=/dev/stdout",
-            "stdout_logfile_maxbytes=0",
+            *(
+                ["stdout_logfile=/dev/stdout", "stdout_logfile_maxbytes=0"]
+                if log_dir is None
+                else [
+                    f"stdout_logfile={log_dir / (name + '.log')}",
+                    "stdout_logfile_maxbytes=50MB",
+                    "stdout_logfile_backups=5",
+                ]
+            ),
             # print() lines (Celery's banner) reach the terminal at once, not when a buffer fills
             'environment=PYTHONUNBUFFERED="1"',
             "",
@@ -81,5 +113,14 @@ def render(procfile: Path, run_dir: Path) -> str:
     return "\n".join(out)
 
 
+def main(argv: list[str]) -> None:
+    log_dir = None
+    if argv[:1] == ["--logs"]:
+        log_dir, argv = Path(argv[1]), argv[2:]
+    if len(argv) != 2:
+        sys.exit("usage: supervisor_conf.py [--logs LOG_DIR] PROCFILE RUN_DIR")
+    sys.stdout.write(render(Path(argv[0]), Path(argv[1]), log_dir))
+
+
 if __name__ == "__main__":
-    sys.stdout.write(render(Path(sys.argv[1]), Path(sys.argv[2])))
+    main(sys.argv[1:])

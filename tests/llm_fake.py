@@ -36,7 +36,9 @@ an `error`, a gzip bomb, an HTML page).
 Also here: `hash_embedding` / `HashEmbedder`, a deterministic offline embedder (the fakes answer
 embeddings with it); `sdk_floor_client` / `sdk_floor_completion` / `asdk_floor_completion`: the same
 completion made directly with the official OpenAI SDK on its default transport, the floor a benchmark
-compares against; and `python -m tests.llm_fake --flavor openai`, a fake in a process of its own.
+compares against; and `python -m tests.llm_fake --flavor openai [--port P] [--from-knowledge]`, a fake in a process of its
+own (the AI quick start runs it; `from_knowledge` answers with the first knowledge-base excerpt of the
+system prompt).
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ SPEECH_FORMATS = {
     "pcm": ("audio/pcm", b""),
 }
 DEFAULT_TEXT = "Hello from the fake provider."
+# How the AI pipeline introduces retrieved knowledge in the system prompt (apps.ai.pipeline.build_messages);
+# a fake with `from_knowledge` answers with the first excerpt after it.
+KNOWLEDGE_HEADER = "Knowledge base excerpts:\n"
 EMBEDDING_DIMENSIONS = 16
 
 
@@ -414,6 +419,8 @@ class FakeLLM:
         token_ttl: float = 1800.0,
         models: Sequence[str] | None = None,
         tls: bool = True,
+        port: int = 0,
+        from_knowledge: bool = False,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"unknown flavor {flavor!r}")
@@ -425,6 +432,10 @@ class FakeLLM:
             else f"sk-fake-{secrets.token_hex(12)}"
         )
         self.text = text
+        self.wanted_port = port  # 0: any free port
+        # Answer a completion whose system prompt carries knowledge-base excerpts with the first one,
+        # so the knowledge-base path shows in a demo (the fixed `text` otherwise).
+        self.from_knowledge = from_knowledge
         self.tls = tls  # False: plain http:// (a model server on the owner's network, AI_PRIVATE_HOSTS)
         self.delay = 0.0  # seconds before every unscripted answer
         self.token_ttl = token_ttl
@@ -450,7 +461,7 @@ class FakeLLM:
         ca, _path = _authority()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
-        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd = _Server(("127.0.0.1", self.wanted_port), _Handler)
         httpd.fake = self
         if self.tls:
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
@@ -605,8 +616,17 @@ class FakeLLM:
     def _usage_counts(hit: Recorded, text: str) -> tuple[int, int]:
         return max(1, len(hit.body) // 4), max(1, len(text.split()))
 
+    def _from_knowledge(self, system: object, text: str) -> str:
+        if not self.from_knowledge or not isinstance(system, str) or KNOWLEDGE_HEADER not in system:
+            return text
+        excerpt = system.split(KNOWLEDGE_HEADER, 1)[1].split("\n---\n", 1)[0].split("\n\n", 1)[0].strip()
+        return f"From what I know: {excerpt}" if excerpt else text
+
     def _chat(self, hit: Recorded, text: str) -> tuple[int, bytes, str]:
         request = hit.json()
+        messages = request.get("messages") or [{}]
+        if isinstance(messages[0], dict) and messages[0].get("role") == "system":
+            text = self._from_knowledge(messages[0].get("content"), text)
         prompt, completion = self._usage_counts(hit, text)
         body: dict[str, Any] = {
             "choices": [
@@ -677,6 +697,7 @@ class FakeLLM:
         request = hit.json()
         if not isinstance(request.get("max_tokens"), int) or not request.get("messages"):
             return 400, _error_body("anthropic", 400), "application/json"
+        text = self._from_knowledge(request.get("system"), text)
         prompt, completion = self._usage_counts(hit, text)
         body = {
             "id": f"msg_{secrets.token_hex(12)}",
@@ -773,18 +794,25 @@ async def asdk_floor_completion(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m tests.llm_fake [--flavor openai] [--text T] [--delay S]`: one fake in a process of its
-    own (its threads off the caller's interpreter lock). Prints one JSON line {flavor, port, origin,
-    base_url, api_key, ca_path}, serves until standard input closes, then prints {"requests": n}."""
+    """`python -m tests.llm_fake [--flavor openai] [--port P] [--text T] [--from-knowledge] [--delay S]`:
+    one fake in a process of its own (its threads off the caller's interpreter lock). Prints one JSON
+    line {flavor, port, origin, base_url, api_key, ca_path}, serves until standard input closes, then
+    prints {"requests": n}."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--flavor", default="openai", choices=FLAVORS)
-    parser.add_argument("--text", default=DEFAULT_TEXT)
+    parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: any free one)")
+    parser.add_argument("--text", default=DEFAULT_TEXT, help="the answer to every completion")
+    parser.add_argument(
+        "--from-knowledge",
+        action="store_true",
+        help="answer a completion whose system prompt carries knowledge-base excerpts with the first one",
+    )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
     args = parser.parse_args(argv)
-    fake = FakeLLM(args.flavor, text=args.text).start()
+    fake = FakeLLM(args.flavor, text=args.text, port=args.port, from_knowledge=args.from_knowledge).start()
     fake.delay = args.delay
     info = {
         "flavor": fake.flavor,

@@ -140,7 +140,7 @@ def test_the_document_is_served_as_yaml(client):
     assert response["Content-Type"].startswith("application/yaml")
     doc = yaml.safe_load(response.content)
     assert doc["asyncapi"].startswith("3.") and set(doc["channels"]) == {"visitor", "agent"}
-    assert doc == json.loads(json.dumps(served()))
+    assert doc == json.loads(json.dumps(asyncapi.document(host="127.0.0.1", protocol="ws")))
 
 
 # --- real frames against the document -----------------------------------------------------------------
@@ -207,3 +207,28 @@ def test_pushed_console_frames_match_the_document(widget, monkeypatch, django_ca
     assert {frame["event"] for frame in pushed} >= {"message", "chat"}
     for frame in pushed:
         check(frame)
+
+
+@pytest.mark.django_db
+def test_the_served_document_names_the_host_it_was_asked_on(client, settings):
+    # given a deployment reached as chat.example.com over TLS, no PUBLIC_BASE_URL
+    settings.ALLOWED_HOSTS = ["chat.example.com"]
+    settings.PUBLIC_BASE_URL = ""
+    response = client.get("/api/v1/asyncapi.yaml", HTTP_HOST="chat.example.com", secure=True)
+    assert response.status_code == 200
+    (server,) = yaml.safe_load(response.content)["servers"].values()
+    assert (server["host"], server["protocol"]) == ("chat.example.com", "wss")
+
+    # and plain HTTP on another port: ws on that host and port
+    settings.ALLOWED_HOSTS = ["10.0.0.5"]
+    (server,) = yaml.safe_load(client.get("/api/v1/asyncapi.yaml", HTTP_HOST="10.0.0.5:8080").content)[
+        "servers"
+    ].values()
+    assert (server["host"], server["protocol"]) == ("10.0.0.5:8080", "ws")
+
+
+@pytest.mark.django_db
+def test_the_served_document_names_public_base_url_when_it_is_set(client, settings):
+    settings.PUBLIC_BASE_URL = "https://chat.example.com"
+    (server,) = yaml.safe_load(client.get("/api/v1/asyncapi.yaml").content)["servers"].values()
+    assert (server["host"], server["protocol"]) == ("chat.example.com", "wss")

@@ -221,3 +221,18 @@ def test_the_architecture_page_lists_every_port():
     assert listed == table, (
         "docs/architecture.md's ports differ from apps.core.ports: paste the table this test printed"
     )
+
+
+# Commands the examples may not assume: absent from a stock Debian or macOS install.
+NOT_ON_EVERY_MACHINE = re.compile(r"\buuidgen\b")
+
+
+def test_examples_use_only_commands_every_machine_has():
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md"), *(ROOT / ".ci").glob("*.sh")]
+    found = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if NOT_ON_EVERY_MACHINE.search(line)
+    ]
+    assert not found, f"uuidgen is not on a stock Debian; use python3 -c 'import uuid; print(uuid.uuid4())': {found}"

@@ -281,3 +281,16 @@ def test_the_local_webhooks_example_is_marked_for_ci():
         assert f"<!-- docs-example: {marker} -->\n```sh\n" in WEBHOOKS_GUIDE
     assert "OUTBOUND_ALLOW_LOOPBACK=1" in WEBHOOKS_GUIDE and "REQUESTS_CA_BUNDLE=" in WEBHOOKS_GUIDE
     assert "Webhook(secret.encode())" in WEBHOOKS_GUIDE
+
+
+def test_make_run_says_its_token_is_new_on_every_start_as_the_quickstart_shows():
+    seed = json.dumps({"widget_id": 1, "button_guid": "g", "token": "cwt_t"})
+    banner = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run_banner.py"), seed, "8000", "null", ""],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    note = banner[banner.index("    cwt_t") + 1]
+    assert "new token on every start" in note and "revoked" in note
+    assert note in GUIDES[ROOT / "docs" / "quickstart.md"]

@@ -121,3 +121,48 @@ def test_scrub_redacts_session_tokens_in_websocket_urls():
 
     line = scrub("GET /ws/visitor/abc/?session=cvs_secretvalue&since=5")
     assert "cvs_secretvalue" not in line and "since=5" in line
+
+
+PRODUCTION_SCRAPE = """
+import django
+django.setup()
+from django.test import Client
+
+client = Client()
+for path, host in [
+    ("/metrics", "web-1.internal:8000"),
+    ("/metrics", "203.0.113.9:8000"),
+    ("/healthz", "chat.example.com"),
+    ("/api/v1/chats", "chat.example.com"),
+]:
+    response = client.get(path, HTTP_HOST=host, HTTP_AUTHORIZATION="Bearer scrape-token")
+    print(path, host, response.status_code)
+"""
+
+
+def test_production_metrics_scrape_over_plain_http_with_the_target_named_in_allowed_hosts(tmp_path):
+    # The documented scrape job: plain HTTP to each host's web process, by the name Prometheus uses
+    # for it, which the deployment lists in ALLOWED_HOSTS (the one setting the metrics guide names).
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "APP_MODE", "DATABASE_URL")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "APP_MODE": "production",
+            "DEBUG": "0",
+            "SECRET_KEY": GOOD_SECRET,
+            "ALLOWED_HOSTS": "chat.example.com,web-1.internal",
+            "METRICS_TOKEN": "scrape-token",
+            "VAR_DIR": str(tmp_path),
+        }
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", PRODUCTION_SCRAPE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    answers = result.stdout.splitlines()
+    assert answers == [
+        "/metrics web-1.internal:8000 200",  # no redirect to https for the scrape
+        "/metrics 203.0.113.9:8000 400",  # a name the deployment did not list is still refused
+        "/healthz chat.example.com 200",
+        "/api/v1/chats chat.example.com 301",  # everything else still goes to https
+    ], result.stderr[-3000:]

@@ -280,3 +280,11 @@ def store_invoice_document(*, widget: Widget, content, name: str, content_type: 
     # The chats app keeps its file writer beside the files API; it is imported here, at call time,
     # until chats.services exposes it.
     return store_file(widget=widget, content=content, original_name=name, content_type=content_type, size=size)
+
+
+def seed_demo_billing(widget: Widget) -> dict:
+    """The demo billing records of `widget` (`manage.py seed_demo`), once; returns their ids."""
+    # Imported here: the demo module builds its records through this module's services.
+    from .demo import seed_demo_billing as seed
+
+    return seed(widget)

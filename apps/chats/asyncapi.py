@@ -11,7 +11,10 @@ codes); CI validates it with the AsyncAPI Initiative's parser (.ci/asyncapi.sh).
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import yaml
+from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.http import require_safe
 
@@ -84,7 +87,11 @@ MESSAGE_SCHEMA = {
             "type": "object",
             "properties": {
                 "kind": {"type": "string", "enum": ["client", "agent", "ai", "system"]},
-                "name": {"type": "string", "description": "The operator's display name; empty for the visitor."},
+                "name": {
+                    "type": "string",
+                    "description": "The operator's display name; for the visitor's own messages the name they "
+                    "gave (empty when none).",
+                },
             },
             "required": ["kind", "name"],
         },
@@ -318,7 +325,7 @@ def _message_refs(channel: str, names: list[str]) -> list[dict]:
     return [{"$ref": f"#/channels/{channel}/messages/{name}"} for name in names]
 
 
-def document() -> dict:
+def document(*, host: str = "127.0.0.1:8000", protocol: str = "ws") -> dict:
     return {
         "asyncapi": "3.1.0",
         "info": {
@@ -331,10 +338,11 @@ def document() -> dict:
         },
         "defaultContentType": "application/json",
         "servers": {
-            "local": {
-                "host": "127.0.0.1:8000",
-                "protocol": "ws",
-                "description": "`make run`; in production the same paths over `wss` on the service's host.",
+            "service": {
+                "host": host,
+                "protocol": protocol,
+                "description": "The service that served this document: `PUBLIC_BASE_URL` when it is set, else "
+                "the host and scheme the document was requested with (`wss` behind TLS).",
             }
         },
         "channels": {
@@ -425,11 +433,21 @@ def document() -> dict:
     }
 
 
-def document_yaml() -> str:
-    return yaml.safe_dump(document(), sort_keys=False, allow_unicode=True, width=120)
+def document_yaml(*, host: str = "127.0.0.1:8000", protocol: str = "ws") -> str:
+    return yaml.safe_dump(document(host=host, protocol=protocol), sort_keys=False, allow_unicode=True, width=120)
+
+
+def _server(request) -> tuple[str, str]:
+    """The websockets' host and protocol as a client reaches them: PUBLIC_BASE_URL, else the request's
+    own (its host already checked against ALLOWED_HOSTS; the scheme from the trusted proxy header)."""
+    if settings.PUBLIC_BASE_URL:
+        base = urlsplit(settings.PUBLIC_BASE_URL)
+        return base.netloc, "wss" if base.scheme == "https" else "ws"
+    return request.get_host(), "wss" if request.is_secure() else "ws"
 
 
 @require_safe
 def asyncapi_yaml(request):
     """GET /api/v1/asyncapi.yaml: public, like the OpenAPI document."""
-    return HttpResponse(document_yaml(), content_type="application/yaml; charset=utf-8")
+    host, protocol = _server(request)
+    return HttpResponse(document_yaml(host=host, protocol=protocol), content_type="application/yaml; charset=utf-8")

@@ -154,6 +154,9 @@ def visitor_message_frame(message: Message) -> dict:
     author_name = ""
     if message.agent_id and message.agent is not None:
         author_name = message.agent.name
+    elif message.author_kind == Message.Author.CLIENT:
+        # the name the visitor gave (session, pre-chat form, or the owner's edit of the contact)
+        author_name = message.chat.contact.name or ""
     return {
         "id": message.pk,
         "chat_id": message.chat_id,

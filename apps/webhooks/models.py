@@ -18,6 +18,9 @@ class EventSwitch(models.Model):
     enabled = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        verbose_name_plural = "event switches"
+
     def __str__(self) -> str:
         return f"{self.event_type}: {'on' if self.enabled else 'off'}"
 

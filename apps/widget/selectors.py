@@ -29,7 +29,7 @@ LEGACY_CUTOFF = datetime(2025, 1, 1, tzinfo=UTC)
 
 EMBED_SCRIPT_PATH = "/static/widget/loader.js"
 
-# The widget `manage.py seed_demo` makes (apps/billing/management/commands/seed_demo.py names the
+# The widget `manage.py seed_demo` makes (apps/widget/management/commands/seed_demo.py names the
 # same two values; apps/widget/tests/test_embed_bundle.py checks they agree).
 DEMO_OWNER_EMAIL = "demo@example.com"
 DEMO_WIDGET_NAME = "Demo widget"

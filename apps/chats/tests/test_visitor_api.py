@@ -1068,3 +1068,18 @@ def test_another_widgets_operators_never_show(client, widget, other_widget, crew
     AgentFactory(widget=other_widget, name="Stranger")
     set_display_mode(widget, "all")
     assert "Stranger" not in [o["name"] for o in operators(client, widget)]
+
+
+def test_the_visitors_own_messages_carry_the_name_the_session_gave(client, widget, token):
+    # given a session that named the visitor "Anna", who writes twice
+    assert say(client, widget, token, "Hello").status_code == 201
+    assert say(client, widget, token, "Anyone?").status_code == 201
+
+    # when the visitor reads the conversation
+    with CaptureQueriesContext(connection) as queries:
+        response = get(client, widget, "messages", token)
+
+    # then each of their messages is authored by that name, read in the same query as the messages
+    authors = [m["author"] for m in response.json()["data"] if m["author"]["kind"] == "client"]
+    assert authors == [{"kind": "client", "name": "Anna"}] * 2
+    assert sum("chats_message" in q["sql"] for q in queries.captured_queries) == 1

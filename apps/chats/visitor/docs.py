@@ -67,7 +67,10 @@ class VisitorAuthorDoc(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=Message.Author.values, help_text="`client` (the visitor), `agent`, `ai` or `system`."
     )
-    name = serializers.CharField(allow_blank=True, help_text="The operator's display name; empty for the visitor.")
+    name = serializers.CharField(
+        allow_blank=True,
+        help_text="The operator's display name; for the visitor's own messages the name they gave (empty when none).",
+    )
 
 
 class VisitorMessageDoc(serializers.Serializer):

@@ -88,7 +88,7 @@ def list_visible_messages(
     e-mails or operator-to-operator messages)."""
     return list(
         Message.objects.filter(widget=widget, chat_id=chat_id, visibility=Message.Visibility.PUBLIC, id__gt=after_id)
-        .select_related("file", "agent")
+        .select_related("file", "agent", "chat__contact")
         .order_by("id")[:limit]
     )
 

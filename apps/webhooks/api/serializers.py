@@ -28,7 +28,8 @@ class SubscriptionDoc(serializers.Serializer):
 
 NOT_LIVE_HELP = (
     "The subscribed events that are `Wired` now (see `GET /api/v1/webhook-events`): the subscription "
-    "is saved, but nothing is delivered for these until they are enabled platform-wide. Empty when "
+    "is saved, but nothing is delivered for these until they are enabled platform-wide: by the "
+    "deployment's `WEBHOOK_LIVE_EVENTS` setting, or an event switch in Django admin. Empty when "
     "every subscribed event is `Live`."
 )
 

@@ -59,7 +59,11 @@ def _not_live(sub: Subscription) -> list[str]:
             "`{url, events, secret?, is_legacy_compat?}`: an https URL resolving to a public address, 1 to 20 event "
             "names (native, or the five legacy names with `is_legacy_compat`). The secret is generated (`whsec_...`) "
             "when omitted and answered once. `not_live_events` names the subscribed events that are `Wired`: "
-            "accepted, but not delivered until enabled."
+            "accepted, but not delivered until enabled. Every event type but `message.created` and "
+            "`contact.erased` starts `Wired` (emitted by the code, held back platform-wide until the deployment "
+            "turns it on): the deployment's operator lists the types to deliver in the `WEBHOOK_LIVE_EVENTS` "
+            "setting, or switches one on in Django admin (event switches). The subscription needs no change "
+            "then. `GET /api/v1/webhook-events` shows each type's status."
         ),
     ),
     retrieve=extend_schema(

@@ -91,3 +91,12 @@ def test_a_body_with_a_member_the_schema_does_not_list_fails_it():
     jsonschema.validate({**body, "data": {**body["data"], "operator_id": 3}}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**body, "data": {**body["data"], "operator_id": 3, "message": "hi"}}, schema)
+
+
+def test_where_an_integrator_subscribes_the_schema_says_why_an_event_is_not_delivered_and_the_setting():
+    doc = SchemaGenerator().get_schema(request=None, public=True)
+    create = doc["paths"]["/api/v1/webhook-subscriptions"]["post"]
+    assert "WEBHOOK_LIVE_EVENTS" in create["description"] and "Wired" in create["description"]
+    ref = create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    member = doc["components"]["schemas"][ref]["properties"]["not_live_events"]
+    assert "WEBHOOK_LIVE_EVENTS" in member["description"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from apps.billing.management.commands import seed_demo
 from apps.widget import selectors
+from apps.widget.management.commands import seed_demo
 
 STATIC = Path(__file__).resolve().parents[1] / "static" / "widget"
 LOADER_MAX_GZIP = 2 * 1024

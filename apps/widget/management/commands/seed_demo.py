@@ -1,11 +1,13 @@
 from django.db import transaction
 
+from apps.billing import services as billing_services
 from apps.core import services
 from apps.core.auth import scopes as catalogue
 from apps.core.management.base import OperatorCommand
 from apps.core.models import Widget
 
-from ...demo import seed_demo_billing
+from ... import selectors as widget_selectors
+from ... import services as widget_services
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_WIDGET = "Demo widget"
@@ -19,7 +21,10 @@ class Command(OperatorCommand):
         widget = Widget.objects.filter(account__user__email=DEMO_EMAIL, name=DEMO_WIDGET).first()
         if widget is None:
             widget = services.create_widget(owner_email=DEMO_EMAIL, name=DEMO_WIDGET, enable_api=True)
-        billing = seed_demo_billing(widget)
+        if not widget_selectors.stored_values(widget).get("widget_name"):
+            # The chat window's title, and what `{{widget.name}}` in a canned response fills in.
+            widget_services.update_settings(widget=widget, body={"widget_name": DEMO_WIDGET})
+        billing = billing_services.seed_demo_billing(widget)
         issued = services.issue_token(
             widget=widget, scopes=sorted(catalogue.OPERATIONAL_SCOPES), name="demo (seed_demo)"
         )
