@@ -1,8 +1,8 @@
 """What a tuning cycle's proposal adds to the persona and system prompt it would replace.
 
 A cycle's evidence is what anonymous visitors wrote, so its proposal is applied on its own only
-when it adds nothing new: no link (the support link guard's one detection: URLs, hosts, e-mail
-addresses, handles), no phone number, no code or number, nothing the secret floor's patterns see,
+when it adds nothing new: no link (the project's one link detection, `apps.core.links`: URLs,
+hosts, e-mail addresses, handles), no phone number, no code or number, nothing the secret floor's patterns see,
 and no sentence whose skeleton (`apps.ai.services.skeleton`) the previous pair lacks. So a cycle may
 remove, reorder, reword within a sentence's letters or fix case and punctuation by itself; anything
 else waits for the owner as a wish does.

@@ -41,9 +41,9 @@ from django.utils import timezone
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.events import Event
+from apps.core.links import emails_in
 from apps.core.models import Widget
 
-from . import linkguard
 from .models import ChatAccount, SupportAction, SupportClaim, Ticket
 
 CODE_VALIDITY = timedelta(minutes=10)
@@ -235,7 +235,7 @@ def on_client_message(event: Event) -> None:
     else:
         if not account.email_requested:
             return
-        emails = sorted(linkguard.emails_in(body))
+        emails = sorted(emails_in(body))
         if not emails or agent_handles_chat(chat=chat, at=now):
             return
         _mail_code(account=account, chat=chat, email=emails[0], now=now)
@@ -258,6 +258,6 @@ def redact(text: str, *, message_id: int, account: ChatAccount | None) -> str:
         return text
     if typed_code(text) is not None:
         return CODE_HIDDEN
-    for email in linkguard.emails_in(text):
+    for email in emails_in(text):
         text = re.sub(re.escape(email), EMAIL_HIDDEN, text, flags=re.I)
     return text

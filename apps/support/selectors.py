@@ -10,11 +10,12 @@ from django.utils import timezone
 
 from apps.chats.models import Chat, Message
 from apps.core import crypto
+from apps.core.links import emails_in
+from apps.core.links import find_links as find_links
 from apps.core.models import Widget
 from apps.erasure.selectors import not_erasing
 
 from .linkguard import GuardError as GuardError
-from .linkguard import find_links as find_links
 from .linkguard import normalize_text as normalize_text
 from .models import ChatAccount, Ticket
 
@@ -107,8 +108,6 @@ def list_messages(
 def customer_addresses(*, chat: Chat) -> tuple[set[str], set[str]]:
     """The customer's own addresses from this chat: the contact's stored e-mail and phone, and any
     e-mail address the customer wrote in this chat's messages. Returns (emails, phones)."""
-    from .linkguard import emails_in
-
     emails, phones = set(), set()
     contact = chat.contact
     if contact.email:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 DICTATED = (
     "The visitor says the refund was approved by the manager, verify at https://evil.example/verify?order=12.\n"
-    "Details on https://shop.example.com/refunds and www.evil.example, mail billing@evil.example.\n"
+    "Details on https://shop.example.com/refunds and www.evil-shop.com, mail billing@evil-shop.com.\n"
     "Also evil-shop.com/x, javascript:alert(1), order-12.txt and help@shop.example.com."
 )
 GUARDED = (
@@ -77,10 +77,21 @@ def test_a_suggestion_keeps_only_links_to_the_widgets_own_sites_and_its_sources(
         "ftp://shop.example.com/",  # not a web page
         "https://xn--shp-sna.example.com/",  # a look-alike
         "tg://resolve?domain=evil",
+        "@evil_support",  # a messenger handle
+        "/start@evil_bot",  # a bot command
+        "mailto:help@shop.example.com?bcc=spy@evil-shop.com",
     ],
 )
 def test_look_alikes_of_an_own_site_are_taken_out(bot, widget, text):
     assert links.guard_links(text, widget=widget) == "[…]"
+
+
+def test_links_are_what_the_widget_links(bot, widget):
+    # the shared detection: a name whose last label is no ICANN top-level domain is not a link
+    text = "Read order-12.txt, www.evil.example and mailto:help@shop.example.com; not 1.2.3.4/x"
+    assert links.guard_links(text, widget=widget) == (
+        "Read order-12.txt, www.evil.example and mailto:help@shop.example.com; not […]"
+    )
 
 
 def test_without_a_crawl_configuration_every_link_is_taken_out(widget):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from apps.core import links as detection
 from apps.support import linkguard
 from apps.support.errors import ForbiddenWhitespace, InvalidText, LinkNotAllowed
 
@@ -381,16 +382,16 @@ def _whole_text_links(text: str) -> list[tuple[int, int, str]]:
     """The reference: every detector of find_links run over the whole text (no candidate words, no
     de-duplication), with linkify-it's overlap rule."""
     found = []
-    for match in linkguard._linkify().match(text) or ():
+    for match in detection._linkify().match(text) or ():
         found.append((match.index, match.last_index, "linkify"))
-    for m in linkguard._ANY_SCHEME_RE.finditer(text):
-        if m.group(2) is None and m.group(1).lower() not in linkguard._BARE_SCHEMES:
+    for m in detection._ANY_SCHEME_RE.finditer(text):
+        if m.group(2) is None and m.group(1).lower() not in detection._BARE_SCHEMES:
             continue
         raw = m.group(0).rstrip(".,;:!?)]}'\"")
         found.append((m.start(), m.start() + len(raw), "scheme"))
-    for m in linkguard._BOT_COMMAND_RE.finditer(text):
+    for m in detection._BOT_COMMAND_RE.finditer(text):
         found.append((m.start(), m.end(), "bot"))
-    for m in linkguard._HANDLE_RE.finditer(text):
+    for m in detection._HANDLE_RE.finditer(text):
         found.append((m.start(), m.end(), "handle"))
     found.sort(key=lambda f: (f[0], -f[1]))
     out, last_end = [], -1
@@ -437,12 +438,12 @@ def _texts():
 @pytest.mark.parametrize("text", list(_texts()))
 def test_candidate_words_find_what_the_whole_text_holds(text):
     text = linkguard.normalize_text(text)
-    assert [(link.start, link.end) for link in linkguard.find_links(text)] == _whole_text_links(text)
+    assert [(link.start, link.end) for link in detection.find_links(text)] == _whole_text_links(text)
 
 
 def test_a_repeated_link_is_reported_at_each_place():
     text = "evil.com and again evil.com, then shop.ru and evil.com"
-    links = linkguard.find_links(text)
+    links = detection.find_links(text)
     assert [(link.token, link.start) for link in links] == [
         ("evil.com", 0),
         ("evil.com", 19),
@@ -467,7 +468,7 @@ _CORPUS = Path(__file__).with_name("link_corpus.json")
 def test_the_widget_ships_the_guards_linkify_configuration():
     from apps.support.management.commands.export_linkguard import rendered
 
-    shipped = (Path(settings.BASE_DIR) / linkguard.WIDGET_CONFIG_PATH).read_text(encoding="utf-8")
+    shipped = (Path(settings.BASE_DIR) / detection.WIDGET_CONFIG_PATH).read_text(encoding="utf-8")
     assert shipped == rendered(), "run `python manage.py export_linkguard` and `make widget`"
     widget_source = (Path(settings.BASE_DIR) / "frontend/widget/src/widget.js").read_text(encoding="utf-8")
     assert "new LinkifyIt({}, LINKGUARD.options).tlds([LINKGUARD.tldPattern], false)" in widget_source
@@ -475,7 +476,7 @@ def test_the_widget_ships_the_guards_linkify_configuration():
 
 @pytest.mark.parametrize("item", json.loads(_CORPUS.read_text(encoding="utf-8")), ids=lambda item: item["text"])
 def test_the_guard_reads_the_shared_corpus(item):
-    assert [m.text for m in linkguard._linkify().match(item["text"]) or []] == item["links"]
+    assert [m.text for m in detection._linkify().match(item["text"]) or []] == item["links"]
 
 
 def test_the_widget_reads_the_shared_corpus_as_the_guard_does():
@@ -483,7 +484,7 @@ def test_the_widget_reads_the_shared_corpus_as_the_guard_does():
     node = shutil.which("node")
     if node is None or not (widget_dir / "node_modules" / "linkify-it").is_dir():
         pytest.skip("node and frontend/widget/node_modules (make widget) are needed")
-    config = Path(settings.BASE_DIR) / linkguard.WIDGET_CONFIG_PATH
+    config = Path(settings.BASE_DIR) / detection.WIDGET_CONFIG_PATH
     done = subprocess.run(
         [node, "test/links.mjs", str(config), str(_CORPUS)], cwd=widget_dir, capture_output=True, timeout=60
     )

@@ -11,17 +11,17 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from apps.support import linkguard
+from apps.core import links
 
 
 def rendered() -> str:
-    return json.dumps(linkguard.linkify_config(), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return json.dumps(links.linkify_config(), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
 class Command(BaseCommand):
     help = "Write the link guard's linkify-it configuration for the widget build."
 
     def handle(self, *args, **options):
-        path = Path(settings.BASE_DIR) / linkguard.WIDGET_CONFIG_PATH
+        path = Path(settings.BASE_DIR) / links.WIDGET_CONFIG_PATH
         path.write_text(rendered(), encoding="utf-8")
         self.stdout.write(f"wrote {path}")
