@@ -102,6 +102,16 @@ def test_the_first_paint_fetches_two_files_and_the_parts_come_when_a_view_needs_
         ("widget-links.js", content_hash("widget-links.js")),
     ]
 
+    # And back on the page with the chat closed, the conversation comes back without a part
+    page.reload()
+    wait_ready(page)
+    page.locator("chat-widget .msg:not(.me)", has_text="Track it").wait_for(state="attached")
+    assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js"]
+    # until the window opens on it, its link drawn again
+    page.locator(LAUNCHER).click()
+    expect(reply.get_by_role("link", name="https://example.com/track")).to_be_visible()
+    assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js", "widget-links.js"]
+
 
 def test_before_the_first_message_the_log_holds_the_greeting_alone(page, web_server, shot):
     # Given a visitor without a session on the demo page, the widget online

@@ -80,11 +80,10 @@ function Svg({ d }) {
   );
 }
 
-// Links found with linkify-it (the same algorithm and configuration as the server's link guard), in
+// Links found with linkify-it (the same algorithm and configuration as the server's link guard) by
 // the links part: until it is here the text shows plain.
-function Linked({ text }) {
-  const links = text ? part("links") : null;
-  const matches = links ? links(text) : [];
+function Linked({ text, links }) {
+  const matches = text && links ? links(text) : [];
   const out = [];
   let at = 0;
   for (const m of matches) {
@@ -142,7 +141,7 @@ function Sources({ sources, t }) {
   );
 }
 
-function Message({ m, t, settings }) {
+function Message({ m, t, settings, links }) {
   const mine = m.author && m.author.kind === "client";
   const system = m.author && m.author.kind === "system";
   const name = m.author && m.author.name;
@@ -157,7 +156,7 @@ function Message({ m, t, settings }) {
       </a>
     );
   } else {
-    content = <Linked text={m.body || ""} />;
+    content = <Linked text={m.body || ""} links={links} />;
   }
   const buttons = (m.type === "keyboard" && m.keyboard && m.keyboard.buttons) || [];
   const sources = Array.isArray(m.sources) ? m.sources.filter((s) => s && typeof s.title === "string") : [];
@@ -554,11 +553,13 @@ function Widget({ config, conversation }) {
     !offlineView && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
   const prechatFields = (settings.widget_prechat_fields || ["name", "email"]).filter((f) => t[f]);
   const showButton = settings.widget_show_button !== false;
-  // The extras part, asked for once the open window shows a form, the rating or the emoji list (a
-  // pointer over the launcher or its focus asks ahead when the window would open on a form).
+  // The extras part, asked for once the open window shows a form, the rating or the emoji list; the
+  // links part once it shows a message. A pointer over the launcher or its focus asks ahead for
+  // what the window would open on.
   const formView = offlineView ? !offlineSent : prechatView;
   const extras = open && (formView || showRating || emoji) ? part("extras") : parts.extras;
-  const ahead = () => formView && part("extras");
+  const links = open && messages.length ? part("links") : parts.links;
+  const ahead = () => (formView ? part("extras") : messages.length && part("links"));
 
   return (
     <div
@@ -676,7 +677,7 @@ function Widget({ config, conversation }) {
               {messages
                 .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
                 .map((m) => (
-                  <Message key={m.id} m={m} t={t} settings={settings} />
+                  <Message key={m.id} m={m} t={t} settings={settings} links={links} />
                 ))}
               {showRating && extras && (
                 <extras.Rating t={t} prompt={ratePrompt} thumbs={settings.rating_scale === "thumbs"} onRate={rate} />
