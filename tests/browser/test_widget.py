@@ -113,6 +113,39 @@ def test_the_first_paint_fetches_two_files_and_the_parts_come_when_a_view_needs_
     assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js", "widget-links.js"]
 
 
+def test_a_part_that_failed_to_come_is_asked_for_again(page, web_server, shot):
+    # Given the first fetch of the extras part fails (a network hiccup)
+    fetches = []
+
+    def flaky(route):
+        fetches.append(route.request.url)
+        route.abort() if len(fetches) == 1 else route.continue_()
+
+    page.route(re.compile(r".*/static/widget/widget-extras\.js\?v=.*"), flaky)
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    emoji = page.get_by_role("button", name="Emoji")
+    with page.expect_event("requestfailed") as failed:
+        emoji.click()
+    assert "/static/widget/widget-extras.js?v=" in failed.value.url
+    expect(page.get_by_role("button", name="🎉")).to_have_count(0)
+    # and redraws at once do not ask again (one fetch per redraw while the network is down)
+    emoji.click()
+    emoji.click()
+    page.wait_for_timeout(500)
+    assert len(fetches) == 1
+
+    # When the visitor asks for the emoji list again after a few seconds
+    page.wait_for_timeout(5_500)
+    emoji.click()
+    emoji.click()
+
+    # Then the part is asked for again and the list shows
+    expect(page.get_by_role("button", name="🎉")).to_be_visible()
+    assert len(fetches) == 2
+    shot(page)
+
+
 def test_before_the_first_message_the_log_holds_the_greeting_alone(page, web_server, shot):
     # Given a visitor without a session on the demo page, the widget online
     page.goto(web_server.url("/demo/"))

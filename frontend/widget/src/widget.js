@@ -38,17 +38,18 @@ const asked = {};
 let partArrived = () => {};
 api._preact = shared;
 
-// The part `name` once it is here, else null after asking for it once (a failed fetch is asked
-// again the next time a view needs it); its arrival draws the widget again.
+// The part `name` once it is here, else null after asking for it (one fetch at a time; after a
+// failed one, the next view that needs it asks again once 5 s have passed, not on every keystroke's
+// redraw); its arrival draws the widget again.
 function part(name) {
-  if (!parts[name] && !asked[name]) {
-    asked[name] = 1;
+  if (!parts[name] && !(Date.now() - (asked[name] ?? -Infinity) < 5000)) {
+    asked[name] = Infinity;
     const tag = document.createElement("script");
     tag.src = `${api.origin}/static/widget/widget-${name}.js?v=${PARTS[name]}`;
     tag.async = true;
     if (api.nonce) tag.nonce = api.nonce;
     tag.onload = tag.onerror = () => {
-      asked[name] = 0;
+      asked[name] = Date.now();
       tag.remove();
       if (parts[name]) partArrived();
     };
