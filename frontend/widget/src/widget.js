@@ -33,10 +33,9 @@ const PRESENCE = presenceSetting >= 1 && presenceSetting <= 300 ? presenceSettin
 // service's origin under a content hash (`?v=`, filled in by build.mjs), with the loader's nonce.
 // The first paint costs loader.js and widget.js alone (the size budget in test_embed_bundle.py).
 const PARTS = __WIDGET_PARTS__;
-const parts = (api._parts = {});
+const parts = {};
 const asked = {};
 let partArrived = () => {};
-api._preact = shared;
 
 // The part `name` once it is here, else null after asking for it (one fetch at a time; after a
 // failed one, the next view that needs it asks again once 5 s have passed, not on every keystroke's
@@ -789,6 +788,8 @@ function applyStyles(root) {
 async function boot() {
   if (!api || !api.root || api._booted) return;
   api._booted = true;
+  api._parts = parts;
+  api._preact = shared;
   const root = api.root;
   applyStyles(root);
   let config;
