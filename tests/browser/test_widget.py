@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import expect
 
+from apps.widget.tests.test_embed_bundle import FIRST_PAINT_MAX_GZIP, content_hash, gzipped
 from tests.browser.conftest import SERVER_ENV, api_client
 from tests.browser.console_pages import add_operator, console_open, sign_in
 from tests.browser.widget_pages import LAUNCHER, open_widget, operator_reply, send_text, wait_ready
@@ -57,6 +59,91 @@ def test_visitor_on_the_demo_page_gets_a_live_operator_reply(page, web_server, a
     open_widget(page)
     expect(page.locator("chat-widget .msg.me", has_text="Hello, I need help")).to_be_visible()
     expect(page.locator("chat-widget .msg:not(.me)", has_text="Sure!")).to_be_visible()
+
+
+def static_fetched(page, base: str) -> list[tuple[str, str]]:
+    """(file, its `?v=` or "") of each of the widget's static files the page fetched, in order."""
+    names = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)")
+    prefix = f"{base}/static/widget/"
+    fetched = [urlsplit(name) for name in names if name.startswith(prefix)]
+    return [(url.path.rsplit("/", 1)[1], parse_qs(url.query).get("v", [""])[0]) for url in fetched]
+
+
+def test_the_first_paint_fetches_two_files_and_the_parts_come_when_a_view_needs_them(page, web_server, api, shot):
+    # Given a visitor without a session on the demo page
+    page.goto(web_server.url("/demo/"))
+    wait_ready(page)
+    expect(page.get_by_role("button", name="Open chat")).to_be_visible()
+
+    # Then the launcher was drawn from the loader and widget.js alone, within the budget
+    assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js"]
+    assert sum(gzipped(name) for name in ("loader.js", "widget.js")) <= FIRST_PAINT_MAX_GZIP
+
+    # When the visitor opens the chat and picks an emoji
+    open_widget(page)
+    textbox = page.get_by_role("textbox", name="Type a message…")
+    page.get_by_role("button", name="Emoji").click()
+    page.get_by_role("button", name="🎉").click()
+    expect(textbox).to_have_value("🎉")
+    expect(textbox).to_be_focused()
+
+    # And sends a message that an operator answers with a link
+    chat_id = send_text(page, "🎉 Where is my parcel?")
+    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Track it at https://example.com/track"})
+    reply = page.locator("chat-widget .msg:not(.me)", has_text="Track it")
+    expect(reply.get_by_role("link", name="https://example.com/track")).to_have_attribute(
+        "href", "https://example.com/track"
+    )
+    shot(page)
+
+    # Then the emoji list's part and the links' part came then, once each, under their content hashes
+    assert static_fetched(page, web_server.base)[2:] == [
+        ("widget-extras.js", content_hash("widget-extras.js")),
+        ("widget-links.js", content_hash("widget-links.js")),
+    ]
+
+    # And back on the page with the chat closed, the conversation comes back without a part
+    page.reload()
+    wait_ready(page)
+    page.locator("chat-widget .msg:not(.me)", has_text="Track it").wait_for(state="attached")
+    assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js"]
+    # until the window opens on it, its link drawn again
+    page.locator(LAUNCHER).click()
+    expect(reply.get_by_role("link", name="https://example.com/track")).to_be_visible()
+    assert [name for name, _ in static_fetched(page, web_server.base)] == ["loader.js", "widget.js", "widget-links.js"]
+
+
+def test_a_part_that_failed_to_come_is_asked_for_again(page, web_server, shot):
+    # Given the first fetch of the extras part fails (a network hiccup)
+    fetches = []
+
+    def flaky(route):
+        fetches.append(route.request.url)
+        route.abort() if len(fetches) == 1 else route.continue_()
+
+    page.route(re.compile(r".*/static/widget/widget-extras\.js\?v=.*"), flaky)
+    page.goto(web_server.url("/demo/"))
+    open_widget(page)
+    emoji = page.get_by_role("button", name="Emoji")
+    with page.expect_event("requestfailed") as failed:
+        emoji.click()
+    assert "/static/widget/widget-extras.js?v=" in failed.value.url
+    expect(page.get_by_role("button", name="🎉")).to_have_count(0)
+    # and redraws at once do not ask again (one fetch per redraw while the network is down)
+    emoji.click()
+    emoji.click()
+    page.wait_for_timeout(500)
+    assert len(fetches) == 1
+
+    # When the visitor asks for the emoji list again after a few seconds
+    page.wait_for_timeout(5_500)
+    emoji.click()
+    emoji.click()
+
+    # Then the part is asked for again and the list shows
+    expect(page.get_by_role("button", name="🎉")).to_be_visible()
+    assert len(fetches) == 2
+    shot(page)
 
 
 def test_before_the_first_message_the_log_holds_the_greeting_alone(page, web_server, shot):
@@ -162,8 +249,12 @@ document.addEventListener("securitypolicyviolation", e => violations.push(e.viol
     assert page.locator("chat-widget .head h2").evaluate("e => getComputedStyle(e).fontSize") == "16px"
     assert page.locator("chat-widget .log").evaluate("e => getComputedStyle(e).backgroundColor") != "rgb(255, 255, 0)"
     chat_id = send_text(page, "Hello from a strict page")
-    operator_reply(api, web_server, chat_id, {"type": "text", "body": "Welcome, strict page"})
-    expect(page.locator("chat-widget .msg", has_text="Welcome, strict page")).to_be_visible()
+    operator_reply(
+        api, web_server, chat_id, {"type": "text", "body": "Welcome, strict page: https://example.com/strict"}
+    )
+    # (its link drawn by the links part, which came with the loader's nonce)
+    reply = page.locator("chat-widget .msg", has_text="Welcome, strict page")
+    expect(reply.get_by_role("link", name="https://example.com/strict")).to_be_visible()
     assert page.evaluate("window.violations") == []
     # One global at most: the documented namespace
     assert page.evaluate("typeof window.ChatWidget.open") == "function"

@@ -470,7 +470,7 @@ def test_the_widget_ships_the_guards_linkify_configuration():
 
     shipped = (Path(settings.BASE_DIR) / detection.WIDGET_CONFIG_PATH).read_text(encoding="utf-8")
     assert shipped == rendered(), "run `python manage.py export_linkguard` and `make widget`"
-    widget_source = (Path(settings.BASE_DIR) / "frontend/widget/src/widget.js").read_text(encoding="utf-8")
+    widget_source = (Path(settings.BASE_DIR) / "frontend/widget/src/links.js").read_text(encoding="utf-8")
     assert "new LinkifyIt({}, LINKGUARD.options).tlds([LINKGUARD.tldPattern], false)" in widget_source
 
 

@@ -1,18 +1,14 @@
 // The widget, mounted by loader.js into the open shadow root it made (`ChatWidget.root`).
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import LinkifyIt from "linkify-it";
-import LINKGUARD from "./linkguard.json";
 import { Conversation } from "./conversation.js";
 import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
 import { ICONS } from "./icons.js";
 import { previewNotice } from "./notices.js";
+import * as shared from "./shared.js";
 import { CSS } from "./styles.js";
 
 const api = window.ChatWidget;
-// The server's link guard configuration (ICANN top-level domains only, fuzzy IP links), written by
-// `manage.py export_linkguard`: the widget never links what the guard did not see as a link.
-const linkify = new LinkifyIt({}, LINKGUARD.options).tlds([LINKGUARD.tldPattern], false);
 const FONTS = {
   system: "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif",
   inter: "Inter,system-ui,sans-serif",
@@ -31,7 +27,35 @@ const DRAFT_MAX = 500;
 const loaderTag = document.querySelector('script[src*="/static/widget/loader.js"]');
 const presenceSetting = parseFloat(loaderTag && loaderTag.getAttribute("data-presence-poll"));
 const PRESENCE = presenceSetting >= 1 && presenceSetting <= 300 ? presenceSetting : 15;
-const EMOJI = ["😀", "😊", "👍", "🙏", "❤️", "😂", "🎉", "🤔"];
+
+// Parts a visitor may never need (links.js, extras.js) are built into widget-<name>.js and fetched
+// the first time a view needs one, the way the loader fetches widget.js: a classic script from the
+// service's origin under a content hash (`?v=`, filled in by build.mjs), with the loader's nonce.
+// The first paint costs loader.js and widget.js alone (the size budget in test_embed_bundle.py).
+const PARTS = __WIDGET_PARTS__;
+const parts = {};
+const asked = {};
+let partArrived = () => {};
+
+// The part `name` once it is here, else null after asking for it (one fetch at a time; after a
+// failed one, the next view that needs it asks again once 5 s have passed, not on every keystroke's
+// redraw); its arrival draws the widget again.
+function part(name) {
+  if (!parts[name] && !(Date.now() - (asked[name] ?? -Infinity) < 5000)) {
+    asked[name] = Infinity;
+    const tag = document.createElement("script");
+    tag.src = `${api.origin}/static/widget/widget-${name}.js?v=${PARTS[name]}`;
+    tag.async = true;
+    if (api.nonce) tag.nonce = api.nonce;
+    tag.onload = tag.onerror = () => {
+      asked[name] = Date.now();
+      tag.remove();
+      if (parts[name]) partArrived();
+    };
+    document.head.appendChild(tag);
+  }
+  return parts[name] || null;
+}
 
 function emit(event, payload) {
   for (const fn of (api.handlers && api.handlers[event]) || []) {
@@ -56,9 +80,10 @@ function Svg({ d }) {
   );
 }
 
-// Links found with linkify-it (the same algorithm and configuration as the server's link guard).
-function Linked({ text }) {
-  const matches = (text && linkify.match(text)) || [];
+// Links found with linkify-it (the same algorithm and configuration as the server's link guard) by
+// the links part: until it is here the text shows plain.
+function Linked({ text, links }) {
+  const matches = text && links ? links(text) : [];
   const out = [];
   let at = 0;
   for (const m of matches) {
@@ -116,7 +141,7 @@ function Sources({ sources, t }) {
   );
 }
 
-function Message({ m, t, settings }) {
+function Message({ m, t, settings, links }) {
   const mine = m.author && m.author.kind === "client";
   const system = m.author && m.author.kind === "system";
   const name = m.author && m.author.name;
@@ -131,7 +156,7 @@ function Message({ m, t, settings }) {
       </a>
     );
   } else {
-    content = <Linked text={m.body || ""} />;
+    content = <Linked text={m.body || ""} links={links} />;
   }
   const buttons = (m.type === "keyboard" && m.keyboard && m.keyboard.buttons) || [];
   const sources = Array.isArray(m.sources) ? m.sources.filter((s) => s && typeof s.title === "string") : [];
@@ -202,6 +227,7 @@ function Widget({ config, conversation }) {
   const { settings, mobile } = deviceSettings(config);
   const [open, setOpen] = useState(false);
   const [, setTick] = useState(0);
+  partArrived = () => setTick((n) => n + 1);
   const [language, setLanguage] = useState(() =>
     resolveLanguage(settings, api.language || conversation.load().language, navigator.languages),
   );
@@ -521,13 +547,19 @@ function Widget({ config, conversation }) {
     rated !== chatId &&
     (askedInChat || closedChat);
   const ratePrompt = (settings.rating_prompt_i18n || {})[language] || t.rate;
-  const ratingValues = settings.rating_scale === "thumbs" ? [1, 5] : [1, 2, 3, 4, 5];
   const offlineView = formOffline && (offlineSent || !messages.length);
   // The pre-chat form: before the first message of a visitor without a session.
   const prechatView =
     !offlineView && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
   const prechatFields = (settings.widget_prechat_fields || ["name", "email"]).filter((f) => t[f]);
   const showButton = settings.widget_show_button !== false;
+  // The extras part, asked for once the open window shows a form, the rating or the emoji list; the
+  // links part once it shows a message. A pointer over the launcher or its focus asks ahead for
+  // what the window would open on.
+  const formView = offlineView ? !offlineSent : prechatView;
+  const extras = open && (formView || showRating || emoji) ? part("extras") : parts.extras;
+  const links = open && messages.length ? part("links") : parts.links;
+  const ahead = () => (formView ? part("extras") : messages.length && part("links"));
 
   return (
     <div
@@ -546,6 +578,8 @@ function Widget({ config, conversation }) {
           aria-expanded={open ? "true" : "false"}
           aria-controls="cw-window"
           onClick={() => toggle(!open)}
+          onPointerEnter={ahead}
+          onFocus={ahead}
         >
           {open ? <Svg d={ICONS.close} /> : customIcon ? <img src={customIcon} alt="" /> : <Svg d={ICONS[preset] || ICONS.chat_bubble} />}
           {!open && unread > 0 && settings.widget_show_unread_badge !== false && (
@@ -612,64 +646,29 @@ function Widget({ config, conversation }) {
           </span>
         )}
         {prechatView ? (
-          <form class="form" onSubmit={submitPrechat} aria-label={t.prechat}>
-            <p>{t.prechat}</p>
-            {prechatFields.map((field) => (
-              <label>
-                {t[field]}
-                <input
-                  name={field}
-                  required
-                  type={field === "email" ? "email" : field === "phone" ? "tel" : "text"}
-                  autocomplete={field === "phone" ? "tel" : field}
-                  defaultValue={profile[field] || ""}
-                />
-              </label>
-            ))}
-            {settings.widget_privacy_policy_url && (
-              <a href={settings.widget_privacy_policy_url} target="_blank" rel="noopener noreferrer">
-                {settings.widget_privacy_policy_url}
-              </a>
-            )}
-            <button type="submit" class="btn">
-              {t.start}
-            </button>
-          </form>
+          extras ? (
+            <extras.PrechatForm t={t} settings={settings} profile={profile} fields={prechatFields} onSubmit={submitPrechat} />
+          ) : (
+            <div class="form" aria-busy="true" />
+          )
         ) : offlineView ? (
           offlineSent ? (
             <div class="form" role="status">
               <p>{t.offlineSent}</p>
             </div>
+          ) : extras ? (
+            <extras.OfflineForm
+              t={t}
+              settings={settings}
+              profile={profile}
+              error={error}
+              busy={busy}
+              textarea={textarea}
+              open={open}
+              onSubmit={submitOffline}
+            />
           ) : (
-            <form class="form" onSubmit={submitOffline} aria-label={t.offlineTitle}>
-              <h3>{t.offlineTitle}</h3>
-              <p>{settings.widget_offline_message || t.offlineIntro}</p>
-              <label>
-                {t.name}
-                <input name="name" autocomplete="name" defaultValue={profile.name || ""} />
-              </label>
-              <label>
-                {t.email}
-                <input name="email" type="email" autocomplete="email" defaultValue={profile.email || ""} />
-              </label>
-              <label>
-                {t.phone}
-                <input name="phone" type="tel" autocomplete="tel" defaultValue={profile.phone || ""} />
-              </label>
-              <label>
-                {t.message}
-                <textarea name="message" required ref={textarea} />
-              </label>
-              {settings.widget_privacy_policy_url && (
-                <a href={settings.widget_privacy_policy_url} target="_blank" rel="noopener noreferrer">
-                  {settings.widget_privacy_policy_url}
-                </a>
-              )}
-              {error && <p role="alert">{error}</p>}
-              <button type="submit" class="btn" disabled={busy}>
-                {t.submit}
-              </button>
-            </form>
+            <div class="form" aria-busy="true" />
           )
         ) : (
           <>
@@ -678,25 +677,10 @@ function Widget({ config, conversation }) {
               {messages
                 .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
                 .map((m) => (
-                  <Message key={m.id} m={m} t={t} settings={settings} />
+                  <Message key={m.id} m={m} t={t} settings={settings} links={links} />
                 ))}
-              {showRating && (
-                <div class="rate" role="group" aria-label={ratePrompt}>
-                  <span>{ratePrompt}</span>
-                  <div class={settings.rating_scale === "thumbs" ? "thumbs" : "stars"}>
-                    {ratingValues.map((n) =>
-                      settings.rating_scale === "thumbs" ? (
-                        <button type="button" aria-label={n === 5 ? t.thumbUp : t.thumbDown} onClick={() => rate(n)}>
-                          {n === 5 ? "👍" : "👎"}
-                        </button>
-                      ) : (
-                        <button type="button" aria-label={t.star.replace("{n}", n)} onClick={() => rate(n)}>
-                          ★
-                        </button>
-                      ),
-                    )}
-                  </div>
-                </div>
+              {showRating && extras && (
+                <extras.Rating t={t} prompt={ratePrompt} thumbs={settings.rating_scale === "thumbs"} onRate={rate} />
               )}
               {rated && rated === chatId ? <div class="msg sys">{t.rated}</div> : null}
             </div>
@@ -721,22 +705,14 @@ function Widget({ config, conversation }) {
                   <button type="button" class="icon-btn" aria-label="Emoji" aria-expanded={emoji ? "true" : "false"} onClick={() => setEmoji(!emoji)}>
                     <Svg d={ICONS.smile} />
                   </button>
-                  {emoji && (
-                    <span class="emo-list">
-                      {EMOJI.map((c) => (
-                        <button
-                          type="button"
-                          aria-label={c}
-                          onClick={() => {
-                            setDraft(draft + c);
-                            setEmoji(false);
-                            textarea.current && textarea.current.focus();
-                          }}
-                        >
-                          {c}
-                        </button>
-                      ))}
-                    </span>
+                  {emoji && extras && (
+                    <extras.EmojiList
+                      onPick={(c) => {
+                        setDraft(draft + c);
+                        setEmoji(false);
+                        textarea.current && textarea.current.focus();
+                      }}
+                    />
                   )}
                 </span>
               )}
@@ -812,6 +788,8 @@ function applyStyles(root) {
 async function boot() {
   if (!api || !api.root || api._booted) return;
   api._booted = true;
+  api._parts = parts;
+  api._preact = shared;
   const root = api.root;
   applyStyles(root);
   let config;
