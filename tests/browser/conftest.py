@@ -47,6 +47,12 @@ def pytest_collection_modifyitems(config, items):
     # until the session ends and the session fixture below allows async-unsafe calls; tests that run
     # after them (asyncio.run, check --deploy in a subprocess that inherits the environment) must
     # not see either.
+    here = Path(__file__).parent
+    unmarked = [item.nodeid for item in items if here in item.path.parents and not item.get_closest_marker("browser")]
+    if unmarked:
+        # This directory's session fixture allows async-unsafe calls: an unmarked test here would
+        # run among the others and turn that on for the rest of the session.
+        raise pytest.UsageError(f"tests/browser needs `pytestmark = pytest.mark.browser` in: {unmarked}")
     browser = [item for item in items if item.get_closest_marker("browser") is not None]
     if browser:
         others = [item for item in items if item.get_closest_marker("browser") is None]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.browser.widget_pages import wait_ready
+
+pytestmark = pytest.mark.browser
 
 
 def test_the_demo_page_loads_without_a_missing_request_and_shows_the_whole_snippet(browser, web_server, shot):
