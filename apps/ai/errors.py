@@ -1,5 +1,5 @@
-"""Problem codes of the detached assistant test and of the provider-calling routes (core
-specification, Errors)."""
+"""Problem codes of the detached assistant test, of the provider-calling routes and of the AI
+configuration writes (core specification, Errors)."""
 
 from __future__ import annotations
 
@@ -149,3 +149,43 @@ class AiUnavailable(AppError):
     """The chat's widget has no effective assistant, or no active provider credential resolves for it."""
 
     status, code, title = 409, "ai_unavailable", "AI unavailable"
+
+
+# --- the configuration writes (apps.ai.services) ---------------------------------------------------------
+
+
+class AssistantInUse(AppError):
+    """The assistant still runs AI operators (named in `operators`): rebind or retire them first."""
+
+    status, code, title = 409, "assistant_in_use", "The assistant is run by AI operators"
+
+
+class CredentialConflict(AppError):
+    """The widget already has an active widget-wide credential of this driver: retire it
+    (`is_active: false`) or rotate its key instead."""
+
+    status, code, title = 409, "credential_conflict", "An active widget-wide credential of this driver exists"
+
+
+class CredentialUnavailable(AppError):
+    """No active credential can serve this: add one for the provider (widget-wide, or the assistant's)."""
+
+    status, code, title = 409, "credential_unavailable", "No usable credential"
+
+
+class IntegrationExists(AppError):
+    """The widget already has an integration binding; DELETE it first to rotate."""
+
+    status, code, title = 409, "integration_exists", "An integration binding already exists"
+
+
+class NothingToMigrate(AppError):
+    """The widget has no legacy AI settings (persona, system prompt or greeting) to seed an assistant from."""
+
+    status, code, title = 409, "nothing_to_migrate", "No legacy settings to migrate"
+
+
+class AssistantMissing(AppError):
+    """The AI operator's assistant no longer exists: bind it to an assistant (`assistant_id`) to revive it."""
+
+    status, code, title = 409, "assistant_missing", "The operator has no assistant"

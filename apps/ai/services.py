@@ -14,12 +14,11 @@ import string
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.agents import services as agent_services
 from apps.agents.models import Agent
 from apps.audit import services as audit
 from apps.core import events, outbound
 from apps.core.crypto import encrypt_secret
-from apps.core.errors import AppError, MissingScope, ValidationFailed
+from apps.core.errors import MissingScope, ValidationFailed
 from apps.core.models import ApiToken, Widget
 from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
@@ -29,6 +28,13 @@ from . import marketplace, phrases, selectors
 # What the apps above the AI runtime use of it (external operators, self-learning, the console's
 # suggestion): the hand-over, the platform's safety floors, the provider call and the answerer hook.
 from .assist import suggest_reply as suggest_reply
+from .errors import (
+    AssistantInUse,
+    CredentialConflict,
+    CredentialUnavailable,
+    IntegrationExists,
+    NothingToMigrate,
+)
 from .errors import TestCredentialUnavailable as TestCredentialUnavailable
 from .floors import check_reply as check_reply
 from .floors import leaks_secret as leaks_secret
@@ -38,6 +44,10 @@ from .handoff import hand_to_people as hand_to_people
 from .handoff import machine_may_answer as machine_may_answer
 from .handoff import post_as_operator as post_as_operator
 from .models import PROVIDERS, AiSettings, Alert, Assistant, Credential, IntegrationBinding
+from .operators import OPERATOR_STATUS_TO_AGENT as OPERATOR_STATUS_TO_AGENT
+from .operators import create_operator as create_operator
+from .operators import retire_operator as retire_operator
+from .operators import update_operator as update_operator
 from .providers import ChatMessage as ChatMessage
 from .providers import ProviderError as ProviderError
 from .providers import complete as complete
@@ -45,52 +55,6 @@ from .providers import complete as complete
 TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
 SECRET_ALPHABET = string.ascii_letters + string.digits
 SECRET_LENGTH = 48
-
-OPERATOR_STATUS_TO_AGENT = {
-    "active": Agent.Status.ACTIVE,
-    "paused": Agent.Status.RELAXATION,
-    "retired": Agent.Status.BANNED,
-}
-
-
-# --- errors ----------------------------------------------------------------------------------------------
-
-
-class AssistantInUse(AppError):
-    """The assistant still runs AI operators (named in `operators`): rebind or retire them first."""
-
-    status, code, title = 409, "assistant_in_use", "The assistant is run by AI operators"
-
-
-class CredentialConflict(AppError):
-    """The widget already has an active widget-wide credential of this driver: retire it
-    (`is_active: false`) or rotate its key instead."""
-
-    status, code, title = 409, "credential_conflict", "An active widget-wide credential of this driver exists"
-
-
-class CredentialUnavailable(AppError):
-    """No active credential can serve this: add one for the provider (widget-wide, or the assistant's)."""
-
-    status, code, title = 409, "credential_unavailable", "No usable credential"
-
-
-class IntegrationExists(AppError):
-    """The widget already has an integration binding; DELETE it first to rotate."""
-
-    status, code, title = 409, "integration_exists", "An integration binding already exists"
-
-
-class NothingToMigrate(AppError):
-    """The widget has no legacy AI settings (persona, system prompt or greeting) to seed an assistant from."""
-
-    status, code, title = 409, "nothing_to_migrate", "No legacy settings to migrate"
-
-
-class AssistantMissing(AppError):
-    """The AI operator's assistant no longer exists: bind it to an assistant (`assistant_id`) to revive it."""
-
-    status, code, title = 409, "assistant_missing", "The operator has no assistant"
 
 
 # --- settings and phrases ---------------------------------------------------------------------------------
@@ -301,79 +265,6 @@ def delete_assistant(*, widget: Widget, assistant: Assistant) -> None:
     assistant.delete()
     _audit_assistant(widget, pk, before, None)
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
-
-
-# --- AI operators -----------------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def create_operator(
-    *,
-    widget: Widget,
-    assistant: Assistant,
-    name: str | None = None,
-    show_in_header: bool = True,
-    status: str = "active",
-) -> Agent:
-    assert assistant.widget_id == widget.pk
-    operator = agent_services.create_ai_agent(
-        widget=widget,
-        name=name or assistant.name,
-        assistant_id=assistant.pk,
-        show_in_header=show_in_header,
-        status=OPERATOR_STATUS_TO_AGENT[status],
-    )
-    audit.record_row(
-        widget=widget, target_type=OPERATOR_AUDIT, target_id=operator.pk, before=None, after=_operator_values(operator)
-    )
-    return operator
-
-
-OPERATOR_AUDIT = "ai_operator"  # audit rows: ai_operator.created, .changed
-_AGENT_STATUS_TO_OPERATOR = {agent: api for api, agent in OPERATOR_STATUS_TO_AGENT.items()}
-
-
-def _operator_values(operator: Agent) -> dict:
-    """An AI operator as the API names its fields."""
-    return {
-        "name": operator.name,
-        "assistant_id": operator.ai_assistant_id,
-        "show_in_header": operator.show_in_header,
-        "status": _AGENT_STATUS_TO_OPERATOR.get(operator.status, operator.status),
-    }
-
-
-@transaction.atomic
-def update_operator(*, widget: Widget, operator: Agent, changes: dict) -> Agent:
-    """Rename, rebind, show_in_header, status (`active` revives a retired operator, which needs an
-    existing assistant)."""
-    assert operator.widget_id == widget.pk and operator.type == Agent.Type.AI
-    agent_changes = {}
-    if "name" in changes:
-        agent_changes["name"] = changes["name"]
-    if "show_in_header" in changes:
-        agent_changes["show_in_header"] = changes["show_in_header"]
-    if "assistant" in changes:
-        agent_changes["ai_assistant_id"] = changes["assistant"].pk
-    if "status" in changes:
-        agent_changes["status"] = OPERATOR_STATUS_TO_AGENT[changes["status"]]
-        assistant_id = agent_changes.get("ai_assistant_id", operator.ai_assistant_id)
-        if changes["status"] != "retired" and not Assistant.objects.filter(widget=widget, pk=assistant_id).exists():
-            raise AssistantMissing("Bind the operator to an assistant (`assistant_id`) to change its status.")
-    before = _operator_values(operator)
-    operator = agent_services.update_ai_agent(widget=widget, agent=operator, changes=agent_changes)
-    audit.record_row(
-        widget=widget,
-        target_type=OPERATOR_AUDIT,
-        target_id=operator.pk,
-        before=before,
-        after=_operator_values(operator),
-    )
-    return operator
-
-
-def retire_operator(*, widget: Widget, operator: Agent) -> Agent:
-    return update_operator(widget=widget, operator=operator, changes={"status": "retired"})
 
 
 # --- credentials ------------------------------------------------------------------------------------------
