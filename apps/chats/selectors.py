@@ -7,12 +7,15 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Exists, Lookup, OuterRef, Q, QuerySet, TextField
 
+from apps.core import keyset
 from apps.core.models import Widget
+from apps.core.statements import ModelStatement, Slot, Statement
 from apps.erasure.models import PendingErasure
+from apps.erasure.selectors import not_erasing
 from apps.widget.models import WidgetIcon
 
 from . import payloads
-from .models import Chat, Contact, File, Message, VisitorUpload
+from .models import Chat, Contact, File, Message, VisitorSession, VisitorUpload
 from .payloads import signed_file_url as _signed_file_url
 
 
@@ -101,6 +104,99 @@ def filter_chats(
     return queryset
 
 
+# --- the chat list (GET /api/v1/chats) ------------------------------------------------------------
+
+# The order of the list's pages (the cursor holds these values of a page's last row).
+CHAT_LIST_ORDERING = keyset.NEWEST_FIRST
+# The list's filters that are values in its SQL (each a slot of the compiled page), with their field.
+_CHAT_LIST_SLOTS = {"status": "status", "channel": "channel", "start": "created_at", "end": "created_at"}
+
+
+def chat_list_page(
+    *,
+    widget: Widget,
+    limit: int,
+    after: list | None = None,
+    status: str | None = None,
+    channel: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    has_client_messages: str | None = None,
+    q: str | None = None,
+) -> list[dict]:
+    """At most `limit` chats of the list (`filter_chats`' filters), as `values()` rows of
+    `payloads.CHAT_ROW_FIELDS`, in CHAT_LIST_ORDERING, strictly after `after` (the ordering's values
+    of the last row served; None: from the newest). A contact under erasure reads as missing.
+
+    A search (`q`) is built by the ORM on every call (its SQL depends on its words); every other
+    page runs a statement compiled once per combination of filters (apps.core.statements: through
+    the ORM, building the page's query is about half of a list request's CPU). A new filter is a
+    keyword here and in `filter_chats`, and an entry of `_CHAT_LIST_SLOTS` when it is a value."""
+    if q:
+        queryset = filter_chats(
+            _listed_chats(widget),
+            widget=widget,
+            status=status,
+            channel=channel,
+            start=start,
+            end=end,
+            has_client_messages=has_client_messages,
+            q=q,
+        )
+        return list(_keyset_page(queryset.values(*payloads.CHAT_ROW_FIELDS), after, limit))
+    shape, values = _chat_list_bindings(
+        limit, after, has_client_messages, status=status, channel=channel, start=start, end=end
+    )
+    return _CHAT_LIST_PAGE.rows(shape, widget=widget.pk, **values)
+
+
+def chat_list_sql(*, widget: Widget, limit: int, after: list | None = None, **filters) -> tuple[str, list]:
+    """The SQL and parameters `chat_list_page` runs for these arguments (no `q`): for the bench's
+    floor, which runs the very same statement."""
+    shape, values = _chat_list_bindings(
+        limit, after, filters.pop("has_client_messages", None), **{name: filters.get(name) for name in _CHAT_LIST_SLOTS}
+    )
+    return _CHAT_LIST_PAGE.sql(shape, widget=widget.pk, **values)
+
+
+def _chat_list_bindings(limit: int, after, has_client_messages, **given) -> tuple[tuple, dict]:
+    """The compiled page's shape (what changes its SQL: which filters are given, the limit, whether
+    there is a cursor) and its slots' values."""
+    present = frozenset(name for name, value in given.items() if value is not None)
+    values = {name: given[name] for name in present}
+    values.update({f"after_{i}": value for i, value in enumerate(after or ())})
+    return (present, has_client_messages, limit, after is not None), values
+
+
+def _listed_chats(widget) -> QuerySet[Chat]:
+    return Chat.objects.all().filter(widget=widget).filter(not_erasing("contact_id"))
+
+
+def _keyset_page(queryset: QuerySet, after, limit: int) -> QuerySet:
+    queryset = queryset.order_by(*CHAT_LIST_ORDERING)
+    if after is not None:
+        queryset = queryset.filter(keyset.after(CHAT_LIST_ORDERING, after))
+    return queryset[:limit]
+
+
+def _chat_list_query(slots: frozenset, has_client_messages, limit: int, has_cursor: bool) -> QuerySet:
+    """The page of `chat_list_page` with a slot for the widget, each given filter and the cursor."""
+    queryset = filter_chats(
+        _listed_chats(Slot("widget", Widget._meta.pk)),
+        widget=None,  # read by `q` only
+        has_client_messages=has_client_messages,
+        **{name: Slot(name, Chat._meta.get_field(_CHAT_LIST_SLOTS[name])) for name in slots},
+    ).values(*payloads.CHAT_ROW_FIELDS)
+    position = None
+    if has_cursor:
+        field = Chat._meta.get_field
+        position = [Slot(f"after_{i}", field(name.lstrip("-"))) for i, name in enumerate(CHAT_LIST_ORDERING)]
+    return _keyset_page(queryset, position, limit)
+
+
+_CHAT_LIST_PAGE = Statement(_chat_list_query)
+
+
 def filter_messages(*, chat: Chat, start: datetime | None = None, end: datetime | None = None) -> QuerySet[Message]:
     queryset = Message.objects.filter(chat=chat, widget_id=chat.widget_id).select_related("file")
     if start is not None:
@@ -108,6 +204,70 @@ def filter_messages(*, chat: Chat, start: datetime | None = None, end: datetime 
     if end is not None:
         queryset = queryset.filter(created_at__lt=end)
     return queryset
+
+
+# --- the visitor's lookups (every visitor call and message makes them: compiled once) --------------
+
+
+_VISITOR_SESSION = ModelStatement(
+    lambda: (
+        VisitorSession.objects.select_related("contact")
+        .filter(
+            token_hash=Slot("token_hash", VisitorSession._meta.get_field("token_hash")),
+            widget_id=Slot("widget", Widget._meta.pk),
+            contact__widget_id=Slot("widget", Widget._meta.pk),
+            last_seen_at__gte=Slot("cutoff", VisitorSession._meta.get_field("last_seen_at")),
+        )
+        .order_by("pk")[:1]
+    ),
+)
+
+
+def visitor_session(*, token_hash: str, widget: Widget, cutoff: datetime) -> VisitorSession | None:
+    """The session with this token hash, of `widget` and its contact, last seen since `cutoff`."""
+    found = _VISITOR_SESSION.instances(token_hash=token_hash, widget=widget.pk, cutoff=cutoff)
+    return found[0] if found else None
+
+
+_ROOM = ModelStatement(
+    lambda: (
+        Chat.objects.filter(
+            widget_id=Slot("widget", Widget._meta.pk),
+            contact_id=Slot("contact", Contact._meta.pk),
+            channel=Slot("channel", Chat._meta.get_field("channel")),
+        )
+        .filter(not_erasing())
+        .order_by("pk")[:1]
+    ),
+)
+
+
+def find_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
+    """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
+    socket opened before it can neither type nor mark seen into the room)."""
+    found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
+    return found[0] if found else None
+
+
+def _previous_message_at():
+    at = Slot("at", Message._meta.get_field("created_at"))
+    earlier = Q(created_at__lt=at) | Q(created_at=at, id__lt=Slot("message", Message._meta.pk))
+    return (
+        Message.objects.filter(earlier, chat_id=Slot("chat", Chat._meta.pk))
+        .order_by("-created_at", "-id")
+        .values("created_at")[:1]
+    )
+
+
+# read on every visitor message (the statistics' conversation count): compiled once
+_PREVIOUS_MESSAGE_AT = Statement(_previous_message_at)
+
+
+def previous_message_at(*, chat_id: int, before: Message) -> datetime | None:
+    """When the message of chat `chat_id` just before `before` (creation time, then id) was
+    written, or None when `before` is the first."""
+    rows = _PREVIOUS_MESSAGE_AT.rows(chat=chat_id, at=before.created_at, message=before.pk)
+    return rows[0]["created_at"] if rows else None
 
 
 # --- single rows by public or internal id (webhook payloads, compat) ------------------------------------

@@ -25,7 +25,9 @@ tasks of the events it took find them done.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -236,7 +238,7 @@ def emit(widget: Widget, type: str, *, objects: dict[str, Any] | None = None, **
     if type in CATALOGUE:
         row = OutboxEvent(widget=widget, type=type, data={**data, "button_guid": widget.button_guid})
         row.save(force_insert=True)
-        _pending_hand_off().add(row.pk)
+        _batch_for(row.pk)
     event = Event(widget=widget, type=type, data=data, objects=objects or {})
     for handler in _handlers.get((type, IN_TRANSACTION), ()):
         handler(event)
@@ -256,8 +258,14 @@ def _after_commit(handler: Handler, event: Event) -> Callable[[], None]:
 
 
 class _HandOff:
-    """The on-commit hand-off of one transaction's events: registered once, with the first event
-    of a transaction (or savepoint), and filled by the events emitted after it at the same level."""
+    """The after-commit hand-off of the events one transaction (or savepoint) emits at one savepoint
+    level: one fan-out task per FAN_OUT_BATCH of them, in emit order.
+
+    Each event registers the hand-off of its batch with `transaction.on_commit` (one registration
+    per event, Django's own seam). The first registration to run after the commit hands the whole
+    batch off; the others find it handed off and do nothing. So Django alone decides what survives:
+    a savepoint that rolls back drops its events' registrations, and a batch never holds an event of
+    another savepoint level (see `_batch_for`)."""
 
     def __init__(self, sids: frozenset) -> None:
         self.sids = sids
@@ -266,41 +274,43 @@ class _HandOff:
 
     def add(self, event_id) -> None:
         self.ids.append(event_id)
+        transaction.on_commit(self)
 
     def __call__(self) -> None:
+        if self.fired:
+            return
         self.fired = True
         for start in range(0, len(self.ids), FAN_OUT_BATCH):
             _hand_off([str(pk) for pk in self.ids[start : start + FAN_OUT_BATCH]])
 
 
-class _Immediate(_HandOff):
-    """Outside a transaction: hand the event off at once (nothing to wait for)."""
+# The batch the next event of this thread's (or task's) transaction joins. Weakly held: the strong
+# references are the on-commit registrations, so the batch lives exactly as long as Django keeps
+# one of them, and a transaction that ended (committed, rolled back) leaves nothing to join.
+_open_batch: contextvars.ContextVar[weakref.ref | None] = contextvars.ContextVar("outbox_batch", default=None)
 
-    def add(self, event_id) -> None:
-        _hand_off([str(event_id)])
 
-
-def _pending_hand_off() -> _HandOff:
-    """The hand-off this event joins: the one already registered in this transaction at the same
-    savepoint level, or a new one registered with `on_commit`.
+def _batch_for(event_id) -> None:
+    """Queue the hand-off of one committed-to-be event: at once outside a transaction (the row is
+    committed already), else in the batch of the current savepoint level.
 
     Joining only at the same level keeps the outbox's guarantee: Django drops the on-commit
-    callbacks of a savepoint that rolls back, so an event never joins a hand-off that a rollback it
-    survives would drop. The cached hand-off is trusted only while the connection's on-commit list
-    is the same object: a commit, a rollback and a savepoint rollback all replace that list."""
+    registrations of a savepoint that rolls back, so an event never joins a batch that a rollback
+    it survives would drop. And every event registers the batch itself, so an event is handed off
+    once its own transaction commits whatever became of the batch's earlier members (a batch that
+    lived on by mistake costs the fan-out a look at ids that were never committed, and the re-drive
+    catches what a broker outage loses)."""
     connection = transaction.get_connection()
+    if not connection.in_atomic_block:
+        _hand_off([str(event_id)])
+        return
     sids = frozenset(connection.savepoint_ids)
-    if not connection.in_atomic_block:  # autocommit: the row is committed already
-        return _Immediate(sids)
-    cached = getattr(connection, "_outbox_hand_off", None)
-    if cached is not None:
-        registered_in, pending = cached
-        if registered_in is connection.run_on_commit and pending.sids == sids and not pending.fired:
-            return pending
-    pending = _HandOff(sids)
-    connection._outbox_hand_off = (connection.run_on_commit, pending)
-    transaction.on_commit(pending)
-    return pending
+    ref = _open_batch.get()
+    batch = ref() if ref is not None else None
+    if batch is None or batch.fired or batch.sids != sids:
+        batch = _HandOff(sids)
+        _open_batch.set(weakref.ref(batch))
+    batch.add(event_id)
 
 
 def _hand_off(event_ids: list[str]) -> None:

@@ -12,6 +12,35 @@ from apps.core.auth.tokens import PREFIX_LENGTH, TOKEN_RE
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
+
+class RequestNotes:
+    """What the request log line names beyond the request itself: the widget and the token prefix
+    the call authenticated with. Opened by the request log middleware for each request and filled by
+    authentication (`note_request`); the middleware reads it when the answer is ready. The notes are
+    one object per request, so a value noted in a view's thread reaches the middleware's."""
+
+    __slots__ = ("widget_id", "token_prefix")
+
+    def __init__(self) -> None:
+        self.widget_id: int | None = None
+        self.token_prefix: str | None = None
+
+
+request_notes_var: contextvars.ContextVar[RequestNotes | None] = contextvars.ContextVar("request_notes", default=None)
+
+
+def note_request(*, widget=None, token_prefix: str | None = None) -> None:
+    """Name the widget (and the API token's prefix) of the current request in its log line; nothing
+    outside a request the middleware logs."""
+    notes = request_notes_var.get()
+    if notes is None:
+        return
+    if widget is not None:
+        notes.widget_id = widget.pk
+    if token_prefix is not None:
+        notes.token_prefix = token_prefix
+
+
 _QUERY_SECRET_RE = re.compile(r"(?i)([?&](?:session|access_token|token|api_key)=)[^&\s\"']+")
 _BEARER_RE = re.compile(r"(?i)(bearer|visitor)\s+[^\s\"'\\,;]+")
 # Routes whose path segment is itself the credential (matched by `tests/test_log_scrub_paths.py`

@@ -18,7 +18,7 @@ from apps.core.errors import (
     problem_response,
     to_app_error,
 )
-from apps.core.logging import request_id_var
+from apps.core.logging import RequestNotes, request_id_var, request_notes_var
 from apps.core.numbers import parse_int
 
 logger = logging.getLogger("apps.request")
@@ -67,6 +67,8 @@ class RequestContextMiddleware:
         request_id = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id
         token_var = request_id_var.set(request_id)
+        notes = RequestNotes()
+        notes_var = request_notes_var.set(notes)
         started = time.monotonic()
         try:
             response = self.get_response(request)
@@ -78,12 +80,13 @@ class RequestContextMiddleware:
                     "path": request.path,
                     "status": response.status_code,
                     "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                    "token": getattr(request, "token_prefix", None),
-                    "widget_id": getattr(getattr(request, "widget", None), "pk", None),
+                    "token": notes.token_prefix,
+                    "widget_id": notes.widget_id,
                 },
             )
             return response
         finally:
+            request_notes_var.reset(notes_var)
             request_id_var.reset(token_var)
 
 

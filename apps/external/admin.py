@@ -99,8 +99,8 @@ class ExternalOperatorAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
         created, secret = services.create_external_operator(
             widget=obj.widget, name=obj.name, url=obj.url, state=form.cleaned_data["state"]
         )
-        obj.__dict__.update({k: v for k, v in created.__dict__.items() if not k.startswith("_")})
-        obj._state.adding = False
+        obj.pk = created.pk  # the admin answers with the row the service made
+        obj.refresh_from_db()
         self.message_user(request, f"Signing secret of {created.public_id} (shown once): {secret}", messages.WARNING)
 
     def _move(self, request, queryset, state):

@@ -36,9 +36,9 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncDate
 
+from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, ChatTransfer, Message, Rating
 from apps.core import events
-from apps.core.statements import Slot, Statement
 from apps.core.timeparse import business_tz
 
 from . import services as stats
@@ -230,22 +230,8 @@ def _count_transfer(delta: stats.Delta, *, at: datetime, from_agent_id: int | No
 
 def _opens_conversation(message: Message) -> bool:
     """The visitor message is the room's first or follows the previous one by CONVERSATION_GAP+."""
-    rows = _PREVIOUS_MESSAGE_AT.rows(chat=message.chat_id, at=message.created_at, message=message.pk)
-    return not rows or message.created_at - rows[0]["created_at"] >= CONVERSATION_GAP
-
-
-def _previous_message_at():
-    at = Slot("at", Message._meta.get_field("created_at"))
-    earlier = Q(created_at__lt=at) | Q(created_at=at, id__lt=Slot("message", Message._meta.pk))
-    return (
-        Message.objects.filter(earlier, chat_id=Slot("chat", Chat._meta.pk))
-        .order_by("-created_at", "-id")
-        .values("created_at")[:1]
-    )
-
-
-# read on every visitor message: compiled once
-_PREVIOUS_MESSAGE_AT = Statement(_previous_message_at)
+    previous = chat_selectors.previous_message_at(chat_id=message.chat_id, before=message)
+    return previous is None or message.created_at - previous >= CONVERSATION_GAP
 
 
 # --- one chat's changes (inside the change's transaction, chat row locked) ----------------------------

@@ -18,7 +18,6 @@ from django.db import connection, transaction
 from django.db.models import F, Subquery
 
 from apps.chats.models import Rating
-from apps.core.statements import ModelStatement, Slot
 
 from .models import AGENT_COUNTERS, FACT_SHARDS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 
@@ -120,13 +119,8 @@ def apply(delta: Delta) -> None:
 
 
 def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
-    """The chat's snapshot; the caller holds the chat row lock. Read on every message: compiled
-    once."""
-    found = _CHAT_FACTS.instances(chat=chat_id)
-    return found[0] if found else None
-
-
-_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)))
+    """The chat's snapshot; the caller holds the chat row lock."""
+    return ChatFacts.objects.filter(pk=chat_id).first()
 
 
 def save_chat_facts(facts: ChatFacts, *, created: bool, fields: tuple[str, ...]) -> None:

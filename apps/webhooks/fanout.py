@@ -5,17 +5,14 @@ committed, the same process attempts them at once (`delivery.send_new`)."""
 
 from __future__ import annotations
 
-import operator
-from functools import partial, reduce
+from functools import partial
 
-from django.db import DEFAULT_DB_ALIAS, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
-from apps.core.statements import Slot, Statement
 
-from . import catalogue, delivery, payloads
+from . import catalogue, delivery, payloads, selectors
 from .models import Delivery, Subscription
 
 
@@ -26,29 +23,6 @@ def _envelope_for(sub: Subscription, event_type: str) -> str | None:
     return "native" if event_type in sub.events else None
 
 
-_SUBSCRIPTION_COLUMNS = tuple(f.attname for f in Subscription._meta.concrete_fields)
-
-
-def _active_subscriptions(widgets: int):
-    """The active subscriptions of `widgets` widgets (slots w0, w1, ...)."""
-    widget = Subscription._meta.get_field("widget")
-    # one `widget_id = slot` per widget, ORed (a related `__in` prepares its values before a slot is bound)
-    any_widget = reduce(operator.or_, (Q(widget_id=Slot(f"w{n}", widget)) for n in range(widgets)))
-    return Subscription.objects.filter(any_widget, is_active=True).values(*_SUBSCRIPTION_COLUMNS)
-
-
-# Compiled once per number of widgets (apps.core.statements): building and compiling this query
-# through the ORM would be a large part of the time from an event's commit to its first webhook request.
-_SUBSCRIPTIONS = Statement(_active_subscriptions)
-
-
-def _subscriptions(events: list[OutboxEvent]) -> list[Subscription]:
-    """The active subscriptions of the events' widgets."""
-    widget_ids = sorted({event.widget_id for event in events})
-    rows = _SUBSCRIPTIONS.tuples((len(widget_ids),), **{f"w{n}": pk for n, pk in enumerate(widget_ids)})
-    return [Subscription.from_db(DEFAULT_DB_ALIAS, _SUBSCRIPTION_COLUMNS, row) for row in rows]
-
-
 def fan_out_events(events: list[OutboxEvent]) -> int:
     """The outbox handler: one delivery per event and matching active endpoint, written in one
     INSERT that skips the endpoints already holding the event's delivery (fan-out may run twice).
@@ -56,7 +30,7 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
     trigger, task or lease cycle between commit and the first attempt). Returns the number of
     deliveries due to be sent."""
     by_widget: dict[int, list[Subscription]] = {}
-    for sub in _subscriptions(events):
+    for sub in selectors.active_subscriptions(widget_ids={event.widget_id for event in events}):
         by_widget.setdefault(sub.widget_id, []).append(sub)
     if not by_widget:
         return 0

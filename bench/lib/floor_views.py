@@ -3,7 +3,7 @@ the same database work as the measured endpoints and answer the same bytes. Serv
 bench.lib.settings; the tenant is a `widget` query parameter because there is no token.
 
 - chat_list: runs the SQL our list runs (once per distinct request it takes the text and bound
-  parameters of our compiled statement, apps.chats.api.views._CHAT_PAGE, or for `q` the ORM's SQL
+  parameters of our compiled statement, apps.chats.selectors.chat_list_sql, or for `q` the ORM's SQL
   of the same calls: the tenant filter, selectors.filter_chats, the payload's columns (`values()`),
   the keyset ordering, cursor condition and limit + 1) and renders the same JSON with an inline
   dict and json.dumps.
@@ -73,11 +73,9 @@ def chat_list_sql(
         return "", (), {}
     positions = {f"{expr.alias}.{expr.target.column}": i for i, (expr, _, _) in enumerate(compiler.select)}
     if not q:  # our list runs its compiled statement (the same query, slots for the values)
-        from apps.chats.api.views import _CHAT_PAGE
-
-        shape = (status is not None, False, False, False, has_client_messages, limit, after is not None)
-        after_values = {f"after_{i}": value for i, value in enumerate(after or ())}
-        sql, params = _CHAT_PAGE.sql(shape, widget=widget_id, **({"status": status} if status else {}), **after_values)
+        sql, params = selectors.chat_list_sql(
+            widget=widget, limit=limit + 1, after=after, status=status, has_client_messages=has_client_messages
+        )
     return sql, tuple(params), positions
 
 

@@ -9,7 +9,7 @@ import io
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from apps.core import signed
@@ -43,18 +43,40 @@ class SignedAssistantView(ScopedAPIView):
             body=self._raw_body(request),
         )
 
+    # The body this view read from the stream itself (a route whose body may pass Django's buffer).
+    streamed_body: bytes | None = None
+
     def _raw_body(self, request) -> bytes:
-        """The raw bytes the signature covers, read before the parser runs (which then parses them).
+        """The raw bytes the signature covers, read before the parser runs.
 
         Django buffers at most DATA_UPLOAD_MAX_MEMORY_SIZE through `request.body`; a route that
-        accepts more (speech to text: 6 MiB of audio as base64) reads its stream itself, bounded by
-        its `max_body_bytes` (BodySizeLimitMiddleware refused anything longer before the view)."""
-        django_request = request._request
+        accepts more (speech to text: 6 MiB of audio as base64) reads DRF's `request.stream` itself,
+        bounded by its `max_body_bytes` (BodySizeLimitMiddleware refused anything longer before the
+        view), and `validated` then parses those bytes as DRF's `request.data` would."""
         limit = getattr(self, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
-        if limit > settings.DATA_UPLOAD_MAX_MEMORY_SIZE and not hasattr(django_request, "_body"):
-            django_request._body = django_request.read(limit + 1)
-            django_request._stream = io.BytesIO(django_request._body)
-        return django_request.body
+        if limit <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return request.body
+        if self.streamed_body is None:
+            stream = request.stream  # None for an empty body
+            self.streamed_body = stream.read(limit + 1) if stream is not None else b""
+        return self.streamed_body
+
+    def validated(self, serializer_class, *, data=None, **kwargs) -> dict:
+        if data is None and self.streamed_body is not None:
+            data = self._parsed(self.streamed_body)
+        return super().validated(serializer_class, data=data, **kwargs)
+
+    def _parsed(self, body: bytes):
+        """`body` parsed as DRF's `Request._parse` parses a request's stream: no body or no content
+        type is empty data, a type no parser takes is 415, a malformed body the parser's 400."""
+        request = self.request
+        media_type = request.content_type
+        if not body or media_type is None:
+            return {}
+        parser = request.negotiator.select_parser(request, request.parsers)
+        if parser is None:
+            raise exceptions.UnsupportedMediaType(media_type)
+        return parser.parse(io.BytesIO(body), media_type, self.get_parser_context(request))
 
 
 # --- inputs and documented outputs ----------------------------------------------------------------------

@@ -7,16 +7,14 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.api.pagination import KeysetStatement
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
-from apps.core.statements import Slot
 from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import Chat, Message
-from ..payloads import CHAT_ROW_FIELDS, chat_payload, chat_row_payload, message_payload
+from ..payloads import chat_payload, chat_row_payload, message_payload
 from . import serializers as s
 from .filters import ChatListQuery, MessageListQuery
 
@@ -119,8 +117,6 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
         "seen": [409],
     }
 
-    compiled_lookup = True  # every chat write and read of one chat looks it up first
-
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure (apps.erasure) reads as missing."""
@@ -142,19 +138,9 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     @extend_schema(parameters=[ChatListQuery], responses={200: s.ChatDoc(many=True)})
     def list(self, request):
         filters = _rename_from(self.validated(ChatListQuery, data=query_data(request)))
-        if filters.get("q"):  # a search's SQL depends on its words: through the ORM
-            queryset = selectors.filter_chats(self.get_queryset(), widget=request.widget, **filters)
-            page = self.paginate_queryset(queryset.values(*CHAT_ROW_FIELDS))
-        else:  # the same filters as a statement compiled once per shape
-            shape = tuple(filters.get(name) is not None for name in _CHAT_SLOT_FILTERS)
-            page = self.paginator.paginate_statement(
-                _CHAT_PAGE,
-                request,
-                self,
-                shape=(*shape, filters.get("has_client_messages")),
-                widget=request.widget.pk,
-                **{name: filters[name] for name in _CHAT_SLOT_FILTERS if filters.get(name) is not None},
-            )
+        page = self.paginator.paginate_selector(
+            selectors.chat_list_page, request, self, widget=request.widget, **filters
+        )
         return self.get_paginated_response([chat_row_payload(row) for row in page])
 
     @extend_schema(responses={200: s.ChatDoc})
@@ -251,28 +237,6 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
         message: Message = data["message_id"]
         marked = services.mark_seen(widget=request.widget, chat=chat, message=message, by="agent")
         return Response({"chat_id": chat.pk, "message_id": message.pk, "marked": marked})
-
-
-# The chat list's filters that are values in its SQL (slots); `has_client_messages` changes the SQL
-# itself and `q` is served by the ORM (selectors.filter_chats).
-_CHAT_SLOT_FILTERS = ("status", "channel", "start", "end")
-
-
-def _chat_page(has_status, has_channel, has_start, has_end, has_client_messages):
-    def slot(name):
-        return Slot(name, Chat._meta.get_field({"start": "created_at", "end": "created_at"}.get(name, name)))
-
-    present = {"status": has_status, "channel": has_channel, "start": has_start, "end": has_end}
-    queryset = selectors.filter_chats(
-        ChatViewSet.tenant_queryset(ChatViewSet.tenant_slot()),
-        widget=None,  # used by `q` only
-        has_client_messages=has_client_messages,
-        **{name: slot(name) for name, given in present.items() if given},
-    )
-    return queryset.values(*CHAT_ROW_FIELDS)
-
-
-_CHAT_PAGE = KeysetStatement(_chat_page)
 
 
 def _rename_from(query: dict) -> dict:

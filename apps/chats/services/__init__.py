@@ -20,11 +20,9 @@ from .attribution import _operator_type as _operator_type
 from .attribution import await_human as await_human
 from .attribution import emit_accepted as emit_accepted
 from .attribution import record_answer as record_answer
-from .common import _LOCKED_CHAT as _LOCKED_CHAT
 from .common import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED
 from .common import AlreadyRated as AlreadyRated
 from .common import ChatIsSpam as ChatIsSpam
-from .common import _lock_held as _lock_held
 from .common import ensure_not_spam as ensure_not_spam
 from .common import lock_chat as lock_chat
 from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
@@ -34,7 +32,6 @@ from .contacts import create_contact as create_contact
 from .contacts import update_contact as update_contact
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats
-from .messages import _LOCKED_ROOM as _LOCKED_ROOM
 from .messages import TYPING_INTERVAL as TYPING_INTERVAL
 from .messages import MessageInput as MessageInput
 from .messages import _emit_message as _emit_message
@@ -47,7 +44,6 @@ from .messages import post_client_message as post_client_message
 from .messages import rate_chat as rate_chat
 from .messages import request_rating as request_rating
 from .messages import submit_offline_message as submit_offline_message
-from .rooms import _ROOM as _ROOM
 from .rooms import WIDGET_CHANNEL as WIDGET_CHANNEL
 from .rooms import find_room as find_room
 from .rooms import get_or_create_room as get_or_create_room

@@ -13,7 +13,6 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.core import events
 from apps.core.models import Widget
-from apps.core.statements import ModelStatement, Slot
 from apps.erasure.selectors import not_erasing
 
 from ..models import Chat, Contact, Message, Rating
@@ -120,23 +119,14 @@ def post_client_message(
 def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     """The contact's room on `channel`, locked as lock_chat locks it (widget and contact joined), or
     None when there is none yet."""
-    found = _LOCKED_ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
-    return found[0] if found else None
-
-
-_LOCKED_ROOM = ModelStatement(
-    lambda: (
+    return (
         Chat.objects.select_for_update(of=("self",))
         .select_related("widget", "contact")
-        .filter(
-            widget_id=Slot("widget", Widget._meta.pk),
-            contact_id=Slot("contact", Contact._meta.pk),
-            channel=Slot("channel", Chat._meta.get_field("channel")),
-        )
+        .filter(widget_id=widget.pk, contact_id=contact.pk, channel=channel)
         .filter(not_erasing())
-        .order_by("pk")[:1]
-    ),
-)
+        .order_by("pk")
+        .first()
+    )
 
 
 @transaction.atomic

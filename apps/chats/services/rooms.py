@@ -6,9 +6,9 @@ from django.db import IntegrityError, transaction
 
 from apps.core import events
 from apps.core.models import Widget
-from apps.core.statements import ModelStatement, Slot
 from apps.erasure import selectors as erasure
 
+from .. import selectors
 from ..models import Chat, Contact
 
 WIDGET_CHANNEL = "widget"
@@ -40,20 +40,5 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
 
 def find_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL) -> Chat | None:
     """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
-    socket opened before it can neither type nor mark seen into the room). Every visitor message
-    looks it up: compiled once."""
-    found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
-    return found[0] if found else None
-
-
-_ROOM = ModelStatement(
-    lambda: (
-        Chat.objects.filter(
-            widget_id=Slot("widget", Widget._meta.pk),
-            contact_id=Slot("contact", Contact._meta.pk),
-            channel=Slot("channel", Chat._meta.get_field("channel")),
-        )
-        .filter(erasure.not_erasing())
-        .order_by("pk")[:1]
-    ),
-)
+    socket opened before it can neither type nor mark seen into the room)."""
+    return selectors.find_room(widget=widget, contact=contact, channel=channel)

@@ -24,14 +24,15 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core import selectors as core_selectors
 from apps.core.auth.tokens import hash_token as hash_token
 from apps.core.errors import AppError, NotFound
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 from apps.core.ratelimit import address_from as address_from
 from apps.core.ratelimit import client_address as client_address
-from apps.core.statements import ModelStatement, Slot
 
+from .. import selectors
 from ..models import VisitorSession
 
 SESSION_TOKEN_PREFIX = "cvs_"  # noqa: S105 (public marker, not a secret)
@@ -80,28 +81,10 @@ def token_from_header(header: str | None) -> str:
 
 def resolve_widget(button_guid: str | None) -> Widget:
     """The widget of the path; an unknown guid is 404 (the API switch does not matter here)."""
-    found = _WIDGET_BY_GUID.instances(guid=button_guid) if button_guid else []
-    if not found:
+    widget = core_selectors.widget_by_button_guid(button_guid) if button_guid else None
+    if widget is None:
         raise NotFound("No widget with this button_guid.")
-    return found[0]
-
-
-# The visitor API's two lookups of every call, compiled once.
-_WIDGET_BY_GUID = ModelStatement(
-    lambda: Widget.objects.filter(button_guid=Slot("guid", Widget._meta.get_field("button_guid"))).order_by("pk")[:1],
-)
-_SESSION = ModelStatement(
-    lambda: (
-        VisitorSession.objects.select_related("contact")
-        .filter(
-            token_hash=Slot("token_hash", VisitorSession._meta.get_field("token_hash")),
-            widget_id=Slot("widget", Widget._meta.pk),
-            contact__widget_id=Slot("widget", Widget._meta.pk),
-            last_seen_at__gte=Slot("cutoff", VisitorSession._meta.get_field("last_seen_at")),
-        )
-        .order_by("pk")[:1]
-    ),
-)
+    return widget
 
 
 def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
@@ -110,10 +93,9 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
     if not token or not _TOKEN_RE.match(token):
         return None
     now = timezone.now()
-    found = _SESSION.instances(token_hash=hash_token(token), widget=widget.pk, cutoff=idle_cutoff(now))
-    if not found:
+    session = selectors.visitor_session(token_hash=hash_token(token), widget=widget, cutoff=idle_cutoff(now))
+    if session is None:
         return None
-    session = found[0]
     note_seen(session, now)
     return session
 

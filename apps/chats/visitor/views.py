@@ -20,6 +20,7 @@ from apps.core.api.query import query_data
 from apps.core.api.renderers import APIJSONRenderer
 from apps.core.api.serializers import validate_input
 from apps.core.files import single_upload
+from apps.core.logging import note_request
 from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
@@ -70,7 +71,8 @@ class VisitorAPIView(APIView):
         if request.method == "OPTIONS":
             return
         self.widget = auth.resolve_widget(kwargs.get("button_guid"))
-        request.widget = request._request.widget = self.widget  # the request log names the widget
+        request.widget = self.widget
+        note_request(widget=self.widget)  # the request log names the widget
         self.session = auth.authenticate(request, widget=self.widget) if self.session_required else None
         self.contact = self.session.contact if self.session is not None else None
         method = request.method.lower()

@@ -15,20 +15,18 @@ import json
 import os
 import re
 from datetime import datetime
-from functools import reduce
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
-from django.db.models import Q
 from django.utils.crypto import salted_hmac
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
+from apps.core import keyset
 from apps.core.errors import ValidationFailed
 from apps.core.numbers import parse_int
-from apps.core.statements import Slot, Statement
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -101,29 +99,8 @@ def open_cursor(raw: str, *, context: str) -> list:
     raise ValueError("not a cursor")
 
 
-class KeysetStatement(Statement):
-    """A compiled keyset page of `build(*shape)` (a `values()` queryset whose varying values are
-    slots): ordered by `ordering`, after the cursor's position when there is one (slots `after_0`,
-    `after_1`, ...), `limit + 1` rows. Its shape is the build's shape, the limit and whether a cursor
-    was given. Served by `KeysetPagination.paginate_statement`."""
-
-    def __init__(self, build, ordering: tuple[str, ...] | None = None):
-        self.ordering = tuple(ordering or KeysetPagination.ordering)
-
-        def page(*shape):
-            *build_shape, limit, has_cursor = shape
-            queryset = build(*build_shape).order_by(*self.ordering)
-            if has_cursor:
-                field = queryset.model._meta.get_field
-                position = [Slot(f"after_{i}", field(name.lstrip("-"))) for i, name in enumerate(self.ordering)]
-                queryset = queryset.filter(KeysetPagination._after(self.ordering, position))
-            return queryset[: limit + 1]
-
-        super().__init__(page)
-
-
 class KeysetPagination(BasePagination):
-    ordering: tuple[str, ...] = ("-created_at", "-id")
+    ordering: tuple[str, ...] = keyset.NEWEST_FIRST
 
     def _context(self, request, view) -> str:
         """What a cursor is bound to: the view class and the token's widget."""
@@ -159,23 +136,19 @@ class KeysetPagination(BasePagination):
             queryset = queryset.filter(self._after(ordering, position))
         return self._page(list(queryset[: self.limit + 1]))
 
-    def paginate_statement(self, statement: KeysetStatement, request, view=None, *, shape=(), **values) -> list[dict]:
-        """A page of a compiled keyset statement (see `KeysetStatement`): the same page, cursor and
-        errors as `paginate_queryset` on the statement's queryset with these values."""
-        position = self._open(request, view, statement.ordering)
-        after = {f"after_{i}": value for i, value in enumerate(position or ())}
-        return self._page(statement.rows((*shape, self.limit, position is not None), **values, **after))
+    def paginate_selector(self, select, request, view=None, **filters) -> list:
+        """A page that a selector serves itself: `select(**filters, after=position, limit=n)` returns
+        at most `n` rows in the view's cursor ordering, strictly after `position` (the cursor's
+        values, or None for the first page). The same page, cursor and errors as
+        `paginate_queryset` on the selector's queryset."""
+        ordering = tuple(getattr(view, "cursor_ordering", None) or self.ordering)
+        position = self._open(request, view, ordering)
+        return self._page(list(select(**filters, after=position, limit=self.limit + 1)))
 
     @staticmethod
-    def _after(ordering, position) -> Q:
-        """Rows strictly after `position` in `ordering` (lexicographic keyset condition)."""
-        clauses = []
-        for i, field in enumerate(ordering):
-            name = field.lstrip("-")
-            op = "lt" if field.startswith("-") else "gt"
-            equal = {f.lstrip("-"): position[j] for j, f in enumerate(ordering[:i])}
-            clauses.append(Q(**equal, **{f"{name}__{op}": position[i]}))
-        return reduce(lambda a, b: a | b, clauses)
+    def _after(ordering, position):
+        """Rows strictly after `position` in `ordering` (see apps.core.keyset)."""
+        return keyset.after(ordering, position)
 
     def next_cursor(self) -> str | None:
         if not self.has_next or self.last is None:

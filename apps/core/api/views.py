@@ -25,8 +25,6 @@ from apps.core.api.negotiation import AcceptNegotiation
 from apps.core.api.serializers import validate_input
 from apps.core.auth.scopes import ALL_SCOPES, RESERVED_SCOPES
 from apps.core.errors import NotFound, RateLimited
-from apps.core.models import Widget
-from apps.core.statements import ModelStatement, Slot
 
 _STANDARD_ACTIONS = ("list", "create", "retrieve", "update", "partial_update", "destroy")
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -215,11 +213,6 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
     """
 
     tenant_field = "widget"
-    # True: `get_object` runs one statement compiled once per view instead
-    # of building the query per request. Only for a view whose `scope_queryset` depends on nothing
-    # of the request (it is compiled from a view made without one) and whose lookup field is an
-    # integer column: the detail routes every chat write goes through.
-    compiled_lookup = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -243,14 +236,8 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
 
     @classmethod
     def tenant_queryset(cls, widget):
-        """The rows of one widget: `widget` is the token's widget, or a `Slot` in a compiled
-        statement of this view (see apps.core.statements)."""
+        """The rows of one widget (the token's)."""
         return cls.queryset.all().filter(**{cls.tenant_field: widget})
-
-    @classmethod
-    def tenant_slot(cls) -> Slot:
-        """The widget of a compiled statement: bound with `widget=<the token's widget id>`."""
-        return Slot("widget", Widget._meta.pk)
 
     def get_queryset(self):
         widget = getattr(self.request, "widget", None)
@@ -259,38 +246,14 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
         return self.scope_queryset(self.tenant_queryset(widget))
 
     def get_object(self):
-        lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
-        value = self.kwargs.get(lookup_url_kwarg)
-        widget = getattr(self.request, "widget", None)
-        if self.compiled_lookup and widget is not None:
-            obj = self._compiled_object(widget, value)
-        else:
-            queryset = self.get_queryset()
-            try:
-                obj = queryset.get(**{self.lookup_field: value})
-            except (queryset.model.DoesNotExist, ValueError, TypeError):
-                raise NotFound() from None
+        queryset = self.get_queryset()
+        value = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+        try:
+            obj = queryset.get(**{self.lookup_field: value})
+        except (queryset.model.DoesNotExist, ValueError, TypeError):
+            raise NotFound() from None
         self.check_object_permissions(self.request, obj)
         return obj
-
-    def _compiled_object(self, widget, value):
-        """`get_object` through the view's compiled lookup (see `compiled_lookup`). A key that is
-        not a whole number in its column's range finds nothing, as through the ORM."""
-        cls = type(self)
-        statement = cls.__dict__.get("_object_statement")
-        if statement is None:
-            statement = ModelStatement(
-                lambda: (
-                    cls()
-                    .scope_queryset(cls.tenant_queryset(cls.tenant_slot()))
-                    .filter(**{cls.lookup_field: Slot("key", _integer_field(cls.queryset.model, cls.lookup_field))})
-                ),
-            )
-            cls._object_statement = statement
-        found = statement.instances(widget=widget.pk, key=self.lookup_key(value))
-        if not found:
-            raise NotFound()
-        return found[0]
 
     def lookup_key(self, value=None) -> int:
         """The URL's key (or `value`) as the integer the ORM would look up; NotFound when it is not
@@ -311,5 +274,5 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
 def _integer_field(model, name: str):
     field = model._meta.pk if name == "pk" else model._meta.get_field(name)
     if field.get_internal_type() not in {"AutoField", "BigAutoField", "IntegerField", "BigIntegerField"}:
-        raise TypeError(f"compiled_lookup needs an integer lookup field, not {model.__name__}.{name}")
+        raise TypeError(f"lookup_key needs an integer lookup field, not {model.__name__}.{name}")
     return field

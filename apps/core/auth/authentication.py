@@ -14,8 +14,9 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 
 from apps.core.errors import InvalidToken, NotAuthenticated, TokenInQuery
-from apps.core.models import ApiToken, Widget
-from apps.core.statements import Slot, Statement
+from apps.core.logging import note_request
+from apps.core.models import ApiToken
+from apps.core.selectors import find_token
 
 from . import tokens
 
@@ -43,33 +44,6 @@ def query_carries_token(query_dict, raw_query: str) -> bool:
     return bool(tokens.TOKEN_RE.search(raw_query))
 
 
-_TOKEN_COLUMNS = tuple(f.attname for f in ApiToken._meta.concrete_fields)
-_WIDGET_COLUMNS = tuple(f.attname for f in Widget._meta.concrete_fields)
-
-
-def _token_by_prefix():
-    # `prefix` is unique: no ordering, at most one row. Compiled once (apps.core.statements): this
-    # lookup runs on every API request, and the ORM's compile was most of its cost.
-    prefix = Slot("prefix", ApiToken._meta.get_field("prefix"))
-    return ApiToken.objects.filter(prefix=prefix).values(
-        *_TOKEN_COLUMNS, *(f"widget__{name}" for name in _WIDGET_COLUMNS)
-    )[:1]
-
-
-_TOKEN_BY_PREFIX = Statement(_token_by_prefix)
-
-
-def find_token(prefix: str) -> ApiToken | None:
-    """The token with this prefix and its widget (loaded with it), or None."""
-    rows = _TOKEN_BY_PREFIX.tuples(prefix=prefix)
-    if not rows:
-        return None
-    row = rows[0]  # the token's columns, then the widget's (the values() order)
-    token = ApiToken.from_db("default", _TOKEN_COLUMNS, row[: len(_TOKEN_COLUMNS)])
-    token.widget = Widget.from_db("default", _WIDGET_COLUMNS, row[len(_TOKEN_COLUMNS) :])
-    return token
-
-
 def _in_force(token: ApiToken, now) -> bool:
     return not token.is_revoked and not token.is_expired(now)
 
@@ -90,10 +64,10 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise InvalidToken("The Authorization header must be `Bearer <token>`.")
         token = self.resolve(credential)
         principal = TokenPrincipal(token)
-        # The tenant comes from the token only, never from the URL or the body.
-        request._request.widget = token.widget
-        request._request.token_prefix = token.prefix
-        request._request.api_token = token
+        # The tenant comes from the token only, never from the URL or the body. `request` is the
+        # view's DRF request: its views read `request.widget`, and `request.auth` is the token.
+        request.widget = token.widget
+        note_request(widget=token.widget, token_prefix=token.prefix)
         return principal, token
 
     def authenticate_header(self, request):

@@ -30,8 +30,7 @@ ASSISTANT_NOTE = (
 
 
 def _token_id(request) -> int | None:
-    token = getattr(request, "api_token", None) or getattr(request._request, "api_token", None)
-    return getattr(token, "pk", None)
+    return getattr(request.auth, "pk", None)  # the API token (apps.core.auth.authentication)
 
 
 _NO_ROW = object()  # an id given but past any row's range (IdQueryField answers None): a missing one
