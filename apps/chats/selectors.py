@@ -112,7 +112,7 @@ CHAT_LIST_ORDERING = keyset.NEWEST_FIRST
 _CHAT_LIST_SLOTS = {"status": "status", "channel": "channel", "start": "created_at", "end": "created_at"}
 
 
-def chat_list_page(
+def list_chats(
     *,
     widget: Widget,
     limit: int,
@@ -151,7 +151,7 @@ def chat_list_page(
 
 
 def chat_list_sql(*, widget: Widget, limit: int, after: list | None = None, **filters) -> tuple[str, list]:
-    """The SQL and parameters `chat_list_page` runs for these arguments (no `q`): for the bench's
+    """The SQL and parameters `list_chats` runs for these arguments (no `q`): for the bench's
     floor, which runs the very same statement."""
     shape, values = _chat_list_bindings(
         limit, after, filters.pop("has_client_messages", None), **{name: filters.get(name) for name in _CHAT_LIST_SLOTS}
@@ -180,7 +180,7 @@ def _keyset_page(queryset: QuerySet, after, limit: int) -> QuerySet:
 
 
 def _chat_list_query(slots: frozenset, has_client_messages, limit: int, has_cursor: bool) -> QuerySet:
-    """The page of `chat_list_page` with a slot for the widget, each given filter and the cursor."""
+    """The page of `list_chats` with a slot for the widget, each given filter and the cursor."""
     queryset = filter_chats(
         _listed_chats(Slot("widget", Widget._meta.pk)),
         widget=None,  # read by `q` only
@@ -223,7 +223,7 @@ _VISITOR_SESSION = ModelStatement(
 )
 
 
-def visitor_session(*, token_hash: str, widget: Widget, cutoff: datetime) -> VisitorSession | None:
+def get_visitor_session(*, token_hash: str, widget: Widget, cutoff: datetime) -> VisitorSession | None:
     """The session with this token hash, of `widget` and its contact, last seen since `cutoff`."""
     found = _VISITOR_SESSION.instances(token_hash=token_hash, widget=widget.pk, cutoff=cutoff)
     return found[0] if found else None
@@ -242,7 +242,7 @@ _ROOM = ModelStatement(
 )
 
 
-def find_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
+def get_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
     socket opened before it can neither type nor mark seen into the room)."""
     found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
@@ -263,7 +263,7 @@ def _previous_message_at():
 _PREVIOUS_MESSAGE_AT = Statement(_previous_message_at)
 
 
-def previous_message_at(*, chat_id: int, before: Message) -> datetime | None:
+def get_previous_message_at(*, chat_id: int, before: Message) -> datetime | None:
     """When the message of chat `chat_id` just before `before` (creation time, then id) was
     written, or None when `before` is the first."""
     rows = _PREVIOUS_MESSAGE_AT.rows(chat=chat_id, at=before.created_at, message=before.pk)

@@ -38,7 +38,7 @@ _WIDGET_BY_GUID = ModelStatement(
 )
 
 
-def widget_by_button_guid(button_guid: str) -> Widget | None:
+def get_widget_by_button_guid(*, button_guid: str) -> Widget | None:
     """The widget of a visitor API path's `button_guid`, or None."""
     found = _WIDGET_BY_GUID.instances(guid=button_guid)
     return found[0] if found else None

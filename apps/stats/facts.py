@@ -230,7 +230,7 @@ def _count_transfer(delta: stats.Delta, *, at: datetime, from_agent_id: int | No
 
 def _opens_conversation(message: Message) -> bool:
     """The visitor message is the room's first or follows the previous one by CONVERSATION_GAP+."""
-    previous = chat_selectors.previous_message_at(chat_id=message.chat_id, before=message)
+    previous = chat_selectors.get_previous_message_at(chat_id=message.chat_id, before=message)
     return previous is None or message.created_at - previous >= CONVERSATION_GAP
 
 

@@ -30,7 +30,7 @@ def fan_out_events(events: list[OutboxEvent]) -> int:
     trigger, task or lease cycle between commit and the first attempt). Returns the number of
     deliveries due to be sent."""
     by_widget: dict[int, list[Subscription]] = {}
-    for sub in selectors.active_subscriptions(widget_ids={event.widget_id for event in events}):
+    for sub in selectors.list_active_subscriptions(widget_ids={event.widget_id for event in events}):
         by_widget.setdefault(sub.widget_id, []).append(sub)
     if not by_widget:
         return 0

@@ -32,7 +32,7 @@ def _active_subscriptions(widgets: int):
 _SUBSCRIPTIONS = Statement(_active_subscriptions)
 
 
-def active_subscriptions(*, widget_ids: Iterable[int]) -> list[Subscription]:
+def list_active_subscriptions(*, widget_ids: Iterable[int]) -> list[Subscription]:
     """The active subscriptions of these widgets (the fan-out's of a batch of events)."""
     ids = sorted(set(widget_ids))
     if not ids:

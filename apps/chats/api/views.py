@@ -127,7 +127,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
 
     def _locked_chat(self, related: tuple[str, ...]) -> Chat:
         """`get_object` for a write in the idempotency transaction: the chat locked with `related`
-        in the one read the service would make (its lock_chat then reads nothing again)."""
+        in the one read the service would make (the view then hands it over as `locked`)."""
         try:
             chat = services.lock_chat(widget=self.request.widget, chat=Chat(pk=self.lookup_key()), related=related)
         except Chat.DoesNotExist:
@@ -138,9 +138,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     @extend_schema(parameters=[ChatListQuery], responses={200: s.ChatDoc(many=True)})
     def list(self, request):
         filters = _rename_from(self.validated(ChatListQuery, data=query_data(request)))
-        page = self.paginator.paginate_selector(
-            selectors.chat_list_page, request, self, widget=request.widget, **filters
-        )
+        page = self.paginator.paginate_selector(selectors.list_chats, request, self, widget=request.widget, **filters)
         return self.get_paginated_response([chat_row_payload(row) for row in page])
 
     @extend_schema(responses={200: s.ChatDoc})
@@ -218,6 +216,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
                 keyboard=_keyboard(data.get("keyboard")),
                 origin=data.get("origin", ""),
             ),
+            locked=True,
         )
         return _accepted({"id": message.pk, "chat_id": chat.pk, "created_at": message.created_at.isoformat()})
 

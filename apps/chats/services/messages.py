@@ -131,12 +131,17 @@ def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | No
 
 @transaction.atomic
 def post_agent_message(
-    *, widget: Widget, chat: Chat, agent: Agent | None, data: MessageInput, source: str = "api"
+    *, widget: Widget, chat: Chat, agent: Agent | None, data: MessageInput, source: str = "api", locked: bool = False
 ) -> Message:
     """An operator writes into a chat (REST, console, compat). `agent` None means the chat's
     assigned agent. A message into an expired chat is stored there and reopens it; a spam chat
-    refuses (409). A visible reply into an unclaimed room accepts it."""
-    chat = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
+    refuses (409). A visible reply into an unclaimed room accepts it.
+
+    `locked=True`: the caller took `chat` from `lock_chat(widget=widget, related=AGENT_MESSAGE_RELATED)`
+    in the transaction this call runs in (the REST send and a support reply lock it before they
+    validate against it), so the service writes under that lock instead of reading the row again."""
+    if not locked:
+        chat = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
     ensure_not_spam(chat, detail="A spam chat takes no messages; move it to active first.")
     author = agent or chat.agent
     if author is None:

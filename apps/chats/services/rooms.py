@@ -41,4 +41,4 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
 def find_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL) -> Chat | None:
     """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
     socket opened before it can neither type nor mark seen into the room)."""
-    return selectors.find_room(widget=widget, contact=contact, channel=channel)
+    return selectors.get_room(widget=widget, contact=contact, channel=channel)

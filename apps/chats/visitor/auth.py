@@ -81,7 +81,7 @@ def token_from_header(header: str | None) -> str:
 
 def resolve_widget(button_guid: str | None) -> Widget:
     """The widget of the path; an unknown guid is 404 (the API switch does not matter here)."""
-    widget = core_selectors.widget_by_button_guid(button_guid) if button_guid else None
+    widget = core_selectors.get_widget_by_button_guid(button_guid=button_guid) if button_guid else None
     if widget is None:
         raise NotFound("No widget with this button_guid.")
     return widget
@@ -93,7 +93,7 @@ def find_session(*, widget: Widget, token: str | None) -> VisitorSession | None:
     if not token or not _TOKEN_RE.match(token):
         return None
     now = timezone.now()
-    session = selectors.visitor_session(token_hash=hash_token(token), widget=widget, cutoff=idle_cutoff(now))
+    session = selectors.get_visitor_session(token_hash=hash_token(token), widget=widget, cutoff=idle_cutoff(now))
     if session is None:
         return None
     note_seen(session, now)

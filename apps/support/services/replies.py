@@ -115,6 +115,7 @@ def send_reply(
         agent=operator,
         data=chat_services.MessageInput(body=text, origin=SUPPORT_REPLY_ORIGIN),
         source="support",
+        locked=True,
     )
     effect = _ticket_effect(ticket=ticket, close=data.close_ticket, now=now)
     return ReplyResult(message=message, chat=chat, delivery=delivery_of(chat.channel), ticket_effect=effect)
