@@ -889,7 +889,7 @@ def test_a_claim_left_working_by_a_dead_worker_is_re_driven_and_answered_once(bo
     assert runtime.redrive() == 0
     # the dead worker's own task, were it to finish now, posts nothing
     assert (
-        runtime._finish(
+        runtime.answering._finish(
             widget=widget,
             chat=message.chat,
             message=message,
