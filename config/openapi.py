@@ -90,7 +90,7 @@ SPECTACULAR_SETTINGS = {
         "AiOperatorsStateEnum": "apps.ai.detached.OPERATOR_STATES",
         "WidgetTranslatableFieldEnum": "apps.widget.settings_vocabulary.TRANSLATABLE",
         "AiProviderEnum": ["openai", "anthropic", "gigachat", "openai_compatible"],
-        "MessengerProviderEnum": ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"],
+        "MessengerProviderEnum": "apps.channels.messengers.PROVIDERS",
         "AcceptedStatusEnum": ["accepted"],
         "LearningCycleStatusEnum": "apps.learning.models.TuningCycle.Status",
         "PersonaVersionSourceEnum": "apps.learning.models.PersonaVersion.Source",

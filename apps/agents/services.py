@@ -94,8 +94,9 @@ class InvitationUnusable(Exception):
 
 
 def _profile_changed(widget: Widget, agent: Agent) -> None:
-    """What the public widget config shows of `agent` changed (the widget app purges its cache)."""
-    events.emit(widget, events.AGENT_PROFILE_CHANGED, operator_id=agent.pk)
+    """What the public widget config shows of `agent` changed (the widget app purges its cache; for
+    an AI operator, the AI app changes its configuration's version)."""
+    events.emit(widget, events.AGENT_PROFILE_CHANGED, objects={"agent": agent}, operator_id=agent.pk)
 
 
 def _lock_account(widget: Widget) -> Account:

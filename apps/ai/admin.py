@@ -192,7 +192,7 @@ class CredentialChangeForm(forms.ModelForm):
 class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
     """Keys and signing secrets are never shown (stored encrypted; rotate through the API). Changes
     are saved through `services.update_credential`, as the API's PATCH (which writes their audit
-    row); the widget cannot change. Deletions are audited by AuditedAdmin.
+    row), and deleted through `services.delete_credential` (audited); the widget cannot change.
 
     SECURITY: a credential's `base_url` is where its key is sent, so a staff user reaches only the
     credentials of the widgets an API token could be issued for (`issuable_widgets`)."""
@@ -213,6 +213,9 @@ class CredentialAdmin(IssuableWidgetsOnly, AuditedAdmin):
         # The form checked a copy; the service checks again under its lock and saves.
         services.update_credential(widget=obj.widget, credential=obj, changes=form.changes())
         obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.delete_credential(widget=obj.widget, credential=obj)
 
 
 @admin.register(IntegrationBinding)

@@ -14,8 +14,9 @@ class AiConfig(AppConfig):
         outbound.ai_private_hosts()
         from . import config, selectors
 
-        # Every write to the AI configuration changes its version (the workers' per-process copy).
-        config.connect()
+        # A change of an AI operator's agent row changes the AI configuration's version (the
+        # workers' per-process copy); the AI app's own writes change it in apps.ai.services.
+        events.subscribe(events.AGENT_PROFILE_CHANGED, config.agent_changed, phase=events.IN_TRANSACTION)
         # What the apps below ask of this one (apps.core.ports): the widget app's translation status
         # (`credential_missing`), the visitor config's `online` (the AI answers as a machine), the
         # signed-envelope verifier's binding and the knowledge base's embedder and assistants.

@@ -139,7 +139,7 @@ def _summary_later(*, chat_id: int, operator_id: int, since: float | None) -> st
     waited = time.time() - since
     if waited > runtime.limits.LONGEST_WAIT.total_seconds():
         return "busy"
-    if not runtime._eager():  # no countdown runs eagerly: the summary is left out
+    if not runtime.runs_eagerly():  # no countdown runs eagerly: the summary is left out
         send_summary(chat_id=chat_id, operator_id=operator_id, countdown=turns.wait_seconds(waited), since=since)
     return "waiting"
 

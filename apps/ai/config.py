@@ -3,10 +3,11 @@ version: the AI settings, the effective assistant, its active AI operator and th
 (credentials decrypted). The knowledge-base index's pattern (apps.kb.index): a version stored with
 the data, changed in the writer's transaction, compared on every use.
 
-`AiSettings.config_version` changes with every save or delete of the widget's AI settings,
-assistants, AI operators and credentials (the model signals connected in AiConfig.ready: the admin,
-the API, the management commands and cascades all save or delete through the ORM; a queryset
-`update()` of these rows must call `bump` itself). A task reads the version with its first query and
+`AiSettings.config_version` changes in the transaction of every write to the widget's AI settings,
+assistants, AI operators and credentials: the services that write them (apps.ai.services, which the
+API, the console, the admin and self-learning call) call `bump`, and a change of an AI operator's
+agent row (apps.agents.services, for any caller) reaches `agent_changed` through the agents' profile
+event. A new writer of these rows calls `bump` too. A task reads the version with its first query and
 gets the configuration from here without a statement while it is unchanged. A widget without the
 settings row has the AI off: nothing is cached for it.
 """
@@ -20,7 +21,7 @@ from apps.agents.models import Agent
 from apps.core.models import Widget
 
 from . import selectors
-from .models import AiSettings, Assistant, Credential, new_config_version
+from .models import AiSettings, Assistant, new_config_version
 
 
 @dataclass(frozen=True)
@@ -78,17 +79,11 @@ def bump(widget_id: int) -> None:
     AiSettings.objects.filter(widget_id=widget_id).update(config_version=new_config_version())
 
 
-def _changed(sender, instance, **kwargs) -> None:
-    if sender is Agent and instance.type != Agent.Type.AI:
-        return
-    bump(instance.widget_id)
-
-
-def connect() -> None:
-    """Called by AiConfig.ready."""
-    from django.db.models.signals import post_delete, post_save
-
-    for model in (AiSettings, Assistant, Credential, Agent):
-        uid = f"ai.config.{model.__name__}"
-        post_save.connect(_changed, sender=model, dispatch_uid=f"{uid}.save")
-        post_delete.connect(_changed, sender=model, dispatch_uid=f"{uid}.delete")
+def agent_changed(event) -> None:
+    """agent.profile_changed, in the agents service's transaction: an AI operator's row (its name,
+    status, assistant or avatar) is part of what the AI answers with."""
+    agent = event.obj("agent")
+    if agent is None:
+        agent = Agent.objects.filter(pk=event.data["operator_id"]).only("type", "widget_id").first()
+    if agent is not None and agent.type == Agent.Type.AI:
+        bump(agent.widget_id)

@@ -23,7 +23,7 @@ from apps.core.models import ApiToken, Widget
 from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
 
-from . import marketplace, phrases, selectors
+from . import config, marketplace, phrases, selectors
 
 # What the apps above the AI runtime use of it (external operators, self-learning, the console's
 # suggestion): the hand-over, the platform's safety floors, the provider call and the answerer hook.
@@ -78,6 +78,7 @@ def update_settings(*, widget: Widget, changes: dict) -> AiSettings:
         changed.append("enabled_at")
     if changed:
         row.save(update_fields=[*changed, "updated_at"])
+        config.bump(widget.pk)
         audit.record_change(
             widget=widget,
             action="ai_settings.changed",
@@ -98,7 +99,7 @@ def delete_settings(*, widget: Widget) -> None:
     if row is None:
         return
     before, pk = audit.values(row), row.pk
-    row.delete()
+    row.delete()  # with the row goes its version: a task reads none, and the AI is off
     audit.record_change(
         widget=widget,
         action="ai_settings.deleted",
@@ -131,6 +132,7 @@ def migrate_legacy_settings(*, widget: Widget) -> tuple[Assistant, bool]:
     assistant = Assistant.objects.create(
         widget=widget, name="Assistant", origin="legacy", is_default=not has_default, **seed
     )
+    config.bump(widget.pk)
     return assistant, True
 
 
@@ -180,6 +182,7 @@ def patch_phrases(*, widget: Widget, body: dict) -> AiSettings:
             stored.pop(key)
     row.phrases = stored
     row.save(update_fields=["phrases", "updated_at"])
+    config.bump(widget.pk)
     return row
 
 
@@ -201,6 +204,7 @@ def replace_phrases(*, widget: Widget, body: dict) -> AiSettings:
     row = lock_settings(widget)
     row.phrases = overrides
     row.save(update_fields=["phrases", "updated_at"])
+    config.bump(widget.pk)
     return row
 
 
@@ -220,6 +224,7 @@ def create_assistant(*, widget: Widget, fields: dict, origin: str = "") -> Assis
     if fields.get("is_default"):
         _clear_other_defaults(widget, None)
     assistant = Assistant.objects.create(widget=widget, origin=origin, **fields)
+    config.bump(widget.pk)
     _audit_assistant(widget, assistant.pk, None, audit.values(assistant))
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return assistant
@@ -246,6 +251,7 @@ def update_assistant(*, widget: Widget, assistant: Assistant, changes: dict) -> 
     for name, value in changes.items():
         setattr(assistant, name, value)
     assistant.save()
+    config.bump(widget.pk)
     _audit_assistant(widget, assistant.pk, before, audit.values(assistant))
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return assistant
@@ -263,6 +269,7 @@ def delete_assistant(*, widget: Widget, assistant: Assistant) -> None:
         )
     before, pk = audit.values(assistant), assistant.pk
     assistant.delete()
+    config.bump(widget.pk)
     _audit_assistant(widget, pk, before, None)
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
 
@@ -334,7 +341,25 @@ def _save_credential(credential: Credential) -> Credential:
         raise CredentialConflict(
             f"An active widget-wide {credential.provider} credential already exists; retire it first."
         ) from None
+    config.bump(credential.widget_id)
     return credential
+
+
+@transaction.atomic
+def delete_credential(*, widget: Widget, credential: Credential) -> None:
+    """Django admin's deletion of a credential (the API retires one with `is_active` instead)."""
+    before, pk = audit.values(credential), credential.pk
+    Credential.objects.filter(pk=pk, widget=widget).delete()
+    config.bump(widget.pk)
+    audit.record_change(
+        widget=widget,
+        action="ai_credential.deleted",
+        target_type="ai_credential",
+        target_id=pk,
+        before=before,
+        after={},
+        always=True,
+    )
 
 
 @transaction.atomic

@@ -1,6 +1,7 @@
 """VK communities of a widget: the `vk` messenger is connected through them (its own routes, not
-PUT). Connecting resolves the community through VK (a rejection is 422, no answer 502, nothing
-stored), stores it (the first is primary) and registers our Callback API server; removing it
+PUT), its provider reached through the registry as every provider is (the account hooks of
+`Provider`). Connecting resolves the community through VK (a rejection is 422, no answer 502,
+nothing stored), stores it (the first is primary) and registers our Callback API server; removing it
 unregisters the server first and keeps the record when VK does not confirm (502). Requests count
 against the messenger routes' provider-call budget; every write purges the widget cache."""
 
@@ -18,7 +19,15 @@ from apps.core.models import Widget
 
 from .messengers import CredentialRejected, PlanRequired, WebhookOutcome, check_provider_budget, hook_path
 from .models import MessengerConnection, VkCommunity
-from .providers import vk
+from .providers import registry
+from .providers.base import Provider
+
+# The provider these routes (`messengers/vk/communities`) connect.
+PROVIDER_CODE = "vk"
+
+
+def _provider() -> Provider:
+    return registry.PROVIDERS[PROVIDER_CODE]
 
 
 class ProviderFailed(AppError):
@@ -31,15 +40,15 @@ class CommunityExists(Conflict):
 
 def _vk_hook(widget: Widget) -> MessengerConnection:
     """The widget's VK hook (one per widget; communities are told apart by group_id)."""
-    conn = MessengerConnection.objects.filter(widget=widget, provider=vk.PROVIDER.code).first()
+    conn = MessengerConnection.objects.filter(widget=widget, provider=PROVIDER_CODE).first()
     if conn is None:
         try:
             with transaction.atomic():
                 conn = MessengerConnection.objects.create(  # live: each community's secret authenticates its events
-                    widget=widget, provider=vk.PROVIDER.code, hook_id=secrets.token_urlsafe(24), inbound_live=True
+                    widget=widget, provider=PROVIDER_CODE, hook_id=secrets.token_urlsafe(24), inbound_live=True
                 )
         except IntegrityError:
-            conn = MessengerConnection.objects.get(widget=widget, provider=vk.PROVIDER.code)
+            conn = MessengerConnection.objects.get(widget=widget, provider=PROVIDER_CODE)
     return conn
 
 
@@ -63,11 +72,12 @@ def connect_community(
     keeps the record with inbound not live."""
     if not billing.has_paid_plan(widget.account):
         raise PlanRequired("Connecting messengers needs a paid plan.")
-    key = vk.community_key(community)
+    provider = _provider()
+    key = provider.account_ref(community)
     if key is None:
         raise ValidationFailed(errors={"community": ["An id, a club-style name or a vk.com link."]})
     check_provider_budget(widget)
-    found = vk.resolve(token, key)
+    found = provider.resolve_account(token, key)
     if not found.ok:
         if found.rejected:
             raise CredentialRejected(
@@ -92,8 +102,8 @@ def connect_community(
             is_primary=not VkCommunity.objects.filter(widget=widget).exists(),
         )
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
-    result, code, secret, server_id = vk.register(
-        token, community_id=community_id, url=base_url.rstrip("/") + hook_path(hook)
+    result, code, secret, server_id = provider.register_account(
+        token, account_id=community_id, url=base_url.rstrip("/") + hook_path(hook)
     )
     outcome = (
         WebhookOutcome(True, MessengerConnection.WebhookStatus.REGISTERED)
@@ -127,7 +137,9 @@ def delete_community(*, widget: Widget, community: VkCommunity, count_call: bool
         check_provider_budget(widget)
     token = crypto.decrypt_secret(community.token_encrypted)
     if community.server_id is not None:
-        result = vk.unregister(token or "", community_id=community.community_id, server_id=community.server_id)
+        result = _provider().unregister_account(
+            token or "", account_id=community.community_id, server_id=community.server_id
+        )
         if not result.ok:
             raise ProviderFailed(f"VK did not confirm the removal ({result.description}); the community is kept.")
     with transaction.atomic():

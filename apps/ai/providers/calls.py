@@ -23,7 +23,8 @@ from apps.core import metrics
 from apps.core.outbound import OutboundBlocked, OutboundError, ai_private_hosts, check_url, pin_address
 
 from . import drivers, transport
-from .drivers import _Call, _OperationsSpent
+from .drivers.attempts import _Call
+from .drivers.defaults import _OperationsSpent
 from .transport import Budget
 from .types import (
     ROLES,

@@ -38,23 +38,11 @@ patches a function patches it in the module that looks it up (`answering.complet
 `enqueueing.enqueue`).
 """
 
-from .answering import _CITED_KINDS as _CITED_KINDS
-from .answering import _MODEL_ANSWERS as _MODEL_ANSWERS
-from .answering import _cited as _cited
-from .answering import _eager as _eager
-from .answering import _finish as _finish
-from .answering import _run as _run
-from .answering import _schedule_takeover as _schedule_takeover
-from .answering import _typing as _typing
 from .answering import alert_provider_failing as alert_provider_failing
 from .answering import answer as answer
 from .answering import grounded_prompt as grounded_prompt
 from .answering import handover_before_provider as handover_before_provider
-from .claims import _claim as _claim
-from .claims import _held as _held
-from .claims import _held_lock as _held_lock
-from .claims import _hold as _hold
-from .claims import _let_go as _let_go
+from .answering import runs_eagerly as runs_eagerly
 from .claims import release_claims as release_claims
 from .enqueueing import enqueue as enqueue
 from .enqueueing import message_created as message_created
@@ -72,13 +60,10 @@ from .limits import QUEUE as QUEUE
 from .limits import REPLY_ORIGIN as REPLY_ORIGIN
 from .limits import SUMMARY_DEADLINE_SECONDS as SUMMARY_DEADLINE_SECONDS
 from .limits import WORKER_LOST as WORKER_LOST
-from .reads import _content as _content
-from .reads import _newer_visitor_messages as _newer_visitor_messages
 from .reads import active_operator as active_operator
 from .reads import chat_history as chat_history
 from .reads import newer_visitor_message_exists as newer_visitor_message_exists
 from .reads import visible_history as visible_history
-from .redrive import _REDRIVE_KEY as _REDRIVE_KEY
 from .redrive import REDRIVE_AFTER as REDRIVE_AFTER
 from .redrive import REDRIVE_LIMIT as REDRIVE_LIMIT
 from .redrive import REDRIVE_WINDOW as REDRIVE_WINDOW

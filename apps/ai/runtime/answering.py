@@ -103,7 +103,7 @@ def answer(*, message_id: int) -> str:
 
 def _wait_for_a_slot(message: Message, waited: float) -> str:
     """Every slot of the widget is taken: the task comes back a little later (`turns`)."""
-    if _eager():
+    if runs_eagerly():
         return "waiting"  # no countdown runs eagerly: the beat job `redrive` sends it again
     seconds = turns.wait_seconds(waited)
     turns.mark_waiting(message.pk, seconds)
@@ -176,7 +176,8 @@ def _answer_claimed(
     return outcome
 
 
-def _eager() -> bool:
+def runs_eagerly() -> bool:
+    """Celery runs tasks in place (the tests): a countdown would not wait."""
     from celery import current_app
 
     return bool(current_app.conf.task_always_eager)
@@ -184,7 +185,7 @@ def _eager() -> bool:
 
 def _schedule_takeover(chat: Chat, message: Message, now: datetime) -> None:
     """A person holds the chat: come back when their silence would let the AI take over."""
-    if handoff.person_handling(chat) is None or _eager():
+    if handoff.person_handling(chat) is None or runs_eagerly():
         return
     due = handoff.takeover_due_at(chat, timeout_sec=selectors.get_settings(chat.widget).takeover_timeout_sec)
     if due is None:

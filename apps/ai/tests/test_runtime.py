@@ -16,7 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
+from apps.agents import services as agent_services
 from apps.ai import handoff, phrases, pipeline, runtime
+from apps.ai import services as ai_services
 from apps.ai.models import AiSettings, Alert, ReplyClaim
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats import services as chat_services
@@ -693,28 +695,31 @@ def test_an_answer_reads_the_business_hours_when_they_are_no_longer_cached(bot, 
     assert sum('"widget_businesshours"' in sql for sql in counted) == HOURS_READ
 
 
+# Each change goes through the service every entry point (API, console, admin) calls.
+
+
 def _switch_off(bot):
-    bot.settings.enabled = False
-    bot.settings.save()
+    ai_services.update_settings(widget=bot.assistant.widget, changes={"enabled": False})
 
 
 def _pause_operator(bot):
-    bot.operator.status = "relaxation"
-    bot.operator.save()
+    ai_services.update_operator(widget=bot.assistant.widget, operator=bot.operator, changes={"status": "paused"})
 
 
 def _disable_assistant(bot):
-    bot.assistant.enabled = False
-    bot.assistant.save()
+    ai_services.update_assistant(widget=bot.assistant.widget, assistant=bot.assistant, changes={"enabled": False})
 
 
 def _deactivate_credential(bot):
-    bot.credential.is_active = False
-    bot.credential.save()
+    ai_services.update_credential(widget=bot.assistant.widget, credential=bot.credential, changes={"is_active": False})
 
 
 def _delete_credential(bot):
-    bot.credential.delete()
+    ai_services.delete_credential(widget=bot.assistant.widget, credential=bot.credential)
+
+
+def _suspend_operator_agent(bot):
+    agent_services.suspend_agent(widget=bot.assistant.widget, agent=bot.operator)
 
 
 @pytest.mark.parametrize(
@@ -725,6 +730,7 @@ def _delete_credential(bot):
         (_disable_assistant, "unconfigured"),
         (_deactivate_credential, "unconfigured"),
         (_delete_credential, "unconfigured"),
+        (_suspend_operator_agent, "unconfigured"),
     ],
 )
 def test_the_next_answer_sees_every_change_to_the_ai_configuration(bot, widget, change, outcome, provide_port):
@@ -743,8 +749,9 @@ def test_a_changed_system_prompt_reaches_the_next_answer(bot, widget, monkeypatc
     provide_port(ports.EXTERNAL_ANSWERER, None)
     first = visitor_writes(widget)
     assert runtime.answer(message_id=first.pk) == "answered"
-    bot.assistant.system_prompt = "You sell coffee now."
-    bot.assistant.save()
+    ai_services.update_assistant(
+        widget=widget, assistant=bot.assistant, changes={"system_prompt": "You sell coffee now."}
+    )
     second = chat_services.post_client_message(
         widget=widget, contact=first.chat.contact, data=chat_services.MessageInput(body="And tea?")
     )
@@ -882,7 +889,7 @@ def test_a_claim_left_working_by_a_dead_worker_is_re_driven_and_answered_once(bo
     assert runtime.redrive() == 0
     # the dead worker's own task, were it to finish now, posts nothing
     assert (
-        runtime._finish(
+        runtime.answering._finish(
             widget=widget,
             chat=message.chat,
             message=message,

@@ -46,7 +46,7 @@ def bot(widget, llm_fake):
 def sent(monkeypatch):
     """The tasks a waiting answer sends itself again with (as a worker does: not eagerly)."""
     calls = []
-    monkeypatch.setattr(answering, "_eager", lambda: False)
+    monkeypatch.setattr(answering, "runs_eagerly", lambda: False)
     monkeypatch.setattr(
         enqueueing, "enqueue", lambda message_id, countdown=None: calls.append((message_id, countdown)) or True
     )
@@ -174,7 +174,7 @@ def test_a_cache_that_does_not_answer_counts_nothing(bot, widget, monkeypatch):
 
 def test_a_summary_over_the_cap_waits_and_gives_up_after_the_longest_wait(bot, widget, monkeypatch):
     resent = []
-    monkeypatch.setattr(runtime, "_eager", lambda: False)
+    monkeypatch.setattr(runtime, "runs_eagerly", lambda: False)
     monkeypatch.setattr(assist, "send_summary", lambda **kwargs: resent.append(kwargs) or True)
     take_every_slot(widget)
     chat = Chat.objects.get(pk=visitor_writes(widget).chat_id)

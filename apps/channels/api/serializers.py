@@ -6,6 +6,8 @@ from rest_framework import serializers
 
 from apps.core.api.serializers import InputSerializer, LabelField, StrictCharField
 
+from .. import messengers
+
 
 class ChannelDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="The custom channel's id: its chats' channel is `ch{id}`.")
@@ -75,7 +77,7 @@ class WebhookOutcomeDoc(serializers.Serializer):
 
 class MessengerDoc(serializers.Serializer):
     provider = serializers.ChoiceField(
-        choices=["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"],
+        choices=list(messengers.PROVIDERS),
         help_text="The provider code.",
     )
     connected = serializers.BooleanField(help_text="True when a credential is stored.")

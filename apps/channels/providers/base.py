@@ -248,6 +248,26 @@ class Provider(ABC):
     def remove_accounts(self, widget) -> None:  # noqa: B027 (a default, not abstract)
         """Accounts kept outside the connection row, removed first when the provider is disconnected."""
 
+    # --- accounts: a provider connected through accounts of its own routes rather than PUT (VK's
+    # communities, apps.channels.communities), each with its own token and callback registration.
+
+    def account_ref(self, value: str) -> str | None:
+        """What the provider looks an account up by, for an account the owner names (an id, a name,
+        a link); None when `value` names none."""
+        raise NotImplementedError(f"{self.code} is connected through PUT, not through accounts")
+
+    def resolve_account(self, token: str, ref: str):
+        """The account `ref` names, as the provider describes it (its id, name and screen name)."""
+        raise NotImplementedError(f"{self.code} is connected through PUT, not through accounts")
+
+    def register_account(self, token: str, *, account_id: int, url: str):
+        """Our callback server at the provider for the account: (result, confirmation code, secret, server id)."""
+        raise NotImplementedError(f"{self.code} is connected through PUT, not through accounts")
+
+    def unregister_account(self, token: str, *, account_id: int, server_id: int):
+        """Remove our callback server from the account."""
+        raise NotImplementedError(f"{self.code} is connected through PUT, not through accounts")
+
     def probe(self, token: str) -> str | None:
         """The read-only check of a credential before anything is stored: the provider's refusal
         (a 422, nothing stored), or None when it did not refuse (no answer is no refusal)."""

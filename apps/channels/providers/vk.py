@@ -160,6 +160,20 @@ class VK(Provider):
         for community in VkCommunity.objects.filter(widget=widget).order_by("pk"):
             delete_community(widget=widget, community=community, count_call=False)  # 502 keeps what VK did not confirm
 
+    # --- the communities (apps.channels.communities reaches these through the registry) --------
+
+    def account_ref(self, value: str) -> str | None:
+        return community_key(value)
+
+    def resolve_account(self, token: str, ref: str) -> Result:
+        return resolve(token, ref)
+
+    def register_account(self, token: str, *, account_id: int, url: str) -> tuple[Result, str, str, int | None]:
+        return register(token, community_id=account_id, url=url)
+
+    def unregister_account(self, token: str, *, account_id: int, server_id: int) -> Result:
+        return unregister(token, community_id=account_id, server_id=server_id)
+
     # --- inbound --------------------------------------------------------------------------------
 
     def hook_account(self, conn: MessengerConnection, request: HookRequest) -> HookAccount:

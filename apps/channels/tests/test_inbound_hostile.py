@@ -25,7 +25,7 @@ from django.test import Client
 from apps.channels import messengers
 from apps.channels.models import ExternalContact, InboundUpdate, MessengerConnection, VkCommunity
 from apps.channels.providers import apple as apple_provider
-from apps.channels.providers import telegram
+from apps.channels.providers import registry, telegram
 from apps.channels.providers.base import HOOK_MESSAGES_LIMIT, hmac_hex
 from apps.channels.tests.test_providers import APP_SECRET, SID, TOKEN, event
 from apps.chats.models import Chat, Contact, Message
@@ -38,7 +38,7 @@ TG_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 VK_GROUP = 218000001
 FB_PAGE = "1029384756"
 HOOK_SECRET = "hook-secret-0123456789abcdef"
-PROVIDERS = ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple"]
+PROVIDERS = list(registry.PROVIDERS)
 TEXT_LIMIT = 65536
 
 DEEP = json.loads("[" * 50 + "]" * 50)  # inside the reader's nesting limit: it reaches the parser

@@ -134,3 +134,62 @@ def test_the_hook_answers_through_the_registered_provider(client, widget, stub):
         HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN="s3cret",
     )
     assert response.status_code == 200 and response.content == b"stub"
+
+
+# --- one list of messenger codes, one door per provider ----------------------------------------------------
+
+ROOT = APP.parents[1]
+PROVIDER_MODULES = {path.stem for path in (APP / "providers").glob("*.py")} - {"__init__", "registry", "base"}
+
+
+def _production_modules():
+    for top in ("apps", "config"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = path.relative_to(ROOT).parts
+            if "tests" not in parts and "migrations" not in parts and parts[:3] != ("apps", "core", "testing"):
+                yield path
+
+
+def code_lists(source: str, codes: set[str]) -> list[int]:
+    """Lines of the literal lists, tuples and sets in `source` that hold every one of `codes`."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.List | ast.Tuple | ast.Set)
+        and codes <= {item.value for item in node.elts if isinstance(item, ast.Constant)}
+    ]
+
+
+def test_the_messenger_codes_are_written_once_in_the_registry():
+    codes = set(registry.PROVIDERS)
+    copies = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in _production_modules()
+        for line in code_lists(path.read_text(), codes)
+    ]
+    assert copies == []
+    assert code_lists('CHOICES = ["tg", "vk", "wa", "vb", "fb", "ok", "mx", "cian", "ali", "apple", "custom"]', codes)
+    # a vocabulary of its own that shares some codes (the departments' channels) is not a copy
+    assert code_lists('CHANNELS = ("tg", "vk", "wa", "vb", "fb", "ok", "smb")', codes) == []
+
+
+def test_the_documented_provider_codes_are_the_registrys_in_its_order():
+    from apps.channels.api.serializers import MessengerDoc
+
+    assert list(MessengerDoc().fields["provider"].choices) == [*registry.PROVIDERS, messengers.CUSTOM]
+
+
+def test_no_module_outside_the_providers_reaches_a_provider_by_its_module():
+    """The services reach a provider through the registry (VK's communities too), never by importing it."""
+    found = []
+    for path in _production_modules():
+        if path.parent == APP / "providers":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module.split(".")
+                if "providers" in module and module[-1] in PROVIDER_MODULES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                if module[-1] == "providers" and {a.name for a in node.names} & PROVIDER_MODULES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

@@ -14,9 +14,7 @@ offline form) and `lifecycle` (the idle sweep). Other apps import this package, 
 it; a test that patches a name patches it in the module that looks it up.
 """
 
-from .attribution import _NEXT_HANDLING as _NEXT_HANDLING
 from .attribution import Answer as Answer
-from .attribution import _operator_type as _operator_type
 from .attribution import await_human as await_human
 from .attribution import emit_accepted as emit_accepted
 from .attribution import record_answer as record_answer
@@ -34,9 +32,6 @@ from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats
 from .messages import TYPING_INTERVAL as TYPING_INTERVAL
 from .messages import MessageInput as MessageInput
-from .messages import _emit_message as _emit_message
-from .messages import _locked_room as _locked_room
-from .messages import _store_message as _store_message
 from .messages import mark_seen as mark_seen
 from .messages import note_typing as note_typing
 from .messages import post_agent_message as post_agent_message
@@ -47,8 +42,6 @@ from .messages import submit_offline_message as submit_offline_message
 from .rooms import WIDGET_CHANNEL as WIDGET_CHANNEL
 from .rooms import find_room as find_room
 from .rooms import get_or_create_room as get_or_create_room
-from .state import _expire as _expire
-from .state import _move_status as _move_status
 from .state import accept_chat as accept_chat
 from .state import close_chat as close_chat
 from .state import set_chat_state as set_chat_state

@@ -7,7 +7,8 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from apps.chats.models import Chat
-from apps.chats.services import AGENT_MESSAGE_RELATED, MessageInput, _locked_room, lock_chat, post_client_message
+from apps.chats.services import AGENT_MESSAGE_RELATED, MessageInput, lock_chat, post_client_message
+from apps.chats.services.messages import _locked_room
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.testing.factories import AgentFactory, WidgetFactory
 

@@ -37,8 +37,6 @@ from .client import GuardedSession as GuardedSession
 from .client import get_session as get_session
 from .client import request as request
 from .deadline import WATCHDOG_TICK as WATCHDOG_TICK
-from .deadline import _Deadline as _Deadline  # noqa: F401 (tests drive the watchdog)
-from .deadline import _watchdog as _watchdog  # noqa: F401
 from .errors import OutboundBlocked as OutboundBlocked
 from .errors import OutboundError as OutboundError
 from .httpx_transport import GuardedAsyncHTTPXTransport as GuardedAsyncHTTPXTransport

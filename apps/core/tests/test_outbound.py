@@ -921,7 +921,7 @@ def test_libcurl_may_open_a_socket_only_to_the_checked_address(
 ) -> None:
     # given a call pinned to a checked address, and libcurl about to connect elsewhere
     settings.OUTBOUND_ALLOW_LOOPBACK = True
-    call = outbound.curl._Call(
+    call = outbound.curl.call._Call(
         url="https://x.test/", safe="https://x.test/", method="POST", max_bytes=1, read=1, deadline_at=0
     )
     call.address = pinned
@@ -1118,14 +1118,14 @@ def test_deadlines_share_one_watchdog_thread_and_it_sleeps_when_idle():
     import time as _time
 
     # given a watchdog that has run once in this process
-    with outbound._Deadline(5.0):
+    with outbound.deadline._Deadline(5.0):
         pass
     before = _threading.active_count()
     # when 200 calls arm and disarm a deadline, and two overlapping ones expire at different times
     for _ in range(200):
-        with outbound._Deadline(5.0):
+        with outbound.deadline._Deadline(5.0):
             pass
-    short, long = outbound._Deadline(0.1), outbound._Deadline(30.0)
+    short, long = outbound.deadline._Deadline(0.1), outbound.deadline._Deadline(30.0)
     with short, long:
         _time.sleep(0.1 + outbound.WATCHDOG_TICK * 4)
         fired = (short.fired, long.fired)
@@ -1133,12 +1133,12 @@ def test_deadlines_share_one_watchdog_thread_and_it_sleeps_when_idle():
     assert _threading.active_count() <= before  # (threads of earlier tests may end meanwhile)
     assert [t.name for t in _threading.enumerate()].count("outbound-deadline") == 1
     assert fired == (True, False)
-    assert outbound._watchdog.armed == {}
+    assert outbound.deadline._watchdog.armed == {}
     for _ in range(100):
-        if not outbound._watchdog.wake.is_set():
+        if not outbound.deadline._watchdog.wake.is_set():
             break
         _time.sleep(outbound.WATCHDOG_TICK)
-    assert not outbound._watchdog.wake.is_set()
+    assert not outbound.deadline._watchdog.wake.is_set()
 
 
 def test_what_a_url_says_is_kept_and_what_it_reaches_is_checked_on_every_call(

@@ -187,7 +187,7 @@ def test_a_call_leased_before_the_revocation_is_skipped_when_loaded(widget, rece
     operator = make_operator(widget, receiver.url())
     message = visitor_message(widget)
     services.dispatch_visitor_message(chat=message.chat, message=message)
-    [(pk, _)] = engine._lease_rows(10)  # an engine took the row...
+    [(pk, _)] = engine.lease._lease_rows(10)  # an engine took the row...
     services.set_lifecycle(widget=widget, operator=operator, state="revoked")  # ...then the kill switch
     assert engine.attempt_delivery(pk) == "gone"
     assert receiver.hits == []

@@ -211,7 +211,7 @@ class SearchView(ScopedAPIView):
                     widget=request.widget, question=query["q"], limit=query.get("limit", selectors.DEFAULT_SEARCH_LIMIT)
                 )
         except hooks.EmbedError as exc:
-            raise EmbedProviderFailed(services._embed_detail(exc)) from None
+            raise EmbedProviderFailed(services.embed_detail(exc)) from None
         data = [
             {**selectors.rule_payload(hit.chunk), "score": hit.score, "similarity": hit.similarity}
             for hit in result.hits

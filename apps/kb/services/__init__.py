@@ -20,8 +20,8 @@ from .common import MAX_DOCUMENTS as MAX_DOCUMENTS
 from .common import MAX_FILE_BYTES as MAX_FILE_BYTES
 from .common import STALE_PROCESSING as STALE_PROCESSING
 from .common import WORKER_LOST as WORKER_LOST
-from .common import _embed_detail as _embed_detail
 from .common import bump_version as bump_version
+from .common import embed_detail as embed_detail
 from .common import embed_texts as embed_texts
 from .crawls import CRAWL_SOURCE_PREFIX as CRAWL_SOURCE_PREFIX
 from .crawls import MAX_FAILURES_KEPT as MAX_FAILURES_KEPT

@@ -44,10 +44,11 @@ def embed_texts(*, widget: Widget, texts: Sequence[str]) -> hooks.Embedded:
     try:
         return hooks.embed(widget, texts)
     except hooks.EmbedError as exc:
-        raise EmbedProviderFailed(_embed_detail(exc)) from None
+        raise EmbedProviderFailed(embed_detail(exc)) from None
 
 
-def _embed_detail(exc: hooks.EmbedError) -> str:
+def embed_detail(exc: hooks.EmbedError) -> str:
+    """The problem detail of a failed embedding (a write's and a search's)."""
     if exc.kind == "no_credential":
         return "No active credential of a driver that can embed (openai, gigachat, openai_compatible) resolves."
     return f"The embedding provider failed ({exc.kind}); nothing was stored."

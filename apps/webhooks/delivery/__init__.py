@@ -52,13 +52,8 @@ from .kinds import Request as Request
 from .kinds import Undeliverable as Undeliverable
 from .kinds import Verdict as Verdict
 from .lease import LEASE as LEASE
-from .lease import _lease as _lease
-from .lease import _lease_and_load as _lease_and_load
-from .lease import _lease_rows as _lease_rows
-from .load import _SEND_FIELDS as _SEND_FIELDS
 from .load import skip_endpoint_rows as skip_endpoint_rows
 from .record import MAX_ATTEMPTS as MAX_ATTEMPTS
-from .record import _record as _record
 from .record import retry_wait as retry_wait
 from .run import attempt_delivery as attempt_delivery
 from .run import deliver_due as deliver_due

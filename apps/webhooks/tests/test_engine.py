@@ -580,7 +580,7 @@ def test_a_leased_delivery_is_not_sent_again_until_the_lease_expires(widget, rec
     # given a delivery leased by a worker that then died (its row still pending, moved forward)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
-    assert engine._lease(10) == [Delivery.objects.get(subscription=sub).pk]
+    assert engine.lease._lease(10) == [Delivery.objects.get(subscription=sub).pk]
     # when another engine runs before the lease is over
     clock.advance(services.LEASE.total_seconds() - 1)
     assert deliver() == 0
@@ -603,8 +603,8 @@ def test_a_lease_takes_the_oldest_due_pending_rows_up_to_the_batch(widget, recei
     Delivery.objects.filter(pk=rows[5].pk).update(next_attempt_at=now + timedelta(seconds=30))
     Delivery.objects.filter(pk=rows[6].pk).update(status=Delivery.Status.DELIVERED, next_attempt_at=None)
     # when an engine leases three, then the rest
-    first = engine._lease_rows(3)
-    rest = engine._lease_rows(10)
+    first = engine.lease._lease_rows(3)
+    rest = engine.lease._lease_rows(10)
     # then the oldest due come first, with their endpoint; nothing is leased twice
     key = f"s{sub.pk}"
     assert first == [(rows[0].pk, key), (rows[2].pk, key), (rows[4].pk, key)]
@@ -613,7 +613,7 @@ def test_a_lease_takes_the_oldest_due_pending_rows_up_to_the_batch(widget, recei
     leased = Delivery.objects.filter(pk__in=[pk for pk, _ in first + rest])
     assert set(leased.values_list("next_attempt_at", flat=True)) == {now + services.LEASE}
     assert Delivery.objects.get(pk=rows[5].pk).next_attempt_at == now + timedelta(seconds=30)
-    assert engine._lease_rows(10) == []
+    assert engine.lease._lease_rows(10) == []
 
 
 def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widget, receiver, clock):
@@ -631,7 +631,7 @@ def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widge
         Delivery.objects.filter(pk=row.pk).update(next_attempt_at=now - timedelta(seconds=age))
     # when an engine leases and loads them (one statement on PostgreSQL: no load after the lease)
     with CaptureQueriesContext(connection) as queries:
-        rows = engine._lease_and_load(10)
+        rows = engine.lease._lease_and_load(10)
     if connection.vendor == "postgresql":
         assert len(queries) == 1, [query["sql"][:60] for query in queries]
     # then they come oldest due first, each with its target, read with no further query
@@ -652,7 +652,7 @@ def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widge
     assert len(queries) == 0
     # and each row is what the ORM would have built: loaded from the database, the columns the engine
     # does not read deferred (read on access)
-    orm = Delivery.objects.select_related("subscription").only(*engine._SEND_FIELDS).get(pk=first.pk)
+    orm = Delivery.objects.select_related("subscription").only(*engine.load._SEND_FIELDS).get(pk=first.pk)
     assert (rows[0]._state.adding, rows[0]._state.db) == (False, orm._state.db)
     assert rows[0].get_deferred_fields() == orm.get_deferred_fields()
     assert rows[0].subscription.get_deferred_fields() == orm.subscription.get_deferred_fields()
@@ -661,7 +661,7 @@ def test_lease_and_load_reads_the_due_rows_with_their_targets_oldest_first(widge
     leased = Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("next_attempt_at", flat=True)
     assert set(leased) == {now + services.LEASE}
     assert Delivery.objects.get(pk=later.pk).next_attempt_at == now + timedelta(seconds=30)
-    assert engine._lease_and_load(10) == []
+    assert engine.lease._lease_and_load(10) == []
 
 
 @pytest.mark.postgres
@@ -669,7 +669,7 @@ def test_lease_and_load_drops_a_deactivated_subscriptions_rows(widget, receiver)
     sub, _ = subscribe(widget, receiver.url())
     emit_message(widget)
     Subscription.objects.filter(pk=sub.pk).update(is_active=False)
-    assert engine._lease_and_load(10) == []
+    assert engine.lease._lease_and_load(10) == []
     assert not Delivery.objects.exists()
 
 
@@ -690,7 +690,7 @@ def test_recording_writes_each_outcome_and_skips_a_row_gone_meanwhile(widget, re
     ]
     doomed.delete()
     # when they are recorded together
-    statuses = engine._record(outcomes)
+    statuses = engine.record._record(outcomes)
     # then each row has its new state and its one attempt row; the gone one has neither
     assert statuses == ["delivered", "pending", "gone"]
     ok.refresh_from_db()
@@ -724,7 +724,7 @@ def test_recording_writes_each_outcome_and_skips_a_row_gone_meanwhile(widget, re
         "oops",
     )
     # and recording the same outcomes again (a row no longer pending) writes nothing more
-    assert engine._record(outcomes[:1]) == ["gone"]
+    assert engine.record._record(outcomes[:1]) == ["gone"]
     assert Attempt.objects.count() == 2
 
 

@@ -157,7 +157,7 @@ def test_the_sweeper_picks_up_a_lease_whose_worker_died(widget, receiver, lost_t
     # given deliveries leased by a worker that died before attempting them
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     keys = emit_messages(widget, 5)
-    leased = engine._lease(64)
+    leased = engine.lease._lease(64)
     assert len(leased) == 5
     assert all(
         at > timezone.now() + services.LEASE - timedelta(seconds=5)

@@ -135,7 +135,7 @@ def test_a_row_leased_by_another_engine_meanwhile_is_not_sent_twice(widget, rece
     send_new, leased_elsewhere = engine.send_new, []
 
     def another_engine_first(rows, **options):
-        leased_elsewhere.extend(engine._lease(64))
+        leased_elsewhere.extend(engine.lease._lease(64))
         return send_new(rows, **options)
 
     monkeypatch.setattr(engine, "send_new", another_engine_first)

@@ -67,7 +67,6 @@ from ..settings_vocabulary import SKINS as SKINS
 from ..settings_vocabulary import SKINS_URL as SKINS_URL
 from ..settings_vocabulary import TRANSLATABLE as TRANSLATABLE
 from ..settings_vocabulary import Skin as Skin
-from .definition import _DEFINITION as _DEFINITION
 from .definition import FIELDS as FIELDS
 from .definition import POLICY_FIELDS as POLICY_FIELDS
 from .definition import PROFILE_FIELDS as PROFILE_FIELDS

@@ -11,7 +11,6 @@ The URLconf imports the views from this package.
 from .ai_settings import AiMessagesView as AiMessagesView
 from .ai_settings import AiSettingsMigrateView as AiSettingsMigrateView
 from .ai_settings import AiSettingsView as AiSettingsView
-from .ai_settings import _plain as _plain
 from .alerts import AlertViewSet as AlertViewSet
 from .alerts import DemandSignalView as DemandSignalView
 from .assistants import AssistantViewSet as AssistantViewSet
@@ -22,7 +21,6 @@ from .integration import turn_endpoint as turn_endpoint
 from .marketplace import TemplateApplyView as TemplateApplyView
 from .marketplace import TemplateDetailView as TemplateDetailView
 from .marketplace import TemplateListView as TemplateListView
-from .marketplace import _locale as _locale
 from .operators import OperatorViewSet as OperatorViewSet
 from .translations import WidgetTranslationsRegenerateView as WidgetTranslationsRegenerateView
 from .translations import WidgetTranslationsView as WidgetTranslationsView

@@ -11,11 +11,9 @@ One module per job: `sdks` (imported on first use), `defaults`, `classification`
 `clients`, `gigachat_token`, `payloads` and `operations`. Callers import from this package.
 """
 
-from .attempts import _Call as _Call
 from .classification import classify as classify
 from .classification import kind_for_status as kind_for_status
 from .clients import VENDOR_BASE_URLS as VENDOR_BASE_URLS
-from .clients import _openai_client as _openai_client
 from .clients import endpoint_of as endpoint_of
 from .defaults import ANTHROPIC_BASE_URL as ANTHROPIC_BASE_URL
 from .defaults import ANTHROPIC_DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS
@@ -29,7 +27,6 @@ from .defaults import GIGACHAT_BASE_URL as GIGACHAT_BASE_URL
 from .defaults import GIGACHAT_SCOPE as GIGACHAT_SCOPE
 from .defaults import OPENAI_BASE_URL as OPENAI_BASE_URL
 from .defaults import TOKEN_EXPIRY_BUFFER_SECONDS as TOKEN_EXPIRY_BUFFER_SECONDS
-from .defaults import _OperationsSpent as _OperationsSpent
 from .gigachat_token import clear_token_cache as clear_token_cache
 from .gigachat_token import forget_token as forget_token
 from .operations import achat as achat
@@ -38,7 +35,6 @@ from .operations import embed as embed
 from .operations import list_models as list_models
 from .operations import synthesize as synthesize
 from .operations import transcribe as transcribe
-from .payloads import _openai_chat_kwargs as _openai_chat_kwargs
 from .payloads import check_provider as check_provider
 from .sdks import anthropic as anthropic
 from .sdks import load_sdks as load_sdks

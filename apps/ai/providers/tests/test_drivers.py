@@ -88,8 +88,8 @@ def test_openai_chat_is_the_request_the_sdks_create_sends(llm_fake, monkeypatch,
     config = fake.config(model="gpt-4o-mini")
     complete([config], MESSAGES, max_tokens=40, temperature=0.5)
     ours = fake.api_requests[-1]
-    kwargs = drivers._openai_chat_kwargs(config, MESSAGES, 40, 0.5)
-    drivers._openai_client(config, is_async=False).chat.completions.create(**kwargs)
+    kwargs = drivers.payloads._openai_chat_kwargs(config, MESSAGES, 40, 0.5)
+    drivers.clients._openai_client(config, is_async=False).chat.completions.create(**kwargs)
     sdk = fake.api_requests[-1]
 
     assert (ours.method, ours.path, ours.body) == (sdk.method, sdk.path, sdk.body)

@@ -43,28 +43,7 @@ One module per part: `call` (one request: the callbacks, the socket check, how i
 looks it up (`call._open_socket`, `call.is_address_allowed`).
 """
 
-from .call import _INVALID_RESPONSE as _INVALID_RESPONSE
-from .call import _TLS_ERRORS as _TLS_ERRORS
-from .call import _Call as _Call
-from .call import _error_of as _error_of
-from .call import _merged as _merged
-from .call import _open_socket as _open_socket
-from .call import _reject as _reject
-from .call import _resolve as _resolve
 from .call import pycurl_address as pycurl_address
 from .driver import RESOLVERS as RESOLVERS
-from .driver import _Driver as _Driver
-from .driver import _driver as _driver
-from .driver import _DriverHolder as _DriverHolder
-from .driver import _pid as _pid
-from .driver import _process as _process
 from .pool import CONNECTIONS as CONNECTIONS
-from .pool import _ca_bundle as _ca_bundle
-from .pool import _Pool as _Pool
-from .transport import _LINE_BREAK as _LINE_BREAK
 from .transport import CurlTransport as CurlTransport
-from .transport import _close_open_transports as _close_open_transports
-from .transport import _header_lines as _header_lines
-from .transport import _open_transports as _open_transports
-from .transport import _Target as _Target
-from .transport import _target as _target
