@@ -133,7 +133,7 @@ def not_erasing_file(file_field: str = "pk") -> Q:
     under erasure: one it uploaded, or one shown only in its chats (the files the erasure deletes, by
     the same rules: a file another chat shows or a launcher icon stays). Every route that serves or
     hands out a file takes it, so from the moment an erasure commits, the contact's files read as
-    missing, as its contact and chats do (apps.erasure.selectors.not_erasing)."""
+    missing, as its contact and chats do (`.live()`, apps.erasure.selectors.LiveQuerySet)."""
     erasing = PendingErasure.objects.values("contact_id")
     uploaded = VisitorUpload.objects.filter(file_id=OuterRef(file_field), contact_id__in=erasing)
     shown = Message.objects.filter(file_id=OuterRef(file_field))

@@ -8,7 +8,6 @@ from django.db import transaction
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
-from apps.erasure.selectors import not_erasing
 
 from ..models import Chat
 
@@ -77,6 +76,6 @@ _LOCKED_CHAT = ModelStatement(
         Chat.objects.select_for_update(of=("self",))
         .select_related(*related)
         .filter(pk=Slot("chat", Chat._meta.pk), widget_id=Slot("widget", Widget._meta.pk))
-        .filter(not_erasing())
+        .live()
     ),
 )

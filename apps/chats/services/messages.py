@@ -14,7 +14,6 @@ from apps.agents.models import Agent
 from apps.core import events
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot
-from apps.erasure.selectors import not_erasing
 
 from ..models import Chat, Contact, Message, Rating
 from .attribution import emit_accepted, record_answer
@@ -133,7 +132,7 @@ _LOCKED_ROOM = ModelStatement(
             contact_id=Slot("contact", Contact._meta.pk),
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
-        .filter(not_erasing())
+        .live()
         .order_by("pk")[:1]
     ),
 )

@@ -53,7 +53,7 @@ _ROOM = ModelStatement(
             contact_id=Slot("contact", Contact._meta.pk),
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
-        .filter(erasure.not_erasing())
+        .live()
         .order_by("pk")[:1]
     ),
 )
