@@ -23,6 +23,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.agents.tests.factories import HumanAgentFactory
+from apps.ai.assist import summarise_handover
+from apps.ai.runtime.answering import answer
+from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
 from apps.canned.models import CannedResponse
 from apps.chats.models import Chat, VisitorSession
 from apps.chats.visitor import auth as visitor_auth
@@ -254,3 +257,21 @@ def test_compat_bot_message(world, settings):
                 HTTP_X_REQUEST_ID=uuid.uuid4().hex,
             )
             assert response.status_code == expected, (kind, response.content)
+
+
+# --- the AI: nothing of the person goes to a provider ---------------------------------------------
+
+
+def test_ai_suggest_reply_route(api, world):
+    client = api()
+    kept = client.post(f"/api/v1/chats/{world.kept.chats[0].pk}/suggest-reply", {}, format="json")
+    gone = client.post(f"/api/v1/chats/{world.gone.chats[0].pk}/suggest-reply", {}, format="json")
+    assert kept.status_code != 404 and gone.status_code == 404, (kept.content, gone.content)
+
+
+def test_ai_answer_and_handover_summary(world):
+    operator = AiOperatorFactory(assistant=AssistantFactory(widget=world.widget))
+    assert answer(message_id=world.kept.messages[0].pk) != "not_a_visitor_message"
+    assert answer(message_id=world.gone.messages[0].pk) == "not_a_visitor_message"
+    assert summarise_handover(chat_id=world.kept.chats[0].pk, operator_id=operator.pk) != "gone"
+    assert summarise_handover(chat_id=world.gone.chats[0].pk, operator_id=operator.pk) == "gone"
