@@ -27,7 +27,9 @@ from apps.ai.assist import summarise_handover
 from apps.ai.runtime.answering import answer
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
 from apps.canned.models import CannedResponse
+from apps.chats import services as chat_services
 from apps.chats.models import Chat, VisitorSession
+from apps.chats.services import rooms
 from apps.chats.visitor import auth as visitor_auth
 from apps.compat import services as compat
 from apps.core import services as core_services
@@ -275,3 +277,18 @@ def test_ai_answer_and_handover_summary(world):
     assert answer(message_id=world.gone.messages[0].pk) == "not_a_visitor_message"
     assert summarise_handover(chat_id=world.kept.chats[0].pk, operator_id=operator.pk) != "gone"
     assert summarise_handover(chat_id=world.gone.chats[0].pk, operator_id=operator.pk) == "gone"
+
+
+# --- the writes: none reaches the person's chats --------------------------------------------------
+
+
+def test_no_visitor_write_finds_a_room_of_the_contact_under_erasure(world):
+    widget = world.widget
+    # lock_chat itself: apps/privacy/tests/test_erasure.py (here the fixture's writes locked the
+    # chats earlier in this transaction)
+    assert rooms.find_room(widget=widget, contact=world.kept.contact, channel="widget") is not None
+    assert rooms.find_room(widget=widget, contact=world.gone.contact, channel="widget") is None
+    data = chat_services.MessageInput(body="once more")
+    chat_services.post_client_message(widget=widget, contact=world.kept.contact, data=data)
+    with pytest.raises(Chat.DoesNotExist):
+        chat_services.post_client_message(widget=widget, contact=world.gone.contact, data=data)
