@@ -28,7 +28,6 @@ from apps.chats.models import Chat, Message
 from apps.core import events, provider_waits, queueing
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
-from apps.erasure.selectors import not_erasing
 
 from . import errors, floors, handoff, links, pipeline, runtime, selectors
 from .models import Assistant
@@ -82,7 +81,7 @@ def summarise_handover(*, chat_id: int, operator_id: int, since: float | None = 
     widget's slots are taken: the task comes back, runtime's `turns`) or `busy` (they stayed taken
     for as long as a summary is worth waiting for: none is written)."""
     # A contact whose erasure was accepted reads as missing: its conversation goes to no provider.
-    chat = Chat.objects.select_related("widget").filter(pk=chat_id).filter(not_erasing()).first()
+    chat = Chat.objects.select_related("widget").filter(pk=chat_id).live().first()
     operator = (
         Agent.objects.filter(pk=operator_id, widget_id=chat.widget_id, type=Agent.Type.AI).first() if chat else None
     )

@@ -7,7 +7,6 @@ from django.db.models import Q, QuerySet
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 from apps.widget import selectors as widget_selectors
 
 from . import variables
@@ -34,9 +33,7 @@ def get_chat(*, widget: Widget, chat_id: int | None) -> Chat | None:
     whose contact is under erasure alike)."""
     if chat_id is None:
         return None
-    return (
-        Chat.objects.select_related("contact", "agent").filter(widget=widget, pk=chat_id).filter(not_erasing()).first()
-    )
+    return Chat.objects.select_related("contact", "agent").filter(widget=widget, pk=chat_id).live().first()
 
 
 def variable_values(*, widget: Widget, chat: Chat, contacts: bool) -> dict[str, str | None]:

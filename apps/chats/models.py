@@ -13,10 +13,28 @@ from django.utils import timezone
 
 from apps.agents.models import Agent, Department
 from apps.core.models import File, Widget
+from apps.erasure.selectors import LiveQuerySet
 
 
 def new_guid() -> str:
     return uuid.uuid4().hex
+
+
+# Reads that serve a person's data go through `.live()`: a contact under erasure reads as missing.
+class ContactQuerySet(LiveQuerySet):
+    contact_path = "pk"
+
+
+class ChatQuerySet(LiveQuerySet):
+    contact_path = "contact_id"
+
+
+class MessageQuerySet(LiveQuerySet):
+    contact_path = "chat__contact_id"
+
+
+class RatingQuerySet(LiveQuerySet):
+    contact_path = "chat__contact_id"
 
 
 class Contact(models.Model):
@@ -31,6 +49,8 @@ class Contact(models.Model):
     locale = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ContactQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="contact_widget_created")]
@@ -119,6 +139,8 @@ class Chat(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
 
+    objects = ChatQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["widget", "contact", "channel"], name="chat_one_room_per_contact_channel"),
@@ -184,6 +206,8 @@ class Message(models.Model):
     seen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = MessageQuerySet.as_manager()
+
     class Meta:
         indexes = [
             models.Index(fields=["chat", "-created_at", "-id"], name="message_chat_created"),
@@ -212,6 +236,8 @@ class Rating(models.Model):
     # The agent handling the chat at rating time.
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="ratings")
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = RatingQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["widget", "-created_at"], name="rating_widget_created")]

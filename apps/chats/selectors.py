@@ -11,7 +11,6 @@ from apps.core import keyset
 from apps.core.models import Widget
 from apps.core.statements import ModelStatement, Slot, Statement
 from apps.erasure.models import PendingErasure
-from apps.erasure.selectors import not_erasing
 from apps.widget.models import WidgetIcon
 
 from . import payloads
@@ -169,7 +168,7 @@ def _chat_list_bindings(limit: int, after, has_client_messages, **given) -> tupl
 
 
 def _listed_chats(widget) -> QuerySet[Chat]:
-    return Chat.objects.all().filter(widget=widget).filter(not_erasing("contact_id"))
+    return Chat.objects.live().filter(widget=widget)
 
 
 def _keyset_page(queryset: QuerySet, after, limit: int) -> QuerySet:
@@ -236,7 +235,7 @@ _ROOM = ModelStatement(
             contact_id=Slot("contact", Contact._meta.pk),
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
-        .filter(not_erasing())
+        .live()
         .order_by("pk")[:1]
     ),
 )
@@ -293,7 +292,7 @@ def not_erasing_file(file_field: str = "pk") -> Q:
     under erasure: one it uploaded, or one shown only in its chats (the files the erasure deletes, by
     the same rules: a file another chat shows or a launcher icon stays). Every route that serves or
     hands out a file takes it, so from the moment an erasure commits, the contact's files read as
-    missing, as its contact and chats do (apps.erasure.selectors.not_erasing)."""
+    missing, as its contact and chats do (`.live()`, apps.erasure.selectors.LiveQuerySet)."""
     erasing = PendingErasure.objects.values("contact_id")
     uploaded = VisitorUpload.objects.filter(file_id=OuterRef(file_field), contact_id__in=erasing)
     shown = Message.objects.filter(file_id=OuterRef(file_field))

@@ -111,7 +111,7 @@ def _served_chat(bot: CompatBot, chat_id: int | None) -> Chat:
     if not bot.is_active:
         raise BotDisabled("This bot is disabled.")
     chat = (
-        Chat.objects.select_related("widget", "contact").filter(pk=chat_id, widget_id=bot.widget_id).first()
+        Chat.objects.select_related("widget", "contact").filter(pk=chat_id, widget_id=bot.widget_id).live().first()
         if chat_id is not None
         else None
     )

@@ -15,7 +15,6 @@ from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, ContactTag, Message, VisitorSession
 from apps.core.numbers import MAX_ID
-from apps.erasure.selectors import not_erasing
 from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
@@ -42,11 +41,7 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
     filtered, with what a row shows joined (no query per row). A chat whose contact is under
     erasure is left out, as every read of chats leaves it out."""
     widget = agent.widget
-    queryset = (
-        Chat.objects.filter(widget_id=widget.pk)
-        .filter(not_erasing())
-        .select_related("contact", "agent", "last_message")
-    )
+    queryset = Chat.objects.filter(widget_id=widget.pk).live().select_related("contact", "agent", "last_message")
     if filters.assigned == "mine":
         queryset = queryset.filter(agent_id=agent.pk)
     elif filters.assigned == "unassigned":
@@ -64,7 +59,7 @@ def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
         return None
     return (
         Chat.objects.filter(widget_id=agent.widget_id, pk=chat_id)
-        .filter(not_erasing())
+        .live()
         .select_related("contact", "agent", "handled_by")
         .first()
     )

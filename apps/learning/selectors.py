@@ -22,7 +22,6 @@ from apps.ai import selectors as ai_selectors
 from apps.ai.models import Assistant, DemandSignal
 from apps.chats.models import Chat, Message, Rating
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 from apps.support.models import SUPPORT_REPLY_ORIGIN
 
 from .models import HistoryEntry, PersonaVersion, TuningCycle, Wish, WishEvent
@@ -137,13 +136,13 @@ def evidence_excerpts(widget: Widget, assistant: Assistant, start: datetime, end
     erasure was accepted read as missing: nothing of them goes to the provider."""
     ratings = list(
         _low_ratings(widget, assistant, start, end)
-        .filter(not_erasing("chat__contact_id"))
+        .live()
         .order_by("-created_at", "-id")[:MAX_EVIDENCE_CHATS]
         .values("chat_id", "value", "comment")
     )
     escalated = list(
         _escalated_chats(widget, assistant, start, end)
-        .filter(not_erasing())
+        .live()
         .order_by("-handled_at", "-id")
         .values_list("id", flat=True)[:MAX_EVIDENCE_CHATS]
     )
@@ -155,7 +154,7 @@ def evidence_excerpts(widget: Widget, assistant: Assistant, start: datetime, end
     by_chat: dict[int, list[dict]] = {cid: [] for cid in chat_ids}
     messages = (
         Message.objects.filter(widget=widget, chat_id__in=chat_ids, visibility=Message.Visibility.PUBLIC)
-        .filter(not_erasing("chat__contact_id"))
+        .live()
         .exclude(origin=SUPPORT_REPLY_ORIGIN)
         .exclude(author_kind=Message.Author.SYSTEM)
         .order_by("chat_id", "-created_at", "-id")

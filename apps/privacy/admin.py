@@ -12,7 +12,6 @@ from apps.chats.models import Contact
 from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
 from apps.core.errors import NotFound
 from apps.erasure.models import PendingErasure
-from apps.erasure.selectors import not_erasing
 
 from . import services
 from .models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, RetentionPolicy
@@ -32,7 +31,7 @@ class ContactAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     actions = ["erase"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(not_erasing("pk"))
+        return super().get_queryset(request).live()
 
     def has_add_permission(self, request):
         return False

@@ -36,7 +36,6 @@ from django.db.models.functions import Cast
 from apps.chats.models import ContactTag
 from apps.core import exports
 from apps.core.ratelimit import Slot, Slots, SlotStoreUnavailable  # noqa: F401 - the store failure, named here for callers
-from apps.erasure.selectors import not_erasing
 
 from .models import ChatFacts
 from .windows import Window
@@ -132,7 +131,7 @@ def _facts(widget_id: int, window: Window):
     (widget, created_at, chat) index; no chat or message row is read."""
     return (
         ChatFacts.objects.filter(widget_id=widget_id, created_at__gte=window.start, created_at__lt=window.end)
-        .filter(not_erasing("contact_id"))
+        .live()
         .order_by("created_at", "chat_id")
         .values_list(*_READ)
     )

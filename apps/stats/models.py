@@ -28,6 +28,7 @@ from django.db import models
 from apps.agents.models import Department
 from apps.chats.models import Chat
 from apps.core.models import Widget
+from apps.erasure.selectors import LiveQuerySet
 
 # Rows per key of the daily rollups (see the module docstring).
 FACT_SHARDS = 16
@@ -68,6 +69,13 @@ AGENT_COUNTERS = (
 )
 
 
+class ChatFactsQuerySet(LiveQuerySet):
+    """`live()`: the facts of a chat whose contact is under erasure read as missing (the copied
+    `contact_id` spares the chats export a join)."""
+
+    contact_path = "contact_id"
+
+
 class ChatFacts(models.Model):
     """What the rollups hold for one chat (see the module docstring)."""
 
@@ -103,6 +111,8 @@ class ChatFacts(models.Model):
         default=0, help_text="Counted messages: public, by the visitor, a person or the AI operator."
     )
     rating = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The chat's latest rating.")
+
+    objects = ChatFactsQuerySet.as_manager()
 
     class Meta:
         verbose_name = "chat facts"

@@ -13,7 +13,6 @@ from apps.audit import services as audit
 from apps.audit.admin import AuditedAdmin
 from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin, show_errors
 from apps.core.errors import AppError
-from apps.erasure.selectors import not_erasing
 
 from . import services
 from .api.tickets import TicketCloseInput, TicketReopenInput
@@ -210,7 +209,7 @@ class TicketAdmin(IssuableWidgetsOnly, AuditedAdmin):
 
     def get_queryset(self, request):
         # The ticket of a chat whose contact is under erasure reads as missing, as on the API.
-        return super().get_queryset(request).filter(not_erasing("chat__contact_id"))
+        return super().get_queryset(request).live()
 
     def has_add_permission(self, request):
         return False

@@ -9,6 +9,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 from apps.core.models import ApiToken, Widget
+from apps.erasure.selectors import LiveQuerySet
 
 # The marker on a chat message sent through the support API. Self-learning (apps.ai) excludes
 # messages with this origin from its references; the dialogue audit labels them by it.
@@ -116,6 +117,12 @@ class SupportAction(models.Model):
         ]
 
 
+class TicketQuerySet(LiveQuerySet):
+    """`live()`: the ticket of a chat whose contact is under erasure reads as missing."""
+
+    contact_path = "chat__contact_id"
+
+
 class Ticket(models.Model):
     """A support ticket, addressed by its `number` (unique per widget). Filed by the signed app
     intake (one room and one open ticket per account) and worked through the support API."""
@@ -156,6 +163,8 @@ class Ticket(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TicketQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -13,7 +13,6 @@ from apps.core import crypto
 from apps.core.links import emails_in
 from apps.core.links import find_links as find_links
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 
 from .linkguard import GuardError as GuardError
 from .linkguard import normalize_text as normalize_text
@@ -46,7 +45,7 @@ def support_chats(widget: Widget) -> QuerySet[Chat]:
     chat whose contact is under erasure is not among them (it reads as missing)."""
     return (
         Chat.objects.filter(widget=widget)
-        .filter(not_erasing())
+        .live()
         .select_related("contact", "last_message", "last_message__agent", "support_account", "support_claim")
         .prefetch_related(
             Prefetch(

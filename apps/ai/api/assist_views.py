@@ -12,7 +12,6 @@ from rest_framework.response import Response
 from apps.chats.models import Chat
 from apps.core.api.serializers import refuse_body
 from apps.core.api.views import WidgetScopedViewSet
-from apps.erasure.selectors import not_erasing
 
 from .. import assist
 
@@ -40,7 +39,7 @@ class ChatAssistViewSet(WidgetScopedViewSet):
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure (apps.erasure) reads as missing, as on the chats' own routes."""
-        return super().tenant_queryset(widget).filter(not_erasing("contact_id"))
+        return super().tenant_queryset(widget).live()
 
     @extend_schema(
         summary="Suggest a reply",

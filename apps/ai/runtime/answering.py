@@ -17,7 +17,6 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import metrics
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 
 from .. import config, floors, handoff, pipeline, retrieval, routing, selectors
 from ..models import AiSettings, Alert, Assistant, ReplyClaim
@@ -46,7 +45,7 @@ def answer(*, message_id: int) -> str:
         )
         .filter(pk=message_id)
         # A contact whose erasure was accepted reads as missing: nothing of it goes to a provider.
-        .filter(not_erasing("chat__contact_id"))
+        .live()
         .first()
     )
     if message is None or message.author_kind != Message.Author.CLIENT:

@@ -18,7 +18,6 @@ from rest_framework.response import Response
 from apps.core.api.query import query_data
 from apps.core.api.serializers import InputSerializer, LabelMixin, StrictCharField, StrictEmailField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
-from apps.erasure.selectors import not_erasing
 
 from .. import services
 from ..models import Contact, ContactTag
@@ -235,7 +234,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure (apps.erasure) reads as missing."""
-        return super().tenant_queryset(widget).filter(not_erasing("pk"))
+        return super().tenant_queryset(widget).live()
 
     def scope_queryset(self, queryset):
         return queryset.prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))

@@ -8,7 +8,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from apps.core.api.streaming import IgnoreAccept
 from apps.core.api.views import WidgetScopedViewSet
-from apps.erasure.selectors import not_erasing
 
 from .. import transcript as service
 from ..models import Chat
@@ -27,7 +26,7 @@ class TranscriptViewSet(WidgetScopedViewSet):
     content_negotiation_class = IgnoreAccept
 
     def scope_queryset(self, queryset):
-        return queryset.select_related("contact").filter(not_erasing())  # a contact under erasure reads as missing
+        return queryset.select_related("contact").live()  # a contact under erasure reads as missing
 
     @extend_schema(
         operation_id="chats_transcript_retrieve",

@@ -10,7 +10,6 @@ from rest_framework.response import Response
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound
-from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import Chat, Message
@@ -120,7 +119,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure (apps.erasure) reads as missing."""
-        return super().tenant_queryset(widget).filter(not_erasing("contact_id"))
+        return super().tenant_queryset(widget).live()
 
     def scope_queryset(self, queryset):
         return queryset.select_related("contact")

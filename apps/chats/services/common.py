@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from apps.core.errors import Conflict
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 
 from ..models import Chat
 
@@ -46,6 +45,6 @@ def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget
     return (
         Chat.objects.select_for_update(of=("self",))
         .select_related(*related)
-        .filter(not_erasing())
+        .live()
         .get(pk=chat.pk, widget_id=widget.pk)
     )

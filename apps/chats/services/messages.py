@@ -13,7 +13,6 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.core import events
 from apps.core.models import Widget
-from apps.erasure.selectors import not_erasing
 
 from ..models import Chat, Contact, Message, Rating
 from .attribution import emit_accepted, record_answer
@@ -123,7 +122,7 @@ def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | No
         Chat.objects.select_for_update(of=("self",))
         .select_related("widget", "contact")
         .filter(widget_id=widget.pk, contact_id=contact.pk, channel=channel)
-        .filter(not_erasing())
+        .live()
         .order_by("pk")
         .first()
     )

@@ -18,7 +18,6 @@ from apps.core.api.query import MomentField, query_data
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.ratelimit import Slots
-from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS
@@ -112,7 +111,7 @@ class ContactPrivacyViewSet(WidgetScopedViewSet):
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure reads as missing (a second erase of it is 404)."""
-        return super().tenant_queryset(widget).filter(not_erasing("pk"))
+        return super().tenant_queryset(widget).live()
 
     @extend_schema(
         summary="Erase a contact",

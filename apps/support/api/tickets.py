@@ -11,7 +11,6 @@ from rest_framework.response import Response
 from apps.core.api.query import MomentField, query_data
 from apps.core.api.serializers import InputSerializer, StrictCharField
 from apps.core.api.views import WidgetScopedViewSet
-from apps.erasure.selectors import not_erasing
 
 from .. import selectors, services
 from ..models import Ticket
@@ -126,7 +125,7 @@ class SupportTicketViewSet(SupportViewMixin, WidgetScopedViewSet, mixins.ListMod
     @classmethod
     def tenant_queryset(cls, widget):
         """The ticket of a chat whose contact is under erasure (apps.erasure) reads as missing."""
-        return super().tenant_queryset(widget).filter(not_erasing("chat__contact_id"))
+        return super().tenant_queryset(widget).live()
 
     def scope_queryset(self, queryset):
         return queryset.select_related("chat", "chat__contact", "chat__support_account")

@@ -20,7 +20,6 @@ from apps.chats.models import Chat, Message
 from apps.core.api.query import query_data
 from apps.core.api.views import WidgetScopedViewSet
 from apps.core.errors import NotFound, ValidationFailed
-from apps.erasure.selectors import not_erasing
 
 from .. import attachments, selectors, services
 from ..models import SupportAction
@@ -67,7 +66,7 @@ class SupportChatViewSet(SupportViewMixin, WidgetScopedViewSet):
     @classmethod
     def tenant_queryset(cls, widget):
         """A contact under erasure (apps.erasure) reads as missing."""
-        return super().tenant_queryset(widget).filter(not_erasing("contact_id"))
+        return super().tenant_queryset(widget).live()
 
     def scope_queryset(self, queryset):
         if self.action in ("list", "retrieve"):

@@ -14,7 +14,6 @@ from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyKey, Widget
 from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
-from apps.erasure.selectors import not_erasing
 
 from ..models import ChatAccount, SupportConfig, Ticket
 
@@ -151,7 +150,7 @@ def ticket_status(*, widget: Widget, user_id: str, cursors: list[dict] | None) -
     """Human support replies after each cursor, for at most 20 tickets of the account; numbers of
     other accounts (or none) come back in `not_found`, as do those of a chat whose contact is under
     erasure (apps.erasure: it reads as missing from the moment the erasure is accepted). Read-only."""
-    own = Ticket.objects.filter(widget=widget, app_user_id=user_id).filter(not_erasing("chat__contact_id"))
+    own = Ticket.objects.filter(widget=widget, app_user_id=user_id).live()
     if cursors is None:
         wanted = {t.number: 0 for t in own.order_by("-number")[:STATUS_MAX_TICKETS]}
     else:
@@ -187,7 +186,7 @@ def _target_chats(*, widget: Widget, target: dict) -> list[Chat]:
     if "telegram_user" in target:
         raise TargetNotSupportedYet("A messenger user cannot be linked yet.", errors={"target": ["Not supported yet."]})
     # A chat whose contact is under erasure is missing here too: nothing binds it to an account.
-    found = Chat.objects.filter(widget=widget).filter(not_erasing())
+    found = Chat.objects.filter(widget=widget).live()
     if "chat_id" in target:
         chats = list(found.filter(pk=target["chat_id"]))
     elif "ticket" in target:
