@@ -54,6 +54,7 @@ EXEMPT: dict[str, str] = {
     "apps.chats.selectors.message_payload": "serializes the row it is given",
     "apps.chats.selectors.filter_chats": "refines the queryset its caller gives (a view's live tenant queryset)",
     "apps.chats.selectors.filter_messages": TAKES_A_LIVE_PARENT,
+    "apps.chats.selectors.get_previous_message_at": "the time of a message before one its caller just wrote into a live room",
     "apps.chats.selectors.visible_messages": "the search subquery of filter_chats, whose outer chats are live",
     # The outbox's payload builders: an event that committed before the erasure was accepted is still
     # delivered, and the worker redacts the delivery log (apps.privacy.services.erase_contact).
@@ -132,6 +133,16 @@ def _evidence(w: World) -> None:
 CALLED: dict[str, Callable[[World], None]] = {
     "apps.canned.selectors.get_chat": _one_chat_each(lambda chat: canned.get_chat(widget=chat.widget, chat_id=chat.pk)),
     "apps.chats.selectors.not_erasing_file": _files,
+    "apps.chats.selectors.get_room": _one_chat_each(
+        lambda chat: chats.get_room(widget=chat.widget, contact=chat.contact, channel=chat.channel)
+    ),
+    "apps.chats.selectors.list_chats": _chat_list(
+        lambda w: [
+            Chat(pk=row["id"])
+            for search in (None, "secret")
+            for row in chats.list_chats(widget=w.widget, limit=100, q=search)
+        ]
+    ),
     "apps.console.selectors.get_chat": _one_chat_each(
         lambda chat: console.get_chat(agent=HumanAgentFactory(widget=chat.widget), chat_id=chat.pk)
     ),
