@@ -117,7 +117,7 @@ def seed(fake: dict):
     from apps.agents.models import Agent
     from apps.ai.models import AiSettings, Assistant, Credential
     from apps.core.crypto import encrypt_secret
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     tag = uuid.uuid4().hex[:12]
     widget = WidgetFactory(name=f"bench-ai-reply-{tag}", api_enabled=True, account__user__username=f"bench-ai-{tag}")
@@ -216,7 +216,7 @@ def floor_level(server: Server, fake: dict, widget, level: int) -> list[float]:
 
     from apps.chats.models import Message
     from apps.chats.payloads import visitor_message_frame
-    from apps.core.realtime import chat_group, push
+    from apps.platform.realtime import chat_group, push
     from tests.llm_fake import sdk_floor_client, sdk_floor_completion
 
     per_chat = max(1, MESSAGES // min(level, FLOOR_THREADS))

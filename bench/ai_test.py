@@ -60,7 +60,7 @@ def seed(count: int, fake) -> list[dict]:
     from apps.ai.models import Assistant, Credential
     from apps.core import services as core_services
     from apps.core.crypto import encrypt_secret
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     out = []
     for _ in range(count):

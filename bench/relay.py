@@ -1,5 +1,5 @@
 """Push latency from a worker to a visitor's socket on the embedded default: a frame a Celery worker
-pushes (apps.core.realtime's relay through the database) until the visitor's socket receives it.
+pushes (apps.platform.realtime's relay through the database) until the visitor's socket receives it.
 Target: p50 under 250 ms and p99 under 500 ms.
 
 The service is the Procfile's web process (tests/live.py) on the embedded default with the seeded
@@ -75,7 +75,7 @@ def measure(web, var_dir: Path, runs: int) -> list[float]:
     import django
 
     django.setup()
-    from apps.core import realtime
+    from apps.platform import realtime
 
     realtime.relay_to_web = True
 

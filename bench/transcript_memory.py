@@ -47,8 +47,8 @@ from django.core.management import call_command  # noqa: E402
 from apps.chats import transcript  # noqa: E402
 from apps.chats.models import Chat, Contact, Message  # noqa: E402
 from apps.core import services  # noqa: E402
-from apps.core.testing.factories import WidgetFactory  # noqa: E402
 from bench.lib.targets import bench, info  # noqa: E402
+from tests.support.factories import WidgetFactory  # noqa: E402
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -343,12 +343,12 @@ def main() -> int:
     from unittest import mock
 
     from apps.core import events
-    from apps.core.testing.factories import WidgetFactory
     from apps.webhooks import delivery as engine
     from apps.webhooks import services
     from apps.webhooks.models import Delivery
     from bench.lib.restore import drop_stale_hand_offs
     from bench.lib.targets import bench, info
+    from tests.support.factories import WidgetFactory
 
     warm = WARM_TASKS * events.FAN_OUT_BATCH
     receiver, port, ca_path = start_receiver()

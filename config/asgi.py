@@ -31,8 +31,8 @@ from config.wsgi import application as wsgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-from apps.core import realtime  # noqa: E402
 from apps.core.asgi_limits import RequestBodyLimit, ResponseBuffer, StopWhenGone  # noqa: E402
+from apps.platform import realtime  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
 

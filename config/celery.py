@@ -9,7 +9,7 @@ from celery import Celery, signals
 from celery.signals import setup_logging
 from django.conf import settings
 
-from apps.core.queue_depth import stamp_published_at
+from apps.platform.queue_depth import stamp_published_at
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -34,8 +34,8 @@ def tell_make_run(**kwargs) -> None:
 @signals.worker_init.connect
 def relay_pushes_to_web(**kwargs) -> None:
     """On the embedded default the channel layer lives in the web process: a worker's websocket
-    pushes go there through the database (apps.core.realtime). Set before the pool forks."""
-    from apps.core import realtime
+    pushes go there through the database (apps.platform.realtime). Set before the pool forks."""
+    from apps.platform import realtime
 
     realtime.relay_to_web = realtime.relay_enabled()
 
@@ -121,15 +121,15 @@ def no_connection_pool_in_workers(**kwargs) -> None:
 
 
 # Every task sent carries the moment it was sent: /metrics reads the oldest waiting one's age from the
-# broker (apps.core.queue_depth).
+# broker (apps.platform.queue_depth).
 signals.before_task_publish.connect(stamp_published_at, dispatch_uid="core.stamp_published_at")
 
 
 @signals.worker_process_shutdown.connect
 @signals.worker_shutdown.connect
 def forget_live_metrics(**kwargs) -> None:
-    """A worker process that ends drops its live gauges from /metrics (apps.core.metrics). Forked pool
+    """A worker process that ends drops its live gauges from /metrics (apps.platform.metrics). Forked pool
     processes end without running atexit handlers, hence the signals."""
-    from apps.core import metrics  # here: prometheus-client must be imported after the settings
+    from apps.platform import metrics  # here: prometheus-client must be imported after the settings
 
     metrics.mark_process_dead()

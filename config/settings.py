@@ -217,10 +217,10 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {
-                # One pool per process shared by every task (apps.core.redis_pool; Django's backend
+                # One pool per process shared by every task (apps.platform.redis_pool; Django's backend
                 # would build one per asyncio context: a connection per socket and per request).
                 # Past REDIS_CACHE_CONNECTIONS a caller waits up to 5 s for a free connection.
-                "pool_class": "apps.core.redis_pool.SharedConnectionPool",
+                "pool_class": "apps.platform.redis_pool.SharedConnectionPool",
                 "max_connections": env.int("REDIS_CACHE_CONNECTIONS", default=50),
                 "timeout": 5,
                 **REDIS_CONNECTION_OPTIONS,
@@ -253,17 +253,17 @@ else:
     }
     # In-process layer: websocket fan-out reaches the sockets of the web process only, which is
     # the single web process of the embedded default. Workers relay their pushes to it through the
-    # database (apps.core.realtime).
+    # database (apps.platform.realtime).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    # kombu's SQLAlchemy transport on a SQLite file of its own (apps.core.broker.SQLiteTransport).
+    # kombu's SQLAlchemy transport on a SQLite file of its own (apps.platform.broker.SQLiteTransport).
     # The URL is SQLAlchemy's, without kombu's `sqla+` prefix: a prefix names the transport itself
     # and would override the transport setting below.
     CELERY_BROKER_URL = f"sqlite:///{VAR_DIR / 'broker.sqlite3'}"
-    CELERY_BROKER_TRANSPORT = "apps.core.broker:SQLiteTransport"
+    CELERY_BROKER_TRANSPORT = "apps.platform.broker:SQLiteTransport"
     # create_engine options: wait for the file's write lock rather than fail a publish.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
 
-# The web process reads the frames workers relayed (in-process layer only; apps.core.realtime).
+# The web process reads the frames workers relayed (in-process layer only; apps.platform.realtime).
 REALTIME_RELAY = env.bool("REALTIME_RELAY", default=True)
 
 # --- celery -------------------------------------------------------------------------------------
@@ -428,15 +428,15 @@ OUTBOUND_ALLOW_LOOPBACK = env.bool("OUTBOUND_ALLOW_LOOPBACK", default=False)
 # use the same figure.
 OUTBOUND_DEADLINE_SECONDS = env.float("OUTBOUND_DEADLINE_SECONDS", default=15.0)
 if OUTBOUND_ALLOW_LOOPBACK:
-    logging.getLogger("apps.core.outbound").warning(
+    logging.getLogger("apps.platform.outbound").warning(
         "OUTBOUND_ALLOW_LOOPBACK=1: outbound calls may reach 127.0.0.0/8 and ::1"
     )
 # The owner's own model servers (Ollama, vLLM, ... on a private network): host names and address
 # ranges, each on one port (`10.0.0.7:11434`) or every port, AI credentials, and nothing else, may
-# reach; `http://` only there; never loopback or a metadata address (apps.core.outbound.policy).
+# reach; `http://` only there; never loopback or a metadata address (apps.platform.outbound.policy).
 AI_PRIVATE_HOSTS = env.list("AI_PRIVATE_HOSTS", default=[])
 if AI_PRIVATE_HOSTS:
-    logging.getLogger("apps.core.outbound").warning(
+    logging.getLogger("apps.platform.outbound").warning(
         "AI_PRIVATE_HOSTS=%s: AI credentials (and nothing else) may reach these hosts, over http:// too",
         ",".join(AI_PRIVATE_HOSTS),
     )

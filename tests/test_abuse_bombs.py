@@ -12,7 +12,7 @@ import json
 import pytest
 import requests
 
-from apps.core.tests import bombs
+from tests.core import bombs
 from tests.live import manage
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it

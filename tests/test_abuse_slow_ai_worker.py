@@ -33,7 +33,7 @@ SETUP = """
 import json
 from apps.ai.models import AiSettings
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
-from apps.core.testing.factories import WidgetFactory
+from tests.support.factories import WidgetFactory
 made = []
 for name, key, base_url in {fakes!r}:
     widget = WidgetFactory(name=name)

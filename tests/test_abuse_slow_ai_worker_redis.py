@@ -29,8 +29,8 @@ def ai_worker_on_redis(django_db_setup, tmp_path):
     from celery import current_app
     from django.conf import settings
 
-    from apps.core.testing.processes import ROOT, wait_until_ready, worker_env
     from tests.live import VENV_BIN, procfile
+    from tests.support.processes import ROOT, wait_until_ready, worker_env
 
     if not settings.USING_POSTGRES or not settings.REDIS_URL:
         pytest.skip("needs PostgreSQL and Redis")
@@ -71,7 +71,7 @@ def test_on_postgres_and_redis_a_slow_tenant_holds_only_its_share(ai_worker_on_r
     from apps.chats import services as chat_services
     from apps.chats.models import Message
     from apps.chats.tests.factories import ContactFactory
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     with FakeLLM("openai", text="A's answer.") as slow, FakeLLM("openai", text="B's answer.") as fast:

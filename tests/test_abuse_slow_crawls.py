@@ -311,8 +311,8 @@ def test_crawls_of_pages_20_s_late_leave_a_closing_receivers_deliveries_prompt_o
 
     from apps.core import services
     from apps.core.auth import scopes as catalogue
-    from apps.core.testing.concurrency import database_url
     from tests.live import Process, environment, start_web
+    from tests.support.concurrency import database_url
 
     # given the Procfile's web, worker and bulk on the test's PostgreSQL database and Redis
     _slow_linked_site(site)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 from tests.testapp.models import Note
 
 NOTES = "/api/v1/_test/notes"

@@ -30,10 +30,10 @@ from apps.chats import services as chat_services
 from apps.chats.tests.factories import AgentFactory
 from apps.chats.visitor import consumers as visitor_consumers
 from apps.chats.visitor import services as visitor_services
-from apps.core.testing.websocket import WebsocketCommunicator
 from apps.core.websocket import FramedJsonConsumer
 from config import routing
 from config.asgi import application
+from tests.support.websocket import WebsocketCommunicator
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENT_LITERAL = re.compile(r"""["']event["']\s*:\s*["']([a-z_.]+)["']""")

@@ -205,9 +205,9 @@ def test_the_clean_up_puts_back_messages_rooms_rollups_and_facts(capsys):
     from apps.chats import services as chat_services
     from apps.chats.models import Chat
     from apps.chats.visitor import services as visitor_services
-    from apps.core.testing.factories import AgentFactory, WidgetFactory
     from apps.stats.models import ChatFacts, DailyWidgetFacts
     from bench.lib.restore import Restore, fingerprint
+    from tests.support.factories import AgentFactory, WidgetFactory
 
     # given a widget with a conversation an operator answered (rollups and facts written)
     widget = WidgetFactory()

@@ -1,5 +1,5 @@
 """The Celery broker: kombu's Redis transport with REDIS_URL; on the embedded default kombu's
-SQLAlchemy transport on a SQLite file (apps.core.broker.SQLiteTransport)."""
+SQLAlchemy transport on a SQLite file (apps.platform.broker.SQLiteTransport)."""
 
 import json
 import time
@@ -40,7 +40,7 @@ def _sqlite_connection(url: str):
     """A kombu connection configured as settings.py configures the embedded default's broker."""
     from kombu import Connection
 
-    return Connection(url, transport="apps.core.broker:SQLiteTransport", transport_options=EMBEDDED_OPTIONS)
+    return Connection(url, transport="apps.platform.broker:SQLiteTransport", transport_options=EMBEDDED_OPTIONS)
 
 
 EMBEDDED_OPTIONS = {"connect_args": {"timeout": 30}}
@@ -100,7 +100,7 @@ def test_the_sqlite_broker_delivers_every_message_once_to_concurrent_processes(t
         pytest.skip("the embedded default's broker: tested in the run without REDIS_URL")
     import multiprocessing
 
-    from apps.core.broker import prepare_tables, purge_taken_messages
+    from apps.platform.broker import prepare_tables, purge_taken_messages
 
     # given four producer and four consumer processes on one broker file for a minute (its tables
     # made first, as `migrate` makes them)
@@ -146,7 +146,7 @@ def test_a_task_published_while_the_sqlite_broker_is_locked_is_retried_and_arriv
     from kombu.transport import sqlalchemy
     from sqlalchemy.exc import OperationalError
 
-    from apps.core.broker import prepare_tables
+    from apps.platform.broker import prepare_tables
 
     url = f"sqlite:///{tmp_path / 'broker.sqlite3'}"
     prepare_tables(url, queues=["locked"])

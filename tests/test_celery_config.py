@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import config.celery
-from apps.core.broker import POLL_SECONDS
+from apps.platform.broker import POLL_SECONDS
 from config.celery import BEAT_SCHEDULE, app
 
 
@@ -27,7 +27,7 @@ def test_a_setting_django_lacks_is_celerys_default():
 
 
 def test_the_embedded_brokers_connections_use_its_transport_and_polling_interval(tmp_path):
-    """Without REDIS_URL a worker's broker connection is apps.core.broker.SQLiteTransport, which asks
+    """Without REDIS_URL a worker's broker connection is apps.platform.broker.SQLiteTransport, which asks
     an idle queue every POLL_SECONDS, not kombu's SQLAlchemy transport with its 1 s default."""
     code = (
         "import django\n"
@@ -41,7 +41,7 @@ def test_the_embedded_brokers_connections_use_its_transport_and_polling_interval
     env.update(DJANGO_SETTINGS_MODULE="config.settings", VAR_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["apps.core.broker", "SQLiteTransport", str(POLL_SECONDS)]
+    assert done.stdout.split() == ["apps.platform.broker", "SQLiteTransport", str(POLL_SECONDS)]
 
 
 def test_every_task_the_configuration_names_is_registered(settings):

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 import requests
 
-from apps.core.testing.concurrency import database_url, direct_connection
 from tests.live import start_web
+from tests.support.concurrency import database_url, direct_connection
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

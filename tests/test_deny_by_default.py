@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from apps.core.api.views import RouteDeclarationError, ScopedAPIView, WidgetScopedViewSet
 from apps.core.auth.scopes import ALL_SCOPES
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 from tests.testapp.models import Note
 
 pytestmark = pytest.mark.django_db

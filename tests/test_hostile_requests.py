@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

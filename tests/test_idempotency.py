@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 
 from apps.core.models import IdempotencyKey, OutboxEvent
 from apps.core.tasks import purge_idempotency_keys
-from apps.core.testing.plugin import ALL, assert_problem
+from tests.support.plugin import ALL, assert_problem
 from tests.testapp.models import Note
 
 NOTES = "/api/v1/_test/notes"
@@ -295,8 +295,8 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from apps.core import services
 from apps.core.models import IdempotencyKey, OutboxEvent
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import ALL
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import ALL
 from tests.testapp.models import Note
 from tests.test_idempotency import race_one_key
 widget = WidgetFactory()

@@ -19,14 +19,14 @@ from django.db import transaction
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from apps.core import metrics, queue_depth
 from apps.core.events import emit, fan_out
-from apps.core.testing.metrics import sample as current
+from apps.platform import metrics, queue_depth
 from apps.webhooks import delivery as engine
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Delivery
 from apps.webhooks.tests.receiver import Receiver, always
 from config.celery import app as celery_app
+from tests.support.metrics import sample as current
 
 pytestmark = pytest.mark.django_db
 

@@ -31,7 +31,7 @@ ALLOWED = {
     ("apps/ai/providers/drivers/gigachat_token.py", "client._auth_aclient_instance"),
     ("apps/ai/providers/drivers/gigachat_token.py", "client._client_instance"),
     ("apps/ai/providers/drivers/gigachat_token.py", "client._auth_client_instance"),
-    ("apps/core/outbound/httpx_transport.py", "pool._network_backend"),
+    ("apps/platform/outbound/httpx_transport.py", "pool._network_backend"),
     # A worker that keeps its connections across tasks asks Django's own health check for the next
     # query, as Django's request start does (the flag is how Django itself asks for it).
     ("config/celery.py", "connection.health_check_done"),

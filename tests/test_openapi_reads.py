@@ -102,8 +102,8 @@ def doc(django_db_blocker) -> dict:
 
 @pytest.fixture
 def client(make_token, widget, settings) -> APIClient:
-    from apps.core.testing.factories import AgentFactory
     from apps.support.config import configure_support
+    from tests.support.factories import AgentFactory
 
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}.RecordQueryReads"]
     settings.API_RATE_LIMIT_PER_MINUTE = 1_000_000

@@ -18,7 +18,7 @@ import pytest
 
 from apps.core.errors import RateLimited, exception_handler
 from apps.core.ratelimit import Budget
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 NOTES = "/api/v1/_test/notes"
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")

@@ -5,7 +5,7 @@ rest_framework, asgiref, kombu, channels_redis, psycopg or asyncio is imported (
 needs of these packages goes through their documented seams.
 
 Production code: apps/ and config/, without tests (`tests/` folders, `test_*.py`, conftest.py) and
-without apps/core/testing (the tests' own helpers).
+without tests/support (the tests' own helpers).
 """
 
 from __future__ import annotations

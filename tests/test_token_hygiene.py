@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from apps.core import services
 from apps.core.auth import tokens
 from apps.core.logging import JSONFormatter
-from apps.core.testing.plugin import ALL, assert_problem
+from tests.support.plugin import ALL, assert_problem
 
 NOTES = "/api/v1/_test/notes"
 BOOM = "/api/v1/_test/boom"

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.core import services
 from apps.core.models import ApiToken, Widget
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -124,7 +124,7 @@ def test_a_visitor_and_an_operator_on_two_web_processes_talk_and_see_presence(tm
     from django.core.management import call_command
 
     from apps.core.models import Widget
-    from apps.core.testing.concurrency import database_url
+    from tests.support.concurrency import database_url
 
     # given the test database seeded (committed: the servers read it) and two web processes started by
     # the Procfile's command on it, sharing Redis

@@ -10,7 +10,7 @@ import pytest
 from celery import signals
 from django.db import connection
 
-from apps.core.testing.concurrency import direct_connection
+from tests.support.concurrency import direct_connection
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -37,9 +37,9 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib import auth
 
-from apps.core.numbers import MAX_ID, parse_int
-from apps.core.realtime import widget_group
 from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, query_params
+from apps.platform.numbers import MAX_ID, parse_int
+from apps.platform.realtime import widget_group
 
 from . import presence, services
 from .models import Agent
@@ -208,7 +208,7 @@ class AgentConsumer(FramedJsonConsumer):
     # --- server -> client ---------------------------------------------------------------------------
 
     async def push(self, event):
-        """A frame of apps.chats.realtime (groups of apps.core.realtime) for the widget's console group."""
+        """A frame of apps.chats.realtime (groups of apps.platform.realtime) for the widget's console group."""
         if self.registered:
             await self.send_json(event.get("frame") or {})
 

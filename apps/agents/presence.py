@@ -162,12 +162,12 @@ return redis.call('SREM', KEYS[2], ARGV[4])
 
 class RedisStore:
     """Presence shared by every process through Redis, on the process's connection pool of the cache
-    (apps.core.redis_pool): a socket's registration and withdrawal open no connection of their own."""
+    (apps.platform.redis_pool): a socket's registration and withdrawal open no connection of their own."""
 
     DUE_KEY = "presence:due"
 
     def __init__(self, url: str) -> None:
-        from apps.core.redis_pool import shared_client
+        from apps.platform.redis_pool import shared_client
 
         self.client = shared_client(url)
         self._connect = self.client.register_script(_CONNECT)

@@ -7,7 +7,8 @@ class AiConfig(AppConfig):
     verbose_name = "AI configuration"
 
     def ready(self) -> None:
-        from apps.core import events, outbound, ports
+        from apps.core import events, ports
+        from apps.platform import outbound
 
         # A malformed AI_PRIVATE_HOSTS stops start-up (ImproperlyConfigured names the entry) rather
         # than the first provider call.
@@ -33,7 +34,7 @@ class AiConfig(AppConfig):
         events.subscribe(events.CHAT_AWAITING_HUMAN, _awaiting_human, phase=events.ON_COMMIT)
         # /metrics reports the depth and the oldest task of the AI reply tasks' queue (runtime.QUEUE,
         # named here: the runtime loads on the first visitor message).
-        from apps.core import metrics
+        from apps.platform import metrics
 
         metrics.watch_queue("ai")
 

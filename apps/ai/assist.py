@@ -29,7 +29,7 @@ from apps.core import events, provider_waits, queueing
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
 
-from . import errors, floors, handoff, links, pipeline, runtime, selectors
+from . import errors, handoff, links, pipeline, reply_safety, runtime, selectors
 from .models import Assistant
 from .providers import ChatMessage, ProviderError, complete, load_sdks
 from .runtime import turns
@@ -125,7 +125,7 @@ def summarise_handover(*, chat_id: int, operator_id: int, since: float | None = 
     finally:
         turns.give_back(turn)
     text = pipeline.cut_lines(completion.text)
-    if floors.check_reply(text, known_secrets=[c.api_key for c in chain], check_person=False) is not None:
+    if reply_safety.check_reply(text, known_secrets=[c.api_key for c in chain], check_person=False) is not None:
         return "empty"  # nothing, or nothing people may read (a provider key in it)
     # SECURITY: the summary retells the visitor's words; a link they dictated goes nowhere.
     text = links.guard_links(text, widget=widget)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from apps.kb.services import CONTENT_MAX_CHARS as CHUNK_CHARACTERS
 
-from . import floors, phrases
+from . import phrases, reply_safety
 
 HANDOFF_MARKER = "[KEY_TO_OPERATOR]"
 # Something that looks like the marker but is not it exactly (brackets lost, spaces, other case):
@@ -279,7 +279,7 @@ def check_floors(
     provider keys of the credential chain, `knowledge` the knowledge-base chunks the answer was given."""
     if outcome.escalation["escalate"]:
         return outcome
-    floor = floors.check_reply(
+    floor = reply_safety.check_reply(
         outcome.answer,
         question=question,
         known_secrets=known_secrets,
@@ -294,7 +294,7 @@ def check_floors(
         answer=text,
         transformation="escalation_outcome",
         classifier="escalate",
-        escalation={"escalate": True, "reason": floors.reason(floor), "trigger": None},
+        escalation={"escalate": True, "reason": reply_safety.reason(floor), "trigger": None},
         outcome=handover_outcome,
         offline_outcome_suppressed=suppressed,
     )

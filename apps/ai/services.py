@@ -16,12 +16,13 @@ from django.utils import timezone
 
 from apps.agents.models import Agent
 from apps.audit import services as audit
-from apps.core import events, outbound
+from apps.core import events
 from apps.core.crypto import encrypt_secret
 from apps.core.errors import MissingScope, ValidationFailed
 from apps.core.models import ApiToken, Widget
-from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
+from apps.platform import outbound
+from apps.platform.numbers import MAX_ID
 
 from . import config, marketplace, phrases, selectors
 
@@ -36,10 +37,6 @@ from .errors import (
     NothingToMigrate,
 )
 from .errors import TestCredentialUnavailable as TestCredentialUnavailable
-from .floors import check_reply as check_reply
-from .floors import leaks_secret as leaks_secret
-from .floors import reason as reason
-from .floors import skeleton as skeleton
 from .handoff import hand_to_people as hand_to_people
 from .handoff import machine_may_answer as machine_may_answer
 from .handoff import post_as_operator as post_as_operator
@@ -51,6 +48,10 @@ from .operators import update_operator as update_operator
 from .providers import ChatMessage as ChatMessage
 from .providers import ProviderError as ProviderError
 from .providers import complete as complete
+from .reply_safety import check_reply as check_reply
+from .reply_safety import leaks_secret as leaks_secret
+from .reply_safety import reason as reason
+from .reply_safety import skeleton as skeleton
 
 TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
 SECRET_ALPHABET = string.ascii_letters + string.digits

@@ -19,7 +19,7 @@ class ChannelsConfig(AppConfig):
         for owner, kind in kinds().items():
             ports.provide(ports.ENDPOINT_KIND, kind, key=owner)
 
-        from apps.core import metrics
+        from apps.platform import metrics
 
         from . import selectors
 

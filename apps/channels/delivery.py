@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from apps.chats.models import Message
 from apps.core import crypto
 from apps.core.models import Widget
-from apps.core.numbers import parse_int
+from apps.platform.numbers import parse_int
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Delivery, Endpoint
 

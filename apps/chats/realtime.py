@@ -10,7 +10,7 @@ private notes, operator-only e-mails or operator-to-operator messages; operator 
 from __future__ import annotations
 
 from apps.core import events
-from apps.core.realtime import chat_group, group_send, push, widget_group
+from apps.platform.realtime import chat_group, group_send, push, widget_group
 
 from .models import Chat, Message
 from .payloads import visitor_message_frame

@@ -9,8 +9,8 @@ from django.db.models import Exists, Lookup, OuterRef, Q, QuerySet, TextField
 
 from apps.core import keyset
 from apps.core.models import Widget
-from apps.core.statements import ModelStatement, Slot, Statement
 from apps.erasure.models import PendingErasure
+from apps.platform.statements import ModelStatement, Slot, Statement
 from apps.widget.models import WidgetIcon
 
 from . import payloads
@@ -128,7 +128,7 @@ def list_chats(
     of the last row served; None: from the newest). A contact under erasure reads as missing.
 
     A search (`q`) is built by the ORM on every call (its SQL depends on its words); every other
-    page runs a statement compiled once per combination of filters (apps.core.statements: through
+    page runs a statement compiled once per combination of filters (apps.platform.statements: through
     the ORM, building the page's query is about half of a list request's CPU). A new filter is a
     keyword here and in `filter_chats`, and an entry of `_CHAT_LIST_SLOTS` when it is a value."""
     if q:

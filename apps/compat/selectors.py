@@ -10,7 +10,7 @@ from apps.agents.models import Agent
 from apps.chats.models import Chat
 from apps.core.auth.tokens import hash_token
 from apps.core.models import Widget
-from apps.core.statements import ModelStatement, Slot
+from apps.platform.statements import ModelStatement, Slot
 
 from .models import CompatBot, CompatBotHandoff
 

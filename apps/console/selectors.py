@@ -14,7 +14,7 @@ from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, ContactTag, Message, VisitorSession
-from apps.core.numbers import MAX_ID
+from apps.platform.numbers import MAX_ID
 from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50

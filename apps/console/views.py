@@ -26,8 +26,8 @@ from apps.ai import services as ai_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
-from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import SignInBudgets, client_address
+from apps.platform.numbers import MAX_ID
 
 from . import access, forms, selectors, services
 from .access import operator_required

@@ -5,10 +5,10 @@ from django.db.models.signals import post_migrate
 
 def prepare_broker(**kwargs) -> None:
     """After `migrate`: the embedded default's SQLite broker gets its tables before any process
-    opens it (apps.core.broker.prepare_tables)."""
+    opens it (apps.platform.broker.prepare_tables)."""
     from django.conf import settings
 
-    from .broker import prepare_tables
+    from apps.platform.broker import prepare_tables
 
     # the Procfile's queues: `celery` (the worker), `ai` (the ai worker) and `bulk` (the bulk worker)
     prepare_tables(settings.CELERY_BROKER_URL, queues=["celery", "ai", settings.BULK_QUEUE])
@@ -23,7 +23,7 @@ class CoreConfig(AppConfig):
         # /metrics reports the depth and the oldest task of the long tenant work's queue too
         from django.conf import settings
 
-        from . import metrics
+        from apps.platform import metrics
 
         metrics.watch_queue(settings.BULK_QUEUE)
 

@@ -36,7 +36,7 @@ import threading
 from django.conf import settings
 
 from apps.core.errors import PROBLEM_CONTENT_TYPE, BadRequest, BodyTooLarge, problem_body
-from apps.core.numbers import parse_int
+from apps.platform.numbers import parse_int
 
 logger = logging.getLogger("apps.request")
 
@@ -50,7 +50,7 @@ WRITTEN = "chatwidget.written"
 
 
 def declared_length(value: str) -> int | None:
-    """A Content-Length value as a number (the one ASCII integer parser, apps.core.numbers); None
+    """A Content-Length value as a number (the one ASCII integer parser, apps.platform.numbers); None
     unless it is ASCII digits only. A number past 10**18 reads as 10**18: past any limit, and a huge
     digit string is never converted."""
     try:

@@ -16,7 +16,8 @@ from urllib.parse import unquote, urlsplit
 from django.core.files.base import ContentFile
 from django.db import transaction
 
-from . import outbound
+from apps.platform import outbound
+
 from .errors import BodyTooLarge, ValidationFailed
 from .models import File, Widget
 

@@ -9,7 +9,6 @@ import uuid
 
 from django.conf import settings
 
-from apps.core import metrics
 from apps.core.errors import (
     PROBLEM_CONTENT_TYPE,
     BodyTooLarge,
@@ -19,7 +18,8 @@ from apps.core.errors import (
     to_app_error,
 )
 from apps.core.logging import RequestNotes, request_id_var, request_notes_var
-from apps.core.numbers import parse_int
+from apps.platform import metrics
+from apps.platform.numbers import parse_int
 
 logger = logging.getLogger("apps.request")
 
@@ -32,7 +32,7 @@ def is_api_path(path: str) -> bool:
 
 
 class RequestMetricsMiddleware:
-    """Counts every answered request and its duration in /metrics (apps.core.metrics), labelled by
+    """Counts every answered request and its duration in /metrics (apps.platform.metrics), labelled by
     the URL pattern that answered, never by the path as sent. First in MIDDLEWARE, so the answers of
     the middleware below it (problem+json, 413) are counted as sent."""
 

@@ -180,7 +180,7 @@ class SignedNonce(models.Model):
 class RelayedPush(models.Model):
     """A websocket frame written by a Celery worker of the embedded default, where the channel layer
     lives inside the web process: the web process reads these rows and sends them to its sockets
-    (apps.core.realtime). Never used with Redis, whose layer every process reaches directly."""
+    (apps.platform.realtime). Never used with Redis, whose layer every process reaches directly."""
 
     groups = models.JSONField()
     frame = models.JSONField()

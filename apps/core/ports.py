@@ -16,7 +16,7 @@ A port returns something to its caller. What only announces a change ("a chat cl
 (apps.core.events): any number of handlers, none of which answers back.
 
 Tests replace a provider only through `override(PORT, impl)` (a context manager; `impl=None`: as
-if nothing were provided), or the `provide_port` fixture of apps.core.testing, which undoes it
+if nothing were provided), or the `provide_port` fixture of tests.support, which undoes it
 after the test.
 """
 

@@ -90,7 +90,7 @@ return {allowed, count, reset, retry}
 @lru_cache(maxsize=1)
 def _script():
     # on the process's one pool to that Redis (the cache's), with its timeouts
-    from .redis_pool import shared_client
+    from apps.platform.redis_pool import shared_client
 
     return shared_client(settings.REDIS_URL).register_script(_LUA)
 
@@ -316,7 +316,7 @@ def renew_slots(slots: list[Slot], ttl: int) -> None:
     if not slots:
         return
     if settings.REDIS_URL:
-        from apps.core.redis_pool import shared_client
+        from apps.platform.redis_pool import shared_client
 
         pipe = shared_client(settings.REDIS_URL).pipeline(transaction=False)
         for slot in slots:

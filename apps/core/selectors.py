@@ -1,11 +1,11 @@
 """Reads of the core's rows that every request makes: the API token by its prefix and the visitor
 API's widget by its button guid. Both run on every call of their API, so each is a statement
-compiled once (apps.core.statements; docs/architecture.md, "Compiled statements")."""
+compiled once (apps.platform.statements; docs/architecture.md, "Compiled statements")."""
 
 from __future__ import annotations
 
 from apps.core.models import ApiToken, Widget
-from apps.core.statements import ModelStatement, Slot, Statement
+from apps.platform.statements import ModelStatement, Slot, Statement
 
 _TOKEN_COLUMNS = tuple(f.attname for f in ApiToken._meta.concrete_fields)
 _WIDGET_COLUMNS = tuple(f.attname for f in Widget._meta.concrete_fields)

@@ -19,7 +19,7 @@ from apps.core import events
 from apps.core.auth import scopes as scope_catalogue
 from apps.core.auth import tokens
 from apps.core.models import Account, ApiToken, File, OutboxEvent, Widget
-from apps.core.numbers import MAX_ID, parse_int
+from apps.platform.numbers import MAX_ID, parse_int
 
 logger = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ def purge_broker_messages() -> int:
     """Delete taken messages from the embedded default's SQLite broker (nothing on Redis)."""
     from django.conf import settings
 
-    from apps.core.broker import purge_taken_messages
+    from apps.platform.broker import purge_taken_messages
 
     return purge_taken_messages(settings.CELERY_BROKER_URL)
 
@@ -73,6 +73,6 @@ def purge_broker_messages() -> int:
 @shared_task
 def purge_relayed_pushes() -> int:
     """Delete websocket frames relayed to the web process that are past keeping (embedded default)."""
-    from apps.core import realtime
+    from apps.platform import realtime
 
     return realtime.purge_relayed_pushes()

@@ -16,10 +16,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_safe
 from django.views.static import serve
 
-from apps.core import metrics
 from apps.core.errors import PROBLEM_CODES, AppError, Forbidden, NotAuthenticated, problem_response
 from apps.core.ratelimit import client_address
 from apps.core.uploads import protect_upload
+from apps.platform import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _metrics_refusal(request) -> AppError | None:
 
 @require_GET
 def metrics_endpoint(request):
-    """GET /metrics: the Prometheus text format of every process of this host (apps.core.metrics)."""
+    """GET /metrics: the Prometheus text format of every process of this host (apps.platform.metrics)."""
     refusal = _metrics_refusal(request)
     if refusal is not None:
         return problem_response(refusal, request)

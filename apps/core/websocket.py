@@ -44,10 +44,10 @@ from channels.db import aclose_old_connections
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.core import metrics, realtime
 from apps.core.api import parsers
 from apps.core.errors import AppError, InvalidJSON
 from apps.core.ratelimit import Slot, Slots, release_slots, renew_slots
+from apps.platform import metrics, realtime
 
 logger = logging.getLogger(__name__)
 

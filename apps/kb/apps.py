@@ -7,7 +7,7 @@ class KbConfig(AppConfig):
     verbose_name = "Knowledge base"
 
     def ready(self) -> None:
-        from apps.core import metrics
+        from apps.platform import metrics
 
         from . import selectors
 

@@ -1,7 +1,7 @@
 """The knowledge-base crawler: one crawl run of a widget's configuration (docs/ai/knowledge-base.md).
 
 SECURITY: every request (robots.txt, sitemaps, pages, every redirect hop) goes through the guarded
-outbound client (`apps.core.outbound`) with redirects off; hops are followed here, one at a time,
+outbound client (`apps.platform.outbound`) with redirects off; hops are followed here, one at a time,
 each checked by the guard's own policy (`check_url`, `pin_address`: a hop to a private address is
 refused before anything is sent to it and the page is recorded as failed) and then kept on the
 start URLs' hosts. Sitemaps are fetched here and their bytes handed to ultimate-sitemap-parser,
@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 
-from apps.core import outbound
+from apps.platform import outbound
 
 from . import extract, services
 from . import text as kbtext

@@ -14,7 +14,7 @@ class WebhooksConfig(AppConfig):
 
         events.subscribe_outbox(fan_out_events)
 
-        from apps.core import metrics
+        from apps.platform import metrics
 
         from . import selectors
 

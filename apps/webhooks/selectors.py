@@ -12,7 +12,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count, Min, Q
 
 from apps.core import ports
-from apps.core.statements import Slot, Statement
+from apps.platform.statements import Slot, Statement
 
 from .models import Delivery, Subscription
 
@@ -27,7 +27,7 @@ def _active_subscriptions(widgets: int):
     return Subscription.objects.filter(any_widget, is_active=True).values(*_SUBSCRIPTION_COLUMNS)
 
 
-# Compiled once per number of widgets (apps.core.statements): building and compiling this query
+# Compiled once per number of widgets (apps.platform.statements): building and compiling this query
 # through the ORM would be a large part of the time from an event's commit to its first webhook request.
 _SUBSCRIPTIONS = Statement(_active_subscriptions)
 

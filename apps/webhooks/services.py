@@ -1,7 +1,7 @@
 """The webhooks app's public services, one module per job:
 
 - subscriptions.py: create, update, rotate the secret, delete;
-- fanout.py: the outbox handler writing one Delivery row per event and matching endpoint;
+- event_deliveries.py: the outbox handler writing one Delivery row per event and matching endpoint;
 - redelivery.py: redelivery and the delivery log;
 - endpoints.py: delivery targets of higher apps (an external operator's URL): enqueue, hold,
   release, drop, rotate with overlap, redeliver;
@@ -38,7 +38,7 @@ from .endpoints import rotate_endpoint_secrets as rotate_endpoint_secrets
 from .endpoints import set_endpoint_mode as set_endpoint_mode
 from .endpoints import set_endpoint_owner as set_endpoint_owner
 from .endpoints import set_endpoint_url as set_endpoint_url
-from .fanout import fan_out_events as fan_out_events
+from .event_deliveries import fan_out_events as fan_out_events
 from .redelivery import OUTCOMES as OUTCOMES
 from .redelivery import NotRedeliverable as NotRedeliverable
 from .redelivery import attempt_outcome as attempt_outcome

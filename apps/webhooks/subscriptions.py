@@ -7,11 +7,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.audit import services as audit
-from apps.core import outbound
 from apps.core import services as core_services
 from apps.core.crypto import encrypt_secret, generate_secret
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import Widget
+from apps.platform import outbound
 
 from . import catalogue
 from .models import Subscription

@@ -9,7 +9,7 @@ from django.utils import timezone
 from apps.agents.events_log import code_of
 from apps.agents.models import Agent, AgentEvent, Department, Invitation
 from apps.agents.services import hash_token
-from apps.core.testing.factories import AgentFactory, UserFactory, WidgetFactory
+from tests.support.factories import AgentFactory, UserFactory, WidgetFactory
 
 
 class HumanAgentFactory(AgentFactory):

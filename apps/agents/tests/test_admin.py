@@ -15,8 +15,8 @@ from apps.agents.tests.factories import (
     HumanAgentFactory,
     InvitationFactory,
 )
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import WidgetFactory
+from tests.support.admin import staff_client
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

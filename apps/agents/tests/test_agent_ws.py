@@ -24,10 +24,10 @@ from apps.agents.tasks_presence import reap_presence
 from apps.agents.tests.factories import HumanAgentFactory
 from apps.chats import services as chat_services
 from apps.chats.visitor import services as visitor_services
-from apps.core.testing.factories import UserFactory
-from apps.core.testing.metrics import sample
-from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
+from tests.support.factories import UserFactory
+from tests.support.metrics import sample
+from tests.support.websocket import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

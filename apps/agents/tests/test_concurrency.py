@@ -9,7 +9,7 @@ from django.core import mail
 from apps.agents import selectors, services
 from apps.agents.models import Agent, Invitation
 from apps.agents.tests.factories import HumanAgentFactory, InvitationFactory
-from apps.core.testing.concurrency import race
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

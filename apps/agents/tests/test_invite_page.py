@@ -14,7 +14,7 @@ from apps.agents.events_log import slug_of
 from apps.agents.models import Agent, AgentEvent, Invitation
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import HumanAgentFactory, InvitationFactory
-from apps.core.testing.factories import UserFactory
+from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from apps.agents.tests.factories import (
     InvitationFactory,
 )
 from apps.core.errors import Conflict, RateLimited
-from apps.core.testing.factories import WidgetFactory
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

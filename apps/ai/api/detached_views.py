@@ -5,7 +5,7 @@ the event loop, not on a web thread: the synchronous parts (authentication, scop
 admission, the idempotency claim; then recording the result) run through the DRF view below in
 short thread hops, and only the provider call is awaited in between.
 
-Database connections: the hops go through `apps.ai.api.hops` (a gate of AI_TEST_DB_HOPS per process,
+Database connections: the hops go through `apps.ai.api.sync_gate` (a gate of AI_TEST_DB_HOPS per process,
 connections borrowed for the hop and given back before the provider is awaited), so no test holds a
 connection while the provider thinks; a shut gate or a refused connection answers 503
 `test_unavailable` with `Retry-After`, never 500.
@@ -27,7 +27,7 @@ from apps.core.api.views import ScopedAPIView
 from apps.core.errors import problem_response
 
 from .. import detached, errors
-from . import hops
+from . import sync_gate
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class AssistantTestView(ScopedAPIView):
         # A refused or lost database connection (PostgreSQL's max_connections reached, a restart) is
         # transient: 503 with Retry-After, never 500. Nothing was paid for: the provider call comes later.
         if isinstance(exc, OperationalError | InterfaceError):
-            exc = hops.database_unavailable()
+            exc = sync_gate.database_unavailable()
         return super().handle_exception(exc)
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -277,7 +277,7 @@ def _finish(plan: detached.Plan, status: int) -> None:
 async def assistant_test(request, pk=None):
     """The route of GET and POST /v1/ai/assistants/{id}/test (see the module docstring)."""
     try:
-        response = await hops.hop(_phase_one, request, pk=pk)
+        response = await sync_gate.hop(_phase_one, request, pk=pk)
     except errors.TestUnavailable as exc:
         return problem_response(exc, request)
     plan = getattr(response, "plan", None)
@@ -304,7 +304,7 @@ async def _finish_shielded(plan: detached.Plan, status: int) -> None:
     """Record the result and free the widget's slot. A busy gate or database does not change the answer:
     the recorded status is informative; the slot (the cache, no database) is freed all the same."""
     try:
-        await hops.hop(_finish, plan, status)
+        await sync_gate.hop(_finish, plan, status)
     except errors.TestUnavailable:
         logger.warning("detached test: the result of widget %s was not recorded (database busy)", plan.widget.pk)
         await sync_to_async(detached.release_slot)(plan.widget, plan.slot)

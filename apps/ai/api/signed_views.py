@@ -16,7 +16,7 @@ from apps.core import signed
 from apps.core.api.serializers import InputSerializer, StrictCharField, StrictRegexField
 from apps.core.api.views import ScopedAPIView
 
-from .. import assistant_api
+from .. import signed_assistant
 
 IDENTIFIER = r"^[A-Za-z0-9_.:-]{1,128}$"
 SIGNED_PROBLEMS = [401, 403, 409, 413, 415, 422, 429, 502, 503]
@@ -85,7 +85,7 @@ class SignedAssistantView(ScopedAPIView):
 class TurnMessageInput(InputSerializer):
     role = serializers.ChoiceField(choices=["user", "assistant"], help_text="`user` or `assistant`.")
     content = StrictCharField(
-        min_length=1, max_length=assistant_api.MAX_TEXT, trim_whitespace=False, help_text="The message's text."
+        min_length=1, max_length=signed_assistant.MAX_TEXT, trim_whitespace=False, help_text="The message's text."
     )
 
 
@@ -106,7 +106,7 @@ class ToolResultInput(InputSerializer):
     call_id = StrictRegexField(IDENTIFIER, help_text="The `id` of the tool call this answers.")
     name = StrictRegexField(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$", help_text="The tool's name.")
     content = StrictCharField(
-        max_length=assistant_api.MAX_TEXT,
+        max_length=signed_assistant.MAX_TEXT,
         allow_blank=True,
         trim_whitespace=False,
         help_text="What the tool returned, as text.",
@@ -119,7 +119,7 @@ class TurnInput(InputSerializer):
     messages = TurnMessageInput(
         many=True,
         min_length=1,
-        max_length=assistant_api.MAX_MESSAGES,
+        max_length=signed_assistant.MAX_MESSAGES,
         help_text="The conversation so far, oldest first; the integrating backend keeps the history.",
     )
     context = serializers.DictField(
@@ -128,13 +128,13 @@ class TurnInput(InputSerializer):
     tools = ToolInput(
         many=True,
         required=False,
-        max_length=assistant_api.MAX_TOOLS,
+        max_length=signed_assistant.MAX_TOOLS,
         help_text="Tools the assistant may plan calls to.",
     )
     tool_results = ToolResultInput(
         many=True,
         required=False,
-        max_length=assistant_api.MAX_TOOLS,
+        max_length=signed_assistant.MAX_TOOLS,
         help_text="Results of the tool calls the previous turn planned.",
     )
 
@@ -176,7 +176,9 @@ class TurnDoc(serializers.Serializer):
 
 class SpeechToTextInput(InputSerializer):
     audio_base64 = StrictCharField(trim_whitespace=False, help_text="At most 6 MiB once decoded.")
-    mime_type = serializers.ChoiceField(choices=sorted(assistant_api.AUDIO_TYPES), help_text="The audio's media type.")
+    mime_type = serializers.ChoiceField(
+        choices=sorted(signed_assistant.AUDIO_TYPES), help_text="The audio's media type."
+    )
     language = StrictRegexField(r"^[a-z]{2}$", required=False, help_text="ISO 639-1 code of the speech.")
 
 
@@ -186,13 +188,13 @@ class SpeechToTextDoc(serializers.Serializer):
 
 class TextToSpeechInput(InputSerializer):
     text = StrictCharField(
-        min_length=1, max_length=assistant_api.MAX_TEXT, help_text="The text to speak, up to 4000 characters."
+        min_length=1, max_length=signed_assistant.MAX_TEXT, help_text="The text to speak, up to 4000 characters."
     )
     voice = serializers.ChoiceField(
-        choices=list(assistant_api.VOICES), required=False, help_text="The voice; optional."
+        choices=list(signed_assistant.VOICES), required=False, help_text="The voice; optional."
     )
     format = serializers.ChoiceField(
-        choices=list(assistant_api.SPEECH_FORMATS), required=False, help_text="The audio format; optional."
+        choices=list(signed_assistant.SPEECH_FORMATS), required=False, help_text="The audio format; optional."
     )
 
 
@@ -220,11 +222,11 @@ class AssistantTurnView(SignedAssistantView):
     )
     def post(self, request):
         data = self.validated(TurnInput)
-        return Response(assistant_api.run_turn(widget=request.widget, data=data))
+        return Response(signed_assistant.run_turn(widget=request.widget, data=data))
 
 
 class SpeechToTextView(SignedAssistantView):
-    max_body_bytes = assistant_api.SPEECH_BODY_BYTES
+    max_body_bytes = signed_assistant.SPEECH_BODY_BYTES
 
     @extend_schema(
         summary="Transcribe speech (signed)",
@@ -236,7 +238,7 @@ class SpeechToTextView(SignedAssistantView):
     )
     def post(self, request):
         data = self.validated(SpeechToTextInput)
-        return Response(assistant_api.speech_to_text(widget=request.widget, data=data))
+        return Response(signed_assistant.speech_to_text(widget=request.widget, data=data))
 
 
 class TextToSpeechView(SignedAssistantView):
@@ -250,4 +252,4 @@ class TextToSpeechView(SignedAssistantView):
     )
     def post(self, request):
         data = self.validated(TextToSpeechInput)
-        return Response(assistant_api.text_to_speech(widget=request.widget, data=data))
+        return Response(signed_assistant.text_to_speech(widget=request.widget, data=data))

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from apps.core import metrics
-from apps.core.outbound import OutboundBlocked, OutboundError, ai_private_hosts, check_url, pin_address
+from apps.platform import metrics
+from apps.platform.outbound import OutboundBlocked, OutboundError, ai_private_hosts, check_url, pin_address
 
 from . import drivers, transport
 from .drivers.attempts import _Call

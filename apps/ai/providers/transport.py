@@ -1,4 +1,4 @@
-"""Every SDK's HTTP goes through a guarded outbound transport (apps.core.outbound), with a whole-call
+"""Every SDK's HTTP goes through a guarded outbound transport (apps.platform.outbound), with a whole-call
 budget on top: the deadline, the number of provider HTTP operations and the response body cap.
 
 - The OpenAI and Anthropic SDKs are built on `httpx2`: they get clients on
@@ -6,7 +6,7 @@ budget on top: the deadline, the number of provider HTTP operations and the resp
   gets clients on `GuardedHTTPXTransport` / `GuardedAsyncHTTPXTransport`. Either way: the address
   policy, pinning, TLS rules, no redirects, no proxies or environment. These transports, and no
   other caller's, carry the AI_PRIVATE_HOSTS exception: the owner's own model servers on a private
-  network, `http://` there only (`apps.core.outbound.policy.PrivateHosts`).
+  network, `http://` there only (`apps.platform.outbound.policy.PrivateHosts`).
 - `_Limited*` wrap those transports. Before each request they take one operation from the current
   `Budget` and clamp the request's timeouts to the time left (and to the per-operation cap); they
   cap the response body (declared and streamed) and stop a body still trickling at the deadline,
@@ -31,8 +31,8 @@ from typing import Any
 import httpx
 import httpx2
 
-from apps.core.outbound import DEFAULT_MAX_BYTES, GuardedAsyncHTTPXTransport, GuardedHTTPXTransport
-from apps.core.outbound.httpx2_transport import GuardedAsyncHTTPX2Transport, GuardedHTTPX2Transport
+from apps.platform.outbound import DEFAULT_MAX_BYTES, GuardedAsyncHTTPXTransport, GuardedHTTPXTransport
+from apps.platform.outbound.httpx2_transport import GuardedAsyncHTTPX2Transport, GuardedHTTPX2Transport
 
 from . import answers
 

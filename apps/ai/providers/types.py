@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.core.outbound import safe_url
+from apps.platform.outbound import safe_url
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"

@@ -15,10 +15,10 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core import metrics
 from apps.core.models import Widget
+from apps.platform import metrics
 
-from .. import config, floors, handoff, pipeline, retrieval, routing, selectors
+from .. import config, handoff, pipeline, reply_safety, retrieval, routing, selectors
 from ..models import AiSettings, Alert, Assistant, ReplyClaim
 from ..providers import ChatMessage, ProviderError, complete
 from . import enqueueing, limits, turns
@@ -117,8 +117,8 @@ def handover_before_provider(assistant: Assistant, question: str) -> tuple[str, 
     asking for a person (a safety floor). None when the provider is asked."""
     if pipeline.matches_trigger(list(assistant.escalation_triggers), question) is not None:
         return "trigger", "escalation_outcome"
-    if floors.visitor_asks_for_person(question):
-        reason = floors.reason(floors.PERSON_REQUESTED)
+    if reply_safety.visitor_asks_for_person(question):
+        reason = reply_safety.reason(reply_safety.PERSON_REQUESTED)
         return reason, reason
     return None
 

@@ -33,7 +33,7 @@ def client(api):
 @pytest.fixture(autouse=True)
 def public_dns(monkeypatch):
     """Hosts resolve to a public address; `private.test` to a private one, `loop.test` to loopback."""
-    from apps.core import outbound
+    from apps.platform import outbound
 
     def resolve(host, port):
         if host == "private.test":

@@ -5,7 +5,7 @@ import factory
 from apps.agents.models import Agent
 from apps.ai.models import Alert, Assistant, Credential, DemandSignal
 from apps.core.crypto import encrypt_secret
-from apps.core.testing.factories import AgentFactory, WidgetFactory
+from tests.support.factories import AgentFactory, WidgetFactory
 
 
 class AssistantFactory(factory.django.DjangoModelFactory):

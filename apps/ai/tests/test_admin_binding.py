@@ -7,7 +7,7 @@ import pytest
 
 from apps.ai.models import IntegrationBinding
 from apps.core import services as core
-from apps.core.testing.admin import staff_client
+from tests.support.admin import staff_client
 
 from .factories import CredentialFactory
 

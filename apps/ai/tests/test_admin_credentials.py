@@ -69,7 +69,7 @@ def _staff(account_of):
     from django.contrib.auth.models import Permission
     from django.test import Client
 
-    from apps.core.testing.factories import UserFactory
+    from tests.support.factories import UserFactory
 
     user = UserFactory(is_staff=True)
     user.user_permissions.set(

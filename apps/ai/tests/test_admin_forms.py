@@ -10,7 +10,7 @@ import pytest
 from apps.ai.models import AiSettings, Assistant
 from apps.audit.models import AuditEntry
 from apps.core import events
-from apps.core.testing.admin import staff_client
+from tests.support.admin import staff_client
 
 from .factories import AssistantFactory
 

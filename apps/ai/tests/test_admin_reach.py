@@ -5,7 +5,7 @@ its visitors, so a staff user reaches only the widgets an API token could be iss
 import pytest
 
 from apps.ai.models import AiSettings
-from apps.core.testing.admin import staff_client
+from tests.support.admin import staff_client
 
 from .factories import AssistantFactory
 

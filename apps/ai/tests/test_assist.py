@@ -164,7 +164,7 @@ def test_the_summary_task_goes_to_the_ai_queue_once_the_hand_over_commits(
 
 
 def test_an_external_operators_hand_over_gets_no_summary(bot, widget, django_capture_on_commit_callbacks):
-    from apps.core.testing.factories import AgentFactory
+    from tests.support.factories import AgentFactory
 
     external = AgentFactory(widget=widget, type="webhook")
     chat = conversation(widget, "Help")

@@ -8,8 +8,8 @@ from apps.agents import services as agent_services
 from apps.ai import services
 from apps.ai.models import AiSettings, Credential
 from apps.audit.models import AuditEntry
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import AgentFactory
+from tests.support.admin import staff_client
+from tests.support.factories import AgentFactory
 
 from .factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 

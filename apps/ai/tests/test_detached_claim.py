@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core.models import IdempotencyKey
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

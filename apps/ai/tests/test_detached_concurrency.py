@@ -22,12 +22,12 @@ from django.db import connection
 from django.test import AsyncClient
 
 from apps.ai import detached
-from apps.ai.api import hops
+from apps.ai.api import sync_gate
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core import services as core_services
 from apps.core.models import IdempotencyKey
-from apps.core.testing.concurrency import direct_connection
-from apps.core.testing.factories import WidgetFactory
+from tests.support.concurrency import direct_connection
+from tests.support.factories import WidgetFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -193,7 +193,7 @@ def test_a_shut_gate_answers_503_with_retry_after_and_claims_nothing(llm_fake, s
     client = AsyncClient()
 
     async def run():
-        gate = hops.gate()
+        gate = sync_gate.gate()
         await gate.acquire()
         try:
             return await _post(client, item)
@@ -232,7 +232,7 @@ def test_a_shut_gate_after_the_provider_still_answers_and_frees_the_slot(llm_fak
         while not fake.api_requests:  # a condition: the test has reached the provider
             assert not request.done(), request.result().content
             await asyncio.sleep(0.005)
-        gate = hops.gate()
+        gate = sync_gate.gate()
         await gate.acquire()
         try:
             release.set()

@@ -15,7 +15,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
 from apps.core import events, ports
-from apps.core.testing.factories import AgentFactory
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

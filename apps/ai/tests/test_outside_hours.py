@@ -13,8 +13,8 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.factories import AgentFactory
 from apps.widget import services as widget_services
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

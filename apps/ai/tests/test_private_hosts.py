@@ -13,9 +13,9 @@ from django.core.exceptions import ImproperlyConfigured
 from apps.ai.models import Credential
 from apps.ai.providers import ChatMessage, ProviderConfig, ProviderError, check_base_url, complete, embed
 from apps.ai.tests.conftest import idem
-from apps.core import outbound
-from apps.core.outbound import policy
-from apps.core.testing.plugin import assert_problem
+from apps.platform import outbound
+from apps.platform.outbound import policy
+from tests.support.plugin import assert_problem
 
 LISTED = ["ollama.lan", "192.168.1.0/24", "10.0.0.7"]
 ADDRESSES = {

@@ -25,12 +25,12 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
 from apps.core import events, ports
-from apps.core.testing.concurrency import race
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.metrics import sample
 from apps.erasure.models import PendingErasure
 from apps.widget import selectors as widget_selectors
 from tests.llm_fake import ODD_SHAPES, odd_answer, ok, server_error, slow
+from tests.support.concurrency import race
+from tests.support.factories import AgentFactory
+from tests.support.metrics import sample
 
 pytestmark = pytest.mark.django_db
 
@@ -759,7 +759,7 @@ def test_a_changed_system_prompt_reaches_the_next_answer(bot, widget, monkeypatc
     assert "You sell coffee now." in str(bot.fake.api_requests[-1].json())
 
 
-# --- platform safety floors (apps.ai.floors) -----------------------------------------------------------------
+# --- platform safety floors (apps.ai.reply_safety) -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

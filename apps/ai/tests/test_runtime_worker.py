@@ -25,8 +25,8 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, Credent
 from apps.chats import services as chat_services
 from apps.chats.models import Message
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.processes import ROOT, wait_until_ready, worker_env
 from tests.llm_fake import FakeLLM, ca_path, server_error
+from tests.support.processes import ROOT, wait_until_ready, worker_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 

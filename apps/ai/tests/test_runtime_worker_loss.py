@@ -36,7 +36,7 @@ from apps.ai.tests.test_runtime_worker import (
     wait_for,
 )
 from apps.chats.models import Message
-from apps.core.testing.processes import wait_until_ready
+from tests.support.processes import wait_until_ready
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ def idem() -> dict:
 @pytest.fixture
 def sibling_widget(widget):
     """Another widget of the same account as `widget`."""
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     return WidgetFactory(account=widget.account)
 

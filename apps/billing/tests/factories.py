@@ -16,7 +16,7 @@ from apps.billing.models import (
     Withdrawal,
 )
 from apps.chats.models import File
-from apps.core.testing.factories import AccountFactory, WidgetFactory
+from tests.support.factories import AccountFactory, WidgetFactory
 
 # A valid body of POST /v1/billing/entities: all fourteen fields, identifiers as digit strings.
 ENTITY_FIELDS = {

@@ -6,7 +6,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from apps.billing import selectors, services
 from apps.billing.models import AccountPlan, Invoice, Plan, Transaction, Withdrawal
 from apps.billing.tests.factories import LegalEntityFactory, PlanFactory
-from apps.core.testing.factories import AccountFactory
+from tests.support.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import pytest
 from apps.billing import selectors, services
 from apps.billing.models import LegalEntity, Withdrawal
 from apps.billing.tests.factories import ENTITY_FIELDS, LegalEntityFactory
-from apps.core.testing.concurrency import race
-from apps.core.testing.factories import WidgetFactory
+from tests.support.concurrency import race
+from tests.support.factories import WidgetFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

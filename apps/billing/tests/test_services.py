@@ -20,7 +20,7 @@ from apps.billing.tests.factories import (
     make_file,
 )
 from apps.core.errors import RateLimited
-from apps.core.testing.factories import AccountFactory, WidgetFactory
+from tests.support.factories import AccountFactory, WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

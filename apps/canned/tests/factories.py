@@ -1,7 +1,7 @@
 import factory
 
 from apps.canned.models import CannedResponse
-from apps.core.testing.factories import WidgetFactory
+from tests.support.factories import WidgetFactory
 
 
 class CannedResponseFactory(factory.django.DjangoModelFactory):

@@ -30,7 +30,7 @@ def test_admin_refuses_what_the_api_refuses(admin_client, widget, bad):
 
 
 def test_another_accounts_canned_responses_are_neither_listed_nor_changed(widget, other_widget):
-    from apps.core.testing.admin import staff_client
+    from tests.support.admin import staff_client
 
     theirs = CannedResponse.objects.create(widget=other_widget, shortcut="refund", title="Refund", text="Theirs")
     client = staff_client("canned", "view_cannedresponse", "change_cannedresponse", account_of=widget)
@@ -42,8 +42,8 @@ def test_another_accounts_canned_responses_are_neither_listed_nor_changed(widget
 
 
 def test_a_canned_response_keeps_its_widget_and_a_taken_shortcut_is_a_form_error(widget):
-    from apps.core.testing.admin import staff_client
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.admin import staff_client
+    from tests.support.factories import WidgetFactory
 
     CannedResponse.objects.create(widget=widget, shortcut="taken", title="T", text="T")
     mine = CannedResponse.objects.create(widget=widget, shortcut="hello", title="Greeting", text="Hi")

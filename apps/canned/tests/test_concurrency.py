@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from apps.canned.models import CannedResponse
 from apps.canned.tests.factories import CannedResponseFactory
 from apps.core import services as core_services
-from apps.core.testing.concurrency import race
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 
-from apps.core import crypto, outbound
+from apps.core import crypto
 from apps.core.api.parsers import loads as strict_loads
 from apps.core.errors import InvalidJSON, ValidationFailed
+from apps.platform import outbound
 
 from .. import payloads
 from ..models import MessengerConnection

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from apps.core import outbound
 from apps.core.errors import ValidationFailed
+from apps.platform import outbound
 
 from .. import payloads
 from .base import (

@@ -17,8 +17,9 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 
-from apps.core import crypto, outbound
+from apps.core import crypto
 from apps.core.errors import NotFound, ValidationFailed
+from apps.platform import outbound
 
 from .. import payloads
 from ..models import MessengerConnection, VkCommunity

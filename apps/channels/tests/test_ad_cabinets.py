@@ -13,7 +13,7 @@ from django.core.management import call_command
 from apps.billing.models import AccountPlan, Plan
 from apps.channels.cabinets import create_ad_cabinet
 from apps.channels.models import AdCabinet
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ a url passes the webhook destination rule, as the API's registration does."""
 import pytest
 
 from apps.channels.models import CustomChannel
-from apps.core.testing.admin import staff_client
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +141,7 @@ def test_billing_staff_suspend_a_cabinet_and_lifting_it_leaves_it_disabled(widge
 
 
 def test_the_widget_of_a_cabinet_does_not_change_in_admin(widget):
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     mine = cabinet(widget)
     another_of_mine = WidgetFactory(account=widget.account)

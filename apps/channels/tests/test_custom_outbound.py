@@ -20,10 +20,10 @@ from apps.chats import services as chat_services
 from apps.chats.models import Message
 from apps.chats.tests.factories import MessageFactory
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Attempt, Delivery, Endpoint
 from apps.webhooks.tests.receiver import Reply
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

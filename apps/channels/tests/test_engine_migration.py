@@ -16,9 +16,9 @@ from apps.channels import services
 from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Attempt, Delivery, Endpoint
+from tests.support.factories import AgentFactory
 
 BEFORE = [("apps_channels", "0007_verbose_names")]
 SECRET = "whsec_" + "B" * 43 + "="

@@ -13,11 +13,11 @@ from apps.channels import services
 from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
 from apps.webhooks.models import Delivery
 from apps.webhooks.tests.killed_worker import kill_mid_batch, sweep_until_settled
 from apps.webhooks.tests.receiver import always
 from apps.webhooks.tests.test_resilience import assert_one_key_per_delivery, assert_signed
+from tests.support.factories import AgentFactory
 
 SECRET = "whsec_" + "C" * 43 + "="
 MESSAGES = 120

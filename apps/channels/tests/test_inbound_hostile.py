@@ -30,7 +30,7 @@ from apps.channels.providers.base import HOOK_MESSAGES_LIMIT, hmac_hex
 from apps.channels.tests.test_providers import APP_SECRET, SID, TOKEN, event
 from apps.chats.models import Chat, Contact, Message
 from apps.core import crypto
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -26,10 +26,10 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.logging import scrub
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as engine
 from apps.webhooks.models import Delivery
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from apps.channels.models import MessengerConnection
 from apps.channels.providers import registry
 from apps.channels.providers.base import Credential, HookRequest, Inbound, Provider, SendRequest, same
 from apps.core import crypto
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 APP = Path(messengers.__file__).parent
 # the modules that dispatch to providers: none of them may name one

@@ -20,10 +20,10 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core import crypto
 from apps.core.logging import JSONFormatter
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as engine
 from apps.webhooks.models import Delivery
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -411,7 +411,7 @@ def test_a_failed_poll_keeps_the_offset(api, widget, tg, paid, settings):
 def test_a_bot_api_call_logs_no_bot_token(tg, settings, caplog):
     # given the Bot API unreachable (a loopback port nobody listens on), outbound logging on
     settings.PROVIDER_API_BASE_TG = "https://127.0.0.1:9"
-    caplog.set_level(logging.DEBUG, logger="apps.core.outbound")
+    caplog.set_level(logging.DEBUG, logger="apps.platform.outbound")
 
     # when a call fails
     assert telegram.call(TOKEN, "getMe").ok is False

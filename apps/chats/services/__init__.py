@@ -7,7 +7,7 @@ Each change calls `apps.core.events.emit` once and does nothing else: the statis
 (apps.stats.facts, in the transaction), the websocket pushes (apps.chats.realtime, after commit)
 and the webhooks (the outbox) are handlers of those events.
 
-One module per section: `common` (the spam and rating errors, the chat row lock), `contacts`,
+One module per section: `locking` (the spam and rating errors, the chat row lock), `contacts`,
 `rooms` (a contact's room on a channel), `attribution` (who answered, the wait for a person),
 `state` (status, close, transfer, accept), `messages` (messages, ratings, typing, receipts, the
 offline form) and `lifecycle` (the idle sweep). Other apps import this package, never a module of
@@ -18,11 +18,6 @@ from .attribution import Answer as Answer
 from .attribution import await_human as await_human
 from .attribution import emit_accepted as emit_accepted
 from .attribution import record_answer as record_answer
-from .common import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED
-from .common import AlreadyRated as AlreadyRated
-from .common import ChatIsSpam as ChatIsSpam
-from .common import ensure_not_spam as ensure_not_spam
-from .common import lock_chat as lock_chat
 from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
 from .contacts import add_tags as add_tags
 from .contacts import attributes_size as attributes_size
@@ -30,6 +25,11 @@ from .contacts import create_contact as create_contact
 from .contacts import update_contact as update_contact
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats
+from .locking import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED
+from .locking import AlreadyRated as AlreadyRated
+from .locking import ChatIsSpam as ChatIsSpam
+from .locking import ensure_not_spam as ensure_not_spam
+from .locking import lock_chat as lock_chat
 from .messages import TYPING_INTERVAL as TYPING_INTERVAL
 from .messages import MessageInput as MessageInput
 from .messages import mark_seen as mark_seen

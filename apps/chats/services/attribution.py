@@ -14,7 +14,7 @@ from apps.core import events
 from apps.core.models import Widget
 
 from ..models import Chat
-from .common import lock_chat
+from .locking import lock_chat
 
 _NEXT_HANDLING = {
     # (current handling, operator type now answering) -> new handling

@@ -16,7 +16,7 @@ from apps.core.models import Widget
 
 from ..models import Chat, Contact, Message, Rating
 from .attribution import emit_accepted, record_answer
-from .common import AGENT_MESSAGE_RELATED, AlreadyRated, ensure_not_spam, lock_chat
+from .locking import AGENT_MESSAGE_RELATED, AlreadyRated, ensure_not_spam, lock_chat
 from .rooms import WIDGET_CHANNEL, get_or_create_room
 
 TYPING_INTERVAL = timedelta(seconds=5)

@@ -14,7 +14,7 @@ from apps.core.models import Widget
 
 from ..models import Chat, ChatTransfer
 from .attribution import emit_accepted, record_answer
-from .common import ChatIsSpam, lock_chat
+from .locking import ChatIsSpam, lock_chat
 
 
 def _expire(chat: Chat, *, reason: str, now: datetime) -> None:

@@ -4,7 +4,7 @@ import factory
 from django.utils import timezone
 
 from apps.chats.models import Chat, Contact, Message
-from apps.core.testing.factories import AgentFactory, WidgetFactory
+from tests.support.factories import AgentFactory, WidgetFactory
 
 
 class ContactFactory(factory.django.DjangoModelFactory):

@@ -10,7 +10,7 @@ from apps.chats.models import Chat
 from apps.chats.services import AGENT_MESSAGE_RELATED, MessageInput, lock_chat, post_client_message
 from apps.chats.services.messages import _locked_room
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.testing.factories import AgentFactory, WidgetFactory
+from tests.support.factories import AgentFactory, WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -17,10 +17,10 @@ from apps.agents.tests.factories import HumanAgentFactory
 from apps.chats import services as chat_services
 from apps.chats.visitor import consumers
 from apps.chats.visitor import services as visitor_services
-from apps.core.testing.websocket import WebsocketCommunicator
 from apps.webhooks.models import Delivery
 from apps.widget import services as widget_services
 from config.asgi import application
+from tests.support.websocket import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

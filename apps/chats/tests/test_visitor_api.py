@@ -12,7 +12,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Contact, File, Message, Rating, VisitorSession
 from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory, MessageFactory
 from apps.chats.visitor import auth
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

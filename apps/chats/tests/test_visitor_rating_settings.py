@@ -6,8 +6,8 @@ import pytest
 
 from apps.chats.models import Contact, Rating
 from apps.chats.tests.test_visitor_api import get, post, room_of, say, start
-from apps.core.testing.plugin import assert_problem
 from apps.widget import services as widget_services
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

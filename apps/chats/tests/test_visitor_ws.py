@@ -18,9 +18,9 @@ from apps.chats.realtime import widget_group
 from apps.chats.tests.factories import AgentFactory
 from apps.chats.visitor import services as visitor_services
 from apps.core import websocket as core_websocket
-from apps.core.testing.metrics import sample
-from apps.core.testing.websocket import WebsocketCommunicator
 from config.asgi import application
+from tests.support.metrics import sample
+from tests.support.websocket import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

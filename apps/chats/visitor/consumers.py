@@ -25,9 +25,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from apps.core.errors import AppError
-from apps.core.numbers import MAX_ID, parse_int
-from apps.core.realtime import chat_group
 from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, header, query_params
+from apps.platform.numbers import MAX_ID, parse_int
+from apps.platform.realtime import chat_group
 
 from ..payloads import visitor_message_frame
 from . import auth, services

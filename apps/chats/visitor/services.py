@@ -19,7 +19,7 @@ from apps.core import ports
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
-from apps.core.realtime import group_send, push, widget_group
+from apps.platform.realtime import group_send, push, widget_group
 from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.core.api.serializers import LabelField, StrictCharField, validate_https_link
-from apps.core.numbers import parse_id
+from apps.platform.numbers import parse_id
 
 EVENTS = ("BOT_MESSAGE", "INVITE_AGENT", "INIT_RATE")
 MESSAGE_TYPES = ("TEXT", "MARKDOWN", "BUTTONS")

@@ -7,7 +7,7 @@ import pytest
 from apps.channels.models import CustomChannel
 from apps.compat import services
 from apps.compat.models import CompatBot
-from apps.core.testing.admin import staff_client
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 

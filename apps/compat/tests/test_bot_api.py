@@ -16,11 +16,11 @@ from apps.chats.models import Chat, Message
 from apps.compat import services
 from apps.compat.models import ClientMessage, CompatBot, CompatBotHandoff
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Delivery
 from apps.webhooks.tests.receiver import Reply
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

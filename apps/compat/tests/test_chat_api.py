@@ -12,10 +12,10 @@ from apps.channels.models import CustomChannel
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Contact, Message
 from apps.compat import services
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Delivery
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,9 @@ from django.utils import timezone
 from apps.chats import services as chat_services
 from apps.compat.models import ClientMessage, CompatBot
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
 from apps.webhooks import services as webhooks
 from apps.webhooks.models import Delivery
+from tests.support.factories import AgentFactory
 
 BEFORE = [("compat", "0003_verbose_names")]
 

@@ -10,7 +10,7 @@ import pytest
 
 from apps.chats.models import Chat, Message
 from apps.compat import services
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

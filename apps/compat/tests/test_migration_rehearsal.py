@@ -18,9 +18,9 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.compat import services
 from apps.core.models import OutboxEvent
-from apps.core.testing.factories import AgentFactory
 from apps.webhooks import payloads as webhook_payloads
 from apps.webhooks import services as webhooks
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

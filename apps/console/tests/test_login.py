@@ -10,7 +10,7 @@ from django.test import Client
 
 from apps.agents.models import Agent
 from apps.console import views
-from apps.core.testing.factories import UserFactory
+from tests.support.factories import UserFactory
 
 from .conftest import PASSWORD
 

@@ -10,8 +10,8 @@ from apps.agents.tests.factories import AIAgentFactory, HumanAgentFactory
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import MessageFactory
 from apps.core.models import File
-from apps.core.testing.factories import WidgetFactory
 from apps.erasure.models import PendingErasure
+from tests.support.factories import WidgetFactory
 
 from .conftest import make_chat
 
@@ -254,7 +254,7 @@ def test_the_hand_over_pushes_a_chat_frame_to_the_consoles(
     widget, chat, monkeypatch, django_capture_on_commit_callbacks
 ):
     from apps.chats import realtime
-    from apps.core.realtime import widget_group
+    from apps.platform.realtime import widget_group
 
     pushed = []
     monkeypatch.setattr(realtime, "push", lambda groups, frame: pushed.append((groups, frame)))

@@ -17,7 +17,7 @@ ANSWER = "Your tea ships within two days."
 
 @pytest.fixture(autouse=True)
 def loopback_resolves(monkeypatch):
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
 

@@ -26,7 +26,7 @@ from rest_framework.response import Response
 
 from apps.core import keyset
 from apps.core.errors import ValidationFailed
-from apps.core.numbers import parse_int
+from apps.platform.numbers import parse_int
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

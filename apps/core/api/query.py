@@ -10,8 +10,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.numbers import parse_id
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, in_supported_range, parse_moment
+from apps.platform.numbers import parse_id
 
 PAGINATION_PARAMS = ("cursor", "limit")
 

@@ -239,7 +239,7 @@ class ExternalOperatorViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins
             "one is 409 `causation_consumed`): the content becomes the operator's message, or, for escalation, "
             "the marker or empty content, the chat is handed to people (`handed_off`). When a person took the "
             "chat meanwhile nothing is posted (`discarded`). "
-            "Platform safety floors (the same checks as the built-in AI operator's replies, `apps.ai.floors`) "
+            "Platform safety floors (the same checks as the built-in AI operator's replies, `apps.ai.reply_safety`) "
             "need only the base scope and never post the content: the chat is handed to people (`handed_off`) "
             "when the visitor's message explicitly asks for a person (a human, a live agent, an operator, in the "
             "seven languages), or the content holds something credential-shaped (an API token `cwt_`, a visitor "

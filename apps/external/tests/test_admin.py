@@ -3,9 +3,9 @@ user who may only view them moves nothing."""
 
 import pytest
 
-from apps.core.testing.admin import staff_client
 from apps.external import services
 from apps.external.models import Call, ExternalOperator, Probe
+from tests.support.admin import staff_client
 
 from .factories import make_operator, visitor_message
 

@@ -10,10 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.agents.models import Agent, AgentEvent
-from apps.core.testing.plugin import assert_problem
 from apps.external import services
 from apps.external.models import ExternalOperator
 from apps.webhooks.models import Delivery
+from tests.support.plugin import assert_problem
 
 from .factories import make_operator, visitor_message
 

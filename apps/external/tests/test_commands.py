@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from apps.agents.models import Agent
 from apps.core.crypto import decrypt_secret
-from apps.core.testing.admin import staff_client
 from apps.external.models import ExternalOperator
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 

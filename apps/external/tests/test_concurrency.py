@@ -13,10 +13,10 @@ from apps.agents import services as agent_services
 from apps.agents.models import Agent
 from apps.chats.models import Message
 from apps.core import services as core_services
-from apps.core.testing.concurrency import race
 from apps.external import services
 from apps.external.models import Call
 from apps.webhooks import delivery as engine
+from tests.support.concurrency import race
 
 from .factories import make_operator, visitor_message
 

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from apps.ai import routing
 from apps.chats.models import Chat, Message
-from apps.core.testing.plugin import assert_problem
 from apps.external import services
 from apps.external.models import Call
+from tests.support.plugin import assert_problem
 
 from .factories import SECRET, make_operator, visitor_message
 
@@ -221,7 +221,7 @@ def test_the_operators_first_reply_accepts_the_chat_as_a_machine(api, call, capt
     assert accepted and accepted[0]["operator_type"] == "ai" and accepted[0]["operator_id"] == call.operator.agent_id
 
 
-# --- platform safety floors (apps.ai.floors): base scope, never posted, handed to people ------------------
+# --- platform safety floors (apps.ai.reply_safety): base scope, never posted, handed to people ------------------
 
 
 @pytest.mark.parametrize(

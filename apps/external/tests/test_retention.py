@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.core.testing.plugin import assert_problem
 from apps.external import services
 from apps.external.models import Call, Probe
 from apps.webhooks import retention
 from apps.webhooks.models import Delivery
+from tests.support.plugin import assert_problem
 
 from .factories import make_operator, visitor_message
 

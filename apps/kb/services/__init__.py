@@ -5,24 +5,13 @@ lock); a provider failure raises `EmbedProviderFailed` (502) before anything is 
 route's idempotency key is never claimed. Every change to a widget's chunks bumps `KbIndex.version`
 in its own transaction (search caches revalidate on it).
 
-One module per job: `common` (limits, the index version, embedding for a write), `rules` (manual
+One module per job: `indexing` (limits, the index version, embedding for a write), `rules` (manual
 rules and sources), `uploads` (documents and their ingestion), `crawls` (the site crawler's
 configuration, runs and pages). Callers import from this package; a test that patches a name patches
 it in the module that looks it up.
 """
 
 from .. import hooks as hooks
-from .common import CONTENT_MAX_CHARS as CONTENT_MAX_CHARS
-from .common import DOC_ID_MAX_CHARS as DOC_ID_MAX_CHARS
-from .common import EMBED_BATCH as EMBED_BATCH
-from .common import MAX_CHUNKS_PER_DOCUMENT as MAX_CHUNKS_PER_DOCUMENT
-from .common import MAX_DOCUMENTS as MAX_DOCUMENTS
-from .common import MAX_FILE_BYTES as MAX_FILE_BYTES
-from .common import STALE_PROCESSING as STALE_PROCESSING
-from .common import WORKER_LOST as WORKER_LOST
-from .common import bump_version as bump_version
-from .common import embed_detail as embed_detail
-from .common import embed_texts as embed_texts
 from .crawls import CRAWL_SOURCE_PREFIX as CRAWL_SOURCE_PREFIX
 from .crawls import MAX_FAILURES_KEPT as MAX_FAILURES_KEPT
 from .crawls import SCHEDULE_EVERY as SCHEDULE_EVERY
@@ -42,6 +31,17 @@ from .crawls import resume_crawl_run as resume_crawl_run
 from .crawls import retire_crawled_page as retire_crawled_page
 from .crawls import start_crawl_run as start_crawl_run
 from .crawls import touch_crawled_page as touch_crawled_page
+from .indexing import CONTENT_MAX_CHARS as CONTENT_MAX_CHARS
+from .indexing import DOC_ID_MAX_CHARS as DOC_ID_MAX_CHARS
+from .indexing import EMBED_BATCH as EMBED_BATCH
+from .indexing import MAX_CHUNKS_PER_DOCUMENT as MAX_CHUNKS_PER_DOCUMENT
+from .indexing import MAX_DOCUMENTS as MAX_DOCUMENTS
+from .indexing import MAX_FILE_BYTES as MAX_FILE_BYTES
+from .indexing import STALE_PROCESSING as STALE_PROCESSING
+from .indexing import WORKER_LOST as WORKER_LOST
+from .indexing import bump_version as bump_version
+from .indexing import embed_detail as embed_detail
+from .indexing import embed_texts as embed_texts
 from .rules import create_rule as create_rule
 from .rules import delete_rule as delete_rule
 from .rules import delete_source as delete_source

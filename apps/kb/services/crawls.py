@@ -9,13 +9,14 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core import events, outbound, queueing
+from apps.core import events, queueing
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
+from apps.platform import outbound
 
 from ..errors import CrawlRunning
 from ..models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun
-from .common import DOC_ID_MAX_CHARS, bump_version
+from .indexing import DOC_ID_MAX_CHARS, bump_version
 from .uploads import store_chunks
 
 # --- crawler ----------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from apps.core.models import Widget
 
 from .. import hooks, index
 from ..models import KbChunk, KbCrawlPage, KbDocument
-from .common import bump_version
 from .crawls import CRAWL_SOURCE_PREFIX
+from .indexing import bump_version
 
 # --- rules ------------------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from .. import extract, index
 from .. import text as kbtext
 from ..errors import DocumentBusy, DuplicateDocument, EmbedProviderFailed, UnsupportedDocument, UploadLimitReached
 from ..models import KbChunk, KbDocument
-from .common import (
+from .indexing import (
     DOC_ID_MAX_CHARS,
     EMBED_BATCH,
     MAX_CHUNKS_PER_DOCUMENT,

@@ -20,7 +20,7 @@ RULES = "/api/v1/kb/rules"
 def _loopback_resolves(monkeypatch):
     import ipaddress
 
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
 

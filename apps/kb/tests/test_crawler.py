@@ -9,13 +9,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.core import events, outbound
-from apps.core.testing.factories import WidgetFactory
+from apps.core import events
 from apps.kb import crawler, services, tasks
 from apps.kb.models import KbChunk, KbCrawlConfig, KbCrawlPage, KbCrawlRun
 from apps.kb.services import crawls
 from apps.kb.testing import OfflineHooks
 from apps.kb.tests.site import HOST, serve
+from apps.platform import outbound
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

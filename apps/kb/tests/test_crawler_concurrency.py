@@ -3,11 +3,11 @@ queued crawl, and two writes at once."""
 
 import pytest
 
-from apps.core.testing.concurrency import race
 from apps.kb import services
 from apps.kb.errors import CrawlRunning
 from apps.kb.models import KbCrawlConfig, KbCrawlRun
 from apps.kb.services import crawls
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

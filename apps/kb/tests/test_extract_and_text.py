@@ -4,9 +4,9 @@ import tracemalloc
 
 import pytest
 
-from apps.core.tests import bombs
 from apps.kb import extract
 from apps.kb import text as kbtext
+from tests.core import bombs
 
 
 @pytest.mark.parametrize(

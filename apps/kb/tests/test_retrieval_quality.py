@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from apps.core.testing.factories import WidgetFactory
 from apps.kb import index, selectors, services
 from apps.kb.testing import load_eval_set
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

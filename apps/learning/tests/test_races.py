@@ -3,9 +3,9 @@
 import pytest
 from rest_framework.test import APIClient
 
-from apps.core.testing.concurrency import race
 from apps.learning.models import PersonaVersion, TuningCycle, Wish
 from apps.learning.tests.conftest import make_evidence
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

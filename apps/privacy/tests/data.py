@@ -14,9 +14,9 @@ from apps.chats.services import MessageInput
 from apps.chats.visitor import services as visitor
 from apps.core.files import store_file
 from apps.core.models import File, OutboxEvent
-from apps.core.testing.factories import AgentFactory
-from apps.webhooks.fanout import fan_out_events
+from apps.webhooks.event_deliveries import fan_out_events
 from apps.webhooks.models import Subscription
+from tests.support.factories import AgentFactory
 
 
 @dataclass

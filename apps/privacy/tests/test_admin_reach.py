@@ -5,10 +5,10 @@ for (apps.core.services.issuable_widgets), and a retention row never moves to an
 import pytest
 
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import WidgetFactory
 from apps.erasure.models import PendingErasure
 from apps.privacy.models import RetentionPolicy
+from tests.support.admin import staff_client
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,9 @@ from apps.audit.models import AuditEntry
 from apps.audit.services import purge_old_entries
 from apps.core import services as core
 from apps.core.models import ApiToken
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks.models import Subscription
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 LOG = "/api/v1/audit-log"
@@ -29,7 +29,7 @@ LOG = "/api/v1/audit-log"
 
 @pytest.fixture(autouse=True)
 def public_dns(monkeypatch):
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("93.184.216.34")])
 

@@ -17,8 +17,8 @@ from apps.canned import services as canned
 from apps.channels import services as channels
 from apps.core import services as core
 from apps.core.models import ApiToken
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import AgentFactory
+from tests.support.admin import staff_client
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +78,7 @@ def test_departments_are_audited_with_their_agents(widget):
 
 
 def test_custom_channels_are_audited_and_their_secret_hidden(widget, monkeypatch):
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("93.184.216.34")])
     channel, secret = channels.register_custom_channel(widget=widget, name="CRM", url="https://crm.example/hook")

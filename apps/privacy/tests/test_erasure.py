@@ -16,14 +16,14 @@ from apps.chats.models import Chat, Contact, Message
 from apps.chats.services import MessageInput
 from apps.chats.tests.factories import ContactFactory, MessageFactory
 from apps.core.models import File, OutboxEvent
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.privacy import services
 from apps.privacy.models import StoredBytesDeletion
 from apps.stats.models import DailyAgentFacts, DailyWidgetFacts
 from apps.webhooks.models import Attempt, Delivery
+from tests.support.admin import staff_client
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 from .data import make_person, rows_of, subscribe
 
@@ -358,7 +358,7 @@ def test_resume_queues_only_erasures_whose_job_went_quiet(widget, monkeypatch):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_visitor_messages_racing_the_erasure_never_outlive_it(widget):
-    from apps.core.testing.concurrency import race
+    from tests.support.concurrency import race
 
     contact = ContactFactory(widget=widget)
     chats.post_client_message(widget=widget, contact=contact, data=MessageInput(body="first"))
@@ -453,7 +453,7 @@ def _staff_client(*codenames):
     from django.contrib.auth.models import Permission
     from django.test import Client
 
-    from apps.core.testing.factories import UserFactory
+    from tests.support.factories import UserFactory
 
     user = UserFactory(is_staff=True)
     user.user_permissions.set(Permission.objects.filter(content_type__app_label="chats", codename__in=codenames))

@@ -15,11 +15,11 @@ from apps.chats.models import Chat, Message
 from apps.chats.services import MessageInput
 from apps.chats.tests.factories import ContactFactory
 from apps.core.models import File
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.privacy import services
 from apps.widget.models import WidgetIcon
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 from .data import make_person
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Message
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 from .data import make_person
 

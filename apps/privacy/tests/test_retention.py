@@ -14,10 +14,10 @@ from apps.ai.tests.factories import DemandSignalFactory
 from apps.audit.models import AuditEntry
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ChatFactory, MessageFactory
-from apps.core.testing.plugin import assert_problem
 from apps.privacy import services
 from apps.privacy.models import RetentionPolicy
 from apps.stats.models import DailyWidgetFacts
+from tests.support.plugin import assert_problem
 
 from .data import make_person
 

@@ -13,8 +13,8 @@ from apps.chats import services
 from apps.chats.models import Chat, ChatTransfer, Rating
 from apps.chats.services import attribution, contacts, lifecycle, messages, state
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.factories import AgentFactory
 from apps.core.timeparse import business_tz
+from tests.support.factories import AgentFactory
 
 MSK = business_tz()
 

@@ -12,9 +12,9 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from apps.chats.tests.factories import ChatFactory
-from apps.core.testing.factories import AgentFactory
 from apps.stats import services
 from apps.stats.models import DailyAgentFacts, DailyWidgetFacts
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

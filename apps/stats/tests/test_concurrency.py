@@ -12,9 +12,9 @@ from apps.agents.models import Agent
 from apps.chats import services
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.factories import AgentFactory
 from apps.stats import selectors
 from apps.stats.windows import Window
+from tests.support.factories import AgentFactory
 
 from . import reference
 from .test_facts import ALL

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.core.testing.factories import WidgetFactory
 from apps.stats import facts, selectors
 from apps.stats.windows import Window, buckets
+from tests.support.factories import WidgetFactory
 
 from . import reference
 from .conftest import Conversations, midnight, msk

@@ -12,8 +12,8 @@ from apps.chats.models import Chat, Message
 from apps.core import crypto, idempotency
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyKey, Widget
-from apps.core.numbers import MAX_ID
 from apps.core.ratelimit import Budget
+from apps.platform.numbers import MAX_ID
 
 from ..models import ChatAccount, SupportConfig, Ticket
 

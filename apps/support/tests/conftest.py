@@ -11,8 +11,8 @@ from rest_framework.test import APIClient
 
 from apps.chats import services as chat_services
 from apps.core import services as core_services
-from apps.core.testing.factories import AgentFactory
 from apps.support.config import configure_support
+from tests.support.factories import AgentFactory
 
 SUPPORT_SCOPES = ["support:read", "support:reply", "support:write"]
 _keys = itertools.count(1)

@@ -5,9 +5,9 @@ widget's chats as support, so a staff user reaches only the widgets an API token
 import pytest
 
 from apps.agents.tests.factories import AgentFactory
-from apps.core.testing.admin import staff_client
-from apps.core.testing.factories import WidgetFactory
 from apps.support.models import SupportConfig
+from tests.support.admin import staff_client
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.core.testing.factories import AgentFactory
 from apps.support.config import ConfigInvalid, configure_support
 from apps.support.models import SupportConfig
+from tests.support.factories import AgentFactory
 
 from .conftest import base_config
 

@@ -9,9 +9,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.chats.models import Message
-from apps.core.testing.concurrency import race
 from apps.support import services
 from apps.support.models import SUPPORT_REPLY_ORIGIN, ChatAccount, SupportAction, SupportClaim
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -28,7 +28,7 @@ The package has a module per job: `lease` (due rows taken, with their targets), 
 of a row, which rows are sent: endpoint modes), `kinds` (endpoint kinds), `send` (one attempt signed
 and sent, its outcome),
 `secret_cache`, `record` (outcomes written, retries), `run` (`deliver_due`: the attempts in flight),
-`fanout` (`send_new`), `settle` (endpoint owners' callbacks) and `sweep` (`trigger`, `has_due`).
+`first_attempts` (`send_new`), `settle` (endpoint owners' callbacks) and `sweep` (`trigger`, `has_due`).
 Inside the package a name that tests replace (`sweep.trigger`, `record._record`, `send._start`,
 `send.TIMEOUT`, `fanout.NEW_AT_ONCE`, ...) is read through the module that defines it: replaced
 there, it reaches every caller; replaced on this package, it reaches none.
@@ -36,7 +36,7 @@ there, it reaches every caller; replaced on this package, it reaches none.
 
 # The engine's surface, which apps.webhooks.services and the app's other modules call (the
 # underscored names: steps the engine's tests call one by one), and its modules.
-from . import fanout as fanout
+from . import first_attempts as first_attempts
 from . import kinds as kinds
 from . import lease as lease
 from . import load as load
@@ -46,7 +46,7 @@ from . import secret_cache as secret_cache
 from . import send as send
 from . import settle as settle
 from . import sweep as sweep
-from .fanout import send_new as send_new
+from .first_attempts import send_new as send_new
 from .kinds import EndpointKind as EndpointKind
 from .kinds import Request as Request
 from .kinds import Undeliverable as Undeliverable

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.core import metrics
+from apps.platform import metrics
 
 from ..models import Attempt, Delivery
 from . import sweep

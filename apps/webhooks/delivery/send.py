@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from apps.core import outbound
+from apps.platform import outbound
 
 from .. import payloads, signing
 from ..models import Delivery

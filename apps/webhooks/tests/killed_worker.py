@@ -16,10 +16,10 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from apps.core.testing.processes import ROOT, wait_until_ready, worker_env
 from apps.webhooks import tasks
 from apps.webhooks.models import Attempt, Delivery
 from apps.webhooks.tests.receiver import Receiver
+from tests.support.processes import ROOT, wait_until_ready, worker_env
 
 
 def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int) -> int:

@@ -4,9 +4,9 @@ reaches only the widgets an API token could be issued for (apps.core.services.is
 import pytest
 
 from apps.audit.models import AuditEntry
-from apps.core.testing.admin import staff_client
 from apps.webhooks.models import Delivery, Subscription
 from apps.webhooks.tests.test_api import log_of
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -109,7 +109,7 @@ def test_deliveries_are_not_added_or_changed_in_admin(widget):
 
 
 def test_a_subscription_does_not_move_to_another_widget(widget):
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     mine = Subscription.objects.create(widget=widget, url="https://hooks.example.com/a", events=["chat.created"])
     another_of_mine = WidgetFactory(account=widget.account)

@@ -11,9 +11,9 @@ from apps.core import events
 from apps.core import services as core_services
 from apps.core.crypto import decrypt_secret
 from apps.core.models import OutboxEvent
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ def public_dns(monkeypatch):
     """Hosts resolve to a public documentation-free address; `private.test` to a private one."""
     import ipaddress
 
-    from apps.core import outbound
+    from apps.platform import outbound
 
     def resolve(host, port):
         if host == "private.test":
@@ -131,7 +131,7 @@ def test_port_zero_is_refused(api):
 def test_an_unresolvable_and_a_private_host_get_the_same_answer(api, monkeypatch):
     import ipaddress
 
-    from apps.core import outbound
+    from apps.platform import outbound
 
     def resolve(host, port):
         if host == "private.test":

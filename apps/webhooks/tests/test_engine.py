@@ -26,15 +26,15 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.core import outbound
 from apps.core.crypto import encrypt_secret
 from apps.core.events import emit, fan_out, fan_out_many
 from apps.core.models import OutboxEvent, Widget
-from apps.core.testing.factories import WidgetFactory
+from apps.platform import outbound
 from apps.webhooks import delivery as engine
-from apps.webhooks import fanout, redelivery, services, signing
+from apps.webhooks import event_deliveries, redelivery, services, signing
 from apps.webhooks.models import Attempt, Delivery, EventSwitch, Subscription
 from apps.webhooks.tests.receiver import Receiver, Reply, always, fail_first
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +65,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
         for module in vars(engine).values()
         if isinstance(module, ModuleType) and module.__name__.startswith(f"{engine.__name__}.")
     ]
-    for module in (engine, *engine_modules, fanout, redelivery):
+    for module in (engine, *engine_modules, event_deliveries, redelivery):
         if hasattr(module, "timezone"):
             monkeypatch.setattr(module, "timezone", SimpleNamespace(now=fake.now))
     return fake

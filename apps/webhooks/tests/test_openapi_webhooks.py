@@ -10,11 +10,11 @@ from drf_spectacular.generators import SchemaGenerator
 from apps.chats import services as chats
 from apps.core import events
 from apps.core.models import OutboxEvent
-from apps.core.testing.factories import AgentFactory
 from apps.erasure.models import PendingErasure
 from apps.privacy import services as privacy
 from apps.webhooks import catalogue, payloads
 from apps.webhooks.api import docs
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -20,11 +20,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.core.models import OutboxEvent
-from apps.core.testing.concurrency import direct_connection, race
-from apps.core.testing.plugin import assert_problem
 from apps.webhooks import retention
 from apps.webhooks.models import SETTLED, Attempt, Delivery, Endpoint, Subscription
 from config.celery import BEAT_SCHEDULE, app
+from tests.support.concurrency import direct_connection, race
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -128,7 +128,7 @@ def test_rotate_webhook_keys_command_reencrypts_under_the_newest_key(db, widget,
     from cryptography.fernet import Fernet
     from django.core.management import call_command
 
-    from apps.core import outbound
+    from apps.platform import outbound
     from apps.webhooks import services
     from apps.webhooks.models import Subscription
 

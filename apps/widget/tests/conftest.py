@@ -40,7 +40,7 @@ def _media(settings, tmp_path):
 
 @pytest.fixture
 def legacy_widget(db):
-    from apps.core.testing.factories import WidgetFactory
+    from tests.support.factories import WidgetFactory
 
     return WidgetFactory(created_at=datetime(2024, 6, 1, tzinfo=UTC))
 

@@ -4,8 +4,8 @@ row to another widget; what it does change or delete is in the audit log with th
 import pytest
 
 from apps.audit.models import AuditEntry
-from apps.core.testing.admin import staff_client
 from apps.widget.models import BusinessHours, WidgetIcon, WidgetSettings
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from apps.core.testing.concurrency import race
 from apps.widget import settings_schema
 from apps.widget.models import WidgetSettings
 from apps.widget.tests.conftest import SETTINGS, idem
+from tests.support.concurrency import race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ from apps.agents.models import Agent
 from apps.agents.services import record_agent_event
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import AgentEventFactory, AgentFactory, HumanAgentFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

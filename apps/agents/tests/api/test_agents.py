@@ -8,8 +8,8 @@ from apps.agents.models import Agent, AgentEvent
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import AgentFactory, AIAgentFactory, DepartmentFactory, HumanAgentFactory
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from apps.agents.api.serializers import AVATAR_MAX_BYTES, sniff_image
 from apps.agents.models import Agent, AgentEvent
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from apps.agents.tests.factories import AgentFactory, DepartmentFactory
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core.models import IdempotencyKey
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from apps.agents.services import hash_token
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import AgentFactory, AIAgentFactory, HumanAgentFactory, InvitationFactory
 from apps.core.models import IdempotencyKey
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

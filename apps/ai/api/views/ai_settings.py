@@ -13,7 +13,7 @@ from apps.core.errors import ValidationFailed
 from ... import selectors, services
 from ...models import Assistant
 from .. import serializers as s
-from .common import MERGE_NOTE
+from .schema_notes import MERGE_NOTE
 
 
 class AiSettingsView(ScopedAPIView):

@@ -12,7 +12,7 @@ from apps.core.api.views import WidgetScopedViewSet
 from ... import selectors, services
 from ...models import Assistant
 from .. import serializers as s
-from .common import MERGE_NOTE
+from .schema_notes import MERGE_NOTE
 
 
 class AssistantViewSet(

@@ -11,7 +11,7 @@ from apps.core.api.query import query_data
 from apps.core.api.serializers import refuse_body, refuse_query
 from apps.core.api.views import WidgetScopedViewSet
 
-from ... import models_list, selectors, services
+from ... import provider_models, selectors, services
 from ...models import Credential
 from .. import serializers as s
 
@@ -87,4 +87,4 @@ class CredentialViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Creat
         credential = self.get_object()
         refuse_query(request)
         refuse_body(request)
-        return Response({"data": models_list.list_models(widget=request.widget, credential=credential)})
+        return Response({"data": provider_models.list_models(widget=request.widget, credential=credential)})

@@ -16,7 +16,7 @@ import httpx
 import httpx2
 import pydantic
 
-from apps.core.outbound import OutboundBlocked, OutboundError
+from apps.platform.outbound import OutboundBlocked, OutboundError
 
 from ..answers import UnusableAnswer
 from ..transport import BodyTooLarge, BodyTooLarge2, DeadlineExceeded, DeadlineExceeded2, OperationsExhausted

@@ -20,7 +20,7 @@ from apps.ai.providers import (
     complete,
     list_models,
 )
-from apps.core.outbound import policy
+from apps.platform.outbound import policy
 
 HI = [ChatMessage("user", "hi")]
 

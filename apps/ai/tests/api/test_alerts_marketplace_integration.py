@@ -10,7 +10,7 @@ from apps.ai.models import Alert, Assistant, IntegrationBinding
 from apps.ai.tests.conftest import AI_ALL, idem
 from apps.ai.tests.factories import AlertFactory, AssistantFactory, CredentialFactory, DemandSignalFactory
 from apps.core.models import ApiToken
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from apps.ai import assistant_api, phrases
+from apps.ai import phrases, signed_assistant
 from apps.ai import services as ai_services
 from apps.ai.models import AiSettings, Assistant
 from apps.ai.tests.factories import AssistantFactory, CredentialFactory
@@ -426,7 +426,7 @@ def test_without_an_active_credential_the_turn_is_503(app, assert_problem):
 
 def test_turns_are_limited_to_30_per_minute_per_widget(app, assert_problem):
     for _ in range(29):  # spent at once, so the window cannot slide under a slow machine
-        assistant_api.TURN_BUDGET.consume(app.widget.pk)
+        signed_assistant.TURN_BUDGET.consume(app.widget.pk)
     assert app.post("turn", turn()).status_code == 200
     problem = assert_problem(app.post("turn", turn()), 429, "rate_limited")
     assert len(app.fake.requests) == 1 and problem["status"] == 429
@@ -450,9 +450,11 @@ def test_speech_to_text_transcribes_with_the_reference_vendor(app):
 
 
 def test_six_mib_of_audio_pass_and_one_byte_more_is_413(app, assert_problem):
-    full = app.post("speech-to-text", {"audio_base64": audio(assistant_api.MAX_AUDIO_BYTES), "mime_type": "audio/ogg"})
+    full = app.post(
+        "speech-to-text", {"audio_base64": audio(signed_assistant.MAX_AUDIO_BYTES), "mime_type": "audio/ogg"}
+    )
     assert full.status_code == 200, full.content[:300]
-    over = {"audio_base64": audio(assistant_api.MAX_AUDIO_BYTES + 1), "mime_type": "audio/ogg"}
+    over = {"audio_base64": audio(signed_assistant.MAX_AUDIO_BYTES + 1), "mime_type": "audio/ogg"}
     assert_problem(app.post("speech-to-text", over), 413, "audio_too_large")
     assert len(app.fake.requests) == 1
 
@@ -504,7 +506,7 @@ def test_speech_is_unsupported_unless_the_bound_provider_is_the_reference_vendor
 @pytest.mark.parametrize("path", ["speech-to-text", "text-to-speech"])
 def test_speech_is_limited_to_20_per_minute_per_widget(app, assert_problem, path):
     body = {"audio_base64": audio(), "mime_type": "audio/ogg"} if path == "speech-to-text" else {"text": "Hi"}
-    budget = assistant_api.STT_BUDGET if path == "speech-to-text" else assistant_api.TTS_BUDGET
+    budget = signed_assistant.STT_BUDGET if path == "speech-to-text" else signed_assistant.TTS_BUDGET
     for _ in range(19):
         budget.consume(app.widget.pk)
     assert app.post(path, body).status_code == 200
@@ -556,8 +558,8 @@ def test_while_the_widgets_provider_slots_are_taken_a_signed_call_is_429_and_spe
     assert response["Retry-After"] == "1" and app.fake.requests == []
     held.release(taken[0])
     assert app.post(path, body).status_code == 200
-    budget = {"turn": assistant_api.TURN_BUDGET, "speech-to-text": assistant_api.STT_BUDGET}.get(
-        path, assistant_api.TTS_BUDGET
+    budget = {"turn": signed_assistant.TURN_BUDGET, "speech-to-text": signed_assistant.STT_BUDGET}.get(
+        path, signed_assistant.TTS_BUDGET
     )
     assert budget.consume(app.widget.pk).remaining == budget.limit - 2  # the refused call spent none
 

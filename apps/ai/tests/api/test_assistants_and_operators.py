@@ -8,7 +8,7 @@ from apps.agents.models import Agent
 from apps.ai.models import Assistant
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

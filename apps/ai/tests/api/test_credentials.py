@@ -12,7 +12,7 @@ from apps.ai.models import Credential
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.core.crypto import decrypt_secret
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/ai/credentials"

@@ -12,8 +12,8 @@ from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats.models import Chat
 from apps.core.models import IdempotencyKey
-from apps.core.testing.plugin import assert_problem
 from tests.llm_fake import ODD_SHAPES, odd_answer, ok, rate_limited, server_error, slow
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

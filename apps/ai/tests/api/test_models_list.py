@@ -3,8 +3,8 @@
 import pytest
 
 from apps.ai.tests.factories import CredentialFactory
-from apps.core.testing.plugin import assert_problem
 from tests.llm_fake import server_error, unauthorized
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

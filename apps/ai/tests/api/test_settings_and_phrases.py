@@ -6,7 +6,7 @@ from apps.ai import phrases
 from apps.ai.models import AiSettings, Assistant
 from apps.ai.tests.conftest import AI_SETUP, idem
 from apps.ai.tests.factories import AssistantFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,11 @@ from apps.ai import translations
 from apps.ai.tests.conftest import idem
 from apps.ai.tests.factories import CredentialFactory
 from apps.core.models import IdempotencyKey
-from apps.core.testing.plugin import assert_problem
 from apps.widget import selectors as widget_selectors
 from apps.widget import services as widget_services
 from apps.widget.models import TextTranslation
 from tests.llm_fake import server_error
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 REGEN = "/api/v1/widget/translations/regenerate"

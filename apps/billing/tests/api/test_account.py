@@ -6,8 +6,8 @@ from apps.billing.api.serializers import AccountDoc, LegalEntityDoc, PlanDoc
 from apps.billing.tests.conftest import idem
 from apps.billing.tests.factories import AccountPlanFactory, LegalEntityFactory, PlanFactory
 from apps.core.models import IdempotencyKey
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

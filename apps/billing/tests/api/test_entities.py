@@ -13,8 +13,8 @@ from apps.billing.tests.factories import (
     WithdrawalFactory,
 )
 from apps.core.models import IdempotencyKey
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,8 @@ from apps.billing.tests.factories import (
     TransactionFactory,
     make_file,
 )
-from apps.core.testing.factories import AccountFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import AccountFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

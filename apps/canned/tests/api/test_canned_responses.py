@@ -9,10 +9,10 @@ from apps.agents.models import Agent
 from apps.canned.models import CannedResponse
 from apps.canned.tests.factories import CannedResponseFactory
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.widget import services as widget_services
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

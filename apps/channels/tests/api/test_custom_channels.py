@@ -11,8 +11,8 @@ from apps.agents import selectors as agent_selectors
 from apps.channels.models import CustomChannel, ExternalContact
 from apps.chats.models import Chat, Contact, Message
 from apps.core import crypto
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.agents.models import Agent
 from apps.chats.models import Chat, ChatTransfer, Message
 from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory, MessageFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def test_list_returns_every_state_newest_first(api, widget):
 
 
 def test_every_filter_shape_pages_like_the_orm(api, widget, other_widget):
-    """The list runs a statement compiled once per filter shape (apps.core.statements): every shape,
+    """The list runs a statement compiled once per filter shape (apps.platform.statements): every shape,
     page after page by next_cursor, serves what the ORM's filters give, and nothing of another widget."""
     base = timezone.now().replace(microsecond=0) - timedelta(days=10)
     same_moment = base + timedelta(days=5)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.chats.models import Contact, ContactTag
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.chats.models import File
 from apps.chats.payloads import signed_file_url
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

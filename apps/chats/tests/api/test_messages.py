@@ -8,7 +8,7 @@ from apps.agents.models import Agent
 from apps.chats import services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory, MessageFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

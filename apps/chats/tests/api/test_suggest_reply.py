@@ -10,10 +10,10 @@ from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, Credent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.plugin import assert_problem
 from apps.kb import hooks as kb_hooks
 from apps.kb import services as kb_services
 from tests.llm_fake import llm_fake, ok, server_error  # noqa: F401, F811 (llm_fake: the fixture)
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,7 @@ ANSWER = "It ships within two days."
 
 @pytest.fixture(autouse=True)
 def loopback_resolves(monkeypatch):
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
 

@@ -6,8 +6,8 @@ import pytest
 
 from apps.chats.models import ContactTag
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

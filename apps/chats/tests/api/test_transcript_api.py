@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from apps.chats import transcript
 from apps.chats.models import File, Message
 from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory
-from apps.core.testing.plugin import assert_problem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

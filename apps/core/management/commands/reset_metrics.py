@@ -1,7 +1,7 @@
 from django.conf import settings
 
-from apps.core import metrics
 from apps.core.management.base import OperatorCommand
+from apps.platform import metrics
 
 
 class Command(OperatorCommand):

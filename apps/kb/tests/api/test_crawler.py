@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.core import outbound
 from apps.kb.models import KbCrawlConfig, KbCrawlRun
 from apps.kb.tests.conftest import idem
+from apps.platform import outbound
 
 CRAWLER = "/api/v1/kb/crawler"
 pytestmark = pytest.mark.django_db

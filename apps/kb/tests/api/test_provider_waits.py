@@ -12,10 +12,10 @@ from django.core.cache import cache
 
 from apps.ai.tests.factories import CredentialFactory
 from apps.core import provider_waits
-from apps.core.testing.factories import WidgetFactory
 from apps.kb.models import KbChunk
 from apps.kb.tests.conftest import idem
 from tests.llm_fake import unauthorized
+from tests.support.factories import WidgetFactory
 
 pytestmark = pytest.mark.django_db
 RULES = "/api/v1/kb/rules"
@@ -26,7 +26,7 @@ SEARCH = "/api/v1/kb/search"
 def _loopback_resolves(monkeypatch):
     import ipaddress
 
-    from apps.core import outbound
+    from apps.platform import outbound
 
     monkeypatch.setattr(outbound.policy, "resolve_host", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
 

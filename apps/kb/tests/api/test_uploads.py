@@ -6,13 +6,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.core.models import File, IdempotencyKey
-from apps.core.tests import bombs
 from apps.kb import extract, services
 from apps.kb.models import KbChunk, KbDocument
 from apps.kb.services import uploads
 from apps.kb.testing import OfflineHooks
 from apps.kb.tests.conftest import idem
 from apps.kb.tests.documents import pdf_bytes, samples
+from tests.core import bombs
 
 UPLOADS = "/api/v1/kb/uploads"
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,12 @@ from rest_framework.test import APIClient
 from apps.ai.models import AiSettings, Assistant
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory, CredentialFactory
 from apps.chats.models import Message, Rating
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.learning import services
 from apps.learning.models import HistoryEntry, PersonaVersion, TuningCycle
 from apps.learning.tests.conftest import PERSONA, PROMPT, PROPOSAL, SUPPORT_SECRET, idem, make_evidence
 from tests.llm_fake import ok, server_error
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/ai/learning"

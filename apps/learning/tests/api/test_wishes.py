@@ -11,11 +11,11 @@ from rest_framework.test import APIClient
 
 from apps.ai.models import Assistant
 from apps.ai.tests.factories import AssistantFactory
-from apps.core.testing.plugin import assert_problem
 from apps.learning import services
 from apps.learning.models import PersonaVersion, Wish
 from apps.learning.tests.conftest import PERSONA, PROMPT, PROPOSAL, idem
 from tests.llm_fake import server_error
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 WISHES = "/api/v1/wishes"

@@ -3,9 +3,9 @@
 import pytest
 
 from apps.agents.models import Agent
-from apps.core.testing.factories import AgentFactory
-from apps.core.testing.plugin import assert_problem
 from apps.stats import selectors
+from tests.support.factories import AgentFactory
+from tests.support.plugin import assert_problem
 
 from ..conftest import msk
 

@@ -15,11 +15,11 @@ from apps.agents.tests.factories import DepartmentFactory
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
-from apps.core.testing.factories import WidgetFactory
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.stats import export, facts
 from apps.stats.windows import Window, midnight
+from tests.support.factories import WidgetFactory
+from tests.support.plugin import assert_problem
 
 from ..conftest import Conversations, msk
 

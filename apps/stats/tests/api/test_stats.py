@@ -3,8 +3,8 @@
 import pytest
 
 from apps.chats.tests.factories import ChatFactory, ContactFactory
-from apps.core.testing.plugin import assert_problem
 from apps.stats import facts, selectors
+from tests.support.plugin import assert_problem
 
 from ..conftest import msk
 

@@ -17,11 +17,11 @@ from rest_framework.test import APIClient
 from apps.chats.models import Chat, Message
 from apps.core import crypto, idempotency, ports, signed
 from apps.core import services as core_services
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.support import selectors, services
 from apps.support.config import set_account_link
 from apps.support.models import ChatAccount, SupportAction, Ticket
+from tests.support.plugin import assert_problem
 
 SECRET = "k" * 48
 _nonces = itertools.count(1)

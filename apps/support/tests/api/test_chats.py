@@ -16,10 +16,10 @@ from django.utils import timezone
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.models import File
-from apps.core.testing.plugin import assert_problem
-from apps.core.tests import bombs
 from apps.erasure.models import PendingErasure
 from apps.support.models import ChatAccount, Ticket
+from tests.core import bombs
+from tests.support.plugin import assert_problem
 
 SINCE = "updated_since"
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import time_machine
 from django.utils import timezone
 
-from apps.core.testing.plugin import assert_problem
 from apps.support.models import SupportClaim
+from tests.support.plugin import assert_problem
 
 
 def claim(support, chat, body=None, client=None, agent="agent-1"):

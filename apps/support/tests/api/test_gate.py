@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from apps.agents.models import Agent
-from apps.core.testing.plugin import assert_problem
 from apps.support.models import SupportAction, SupportConfig
+from tests.support.plugin import assert_problem
 
 ORDER = [
     ("disabled", 503, "support_api_disabled"),

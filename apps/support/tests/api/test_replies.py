@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
-from apps.core.testing.plugin import assert_problem
 from apps.support.models import SUPPORT_REPLY_ORIGIN, SupportAction, SupportConfig, Ticket
+from tests.support.plugin import assert_problem
 
 
 def sent(chat):

@@ -11,9 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.chats import services as chat_services
-from apps.core.testing.plugin import assert_problem
 from apps.erasure.models import PendingErasure
 from apps.support.models import ChatAccount, Ticket
+from tests.support.plugin import assert_problem
 
 
 def make_ticket(support, number, *, user=None, priority="normal", state="open", text=None, ago=0):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.support.models import SupportAction, SupportClaim
+from tests.support.plugin import assert_problem
 
 
 def test_a_write_without_service_agent_is_400_and_changes_nothing(support):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.widget.models import BusinessHours
 from apps.widget.tests.conftest import idem
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

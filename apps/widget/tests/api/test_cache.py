@@ -4,10 +4,10 @@ import inspect
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.widget import selectors, services
 from apps.widget.models import WidgetSettings
 from apps.widget.tests.conftest import LANGUAGE, PURGE, idem, patch
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

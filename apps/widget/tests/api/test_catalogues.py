@@ -2,8 +2,8 @@
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.widget.tests.conftest import EMBED, ICONS, SCHEMA, SKINS
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -4,12 +4,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.chats.models import File
-from apps.core.testing.plugin import assert_problem
 from apps.widget import selectors
 from apps.widget.icons import ICON_MAX_BYTES
 from apps.widget.models import WidgetIcon
 from apps.widget.tests import images
 from apps.widget.tests.conftest import ICONS, SETTINGS, idem, patch
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

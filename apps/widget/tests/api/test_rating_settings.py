@@ -3,8 +3,8 @@ schema (product-decisions.md, "Ratings (CSAT) settings")."""
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.widget.tests.conftest import SCHEMA, SETTINGS, patch
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from apps.core.testing.plugin import assert_problem
 from apps.widget import settings_schema as schema
 from apps.widget.models import WidgetSettings
 from apps.widget.tests.conftest import SCHEMA, SETTINGS, idem, patch
+from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
 
