@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "channels",
+    "apps.platform",
     "apps.core",
     "apps.agents",
     "apps.chats",

@@ -175,13 +175,3 @@ class SignedNonce(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["widget", "nonce"], name="signed_nonce_once")]
         indexes = [models.Index(fields=["created_at"], name="signed_nonce_created")]
-
-
-class RelayedPush(models.Model):
-    """A websocket frame written by a Celery worker of the embedded default, where the channel layer
-    lives inside the web process: the web process reads these rows and sends them to its sockets
-    (apps.platform.realtime). Never used with Redis, whose layer every process reaches directly."""
-
-    groups = models.JSONField()
-    frame = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)

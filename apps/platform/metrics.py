@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from celery import current_app
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
@@ -188,9 +189,7 @@ def watch_queue(name: str) -> None:
 
 
 def watched_queues() -> list[str]:
-    from config.celery import app
-
-    return sorted({app.conf.task_default_queue, *_queues})
+    return sorted({current_app.conf.task_default_queue, *_queues})
 
 
 def _age(since: datetime | float | None, now: datetime) -> float:

@@ -19,6 +19,8 @@ import json
 import time
 from collections.abc import Callable
 
+from celery import current_app
+
 QueueReading = tuple[int, float | None]
 PUBLISHED_AT_HEADER = "published_at"
 
@@ -79,9 +81,7 @@ READERS: dict[str, Callable[[object, str], QueueReading]] = {
 def read(queues: list[str]) -> dict[str, QueueReading] | None:
     """{queue: (waiting, oldest sent)} for the broker Celery is configured with; None when no reader
     knows its transport. Raises when the broker cannot be reached."""
-    from config.celery import app
-
-    with app.connection_for_read() as connection:
+    with current_app.connection_for_read() as connection:
         reader = READERS.get(connection.transport.driver_type)
         if reader is None:
             return None

@@ -137,7 +137,7 @@ def relay_enabled() -> bool:
 
 
 def _relay(groups: list[str], frame: dict) -> None:
-    from apps.core.models import RelayedPush
+    from .models import RelayedPush
 
     try:
         RelayedPush.objects.create(groups=list(groups), frame=frame)
@@ -147,7 +147,7 @@ def _relay(groups: list[str], frame: dict) -> None:
 
 def purge_relayed_pushes() -> int:
     """Delete relayed frames older than RELAY_KEEP (read or not: a socket has re-read by then)."""
-    from apps.core.models import RelayedPush
+    from .models import RelayedPush
 
     deleted, _ = RelayedPush.objects.filter(created_at__lt=timezone.now() - RELAY_KEEP).delete()
     return deleted
@@ -170,7 +170,7 @@ class _RelayReader:
             self._thread.start()
 
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        from apps.core.models import RelayedPush
+        from .models import RelayedPush
 
         layer = get_channel_layer()
         last = None
