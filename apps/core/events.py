@@ -40,6 +40,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from apps.core import queueing
 from apps.core.models import OutboxEvent, Widget
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ INTERNAL: dict[str, tuple[str, ...]] = {
 
 REDRIVE_AFTER = timedelta(seconds=60)
 FAN_OUT_BATCH = 100
+FAN_OUT_BATCH_TASK = "apps.core.tasks.fan_out_batch"
 # A hand-off whose events waited this long means the workers are behind: its task takes other
 # waiting events with its own (one statement more; not spent while the workers keep up).
 STEAL_AFTER = timedelta(milliseconds=500)
@@ -313,10 +315,16 @@ def _batch_for(event_id) -> None:
     batch.add(event_id)
 
 
-def _hand_off(event_ids: list[str]) -> None:
-    # core.tasks imports this module to call fan_out: the one import cycle the layers allow.
-    from apps.core.tasks import send_fan_out_batch
+def send_fan_out_batch(event_ids: list[str]) -> None:
+    """Queue the fan_out_batch task for these ids, sent by name (apps.core.tasks imports this
+    module). The worker's log names the first id and the count: Celery's default repr repeats every
+    argument, 100 event ids on each "Received task" line."""
+    ids = [str(pk) for pk in event_ids]
+    shown = f"[{ids[0]!r}, ... {len(ids)} ids]" if len(ids) > 1 else repr(ids)
+    queueing.task(FAN_OUT_BATCH_TASK).apply_async((ids,), argsrepr=f"({shown},)")
 
+
+def _hand_off(event_ids: list[str]) -> None:
     try:
         send_fan_out_batch(event_ids)
     except Exception:  # broker down: the beat re-drive picks the rows up later

@@ -16,14 +16,6 @@ def fan_out_batch(event_ids: list[str]) -> int:
     return events.fan_out_many(event_ids)
 
 
-def send_fan_out_batch(event_ids: list[str]) -> None:
-    """Queue fan_out_batch for these ids. The worker's log names the first id and the count: Celery's
-    default repr repeats every argument, 100 event ids on each "Received task" line."""
-    ids = [str(pk) for pk in event_ids]
-    shown = f"[{ids[0]!r}, ... {len(ids)} ids]" if len(ids) > 1 else repr(ids)
-    fan_out_batch.apply_async((ids,), argsrepr=f"({shown},)")
-
-
 @shared_task(acks_late=True)
 def fan_out_event(event_id: str) -> bool:
     """One event's hand-off, as queued before hand-offs were batched (messages still in a broker
@@ -37,7 +29,7 @@ def redrive_outbox() -> int:
     of events.FAN_OUT_BATCH."""
     ids = [str(event_id) for event_id in events.pending_for_redrive()]
     for start in range(0, len(ids), events.FAN_OUT_BATCH):
-        send_fan_out_batch(ids[start : start + events.FAN_OUT_BATCH])
+        events.send_fan_out_batch(ids[start : start + events.FAN_OUT_BATCH])
     return len(ids)
 
 

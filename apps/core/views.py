@@ -8,6 +8,7 @@ import logging
 import posixpath
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
@@ -85,9 +86,7 @@ def _check_cache() -> None:
 
 
 def _check_broker() -> None:
-    from config.celery import app
-
-    with app.connection_for_write() as conn:
+    with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
 
 

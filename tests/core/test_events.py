@@ -233,8 +233,8 @@ def test_the_hand_off_shows_the_first_id_and_the_count_in_the_worker_log(monkeyp
 
     sent = []
     monkeypatch.setattr(tasks.fan_out_batch, "apply_async", lambda args, **options: sent.append((args, options)))
-    tasks.send_fan_out_batch(["a", "b", "c"])
-    tasks.send_fan_out_batch(["z"])
+    events.send_fan_out_batch(["a", "b", "c"])
+    events.send_fan_out_batch(["z"])
     assert sent == [
         ((["a", "b", "c"],), {"argsrepr": "(['a', ... 3 ids],)"}),
         ((["z"],), {"argsrepr": "(['z'],)"}),
