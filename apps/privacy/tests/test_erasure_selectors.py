@@ -122,9 +122,9 @@ def _evidence(w: World) -> None:
         MessageFactory(chat=chat, author_kind=Message.Author.AI, agent=operator, body=f"ai answer {person.contact.pk}")
         Chat.objects.filter(pk=chat.pk).update(handling=Chat.Handling.AI_TO_HUMAN, handled_at=now)
         Rating.objects.create(widget=w.widget, chat=chat, value=1, comment=f"bad {person.contact.pk}")
-    found = json.dumps(
-        learning.evidence_excerpts(w.widget, assistant, now - timedelta(days=1), now + timedelta(days=1))
-    )
+    excerpts = learning.evidence_excerpts(w.widget, assistant, now - timedelta(days=1), now + timedelta(days=1))
+    assert len(excerpts["chats"]) == 1  # the kept person's chat, escalated and rated
+    found = json.dumps(excerpts)
     assert f"ai answer {w.kept.contact.pk}" in found and f"bad {w.kept.contact.pk}" in found
     assert f"ai answer {w.gone.contact.pk}" not in found and f"bad {w.gone.contact.pk}" not in found
     assert not [word for word in w.gone.words if word in found]
