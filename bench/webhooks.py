@@ -387,7 +387,7 @@ def main() -> int:
             # (no trigger, and the fan-out's process takes none of its rows: all N stay due)
             with (
                 mock.patch.object(engine.sweep, "trigger", lambda countdown=None: None),
-                mock.patch.object(engine.fanout, "NEW_AT_ONCE", 0),
+                mock.patch.object(engine.first_attempts, "NEW_AT_ONCE", 0),
             ):
                 for start in range(0, len(keys), events.FAN_OUT_BATCH):
                     events.fan_out_many(keys[start : start + events.FAN_OUT_BATCH])

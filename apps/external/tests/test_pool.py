@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 def test_the_pool_sends_operator_calls_and_subscription_deliveries_together(widget, receiver, triggers, monkeypatch):
     # the fan-out's process takes none of its new rows (it would send them on commit): all are due
-    monkeypatch.setattr(engine.fanout, "NEW_AT_ONCE", 0)
+    monkeypatch.setattr(engine.first_attempts, "NEW_AT_ONCE", 0)
     webhooks.create_subscription(widget=widget, url=receiver.url("/sub"), events=["message.created"])
     make_operator(widget, receiver.url("/op"))
     for n in range(10):

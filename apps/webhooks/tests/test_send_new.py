@@ -117,7 +117,7 @@ def test_a_failed_first_attempt_is_retried_by_the_engine_as_usual(widget, receiv
 
 def test_rows_beyond_the_share_of_one_fan_out_are_left_to_the_engine(widget, receiver, triggers, monkeypatch):
     # given a fan-out's process that takes at most 3 of its new rows
-    monkeypatch.setattr(engine.fanout, "NEW_AT_ONCE", 3)
+    monkeypatch.setattr(engine.first_attempts, "NEW_AT_ONCE", 3)
     services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
     keys = emit_messages(widget, 5)
     # then it sent 3 and asked the engine for the others, which are due
@@ -183,7 +183,7 @@ def test_a_failure_of_the_hand_over_leaves_the_rows_to_the_sweeper(widget, recei
     def broken(rows):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(engine.fanout, "_lease_new", broken)
+    monkeypatch.setattr(engine.first_attempts, "_lease_new", broken)
     [key] = emit_messages(widget, 1)
     assert receiver.snapshot() == []
     assert triggers == [None]  # the engine was asked to take over
