@@ -10,17 +10,26 @@ from django.utils.translation import pgettext_lazy
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 
+from . import selectors
 from .selectors import ChatFilters
 
 BODY_MAX = 65536  # as the REST API's message body
 SEARCH_MAX = 200
 
-# A chat's status as the console names it (the API's values, translated; English keeps the values).
+# A chat's status as the console names it: the words operators use (open, closed) for the API's
+# values (active, expired); the chat's header says what each means.
 STATUS_LABELS = {
-    Chat.Status.ACTIVE: pgettext_lazy("chat status", "active"),
+    Chat.Status.ACTIVE: pgettext_lazy("chat status", "open"),
     Chat.Status.READY: pgettext_lazy("chat status", "ready"),
-    Chat.Status.EXPIRED: pgettext_lazy("chat status", "expired"),
+    Chat.Status.EXPIRED: pgettext_lazy("chat status", "closed"),
     Chat.Status.SPAM: pgettext_lazy("chat status", "spam"),
+}
+# The status filter's choices (the list shows open chats unless another is chosen).
+STATUS_FILTERS = {
+    Chat.Status.ACTIVE: _("Open"),
+    Chat.Status.EXPIRED: _("Closed"),
+    Chat.Status.READY: _("Ready"),
+    Chat.Status.SPAM: _("Spam"),
 }
 
 
@@ -67,7 +76,7 @@ class ReplyForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto"}),
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto", "placeholder": _("Write a reply…")}),
     )
 
 
@@ -77,7 +86,7 @@ class NoteForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 2, "dir": "auto"}),
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto", "placeholder": _("Write a note for the team…")}),
     )
 
 
@@ -116,13 +125,23 @@ class TypingForm(forms.Form):
 
 
 class FilterForm(forms.Form):
-    status = forms.ChoiceField(
-        label=_("Status"), required=False, choices=[("", _("All statuses")), *STATUS_LABELS.items()]
-    )
-    assigned = forms.ChoiceField(
-        label=_("Assigned"),
+    """The list's view (a tab) and its filters. The views count and list open chats; the status
+    filter shows the others."""
+
+    view = forms.ChoiceField(
+        label=_("View"),
         required=False,
-        choices=[("", _("Everyone's")), ("mine", _("Mine")), ("unassigned", _("Unassigned"))],
+        choices=[
+            (selectors.VIEW_MINE, _("Mine")),
+            (selectors.VIEW_UNASSIGNED, _("Unassigned")),
+            (selectors.VIEW_ALL, _("All")),
+        ],
+        widget=forms.RadioSelect,
+    )
+    status = forms.ChoiceField(
+        label=_("Status"),
+        required=False,
+        choices=[*STATUS_FILTERS.items(), (selectors.ANY_STATUS, _("Any status"))],
     )
     channel = forms.RegexField(
         label=_("Channel"),
@@ -139,13 +158,23 @@ class FilterForm(forms.Form):
         required=False,
         max_length=SEARCH_MAX,
         error_messages={"max_length": _("Search for at most %(limit_value)d characters.")},
-        widget=forms.TextInput(attrs={"dir": "auto"}),
+        widget=forms.TextInput(attrs={"dir": "auto", "type": "search"}),
     )
 
+    def __init__(self, data=None, **kwargs):
+        # An unbound form shows the defaults as chosen (the view "All", open chats).
+        kwargs.setdefault("initial", {"view": selectors.VIEW_ALL, "status": Chat.Status.ACTIVE})
+        super().__init__(data, **kwargs)
+
     def filters(self) -> ChatFilters:
-        """The valid filters; an invalid one is left out (its error is shown)."""
+        """The valid filters; an invalid one is left out (its error is shown), a missing one is
+        its default."""
+        if not self.is_bound:
+            return ChatFilters()
         self.is_valid()
-        data = {name: self.cleaned_data.get(name) or "" for name in ("status", "assigned", "channel", "q")}
+        defaults = ChatFilters()
+        names = ("view", "status", "channel", "q")
+        data = {name: self.cleaned_data.get(name) or getattr(defaults, name) for name in names}
         data["q"] = data["q"].strip()
         return ChatFilters(**data)
 

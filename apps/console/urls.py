@@ -28,6 +28,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/not-spam/$", views.not_spam, name="not-spam"),
     re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
+    re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
     path("canned/", views.canned_picks, name="canned"),
     re_path(rf"^chats/{ID}/canned/(?P<canned_id>[0-9]{{1,20}})/$", views.canned_render, name="canned-render"),
 ]

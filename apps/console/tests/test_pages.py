@@ -57,12 +57,24 @@ def test_filters(console, widget, operator):
         html = console.get("/console/", query).content.decode()
         return {c.pk for c in (mine, unassigned, closed, telegram) if f'data-chat-id="{c.pk}"' in html}
 
-    assert ids({}) == {mine.pk, unassigned.pk, closed.pk, telegram.pk}
-    assert ids({"assigned": "mine"}) == {mine.pk}
-    assert ids({"assigned": "unassigned"}) == {unassigned.pk, closed.pk, telegram.pk}
+    # The views list open chats; the status filter shows the others.
+    assert ids({}) == {mine.pk, unassigned.pk, telegram.pk}
+    assert ids({"view": "all"}) == {mine.pk, unassigned.pk, telegram.pk}
+    assert ids({"view": "mine"}) == {mine.pk}
+    assert ids({"view": "unassigned"}) == {unassigned.pk, telegram.pk}
+    assert ids({"view": "unassigned", "status": "any"}) == {unassigned.pk, closed.pk, telegram.pk}
     assert ids({"status": "expired"}) == {closed.pk}
+    assert ids({"status": "any"}) == {mine.pk, unassigned.pk, closed.pk, telegram.pk}
     assert ids({"channel": "tg"}) == {telegram.pk}
     assert ids({"q": "REFUND"}) == {mine.pk}
+
+
+def test_an_empty_room_is_not_listed_nor_counted(console, widget):
+    talked = make_chat(widget, name="Talked")
+    empty = make_chat(widget, name="Opened the widget only", body="", last_message_at=None)
+    html = console.get("/console/", {"status": "any"}).content.decode()
+    assert f'data-chat-id="{talked.pk}"' in html and f'data-chat-id="{empty.pk}"' not in html
+    assert '<span class="count" id="count-all">1</span>' in html
 
 
 def test_a_bad_filter_shows_its_error_and_is_left_out(console, chat):
@@ -93,7 +105,9 @@ def test_the_list_costs_the_same_queries_for_3_and_30_chats(console, widget, ope
     for n in range(27):
         make_chat(widget, name=f"B{n}", agent=colleague if n % 2 else None)
     assert _count_list_queries(console) == few
-    assert few <= 5  # session, user, agent rows, chats (with contact, agent, last message)
+    # session, user, agent rows, the widget's hours, the chats (with contact, owner, last message,
+    # unread count, waiting time and page in the same statement), the views' counts
+    assert few <= 6
 
 
 # --- a chat ---------------------------------------------------------------------------------------
@@ -319,7 +333,7 @@ def test_about_the_visitor_shows_what_is_known_of_the_chats_contact(console, wid
     assert "b2b, vip" in details
     assert "<bdi>plan</bdi></dt><dd><bdi>gold</bdi>" in details and "<bdi>3</bdi>" in details
     assert "&lt;b&gt;x&lt;/b&gt;" in details and "<b>x" not in details and "y" * 190 + "…" in details
-    assert f'href="/console/chats/{telegram.pk}/"' in details and f"Chat {telegram.pk}</a> · tg · active" in details
+    assert f'href="/console/chats/{telegram.pk}/"' in details and f"Chat {telegram.pk}</a> · tg · open" in details
     assert f"/console/chats/{chat.pk}/" not in details  # not the open chat itself
     assert f"/console/chats/{someone_else.pk}/" not in details and f"/console/chats/{foreign.pk}/" not in details
 
@@ -362,12 +376,12 @@ def test_a_chat_whose_last_message_is_the_visitors_is_marked_awaiting_a_reply(co
     answered = make_chat(widget, name="Answered", body="Hi")
     MessageFactory(chat=answered, body="Yes, it is", author_kind=Message.Author.AGENT, agent=operator)
     closed = make_chat(widget, name="Closed", body="Thanks, bye", status=Chat.Status.EXPIRED)
-    html = console.get("/console/").content.decode()
+    html = console.get("/console/", {"status": "any"}).content.decode()
 
     def row(chat) -> str:
         start = html.index(f'data-chat-id="{chat.pk}"')
         return html[html.rindex("<li", 0, start) : html.index("</li>", start)]
 
-    assert "awaiting-reply" in row(asked) and "Awaiting a reply" in row(asked)
-    assert "Awaiting a reply" not in row(answered) and "awaiting-reply" not in row(answered)
-    assert "Awaiting a reply" not in row(closed)  # nothing to answer in a closed chat
+    assert "awaiting-reply" in row(asked) and "waiting 0" in row(asked)
+    assert "waiting" not in row(answered) and "awaiting-reply" not in row(answered)
+    assert "waiting" not in row(closed)  # nothing to answer in a closed chat
