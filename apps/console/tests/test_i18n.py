@@ -174,7 +174,7 @@ def test_a_chat_page_in_russian(console, widget, operator):
     html = page(console, f"/console/chats/{chat.pk}/", accept="ru")
     assert '<h1 id="chat-title"><bdi>Посетитель</bdi></h1>' in html  # the unnamed contact
     assert "Запросить оценку" in html and "Закрыть чат" in html and "Добавить заметку" in html
-    assert '<span class="badge" id="chat-status">активен</span>' in html
+    assert '<span class="badge status-active" id="chat-status">открыт</span>' in html
     # The script's words come in the page's JSON block, translated.
     block = re.search(r'<script id="console-strings" type="application/json">(.*?)</script>', html).group(1)
     assert json.loads(block)["connected"] == "Подключено"
