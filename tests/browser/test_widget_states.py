@@ -24,6 +24,7 @@ DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 ENDED = "This conversation has ended. Write again any time."
 HANDOVER = "Our assistant passed your question to the team, and nobody is online right now."
 PHONE = {"width": 390, "height": 844}
+ALL_LANGUAGES = {"widget_supported_languages": ["ru", "en", "el", "de", "es", "ar", "zh"]}
 
 
 def write(call, method: str, path: str, body: dict) -> dict:
@@ -104,7 +105,7 @@ def test_closed_by_business_hours_says_when_it_opens_and_shows_no_presence(brows
     server = start_server(**SERVER_ENV)
     call = api_client(server)
     add_operator(live_var, server.seed["button_guid"])
-    write(call, "PATCH", "/api/v1/widget/settings", {"operators_display_mode": "all"})
+    write(call, "PATCH", "/api/v1/widget/settings", {"operators_display_mode": "all", **ALL_LANGUAGES})
     berlin, visitor_zone = ZoneInfo("Europe/Berlin"), ZoneInfo("America/New_York")
     opening_day = datetime.now(berlin).date() + timedelta(days=2)
     weekly = {day: [] for day in DAYS}
@@ -144,6 +145,7 @@ def test_closed_by_business_hours_says_when_it_opens_and_shows_no_presence(brows
 def test_closed_with_no_opening_in_sight_says_closed(browser, start_server):
     server = start_server(**SERVER_ENV)
     call = api_client(server)
+    write(call, "PATCH", "/api/v1/widget/settings", ALL_LANGUAGES)
     hours = {"enabled": True, "timezone": "Europe/Berlin", "weekly": {d: [] for d in DAYS}, "holidays": []}
     write(call, "PUT", "/api/v1/widget/business-hours", {**hours, "outside_hours": "offline_form"})
     context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="de-DE")
@@ -205,6 +207,9 @@ def test_a_hand_over_with_nobody_online_offers_the_offline_form(browser, start_s
         expect(page.get_by_role("form", name="Leave us a message")).to_be_visible()
         expect(page.get_by_role("textbox", name="Type a message…")).to_have_count(0)
         expect(page.locator("chat-widget .msg.me", has_text="I need a person, please")).to_be_visible()
+        # And the header no longer promises someone online
+        expect(page.locator("chat-widget .head .dot.on")).to_have_count(0)
+        expect(page.locator("chat-widget .head")).to_contain_text("Offline")
         both_widths(page, shot, "handover")
 
         # And the visitor leaves a message there, stored in the same chat

@@ -57,7 +57,8 @@ export const CSS = `
 .src li{display:block;overflow-wrap:anywhere}
 .ended{align-self:stretch;display:flex;align-items:center;gap:8px;font-size:12px;opacity:.75;text-align:center;margin:6px 0}
 .ended::before,.ended::after{content:"";flex:1;border-top:1px solid var(--line)}
-.handover{display:flex;flex-direction:column;max-height:70%;min-height:0;border-top:1px solid var(--line)}
+.handover{display:flex;flex-direction:column;max-height:62%;min-height:0;border-top:1px solid var(--line)}
+.handover h3{font-weight:700}
 .handover .why{font-size:13px;font-weight:600;padding:10px 16px 0;display:block}
 .handover>p[role=status]:not(.why){padding:10px 16px 14px;display:block}
 .handover .form{padding-top:8px}

@@ -546,7 +546,8 @@ function Widget({ config, conversation }) {
   const customIcon = config.icon_urls && config.icon_urls[preset];
   const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
   const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
-  const operators = closedByHours ? [] : operatorList(live.operators || [], messages, settings.operators_display_mode);
+  // Closed, or handed over with nobody online: no presence in the header (nobody will answer now).
+  const operators = closedByHours || handover ? [] : operatorList(live.operators || [], messages, settings.operators_display_mode);
   const ended = new Set(conversation.ended);
   // `rating_mode`: `on_request` asks after an operator's rate request (the one system message),
   // `after_close` also once the room closed, `off` never.
@@ -626,9 +627,9 @@ function Widget({ config, conversation }) {
               </p>
             ) : (
               <p>
-                <span class={`dot${online ? " on" : ""}`} aria-hidden="true" />
-                {online ? t.online : t.offline}
-                {signature && ` · ${signature}`}
+                <span class={`dot${online && !handover ? " on" : ""}`} aria-hidden="true" />
+                {online && !handover ? t.online : t.offline}
+                {signature && !handover && ` · ${signature}`}
               </p>
             )}
             {operators.length > 0 && (
@@ -741,6 +742,7 @@ function Widget({ config, conversation }) {
                     textarea={textarea}
                     open={open}
                     onSubmit={submitOffline}
+                    brief
                   />
                 ) : (
                   <div class="form" aria-busy="true" />
