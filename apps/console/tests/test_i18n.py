@@ -82,8 +82,9 @@ def console_strings() -> set[tuple[str | None, str]]:
                 found.add((args[0], args[1]) if node.func.id.startswith("pgettext") else (None, args[0]))
     for path in (CONSOLE / "templates").rglob("*.html"):
         python = templatize(path.read_text(encoding="utf-8"))
-        # The console's templates use {% translate %} and {% blocktranslate %} without context or plural.
-        for literal in re.findall(r"\bgettext\((u?'(?:[^'\\]|\\.)*')\)", python):
+        # The console's templates use {% translate %} and {% blocktranslate %} without context; a
+        # plural one (`count`) is an ngettext call, keyed by its singular.
+        for literal in re.findall(r"\bn?gettext\((u?'(?:[^'\\]|\\.)*')[,)]", python):
             found.add((None, ast.literal_eval(literal)))
     return found
 
