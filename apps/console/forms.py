@@ -252,6 +252,9 @@ class RemoveAttributeForm(_ContactChangeForm):
         return {"attributes": {self.cleaned_data["key"]: None}}
 
 
+TAG_LABEL_CHARS = 24  # a refused tag's text leading its message, cut to this
+
+
 class TagsForm(_ContactChangeForm):
     """Tags to attach, separated by commas."""
 
@@ -274,4 +277,7 @@ class TagsForm(_ContactChangeForm):
     def item_label(self, item: str) -> str:
         """`tags.3` names the fourth tag typed: its text leads its message."""
         index = int(item) if item.isdigit() else -1
-        return f"«{self.names[index]}»" if 0 <= index < len(self.names) else item
+        if not 0 <= index < len(self.names):
+            return item
+        name = self.names[index]
+        return f"«{name if len(name) <= TAG_LABEL_CHARS else name[: TAG_LABEL_CHARS - 1] + '…'}»"
