@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from apps.agents import selectors as agent_selectors
@@ -14,19 +13,13 @@ from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
-from apps.chats.models import Chat, ContactTag, Message, VisitorSession
+from apps.chats.models import Chat, Message, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
 HISTORY_PAGE = 100
 REPLAY_MAX = 500
-# What "About the visitor" shows at most: the contact's tags and custom attributes (each value cut to
-# ATTRIBUTE_CHARS), and its rooms on the widget's other channels.
-DETAIL_TAGS = 30
-DETAIL_ATTRIBUTES = 20
-ATTRIBUTE_CHARS = 200
-OTHER_CHATS = 10
 
 
 # The views of the list (tabs with a count of open chats each); the list under a view shows open
@@ -149,64 +142,6 @@ def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
         .annotate(visitor_page=_visitor_page())
         .first()
     )
-
-
-@dataclass(frozen=True)
-class VisitorDetails:
-    phone: str
-    locale: str
-    page_url: str  # the page the newest visitor session was opened on ("" when unknown)
-    tags: list[str]
-    attributes: list[tuple[str, str]]
-    other_chats: list[Chat]
-
-    @property
-    def page_link(self) -> bool:
-        """Drawn as a link only when it is an http(s) address (the visitor API accepts no other)."""
-        return self.page_url.lower().startswith(("http://", "https://"))
-
-    @property
-    def empty(self) -> bool:
-        return not (self.phone or self.locale or self.page_url or self.tags or self.attributes or self.other_chats)
-
-
-def visitor_details(*, chat: Chat) -> VisitorDetails:
-    """What the console shows about the visitor of `chat` (a chat `get_chat` found for the agent,
-    with its contact): phone, language, the page of the newest visitor session, tags, custom
-    attributes, and the contact's rooms on other channels. Every read is of the chat's widget."""
-    contact = chat.contact
-    page_url = (
-        VisitorSession.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .exclude(page_url="")
-        .order_by("-created_at", "-id")
-        .values_list("page_url", flat=True)
-        .first()
-    )
-    tags = list(
-        ContactTag.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .order_by("name")
-        .values_list("name", flat=True)[:DETAIL_TAGS]
-    )
-    attributes = contact.attributes if isinstance(contact.attributes, dict) else {}
-    shown = [(str(key), _attribute_text(value)) for key, value in list(attributes.items())[:DETAIL_ATTRIBUTES]]
-    others = list(
-        Chat.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .exclude(pk=chat.pk)
-        .order_by(F("last_message_at").desc(nulls_last=True), "-id")[:OTHER_CHATS]
-    )
-    return VisitorDetails(
-        phone=contact.phone,
-        locale=contact.locale,
-        page_url=page_url or "",
-        tags=tags,
-        attributes=shown,
-        other_chats=others,
-    )
-
-
-def _attribute_text(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= ATTRIBUTE_CHARS else text[: ATTRIBUTE_CHARS - 1] + "…"
 
 
 def can_suggest(chat: Chat) -> bool:

@@ -29,7 +29,7 @@ from apps.core.errors import AppError
 from apps.core.ratelimit import SignInBudgets, client_address
 from apps.platform.numbers import MAX_ID
 
-from . import access, forms, present, selectors, services
+from . import access, context_views, forms, present, selectors, services
 from .access import operator_required
 
 # Sign-in attempts (SignInBudgets: per address, per address and e-mail, per e-mail). The per-e-mail
@@ -263,7 +263,15 @@ def _composer_context(chat: Chat, **extra) -> dict:
     }
 
 
-def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = None, composer: dict | None = None):
+def _chat_page(
+    request,
+    chat: Chat,
+    *,
+    status: int = 200,
+    panel: dict | None = None,
+    composer: dict | None = None,
+    context_forms: dict | None = None,
+):
     messages, has_older = selectors.latest_messages(chat)
     context = _page_context(
         request,
@@ -271,10 +279,10 @@ def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = N
             **_list_context(request, current=chat),
             **_panel_context(request, chat, **(panel or {})),
             **_composer_context(chat, **(composer or {})),
+            **context_views.panel_context(chat, **(context_forms or {})),
         },
         messages=_view_messages(messages, chat),
         has_older=has_older,
-        visitor=selectors.visitor_details(chat=chat),
     )
     return render(request, "console/chat.html", context, status=status)
 
