@@ -191,10 +191,10 @@
     stopTimer = setTimeout(function () { lastStart = 0; sendTyping("stop"); }, 4000);
   });
 
-  // Enter sends the reply; Shift+Enter adds a line.
+  // Enter sends the reply or the note; Shift+Enter adds a line.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-    if (!event.target.matches || !event.target.matches("#reply_body")) return;
+    if (!event.target.matches || !event.target.matches("#reply_body, #note_body")) return;
     event.preventDefault();
     var form = event.target.form;
     if (form.requestSubmit) form.requestSubmit(); else form.submit();
@@ -202,7 +202,7 @@
 
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.target && event.target.id === "composer") {
-      var field = $("reply_body");
+      var field = $(event.target.dataset.mode === "note" ? "note_body" : "reply_body");
       if (field && !document.querySelector("#composer .error")) {
         clearTimeout(stopTimer);
         if (lastStart) { lastStart = 0; sendTyping("stop"); }
