@@ -23,6 +23,7 @@ ACTIONS = {
     "not-spam": {},
     "rate-request": {},
     "typing": {"state": "start"},
+    "seen": {},
     "file": None,  # a fresh upload each time
 }
 
@@ -47,7 +48,7 @@ def snapshot(chat):
         chat.status,
         chat.agent_id,
         chat.handled_by_id,
-        list(Message.objects.filter(chat=chat).values_list("pk", flat=True)),
+        list(Message.objects.filter(chat=chat).values_list("pk", "seen_at")),
     )
 
 
