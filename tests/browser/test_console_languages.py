@@ -31,6 +31,11 @@ def visitor_writes(server, name: str, body: str) -> None:
 
 
 def switch_language(page, name: str) -> None:
+    # In the console the switcher sits in the operator's menu (its name in the header); on the
+    # sign-in page it is on the page
+    account = page.locator("details.account")
+    if account.count() and not account.evaluate("el => el.open"):
+        account.locator("summary").click()
     page.locator("#language-switch").select_option(label=name)
     page.locator("#language-form button[type=submit]").click()
 

@@ -50,7 +50,7 @@ def test_suggest_fills_the_reply_with_the_answer_and_its_sources_and_sends_nothi
         page.get_by_role("button", name="Suggest").click()
 
         # Then the reply field holds the AI's answer and the sources are listed under it
-        field = page.get_by_role("combobox", name="Reply")
+        field = page.get_by_role("textbox", name="Reply")
         expect(field).to_have_value(ANSWER, timeout=WAIT)
         sources = page.locator("#composer .sources")
         expect(sources).to_contain_text("Based on:")

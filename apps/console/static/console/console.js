@@ -322,7 +322,7 @@
 
   showAlerts();
 
-  // --- canned responses: `/` at the start of the reply opens a picker (a combobox over a listbox) --
+  // --- canned responses: `/` at the start of the reply opens a picker (a listbox the reply field drives)
 
   var picker = { open: false, items: [], active: -1, query: null, timer: null, seq: 0 };
 
@@ -336,10 +336,7 @@
     picker.active = -1;
     picker.query = null;
     if (list) { list.hidden = true; list.textContent = ""; }
-    if (field) {
-      field.setAttribute("aria-expanded", "false");
-      field.removeAttribute("aria-activedescendant");
-    }
+    if (field) field.removeAttribute("aria-activedescendant");
   }
 
   function showActive() {
@@ -374,7 +371,6 @@
     });
     picker.open = items.length > 0;
     list.hidden = !picker.open;
-    field.setAttribute("aria-expanded", picker.open ? "true" : "false");
     showActive();
   }
 
@@ -407,14 +403,14 @@
       .catch(function () {});
   }
 
-  // The reply field is a combobox over the picker's listbox (set again when htmx redraws it).
+  // The reply field drives the picker's listbox, its active option announced through
+  // aria-activedescendant (a textarea keeps its textbox role: ARIA allows no combobox role on it).
+  // Set again when htmx redraws the composer.
   function markCombobox() {
     var field = $("reply_body");
     if (!field || !pickerList()) return;
-    field.setAttribute("role", "combobox");
     field.setAttribute("aria-autocomplete", "list");
     field.setAttribute("aria-controls", "canned-list");
-    field.setAttribute("aria-expanded", "false");
   }
   markCombobox();
 
