@@ -181,10 +181,20 @@ SERVER_FRAMES: dict[str, dict] = {
         "name": "chat",
         "title": "Chat status changed",
         "summary": "Operator socket: a chat was closed, moved to another state or transferred. Visitor socket: "
-        "its room was closed (`status: expired`; the widget may then ask for a rating).",
+        "its room was closed (`status: expired`; the widget says the conversation ended and may ask for a "
+        "rating), a machine handed it to people (`awaiting_human: true`), and once after the replay of a room "
+        "that is closed or waiting for a person. A visitor is never told `ready` or `spam`.",
         "payload": _frame(
             "chat",
-            {"chat_id": _CHAT_ID, "status": {"type": "string", "enum": ["active", "ready", "expired", "spam"]}},
+            {
+                "chat_id": _CHAT_ID,
+                "status": {"type": "string", "enum": ["active", "ready", "expired", "spam"]},
+                "awaiting_human": {
+                    "type": "boolean",
+                    "description": "Visitor socket only: a machine handed the chat to people and no person has "
+                    "answered yet.",
+                },
+            },
             ["chat_id", "status"],
             "Chat status.",
         ),

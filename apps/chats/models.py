@@ -149,6 +149,18 @@ class Chat(models.Model):
             models.Index(fields=["widget", "-created_at", "-id"], name="chat_widget_created"),
             models.Index(fields=["widget", "status", "-created_at", "-id"], name="chat_widget_status"),
             models.Index(fields=["widget", "channel", "-created_at", "-id"], name="chat_widget_channel"),
+            # The console's list: chats with messages, newest activity first, under a status or across
+            # every state.
+            models.Index(
+                fields=["widget", "status", "-last_message_at", "-id"],
+                name="chat_widget_status_activity",
+                condition=models.Q(last_message_at__isnull=False),
+            ),
+            models.Index(
+                fields=["widget", "-last_message_at", "-id"],
+                name="chat_widget_activity",
+                condition=models.Q(last_message_at__isnull=False),
+            ),
             models.Index(
                 fields=["widget", "-created_at", "-id"],
                 name="chat_widget_client_wrote",
@@ -212,6 +224,12 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["chat", "-created_at", "-id"], name="message_chat_created"),
             models.Index(fields=["widget", "-created_at"], name="message_widget_created"),
+            # The console's unread counts: the visitor's messages no operator has seen.
+            models.Index(
+                fields=["widget", "chat"],
+                name="message_unseen_client",
+                condition=models.Q(author_kind="client", seen_at__isnull=True),
+            ),
         ]
 
 

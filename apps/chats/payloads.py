@@ -173,3 +173,17 @@ def visitor_message_frame(message: Message) -> dict:
         "seen": message.seen_at is not None,
         "created_at": message.created_at.isoformat(),
     }
+
+
+def visitor_chat_frame(chat: Chat | None) -> dict | None:
+    """What the visitor may know of their room's state: closed (`expired`) or not (`active`; `ready`
+    is an operator's note to the scheduler), and whether a machine handed it to people who have not
+    answered yet. None for a spam room (a visitor is never told) or no room."""
+    if chat is None or chat.status == Chat.Status.SPAM:
+        return None
+    return {
+        "event": "chat",
+        "chat_id": chat.pk,
+        "status": Chat.Status.EXPIRED if chat.status == Chat.Status.EXPIRED else Chat.Status.ACTIVE,
+        "awaiting_human": chat.awaiting_human_since is not None,
+    }

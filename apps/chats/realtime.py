@@ -13,7 +13,7 @@ from apps.core import events
 from apps.platform.realtime import chat_group, group_send, push, widget_group
 
 from .models import Chat, Message
-from .payloads import visitor_message_frame
+from .payloads import visitor_chat_frame, visitor_message_frame
 from .visitor.services import contact_group
 
 
@@ -43,9 +43,14 @@ def chat_status(event: events.Event) -> None:
             return
         status = chat.status
     groups = [widget_group(event.widget.pk)]
-    if event.type == events.CHAT_CLOSED:  # the visitor's widget too: it may ask for a rating then
+    if event.type == events.CHAT_CLOSED:  # the visitor's widget too: it says the conversation ended
         groups.append(chat_group(event.data["chat_id"]))
     push(groups, {"event": "chat", "chat_id": event.data["chat_id"], "status": status})
+    if event.type == events.CHAT_AWAITING_HUMAN:
+        # The visitor's widget offers its offline form when nobody is online to take the hand-over.
+        frame = visitor_chat_frame(event.obj("chat"))
+        if frame is not None:
+            push([chat_group(event.data["chat_id"])], frame)
 
 
 def typing(event: events.Event) -> None:

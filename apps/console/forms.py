@@ -8,19 +8,30 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from apps.agents.models import Agent
+from apps.chats import services as chat_services
 from apps.chats.models import Chat
+from apps.core.errors import ValidationFailed
 
+from . import selectors
 from .selectors import ChatFilters
 
 BODY_MAX = 65536  # as the REST API's message body
 SEARCH_MAX = 200
 
-# A chat's status as the console names it (the API's values, translated; English keeps the values).
+# A chat's status as the console names it: the words operators use (open, closed) for the API's
+# values (active, expired); the chat's header says what each means.
 STATUS_LABELS = {
-    Chat.Status.ACTIVE: pgettext_lazy("chat status", "active"),
+    Chat.Status.ACTIVE: pgettext_lazy("chat status", "open"),
     Chat.Status.READY: pgettext_lazy("chat status", "ready"),
-    Chat.Status.EXPIRED: pgettext_lazy("chat status", "expired"),
+    Chat.Status.EXPIRED: pgettext_lazy("chat status", "closed"),
     Chat.Status.SPAM: pgettext_lazy("chat status", "spam"),
+}
+# The status filter's choices (the list shows open chats unless another is chosen).
+STATUS_FILTERS = {
+    Chat.Status.ACTIVE: _("Open"),
+    Chat.Status.EXPIRED: _("Closed"),
+    Chat.Status.READY: _("Ready"),
+    Chat.Status.SPAM: _("Spam"),
 }
 
 
@@ -67,7 +78,7 @@ class ReplyForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto"}),
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto", "placeholder": _("Write a reply…")}),
     )
 
 
@@ -77,7 +88,7 @@ class NoteForm(_TextForm):
         max_length=BODY_MAX,
         strip=False,
         error_messages=TEXT_ERRORS,
-        widget=forms.Textarea(attrs={"rows": 2, "dir": "auto"}),
+        widget=forms.Textarea(attrs={"rows": 3, "dir": "auto", "placeholder": _("Write a note for the team…")}),
     )
 
 
@@ -116,13 +127,23 @@ class TypingForm(forms.Form):
 
 
 class FilterForm(forms.Form):
-    status = forms.ChoiceField(
-        label=_("Status"), required=False, choices=[("", _("All statuses")), *STATUS_LABELS.items()]
-    )
-    assigned = forms.ChoiceField(
-        label=_("Assigned"),
+    """The list's view (a tab) and its filters. The views count and list open chats; the status
+    filter shows the others."""
+
+    view = forms.ChoiceField(
+        label=_("View"),
         required=False,
-        choices=[("", _("Everyone's")), ("mine", _("Mine")), ("unassigned", _("Unassigned"))],
+        choices=[
+            (selectors.VIEW_MINE, _("Mine")),
+            (selectors.VIEW_UNASSIGNED, _("Unassigned")),
+            (selectors.VIEW_ALL, _("All")),
+        ],
+        widget=forms.RadioSelect,
+    )
+    status = forms.ChoiceField(
+        label=_("Status"),
+        required=False,
+        choices=[*STATUS_FILTERS.items(), (selectors.ANY_STATUS, _("Any status"))],
     )
     channel = forms.RegexField(
         label=_("Channel"),
@@ -139,13 +160,23 @@ class FilterForm(forms.Form):
         required=False,
         max_length=SEARCH_MAX,
         error_messages={"max_length": _("Search for at most %(limit_value)d characters.")},
-        widget=forms.TextInput(attrs={"dir": "auto"}),
+        widget=forms.TextInput(attrs={"dir": "auto", "type": "search"}),
     )
 
+    def __init__(self, data=None, **kwargs):
+        # An unbound form shows the defaults as chosen (the view "All", open chats).
+        kwargs.setdefault("initial", {"view": selectors.VIEW_ALL, "status": Chat.Status.ACTIVE})
+        super().__init__(data, **kwargs)
+
     def filters(self) -> ChatFilters:
-        """The valid filters; an invalid one is left out (its error is shown)."""
+        """The valid filters; an invalid one is left out (its error is shown), a missing one is
+        its default."""
+        if not self.is_bound:
+            return ChatFilters()
         self.is_valid()
-        data = {name: self.cleaned_data.get(name) or "" for name in ("status", "assigned", "channel", "q")}
+        defaults = ChatFilters()
+        names = ("view", "status", "channel", "q")
+        data = {name: self.cleaned_data.get(name) or getattr(defaults, name) for name in names}
         data["q"] = data["q"].strip()
         return ChatFilters(**data)
 
@@ -154,3 +185,128 @@ class LanguageForm(forms.Form):
     """The console's language switcher: one of settings.LANGUAGES."""
 
     language = forms.ChoiceField(choices=settings.LANGUAGES, error_messages={"invalid_choice": _("Unknown language.")})
+
+
+# --- the context panel's contact forms ------------------------------------------------------------------
+# Their fields carry no rules of their own: what they collect is read by apps.chats.services with the
+# rules and messages of PATCH /v1/contacts/{id} and POST /v1/contacts/{id}/tags.
+
+
+class _ContactChangeForm(forms.Form):
+    """A subclass's `api_changes()` turns its cleaned data into the API's members, which `check`
+    reads by the API's rules; `changes` holds the result for the service."""
+
+    # The API's field paths and the form field that shows their messages.
+    api_fields: dict[str, str] = {}
+
+    def __init__(self, *args, contact, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.contact = contact
+        self.changes: dict = {}
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            changes = self.api_changes()
+            if changes:
+                try:
+                    self.changes = self.check(changes)
+                except ValidationFailed as err:
+                    self.add_api_errors(err)
+        return data
+
+    def check(self, changes: dict) -> dict:
+        return chat_services.check_contact_changes(changes)
+
+    def add_api_errors(self, err: ValidationFailed) -> None:
+        """The refusal's messages next to the fields they name (nothing else on the page names
+        the API's paths); what names no field of the form is the form's own error."""
+        for path, messages in (err.errors or {"": [err.detail]}).items():
+            head, _dot, item = path.partition(".")
+            field = self.api_fields.get(head)
+            for message in messages:
+                text = f"{self.item_label(item)}: {message}" if item else message
+                self.add_error(field if field in self.fields else None, text)
+
+    def item_label(self, item: str) -> str:
+        return item
+
+
+class ContactForm(_ContactChangeForm):
+    """Name, e-mail and phone. Only the members that differ from the stored ones are sent, so a
+    stored value the operator did not touch is never read again by today's rules."""
+
+    name = forms.CharField(label=_("Name"), required=False, strip=False)
+    email = forms.CharField(label=_("E-mail"), required=False, strip=False)
+    phone = forms.CharField(label=_("Phone"), required=False, strip=False)
+    api_fields = {"name": "name", "email": "email", "phone": "phone"}
+
+    def __init__(self, *args, contact, **kwargs):
+        kwargs.setdefault("initial", {"name": contact.name, "email": contact.email, "phone": contact.phone})
+        kwargs.setdefault("auto_id", "contact_%s")
+        super().__init__(*args, contact=contact, **kwargs)
+
+    def api_changes(self) -> dict:
+        return {
+            field: self.cleaned_data[field]
+            for field in ("name", "email", "phone")
+            if field in self.data and self.cleaned_data[field] != getattr(self.contact, field)
+        }
+
+
+class AttributeForm(_ContactChangeForm):
+    """One custom attribute added or changed (a string value)."""
+
+    key = forms.CharField(
+        label=_("Attribute"), strip=False, error_messages={"required": _("Name the attribute to set.")}
+    )
+    value = forms.CharField(label=_("Value"), required=False, strip=False)
+    api_fields = {"attributes": "value"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "attribute_%s")
+        super().__init__(*args, **kwargs)
+
+    def api_changes(self) -> dict:
+        return {"attributes": {self.cleaned_data["key"].strip(): self.cleaned_data["value"]}}
+
+
+class RemoveAttributeForm(_ContactChangeForm):
+    """One custom attribute removed (the API's `{"key": null}`); an absent key changes nothing."""
+
+    key = forms.CharField(strip=False)
+    api_fields = {"attributes": "key"}
+
+    def api_changes(self) -> dict:
+        return {"attributes": {self.cleaned_data["key"]: None}}
+
+
+TAG_LABEL_CHARS = 24  # a refused tag's text leading its message, cut to this
+
+
+class TagsForm(_ContactChangeForm):
+    """Tags to attach, separated by commas."""
+
+    tags = forms.CharField(label=_("Add tags"), required=False, strip=False, help_text=_("Separate tags with commas."))
+    api_fields = {"tags": "tags"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "tags_%s")
+        super().__init__(*args, **kwargs)
+        self.names: list[str] = []
+
+    def api_changes(self) -> dict:
+        # The spaces around a comma separate names: they are not part of them.
+        self.names = [part.strip() for part in self.cleaned_data["tags"].split(",") if part.strip()]
+        return {"tags": self.names}
+
+    def check(self, changes: dict) -> dict:
+        return {"tags": chat_services.check_tag_names(changes["tags"])}
+
+    def item_label(self, item: str) -> str:
+        """`tags.3` names the fourth tag typed: its text leads its message."""
+        index = int(item) if item.isdigit() else -1
+        if not 0 <= index < len(self.names):
+            return item
+        name = self.names[index]
+        return f"«{name if len(name) <= TAG_LABEL_CHARS else name[: TAG_LABEL_CHARS - 1] + '…'}»"

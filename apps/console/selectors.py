@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from django.db.models import F, QuerySet
+from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
@@ -13,43 +13,121 @@ from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
-from apps.chats.models import Chat, ContactTag, Message, VisitorSession
+from apps.chats.models import Chat, Message, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.widget import selectors as widget_selectors
 
 LIST_SIZE = 50
 HISTORY_PAGE = 100
 REPLAY_MAX = 500
-# What "About the visitor" shows at most: the contact's tags and custom attributes (each value cut to
-# ATTRIBUTE_CHARS), and its rooms on the widget's other channels.
-DETAIL_TAGS = 30
-DETAIL_ATTRIBUTES = 20
-ATTRIBUTE_CHARS = 200
-OTHER_CHATS = 10
+
+
+# The views of the list (tabs with a count of open chats each); the list under a view shows open
+# chats unless the status filter says otherwise.
+VIEW_MINE, VIEW_UNASSIGNED, VIEW_ALL = "mine", "unassigned", "all"
+VIEWS = (VIEW_MINE, VIEW_UNASSIGNED, VIEW_ALL)
+ANY_STATUS = "any"
 
 
 @dataclass(frozen=True)
 class ChatFilters:
-    status: str = ""
-    assigned: str = ""  # "", "mine" or "unassigned"
+    view: str = VIEW_ALL
+    status: str = Chat.Status.ACTIVE  # a status, or ANY_STATUS
     channel: str = ""
     q: str = ""
 
 
-def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
-    """The newest-active chats of the agent's widget (LIST_SIZE at most), every state unless
-    filtered, with what a row shows joined (no query per row). A chat whose contact is under
-    erasure is left out, as every read of chats leaves it out."""
-    widget = agent.widget
-    queryset = Chat.objects.filter(widget_id=widget.pk).live().select_related("contact", "agent", "last_message")
-    if filters.assigned == "mine":
-        queryset = queryset.filter(agent_id=agent.pk)
-    elif filters.assigned == "unassigned":
-        queryset = queryset.filter(agent__isnull=True)
-    queryset = chat_selectors.filter_chats(
-        queryset, widget=widget, status=filters.status or None, channel=filters.channel or None, q=filters.q or None
+def _unseen_client_messages():
+    """The visitor's messages of the outer chat that no operator has seen yet (the read receipt
+    `mark_seen(by="agent")` sets `seen_at`)."""
+    return Message.objects.filter(
+        widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), author_kind=Message.Author.CLIENT, seen_at__isnull=True
     )
-    return list(queryset.order_by(F("last_message_at").desc(nulls_last=True), "-id")[:LIST_SIZE])
+
+
+def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
+    """The chats with messages (an empty room has nothing to read or answer) of the agent's widget
+    under a view, newest activity first (LIST_SIZE at most), with
+    what a row shows read in the same statement: the contact, the owner, the last message, the count
+    of visitor messages no operator has seen (`unread`), when the visitor's unanswered messages
+    began (`waiting_since`, set while the last message is the visitor's) and, for a contact with no
+    name, e-mail or phone, the page of its newest visitor session (`visitor_page`). A chat whose
+    contact is under erasure is left out, as every read of chats leaves it out."""
+    widget = agent.widget
+    queryset = (
+        Chat.objects.filter(widget_id=widget.pk, last_message_at__isnull=False)
+        .live()
+        .select_related("contact", "agent", "last_message")
+    )
+    if filters.view == VIEW_MINE:
+        queryset = queryset.filter(agent_id=agent.pk)
+    elif filters.view == VIEW_UNASSIGNED:
+        queryset = queryset.filter(agent__isnull=True)
+    status = None if filters.status == ANY_STATUS else filters.status or None
+    queryset = chat_selectors.filter_chats(
+        queryset, widget=widget, status=status, channel=filters.channel or None, q=filters.q or None
+    )
+    public = Message.objects.filter(
+        widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC
+    )
+    replied = public.filter(author_kind__in=[Message.Author.AGENT, Message.Author.AI]).order_by("-created_at", "-id")
+    unanswered = public.filter(author_kind=Message.Author.CLIENT, created_at__gt=OuterRef("replied_at"))
+    first_unanswered = unanswered.order_by("created_at", "id").values("created_at")[:1]
+    first_ever = public.filter(author_kind=Message.Author.CLIENT).order_by("created_at", "id").values("created_at")[:1]
+    unread = _unseen_client_messages().order_by().values("chat_id").annotate(n=Count("pk")).values("n")[:1]
+    awaiting = Q(last_message__author_kind=Message.Author.CLIENT) & ~Q(
+        status__in=[Chat.Status.EXPIRED, Chat.Status.SPAM]
+    )
+    queryset = queryset.annotate(
+        unread=Coalesce(Subquery(unread), 0),
+        replied_at=Subquery(replied.values("created_at")[:1]),
+        waiting_since=Case(
+            When(awaiting & Q(replied_at__isnull=True), then=Subquery(first_ever)),
+            When(awaiting, then=Subquery(first_unanswered)),
+            default=None,
+        ),
+        visitor_page=_visitor_page(),
+    )
+    return list(queryset.order_by("-last_message_at", "-id")[:LIST_SIZE])
+
+
+def _visitor_page():
+    """For a contact with no name, e-mail or phone: the page of its newest visitor session (how the
+    console names an anonymous visitor); "" otherwise."""
+    page = (
+        VisitorSession.objects.filter(widget_id=OuterRef("widget_id"), contact_id=OuterRef("contact_id"))
+        .exclude(page_url="")
+        .order_by("-created_at", "-id")
+        .values("page_url")[:1]
+    )
+    anonymous = Q(contact__name="", contact__email="", contact__phone="")
+    return Case(When(anonymous, then=Subquery(page)), default=Value(""))
+
+
+def view_counts(*, agent: Agent) -> dict[str, int]:
+    """Open (`active`) chats with messages under each view, in one statement: {"mine",
+    "unassigned", "all"}."""
+    return (
+        Chat.objects.filter(widget_id=agent.widget_id, status=Chat.Status.ACTIVE, last_message_at__isnull=False)
+        .live()
+        .aggregate(
+            mine=Count("pk", filter=Q(agent_id=agent.pk)),
+            unassigned=Count("pk", filter=Q(agent__isnull=True)),
+            all=Count("pk"),
+        )
+    )
+
+
+def newest_unseen_client_message(chat: Chat) -> Message | None:
+    """The newest visitor message of `chat` no operator has seen (what the console marks seen when
+    the operator has the chat in front of them), or None."""
+    return (
+        Message.objects.filter(
+            widget_id=chat.widget_id, chat_id=chat.pk, author_kind=Message.Author.CLIENT, seen_at__isnull=True
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
@@ -61,66 +139,9 @@ def get_chat(*, agent: Agent, chat_id: int) -> Chat | None:
         Chat.objects.filter(widget_id=agent.widget_id, pk=chat_id)
         .live()
         .select_related("contact", "agent", "handled_by")
+        .annotate(visitor_page=_visitor_page())
         .first()
     )
-
-
-@dataclass(frozen=True)
-class VisitorDetails:
-    phone: str
-    locale: str
-    page_url: str  # the page the newest visitor session was opened on ("" when unknown)
-    tags: list[str]
-    attributes: list[tuple[str, str]]
-    other_chats: list[Chat]
-
-    @property
-    def page_link(self) -> bool:
-        """Drawn as a link only when it is an http(s) address (the visitor API accepts no other)."""
-        return self.page_url.lower().startswith(("http://", "https://"))
-
-    @property
-    def empty(self) -> bool:
-        return not (self.phone or self.locale or self.page_url or self.tags or self.attributes or self.other_chats)
-
-
-def visitor_details(*, chat: Chat) -> VisitorDetails:
-    """What the console shows about the visitor of `chat` (a chat `get_chat` found for the agent,
-    with its contact): phone, language, the page of the newest visitor session, tags, custom
-    attributes, and the contact's rooms on other channels. Every read is of the chat's widget."""
-    contact = chat.contact
-    page_url = (
-        VisitorSession.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .exclude(page_url="")
-        .order_by("-created_at", "-id")
-        .values_list("page_url", flat=True)
-        .first()
-    )
-    tags = list(
-        ContactTag.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .order_by("name")
-        .values_list("name", flat=True)[:DETAIL_TAGS]
-    )
-    attributes = contact.attributes if isinstance(contact.attributes, dict) else {}
-    shown = [(str(key), _attribute_text(value)) for key, value in list(attributes.items())[:DETAIL_ATTRIBUTES]]
-    others = list(
-        Chat.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-        .exclude(pk=chat.pk)
-        .order_by(F("last_message_at").desc(nulls_last=True), "-id")[:OTHER_CHATS]
-    )
-    return VisitorDetails(
-        phone=contact.phone,
-        locale=contact.locale,
-        page_url=page_url or "",
-        tags=tags,
-        attributes=shown,
-        other_chats=others,
-    )
-
-
-def _attribute_text(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= ATTRIBUTE_CHARS else text[: ATTRIBUTE_CHARS - 1] + "…"
 
 
 def can_suggest(chat: Chat) -> bool:

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import views
+from . import context_views, views
 
 app_name = "console"
 
@@ -28,6 +28,14 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/not-spam/$", views.not_spam, name="not-spam"),
     re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
+    re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
     path("canned/", views.canned_picks, name="canned"),
     re_path(rf"^chats/{ID}/canned/(?P<canned_id>[0-9]{{1,20}})/$", views.canned_render, name="canned-render"),
+    re_path(rf"^chats/{ID}/context/$", context_views.context_panel, name="context"),
+    re_path(rf"^chats/{ID}/contact/$", context_views.edit_contact, name="contact"),
+    re_path(rf"^chats/{ID}/contact/attribute/$", context_views.set_attribute, name="contact-attribute"),
+    re_path(
+        rf"^chats/{ID}/contact/attribute/remove/$", context_views.remove_attribute, name="contact-attribute-remove"
+    ),
+    re_path(rf"^chats/{ID}/contact/tags/$", context_views.add_tags, name="contact-tags"),
 ]

@@ -29,7 +29,7 @@ from apps.core.errors import AppError
 from apps.core.ratelimit import SignInBudgets, client_address
 from apps.platform.numbers import MAX_ID
 
-from . import access, forms, selectors, services
+from . import access, context_views, forms, present, selectors, services
 from .access import operator_required
 
 # Sign-in attempts (SignInBudgets: per address, per address and e-mail, per e-mail). The per-e-mail
@@ -73,8 +73,8 @@ def _filter_form(request) -> forms.FilterForm:
     return forms.FilterForm(request.GET or None)
 
 
-def _display_name(contact) -> str:
-    return contact.name or _("Visitor %(id)s") % {"id": contact.guid[:8]}
+def _display_name(chat: Chat) -> str:
+    return present.visitor_name(chat.contact, getattr(chat, "visitor_page", "") or "")
 
 
 # --- sign-in ---------------------------------------------------------------------------------------
@@ -179,11 +179,14 @@ def switch_widget(request):
 
 def _list_context(request, *, current: Chat | None = None) -> dict:
     form = _filter_form(request)
-    filters = form.filters() if request.GET else selectors.ChatFilters()
+    filters = form.filters()
     return {
         "filter_form": form,
+        "filters": filters,
         "filter_query": request.GET.urlencode(),
         "chats": selectors.list_chats(agent=request.agent, filters=filters),
+        "counts": selectors.view_counts(agent=request.agent),
+        "views": selectors.VIEWS,
         "current": current,
     }
 
@@ -228,7 +231,8 @@ def _page_context(request, **extra) -> dict:
 def chat_list(request):
     context = _list_context(request)
     if request.htmx and not request.htmx.boosted:
-        return render(request, "console/_chat_list.html", context)
+        # The list and, out of band, the views' counts (they change with the list).
+        return render(request, "console/_chat_list.html", {**context, "oob": True})
     return render(request, "console/chats.html", _page_context(request, **context))
 
 
@@ -237,10 +241,11 @@ def _panel_context(request, chat: Chat, **extra) -> dict:
     return {
         "agent": request.agent,
         "chat": chat,
-        "contact_name": _display_name(chat.contact),
+        "contact_name": _display_name(chat),
         "transfer_form": extra.pop("transfer_form", None) or forms.TransferForm(targets=targets),
         "online_ids": selectors.online_agent_ids(agent=request.agent),
         "panel_error": None,
+        "confirm": None,
         **extra,
     }
 
@@ -258,7 +263,15 @@ def _composer_context(chat: Chat, **extra) -> dict:
     }
 
 
-def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = None, composer: dict | None = None):
+def _chat_page(
+    request,
+    chat: Chat,
+    *,
+    status: int = 200,
+    panel: dict | None = None,
+    composer: dict | None = None,
+    context_forms: dict | None = None,
+):
     messages, has_older = selectors.latest_messages(chat)
     context = _page_context(
         request,
@@ -266,10 +279,10 @@ def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = N
             **_list_context(request, current=chat),
             **_panel_context(request, chat, **(panel or {})),
             **_composer_context(chat, **(composer or {})),
+            **context_views.panel_context(chat, **(context_forms or {})),
         },
         messages=_view_messages(messages, chat),
         has_older=has_older,
-        visitor=selectors.visitor_details(chat=chat),
     )
     return render(request, "console/chat.html", context, status=status)
 
@@ -278,7 +291,12 @@ def _chat_page(request, chat: Chat, *, status: int = 200, panel: dict | None = N
 @require_GET
 @operator_required
 def chat_detail(request, chat_id: str):
-    return _chat_page(request, _chat_or_404(request, chat_id))
+    return _chat_page(request, _chat_or_404(request, chat_id), panel=_confirmation(request))
+
+
+def _confirmation(request) -> dict:
+    """`?confirm=spam`: the panel asks before the destructive action (with or without the script)."""
+    return {"confirm": "spam"} if request.GET.get("confirm") == "spam" else {}
 
 
 def _view_messages(messages: list[Message], chat: Chat) -> list[dict]:
@@ -286,7 +304,7 @@ def _view_messages(messages: list[Message], chat: Chat) -> list[dict]:
     rows = []
     for message in messages:
         if message.author_kind == Message.Author.CLIENT:
-            author = _display_name(chat.contact)
+            author = _display_name(chat)
         elif message.author_kind == Message.Author.SYSTEM:
             author = _("System")
         elif message.agent is not None:
@@ -337,7 +355,23 @@ def chat_messages(request, chat_id: str):
 @operator_required
 def chat_panel(request, chat_id: str):
     chat = _chat_or_404(request, chat_id)
-    return render(request, "console/_panel.html", _panel_context(request, chat))
+    return render(request, "console/_panel.html", _panel_context(request, chat, **_confirmation(request)))
+
+
+@require_POST
+@operator_required
+def seen(request, chat_id: str):
+    """The operator has the chat in front of them: the visitor's messages up to the newest are seen
+    (the read receipt of POST /v1/chats/{id}/seen, which the visitor's widget shows). 204; a spam
+    chat, where the receipt refuses, changes nothing."""
+    chat = _chat_or_404(request, chat_id)
+    newest = selectors.newest_unseen_client_message(chat)
+    if newest is not None:
+        try:
+            chat_services.mark_seen(widget=request.agent.widget, chat=chat, message=newest, by="agent")
+        except AppError:
+            pass  # a spam chat keeps its receipts as they are
+    return HttpResponse(status=204)
 
 
 # --- actions -------------------------------------------------------------------------------------------
@@ -462,11 +496,11 @@ def _post_text(request, chat_id: str, *, form_class, visibility: str):
     else:
         status = 422
     key = "reply_form" if prefix == "reply" else "note_form"
+    # A refused note keeps the composer on the note; anything else returns to the reply.
+    composer = {key: form, "composer_error": error, "composer_mode": prefix if status != 200 else "reply"}
     if not request.htmx:  # a plain post that failed: the chat page with the form and its error
-        return _chat_page(request, chat, status=status, composer={key: form, "composer_error": error})
-    response = render(
-        request, "console/_composer.html", _composer_context(chat, **{key: form}, composer_error=error), status=status
-    )
+        return _chat_page(request, chat, status=status, composer=composer)
+    response = render(request, "console/_composer.html", _composer_context(chat, **composer), status=status)
     return _refresh(response, "console:messages", "console:list", "console:panel") if status == 200 else response
 
 

@@ -82,7 +82,7 @@ def holding(chunks: Iterator[bytes], slot: Slot, request) -> exports.Holding:
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 PAGE_SIZE = 2000
 
-# Tag names never hold control characters (apps.chats.api.contacts.TagNameField).
+# Tag names never hold control characters (apps.chats.contact_input.TagNameField).
 _TAG_SEPARATOR = "\x1f"
 
 

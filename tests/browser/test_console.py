@@ -131,7 +131,7 @@ def test_a_chat_arrives_live_and_the_operator_and_visitor_talk_both_ways(page, c
     # And the operator types a reply and sends it with Enter (after the 5 s that note_typing
     # throttles typing starts per chat, whichever side typed: else the operator's start is dropped)
     page.wait_for_timeout(5200)
-    reply = page.get_by_label("Reply")
+    reply = page.get_by_role("combobox", name="Reply")
     reply.press_sequentially("Hi Anna, how can I help?")
     reply.press("Enter")
 
@@ -153,7 +153,8 @@ def test_a_chat_arrives_live_and_the_operator_and_visitor_talk_both_ways(page, c
     expect(page.locator("#messages .provisional")).to_have_count(0, timeout=WAIT)
 
     # When the operator adds a private note
-    page.get_by_label("Private note").fill("Gold customer, be quick")
+    page.get_by_role("tab", name="Private note").click()
+    page.get_by_role("textbox", name="Private note").fill("Gold customer, be quick")
     page.get_by_role("button", name="Add note").click()
 
     # Then it is marked in the console and the visitor never sees it
@@ -246,7 +247,7 @@ def test_accept_transfer_close_and_presence_from_the_keyboard(page, console_serv
 
     # And close it
     page.get_by_role("button", name="Close chat").click()
-    expect(page.locator("#chat-status")).to_have_text("expired", timeout=WAIT)
+    expect(page.locator("#chat-status")).to_have_text("closed", timeout=WAIT)
     expect(page.get_by_role("button", name="Close chat")).to_have_count(0)
     shot(page, "closed")
 
@@ -441,8 +442,8 @@ def test_a_chat_the_ai_hands_over_is_badged_live_until_the_operator_answers(brow
     shot(page, "waiting")
 
     # When the operator answers, the badge goes from the panel and the list
-    page.get_by_label("Reply").fill("Hello Nadia, I am here")
-    page.get_by_label("Reply").press("Enter")
+    page.get_by_role("combobox", name="Reply").fill("Hello Nadia, I am here")
+    page.get_by_role("combobox", name="Reply").press("Enter")
     expect(page.locator("#messages")).to_contain_text("Hello Nadia, I am here")
     expect(waiting).to_have_count(0)
     expect(row.locator(".badge.waiting")).to_have_count(0)
@@ -471,11 +472,12 @@ def test_the_console_runs_under_its_content_security_policy_without_a_violation(
     chat_id = visitor.say("A message <img src=x onerror=alert(1)> <script>alert(2)</script>")["chat_id"]
     expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_be_visible(timeout=WAIT)
     open_chat(page, chat_id)
-    reply = page.get_by_label("Reply")
+    reply = page.get_by_role("combobox", name="Reply")
     reply.fill("Answered under the policy")
     reply.press("Enter")
     expect(page.locator("#messages .msg.by-agent").last).to_contain_text("Answered under the policy", timeout=WAIT)
-    page.get_by_label("Private note").fill("A note under the policy")
+    page.get_by_role("tab", name="Private note").click()
+    page.get_by_role("textbox", name="Private note").fill("A note under the policy")
     page.get_by_role("button", name="Add note").click()
     expect(page.locator("#messages .msg.note").last).to_contain_text("A note under the policy", timeout=WAIT)
     shot(page)
@@ -500,7 +502,7 @@ def test_a_resized_reply_box_survives_a_reply_without_a_policy_violation(page, c
     open_chat(page, chat_id)
 
     # When the operator drags the reply box taller (the resize grip sets an inline height) and replies
-    reply = page.get_by_label("Reply")
+    reply = page.get_by_role("combobox", name="Reply")
     reply.evaluate("(box) => { box.style.height = '120px'; }")
     reply.fill("Of course")
     reply.press("Enter")

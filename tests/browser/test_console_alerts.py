@@ -126,6 +126,6 @@ def test_alerts_count_sound_and_notify_while_the_operator_looks_elsewhere(page, 
     # And the list, read again live, marks both chats awaiting a reply and keeps the open one marked
     expect(page.locator(f'.chat-row[data-chat-id="{other_id}"]')).to_contain_text("Hello?", timeout=WAIT)
     for chat in (chat_id, other_id):
-        expect(page.locator(f'.chat-row[data-chat-id="{chat}"] .badge.awaiting')).to_have_text("Awaiting a reply")
+        expect(page.locator(f'.chat-row.awaiting-reply[data-chat-id="{chat}"] .badge-wait')).to_contain_text("waiting")
     expect(page.locator(f'.chat-row[data-chat-id="{chat_id}"] a')).to_have_attribute("aria-current", "page")
     shot(page, "list")

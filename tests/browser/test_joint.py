@@ -64,7 +64,7 @@ def test_a_visitor_on_the_demo_page_and_an_operator_in_the_console_chat_both_way
     expect(operator.locator("#messages")).to_contain_text("I have a question", timeout=WAIT)
 
     # When the operator replies in the console
-    reply = operator.get_by_label("Reply")
+    reply = operator.get_by_role("combobox", name="Reply")
     reply.fill("Hello! Ask away.")
     reply.press("Enter")
 

@@ -42,7 +42,7 @@ def test_the_guides_screenshots_show_a_visitor_and_an_operator_talking(browser, 
         # And the operator opens the chat and answers
         expect(operator.locator(f'.chat-row[data-chat-id="{chat_id}"]')).to_contain_text(QUESTION, timeout=WAIT)
         open_chat(operator, chat_id)
-        reply = operator.get_by_label("Reply")
+        reply = operator.get_by_role("combobox", name="Reply")
         reply.fill(ANSWER)
         reply.press("Enter")
 

@@ -31,10 +31,10 @@ from apps.core.files import (
 )
 from apps.core.uploads import protect_upload
 
+from ..contact_input import StrictTextField
 from ..models import File
 from ..payloads import FILE_URL_MAX_AGE, file_payload, read_file_token, signed_file_url
 from ..selectors import not_erasing_file
-from .contacts import StrictTextField
 
 # --- documentation and inputs ----------------------------------------------------------------------------
 

@@ -21,6 +21,8 @@ from .attribution import record_answer as record_answer
 from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
 from .contacts import add_tags as add_tags
 from .contacts import attributes_size as attributes_size
+from .contacts import check_contact_changes as check_contact_changes
+from .contacts import check_tag_names as check_tag_names
 from .contacts import create_contact as create_contact
 from .contacts import update_contact as update_contact
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY

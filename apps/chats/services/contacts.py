@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
 
 from apps.core import events
-from apps.core.errors import ValidationFailed
+from apps.core.api.serializers import validate_input
+from apps.core.errors import ValidationFailed, flatten_errors
 from apps.core.models import Widget
 
+from ..contact_input import ATTRIBUTES_MAX_BYTES, ContactPatchInput, TagsInput, attributes_size
 from ..models import Contact, ContactTag
-
-ATTRIBUTES_MAX_BYTES = 16 * 1024
 
 
 @transaction.atomic
@@ -25,9 +24,24 @@ def create_contact(
     )
 
 
-def attributes_size(attributes: dict) -> int:
-    """Bytes of the attributes object as stored (compact UTF-8 JSON)."""
-    return len(json.dumps(attributes, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+def _checked(serializer_class, data: dict) -> dict:
+    try:
+        return validate_input(serializer_class, data)
+    except ValidationError as exc:
+        raise ValidationFailed("One or more fields are invalid.", errors=flatten_errors(exc.detail)) from None
+
+
+def check_contact_changes(data: dict) -> dict:
+    """`data` (the members of PATCH /v1/contacts/{id}: name, email, phone, attributes) read by that
+    route's rules, for callers outside the REST API (the operator console). A bad value raises the
+    API's 422, ValidationFailed with its messages by field."""
+    return _checked(ContactPatchInput, data)
+
+
+def check_tag_names(names: list) -> list[str]:
+    """Tag names read by the rules of POST /v1/contacts/{id}/tags (1 to 50 names of 1 to 64
+    characters, trimmed); a bad one raises the API's 422 with its messages by field (`tags.0`)."""
+    return _checked(TagsInput, {"tags": names})["tags"]
 
 
 @transaction.atomic

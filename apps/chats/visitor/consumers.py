@@ -1,7 +1,8 @@
 """The visitor's websocket: /ws/visitor/{button_guid}/?session=<token>[&since=<message_id>].
 
 Server frames are the pushes of apps.chats.realtime for the contact's room (`{"event": "message" |
-"typing" | "seen" | "chat", ...}`, `chat` when the room closes) plus `{"event": "error", "code",
+"typing" | "seen" | "chat", ...}`, `chat` when the room closes or a machine hands it to people,
+and once after the replay of a room that is closed or waiting for a person) plus `{"event": "error", "code",
 "detail"}` answers to bad client frames and `{"event": "pong"}`. Client frames: `{"type": "typing",
 "state": "start" | "stop", "draft"?: text}` (the draft reaches the operators only while the widget's
 `typing_preview` is on, at most two a second per socket), `{"type": "seen", "message_id": n}`,
@@ -29,7 +30,7 @@ from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, Sock
 from apps.platform.numbers import MAX_ID, parse_int
 from apps.platform.realtime import chat_group
 
-from ..payloads import visitor_message_frame
+from ..payloads import visitor_chat_frame, visitor_message_frame
 from . import auth, services
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
@@ -43,7 +44,7 @@ DRAFT_CLOCK = time.monotonic
 
 
 def _open(button_guid: str, token: str, *, bad_since: bool, address: str, slots: SocketSlots):
-    """(close code, None) or (None, (widget, contact, session id, room id or None)) with the socket's
+    """(close code, None) or (None, (widget, contact, session id, room or None)) with the socket's
     slots claimed: one of the session's and one of the client `address`'s (FramedJsonConsumer frees
     them on the way out). The look-ups are the visitor API's own, each compiled once: the widget
     (unknown: 4404), the session (unknown, idle or foreign: 4401; touched as the API touches it),
@@ -64,7 +65,7 @@ def _open(button_guid: str, token: str, *, bad_since: bool, address: str, slots:
         ("visitor-address", address, settings.VISITOR_SOCKETS_PER_ADDRESS),
     ):
         return CLOSE_POLICY_VIOLATION, None
-    return None, (widget, session.contact, session.pk, room.pk if room is not None else None)
+    return None, (widget, session.contact, session.pk, room)
 
 
 class VisitorConsumer(FramedJsonConsumer):
@@ -99,14 +100,15 @@ class VisitorConsumer(FramedJsonConsumer):
         if code is not None:
             await self.close(code=code)
             return
-        self.widget, self.contact, _, room_id = opened
+        self.widget, self.contact, _, room = opened
 
         notices = services.contact_group(self.contact.guid)
-        if room_id is not None:
-            self.chat_id = room_id
-            await asyncio.gather(self._join(notices), self._join(chat_group(room_id)))
+        if room is not None:
+            self.chat_id = room.pk
+            await asyncio.gather(self._join(notices), self._join(chat_group(room.pk)))
             if since is not None:
-                await self._replay(room_id)
+                await self._replay(room.pk)
+            await self._send_state(room)
             return
         # The notice group first: a room made from now on is announced to this socket; one made since
         # the look-up above is found by the second look, and is new: what it holds is sent (its
@@ -147,6 +149,14 @@ class VisitorConsumer(FramedJsonConsumer):
         """The contact's erasure was accepted: its sessions are gone, so the socket closes as one
         whose session ended."""
         await self.close(code=CLOSE_UNAUTHORIZED)
+
+    async def _send_state(self, room) -> None:
+        """After the replay, a room that is closed or waiting for a person says so (the widget shows
+        the conversation ended, or its offline form while nobody is online); an open room sends
+        nothing: that is what the widget assumes."""
+        frame = visitor_chat_frame(room)
+        if frame is not None and (frame["status"] == "expired" or frame["awaiting_human"]):
+            await self.send_json(frame)
 
     async def _enter_room(self, chat_id: int, *, replay: bool) -> None:
         self.chat_id = chat_id

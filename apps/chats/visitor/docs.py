@@ -31,6 +31,11 @@ class VisitorConfigDoc(serializers.Serializer):
         "active AI operator and a credential, or an active external operator; these within 30 s of a "
         "change), and the widget's business hours say open. False: the widget shows its offline form."
     )
+    people_online = serializers.BooleanField(
+        help_text="A person answers now: an active person of the widget has the console open (live presence, never "
+        "cached) and the business hours say open; machines do not count. False while a chat a machine handed to "
+        "people waits: the widget offers its offline form instead of the chat."
+    )
     open = serializers.BooleanField(help_text="Inside the widget's business hours (always true while they are off).")
     opens_at = serializers.CharField(
         allow_null=True,

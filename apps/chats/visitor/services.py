@@ -126,7 +126,13 @@ def is_online(*, answering: dict, connected: set[int]) -> bool:
     """The config's `online`: a machine answers, or an active human agent has a live console socket
     (the presence store). Reads no database: `answering` comes from `answerers`, `connected` from
     the presence store."""
-    return any(answering["machines"].values()) or any(agent_id in connected for agent_id in answering["humans"])
+    return any(answering["machines"].values()) or people_online(answering=answering, connected=connected)
+
+
+def people_online(*, answering: dict, connected: set[int]) -> bool:
+    """An active human agent has a live console socket: someone can take a chat a machine handed
+    to people. Reads no database, as `is_online`."""
+    return any(agent_id in connected for agent_id in answering["humans"])
 
 
 def live_presence(widget: Widget) -> tuple[bool, set[int]]:

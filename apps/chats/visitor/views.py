@@ -113,10 +113,10 @@ class ConfigView(VisitorAPIView):
         description="What the embed script starts with: the widget's name, language, public appearance "
         "settings, interface texts, custom icon URLs, feature switches, whether someone answers now "
         "(`online`: a person's console is open, or the built-in AI or an external operator answers, inside the "
-        "business hours), the business hours (`open`, `opens_at`, `outside_hours`) and "
-        "the operators the header shows (`operators`, chosen by `operators_display_mode`, with live "
-        "presence). No session needed; cacheable for 60 s (`online`, `open`, `opens_at` and the operators' "
-        "`presence` are computed per request).",
+        "business hours; `people_online`: the same for people alone), the business hours (`open`, `opens_at`, "
+        "`outside_hours`) and the operators the header shows (`operators`, chosen by `operators_display_mode`, "
+        "with live presence). No session needed; cacheable for 60 s (`online`, `people_online`, `open`, "
+        "`opens_at` and the operators' `presence` are computed per request).",
         responses={200: docs.VisitorConfigDoc},
     )
     def get(self, request, button_guid: str):
@@ -138,6 +138,7 @@ class ConfigView(VisitorAPIView):
         payload = {
             **payload,
             "online": hours.open and services.is_online(answering=answering, connected=connected),
+            "people_online": hours.open and services.people_online(answering=answering, connected=connected),
             "open": hours.open,
             "opens_at": hours.opens_at_iso(),
             "outside_hours": hours.mode if hours.enabled else None,

@@ -82,8 +82,11 @@ def console_strings() -> set[tuple[str | None, str]]:
                 found.add((args[0], args[1]) if node.func.id.startswith("pgettext") else (None, args[0]))
     for path in (CONSOLE / "templates").rglob("*.html"):
         python = templatize(path.read_text(encoding="utf-8"))
-        # The console's templates use {% translate %} and {% blocktranslate %} without context or plural.
+        # The console's templates use {% translate %} and {% blocktranslate %} without context; a
+        # plural (`count`) is one entry keyed by its singular.
         for literal in re.findall(r"\bgettext\((u?'(?:[^'\\]|\\.)*')\)", python):
+            found.add((None, ast.literal_eval(literal)))
+        for literal in re.findall(r"\bngettext\((u?'(?:[^'\\]|\\.)*'),", python):
             found.add((None, ast.literal_eval(literal)))
     return found
 
@@ -167,10 +170,11 @@ def test_a_chinese_browser_gets_the_chinese_console(console, chat):
 @pytest.mark.django_db
 def test_a_chat_page_in_russian(console, widget, operator):
     chat = make_chat(widget, name="", body="Привет", agent=operator)
+    type(chat.contact).objects.filter(pk=chat.contact_id).update(email="")
     html = page(console, f"/console/chats/{chat.pk}/", accept="ru")
-    assert "Посетитель " in html  # the unnamed contact
+    assert '<h1 id="chat-title"><bdi>Посетитель</bdi></h1>' in html  # the unnamed contact
     assert "Запросить оценку" in html and "Закрыть чат" in html and "Добавить заметку" in html
-    assert '<span class="badge" id="chat-status">активен</span>' in html
+    assert '<span class="badge status-active" id="chat-status">открыт</span>' in html
     # The script's words come in the page's JSON block, translated.
     block = re.search(r'<script id="console-strings" type="application/json">(.*?)</script>', html).group(1)
     assert json.loads(block)["connected"] == "Подключено"

@@ -57,12 +57,24 @@ def test_filters(console, widget, operator):
         html = console.get("/console/", query).content.decode()
         return {c.pk for c in (mine, unassigned, closed, telegram) if f'data-chat-id="{c.pk}"' in html}
 
-    assert ids({}) == {mine.pk, unassigned.pk, closed.pk, telegram.pk}
-    assert ids({"assigned": "mine"}) == {mine.pk}
-    assert ids({"assigned": "unassigned"}) == {unassigned.pk, closed.pk, telegram.pk}
+    # The views list open chats; the status filter shows the others.
+    assert ids({}) == {mine.pk, unassigned.pk, telegram.pk}
+    assert ids({"view": "all"}) == {mine.pk, unassigned.pk, telegram.pk}
+    assert ids({"view": "mine"}) == {mine.pk}
+    assert ids({"view": "unassigned"}) == {unassigned.pk, telegram.pk}
+    assert ids({"view": "unassigned", "status": "any"}) == {unassigned.pk, closed.pk, telegram.pk}
     assert ids({"status": "expired"}) == {closed.pk}
+    assert ids({"status": "any"}) == {mine.pk, unassigned.pk, closed.pk, telegram.pk}
     assert ids({"channel": "tg"}) == {telegram.pk}
     assert ids({"q": "REFUND"}) == {mine.pk}
+
+
+def test_an_empty_room_is_not_listed_nor_counted(console, widget):
+    talked = make_chat(widget, name="Talked")
+    empty = make_chat(widget, name="Opened the widget only", body="", last_message_at=None)
+    html = console.get("/console/", {"status": "any"}).content.decode()
+    assert f'data-chat-id="{talked.pk}"' in html and f'data-chat-id="{empty.pk}"' not in html
+    assert '<span class="count" id="count-all">1</span>' in html
 
 
 def test_a_bad_filter_shows_its_error_and_is_left_out(console, chat):
@@ -93,7 +105,9 @@ def test_the_list_costs_the_same_queries_for_3_and_30_chats(console, widget, ope
     for n in range(27):
         make_chat(widget, name=f"B{n}", agent=colleague if n % 2 else None)
     assert _count_list_queries(console) == few
-    assert few <= 5  # session, user, agent rows, chats (with contact, agent, last message)
+    # session, user, agent rows, the widget's hours, the chats (with contact, owner, last message,
+    # unread count, waiting time and page in the same statement), the views' counts
+    assert few <= 6
 
 
 # --- a chat ---------------------------------------------------------------------------------------
@@ -277,97 +291,17 @@ def test_the_list_costs_the_same_queries_with_chats_waiting_for_a_person(console
     assert _count_list_queries(console) == few
 
 
-# --- about the visitor --------------------------------------------------------------------------------
-
-
-def _details(console, chat) -> str:
-    html = console.get(f"/console/chats/{chat.pk}/").content.decode()
-    start = html.index('<details class="visitor"')
-    return html[start : html.index("</details>", start)]
-
-
-def test_about_the_visitor_shows_what_is_known_of_the_chats_contact(console, widget, chat, other_widget):
-    from django.utils import timezone
-
-    from apps.chats.models import ContactTag, VisitorSession
-    from apps.chats.tests.factories import ChatFactory
-
-    contact = chat.contact
-    contact.phone, contact.locale = "+7 900 000-00-00", "ru-RU"
-    contact.attributes = {"plan": "gold", "orders": 3, "note": "<b>x</b>" + "y" * 300}
-    contact.save()
-    older = timezone.now() - timezone.timedelta(days=1)
-    VisitorSession.objects.create(
-        widget=widget, contact=contact, token_hash="a" * 64, page_url="https://shop.example/old", created_at=older
-    )
-    VisitorSession.objects.create(
-        widget=widget, contact=contact, token_hash="b" * 64, page_url="https://shop.example/cart?step=2"
-    )
-    ContactTag.objects.create(widget=widget, contact=contact, name="vip")
-    ContactTag.objects.create(widget=widget, contact=contact, name="b2b")
-    telegram = ChatFactory(contact=contact, channel="tg")
-    someone_else = make_chat(widget, name="Boris")
-    foreign = make_chat(other_widget, name="Stranger")
-
-    details = _details(console, chat)
-
-    assert "<summary>About the visitor</summary>" in details
-    assert "+7 900 000-00-00" in details and "ru-RU" in details
-    # the newest session's page, as a link that takes nothing of the console along
-    assert '<a href="https://shop.example/cart?step=2" rel="noopener noreferrer nofollow" target="_blank">' in details
-    assert "shop.example/old" not in details
-    assert "b2b, vip" in details
-    assert "<bdi>plan</bdi></dt><dd><bdi>gold</bdi>" in details and "<bdi>3</bdi>" in details
-    assert "&lt;b&gt;x&lt;/b&gt;" in details and "<b>x" not in details and "y" * 190 + "…" in details
-    assert f'href="/console/chats/{telegram.pk}/"' in details and f"Chat {telegram.pk}</a> · tg · active" in details
-    assert f"/console/chats/{chat.pk}/" not in details  # not the open chat itself
-    assert f"/console/chats/{someone_else.pk}/" not in details and f"/console/chats/{foreign.pk}/" not in details
-
-
-def test_about_the_visitor_of_a_contact_with_nothing_more_says_so(console, widget):
-    chat = make_chat(widget, name="Anna")
-    assert "Nothing more is known about this visitor." in _details(console, chat)
-
-
-def test_a_page_address_that_is_not_http_is_text_not_a_link(console, widget, chat):
-    from apps.chats.models import VisitorSession
-
-    VisitorSession.objects.create(
-        widget=widget, contact=chat.contact, token_hash="c" * 64, page_url="javascript:alert(1)"
-    )
-    details = _details(console, chat)
-    assert "javascript:alert(1)" in details and 'href="javascript' not in details
-
-
-def test_about_the_visitor_costs_the_same_queries_for_many_tags_and_chats(console, widget, chat):
-    from apps.chats.models import ContactTag
-    from apps.chats.tests.factories import ChatFactory
-
-    def count() -> int:
-        with CaptureQueriesContext(connection) as queries:
-            assert console.get(f"/console/chats/{chat.pk}/").status_code == 200
-        return len(queries)
-
-    ContactTag.objects.create(widget=widget, contact=chat.contact, name="t0")
-    ChatFactory(contact=chat.contact, channel="c0")
-    few = count()
-    for n in range(1, 8):
-        ContactTag.objects.create(widget=widget, contact=chat.contact, name=f"t{n}")
-        ChatFactory(contact=chat.contact, channel=f"c{n}")
-    assert count() == few
-
-
 def test_a_chat_whose_last_message_is_the_visitors_is_marked_awaiting_a_reply(console, widget, operator):
     asked = make_chat(widget, name="Asked", body="Is it in stock?")
     answered = make_chat(widget, name="Answered", body="Hi")
     MessageFactory(chat=answered, body="Yes, it is", author_kind=Message.Author.AGENT, agent=operator)
     closed = make_chat(widget, name="Closed", body="Thanks, bye", status=Chat.Status.EXPIRED)
-    html = console.get("/console/").content.decode()
+    html = console.get("/console/", {"status": "any"}).content.decode()
 
     def row(chat) -> str:
         start = html.index(f'data-chat-id="{chat.pk}"')
         return html[html.rindex("<li", 0, start) : html.index("</li>", start)]
 
-    assert "awaiting-reply" in row(asked) and "Awaiting a reply" in row(asked)
-    assert "Awaiting a reply" not in row(answered) and "awaiting-reply" not in row(answered)
-    assert "Awaiting a reply" not in row(closed)  # nothing to answer in a closed chat
+    assert "awaiting-reply" in row(asked) and "waiting 0" in row(asked)
+    assert "waiting" not in row(answered) and "awaiting-reply" not in row(answered)
+    assert "waiting" not in row(closed)  # nothing to answer in a closed chat

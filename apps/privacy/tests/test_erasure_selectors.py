@@ -1,8 +1,8 @@
 """Every selector that reads contacts, chats or messages leaves out a contact under erasure.
 
-The walk imports every `apps.*.selectors` module and finds each public function that reads a
-person's rows (its source, or a private helper it calls, names Chat, Contact, Message, Rating,
-Ticket or ChatFacts). Each is either called here for both people of the world (apps/privacy/tests/
+The walk imports every `apps.*.selectors` module (and every `apps.*.<part>_selectors`) and finds
+each public function that reads a person's rows (its source, or a private helper it calls, names
+Chat, Contact, Message, Rating, Ticket or ChatFacts). Each is either called here for both people of the world (apps/privacy/tests/
 test_erasure_contract.py) or listed in EXEMPT with the reason it cannot leak one. A new selector
 fails the walk until it is one or the other.
 """
@@ -67,7 +67,12 @@ EXEMPT: dict[str, str] = {
     "apps.console.selectors.messages_after": TAKES_A_LIVE_PARENT,
     "apps.console.selectors.messages_before": TAKES_A_LIVE_PARENT,
     "apps.console.selectors.render_canned": TAKES_A_LIVE_PARENT,
-    "apps.console.selectors.visitor_details": TAKES_A_LIVE_PARENT,
+    "apps.console.selectors.newest_unseen_client_message": TAKES_A_LIVE_PARENT,
+    "apps.console.context_selectors.chat_context": TAKES_A_LIVE_PARENT,
+    "apps.console.context_selectors.earlier_chats": TAKES_A_LIVE_PARENT,
+    "apps.console.context_selectors.notes": TAKES_A_LIVE_PARENT,
+    "apps.console.context_selectors.routing": TAKES_A_LIVE_PARENT,
+    "apps.console.context_selectors.visitor_details": TAKES_A_LIVE_PARENT,
     # counts, no row: like the statistics rollups, which an erasure keeps (they hold no personal data)
     "apps.learning.selectors.count_evidence": "counts only: no row of a person leaves it",
     "apps.privacy.selectors.contact_export_payload": TAKES_A_LIVE_PARENT,
@@ -113,6 +118,14 @@ def _files(w: World) -> None:
     assert not {f.pk for f in w.gone.files} & shown
 
 
+def _view_counts(w: World) -> None:
+    Chat.objects.filter(pk__in=[c.pk for c in (*w.kept.chats, *w.gone.chats)]).update(status=Chat.Status.ACTIVE)
+    open_chats = Chat.objects.filter(widget=w.widget, status=Chat.Status.ACTIVE, last_message_at__isnull=False)
+    assert open_chats.filter(contact=w.gone.contact).exists()  # the erased person has open chats to count
+    counts = console.view_counts(agent=_operator(w))
+    assert counts["all"] == open_chats.exclude(contact=w.gone.contact).count() > 0
+
+
 def _evidence(w: World) -> None:
     assistant = AssistantFactory(widget=w.widget)
     operator = AiOperatorFactory(assistant=assistant)
@@ -152,6 +165,7 @@ CALLED: dict[str, Callable[[World], None]] = {
             *console.list_chats(agent=_operator(w), filters=console.ChatFilters(q="secret")),
         ]
     ),
+    "apps.console.selectors.view_counts": _view_counts,
     "apps.learning.selectors.evidence_excerpts": _evidence,
     "apps.support.selectors.get_support_chat": _one_chat_each(
         lambda chat: support.get_support_chat(widget=chat.widget, chat_id=chat.pk)
@@ -169,11 +183,15 @@ CALLED: dict[str, Callable[[World], None]] = {
 
 
 def _selector_modules():
+    """Each app's `selectors` and its other reading modules (`<part>_selectors`)."""
     for info in pkgutil.iter_modules(apps.__path__):
         try:
-            yield importlib.import_module(f"apps.{info.name}.selectors")
+            package = importlib.import_module(f"apps.{info.name}")
         except ModuleNotFoundError:
             continue
+        for module in pkgutil.iter_modules(package.__path__):
+            if module.name == "selectors" or module.name.endswith("_selectors"):
+                yield importlib.import_module(f"apps.{info.name}.{module.name}")
 
 
 def _reads_a_person(module, function) -> bool:

@@ -8,6 +8,11 @@
 //   are merged by message id, so a replay and a live push of one message show it once.
 // - A dropped socket reconnects with backoff (0.5 s doubling to 10 s, at once when the page comes
 //   back online or visible). Codes 4401 (the session is gone) forget the token; 4404 stops.
+// - The room's state arrives as `chat` frames: live when it closes or a machine hands it to people,
+//   and once after the replay of a room that is closed or waiting for a person (an open room sends
+//   none). A close is kept as the id of the last message before it (`ended`, in localStorage), so
+//   the "conversation ended" line stays where it was when the visitor writes on in the same chat.
+//   `awaiting` (a hand-over nobody has answered) lasts until a person's message arrives.
 export class Conversation {
   constructor({ origin, guid, onChange }) {
     this.origin = origin;
@@ -19,6 +24,8 @@ export class Conversation {
     this.byId = {};
     this.state = "idle"; // idle | connecting | open | retrying
     this.operatorTyping = false;
+    this.awaiting = false;
+    this.ended = this.load().ended || [];
     this.socket = null;
     this.retry = 500;
     this.timer = 0;
@@ -62,6 +69,8 @@ export class Conversation {
   reset() {
     this.messages = [];
     this.byId = {};
+    this.awaiting = false;
+    this.ended = [];
     if (this.socket) this.socket.close();
     this.socket = null;
   }
@@ -95,7 +104,7 @@ export class Conversation {
 
   forget() {
     this.token = "";
-    this.save({ token: "" });
+    this.save({ token: "", ended: [] });
     this.reset();
     this.changed();
   }
@@ -154,11 +163,16 @@ export class Conversation {
         const fresh = this.merge(frame.message);
         if (fresh && frame.message.author && frame.message.author.kind !== "client") {
           this.operatorTyping = false;
+          if (frame.message.author.kind === "agent") this.awaiting = false; // a person answered
           this.onMessage && this.onMessage(frame.message);
         }
-      } else if (frame.event === "chat" && frame.status === "expired") {
-        // The room closed: remembered, so a widget that asks after a close still asks after a reload.
-        this.save({ closed: frame.chat_id });
+      } else if (frame.event === "chat") {
+        if (frame.status === "expired") {
+          // The room closed: remembered, so a widget that asks after a close still asks after a reload.
+          this.save({ closed: frame.chat_id });
+          this.markEnded();
+        }
+        if (typeof frame.awaiting_human === "boolean") this.awaiting = frame.awaiting_human;
       } else if (frame.event === "typing" && frame.by !== "client") {
         this.operatorTyping = frame.state === "start";
       } else if (frame.event === "seen" && frame.by !== "client") {
@@ -185,6 +199,14 @@ export class Conversation {
       this.timer = setTimeout(() => this.connect(), e.code === 1008 ? 10000 : this.retry);
       this.retry = Math.min(this.retry * 2, 10000);
     };
+  }
+
+  // The conversation ended after the last message held (once per close, the last 50 closes kept).
+  markEnded() {
+    const after = this.lastId();
+    if (!after || this.ended.indexOf(after) >= 0) return;
+    this.ended = [...this.ended, after].slice(-50);
+    this.save({ ended: this.ended });
   }
 
   frame(data) {

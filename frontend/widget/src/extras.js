@@ -38,7 +38,8 @@ function PrechatForm({ t, settings, profile, fields, onSubmit }) {
   );
 }
 
-function OfflineForm({ t, settings, profile, error, busy, textarea, open, onSubmit }) {
+// `brief`: under the conversation after a hand-over, where a line above already says why.
+function OfflineForm({ t, settings, profile, error, busy, textarea, open, onSubmit, brief }) {
   // Opening the window focuses the message box; a form that arrives after the opening does it itself.
   useEffect(() => {
     if (open && textarea.current) textarea.current.focus();
@@ -46,7 +47,7 @@ function OfflineForm({ t, settings, profile, error, busy, textarea, open, onSubm
   return (
     <form class="form" onSubmit={onSubmit} aria-label={t.offlineTitle}>
       <h3>{t.offlineTitle}</h3>
-      <p>{settings.widget_offline_message || t.offlineIntro}</p>
+      {!brief && <p>{settings.widget_offline_message || t.offlineIntro}</p>}
       {["name", "email", "phone"].map((field) => (
         <label>
           {t[field]}

@@ -332,11 +332,61 @@ const THUMBS = {
   zh: ["赞", "踩"],
 };
 
+// The states a conversation can be in, said where they show: the line under the last message of a
+// closed conversation, the header while closed by business hours ({when}: the opening, in the
+// visitor's time zone), and the reason above the offline form after a hand-over with nobody online.
+const STATES_KEYS = ["ended", "closed", "closedUntil", "handover"];
+const STATES = {
+  en: [
+    "This conversation has ended. Write again any time.",
+    "Closed now",
+    "Closed now · opens {when}",
+    "Our assistant passed your question to the team, and nobody is online right now.",
+  ],
+  ru: [
+    "Разговор завершён. Напишите снова, когда захотите.",
+    "Сейчас закрыто",
+    "Сейчас закрыто · откроемся {when}",
+    "Наш ассистент передал ваш вопрос команде, но сейчас никого нет в сети.",
+  ],
+  el: [
+    "Η συζήτηση ολοκληρώθηκε. Γράψτε ξανά όποτε θέλετε.",
+    "Κλειστά τώρα",
+    "Κλειστά τώρα · ανοίγουμε {when}",
+    "Ο βοηθός μας προώθησε την ερώτησή σας στην ομάδα, αλλά κανείς δεν είναι συνδεδεμένος τώρα.",
+  ],
+  de: [
+    "Dieses Gespräch ist beendet. Schreiben Sie jederzeit wieder.",
+    "Gerade geschlossen",
+    "Gerade geschlossen · öffnet {when}",
+    "Unser Assistent hat Ihre Frage an das Team weitergegeben, doch gerade ist niemand online.",
+  ],
+  es: [
+    "Esta conversación ha terminado. Escriba de nuevo cuando quiera.",
+    "Cerrado ahora",
+    "Cerrado ahora · abre {when}",
+    "Nuestro asistente pasó su pregunta al equipo, pero ahora no hay nadie en línea.",
+  ],
+  ar: [
+    "انتهت هذه المحادثة. اكتب لنا مجددًا في أي وقت.",
+    "مغلق الآن",
+    "مغلق الآن · نفتح {when}",
+    "أحال مساعدنا سؤالك إلى الفريق، لكن لا أحد متصل الآن.",
+  ],
+  zh: [
+    "本次对话已结束。您可以随时再次留言。",
+    "当前休息中",
+    "当前休息中 · {when} 开始服务",
+    "我们的助手已将您的问题转给团队，但目前没有人在线。",
+  ],
+};
+
 export function texts(lang) {
   const row = TABLE[lang] || TABLE.en;
   const out = {};
   KEYS.forEach((key, i) => (out[key] = row[i]));
   [out.thumbUp, out.thumbDown] = THUMBS[lang] || THUMBS.en;
+  STATES_KEYS.forEach((key, i) => (out[key] = (STATES[lang] || STATES.en)[i]));
   return out;
 }
 

@@ -55,6 +55,13 @@ export const CSS = `
 .src-h{display:block;font-weight:700;opacity:.75}
 .src ul{display:block;list-style:none}
 .src li{display:block;overflow-wrap:anywhere}
+.ended{align-self:stretch;display:flex;align-items:center;gap:8px;font-size:12px;opacity:.75;text-align:center;margin:6px 0}
+.ended::before,.ended::after{content:"";flex:1;border-top:1px solid var(--line)}
+.handover{display:flex;flex-direction:column;max-height:62%;min-height:0;border-top:1px solid var(--line)}
+.handover h3{font-weight:700}
+.handover .why{font-size:13px;font-weight:600;padding:10px 16px 0;display:block}
+.handover>p[role=status]:not(.why){padding:10px 16px 14px;display:block}
+.handover .form{padding-top:8px}
 .typing{font-size:12px;opacity:.75;padding:0 14px 6px;display:block}
 .note{font-size:12px;padding:6px 14px;background:#FFF3E0;color:#5D4037;display:block}
 .foot{display:flex;align-items:flex-end;gap:6px;padding:10px;border-top:1px solid var(--line)}

@@ -245,7 +245,9 @@ function Widget({ config, conversation }) {
     online: config.online,
     operators: config.operators,
     open: config.open,
+    opensAt: config.opens_at,
     outside: config.outside_hours,
+    people: config.people_online,
   });
   const textarea = useRef(null);
   const launcher = useRef(null);
@@ -281,9 +283,13 @@ function Widget({ config, conversation }) {
             ? "chat"
             : settings.widget_offline_mode || "form";
   const features = config.features || {};
-  const formOffline =
-    offlineMode === "form" &&
-    (hours === "offline_form" || (settings.widget_show_offline_form !== false && features.offline_form !== false));
+  const formAllowed = settings.widget_show_offline_form !== false && features.offline_form !== false;
+  const formOffline = offlineMode === "form" && (hours === "offline_form" || formAllowed);
+  // Closed by business hours: the header says so with the opening time, and shows no presence.
+  const closedByHours = live.open === false;
+  // A machine handed the chat to people and none is online: the offline form takes the composer's
+  // place until a person is online again or answers.
+  const handover = conversation.awaiting && live.people === false && formAllowed;
   const lastOperator = [...messages].reverse().find((m) => m.author && !["client", "system"].includes(m.author.kind));
   const chatId = messages.length ? messages[messages.length - 1].chat_id : 0;
 
@@ -333,7 +339,14 @@ function Widget({ config, conversation }) {
       });
       if (!response.ok) return;
       const fresh = await response.json();
-      setLive({ online: fresh.online, operators: fresh.operators, open: fresh.open, outside: fresh.outside_hours });
+      setLive({
+        online: fresh.online,
+        operators: fresh.operators,
+        open: fresh.open,
+        opensAt: fresh.opens_at,
+        outside: fresh.outside_hours,
+        people: fresh.people_online,
+      });
     } catch (e) {
       /* offline or refused: keep what is shown, the next read tries again */
     }
@@ -533,7 +546,9 @@ function Widget({ config, conversation }) {
   const customIcon = config.icon_urls && config.icon_urls[preset];
   const supported = (settings.widget_supported_languages || LANGUAGES).filter((l) => NATIVE[l]);
   const showSwitcher = settings.widget_show_lang_switcher && supported.length > 1;
-  const operators = operatorList(live.operators || [], messages, settings.operators_display_mode);
+  // Closed, or handed over with nobody online: no presence in the header (nobody will answer now).
+  const operators = closedByHours || handover ? [] : operatorList(live.operators || [], messages, settings.operators_display_mode);
+  const ended = new Set(conversation.ended);
   // `rating_mode`: `on_request` asks after an operator's rate request (the one system message),
   // `after_close` also once the room closed, `off` never.
   const ratingMode = settings.rating_mode || "on_request";
@@ -556,7 +571,7 @@ function Widget({ config, conversation }) {
   // The extras part, asked for once the open window shows a form, the rating or the emoji list; the
   // links part once it shows a message. A pointer over the launcher or its focus asks ahead for
   // what the window would open on.
-  const formView = offlineView ? !offlineSent : prechatView;
+  const formView = offlineView || handover ? !offlineSent : prechatView;
   const extras = open && (formView || showRating || emoji) ? part("extras") : parts.extras;
   const links = open && messages.length ? part("links") : parts.links;
   const ahead = () => (formView ? part("extras") : messages.length && part("links"));
@@ -606,11 +621,17 @@ function Widget({ config, conversation }) {
         <div class="head">
           <div class="t">
             <h2>{title}</h2>
-            <p>
-              <span class={`dot${online ? " on" : ""}`} aria-hidden="true" />
-              {online ? t.online : t.offline}
-              {signature && ` · ${signature}`}
-            </p>
+            {closedByHours ? (
+              <p class="closed" data-state="closed">
+                {live.opensAt ? t.closedUntil.replace("{when}", opening(live.opensAt, language)) : t.closed}
+              </p>
+            ) : (
+              <p>
+                <span class={`dot${online && !handover ? " on" : ""}`} aria-hidden="true" />
+                {online && !handover ? t.online : t.offline}
+                {signature && !handover && ` · ${signature}`}
+              </p>
+            )}
             {operators.length > 0 && (
               <ul class="ops" aria-label={t.team}>
                 {operators.slice(0, 3).map((op) => (
@@ -676,9 +697,14 @@ function Widget({ config, conversation }) {
               {settings.widget_show_greeting !== false && <div class="msg">{greetingText}</div>}
               {messages
                 .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
-                .map((m) => (
-                  <Message key={m.id} m={m} t={t} settings={settings} links={links} />
-                ))}
+                .map((m) => [
+                  <Message key={m.id} m={m} t={t} settings={settings} links={links} />,
+                  ended.has(m.id) && (
+                    <div key={`ended-${m.id}`} class="ended" data-state="ended">
+                      {t.ended}
+                    </div>
+                  ),
+                ])}
               {showRating && extras && (
                 <extras.Rating t={t} prompt={ratePrompt} thumbs={settings.rating_scale === "thumbs"} onRate={rate} />
               )}
@@ -694,48 +720,73 @@ function Widget({ config, conversation }) {
                 {t.typing}
               </span>
             )}
-            {error && (
+            {error && !handover && (
               <span class="note" role="alert">
                 {error}
               </span>
             )}
-            <form class="foot" onSubmit={send}>
-              {settings.widget_show_emoji_picker !== false && (
-                <span class="emo">
-                  <button type="button" class="icon-btn" aria-label="Emoji" aria-expanded={emoji ? "true" : "false"} onClick={() => setEmoji(!emoji)}>
-                    <Svg d={ICONS.smile} />
-                  </button>
-                  {emoji && extras && (
-                    <extras.EmojiList
-                      onPick={(c) => {
-                        setDraft(draft + c);
-                        setEmoji(false);
-                        textarea.current && textarea.current.focus();
-                      }}
-                    />
-                  )}
-                </span>
-              )}
-              {settings.widget_show_file_upload !== false && features.file_upload !== false && (
-                <label class="icon-btn" aria-label={t.attach} title={t.attach}>
-                  <Svg d={ICONS.clip} />
-                  <input type="file" class="sr" aria-label={t.attach} onChange={upload} disabled={busy} />
-                </label>
-              )}
-              <textarea
-                ref={textarea}
-                rows="1"
-                aria-label={t.placeholder}
-                placeholder={settings.widget_input_placeholder || t.placeholder}
-                value={draft}
-                onInput={onInput}
-                onKeyDown={onKey}
-                maxLength={4096}
-              />
-              <button type="submit" class="send" aria-label={t.send} disabled={busy}>
-                <Svg d={ICONS.send} />
-              </button>
-            </form>
+            {handover ? (
+              <div class="handover" data-state="handover">
+                <p class="why" role="status">
+                  {t.handover}
+                </p>
+                {offlineSent ? (
+                  <p role="status">{t.offlineSent}</p>
+                ) : extras ? (
+                  <extras.OfflineForm
+                    t={t}
+                    settings={settings}
+                    profile={profile}
+                    error={error}
+                    busy={busy}
+                    textarea={textarea}
+                    open={open}
+                    onSubmit={submitOffline}
+                    brief
+                  />
+                ) : (
+                  <div class="form" aria-busy="true" />
+                )}
+              </div>
+            ) : (
+              <form class="foot" onSubmit={send}>
+                {settings.widget_show_emoji_picker !== false && (
+                  <span class="emo">
+                    <button type="button" class="icon-btn" aria-label="Emoji" aria-expanded={emoji ? "true" : "false"} onClick={() => setEmoji(!emoji)}>
+                      <Svg d={ICONS.smile} />
+                    </button>
+                    {emoji && extras && (
+                      <extras.EmojiList
+                        onPick={(c) => {
+                          setDraft(draft + c);
+                          setEmoji(false);
+                          textarea.current && textarea.current.focus();
+                        }}
+                      />
+                    )}
+                  </span>
+                )}
+                {settings.widget_show_file_upload !== false && features.file_upload !== false && (
+                  <label class="icon-btn" aria-label={t.attach} title={t.attach}>
+                    <Svg d={ICONS.clip} />
+                    <input type="file" class="sr" aria-label={t.attach} onChange={upload} disabled={busy} />
+                  </label>
+                )}
+                <textarea
+                  ref={textarea}
+                  rows="1"
+                  aria-label={t.placeholder}
+                  placeholder={settings.widget_input_placeholder || t.placeholder}
+                  value={draft}
+                  onInput={onInput}
+                  onKeyDown={onKey}
+                  maxLength={4096}
+                />
+                <button type="submit" class="send" aria-label={t.send} disabled={busy}>
+                  <Svg d={ICONS.send} />
+                </button>
+              </form>
+            )}
           </>
         )}
         {settings.widget_show_branding !== false && <span class="brand">{t.powered}</span>}
@@ -754,6 +805,21 @@ function operatorList(listed, messages, mode) {
   if (!last) return listed.slice(0, 1);
   const known = listed.find((op) => op.name === last.author.name);
   return [known || { name: last.author.name, avatar_url: null, presence: null }];
+}
+
+// When a closed widget opens again, in the visitor's language and time zone: the time alone today,
+// else the day and the time.
+function opening(iso, language) {
+  const at = new Date(iso);
+  if (isNaN(at.getTime())) return "";
+  const time = { hour: "2-digit", minute: "2-digit" };
+  const today = at.toDateString() === new Date().toDateString();
+  const options = today ? time : { weekday: "short", day: "numeric", month: "short", ...time };
+  try {
+    return new Intl.DateTimeFormat(language, options).format(at);
+  } catch (e) {
+    return at.toLocaleString();
+  }
 }
 
 function beep() {

@@ -4,6 +4,7 @@
 (function () {
   "use strict";
 
+  document.documentElement.classList.add("js"); // hides the buttons only a page without script needs
   var body = document.body;
   var wsPath = body.dataset.ws;
   if (!wsPath) return; // the sign-in page
@@ -190,10 +191,10 @@
     stopTimer = setTimeout(function () { lastStart = 0; sendTyping("stop"); }, 4000);
   });
 
-  // Enter sends the reply; Shift+Enter adds a line.
+  // Enter sends the reply or the note; Shift+Enter adds a line.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-    if (!event.target.matches || !event.target.matches("#reply_body")) return;
+    if (!event.target.matches || !event.target.matches("#reply_body, #note_body")) return;
     event.preventDefault();
     var form = event.target.form;
     if (form.requestSubmit) form.requestSubmit(); else form.submit();
@@ -201,7 +202,7 @@
 
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.target && event.target.id === "composer") {
-      var field = $("reply_body");
+      var field = $(event.target.dataset.mode === "note" ? "note_body" : "reply_body");
       if (field && !document.querySelector("#composer .error")) {
         clearTimeout(stopTimer);
         if (lastStart) { lastStart = 0; sendTyping("stop"); }
@@ -452,6 +453,123 @@
 
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.target && event.target.id === "composer") { closePicker(); markCombobox(); }
+  });
+
+  // --- the composer: Reply and Private note as two tabs ---------------------------------------------
+
+  function setMode(mode, focus) {
+    var composer = $("composer");
+    if (!composer) return;
+    composer.dataset.mode = mode;
+    [["reply", "tab-reply", "reply-panel", "reply_body"], ["note", "tab-note", "note-panel", "note_body"]].forEach(function (row) {
+      var on = row[0] === mode;
+      var tab = $(row[1]);
+      var panel = $(row[2]);
+      if (tab) { tab.setAttribute("aria-selected", on ? "true" : "false"); tab.tabIndex = on ? 0 : -1; }
+      if (panel) panel.hidden = !on;
+      if (on && focus && $(row[3])) $(row[3]).focus();
+    });
+  }
+
+  function showMode() {
+    var composer = $("composer");
+    if (composer) setMode(composer.dataset.mode || "reply", false);
+  }
+  showMode();
+
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest && event.target.closest(".composer-tab");
+    if (tab) setMode(tab.id === "tab-note" ? "note" : "reply", true);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var tab = event.target.closest && event.target.closest(".composer-tab");
+    if (!tab || (event.key !== "ArrowLeft" && event.key !== "ArrowRight")) return;
+    event.preventDefault();
+    var mode = tab.id === "tab-note" ? "reply" : "note";
+    setMode(mode, false);
+    $(mode === "note" ? "tab-note" : "tab-reply").focus();
+  });
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.target && event.target.id === "composer") showMode();
+    // The panel asking to confirm a destructive action takes the focus; so does its answer.
+    if (event.target && event.target.id === "chat-panel") {
+      var ask = $("confirm-spam");
+      if (ask) ask.focus();
+    }
+  });
+
+  // --- read receipts: what the operator has in front of them is seen ----------------------------------
+
+  var seenTimer = null;
+  function markSeen() {
+    if (!chatId || !body.dataset.seenUrl || document.hidden) return;
+    clearTimeout(seenTimer);
+    seenTimer = setTimeout(function () {
+      fetch(body.dataset.seenUrl, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf } })
+        .then(function (r) { if (r.ok) refreshList(); })
+        .catch(function () {});
+    }, 300);
+  }
+  document.addEventListener("visibilitychange", markSeen);
+  document.addEventListener("console:appended", markSeen);
+  markSeen();
+
+  // The list's waiting times and counts move with the clock as well as with events.
+  setInterval(function () { if (!document.hidden) refreshList(); }, 60000);
+
+  // --- the keyboard: j/k through the list, r reply, n note, / canned, e close, ? the list -------------
+
+  var dialog = $("shortcuts");
+  var opener = $("shortcuts-open");
+  if (opener && dialog && dialog.showModal) {
+    opener.hidden = false;
+    opener.addEventListener("click", function () { dialog.showModal(); });
+  }
+
+  function typingInto(target) {
+    if (!target || !target.tagName) return false;
+    var tag = target.tagName;
+    if (tag === "TEXTAREA" || tag === "SELECT" || target.isContentEditable) return true;
+    return tag === "INPUT" && !/^(radio|checkbox|button|submit|reset)$/i.test(target.type);
+  }
+
+  function go(step) {
+    var links = Array.prototype.slice.call(document.querySelectorAll("#chat-list .chat-row > a"));
+    if (!links.length) return;
+    var index = -1;
+    links.forEach(function (link, i) { if (link.getAttribute("aria-current") === "page") index = i; });
+    var next = index < 0 ? 0 : Math.min(links.length - 1, Math.max(0, index + step));
+    if (next !== index) location.href = links[next].href;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    if (event.key === "Escape" && typingInto(event.target) && !picker.open) { event.target.blur(); return; }
+    if (typingInto(event.target) || (dialog && dialog.open)) return;
+    var handled = true;
+    switch (event.key) {
+      case "j": go(1); break;
+      case "k": go(-1); break;
+      case "r": setMode("reply", true); break;
+      case "n": setMode("note", true); break;
+      case "/":
+        setMode("reply", true);
+        var field = $("reply_body");
+        if (field && !field.value) {
+          field.value = "/";
+          field.dispatchEvent(new Event("input", { bubbles: true }));
+        }
+        break;
+      case "e":
+        var close = $("close-chat");
+        if (close) close.click(); else handled = false;
+        break;
+      case "?": if (dialog && dialog.showModal) dialog.showModal(); else handled = false; break;
+      default: handled = false;
+    }
+    if (handled) event.preventDefault();
   });
 
   // --- the socket ---------------------------------------------------------------------------------------

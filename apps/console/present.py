@@ -1,0 +1,94 @@
+"""How the console names what it shows: who a visitor is, their avatar, a channel, a chat's state.
+Pure functions of the rows the selectors read (no query here)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from apps.chats.models import Chat, Contact
+
+AVATAR_HUES = 8
+PAGE_CHARS = 40
+
+# The contract's rules the chat's state line says (core-specification.md, "Chat state").
+IDLE_EXPIRY = timedelta(minutes=7)
+SWEEP_EVERY = timedelta(minutes=5)
+
+# Channel codes (the contract's provider codes; `ch{id}` is a custom channel) as the console shows
+# them: a proper name and a short mark drawn on the icon.
+CHANNELS = {
+    "widget": (gettext_lazy("Website"), "web"),
+    "tg": ("Telegram", "TG"),
+    "vk": ("VK", "VK"),
+    "wa": ("WhatsApp", "WA"),
+    "vb": ("Viber", "VB"),
+    "fb": ("Messenger", "FB"),
+    "ok": ("OK", "OK"),
+    "mx": ("Max", "MX"),
+    "ali": ("AliExpress", "AE"),
+    "apple": ("Apple Messages", "AM"),
+    "cian": ("Cian", "CI"),
+}
+
+
+def page_label(url: str) -> str:
+    """A page address as a short label: host and path, without scheme, query or fragment."""
+    parts = urlsplit(url)
+    label = (parts.netloc + parts.path.rstrip("/")) or url
+    return label if len(label) <= PAGE_CHARS else label[: PAGE_CHARS - 1] + "…"
+
+
+def visitor_name(contact: Contact, page_url: str = "") -> str:
+    """Who the visitor is: the name, else the e-mail, else the phone, else the page they wrote from."""
+    if contact.name:
+        return contact.name
+    if contact.email:
+        return contact.email
+    if contact.phone:
+        return contact.phone
+    if page_url:
+        return _("Visitor from %(page)s") % {"page": page_label(page_url)}
+    return _("Visitor")
+
+
+def avatar_hue(contact: Contact) -> int:
+    """A colour (one of AVATAR_HUES) that stays with the contact: two visitors with the same name
+    rarely share it, and one visitor keeps it across chats."""
+    return contact.pk % AVATAR_HUES
+
+
+def initial(name: str) -> str:
+    return name[:1].upper() or "?"
+
+
+def channel(code: str) -> dict:
+    """{"name", "mark", "kind"}: the widget, a messenger by its code, or a custom channel."""
+    if code in CHANNELS:
+        name, mark = CHANNELS[code]
+        return {"name": str(name), "mark": mark, "kind": code}
+    if code.startswith("ch") and code[2:].isdigit():
+        return {"name": _("Custom channel %(id)s") % {"id": code[2:]}, "mark": "API", "kind": "custom"}
+    return {"name": code, "mark": code[:2].upper(), "kind": "other"}
+
+
+def state_note(chat: Chat, *, now: datetime | None = None) -> str:
+    """What the chat's state means for the operator, said where the state shows."""
+    now = now or timezone.now()
+    recent = chat.last_message_at is not None and chat.last_message_at > now - IDLE_EXPIRY
+    if chat.status == Chat.Status.ACTIVE:
+        return _("Closes by itself 7 minutes after the last message.")
+    if chat.status == Chat.Status.EXPIRED:
+        if recent:
+            return _(
+                "Reopens if the visitor writes. Its last message is under 7 minutes old, so the next "
+                "check (every 5 minutes) shows it as open again until it has been quiet for 7 minutes."
+            )
+        return _("Reopens if the visitor writes.")
+    if chat.status == Chat.Status.READY:
+        return _("Ready: the next check (every 5 minutes) sets it open or closed by its last message.")
+    return _("Marked as spam: it stays out of the views until it is moved back.")
