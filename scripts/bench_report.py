@@ -34,6 +34,7 @@ PREFIXES = (
     ("ai_complete_", "ai_floor"),
     ("chat_export", "chat_export"),
     ("chat_list", "chat_list"),
+    ("console_list", "console_list"),
     ("console_", "console"),
     ("kb_quality", "kb_quality"),
     ("kb_search", "kb_search"),
@@ -58,6 +59,10 @@ WHAT = {
     "chat_export": "a year of chats exported as CSV and JSON Lines, against PostgreSQL's COPY of the same rows",
     "chat_list": "the chat list against a plain view running the same SQL",
     "console": "a visitor's message until the console shows it",
+    "console_list": (
+        "the operator console's chat list at 100,000 chats (the page and each view's fragment, over HTTP with a "
+        "session cookie), against the database work of the same request"
+    ),
     "kb_quality": "recall@5 and MRR of keyword, vector and hybrid knowledge-base search with a real model",
     "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
