@@ -47,6 +47,9 @@ def like_pattern(q: str) -> str:
     return f"%{escaped}%"
 
 
+TRIGRAM = 3
+
+
 def _rare_word_chat_ids(widget: Widget, q: str) -> list[int] | None:
     """Chats of this widget whose visible messages contain `q`, from the tenant-first trigram index
     alone, or None when the word is common. Plain index scans are switched off for this one query
@@ -94,7 +97,10 @@ def filter_chats(
     if end is not None:
         queryset = queryset.filter(created_at__lt=end)
     if q:
-        ids = _rare_word_chat_ids(widget, q) if connection.vendor == "postgresql" else None
+        # The trigram index cannot narrow a pattern shorter than a trigram: such a search walks the
+        # chats in list order at once.
+        trigrams = connection.vendor == "postgresql" and len(q) >= TRIGRAM
+        ids = _rare_word_chat_ids(widget, q) if trigrams else None
         if ids is not None:
             queryset = queryset.filter(pk__in=ids)
         else:

@@ -18,28 +18,8 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.core.errors import ValidationFailed
 
-from . import context_selectors, forms, selectors, views
+from . import forms, selectors, views
 from .access import operator_required
-
-FORMS = {
-    "contact_form": forms.ContactForm,
-    "attribute_form": forms.AttributeForm,
-    "tags_form": forms.TagsForm,
-}
-
-
-def panel_context(chat: Chat, **extra) -> dict:
-    """What _context.html draws for `chat` (a chat `get_chat` found, with its contact); `extra`
-    replaces a blank form by a bound one with its errors, or says what was saved."""
-    bound = {key: extra.pop(key, None) or form_class(contact=chat.contact) for key, form_class in FORMS.items()}
-    return {
-        "chat": chat,
-        "details": context_selectors.chat_context(chat=chat),
-        "context_saved": False,
-        "remove_form": None,
-        **bound,
-        **extra,
-    }
 
 
 @never_cache
@@ -47,18 +27,18 @@ def panel_context(chat: Chat, **extra) -> dict:
 @operator_required
 def context_panel(request, chat_id: str):
     chat = views._chat_or_404(request, chat_id)
-    return render(request, "console/_context.html", panel_context(chat))
+    return render(request, "console/_context.html", views.context_panel_context(chat))
 
 
 def _answer(request, chat: Chat, *, key: str, form) -> HttpResponse:
     if form.errors:
         if not request.htmx:
             return views._chat_page(request, chat, status=422, context_forms={key: form})
-        return render(request, "console/_context.html", panel_context(chat, **{key: form}), status=422)
+        return render(request, "console/_context.html", views.context_panel_context(chat, **{key: form}), status=422)
     if not request.htmx:
         return views._back(chat)
     fresh = selectors.get_chat(agent=request.agent, chat_id=chat.pk) or chat
-    response = render(request, "console/_context.html", panel_context(fresh, context_saved=True))
+    response = render(request, "console/_context.html", views.context_panel_context(fresh, context_saved=True))
     # The chat's header and the list name the contact: let them re-read it.
     return views._refresh(response, "console:panel", "console:list")
 

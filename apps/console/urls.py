@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import context_views, views
+from . import account_views, context_views, views
 
 app_name = "console"
 
@@ -10,10 +10,10 @@ ID = r"(?P<chat_id>[0-9]{1,20})"
 
 urlpatterns = [
     path("", views.chat_list, name="chats"),
-    path("login/", views.login_view, name="login"),
-    path("logout/", views.logout_view, name="logout"),
-    path("widget/", views.switch_widget, name="switch-widget"),
-    path("language/", views.set_language, name="language"),
+    path("login/", account_views.login_view, name="login"),
+    path("logout/", account_views.logout_view, name="logout"),
+    path("widget/", account_views.switch_widget, name="switch-widget"),
+    path("language/", account_views.set_language, name="language"),
     re_path(rf"^chats/{ID}/$", views.chat_detail, name="chat"),
     re_path(rf"^chats/{ID}/messages/$", views.chat_messages, name="messages"),
     re_path(rf"^chats/{ID}/panel/$", views.chat_panel, name="panel"),

@@ -9,34 +9,23 @@ redirect back to the chat, so the console also works without JavaScript.
 from __future__ import annotations
 
 import json
-import math
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.http import Http404, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from apps.ai import services as ai_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
-from apps.core.ratelimit import SignInBudgets, client_address
 from apps.platform.numbers import MAX_ID
 
-from . import access, context_views, forms, present, selectors, services
+from . import context_selectors, forms, present, selectors, services
 from .access import operator_required
-
-# Sign-in attempts (SignInBudgets: per address, per address and e-mail, per e-mail). The per-e-mail
-# ceiling is far above what one address may spend, so it slows a guess spread over many addresses
-# without letting one address lock the e-mail out for its owner.
-LOGIN = SignInBudgets.of_page("console_login", "email")
-FAILED_LOGIN = gettext_lazy("The e-mail or the password is incorrect.")
 
 # The console's words for the refusals of the services it calls (the API keeps their English detail);
 # a refusal not named here is shown with its detail as the service wrote it.
@@ -54,7 +43,7 @@ def _refusal(err: AppError) -> str:
     return str(REFUSALS.get(err.code, err.detail))
 
 
-def _id(raw: str | None) -> int | None:
+def parse_id(raw: str | None) -> int | None:
     """An id from the URL or the query (ASCII digits within the 64-bit range), else None."""
     if raw is None or not raw.isascii() or not raw.isdigit() or len(raw) > 20:
         return None
@@ -63,7 +52,7 @@ def _id(raw: str | None) -> int | None:
 
 
 def _chat_or_404(request, chat_id: str) -> Chat:
-    chat = selectors.get_chat(agent=request.agent, chat_id=_id(chat_id) or 0)
+    chat = selectors.get_chat(agent=request.agent, chat_id=parse_id(chat_id) or 0)
     if chat is None:
         raise Http404("No such chat.")
     return chat
@@ -75,103 +64,6 @@ def _filter_form(request) -> forms.FilterForm:
 
 def _display_name(chat: Chat) -> str:
     return present.visitor_name(chat.contact, getattr(chat, "visitor_page", "") or "")
-
-
-# --- sign-in ---------------------------------------------------------------------------------------
-
-
-def _safe_next(request) -> str:
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if target.startswith("/console/") and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return reverse("console:chats")
-
-
-def _authenticate(email: str, password: str):
-    """The active operator user with this e-mail and password, or None. A miss costs a password
-    hash like a hit, so the answer time does not tell whether the e-mail exists."""
-    User = get_user_model()
-    candidates = [
-        user for user in User.objects.filter(email__iexact=email, is_active=True) if user.has_usable_password()
-    ]
-    if not candidates:
-        User().set_password(password)
-        return None
-    for user in candidates:
-        if user.check_password(password) and access.may_sign_in(user):
-            return user
-    return None
-
-
-@never_cache
-@require_http_methods(["GET", "POST"])
-def login_view(request):
-    if request.method == "GET" and access.resolve(request)[0] is not None:
-        return HttpResponseRedirect(_safe_next(request))
-    form = forms.LoginForm(request.POST or None)
-    context = {"form": form, "next": _safe_next(request), "error": None}
-    if request.method == "POST":
-        email = (request.POST.get("email") or "").strip().lower()[:254]
-        limited = LOGIN.refusal(client_address(request), email)
-        if limited is not None:
-            wait = max(1, math.ceil(limited.retry_after))
-            minutes = math.ceil(wait / 60)
-            context["error"] = ngettext(
-                "Too many sign-in attempts. Try again in %(minutes)d minute.",
-                "Too many sign-in attempts. Try again in %(minutes)d minutes.",
-                minutes,
-            ) % {"minutes": minutes}
-            response = render(request, "console/login.html", context, status=429)
-            response["Retry-After"] = str(wait)
-            return response
-        if form.is_valid():
-            user = _authenticate(form.cleaned_data["email"], form.cleaned_data["password"])
-            if user is not None:
-                services.sign_in(request, user)
-                return HttpResponseRedirect(_safe_next(request))
-            context["error"] = FAILED_LOGIN
-        return render(request, "console/login.html", context, status=400 if form.errors else 401)
-    return render(request, "console/login.html", context)
-
-
-@require_POST
-def logout_view(request):
-    services.sign_out(request)
-    return HttpResponseRedirect(reverse("console:login"))
-
-
-@require_POST
-def set_language(request):
-    """The console's language switcher (signed in or not): the choice is kept in Django's language
-    cookie, which the console's middleware reads before the browser's Accept-Language."""
-    form = forms.LanguageForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse(_("Unknown language."), status=400, content_type="text/plain; charset=utf-8")
-    language = form.cleaned_data["language"]
-    response = HttpResponseRedirect(_safe_next(request), status=303)
-    response.set_cookie(
-        settings.LANGUAGE_COOKIE_NAME,
-        language,
-        max_age=settings.LANGUAGE_COOKIE_AGE,
-        path=settings.LANGUAGE_COOKIE_PATH,
-        domain=settings.LANGUAGE_COOKIE_DOMAIN,
-        secure=settings.LANGUAGE_COOKIE_SECURE,
-        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
-    )
-    return response
-
-
-@require_POST
-@operator_required
-def switch_widget(request):
-    wanted = _id(request.POST.get("widget"))
-    if not any(row.widget_id == wanted for row in request.agent_rows):
-        raise Http404("No such widget.")
-    request.session[access.SESSION_WIDGET_KEY] = wanted
-    return HttpResponseRedirect(reverse("console:chats"))
 
 
 # --- pages -------------------------------------------------------------------------------------------
@@ -263,6 +155,27 @@ def _composer_context(chat: Chat, **extra) -> dict:
     }
 
 
+CONTEXT_FORMS = {
+    "contact_form": forms.ContactForm,
+    "attribute_form": forms.AttributeForm,
+    "tags_form": forms.TagsForm,
+}
+
+
+def context_panel_context(chat: Chat, **extra) -> dict:
+    """What _context.html draws for `chat` (a chat `get_chat` found, with its contact); `extra`
+    replaces a blank form by a bound one with its errors, or says what was saved."""
+    bound = {key: extra.pop(key, None) or form_class(contact=chat.contact) for key, form_class in CONTEXT_FORMS.items()}
+    return {
+        "chat": chat,
+        "details": context_selectors.chat_context(chat=chat),
+        "context_saved": False,
+        "remove_form": None,
+        **bound,
+        **extra,
+    }
+
+
 def _chat_page(
     request,
     chat: Chat,
@@ -279,7 +192,7 @@ def _chat_page(
             **_list_context(request, current=chat),
             **_panel_context(request, chat, **(panel or {})),
             **_composer_context(chat, **(composer or {})),
-            **context_views.panel_context(chat, **(context_forms or {})),
+            **context_panel_context(chat, **(context_forms or {})),
         },
         messages=_view_messages(messages, chat),
         has_older=has_older,
@@ -337,12 +250,12 @@ def chat_messages(request, chat_id: str):
     chat = _chat_or_404(request, chat_id)
     after, before = request.GET.get("after"), request.GET.get("before")
     if after is not None:
-        after_id = 0 if after == "0" else _id(after)
+        after_id = 0 if after == "0" else parse_id(after)
         if after_id is None:
             return HttpResponse("`after` is a message id.", status=400, content_type="text/plain")
         context = {"messages": _view_messages(selectors.messages_after(chat, after_id), chat), "chat": chat}
         return render(request, "console/_messages.html", context)
-    before_id = _id(before)
+    before_id = parse_id(before)
     if before_id is None:
         return HttpResponse("Give `after` or `before`, a message id.", status=400, content_type="text/plain")
     messages, has_older = selectors.messages_before(chat, before_id)
@@ -600,7 +513,7 @@ def canned_picks(request):
 def canned_render(request, chat_id: str, canned_id: str):
     """JSON `{text}`: the canned response rendered for this chat by the API's render service."""
     chat = _chat_or_404(request, chat_id)
-    text = selectors.render_canned(agent=request.agent, chat=chat, canned_id=_id(canned_id) or 0)
+    text = selectors.render_canned(agent=request.agent, chat=chat, canned_id=parse_id(canned_id) or 0)
     if text is None:
         raise Http404("No such canned response.")
     return JsonResponse({"text": text})

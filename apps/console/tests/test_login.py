@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from apps.agents.models import Agent
-from apps.console import views
+from apps.console import account_views as views
 from tests.support.factories import UserFactory
 
 from .conftest import PASSWORD
