@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -310,3 +312,22 @@ class TagsForm(_ContactChangeForm):
             return item
         name = self.names[index]
         return f"«{name if len(name) <= TAG_LABEL_CHARS else name[: TAG_LABEL_CHARS - 1] + '…'}»"
+
+
+class SaveViewForm(FilterForm):
+    """The list's filters (as FilterForm reads them) and the name to keep them under."""
+
+    name = forms.CharField(
+        label=_("Name of the view"),
+        max_length=40,
+        error_messages={
+            "required": _("Give the view a name."),
+            "max_length": _("Keep the name to %(limit_value)d characters."),
+        },
+    )
+
+    def clean_name(self) -> str:
+        name = unicodedata.normalize("NFC", self.cleaned_data["name"]).strip()
+        if not name:
+            raise forms.ValidationError(_("Give the view a name."))
+        return name

@@ -17,6 +17,8 @@ from apps.chats.models import Chat, Message, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.widget import selectors as widget_selectors
 
+from .models import SavedView
+
 LIST_SIZE = 50
 HISTORY_PAGE = 100
 REPLAY_MAX = 500
@@ -209,3 +211,8 @@ def business_hours(*, agent: Agent):
     """The widget's business-hours state: the header says when the widget is closed to visitors
     (read from the row: one query per page, whatever the cache holds)."""
     return widget_selectors.business_hours_state(agent.widget, cached=False)
+
+
+def saved_views(*, agent: Agent) -> list[SavedView]:
+    """The operator's saved views of the list, oldest first (the order they were made in)."""
+    return list(SavedView.objects.filter(widget_id=agent.widget_id, agent_id=agent.pk).order_by("id"))

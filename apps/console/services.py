@@ -1,18 +1,26 @@
-"""Writes of the console itself: signing in and out (the agent event log records both), and a file
-sent from the composer (stored as every upload is, then sent through apps.chats like a reply)."""
+"""Writes of the console itself: signing in and out (the agent event log records both), a file
+sent from the composer (stored as every upload is, then sent through apps.chats like a reply), and
+an operator's saved views of the chat list."""
 
 from __future__ import annotations
 
 from django.contrib.auth import login, logout
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from apps.agents.models import Agent
 from apps.agents.services import record_agent_event
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
+from apps.core.errors import ValidationFailed
 from apps.core.files import check_upload_size, store_file
 
 from . import access
+from .models import SavedView
+from .selectors import ChatFilters
+
+SAVED_VIEW_NAME_TAKEN = gettext_lazy("You already have a saved view with this name.")
+SAVED_VIEWS_FULL = gettext_lazy("You have %(limit)d saved views already: delete one first.")
 
 
 @transaction.atomic
@@ -56,3 +64,39 @@ def send_file(*, agent: Agent, chat: Chat, upload) -> Message:
         data=chat_services.MessageInput(type=kind, file_id=file.pk),
         source="console",
     )
+
+
+SAVED_VIEWS_MAX = 20
+
+
+class SavedViewRefused(ValidationFailed):
+    """A saved view's name is taken by another of the operator's, or the operator has
+    SAVED_VIEWS_MAX already; `errors` names the field for the form."""
+
+
+@transaction.atomic
+def save_view(*, agent: Agent, name: str, filters: ChatFilters) -> SavedView:
+    """Keep the list's `filters` under `name` for `agent` (the names compared without regard to
+    case). The operator's row is locked, so two saves cannot pass the limit together."""
+    Agent.objects.select_for_update().filter(pk=agent.pk).first()
+    mine = SavedView.objects.filter(widget_id=agent.widget_id, agent_id=agent.pk)
+    if mine.filter(name__iexact=name).exists():
+        raise SavedViewRefused(errors={"name": [str(SAVED_VIEW_NAME_TAKEN)]})
+    if mine.count() >= SAVED_VIEWS_MAX:
+        raise SavedViewRefused(errors={"name": [str(SAVED_VIEWS_FULL) % {"limit": SAVED_VIEWS_MAX}]})
+    return SavedView.objects.create(
+        widget_id=agent.widget_id,
+        agent=agent,
+        name=name,
+        view=filters.view,
+        status=filters.status,
+        channel=filters.channel,
+        q=filters.q,
+    )
+
+
+@transaction.atomic
+def delete_view(*, agent: Agent, view_id: int) -> bool:
+    """Forget one of the operator's saved views; False when it is not theirs (or gone)."""
+    deleted, _ = SavedView.objects.filter(widget_id=agent.widget_id, agent_id=agent.pk, pk=view_id).delete()
+    return bool(deleted)

@@ -9,8 +9,9 @@ redirect back to the chat, so the console also works without JavaScript.
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
-from django.http import Http404, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -58,8 +59,16 @@ def _chat_or_404(request, chat_id: str) -> Chat:
     return chat
 
 
-def _filter_form(request) -> forms.FilterForm:
-    return forms.FilterForm(request.GET or None)
+FILTER_FIELDS = ("view", "status", "channel", "q")
+
+
+def _filter_data(data: QueryDict) -> QueryDict:
+    """The list's filters out of a query or a form post (nothing else is carried into links)."""
+    kept = QueryDict(mutable=True)
+    for name in FILTER_FIELDS:
+        if name in data:
+            kept.setlist(name, data.getlist(name))
+    return kept
 
 
 def _display_name(chat: Chat) -> str:
@@ -69,18 +78,61 @@ def _display_name(chat: Chat) -> str:
 # --- pages -------------------------------------------------------------------------------------------
 
 
-def _list_context(request, *, current: Chat | None = None) -> dict:
-    form = _filter_form(request)
+def _list_context(request, *, current: Chat | None = None, data: QueryDict | None = None) -> dict:
+    data = _filter_data(request.GET) if data is None else data
+    form = forms.FilterForm(data or None)
     filters = form.filters()
     return {
         "filter_form": form,
         "filters": filters,
-        "filter_query": request.GET.urlencode(),
+        "filter_items": list(vars(filters).items()),
+        "filter_query": data.urlencode(),
         "chats": selectors.list_chats(agent=request.agent, filters=filters),
         "counts": selectors.view_counts(agent=request.agent),
         "views": selectors.VIEWS,
+        "saved_views": _saved_views(request, filters),
+        "save_view_form": forms.SaveViewForm(),
         "current": current,
     }
+
+
+def _saved_views(request, filters: selectors.ChatFilters) -> list[dict]:
+    """The operator's saved views as the sidebar links them, the one matching the filters marked."""
+    rows = []
+    for saved in selectors.saved_views(agent=request.agent):
+        kept = selectors.ChatFilters(view=saved.view, status=saved.status, channel=saved.channel, q=saved.q)
+        query = urlencode({k: v for k, v in vars(kept).items() if v})
+        rows.append({"id": saved.pk, "name": saved.name, "query": query, "current": kept == filters})
+    return rows
+
+
+@require_POST
+@operator_required
+def save_view(request):
+    """Keep the list's filters under a name (a plain form post: back to the list, showing them)."""
+    form = forms.SaveViewForm(request.POST)
+    if form.is_valid():
+        filters = form.filters()
+        try:
+            services.save_view(agent=request.agent, name=form.cleaned_data["name"], filters=filters)
+        except services.SavedViewRefused as err:
+            for message in (err.errors or {}).get("name", []):
+                form.add_error("name", message)
+        else:
+            query = urlencode({k: v for k, v in vars(filters).items() if v})
+            return HttpResponseRedirect(f"{reverse('console:chats')}?{query}", status=303)
+    # the list as it was, with the refusal under the name
+    context = _list_context(request, data=_filter_data(request.POST))
+    context["save_view_form"] = form
+    return render(request, "console/chats.html", _page_context(request, **context), status=422)
+
+
+@require_POST
+@operator_required
+def delete_view(request, view_id: str):
+    if not services.delete_view(agent=request.agent, view_id=parse_id(view_id) or 0):
+        raise Http404("No such saved view.")
+    return HttpResponseRedirect(reverse("console:chats"), status=303)
 
 
 def _script_strings() -> dict[str, str]:

@@ -496,6 +496,18 @@
     }
   });
 
+  // --- saved views: the filters as they are now, not as the page was drawn ---------------------------
+
+  document.addEventListener("submit", function (event) {
+    var save = event.target;
+    var filters = $("filters");
+    if (!save || save.id !== "save-view" || !filters) return;
+    var data = new FormData(filters);
+    Array.prototype.forEach.call(save.querySelectorAll("input[type=hidden]"), function (input) {
+      if (input.name !== "csrfmiddlewaretoken" && data.has(input.name)) input.value = data.get(input.name);
+    });
+  });
+
   // --- read receipts: what the operator has in front of them is seen ----------------------------------
 
   var seenTimer = null;
