@@ -72,7 +72,7 @@ def test_the_operator_switches_to_russian_and_to_arabic(page, console_server, tm
     expect(page.locator("html")).to_have_attribute("dir", "rtl")
     expect(page.locator(".brand")).to_have_text("لوحة الموظف")
     expect(page.locator("#connection")).to_have_text("متصل")
-    sidebar, main = page.locator(".sidebar").bounding_box(), page.locator("#main").bounding_box()
+    sidebar, main = page.locator(".pane-list").bounding_box(), page.locator("#main").bounding_box()
     assert sidebar["x"] > main["x"]
     # The operator's own messages keep to the inline end, which is the left under rtl
     mine = page.locator("#messages .msg.by-agent").last.bounding_box()

@@ -53,6 +53,7 @@ def test_the_guides_screenshots_show_a_visitor_and_an_operator_talking(browser, 
         row = operator.locator(f'.chat-row[data-chat-id="{chat_id}"]')
         expect(row).to_contain_text(ANSWER, timeout=WAIT)
         expect(row.locator(".owner")).to_have_text("Olga", timeout=WAIT)
+        expect(row.locator(".unread")).to_have_count(0, timeout=WAIT)  # read: the operator has it open
         IMAGES.mkdir(parents=True, exist_ok=True)
         visitor.screenshot(path=str(IMAGES / "widget.png"))
         operator.screenshot(path=str(IMAGES / "console.png"))
