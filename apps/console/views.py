@@ -78,7 +78,16 @@ def _display_name(chat: Chat) -> str:
 # --- pages -------------------------------------------------------------------------------------------
 
 
-def _list_context(request, *, current: Chat | None = None, data: QueryDict | None = None) -> dict:
+def _query(filters: selectors.ChatFilters) -> str:
+    """The list's URL query for `filters` (what a link to them carries)."""
+    return urlencode({name: value for name, value in vars(filters).items() if value})
+
+
+def _list_context(
+    request, *, current: Chat | None = None, data: QueryDict | None = None, fragment: bool = False
+) -> dict:
+    """The list under the request's filters; the whole sidebar unless only the list's `fragment`
+    (htmx's refresh) is drawn."""
     data = _filter_data(request.GET) if data is None else data
     form = forms.FilterForm(data or None)
     filters = form.filters()
@@ -90,7 +99,7 @@ def _list_context(request, *, current: Chat | None = None, data: QueryDict | Non
         "chats": selectors.list_chats(agent=request.agent, filters=filters),
         "counts": selectors.view_counts(agent=request.agent),
         "views": selectors.VIEWS,
-        "saved_views": _saved_views(request, filters),
+        "saved_views": [] if fragment else _saved_views(request, filters),
         "save_view_form": forms.SaveViewForm(),
         "current": current,
     }
@@ -101,8 +110,7 @@ def _saved_views(request, filters: selectors.ChatFilters) -> list[dict]:
     rows = []
     for saved in selectors.saved_views(agent=request.agent):
         kept = selectors.ChatFilters(view=saved.view, status=saved.status, channel=saved.channel, q=saved.q)
-        query = urlencode({k: v for k, v in vars(kept).items() if v})
-        rows.append({"id": saved.pk, "name": saved.name, "query": query, "current": kept == filters})
+        rows.append({"id": saved.pk, "name": saved.name, "query": _query(kept), "current": kept == filters})
     return rows
 
 
@@ -119,8 +127,7 @@ def save_view(request):
             for message in (err.errors or {}).get("name", []):
                 form.add_error("name", message)
         else:
-            query = urlencode({k: v for k, v in vars(filters).items() if v})
-            return HttpResponseRedirect(f"{reverse('console:chats')}?{query}", status=303)
+            return HttpResponseRedirect(f"{reverse('console:chats')}?{_query(filters)}", status=303)
     # the list as it was, with the refusal under the name
     context = _list_context(request, data=_filter_data(request.POST))
     context["save_view_form"] = form
@@ -173,10 +180,11 @@ def _page_context(request, **extra) -> dict:
 @require_GET
 @operator_required
 def chat_list(request):
-    context = _list_context(request)
     if request.htmx and not request.htmx.boosted:
         # The list and, out of band, the views' counts (they change with the list).
+        context = _list_context(request, fragment=True)
         return render(request, "console/_chat_list.html", {**context, "oob": True})
+    context = _list_context(request)
     return render(request, "console/chats.html", _page_context(request, **context))
 
 
