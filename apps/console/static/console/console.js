@@ -142,6 +142,7 @@
     // An open transfer choice or a visible error stays put: the operator is using it.
     var active = document.activeElement;
     if (active && $("chat-panel").contains(active) && active.tagName === "SELECT") return;
+    if ($("confirm-spam")) return; // a question waiting for the operator's answer stays asked
     htmx.ajax("GET", body.dataset.panelUrl, { target: "#chat-panel", swap: "outerHTML" }).then(function () {
       var select = $("transfer-agent");
       if (transferPick && select && !select.value) select.value = transferPick;
@@ -489,7 +490,7 @@
 
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.target && event.target.id === "composer") showMode();
-    // The panel asking to confirm a destructive action takes the focus; so does its answer.
+    // The panel asking to confirm a destructive action takes the focus.
     if (event.target && event.target.id === "chat-panel") {
       var ask = $("confirm-spam");
       if (ask) ask.focus();
