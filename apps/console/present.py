@@ -3,21 +3,18 @@ Pure functions of the rows the selectors read (no query here)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.chats import services as chat_services
 from apps.chats.models import Chat, Contact
 
 AVATAR_HUES = 8
 PAGE_CHARS = 40
-
-# The contract's rules the chat's state line says (core-specification.md, "Chat state").
-IDLE_EXPIRY = timedelta(minutes=7)
-SWEEP_EVERY = timedelta(minutes=5)
 
 # Channel codes (the contract's provider codes; `ch{id}` is a custom channel) as the console shows
 # them: a proper name and a short mark drawn on the icon.
@@ -79,7 +76,7 @@ def channel(code: str) -> dict:
 def state_note(chat: Chat, *, now: datetime | None = None) -> str:
     """What the chat's state means for the operator, said where the state shows."""
     now = now or timezone.now()
-    recent = chat.last_message_at is not None and chat.last_message_at > now - IDLE_EXPIRY
+    recent = chat.last_message_at is not None and chat.last_message_at > now - chat_services.IDLE_EXPIRY
     if chat.status == Chat.Status.ACTIVE:
         return _("Closes by itself 7 minutes after the last message.")
     if chat.status == Chat.Status.EXPIRED:

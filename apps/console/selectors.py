@@ -52,7 +52,8 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
     under a view, newest activity first (LIST_SIZE at most), with
     what a row shows read in the same statement: the contact, the owner, the last message, the count
     of visitor messages no operator has seen (`unread`), when the visitor's unanswered messages
-    began (`waiting_since`, set while the last message is the visitor's) and, for a contact with no
+    began (`waiting_since`, set while the chat awaits a reply: the last message is the visitor's
+    and the chat is neither closed nor spam; the row is drawn marked then) and, for a contact with no
     name, e-mail or phone, the page of its newest visitor session (`visitor_page`). A chat whose
     contact is under erasure is left out, as every read of chats leaves it out."""
     widget = agent.widget
