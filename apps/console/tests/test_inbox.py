@@ -211,7 +211,7 @@ def test_marking_as_spam_asks_first(console, chat, path):
     assert "Mark this chat as spam?" not in plain and f'action="/console/chats/{chat.pk}/spam/"' not in plain
 
 
-def test_an_unknown_contact_field_is_never_a_name(widget):
+def test_a_contact_with_nothing_known_is_named_visitor(widget):
     from apps.console.present import visitor_name
 
     assert visitor_name(Contact(widget=widget, name="", email="", phone="")) == "Visitor"
