@@ -14,7 +14,7 @@ itself (htmx and console.js as files, no inline script, no eval: htmx's `allowEv
 
 Django 5.2 has no CSP mechanism of its own, and the rest of the site (admin, the API docs with
 their inline boot script) keeps its own headers, so the policy is set here on the console's
-responses only (those whose URL resolved in the `console` namespace).
+responses only (those whose URL resolved in the `console` namespace or one nested in it).
 """
 
 from __future__ import annotations
@@ -67,6 +67,6 @@ class ConsoleContentSecurityPolicyMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        if match is not None and match.namespace == "console" and "Content-Security-Policy" not in response:
+        if match is not None and match.namespaces[:1] == ["console"] and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = console_policy()
         return response

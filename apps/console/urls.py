@@ -1,6 +1,6 @@
 """The operator console, mounted at /console/ (Django session, CSRF; outside the API)."""
 
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from . import account_views, context_views, views
 
@@ -29,6 +29,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
     re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
+    path("settings/", include("apps.console.settings.urls")),
     path("canned/", views.canned_picks, name="canned"),
     path("views/", views.save_view, name="save-view"),
     re_path(r"^views/(?P<view_id>[0-9]{1,20})/delete/$", views.delete_view, name="delete-view"),

@@ -131,7 +131,7 @@ def save_view(request):
     # the list as it was, with the refusal under the name
     context = _list_context(request, data=_filter_data(request.POST))
     context["save_view_form"] = form
-    return render(request, "console/chats.html", _page_context(request, **context), status=422)
+    return render(request, "console/chats.html", page_context(request, **context), status=422)
 
 
 @require_POST
@@ -164,7 +164,7 @@ def _script_strings() -> dict[str, str]:
     }
 
 
-def _page_context(request, **extra) -> dict:
+def page_context(request, **extra) -> dict:
     agent = request.agent
     return {
         "agent": agent,
@@ -185,7 +185,7 @@ def chat_list(request):
         context = _list_context(request, fragment=True)
         return render(request, "console/_chat_list.html", {**context, "oob": True})
     context = _list_context(request)
-    return render(request, "console/chats.html", _page_context(request, **context))
+    return render(request, "console/chats.html", page_context(request, **context))
 
 
 def _panel_context(request, chat: Chat, **extra) -> dict:
@@ -246,7 +246,7 @@ def _chat_page(
     context_forms: dict | None = None,
 ):
     messages, has_older = selectors.latest_messages(chat)
-    context = _page_context(
+    context = page_context(
         request,
         **{
             **_list_context(request, current=chat),

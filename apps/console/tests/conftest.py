@@ -52,3 +52,26 @@ def chat(widget):
 @pytest.fixture
 def foreign_chat(other_widget):
     return make_chat(other_widget, name="Stranger", body="Not yours")
+
+
+@pytest.fixture
+def owner(widget):
+    """The widget's owner (role `owner`), who reaches the settings pages."""
+    agent = HumanAgentFactory(widget=widget, name="Oscar", email="oscar@example.com", role="owner")
+    agent.user.set_password(PASSWORD)
+    agent.user.save()
+    return agent
+
+
+@pytest.fixture
+def owner_console(owner):
+    client = Client()
+    client.force_login(owner.user)
+    return client
+
+
+@pytest.fixture
+def owner_htmx(owner):
+    client = Client(headers={"HX-Request": "true"})
+    client.force_login(owner.user)
+    return client

@@ -1,0 +1,1 @@
+"""The owner's ai settings."""

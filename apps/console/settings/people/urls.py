@@ -1,0 +1,3 @@
+"""/console/settings/people/: the pages of the area (names: the area's slug, then `<slug>-...`)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""/console/settings/replies/: the pages of the area (names: the area's slug, then `<slug>-...`)."""
+
+urlpatterns: list = []
