@@ -1,3 +1,8 @@
-"""/console/settings/ai/: the pages of the area (names: the area's slug, then `<slug>-...`)."""
+"""/console/settings/ai/: the AI operator, assistants, credentials and learning proposals and, in its
+own module, the knowledge base."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns: list = [
+    path("knowledge/", include("apps.console.settings.ai.kb_urls")),
+]

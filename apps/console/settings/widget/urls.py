@@ -1,3 +1,8 @@
-"""/console/settings/widget/: the pages of the area (names: the area's slug, then `<slug>-...`)."""
+"""/console/settings/widget/: the widget builder (appearance, texts, languages, launcher, forms,
+ratings, typing preview) and, in its own module, the business hours."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns: list = [
+    path("hours/", include("apps.console.settings.widget.hours_urls")),
+]

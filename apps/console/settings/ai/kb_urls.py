@@ -1,0 +1,3 @@
+"""/console/settings/ai/knowledge/: the knowledge base (documents, crawls, rules, search preview)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""/console/settings/widget/hours/: the widget's business hours."""
+
+urlpatterns: list = []
