@@ -66,6 +66,8 @@ def test_the_console_speaks_exactly_the_widgets_languages():
     assert settings.LOCALE_PATHS == [LOCALE]
 
 
+# A string literal as templatize writes it: single-quoted, or double-quoted when it holds an apostrophe.
+LITERAL = r"""(u?(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"))"""
 GETTEXT_NAMES = {"_", "gettext", "gettext_lazy", "ngettext", "pgettext_lazy", "pgettext"}
 
 
@@ -84,9 +86,9 @@ def console_strings() -> set[tuple[str | None, str]]:
         python = templatize(path.read_text(encoding="utf-8"))
         # The console's templates use {% translate %} and {% blocktranslate %} without context; a
         # plural (`count`) is one entry keyed by its singular.
-        for literal in re.findall(r"\bgettext\((u?'(?:[^'\\]|\\.)*')\)", python):
+        for literal in re.findall(rf"\bgettext\({LITERAL}\)", python):
             found.add((None, ast.literal_eval(literal)))
-        for literal in re.findall(r"\bngettext\((u?'(?:[^'\\]|\\.)*'),", python):
+        for literal in re.findall(rf"\bngettext\({LITERAL},", python):
             found.add((None, ast.literal_eval(literal)))
     return found
 
