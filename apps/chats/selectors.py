@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Exists, Lookup, OuterRef, Q, QuerySet, TextField
+from django.db.models import Count, Exists, F, Lookup, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Coalesce
 
 from apps.core import keyset
 from apps.core.models import Widget
@@ -14,7 +15,7 @@ from apps.platform.statements import ModelStatement, Slot, Statement
 from apps.widget.models import WidgetIcon
 
 from . import payloads
-from .models import Chat, Contact, File, Message, VisitorSession, VisitorUpload
+from .models import Chat, Contact, ContactTag, File, Message, VisitorSession, VisitorUpload
 from .payloads import signed_file_url as _signed_file_url
 
 
@@ -335,3 +336,56 @@ def client_address(request) -> str:
     from .visitor.auth import client_address as address_of_request
 
     return address_of_request(request)
+
+
+# --- contacts --------------------------------------------------------------------------------------------
+
+CONTACT_LIST_ORDERING = keyset.NEWEST_FIRST
+
+
+def match_contacts(queryset: QuerySet[Contact], *, query: str | None) -> QuerySet[Contact]:
+    """The contact list's search (GET /v1/contacts?query=, the owner's contact list): `query` in the
+    name, the e-mail or the phone, case-insensitively. No query keeps every contact."""
+    if not query:
+        return queryset
+    return queryset.filter(Q(name__icontains=query) | Q(email__icontains=query) | Q(phone__icontains=query))
+
+
+def list_contacts(*, widget: Widget, query: str | None = None, after: list | None = None, limit: int) -> list[Contact]:
+    """A page of the widget's live contacts, newest first (CONTACT_LIST_ORDERING), strictly after
+    `after`, each with its tags (prefetched, sorted), `chat_count` and `last_seen_at` (its latest
+    visitor session's activity, else its latest chat message): two queries whatever the page size."""
+    chats = Chat.objects.filter(contact_id=OuterRef("pk"), widget_id=widget.pk)
+    chat_count = chats.order_by().values("contact_id").annotate(n=Count("pk")).values("n")
+    session_seen = (
+        VisitorSession.objects.filter(contact_id=OuterRef("pk"), widget_id=widget.pk)
+        .order_by("-last_seen_at")
+        .values("last_seen_at")[:1]
+    )
+    chat_seen = chats.filter(last_message_at__isnull=False).order_by("-last_message_at").values("last_message_at")[:1]
+    queryset = match_contacts(Contact.objects.filter(widget=widget).live(), query=query)
+    if after is not None:
+        queryset = queryset.filter(keyset.after(CONTACT_LIST_ORDERING, after))
+    queryset = (
+        queryset.annotate(
+            chat_count=Coalesce(Subquery(chat_count), Value(0)),
+            last_seen_at=Coalesce(Subquery(session_seen), Subquery(chat_seen)),
+        )
+        .prefetch_related(Prefetch("tags", queryset=ContactTag.objects.order_by("name")))
+        .order_by(*CONTACT_LIST_ORDERING)
+    )
+    return list(queryset[:limit])
+
+
+def get_live_contact(*, widget: Widget, guid: str) -> Contact | None:
+    """The widget's contact by guid, None when missing, foreign or being erased."""
+    return Contact.objects.filter(widget=widget, guid=guid).live().first()
+
+
+def list_contact_chats(*, widget: Widget, contact: Contact) -> QuerySet[Chat]:
+    """The contact's chats, newest activity first."""
+    return (
+        Chat.objects.filter(widget=widget, contact=contact)
+        .live()
+        .order_by(F("last_message_at").desc(nulls_last=True), "-id")
+    )

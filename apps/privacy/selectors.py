@@ -1,4 +1,5 @@
-"""Reads of data protection: a contact's export document."""
+"""Reads of data protection: a contact's export document (and the cap on exports in flight), what an
+erasure would remove."""
 
 from __future__ import annotations
 
@@ -7,11 +8,20 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.chats import selectors as chats
 from apps.chats.models import Chat, Contact, Message, Rating
 from apps.core.models import File
+from apps.core.ratelimit import Slots
+
+# At most this many exports of contacts of one widget are in flight at once, across the web processes
+# and entry points (the API's export route and the owner's console; apps.core.exports): a person's
+# export can be large, and unread ones wait in the web process for their clients. The ttl frees the
+# slot of a process that died meanwhile.
+CONTACT_EXPORTS = Slots("contact-export", 2, ttl=3600)
+CONTACT_EXPORT_RETRY_AFTER_SECONDS = 10
 
 # Export links stay valid an hour (product-decisions.md, "Data protection").
 EXPORT_LINK_SECONDS = 3600
@@ -84,3 +94,14 @@ def export_contact(*, contact: Contact) -> Iterator[str]:
     for position, file in enumerate(files.distinct().order_by("pk").iterator(chunk_size=MESSAGE_CHUNK)):
         yield ("," if position else "") + _dumps(chats.file_payload(file, url_max_age=EXPORT_LINK_SECONDS))
     yield "]}"
+
+
+def erasure_counts(*, contact: Contact) -> dict[str, int]:
+    """What erasing `contact` removes, for the confirmation that names it: its chats, their messages
+    (notes included) and the files of those messages and of the contact's own uploads."""
+    chats_of_contact = Chat.objects.filter(widget_id=contact.widget_id, contact=contact)
+    messages = Message.objects.filter(widget_id=contact.widget_id, chat__contact=contact)
+    files = File.objects.filter(widget_id=contact.widget_id).filter(
+        Q(pk__in=messages.filter(file__isnull=False).values("file_id")) | Q(visitor_upload__contact=contact)
+    )
+    return {"chats": chats_of_contact.count(), "messages": messages.count(), "files": files.distinct().count()}

@@ -6,19 +6,19 @@ account-wide read: the distinct tag names in use across every widget of the toke
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api.query import query_data
-from apps.core.api.serializers import InputSerializer
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 
-from .. import services
-from ..contact_input import ContactPatchInput, StrictTextField, TagsInput
+from .. import selectors, services
+from ..contact_input import ContactPatchInput, TagsInput
 from ..models import Contact, ContactTag
+from .serializers import ContactListQuery
 
 GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The contact's 32-character guid.")
 
@@ -63,14 +63,6 @@ class TagListDoc(serializers.Serializer):
 
 
 # --- inputs -------------------------------------------------------------------------------------------
-
-
-class ContactListQuery(InputSerializer):
-    """Query parameters of the contact list (besides `cursor` and `limit`)."""
-
-    query = StrictTextField(
-        min_length=1, max_length=100, required=False, help_text="1 to 100 characters; matches name, e-mail, phone."
-    )
 
 
 # --- views ----------------------------------------------------------------------------------------------
@@ -127,10 +119,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
     )
     def list(self, request):
         query = self.validated(ContactListQuery, data=query_data(request))
-        queryset = self.get_queryset()
-        text = query.get("query")
-        if text:
-            queryset = queryset.filter(Q(name__icontains=text) | Q(email__icontains=text) | Q(phone__icontains=text))
+        queryset = selectors.match_contacts(self.get_queryset(), query=query.get("query"))
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response([contact_payload(contact) for contact in page])
 

@@ -19,6 +19,7 @@ from apps.core.api.serializers import (
     validate_https_link,
 )
 
+from ..contact_input import StrictTextField
 from ..models import Chat, File, Message
 from ..selectors import not_erasing_file
 
@@ -345,3 +346,12 @@ class SeenInput(InputSerializer):
         if message is None:
             raise serializers.ValidationError("No such message in this chat.")
         return message
+
+
+class ContactListQuery(InputSerializer):
+    """Query parameters of the contact list (besides `cursor` and `limit`); the owner's contact list
+    in the console reads its search box with it too."""
+
+    query = StrictTextField(
+        min_length=1, max_length=100, required=False, help_text="1 to 100 characters; matches name, e-mail, phone."
+    )

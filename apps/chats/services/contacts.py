@@ -94,3 +94,10 @@ def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]
         except IntegrityError:
             pass  # a concurrent request attached it: still a no-op
     return sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+
+
+@transaction.atomic
+def remove_tag(*, widget: Widget, contact: Contact, name: str) -> list[str]:
+    """Detach one tag; a tag the contact does not carry is a no-op. Returns the contact's tags."""
+    ContactTag.objects.filter(widget=widget, contact=contact, name=name).delete()
+    return sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))

@@ -14,19 +14,11 @@ from apps.audit import selectors as audit
 from apps.audit.models import AuditEntry
 from apps.chats.models import Contact
 from apps.core import exports
-from apps.core.api.query import MomentField, query_data
-from apps.core.api.serializers import InputSerializer, StrictCharField, StrictIntegerField
+from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
-from apps.core.ratelimit import Slots
 
 from .. import selectors, services
-from ..models import RETENTION_MAX_DAYS, RETENTION_MIN_DAYS
-
-# At most this many exports of contacts of one widget are in flight at once, across the web processes
-# (apps.core.exports): a person's export can be large, and unread ones wait in the web process for
-# their clients. The ttl frees the slot of a process that died meanwhile.
-CONTACT_EXPORTS = Slots("contact-export", 2, ttl=3600)
-CONTACT_EXPORT_RETRY_AFTER_SECONDS = 10
+from .serializers import AuditLogQuery, RetentionInput
 
 GUID_PARAM = OpenApiParameter("id", str, OpenApiParameter.PATH, description="The contact's 32-character guid.")
 
@@ -38,39 +30,10 @@ class ErasureQueuedDoc(serializers.Serializer):
     status = serializers.ChoiceField(choices=["queued"], help_text="`queued`: the erasure runs in the background.")
 
 
-class RetentionInput(InputSerializer):
-    chats_days = StrictIntegerField(
-        min_value=RETENTION_MIN_DAYS,
-        max_value=RETENTION_MAX_DAYS,
-        allow_null=True,
-        help_text=(
-            f"Days a chat is kept after its last message, {RETENTION_MIN_DAYS} to {RETENTION_MAX_DAYS}; null keeps "
-            "chats for good."
-        ),
-    )
-
-
 class RetentionDoc(serializers.Serializer):
     chats_days = serializers.IntegerField(
         allow_null=True, help_text="Days a chat is kept after its last message; null keeps chats for good."
     )
-
-
-class AuditLogQuery(InputSerializer):
-    empty_is_valid = True  # no parameters: every row of the widget
-    action = StrictCharField(min_length=1, max_length=64, required=False, help_text="Only rows of this action.")
-    from_ = MomentField(required=False, help_text="Date-time or date (Europe/Moscow unless an offset is given).")
-    to = MomentField(required=False, help_text="Date-time or date (exclusive).")
-
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
-
-    def validate(self, attrs):
-        if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
-            raise serializers.ValidationError({"to": ["Must not be earlier than `from`."]})
-        return attrs
 
 
 class AuditActorDoc(serializers.Serializer):
@@ -153,9 +116,11 @@ class ContactPrivacyViewSet(WidgetScopedViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         contact = self.get_object()
-        slot = exports.admit(CONTACT_EXPORTS, request.widget.pk, retry_after=CONTACT_EXPORT_RETRY_AFTER_SECONDS)
+        slot = exports.admit(
+            selectors.CONTACT_EXPORTS, request.widget.pk, retry_after=selectors.CONTACT_EXPORT_RETRY_AFTER_SECONDS
+        )
         chunks = selectors.export_contact(contact=contact)
-        body = exports.Holding(chunks, slots=CONTACT_EXPORTS, slot=slot, request=request)
+        body = exports.Holding(chunks, slots=selectors.CONTACT_EXPORTS, slot=slot, request=request)
         response = StreamingHttpResponse(body, content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="contact-{contact.guid}.json"'
         return response

@@ -54,6 +54,8 @@ EXEMPT: dict[str, str] = {
     "apps.chats.selectors.message_payload": "serializes the row it is given",
     "apps.chats.selectors.filter_chats": "refines the queryset its caller gives (a view's live tenant queryset)",
     "apps.chats.selectors.filter_messages": TAKES_A_LIVE_PARENT,
+    "apps.chats.selectors.list_contact_chats": TAKES_A_LIVE_PARENT,
+    "apps.chats.selectors.match_contacts": "refines the queryset its caller gives (a live tenant queryset)",
     "apps.chats.selectors.get_previous_message_at": "the time of a message before one its caller just wrote into a live room",
     "apps.chats.selectors.visible_messages": "the search subquery of filter_chats, whose outer chats are live",
     # The outbox's payload builders: an event that committed before the erasure was accepted is still
@@ -77,6 +79,7 @@ EXEMPT: dict[str, str] = {
     "apps.learning.selectors.count_evidence": "counts only: no row of a person leaves it",
     "apps.privacy.selectors.contact_export_payload": TAKES_A_LIVE_PARENT,
     "apps.privacy.selectors.export_contact": TAKES_A_LIVE_PARENT,
+    "apps.privacy.selectors.erasure_counts": TAKES_A_LIVE_PARENT,
     "apps.support.selectors.customer_addresses": TAKES_A_LIVE_PARENT,
     "apps.support.selectors.get_read_grant": TAKES_A_LIVE_PARENT,
     "apps.support.selectors.list_messages": TAKES_A_LIVE_PARENT,
@@ -118,6 +121,16 @@ def _files(w: World) -> None:
     assert not {f.pk for f in w.gone.files} & shown
 
 
+def _one_contact_each(w: World) -> None:
+    assert chats.get_live_contact(widget=w.widget, guid=w.kept.contact.guid) is not None
+    assert chats.get_live_contact(widget=w.widget, guid=w.gone.contact.guid) is None
+
+
+def _contact_list(w: World) -> None:
+    found = {contact.pk for contact in chats.list_contacts(widget=w.widget, limit=100)}
+    assert w.kept.contact.pk in found and w.gone.contact.pk not in found
+
+
 def _view_counts(w: World) -> None:
     Chat.objects.filter(pk__in=[c.pk for c in (*w.kept.chats, *w.gone.chats)]).update(status=Chat.Status.ACTIVE)
     open_chats = Chat.objects.filter(widget=w.widget, status=Chat.Status.ACTIVE, last_message_at__isnull=False)
@@ -156,6 +169,8 @@ CALLED: dict[str, Callable[[World], None]] = {
             for row in chats.list_chats(widget=w.widget, limit=100, q=search)
         ]
     ),
+    "apps.chats.selectors.get_live_contact": _one_contact_each,
+    "apps.chats.selectors.list_contacts": _contact_list,
     "apps.console.selectors.get_chat": _one_chat_each(
         lambda chat: console.get_chat(agent=HumanAgentFactory(widget=chat.widget), chat_id=chat.pk)
     ),
