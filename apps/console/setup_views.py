@@ -60,7 +60,7 @@ class SetupForm(forms.Form):
         label=_("Your e-mail"),
         max_length=254,
         help_text=_("You sign in to the console with it."),
-        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "dir": "ltr"}),
     )
     password = forms.CharField(
         label=_("Password"),
