@@ -78,7 +78,7 @@ class ServerStart:
             if message["type"] == "lifespan.startup":
                 gc.set_threshold(*SERVER_GC_THRESHOLDS)
                 # A database read: in a thread, off the event loop (every web process prints the same code).
-                await asyncio.to_thread(setup.announce)
+                await asyncio.to_thread(setup.announce_at_start)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})

@@ -71,22 +71,30 @@ def code_matches(code: str | None) -> bool:
 
 
 def announce() -> str | None:
-    """Log the first-run page's address, once per web process at its start (config.asgi's lifespan
-    start-up); nothing once an account exists. Never stops the start: a database not migrated yet
-    is said in the log instead. Returns the code printed."""
+    """Log the first-run page's address; nothing once an account exists. Never raises: a database
+    not migrated yet is said in the log instead (the page is optional, the server's start is not).
+    Returns the code printed."""
     try:
         code = current_code()
-    except Exception:  # the start must go on: the page is optional, the server is not
+    except Exception:
         logger.warning("First run: no setup code (is the database migrated?)", exc_info=True)
         return None
-    finally:
-        # Called in a thread of its own at start-up: its connection is not left behind.
-        connections.close_all()
     if code is not None:
         logger.warning(
-            "First run: open %s?code=%s to create the owner's account (shown while no account exists)", SETUP_PATH, code
+            "First run: open %s?code=%s to create the owner's account (shown while no account exists)",
+            SETUP_PATH,
+            code,
         )
     return code
+
+
+def announce_at_start() -> None:
+    """`announce` once per web process at its start (config.asgi's lifespan start-up), in a thread
+    of its own: that thread's database connection is closed after it."""
+    try:
+        announce()
+    finally:
+        connections.close_all()
 
 
 @transaction.atomic
