@@ -6,7 +6,8 @@
   ASGI handler, so the view waits on the event loop and holds no thread;
 - websockets: Channels;
 - the lifespan protocol: what only the server's own process does, once, at its start
-  (`ServerStart`; scripts/web.sh turns the protocol on).
+  (`ServerStart`; scripts/web.sh turns the protocol on): its collector's thresholds, and the first-run
+  page's address in the log while no account exists (apps.console.setup).
 
 Every HTTP request passes the body gate first (apps.core.asgi_limits): 413 while the body is read, the
 body read on the event loop before a thread is taken, and a streamed response stopped once its client
@@ -31,6 +32,7 @@ from config.wsgi import application as wsgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
+from apps.console import setup  # noqa: E402
 from apps.core.asgi_limits import RequestBodyLimit, ResponseBuffer, StopWhenGone  # noqa: E402
 from apps.platform import realtime  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
@@ -75,6 +77,8 @@ class ServerStart:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 gc.set_threshold(*SERVER_GC_THRESHOLDS)
+                # A database read: in a thread, off the event loop (every web process prints the same code).
+                await asyncio.to_thread(setup.announce_at_start)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})

@@ -38,6 +38,7 @@ urlpatterns = [
     path("invite/", include("apps.agents.invite_urls")),
     path("demo/", include("apps.widget.demo_urls")),
     path("console/", include("apps.console.urls")),
+    path("setup/", include("apps.console.setup_urls")),
     re_path(r"^api/v1/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     # The websockets' frames (AsyncAPI 3), beside the OpenAPI document.
     re_path(r"^api/v1/asyncapi\.yaml$", asyncapi_yaml, name="asyncapi"),

@@ -4,7 +4,8 @@ The console's language: Django's own choice (the language cookie the console's s
 the browser's Accept-Language, else LANGUAGE_CODE) among settings.LANGUAGES, active while a console
 request is served.
 
-Only paths under /console/ are translated: the API, the visitor API and their problem+json texts stay
+Only the console's pages are translated (paths under /console/, and /setup/, the first-run page
+that leads into it): the API, the visitor API and their problem+json texts stay
 English whatever the caller's Accept-Language (Django's LocaleMiddleware, site-wide, would activate
 DRF's and Django's own catalogues for every API error).
 
@@ -14,7 +15,8 @@ itself (htmx and console.js as files, no inline script, no eval: htmx's `allowEv
 
 Django 5.2 has no CSP mechanism of its own, and the rest of the site (admin, the API docs with
 their inline boot script) keeps its own headers, so the policy is set here on the console's
-responses only (those whose URL resolved in the `console` namespace or one nested in it).
+responses only (those whose URL resolved in the `console` namespace or one nested in it, and the
+first-run page's `setup` namespace).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from django.utils import translation
 from django.utils.cache import patch_vary_headers
 
 CONSOLE_PREFIX = "/console/"
+# The paths the console's language covers: the console and its first-run page (apps.console.setup).
+TRANSLATED_PREFIXES = (CONSOLE_PREFIX, "/setup/")
+# The URL namespaces whose pages carry the console's policy.
+POLICY_NAMESPACES = ("console", "setup")
 
 
 class ConsoleLocaleMiddleware:
@@ -31,7 +37,7 @@ class ConsoleLocaleMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.path_info.startswith(CONSOLE_PREFIX):
+        if not request.path_info.startswith(TRANSLATED_PREFIXES):
             return self.get_response(request)
         with translation.override(translation.get_language_from_request(request)):
             request.LANGUAGE_CODE = translation.get_language()
@@ -67,6 +73,11 @@ class ConsoleContentSecurityPolicyMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        if match is not None and match.namespaces[:1] == ["console"] and "Content-Security-Policy" not in response:
+        if (
+            match is not None
+            and match.namespaces[:1]
+            and match.namespaces[0] in POLICY_NAMESPACES
+            and "Content-Security-Policy" not in response
+        ):
             response["Content-Security-Policy"] = console_policy()
         return response

@@ -31,3 +31,16 @@ class SavedView(models.Model):
 
     def __str__(self) -> str:
         return f"saved view {self.name!r} of agent {self.agent_id}"
+
+
+class SetupCode(models.Model):
+    """The first run's one row (pk 1) while no account exists: a random nonce from which the setup
+    code is derived (apps.console.setup). One row in the database, so every web process prints the
+    same code; deleted by the setup that creates the first account, so the code dies with it."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    nonce = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return "the first run's setup code"
