@@ -20,8 +20,9 @@ if [[ "${APP_MODE:-development}" == "production" ]]; then
 fi
 
 if [[ "${APP_MODE:-development}" == "production" ]]; then
-  echo "APP_MODE=production: no demo data is seeded; bootstrap the first widget, operator and token with" \
-    "manage.py create_widget, create_agent and issue_token (the operating guide). Serving on port $PORT."
+  echo "APP_MODE=production: no demo data is seeded; open the /setup/ address the web process logs to" \
+    "create the first owner and widget in the browser (or use manage.py create_widget, create_agent and" \
+    "issue_token, the operating guide). Serving on port $PORT."
 else
   seed="$(python manage.py seed_demo)"
   # A Django admin superuser with a fresh password on every start (dev_admin refuses production,
