@@ -31,7 +31,7 @@ class ConsoleLocaleMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.path_info.startswith(CONSOLE_PREFIX):
+        if not request.path_info.startswith((CONSOLE_PREFIX, "/invite/")):  # the invitation: its first page
             return self.get_response(request)
         with translation.override(translation.get_language_from_request(request)):
             request.LANGUAGE_CODE = translation.get_language()
