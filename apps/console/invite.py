@@ -3,7 +3,9 @@ a human operator of the widget. It is the console's first page for a new operato
 console's languages (apps.console.middleware covers /invite/) and wears its look.
 
 SECURITY: the token in the URL is the credential (only its hash is stored). The page is a Django
-form with CSRF protection, is never cached and sends no Referer. An e-mail that already has an
+form with CSRF protection, is never cached and its Referer names our origin only, never the path
+with the token (`strict-origin`: `no-referrer` would make browsers send `Origin: null` with the
+form's POST, which Django's CSRF check rightly refuses). An e-mail that already has an
 account with a password confirms with that password instead of overwriting it, so an invitation
 link can never be used to reset another principal's password, and the page checks that password
 at most CONFIRM_ATTEMPTS times per window for one invitation (429 with Retry-After beyond), so a
@@ -134,7 +136,7 @@ def _unusable(request, state: str):
 
 def _no_store(response):
     response["Cache-Control"] = "no-store"
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "strict-origin"
     return response
 
 

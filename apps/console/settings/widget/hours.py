@@ -145,7 +145,9 @@ def _page(request, context: dict, *, status: int = 200):
     return render(
         request,
         TEMPLATE,
-        settings_context(request, area="widget", hours_page=True, state=state, **context),
+        settings_context(
+            request, area="widget", state=state, state_zone=selectors.get_business_hours(widget)["timezone"], **context
+        ),
         status=status,
     )
 
