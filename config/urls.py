@@ -35,7 +35,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/visitor/v1/", include("apps.chats.visitor.urls")),
     path("admin/", admin.site.urls),
-    path("invite/", include("apps.agents.invite_urls")),
+    path("invite/", include("apps.console.invite_urls")),
     path("demo/", include("apps.widget.demo_urls")),
     path("console/", include("apps.console.urls")),
     path("setup/", include("apps.console.setup_urls")),

@@ -118,8 +118,8 @@ def test_legal_entity_names_refuse_invisible_characters(api, widget, member):
 
 
 def test_an_operator_name_from_the_invitation_page_is_composed_and_refuses_invisible_characters(widget):
-    from apps.agents.invitations import NewOperatorForm
     from apps.agents.tests.factories import InvitationFactory
+    from apps.console.invite import NewOperatorForm
 
     invitation = InvitationFactory(widget=widget)
     data = {"password1": "a-Long-unusual-passphrase-42", "password2": "a-Long-unusual-passphrase-42"}

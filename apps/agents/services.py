@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.core.mail import send_mail
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.audit import services as audit
@@ -376,6 +377,15 @@ def _invitation_mail(*, widget: Widget, email: str, link: str, expires_at) -> No
         "Если вы не ждали этого письма, просто проигнорируйте его.\n"
     )
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [email], fail_silently=False)
+
+
+def invitation_link(token: str, *, absolute: Callable[[str], str]) -> str:
+    """The absolute accept URL of an invitation: PUBLIC_BASE_URL when configured, else `absolute`
+    (the inviting request's `build_absolute_uri`, whose host Django checks against ALLOWED_HOSTS).
+    One spelling for the API route and the console's People page."""
+    path = reverse("agent-invite", kwargs={"token": token})
+    base = getattr(settings, "PUBLIC_BASE_URL", "")
+    return f"{base.rstrip('/')}{path}" if base else absolute(path)
 
 
 def invite_agent(*, widget: Widget, email: str, link_for: Callable[[str], str]) -> Invitation:

@@ -4,8 +4,8 @@ The console's language: Django's own choice (the language cookie the console's s
 the browser's Accept-Language, else LANGUAGE_CODE) among settings.LANGUAGES, active while a console
 request is served.
 
-Only the console's pages are translated (paths under /console/, and /setup/, the first-run page
-that leads into it): the API, the visitor API and their problem+json texts stay
+Only the console's pages are translated (paths under /console/, /setup/, the first-run page that
+leads into it, and /invite/, the invitation page that does): the API, the visitor API and their problem+json texts stay
 English whatever the caller's Accept-Language (Django's LocaleMiddleware, site-wide, would activate
 DRF's and Django's own catalogues for every API error).
 
@@ -26,8 +26,9 @@ from django.utils import translation
 from django.utils.cache import patch_vary_headers
 
 CONSOLE_PREFIX = "/console/"
-# The paths the console's language covers: the console and its first-run page (apps.console.setup).
-TRANSLATED_PREFIXES = (CONSOLE_PREFIX, "/setup/")
+# The paths the console's language covers: the console, its first-run page (apps.console.setup) and
+# the invitation a new operator opens before their first sign-in (apps.console.invite).
+TRANSLATED_PREFIXES = (CONSOLE_PREFIX, "/setup/", "/invite/")
 # The URL namespaces whose pages carry the console's policy.
 POLICY_NAMESPACES = ("console", "setup")
 

@@ -3,8 +3,6 @@ go through apps.agents.services only."""
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
@@ -219,11 +217,7 @@ class AgentViewSet(WidgetScopedViewSet):
 
 
 def invitation_link(request, token: str) -> str:
-    """The absolute accept URL: PUBLIC_BASE_URL when configured, else this request's own host
-    (validated against ALLOWED_HOSTS)."""
-    path = reverse("agent-invite", kwargs={"token": token})
-    base = getattr(settings, "PUBLIC_BASE_URL", "")
-    return f"{base.rstrip('/')}{path}" if base else request.build_absolute_uri(path)
+    return services.invitation_link(token, absolute=request.build_absolute_uri)
 
 
 @extend_schema_view(

@@ -1,4 +1,5 @@
-"""The public invitation page /invite/<token>: a Django form with CSRF."""
+"""The public invitation page /invite/<token>: a Django form with CSRF, in the console's languages
+(English unless the browser asks for another) and look."""
 
 import re
 from datetime import timedelta
@@ -9,11 +10,11 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
-from apps.agents import invitations
 from apps.agents.events_log import slug_of
 from apps.agents.models import Agent, AgentEvent, Invitation
 from apps.agents.tests.conftest import idem
 from apps.agents.tests.factories import HumanAgentFactory, InvitationFactory
+from apps.console import invite as invitations
 from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +59,8 @@ def test_the_form_asks_for_name_and_password(widget):
     for field in ("name", "surname", "password1", "password2", "csrfmiddlewaretoken"):
         assert f'name="{field}"' in html
     assert response["Cache-Control"].startswith("no-store") or "no-store" in response["Cache-Control"]
-    assert response["Referrer-Policy"] == "no-referrer"
+    # the token never leaves in a Referer, and the form's POST still carries a real Origin
+    assert response["Referrer-Policy"] == "strict-origin"
 
 
 def test_accepting_makes_a_human_operator_who_can_log_in(widget, purges):
@@ -66,7 +68,7 @@ def test_accepting_makes_a_human_operator_who_can_log_in(widget, purges):
     client = csrf_client()
     response = submit(client, page(invitation), new_operator())
     assert response.status_code == 200
-    assert "Приглашение принято" in response.content.decode()
+    assert "Invitation accepted" in response.content.decode()
     agent = Agent.objects.get(widget=widget, email="anna@example.com")
     assert (agent.type, agent.role, agent.status, agent.is_owner) == ("human", "operator", "active", False)
     assert (agent.name, agent.surname) == ("Анна", "Иванова")
@@ -106,7 +108,7 @@ def test_post_without_csrf_token_is_refused(widget):
 def test_mismatched_passwords_show_the_form_again(widget):
     invitation = new_invitation(widget)
     response = submit(csrf_client(), page(invitation), new_operator(password2="something-else-entirely-9"))
-    assert response.status_code == 200 and "Пароли не совпадают" in response.content.decode()
+    assert response.status_code == 200 and "The passwords do not match" in response.content.decode()
     assert not Agent.objects.exists()
     invitation.refresh_from_db()
     assert invitation.accepted_at is None
@@ -131,21 +133,21 @@ def test_a_used_link_says_so(widget):
     submit(client, page(invitation), new_operator())
     response = client.get(page(invitation))
     assert response.status_code == 410
-    assert "уже использовано" in response.content.decode()
+    assert "already been used" in response.content.decode()
     assert Agent.objects.count() == 1
 
 
 def test_an_expired_link_says_so(widget):
     invitation = new_invitation(widget, expires_at=timezone.now() - timedelta(seconds=1))
     response = csrf_client().get(page(invitation))
-    assert response.status_code == 410 and "истёк" in response.content.decode()
+    assert response.status_code == 410 and "has expired" in response.content.decode()
 
 
 def test_a_revoked_link_says_so(api, widget):
     invitation = new_invitation(widget)
     api().delete(f"/api/v1/agents/invitations/{invitation.pk}")
     response = csrf_client().get(page(invitation))
-    assert response.status_code == 410 and "отозвано" in response.content.decode()
+    assert response.status_code == 410 and "was revoked" in response.content.decode()
 
 
 def test_a_link_revoked_while_the_form_was_open_is_refused(widget):
@@ -160,7 +162,7 @@ def test_a_link_revoked_while_the_form_was_open_is_refused(widget):
 
 def test_an_unknown_token_is_404_with_a_message(db):
     response = csrf_client().get("/invite/nonexistent-token-value")
-    assert response.status_code == 404 and "недействительна" in response.content.decode()
+    assert response.status_code == 404 and "does not work" in response.content.decode()
 
 
 def test_an_existing_account_confirms_with_its_own_password_and_keeps_it(widget):
@@ -190,11 +192,11 @@ def test_password_guesses_of_an_existing_account_are_limited_per_invitation(widg
     # when whoever holds the link spends the page's allowance of guesses, from any client
     for n in range(invitations.CONFIRM_ATTEMPTS.limit):
         guess = submit(csrf_client(), page(invitation), {"name": "K", "password": f"guess-{n}"})
-        assert guess.status_code == 200 and "Неверный пароль" in guess.content.decode()
+        assert guess.status_code == 200 and "Wrong password" in guess.content.decode()
     # then the next one is refused before the password is looked at, the right one included
     response = submit(csrf_client(), page(invitation), {"name": "K", "password": "the-original-passphrase-77"})
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
-    assert "Слишком много попыток" in response.content.decode()
+    assert "Too many password attempts" in response.content.decode()
     assert not Agent.objects.exists()
 
 
@@ -252,7 +254,7 @@ def test_accept_is_refused_when_a_restore_took_the_seat(widget):
     invitation = new_invitation(widget)
     HumanAgentFactory(widget=widget)  # e.g. restored after the invitation was sent
     response = submit(csrf_client(), page(invitation), new_operator())
-    assert response.status_code == 409 and "Нет свободного места" in response.content.decode()
+    assert response.status_code == 409 and "No free operator seat" in response.content.decode()
     invitation.refresh_from_db()
     assert invitation.accepted_at is None
     assert Agent.objects.filter(widget=widget).count() == 1
@@ -260,3 +262,19 @@ def test_accept_is_refused_when_a_restore_took_the_seat(widget):
 
 def test_only_get_and_post_are_allowed(widget):
     assert Client().put(page(new_invitation(widget))).status_code == 405
+
+
+def test_the_page_speaks_the_browsers_language_right_to_left_for_arabic(widget):
+    invitation = new_invitation(widget)
+    russian = Client(headers={"Accept-Language": "ru"}).get(page(invitation))
+    assert '<html lang="ru" dir="ltr">' in russian.content.decode() and russian["Content-Language"] == "ru"
+    arabic = Client(headers={"Accept-Language": "ar"}).get(page(invitation)).content.decode()
+    assert '<html lang="ar" dir="rtl">' in arabic
+    english = Client().get(page(invitation)).content.decode()
+    assert '<html lang="en" dir="ltr">' in english and "Operator invitation" in english
+
+
+def test_the_page_wears_the_consoles_look_without_inline_styles_or_scripts(widget):
+    html = csrf_client().get(page(new_invitation(widget))).content.decode()
+    assert "console/console.css" in html
+    assert "<style" not in html and "style=" not in html and "<script" not in html

@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from .invitations import accept_invitation_page
+from .invite import accept_invitation_page
 
 urlpatterns = [
     re_path(r"^(?P<token>[A-Za-z0-9_-]{1,128})/?$", accept_invitation_page, name="agent-invite"),

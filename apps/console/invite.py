@@ -1,8 +1,11 @@
 """The public invitation page at /invite/<token>: the invitee sets a name and password and becomes
-a human operator of the widget.
+a human operator of the widget. It is the console's first page for a new operator, so it speaks the
+console's languages (apps.console.middleware covers /invite/) and wears its look.
 
 SECURITY: the token in the URL is the credential (only its hash is stored). The page is a Django
-form with CSRF protection, is never cached and sends no Referer. An e-mail that already has an
+form with CSRF protection, is never cached and its Referer names our origin only, never the path
+with the token (`strict-origin`: `no-referrer` would make browsers send `Origin: null` with the
+form's POST, which Django's CSRF check rightly refuses). An e-mail that already has an
 account with a password confirms with that password instead of overwriting it, so an invitation
 link can never be used to reset another principal's password, and the page checks that password
 at most CONFIRM_ATTEMPTS times per window for one invitation (429 with Retry-After beyond), so a
@@ -16,30 +19,43 @@ import math
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
+from apps.agents import selectors, services
+from apps.agents.models import Invitation
 from apps.core.api.serializers import InvisibleCharacter, normalize_label
 from apps.core.ratelimit import Budget
-
-from . import selectors, services
-from .models import Invitation
 
 # Checks of an existing account's password through one invitation (keyed by the invitation, so a
 # new client address buys no more): stricter than the console sign-in's ceiling per e-mail.
 CONFIRM_ATTEMPTS = Budget("invite_confirm", 10, 900)
-TOO_MANY_ATTEMPTS = "Слишком много попыток ввести пароль. Попробуйте снова через {minutes} мин."
+TOO_MANY_ATTEMPTS = gettext_lazy("Too many password attempts. Try again in %(minutes)s min.")
 
 UNUSABLE = {
-    "missing": (404, "Ссылка недействительна", "Такого приглашения нет. Проверьте, что ссылка скопирована целиком."),
-    "expired": (410, "Срок приглашения истёк", "Приглашение действовало 7 дней и больше не действует."),
+    "missing": (
+        404,
+        gettext_lazy("This link does not work"),
+        gettext_lazy("There is no such invitation. Check that the whole link was copied."),
+    ),
+    "expired": (
+        410,
+        gettext_lazy("The invitation has expired"),
+        gettext_lazy("An invitation is valid for 7 days, and this one no longer is."),
+    ),
     "accepted": (
         410,
-        "Приглашение уже использовано",
-        "По этой ссылке приглашение уже приняли; второй раз она не открывается.",
+        gettext_lazy("The invitation has already been used"),
+        gettext_lazy("This invitation was accepted already; its link opens only once."),
     ),
-    "revoked": (410, "Приглашение отозвано", "Владелец виджета отозвал это приглашение."),
+    "revoked": (
+        410,
+        gettext_lazy("The invitation was revoked"),
+        gettext_lazy("The widget's owner revoked this invitation."),
+    ),
 }
 
 
@@ -47,15 +63,16 @@ class _NameFields(forms.Form):
     """The operator's name as visitors will read it: NFC, no invisible or bidirectional-control
     characters (the rule of apps.core.api.serializers.normalize_label)."""
 
-    name = forms.CharField(label="Имя", max_length=150)
-    surname = forms.CharField(label="Фамилия", max_length=150, required=False)
+    name = forms.CharField(label=gettext_lazy("Name"), max_length=150)
+    surname = forms.CharField(label=gettext_lazy("Surname"), max_length=150, required=False)
 
     def _label(self, field: str) -> str:
         try:
             return normalize_label(self.cleaned_data[field])
         except InvisibleCharacter as exc:
             raise forms.ValidationError(
-                f"Уберите невидимые символы и символы управления направлением текста ({exc.code_point})."
+                _("Remove the invisible and text-direction control characters (%(code_point)s).")
+                % {"code_point": exc.code_point}
             ) from None
 
     def clean_name(self) -> str:
@@ -67,10 +84,12 @@ class _NameFields(forms.Form):
 
 class NewOperatorForm(_NameFields):
     password1 = forms.CharField(
-        label="Пароль", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+        label=gettext_lazy("Password"), strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
     )
     password2 = forms.CharField(
-        label="Пароль ещё раз", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+        label=gettext_lazy("Password again"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
 
     def __init__(self, *args, invitation: Invitation, **kwargs):
@@ -82,7 +101,7 @@ class NewOperatorForm(_NameFields):
         first, second = data.get("password1"), data.get("password2")
         if first and second:
             if first != second:
-                self.add_error("password2", "Пароли не совпадают.")
+                self.add_error("password2", _("The passwords do not match."))
             else:
                 probe = get_user_model()(username=self.invitation.email, email=self.invitation.email)
                 try:
@@ -94,7 +113,9 @@ class NewOperatorForm(_NameFields):
 
 class ExistingUserForm(_NameFields):
     password = forms.CharField(
-        label="Ваш текущий пароль", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+        label=gettext_lazy("Your current password"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
     )
 
     def __init__(self, *args, user, **kwargs):
@@ -104,18 +125,18 @@ class ExistingUserForm(_NameFields):
     def clean_password(self):
         password = self.cleaned_data["password"]
         if not self.user.check_password(password):
-            raise forms.ValidationError("Неверный пароль.")
+            raise forms.ValidationError(_("Wrong password."))
         return password
 
 
 def _unusable(request, state: str):
     status, headline, message = UNUSABLE[state]
-    return render(request, "agents/invite_unusable.html", {"headline": headline, "message": message}, status=status)
+    return render(request, "console/invite/unusable.html", {"headline": headline, "message": message}, status=status)
 
 
 def _no_store(response):
     response["Cache-Control"] = "no-store"
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "strict-origin"
     return response
 
 
@@ -144,9 +165,9 @@ def accept_invitation_page(request, token: str):
                 "invitation": invitation,
                 "widget": invitation.widget,
                 "existing_user": True,
-                "error": TOO_MANY_ATTEMPTS.format(minutes=math.ceil(wait / 60)),
+                "error": TOO_MANY_ATTEMPTS % {"minutes": math.ceil(wait / 60)},
             }
-            response = render(request, "agents/invite_accept.html", context, status=429)
+            response = render(request, "console/invite/accept.html", context, status=429)
             response["Retry-After"] = str(wait)
             return _no_store(response)
         if form.is_valid():
@@ -162,18 +183,20 @@ def accept_invitation_page(request, token: str):
             except services.SeatLimitReached:
                 response = render(
                     request,
-                    "agents/invite_unusable.html",
+                    "console/invite/unusable.html",
                     {
-                        "headline": "Нет свободного места оператора",
-                        "message": "Все оплаченные места операторов заняты. Приглашение останется действительным, "
-                        "пока не истечёт срок: попробуйте снова, когда владелец освободит место.",
+                        "headline": _("No free operator seat"),
+                        "message": _(
+                            "Every paid operator seat is taken. The invitation stays valid until it expires: "
+                            "try again once the owner frees a seat."
+                        ),
                     },
                     status=409,
                 )
                 return _no_store(response)
-            done = render(request, "agents/invite_done.html", {"agent": agent, "widget": invitation.widget})
+            done = render(request, "console/invite/done.html", {"agent": agent, "widget": invitation.widget})
             return _no_store(done)
     else:
         form = ExistingUserForm(user=existing) if existing else NewOperatorForm(invitation=invitation)
     context = {"form": form, "invitation": invitation, "widget": invitation.widget, "existing_user": bool(existing)}
-    return _no_store(render(request, "agents/invite_accept.html", context))
+    return _no_store(render(request, "console/invite/accept.html", context))
