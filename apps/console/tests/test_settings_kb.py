@@ -154,6 +154,7 @@ def test_an_upload_is_queued_then_read_and_its_list_polls_until_ready(
     services.ingest_document(document_id=document.pk)
     listed = owner_htmx.get(PAGE + "documents/list/").content.decode()
     assert "Ready" in listed and 'hx-trigger="every 2s"' not in listed
+    assert 'id="kb-status" hx-swap-oob="true"' in listed and "Indexed" in listed  # the state, refreshed with it
     assert KbChunk.objects.filter(widget=widget, document=document).exists()
 
 

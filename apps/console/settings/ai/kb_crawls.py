@@ -19,7 +19,7 @@ from .. import forms as settings_forms
 from ..access import owner_required
 from ..views import settings_context
 from .kb_forms import CrawlForm
-from .kb_views import AREA, crawl_context, page_url, render_page
+from .kb_views import AREA, crawl_context, fragment_context, page_url, render_page
 
 
 def _replace(widget, body: dict, *, cancel_running: bool) -> settings_forms.Outcome:
@@ -56,7 +56,7 @@ def start(request):
 @require_GET
 def progress(request):
     """The crawl's progress alone: what the page polls while a crawl is queued or running."""
-    return render(request, "console/settings/ai/knowledge_crawl.html", crawl_context(request.agent.widget))
+    return render(request, "console/settings/ai/knowledge_crawl.html", fragment_context(request.agent.widget))
 
 
 @never_cache

@@ -77,6 +77,14 @@ def rules_context(widget, page_number) -> dict:
     return {"rules_page": page, "rules": [selectors.rule_payload(rule) for rule in page]}
 
 
+def fragment_context(widget, **extra) -> dict:
+    """A polled part's context: its rows and, swapped out of band, the knowledge base's state."""
+    # The rows first: a state read after them is never older than what they show (a document read
+    # ready has its chunks committed with it), so the last poll leaves the state right.
+    context = {**documents_context(widget), **crawl_context(widget)}
+    return {**context, "status": selectors.status(widget), "oob": True, **extra}
+
+
 def page_context(request, **extra) -> dict:
     widget = request.agent.widget
     context = {
@@ -110,7 +118,7 @@ def index(request):
 @require_GET
 def documents(request):
     """The documents' table alone: what the page polls while a document waits for the worker."""
-    return render(request, "console/settings/ai/knowledge_documents.html", documents_context(request.agent.widget))
+    return render(request, "console/settings/ai/knowledge_documents.html", fragment_context(request.agent.widget))
 
 
 # --- documents ----------------------------------------------------------------------------------------------
@@ -146,11 +154,7 @@ def upload(request):
         messages.success(request, _("Uploaded. The document is being read; it is ready when its state says so."))
         return redirect(page_url("documents"), permanent=False)
     if request.htmx:
-        context = {
-            "upload_form": form,
-            "uploaded": None if outcome.refused else outcome.value,
-            **documents_context(widget),
-        }
+        context = fragment_context(widget, upload_form=form, uploaded=None if outcome.refused else outcome.value)
         return render(
             request,
             "console/settings/ai/knowledge_upload.html",
