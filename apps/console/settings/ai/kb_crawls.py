@@ -1,7 +1,7 @@
 """/console/settings/ai/knowledge/crawl/...: start a crawl of the owner's site (PUT /v1/kb/crawler),
 its progress (polled by the page while a crawl is queued or running) and cancelling it (DELETE
 /v1/kb/crawler?cancel_running=true, as the API cancels one: the crawl stops before its next page and
-the crawler's settings are removed; the pages already read stay in the knowledge base)."""
+the crawler’s settings are removed; the pages already read stay in the knowledge base)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def cancel(request):
             lambda: services.delete_crawler(widget=request.agent.widget, cancel_running=True)
         )
         if not outcome.refused:
-            messages.success(request, _("The crawl is cancelled and the crawler's settings are removed."))
+            messages.success(request, _("The crawl is cancelled and the crawler’s settings are removed."))
             return redirect(page_url("crawl"))
     return render(
         request,

@@ -42,7 +42,7 @@ class CrawlForm(forms.Form):
     )
     include = forms.CharField(
         label=_("Only pages matching"),
-        help_text=_("Optional. One pattern a line over the address's path, starting with / or *, e.g. /help/*."),
+        help_text=_("Optional. One pattern a line over the address’s path, starting with / or *, e.g. /help/*."),
         widget=forms.Textarea(attrs={"rows": 2, "dir": "ltr", "spellcheck": "false"}),
         required=False,
     )
@@ -123,7 +123,7 @@ class RuleForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(
-        label=_("A visitor's question"),
+        label=_("A visitor’s question"),
         widget=forms.TextInput(attrs={"type": "search", "autocomplete": "off"}),
         required=False,
     )

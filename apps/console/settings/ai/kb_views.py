@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -184,7 +185,12 @@ def document_delete(request, pk: int):
         if not outcome.refused:
             messages.success(
                 request,
-                _("Deleted “%(name)s” and its %(count)s chunks.") % {"name": payload["name"], "count": outcome.value},
+                ngettext(
+                    "Deleted “%(name)s” and its %(count)s chunk.",
+                    "Deleted “%(name)s” and its %(count)s chunks.",
+                    outcome.value,
+                )
+                % {"name": payload["name"], "count": outcome.value},
             )
             return redirect(page_url("documents"))
         refusal, status = outcome.message, outcome.status
