@@ -474,3 +474,14 @@ def test_a_search_the_provider_cannot_embed_shows_the_apis_502(owner_console, kb
         page = owner_console.get(SEARCH, {"q": "ship"})
         api = kb.get("/api/v1/kb/search", {"q": "ship"})
     assert_same_refusal(page, api, 502)
+
+
+def test_a_body_over_the_upload_routes_limit_is_the_apis_413(owner_console, kb, widget, monkeypatch):
+    from apps.console.settings.ai import kb_views
+    from apps.kb.api import views as api_views
+
+    monkeypatch.setattr(kb_views, "UPLOAD_BODY_BYTES", 512)
+    monkeypatch.setattr(api_views.UploadViewSet, "max_body_bytes", 512)
+    page = upload(owner_console, "big.txt", TEXT * 20)
+    assert_same_refusal(page, api_upload(kb, "big.txt", TEXT * 20), 413)
+    assert not KbDocument.objects.exists()
