@@ -12,7 +12,7 @@ PROVIDER_LABELS = {
     "openai": "OpenAI",
     "anthropic": "Anthropic",
     "gigachat": "GigaChat",
-    "openai_compatible": _("OpenAI-compatible server (vLLM, Ollama, OpenRouter, YandexGPT...)"),
+    "openai_compatible": _("OpenAI-compatible server"),
 }
 OPERATOR_STATUSES = (("active", _("Active")), ("paused", _("Paused")), ("retired", _("Retired")))
 
@@ -187,7 +187,11 @@ class AssistantForm(forms.Form):
 
 
 class CredentialForm(forms.Form):
-    provider = forms.ChoiceField(label=_("Provider"), choices=[(p, PROVIDER_LABELS.get(p, p)) for p in PROVIDERS])
+    provider = forms.ChoiceField(
+        label=_("Provider"),
+        choices=[(p, PROVIDER_LABELS.get(p, p)) for p in PROVIDERS],
+        help_text=_("An OpenAI-compatible server: vLLM, Ollama, OpenRouter, YandexGPT and others, at your address."),
+    )
     api_key = forms.CharField(
         label=_("API key"),
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off", "dir": "ltr"}),
