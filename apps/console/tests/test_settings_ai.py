@@ -185,7 +185,10 @@ def test_an_assistant_in_use_is_not_deleted(owner_console, widget, assistant, ap
     assert api_response.status_code == 409
     response = owner_console.post(url("ai-assistant-delete", assistant.pk))
     assert response.status_code == 409
-    shown(response, [json.loads(api_response.content)["detail"]])
+    shown(
+        response,
+        [json.loads(api_response.content)["detail"], "Retire the AI operators that answer with it first: Tea bot."],
+    )
     assert Assistant.objects.filter(pk=assistant.pk).exists()
 
 
@@ -403,3 +406,16 @@ def test_an_operator_is_refused_everywhere(console, assistant):
     assert console.post(url("ai-assistant-test", assistant.pk), {"question": "hi"}).status_code == 403
     assert console.post(url("ai-settings"), {"enabled": "on", "takeover_timeout_sec": "60"}).status_code == 403
     assert not AiSettings.objects.exists()
+
+
+def test_a_wish_without_a_provider_is_refused_as_the_api_refuses(owner_console, widget, assistant, api):
+    api_response = api(AI_ALL).post("/api/v1/wishes", {"text": "Be warmer"}, format="json", **idem())
+    assert api_response.status_code == 409
+    response = owner_console.post(url("ai-learning"), {"text": "Be warmer"})
+    assert response.status_code == 409
+    shown(response, [json.loads(api_response.content)["detail"]])
+    api_response = api(AI_ALL).post("/api/v1/wishes", {"text": ""}, format="json", **idem())
+    response = owner_console.post(url("ai-learning"), {"text": ""})
+    assert (api_response.status_code, response.status_code) == (422, 422)
+    shown(response, api_errors(api_response)["text"])
+    assert not Wish.objects.filter(widget=widget).exists()

@@ -35,7 +35,7 @@ def _page(request, *, form, assistant=None, status=200, **extra):
             area="ai",
             form=form,
             assistant=assistant,
-            operators=list(selectors.running_operators(widget_of(request), assistant)) if assistant else [],
+            operators=[o.name for o in selectors.running_operators(widget_of(request), assistant)] if assistant else [],
             **extra,
         ),
         status=status,
