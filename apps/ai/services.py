@@ -24,7 +24,7 @@ from apps.core.ratelimit import Budget
 from apps.platform import outbound
 from apps.platform.numbers import MAX_ID
 
-from . import config, marketplace, phrases, selectors
+from . import config, detached, marketplace, phrases, provider_models, selectors
 
 # What the apps above the AI runtime use of it (external operators, self-learning, the console's
 # suggestion): the hand-over, the platform's safety floors, the provider call and the answerer hook.
@@ -52,6 +52,18 @@ from .reply_safety import check_reply as check_reply
 from .reply_safety import leaks_secret as leaks_secret
 from .reply_safety import reason as reason
 from .reply_safety import skeleton as skeleton
+
+# What the owner's settings pages (apps.console) run beside the API: the detached test in its phases
+# (prepared, the provider awaited, recorded), a credential's live model list, the templates' listing.
+DetachedTestInput = detached.TestInput
+prepare_detached_test = detached.prepare
+run_detached_provider = detached.run_provider
+detached_result = detached.result
+detached_provider_error = detached.provider_error
+record_detached_result = detached.record_result
+release_detached_slot = detached.release_slot
+list_credential_models = provider_models.list_models
+template_listing = marketplace.listing
 
 TEMPLATE_APPLY_BUDGET = Budget("ai_template_apply", 5, 3600)
 SECRET_ALPHABET = string.ascii_letters + string.digits
