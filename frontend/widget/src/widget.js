@@ -214,7 +214,8 @@ export function readable(bg, fg) {
 
 function deviceSettings(config) {
   const base = config.settings || {};
-  const mobile = matchMedia("(max-width: 640px)").matches;
+  // The builder's preview draws the device the owner picked, whatever the frame's width.
+  const mobile = config.previewDevice ? config.previewDevice === "mobile" : matchMedia("(max-width: 640px)").matches;
   const profile = (base.device_profiles || {})[mobile ? "mobile" : "desktop"] || {};
   return { settings: { ...base, ...profile }, mobile };
 }
@@ -931,6 +932,7 @@ export function previewConfig(config, data) {
     features,
     previewOnline: !data || data.online !== false,
     previewLanguage: (data && data.language) || "",
+    previewDevice: data && data.device === "mobile" ? "mobile" : "desktop",
   };
 }
 

@@ -13,6 +13,7 @@
   var origin = window.location.origin;
   var online = document.getElementById("preview-online");
   var language = document.getElementById("preview-language");
+  var device = document.getElementById("preview-device");
 
   // Colour pickers: shown once script runs, kept in step with the #RRGGBB text that is posted.
   form.querySelectorAll("[data-colour-for]").forEach(function (picker) {
@@ -84,6 +85,7 @@
         settings: values(),
         online: !online || online.value !== "0",
         language: language ? language.value : "",
+        device: device ? device.value : "desktop",
       },
       origin,
     );
@@ -103,7 +105,7 @@
   }
   form.addEventListener("input", soon);
   form.addEventListener("change", soon);
-  [online, language].forEach(function (el) {
+  [online, language, device].forEach(function (el) {
     if (el) el.addEventListener("change", send);
   });
   var controls = document.querySelector(".builder-preview-controls");
