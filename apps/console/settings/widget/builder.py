@@ -119,6 +119,7 @@ class Builder:
         elif kind == "integer":
             widget = forms.NumberInput(attrs={**attrs, "min": member["minimum"], "max": member["maximum"]})
         elif kind == "color":
+            attrs["dir"] = "ltr"  # "#RRGGBB" reads left to right in every language
             widget = ColorInput(picker_label=label, fallback=member.get("effective_default") or "#000000", attrs=attrs)
         elif kind == "url":
             widget = forms.URLInput(attrs={**attrs, "maxlength": member.get("max_length"), "dir": "ltr"})
