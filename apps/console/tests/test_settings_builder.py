@@ -19,6 +19,12 @@ SETTINGS = "/api/v1/widget/settings"
 LANGUAGE = "/api/v1/widget/language"
 
 
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    """Uploaded icons go to this test's own directory."""
+    settings.MEDIA_ROOT = tmp_path
+
+
 def idem() -> dict:
     return {"HTTP_X_SERVICE_IDEMPOTENCY_KEY": f"builder-{uuid.uuid4().hex}"}
 
@@ -264,3 +270,60 @@ def test_an_operator_gets_403_on_the_builder_and_its_preview(console, widget):
 def test_the_preview_shows_the_owners_own_widget(owner_console, owner, other_widget):
     html = owner_console.get(PREVIEW).content.decode()
     assert owner.widget.button_guid in html and other_widget.button_guid not in html
+
+
+# --- launcher icons ----------------------------------------------------------------------------------------
+
+
+def test_an_uploaded_icon_is_offered_as_the_launcher_icon_and_can_be_deleted(owner_console, owner, widget):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from apps.widget.models import WidgetIcon
+    from apps.widget.tests.images import png
+
+    response = owner_console.post(f"{PAGE}icons/", {"file": SimpleUploadedFile("logo.png", png(), "image/png")})
+    assert response.status_code == 303
+    icon = WidgetIcon.objects.get(widget=widget)
+    assert f'<option value="custom:{icon.file_id}"' in owner_console.get(PAGE).content.decode()
+    assert owner_console.post(PAGE, {"icon_preset": f"custom:{icon.file_id}"}).status_code == 303
+    assert stored(widget)["icon_preset"] == f"custom:{icon.file_id}"
+
+    response = owner_console.post(f"{PAGE}icons/{icon.file_id}/delete/")
+    assert response.status_code == 303
+    assert not WidgetIcon.objects.filter(widget=widget).exists()
+    entry = AuditEntry.objects.get(action="widget_icon.deleted")
+    assert (entry.actor_type, entry.actor_id) == ("agent", str(owner.pk))
+
+
+def test_a_bad_icon_gets_the_api_message(owner_console, widget, api):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from apps.widget.models import WidgetIcon
+    from apps.widget.tests.images import png
+
+    answer = api().post(
+        "/api/v1/widget/icons",
+        {"file": SimpleUploadedFile("logo.gif", png(), "image/gif")},
+        format="multipart",
+        **idem(),
+    )
+    assert answer.status_code == 422
+    response = owner_console.post(f"{PAGE}icons/", {"file": SimpleUploadedFile("logo.gif", png(), "image/gif")})
+    assert response.status_code == 422
+    shown = re.search(r'aria-labelledby="icons-title">.*?</section>', response.content.decode(), re.S).group(0)
+    for message in answer.json()["errors"]["file"]:
+        assert message.replace("'", "&#x27;") in shown
+    assert not WidgetIcon.objects.filter(widget=widget).exists()
+
+
+def test_another_widgets_icon_is_404(owner_console, other_widget):
+    from apps.widget import services
+    from apps.widget.models import WidgetIcon
+    from apps.widget.tests.images import png
+
+    services.upload_icon(widget=other_widget, content=png(), original_name="x.png")
+
+    foreign = WidgetIcon.objects.get(widget=other_widget)
+    assert owner_console.post(f"{PAGE}icons/{foreign.file_id}/delete/").status_code == 404
+    assert owner_console.post(f"{PAGE}icons/999999/delete/").status_code == 404
+    assert WidgetIcon.objects.filter(pk=foreign.pk).exists()

@@ -8,5 +8,7 @@ from . import views
 urlpatterns: list = [
     path("", views.builder, name="widget"),
     path("preview/", views.preview, name="widget-preview"),
+    path("icons/", views.icon_upload, name="widget-icon-upload"),
+    path("icons/<int:file_id>/delete/", views.icon_delete, name="widget-icon-delete"),
     path("hours/", include("apps.console.settings.widget.hours_urls")),
 ]

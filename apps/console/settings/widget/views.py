@@ -9,15 +9,16 @@ that route's serializer); a refusal shows the API's messages under the inputs th
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.widget import services
+from apps.widget import selectors, services
 from apps.widget.api import serializers as s
+from apps.widget.models import WidgetIcon
 
 from ...middleware import console_policy
 from .. import areas, forms
@@ -44,7 +45,15 @@ def _save(widget, body: dict, language) -> forms.Outcome:
     return forms.perform(write)
 
 
-def _page(request, builder: Builder, *, values: dict | None = None, outcome: forms.Outcome | None = None, status=200):
+def _page(
+    request,
+    builder: Builder,
+    *,
+    values: dict | None = None,
+    outcome: forms.Outcome | None = None,
+    icon_errors: list[str] | None = None,
+    status=200,
+):
     widget = request.agent.widget
     form = builder.form(values=values)
     general = builder.place_errors(form, outcome.errors) if outcome is not None else []
@@ -61,6 +70,8 @@ def _page(request, builder: Builder, *, values: dict | None = None, outcome: for
             sections=sections,
             general_errors=general,
             refused=outcome is not None,
+            icons=[(icon, selectors.icon_url(icon)) for icon in builder.icons],
+            icon_errors=icon_errors or [],
             snippet=areas.embed_snippet(request, widget),
             demo_url=f"/demo/?guid={widget.button_guid}",
             preview_url=reverse("console:settings:widget-preview"),
@@ -106,4 +117,44 @@ def preview(request):
     widget = request.agent.widget
     response = render(request, "console/settings/widget/preview.html", {"guid": widget.button_guid})
     response["Content-Security-Policy"] = console_policy(frame_ancestors="'self'")
+    return response
+
+
+@never_cache
+@owner_required
+@require_POST
+def icon_upload(request):
+    """The launcher icon upload of `POST /v1/widget/icons` (the same service and checks); the icon
+    then shows in the launcher icon list."""
+    widget = request.agent.widget
+    upload = request.FILES.get("file")
+    if upload is None:
+        outcome = forms.Outcome(refused=True, status=422, errors={"file": [_("Choose an image file.")]})
+    else:
+        content = upload.read()
+        outcome = forms.perform(
+            lambda: services.upload_icon(widget=widget, content=content, original_name=upload.name or "")
+        )
+    if outcome.refused:
+        errors = [m for messages in outcome.errors.values() for m in messages] or [outcome.message]
+        return _page(request, Builder(widget), icon_errors=errors, status=outcome.status)
+    messages.success(request, _("Icon uploaded: choose it under Launcher icon and save."))
+    return _see_other(reverse("console:settings:widget") + "#icons-title")
+
+
+@never_cache
+@owner_required
+@require_POST
+def icon_delete(request, file_id: int):
+    """Delete an uploaded icon (another widget's id is 404 like a missing one)."""
+    widget = request.agent.widget
+    icon = get_object_or_404(WidgetIcon, widget=widget, file_id=file_id)
+    forms.perform(lambda: services.delete_icon(widget=widget, icon=icon))
+    messages.success(request, _("Icon deleted."))
+    return _see_other(reverse("console:settings:widget") + "#icons-title")
+
+
+def _see_other(url: str):
+    response = redirect(url)
+    response.status_code = 303
     return response
