@@ -69,6 +69,23 @@ def test_the_page_draws_an_input_for_every_writable_setting_of_the_schema(owner_
     assert 'name="widget_text_translations__en__widget_greeting"' in html
 
 
+def test_a_setting_the_schema_gains_shows_under_advanced_with_its_description(owner_console, widget, monkeypatch):
+    real = selectors.settings_schema_document
+
+    def with_new_field(w):
+        doc = real(w)
+        doc["fields"]["widget_show_confetti"] = {
+            **doc["fields"]["widget_show_branding"],
+            "description": "Throw confetti when a chat ends.",
+        }
+        return doc
+
+    monkeypatch.setattr(selectors, "settings_schema_document", with_new_field)
+    html = owner_console.get(PAGE).content.decode()
+    advanced = html[html.index('id="section-advanced"') : html.index('id="embed-title"')]
+    assert 'name="widget_show_confetti"' in advanced and "Throw confetti when a chat ends." in advanced
+
+
 def test_the_page_groups_settings_as_an_owner_thinks_of_them(owner_console):
     html = owner_console.get(PAGE).content.decode()
     for title in ("Appearance", "Texts and languages", "Chat behaviour", "Advanced"):
