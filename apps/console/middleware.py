@@ -49,7 +49,10 @@ class ConsoleLocaleMiddleware:
         return response
 
 
-def console_policy() -> str:
+def console_policy(*, frame_src: str = "", frame_ancestors: str = "'none'") -> str:
+    """The policy of a console page. No page frames anything nor is framed, except the widget
+    builder's pair: the builder shows its live preview (`frame_src="'self'"`) and the preview page
+    is framed by the console itself (`frame_ancestors="'self'"`); their views set the header."""
     images = " ".join(["'self'", "data:", *settings.CONSOLE_CSP_IMG_SOURCES])
     return "; ".join(
         [
@@ -60,7 +63,8 @@ def console_policy() -> str:
             "connect-src 'self'",  # the console's fetches and its operator websocket (same host)
             "font-src 'self'",
             "form-action 'self'",
-            "frame-ancestors 'none'",
+            *([f"frame-src {frame_src}"] if frame_src else []),
+            f"frame-ancestors {frame_ancestors}",
             "base-uri 'none'",
             "object-src 'none'",
         ]

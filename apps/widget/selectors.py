@@ -171,6 +171,17 @@ def settings_payload(widget: Widget, row: WidgetSettings | None = None) -> dict:
     return {name: values[name] if name in values else read_only[name] for name in schema.FIELDS}
 
 
+def settings_schema_document(widget: Widget) -> dict:
+    """GET /v1/widget/settings/schema's document for `widget`: every field as the one definition
+    describes it (the console's widget builder draws its form from it, so a new field shows there)."""
+    return schema.schema_document(settings_context(widget, stored=stored_values(widget)))
+
+
+def uploaded_icons(widget: Widget) -> list[WidgetIcon]:
+    """The launcher icons uploaded to `widget`, newest first."""
+    return list(WidgetIcon.objects.filter(widget=widget).order_by("-pk"))
+
+
 def language_payload(widget: Widget, row: WidgetSettings | None = None) -> dict:
     """`widget_default_language`, whether it is the implicit default (no stored key), and the
     concrete language it resolves to without a visitor: the value itself, or for `auto` the

@@ -26,11 +26,12 @@ from apps.core.ratelimit import Budget
 from . import hours, selectors
 from . import settings_schema as schema
 from .cache import purge_widget_cache as purge_widget_cache
-from .icons import IconInfo
+from .icons import ICON_MAX_BYTES, BadIcon, IconInfo, inspect_icon
 from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
 
 # --- settings writes (everything below reads the one definition in settings_schema) -----------------
 
+UPLOAD_REFUSED = "One or more fields are invalid."
 CACHE_PURGE_BUDGET = Budget("widget_cache_purge", 6, 60)
 
 
@@ -101,6 +102,18 @@ def request_cache_purge(*, widget: Widget) -> None:
     """POST /v1/widget/cache/purge: at most 6 per minute per widget (429 with Retry-After)."""
     CACHE_PURGE_BUDGET.check(widget.pk, detail="The widget cache may be purged 6 times per minute.")
     _config_changed(widget)
+
+
+def upload_icon(*, widget: Widget, content: bytes, original_name: str) -> WidgetIcon:
+    """POST /v1/widget/icons and the console's widget builder: the size and structure checks of a
+    launcher icon (422 keyed `file`), then `add_icon`."""
+    if len(content) > ICON_MAX_BYTES:
+        raise ValidationFailed(UPLOAD_REFUSED, errors={"file": [f"The file exceeds {ICON_MAX_BYTES} bytes."]})
+    try:
+        info = inspect_icon(content, name=original_name or "")
+    except BadIcon as exc:
+        raise ValidationFailed(UPLOAD_REFUSED, errors={"file": [exc.message]}) from None
+    return add_icon(widget=widget, content=content, original_name=original_name, info=info)
 
 
 @transaction.atomic

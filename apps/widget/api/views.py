@@ -18,7 +18,7 @@ from apps.core.files import single_upload
 
 from .. import selectors, services
 from .. import settings_schema as schema
-from ..icons import ICON_MAX_BYTES, BadIcon, inspect_icon
+from ..icons import ICON_MAX_BYTES
 from . import serializers as s
 
 SETTINGS_RULES = (
@@ -171,11 +171,7 @@ class WidgetIconsView(ScopedAPIView):
             raise serializers.ValidationError({"file": [f"The file exceeds {ICON_MAX_BYTES} bytes."]})
         upload.seek(0)
         content = upload.read()
-        try:
-            info = inspect_icon(content, name=upload.name or "")
-        except BadIcon as exc:
-            raise serializers.ValidationError({"file": [exc.message]}) from None
-        icon = services.add_icon(widget=request.widget, content=content, original_name=upload.name, info=info)
+        icon = services.upload_icon(widget=request.widget, content=content, original_name=upload.name)
         payload = {
             "icon_preset": f"custom:{icon.file_id}",
             "file_id": icon.file_id,

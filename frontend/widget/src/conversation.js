@@ -14,11 +14,13 @@
 //   the "conversation ended" line stays where it was when the visitor writes on in the same chat.
 //   `awaiting` (a hand-over nobody has answered) lasts until a person's message arrives.
 export class Conversation {
-  constructor({ origin, guid, onChange }) {
+  // `preview` (the console's widget builder): a storage key of its own and never a session, so the
+  // owner's look at the widget is no visitor and no chat.
+  constructor({ origin, guid, onChange, preview = false }) {
     this.origin = origin;
     this.guid = guid;
     this.base = `${origin}/api/visitor/v1/${guid}`;
-    this.key = `chatwidget:${guid}`;
+    this.key = preview ? `chatwidget:preview:${guid}` : `chatwidget:${guid}`;
     this.onChange = onChange;
     this.messages = [];
     this.byId = {};
@@ -29,7 +31,7 @@ export class Conversation {
     this.socket = null;
     this.retry = 500;
     this.timer = 0;
-    this.token = this.load().token || "";
+    this.token = preview ? "" : this.load().token || "";
     addEventListener("storage", (e) => {
       if (e.key !== this.key) return;
       const token = this.load().token || "";

@@ -37,6 +37,8 @@
     guid: src.searchParams.get("guid") || data("guid") || "",
     nonce: script.nonce || script.getAttribute("nonce") || "",
     language: src.searchParams.get("lang") || data("language") || "",
+    // The console's widget builder: the widget takes its parent's unsaved values and sends nothing.
+    preview: data("preview") === "1",
     q: queue,
     handlers: handlers,
     open: call("open"),

@@ -12,3 +12,18 @@ const PREVIEW = {
 export function previewNotice(lang) {
   return PREVIEW[lang] || PREVIEW.en;
 }
+
+// What the builder's preview answers when the owner tries to send something from it.
+const SAMPLE = {
+  en: "This is a preview: nothing is sent from here.",
+  ru: "Это предпросмотр: отсюда ничего не отправляется.",
+  el: "Αυτή είναι προεπισκόπηση: από εδώ δεν αποστέλλεται τίποτα.",
+  de: "Dies ist eine Vorschau: Von hier wird nichts gesendet.",
+  es: "Esto es una vista previa: desde aquí no se envía nada.",
+  ar: "هذه معاينة: لا يُرسل شيء من هنا.",
+  zh: "这是预览：此处不会发送任何内容。",
+};
+
+export function sampleNotice(lang) {
+  return SAMPLE[lang] || SAMPLE.en;
+}

@@ -4,11 +4,12 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { Conversation } from "./conversation.js";
 import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
 import { ICONS } from "./icons.js";
-import { previewNotice } from "./notices.js";
+import { previewNotice, sampleNotice } from "./notices.js";
 import * as shared from "./shared.js";
 import { CSS } from "./styles.js";
 
 const api = window.ChatWidget;
+const preview = Boolean(api && api.preview);
 const FONTS = {
   system: "system-ui,-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif",
   inter: "Inter,system-ui,sans-serif",
@@ -213,7 +214,8 @@ export function readable(bg, fg) {
 
 function deviceSettings(config) {
   const base = config.settings || {};
-  const mobile = matchMedia("(max-width: 640px)").matches;
+  // The builder's preview draws the device the owner picked, whatever the frame's width.
+  const mobile = config.previewDevice ? config.previewDevice === "mobile" : matchMedia("(max-width: 640px)").matches;
   const profile = (base.device_profiles || {})[mobile ? "mobile" : "desktop"] || {};
   return { settings: { ...base, ...profile }, mobile };
 }
@@ -225,12 +227,16 @@ function placement(position, x, y) {
 
 function Widget({ config, conversation }) {
   const { settings, mobile } = deviceSettings(config);
-  const [open, setOpen] = useState(false);
+  // The builder's preview opens on the chat window: what the owner came to look at.
+  const [open, setOpen] = useState(preview);
   const [, setTick] = useState(0);
   partArrived = () => setTick((n) => n + 1);
-  const [language, setLanguage] = useState(() =>
+  const [chosenLanguage, setLanguage] = useState(() =>
     resolveLanguage(settings, api.language || conversation.load().language, navigator.languages),
   );
+  // The builder's language picker wins in the preview.
+  const language =
+    preview && config.previewLanguage ? resolveLanguage(settings, config.previewLanguage, []) : chosenLanguage;
   const [profile, setProfile] = useState({});
   const [draft, setDraft] = useState("");
   const [error, setError] = useState("");
@@ -241,7 +247,7 @@ function Widget({ config, conversation }) {
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
   const [introduced, setIntroduced] = useState(false);
-  const [live, setLive] = useState({
+  const [liveState, setLive] = useState({
     online: config.online,
     operators: config.operators,
     open: config.open,
@@ -249,6 +255,10 @@ function Widget({ config, conversation }) {
     outside: config.outside_hours,
     people: config.people_online,
   });
+  // The preview shows the widget as the builder asks (someone online or not), within business hours.
+  const live = preview
+    ? { ...liveState, open: true, online: config.previewOnline, people: config.previewOnline }
+    : liveState;
   const textarea = useRef(null);
   const launcher = useRef(null);
   const log = useRef(null);
@@ -316,7 +326,7 @@ function Widget({ config, conversation }) {
     if (settings.widget_show_greeting && !conversation.load().greeted) {
       timers.push(setTimeout(() => setGreeting(true), (settings.widget_greeting_delay_sec || 0) * 1000));
     }
-    if (settings.widget_auto_open_delay_sec > 0 && !conversation.load().opened) {
+    if (settings.widget_auto_open_delay_sec > 0 && !conversation.load().opened && !preview) {
       timers.push(setTimeout(() => toggle(true), settings.widget_auto_open_delay_sec * 1000));
     }
     return () => timers.forEach(clearTimeout);
@@ -332,6 +342,7 @@ function Widget({ config, conversation }) {
 
   // `online` and the operators' presence, read past every cache (the config is cacheable for 60 s).
   async function refreshPresence() {
+    if (preview) return;
     try {
       const response = await fetch(`${api.origin}/api/visitor/v1/${api.guid}/config`, {
         credentials: "omit",
@@ -401,6 +412,7 @@ function Widget({ config, conversation }) {
     if (e) e.preventDefault();
     const body = draft.trim();
     if (!body || busy) return;
+    if (preview) return setError(sampleNotice(language));
     setBusy(true);
     setError("");
     clearTimeout(typingStop.current);
@@ -461,6 +473,7 @@ function Widget({ config, conversation }) {
     const file = e.target.files && e.target.files[0];
     e.target.value = "";
     if (!file) return;
+    if (preview) return setError(sampleNotice(language));
     setBusy(true);
     setError("");
     try {
@@ -472,6 +485,7 @@ function Widget({ config, conversation }) {
   }
 
   async function rate(value) {
+    if (preview) return setError(sampleNotice(language));
     try {
       await conversation.rate(value);
       setRated(chatId);
@@ -486,6 +500,7 @@ function Widget({ config, conversation }) {
     const data = Object.fromEntries(new FormData(e.target));
     const form = pick(data, ["name", "email", "phone", "message"]);
     if (!form.message) return;
+    if (preview) return setError(sampleNotice(language));
     setBusy(true);
     setError("");
     try {
@@ -867,11 +882,58 @@ async function boot() {
     console.warn("ChatWidget: the widget config could not be loaded", e);
     return;
   }
-  const conversation = new Conversation({ origin: api.origin, guid: api.guid, onChange: () => {} });
+  const conversation = new Conversation({ origin: api.origin, guid: api.guid, onChange: () => {}, preview });
   const mount = document.createElement("div");
   root.appendChild(mount);
-  render(<Widget config={config} conversation={conversation} />, mount);
+  let shown = preview ? previewConfig(config, {}) : config;
+  const draw = () => render(<Widget config={shown} conversation={conversation} />, mount);
+  draw();
   api.host.setAttribute("data-ready", "1");
+  if (preview) listenToBuilder(config, (next) => ((shown = next), draw()));
+}
+
+// The builder's unsaved values, taken only from the page that frames the preview and only when that
+// page is the service's own (the console); the builder checks this page's origin in turn.
+function listenToBuilder(config, show) {
+  if (window.parent === window) return;
+  addEventListener("message", (e) => {
+    if (e.source !== window.parent || e.origin !== api.origin) return;
+    const data = e.data || {};
+    if (data.type !== "chat-widget:preview") return;
+    show(previewConfig(config, data));
+    api.host.setAttribute("data-preview-applied", String(Number(api.host.getAttribute("data-preview-applied") || 0) + 1));
+  });
+  window.parent.postMessage({ type: "chat-widget:ready" }, api.origin);
+}
+
+// The served config with the builder's values on top: the settings, the texts per language as the
+// server would resolve them from those settings (manual translation, else the source text; AI
+// translations show once saved), and the features the settings switch.
+export function previewConfig(config, data) {
+  const settings = { ...(config.settings || {}), ...((data && data.settings) || {}) };
+  const matrix = settings.widget_text_translations || {};
+  const texts = {};
+  for (const code of settings.widget_supported_languages || LANGUAGES) {
+    texts[code] = {};
+    for (const name of ["widget_name", "widget_signature", "widget_greeting"]) {
+      texts[code][name] = (matrix[code] || {})[name] || settings[name] || null;
+    }
+  }
+  const features = {
+    ...(config.features || {}),
+    rating: settings.widget_show_rating !== false && settings.rating_mode !== "off",
+    offline_form: settings.widget_show_offline_form !== false,
+    file_upload: settings.widget_show_file_upload !== false,
+  };
+  return {
+    ...config,
+    settings,
+    texts,
+    features,
+    previewOnline: !data || data.online !== false,
+    previewLanguage: (data && data.language) || "",
+    previewDevice: data && data.device === "mobile" ? "mobile" : "desktop",
+  };
 }
 
 boot();

@@ -1,8 +1,14 @@
 """/console/settings/widget/: the widget builder (appearance, texts, languages, launcher, forms,
-ratings, typing preview) and, in its own module, the business hours."""
+ratings, typing preview), its preview page and, in its own module, the business hours."""
 
 from django.urls import include, path
 
+from . import views
+
 urlpatterns: list = [
+    path("", views.builder, name="widget"),
+    path("preview/", views.preview, name="widget-preview"),
+    path("icons/", views.icon_upload, name="widget-icon-upload"),
+    path("icons/<int:file_id>/delete/", views.icon_delete, name="widget-icon-delete"),
     path("hours/", include("apps.console.settings.widget.hours_urls")),
 ]
