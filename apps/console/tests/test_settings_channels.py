@@ -111,18 +111,22 @@ def test_the_page_shows_every_provider_and_the_channels_with_their_state(owner_c
 # --- messengers -------------------------------------------------------------------------------------
 
 
-def test_telegram_is_connected_checked_again_and_disconnected(owner_console, widget, tg, paid):
+def test_telegram_is_connected_checked_again_and_disconnected(owner_console, owner, widget, tg, paid):
     response = owner_console.post(f"{PAGE}messengers/tg/connect/", {"token": TG_TOKEN})
     assert response.status_code == 303
     conn = MessengerConnection.objects.get(widget=widget, provider="tg")
     assert crypto.decrypt_secret(conn.token_encrypted) == TG_TOKEN and conn.webhook_status == "registered"
     assert [c.method for c in tg.calls] == ["getMe", "setWebhook"]
+    created = by_owner(owner, "messenger_connection.created")
+    assert created.target_id == "tg" and created.changes["token"] == {"from": "[hidden]", "to": "[hidden]"}
+    assert TG_TOKEN not in str(created.changes)
     page = owner_console.get(PAGE).content.decode()
     assert "Telegram is connected." in page and TG_TOKEN not in page
     assert owner_console.post(f"{PAGE}messengers/tg/verify/").status_code == 303
     assert tg.calls[-1].method == "setWebhook"
     assert owner_console.post(f"{PAGE}messengers/tg/disconnect/").status_code == 303
     assert not MessengerConnection.objects.filter(widget=widget, provider="tg").exists()
+    assert by_owner(owner, "messenger_connection.deleted").target_id == "tg"
 
 
 @pytest.mark.parametrize(
@@ -164,7 +168,7 @@ def test_an_unknown_provider_is_404(owner_console):
     assert owner_console.post(f"{PAGE}messengers/nope/disconnect/").status_code == 404
 
 
-def test_a_vk_community_is_connected_made_primary_and_disconnected(owner_console, widget, vk, paid):
+def test_a_vk_community_is_connected_made_primary_and_disconnected(owner_console, owner, widget, vk, paid):
     response = owner_console.post(f"{PAGE}vk/", {"token": VK_TOKEN, "community": "myshop"})
     assert response.status_code == 303, response.content.decode()[-2000:]
     community = VkCommunity.objects.get(widget=widget)
@@ -172,6 +176,8 @@ def test_a_vk_community_is_connected_made_primary_and_disconnected(owner_console
     assert owner_console.post(f"{PAGE}vk/{community.pk}/primary/").status_code == 303
     assert owner_console.post(f"{PAGE}vk/{community.pk}/delete/").status_code == 303
     assert not VkCommunity.objects.exists()
+    assert by_owner(owner, "vk_community.created").target_id == str(GROUP["id"])
+    assert by_owner(owner, "vk_community.deleted").target_id == str(GROUP["id"])
 
 
 def test_a_refused_vk_community_shows_the_apis_messages(owner_console, api, vk, paid):
