@@ -12,6 +12,7 @@ import secrets
 
 from django.db import IntegrityError, transaction
 
+from apps.audit import services as audit
 from apps.billing import selectors as billing
 from apps.core import crypto, events
 from apps.core.errors import AppError, Conflict, ValidationFailed
@@ -50,6 +51,14 @@ def _vk_hook(widget: Widget) -> MessengerConnection:
         except IntegrityError:
             conn = MessengerConnection.objects.get(widget=widget, provider=PROVIDER_CODE)
     return conn
+
+
+# Audit rows: vk_community.created, .deleted (the token shows as "[hidden]").
+AUDIT_TARGET = "vk_community"
+
+
+def audited(community: VkCommunity) -> dict:
+    return {"community_id": community.community_id, "name": community.name, "token": community.token_encrypted}
 
 
 def community_payload(community: VkCommunity) -> dict:
@@ -101,6 +110,9 @@ def connect_community(
             secret_encrypted="",
             is_primary=not VkCommunity.objects.filter(widget=widget).exists(),
         )
+        audit.record_row(
+            widget=widget, target_type=AUDIT_TARGET, target_id=community_id, before=None, after=audited(row)
+        )
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     result, code, secret, server_id = provider.register_account(
         token, account_id=community_id, url=base_url.rstrip("/") + hook_path(hook)
@@ -143,7 +155,14 @@ def delete_community(*, widget: Widget, community: VkCommunity, count_call: bool
         if not result.ok:
             raise ProviderFailed(f"VK did not confirm the removal ({result.description}); the community is kept.")
     with transaction.atomic():
-        VkCommunity.objects.filter(pk=community.pk, widget=widget).delete()
+        if VkCommunity.objects.filter(pk=community.pk, widget=widget).delete()[0]:
+            audit.record_row(
+                widget=widget,
+                target_type=AUDIT_TARGET,
+                target_id=community.community_id,
+                before=audited(community),
+                after=None,
+            )
         if community.is_primary:
             successor = VkCommunity.objects.filter(widget=widget).order_by("created_at", "pk").first()
             if successor is not None:

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit import services as audit
 from apps.billing import selectors as billing
 from apps.chats import services as chat_services
 from apps.chats.models import Message
@@ -36,10 +37,10 @@ from apps.core.ratelimit import Budget
 from apps.webhooks import services as webhooks
 
 from . import selectors
-from .models import CustomChannel, InboundUpdate, MessengerConnection
+from .models import InboundUpdate, MessengerConnection
 from .providers import registry
 from .providers.base import HOOK_MESSAGES_LIMIT, HookAccount, HookRequest, Inbound, Provider, stored_credential
-from .services import link_external_contact
+from .services import deactivate_custom_channels, link_external_contact
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,15 @@ class WebhookOutcome:
         if self.detail:
             out["detail"] = self.detail
         return out
+
+
+# Audit rows: messenger_connection.created, .changed (a credential replaced), .deleted; the
+# credentials show as "[hidden]".
+AUDIT_TARGET = "messenger_connection"
+
+
+def audited(conn: MessengerConnection) -> dict:
+    return {"provider": conn.provider, "token": conn.token_encrypted, "sid": conn.sid_encrypted, "url": conn.url}
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -194,6 +204,7 @@ def connect(
         )
     with transaction.atomic(), claim():
         conn = MessengerConnection.objects.select_for_update().filter(widget=widget, provider=provider).first()
+        before = audited(conn) if conn is not None and conn.token_encrypted else None
         if conn is None:
             conn = MessengerConnection(widget=widget, provider=provider, hook_id=secrets.token_urlsafe(24))
             # hex: every provider's secret alphabet takes it (Max allows letters, digits and `-`)
@@ -204,6 +215,9 @@ def connect(
         conn.webhook_status, conn.webhook_detail, conn.inbound_live = "", "", False
         conn.updated_at = timezone.now()
         conn.save()
+        audit.record_row(
+            widget=widget, target_type=AUDIT_TARGET, target_id=provider, before=before, after=audited(conn)
+        )
         events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     outcome = _register(conn, hook_url=hook_url(conn, base_url))
     return get_row(widget, provider), outcome
@@ -236,9 +250,7 @@ def disconnect(*, widget: Widget, provider: str, base_url: str = "") -> None:
     found = registry.get(provider)
     if found is None:  # custom channels
         with transaction.atomic():
-            CustomChannel.objects.filter(widget=widget, is_active=True).update(
-                is_active=False, updated_at=timezone.now()
-            )
+            deactivate_custom_channels(widget=widget)  # each audited
             events.emit(widget, events.WIDGET_CONFIG_CHANGED)
         return
     found.remove_accounts(widget)
@@ -251,6 +263,9 @@ def disconnect(*, widget: Widget, provider: str, base_url: str = "") -> None:
     with transaction.atomic():
         MessengerConnection.objects.filter(pk=conn.pk).delete()
         if conn.token_encrypted:  # a row holding only the hook (VK's) changes no widget configuration
+            audit.record_row(
+                widget=widget, target_type=AUDIT_TARGET, target_id=provider, before=audited(conn), after=None
+            )
             events.emit(widget, events.WIDGET_CONFIG_CHANGED)
 
 

@@ -6,14 +6,14 @@ import hashlib
 import hmac
 from datetime import datetime
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, OuterRef, Subquery
 
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core.models import Widget
 from apps.webhooks.models import Delivery
 
-from .delivery import owners
+from .delivery import CUSTOM_OWNER, owners
 from .models import CustomChannel, ExternalContact
 
 CUSTOM_PREFIX = "ch"
@@ -79,3 +79,42 @@ def get_pending_deliveries() -> tuple[int, datetime | None]:
         n=Count("id"), oldest=Min("created_at")
     )
     return found["n"], found["oldest"]
+
+
+def messenger_rows(widget: Widget) -> list[dict]:
+    """Every provider as GET /v1/messengers lists it, with what the owner's page shows besides: the
+    fields a connect takes, and the provider webhook's last registration status and reason (never a
+    credential)."""
+    from . import messengers
+    from .models import MessengerConnection
+    from .providers import registry
+
+    stored = {c.provider: c for c in MessengerConnection.objects.filter(widget=widget)}
+    rows = []
+    for row in messengers.list_rows(widget):
+        provider = registry.get(row["provider"])
+        conn = stored.get(row["provider"])
+        rows.append(
+            {
+                **row,
+                "fields": provider.fields if provider is not None and provider.writable else (),
+                "webhook_status": conn.webhook_status if conn is not None else "",
+                "webhook_detail": conn.webhook_detail if conn is not None else "",
+            }
+        )
+    return rows
+
+
+def custom_channels_with_state(widget: Widget) -> list[CustomChannel]:
+    """The widget's custom channels, newest first, each with `last_status` and `last_error` of its
+    latest outbound delivery (None when nothing was sent): one query."""
+    latest = Delivery.objects.filter(
+        widget=widget, endpoint__owner=CUSTOM_OWNER, endpoint__owner_id=OuterRef("pk")
+    ).order_by("-created_at", "-id")
+    return list(
+        CustomChannel.objects.filter(widget=widget)
+        .annotate(
+            last_status=Subquery(latest.values("status")[:1]), last_error=Subquery(latest.values("last_error")[:1])
+        )
+        .order_by("-created_at", "-id")
+    )

@@ -280,3 +280,52 @@ def queue_messenger_delivery(*, widget: Widget, chat: Chat, message: Message) ->
     if body is None:
         return None
     return delivery.queue(widget=widget, channel=None, provider=provider, message=message, body=body)
+
+
+# --- messengers: the writes of the messenger routes, for the other entry points (the console) -----
+# messengers.py and communities.py import this module: they are imported when called.
+
+
+def writable_messenger(*, widget: Widget, provider: str):
+    """The provider a connect may write (404 unknown, 422 `not_writable`, 409 `plan_required`): what
+    the connect route's serializer takes as its `provider` context."""
+    from . import messengers
+
+    return messengers.writable(widget, provider)
+
+
+def connect_messenger(*, widget: Widget, provider: str, data: dict, base_url: str):
+    """PUT /v1/messengers/{provider}: the probe, the local write, the provider webhook registration."""
+    from . import messengers
+
+    return messengers.connect(widget=widget, provider=provider, data=data, base_url=base_url)
+
+
+def verify_messenger(*, widget: Widget, provider: str, base_url: str):
+    from . import messengers
+
+    return messengers.verify(widget=widget, provider=provider, base_url=base_url)
+
+
+def disconnect_messenger(*, widget: Widget, provider: str, base_url: str = "") -> None:
+    from . import messengers
+
+    messengers.disconnect(widget=widget, provider=provider, base_url=base_url)
+
+
+def connect_vk_community(*, widget: Widget, token: str, community: str, base_url: str):
+    from . import communities
+
+    return communities.connect_community(widget=widget, token=token, community=community, base_url=base_url)
+
+
+def set_primary_vk_community(*, widget: Widget, community):
+    from . import communities
+
+    return communities.set_primary_community(widget=widget, community=community)
+
+
+def delete_vk_community(*, widget: Widget, community) -> None:
+    from . import communities
+
+    communities.delete_community(widget=widget, community=community)

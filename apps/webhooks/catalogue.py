@@ -55,6 +55,11 @@ def not_live(names: list[str], *, legacy: bool) -> list[str]:
     return [name for name in names if (LEGACY_NAMES.get(name) if legacy else name) not in enabled]
 
 
+def event_names(*, legacy: bool) -> list[str]:
+    """The names a subscription may list: the native ones, or the legacy ones with `is_legacy_compat`."""
+    return list(LEGACY_NAMES) if legacy else list(NATIVE_NAMES)
+
+
 def listing() -> list[dict]:
     enabled = enabled_types()
     rows = [

@@ -12,6 +12,8 @@
 Callers import from here; the names below are the app's public surface.
 """
 
+from .catalogue import event_names as event_names
+from .catalogue import not_live as not_live
 from .delivery import ATTEMPT_DEADLINE as ATTEMPT_DEADLINE
 from .delivery import LEASE as LEASE
 from .delivery import MAX_ATTEMPTS as MAX_ATTEMPTS
