@@ -30,9 +30,7 @@ AREAS = (
     Area("replies", _("Replies"), _("Canned responses your operators insert."), "console:settings:replies"),
     Area("ai", _("AI"), _("The AI operator, its credentials and its knowledge base."), "console:settings:ai"),
     Area("channels", _("Channels"), _("Messengers and your own channels."), "console:settings:channels"),
-    Area(
-        "developers", _("Developers"), _("API tokens, webhooks and the identity secret."), "console:settings:developers"
-    ),
+    Area("developers", _("Developers"), _("API tokens and webhooks."), "console:settings:developers"),
     Area("data", _("Data"), _("Contacts, retention and the audit log."), "console:settings:data"),
 )
 
