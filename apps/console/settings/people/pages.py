@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django import forms
-from django.forms.utils import ErrorDict
 from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 
@@ -54,8 +53,7 @@ def api_context(request) -> dict:
 
 def refused(form: forms.Form, outcome) -> forms.Form:
     """The bound form showing only the API's messages (the Django form draws, the serializer judges)."""
-    form.full_clean()
-    form._errors = ErrorDict()
+    form.errors.clear()  # the form's own checks ran (form.errors); only the API's messages are shown
     form.cleaned_data = {}
     # `channels.2` or `agent_ids.0`: the message goes under the group of checkboxes it is about.
     fields = {key: key.split(".")[0] for key in outcome.errors if key.split(".")[0] in form.fields}
