@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
@@ -41,6 +42,12 @@ class Outcome:
         """What the page shows above the form: the messages about the input as a whole, else the
         problem's detail when no field is named."""
         return self.errors.get("body", []) or ([self.message] if self.message and not self.errors else [])
+
+
+def api_context(request) -> dict:
+    """The API serializers' context for a settings page: their id fields resolve inside the console's
+    widget only (they read `context["request"].widget`, as under the API's token)."""
+    return {"request": SimpleNamespace(widget=request.agent.widget)}
 
 
 def bind(form, outcome: Outcome, *, fields: dict[str, str] | None = None) -> None:

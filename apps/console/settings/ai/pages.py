@@ -3,8 +3,6 @@ assistants, the credentials) and the writes of the settings and the AI operators
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
@@ -21,10 +19,7 @@ from ..access import owner_required
 from ..views import settings_context
 from .forms import PROVIDER_LABELS, OperatorForm, SettingsForm
 
-
-def api_context(request) -> dict:
-    """The serializers' context: their id fields resolve inside the console's widget only."""
-    return {"request": SimpleNamespace(widget=request.agent.widget)}
+api_context = settings_forms.api_context
 
 
 def widget_of(request):

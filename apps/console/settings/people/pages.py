@@ -4,8 +4,6 @@ and parse the inputs (the API's serializers validate them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django import forms
 from django.http import Http404
 from django.utils.translation import gettext_lazy as _
@@ -16,6 +14,7 @@ from apps.agents.models import Agent, Department, Invitation
 from apps.agents.services import DAYS
 from apps.core.models import Widget
 
+from ... import views as console_views
 from .. import forms as settings_forms
 
 CHANNEL_NAMES = {
@@ -40,15 +39,7 @@ STATUS_NAMES = {"active": _("Active"), "relaxation": _("Away"), "banned": _("Sus
 ROLE_NAMES = {"owner": _("Owner"), "operator": _("Operator")}
 
 
-@dataclass(frozen=True)
-class ApiRequest:
-    """What the API's serializers read of a request: the widget whose ids they resolve."""
-
-    widget: Widget
-
-
-def api_context(request) -> dict:
-    return {"request": ApiRequest(widget=request.agent.widget)}
+api_context = settings_forms.api_context
 
 
 def refused(form: forms.Form, outcome) -> forms.Form:
@@ -62,10 +53,11 @@ def refused(form: forms.Form, outcome) -> forms.Form:
 
 
 def parse_pk(value) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise Http404 from None
+    """An id from the URL (the console's one rule, `parse_id`), else 404."""
+    pk = console_views.parse_id(str(value))
+    if pk is None:
+        raise Http404
+    return pk
 
 
 def operator_of(request, pk) -> Agent:
