@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "apps.erasure",
     "apps.audit",
     "apps.privacy",
+    "apps.routing",
 ]
 
 MIDDLEWARE = [
@@ -444,7 +445,9 @@ if AI_PRIVATE_HOSTS:
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
-WEBHOOK_LIVE_EVENTS = env.list("WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased"])
+WEBHOOK_LIVE_EVENTS = env.list(
+    "WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased", "chat.assigned", "sla.breached"]
+)
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
 # Settled webhook deliveries (delivered, failed, skipped) unchanged for this many days are deleted by

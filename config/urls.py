@@ -10,6 +10,8 @@ from apps.core import views as core_views
 api_v1 = [
     # stats first: its agents/stats and chats/export are not the agents' or chats' {id}
     path("", include("apps.stats.api.urls")),
+    # routing's chats/{id}/routing before the chats' own routes
+    path("", include("apps.routing.api.urls")),
     path("", include("apps.chats.api.urls")),
     path("", include("apps.webhooks.api.urls")),
     path("", include("apps.agents.api.urls")),

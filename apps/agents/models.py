@@ -40,6 +40,8 @@ class Agent(models.Model):
     ai_assistant_id = models.BigIntegerField(null=True, blank=True)
     # The owner's own agent row: never deletable through the API.
     is_owner = models.BooleanField(default=False)
+    # Open chats routing gives this operator at most (null: the widget's routing default_capacity).
+    capacity = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

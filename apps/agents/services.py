@@ -243,6 +243,38 @@ def set_show_in_header(*, widget: Widget, agent: Agent, show_in_header: bool) ->
     return agent
 
 
+@transaction.atomic
+def set_capacity(*, widget: Widget, agent: Agent, capacity: int | None) -> Agent:
+    """The open chats routing gives the operator at most (null: the widget's default). A larger
+    capacity may let the operator take queued chats (agent.profile_changed's handlers)."""
+    agent = _lock_agent(widget, agent)
+    if agent.capacity == capacity:
+        return agent
+    before = agent.capacity
+    agent.capacity = capacity
+    agent.save(update_fields=["capacity"])
+    audit.record_change(
+        widget=widget,
+        action="agent.changed",
+        target_type="agent",
+        target_id=agent.pk,
+        before={"capacity": before},
+        after={"capacity": capacity},
+    )
+    _profile_changed(widget, agent)
+    return agent
+
+
+@transaction.atomic
+def update_agent(*, widget: Widget, agent: Agent, changes: dict) -> Agent:
+    """PATCH /v1/agents/{id}: `show_in_header` and `capacity`, in one transaction."""
+    if "show_in_header" in changes:
+        agent = set_show_in_header(widget=widget, agent=agent, show_in_header=changes["show_in_header"])
+    if "capacity" in changes:
+        agent = set_capacity(widget=widget, agent=agent, capacity=changes["capacity"])
+    return agent
+
+
 def _ban(widget: Widget, agent: Agent, *, event: str) -> Agent:
     agent = _lock_agent(widget, agent)
     if agent.status == Agent.Status.BANNED:

@@ -58,6 +58,8 @@ CHAT_ACCEPTED = "chat.accepted"
 OFFLINE_MESSAGE_CREATED = "offline_message.created"
 CONTACT_UPDATED = "contact.updated"
 CONTACT_ERASED = "contact.erased"
+CHAT_ASSIGNED = "chat.assigned"
+SLA_BREACHED = "sla.breached"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -72,6 +74,10 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     OFFLINE_MESSAGE_CREATED: ("chat_id", "client_id", "message_id", "name", "email", "phone"),
     CONTACT_UPDATED: ("client_id", "changed_fields"),
     CONTACT_ERASED: ("contact_id",),
+    # the chat's routing owner changed (`agent_id` null: back in the queue); `by` routing, agent,
+    # api or automation
+    CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
+    SLA_BREACHED: ("chat_id", "policy_id", "kind"),
 }
 
 # The legacy vocabulary and its native mapping.
@@ -108,6 +114,8 @@ KB_DOCUMENT_DELETED = "kb.document_deleted"
 KB_CRAWLER_CHANGED = "kb.crawler_changed"
 KB_CRAWL_PAGE_CHANGED = "kb.crawl_page_changed"
 KB_CRAWL_FINISHED = "kb.crawl_finished"
+# routing (apps.routing)
+QUEUE_CHANGED = "routing.queue_changed"
 
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
@@ -149,6 +157,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     KB_CRAWL_PAGE_CHANGED: ("url", "change", "chunks"),
     # a crawl ended: finished, failed or cancelled
     KB_CRAWL_FINISHED: ("run_id", "status", "error"),
+    # a chat joined the routing queue or left it (`change`: joined, assigned, closed)
+    QUEUE_CHANGED: ("chat_id", "change"),
 }
 
 REDRIVE_AFTER = timedelta(seconds=60)

@@ -23,9 +23,12 @@ TRIGGERED_BY: dict[str, str] = {
     events.OFFLINE_MESSAGE_CREATED: "a client submits the offline/callback form while no operator is connected",
     events.CONTACT_UPDATED: "a contact is updated via the contact PATCH",
     events.CONTACT_ERASED: "a contact's erasure finished (its data is deleted; contact_id is its former guid)",
+    events.CHAT_ASSIGNED: "a chat's routing owner changes: routing, an operator, the API or automation "
+    "(agent_id null when the chat goes back to the queue)",
+    events.SLA_BREACHED: "an SLA clock of a chat passed its due time unmet (once per kind and due time)",
 }
-# Wave 3 events are Live (product-decisions.md, "Wave 3").
-LIVE_BY_DEFAULT = (events.MESSAGE_CREATED, events.CONTACT_ERASED)
+# Wave 3 and Wave 4 events are Live (product-decisions.md, "Wave 3" and "Wave 4").
+LIVE_BY_DEFAULT = (events.MESSAGE_CREATED, events.CONTACT_ERASED, events.CHAT_ASSIGNED, events.SLA_BREACHED)
 
 NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)
 LEGACY_NAMES: dict[str, str] = dict(events.LEGACY_NAMES)

@@ -358,21 +358,28 @@ def get_business_hours(widget: Widget) -> dict:
     return dict(row.hours) if row is not None else hours.default_hours(settings.BUSINESS_TIME_ZONE)
 
 
-def business_hours_state(widget: Widget, *, now: datetime | None = None, cached: bool = True) -> hours.HoursState:
-    """Open or closed now (or at `now`) and the next opening, in the widget's time zone. The hours
-    are read with the public config's cache (a PUT purges it), so a hot path pays no query;
-    `cached=False` reads the row (one query every time, for pages that count their queries)."""
+def cached_business_hours(widget: Widget) -> dict:
+    """The resource as GET answers it, read with the public config's cache (a PUT purges it), so a
+    hot path pays no query."""
     stored = None
-    if cached:
-        try:
-            stored = cached_for_config(
-                widget=widget, name="hours", build=lambda: get_business_hours(widget), ttl=HOURS_TTL
-            )
-        except Exception:  # noqa: BLE001 - the cache is down: the row still answers
-            logger.warning("business hours of widget %s read past the cache", widget.pk, exc_info=True)
-    if stored is None:
-        stored = get_business_hours(widget)
+    try:
+        stored = cached_for_config(widget=widget, name="hours", build=lambda: get_business_hours(widget), ttl=HOURS_TTL)
+    except Exception:  # noqa: BLE001 - the cache is down: the row still answers
+        logger.warning("business hours of widget %s read past the cache", widget.pk, exc_info=True)
+    return stored if stored is not None else get_business_hours(widget)
+
+
+def business_hours_state(widget: Widget, *, now: datetime | None = None, cached: bool = True) -> hours.HoursState:
+    """Open or closed now (or at `now`) and the next opening, in the widget's time zone.
+    `cached=False` reads the row (one query every time, for pages that count their queries)."""
+    stored = cached_business_hours(widget) if cached else get_business_hours(widget)
     return hours.state_at(stored, now or datetime.now(UTC))
+
+
+def department_schedule_open(schedule: dict, *, widget: Widget, now: datetime) -> bool:
+    """A department's own week (`schedule`) at `now`, read in the widget's time zone (the widget's
+    hours are not consulted: `department_is_open` adds them)."""
+    return hours.department_open_at(schedule, cached_business_hours(widget)["timezone"], now)
 
 
 def department_is_open(widget: Widget, department, *, now: datetime | None = None) -> bool:

@@ -72,6 +72,7 @@ def agent_payload(agent: Agent, *, online_ids: set[int], absolute: Callable[[str
         "status": agent.status,
         "online": agent.pk in online_ids,
         "show_in_header": agent.show_in_header,
+        "capacity": agent.capacity,
         "ai_assistant_id": agent.ai_assistant_id,
         "departments": sorted(d.pk for d in agent.departments.all()),
         "created_at": _iso(agent.created_at),
@@ -139,8 +140,11 @@ class AgentDoc(serializers.Serializer):
         ),
     )
     online = serializers.BooleanField(help_text="Live websocket presence, not the stored status.")
-    show_in_header = serializers.BooleanField(
-        help_text="True when the widget header shows this agent; the only writable member."
+    show_in_header = serializers.BooleanField(help_text="True when the widget header shows this agent; writable.")
+    capacity = serializers.IntegerField(
+        allow_null=True,
+        help_text="Open chats routing gives this operator at most (1..50); null: the routing settings' "
+        "`default_capacity`. Writable.",
     )
     ai_assistant_id = serializers.IntegerField(
         allow_null=True, help_text="The assistant an AI operator answers with; null for other agents. Not writable."
@@ -390,9 +394,17 @@ class EmptyInput(InputSerializer):
 
 
 class AgentPatchInput(InputSerializer):
-    """`show_in_header` is the only writable member; every other agent member is refused by name."""
+    """`show_in_header` and `capacity` are the writable members (at least one); every other agent
+    member is refused by name."""
 
-    show_in_header = StrictBooleanField(help_text="True to show this agent in the widget header.")
+    show_in_header = StrictBooleanField(required=False, help_text="True to show this agent in the widget header.")
+    capacity = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=50,
+        help_text="1..50 open chats routing gives this operator at most; null: the widget's default.",
+    )
     id = serializers.CharField(read_only=True)
     user_id = serializers.CharField(read_only=True)
     name = serializers.CharField(read_only=True)
@@ -406,6 +418,11 @@ class AgentPatchInput(InputSerializer):
     ai_assistant_id = serializers.CharField(read_only=True)
     departments = serializers.CharField(read_only=True)
     created_at = serializers.CharField(read_only=True)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError({"show_in_header": ["Send `show_in_header`, `capacity` or both."]})
+        return attrs
 
 
 def sniff_image(head: bytes) -> str | None:

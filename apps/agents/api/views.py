@@ -138,7 +138,7 @@ class AgentViewSet(WidgetScopedViewSet):
     def partial_update(self, request, pk=None):
         agent = self.get_object()
         data = self.validated(s.AgentPatchInput)
-        agent = services.set_show_in_header(widget=request.widget, agent=agent, show_in_header=data["show_in_header"])
+        agent = services.update_agent(widget=request.widget, agent=agent, changes=data)
         return Response(self._fresh(agent))
 
     @extend_schema(

@@ -15,9 +15,11 @@ it; a test that patches a name patches it in the module that looks it up.
 """
 
 from .attribution import Answer as Answer
+from .attribution import assigned_by as assigned_by
 from .attribution import await_human as await_human
 from .attribution import emit_accepted as emit_accepted
 from .attribution import record_answer as record_answer
+from .attribution import set_routing_owner as set_routing_owner
 from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
 from .contacts import add_tags as add_tags
 from .contacts import attributes_size as attributes_size

@@ -40,6 +40,8 @@ class Answer:
 
     fields: list[str]
     accepted: bool
+    # A person answering an unclaimed room became its routing owner (chat.assigned follows).
+    claimed: bool = False
 
 
 def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> Answer:
@@ -66,14 +68,15 @@ def record_answer(*, chat: Chat, agent: Agent, now: datetime) -> Answer:
         chat.handled_by, chat.handled_by_type, chat.handled_at = agent, kind, now
         changed += ["handled_by", "handled_by_type", "handled_at"]
     # A person answering an unclaimed room claims it; the AI operator never becomes owner.
-    if kind == Chat.OperatorType.HUMAN and chat.agent_id is None:
+    claimed = kind == Chat.OperatorType.HUMAN and chat.agent_id is None
+    if claimed:
         chat.agent = agent
         changed.append("agent")
     # A person answering a chat handed to people ends the wait (a machine answering does not).
     if agent.type == Agent.Type.HUMAN and chat.awaiting_human_since is not None:
         chat.awaiting_human_since = None
         changed.append("awaiting_human_since")
-    return Answer(fields=changed, accepted=accepted)
+    return Answer(fields=changed, accepted=accepted, claimed=claimed)
 
 
 def emit_accepted(*, chat: Chat) -> None:
@@ -87,6 +90,45 @@ def emit_accepted(*, chat: Chat) -> None:
         operator_type=chat.accepted_by_type,
         client_id=chat.contact.guid,
     )
+
+
+# `by` of chat.assigned for a change of routing owner, from the source of the change.
+ASSIGNED_BY = {"routing": "routing", "console": "agent", "automation": "automation"}
+
+
+def assigned_by(source: str) -> str:
+    """`routing`, `agent` (a person in the console), `automation`, else `api` (a REST or compat call)."""
+    return ASSIGNED_BY.get(source, "api")
+
+
+def emit_assigned(*, chat: Chat, by: str) -> None:
+    """chat.assigned for a change of the (locked, saved) chat's routing owner; `agent_id` null when
+    the chat went back to the queue."""
+    events.emit(
+        chat.widget,
+        events.CHAT_ASSIGNED,
+        objects={"chat": chat},
+        chat_id=chat.pk,
+        agent_id=chat.agent_id,
+        by=by,
+    )
+
+
+@transaction.atomic
+def set_routing_owner(*, widget: Widget, chat: Chat, agent: Agent | None, by: str) -> Chat:
+    """Routing (or automation) gives the chat to `agent`, or takes it back to the queue with None:
+    the routing owner changes and nothing else (the operator accepts the chat by answering it).
+    chat.assigned once; the owner the chat already has changes nothing."""
+    chat = lock_chat(widget=widget, chat=chat)
+    if chat.agent_id == (agent.pk if agent is not None else None):
+        return chat
+    if agent is not None and (agent.widget_id != widget.pk or agent.type != Agent.Type.HUMAN):
+        raise AssertionError("a routing owner is a human agent of the widget")
+    chat.agent = agent
+    chat.updated_at = timezone.now()
+    chat.save(update_fields=["agent", "updated_at"])
+    emit_assigned(chat=chat, by=by)
+    return chat
 
 
 @transaction.atomic

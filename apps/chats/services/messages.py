@@ -15,7 +15,7 @@ from apps.core import events
 from apps.core.models import Widget
 
 from ..models import Chat, Contact, Message, Rating
-from .attribution import emit_accepted, record_answer
+from .attribution import assigned_by, emit_accepted, emit_assigned, record_answer
 from .locking import AGENT_MESSAGE_RELATED, AlreadyRated, ensure_not_spam, lock_chat
 from .rooms import WIDGET_CHANNEL, get_or_create_room
 
@@ -148,17 +148,19 @@ def post_agent_message(
     now = timezone.now()
     kind = Message.Author.AI if author.type == Agent.Type.AI else Message.Author.AGENT
     message, fields = _store_message(chat=chat, data=data, author_kind=kind, agent=author, now=now)
-    accepted = False
+    accepted = claimed = False
     if data.visibility == Message.Visibility.PUBLIC:
         answer = record_answer(chat=chat, agent=author, now=now)
         fields += answer.fields
-        accepted = answer.accepted
+        accepted, claimed = answer.accepted, answer.claimed
         if chat.first_agent_reply_at is None:
             chat.first_agent_reply_at = now
             fields.append("first_agent_reply_at")
     chat.save(update_fields=fields)
     if accepted:
         emit_accepted(chat=chat)
+    if claimed:
+        emit_assigned(chat=chat, by=assigned_by(source))
     _emit_message(chat, message, source=source)
     return message
 

@@ -13,7 +13,7 @@ from apps.core import events
 from apps.core.models import Widget
 
 from ..models import Chat, ChatTransfer
-from .attribution import emit_accepted, record_answer
+from .attribution import assigned_by, emit_accepted, emit_assigned, record_answer
 from .locking import ChatIsSpam, lock_chat
 
 
@@ -100,6 +100,8 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
     chat.save(update_fields=sorted({"agent", "updated_at", *answer.fields}))
     if answer.accepted:
         emit_accepted(chat=chat)
+    if from_agent_id != to_agent.pk:
+        emit_assigned(chat=chat, by=assigned_by(source))
     events.emit(
         widget,
         events.CHAT_TRANSFERRED,
@@ -127,4 +129,6 @@ def accept_chat(*, widget: Widget, chat: Chat, agent: Agent) -> Chat:
             emit_accepted(chat=chat)
         else:
             events.emit(widget, events.CHAT_ATTRIBUTED, objects={"chat": chat}, chat_id=chat.pk, operator_id=agent.pk)
+        if answer.claimed:
+            emit_assigned(chat=chat, by="agent")
     return chat

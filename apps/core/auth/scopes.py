@@ -1,5 +1,5 @@
 """The one catalogue of grantable scopes (the spec's table, 44 grantable and 43 operational, and the
-scopes of product-decisions.md "Wave 3").
+scopes of product-decisions.md "Wave 3" and "Wave 4").
 
 Routes name scopes from here only; a contract test checks every route scope against it.
 """
@@ -56,6 +56,10 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "canned:write": ("create, change, delete canned responses", False),
     "privacy:write": ("erase a contact with its chats and files; set chat retention", True),
     "audit:read": ("read the audit log of configuration, credential and data changes", False),
+    "routing:read": ("read the routing settings", False),
+    "routing:write": ("change the routing settings", False),
+    "sla:read": ("read SLA policies", False),
+    "sla:write": ("create, change, delete SLA policies", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -82,7 +86,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 48 and len(OPERATIONAL_SCOPES) == 47
+assert len(ALL_SCOPES) == 52 and len(OPERATIONAL_SCOPES) == 51
 
 
 def parse_scopes(text: str) -> list[str]:

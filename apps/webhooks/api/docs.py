@@ -43,6 +43,21 @@ DATA_MEMBERS: dict[str, dict] = {
         "description": "The contact fields the change touched.",
     },
     "contact_id": {**_GUID, "description": "The erased contact's former guid."},
+    "agent_id": {
+        "type": ["integer", "null"],
+        "description": "The new routing owner; null when the chat went back to the queue.",
+    },
+    "by": {
+        "type": "string",
+        "enum": ["routing", "agent", "api", "automation"],
+        "description": "Who assigned: `routing` (automatic), `agent` (a person in the console), `api`, `automation`.",
+    },
+    "policy_id": {"type": ["integer", "null"], "description": "The SLA policy whose clock ran out."},
+    "kind": {
+        "type": "string",
+        "enum": ["first_response", "next_response", "resolution"],
+        "description": "Which SLA clock ran out.",
+    },
 }
 
 HEADERS = [
