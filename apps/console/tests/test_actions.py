@@ -143,7 +143,8 @@ def test_accept(htmx, chat, operator, captured_events):
     assert "console:list" in response["HX-Trigger"]
     chat.refresh_from_db()
     assert (chat.accepted_by_id, chat.handled_by_id, chat.agent_id) == (operator.pk, operator.pk, operator.pk)
-    assert [t for t, _ in captured_events()] == ["chat.accepted"]
+    assert [t for t, _ in captured_events()] == ["chat.accepted", "chat.assigned"]
+    assert captured_events()[1][1].items() >= {"chat_id": chat.pk, "agent_id": operator.pk, "by": "agent"}.items()
 
 
 def test_a_plain_accept_redirects_back(console, chat):

@@ -61,6 +61,8 @@ def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     with transaction.atomic():  # presence emits these from the agent socket
         events.emit(widget, events.AGENT_ONLINE, operator_id=first.pk)
         events.emit(widget, events.AGENT_OFFLINE, operator_id=first.pk)
+    with transaction.atomic():  # the SLA beat job emits it
+        events.emit(widget, events.SLA_BREACHED, chat_id=chat.pk, policy_id=None, kind="first_response")
     erased = chats.create_contact(widget=widget, name="Борис")
     privacy.request_contact_erasure(widget=widget, contact=erased)
     privacy.erase_contact(pending_id=PendingErasure.objects.get(contact_id=erased.pk).pk)
