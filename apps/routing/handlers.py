@@ -51,8 +51,11 @@ def message_created(event: events.Event) -> None:
     if chat is None or message is None:
         return
     if message.author_kind == Message.Author.CLIENT:
-        if chat.agent_id is None and services.needs_person(chat):
-            services.enqueue(chat=chat, now=message.created_at)
+        if chat.agent_id is None:
+            if services.needs_person(chat):
+                services.enqueue(chat=chat, now=message.created_at)
+        else:
+            services.requeue_unattended(chat=chat, now=message.created_at)
     elif (
         message.author_kind == Message.Author.AGENT
         and message.visibility == Message.Visibility.PUBLIC

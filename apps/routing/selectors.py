@@ -32,6 +32,19 @@ def routing_settings(widget: Widget) -> RoutingSettings:
     return row if row is not None else RoutingSettings(widget=widget)
 
 
+# How long a process trusts its cached copy of the settings (a PUT purges it at once).
+SETTINGS_TTL = 300
+
+
+def cached_settings(widget: Widget) -> dict:
+    """The settings as `settings_payload` shows them, read with the widget config's cache: the
+    visitor message path asks for the mode on every message (a PUT emits widget.config_changed,
+    which purges it). Decisions read the locked row instead."""
+    return widget_selectors.cached_for_config(
+        widget=widget, name="routing", build=lambda: settings_payload(routing_settings(widget)), ttl=SETTINGS_TTL
+    )
+
+
 def settings_payload(row: RoutingSettings) -> dict:
     return {
         "mode": row.mode,

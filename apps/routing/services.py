@@ -96,13 +96,15 @@ def _machine_answers(widget: Widget) -> bool:
     return False
 
 
-def needs_person(chat: Chat, *, handed_over: bool = False) -> bool:
-    """Whether the (locked) chat waits for routing: routing is on, nobody owns it, it is active, and
-    no machine answers it (a machine that handed it over, `handed_over`, no longer does)."""
-    if chat.agent_id is not None or chat.status != Chat.Status.ACTIVE:
+def needs_person(chat: Chat, *, handed_over: bool = False, owner_absent: bool = False) -> bool:
+    """Whether the (locked) chat waits for routing: routing is on, nobody owns it (or, with
+    `owner_absent`, its owner is not online), it is active, and no machine answers it (a machine
+    that handed it over, `handed_over`, no longer does)."""
+    if chat.status != Chat.Status.ACTIVE:
         return False
-    settings = selectors.routing_settings(chat.widget)
-    if settings.mode == RoutingSettings.Mode.MANUAL:
+    if chat.agent_id is not None and not owner_absent:
+        return False
+    if selectors.cached_settings(chat.widget)["mode"] == RoutingSettings.Mode.MANUAL:
         return False
     if handed_over or chat.awaiting_human_since is not None:
         return True
@@ -127,6 +129,19 @@ def enqueue(*, chat: Chat, now: datetime | None = None) -> bool:
         row.save(update_fields=["queued_at", "queue_since", "reroute_due_at", "updated_at"])
     events.emit(chat.widget, events.QUEUE_CHANGED, objects={"chat": chat}, chat_id=chat.pk, change="joined")
     return True
+
+
+def requeue_unattended(*, chat: Chat, now: datetime | None = None) -> bool:
+    """A visitor writes into a chat whose owner is not online (a closed chat reopening after its
+    operator left): routing on, the chat goes back to the queue instead of waiting for them."""
+    if selectors.cached_settings(chat.widget)["mode"] == RoutingSettings.Mode.MANUAL:
+        return False
+    if chat.agent_id in selectors.agent_selectors.online_agent_ids(chat.widget):
+        return False
+    if not needs_person(chat, owner_absent=True):
+        return False
+    chat_services.set_routing_owner(widget=chat.widget, chat=chat, agent=None, by=ChatRouting.By.ROUTING)
+    return enqueue(chat=chat, now=now)
 
 
 def leave_queue(*, chat: Chat, reason: str) -> bool:

@@ -236,3 +236,32 @@ def test_no_chat_twice_no_operator_over_capacity_and_the_queue_in_order(monkeypa
 
 def _assigned(widget) -> list[int]:
     return list(Chat.objects.filter(widget=widget, agent__isnull=False).values_list("pk", flat=True))
+
+
+def test_a_visitor_writing_to_a_chat_whose_operator_left_goes_back_to_the_queue(widget, monkeypatch):
+    online = presence(monkeypatch)
+    routing_on(widget)
+    gone, other = operators(widget, 2, online)
+    online.online = {gone.pk}
+    chat = visitor_writes(widget, "first")
+    services.serve(widget)
+    chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=chat.pk))
+    online.online = {other.pk}
+    contact = Chat.objects.get(pk=chat.pk).contact
+    chat_services.post_client_message(widget=widget, contact=contact, data=chat_services.MessageInput(body="again"))
+    assert queued_ids(widget) == [chat.pk]
+    services.serve(widget)
+    assert Chat.objects.get(pk=chat.pk).agent_id == other.pk
+
+
+def test_the_settings_change_reaches_the_message_path_at_once(widget, monkeypatch, django_capture_on_commit_callbacks):
+    online = presence(monkeypatch)
+    operators(widget, 1, online)
+    visitor_writes(widget)  # caches `manual`
+    with django_capture_on_commit_callbacks(execute=True):
+        services.put_settings(
+            widget=widget,
+            data={"mode": "round_robin", "default_capacity": 3, "reroute_after_seconds": None, "show_queue_position": True},
+        )
+    chat = visitor_writes(widget)
+    assert queued_ids(widget) == [chat.pk]
