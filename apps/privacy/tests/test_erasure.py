@@ -76,6 +76,8 @@ HANDLED: dict[str, object] = {
     # an endpoint's call carrying a message (a compat bot's CLIENT_MESSAGE) goes with the message
     "webhooks.Delivery.message": models.CASCADE,
     "stats.ChatFacts.chat": models.CASCADE,  # per-chat facts; the daily rollups stay
+    "routing.ChatRouting.chat": models.CASCADE,  # the chat's place in the queue and its assignments
+    "routing.SlaClock.chat": models.CASCADE,  # its SLA clocks; the statistics count only existing chats
     "apps_channels.ExternalContact.contact": models.CASCADE,
     # the call's webhooks.Delivery (an endpoint delivery: its body holds the message) is redacted
     # before the message is deleted

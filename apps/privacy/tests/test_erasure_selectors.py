@@ -47,6 +47,11 @@ TAKES_A_LIVE_PARENT = "reads under a chat, contact or ticket its caller already 
 
 # selector -> why it needs no erasure rule of its own
 EXEMPT: dict[str, str] = {
+    "apps.routing.selectors.chat_routing": TAKES_A_LIVE_PARENT,
+    "apps.routing.selectors.queue_position": TAKES_A_LIVE_PARENT,
+    "apps.routing.selectors.routing_payload": TAKES_A_LIVE_PARENT,
+    "apps.routing.selectors.sla_payload": TAKES_A_LIVE_PARENT,
+    "apps.routing.selectors.pool": "counts each operator's open chats: no row of a person leaves it",
     "apps.canned.selectors.render_for_chat": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.variable_values": TAKES_A_LIVE_PARENT,
     "apps.channels.selectors.find_legacy_chat_channel": "a channel by its secret: no row of a person",
