@@ -245,6 +245,69 @@ def test_the_ai_operator_is_never_chosen(widget, online):
     assert owner_of(chat) is None
 
 
+@flow
+def test_a_larger_capacity_takes_the_next_waiting_chat(widget, online):
+    anna = HumanAgentFactory(widget=widget, capacity=1)
+    online(anna)
+    set_mode(widget, RoutingSettings.Mode.ROUND_ROBIN)
+    first, second = visitor_writes(widget, "v1"), visitor_writes(widget, "v2")
+    assert (owner_of(first), owner_of(second)) == (anna.pk, None)
+
+    agent_services.set_capacity(widget=widget, agent=anna, capacity=2)
+
+    assert owner_of(second) == anna.pk
+    assert queued_ids(widget) == []
+
+
+@flow
+def test_an_operator_taking_a_waiting_chat_takes_it_out_of_the_queue(widget, online):
+    anna = HumanAgentFactory(widget=widget)
+    online()
+    set_mode(widget, RoutingSettings.Mode.ROUND_ROBIN)
+    chat = visitor_writes(widget)
+    assert queued_ids(widget) == [chat.pk]
+
+    chat_services.accept_chat(widget=widget, chat=chat, agent=anna)
+
+    assert owner_of(chat) == anna.pk
+    assert queued_ids(widget) == []
+    assert ChatRouting.objects.get(chat=chat).assigned_by == ChatRouting.By.AGENT
+
+
+@flow
+def test_chats_of_manual_mode_join_the_queue_at_the_visitors_next_message(widget, online):
+    anna = HumanAgentFactory(widget=widget)
+    online(anna)
+    session, _ = visitor_services.start_session(widget=widget, name="Anna")
+
+    def says():
+        return chat_services.post_client_message(
+            widget=widget, contact=session.contact, data=chat_services.MessageInput(body="Hello?")
+        )
+
+    chat = Chat.objects.get(pk=says().chat_id)  # mode manual
+    set_mode(widget, RoutingSettings.Mode.ROUND_ROBIN)
+    assert owner_of(chat) is None  # turning routing on does not reach back
+
+    says()
+    assert owner_of(chat) == anna.pk
+
+
+@flow
+def test_turning_a_mode_on_serves_the_chats_already_waiting(widget, online):
+    anna = HumanAgentFactory(widget=widget)
+    online()
+    set_mode(widget, RoutingSettings.Mode.ROUND_ROBIN)
+    chat = visitor_writes(widget)
+    set_mode(widget, RoutingSettings.Mode.MANUAL)
+    online(anna)
+    comes_online(widget, anna)
+    assert owner_of(chat) is None  # manual: the queue waits
+
+    set_mode(widget, RoutingSettings.Mode.LEAST_BUSY)
+    assert owner_of(chat) == anna.pk
+
+
 # --- departments and business hours ---------------------------------------------------------------------
 
 
