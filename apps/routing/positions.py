@@ -8,7 +8,11 @@ with what the visitors were last told (kept in the cache per widget): only the c
 differ are announced, in one `routing.queue_positions` event, which apps.chats pushes to their
 visitors' sockets. A chat that left the queue is announced with both values null. However long the
 queue, a change costs a fixed number of statements; the cache holds one small map per widget with
-a queue.
+a queue. A change of the routing settings (widget.config_changed) is announced the same way, so
+turning `show_queue_position` off clears the line of everyone waiting and turning it on shows it.
+
+Two changes announced at once by two processes may reach a visitor out of order; what was announced
+last is what the cache holds, so the next change (or the widget's read on reconnect) sets it right.
 """
 
 from __future__ import annotations
@@ -106,6 +110,13 @@ def queue_changed(event: events.Event) -> None:
     announce(event.widget, changed_chat=event.data["chat_id"])
 
 
+def settings_changed(event: events.Event) -> None:
+    """After a widget's config changed (the routing settings among others): whoever waits hears
+    what the settings now show."""
+    announce(event.widget)
+
+
 def register() -> None:
     ports.provide(ports.VISITOR_QUEUE, VisitorQueue())
     events.subscribe(events.QUEUE_CHANGED, queue_changed, phase=events.ON_COMMIT)
+    events.subscribe(events.WIDGET_CONFIG_CHANGED, settings_changed, phase=events.ON_COMMIT)

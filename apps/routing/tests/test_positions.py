@@ -163,6 +163,19 @@ def test_with_the_setting_off_only_the_leaving_chat_hears(widget, frames, django
     assert [f for _, f in frames] == [realtime.queue_frame(chats[0].pk, None, None)]
 
 
+def test_turning_the_setting_off_and_on_clears_and_shows_every_line(widget, frames, django_capture_on_commit_callbacks):
+    chats = [queued(widget, at=T0 + timedelta(seconds=n)) for n in range(2)]
+    positions.announce(widget)
+    data = {"mode": "round_robin", "default_capacity": 3, "reroute_after_seconds": None}
+    with django_capture_on_commit_callbacks(execute=True):
+        services.put_settings(widget=widget, data={**data, "show_queue_position": False})
+    assert [(f["chat_id"], f["position"]) for _, f in frames] == [(chats[0].pk, None), (chats[1].pk, None)]
+    frames.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.put_settings(widget=widget, data={**data, "show_queue_position": True})
+    assert [(f["chat_id"], f["position"]) for _, f in frames] == [(chats[0].pk, 1), (chats[1].pk, 2)]
+
+
 def test_the_positions_event_is_internal(widget, captured_events, frames):
     queued(widget)
     positions.announce(widget)
