@@ -12,4 +12,4 @@ class RoutingConfig(AppConfig):
         handlers.register()
         from . import positions
 
-        positions.register()  # noqa: E702 - the visitor's place in line
+        positions.register()  # the visitor's place in line
