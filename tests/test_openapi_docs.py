@@ -201,6 +201,7 @@ DESCRIBED_SCHEMAS = (
     "VisitorMessageListDoc",
     "VisitorMessageCreatedDoc",
     "VisitorTypingDoc",
+    "VisitorQueueDoc",
     "VisitorRatingDoc",
     "VisitorFileDoc",
     "VisitorSessionInputRequest",
@@ -526,6 +527,7 @@ def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
         "POST /api/visitor/v1/{button_guid}/rating",
         "POST /api/visitor/v1/{button_guid}/offline",
         "POST /api/visitor/v1/{button_guid}/files",
+        "GET /api/visitor/v1/{button_guid}/queue",
     }
     for key, op in visitor.items():
         assert op["tags"] == ["visitor"], key
@@ -589,5 +591,6 @@ def test_visitor_answers_match_their_documented_shapes(client, widget, doc):
     check("/api/visitor/v1/{button_guid}/config", "get", 200, client.get(f"{base}/config").json())
     typing = client.post(f"{base}/typing", {"state": "start"}, content_type="application/json", **auth)
     check("/api/visitor/v1/{button_guid}/typing", "post", 202, typing.json())
+    check("/api/visitor/v1/{button_guid}/queue", "get", 200, client.get(f"{base}/queue", **auth).json())
     rated = client.post(f"{base}/rating", {"value": 5}, content_type="application/json", **auth)
     check("/api/visitor/v1/{button_guid}/rating", "post", 201, rated.json())

@@ -166,6 +166,33 @@ SERVER_FRAMES: dict[str, dict] = {
             "Typing indicator.",
         ),
     },
+    "queueFrame": {
+        "name": "queue",
+        "title": "Place in the queue",
+        "summary": "Visitor socket: while routing makes the chat wait for an operator, its place in line and the "
+        "estimated wait, sent whenever either changes (as `GET .../queue` answers them); both null once it no "
+        "longer waits (an operator took it, it closed) or the widget's `show_queue_position` was turned off.",
+        "payload": _frame(
+            "queue",
+            {
+                "type": {"type": "string", "const": "queue", "description": "The frame's kind, as `event`."},
+                "chat_id": _CHAT_ID,
+                "position": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "description": "1 is the next to be served; null when the chat no longer waits.",
+                },
+                "estimated_wait_seconds": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "description": "The position times the median wait of the widget's last 50 assigned chats; "
+                    "null when not waiting or with fewer than 5 such chats.",
+                },
+            },
+            ["type", "chat_id", "position", "estimated_wait_seconds"],
+            "Place in the queue.",
+        ),
+    },
     "seenFrame": {
         "name": "seen",
         "title": "Messages seen",
@@ -287,7 +314,7 @@ CLIENT_FRAMES: dict[str, dict] = {
     },
 }
 
-VISITOR_SENDS = ["messageFrame", "chatFrame", "typingFrame", "seenFrame", "pongFrame", "errorFrame"]
+VISITOR_SENDS = ["messageFrame", "chatFrame", "typingFrame", "seenFrame", "queueFrame", "pongFrame", "errorFrame"]
 VISITOR_READS = ["typingClientFrame", "seenClientFrame", "pingClientFrame"]
 AGENT_SENDS = [
     "readyFrame",

@@ -10,7 +10,7 @@ private notes, operator-only e-mails or operator-to-operator messages; operator 
 from __future__ import annotations
 
 from apps.core import events
-from apps.platform.realtime import chat_group, group_send, push, widget_group
+from apps.platform.realtime import chat_group, group_send, push, push_each, widget_group
 
 from .models import Chat, Message
 from .payloads import visitor_chat_frame, visitor_message_frame
@@ -67,6 +67,29 @@ def seen(event: events.Event) -> None:
     )
 
 
+def queue_frame(chat_id: int, position: int | None, wait: int | None) -> dict:
+    """The visitor's place in the routing queue (both null: not waiting); `event` like every server
+    frame, `type` as product-decisions.md names it."""
+    return {
+        "event": "queue",
+        "type": "queue",
+        "chat_id": chat_id,
+        "position": position,
+        "estimated_wait_seconds": wait,
+    }
+
+
+def queue_positions(event: events.Event) -> None:
+    """routing.queue_positions: each visitor whose place or estimated wait changed hears theirs, all
+    in one hop to the channel layer."""
+    push_each(
+        [
+            ([chat_group(chat_id)], queue_frame(chat_id, position, wait))
+            for chat_id, position, wait in event.data["positions"]
+        ]
+    )
+
+
 def erasure_accepted(event: events.Event) -> None:
     """The contact's sockets close as a socket whose session ended does (4401): the sessions are gone
     and the contact reads as missing, so a socket opened before must not stay subscribed."""
@@ -92,3 +115,4 @@ def register() -> None:
     events.subscribe(events.CHAT_TYPING, typing, phase=events.IN_TRANSACTION)
     events.subscribe(events.MESSAGES_SEEN, seen, phase=on_commit)
     events.subscribe(events.CONTACT_ERASURE_ACCEPTED, erasure_accepted, phase=on_commit)
+    events.subscribe(events.QUEUE_POSITIONS, queue_positions, phase=on_commit)

@@ -116,6 +116,7 @@ KB_CRAWL_PAGE_CHANGED = "kb.crawl_page_changed"
 KB_CRAWL_FINISHED = "kb.crawl_finished"
 # routing (apps.routing)
 QUEUE_CHANGED = "routing.queue_changed"
+QUEUE_POSITIONS = "routing.queue_positions"
 
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
@@ -159,6 +160,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     KB_CRAWL_FINISHED: ("run_id", "status", "error"),
     # a chat joined the routing queue or left it (`change`: joined, assigned, closed)
     QUEUE_CHANGED: ("chat_id", "change"),
+    # after a queue change: the visitors whose place or estimated wait changed, as
+    # [[chat_id, position, estimated_wait_seconds], ...] (both null for a chat that left the queue)
+    QUEUE_POSITIONS: ("positions",),
 }
 
 REDRIVE_AFTER = timedelta(seconds=60)

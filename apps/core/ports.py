@@ -237,3 +237,28 @@ SIGNING_BINDING = declare(
     used_by="core",
     default=lambda widget: None,
 )
+
+
+class _NoQueue:
+    """Nobody waits in a queue: routing is not installed."""
+
+    def position(self, chat) -> tuple[None, None]:
+        return None, None
+
+    def shows(self, widget) -> bool:
+        return False
+
+
+VISITOR_QUEUE = declare(
+    "visitor_queue",
+    """The visitor's place in the routing queue and whether the widget shows it.
+
+    An object with `position(chat) -> (position, estimated_wait_seconds)` (both None when the chat
+    does not wait, or the widget's `show_queue_position` is off; 1 is the next to be served) and
+    `shows(widget) -> bool` (the setting, which the visitor config carries). The visitor API's queue
+    read and config ask it (apps.chats.visitor). Without a provider nobody is queued and nothing
+    is shown.""",
+    provided_by=("routing",),
+    used_by="chats",
+    default=_NoQueue(),
+)

@@ -80,20 +80,32 @@ async def _send(layer, groups: list[str], message: dict) -> None:
 def group_send(groups: list[str], message: dict) -> None:
     """Send a channel-layer message to every group now, from synchronous code (callers run after
     commit). Never raises: a layer that fails or hangs is logged and given up."""
+    if groups:
+        _send_all([(list(groups), message)])
+
+
+async def _send_each(layer, sends: list[tuple[list[str], dict]]) -> None:
+    for groups, message in sends:
+        await _send(layer, groups, message)
+
+
+def _send_all(sends: list[tuple[list[str], dict]]) -> None:
+    """Every (groups, message) in one hop to the layer's event loop."""
     layer = get_channel_layer()
-    if layer is None or not groups:
+    if layer is None or not sends:
         return
     loop = _server_loop
     if (loop is None or not loop.is_running()) and not isinstance(layer, InMemoryChannelLayer):
         loop = _sender_loop()
+    count = sum(len(groups) for groups, _ in sends)
     try:
         if loop is not None and loop.is_running() and not _on(loop):
-            sent = asyncio.run_coroutine_threadsafe(_send(layer, list(groups), message), loop)
-            sent.result(timeout=PUSH_TIMEOUT_SECONDS * len(groups) + 1)
+            sent = asyncio.run_coroutine_threadsafe(_send_each(layer, sends), loop)
+            sent.result(timeout=PUSH_TIMEOUT_SECONDS * count + 1)
         else:
-            async_to_sync(_send)(layer, list(groups), message)
+            async_to_sync(_send_each)(layer, sends)
     except Exception:  # best effort, as above
-        logger.warning("websocket push failed", extra={"groups": groups})
+        logger.warning("websocket push failed", extra={"groups": [g for groups, _ in sends for g in groups][:20]})
 
 
 def _sender_loop() -> asyncio.AbstractEventLoop:
@@ -127,6 +139,18 @@ def push(groups: list[str], frame: dict) -> None:
     group_send(groups, {"type": "push", "frame": frame})
 
 
+def push_each(pushes: list[tuple[list[str], dict]]) -> None:
+    """`push` of many frames, each to its own groups, at the cost of one: one hop to the layer's
+    event loop (one INSERT when relayed), whatever their number."""
+    pushes = [(list(groups), frame) for groups, frame in pushes if groups]
+    if not pushes:
+        return
+    if relay_to_web:
+        _relay_many(pushes)
+        return
+    _send_all([(groups, {"type": "push", "frame": frame}) for groups, frame in pushes])
+
+
 # --- the embedded default's relay from workers to the web process ------------------------------------
 
 
@@ -143,6 +167,17 @@ def _relay(groups: list[str], frame: dict) -> None:
         RelayedPush.objects.create(groups=list(groups), frame=frame)
     except Exception:  # a push is best effort: the visitor re-reads with `since` on reconnect
         logger.warning("websocket push failed", extra={"groups": groups})
+
+
+def _relay_many(pushes: list[tuple[list[str], dict]]) -> None:
+    from .models import RelayedPush
+
+    try:
+        RelayedPush.objects.bulk_create(
+            [RelayedPush(groups=groups, frame=frame) for groups, frame in pushes], batch_size=RELAY_BATCH
+        )
+    except Exception:  # best effort, as above
+        logger.warning("websocket push failed", extra={"pushes": len(pushes)})
 
 
 def purge_relayed_pushes() -> int:

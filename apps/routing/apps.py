@@ -10,3 +10,6 @@ class RoutingConfig(AppConfig):
         from . import handlers
 
         handlers.register()
+        from . import positions
+
+        positions.register()  # the visitor's place in line

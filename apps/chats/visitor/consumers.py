@@ -1,7 +1,8 @@
 """The visitor's websocket: /ws/visitor/{button_guid}/?session=<token>[&since=<message_id>].
 
 Server frames are the pushes of apps.chats.realtime for the contact's room (`{"event": "message" |
-"typing" | "seen" | "chat", ...}`, `chat` when the room closes or a machine hands it to people,
+"typing" | "seen" | "chat" | "queue", ...}`, `chat` when the room closes or a machine hands it to people,
+`queue` when its place in the routing queue changes,
 and once after the replay of a room that is closed or waiting for a person) plus `{"event": "error", "code",
 "detail"}` answers to bad client frames and `{"event": "pong"}`. Client frames: `{"type": "typing",
 "state": "start" | "stop", "draft"?: text}` (the draft reaches the operators only while the widget's

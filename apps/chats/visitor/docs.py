@@ -59,6 +59,22 @@ class VisitorConfigDoc(serializers.Serializer):
         "online, else the first away, else the first), `hidden` none; at most 10, header-visible "
         "(`show_in_header`) human and AI operators only, never banned ones.",
     )
+    show_queue_position = serializers.BooleanField(
+        help_text="The widget tells a visitor waiting for an operator their place in the routing queue "
+        "(`GET .../queue` and the socket's `queue` frame; the routing settings' `show_queue_position`)."
+    )
+
+
+class VisitorQueueDoc(serializers.Serializer):
+    position = serializers.IntegerField(
+        allow_null=True, min_value=1, help_text="1 is the next to be served; null when not waiting."
+    )
+    estimated_wait_seconds = serializers.IntegerField(
+        allow_null=True,
+        min_value=0,
+        help_text="The position times the median wait of the widget's last 50 assigned chats; null when not "
+        "waiting or with fewer than 5 such chats.",
+    )
 
 
 class VisitorSessionDoc(serializers.Serializer):

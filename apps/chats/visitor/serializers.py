@@ -189,6 +189,7 @@ def config_payload(widget: Widget, *, online: bool, operators: list[dict] | None
         "online": online,
         "features": {"rating": True, "offline_form": True},
         "operators": operators or [],
+        "show_queue_position": services.shows_queue_position(widget),
     }
 
 

@@ -81,6 +81,20 @@ def get_room(*, widget: Widget, contact: Contact) -> Chat | None:
     return chat_services.find_room(widget=widget, contact=contact)
 
 
+def queue_place(*, widget: Widget, contact: Contact) -> dict:
+    """GET queue: the visitor's room's place in the routing queue, `{position, estimated_wait_seconds}`,
+    both null when there is no room, it does not wait, or the widget does not show the position
+    (the `visitor_queue` port; without routing nobody waits)."""
+    room = get_room(widget=widget, contact=contact)
+    position, wait = ports.lookup(ports.VISITOR_QUEUE).position(room) if room is not None else (None, None)
+    return {"position": position, "estimated_wait_seconds": wait}
+
+
+def shows_queue_position(widget: Widget) -> bool:
+    """The visitor config's `show_queue_position` (cached with the config)."""
+    return bool(ports.lookup(ports.VISITOR_QUEUE).shows(widget))
+
+
 def list_visible_messages(
     *, widget: Widget, chat_id: int, after_id: int = 0, limit: int = MESSAGES_PER_CALL
 ) -> list[Message]:

@@ -236,6 +236,22 @@ class TypingView(VisitorAPIView):
         return Response({"status": "accepted", "forwarded": forwarded}, status=status.HTTP_202_ACCEPTED)
 
 
+class QueueView(VisitorAPIView):
+    rate_limits = {"get": "reads"}
+
+    @visitor_operation(
+        summary="Visitor: place in the queue",
+        description="While the visitor's conversation waits for an operator in the routing queue: "
+        "`{position, estimated_wait_seconds}`, `position` 1 being the next to be served, the wait the position "
+        "times the median wait of the widget's last 50 assigned chats (null with fewer than 5). Both null when "
+        "the conversation does not wait (or there is none yet) and while the widget's `show_queue_position` is "
+        "off. The websocket pushes a `queue` frame whenever either changes.",
+        responses={200: docs.VisitorQueueDoc},
+    )
+    def get(self, request, button_guid: str):
+        return Response(services.queue_place(widget=self.widget, contact=self.contact))
+
+
 class RatingView(VisitorAPIView):
     rate_limits = {"post": "actions"}
     problem_statuses = {"post": [409]}  # documented: no_conversation, rating_off

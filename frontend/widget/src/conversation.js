@@ -13,6 +13,9 @@
 //   none). A close is kept as the id of the last message before it (`ended`, in localStorage), so
 //   the "conversation ended" line stays where it was when the visitor writes on in the same chat.
 //   `awaiting` (a hand-over nobody has answered) lasts until a person's message arrives.
+// - The place in the routing queue (`queue`: `{position, wait}` or null) is read when the socket
+//   opens (page load, reconnect) and after the visitor writes, then follows the `queue` frames
+//   (null once an operator has the chat). Not read while the widget hides it (`showQueue`).
 export class Conversation {
   // `preview` (the console's widget builder): a storage key of its own and never a session, so the
   // owner's look at the widget is no visitor and no chat.
@@ -27,6 +30,8 @@ export class Conversation {
     this.state = "idle"; // idle | connecting | open | retrying
     this.operatorTyping = false;
     this.awaiting = false;
+    this.queue = null;
+    this.showQueue = true;
     this.ended = this.load().ended || [];
     this.socket = null;
     this.retry = 500;
@@ -72,6 +77,7 @@ export class Conversation {
     this.messages = [];
     this.byId = {};
     this.awaiting = false;
+    this.queue = null;
     this.ended = [];
     if (this.socket) this.socket.close();
     this.socket = null;
@@ -153,6 +159,7 @@ export class Conversation {
       this.state = "open";
       this.retry = 500;
       this.changed();
+      this.readQueue();
     };
     socket.onmessage = (e) => {
       let frame;
@@ -175,6 +182,8 @@ export class Conversation {
           this.markEnded();
         }
         if (typeof frame.awaiting_human === "boolean") this.awaiting = frame.awaiting_human;
+      } else if (frame.event === "queue") {
+        this.setQueue(frame.position, frame.estimated_wait_seconds);
       } else if (frame.event === "typing" && frame.by !== "client") {
         this.operatorTyping = frame.state === "start";
       } else if (frame.event === "seen" && frame.by !== "client") {
@@ -203,6 +212,21 @@ export class Conversation {
     };
   }
 
+  setQueue(position, wait) {
+    this.queue = typeof position === "number" ? { position, wait: typeof wait === "number" ? wait : null } : null;
+  }
+
+  async readQueue() {
+    if (!this.token || !this.showQueue) return;
+    try {
+      const place = await this.request("/queue");
+      this.setQueue(place.position, place.estimated_wait_seconds);
+      this.changed();
+    } catch (e) {
+      /* the next frame or reconnect tells it */
+    }
+  }
+
   // The conversation ended after the last message held (once per close, the last 50 closes kept).
   markEnded() {
     const after = this.lastId();
@@ -228,6 +252,9 @@ export class Conversation {
       seen: false,
     });
     this.changed();
+    // The first message makes the room and may queue it before this socket has joined the room (later
+    // moves reach the joined socket as frames); once a person has answered, nothing is read.
+    if (!this.queue && !this.messages.some((m) => m.author && m.author.kind === "agent")) this.readQueue();
     return created;
   }
 

@@ -381,6 +381,71 @@ const STATES = {
   ],
 };
 
+// The visitor's place in the routing queue: "number {n} in line" (the next one is told so), and the
+// estimated wait in whole minutes with the language's plural form (Intl.PluralRules categories).
+const QUEUE = {
+  en: {
+    number: "You are number {n} in line",
+    next: "You are next in line",
+    wait: { one: "about {n} minute", other: "about {n} minutes" },
+  },
+  ru: {
+    number: "Ваш номер в очереди: {n}",
+    next: "Ваша очередь следующая",
+    wait: { one: "примерно {n} минута", few: "примерно {n} минуты", many: "примерно {n} минут", other: "примерно {n} минуты" },
+  },
+  el: {
+    number: "Είστε νούμερο {n} στη σειρά",
+    next: "Είστε οι επόμενοι στη σειρά",
+    wait: { one: "περίπου {n} λεπτό", other: "περίπου {n} λεπτά" },
+  },
+  de: {
+    number: "Sie sind Nummer {n} in der Warteschlange",
+    next: "Sie sind als Nächstes an der Reihe",
+    wait: { one: "etwa {n} Minute", other: "etwa {n} Minuten" },
+  },
+  es: {
+    number: "Es el número {n} en la fila",
+    next: "Le atenderemos a continuación",
+    wait: { one: "alrededor de {n} minuto", other: "alrededor de {n} minutos" },
+  },
+  ar: {
+    number: "رقمك في قائمة الانتظار: {n}",
+    next: "دورك هو التالي",
+    wait: {
+      zero: "حوالي {n} دقيقة",
+      one: "حوالي دقيقة واحدة",
+      two: "حوالي دقيقتين",
+      few: "حوالي {n} دقائق",
+      many: "حوالي {n} دقيقة",
+      other: "حوالي {n} دقيقة",
+    },
+  },
+  zh: {
+    number: "您在队列中排第 {n} 位",
+    next: "下一位就是您",
+    wait: { other: "约 {n} 分钟" },
+  },
+};
+
+// "You are number 3 in line · about 2 minutes": the place (1 is "next in line") and, when the
+// estimate is known, the wait rounded up to whole minutes (at least one). Empty when not waiting.
+export function queueLine(lang, position, waitSeconds) {
+  if (typeof position !== "number" || position < 1) return "";
+  const table = QUEUE[lang] || QUEUE.en;
+  const place = position === 1 ? table.next : table.number.replace("{n}", String(position));
+  if (typeof waitSeconds !== "number" || waitSeconds < 0) return place;
+  const minutes = Math.max(1, Math.ceil(waitSeconds / 60));
+  let form = "other";
+  try {
+    form = new Intl.PluralRules(lang).select(minutes);
+  } catch (e) {
+    /* an engine without plural rules: the general form */
+  }
+  const wait = (table.wait[form] || table.wait.other).replace("{n}", String(minutes));
+  return `${place} · ${wait}`;
+}
+
 export function texts(lang) {
   const row = TABLE[lang] || TABLE.en;
   const out = {};

@@ -63,6 +63,7 @@ export const CSS = `
 .handover>p[role=status]:not(.why){padding:10px 16px 14px;display:block}
 .handover .form{padding-top:8px}
 .typing{font-size:12px;opacity:.75;padding:0 14px 6px;display:block}
+.queue{font-size:13px;font-weight:600;padding:8px 14px;border-top:1px solid var(--line);color:var(--text);display:block}
 .note{font-size:12px;padding:6px 14px;background:#FFF3E0;color:#5D4037;display:block}
 .foot{display:flex;align-items:flex-end;gap:6px;padding:10px;border-top:1px solid var(--line)}
 .foot textarea{flex:1;resize:none;min-height:40px;max-height:120px;padding:9px 12px;border-radius:20px;border:1px solid var(--line);background:var(--bg);color:var(--text);cursor:text;display:block}

@@ -2,7 +2,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Conversation } from "./conversation.js";
-import { LANGUAGES, NATIVE, RTL, resolveLanguage, texts } from "./i18n.js";
+import { LANGUAGES, NATIVE, RTL, queueLine, resolveLanguage, texts } from "./i18n.js";
 import { ICONS } from "./icons.js";
 import { previewNotice, sampleNotice } from "./notices.js";
 import * as shared from "./shared.js";
@@ -300,6 +300,12 @@ function Widget({ config, conversation }) {
   // A machine handed the chat to people and none is online: the offline form takes the composer's
   // place until a person is online again or answers.
   const handover = conversation.awaiting && live.people === false && formAllowed;
+  // The place in line while routing makes the chat wait (the widget's `show_queue_position`).
+  conversation.showQueue = config.show_queue_position !== false;
+  const queueText =
+    conversation.showQueue && conversation.queue
+      ? queueLine(language, conversation.queue.position, conversation.queue.wait)
+      : "";
   const lastOperator = [...messages].reverse().find((m) => m.author && !["client", "system"].includes(m.author.kind));
   const chatId = messages.length ? messages[messages.length - 1].chat_id : 0;
 
@@ -728,6 +734,11 @@ function Widget({ config, conversation }) {
             {settings.typing_preview && (
               <span class="note preview" data-notice="typing-preview">
                 {previewNotice(language)}
+              </span>
+            )}
+            {queueText && (
+              <span class="queue" role="status" data-state="queue">
+                {queueText}
               </span>
             )}
             {conversation.operatorTyping && settings.widget_show_typing_indicator !== false && (
