@@ -199,12 +199,12 @@ def _assign(widget: Widget, chat: Chat, agent_id: int) -> bool:
     agent = Agent.objects.get(pk=agent_id)
     try:
         locked = chat_services.lock_chat(widget=widget, chat=chat)
-    except Chat.DoesNotExist:  # erased meanwhile: it leaves the queue
-        ChatRouting.objects.filter(chat_id=chat.pk).update(queue_since=None)
+    except Chat.DoesNotExist:  # under erasure meanwhile: it leaves the queue
+        leave_queue(chat=Chat(pk=chat.pk, widget=widget), reason="closed")
         return True
     if locked.status != Chat.Status.ACTIVE or locked.agent_id is not None:
-        # Closed or taken by a person meanwhile (their handlers take it out of the queue).
-        ChatRouting.objects.filter(chat_id=chat.pk).update(queue_since=None, updated_at=timezone.now())
+        # Closed or taken by a person meanwhile (their handlers normally took it out already).
+        leave_queue(chat=locked, reason="closed")
         return True
     chat_services.set_routing_owner(widget=widget, chat=locked, agent=agent, by=ChatRouting.By.ROUTING)
     return True
