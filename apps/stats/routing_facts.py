@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from apps.chats.models import Chat
@@ -36,24 +36,35 @@ def _moscow_day(moment: datetime):
     return moment.astimezone(business_tz()).date()
 
 
+# The chat's routing row as the change left it, read with its facts in one statement.
+_ROUTING_READ = {
+    "queued_at": "queued_at",
+    "queue_since": "queue_since",
+    "wait_seconds": "wait_seconds",
+    "routing_reroutes": "reroutes",
+}
+
+
 def assigned(*, chat: Chat, agent_id: int | None, by: str, now: datetime | None = None) -> None:
     """The (locked) chat's routing owner changed to `agent_id` (None: back to the queue) by `by`."""
     now = now or timezone.now()
-    facts = ChatFacts.objects.filter(pk=chat.pk).only("pk", "reroutes", "assignment_wait_ms").first()
-    if facts is None:  # a chat older than its facts: the rebuild counts it
-        return
-    row = (
-        ChatRouting.objects.filter(chat_id=chat.pk)
-        .values("queued_at", "queue_since", "wait_seconds", "reroutes")
+    routing = ChatRouting.objects.filter(chat_id=OuterRef("chat_id"))
+    facts = (
+        ChatFacts.objects.filter(pk=chat.pk)
+        .annotate(**{name: Subquery(routing.values(field)[:1]) for name, field in _ROUTING_READ.items()})
+        .values("reroutes", "assignment_wait_ms", *_ROUTING_READ)
         .first()
     )
-    rerouted = max(row["reroutes"] - facts.reroutes, 0) if row else 0
+    if facts is None:  # a chat older than its facts: the rebuild counts it
+        return
+    reroutes = facts["routing_reroutes"] or 0
+    rerouted = max(reroutes - facts["reroutes"], 0)
     wait_ms = None
-    if agent_id is not None and facts.assignment_wait_ms is None and row and row["queued_at"] is not None:
-        if row["wait_seconds"] is not None:
-            wait_ms = round(row["wait_seconds"] * 1000)
-        elif row["queue_since"] is not None:
-            wait_ms = max((now - row["queued_at"]) // timedelta(milliseconds=1), 0)
+    if agent_id is not None and facts["assignment_wait_ms"] is None and facts["queued_at"] is not None:
+        if facts["wait_seconds"] is not None:
+            wait_ms = round(facts["wait_seconds"] * 1000)
+        elif facts["queue_since"] is not None:
+            wait_ms = max((now - facts["queued_at"]) // timedelta(milliseconds=1), 0)
     routed = by == ChatRouting.By.ROUTING and agent_id is not None
     if not (routed or rerouted or wait_ms is not None):
         return
@@ -73,7 +84,7 @@ def assigned(*, chat: Chat, agent_id: int | None, by: str, now: datetime | None 
             rerouted=rerouted,
             wait_ms=wait_ms,
         ),
-        reroutes=row["reroutes"] if row else 0,
+        reroutes=reroutes if rerouted else None,
         wait_ms=wait_ms,
     )
 

@@ -152,13 +152,17 @@ def refresh_chat_rating(*, chat_id: int) -> None:
     ChatFacts.objects.filter(pk=chat_id).update(rating=Subquery(latest))
 
 
-def record_assignment_fact(fact: AssignmentFact, *, reroutes: int, wait_ms: int | None) -> None:
-    """Store a counted change of routing owner and what the chat's facts have now counted."""
+def record_assignment_fact(fact: AssignmentFact, *, reroutes: int | None, wait_ms: int | None) -> None:
+    """Store a counted change of routing owner and what the chat's facts have now counted (the
+    re-routes and the wait when they changed)."""
     fact.save(force_insert=True)
-    counted = {"reroutes": reroutes}
+    counted = {}
+    if reroutes is not None:
+        counted["reroutes"] = reroutes
     if wait_ms is not None:
         counted["assignment_wait_ms"] = wait_ms
-    ChatFacts.objects.filter(pk=fact.chat_id).update(**counted)
+    if counted:
+        ChatFacts.objects.filter(pk=fact.chat_id).update(**counted)
 
 
 # --- rebuild ---------------------------------------------------------------------------------------
