@@ -59,6 +59,8 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/audit-log"): frozenset({"audit:read"}),
     ("GET", "/v1/chats/export"): frozenset({"chats:read"}),  # "Agent assist and answers with sources"
     ("POST", "/v1/chats/{}/suggest-reply"): frozenset({"chats:write"}),
+    # "Routing that never loses a visitor": its statistics, beside the stats shapes the contract fixes
+    ("GET", "/v1/stats/routing"): frozenset({"stats:read"}),
 }
 
 
