@@ -68,6 +68,11 @@ WHAT = {
     "load": "requests per second under locust, against a plain Django view with the same SQL",
     "message_send": "an operator's message through the API against the same service call",
     "relay": "a frame a worker pushes until the visitor's socket receives it, on the embedded default",
+    "routing": (
+        "routing with 1,000 chats queued and 200 operators online: a freed slot filled and every queued visitor's "
+        "place read (and pushed by routing.queue_changed's handlers), one assignment decision, and the SLA beat pass "
+        "with 100,000 open chats against the same pass without them"
+    ),
     "search": "chat search by message text",
     "sockets": "visitor sockets on one web process with Redis (opens, idle memory and CPU, pushed replies) "
     "against a bare websocket server under the same server",

@@ -6,6 +6,7 @@ class StatsConfig(AppConfig):
     label = "stats"
 
     def ready(self):
-        from . import facts
+        from . import facts, routing_facts
 
         facts.register()
+        routing_facts.register()

@@ -5,7 +5,9 @@ Rows are read from the chat facts alone (apps.stats.models.ChatFacts: one row pe
 channel, creation, closing, contact (and its guid, the contact's one public id), department,
 attribution, escalations, first response, counted messages and latest rating), in keyset pages of
 PAGE_SIZE ordered by (created_at, chat id) on the facts' (widget, created_at, chat) index, each
-contact's tags a subquery on their (contact, name) index: one statement a page. While a page is
+contact's tags a subquery on their (contact, name) index, who assigned the chat (its routing row) and
+whether an SLA clock of it was breached (its clocks) subqueries on those rows' chat keys: one
+statement a page. While a page is
 spelled and sent, a thread reads the next (read_ahead), so memory stays a few pages whatever the
 window's size. Chats whose contact is under erasure are left out, as every read of chats does.
 """
@@ -23,6 +25,7 @@ from django.db.models import (
     Aggregate,
     CharField,
     DurationField,
+    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
@@ -36,6 +39,7 @@ from django.db.models.functions import Cast
 from apps.chats.models import ContactTag
 from apps.core import exports
 from apps.core.ratelimit import Slot, Slots, SlotStoreUnavailable  # noqa: F401 - the store failure, named here for callers
+from apps.routing.models import ChatRouting, SlaClock
 
 from .models import ChatFacts
 from .windows import Window
@@ -56,6 +60,8 @@ COLUMNS = (
     "human_to_ai",
     "rating",
     "tags",
+    "assigned_by",
+    "sla_breached",
 )
 FORMATS = ("csv", "jsonl")
 MAX_WINDOW_DAYS = 366
@@ -123,6 +129,10 @@ _READ = (
         .annotate(names=_TagNames("name"))
         .values("names")
     ),
+    # Routing's own rows, by their chat keys: the routing row's primary key and the clocks' (chat,
+    # kind) index, so the page stays one statement.
+    Subquery(ChatRouting.objects.filter(chat_id=OuterRef("chat_id")).values("assigned_by")[:1]),
+    Exists(SlaClock.objects.filter(chat_id=OuterRef("chat_id"), breached_at__isnull=False)),
 )
 
 
@@ -266,6 +276,8 @@ def csv_lines(page: list[tuple]) -> str:
         human_to_ai,
         rating,
         tags,
+        assigned_by,
+        sla_breached,
     ) in page:
         append(
             f"{chat_id},{_cell(channel)},{_iso(created_at)},{'' if closed_at is None else _iso(closed_at)},"
@@ -273,7 +285,8 @@ def csv_lines(page: list[tuple]) -> str:
             f"{'' if first_response_ms is None else first_response_ms / 1000},"
             f"{'' if duration is None else duration.days * 86400 + duration.seconds},{messages},"
             f"{accepted_type},{handled_type},{_TEXT[ai_to_human]},{_TEXT[human_to_ai]},"
-            f"{'' if rating is None else rating},{_cell(','.join(_tag_names(tags))) if tags else ''}\r\n"
+            f"{'' if rating is None else rating},{_cell(','.join(_tag_names(tags))) if tags else ''},"
+            f"{assigned_by or ''},{_TEXT[sla_breached]}\r\n"
         )
     return "".join(lines)
 
@@ -301,6 +314,8 @@ def json_lines(page: list[tuple]) -> bytes:
                     "human_to_ai": human_to_ai,
                     "rating": rating,
                     "tags": _tag_names(tags),
+                    "assigned_by": assigned_by or None,
+                    "sla_breached": sla_breached,
                 },
                 option=_LINE,
             )
@@ -320,6 +335,8 @@ def json_lines(page: list[tuple]) -> bytes:
                 human_to_ai,
                 rating,
                 tags,
+                assigned_by,
+                sla_breached,
             ) in page
         ]
     )

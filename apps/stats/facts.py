@@ -41,6 +41,7 @@ from apps.chats.models import Chat, ChatTransfer, Message, Rating
 from apps.core import events
 from apps.core.timeparse import business_tz
 
+from . import routing_facts
 from . import services as stats
 from .models import ChatFacts
 
@@ -464,6 +465,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
     tz = business_tz()
     stats.clear_widget_facts(widget_id=widget_id)
     delta = stats.Delta(widget_id)
+    routed = routing_facts.rebuild_into(delta, widget_id=widget_id)
     chats = 0
     last_id = 0
     while True:
@@ -484,6 +486,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
                 messages=messages_of.get(chat.pk, 0),
                 rating=rating_of.get(chat.pk),
             )
+            facts.reroutes, facts.assignment_wait_ms = routed.get(chat.pk, (0, None))
             _observe(facts, chat)
             _contribute(delta, facts, 1)
             rows.append(facts)

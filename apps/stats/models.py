@@ -10,6 +10,10 @@ change they count, so no statistics read scans messages.
 - `DailyWidgetFacts`: per Europe/Moscow day, channel and internal flag, the widget's counters.
   Chat counters sit on the chat's creation day; messages and ratings on their own day.
 - `DailyAgentFacts`: per agent and Moscow day, the agent row counters.
+- `AssignmentFact`: one row per change of routing owner that routing statistics count (an
+  assignment by routing, a re-route, the end of a chat's wait in the queue), on its own moment: the
+  event rows a window edge inside a day and the rebuild read, as messages and transfers are for the
+  other counters.
 
 A day's counters of one key are spread over FACT_SHARDS rows (`shard`, the chat's id modulo
 FACT_SHARDS; the rebuild writes shard 0): every message adds to them inside its transaction, and with
@@ -50,6 +54,10 @@ WIDGET_COUNTERS = (
     "first_response_count",
     "rating_sum",
     "rating_count",
+    "chats_routed",
+    "chats_rerouted",
+    "assignment_wait_ms_sum",
+    "assignment_wait_count",
 )
 AGENT_COUNTERS = (
     "chats_total",
@@ -66,6 +74,7 @@ AGENT_COUNTERS = (
     "rating_3",
     "rating_4",
     "rating_5",
+    "chats_routed",
 )
 
 
@@ -111,6 +120,10 @@ class ChatFacts(models.Model):
         default=0, help_text="Counted messages: public, by the visitor, a person or the AI operator."
     )
     rating = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The chat's latest rating.")
+    # Routing as last counted (apps.stats.routing_facts): the re-routes of the chat and its wait from
+    # queueing to the first assignment, so a change of owner adds only what is new.
+    reroutes = models.IntegerField(default=0)
+    assignment_wait_ms = models.BigIntegerField(null=True, blank=True)
 
     objects = ChatFactsQuerySet.as_manager()
 
@@ -145,6 +158,10 @@ class DailyWidgetFacts(models.Model):
     first_response_count = models.IntegerField(default=0)
     rating_sum = models.IntegerField(default=0)
     rating_count = models.IntegerField(default=0)
+    chats_routed = models.IntegerField(default=0)
+    chats_rerouted = models.IntegerField(default=0)
+    assignment_wait_ms_sum = models.BigIntegerField(default=0)
+    assignment_wait_count = models.IntegerField(default=0)
 
     class Meta:
         verbose_name = "daily widget facts"
@@ -178,6 +195,7 @@ class DailyAgentFacts(models.Model):
     rating_3 = models.IntegerField(default=0)
     rating_4 = models.IntegerField(default=0)
     rating_5 = models.IntegerField(default=0)
+    chats_routed = models.IntegerField(default=0)
 
     class Meta:
         verbose_name = "daily agent facts"
@@ -188,3 +206,28 @@ class DailyAgentFacts(models.Model):
 
     def __str__(self) -> str:
         return f"agent {self.agent_id} {self.day}"
+
+
+class AssignmentFact(models.Model):
+    """A counted change of a chat's routing owner (see the module docstring). Plain ids: the row
+    outlives the chat and the agent, like the rollups it feeds."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    at = models.DateTimeField()
+    chat_id = models.BigIntegerField()
+    channel = models.CharField(max_length=64)
+    is_internal = models.BooleanField(default=False)
+    agent_id = models.BigIntegerField(null=True, blank=True)
+    routed = models.BooleanField(default=False, help_text="Routing assigned the chat to `agent_id`.")
+    rerouted = models.PositiveSmallIntegerField(default=0, help_text="Re-routes this change made.")
+    wait_ms = models.BigIntegerField(
+        null=True, blank=True, help_text="Milliseconds from queueing to this, the chat's first assignment."
+    )
+
+    class Meta:
+        verbose_name = "assignment fact"
+        verbose_name_plural = "assignment facts"
+        indexes = [models.Index(fields=["widget", "at"], name="assignmentfact_widget_at")]
+
+    def __str__(self) -> str:
+        return f"assignment of chat {self.chat_id} at {self.at}"

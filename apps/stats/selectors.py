@@ -28,7 +28,7 @@ from django.db.models import Sum
 
 from apps.agents.models import Agent
 from apps.core.models import Widget
-from apps.stats import facts
+from apps.stats import facts, routing_facts
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
 from .windows import Window, buckets
@@ -250,3 +250,44 @@ def agent_rows(*, widget: Widget, window: Window, agents: list[Agent], metrics: 
 def agents_of(widget: Widget):
     """Every agent of the widget (any type and status, banned included: they keep their history)."""
     return Agent.objects.filter(widget=widget)
+
+
+# --- routing ----------------------------------------------------------------------------------------------
+
+ROUTING_WIDGET_COUNTERS = ("chats_routed", "chats_rerouted", "assignment_wait_ms_sum", "assignment_wait_count")
+
+
+def routing_stats(*, widget: Widget, window: Window) -> dict:
+    """Routing figures of the window (apps.stats.routing_facts): assignments routing made, re-routes,
+    the average time from queueing to the first assignment, and per agent the chats routing gave
+    them (agents with at least one, by id). Whole days from the rollups, a partial day from the
+    assignment facts."""
+    whole, pieces = window.split()
+    totals: Counters = {}
+    per_agent: dict[int, int] = defaultdict(int)
+    if whole is not None:
+        days = {"widget": widget, "day__gte": whole[0], "day__lt": whole[1]}
+        _add(totals, DailyWidgetFacts.objects.filter(**days).order_by().aggregate(**_sums(ROUTING_WIDGET_COUNTERS)))
+        agent_rows = (
+            DailyAgentFacts.objects.filter(**days, chats_routed__gt=0)
+            .order_by()
+            .values("agent_id")
+            .annotate(n=Sum("chats_routed"))
+        )
+        for row in agent_rows:
+            per_agent[row["agent_id"]] += row["n"]
+    for start, end in pieces:
+        piece, agents = routing_facts.counters_between(widget_id=widget.pk, start=start, end=end)
+        _add(totals, piece)
+        for agent_id, n in agents.items():
+            per_agent[agent_id] += n
+    c = defaultdict(int, totals)
+    return {
+        "chats_routed": c["chats_routed"],
+        "chats_rerouted": c["chats_rerouted"],
+        "time_to_assignment": {
+            "average_seconds": average_seconds(c["assignment_wait_ms_sum"], c["assignment_wait_count"]),
+            "count": c["assignment_wait_count"],
+        },
+        "agents": [{"agent_id": agent_id, "chats_routed": n} for agent_id, n in sorted(per_agent.items()) if n],
+    }

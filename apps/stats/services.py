@@ -19,7 +19,15 @@ from django.db.models import F, Subquery
 
 from apps.chats.models import Rating
 
-from .models import AGENT_COUNTERS, FACT_SHARDS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
+from .models import (
+    AGENT_COUNTERS,
+    FACT_SHARDS,
+    WIDGET_COUNTERS,
+    AssignmentFact,
+    ChatFacts,
+    DailyAgentFacts,
+    DailyWidgetFacts,
+)
 
 WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
 AgentKey = tuple[int, date]  # (agent id, Moscow day)
@@ -142,6 +150,19 @@ def refresh_chat_rating(*, chat_id: int) -> None:
     """Copy the chat's latest rating (by created_at, then id) into its facts."""
     latest = Rating.objects.filter(chat_id=chat_id).order_by("-created_at", "-id").values("value")[:1]
     ChatFacts.objects.filter(pk=chat_id).update(rating=Subquery(latest))
+
+
+def record_assignment_fact(fact: AssignmentFact, *, reroutes: int | None, wait_ms: int | None) -> None:
+    """Store a counted change of routing owner and what the chat's facts have now counted (the
+    re-routes and the wait when they changed)."""
+    fact.save(force_insert=True)
+    counted = {}
+    if reroutes is not None:
+        counted["reroutes"] = reroutes
+    if wait_ms is not None:
+        counted["assignment_wait_ms"] = wait_ms
+    if counted:
+        ChatFacts.objects.filter(pk=fact.chat_id).update(**counted)
 
 
 # --- rebuild ---------------------------------------------------------------------------------------

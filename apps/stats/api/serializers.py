@@ -341,3 +341,43 @@ class AgentStatsDataDoc(AgentRowDoc):
 
 class AgentStatsDoc(serializers.Serializer):
     data = AgentStatsDataDoc(help_text="The agent's row and the window.")
+
+
+class RoutingStatsQuery(WindowQuery):
+    pass
+
+
+class TimeToAssignmentDoc(serializers.Serializer):
+    average_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="Mean time from when a chat began to wait for a person to its first assignment, in seconds to "
+        "the millisecond; null without any.",
+    )
+    count = serializers.IntegerField(help_text="First assignments of waiting chats in the window.")
+
+
+class RoutingAgentDoc(serializers.Serializer):
+    agent_id = serializers.IntegerField(help_text="The operator's id.")
+    chats_routed = serializers.IntegerField(help_text="Assignments routing gave this operator in the window.")
+
+
+class RoutingStatsDataDoc(WindowDoc):
+    def get_fields(self):
+        return {
+            **super().get_fields(),
+            "chats_routed": serializers.IntegerField(
+                help_text="Assignments routing made in the window (a re-routed chat counts again for its new operator)."
+            ),
+            "chats_rerouted": serializers.IntegerField(
+                help_text="Re-routes in the window: an assigned chat left unanswered past `reroute_after_seconds` "
+                "moved to the next eligible operator."
+            ),
+            "time_to_assignment": TimeToAssignmentDoc(help_text="Time from queueing to the first assignment."),
+            "agents": RoutingAgentDoc(
+                many=True, help_text="Operators routing assigned at least one chat in the window, by id."
+            ),
+        }
+
+
+class RoutingStatsDoc(serializers.Serializer):
+    data = RoutingStatsDataDoc(help_text="The routing figures and the window.")

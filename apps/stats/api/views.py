@@ -101,6 +101,29 @@ class TimeseriesView(ScopedAPIView):
         return Response({"data": {"interval": interval, **s.window_payload(window), "buckets": buckets}})
 
 
+class RoutingStatsView(ScopedAPIView):
+    route_scopes = {"get": ["stats:read"]}
+    problem_statuses = {"get": [422]}
+
+    @extend_schema(
+        summary="Routing statistics",
+        description=WINDOW_RULES
+        + " Figures count when they happened in the window: `chats_routed` the assignments routing made "
+        "(serving the queue or re-routing), `chats_rerouted` the re-routes (an assigned chat left unanswered for "
+        "`reroute_after_seconds` moved to the next eligible operator), `time_to_assignment` the time from when a "
+        "chat began to wait for a person to its first assignment by anyone (routing, an operator, the API or "
+        "automation), counted on the day of that assignment, and `agents` the assignments routing gave each "
+        "operator. SLA figures are in `/v1/stats/sla`.",
+        parameters=[s.RoutingStatsQuery],
+        responses={200: s.RoutingStatsDoc},
+    )
+    def get(self, request):
+        query = _validated(s.RoutingStatsQuery, request, s.WINDOW_PARAMS)
+        window = query["window"]
+        figures = selectors.routing_stats(widget=request.widget, window=window)
+        return Response({"data": {**s.window_payload(window), **figures}})
+
+
 class ChatExportView(ScopedAPIView):
     route_scopes = {"get": ["chats:read"]}
     problem_statuses = {"get": [422, 503]}
@@ -119,7 +142,10 @@ class ChatExportView(ScopedAPIView):
             "`duration_seconds` runs from creation to `closed_at` (empty while open); `messages` counts the "
             "public messages of the visitor, people and the AI operator; `accepted_by_type` and `handled_by_type` "
             "are `human`, `ai` or empty; `ai_to_human` and `human_to_ai` say whether the chat went that way; "
-            "`rating` is the latest rating (1-5) or empty; `tags` are the contact's tags. CSV has a header row, "
+            "`rating` is the latest rating (1-5) or empty; `tags` are the contact's tags; `assigned_by` says who made "
+            "the chat's latest assignment (`routing`, `agent` for a person in the console, `api`, `automation`; empty "
+            "when it was never assigned); `sla_breached` is true when any SLA clock of the chat ran out. CSV has a "
+            "header row, "
             "`true`/`false` for booleans, an empty cell for null and tags joined by `,` (a cell starting with "
             "`=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'`, so a spreadsheet reads it as "
             "text); JSON Lines gives one object per line, null for null and tags as a list. A chat whose contact "

@@ -12,8 +12,26 @@ SEP = "\x1f"
 GUIDS = ("7" * 32, "8" * 32, "9" * 32)
 PAGE = [
     # chat, channel, created, closed, contact guid ("" for none), department, first response ms, duration, messages,
-    # accepted, handled, ai->human, human->ai, rating, tags (as the database joins them)
-    (1, "widget", "2025-01-15 06:00:00+00", None, "", None, None, None, 0, "", "", False, False, None, None),
+    # accepted, handled, ai->human, human->ai, rating, tags (as the database joins them), assigned by, SLA breached
+    (
+        1,
+        "widget",
+        "2025-01-15 06:00:00+00",
+        None,
+        "",
+        None,
+        None,
+        None,
+        0,
+        "",
+        "",
+        False,
+        False,
+        None,
+        None,
+        None,
+        False,
+    ),
     (
         2,
         "tg",
@@ -30,6 +48,8 @@ PAGE = [
         False,
         5,
         f"vip{SEP}b2b{SEP}a,b",
+        "routing",
+        True,
     ),
     (
         3,
@@ -47,8 +67,28 @@ PAGE = [
         True,
         1,
         'say "hi"',
+        "agent",
+        False,
     ),
-    (4, "vk", "2025-01-15 06:00:00+00", None, GUIDS[2], None, 7, None, 1, "", "", True, True, None, "line\r\nbreak"),
+    (
+        4,
+        "vk",
+        "2025-01-15 06:00:00+00",
+        None,
+        GUIDS[2],
+        None,
+        7,
+        None,
+        1,
+        "",
+        "",
+        True,
+        True,
+        None,
+        "line\r\nbreak",
+        "",
+        True,
+    ),
 ]
 
 
@@ -69,6 +109,8 @@ def reference_cells(row: tuple) -> list:
         h2a,
         rating,
         tags,
+        assigned_by,
+        sla_breached,
     ) = row
     names = sorted(tags.split(SEP)) if tags else []
     return [
@@ -87,6 +129,8 @@ def reference_cells(row: tuple) -> list:
         h2a,
         rating,
         names,
+        assigned_by or None,
+        sla_breached,
     ]
 
 
@@ -97,6 +141,7 @@ def test_csv_lines_are_what_csv_writer_writes():
     for row in PAGE:
         cells = reference_cells(row)
         cells[11], cells[12], cells[14] = spell[cells[11]], spell[cells[12]], ",".join(cells[14])
+        cells[16] = spell[cells[16]]
         writer.writerow(cells)
     assert export.csv_lines(PAGE) == out.getvalue()
     assert list(csv.reader(io.StringIO(export.csv_lines(PAGE)))) == list(csv.reader(io.StringIO(out.getvalue())))

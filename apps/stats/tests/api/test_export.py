@@ -93,6 +93,8 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "human_to_ai": False,
         "rating": None,
         "tags": [],
+        "assigned_by": None,
+        "sla_breached": False,
     }
     assert rows[1] == {
         "id": tg.pk,
@@ -110,6 +112,8 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "human_to_ai": False,
         "rating": 5,
         "tags": ["b2b", "vip"],
+        "assigned_by": "agent",
+        "sla_breached": False,
     }
     # the private note is not a counted message
     assert (rows[2]["messages"], rows[2]["first_response_seconds"], rows[2]["handled_by_type"]) == (2, 90.0, "human")
