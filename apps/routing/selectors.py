@@ -179,6 +179,16 @@ def queue(widget: Widget | int, *, limit: int | None = None) -> list[tuple[int, 
     return list(rows[:limit] if limit else rows)
 
 
+def queue_head(widget: Widget, *, limit: int) -> list[tuple[int, str, list[int]]]:
+    """(chat id, channel, operators who timed out on it) of the first `limit` chats of the queue,
+    in order: what one decision needs, in one statement."""
+    return list(
+        ChatRouting.objects.filter(widget_id=widget.pk, queue_since__isnull=False)
+        .order_by("queue_since", "chat_id")
+        .values_list("chat_id", "chat__channel", "timed_out")[:limit]
+    )
+
+
 def queued_widget_ids() -> list[int]:
     """Widgets with someone in the queue (the beat job's pass)."""
     return list(ChatRouting.objects.filter(queue_since__isnull=False).values_list("widget_id", flat=True).distinct())

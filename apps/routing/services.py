@@ -140,7 +140,7 @@ def requeue_unattended(*, chat: Chat, now: datetime | None = None) -> bool:
         return False
     if not needs_person(chat, owner_absent=True):
         return False
-    chat_services.set_routing_owner(widget=chat.widget, chat=chat, agent=None, by=ChatRouting.By.ROUTING)
+    chat_services.set_routing_owner(widget=chat.widget, chat=chat, agent=None, by=ChatRouting.By.ROUTING, locked=True)
     return enqueue(chat=chat, now=now)
 
 
@@ -172,31 +172,26 @@ def _decide_next(widget: Widget) -> bool:
     settings = _lock_widget(widget)
     if settings.mode == RoutingSettings.Mode.MANUAL:
         return False
-    head = selectors.queue(widget, limit=HEAD_WINDOW)
+    head = selectors.queue_head(widget, limit=HEAD_WINDOW)
     if not head:
         return False
     pool = selectors.pool(widget, settings)
     if not any(c.free > 0 for c in pool.candidates):
         return False
-    chats = {
-        c.pk: c for c in Chat.objects.filter(pk__in=[chat_id for chat_id, _ in head]).only("pk", "channel", "widget_id")
-    }
-    timed_out = dict(
-        ChatRouting.objects.filter(chat_id__in=list(chats)).exclude(timed_out=[]).values_list("chat_id", "timed_out")
-    )
-    for chat_id, _ in head:
-        chat = chats.get(chat_id)
-        if chat is None:
-            continue
-        choice = selectors.choose(settings.mode, pool.eligible(chat.channel, exclude=timed_out.get(chat_id, ())))
+    for chat_id, channel, timed_out in head:
+        choice = selectors.choose(settings.mode, pool.eligible(channel, exclude=timed_out))
         if choice is not None:
-            return _assign(widget, chat, choice.agent_id)
+            return _assign(widget, Chat(pk=chat_id, widget=widget), choice.agent_id)
     return False
+
+
+def _operator(widget: Widget, agent_id: int) -> Agent:
+    """The chosen operator as the owner write needs it (the pool read them: a human of the widget)."""
+    return Agent(pk=agent_id, widget_id=widget.pk, type=Agent.Type.HUMAN)
 
 
 def _assign(widget: Widget, chat: Chat, agent_id: int) -> bool:
     """Give the chat to the operator (the caller holds the widget's lock)."""
-    agent = Agent.objects.get(pk=agent_id)
     try:
         locked = chat_services.lock_chat(widget=widget, chat=chat)
     except Chat.DoesNotExist:  # under erasure meanwhile: it leaves the queue
@@ -206,7 +201,9 @@ def _assign(widget: Widget, chat: Chat, agent_id: int) -> bool:
         # Closed or taken by a person meanwhile (their handlers normally took it out already).
         leave_queue(chat=locked, reason="closed")
         return True
-    chat_services.set_routing_owner(widget=widget, chat=locked, agent=agent, by=ChatRouting.By.ROUTING)
+    chat_services.set_routing_owner(
+        widget=widget, chat=locked, agent=_operator(widget, agent_id), by=ChatRouting.By.ROUTING, locked=True
+    )
     return True
 
 
@@ -256,7 +253,7 @@ def _release_one(widget: Widget, chat_id: int, agent_id: int) -> bool:
     row.reroute_due_at = None
     row.updated_at = now
     row.save(update_fields=["queued_at", "queue_since", "reroute_due_at", "updated_at"])
-    chat_services.set_routing_owner(widget=widget, chat=chat, agent=None, by=ChatRouting.By.ROUTING)
+    chat_services.set_routing_owner(widget=widget, chat=chat, agent=None, by=ChatRouting.By.ROUTING, locked=True)
     events.emit(widget, events.QUEUE_CHANGED, objects={"chat": chat}, chat_id=chat.pk, change="joined")
     return True
 
@@ -329,7 +326,7 @@ def reroute(*, widget: Widget, chat_id: int, now: datetime | None = None) -> boo
     row.reroutes += 1
     row.save(update_fields=["timed_out", "reroutes"])
     chat_services.set_routing_owner(
-        widget=widget, chat=chat, agent=Agent.objects.get(pk=choice.agent_id), by=ChatRouting.By.ROUTING
+        widget=widget, chat=chat, agent=_operator(widget, choice.agent_id), by=ChatRouting.By.ROUTING, locked=True
     )
     return True
 
@@ -353,11 +350,15 @@ def record_assignment(*, chat: Chat, agent_id: int | None, by: str, now: datetim
     row.assigned_by = by
     row.reroute_due_at = None
     if by == ChatRouting.By.ROUTING:
-        after = selectors.routing_settings(chat.widget).reroute_after_seconds
+        after = selectors.cached_settings(chat.widget)["reroute_after_seconds"]
         if after:
             row.reroute_due_at = now + timedelta(seconds=after)
-        OperatorRouting.objects.update_or_create(
-            agent_id=agent_id, defaults={"widget_id": chat.widget_id, "last_assigned_at": now}
+        # One upsert: round robin's turn moves on.
+        OperatorRouting.objects.bulk_create(
+            [OperatorRouting(agent_id=agent_id, widget_id=chat.widget_id, last_assigned_at=now)],
+            update_conflicts=True,
+            unique_fields=["agent"],
+            update_fields=["last_assigned_at"],
         )
     row.updated_at = now
     row.save()

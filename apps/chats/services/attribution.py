@@ -114,20 +114,25 @@ def emit_assigned(*, chat: Chat, by: str) -> None:
     )
 
 
-@transaction.atomic
-def set_routing_owner(*, widget: Widget, chat: Chat, agent: Agent | None, by: str) -> Chat:
+def set_routing_owner(*, widget: Widget, chat: Chat, agent: Agent | None, by: str, locked: bool = False) -> Chat:
     """Routing (or automation) gives the chat to `agent`, or takes it back to the queue with None:
     the routing owner changes and nothing else (the operator accepts the chat by answering it).
-    chat.assigned once; the owner the chat already has changes nothing."""
-    chat = lock_chat(widget=widget, chat=chat)
-    if chat.agent_id == (agent.pk if agent is not None else None):
-        return chat
+    chat.assigned once; the owner the chat already has changes nothing. Only the owner's id is
+    written, so `agent` may be an `Agent` carrying just its id, widget and type (routing's choice).
+
+    `locked=True`: the caller took `chat` from `lock_chat` in the transaction this call runs in."""
     if agent is not None and (agent.widget_id != widget.pk or agent.type != Agent.Type.HUMAN):
         raise AssertionError("a routing owner is a human agent of the widget")
-    chat.agent = agent
-    chat.updated_at = timezone.now()
-    chat.save(update_fields=["agent", "updated_at"])
-    emit_assigned(chat=chat, by=by)
+    with transaction.atomic(savepoint=False):
+        if not locked:
+            chat = lock_chat(widget=widget, chat=chat)
+        agent_id = agent.pk if agent is not None else None
+        if chat.agent_id == agent_id:
+            return chat
+        chat.agent_id = agent_id
+        chat.updated_at = timezone.now()
+        chat.save(update_fields=["agent", "updated_at"])
+        emit_assigned(chat=chat, by=by)
     return chat
 
 

@@ -158,7 +158,9 @@ def test_a_visible_reply_stops_the_reroute_timer(widget, monkeypatch):
     note = chat_services.MessageInput(body="internal", visibility="note")
     chat_services.post_agent_message(widget=widget, chat=chat, agent=operator, data=note)
     assert ChatRouting.objects.get(chat=chat).reroute_due_at is not None
-    chat_services.post_agent_message(widget=widget, chat=chat, agent=operator, data=chat_services.MessageInput(body="Hi"))
+    chat_services.post_agent_message(
+        widget=widget, chat=chat, agent=operator, data=chat_services.MessageInput(body="Hi")
+    )
     assert ChatRouting.objects.get(chat=chat).reroute_due_at is None
 
 
@@ -261,7 +263,12 @@ def test_the_settings_change_reaches_the_message_path_at_once(widget, monkeypatc
     with django_capture_on_commit_callbacks(execute=True):
         services.put_settings(
             widget=widget,
-            data={"mode": "round_robin", "default_capacity": 3, "reroute_after_seconds": None, "show_queue_position": True},
+            data={
+                "mode": "round_robin",
+                "default_capacity": 3,
+                "reroute_after_seconds": None,
+                "show_queue_position": True,
+            },
         )
     chat = visitor_writes(widget)
     assert queued_ids(widget) == [chat.pk]
