@@ -143,7 +143,9 @@ def test_accept(htmx, chat, operator, captured_events):
     assert "console:list" in response["HX-Trigger"]
     chat.refresh_from_db()
     assert (chat.accepted_by_id, chat.handled_by_id, chat.agent_id) == (operator.pk, operator.pk, operator.pk)
-    assert [t for t, _ in captured_events()] == ["chat.accepted"]
+    # an unowned chat accepted in the console becomes the operator's: chat.assigned by "agent"
+    assert [t for t, _ in captured_events()] == ["chat.accepted", "chat.assigned"]
+    assert [d["by"] for t, d in captured_events() if t == "chat.assigned"] == ["agent"]
 
 
 def test_a_plain_accept_redirects_back(console, chat):
