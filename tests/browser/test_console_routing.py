@@ -94,7 +94,7 @@ def queue_ids(page) -> list[int]:
     ]
 
 
-def test_the_owner_assigns_from_the_queue_and_the_operator_is_told(browser, server):
+def test_the_owner_assigns_from_the_queue_and_the_operator_is_told(browser, server, shot):
     # Given three visitors waiting in the queue, with SLA clocks: running, breached, running later
     soon = visitor_writes(server, "Amelia", "Is the order shipped?")
     late = visitor_writes(server, "Bruno", "Nobody answers me")
@@ -148,6 +148,7 @@ def test_the_owner_assigns_from_the_queue_and_the_operator_is_told(browser, serv
         expect(operator.locator("#chat-list .chat-row").first).to_have_attribute("data-chat-id", str(soon))
         expect(operator.locator("#chat-list .chat-row").first.locator(".owner")).to_have_text("Olga")
         axe_clean(operator)
+        shot(operator, "assigned")
 
         # And the dismiss button clears the notice
         notice.get_by_role("button", name="Dismiss").click()
