@@ -6,3 +6,8 @@ class ConsoleConfig(AppConfig):
 
     name = "apps.console"
     label = "console"
+
+    def ready(self):
+        from . import realtime
+
+        realtime.register()

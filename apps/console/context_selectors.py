@@ -13,6 +13,8 @@ from django.db.models import Count, F, Window
 
 from apps.chats.models import Chat, ContactTag, Message, VisitorSession
 
+from .selectors import SlaMark, queue_position_expression, sla_marks
+
 # What the panel shows at most: the contact's tags, each attribute value cut to ATTRIBUTE_CHARS,
 # the newest EARLIER_CHATS of the contact's other rooms and the newest NOTES private notes (with a
 # count of the rest).
@@ -106,13 +108,25 @@ class Routing:
     accepted_by_ai: bool
     accepted_at: datetime | None
     awaiting_human_since: datetime | None
+    # apps.routing's row of the chat: when it began to wait for a person, since when it waits in
+    # the queue now and its place there, who assigned it (`routing`, `agent`, `api`, `automation`;
+    # "" before any assignment) and how often re-routing moved it.
+    queued_at: datetime | None = None
+    queue_since: datetime | None = None
+    queue_position: int | None = None
+    assigned_at: datetime | None = None
+    assigned_by: str = ""
+    reroutes: int = 0
+    sla: SlaMark | None = None
 
 
 def routing(*, chat: Chat) -> Routing:
-    """Who owns, handles and accepted `chat`, its department and its wait for a person, read fresh
-    in one statement (the names of four related rows)."""
+    """Who owns, handles and accepted `chat`, its department, its wait for a person and its place in
+    the routing queue, read fresh in one statement (the names of four related rows and the routing
+    row); its SLA mark in another."""
     row = (
         Chat.objects.filter(widget_id=chat.widget_id, pk=chat.pk)
+        .annotate(queue_position=queue_position_expression())
         .values(
             "agent__name",
             "department__name",
@@ -122,6 +136,12 @@ def routing(*, chat: Chat) -> Routing:
             "accepted_by_type",
             "accepted_at",
             "awaiting_human_since",
+            "routing__queued_at",
+            "routing__queue_since",
+            "routing__assigned_at",
+            "routing__assigned_by",
+            "routing__reroutes",
+            "queue_position",
         )
         .first()
     ) or {}
@@ -134,6 +154,13 @@ def routing(*, chat: Chat) -> Routing:
         accepted_by_ai=row.get("accepted_by_type") == Chat.OperatorType.AI,
         accepted_at=row.get("accepted_at"),
         awaiting_human_since=row.get("awaiting_human_since"),
+        queued_at=row.get("routing__queued_at"),
+        queue_since=row.get("routing__queue_since"),
+        queue_position=row.get("queue_position"),
+        assigned_at=row.get("routing__assigned_at"),
+        assigned_by=row.get("routing__assigned_by") or "",
+        reroutes=row.get("routing__reroutes") or 0,
+        sla=sla_marks([chat.pk]).get(chat.pk),
     )
 
 
@@ -156,7 +183,7 @@ class ChatContext:
 
 
 def chat_context(*, chat: Chat) -> ChatContext:
-    """Everything the context panel of `chat` shows: five statements."""
+    """Everything the context panel of `chat` shows: six statements."""
     return ChatContext(
         visitor=visitor_details(chat=chat),
         earlier=earlier_chats(chat=chat),

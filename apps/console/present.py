@@ -3,6 +3,7 @@ Pure functions of the rows the selectors read (no query here)."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -89,3 +90,41 @@ def state_note(chat: Chat, *, now: datetime | None = None) -> str:
     if chat.status == Chat.Status.READY:
         return _("Ready: the next check (every 5 minutes) sets it open or closed by its last message.")
     return _("Marked as spam: it stays out of the views until it is moved back.")
+
+
+# An SLA countdown's words (console.js redraws them every 30 s from the same strings).
+SLA_NOW = gettext_lazy("SLA due now")
+SLA_MINUTES = gettext_lazy("SLA due in %(minutes)s min")
+SLA_HOURS = gettext_lazy("SLA due in %(hours)s h")
+
+
+SLA_SOON_SECONDS = 300
+
+
+def sla_due(due_at: datetime, *, now: datetime | None = None) -> str:
+    """The countdown's text: "SLA due in 4 min" (minutes rounded up; whole hours from two hours on), "SLA due now" once
+    the due time passed (the breach timer marks it breached shortly)."""
+    seconds = (due_at - (now or timezone.now())).total_seconds()
+    if seconds <= 0:
+        return str(SLA_NOW)
+    minutes = math.ceil(seconds / 60)
+    if minutes < 120:
+        return str(SLA_MINUTES) % {"minutes": minutes}
+    return str(SLA_HOURS) % {"hours": minutes // 60}
+
+
+def sla_soon(due_at: datetime, *, now: datetime | None = None) -> bool:
+    return (due_at - (now or timezone.now())).total_seconds() <= SLA_SOON_SECONDS
+
+
+# How a chat came to its operator, in words (the routing read's `assigned_by`).
+ASSIGNED_BY = {
+    "routing": gettext_lazy("Routing, automatically"),
+    "agent": gettext_lazy("A person in the console"),
+    "api": gettext_lazy("The API"),
+    "automation": gettext_lazy("An automation rule or macro"),
+}
+
+
+def assigned_by(by: str) -> str:
+    return str(ASSIGNED_BY.get(by, by))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from apps.agents import selectors as agent_selectors
@@ -15,6 +16,8 @@ from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat, Message, VisitorSession
 from apps.platform.numbers import MAX_ID
+from apps.routing import selectors as routing_selectors
+from apps.routing.models import ChatRouting, RoutingSettings, SlaClock
 from apps.widget import selectors as widget_selectors
 
 from .models import SavedView
@@ -39,6 +42,33 @@ class ChatFilters:
     q: str = ""
 
 
+def routing_on(*, agent: Agent) -> bool:
+    """Whether the widget routes chats (a mode other than `manual`): the Unassigned view is then the
+    routing queue, in queue order."""
+    return routing_selectors.routing_settings(agent.widget).mode != RoutingSettings.Mode.MANUAL
+
+
+def queue_position_expression():
+    """The outer chat's place in its widget's queue (1 is the next served; the queue's order is
+    `queue_since, chat_id`), null when it is not queued."""
+    ahead = (
+        ChatRouting.objects.filter(widget_id=OuterRef("widget_id"), queue_since__isnull=False)
+        .filter(
+            Q(queue_since__lt=OuterRef("routing__queue_since"))
+            | Q(queue_since=OuterRef("routing__queue_since"), chat_id__lt=OuterRef("pk"))
+        )
+        .order_by()
+        .values("widget_id")
+        .annotate(n=Count("pk"))
+        .values("n")[:1]
+    )
+    return Case(
+        When(routing__queue_since__isnull=True, then=None),
+        default=Coalesce(Subquery(ahead), 0) + 1,
+        output_field=IntegerField(),
+    )
+
+
 def _unseen_client_messages():
     """The visitor's messages of the outer chat that no operator has seen yet (the read receipt
     `mark_seen(by="agent")` sets `seen_at`)."""
@@ -47,7 +77,7 @@ def _unseen_client_messages():
     )
 
 
-def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
+def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> list[Chat]:
     """The chats with messages (an empty room has nothing to read or answer) of the agent's widget
     under a view, newest activity first (LIST_SIZE at most), with
     what a row shows read in the same statement: the contact, the owner, the last message, the count
@@ -55,7 +85,11 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
     began (`waiting_since`, set while the chat awaits a reply: the last message is the visitor's
     and the chat is neither closed nor spam; the row is drawn marked then) and, for a contact with no
     name, e-mail or phone, the page of its newest visitor session (`visitor_page`). A chat whose
-    contact is under erasure is left out, as every read of chats leaves it out."""
+    contact is under erasure is left out, as every read of chats leaves it out.
+
+    The agent's own chats come first (each operator sees what is theirs at the top). With `queue`
+    (routing on), the Unassigned view is the routing queue: the chats waiting in it, in queue order,
+    each with its `queue_position`; every row carries `queue_since` (set while the chat waits)."""
     widget = agent.widget
     queryset = (
         Chat.objects.filter(widget_id=widget.pk, last_message_at__isnull=False)
@@ -66,6 +100,8 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
         queryset = queryset.filter(agent_id=agent.pk)
     elif filters.view == VIEW_UNASSIGNED:
         queryset = queryset.filter(agent__isnull=True)
+        if queue:
+            queryset = queryset.filter(routing__queue_since__isnull=False)
     status = None if filters.status == ANY_STATUS else filters.status or None
     queryset = chat_selectors.filter_chats(
         queryset, widget=widget, status=status, channel=filters.channel or None, q=filters.q or None
@@ -90,8 +126,14 @@ def list_chats(*, agent: Agent, filters: ChatFilters) -> list[Chat]:
             default=None,
         ),
         visitor_page=_visitor_page(),
+        queue_since=F("routing__queue_since"),
     )
-    return list(queryset.order_by("-last_message_at", "-id")[:LIST_SIZE])
+    if queue and filters.view == VIEW_UNASSIGNED:
+        queryset = queryset.annotate(queue_position=queue_position_expression()).order_by("routing__queue_since", "id")
+    else:
+        mine_first = Case(When(agent_id=agent.pk, then=Value(0)), default=Value(1), output_field=IntegerField())
+        queryset = queryset.order_by(mine_first, "-last_message_at", "-id")
+    return list(queryset[:LIST_SIZE])
 
 
 def _visitor_page():
@@ -107,17 +149,53 @@ def _visitor_page():
     return Case(When(anonymous, then=Subquery(page)), default=Value(""))
 
 
-def view_counts(*, agent: Agent) -> dict[str, int]:
+def view_counts(*, agent: Agent, queue: bool = False) -> dict[str, int]:
     """Open (`active`) chats with messages under each view, in one statement: {"mine",
-    "unassigned", "all"}."""
+    "unassigned", "all"}; with `queue` (routing on) "unassigned" counts the chats in the queue."""
+    unassigned = Q(agent__isnull=True)
+    if queue:
+        unassigned &= Q(routing__queue_since__isnull=False)
     return (
         Chat.objects.filter(widget_id=agent.widget_id, status=Chat.Status.ACTIVE, last_message_at__isnull=False)
         .live()
         .aggregate(
             mine=Count("pk", filter=Q(agent_id=agent.pk)),
-            unassigned=Count("pk", filter=Q(agent__isnull=True)),
+            unassigned=Count("pk", filter=unassigned),
             all=Count("pk"),
         )
+    )
+
+
+@dataclass(frozen=True)
+class SlaMark:
+    """A chat's SLA state as the console marks it: the nearest due time of its running clocks
+    (`due_at`, None when none runs) and whether any clock of it was breached."""
+
+    due_at: datetime | None
+    breached: bool
+
+
+def sla_marks(chat_ids: list[int]) -> dict[int, SlaMark]:
+    """The SLA marks of a page of chats, in one statement (chats with no clock are absent)."""
+    if not chat_ids:
+        return {}
+    running = Q(stopped_at__isnull=True, breached_at__isnull=True)
+    rows = (
+        SlaClock.objects.filter(chat_id__in=chat_ids)
+        .filter(running | Q(breached_at__isnull=False))
+        .order_by()
+        .values("chat_id")
+        .annotate(due=Min("due_at", filter=running), breaches=Count("pk", filter=Q(breached_at__isnull=False)))
+    )
+    return {row["chat_id"]: SlaMark(due_at=row["due"], breached=row["breaches"] > 0) for row in rows}
+
+
+def assign_targets(*, agent: Agent) -> QuerySet[Agent]:
+    """Who the owner may give a queued chat to: the widget's human agents who are not suspended."""
+    return (
+        Agent.objects.filter(widget_id=agent.widget_id, type=Agent.Type.HUMAN)
+        .exclude(status=Agent.Status.BANNED)
+        .order_by("name", "pk")
     )
 
 

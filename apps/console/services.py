@@ -14,6 +14,7 @@ from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import ValidationFailed
 from apps.core.files import check_upload_size, store_file
+from apps.routing.models import ChatRouting
 
 from . import access
 from .models import SavedView
@@ -100,3 +101,22 @@ def delete_view(*, agent: Agent, view_id: int) -> bool:
     """Forget one of the operator's saved views; False when it is not theirs (or gone)."""
     deleted, _ = SavedView.objects.filter(widget_id=agent.widget_id, agent_id=agent.pk, pk=view_id).delete()
     return bool(deleted)
+
+
+class NotQueued(Exception):
+    """The chat no longer waits in the routing queue (routing or a person took it meanwhile)."""
+
+
+@transaction.atomic
+def assign_from_queue(*, owner: Agent, chat: Chat, to_agent: Agent) -> Chat:
+    """The owner gives a queued chat to an operator: the console's transfer (chat.assigned by
+    `agent`; routing's handler of that event takes the chat out of the queue). The chat's row is
+    locked before the queue is read, so an automatic assignment racing this one either ran before
+    (NotQueued) or finds the chat owned and leaves it."""
+    locked = chat_services.lock_chat(widget=owner.widget, chat=chat)
+    if (
+        locked.agent_id is not None
+        or not ChatRouting.objects.filter(chat_id=locked.pk, queue_since__isnull=False).exists()
+    ):
+        raise NotQueued
+    return chat_services.transfer_chat(widget=owner.widget, chat=locked, to_agent=to_agent, source="console")

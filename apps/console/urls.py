@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, views
+from . import account_views, context_views, queue_views, views
 
 app_name = "console"
 
@@ -29,6 +29,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/rate-request/$", views.rate_request, name="rate-request"),
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
     re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
+    re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
     path("settings/", include("apps.console.settings.urls")),
     path("canned/", views.canned_picks, name="canned"),
     path("views/", views.save_view, name="save-view"),

@@ -25,7 +25,7 @@ from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
 from apps.platform.numbers import MAX_ID
 
-from . import context_selectors, forms, present, selectors, services
+from . import context_selectors, forms, inbox, present, selectors, services
 from .access import operator_required
 
 # The console's words for the refusals of the services it calls (the API keeps their English detail);
@@ -96,8 +96,7 @@ def _list_context(
         "filters": filters,
         "filter_items": list(vars(filters).items()),
         "filter_query": data.urlencode(),
-        "chats": selectors.list_chats(agent=request.agent, filters=filters),
-        "counts": selectors.view_counts(agent=request.agent),
+        **inbox.list_reads(request.agent, filters),
         "views": selectors.VIEWS,
         "saved_views": [] if fragment else _saved_views(request, filters),
         "save_view_form": forms.SaveViewForm(),
@@ -161,6 +160,10 @@ def _script_strings() -> dict[str, str]:
         "alerts_off": _("Alerts off"),
         "alert_title": _("New visitor message"),
         "alert_file": _("A file"),
+        "assigned_title": _("Chat assigned to you"),
+        "sla_now": str(present.SLA_NOW),
+        "sla_minutes": str(present.SLA_MINUTES),
+        "sla_hours": str(present.SLA_HOURS),
     }
 
 

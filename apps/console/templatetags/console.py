@@ -49,3 +49,18 @@ def when(moment) -> str:
     local = timezone.localtime(moment)
     today = timezone.localdate()
     return date_format(local, "H:i" if local.date() == today else "j M")
+
+
+@register.filter
+def sla_due(due_at) -> str:
+    return present.sla_due(due_at)
+
+
+@register.filter
+def sla_soon(due_at) -> bool:
+    return present.sla_soon(due_at)
+
+
+@register.filter
+def assigned_by(by: str) -> str:
+    return present.assigned_by(by)

@@ -105,9 +105,10 @@ def test_the_list_costs_the_same_queries_for_3_and_30_chats(console, widget, ope
     for n in range(27):
         make_chat(widget, name=f"B{n}", agent=colleague if n % 2 else None)
     assert _count_list_queries(console) == few
-    # session, user, agent rows, the widget's hours, the chats (with contact, owner, last message,
-    # unread count, waiting time and page in the same statement), the views' counts, saved views
-    assert few <= 7
+    # session, user, agent rows, the widget's hours, the routing settings (whether Unassigned is the
+    # queue), the chats (with contact, owner, last message, unread count, waiting time, page and
+    # queue time in the same statement), the page's SLA marks, the views' counts, saved views
+    assert few <= 9
 
 
 # --- a chat ---------------------------------------------------------------------------------------

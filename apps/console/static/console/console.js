@@ -1,5 +1,6 @@
 /* The operator console's live part: the operator websocket (/ws/agent/), the live chat list and
-   history, typing both ways, presence, alerts of visitor messages, and the replay after a reconnect. Forms and fragments are
+   history, typing both ways, presence, alerts of visitor messages and of chats assigned to the
+   operator, SLA countdowns, and the replay after a reconnect. Forms and fragments are
    htmx; this file only listens to the socket and asks the server for the fragments it points at. */
 (function () {
   "use strict";
@@ -15,6 +16,7 @@
   var retry = 0;
   var everConnected = false;
   var holdUntil = 0;
+  var operatorId = null; // this console's agent (the socket's ready frame)
 
   function $(id) { return document.getElementById(id); }
 
@@ -528,6 +530,80 @@
   // The list's waiting times and counts move with the clock as well as with events.
   setInterval(function () { if (!document.hidden) refreshList(); }, 60000);
 
+  // --- SLA countdowns: "SLA due in 4 min", redrawn every 30 s without a request --------------------------
+  // The server draws each mark; this redraws its words from the same strings as time passes (a
+  // breach turns the mark red when the list is next read: the breach timer decides, not the page).
+
+  function slaText(seconds) {
+    if (seconds <= 0) return t("sla_now", "SLA due now");
+    var minutes = Math.ceil(seconds / 60);
+    if (minutes < 120) return t("sla_minutes", "SLA due in %(minutes)s min").replace("%(minutes)s", String(minutes));
+    return t("sla_hours", "SLA due in %(hours)s h").replace("%(hours)s", String(Math.floor(minutes / 60)));
+  }
+
+  function tickSla() {
+    var now = Date.now();
+    Array.prototype.forEach.call(document.querySelectorAll("time.sla-due"), function (el) {
+      var due = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(due)) return;
+      var seconds = (due - now) / 1000;
+      var text = slaText(seconds);
+      if (el.textContent !== text) el.textContent = text;
+      if (el.parentNode && el.parentNode.classList) el.parentNode.classList.toggle("badge-warning", seconds <= 300);
+    });
+  }
+  setInterval(tickSla, 30000);
+  document.addEventListener("htmx:afterSwap", tickSla);
+
+  // --- a chat assigned to me: the list re-reads, and the console says so -----------------------------
+  // The owner who assigns from the queue does not hear about their own click.
+
+  var ownAssigns = {};
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var form = event.target;
+    if (form && form.classList && form.classList.contains("assign")) {
+      var match = /chats\/(\d+)\/assign/.exec(form.getAttribute("action") || "");
+      if (match) ownAssigns[match[1]] = true;
+    }
+  });
+
+  function showAssigned(frame) {
+    var notice = $("notice");
+    if (!notice) return;
+    notice.textContent = "";
+    var link = document.createElement("a");
+    link.href = body.dataset.listUrl + "chats/" + frame.chat_id + "/";
+    link.textContent = t("assigned_title", "Chat assigned to you");
+    var dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "btn btn-quiet";
+    dismiss.setAttribute("aria-label", notice.dataset.dismiss || "Dismiss");
+    dismiss.textContent = "×";
+    dismiss.addEventListener("click", function () { notice.textContent = ""; });
+    notice.appendChild(link);
+    notice.appendChild(dismiss);
+  }
+
+  function chatAssigned(frame) {
+    if (operatorId === null || frame.agent_id !== operatorId) return;
+    if (ownAssigns[frame.chat_id]) { delete ownAssigns[frame.chat_id]; return; }
+    if (frame.chat_id === chatId && !document.hidden) return; // taken in front of them (accept, reply)
+    showAssigned(frame);
+    if (document.hidden) { unread += 1; showUnread(); }
+    if (!alertsOn) return;
+    tone();
+    if (document.hidden && "Notification" in window && Notification.permission === "granted") {
+      try {
+        var notice = new Notification(t("assigned_title", "Chat assigned to you"), { body: "", tag: "chat-" + frame.chat_id });
+        notice.onclick = function () {
+          window.focus();
+          location.href = body.dataset.listUrl + "chats/" + frame.chat_id + "/";
+          notice.close();
+        };
+      } catch (e) { /* notifications only from a service worker: the page's notice stays */ }
+    }
+  }
+
   // --- the keyboard: j/k through the list, r reply, n note, / canned, e close, ? the list -------------
 
   var dialog = $("shortcuts");
@@ -587,6 +663,7 @@
     switch (frame.event) {
       case "ready":
         retry = 0;
+        operatorId = typeof frame.operator_id === "number" ? frame.operator_id : null;
         setConnection("open", t("connected", "Connected"));
         if (frame.status) showPresence(frame.status);
         // After a reconnect: whatever was written meanwhile (replay from the last message shown).
@@ -607,6 +684,12 @@
       case "chat":
         refreshList();
         if (frame.chat_id === chatId) refreshPanel();
+        break;
+      case "assigned":
+        // The chat joins its new owner's list and leaves the one of whoever lost it.
+        refreshList();
+        if (frame.chat_id === chatId) refreshPanel();
+        chatAssigned(frame);
         break;
       case "typing":
         if (frame.chat_id === chatId && frame.by === "client") showVisitorTyping(frame.state, frame.draft);
