@@ -2,12 +2,15 @@
 
 from django.urls import path
 
-from . import departments, views
+from . import departments, routing, views
 
 urlpatterns: list = [
     path("", views.people, name="people"),
     path("invite/", views.invite, name="people-invite"),
     path("invitations/<int:pk>/revoke/", views.revoke_invitation, name="people-invitation-revoke"),
+    path("routing/", routing.routing, name="people-routing"),
+    # before the operator's actions, whose `<action>` would take `capacity`
+    path("operators/<int:pk>/capacity/", routing.capacity, name="people-capacity"),
     path(
         "operators/<int:pk>/<str:action>/",
         views.operator_action,
