@@ -59,6 +59,16 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/audit-log"): frozenset({"audit:read"}),
     ("GET", "/v1/chats/export"): frozenset({"chats:read"}),  # "Agent assist and answers with sources"
     ("POST", "/v1/chats/{}/suggest-reply"): frozenset({"chats:write"}),
+    # "Routing that never loses a visitor"
+    ("GET", "/v1/routing"): frozenset({"routing:read"}),
+    ("PUT", "/v1/routing"): frozenset({"routing:write"}),
+    ("GET", "/v1/chats/{}/routing"): frozenset({"chats:read"}),
+    ("GET", "/v1/sla-policies"): frozenset({"sla:read"}),
+    ("POST", "/v1/sla-policies"): frozenset({"sla:write"}),
+    ("GET", "/v1/sla-policies/{}"): frozenset({"sla:read"}),
+    ("PATCH", "/v1/sla-policies/{}"): frozenset({"sla:write"}),
+    ("DELETE", "/v1/sla-policies/{}"): frozenset({"sla:write"}),
+    ("GET", "/v1/stats/sla"): frozenset({"stats:read"}),
 }
 
 
@@ -95,6 +105,7 @@ def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
 
 def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_scopes():
     added = {"canned:read", "canned:write", "privacy:write", "audit:read"}  # product-decisions.md "Wave 3"
+    added |= {"routing:read", "routing:write", "sla:read", "sla:write"}  # "Wave 4": routing
     assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}
