@@ -1,6 +1,7 @@
-"""The owner's routing pages: the routing settings (RoutingSettingsInput, put_settings) and each
-operator's capacity (AgentPatchInput, update_agent) with the API's rules and words, audited with the
-owner as the actor; another widget's ids are 404. The SLA policies' pages: test_settings_sla.py."""
+"""The owner's routing pages: the routing settings (RoutingSettingsInput, put_settings), each
+operator's capacity (AgentPatchInput, update_agent) and the SLA policies (SlaPolicyInput,
+SlaPolicyPatchInput, apps.routing.sla) with the API's rules and words, audited with the owner as the
+actor; another widget's ids are 404 and an operator gets 403."""
 
 import itertools
 import re
@@ -9,9 +10,9 @@ from html import unescape
 import pytest
 
 from apps.agents.models import Agent
-from apps.agents.tests.factories import AIAgentFactory, HumanAgentFactory
+from apps.agents.tests.factories import AIAgentFactory, DepartmentFactory, HumanAgentFactory
 from apps.audit.models import AuditEntry
-from apps.routing.models import RoutingSettings
+from apps.routing.models import RoutingSettings, SlaPolicy
 
 from .test_settings_people import api_messages
 from .test_settings_people import page_errors as page_html_errors
@@ -196,3 +197,157 @@ def test_an_operator_is_refused_both_pages(console, operator):
     assert console.post(PEOPLE + f"operators/{operator.pk}/capacity/", {"capacity": "9"}).status_code == 403
     operator.refresh_from_db()
     assert operator.capacity is None
+
+
+# --- SLA policies -------------------------------------------------------------------------------------------
+
+SLA = PEOPLE + "sla/"
+POLICY = {
+    "name": "Standard",
+    "department_id": "",
+    "first_response": "5",
+    "first_response_unit": "minutes",
+    "next_response": "",
+    "next_response_unit": "minutes",
+    "resolution": "1",
+    "resolution_unit": "days",
+    "business_hours_only": "on",
+}
+
+
+def sla_body(**overrides) -> dict:
+    return {
+        "name": "Standard",
+        "department_id": None,
+        "first_response_seconds": 300,
+        "next_response_seconds": None,
+        "resolution_seconds": 86400,
+        "business_hours_only": True,
+        **overrides,
+    }
+
+
+def test_the_sla_list_names_each_policy_with_its_targets(owner_console, widget):
+    assert "No policy yet" in owner_console.get(SLA).content.decode()
+    sales = DepartmentFactory(widget=widget, name="Sales")
+    SlaPolicy.objects.create(widget=widget, name="Quick", department=sales, first_response_seconds=90)
+    SlaPolicy.objects.create(widget=widget, name="Base", next_response_seconds=7200, resolution_seconds=172800)
+    response = owner_console.get(SLA)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.index("Base") < page.index("Quick")  # the default first
+    assert "2 hours" in page and "2 days" in page and "90 seconds" in page and "Sales" in page
+    assert 'aria-current="page">SLA policies</a>' in page
+    assert f'href="{SLA}"' in owner_console.get(ROUTING).content.decode()
+
+
+def test_creating_a_policy_converts_the_units_and_is_audited_with_the_owner(owner_console, owner, widget):
+    assert owner_console.get(SLA + "new/").status_code == 200
+    response = owner_console.post(SLA + "new/", {**POLICY, "next_response": "1.5", "next_response_unit": "hours"})
+    assert response.status_code == 303 and response.url == SLA
+    row = SlaPolicy.objects.get(widget=widget)
+    assert (row.name, row.department_id, row.business_hours_only) == ("Standard", None, True)
+    assert (row.first_response_seconds, row.next_response_seconds, row.resolution_seconds) == (300, 5400, 86400)
+    assert_owner_audited(owner, "sla_policy.created")
+    assert "SLA policy Standard created." in owner_console.get(SLA).content.decode()
+
+
+@pytest.mark.parametrize(
+    "posted,body",
+    [
+        ({"name": "  "}, {"name": "  "}),
+        ({"first_response": "0"}, {"first_response_seconds": 0}),
+        ({"first_response": "8", "first_response_unit": "days"}, {"first_response_seconds": 691200}),
+        ({"resolution": "soon"}, {"resolution_seconds": "soon"}),
+        ({"name": "", "next_response": "-1"}, {"name": "", "next_response_seconds": -60}),
+    ],
+)
+def test_a_refused_policy_shows_the_apis_words_and_stores_nothing(owner_console, api, widget, posted, body):
+    response = owner_console.post(SLA + "new/", {**POLICY, **posted})
+    answer = api().post("/api/v1/sla-policies", sla_body(**body), format="json", **idem())
+    assert response.status_code == answer.status_code == 422
+    assert sorted(page_errors(response)) == sorted(api_messages(answer))
+    assert not SlaPolicy.objects.exists()
+
+
+def test_a_foreign_department_is_refused_like_the_api(owner_console, api, other_widget):
+    theirs = DepartmentFactory(widget=other_widget)
+    response = owner_console.post(SLA + "new/", {**POLICY, "department_id": str(theirs.pk)})
+    answer = api().post("/api/v1/sla-policies", sla_body(department_id=theirs.pk), format="json", **idem())
+    assert response.status_code == answer.status_code == 422
+    assert page_errors(response) == api_messages(answer)
+    assert not SlaPolicy.objects.exists()
+
+
+def test_a_second_default_or_department_policy_is_the_apis_conflict(owner_console, api, widget):
+    sales = DepartmentFactory(widget=widget, name="Sales")
+    SlaPolicy.objects.create(widget=widget, name="Base")
+    SlaPolicy.objects.create(widget=widget, name="Sales SLA", department=sales)
+    for department, code in (("", "sla_default_exists"), (str(sales.pk), "sla_department_taken")):
+        response = owner_console.post(SLA + "new/", {**POLICY, "department_id": department})
+        body = sla_body(department_id=int(department) if department else None)
+        answer = api().post("/api/v1/sla-policies", body, format="json", **idem())
+        assert response.status_code == answer.status_code == 409 and answer.json()["code"] == code
+        assert page_errors(response) == [answer.json()["detail"]]
+    assert SlaPolicy.objects.count() == 2
+
+
+def test_editing_a_policy_shows_its_units_and_saves_with_the_owner_as_actor(owner_console, owner, widget):
+    sales = DepartmentFactory(widget=widget, name="Sales")
+    row = SlaPolicy.objects.create(widget=widget, name="Base", first_response_seconds=7200, resolution_seconds=90)
+    url = SLA + f"{row.pk}/"
+    page = owner_console.get(url).content.decode()
+    assert 'name="first_response" value="2"' in page
+    assert re.search(r'<option value="hours" selected>', page)
+    assert 'name="resolution" value="1.5"' in page
+    posted = {**POLICY, "name": "Sales first", "department_id": str(sales.pk), "business_hours_only": ""}
+    assert owner_console.post(url, posted).status_code == 303
+    row.refresh_from_db()
+    assert (row.name, row.department_id, row.first_response_seconds, row.business_hours_only) == (
+        "Sales first",
+        sales.pk,
+        300,
+        False,
+    )
+    assert_owner_audited(owner, "sla_policy.changed")
+
+
+def test_a_refused_edit_is_the_apis_conflict_and_changes_nothing(owner_console, api, widget):
+    SlaPolicy.objects.create(widget=widget, name="Base")
+    sales = DepartmentFactory(widget=widget)
+    row = SlaPolicy.objects.create(widget=widget, name="Sales SLA", department=sales)
+    response = owner_console.post(SLA + f"{row.pk}/", {**POLICY, "department_id": ""})
+    answer = api().patch(f"/api/v1/sla-policies/{row.pk}", sla_body(), format="json", **idem())
+    assert response.status_code == answer.status_code == 409
+    assert page_errors(response) == [answer.json()["detail"]]
+    row.refresh_from_db()
+    assert (row.name, row.department_id) == ("Sales SLA", sales.pk)
+
+
+def test_deleting_a_policy_asks_first(owner_console, owner, widget):
+    row = SlaPolicy.objects.create(widget=widget, name="Gone")
+    url = SLA + f"{row.pk}/delete/"
+    assert "Delete the SLA policy Gone?" in owner_console.get(url).content.decode()
+    assert SlaPolicy.objects.filter(pk=row.pk).exists()
+    response = owner_console.post(url)
+    assert response.status_code == 303 and response.url == SLA
+    assert not SlaPolicy.objects.filter(pk=row.pk).exists()
+    assert_owner_audited(owner, "sla_policy.deleted")
+
+
+def test_another_widgets_policy_is_404_in_every_form(owner_console, other_widget):
+    row = SlaPolicy.objects.create(widget=other_widget, name="Theirs")
+    for path in (f"{row.pk}/", f"{row.pk}/delete/", "999999/"):
+        assert owner_console.get(SLA + path).status_code == 404
+        assert owner_console.post(SLA + path, POLICY).status_code == 404
+    row.refresh_from_db()
+    assert row.name == "Theirs"
+    assert "Theirs" not in owner_console.get(SLA).content.decode()
+
+
+def test_an_operator_is_refused_the_sla_pages(console, widget):
+    row = SlaPolicy.objects.create(widget=widget, name="Base")
+    for path in ("", "new/", f"{row.pk}/", f"{row.pk}/delete/"):
+        assert console.get(SLA + path).status_code == 403
+        assert console.post(SLA + path, POLICY).status_code == 403
+    assert SlaPolicy.objects.get().name == "Base"
