@@ -255,6 +255,19 @@ def sla_payload(chat: Chat) -> dict | None:
     }
 
 
+def policy_payload(row) -> dict:
+    """An SLA policy as the API shows it."""
+    return {
+        "id": row.pk,
+        "name": row.name,
+        "department_id": row.department_id,
+        "first_response_seconds": row.first_response_seconds,
+        "next_response_seconds": row.next_response_seconds,
+        "resolution_seconds": row.resolution_seconds,
+        "business_hours_only": row.business_hours_only,
+    }
+
+
 def routing_payload(chat: Chat) -> dict:
     """GET /v1/chats/{id}/routing."""
     row = chat_routing(chat)

@@ -200,6 +200,39 @@ def state_at(hours: dict, now: datetime) -> HoursState:
     return HoursState(open=False, opens_at=None, mode=mode, enabled=True)
 
 
+def _instant(day: date, minute: int, zone: ZoneInfo) -> datetime:
+    """`_wall`, with `24:00` read as the next day's `00:00`."""
+    if minute >= 24 * 60:
+        return _wall(day + timedelta(days=1), 0, zone)
+    return _wall(day, minute, zone)
+
+
+def add_open_seconds(hours: dict, start: datetime, seconds: int) -> datetime:
+    """The instant (UTC) when `seconds` of open time have passed since `start`: closed time (nights,
+    weekends, holidays, a start while closed) does not count. The week's intervals are wall-clock
+    times of the widget's zone, so a day of a DST change is an hour shorter or longer in real time.
+    Hours disabled: always open (`start + seconds`); a week without any interval never opens, and
+    then plain seconds count too (a clock must come due some time)."""
+    start = start.astimezone(UTC)
+    if not hours.get("enabled") or not any(hours["weekly"].get(day) for day in DAYS):
+        return start + timedelta(seconds=seconds)
+    zone = ZoneInfo(hours["timezone"])
+    holidays = set(hours["holidays"])
+    remaining = timedelta(seconds=seconds)
+    day = start.astimezone(zone).date()
+    while True:
+        if day.isoformat() not in holidays:
+            for begin, end in sorted(hours["weekly"].get(DAYS[day.weekday()]) or []):
+                opens = max(_instant(day, _minutes(begin), zone), start)
+                closes = _instant(day, _minutes(end), zone)
+                if closes <= opens:
+                    continue
+                if remaining <= closes - opens:
+                    return opens + remaining
+                remaining -= closes - opens
+        day += timedelta(days=1)
+
+
 # --- departments (core specification: `full`, {from, to} or null per day Monday..Sunday) -----------------
 
 _SPEC_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

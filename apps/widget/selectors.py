@@ -376,6 +376,11 @@ def business_hours_state(widget: Widget, *, now: datetime | None = None, cached:
     return hours.state_at(stored, now or datetime.now(UTC))
 
 
+def add_open_seconds(widget: Widget, start: datetime, seconds: int) -> datetime:
+    """When `seconds` of the widget's open time have passed since `start` (apps.widget.hours)."""
+    return hours.add_open_seconds(cached_business_hours(widget), start, seconds)
+
+
 def department_schedule_open(schedule: dict, *, widget: Widget, now: datetime) -> bool:
     """A department's own week (`schedule`) at `now`, read in the widget's time zone (the widget's
     hours are not consulted: `department_is_open` adds them)."""

@@ -26,7 +26,7 @@ AREAS = (
         _("Look, texts, languages, hours, forms and the embed snippet."),
         "console:settings:widget",
     ),
-    Area("people", _("People"), _("Operators, invitations and departments."), "console:settings:people"),
+    Area("people", _("People"), _("Operators, departments, routing and SLA policies."), "console:settings:people"),
     Area("replies", _("Replies"), _("Canned responses your operators insert."), "console:settings:replies"),
     Area("ai", _("AI"), _("The AI operator, its credentials and its knowledge base."), "console:settings:ai"),
     Area("channels", _("Channels"), _("Messengers and your own channels."), "console:settings:channels"),

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.agents import selectors, services
 from apps.agents.api import serializers as s
 from apps.agents.models import Agent, Department, Invitation
+from apps.routing import selectors as routing_selectors
 
 from .. import forms
 from ..access import owner_required
@@ -57,11 +58,13 @@ def _context(request, *, invite_form=None, department_form=None, **extra) -> dic
     return settings_context(
         request,
         area="people",
+        people_tab="people",
         operators=_operators(widget),
         invitations=pending,
         departments=Department.objects.filter(widget=widget).prefetch_related("agents").order_by("name", "pk"),
         seats=account.seats,
         seats_used=selectors.seats_used(account),
+        default_capacity=routing_selectors.routing_settings(widget).default_capacity,
         invite_form=invite_form or pages.InviteForm(),
         department_form=department_form or pages.DepartmentForm(widget=widget, initial={"channels": ["smb"]}),
         **extra,
