@@ -10,3 +10,4 @@ class RoutingConfig(AppConfig):
         from . import handlers
 
         handlers.register()
+        from . import sla_handlers; sla_handlers.register()  # noqa: E702, I001  # fmt: skip
