@@ -4,12 +4,14 @@ before apps.agents.api.urls and apps.chats.api.urls, so neither reaches a router
 
 from django.urls import re_path
 
+from .sla import SlaStatsView
 from .views import AgentStatsViewSet, ChannelStatsView, ChatExportView, StatsView, TimeseriesView
 
 urlpatterns = [
     re_path(r"^chats/export/?$", ChatExportView.as_view(), name="chat-export"),
     re_path(r"^stats/?$", StatsView.as_view(), name="stats"),
     re_path(r"^stats/channels/?$", ChannelStatsView.as_view(), name="stats-channels"),
+    re_path(r"^stats/sla/?$", SlaStatsView.as_view(), name="stats-sla"),
     re_path(r"^stats/timeseries/?$", TimeseriesView.as_view(), name="stats-timeseries"),
     re_path(r"^agents/stats/?$", AgentStatsViewSet.as_view({"get": "list"}), name="agent-stats-list"),
     re_path(r"^agents/(?P<pk>[0-9]+)/stats/?$", AgentStatsViewSet.as_view({"get": "retrieve"}), name="agent-stats"),
