@@ -200,6 +200,17 @@ def stop_clocks(*, widget: Widget, chat: Chat, kinds: tuple[str, ...], now: date
 BREACH_BATCH = 200
 
 
+def due_clocks(*, now: datetime, clock_id: int | None = None):
+    """The running clocks due by `now`, oldest due first, locked (SKIP LOCKED) when read in a
+    transaction: the partial index `sla_clock_running` holds exactly the rows this filters on."""
+    due = SlaClock.objects.filter(stopped_at__isnull=True, breached_at__isnull=True, due_at__lte=now)
+    if clock_id is not None:
+        due = due.filter(pk=clock_id)
+    return (
+        due.select_related("widget", "chat").select_for_update(skip_locked=True, of=("self",)).order_by("due_at", "id")
+    )
+
+
 def breach_due(*, now: datetime | None = None, clock_id: int | None = None, batch: int = BREACH_BATCH) -> int:
     """Breach the running clocks due by `now` (or the one clock `clock_id`), a batch per transaction.
     Each batch is one read of the partial index `sla_clock_running` (locking its rows with SKIP
@@ -210,14 +221,7 @@ def breach_due(*, now: datetime | None = None, clock_id: int | None = None, batc
     done = 0
     while True:
         with transaction.atomic():
-            due = SlaClock.objects.filter(stopped_at__isnull=True, breached_at__isnull=True, due_at__lte=now)
-            if clock_id is not None:
-                due = due.filter(pk=clock_id)
-            rows = list(
-                due.select_related("widget", "chat")
-                .select_for_update(skip_locked=True, of=("self",))
-                .order_by("due_at", "id")[:batch]
-            )
+            rows = list(due_clocks(now=now, clock_id=clock_id)[:batch])
             for clock in rows:
                 done += breach(widget=clock.widget, clock=clock, agent_id=clock.chat.agent_id, now=now)
         if len(rows) < batch:

@@ -54,10 +54,7 @@ def _countdown(clock: SlaClock) -> None:
     transaction.on_commit(enqueue)
 
 
-def _start(event: events.Event, chat, kinds, now) -> None:
-    policy = sla.policy_for(chat)
-    if policy is None:
-        return
+def _start(event: events.Event, chat, policy, kinds, now) -> None:
     for kind in kinds:
         clock = sla.start_clock(widget=event.widget, chat=chat, policy=policy, kind=kind, now=now)
         if clock is not None:
@@ -70,16 +67,19 @@ def message_created(event: events.Event) -> None:
         return
     now = message.created_at
     if message.author_kind == Message.Author.CLIENT:
+        policy = sla.policy_for(chat)  # a widget without policies pays this one statement
+        if policy is None:
+            return
         earlier = Message.objects.filter(chat_id=chat.pk, author_kind=Message.Author.CLIENT).exclude(pk=message.pk)
         if not earlier.exists():
-            _start(event, chat, (SlaClock.Kind.FIRST_RESPONSE, SlaClock.Kind.RESOLUTION), now)
+            _start(event, chat, policy, (SlaClock.Kind.FIRST_RESPONSE, SlaClock.Kind.RESOLUTION), now)
             return
         waiting = SlaClock.objects.filter(chat_id=chat.pk, kind__in=RESPONSES, stopped_at__isnull=True)
         answered = Message.objects.filter(
             chat_id=chat.pk, author_kind__in=ANSWERS, visibility=Message.Visibility.PUBLIC
         ).exclude(pk=message.pk)
         if not waiting.exists() and answered.exists():
-            _start(event, chat, (SlaClock.Kind.NEXT_RESPONSE,), now)
+            _start(event, chat, policy, (SlaClock.Kind.NEXT_RESPONSE,), now)
     elif message.author_kind in ANSWERS and message.visibility == Message.Visibility.PUBLIC:
         sla.stop_clocks(widget=event.widget, chat=chat, kinds=RESPONSES, now=now)
 

@@ -74,3 +74,28 @@ def test_an_answer_racing_the_timer_breaches_once(widget):
     counts = emitted()
     assert len(counts) == len(clocks) and set(counts.values()) == {1}
     assert SlaClock.objects.filter(kind="first_response", stopped_at__isnull=True).count() == 0
+
+
+def test_the_beat_read_goes_through_the_partial_index(widget):
+    """With many open clocks not yet due, PostgreSQL answers the job's read from `sla_clock_running`
+    (an index range of the due ones), not a scan of the open clocks."""
+    from django.db import connection, transaction
+
+    policy = make_policy(widget)
+    chat = ChatFactory(widget=widget)
+    SlaClock.objects.bulk_create(
+        SlaClock(
+            widget=widget,
+            chat=chat,
+            policy_id=policy.pk,
+            kind="resolution",
+            started_at=T0,
+            due_at=T0 + timedelta(days=1, seconds=i),
+        )
+        for i in range(20000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE routing_slaclock")
+    with transaction.atomic():
+        plan = sla.due_clocks(now=T0)[: sla.BREACH_BATCH].explain()
+    assert "sla_clock_running" in plan, plan
