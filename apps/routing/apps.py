@@ -7,9 +7,8 @@ class RoutingConfig(AppConfig):
     verbose_name = "Routing and SLAs"
 
     def ready(self) -> None:
-        from . import handlers
+        from . import handlers, positions, sla_handlers
 
         handlers.register()
-        from . import positions
-
         positions.register()  # the visitor's place in line
+        sla_handlers.register()  # the SLA clocks

@@ -176,11 +176,12 @@ def breach(*, widget: Widget, clock: SlaClock, agent_id: int | None, now: dateti
     return True
 
 
-def stop_clocks(*, widget: Widget, chat: Chat, kinds: tuple[str, ...], now: datetime) -> int:
+def stop_clocks(*, widget: Widget, chat: Chat, kinds: tuple[str, ...], now: datetime, decide: bool = True) -> int:
     """Stop the chat's running clocks of `kinds`: met when stopped by the due time; one past its due
     time that the timer has not reached yet is breached now (its one sla.breached), so a late
     answer never counts as met. A breached clock keeps `met` false. The routing owner is noted
-    for the per-agent statistics."""
+    for the per-agent statistics. `decide=False` (a response clock at the close: nobody answered,
+    nobody was late yet) stops a clock not yet due without counting it as met."""
     stopped = 0
     # Locked: a beat run marking one of them meanwhile waits, then finds it stopped.
     running = SlaClock.objects.select_for_update().filter(chat_id=chat.pk, kind__in=kinds, stopped_at__isnull=True)
@@ -188,7 +189,40 @@ def stop_clocks(*, widget: Widget, chat: Chat, kinds: tuple[str, ...], now: date
         if clock.breached_at is None and now > clock.due_at:
             breach(widget=widget, clock=clock, agent_id=chat.agent_id, now=now)
         changes = {"stopped_at": now}
-        if clock.breached_at is None:
+        if clock.breached_at is None and decide:
             changes.update(met=True, agent_id=chat.agent_id)
         stopped += SlaClock.objects.filter(pk=clock.pk).update(**changes)
     return stopped
+
+
+# --- the breach timer -------------------------------------------------------------------------------------
+
+BREACH_BATCH = 200
+
+
+def due_clocks(*, now: datetime, clock_id: int | None = None):
+    """The running clocks due by `now`, oldest due first, locked (SKIP LOCKED) when read in a
+    transaction: the partial index `sla_clock_running` holds exactly the rows this filters on."""
+    due = SlaClock.objects.filter(stopped_at__isnull=True, breached_at__isnull=True, due_at__lte=now)
+    if clock_id is not None:
+        due = due.filter(pk=clock_id)
+    return (
+        due.select_related("widget", "chat").select_for_update(skip_locked=True, of=("self",)).order_by("due_at", "id")
+    )
+
+
+def breach_due(*, now: datetime | None = None, clock_id: int | None = None, batch: int = BREACH_BATCH) -> int:
+    """Breach the running clocks due by `now` (or the one clock `clock_id`), a batch per transaction.
+    Each batch is one read of the partial index `sla_clock_running` (locking its rows with SKIP
+    LOCKED on PostgreSQL, so a concurrent run takes other rows) and, per clock, the conditional
+    UPDATE of `breach` and its event: two runs never emit twice for one clock. Returns how many
+    clocks this call breached."""
+    now = now or timezone.now()
+    done = 0
+    while True:
+        with transaction.atomic():
+            rows = list(due_clocks(now=now, clock_id=clock_id)[:batch])
+            for clock in rows:
+                done += breach(widget=clock.widget, clock=clock, agent_id=clock.chat.agent_id, now=now)
+        if len(rows) < batch:
+            return done

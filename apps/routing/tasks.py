@@ -48,3 +48,20 @@ def tick() -> dict:
         if widget is not None:
             done["assigned"] += services.serve(widget)
     return done
+
+
+@shared_task(name="apps.routing.tasks.sla_breaches")
+def sla_breaches() -> int:
+    """The beat pass of the SLA timers: breach every running clock already due (read through the
+    partial index `sla_clock_running`, so its work follows the breaches due, not the open chats)."""
+    from . import sla
+
+    return sla.breach_due()
+
+
+@shared_task(name="apps.routing.tasks.sla_clock_due")
+def sla_clock_due(clock_id: int) -> int:
+    """One clock's countdown ran out: breach it if it is still running and due."""
+    from . import sla
+
+    return sla.breach_due(clock_id=clock_id)

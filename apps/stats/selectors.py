@@ -24,10 +24,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date
 
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 from apps.agents.models import Agent
 from apps.core.models import Widget
+from apps.routing.models import SlaClock
 from apps.stats import facts, routing_facts
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
@@ -290,4 +291,41 @@ def routing_stats(*, widget: Widget, window: Window) -> dict:
             "count": c["assignment_wait_count"],
         },
         "agents": [{"agent_id": agent_id, "chats_routed": n} for agent_id, n in sorted(per_agent.items()) if n],
+    }
+
+
+# --- SLA clocks (apps.routing) ----------------------------------------------------------------------------
+
+
+def sla_stats(*, widget: Widget, window: Window) -> dict:
+    """GET /v1/stats/sla: clocks decided in the window, met by when they stopped, breached by when they
+    ran out, per kind in total and per agent (the chat's routing owner when the clock was decided;
+    clocks decided with nobody assigned count in the total only). Two statements, each a range of a
+    partial index (`sla_clock_met`, `sla_clock_breached`), whatever the widget's number of chats."""
+    kinds = SlaClock.Kind.values
+
+    def empty() -> dict:
+        return {kind: {"met": 0, "breached": 0} for kind in kinds}
+
+    total, agents = empty(), defaultdict(empty)
+    decided = (
+        (
+            "met",
+            SlaClock.objects.filter(widget=widget, met=True, stopped_at__gte=window.start, stopped_at__lt=window.end),
+        ),
+        (
+            "breached",
+            SlaClock.objects.filter(
+                widget=widget, breached_at__isnull=False, breached_at__gte=window.start, breached_at__lt=window.end
+            ),
+        ),
+    )
+    for outcome, rows in decided:
+        for agent_id, kind, n in rows.values_list("agent_id", "kind").annotate(n=Count("id")).order_by():
+            total[kind][outcome] += n
+            if agent_id is not None:
+                agents[agent_id][kind][outcome] += n
+    return {
+        "total": total,
+        "agents": [{"agent_id": agent_id, **agents[agent_id]} for agent_id in sorted(agents)],
     }

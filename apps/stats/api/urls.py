@@ -4,6 +4,7 @@ before apps.agents.api.urls and apps.chats.api.urls, so neither reaches a router
 
 from django.urls import re_path
 
+from .sla import SlaStatsView
 from .views import (
     AgentStatsViewSet,
     ChannelStatsView,
@@ -17,6 +18,7 @@ urlpatterns = [
     re_path(r"^chats/export/?$", ChatExportView.as_view(), name="chat-export"),
     re_path(r"^stats/?$", StatsView.as_view(), name="stats"),
     re_path(r"^stats/channels/?$", ChannelStatsView.as_view(), name="stats-channels"),
+    re_path(r"^stats/sla/?$", SlaStatsView.as_view(), name="stats-sla"),
     re_path(r"^stats/timeseries/?$", TimeseriesView.as_view(), name="stats-timeseries"),
     re_path(r"^stats/routing/?$", RoutingStatsView.as_view(), name="stats-routing"),
     re_path(r"^agents/stats/?$", AgentStatsViewSet.as_view({"get": "list"}), name="agent-stats-list"),
