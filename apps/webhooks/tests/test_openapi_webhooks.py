@@ -1,10 +1,12 @@
 """The deliveries documented as OpenAPI 3.1 webhooks, and real bodies checked against them."""
 
 import json
+from datetime import timedelta
 
 import jsonschema
 import pytest
 from django.db import transaction
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from apps.chats import services as chats
@@ -12,6 +14,8 @@ from apps.core import events
 from apps.core.models import OutboxEvent
 from apps.erasure.models import PendingErasure
 from apps.privacy import services as privacy
+from apps.routing import sla
+from apps.routing.models import SlaPolicy
 from apps.webhooks import catalogue, payloads
 from apps.webhooks.api import docs
 from tests.support.factories import AgentFactory
@@ -48,6 +52,7 @@ def test_the_schema_documents_every_event_in_both_envelopes_with_every_header():
 def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     """Every native event, from the services that emit it in production."""
     first, second = AgentFactory(widget=widget), AgentFactory(widget=widget)
+    SlaPolicy.objects.create(widget=widget, name="Default", resolution_seconds=60)
     contact = chats.create_contact(widget=widget, name="Анна", email="anna@example.com", phone="+7 900 000-00-00")
     chats.submit_offline_message(widget=widget, contact=contact, message="Перезвоните", phone="+7 900 000-00-01")
     chat = contact.chats.get()
@@ -57,12 +62,11 @@ def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     chats.rate_chat(widget=widget, chat=chat, value=5)
     contact.refresh_from_db()
     chats.update_contact(widget=widget, contact=contact, changes={"name": "Анна П."})
+    sla.breach_due(now=timezone.now() + timedelta(minutes=5))  # the SLA beat job, once it is due
     chats.close_chat(widget=widget, chat=chat, reason="resolved")
     with transaction.atomic():  # presence emits these from the agent socket
         events.emit(widget, events.AGENT_ONLINE, operator_id=first.pk)
         events.emit(widget, events.AGENT_OFFLINE, operator_id=first.pk)
-    with transaction.atomic():  # the SLA beat job emits it
-        events.emit(widget, events.SLA_BREACHED, chat_id=chat.pk, policy_id=None, kind="first_response")
     erased = chats.create_contact(widget=widget, name="Борис")
     privacy.request_contact_erasure(widget=widget, contact=erased)
     privacy.erase_contact(pending_id=PendingErasure.objects.get(contact_id=erased.pk).pk)
