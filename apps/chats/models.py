@@ -166,6 +166,12 @@ class Chat(models.Model):
                 name="chat_widget_client_wrote",
                 condition=models.Q(has_client_messages=True),
             ),
+            # Routing's load of each operator: their open chats, counted from the index alone.
+            models.Index(
+                fields=["widget", "agent"],
+                name="chat_widget_agent_open",
+                condition=models.Q(status="active", agent__isnull=False),
+            ),
             # The lifecycle job: rooms with messages that are not spam, by last message time.
             models.Index(
                 fields=["last_message_at"],

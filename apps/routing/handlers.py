@@ -14,7 +14,7 @@ from apps.agents.models import Agent
 from apps.chats.models import Chat, Message
 from apps.core import events, queueing
 
-from . import services
+from . import selectors, services
 from .models import ChatRouting
 
 logger = logging.getLogger(__name__)
@@ -105,13 +105,13 @@ def serve_after(event: events.Event) -> None:
 
 
 def assigned_after(event: events.Event) -> None:
-    """An automatic assignment starts the re-route timer; any change of owner may free a slot."""
+    """An automatic assignment starts the re-route timer (the decision loop that made it goes on
+    serving by itself); any other change of owner may have freed the previous owner's slot."""
     if event.data["by"] == ChatRouting.By.ROUTING and event.data["agent_id"] is not None:
-        from .selectors import routing_settings
-
-        after = routing_settings(event.widget).reroute_after_seconds
+        after = selectors.cached_settings(event.widget)["reroute_after_seconds"]
         if after:
             _later("apps.routing.tasks.reroute_chat", (event.widget.pk, event.data["chat_id"]), seconds=after)
+        return
     _serve(event.widget)
 
 

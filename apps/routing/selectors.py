@@ -7,7 +7,8 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
@@ -17,7 +18,7 @@ from apps.chats.services import WIDGET_CHANNEL
 from apps.core.models import Widget
 from apps.widget import selectors as widget_selectors
 
-from .models import ChatRouting, OperatorRouting, RoutingSettings
+from .models import ChatRouting, RoutingSettings
 
 # The estimated wait: the median wait of the widget's latest assignments, with at least this many.
 WAIT_SAMPLE = 50
@@ -104,21 +105,23 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
     online = agent_selectors.online_agent_ids(widget)
     if not online:
         return empty
+    # Each operator with their open chats (the partial index chat_widget_agent_open answers the
+    # count alone) and their last automatic assignment, in one statement.
+    open_chats = (
+        Chat.objects.filter(widget=widget, agent_id=OuterRef("pk"), status=Chat.Status.ACTIVE)
+        .order_by()
+        .values("agent_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     agents = list(
-        Agent.objects.filter(
-            widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE
-        ).values_list("pk", "capacity")
+        Agent.objects.filter(widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE)
+        .annotate(load=Coalesce(Subquery(open_chats), 0))
+        .values_list("pk", "capacity", "load", "routing__last_assigned_at")
     )
     if not agents:
         return empty
-    ids = [pk for pk, _ in agents]
-    loads = dict(
-        Chat.objects.filter(widget=widget, agent_id__in=ids, status=Chat.Status.ACTIVE)
-        .values_list("agent_id")
-        .annotate(n=Count("pk"))
-        .values_list("agent_id", "n")
-    )
-    last = dict(OperatorRouting.objects.filter(agent_id__in=ids).values_list("agent_id", "last_assigned_at"))
+    ids = [row[0] for row in agents]
     memberships: dict[int, set[int]] = {}
     listed: set[str] = set()
     open_departments: dict[str, set[int]] = {}
@@ -138,12 +141,12 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
     candidates = [
         Candidate(
             agent_id=pk,
-            load=loads.get(pk, 0),
+            load=load,
             capacity=capacity or default,
-            last_assigned_at=last.get(pk),
+            last_assigned_at=last_assigned_at,
             departments=frozenset(memberships.get(pk, ())),
         )
-        for pk, capacity in agents
+        for pk, capacity, load, last_assigned_at in agents
     ]
     return Pool(candidates=candidates, open_departments=open_departments, listed_channels=frozenset(listed))
 

@@ -193,7 +193,9 @@ def _operator(widget: Widget, agent_id: int) -> Agent:
 def _assign(widget: Widget, chat: Chat, agent_id: int) -> bool:
     """Give the chat to the operator (the caller holds the widget's lock)."""
     try:
-        locked = chat_services.lock_chat(widget=widget, chat=chat)
+        # Only the chat's own row: what chat.assigned's handlers read is on it (and the widget).
+        locked = chat_services.lock_chat(widget=widget, chat=chat, related=())
+        locked.widget = widget
     except Chat.DoesNotExist:  # under erasure meanwhile: it leaves the queue
         leave_queue(chat=Chat(pk=chat.pk, widget=widget), reason="closed")
         return True

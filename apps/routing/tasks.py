@@ -22,7 +22,10 @@ def _widget(widget_id: int) -> Widget | None:
 @shared_task(name="apps.routing.tasks.reroute_chat")
 def reroute_chat(widget_id: int, chat_id: int) -> bool:
     widget = _widget(widget_id)
-    return bool(widget and services.reroute(widget=widget, chat_id=chat_id))
+    if widget is None or not services.reroute(widget=widget, chat_id=chat_id):
+        return False
+    services.serve(widget)  # the operator who timed out has a free slot for the next chat waiting
+    return True
 
 
 @shared_task(name="apps.routing.tasks.settle_operator")
