@@ -24,7 +24,9 @@ from apps.core.models import Account, ApiToken, Widget
 pytestmark = pytest.mark.django_db
 
 NOTES = "/api/v1/_test/notes"
-OPERATIONAL_SCOPE_COUNT = 47  # the spec's 43 and Wave 3's privacy:write, audit:read, canned:read, canned:write
+# the spec's 43, Wave 3's privacy:write, audit:read, canned:read, canned:write and Wave 4's
+# routing:read, routing:write, sla:read, sla:write
+OPERATIONAL_SCOPE_COUNT = 51
 # The spec's presets (core-specification, Authentication), written out rather than imported.
 AI_SETUP = {
     "widget:read",

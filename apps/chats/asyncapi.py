@@ -226,6 +226,22 @@ SERVER_FRAMES: dict[str, dict] = {
             "Chat status.",
         ),
     },
+    "assignedFrame": {
+        "name": "assigned",
+        "title": "Chat assigned",
+        "summary": "Operator socket: a chat's routing owner changed (routing, an operator, the API or automation; "
+        "`agent_id` null when it went back to the queue). The console re-reads its list and tells the new owner.",
+        "payload": _frame(
+            "assigned",
+            {
+                "chat_id": _CHAT_ID,
+                "agent_id": {"type": ["integer", "null"], "description": "The new routing owner; null: the queue."},
+                "by": {"type": "string", "enum": ["routing", "agent", "api", "automation"]},
+            },
+            ["chat_id", "agent_id", "by"],
+            "The chat's new routing owner.",
+        ),
+    },
     "readyFrame": {
         "name": "ready",
         "title": "Registered",
@@ -320,6 +336,7 @@ AGENT_SENDS = [
     "readyFrame",
     "messageFrame",
     "chatFrame",
+    "assignedFrame",
     "typingFrame",
     "seenFrame",
     "statusFrame",

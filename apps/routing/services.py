@@ -215,8 +215,13 @@ def _assign(widget: Widget, chat: Chat, agent_id: int) -> bool:
 def operator_offline(*, widget: Widget, agent_id: int, now: datetime | None = None) -> None:
     """The operator's last console socket closed: their open chats go back to the queue once
     OFFLINE_GRACE passes without them coming back (the beat job and a timer task look)."""
+    if selectors.cached_settings(widget)["mode"] == RoutingSettings.Mode.MANUAL:
+        return  # nothing is handed back under manual routing
     now = now or timezone.now()
-    OperatorRouting.objects.update_or_create(agent_id=agent_id, defaults={"widget_id": widget.pk, "offline_since": now})
+    if OperatorRouting.objects.filter(agent_id=agent_id, widget_id=widget.pk).update(offline_since=now):
+        return
+    if Agent.objects.filter(pk=agent_id, widget=widget, type=Agent.Type.HUMAN).exists():
+        OperatorRouting.objects.create(agent_id=agent_id, widget_id=widget.pk, offline_since=now)
 
 
 def operator_online(*, widget: Widget, agent_id: int) -> None:

@@ -86,6 +86,7 @@ def create_policy(*, widget: Widget, data: dict[str, Any]) -> SlaPolicy:
     assert row.department is None or row.department.widget_id == widget.pk
     _save(widget, row, force_insert=True)
     audit.record_row(widget=widget, target_type=AUDIT, target_id=row.pk, before=None, after=audit.values(row))
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)  # `widget_has_policies` is cached with the config
     return row
 
 
@@ -117,6 +118,26 @@ def delete_policy(*, widget: Widget, policy: SlaPolicy) -> None:
         stopped_at=timezone.now()
     )
     audit.record_row(widget=widget, target_type=AUDIT, target_id=policy.pk, before=before, after=None)
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)  # `widget_has_policies` is cached with the config
+
+
+# How long a process trusts its cached "this widget has SLA policies" (a policy created or deleted
+# purges it at once).
+POLICIES_TTL = 3600
+
+
+def widget_has_policies(widget: Widget) -> bool:
+    """Whether the widget has any SLA policy, read with the widget config's cache: every message
+    asks, and a widget without policies (nor, then, running clocks: deleting a policy stops them)
+    pays no statement for SLAs."""
+    return bool(
+        widget_selectors.cached_for_config(
+            widget=widget,
+            name="sla-policies",
+            build=lambda: SlaPolicy.objects.filter(widget=widget).exists(),
+            ttl=POLICIES_TTL,
+        )
+    )
 
 
 def policy_for(chat: Chat) -> SlaPolicy | None:

@@ -65,9 +65,11 @@ def message_created(event: events.Event) -> None:
     chat, message = event.obj("chat"), event.obj("message")
     if chat is None or message is None:
         return
+    if not sla.widget_has_policies(event.widget):
+        return  # no policy, no running clock (deleting a policy stops its clocks)
     now = message.created_at
     if message.author_kind == Message.Author.CLIENT:
-        policy = sla.policy_for(chat)  # a widget without policies pays this one statement
+        policy = sla.policy_for(chat)
         if policy is None:
             return
         earlier = Message.objects.filter(chat_id=chat.pk, author_kind=Message.Author.CLIENT).exclude(pk=message.pk)
@@ -87,6 +89,8 @@ def message_created(event: events.Event) -> None:
 def chat_closed(event: events.Event) -> None:
     chat = event.obj("chat")
     if chat is None:
+        return
+    if not sla.widget_has_policies(event.widget):
         return
     now = chat.closed_at or timezone.now()
     sla.stop_clocks(widget=event.widget, chat=chat, kinds=(SlaClock.Kind.RESOLUTION,), now=now)

@@ -328,9 +328,13 @@ def test_operator_messages_and_private_notes_reach_the_operator(widget, operator
         socket = await open_socket(operator.user)
         reply = await database_sync_to_async(agent_says)(widget, chat, operator, "Hi")
         note = await database_sync_to_async(agent_says)(widget, chat, operator, "secret", "note")
-        # The reply accepts the chat: every console hears that first, then the two messages.
-        frames = [await socket.receive_json_from(timeout=TIMEOUT) for _ in range(3)]
+        # The reply (the service's default source, the API) accepts the chat and makes it the
+        # operator's: every console hears both, then the two messages.
+        frames = [await socket.receive_json_from(timeout=TIMEOUT) for _ in range(4)]
         assert frames[0] == {"event": "chat", "chat_id": chat.pk, "status": "active"}
+        assert [(f["chat_id"], f["agent_id"], f["by"]) for f in frames if f["event"] == "assigned"] == [
+            (chat.pk, operator.pk, "api")
+        ]
         assert [f["message"]["id"] for f in frames if f["event"] == "message"] == [reply.pk, note.pk]
         await socket.disconnect()
 
