@@ -20,7 +20,7 @@ from .models import ChatRouting
 logger = logging.getLogger(__name__)
 
 
-def _eager() -> bool:
+def celery_runs_eagerly() -> bool:
     """Celery runs tasks in place (the tests): a countdown would not wait, so the beat pass serves."""
     from celery import current_app
 
@@ -28,7 +28,7 @@ def _eager() -> bool:
 
 
 def _later(name: str, args: tuple, *, seconds: float) -> None:
-    if _eager():
+    if celery_runs_eagerly():
         return
     try:
         queueing.task(name).apply_async(args, countdown=max(seconds, 0.0) + 0.5)

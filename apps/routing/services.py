@@ -20,12 +20,12 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.audit import services as audit
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.core import events, ports
-from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 
 from . import selectors
@@ -66,12 +66,6 @@ def put_settings(*, widget: Widget, data: dict) -> RoutingSettings:
     audit.record_change(widget=widget, action="routing.changed", target_type="routing", before=before, after=after)
     events.emit(widget, events.WIDGET_CONFIG_CHANGED)
     return row
-
-
-def check_capacity(value) -> None:
-    low, high = CAPACITY_RANGE
-    if value is not None and not (isinstance(value, int) and low <= value <= high):
-        raise ValidationFailed("The capacity is invalid.", errors={"capacity": [f"Must be null or {low}..{high}."]})
 
 
 # --- the queue ---------------------------------------------------------------------------------------------
@@ -136,7 +130,7 @@ def requeue_unattended(*, chat: Chat, now: datetime | None = None) -> bool:
     operator left): routing on, the chat goes back to the queue instead of waiting for them."""
     if selectors.cached_settings(chat.widget)["mode"] == RoutingSettings.Mode.MANUAL:
         return False
-    if chat.agent_id in selectors.agent_selectors.online_agent_ids(chat.widget):
+    if chat.agent_id in agent_selectors.online_agent_ids(chat.widget):
         return False
     if not needs_person(chat, owner_absent=True):
         return False
@@ -279,7 +273,7 @@ def settle_absent(*, widget: Widget, agent_id: int) -> int:
     still_offline = OperatorRouting.objects.filter(agent_id=agent_id, offline_since__isnull=False).update(
         offline_since=None
     )
-    if not still_offline or agent_id in selectors.agent_selectors.online_agent_ids(widget):
+    if not still_offline or agent_id in agent_selectors.online_agent_ids(widget):
         return 0
     released = release_operator(widget=widget, agent_id=agent_id)
     if released:

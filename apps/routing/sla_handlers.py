@@ -24,6 +24,7 @@ from apps.chats.models import Message
 from apps.core import events, queueing
 
 from . import sla
+from .handlers import celery_runs_eagerly
 from .models import SlaClock
 
 logger = logging.getLogger(__name__)
@@ -32,16 +33,10 @@ RESPONSES = (SlaClock.Kind.FIRST_RESPONSE, SlaClock.Kind.NEXT_RESPONSE)
 ANSWERS = (Message.Author.AGENT, Message.Author.AI)
 
 
-def _eager() -> bool:
-    from celery import current_app
-
-    return bool(current_app.conf.task_always_eager)
-
-
 def _countdown(clock: SlaClock) -> None:
     """Wake the breach task at the clock's due time (skipped where Celery runs in place: it would not
     wait; the beat job breaches the clock)."""
-    if _eager():
+    if celery_runs_eagerly():
         return
 
     def enqueue() -> None:
