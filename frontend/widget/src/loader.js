@@ -25,7 +25,7 @@
     return function () {
       var args = [].slice.call(arguments);
       var widget = api._widget;
-      if (widget) widget[name].apply(widget, args);
+      if (widget && widget[name]) widget[name].apply(widget, args);
       else queue.push([name, args]);
       return api;
     };
@@ -45,6 +45,13 @@
     close: call("close"),
     identify: call("identify"),
     setLanguage: call("setLanguage"),
+    setUser: call("setUser"),
+    reset: call("reset"),
+    setAttributes: call("setAttributes"),
+    show: call("show"),
+    hide: call("hide"),
+    send: call("send"),
+    trigger: call("trigger"),
     on: function (event, fn) {
       (handlers[event] = handlers[event] || []).push(fn);
       return api;
