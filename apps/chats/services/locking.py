@@ -42,9 +42,9 @@ def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget
 
     It always reads and locks: a chat locked already in the same transaction is read again by its
     primary key (the lock is held, so nothing waits), and the caller gets the row as it stands."""
-    return (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related(*related)
-        .live()
-        .get(pk=chat.pk, widget_id=widget.pk)
-    )
+    rows = Chat.objects.select_for_update(of=("self",))
+    # select_related() without names would join every non-null foreign key (the widget's account
+    # and user, the contact's widget, ...): an empty `related` joins nothing.
+    if related:
+        rows = rows.select_related(*related)
+    return rows.live().get(pk=chat.pk, widget_id=widget.pk)
