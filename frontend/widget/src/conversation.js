@@ -238,12 +238,17 @@ export class Conversation {
     return true;
   }
 
-  // A message's answer names a chat that no message held and no earlier answer named (kept in
-  // localStorage, shared by the tabs): this message made the room.
-  started(chatId) {
-    if (!chatId || chatId === this.load().chat || this.messages.some((m) => m.chat_id === chatId)) return;
-    this.save({ chat: chatId });
-    this.onEvent("chat:started", { chat_id: chatId });
+  // Posts a message; when its answer names a chat that no message held before it and no earlier
+  // answer named (kept in localStorage, shared by the tabs), this message made the room. Read before
+  // posting: the socket may bring the message back before its answer does.
+  async post(body) {
+    const known = [this.load().chat, ...this.messages.map((m) => m.chat_id)];
+    const created = await this.request("/messages", { method: "POST", body });
+    if (known.indexOf(created.chat_id) < 0) {
+      this.save({ chat: created.chat_id });
+      this.onEvent("chat:started", { chat_id: created.chat_id });
+    }
+    return created;
   }
 
   frame(data) {
@@ -252,8 +257,7 @@ export class Conversation {
 
   async send(body, profile) {
     await this.ensureSession(profile);
-    const created = await this.request("/messages", { method: "POST", body: { type: "text", body } });
-    this.started(created.chat_id);
+    const created = await this.post({ type: "text", body });
     this.merge({
       id: created.id,
       chat_id: created.chat_id,
@@ -276,7 +280,7 @@ export class Conversation {
     form.append("file", file);
     const uploaded = await this.request("/files", { method: "POST", form });
     const type = /^image\//.test(uploaded.content_type) ? "image" : "file";
-    this.started((await this.request("/messages", { method: "POST", body: { type, file_id: uploaded.id } })).chat_id);
+    await this.post({ type, file_id: uploaded.id });
     // The socket brings the message back with its signed URL.
   }
 
