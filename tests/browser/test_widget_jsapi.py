@@ -47,6 +47,12 @@ def host(host_pages, web_server, path: str, *, before: str = "", after: str = ""
     )
 
 
+def api_ready(page) -> None:
+    """The widget has fired `ready` (the host attribute `data-ready` comes a moment before it)."""
+    wait_ready(page)
+    page.wait_for_function("events.some(([n]) => n === 'ready')")
+
+
 def events(page, name: str | None = None) -> list:
     seen = page.evaluate("events")
     return [p for n, p in seen if n == name] if name else [n for n, _ in seen]
@@ -63,7 +69,7 @@ def test_calls_made_right_after_the_loader_run_before_ready_and_open_prefills_wi
         after='ChatWidget.hide().open({message: "Where is my order?"}).send("   ");',
     )
     page.goto(url)
-    wait_ready(page)
+    api_ready(page)
 
     # The queued calls ran in order, then `ready` (once), then the legacy load hook with jivo_api there
     expect(page.get_by_role("dialog")).to_be_visible()
@@ -108,14 +114,14 @@ def test_calls_queued_before_the_loader_ran_are_taken_over(page, web_server, hos
         loader="async",
     )
     page.goto(url)
-    wait_ready(page)
+    api_ready(page)
     page.wait_for_function("events.some(([n]) => n === 'stub ready')")
     expect(page.locator(LAUNCHER)).to_have_count(0)
 
 
 def test_send_starts_the_chat_and_the_events_follow_it_to_its_close(page, web_server, host_pages, api):
     page.goto(host(host_pages, web_server, "/send.html"))
-    wait_ready(page)
+    api_ready(page)
 
     # send() writes as the visitor: a session and the chat, `chat:started` once
     page.evaluate("ChatWidget.send('Hello from the page'); ChatWidget.send('And a second line')")
@@ -148,7 +154,7 @@ def test_send_starts_the_chat_and_the_events_follow_it_to_its_close(page, web_se
 
     # A reload finds the close already known: no second `chat:closed`, and writing on is no new chat
     page.reload()
-    wait_ready(page)
+    api_ready(page)
     page.evaluate("ChatWidget.send('One more thing')")
     expect(page.locator("chat-widget .msg.me", has_text="One more thing")).to_have_count(1)
     assert "chat:closed" not in events(page)
@@ -166,7 +172,7 @@ function jivo_onMessageReceived(m) { events.push(['jivo_onMessageReceived', m.bo
         loader="async",
     )
     page.goto(url)
-    wait_ready(page)
+    api_ready(page)
 
     assert page.evaluate("jivo_api.open()") == {"result": "ok"}
     expect(page.get_by_role("dialog")).to_be_visible()
@@ -199,7 +205,7 @@ function jivo_onMessageReceived(m) { events.push(['jivo_onMessageReceived', m.bo
 
 def test_a_page_that_has_its_own_jivo_api_keeps_it(page, web_server, host_pages):
     page.goto(host(host_pages, web_server, "/own-jivo.html", before="window.jivo_api = {mine: true};"))
-    wait_ready(page)
+    api_ready(page)
     assert page.evaluate("jivo_api") == {"mine": True}
 
 

@@ -47,13 +47,13 @@ export interface ChatWidgetEvents {
   ready: void;
   open: void;
   close: void;
-  /** An operator's (or the AI's) message, as it arrives. */
+  /** A message to the visitor (an operator's, the AI's or the widget's own), as it arrives. */
   message: ChatWidgetMessage;
   /** The visitor's first message made the chat. */
   "chat:started": { chat_id: number };
   /** The chat was closed (by an operator, the API or the idle sweep). */
   "chat:closed": { chat_id: number };
-  /** The count of operator messages the visitor has not seen, whenever it changes (0 on opening). */
+  /** How many of those messages the visitor has not seen, whenever it changes (0 on opening). */
   unread: { count: number };
 }
 
