@@ -110,13 +110,18 @@ def test_calls_queued_before_the_loader_ran_are_taken_over(page, web_server, hos
         host_pages,
         web_server,
         "/stub.html",
-        before="window.ChatWidget = {q: [['hide', []], ['on', ['ready', () => events.push(['stub ready', null])]]]};",
+        before="""window.ChatWidget = {q: [
+  ['hide', []], ['send', ['Queued before the loader']], ['on', ['ready', () => events.push(['stub ready', null])]]]};""",
         loader="async",
     )
     page.goto(url)
     api_ready(page)
     page.wait_for_function("events.some(([n]) => n === 'stub ready')")
     expect(page.locator(LAUNCHER)).to_have_count(0)
+    # The queued send made the chat (the page's handlers, added at its load event, heard it)
+    page.wait_for_function("events.some(([n]) => n === 'chat:started')")
+    page.evaluate("ChatWidget.open()")
+    expect(page.locator("chat-widget .msg.me", has_text="Queued before the loader")).to_be_visible()
 
 
 def test_send_starts_the_chat_and_the_events_follow_it_to_its_close(page, web_server, host_pages, api):
