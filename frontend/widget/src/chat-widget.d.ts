@@ -29,14 +29,19 @@ export interface ChatWidgetOpenOptions {
   message?: string;
 }
 
-/** A message as the visitor API shows it. */
+/** A message as the visitor API shows it (the visitor's websocket `message` frame). */
 export interface ChatWidgetMessage {
   id: number;
   chat_id: number;
-  type: "text" | "image" | "file" | "keyboard" | string;
-  body?: string;
-  url?: string;
-  author: { kind: "client" | "agent" | "bot" | "system" | string; name: string };
+  type: "text" | "image" | "file" | "location" | "sticker" | "keyboard";
+  body: string;
+  markdown: string | null;
+  file: { id: number; name: string; content_type: string; size: number } | null;
+  url: string | null;
+  keyboard: { buttons: Array<{ label: string; url: string; style?: string }> } | null;
+  sources: Array<{ title: string; url: string | null }> | null;
+  author: { kind: "client" | "agent" | "ai" | "system"; name: string };
+  seen: boolean;
   created_at: string;
   [member: string]: unknown;
 }
