@@ -372,6 +372,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not PRODUCTION
+# The widget API's TypeScript declarations, readable in a browser (".ts" alone would be video/mp2t).
+WHITENOISE_MIMETYPES = {"chat-widget.d.ts": "text/plain; charset=utf-8"}
 
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,5 +1,5 @@
 // `make widget`: builds src/loader.js, src/widget.js and the widget's lazy parts into
-// apps/widget/static/widget/.
+// apps/widget/static/widget/, beside a copy of src/chat-widget.d.ts (the API's types).
 // Deterministic: no timestamps, no source maps with absolute paths, a fixed target. Every file but the
 // loader is named with its content hash (`?v=`), so a new build is never served from a stale cache:
 // widget.js carries its parts' hashes (so its own hash changes with theirs) and the loader carries
@@ -77,6 +77,8 @@ const loaderCode = Buffer.from(loader.outputFiles[0].contents)
   .toString("utf8")
   .replace("__WIDGET_VERSION__", hash(widgetCode));
 write("loader.js", loaderCode);
+// The API's TypeScript declarations, served beside the loader for the sites that type their calls.
+write("chat-widget.d.ts", readFileSync(resolve(here, "src/chat-widget.d.ts")));
 
 for (const name of written.sort()) {
   const bytes = readFileSync(resolve(out, name));

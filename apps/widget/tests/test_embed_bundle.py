@@ -66,8 +66,8 @@ def test_widget_js_names_each_lazy_part_by_its_committed_content_hash():
         assert version == content_hash(f"widget-{name}.js"), f"widget-{name}.js is not the build widget.js names"
 
 
-def test_the_build_holds_the_first_paint_files_and_the_named_parts_alone():
-    expected = {*first_paint(), *(f"widget-{name}.js" for name in lazy_parts())}
+def test_the_build_holds_the_first_paint_files_the_named_parts_and_the_api_types_alone():
+    expected = {*first_paint(), *(f"widget-{name}.js" for name in lazy_parts()), "chat-widget.d.ts"}
     assert {path.name for path in STATIC.iterdir()} == expected
 
 

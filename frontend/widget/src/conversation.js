@@ -25,6 +25,7 @@ export class Conversation {
     this.base = `${origin}/api/visitor/v1/${guid}`;
     this.key = preview ? `chatwidget:preview:${guid}` : `chatwidget:${guid}`;
     this.onChange = onChange;
+    this.onEvent = () => {}; // (name, payload): the page's `chat:started` and `chat:closed`
     this.messages = [];
     this.byId = {};
     this.state = "idle"; // idle | connecting | open | retrying
@@ -179,7 +180,7 @@ export class Conversation {
         if (frame.status === "expired") {
           // The room closed: remembered, so a widget that asks after a close still asks after a reload.
           this.save({ closed: frame.chat_id });
-          this.markEnded();
+          if (this.markEnded()) this.onEvent("chat:closed", { chat_id: frame.chat_id });
         }
         if (typeof frame.awaiting_human === "boolean") this.awaiting = frame.awaiting_human;
       } else if (frame.event === "queue") {
@@ -227,12 +228,27 @@ export class Conversation {
     }
   }
 
-  // The conversation ended after the last message held (once per close, the last 50 closes kept).
+  // The conversation ended after the last message held (once per close, the last 50 closes kept);
+  // true when this close is news to this page.
   markEnded() {
     const after = this.lastId();
-    if (!after || this.ended.indexOf(after) >= 0) return;
+    if (!after || this.ended.indexOf(after) >= 0) return false;
     this.ended = [...this.ended, after].slice(-50);
     this.save({ ended: this.ended });
+    return true;
+  }
+
+  // Posts a message; when its answer names a chat that no message held before it and no earlier
+  // answer named (kept in localStorage, shared by the tabs), this message made the room. Read before
+  // posting: the socket may bring the message back before its answer does.
+  async post(body) {
+    const known = [this.load().chat, ...this.messages.map((m) => m.chat_id)];
+    const created = await this.request("/messages", { method: "POST", body });
+    if (known.indexOf(created.chat_id) < 0) {
+      this.save({ chat: created.chat_id });
+      this.onEvent("chat:started", { chat_id: created.chat_id });
+    }
+    return created;
   }
 
   frame(data) {
@@ -241,7 +257,7 @@ export class Conversation {
 
   async send(body, profile) {
     await this.ensureSession(profile);
-    const created = await this.request("/messages", { method: "POST", body: { type: "text", body } });
+    const created = await this.post({ type: "text", body });
     this.merge({
       id: created.id,
       chat_id: created.chat_id,
@@ -264,7 +280,7 @@ export class Conversation {
     form.append("file", file);
     const uploaded = await this.request("/files", { method: "POST", form });
     const type = /^image\//.test(uploaded.content_type) ? "image" : "file";
-    await this.request("/messages", { method: "POST", body: { type, file_id: uploaded.id } });
+    await this.post({ type, file_id: uploaded.id });
     // The socket brings the message back with its signed URL.
   }
 

@@ -58,20 +58,53 @@ function part(name) {
   return parts[name] || null;
 }
 
-function emit(event, payload) {
-  for (const fn of (api.handlers && api.handlers[event]) || []) {
-    try {
-      fn(payload);
-    } catch (e) {
-      setTimeout(() => {
-        throw e;
-      });
-    }
+// A page's handler that throws is reported as the page's error, and the widget goes on.
+function deliver(fn, payload) {
+  try {
+    fn(payload);
+  } catch (e) {
+    setTimeout(() => {
+      throw e;
+    });
   }
-  // The competitor's hooks, so a migrating site keeps its callbacks.
-  const legacy = { open: "jivo_onOpen", close: "jivo_onClose", message: "jivo_onMessageReceived" }[event];
-  if (typeof window[legacy] === "function") window[legacy](payload);
 }
+
+function emit(event, payload) {
+  for (const fn of (api.handlers && api.handlers[event]) || []) deliver(fn, payload);
+  // The competitor's hooks, so a migrating site keeps its callbacks.
+  const legacy = {
+    ready: "jivo_onLoadCallback",
+    open: "jivo_onOpen",
+    close: "jivo_onClose",
+    message: "jivo_onMessageReceived",
+  }[event];
+  if (typeof window[legacy] === "function") deliver(window[legacy], payload);
+}
+
+// The legacy platform's `jivo_api`, for a site that swaps its snippet and keeps its code. Defined when
+// widget.js loads (the legacy platform did not queue calls made before its widget loaded either);
+// each call goes through `ChatWidget`, so it is queued until the widget is ready. `setCustomData`'s
+// fields (`[{key?, title?, content, link?}]`) become attributes named by the key, else the title.
+function legacyApi() {
+  const ok = { result: "ok" };
+  const run = (fn) => (...args) => (fn(...args), ok);
+  const key = (f) =>
+    String(f.key || f.title || "")
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "_")
+      .replace(/^_|_$/g, "")
+      .slice(0, 40);
+  return {
+    open: run(() => api.open()),
+    close: run(() => api.close()),
+    setContactInfo: run((c) => api.identify(c || {})),
+    setCustomData: run((fields) =>
+      api.setAttributes(Object.fromEntries((fields || []).filter((f) => f && key(f)).map((f) => [key(f), f.content]))),
+    ),
+    sendMessage: run((text) => api.send(text)),
+  };
+}
+if (api && !api.preview && !window.jivo_api) window.jivo_api = legacyApi();
 
 function Svg({ d }) {
   return (
@@ -242,6 +275,7 @@ function Widget({ config, conversation }) {
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
   const [unread, setUnread] = useState(0);
+  const [hidden, setHidden] = useState(false);
   const [greeting, setGreeting] = useState(false);
   const [emoji, setEmoji] = useState(false);
   const [offlineSent, setOfflineSent] = useState(false);
@@ -268,6 +302,11 @@ function Widget({ config, conversation }) {
   const draftTimer = useRef(0);
   const openRef = useRef(open);
   openRef.current = open;
+  const counted = useRef(0);
+  // The page's `send(text)` calls, one after another (the first makes the session), with this
+  // render's profile and language.
+  const latest = useRef();
+  const sending = useRef(Promise.resolve());
 
   const t = texts(language);
   const own = (config.texts && config.texts[language]) || {};
@@ -321,13 +360,29 @@ function Widget({ config, conversation }) {
       }
     };
     if (conversation.token) conversation.connect();
+    conversation.onEvent = emit;
     api._widget = {
-      open: () => toggle(true),
+      open: (options) => {
+        toggle(true);
+        if (options && typeof options.message === "string") setDraft(options.message);
+      },
       close: () => toggle(false),
       identify: (data) => setProfile((p) => ({ ...p, ...pick(data, ["name", "email", "phone"]) })),
       setLanguage: (code) => choose(code),
+      show: () => setHidden(false),
+      hide: () => (setHidden(true), toggle(false)),
+      send: (text) => {
+        const body = typeof text === "string" ? text.trim() : "";
+        if (!body || preview) return;
+        sending.current = sending.current.then(() => latest.current.post(body)).catch(() => latest.current.failed());
+      },
     };
-    for (const [name, args] of api.q.splice(0)) api._widget[name](...args);
+    // Through the loader's own calls: one the widget does not know yet stays queued.
+    for (const [name, args] of api.q.splice(0)) if (typeof api[name] === "function") api[name](...args);
+    emit("ready");
+    // A `ready` handler added after the widget is ready runs at once.
+    const on = api.on;
+    api.on = (event, fn) => (on(event, fn), event === "ready" && deliver(fn), api);
     const timers = [];
     if (settings.widget_show_greeting && !conversation.load().greeted) {
       timers.push(setTimeout(() => setGreeting(true), (settings.widget_greeting_delay_sec || 0) * 1000));
@@ -337,6 +392,10 @@ function Widget({ config, conversation }) {
     }
     return () => timers.forEach(clearTimeout);
   }, []);
+
+  useEffect(() => {
+    if (counted.current !== unread) emit("unread", { count: (counted.current = unread) });
+  }, [unread]);
 
   useEffect(() => {
     if (log.current) log.current.scrollTop = log.current.scrollHeight;
@@ -426,13 +485,7 @@ function Widget({ config, conversation }) {
     if (typingSent.current) conversation.typing("stop");
     typingSent.current = 0;
     try {
-      try {
-        await conversation.send(body, sessionProfile());
-      } catch (err) {
-        // The stored session expired (401 forgot it): the retry starts a new one.
-        if (err.status !== 401) throw err;
-        await conversation.send(body, sessionProfile());
-      }
+      await post(body);
       setDraft("");
     } catch (err) {
       setError(t.failed);
@@ -440,6 +493,17 @@ function Widget({ config, conversation }) {
     setBusy(false);
     textarea.current && textarea.current.focus();
   }
+
+  async function post(body) {
+    try {
+      await conversation.send(body, sessionProfile());
+    } catch (err) {
+      // The stored session expired (401 forgot it): the retry starts a new one.
+      if (err.status !== 401) throw err;
+      await conversation.send(body, sessionProfile());
+    }
+  }
+  latest.current = { post, failed: () => setError(t.failed) };
 
   // The draft as the visitor types, only while the widget's `typing_preview` is on.
   function sendDraft(text) {
@@ -604,7 +668,7 @@ function Widget({ config, conversation }) {
       dir={RTL[language] ? "rtl" : "ltr"}
       lang={language}
     >
-      {showButton && (
+      {showButton && !hidden && (
         <button
           ref={launcher}
           type="button"
@@ -625,7 +689,7 @@ function Widget({ config, conversation }) {
           )}
         </button>
       )}
-      {greeting && !open && showButton && (
+      {greeting && !open && showButton && !hidden && (
         <div class="bubble" style={bubbleAt} role="status">
           {greetingText}
         </div>
