@@ -239,9 +239,11 @@ export class Conversation {
     if (this.socket && this.socket.readyState === 1) this.socket.send(JSON.stringify(data));
   }
 
-  async send(body, profile) {
+  // `proactiveId`: the proactive message this answers (its text opens a conversation this starts).
+  async send(body, profile, proactiveId = 0) {
     await this.ensureSession(profile);
-    const created = await this.request("/messages", { method: "POST", body: { type: "text", body } });
+    const message = { type: "text", body, ...(proactiveId ? { proactive_id: proactiveId } : {}) };
+    const created = await this.request("/messages", { method: "POST", body: message });
     this.merge({
       id: created.id,
       chat_id: created.chat_id,
