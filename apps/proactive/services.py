@@ -58,7 +58,11 @@ def create_message(*, widget: Widget, data: dict[str, Any]) -> ProactiveMessage:
 def update_message(*, widget: Widget, message: ProactiveMessage, changes: dict[str, Any]) -> ProactiveMessage:
     """Merge `changes` (any subset of create's members) into the message. 409 `name_taken`."""
     assert message.widget_id == widget.pk
-    row = ProactiveMessage.objects.select_for_update().select_related("agent").get(pk=message.pk, widget=widget)
+    row = (
+        ProactiveMessage.objects.select_for_update(of=("self",))
+        .select_related("agent")
+        .get(pk=message.pk, widget=widget)
+    )
     before = audit.values(row)
     _apply(row, changes)
     assert row.agent is None or row.agent.widget_id == widget.pk

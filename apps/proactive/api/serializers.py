@@ -83,7 +83,7 @@ class AttributesField(serializers.DictField):
         return dict(data)
 
 
-class RulesInput(InputSerializer):
+class ProactiveRulesInput(InputSerializer):
     url_patterns = serializers.ListField(
         child=StrictCharField(max_length=PATTERN_MAX, validators=[_not_blank]),
         max_length=PATTERNS_MAX,
@@ -118,7 +118,7 @@ class RulesInput(InputSerializer):
     )
 
 
-class RulesDoc(serializers.Serializer):
+class ProactiveRulesDoc(serializers.Serializer):
     url_patterns = serializers.ListField(child=serializers.CharField(), help_text="Globs against the page's URL.")
     time_on_page_seconds = serializers.IntegerField(help_text="Seconds on the page.")
     visits_at_least = serializers.IntegerField(help_text="Visits, the current one included.")
@@ -140,7 +140,7 @@ class ProactiveMessageInput(InputSerializer):
     agent_id = TenantPrimaryKeyField(
         queryset=Agent.objects.all(), missing="422", allow_null=True, required=False, default=None, help_text=AGENT_HELP
     )
-    rules = RulesInput(required=False, help_text="When the widget shows it; every rule given must hold.")
+    rules = ProactiveRulesInput(required=False, help_text="When the widget shows it; every rule given must hold.")
     frequency = serializers.ChoiceField(
         choices=ProactiveMessage.Frequency.choices,
         required=False,
@@ -157,7 +157,7 @@ class ProactiveMessageInput(InputSerializer):
 
     def validate(self, attrs):
         if "rules" not in attrs and not self.partial:
-            attrs["rules"] = RulesInput(data={}).run_validation({})
+            attrs["rules"] = ProactiveRulesInput(data={}).run_validation({})
         return attrs
 
 
@@ -172,7 +172,7 @@ class ProactiveMessageDoc(serializers.Serializer):
     enabled = serializers.BooleanField(help_text="Whether the widget gets it.")
     text_i18n = serializers.DictField(child=serializers.CharField(), help_text="`{language: text}`.")
     agent_id = serializers.IntegerField(allow_null=True, help_text=AGENT_HELP)
-    rules = RulesDoc(help_text="When the widget shows it.")
+    rules = ProactiveRulesDoc(help_text="When the widget shows it.")
     frequency = serializers.ChoiceField(choices=ProactiveMessage.Frequency.choices, help_text="How often.")
     priority = serializers.IntegerField(help_text="Larger wins.")
     created_at = serializers.DateTimeField(help_text="When it was created.")
