@@ -167,3 +167,15 @@ def test_trigger_before_the_widget_is_ready_is_queued(page, web_server, host_pag
     script = f"window.ChatWidget = {{q: [['trigger', [{message['name']!r}]]]}};"
     page.goto(host(host_pages, web_server, f"/{uuid.uuid4().hex[:6]}/q.html", script=script))
     expect(page.locator(BUBBLE)).to_be_visible()
+
+
+def test_attributes_set_by_the_page_make_a_bubble_show(page, web_server, host_pages, proactive):
+    tag = uuid.uuid4().hex[:6]
+    proactive(url_patterns=[f"*/{tag}/*"], attributes={"plan": "pro", "seats": 3}, frequency="always")
+    page.goto(host(host_pages, web_server, f"/{tag}/account.html"))
+    wait_ready(page)
+    page.evaluate("ChatWidget.setAttributes({plan: 'free', seats: 3})")
+    page.wait_for_timeout(1000)
+    expect(page.locator(BUBBLE)).to_have_count(0)
+    page.evaluate("ChatWidget.setAttributes({plan: 'pro'})")  # merged: seats stays 3
+    expect(page.locator(BUBBLE)).to_be_visible()
