@@ -650,7 +650,7 @@ function Widget({ config, conversation }) {
           showAvatars={settings.widget_show_agent_avatars !== false}
           onShown={() => setGreeting(false)}
           onOpen={(m, text) => {
-            setPro({ id: m.id, body: text, author: { kind: "agent", name: (m.sender || {}).name || "" } });
+            setPro({ id: m.id, m: { type: "text", body: text, author: { kind: "agent", name: (m.sender || {}).name || "" } } });
             toggle(true);
           }}
         />
@@ -741,7 +741,7 @@ function Widget({ config, conversation }) {
           <>
             <div class="log" ref={log} role="log" aria-live="polite" aria-label={t.messages} tabindex="0">
               {settings.widget_show_greeting !== false && <div class="msg">{greetingText}</div>}
-              {pro && !messages.length && <Message m={pro} t={t} settings={settings} links={links} />}
+              {pro && !messages.length && <Message m={pro.m} t={t} settings={settings} links={links} />}
               {messages
                 .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
                 .map((m) => [
