@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.privacy",
     "apps.routing",
+    "apps.proactive",
 ]
 
 MIDDLEWARE = [

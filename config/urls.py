@@ -25,6 +25,7 @@ api_v1 = [
     path("", include("apps.external.api.urls")),
     path("", include("apps.canned.api.urls")),
     path("", include("apps.privacy.api.urls")),
+    path("", include("apps.proactive.api.urls")),
 ]
 
 urlpatterns = [

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.django_db
 
 NOTES = "/api/v1/_test/notes"
 # the spec's 43, Wave 3's privacy:write, audit:read, canned:read, canned:write and Wave 4's
-# routing:read, routing:write, sla:read, sla:write
-OPERATIONAL_SCOPE_COUNT = 51
+# routing:read, routing:write, sla:read, sla:write, campaigns:read, campaigns:write
+OPERATIONAL_SCOPE_COUNT = 53
 # The spec's presets (core-specification, Authentication), written out rather than imported.
 AI_SETUP = {
     "widget:read",

@@ -71,6 +71,13 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/stats/sla"): frozenset({"stats:read"}),
     # "Routing that never loses a visitor": its statistics, beside the stats shapes the contract fixes
     ("GET", "/v1/stats/routing"): frozenset({"stats:read"}),
+    # Wave 4, "The widget as the owner's platform": proactive messages
+    ("GET", "/v1/proactive-messages"): frozenset({"campaigns:read"}),
+    ("POST", "/v1/proactive-messages"): frozenset({"campaigns:write"}),
+    ("GET", "/v1/proactive-messages/{}"): frozenset({"campaigns:read"}),
+    ("PATCH", "/v1/proactive-messages/{}"): frozenset({"campaigns:write"}),
+    ("DELETE", "/v1/proactive-messages/{}"): frozenset({"campaigns:write"}),
+    ("GET", "/v1/proactive-messages/{}/stats"): frozenset({"campaigns:read"}),
 }
 
 
@@ -108,6 +115,7 @@ def test_every_scope_the_spec_routes_name_is_in_the_catalogue():
 def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_and_4_scopes():
     added = {"canned:read", "canned:write", "privacy:write", "audit:read"}  # product-decisions.md "Wave 3"
     added |= {"routing:read", "routing:write", "sla:read", "sla:write"}  # "Wave 4"
+    added |= {"campaigns:read", "campaigns:write"}  # "Wave 4", proactive messages
     assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}

@@ -323,6 +323,15 @@ DESCRIBED_SCHEMAS = (
     "SlaOutcomeDoc",
     "SlaPolicyInputRequest",
     "PatchedSlaPolicyPatchInputRequest",
+    "ProactiveMessageDoc",
+    "ProactiveRulesDoc",
+    "ProactiveStatsDoc",
+    "ProactiveMessageInputRequest",
+    "PatchedProactiveMessagePatchInputRequest",
+    "ProactiveRulesInputRequest",
+    "VisitorProactiveDoc",
+    "VisitorProactiveRulesDoc",
+    "VisitorProactiveSenderDoc",
     "WidgetSettingsEnvelope",
     "SettingsSchemaEnvelope",
     "LanguageDoc",
@@ -536,16 +545,17 @@ def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
         "POST /api/visitor/v1/{button_guid}/offline",
         "POST /api/visitor/v1/{button_guid}/files",
         "GET /api/visitor/v1/{button_guid}/queue",
+        "POST /api/visitor/v1/{button_guid}/proactive/{proactive_id}/events",
     }
     for key, op in visitor.items():
         assert op["tags"] == ["visitor"], key
-        public = key.endswith(("/config", "/sessions"))
+        public = key.endswith(("/config", "/sessions", "/events"))
         assert op["security"] == ([] if public else [{"Visitor": []}]), key
         assert ("401" in op["responses"]) is not public, key
         assert "x-scopes" not in op
     send = doc["paths"]["/api/visitor/v1/{button_guid}/messages"]["post"]
     body = send["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
-    assert set(doc["components"]["schemas"][body]["properties"]) == {"type", "body", "file_id"}
+    assert set(doc["components"]["schemas"][body]["properties"]) == {"type", "body", "file_id", "proactive_id"}
 
 
 def test_the_visitor_config_with_header_operators_matches_its_documented_shape(client, widget, doc, monkeypatch):

@@ -184,6 +184,10 @@ class Chat(models.Model):
         return f"chat {self.pk} ({self.status}, widget {self.widget_id})"
 
 
+# `Message.origin` of a proactive message's text that opens the room a visitor's reply to it starts.
+PROACTIVE_ORIGIN = "proactive"
+
+
 class Message(models.Model):
     class Type(models.TextChoices):
         TEXT = "text"

@@ -12,7 +12,7 @@ from django.urls import reverse
 from apps.core.files import DEFAULT_CONTENT_TYPE
 from apps.core.uploads import content_disposition
 
-from .models import Chat, File, Message
+from .models import PROACTIVE_ORIGIN, Chat, File, Message
 
 FILE_URL_MAX_AGE = 300  # seconds a signed download URL stays valid
 # The longest lifetime a URL may be signed for (a contact's export links live an hour).
@@ -157,6 +157,8 @@ def visitor_message_frame(message: Message) -> dict:
     elif message.author_kind == Message.Author.CLIENT:
         # the name the visitor gave (session, pre-chat form, or the owner's edit of the contact)
         author_name = message.chat.contact.name or ""
+    elif message.origin == PROACTIVE_ORIGIN:
+        author_name = message.chat.widget.name  # a proactive message sent in the widget's name
     return {
         "id": message.pk,
         "chat_id": message.chat_id,

@@ -134,8 +134,14 @@ def test_send_starts_the_chat_and_the_events_follow_it_to_its_close(page, web_se
     (started,) = events(page, "chat:started")
     chat_id = started["chat_id"]
     assert isinstance(chat_id, int) and chat_id > 0
-    stored = sorted(api("GET", f"/api/v1/chats/{chat_id}/messages").json()["data"], key=lambda m: m["id"])
-    texts = [m["body"] for m in stored]
+    # `chat:started` follows the first post's answer; the second send posts after it.
+    texts = []
+    for _ in range(100):
+        stored = sorted(api("GET", f"/api/v1/chats/{chat_id}/messages").json()["data"], key=lambda m: m["id"])
+        texts = [m["body"] for m in stored]
+        if len(texts) >= 2:
+            break
+        page.wait_for_timeout(100)
     assert texts[:2] == ["Hello from the page", "And a second line"]
     assert events(page).count("chat:started") == 1
     assert "open" not in events(page)  # send() does not open the window

@@ -37,6 +37,7 @@ from .locking import ensure_not_spam as ensure_not_spam
 from .locking import lock_chat as lock_chat
 from .messages import TYPING_INTERVAL as TYPING_INTERVAL
 from .messages import MessageInput as MessageInput
+from .messages import Opening as Opening
 from .messages import mark_seen as mark_seen
 from .messages import note_typing as note_typing
 from .messages import post_agent_message as post_agent_message

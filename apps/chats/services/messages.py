@@ -14,7 +14,7 @@ from apps.agents.models import Agent
 from apps.core import events
 from apps.core.models import Widget
 
-from ..models import Chat, Contact, Message, Rating
+from ..models import PROACTIVE_ORIGIN, Chat, Contact, Message, Rating
 from .attribution import assigned_by, emit_accepted, emit_assigned, record_answer
 from .locking import AGENT_MESSAGE_RELATED, AlreadyRated, ensure_not_spam, lock_chat
 from .rooms import WIDGET_CHANNEL, get_or_create_room
@@ -84,6 +84,35 @@ def _emit_message(chat: Chat, message: Message, *, source: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Opening:
+    """What a proactive message said before the visitor's reply: its text and its sender (an agent,
+    or None for the widget's name)."""
+
+    body: str
+    agent: Agent | None = None
+
+
+def _store_opening(chat: Chat, opening: Opening) -> Message:
+    """The proactive text as the room's first message, authored by its agent (`agent`, or `ai` for
+    an AI operator) or, without one, as an operator message with no agent (the transcript's shape of
+    a message whose agent is gone; the visitor sees the widget's name). `origin` is `proactive`. It
+    is not an answer: the chat's first response and its owner stay as the visitor's message sets
+    them."""
+    agent = opening.agent
+    kind = Message.Author.AI if agent is not None and agent.type == Agent.Type.AI else Message.Author.AGENT
+    message, fields = _store_message(
+        chat=chat,
+        data=MessageInput(body=opening.body, origin=PROACTIVE_ORIGIN),
+        author_kind=kind,
+        agent=agent,
+        now=timezone.now(),
+    )
+    chat.save(update_fields=fields)
+    _emit_message(chat, message, source=PROACTIVE_ORIGIN)
+    return message
+
+
 @transaction.atomic
 def post_client_message(
     *,
@@ -93,9 +122,12 @@ def post_client_message(
     channel: str = WIDGET_CHANNEL,
     source: str = "visitor",
     on_new_room: Callable[[Chat], None] | None = None,
+    opening: Opening | None = None,
 ) -> Message:
     """A visitor writes: the first message makes the room (chat.created), an expired room reopens.
     `on_new_room(chat)` runs (inside the transaction, after the message) when there was no room.
+    `opening` (a reply to a proactive message): when this message makes the room, the room's first
+    message is the opening's text, stored as its sender's (see `_store_opening`), then the visitor's.
 
     An existing room is found and locked by one statement (every visitor message takes this path:
     finding it and then locking it by id read the chat twice)."""
@@ -105,6 +137,8 @@ def post_client_message(
         chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
         chat = lock_chat(widget=widget, chat=chat)
     ensure_not_spam(chat, detail="This conversation is closed.")
+    if new_room and opening is not None:
+        _store_opening(chat, opening)
     message, fields = _store_message(
         chat=chat, data=data, author_kind=Message.Author.CLIENT, agent=None, now=timezone.now()
     )

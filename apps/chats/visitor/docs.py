@@ -21,6 +21,33 @@ class VisitorHeaderOperatorDoc(serializers.Serializer):
     )
 
 
+class VisitorProactiveRulesDoc(serializers.Serializer):
+    url_patterns = serializers.ListField(
+        child=serializers.CharField(), help_text="Globs against the page's full URL; any one must match (empty: any)."
+    )
+    time_on_page_seconds = serializers.IntegerField(help_text="Seconds on the page.")
+    visits_at_least = serializers.IntegerField(help_text="Visits counted in the browser, the current one included.")
+    attributes = serializers.DictField(help_text="Values the visitor's attributes (`setAttributes`) must equal.")
+    only_when_open = serializers.BooleanField(help_text="Only inside the business hours (the config's `open`).")
+
+
+class VisitorProactiveSenderDoc(serializers.Serializer):
+    name = serializers.CharField(help_text="The message's agent's name, else the widget's name.")
+    avatar_url = serializers.CharField(allow_null=True, help_text="Absolute URL of the agent's avatar, or null.")
+
+
+class VisitorProactiveDoc(serializers.Serializer):
+    id = serializers.IntegerField(help_text="Sent back as `proactive_id` with the reply, and in `POST .../events`.")
+    name = serializers.CharField(help_text="The name the page's `trigger(name)` uses.")
+    text_i18n = serializers.DictField(child=serializers.CharField(), help_text="`{language: text}`.")
+    sender = VisitorProactiveSenderDoc(help_text="Who the bubble shows as the sender.")
+    rules = VisitorProactiveRulesDoc(help_text="Evaluated in the page; every rule must hold.")
+    frequency = serializers.ChoiceField(
+        choices=["once", "once_per_session", "always"], help_text="The cap the browser keeps."
+    )
+    priority = serializers.IntegerField(help_text="Of the messages that match, the largest shows.")
+
+
 class VisitorConfigDoc(serializers.Serializer):
     button_guid = serializers.CharField(help_text="The widget's public 32-character hex guid.")
     name = serializers.CharField(help_text="The widget's name.")
@@ -62,6 +89,11 @@ class VisitorConfigDoc(serializers.Serializer):
     show_queue_position = serializers.BooleanField(
         help_text="The widget tells a visitor waiting for an operator their place in the routing queue "
         "(`GET .../queue` and the socket's `queue` frame; the routing settings' `show_queue_position`)."
+    )
+    proactive_messages = VisitorProactiveDoc(
+        many=True,
+        help_text="The widget's enabled proactive messages, largest priority first: the widget evaluates their "
+        "rules in the page and shows the first that matches as a bubble.",
     )
 
 

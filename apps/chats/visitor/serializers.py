@@ -5,6 +5,7 @@ Message output is `apps.chats.payloads.visitor_message_frame`, shared with the w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from rest_framework import serializers
@@ -19,6 +20,7 @@ from apps.core.api.serializers import (
     StrictRegexField,
 )
 from apps.core.models import Widget
+from apps.proactive import selectors as proactive_selectors
 
 from ..models import Message
 from . import services
@@ -105,6 +107,13 @@ class MessageInput(InputSerializer):
         min_value=1,
         help_text="The `id` of an upload (`POST .../files`); required for `file` and `image` (an image file).",
     )
+    proactive_id = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="The `id` of the proactive message (the config's `proactive_messages`) this message answers. When "
+        "the message starts the conversation, its first message is the proactive text, then this one. An unknown, "
+        "disabled or other widget's id is 422.",
+    )
 
     def validate(self, attrs):
         kind = attrs["type"]
@@ -130,12 +139,24 @@ class MessageInput(InputSerializer):
             if kind == Message.Type.IMAGE and not file.content_type.startswith("image/"):
                 raise serializers.ValidationError({"file_id": ["Must be an image file."]})
             attrs["file"] = file
+        if "proactive_id" in attrs:
+            found = proactive_selectors.get_enabled(widget=self.context["widget"], message_id=attrs["proactive_id"])
+            if found is None:
+                raise serializers.ValidationError({"proactive_id": ["Unknown proactive message."]})
+            attrs["proactive"] = found
         return attrs
 
 
 class MessageListQuery(InputSerializer):
     # None: past any id a message can have, so nothing comes after it.
     after_id = IdQueryField(required=False)
+
+
+class ProactiveEventInput(InputSerializer):
+    kind = serializers.ChoiceField(
+        choices=["shown", "opened"],
+        help_text="`shown`: the widget showed the bubble; `opened`: the visitor clicked it (opening the widget).",
+    )
 
 
 class TypingInput(InputSerializer):
@@ -177,7 +198,9 @@ class OfflineInput(InputSerializer):
 # --- output ----------------------------------------------------------------------------------------
 
 
-def config_payload(widget: Widget, *, online: bool, operators: list[dict] | None = None) -> dict:
+def config_payload(
+    widget: Widget, *, online: bool, operators: list[dict] | None = None, absolute: Callable[[str], str] | None = None
+) -> dict:
     """Public settings the embed script starts with. Members are only ever added: the widget
     settings issue adds its appearance and language members here from its own selector.
     `operators` is the cached roster (services.header_roster), which the view replaces per request
@@ -190,6 +213,7 @@ def config_payload(widget: Widget, *, online: bool, operators: list[dict] | None
         "features": {"rating": True, "offline_form": True},
         "operators": operators or [],
         "show_queue_position": services.shows_queue_position(widget),
+        "proactive_messages": proactive_selectors.config_messages(widget, absolute=absolute),
     }
 
 

@@ -20,6 +20,9 @@ from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
 from apps.platform.realtime import group_send, push, widget_group
+from apps.proactive import selectors as proactive_selectors
+from apps.proactive import services as proactive_services
+from apps.proactive.models import ProactiveMessage
 from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
@@ -102,7 +105,7 @@ def list_visible_messages(
     e-mails or operator-to-operator messages)."""
     return list(
         Message.objects.filter(widget=widget, chat_id=chat_id, visibility=Message.Visibility.PUBLIC, id__gt=after_id)
-        .select_related("file", "agent", "chat__contact")
+        .select_related("file", "agent", "chat__contact", "chat__widget")
         .order_by("id")[:limit]
     )
 
@@ -237,16 +240,40 @@ def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
     return file
 
 
-def send_message(*, widget: Widget, contact: Contact, data: chat_services.MessageInput) -> Message:
-    """The visitor writes. The first message makes the room (chat.created); a spam room is 409."""
+@transaction.atomic
+def send_message(
+    *, widget: Widget, contact: Contact, data: chat_services.MessageInput, proactive: ProactiveMessage | None = None
+) -> Message:
+    """The visitor writes. The first message makes the room (chat.created); a spam room is 409.
+    `proactive` (an enabled message of the widget the visitor answers): when this message makes the
+    room, the proactive text in the visitor's language opens it and the message counts `replied`."""
     _own(widget, contact)
-    return chat_services.post_client_message(
-        widget=widget,
-        contact=contact,
-        data=data,
-        source="visitor",
-        on_new_room=lambda chat: _announce_room(contact=contact, chat_id=chat.pk),
+    opening = None
+    if proactive is not None:
+        assert proactive.widget_id == widget.pk
+        language = widget_selectors.effective_settings(widget).get("widget_default_language") or ""
+        found = proactive_selectors.opening(proactive, locale=contact.locale, default_language=language)
+        opening = chat_services.Opening(body=found.body, agent=found.agent)
+    started = []
+
+    def new_room(chat: Chat) -> None:
+        started.append(chat)
+        _announce_room(contact=contact, chat_id=chat.pk)
+
+    message = chat_services.post_client_message(
+        widget=widget, contact=contact, data=data, source="visitor", on_new_room=new_room, opening=opening
     )
+    if started and proactive is not None:
+        proactive_services.count(widget=widget, message_id=proactive.pk, kind="replied")
+    return message
+
+
+def note_proactive(*, widget: Widget, message_id: int, kind: str) -> None:
+    """The widget showed (`shown`) or the visitor opened (`opened`) a proactive message: counted for
+    its statistics. An unknown, disabled or other widget's message is 404."""
+    if proactive_selectors.get_enabled(widget=widget, message_id=message_id) is None:
+        raise NotFound("No such proactive message.")
+    proactive_services.count(widget=widget, message_id=message_id, kind=kind)
 
 
 def submit_offline_message(

@@ -15,4 +15,9 @@ urlpatterns = [
     re_path(_GUID + r"/offline/?$", views.OfflineView.as_view(), name="visitor-offline"),
     re_path(_GUID + r"/files/?$", views.FilesView.as_view(), name="visitor-files"),
     re_path(_GUID + r"/queue/?$", views.QueueView.as_view(), name="visitor-queue"),
+    re_path(
+        _GUID + r"/proactive/(?P<proactive_id>[0-9]{1,18})/events/?$",
+        views.ProactiveEventsView.as_view(),
+        name="visitor-proactive-events",
+    ),
 ]

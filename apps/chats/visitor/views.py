@@ -124,7 +124,10 @@ class ConfigView(VisitorAPIView):
         payload = widget_selectors.public_config(
             widget=self.widget,
             base=lambda: s.config_payload(
-                self.widget, online=False, operators=services.header_roster(self.widget, absolute=absolute)
+                self.widget,
+                online=False,
+                operators=services.header_roster(self.widget, absolute=absolute),
+                absolute=absolute,
             ),
             absolute=absolute,
         )
@@ -203,7 +206,9 @@ class MessagesView(VisitorAPIView):
         description='`{type: "text", body}` (1 to 4,096 characters, not blank) or '
         '`{type: "file" | "image", file_id}` with the `id` of the visitor\'s own upload '
         "(`POST .../files`; `image` needs an image file). The first message opens the conversation. "
-        "Limited per client address (`VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE`, 60 by default).",
+        "Limited per client address (`VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE`, 60 by default). With "
+        "`proactive_id` (a reply to a proactive message) a message that starts the conversation is preceded by "
+        "the proactive text, in the visitor's language, as its sender's message.",
         request=s.MessageInput,
         responses={201: docs.VisitorMessageCreatedDoc},
     )
@@ -216,8 +221,33 @@ class MessagesView(VisitorAPIView):
             data=chat_services.MessageInput(
                 type=data["type"], body=data.get("body", ""), file_id=file.pk if file is not None else None
             ),
+            proactive=data.get("proactive"),
         )
         return Response(s.message_created_payload(message), status=status.HTTP_201_CREATED)
+
+
+class ProactiveEventsView(VisitorAPIView):
+    """POST proactive/{id}/events: the widget showed a proactive message, or the visitor opened it."""
+
+    session_required = False  # a visitor sees a bubble before writing
+    rate_limits = {"post": "actions"}
+    path_parameter_help = {
+        **VisitorAPIView.path_parameter_help,
+        "proactive_id": "The proactive message's `id` (the config's `proactive_messages`).",
+    }
+
+    @visitor_operation(
+        summary="Visitor: a proactive message shown or opened",
+        description="`{kind: shown | opened}`, counted in the message's statistics (`shown`: the bubble was shown; "
+        "`opened`: the visitor clicked it). No session needed. An unknown, disabled or other widget's id is 404. "
+        "Limited per client address like typing (twice `VISITOR_MESSAGES_PER_ADDRESS_PER_MINUTE`).",
+        request=s.ProactiveEventInput,
+        responses={204: None},
+    )
+    def post(self, request, button_guid: str, proactive_id: str):
+        data = self.validated(s.ProactiveEventInput)
+        services.note_proactive(widget=self.widget, message_id=int(proactive_id), kind=data["kind"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TypingView(VisitorAPIView):

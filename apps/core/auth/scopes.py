@@ -60,6 +60,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "routing:write": ("change the routing settings", False),
     "sla:read": ("read SLA policies", False),
     "sla:write": ("create, change, delete SLA policies", False),
+    "campaigns:read": ("read proactive messages and their statistics", False),
+    "campaigns:write": ("create, change, delete proactive messages", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -86,7 +88,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 52 and len(OPERATIONAL_SCOPES) == 51
+assert len(ALL_SCOPES) == 54 and len(OPERATIONAL_SCOPES) == 53
 
 
 def parse_scopes(text: str) -> list[str]:

@@ -61,7 +61,7 @@ def test_the_loader_names_the_committed_widget_build():
 
 def test_widget_js_names_each_lazy_part_by_its_committed_content_hash():
     parts = lazy_parts()
-    assert set(parts) == {"links", "extras"}
+    assert set(parts) == {"links", "extras", "proactive"}
     for name, version in parts.items():
         assert version == content_hash(f"widget-{name}.js"), f"widget-{name}.js is not the build widget.js names"
 
@@ -71,7 +71,7 @@ def test_the_build_holds_the_first_paint_files_the_named_parts_and_the_api_types
     assert {path.name for path in STATIC.iterdir()} == expected
 
 
-@pytest.mark.parametrize("name", ["links", "extras"])
+@pytest.mark.parametrize("name", ["links", "extras", "proactive"])
 def test_a_lazy_part_is_a_classic_script_that_registers_itself(name):
     # Added with a plain <script> tag (like widget.js: no CORS needed from a customer's page, the
     # loader's nonce passes a strict CSP): an IIFE that sets ChatWidget._parts.<name>, no module syntax
@@ -86,7 +86,7 @@ def test_the_links_part_carries_linkify_and_the_first_paint_does_not():
     assert "xn--" in (STATIC / "widget-links.js").read_text()
 
 
-@pytest.mark.parametrize("name", ["links", "extras"])
+@pytest.mark.parametrize("name", ["links", "extras", "proactive"])
 def test_a_lazy_part_is_served_as_widget_js_is(client, name):
     main = client.get(f"/static/widget/widget.js?v={content_hash('widget.js')}")
     part = client.get(f"/static/widget/widget-{name}.js?v={lazy_parts()[name]}")

@@ -255,9 +255,10 @@ export class Conversation {
     if (this.socket && this.socket.readyState === 1) this.socket.send(JSON.stringify(data));
   }
 
-  async send(body, profile) {
+  // `proactiveId`: the proactive message this answers (its text opens a conversation this starts).
+  async send(body, profile, proactiveId = 0) {
     await this.ensureSession(profile);
-    const created = await this.post({ type: "text", body });
+    const created = await this.post({ type: "text", body, ...(proactiveId ? { proactive_id: proactiveId } : {}) });
     this.merge({
       id: created.id,
       chat_id: created.chat_id,

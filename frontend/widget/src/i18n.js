@@ -50,6 +50,7 @@ const KEYS = [
   "away",
   "team",
   "sources",
+  "dismiss",
 ];
 
 const TABLE = {
@@ -90,6 +91,7 @@ const TABLE = {
     "Away",
     "Our team",
     "Sources",
+    "Dismiss",
   ],
   ru: [
     "Открыть чат",
@@ -128,6 +130,7 @@ const TABLE = {
     "Нет на месте",
     "Наша команда",
     "Источники",
+    "Скрыть",
   ],
   el: [
     "Άνοιγμα συνομιλίας",
@@ -166,6 +169,7 @@ const TABLE = {
     "Απών",
     "Η ομάδα μας",
     "Πηγές",
+    "Απόρριψη",
   ],
   de: [
     "Chat öffnen",
@@ -204,6 +208,7 @@ const TABLE = {
     "Abwesend",
     "Unser Team",
     "Quellen",
+    "Ausblenden",
   ],
   es: [
     "Abrir el chat",
@@ -242,6 +247,7 @@ const TABLE = {
     "Ausente",
     "Nuestro equipo",
     "Fuentes",
+    "Descartar",
   ],
   ar: [
     "افتح المحادثة",
@@ -280,6 +286,7 @@ const TABLE = {
     "بعيد",
     "فريقنا",
     "المصادر",
+    "إخفاء",
   ],
   zh: [
     "打开聊天",
@@ -318,6 +325,7 @@ const TABLE = {
     "离开",
     "我们的团队",
     "来源",
+    "关闭",
   ],
 };
 

@@ -281,6 +281,10 @@ function Widget({ config, conversation }) {
   const [offlineSent, setOfflineSent] = useState(false);
   const [rated, setRated] = useState(() => conversation.load().rated || 0);
   const [introduced, setIntroduced] = useState(false);
+  // Proactive messages (the proactive part): the page's last trigger(name), and the one the visitor
+  // opened the chat from (shown as the chat's first message; the reply carries its id).
+  const [triggered, setTriggered] = useState(null);
+  const [pro, setPro] = useState(null);
   const [liveState, setLive] = useState({
     online: config.online,
     operators: config.operators,
@@ -376,6 +380,7 @@ function Widget({ config, conversation }) {
         if (!body || preview) return;
         sending.current = sending.current.then(() => latest.current.post(body)).catch(() => latest.current.failed());
       },
+      trigger: (name) => setTriggered((was) => ({ name: String(name), n: (was ? was.n : 0) + 1 })),
     };
     // Through the loader's own calls: one the widget does not know yet stays queued.
     for (const [name, args] of api.q.splice(0)) if (typeof api[name] === "function") api[name](...args);
@@ -485,7 +490,7 @@ function Widget({ config, conversation }) {
     if (typingSent.current) conversation.typing("stop");
     typingSent.current = 0;
     try {
-      await post(body);
+      await post(body, pro && !messages.length ? pro.id : 0);
       setDraft("");
     } catch (err) {
       setError(t.failed);
@@ -494,13 +499,14 @@ function Widget({ config, conversation }) {
     textarea.current && textarea.current.focus();
   }
 
-  async function post(body) {
+  // `proactiveId`: the proactive message the visitor answers (it opens the conversation this starts).
+  async function post(body, proactiveId = 0) {
     try {
-      await conversation.send(body, sessionProfile());
+      await conversation.send(body, sessionProfile(), proactiveId);
     } catch (err) {
       // The stored session expired (401 forgot it): the retry starts a new one.
       if (err.status !== 401) throw err;
-      await conversation.send(body, sessionProfile());
+      await conversation.send(body, sessionProfile(), proactiveId);
     }
   }
   latest.current = { post, failed: () => setError(t.failed) };
@@ -660,6 +666,8 @@ function Widget({ config, conversation }) {
   const extras = open && (formView || showRating || emoji) ? part("extras") : parts.extras;
   const links = open && messages.length ? part("links") : parts.links;
   const ahead = () => (formView ? part("extras") : messages.length && part("links"));
+  const proactive = config.proactive_messages || [];
+  const Proactive = !preview && (proactive.length || triggered) ? part("proactive") : null;
 
   return (
     <div
@@ -693,6 +701,24 @@ function Widget({ config, conversation }) {
         <div class="bubble" style={bubbleAt} role="status">
           {greetingText}
         </div>
+      )}
+      {Proactive && showButton && (
+        <Proactive
+          messages={proactive}
+          trigger={triggered}
+          open={open}
+          busy={open || messages.length > 0}
+          hoursOpen={live.open}
+          language={language}
+          t={t}
+          at={bubbleAt}
+          showAvatars={settings.widget_show_agent_avatars !== false}
+          onShown={() => setGreeting(false)}
+          onOpen={(m, text) => {
+            setPro({ id: m.id, m: { type: "text", body: text, author: { kind: "agent", name: (m.sender || {}).name || "" } } });
+            toggle(true);
+          }}
+        />
       )}
       <div
         id="cw-window"
@@ -780,6 +806,7 @@ function Widget({ config, conversation }) {
           <>
             <div class="log" ref={log} role="log" aria-live="polite" aria-label={t.messages} tabindex="0">
               {settings.widget_show_greeting !== false && <div class="msg">{greetingText}</div>}
+              {pro && !messages.length && <Message m={pro.m} t={t} settings={settings} links={links} />}
               {messages
                 .filter((m) => ratingMode !== "off" || !(m.author && m.author.kind === "system"))
                 .map((m) => [
@@ -957,6 +984,15 @@ async function boot() {
     console.warn("ChatWidget: the widget config could not be loaded", e);
     return;
   }
+  // What the page gave to setAttributes (the proactive rules read it); calls queued before now count.
+  api.attributes = {};
+  for (const [name, args] of api.q) if (name === "setAttributes") Object.assign(api.attributes, args[0]);
+  const setAttributes = api.setAttributes;
+  api.setAttributes = (values) => {
+    if (values && typeof values === "object") Object.assign(api.attributes, values);
+    if (api._proactiveRedraw) api._proactiveRedraw();
+    return setAttributes(values);
+  };
   const conversation = new Conversation({ origin: api.origin, guid: api.guid, onChange: () => {}, preview });
   const mount = document.createElement("div");
   root.appendChild(mount);

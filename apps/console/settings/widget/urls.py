@@ -11,4 +11,5 @@ urlpatterns: list = [
     path("icons/", views.icon_upload, name="widget-icon-upload"),
     path("icons/<int:file_id>/delete/", views.icon_delete, name="widget-icon-delete"),
     path("hours/", include("apps.console.settings.widget.hours_urls")),
+    path("proactive/", include("apps.console.settings.widget.proactive_urls")),
 ]
