@@ -280,19 +280,27 @@ class PrechatField(Field):
         }
 
     def openapi_value(self) -> dict[str, Any]:
-        labels = {
-            "type": "object",
-            "propertyNames": {"enum": list(LANGUAGES)},
-            "additionalProperties": {"type": "string", "minLength": 1, "maxLength": LABEL_MAX},
-            "minProperties": 1,
-        }
+        def labels(what: str) -> dict[str, Any]:
+            return {
+                "type": "object",
+                "propertyNames": {"enum": list(LANGUAGES)},
+                "additionalProperties": {"type": "string", "minLength": 1, "maxLength": LABEL_MAX},
+                "minProperties": 1,
+                "description": f"{what} by language; at least one.",
+            }
+
         option = {
             "type": "object",
             "required": ["value", "label_i18n"],
             "additionalProperties": False,
             "properties": {
-                "value": {"type": "string", "minLength": 1, "maxLength": OPTION_VALUE_MAX},
-                "label_i18n": labels,
+                "value": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": OPTION_VALUE_MAX,
+                    "description": "What is stored when the visitor picks this option; unique within the field.",
+                },
+                "label_i18n": labels("The option's label"),
             },
         }
         field = {
@@ -300,11 +308,26 @@ class PrechatField(Field):
             "required": ["key", "type", "label_i18n"],
             "additionalProperties": False,
             "properties": {
-                "key": {"type": "string", "pattern": f"^{KEY_BODY}$"},
-                "type": {"type": "string", "enum": list(PRECHAT_TYPES)},
-                "label_i18n": labels,
-                "required": {"type": "boolean", "default": False},
-                "options": {"type": "array", "minItems": 1, "maxItems": PRECHAT_MAX_OPTIONS, "items": option},
+                "key": {
+                    "type": "string",
+                    "pattern": f"^{KEY_BODY}$",
+                    "description": "Unique within the form; `name`, `email`, `phone` fill the contact's fields, "
+                    "other keys its attributes.",
+                },
+                "type": {"type": "string", "enum": list(PRECHAT_TYPES), "description": "The kind of answer."},
+                "label_i18n": labels("The field's label"),
+                "required": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "The visitor must answer; a required checkbox is a consent (must be true).",
+                },
+                "options": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": PRECHAT_MAX_OPTIONS,
+                    "items": option,
+                    "description": "The choices of a `select` field (only there, and required there).",
+                },
             },
         }
         return {
@@ -312,8 +335,18 @@ class PrechatField(Field):
             "required": ["when"],
             "additionalProperties": False,
             "properties": {
-                "when": {"type": "string", "enum": list(PRECHAT_WHEN)},
-                "fields": {"type": "array", "maxItems": PRECHAT_MAX_FIELDS, "items": field},
+                "when": {
+                    "type": "string",
+                    "enum": list(PRECHAT_WHEN),
+                    "description": "`always`: before the first message; `offline`: the same while nobody answers; "
+                    "`never`: no form.",
+                },
+                "fields": {
+                    "type": "array",
+                    "maxItems": PRECHAT_MAX_FIELDS,
+                    "items": field,
+                    "description": "The questions in display order.",
+                },
             },
         }
 
