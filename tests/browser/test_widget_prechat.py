@@ -55,6 +55,8 @@ def server(start_server):
             # Nobody is online in this test: the chat stays open (messages wait) instead of the offline form.
             "widget_offline_mode": "chat",
             "widget_supported_languages": ["ru", "en", "ar"],
+            # The older simple form is on too: while `prechat` shows, it never does.
+            "widget_prechat_form_enabled": True,
         },
         headers={"X-Service-Idempotency-Key": secrets.token_hex(8)},
     )
@@ -86,6 +88,7 @@ def test_required_fields_and_the_consent_block_the_start_with_the_servers_messag
         open_widget(page)
         form = page.get_by_role("form", name="Please introduce yourself before we start.")
         expect(form).to_be_visible()
+        expect(page.locator("chat-widget form")).to_have_count(1)
         expect(page.get_by_role("textbox", name="Type a message…")).to_have_count(0)
         expect(form.get_by_role("spinbutton", name="Seats")).to_be_visible()
         expect(form.get_by_role("textbox", name="E-mail")).to_have_attribute("type", "email")
