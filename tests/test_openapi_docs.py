@@ -546,6 +546,7 @@ def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
         "POST /api/visitor/v1/{button_guid}/files",
         "GET /api/visitor/v1/{button_guid}/queue",
         "POST /api/visitor/v1/{button_guid}/proactive/{proactive_id}/events",
+        "POST /api/visitor/v1/{button_guid}/prechat",
     }
     for key, op in visitor.items():
         assert op["tags"] == ["visitor"], key

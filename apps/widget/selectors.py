@@ -405,3 +405,14 @@ def typing_preview_enabled(widget: Widget) -> bool:
         return bool(schema.effective_values(stored, settings_context(widget, stored=stored))["typing_preview"])
 
     return bool(cached_for_config(widget=widget, name="typing-preview", build=build, ttl=HOURS_TTL))
+
+
+def prechat_form(widget: Widget) -> dict:
+    """The `prechat` setting `{when, fields}`, read with the public config's cache (a settings PATCH
+    purges it)."""
+
+    def build() -> dict:
+        stored = stored_values(widget)
+        return schema.effective_values(stored, settings_context(widget, stored=stored))["prechat"]
+
+    return cached_for_config(widget=widget, name="prechat", build=build, ttl=HOURS_TTL)

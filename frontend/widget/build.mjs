@@ -18,7 +18,7 @@ import { gzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = resolve(here, "../../apps/widget/static/widget");
-const PARTS = ["links", "extras", "proactive"];
+const PARTS = ["links", "extras", "prechat", "proactive"];
 mkdirSync(out, { recursive: true });
 for (const name of readdirSync(out)) rmSync(resolve(out, name)); // a part that is gone leaves no file
 

@@ -27,6 +27,7 @@ from .contacts import check_contact_changes as check_contact_changes
 from .contacts import check_tag_names as check_tag_names
 from .contacts import create_contact as create_contact
 from .contacts import remove_tag as remove_tag
+from .contacts import set_attributes as set_attributes
 from .contacts import update_contact as update_contact
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
@@ -79,6 +81,36 @@ def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: s
         contact.save(update_fields=[*changed, "updated_at"])
         events.emit(widget, events.CONTACT_UPDATED, client_id=contact.guid, changed_fields=changed)
     return contact
+
+
+ATTRIBUTE_KEY = re.compile(r"[a-z0-9_]{1,40}")
+ATTRIBUTES_MAX_KEYS = 50
+ATTRIBUTE_VALUE_MAX = 500
+
+
+@transaction.atomic
+def set_attributes(*, widget: Widget, contact: Contact, values: dict, source: str) -> Contact:
+    """Merge `values` into the contact's attributes (the page's `setAttributes`, a pre-chat form's
+    answers). Keys `[a-z0-9_]{1,40}`; values a string (at most ATTRIBUTE_VALUE_MAX characters), a
+    number or a boolean; at most ATTRIBUTES_MAX_KEYS keys per contact. A call past any of these is
+    refused whole (422, errors keyed by the key) and changes nothing."""
+    errors: dict[str, list[str]] = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or not ATTRIBUTE_KEY.fullmatch(key):
+            errors[str(key)] = ["1 to 40 characters: lowercase Latin letters, digits and underscores."]
+        elif isinstance(value, str):
+            if len(value) > ATTRIBUTE_VALUE_MAX:
+                errors[key] = [f"At most {ATTRIBUTE_VALUE_MAX} characters."]
+        elif not isinstance(value, int | float) or value != value or value in (float("inf"), float("-inf")):
+            errors[key] = ["Must be a string, a number or a boolean."]
+    if errors:
+        raise ValidationFailed("One or more fields are invalid.", errors=errors)
+    locked = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
+    added = [key for key in values if key not in locked.attributes]
+    if len(locked.attributes) + len(added) > ATTRIBUTES_MAX_KEYS:
+        message = f"A contact holds at most {ATTRIBUTES_MAX_KEYS} attributes."
+        raise ValidationFailed("One or more fields are invalid.", errors={key: [message] for key in added})
+    return update_contact(widget=widget, contact=locked, changes={"attributes": dict(values)}, source=source)
 
 
 @transaction.atomic

@@ -166,6 +166,13 @@ class VisitorTypingDoc(serializers.Serializer):
     forwarded = serializers.BooleanField(help_text="False when coalesced (about one per 5 s per chat) or no chat yet.")
 
 
+class VisitorPrechatDoc(serializers.Serializer):
+    values = serializers.DictField(
+        help_text="What was stored, by field `key`: `name`, `email` and `phone` in the contact's fields, the "
+        "others in its attributes (answers left out are not listed)."
+    )
+
+
 class VisitorRatingDoc(serializers.Serializer):
     chat_id = serializers.IntegerField(help_text="The rated chat.")
     value = serializers.IntegerField(min_value=1, max_value=5, help_text="The rating, 1 to 5.")

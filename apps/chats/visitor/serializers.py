@@ -195,6 +195,15 @@ class OfflineInput(InputSerializer):
     )
 
 
+class PrechatInput(InputSerializer):
+    values = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        help_text="The answers by field `key`: a string for text, email, phone and select fields (a select's "
+        "option `value`), a JSON number for number fields, true or false for checkboxes. An optional field may be "
+        "left out.",
+    )
+
+
 # --- output ----------------------------------------------------------------------------------------
 
 

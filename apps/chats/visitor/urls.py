@@ -20,4 +20,5 @@ urlpatterns = [
         views.ProactiveEventsView.as_view(),
         name="visitor-proactive-events",
     ),
+    re_path(_GUID + r"/prechat/?$", views.PrechatView.as_view(), name="visitor-prechat"),
 ]

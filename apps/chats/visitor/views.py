@@ -25,7 +25,7 @@ from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
 from ..payloads import visitor_message_frame
-from . import auth, docs, services
+from . import auth, docs, prechat, services
 from . import serializers as s
 from .schema import VisitorAutoSchema, visitor_operation
 
@@ -304,6 +304,28 @@ class RatingView(VisitorAPIView):
             {"chat_id": rating.chat_id, "value": rating.value, "comment": rating.comment},
             status=status.HTTP_201_CREATED,
         )
+
+
+class PrechatView(VisitorAPIView):
+    rate_limits = {"post": "actions"}
+    problem_statuses = {"post": [409]}  # documented: prechat_off
+
+    @visitor_operation(
+        summary="Visitor: answer the pre-chat form",
+        description="`{values: {key: value}}`, checked against the widget's `prechat` setting: each answer by "
+        "its field's type (text up to 500 characters, `email` and `phone` by the contact's rules, a JSON number, "
+        "a select option's `value`, true or false for a checkbox; a required checkbox must be true), every "
+        "required field present, no key the form does not have. A refusal is 422 with `errors` keyed "
+        "`fields.<key>` and writes nothing. `name`, `email` and `phone` fill the contact's fields, the other "
+        "answers go into its attributes (a consent is stored as true). 409 `prechat_off` while `prechat.when` "
+        "is `never`.",
+        request=s.PrechatInput,
+        responses={200: docs.VisitorPrechatDoc},
+    )
+    def post(self, request, button_guid: str):
+        data = self.validated(s.PrechatInput)
+        stored = prechat.submit_prechat(widget=self.widget, contact=self.contact, values=data["values"])
+        return Response({"values": stored})
 
 
 class OfflineView(VisitorAPIView):

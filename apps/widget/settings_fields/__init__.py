@@ -12,6 +12,7 @@ from .base import Context as Context
 from .base import Field as Field
 from .base import Invalid as Invalid
 from .base import pcre as pcre
+from .prechat import PrechatField as PrechatField
 from .scalars import BooleanField as BooleanField
 from .scalars import ChoiceField as ChoiceField
 from .scalars import ChoiceListField as ChoiceListField

@@ -15,6 +15,7 @@ from ..settings_fields import (
     IntegerChoiceField,
     IntegerField,
     LanguageTextsField,
+    PrechatField,
     ReadOnlyField,
     TextField,
     TranslationsField,
@@ -290,6 +291,13 @@ _DEFINITION: list[Field] = [
         "widget_privacy_policy_url",
         group="behaviour",
         description="Privacy policy linked from the pre-chat and offline forms; null shows no link.",
+    ),
+    PrechatField(
+        "prechat",
+        group="behaviour",
+        description="The pre-chat form `{when, fields}`: `when` `never` | `always` | `offline`; each field "
+        "`{key, type, label_i18n, required, options?}`. While `when` is not `never` it is the one pre-chat form "
+        "(`widget_prechat_form_enabled` and `widget_prechat_fields` then have no effect).",
     ),
     ChoiceField(
         "widget_default_language",

@@ -66,6 +66,8 @@ def valid_value(member: dict) -> st.SearchStrategy:
     if kind == "array":
         items = st.sampled_from(member["items"]["enum"])
         return st.lists(items, min_size=member["min_items"], max_size=member["max_items"], unique=True)
+    if member.get("type") == "prechat_form":
+        return _prechat_form(member)
     if kind == "object" and member.get("properties") is not None:
         return st.fixed_dictionaries({}, optional={k: _optional(v) for k, v in member["properties"].items()})
     if member["type"] == "language_texts":
@@ -75,6 +77,59 @@ def valid_value(member: dict) -> st.SearchStrategy:
         entry = st.fixed_dictionaries({}, optional={k: valid_value(v) for k, v in texts.items()}).filter(bool)
         return st.dictionaries(st.sampled_from(member["keys"]["accepted_values"]), entry, max_size=3)
     raise AssertionError(f"the schema describes a value this generator does not know: {member}")
+
+
+def _labels(member: dict) -> st.SearchStrategy:
+    return st.dictionaries(st.sampled_from(member["keys"]["enum"]), _string(member["values"]), min_size=1, max_size=3)
+
+
+def _prechat_field(member: dict, key: str) -> st.SearchStrategy:
+    """One field of a pre-chat form with this `key`: its type, labels, required and (select) options."""
+    props = member["properties"]
+    forced = member["contact_keys"].get(key)
+    kind = st.just(forced) if forced else st.sampled_from(props["type"]["enum"])
+    option = props["options"]["items"]["properties"]
+    options = st.lists(_string(option["value"]), min_size=1, max_size=3, unique=True).flatmap(
+        lambda values: st.tuples(*[_labels(option["label_i18n"]) for _ in values]).map(
+            lambda labels: [{"value": v, "label_i18n": lab} for v, lab in zip(values, labels, strict=True)]
+        )
+    )
+    base = st.fixed_dictionaries(
+        {"key": st.just(key), "type": kind, "label_i18n": _labels(props["label_i18n"]), "required": st.booleans()}
+    )
+    return base.flatmap(lambda f: options.map(lambda o: {**f, "options": o}) if f["type"] == "select" else st.just(f))
+
+
+def _prechat_form(member: dict) -> st.SearchStrategy:
+    fields = member["properties"]["fields"]
+    key = _string(fields["items"]["properties"]["key"])
+    keys = st.lists(key, min_size=0, max_size=min(fields["max_items"], 4), unique=True)
+    form = keys.flatmap(lambda ks: st.tuples(*[_prechat_field(fields["items"], k) for k in ks]).map(list))
+    when = st.sampled_from(member["properties"]["when"]["enum"])
+    return st.tuples(when, form).map(lambda wf: {"when": "never" if not wf[1] else wf[0], "fields": wf[1]})
+
+
+def _bad_prechat_form(member: dict) -> st.SearchStrategy:
+    fields = member["properties"]["fields"]
+    item = fields["items"]["properties"]
+    good = {"key": "a", "type": "text", "label_i18n": {"en": "A"}}
+    too_many = [{**good, "key": f"k{n}"} for n in range(fields["max_items"] + 1)]
+    return st.one_of(
+        st.text(max_size=8)
+        .filter(lambda w: w not in member["properties"]["when"]["enum"])
+        .map(lambda w: {"when": w, "fields": []}),
+        st.just({"fields": []}),
+        st.just({"when": "always", "fields": too_many}),
+        st.just({"when": "always", "fields": [good, good]}),
+        st.just({"when": "always", "fields": [{**good, "type": "select"}]}),
+        st.text(max_size=50)
+        .filter(lambda k: not _fullmatch(item["key"], k))
+        .map(lambda k: {"when": "always", "fields": [{**good, "key": k}]}),
+        st.text(max_size=8)
+        .filter(lambda t: t not in item["type"]["enum"])
+        .map(lambda t: {"when": "always", "fields": [{**good, "type": t}]}),
+        st.just({"when": "always", "fields": [{**good, "label_i18n": {}}]}),
+    )
 
 
 def _optional(member: dict) -> st.SearchStrategy:
@@ -127,6 +182,8 @@ def invalid(member: dict) -> st.SearchStrategy:
         ]
         if member["min_items"] > 0:
             options.append(st.just([]))
+    elif member.get("type") == "prechat_form":
+        options.append(_bad_prechat_form(member))
     elif kind == "object" and member.get("properties") is not None:
         devices = member["properties"]
         leaf_options = []
@@ -173,7 +230,11 @@ def expected(member: dict, sent: Any) -> Any:
     for alias in member.get("aliases") or []:
         if isinstance(sent, bool) and sent is alias["value"]:
             return alias["means"]
-    if member["strict_json_type"] == "object" and member.get("properties") is not None:
+    if (
+        member["strict_json_type"] == "object"
+        and member.get("properties") is not None
+        and member["type"] != "prechat_form"
+    ):
         pruned = {}
         for device, overrides in sent.items():
             if overrides is None:

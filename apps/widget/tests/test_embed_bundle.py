@@ -61,7 +61,7 @@ def test_the_loader_names_the_committed_widget_build():
 
 def test_widget_js_names_each_lazy_part_by_its_committed_content_hash():
     parts = lazy_parts()
-    assert set(parts) == {"links", "extras", "proactive"}
+    assert set(parts) == {"links", "extras", "prechat", "proactive"}
     for name, version in parts.items():
         assert version == content_hash(f"widget-{name}.js"), f"widget-{name}.js is not the build widget.js names"
 

@@ -106,6 +106,7 @@ export class Conversation {
     if (!response.ok) {
       const error = new Error(data.detail || data.title || `HTTP ${response.status}`);
       error.status = response.status;
+      error.data = data; // problem+json: `errors` by field for the forms that show them
       throw error;
     }
     return data;

@@ -29,7 +29,7 @@ const loaderTag = document.querySelector('script[src*="/static/widget/loader.js"
 const presenceSetting = parseFloat(loaderTag && loaderTag.getAttribute("data-presence-poll"));
 const PRESENCE = presenceSetting >= 1 && presenceSetting <= 300 ? presenceSetting : 15;
 
-// Parts a visitor may never need (links.js, extras.js) are built into widget-<name>.js and fetched
+// Parts a visitor may never need (links.js, extras.js, prechat.js) are built into widget-<name>.js and fetched
 // the first time a view needs one, the way the loader fetches widget.js: a classic script from the
 // service's origin under a content hash (`?v=`, filled in by build.mjs), with the loader's nonce.
 // The first paint costs loader.js and widget.js alone (the size budget in test_embed_bundle.py).
@@ -595,6 +595,21 @@ function Widget({ config, conversation }) {
     setTimeout(() => textarea.current && textarea.current.focus());
   }
 
+  // The owner's pre-chat form (`prechat`): the session first (as the first message makes it), then
+  // the answers; the chat follows. The answered form is kept per session token, so a reload does not ask again.
+  async function answerPrechat(values) {
+    if (preview) throw Object.assign(new Error("preview"), { notice: sampleNotice(language) });
+    const post = async () => {
+      await conversation.ensureSession(sessionProfile());
+      await conversation.request("/prechat", { method: "POST", body: { values } });
+    };
+    await post().catch((err) => (err.status === 401 ? post() : Promise.reject(err)));
+    conversation.save({ prechat: conversation.token });
+    setProfile((p) => ({ ...p, ...pick(values, ["name", "email", "phone"]) }));
+    setIntroduced(true);
+    setTimeout(() => textarea.current && textarea.current.focus());
+  }
+
   function onWindowKey(e) {
     if (e.key === "Escape") toggle(false);
   }
@@ -654,9 +669,16 @@ function Widget({ config, conversation }) {
     (askedInChat || closedChat);
   const ratePrompt = (settings.rating_prompt_i18n || {})[language] || t.rate;
   const offlineView = formOffline && (offlineSent || !messages.length);
+  // The owner's pre-chat form (`prechat.when`: `always`, or `offline` while nobody answers) before the
+  // first message; while it is on, the older one-line form (`widget_prechat_form_enabled`) never shows.
+  const pre = settings.prechat || {};
+  const preOn = pre.when === "always" || pre.when === "offline";
+  const prechatForm =
+    preOn && (pre.when === "always" || !online) && (pre.fields || []).length > 0 && !messages.length && !introduced &&
+    !(conversation.token && conversation.load().prechat === conversation.token);
   // The pre-chat form: before the first message of a visitor without a session.
   const prechatView =
-    !offlineView && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
+    !offlineView && !preOn && settings.widget_prechat_form_enabled && !conversation.token && !messages.length && !introduced;
   const prechatFields = (settings.widget_prechat_fields || ["name", "email"]).filter((f) => t[f]);
   const showButton = settings.widget_show_button !== false;
   // The extras part, asked for once the open window shows a form, the rating or the emoji list; the
@@ -665,7 +687,8 @@ function Widget({ config, conversation }) {
   const formView = offlineView || handover ? !offlineSent : prechatView;
   const extras = open && (formView || showRating || emoji) ? part("extras") : parts.extras;
   const links = open && messages.length ? part("links") : parts.links;
-  const ahead = () => (formView ? part("extras") : messages.length && part("links"));
+  const prechatPart = open && prechatForm ? part("prechat") : parts.prechat;
+  const ahead = () => (prechatForm ? part("prechat") : formView ? part("extras") : messages.length && part("links"));
   const proactive = config.proactive_messages || [];
   const Proactive = !preview && (proactive.length || triggered) ? part("proactive") : null;
 
@@ -777,7 +800,20 @@ function Widget({ config, conversation }) {
             {t.reconnecting}
           </span>
         )}
-        {prechatView ? (
+        {prechatForm ? (
+          prechatPart ? (
+            <prechatPart.PrechatForm
+              t={t}
+              form={pre}
+              lang={language}
+              fallback={settings.widget_fallback_language}
+              privacyUrl={settings.widget_privacy_policy_url}
+              submit={answerPrechat}
+            />
+          ) : (
+            <div class="form" aria-busy="true" />
+          )
+        ) : prechatView ? (
           extras ? (
             <extras.PrechatForm t={t} settings={settings} profile={profile} fields={prechatFields} onSubmit={submitPrechat} />
           ) : (

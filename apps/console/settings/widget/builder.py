@@ -59,6 +59,10 @@ class ColorInput(forms.TextInput):
         return context
 
 
+# Settings edited on a page of their own (linked from the builder's menu), never posted by the builder.
+OWN_PAGES = ("prechat",)
+
+
 @dataclass
 class Item:
     """One setting as the page shows it: one input, or a fieldset of several (`composite`)."""
@@ -79,7 +83,7 @@ class Builder:
         self.fields = {
             name: member
             for name, member in selectors.settings_schema_document(widget)["fields"].items()
-            if not member["read_only"]
+            if not member["read_only"] and name not in OWN_PAGES
         }
         self.current = selectors.settings_payload(widget)
         self.icons = selectors.uploaded_icons(widget)

@@ -3,7 +3,7 @@ ratings, typing preview), its preview page and, in its own module, the business 
 
 from django.urls import include, path
 
-from . import views
+from . import prechat, views
 
 urlpatterns: list = [
     path("", views.builder, name="widget"),
@@ -12,4 +12,5 @@ urlpatterns: list = [
     path("icons/<int:file_id>/delete/", views.icon_delete, name="widget-icon-delete"),
     path("hours/", include("apps.console.settings.widget.hours_urls")),
     path("proactive/", include("apps.console.settings.widget.proactive_urls")),
+    path("prechat/", prechat.prechat_form, name="widget-prechat"),
 ]
