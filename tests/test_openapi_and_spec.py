@@ -71,6 +71,10 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("GET", "/v1/stats/sla"): frozenset({"stats:read"}),
     # "Routing that never loses a visitor": its statistics, beside the stats shapes the contract fixes
     ("GET", "/v1/stats/routing"): frozenset({"stats:read"}),
+    # "The widget as the owner's platform": identity verification
+    ("POST", "/v1/widget/identity-secret"): frozenset({"widget:write"}),
+    ("GET", "/v1/contacts/{}/identity"): frozenset({"contacts:read"}),
+    ("GET", "/v1/contacts/by-external-id/{}"): frozenset({"contacts:read"}),
 }
 
 

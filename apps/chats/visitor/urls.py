@@ -15,4 +15,6 @@ urlpatterns = [
     re_path(_GUID + r"/offline/?$", views.OfflineView.as_view(), name="visitor-offline"),
     re_path(_GUID + r"/files/?$", views.FilesView.as_view(), name="visitor-files"),
     re_path(_GUID + r"/queue/?$", views.QueueView.as_view(), name="visitor-queue"),
+    re_path(_GUID + r"/identity/?$", views.IdentityView.as_view(), name="visitor-identity"),
+    re_path(_GUID + r"/attributes/?$", views.AttributesView.as_view(), name="visitor-attributes"),
 ]

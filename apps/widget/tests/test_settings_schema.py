@@ -10,7 +10,7 @@ from apps.widget import settings_schema as definition
 from apps.widget.tests.strategies import python_pattern
 
 # Bump SCHEMA_VERSION and this pin together whenever a field, constraint or default changes.
-PINNED = (2, "a412c580fdaa38e5bc5a91a6cce871ab6e2a77b1a0c694ae04be634e8e7fcfcf")
+PINNED = (3, "f075c177e8cb894e81eb83cb1fc01d189444e54d28a05fd49e3f3de80bb4f54e")
 
 
 def test_a_changed_definition_bumps_the_schema_version():
