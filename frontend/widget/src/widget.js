@@ -326,6 +326,9 @@ function Widget({ config, conversation }) {
       close: () => toggle(false),
       identify: (data) => setProfile((p) => ({ ...p, ...pick(data, ["name", "email", "phone"]) })),
       setLanguage: (code) => choose(code),
+      setUser: (user) => conversation.setUser(user, sessionProfile()),
+      reset: () => (setProfile({}), conversation.logout()),
+      setAttributes: (values) => conversation.setAttributes(values),
     };
     for (const [name, args] of api.q.splice(0)) api._widget[name](...args);
     const timers = [];
