@@ -23,9 +23,15 @@ from ..views import settings_context
 from .views import see_other
 
 MODES = (
-    ("off", gettext_lazy("Off: the details a page gives are kept as unverified")),
-    ("optional", gettext_lazy("Optional: a signed id joins the person's one contact")),
-    ("required", gettext_lazy("Required: a page that names someone must sign the id")),
+    ("off", gettext_lazy("Off")),
+    ("optional", gettext_lazy("Optional")),
+    ("required", gettext_lazy("Required")),
+)
+# What each mode does, drawn under the choice (an option's text must stay short on a phone).
+MODE_NOTES = (
+    (gettext_lazy("Off"), gettext_lazy("The details a page gives are kept as unverified")),
+    (gettext_lazy("Optional"), gettext_lazy("A signed id joins the person's one contact")),
+    (gettext_lazy("Required"), gettext_lazy("A page that names someone must sign the id")),
 )
 
 
@@ -46,6 +52,7 @@ def page(request, *, status: int = 200, **extra):
         "mode_form": extra.pop("mode_form", None) or ModeForm(initial={"identity_verification": mode}),
         "secret_info": widget_selectors.identity_secret_info(widget),
         "mode": mode,
+        "mode_notes": MODE_NOTES,
         **extra,
     }
     return render(
