@@ -202,6 +202,21 @@ def rotate_identity_secret(*, widget: Widget) -> tuple[str, object]:
     return secret, now
 
 
+def rotate_identity_secret_keys() -> int:
+    """Re-encrypt every stored identity secret (the previous ones too) under the first key of
+    WEBHOOK_SECRET_KEYS (`manage.py rotate_identity_keys`). Returns how many rows."""
+    count = 0
+    with transaction.atomic():
+        for row in IdentitySecret.objects.select_for_update():
+            previous = row.previous_secret_encrypted
+            IdentitySecret.objects.filter(pk=row.pk).update(
+                secret_encrypted=crypto.rotate_token(row.secret_encrypted),
+                previous_secret_encrypted=crypto.rotate_token(previous) if previous else "",
+            )
+            count += 1
+    return count
+
+
 # --- Django admin's deletions (no API route deletes these rows) -----------------------------------------
 
 

@@ -83,3 +83,22 @@ def test_the_secret_never_reaches_the_logs(api, widget, caplog):
     for record in caplog.records:
         text = record.getMessage() + " " + json.dumps(record.__dict__, default=str)
         assert secret not in text and secret[len("idsec_") :] not in text
+
+
+def test_rotating_the_encryption_key_keeps_the_secrets(api, widget, settings):
+    from io import StringIO
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = [old]
+    client = api(scopes=["widget:write"])
+    first = client.post(URL).json()["secret"]
+    second = client.post(URL).json()["secret"]
+    settings.WEBHOOK_SECRET_KEYS = [new, old]
+    out = StringIO()
+    call_command("rotate_identity_keys", stdout=out)
+    assert json.loads(out.getvalue()) == {"rotated": 1}
+    settings.WEBHOOK_SECRET_KEYS = [new]  # the old key dropped
+    assert valid(widget, first) and valid(widget, second)
