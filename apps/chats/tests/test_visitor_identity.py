@@ -370,3 +370,75 @@ def test_the_secret_never_reaches_the_logs(client, widget, caplog):
         text = record.getMessage() + " " + json.dumps(record.__dict__, default=str)
         assert secret not in text
         assert secret[len("idsec_") :] not in text
+
+
+# --- concurrency (PostgreSQL) ----------------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_devices_verifying_one_id_at_once_all_join_one_contact(widget):
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+
+    configure(widget, "optional")
+    secret = widget_services.rotate_identity_secret(widget=widget)[0]
+    tokens = [start(Client(), widget)["session_token"] for _ in range(6)]
+    barrier = threading.Barrier(len(tokens))
+    answers, lock = [], threading.Lock()
+
+    def verify(token):
+        try:
+            barrier.wait(timeout=30)
+            response = identify(Client(), widget, token, id="user-42", hash=sign(secret, "user-42"))
+            with lock:
+                answers.append((response.status_code, response.json()))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=verify, args=(token,)) for token in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a request hung"
+    assert [status for status, _ in answers] == [200] * len(tokens)
+    assert {body["contact_id"] for _, body in answers} == {
+        Contact.objects.get(widget=widget, external_id="user-42", verified_at__isnull=False).guid
+    }
+    assert {session_contact(token).guid for token in tokens} == {answers[0][1]["contact_id"]}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_attribute_writes_never_pass_50_keys(widget):
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+
+    token = start(Client(), widget)["session_token"]
+    assert patch_attributes(Client(), widget, token, {f"k{i}": i for i in range(45)}).status_code == 200
+    writers = 6
+    barrier = threading.Barrier(writers)
+    statuses, lock = [], threading.Lock()
+
+    def write(n):
+        try:
+            barrier.wait(timeout=30)
+            response = patch_attributes(Client(), widget, token, {f"w{n}_a": 1, f"w{n}_b": 2})
+            with lock:
+                statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a writer hung"
+    assert sorted(statuses) == [200, 200] + [422] * (writers - 2)
+    assert len(session_contact(token).attributes) == 49
