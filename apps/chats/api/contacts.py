@@ -180,7 +180,7 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         description="The widget's contact whose external id was verified with the identity secret's HMAC (one per "
         "widget). An id kept only unverified, another widget's, or an unknown one is 404.",
     )
-    @action(detail=False, methods=["get"], url_path=r"by-external-id/(?P<external_id>[^/]{1,128})")
+    @action(detail=False, methods=["get"], url_path=r"by-external-id/(?P<external_id>.{1,128}?)")
     def by_external_id(self, request, external_id=None):
         contact = selectors.get_verified_contact(self.get_queryset(), external_id=external_id)
         if contact is None:

@@ -69,9 +69,10 @@ def test_lookups_need_contacts_read(api, widget):
 
 
 def test_an_id_with_unusual_characters_is_found_url_encoded(api, widget):
-    contact = verified(widget, "ann@example.com #7 ü")
-    body = api().get("/api/v1/contacts/by-external-id/ann%40example.com%20%237%20%C3%BC").json()
+    contact = verified(widget, "ann@example.com #7/ü?")
+    body = api().get("/api/v1/contacts/by-external-id/ann%40example.com%20%237%2F%C3%BC%3F").json()
     assert body["id"] == contact.guid
+    assert api().get("/api/v1/contacts/by-external-id/ann%40example.com%20%237%2F%C3%BC%3F/").json() == body
 
 
 def test_an_erasure_lets_the_verified_id_go_at_once(api, widget):
