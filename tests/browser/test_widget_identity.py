@@ -85,7 +85,8 @@ def test_a_verified_person_has_one_conversation_on_two_devices_and_reset_forgets
         phone.wait_for_function(
             "() => !JSON.parse(localStorage.getItem('chatwidget:' + ChatWidget.guid) || '{}').token"
         )
-        phone.reload()
+        # The site's signed-out page names nobody
+        phone.goto(site_page(host_pages, server, "/signed-out.html", None))
         wait_ready(phone)
         expect(phone.locator("chat-widget .msg.me")).to_have_count(0)
         # An anonymous visitor still chats under `required`, in a conversation of their own

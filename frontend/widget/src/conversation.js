@@ -133,8 +133,15 @@ export class Conversation {
     this.changed();
   }
 
-  async ensureSession(profile) {
-    if (this.token) return this.token;
+  // One session at a time: a setUser at page load and the visitor's first message may both ask
+  // before the first answer; they share it.
+  ensureSession(profile) {
+    if (this.token) return Promise.resolve(this.token);
+    if (!this.starting) this.starting = this.startSession(profile).finally(() => (this.starting = null));
+    return this.starting;
+  }
+
+  async startSession(profile) {
     const body = {};
     for (const key of ["name", "email", "phone", "locale", "page_url"]) {
       if (profile && profile[key]) body[key] = profile[key];
