@@ -78,6 +78,10 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/v1/proactive-messages/{}"): frozenset({"campaigns:write"}),
     ("DELETE", "/v1/proactive-messages/{}"): frozenset({"campaigns:write"}),
     ("GET", "/v1/proactive-messages/{}/stats"): frozenset({"campaigns:read"}),
+    # "The widget as the owner's platform": identity verification
+    ("POST", "/v1/widget/identity-secret"): frozenset({"widget:write"}),
+    ("GET", "/v1/contacts/{}/identity"): frozenset({"contacts:read"}),
+    ("GET", "/v1/contacts/by-external-id/{}"): frozenset({"contacts:read"}),
 }
 
 

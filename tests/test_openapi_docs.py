@@ -547,10 +547,13 @@ def test_the_visitor_api_has_its_tag_and_security_scheme(doc):
         "GET /api/visitor/v1/{button_guid}/queue",
         "POST /api/visitor/v1/{button_guid}/proactive/{proactive_id}/events",
         "POST /api/visitor/v1/{button_guid}/prechat",
+        "POST /api/visitor/v1/{button_guid}/identity",
+        "DELETE /api/visitor/v1/{button_guid}/sessions",
+        "PATCH /api/visitor/v1/{button_guid}/attributes",
     }
     for key, op in visitor.items():
         assert op["tags"] == ["visitor"], key
-        public = key.endswith(("/config", "/sessions", "/events"))
+        public = key.endswith(("/config", "/sessions", "/events")) and not key.startswith("DELETE")
         assert op["security"] == ([] if public else [{"Visitor": []}]), key
         assert ("401" in op["responses"]) is not public, key
         assert "x-scopes" not in op

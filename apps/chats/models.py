@@ -47,6 +47,11 @@ class Contact(models.Model):
     phone = models.CharField(max_length=64, blank=True, default="")
     attributes = models.JSONField(default=dict, blank=True)
     locale = models.CharField(max_length=16, blank=True, default="")
+    # The page's own id of the person (`setUser`): with `verified_at` set, the HMAC proved it and it
+    # names this one contact of the widget (sessions join it); without, it is a detail the page
+    # claimed, like a name, and joins nothing.
+    external_id = models.CharField(max_length=128, blank=True, default="")
+    verified_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -54,6 +59,14 @@ class Contact(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["widget", "-created_at", "-id"], name="contact_widget_created")]
+        constraints = [
+            # One verified person, one contact per widget; also the index of the by-external-id lookup.
+            models.UniqueConstraint(
+                fields=["widget", "external_id"],
+                condition=models.Q(verified_at__isnull=False),
+                name="contact_verified_external_id",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name or self.guid} (widget {self.widget_id})"

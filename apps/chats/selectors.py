@@ -351,6 +351,22 @@ def match_contacts(queryset: QuerySet[Contact], *, query: str | None) -> QuerySe
     return queryset.filter(Q(name__icontains=query) | Q(email__icontains=query) | Q(phone__icontains=query))
 
 
+def contact_identity(contact: Contact) -> dict:
+    """A contact's identity as GET /v1/contacts/{guid}/identity shows it (and the export):
+    `{external_id, verified, verified_at}`, `external_id` null when the page never named one."""
+    return {
+        "external_id": contact.external_id or None,
+        "verified": contact.verified_at is not None,
+        "verified_at": contact.verified_at.isoformat() if contact.verified_at else None,
+    }
+
+
+def get_verified_contact(queryset: QuerySet[Contact], *, external_id: str) -> Contact | None:
+    """The contact of `queryset` (already the tenant's live contacts) whose external id was verified
+    (GET /v1/contacts/by-external-id/{external_id}); an id kept only unverified is no match."""
+    return queryset.filter(external_id=external_id, verified_at__isnull=False).first()
+
+
 def list_contacts(*, widget: Widget, query: str | None = None, after: list | None = None, limit: int) -> list[Contact]:
     """A page of the widget's live contacts, newest first (CONTACT_LIST_ORDERING), strictly after
     `after`, each with its tags (prefetched, sorted), `chat_count` and `last_seen_at` (its latest

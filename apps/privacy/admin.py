@@ -25,9 +25,21 @@ class ContactAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     reaches only the widgets an API token could be issued for (`issuable_widgets`)."""
 
     list_display = ("guid", "widget", "name", "email", "phone", "created_at")
-    search_fields = ("guid", "name", "email", "phone")
+    search_fields = ("guid", "name", "email", "phone", "external_id")
     raw_id_fields = ("widget",)
-    readonly_fields = ("widget", "guid", "name", "email", "phone", "attributes", "locale", "created_at", "updated_at")
+    readonly_fields = (
+        "widget",
+        "guid",
+        "name",
+        "email",
+        "phone",
+        "attributes",
+        "locale",
+        "external_id",
+        "verified_at",
+        "created_at",
+        "updated_at",
+    )
     actions = ["erase"]
 
     def get_queryset(self, request):

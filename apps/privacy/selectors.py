@@ -58,7 +58,7 @@ def _rating_payload(rating: Rating) -> dict:
 def export_contact(*, contact: Contact) -> Iterator[str]:
     """The contact's export as pieces of one JSON document:
 
-    `{exported_at, links_expire_at, contact, chats: [{...chat, messages, ratings}], files}`.
+    `{exported_at, links_expire_at, contact, identity, chats: [{...chat, messages, ratings}], files}`.
 
     Messages are the visible ones (operator notes, operator-only e-mails and operator-to-operator
     messages are never included), oldest first, read in chunks so memory stays bounded; each file
@@ -70,6 +70,7 @@ def export_contact(*, contact: Contact) -> Iterator[str]:
         "exported_at": now.isoformat(),
         "links_expire_at": (now + timedelta(seconds=EXPORT_LINK_SECONDS)).isoformat(),
         "contact": contact_export_payload(contact),
+        "identity": chats.contact_identity(contact),
     }
     yield _dumps(head)[:-1] + ',"chats":['
     chats_of_contact = Chat.objects.filter(widget_id=contact.widget_id, contact=contact).select_related("contact")

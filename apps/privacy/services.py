@@ -76,6 +76,9 @@ def request_contact_erasure(*, widget: Widget, contact: Contact, source: str = P
         raise NotFound()
     mark = PendingErasure.objects.create(widget=widget, contact_id=locked.pk, source=source)
     VisitorSession.objects.filter(contact=locked).delete()
+    # The person's verified id is let go at once: their next verified login makes a new contact
+    # instead of meeting the one being erased (the id names one contact per widget).
+    Contact.objects.filter(pk=locked.pk).update(external_id="", verified_at=None)
     record(widget=widget, action="contact.erased", target_type="contact", target_id=locked.guid)
     events.emit(widget, events.CONTACT_ERASURE_ACCEPTED, contact_guid=locked.guid)
     transaction.on_commit(lambda: _queue(mark.pk))

@@ -112,3 +112,22 @@ class BusinessHours(models.Model):
 
     def __str__(self) -> str:
         return f"business hours of widget {self.widget_id}"
+
+
+class IdentitySecret(models.Model):
+    """The widget's identity secret: the key of the HMAC-SHA256 a site computes over a person's id
+    for `ChatWidget.setUser` (identity verification). Stored encrypted (apps.core.crypto), because
+    the service computes the same HMAC; shown once when made (POST /v1/widget/identity-secret).
+
+    A rotation keeps the one before it valid until `previous_valid_until` (24 hours later) so pages
+    already rendered with the old hash keep working; any older one ends at once (it is overwritten).
+    """
+
+    widget = models.OneToOneField(Widget, on_delete=models.CASCADE, primary_key=True, related_name="identity_secret")
+    secret_encrypted = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    previous_secret_encrypted = models.TextField(blank=True, default="")
+    previous_valid_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"identity secret of widget {self.widget_id}"

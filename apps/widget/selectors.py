@@ -4,21 +4,23 @@ and the embed snippet. Every value comes from `settings_schema` (the one definit
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.utils import timezone
 from django.utils.html import escape
 
-from apps.core import ports
+from apps.core import crypto, ports
 from apps.core.models import Widget
 
 from . import hours
 from . import settings_schema as schema
 from .cache import cached_per_generation, cached_public_config
-from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
+from .models import BusinessHours, IdentitySecret, TextTranslation, WidgetIcon, WidgetSettings
 
 logger = logging.getLogger(__name__)
 
@@ -303,6 +305,7 @@ def _settings_members(widget: Widget, absolute: Callable[[str], str] | None) -> 
     return {
         "language": values["widget_default_language"],
         "settings": values,
+        "identity_verification": values["identity_verification"],
         "texts": resolved_texts(effective, _served_translations(widget)),
         "icon_urls": {f"custom:{icon.file_id}": icon_url(icon, absolute) for icon in icons},
         "features_from_settings": {
@@ -416,3 +419,55 @@ def prechat_form(widget: Widget) -> dict:
         return schema.effective_values(stored, settings_context(widget, stored=stored))["prechat"]
 
     return cached_for_config(widget=widget, name="prechat", build=build, ttl=HOURS_TTL)
+
+
+# --- identity verification -------------------------------------------------------------------------------
+
+
+def identity_verification(widget: Widget) -> str:
+    """The `identity_verification` setting (`off`, `optional`, `required`), read with the public
+    config's cache (a settings PATCH purges it)."""
+
+    def build() -> str:
+        return effective_settings(widget)["identity_verification"]
+
+    return str(cached_for_config(widget=widget, name="identity-verification", build=build, ttl=HOURS_TTL))
+
+
+def identity_secret_info(widget: Widget) -> dict:
+    """What the owner may know of the identity secret without seeing it: `{created_at,
+    previous_valid_until}` (both None before the first one)."""
+    row = IdentitySecret.objects.filter(widget=widget).only("created_at", "previous_valid_until").first()
+    if row is None:
+        return {"created_at": None, "previous_valid_until": None}
+    now = timezone.now()
+    until = row.previous_valid_until if row.previous_valid_until and row.previous_valid_until > now else None
+    return {"created_at": row.created_at, "previous_valid_until": until}
+
+
+def identity_hash(secret: str, external_id: str) -> str:
+    """Lowercase hex HMAC-SHA256 of `external_id` (UTF-8) under `secret` (its text as UTF-8): what a
+    site computes for `ChatWidget.setUser({id, hash})`."""
+    return hmac.new(secret.encode(), external_id.encode(), "sha256").hexdigest()
+
+
+def identity_hash_valid(*, widget: Widget, external_id: str, hash: str, now: datetime | None = None) -> bool:  # noqa: A002
+    """Whether `hash` is the HMAC of `external_id` under the widget's secret, or under the one
+    before it while that is inside its 24-hour overlap. No secret: nothing verifies.
+
+    SECURITY: compared with hmac.compare_digest against every valid secret (no early exit), so
+    the time taken says nothing about how much of the hash was right."""
+    row = IdentitySecret.objects.filter(widget=widget).first()
+    if row is None or not hash:
+        return False
+    now = now or timezone.now()
+    keys = [row.secret_encrypted]
+    if row.previous_secret_encrypted and row.previous_valid_until and row.previous_valid_until > now:
+        keys.append(row.previous_secret_encrypted)
+    given = hash.encode("utf-8", "replace")
+    matched = False
+    for token in keys:
+        secret = crypto.decrypt_secret(token)
+        if secret is not None:
+            matched |= hmac.compare_digest(identity_hash(secret, external_id).encode(), given)
+    return matched

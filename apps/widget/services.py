@@ -9,7 +9,9 @@ account name) emit their own events, handled the same way. The public config rea
 
 from __future__ import annotations
 
+import secrets
 import uuid
+from datetime import timedelta
 
 from django.core.files.base import ContentFile
 from django.db import DatabaseError, transaction
@@ -17,7 +19,7 @@ from django.utils import timezone
 
 from apps.audit import services as audit
 from apps.billing import selectors as billing
-from apps.core import events
+from apps.core import crypto, events
 from apps.core.errors import AppError, ValidationFailed
 from apps.core.files import store_file
 from apps.core.models import Widget
@@ -27,7 +29,7 @@ from . import hours, selectors
 from . import settings_schema as schema
 from .cache import purge_widget_cache as purge_widget_cache
 from .icons import ICON_MAX_BYTES, BadIcon, IconInfo, inspect_icon
-from .models import BusinessHours, TextTranslation, WidgetIcon, WidgetSettings
+from .models import BusinessHours, IdentitySecret, TextTranslation, WidgetIcon, WidgetSettings
 
 # --- settings writes (everything below reads the one definition in settings_schema) -----------------
 
@@ -157,6 +159,62 @@ def set_business_hours(*, widget: Widget, body: object) -> dict:
     )
     _config_changed(widget)
     return value
+
+
+# --- the identity secret (identity verification) -----------------------------------------------------------
+
+# Product decision: the secret before the newest stays valid this long after a rotation.
+IDENTITY_SECRET_OVERLAP = timedelta(hours=24)
+IDENTITY_SECRET_PREFIX = "idsec_"  # noqa: S105 (a format marker, not a secret)
+
+
+@transaction.atomic
+def rotate_identity_secret(*, widget: Widget) -> tuple[str, object]:
+    """POST /v1/widget/identity-secret and the owner's console: a new secret, answered once as
+    `(secret, created_at)`. The one before it stays valid for IDENTITY_SECRET_OVERLAP; an older one
+    ends at once. Audited without the secret (only that a rotation happened, and when).
+
+    SECURITY: the plaintext leaves this function only in its return value: it is stored encrypted,
+    never logged, never emitted."""
+    now = timezone.now()
+    secret = IDENTITY_SECRET_PREFIX + secrets.token_urlsafe(32)
+    IdentitySecret.objects.bulk_create(
+        [IdentitySecret(widget=widget, secret_encrypted="", created_at=now)], ignore_conflicts=True
+    )
+    row = IdentitySecret.objects.select_for_update().get(widget=widget)
+    had_one = bool(row.secret_encrypted)
+    row.previous_secret_encrypted = row.secret_encrypted
+    row.previous_valid_until = now + IDENTITY_SECRET_OVERLAP if had_one else None
+    row.secret_encrypted = crypto.encrypt_secret(secret)
+    previous_created_at = row.created_at if had_one else None
+    row.created_at = now
+    row.save()
+    audit.record(
+        widget=widget,
+        action="identity_secret.rotated",
+        target_type="identity_secret",
+        target_id=widget.pk,
+        changes={
+            "created_at": {"from": previous_created_at, "to": now},
+            "previous_valid_until": {"from": None, "to": row.previous_valid_until},
+        },
+    )
+    return secret, now
+
+
+def rotate_identity_secret_keys() -> int:
+    """Re-encrypt every stored identity secret (the previous ones too) under the first key of
+    WEBHOOK_SECRET_KEYS (`manage.py rotate_identity_keys`). Returns how many rows."""
+    count = 0
+    with transaction.atomic():
+        for row in IdentitySecret.objects.select_for_update():
+            previous = row.previous_secret_encrypted
+            IdentitySecret.objects.filter(pk=row.pk).update(
+                secret_encrypted=crypto.rotate_token(row.secret_encrypted),
+                previous_secret_encrypted=crypto.rotate_token(previous) if previous else "",
+            )
+            count += 1
+    return count
 
 
 # --- Django admin's deletions (no API route deletes these rows) -----------------------------------------

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from apps.core.api.query import query_data
 from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
+from apps.core.errors import NotFound
 
 from .. import selectors, services
 from ..contact_input import ContactPatchInput, TagsInput
@@ -51,6 +52,14 @@ class ContactDoc(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField(), help_text="Tag names, sorted.")
     created_at = serializers.DateTimeField(help_text="When the contact was created.")
     updated_at = serializers.DateTimeField(help_text="When the contact was last changed.")
+
+
+class ContactIdentityDoc(serializers.Serializer):
+    external_id = serializers.CharField(
+        allow_null=True, help_text="The person's id on the site (`ChatWidget.setUser`); null when never given."
+    )
+    verified = serializers.BooleanField(help_text="The id was proven with the identity secret's HMAC.")
+    verified_at = serializers.DateTimeField(allow_null=True, help_text="When it was first proven; null if never.")
 
 
 class ContactTagsDoc(serializers.Serializer):
@@ -101,6 +110,8 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         "retrieve": ["contacts:read"],
         "partial_update": ["contacts:write"],
         "tags": ["tags:write"],
+        "identity": ["contacts:read"],
+        "by_external_id": ["contacts:read"],
     }
     idempotency_required = {"partial_update", "tags"}
     problem_statuses = {"partial_update": [409], "tags": [409]}
@@ -142,6 +153,39 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         contact = services.update_contact(widget=request.widget, contact=contact, changes=data)
         tags = sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
         return Response(contact_payload(contact, tags))
+
+    @extend_schema(
+        summary="A contact's identity",
+        parameters=[GUID_PARAM],
+        responses={200: ContactIdentityDoc},
+        description="The person's id on the site as `ChatWidget.setUser` gave it, and whether the identity secret's "
+        "HMAC proved it. An unverified id is a detail the page claimed and joins no session. A foreign or unknown "
+        "guid is 404.",
+    )
+    @action(detail=True, methods=["get"])
+    def identity(self, request, pk=None):
+        return Response(selectors.contact_identity(self.get_object()))
+
+    @extend_schema(
+        summary="Find a contact by verified external id",
+        parameters=[
+            OpenApiParameter(
+                "external_id",
+                str,
+                OpenApiParameter.PATH,
+                description="The person's id on the site, 1 to 128 characters.",
+            )
+        ],
+        responses={200: ContactDoc},
+        description="The widget's contact whose external id was verified with the identity secret's HMAC (one per "
+        "widget). An id kept only unverified, another widget's, or an unknown one is 404.",
+    )
+    @action(detail=False, methods=["get"], url_path=r"by-external-id/(?P<external_id>.{1,128}?)")
+    def by_external_id(self, request, external_id=None):
+        contact = selectors.get_verified_contact(self.get_queryset(), external_id=external_id)
+        if contact is None:
+            raise NotFound("No contact with this verified external id.")
+        return Response(contact_payload(contact))
 
     @extend_schema(
         parameters=[GUID_PARAM],

@@ -8,10 +8,11 @@ Each change calls `apps.core.events.emit` once and does nothing else: the statis
 and the webhooks (the outbox) are handlers of those events.
 
 One module per section: `locking` (the spam and rating errors, the chat row lock), `contacts`,
-`rooms` (a contact's room on a channel), `attribution` (who answered, the wait for a person),
-`state` (status, close, transfer, accept), `messages` (messages, ratings, typing, receipts, the
-offline form) and `lifecycle` (the idle sweep). Other apps import this package, never a module of
-it; a test that patches a name patches it in the module that looks it up.
+`identity` (which contact a visitor session speaks for), `rooms` (a contact's room on a channel),
+`attribution` (who answered, the wait for a person), `state` (status, close, transfer, accept),
+`messages` (messages, ratings, typing, receipts, the offline form) and `lifecycle` (the idle
+sweep). Other apps import this package, never a module of it; a test that patches a name patches
+it in the module that looks it up.
 """
 
 from .attribution import Answer as Answer
@@ -21,14 +22,20 @@ from .attribution import emit_accepted as emit_accepted
 from .attribution import record_answer as record_answer
 from .attribution import set_routing_owner as set_routing_owner
 from .contacts import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES
+from .contacts import ATTRIBUTES_MAX_KEYS as ATTRIBUTES_MAX_KEYS
 from .contacts import add_tags as add_tags
 from .contacts import attributes_size as attributes_size
+from .contacts import check_attributes as check_attributes
 from .contacts import check_contact_changes as check_contact_changes
 from .contacts import check_tag_names as check_tag_names
 from .contacts import create_contact as create_contact
 from .contacts import remove_tag as remove_tag
 from .contacts import set_attributes as set_attributes
 from .contacts import update_contact as update_contact
+from .identity import Identified as Identified
+from .identity import end_session as end_session
+from .identity import get_verified_contact as get_verified_contact
+from .identity import identify_session as identify_session
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats
 from .locking import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED

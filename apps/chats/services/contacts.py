@@ -1,7 +1,9 @@
-"""Contacts of a widget and their tags."""
+"""Contacts of a widget, their tags and the attributes a page sets (`set_attributes`)."""
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 
 from django.db import IntegrityError, transaction
@@ -15,6 +17,8 @@ from apps.core.models import Widget
 
 from ..contact_input import ATTRIBUTES_MAX_BYTES, ContactPatchInput, TagsInput, attributes_size
 from ..models import Contact, ContactTag
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -83,36 +87,6 @@ def update_contact(*, widget: Widget, contact: Contact, changes: dict, source: s
     return contact
 
 
-ATTRIBUTE_KEY = re.compile(r"[a-z0-9_]{1,40}")
-ATTRIBUTES_MAX_KEYS = 50
-ATTRIBUTE_VALUE_MAX = 500
-
-
-@transaction.atomic
-def set_attributes(*, widget: Widget, contact: Contact, values: dict, source: str) -> Contact:
-    """Merge `values` into the contact's attributes (the page's `setAttributes`, a pre-chat form's
-    answers). Keys `[a-z0-9_]{1,40}`; values a string (at most ATTRIBUTE_VALUE_MAX characters), a
-    number or a boolean; at most ATTRIBUTES_MAX_KEYS keys per contact. A call past any of these is
-    refused whole (422, errors keyed by the key) and changes nothing."""
-    errors: dict[str, list[str]] = {}
-    for key, value in values.items():
-        if not isinstance(key, str) or not ATTRIBUTE_KEY.fullmatch(key):
-            errors[str(key)] = ["1 to 40 characters: lowercase Latin letters, digits and underscores."]
-        elif isinstance(value, str):
-            if len(value) > ATTRIBUTE_VALUE_MAX:
-                errors[key] = [f"At most {ATTRIBUTE_VALUE_MAX} characters."]
-        elif not isinstance(value, int | float) or value != value or value in (float("inf"), float("-inf")):
-            errors[key] = ["Must be a string, a number or a boolean."]
-    if errors:
-        raise ValidationFailed("One or more fields are invalid.", errors=errors)
-    locked = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
-    added = [key for key in values if key not in locked.attributes]
-    if len(locked.attributes) + len(added) > ATTRIBUTES_MAX_KEYS:
-        message = f"A contact holds at most {ATTRIBUTES_MAX_KEYS} attributes."
-        raise ValidationFailed("One or more fields are invalid.", errors={key: [message] for key in added})
-    return update_contact(widget=widget, contact=locked, changes={"attributes": dict(values)}, source=source)
-
-
 @transaction.atomic
 def add_tags(*, widget: Widget, contact: Contact, names: list[str]) -> list[str]:
     """Attach tags; re-posting an existing tag is a no-op. Returns the contact's tags."""
@@ -133,3 +107,70 @@ def remove_tag(*, widget: Widget, contact: Contact, name: str) -> list[str]:
     """Detach one tag; a tag the contact does not carry is a no-op. Returns the contact's tags."""
     ContactTag.objects.filter(widget=widget, contact=contact, name=name).delete()
     return sorted(ContactTag.objects.filter(contact=contact).values_list("name", flat=True))
+
+
+# --- attributes a page sets (ChatWidget.setAttributes, setUser's attributes, the pre-chat form) ---------
+
+# Product decision ("JavaScript API"): keys `[a-z0-9_]{1,40}`, values a string, a number or a
+# boolean, at most 50 keys per contact and 500 characters a value.
+ATTRIBUTE_KEY_RE = re.compile(r"[a-z0-9_]{1,40}")
+ATTRIBUTES_MAX_KEYS = 50
+ATTRIBUTE_VALUE_MAX_CHARS = 500
+
+
+def _attribute_errors(values: dict) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for key, value in values.items():
+        problems = []
+        if not isinstance(key, str) or not ATTRIBUTE_KEY_RE.fullmatch(key):
+            problems.append("Keys are 1 to 40 characters of a-z, 0-9 and _.")
+        if isinstance(value, str):
+            if len(value) > ATTRIBUTE_VALUE_MAX_CHARS:
+                problems.append(f"At most {ATTRIBUTE_VALUE_MAX_CHARS} characters.")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                problems.append("Must be a string, a number or a boolean.")
+        elif not isinstance(value, bool | int):
+            problems.append("Must be a string, a number or a boolean.")
+        if problems:
+            errors[str(key)] = problems
+    return errors
+
+
+def check_attributes(values: object) -> dict:
+    """The rules of `set_attributes` that need no stored row: a JSON object whose keys and values
+    are allowed. Raises the 422 (errors keyed by the attribute's key) or returns `values`."""
+    if not isinstance(values, dict):
+        raise ValidationFailed("One or more attributes are invalid.", errors={"attributes": ["Must be a JSON object."]})
+    errors = _attribute_errors(values)
+    if errors:
+        raise ValidationFailed("One or more attributes are invalid.", errors=errors)
+    return values
+
+
+@transaction.atomic
+def set_attributes(*, widget: Widget, contact: Contact, values: dict, source: str) -> Contact:
+    """Merge `values` into the contact's attributes: the one rule set of every visitor-side write of
+    attributes (`setAttributes`, `setUser`'s attributes, the pre-chat form's own fields; the REST
+    API's PATCH keeps its wider rules). A call past a limit is refused whole (422, errors keyed by
+    the attribute's key, nothing written): a bad key or value, more than ATTRIBUTES_MAX_KEYS keys on
+    the contact after the merge (counted under the row lock, so two calls cannot together pass
+    it), or more than ATTRIBUTES_MAX_BYTES stored. Emits contact.updated when something changed.
+    `source` names the caller for the log (never the values: they are the visitor's data)."""
+    check_attributes(values)
+    contact = Contact.objects.select_for_update().get(pk=contact.pk, widget=widget)
+    merged = {**contact.attributes, **values}
+    added = [key for key in values if key not in contact.attributes]
+    if len(merged) > ATTRIBUTES_MAX_KEYS:
+        message = f"A contact holds at most {ATTRIBUTES_MAX_KEYS} attributes."
+        raise ValidationFailed("One or more attributes are invalid.", errors={key: [message] for key in added})
+    if attributes_size(merged) > ATTRIBUTES_MAX_BYTES:
+        message = f"The merged attributes would exceed {ATTRIBUTES_MAX_BYTES} bytes."
+        raise ValidationFailed("One or more attributes are invalid.", errors={key: [message] for key in values})
+    if merged != contact.attributes:
+        contact.attributes = merged
+        contact.updated_at = timezone.now()
+        contact.save(update_fields=["attributes", "updated_at"])
+        events.emit(widget, events.CONTACT_UPDATED, client_id=contact.guid, changed_fields=["attributes"])
+        logger.info("contact attributes set", extra={"widget_id": widget.pk, "source": source, "keys": len(values)})
+    return contact

@@ -86,6 +86,11 @@ class VisitorConfigDoc(serializers.Serializer):
         "online, else the first away, else the first), `hidden` none; at most 10, header-visible "
         "(`show_in_header`) human and AI operators only, never banned ones.",
     )
+    identity_verification = serializers.ChoiceField(
+        choices=["off", "optional", "required"],
+        help_text="The widget setting of the same name: whether `setUser`'s hash is checked, and whether a wrong "
+        "or missing one is refused.",
+    )
     show_queue_position = serializers.BooleanField(
         help_text="The widget tells a visitor waiting for an operator their place in the routing queue "
         "(`GET .../queue` and the socket's `queue` frame; the routing settings' `show_queue_position`)."
@@ -95,6 +100,18 @@ class VisitorConfigDoc(serializers.Serializer):
         help_text="The widget's enabled proactive messages, largest priority first: the widget evaluates their "
         "rules in the page and shows the first that matches as a bubble.",
     )
+
+
+class VisitorIdentityDoc(serializers.Serializer):
+    verified = serializers.BooleanField(
+        help_text="The hash proved the id: the session speaks for the person's one contact (reload the "
+        "conversation when `contact_id` changed). False: the id is kept as an unverified detail."
+    )
+    contact_id = serializers.CharField(help_text="The 32-character guid of the contact the session now speaks for.")
+
+
+class VisitorAttributesDoc(serializers.Serializer):
+    attributes = serializers.DictField(help_text="Every attribute of the contact after the merge.")
 
 
 class VisitorQueueDoc(serializers.Serializer):

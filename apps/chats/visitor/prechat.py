@@ -19,10 +19,10 @@ from apps.widget import selectors as widget_selectors
 
 from .. import services as chat_services
 from ..models import Contact
-from ..services.contacts import ATTRIBUTE_VALUE_MAX
+from ..services.contacts import ATTRIBUTE_VALUE_MAX_CHARS
 
 CONTACT_FIELDS = ("name", "email", "phone")
-TEXT_MAX = ATTRIBUTE_VALUE_MAX
+TEXT_MAX = ATTRIBUTE_VALUE_MAX_CHARS
 _CONTROL = re.compile(r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]")
 
 

@@ -204,6 +204,41 @@ class PrechatInput(InputSerializer):
     )
 
 
+class IdentityInput(InputSerializer):
+    """`ChatWidget.setUser`: the person's id on the site, the HMAC proving it, optional details."""
+
+    id = StrictCharField(
+        min_length=1,
+        max_length=128,
+        trim_whitespace=False,
+        validators=[_not_blank],
+        help_text="The person's id on the site, 1 to 128 characters, exactly as the hash was computed over it.",
+    )
+    hash = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=128,
+        trim_whitespace=False,
+        help_text="Lowercase hex HMAC-SHA256 of `id` under the widget's identity secret (computed on the site's "
+        "server); a wrong or missing one keeps the details unverified (`optional`) or is refused (`required`).",
+    )
+    name = LabelField(required=False, allow_blank=True, max_length=255, help_text="The person's name, optional.")
+    email = StrictEmailField(
+        required=False, allow_blank=True, max_length=255, help_text="The person's e-mail address, optional."
+    )
+    phone = StrictRegexField(
+        r"^[0-9+()\-. ]{0,64}$",
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="The person's phone number, optional.",
+    )
+    attributes = serializers.DictField(
+        required=False,
+        help_text="Merged into the contact's attributes by the `PATCH .../attributes` rules, optional.",
+    )
+
+
 # --- output ----------------------------------------------------------------------------------------
 
 

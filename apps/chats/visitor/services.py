@@ -16,7 +16,7 @@ from django.db import transaction
 from apps.agents import selectors as agent_selectors
 from apps.agents.models import Agent
 from apps.core import ports
-from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.errors import AppError, Conflict, NotFound, ValidationFailed
 from apps.core.files import check_upload_size, store_file
 from apps.core.models import Widget
 from apps.platform.realtime import group_send, push, widget_group
@@ -48,6 +48,15 @@ class RatingOff(Conflict):
     code, title = "rating_off", "Ratings are off"
 
 
+class IdentityUnverified(AppError):
+    """The widget requires identity verification and the page's `hash` does not prove the `id`
+    (wrong, made with another or an expired secret, or missing). The session has ended: start a
+    new one (anonymous, or with a right hash)."""
+
+    status, code, title = 401, "identity_unverified", "Identity not verified"
+    headers = {"WWW-Authenticate": 'Visitor realm="visitor", error="identity_unverified"'}
+
+
 def contact_group(guid: str) -> str:
     """Channel-layer group of every socket of one contact (room notices only, never messages)."""
     return f"contact.{guid}"
@@ -73,6 +82,55 @@ def start_session(
         widget=widget, contact=contact, token_hash=auth.hash_token(token), page_url=page_url
     )
     return session, token
+
+
+def set_user(
+    *,
+    widget: Widget,
+    session: VisitorSession,
+    external_id: str,
+    hash: str | None = None,  # noqa: A002 - the member's documented name
+    details: dict | None = None,
+    attributes: dict | None = None,
+) -> chat_services.Identified:
+    """POST identity (`ChatWidget.setUser`). The hash is checked only while the widget's
+    `identity_verification` is `optional` or `required` (under `off` the id is an unverified detail).
+    Under `required` a hash that does not prove the id ends the session and raises 401
+    `identity_unverified`, nothing else changed; otherwise the session is identified
+    (chats.services.identify_session)."""
+    _own(widget, session.contact)
+    mode = widget_selectors.identity_verification(widget)
+    verified = mode != "off" and widget_selectors.identity_hash_valid(
+        widget=widget, external_id=external_id, hash=hash or ""
+    )
+    if mode == "required" and not verified:
+        chat_services.end_session(widget=widget, session=session)
+        raise IdentityUnverified("The hash does not prove this id; the session has ended.")
+    return chat_services.identify_session(
+        widget=widget,
+        session=session,
+        external_id=external_id,
+        verified=verified,
+        details=details or {},
+        attributes=attributes,
+    )
+
+
+def set_visitor_attributes(*, widget: Widget, contact: Contact, values: object) -> dict:
+    """PATCH attributes (`ChatWidget.setAttributes`): merged by chats.services.set_attributes. Under
+    `required` only a verified person's session writes (else 401 `identity_unverified`, nothing
+    changed; the session stays). Returns the contact's attributes."""
+    _own(widget, contact)
+    if widget_selectors.identity_verification(widget) == "required" and contact.verified_at is None:
+        raise IdentityUnverified("Only a verified person's session may set attributes on this widget.")
+    contact = chat_services.set_attributes(widget=widget, contact=contact, values=values, source="visitor")
+    return contact.attributes
+
+
+def end_session(*, widget: Widget, session: VisitorSession) -> None:
+    """DELETE sessions (`ChatWidget.reset()`): the session ends, the contact and its chat stay."""
+    _own(widget, session.contact)
+    chat_services.end_session(widget=widget, session=session)
 
 
 # --- reads ----------------------------------------------------------------------------------------------

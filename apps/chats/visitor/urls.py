@@ -21,4 +21,6 @@ urlpatterns = [
         name="visitor-proactive-events",
     ),
     re_path(_GUID + r"/prechat/?$", views.PrechatView.as_view(), name="visitor-prechat"),
+    re_path(_GUID + r"/identity/?$", views.IdentityView.as_view(), name="visitor-identity"),
+    re_path(_GUID + r"/attributes/?$", views.AttributesView.as_view(), name="visitor-attributes"),
 ]

@@ -157,10 +157,15 @@ class ConfigView(VisitorAPIView):
 
 
 class SessionsView(VisitorAPIView):
-    """POST sessions: a new contact and its session token (shown once)."""
+    """POST sessions: a new contact and its session token (shown once). DELETE sessions: the
+    calling session ends (`ChatWidget.reset()`)."""
 
-    session_required = False
-    rate_limits = {"post": "sessions"}
+    rate_limits = {"post": "sessions", "delete": "actions"}
+
+    @property
+    def session_required(self) -> bool:
+        request = getattr(self, "request", None)
+        return getattr(request, "method", "") == "DELETE"
 
     @visitor_operation(
         summary="Visitor: start a session",
@@ -174,6 +179,76 @@ class SessionsView(VisitorAPIView):
         data = self.validated(s.SessionInput)
         session, token = services.start_session(widget=self.widget, **data)
         return Response({"session_token": token, "client_id": session.contact.guid}, status=status.HTTP_201_CREATED)
+
+    @visitor_operation(
+        summary="Visitor: end the session",
+        description="`ChatWidget.reset()` (the site's logout): the calling session ends and its token answers 401 "
+        "from now on; the contact and its conversation stay. The widget then starts anonymous (a new session "
+        "when the visitor next writes).",
+        responses={204: None},
+    )
+    def delete(self, request, button_guid: str):
+        services.end_session(widget=self.widget, session=self.session)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IdentityView(VisitorAPIView):
+    """POST identity: `ChatWidget.setUser`."""
+
+    rate_limits = {"post": "actions"}
+
+    @visitor_operation(
+        summary="Visitor: identify the person",
+        description="`ChatWidget.setUser`: `{id, hash?, name?, email?, phone?, attributes?}`, `hash` the lowercase hex "
+        "HMAC-SHA256 of `id` under the widget's identity secret (or the one before it, 24 hours after a rotation). "
+        "While `identity_verification` is `optional` or `required`, a right hash joins the session to the "
+        "widget's one contact with that verified id (history on every device); a wrong or missing hash keeps "
+        "the id as an unverified detail under `optional` and `off`, and under `required` answers 401 "
+        "`identity_unverified` and ends the session (nothing else changes). `attributes` follow the rules of "
+        "`PATCH .../attributes` (422 keyed by the attribute, nothing changed).",
+        request=s.IdentityInput,
+        responses={200: docs.VisitorIdentityDoc},
+    )
+    def post(self, request, button_guid: str):
+        data = self.validated(s.IdentityInput)
+        found = services.set_user(
+            widget=self.widget,
+            session=self.session,
+            external_id=data["id"],
+            hash=data.get("hash"),
+            details={field: data[field] for field in ("name", "email", "phone") if field in data},
+            attributes=data.get("attributes"),
+        )
+        return Response({"verified": found.verified, "contact_id": found.contact.guid})
+
+
+ATTRIBUTE_VALUE_SCHEMA = {"oneOf": [{"type": "string", "maxLength": 500}, {"type": "number"}, {"type": "boolean"}]}
+
+
+class AttributesView(VisitorAPIView):
+    """PATCH attributes: `ChatWidget.setAttributes`."""
+
+    rate_limits = {"patch": "actions"}
+
+    @visitor_operation(
+        summary="Visitor: set attributes",
+        description="`ChatWidget.setAttributes`: `{key: value, ...}` merged into the contact's attributes; keys "
+        "`[a-z0-9_]{1,40}`, values a string (at most 500 characters), a number or a boolean, at most 50 attributes "
+        "per contact. A call past a limit is refused whole (422, `errors` keyed by the attribute's key). While "
+        "`identity_verification` is `required`, only a verified person's session may write (401 "
+        "`identity_unverified` otherwise; the session stays).",
+        request={
+            "application/json": {
+                "type": "object",
+                "additionalProperties": ATTRIBUTE_VALUE_SCHEMA,
+                "propertyNames": {"pattern": "^[a-z0-9_]{1,40}$"},
+            }
+        },
+        responses={200: docs.VisitorAttributesDoc},
+    )
+    def patch(self, request, button_guid: str):
+        attributes = services.set_visitor_attributes(widget=self.widget, contact=self.contact, values=request.data)
+        return Response({"attributes": attributes})
 
 
 class MessagesView(VisitorAPIView):

@@ -61,6 +61,8 @@ EXEMPT: dict[str, str] = {
     "apps.chats.selectors.filter_messages": TAKES_A_LIVE_PARENT,
     "apps.chats.selectors.list_contact_chats": TAKES_A_LIVE_PARENT,
     "apps.chats.selectors.match_contacts": "refines the queryset its caller gives (a live tenant queryset)",
+    "apps.chats.selectors.contact_identity": TAKES_A_LIVE_PARENT,
+    "apps.chats.selectors.get_verified_contact": "refines the queryset its caller gives (a live tenant queryset)",
     "apps.chats.selectors.get_previous_message_at": "the time of a message before one its caller just wrote into a live room",
     "apps.chats.selectors.visible_messages": "the search subquery of filter_chats, whose outer chats are live",
     # The outbox's payload builders: an event that committed before the erasure was accepted is still

@@ -9,7 +9,7 @@ import time_machine
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.chats.models import Message
+from apps.chats.models import Contact, Message
 from tests.support.plugin import assert_problem
 
 from .data import make_person
@@ -42,8 +42,9 @@ def test_export_holds_exactly_what_the_api_shows_of_the_contact(api, widget, set
 
     doc = document(export(client, person.contact.guid))
 
-    assert set(doc) == {"exported_at", "links_expire_at", "contact", "chats", "files"}
+    assert set(doc) == {"exported_at", "links_expire_at", "contact", "identity", "chats", "files"}
     assert doc["contact"] == client.get(f"/api/v1/contacts/{person.contact.guid}").json()
+    assert doc["identity"] == client.get(f"/api/v1/contacts/{person.contact.guid}/identity").json()
     assert [chat["id"] for chat in doc["chats"]] == [chat.pk for chat in person.chats]
     for chat in doc["chats"]:
         shown = client.get(f"/api/v1/chats/{chat['id']}").json()
@@ -109,3 +110,11 @@ def test_a_third_contact_export_while_two_are_in_flight_is_429_and_a_finished_on
     assert document(first)["contact"]["id"] == person.contact.guid  # read to the end: its slot is free
     assert document(export(client, person.contact.guid))["contact"]["id"] == person.contact.guid
     document(second)
+
+
+def test_export_carries_the_verified_identity(api, widget):
+    person = make_person(widget, tag="uma")
+    Contact.objects.filter(pk=person.contact.pk).update(external_id="uma-7", verified_at=timezone.now())
+    doc = document(export(api(), person.contact.guid))
+    assert (doc["identity"]["external_id"], doc["identity"]["verified"]) == ("uma-7", True)
+    assert doc["identity"]["verified_at"]

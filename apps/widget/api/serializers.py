@@ -171,3 +171,11 @@ BUSINESS_HOURS_ENVELOPE = {
     "required": ["data"],
     "properties": {"data": {**BUSINESS_HOURS_SCHEMA, "description": "The widget's business hours."}},
 }
+
+
+class IdentitySecretDoc(serializers.Serializer):
+    secret = serializers.CharField(
+        help_text="The new identity secret, shown this once: keep it on the site's server and compute "
+        "`hash` = lowercase hex HMAC-SHA256 of the person's id under it (its text as UTF-8 bytes)."
+    )
+    created_at = serializers.DateTimeField(help_text="When it was made; the one before it stays valid 24 hours more.")

@@ -12,5 +12,6 @@ urlpatterns = [
     re_path(r"^widget/icons/?$", views.WidgetIconsView.as_view(), name="widget-icons"),
     re_path(r"^widget/embed/?$", views.WidgetEmbedView.as_view(), name="widget-embed"),
     re_path(r"^widget/cache/purge/?$", views.WidgetCachePurgeView.as_view(), name="widget-cache-purge"),
+    re_path(r"^widget/identity-secret/?$", views.IdentitySecretView.as_view(), name="widget-identity-secret"),
     re_path(r"^widget/business-hours/?$", views.BusinessHoursView.as_view(), name="widget-business-hours"),
 ]

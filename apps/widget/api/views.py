@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.core.api.parsers import LimitedMultiPartParser
-from apps.core.api.serializers import validate_input
+from apps.core.api.serializers import refuse_body, validate_input
 from apps.core.api.views import ScopedAPIView
 from apps.core.files import single_upload
 
@@ -247,3 +247,27 @@ class BusinessHoursView(ScopedAPIView):
     )
     def put(self, request):
         return Response({"data": services.set_business_hours(widget=request.widget, body=request.data)})
+
+
+class IdentitySecretView(ScopedAPIView):
+    """POST /v1/widget/identity-secret."""
+
+    route_scopes = {"post": ["widget:write"]}
+    # No Idempotency-Key: a stored answer would keep the secret; a repeated call makes a newer one.
+
+    @extend_schema(
+        summary="Make a new identity secret",
+        description="No body. A new secret for identity verification (`ChatWidget.setUser`'s `hash`), answered "
+        "this once and never shown again. The secret before it stays valid 24 hours (pages already rendered "
+        "keep working); any older one ends at once. Audited without the secret.",
+        request=None,
+        responses={201: s.IdentitySecretDoc},
+    )
+    def post(self, request):
+        refuse_body(request)
+        secret, created_at = services.rotate_identity_secret(widget=request.widget)
+        return Response(
+            {"secret": secret, "created_at": created_at.isoformat()},
+            status=status.HTTP_201_CREATED,
+            headers={"Cache-Control": "no-store"},
+        )

@@ -272,6 +272,16 @@ _DEFINITION: list[Field] = [
         description="Operators see what the visitor is typing before it is sent (at most 500 characters, twice a "
         "second; never stored); the widget tells the visitor so.",
     ),
+    ChoiceField(
+        "identity_verification",
+        group="behaviour",
+        choices=("off", "optional", "required"),
+        default="off",
+        description="Identity verification of `ChatWidget.setUser`: `off` (the details are kept as unverified), "
+        "`optional` (a right `hash` joins the person's one contact, a wrong or missing one keeps the details as "
+        "unverified), `required` (a wrong or missing `hash` is refused with 401 `identity_unverified`; anonymous "
+        "visitors still chat). The hash is made with the identity secret (POST /v1/widget/identity-secret).",
+    ),
     BooleanField(
         "widget_prechat_form_enabled",
         group="behaviour",

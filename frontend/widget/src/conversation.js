@@ -16,6 +16,16 @@
 // - The place in the routing queue (`queue`: `{position, wait}` or null) is read when the socket
 //   opens (page load, reconnect) and after the visitor writes, then follows the `queue` frames
 //   (null once an operator has the chat). Not read while the widget hides it (`showQueue`).
+// - The page names the person with `setUser` (a session is made for it when there is none): when
+//   the server moves the session to that person's one contact, the messages held belong to another
+//   conversation, so they are dropped and the socket reconnects to replay the person's history.
+//   `reset()` ends the session and shows the anonymous widget. `setAttributes` waits for a session
+//   (none is made for it) and is kept in `attributes` for the page's rules meanwhile.
+const warn = (e) => {
+  console.warn("ChatWidget:", e && e.message ? e.message : e);
+  return null;
+};
+
 export class Conversation {
   // `preview` (the console's widget builder): a storage key of its own and never a session, so the
   // owner's look at the widget is no visitor and no chat.
@@ -38,13 +48,19 @@ export class Conversation {
     this.retry = 500;
     this.timer = 0;
     this.token = preview ? "" : this.load().token || "";
+    this.clientId = this.load().client_id || "";
+    this.attributes = {};
+    this.pending = null; // attributes set before a session exists
     addEventListener("storage", (e) => {
       if (e.key !== this.key) return;
-      const token = this.load().token || "";
-      if (token !== this.token) {
+      const { token = "", client_id = "" } = this.load();
+      // Another tab made a session, ended it, or its setUser moved the shared one to another contact.
+      if (token !== this.token || client_id !== this.clientId) {
         this.token = token;
+        this.clientId = client_id;
         this.reset();
         if (token) this.connect();
+        this.changed();
       }
     });
     const wake = () => {
@@ -119,17 +135,83 @@ export class Conversation {
     this.changed();
   }
 
-  async ensureSession(profile) {
-    if (this.token) return this.token;
+  // One session at a time: a setUser at page load and the visitor's first message may both ask
+  // before the first answer; they share it.
+  ensureSession(profile) {
+    if (this.token) return Promise.resolve(this.token);
+    if (!this.starting) this.starting = this.startSession(profile).finally(() => (this.starting = null));
+    return this.starting;
+  }
+
+  async startSession(profile) {
     const body = {};
     for (const key of ["name", "email", "phone", "locale", "page_url"]) {
       if (profile && profile[key]) body[key] = profile[key];
     }
     const data = await this.request("/sessions", { method: "POST", body });
     this.token = data.session_token;
-    this.save({ token: this.token, client_id: data.client_id });
+    this.clientId = data.client_id;
+    this.save({ token: this.token, client_id: data.client_id, user: "" });
     this.connect();
+    if (this.pending) {
+      const values = this.pending;
+      this.pending = null;
+      await this.request("/attributes", { method: "PATCH", body: values }).catch(warn);
+    }
     return this.token;
+  }
+
+  // ChatWidget.setUser({id, hash, name?, email?, phone?, attributes?}). Resolves to the server's
+  // `{verified, contact_id}` (null when refused: under `required` a wrong hash ends the session and
+  // the widget goes on anonymous). The same call again for the same session sends nothing.
+  async setUser(user, profile) {
+    if (!user || (typeof user.id !== "string" && typeof user.id !== "number") || user.id === "") {
+      warn(new Error("setUser needs {id, hash}"));
+      return null;
+    }
+    const body = { id: String(user.id) };
+    for (const key of ["hash", "name", "email", "phone", "attributes"]) if (user[key] != null) body[key] = user[key];
+    const signature = JSON.stringify(body);
+    try {
+      await this.ensureSession(profile);
+      if (this.load().user === signature) return this.load().identity || null;
+      const data = await this.request("/identity", { method: "POST", body });
+      const moved = data.contact_id !== this.clientId;
+      this.clientId = data.contact_id;
+      this.save({ client_id: data.contact_id, user: signature, identity: data, ...(moved ? { ended: [] } : {}) });
+      if (moved) {
+        this.reset(); // another person's conversation: the socket replays it from the start
+        this.connect();
+        this.changed();
+      }
+      return data;
+    } catch (e) {
+      warn(e);
+      return null;
+    }
+  }
+
+  // ChatWidget.setAttributes({key: value}): merged into the contact's attributes (now, or with the
+  // session the visitor's first message makes).
+  async setAttributes(values) {
+    if (!values || typeof values !== "object" || Array.isArray(values)) return null;
+    this.attributes = { ...this.attributes, ...values };
+    if (!this.token) {
+      this.pending = { ...this.pending, ...values };
+      return null;
+    }
+    return this.request("/attributes", { method: "PATCH", body: values }).catch(warn);
+  }
+
+  // ChatWidget.reset(): the site's logout. The session ends; the widget forgets its token and its
+  // messages and starts anonymous (a new session when the visitor next writes).
+  async logout() {
+    this.pending = null;
+    this.attributes = {};
+    if (this.token) await this.request("/sessions", { method: "DELETE" }).catch(() => {});
+    this.clientId = "";
+    this.save({ client_id: "", user: "", identity: null });
+    this.forget();
   }
 
   merge(message) {

@@ -381,6 +381,9 @@ function Widget({ config, conversation }) {
         sending.current = sending.current.then(() => latest.current.post(body)).catch(() => latest.current.failed());
       },
       trigger: (name) => setTriggered((was) => ({ name: String(name), n: (was ? was.n : 0) + 1 })),
+      setUser: (user) => conversation.setUser(user, sessionProfile()),
+      reset: () => (setProfile({}), conversation.logout()),
+      setAttributes: (values) => conversation.setAttributes(values),
     };
     // Through the loader's own calls: one the widget does not know yet stays queued.
     for (const [name, args] of api.q.splice(0)) if (typeof api[name] === "function") api[name](...args);

@@ -2,13 +2,16 @@
 
 from django.urls import path
 
-from . import views, webhooks
+from . import identity, views, webhooks
 
 urlpatterns = [
     path("", views.index, name="developers"),
     path("api/", views.api_switch, name="developers-api"),
     path("tokens/", views.issue, name="developers-issue"),
     path("tokens/<int:token_id>/revoke/", views.revoke, name="developers-revoke"),
+    path("identity/", identity.index, name="developers-identity"),
+    path("identity/mode/", identity.mode, name="developers-identity-mode"),
+    path("identity/secret/", identity.rotate, name="developers-identity-secret"),
     path("webhooks/", webhooks.create, name="developers-subscribe"),
     path("webhooks/<int:subscription_id>/", webhooks.detail, name="developers-subscription"),
     path("webhooks/<int:subscription_id>/edit/", webhooks.edit, name="developers-subscription-edit"),
