@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.proactive.models import ProactiveMessage
+
 from ..api.serializers import CoordsDoc, FileRefDoc, KeyboardDoc, MessageSourceDoc, StickerDoc
 from ..models import Message
 
@@ -43,7 +45,7 @@ class VisitorProactiveDoc(serializers.Serializer):
     sender = VisitorProactiveSenderDoc(help_text="Who the bubble shows as the sender.")
     rules = VisitorProactiveRulesDoc(help_text="Evaluated in the page; every rule must hold.")
     frequency = serializers.ChoiceField(
-        choices=["once", "once_per_session", "always"], help_text="The cap the browser keeps."
+        choices=ProactiveMessage.Frequency.choices, help_text="The cap the browser keeps."
     )
     priority = serializers.IntegerField(help_text="Of the messages that match, the largest shows.")
 
