@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="contact",
             name="external_id",
-            field=models.CharField(blank=True, default="", max_length=128),
+            field=models.CharField(blank=True, db_default="", default="", max_length=128),
         ),
         migrations.AddField(
             model_name="contact",
