@@ -9,6 +9,7 @@
 #   make bench         every bench/*.py; checks every BENCH line against its target (exit 1 naming misses)
 #   make check-deploy  Django's deployment checks with production settings
 #   make widget        rebuild the widget (npm ci + esbuild) into apps/widget/static/widget/ (committed)
+#   make console-charts rebuild the console's report charts (npm ci + esbuild) into apps/console/static/console/charts/ (committed)
 #   make docs          the guides (docs/, MkDocs Material) served on http://127.0.0.1:8001
 #   make docs-build    mkdocs build --strict into var/site (a broken link or an orphan page fails)
 
@@ -34,7 +35,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 PYTEST_ARGS ?=
 
-.PHONY: help run test lint schema bench check-deploy venv venv-dev widget docs docs-build
+.PHONY: help run test lint schema bench check-deploy venv venv-dev widget console-charts docs docs-build
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -83,6 +84,9 @@ check-deploy: $(BASE_STAMP)
 # The built files are committed (make run needs only Python); CI rebuilds and compares.
 widget:
 	cd frontend/widget && npm ci --no-audit --no-fund && node build.mjs
+
+console-charts:
+	cd frontend/console-charts && npm ci --no-audit --no-fund && node build.mjs
 
 DOCS_PORT ?= 8001
 docs: $(DEV_STAMP)
