@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, queue_views, views
+from . import account_views, context_views, queue_views, reports, views
 
 app_name = "console"
 
@@ -31,6 +31,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
     re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
     path("settings/", include("apps.console.settings.urls")),
+    path("reports/", reports.reports, name="reports"),
     path("canned/", views.canned_picks, name="canned"),
     path("views/", views.save_view, name="save-view"),
     re_path(r"^views/(?P<view_id>[0-9]{1,20})/delete/$", views.delete_view, name="delete-view"),
