@@ -41,7 +41,7 @@ from apps.chats.models import Chat, ChatTransfer, Message, Rating
 from apps.core import events
 from apps.core.timeparse import business_tz
 
-from . import routing_facts
+from . import histogram, routing_facts
 from . import services as stats
 from .models import ChatFacts
 
@@ -52,6 +52,7 @@ OPERATOR_AUTHORS = (Message.Author.AGENT, Message.Author.AI)
 _SNAPSHOT = (
     "created_at",
     "day",
+    "report_day",
     "channel",
     "is_internal",
     "handling",
@@ -145,13 +146,40 @@ def _contribute(delta: stats.Delta, facts: ChatFacts, sign: int) -> None:
         delta.add_agent((facts.accepted_agent_id, facts.day), {"chats_accepted": 1}, sign)
     if facts.handled_agent_id is not None:
         delta.add_agent((facts.handled_agent_id, facts.day), {"chats_handled": 1}, sign)
+    if facts.report_day is not None:
+        _contribute_report(delta, facts, sign)
 
 
-def _observe(facts: ChatFacts, chat) -> None:
-    """Copy the chat's attribution into its snapshot. The first reply fixes the first response,
-    measured from the conversation start recorded so far."""
+def _contribute_report(delta: stats.Delta, facts: ChatFacts, sign: int) -> None:
+    """The chat's counters of the reports (models.DailyReportFacts), on its report day: the widget
+    row of its channel and department, its owner's row and its accepting operator's row."""
+    handling = facts.handling
+    resolution_ms = whole_ms(facts.closed_at - facts.created_at) if facts.closed_at else None
+    chat = {
+        "chats_total": 1,
+        "chats_missed": handling == Chat.Handling.MISSED,
+        "chats_accepted": handling != Chat.Handling.MISSED,
+        "chats_handled_ai": facts.handled_type == Chat.OperatorType.AI,
+        "chats_handled_human": facts.handled_type == Chat.OperatorType.HUMAN,
+        "chats_ai_to_human": facts.went_ai_to_human,
+        "chats_human_to_ai": facts.went_human_to_ai,
+        **histogram.one(histogram.FIRST_RESPONSE, facts.first_response_ms),
+        **histogram.one(histogram.RESOLUTION, resolution_ms),
+    }
+    where = (facts.report_day, facts.channel, facts.is_internal)
+    delta.add_report((*where, 0, facts.department_id or 0), chat, sign)
+    if facts.owner_agent_id is not None:
+        delta.add_report((*where, facts.owner_agent_id, 0), {**chat, "chats_accepted": 0}, sign)
+    if facts.accepted_agent_id is not None:
+        delta.add_report((*where, facts.accepted_agent_id, 0), {"chats_accepted": 1}, sign)
+
+
+def _observe(facts: ChatFacts, chat, zone) -> None:
+    """Copy the chat's attribution into its snapshot (`zone`: the widget's report time zone). The
+    first reply fixes the first response, measured from the conversation start recorded so far."""
     facts.created_at = chat.created_at
     facts.day = moscow_day(chat.created_at)
+    facts.report_day = chat.created_at.astimezone(zone).date()
     facts.channel = chat.channel
     facts.is_internal = chat.is_internal
     facts.handling = chat.handling
@@ -199,7 +227,7 @@ def _sync(delta: stats.Delta, chat: Chat, *, conversation_start: datetime | None
         _contribute(delta, facts, -1)
     if conversation_start is not None:
         facts.conversation_started_at = conversation_start
-    _observe(facts, chat)
+    _observe(facts, chat, delta.zone())
     _contribute(delta, facts, 1)
     if created or _state(facts) != before:
         stats.save_chat_facts(facts, created=created, fields=_SNAPSHOT)
@@ -219,6 +247,10 @@ def _count_rating(delta: stats.Delta, chat, *, at: datetime, value: int, agent_i
     delta.add_widget((day, chat.channel, chat.is_internal), {"rating_sum": value, "rating_count": 1}, sign)
     if agent_id is not None:
         delta.add_agent((agent_id, day), {f"rating_{value}": 1}, sign)
+    where = (at.astimezone(delta.zone()).date(), chat.channel, chat.is_internal)
+    delta.add_report((*where, 0, chat.department_id or 0), {f"rating_{value}": 1}, sign)
+    if agent_id is not None:
+        delta.add_report((*where, agent_id, 0), {f"rating_{value}": 1}, sign)
 
 
 def _count_transfer(delta: stats.Delta, *, at: datetime, from_agent_id: int | None, to_agent_id: int | None) -> None:
@@ -269,11 +301,14 @@ def chat_transferred(*, chat: Chat, transfer: ChatTransfer | None = None) -> Non
 
 
 def client_message_posted(*, chat: Chat, message: Message) -> None:
-    """A visitor message was stored. Until the chat's first reply it may open a conversation."""
+    """A visitor message was stored. Until the chat's first reply it may open a conversation; it
+    may also have reopened a closed room (its resolution is taken back)."""
     delta = _chat_delta(chat)
     _count_message(delta, chat, message)
     if chat.first_agent_reply_at is None and _opens_conversation(message):
         _sync(delta, chat, conversation_start=message.created_at)
+    elif chat.closed_at is None:
+        _sync(delta, chat)
     stats.apply(delta)
     stats.message_stored(chat=chat, counted=is_counted(message))
 
@@ -385,6 +420,7 @@ def counters_between(
     day = moscow_day(start)
     for facts in ChatFacts.objects.filter(widget_id=widget_id, created_at__gte=start, created_at__lt=end):
         _contribute(delta, facts, 1)
+    delta.report.clear()  # reports read whole report days only
     if not agents:
         delta.agent.clear()
     elif agent_ids is not None:
@@ -465,6 +501,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
     tz = business_tz()
     stats.clear_widget_facts(widget_id=widget_id)
     delta = stats.Delta(widget_id)
+    zone = delta.zone()
     routed = routing_facts.rebuild_into(delta, widget_id=widget_id)
     chats = 0
     last_id = 0
@@ -487,7 +524,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
                 rating=rating_of.get(chat.pk),
             )
             facts.reroutes, facts.assignment_wait_ms = routed.get(chat.pk, (0, None))
-            _observe(facts, chat)
+            _observe(facts, chat, zone)
             _contribute(delta, facts, 1)
             rows.append(facts)
         stats.insert_chat_facts(rows)
@@ -507,10 +544,10 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
         delta.add_agent((row["agent_id"], row["local_day"]), {"messages_total": row["n"]})
 
     ratings = Rating.objects.filter(widget_id=widget_id).values_list(
-        "created_at", "value", "agent_id", "chat__channel", "chat__is_internal"
+        "created_at", "value", "agent_id", "chat__channel", "chat__is_internal", "chat__department_id"
     )
-    for at, value, agent_id, channel, internal in ratings.iterator(chunk_size=20_000):
-        chat = SimpleNamespace(channel=channel, is_internal=internal)
+    for at, value, agent_id, channel, internal, department_id in ratings.iterator(chunk_size=20_000):
+        chat = SimpleNamespace(channel=channel, is_internal=internal, department_id=department_id)
         _count_rating(delta, chat, at=at, value=value, agent_id=agent_id, sign=1)
     transfers = ChatTransfer.objects.filter(widget_id=widget_id)
     for at, from_agent_id, to_agent_id in transfers.values_list("created_at", "from_agent_id", "to_agent_id"):

@@ -34,6 +34,8 @@ from apps.chats.models import Chat
 from apps.core.models import Widget
 from apps.erasure.selectors import LiveQuerySet
 
+from . import histogram
+
 # Rows per key of the daily rollups (see the module docstring).
 FACT_SHARDS = 16
 
@@ -92,6 +94,9 @@ class ChatFacts(models.Model):
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
     created_at = models.DateTimeField()
     day = models.DateField(help_text="Europe/Moscow date of created_at.")
+    # The report day (DailyReportFacts) the chat's counters sit on, so a change takes them back
+    # from where they were added even when the widget's time zone changed in between.
+    report_day = models.DateField(null=True, blank=True)
     channel = models.CharField(max_length=64)
     is_internal = models.BooleanField(default=False)
     handling = models.CharField(max_length=16, default=Chat.Handling.MISSED)
@@ -206,6 +211,72 @@ class DailyAgentFacts(models.Model):
 
     def __str__(self) -> str:
         return f"agent {self.agent_id} {self.day}"
+
+
+REPORT_COUNTERS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted",
+    "chats_handled_ai",
+    "chats_handled_human",
+    "chats_ai_to_human",
+    "chats_human_to_ai",
+    "rating_1",
+    "rating_2",
+    "rating_3",
+    "rating_4",
+    "rating_5",
+    *histogram.FIRST_RESPONSE,
+    *histogram.RESOLUTION,
+)
+
+
+class DailyReportFacts(models.Model):
+    """The owner's reports (apps.stats.reports), per report day: the widget's business-hours time
+    zone when it has one, else Europe/Moscow, as it was when the change was counted.
+
+    Two kinds of rows share the table. Widget rows (`agent_id` 0) carry every chat of the widget by
+    channel and department (0: none). Agent rows (`department_id` 0) carry what each counter
+    credits that agent with: the chats it owns (totals, handling, missed, their durations), the
+    chats it accepted and the ratings it received; spread over shard 0 only, since one operator's
+    chats seldom commit at once. Chat counters sit on the chat's creation day, ratings on their own
+    day; first response and resolution are histograms (apps.stats.histogram)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    channel = models.CharField(max_length=64)
+    is_internal = models.BooleanField(default=False)
+    agent_id = models.BigIntegerField(default=0)
+    department_id = models.BigIntegerField(default=0)
+    shard = models.PositiveSmallIntegerField(default=0)
+    chats_total = models.IntegerField(default=0)
+    chats_missed = models.IntegerField(default=0)
+    chats_accepted = models.IntegerField(default=0)
+    chats_handled_ai = models.IntegerField(default=0)
+    chats_handled_human = models.IntegerField(default=0)
+    chats_ai_to_human = models.IntegerField(default=0)
+    chats_human_to_ai = models.IntegerField(default=0)
+    rating_1 = models.IntegerField(default=0)
+    rating_2 = models.IntegerField(default=0)
+    rating_3 = models.IntegerField(default=0)
+    rating_4 = models.IntegerField(default=0)
+    rating_5 = models.IntegerField(default=0)
+    for _column in (*histogram.FIRST_RESPONSE, *histogram.RESOLUTION):
+        locals()[_column] = models.IntegerField(default=0)
+    del _column
+
+    class Meta:
+        verbose_name = "daily report facts"
+        verbose_name_plural = "daily report facts"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["widget", "agent_id", "day", "channel", "is_internal", "department_id", "shard"],
+                name="dailyreportfacts_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"report of widget {self.widget_id} {self.day} {self.channel}"
 
 
 class AssignmentFact(models.Model):

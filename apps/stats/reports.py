@@ -1,116 +1,227 @@
-"""The owner's reports (/console/reports/): every figure of the page from the statistics rollups.
+"""The owner's reports (/console/reports/): every figure of the page from the report rollups
+(`DailyReportFacts`), never from a scan of chats.
 
-First version: whole Europe/Moscow days of the daily facts; percentiles are not stored yet (None).
+Time zone. A report counts whole days of the widget's business-hours time zone when the widget
+has stored business hours, else of Europe/Moscow (`windows.report_tz`). The statistics API's
+rollups are keyed by the Moscow day, and a day of another zone straddles two Moscow days, so it
+cannot be cut out of them without reading that day's chats. The report rollups are therefore
+keyed by the report day itself: the statistics handlers write each chat on its creation day in
+the widget's zone and each rating on its own day there, in the same transaction as the change.
+A chat's facts remember the report day it was counted on (`ChatFacts.report_day`), so a later
+change takes it back from where it was added. When the widget's time zone changes, chats counted
+before keep the days of the old zone until `manage.py rebuild_stats_facts` re-keys them.
+
+Figures, in the words of the statistics API (apps.stats.selectors):
+- chats: chats (rooms) created on the day; by channel without internal department chats, in the
+  totals and the handling with them. Handling: `ai` and `human` by the type of the operator
+  handling the chat now, `ai_to_human` / `human_to_ai` the chats that went through that hand-over
+  (one chat may count in both and in `ai` or `human`), `missed` the chats nobody has answered.
+- first response: first visible operator reply minus the visitor message that opened the
+  conversation it answers (`avg_first_response_seconds`); resolution: closing minus creation of
+  the chats created on the day and closed now. Median and 90th percentile by nearest rank, read
+  from stored histograms (apps.stats.histogram: within 9.1% of the exact value).
+- rating: the ratings given on the day, by value.
+- SLA: clocks decided in the window (`GET /v1/stats/sla`, all kinds together): met when stopped
+  in time, breached when they ran out.
+- operators: chats the operator owns (`chats_total`), accepted first (`chats_accepted`), owns
+  unanswered (`chats_missed`; never for the AI operator), the first response of the chats it
+  owns, the ratings it received. Departments: the chats of the department the chat is in now.
+
+`agent_id` narrows every figure to one operator's own ("My statistics"): its chats, its ratings
+and the SLA clocks decided while it owned the chat.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, timedelta
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, time, timedelta
 
-from apps.agents.models import Department
+from django.db.models import Count, Sum
+
+from apps.agents.models import Agent, Department
 from apps.core.models import Widget
-from apps.core.timeparse import business_tz
-from apps.widget.models import BusinessHours
+from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
+from apps.routing.models import SlaClock
 
-from . import selectors
-from .models import DailyWidgetFacts
-from .windows import Window, midnight
+from . import histogram
+from .models import DailyReportFacts
+from .selectors import RATING_VALUES, agents_of, average_rating
+from .windows import report_tz
 
 MAX_DAYS = 366
 HANDLING = ("ai", "human", "ai_to_human", "human_to_ai", "missed")
+_CHAT_COUNTERS = (
+    "chats_total",
+    "chats_missed",
+    "chats_accepted",
+    "chats_handled_ai",
+    "chats_handled_human",
+    "chats_ai_to_human",
+    "chats_human_to_ai",
+)
+_RATINGS = tuple(f"rating_{v}" for v in RATING_VALUES)
+_ALL = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE, *histogram.RESOLUTION)
 
 
 class ReportRangeError(ValueError):
-    """A range the report cannot serve."""
+    """A range the report cannot serve; the message says why."""
 
 
-def report_tz(widget: Widget) -> ZoneInfo:
-    """The widget's business-hours time zone when it has stored hours, else Europe/Moscow."""
-    hours = BusinessHours.objects.filter(widget=widget).values_list("hours", flat=True).first()
-    name = (hours or {}).get("timezone")
-    return ZoneInfo(name) if name else business_tz()
-
-
-def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None = None) -> dict:
+def check_range(start: date, end: date) -> None:
     if end < start:
-        raise ReportRangeError("The end must not be before the start.")
+        raise ReportRangeError("The end date must not be before the start date.")
     if (end - start).days + 1 > MAX_DAYS:
-        raise ReportRangeError(f"At most {MAX_DAYS} days.")
-    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
-    index = {day: i for i, day in enumerate(days)}
-    window = Window(midnight(start), midnight(end + timedelta(days=1)))
-    rows = DailyWidgetFacts.objects.filter(widget=widget, day__gte=start, day__lte=end, is_internal=False)
-    by_channel: dict[str, list[int]] = defaultdict(lambda: [0] * len(days))
-    for row in rows.order_by().values("day", "channel").annotate(**selectors._sums(["chats_total"])):
-        by_channel[row["channel"]][index[row["day"]]] += row["chats_total"] or 0
-    counters = selectors.get_widget_counters(widget=widget, window=window)
-    metrics = selectors.widget_metrics(counters)
-    agents = list(selectors.agents_of(widget).order_by("name", "pk"))
+        raise ReportRangeError(f"A report covers at most {MAX_DAYS} days.")
+    if start < EARLIEST_DAY or end >= LATEST_DAY:
+        raise ReportRangeError(f"Dates must be from {EARLIEST_DAY} to {LATEST_DAY}.")
+
+
+def _sums(columns) -> dict:
+    return {name: Sum(name) for name in columns}
+
+
+def _add(target: dict[str, int], row: dict, columns) -> None:
+    for name in columns:
+        value = row.get(name)
+        if value:
+            target[name] = target.get(name, 0) + value
+
+
+def _counts(values: dict[str, int], columns) -> list[int]:
+    return [values.get(name, 0) for name in columns]
+
+
+def _median(values: dict[str, int]) -> int | None:
+    return histogram.percentile_ms(_counts(values, histogram.FIRST_RESPONSE), 0.5)
+
+
+def _rating(values: dict[str, int]) -> tuple[float | None, int, dict[str, int]]:
+    distribution = {str(v): values.get(f"rating_{v}", 0) for v in RATING_VALUES}
+    count = sum(distribution.values())
+    total = sum(v * distribution[str(v)] for v in RATING_VALUES)
+    return average_rating(total, count), count, distribution
+
+
+def _sla(widget: Widget, start: datetime, end: datetime, agent_id: int | None) -> dict[str, int]:
+    """The two statements of selectors.sla_stats (ranges of the partial indexes), all kinds."""
+    clocks = SlaClock.objects.filter(widget=widget)
     if agent_id is not None:
-        agents = [a for a in agents if a.pk == agent_id]
-    agent_counters = selectors.get_agent_counters(widget=widget, window=window, agent_ids=[a.pk for a in agents])
-    operators = []
-    distribution = {str(v): 0 for v in selectors.RATING_VALUES}
+        clocks = clocks.filter(agent_id=agent_id)
+    met = clocks.filter(met=True, stopped_at__gte=start, stopped_at__lt=end)
+    breached = clocks.filter(breached_at__isnull=False, breached_at__gte=start, breached_at__lt=end)
+    return {
+        "met": met.order_by().aggregate(n=Count("id"))["n"],
+        "breached": breached.order_by().aggregate(n=Count("id"))["n"],
+    }
+
+
+def _operators(widget: Widget, rows, agents: list[Agent]) -> list[dict]:
+    per_agent: dict[int, dict[str, int]] = defaultdict(dict)
+    wanted = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE)
+    for row in rows.values("agent_id").annotate(**_sums(wanted)):
+        _add(per_agent[row["agent_id"]], row, wanted)
+    out = []
     for agent in agents:
-        values = selectors.agent_metrics(agent_counters[agent.pk], agent_type=agent.type)
-        for key, n in values["rating_distribution"].items():
-            distribution[key] += n
-        operators.append(
+        values = per_agent.get(agent.pk, {})
+        average, count, _distribution = _rating(values)
+        out.append(
             {
                 "agent_id": agent.pk,
                 "name": agent.name,
-                "chats": values["chats_total"],
-                "accepted": values["chats_accepted"],
-                "missed": values["chats_missed"],
-                "first_response_median_ms": None,
-                "rating_average": values["rating_average"],
-                "rating_count": sum(values["rating_distribution"].values()),
+                "chats": values.get("chats_total", 0),
+                "accepted": values.get("chats_accepted", 0),
+                # The AI operator never owns a chat, so it never has one waiting for it.
+                "missed": 0 if agent.type == Agent.Type.AI else values.get("chats_missed", 0),
+                "first_response_median_ms": _median(values),
+                "rating_average": average,
+                "rating_count": count,
             }
         )
-    rated = sum(distribution.values())
-    sla = selectors.sla_stats(widget=widget, window=window)["total"]
-    departments = [
-        {
-            "department_id": d.pk,
-            "name": d.name,
-            "chats": 0,
-            "missed": 0,
-            "first_response_median_ms": None,
-            "rating_average": None,
-        }
-        for d in Department.objects.filter(widget=widget).order_by("name", "pk")
-    ]
-    none_per_day = [None] * len(days)
+    return out
+
+
+def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None = None) -> dict:
+    """Every figure of the reports page for the report days start..end (inclusive, at most
+    MAX_DAYS, in `report_tz`); with `agent_id`, that operator's own figures only. Raises
+    ReportRangeError for a range it cannot serve. A fixed number of statements, whatever the
+    number of chats or days."""
+    check_range(start, end)
+    zone = report_tz(widget_id=widget.pk)
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    index = {day: i for i, day in enumerate(days)}
+    rows = DailyReportFacts.objects.filter(widget=widget, day__gte=start, day__lte=end).order_by()
+    scope = rows.filter(agent_id=agent_id or 0)
+
+    by_channel: dict[str, list[int]] = defaultdict(lambda: [0] * len(days))
+    per_day: list[dict[str, int]] = [{} for _ in days]
+    per_department: dict[int, dict[str, int]] = defaultdict(dict)
+    total: dict[str, int] = {}
+    grouped = scope.values("day", "channel", "is_internal", "department_id").annotate(**_sums(_ALL))
+    for row in grouped:
+        i = index[row["day"]]
+        if not row["is_internal"] and row["chats_total"]:
+            by_channel[row["channel"]][i] += row["chats_total"]
+        _add(per_day[i], row, _ALL)
+        _add(total, row, _ALL)
+        if row["department_id"]:
+            _add(per_department[row["department_id"]], row, _ALL)
+
+    def series(columns, q):
+        return [histogram.percentile_ms(_counts(values, columns), q) for values in per_day]
+
+    if agent_id is None:
+        agents = list(agents_of(widget).order_by("name", "pk"))
+        operators = _operators(widget, rows.filter(agent_id__gt=0), agents)
+        departments = []
+        for department in Department.objects.filter(widget=widget).order_by("name", "pk"):
+            values = per_department.get(department.pk, {})
+            departments.append(
+                {
+                    "department_id": department.pk,
+                    "name": department.name,
+                    "chats": values.get("chats_total", 0),
+                    "missed": values.get("chats_missed", 0),
+                    "first_response_median_ms": _median(values),
+                    "rating_average": _rating(values)[0],
+                }
+            )
+    else:
+        operators = _operators(widget, scope, list(agents_of(widget).filter(pk=agent_id)))
+        departments = []
+
+    average, count, distribution = _rating(total)
+    window_start = datetime.combine(start, time.min, tzinfo=zone)
+    window_end = datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone)
     return {
         "days": [day.isoformat() for day in days],
-        "tz": business_tz().key,
-        "chats_by_channel": dict(sorted(by_channel.items())),
-        "first_response": {"median_ms": list(none_per_day), "p90_ms": list(none_per_day)},
-        "resolution": {"median_ms": list(none_per_day), "p90_ms": list(none_per_day)},
-        "rating": {
-            "average": metrics["rating_average"],
-            "count": counters.get("rating_count", 0),
-            "distribution": distribution if rated else {str(v): 0 for v in selectors.RATING_VALUES},
+        "tz": zone.key,
+        "chats_by_channel": {channel: by_channel[channel] for channel in sorted(by_channel)},
+        "first_response": {
+            "median_ms": series(histogram.FIRST_RESPONSE, 0.5),
+            "p90_ms": series(histogram.FIRST_RESPONSE, 0.9),
         },
+        "resolution": {
+            "median_ms": series(histogram.RESOLUTION, 0.5),
+            "p90_ms": series(histogram.RESOLUTION, 0.9),
+        },
+        "rating": {"average": average, "count": count, "distribution": distribution},
         "handling": {
-            "ai": metrics["chats_handled_ai"],
-            "human": metrics["chats_handled_human"],
-            "ai_to_human": metrics["chats_ai_to_human"],
-            "human_to_ai": metrics["chats_human_to_ai"],
-            "missed": metrics["chats_missed"],
+            "ai": total.get("chats_handled_ai", 0),
+            "human": total.get("chats_handled_human", 0),
+            "ai_to_human": total.get("chats_ai_to_human", 0),
+            "human_to_ai": total.get("chats_human_to_ai", 0),
+            "missed": total.get("chats_missed", 0),
         },
-        "sla": {
-            "met": sum(v["met"] for v in sla.values()),
-            "breached": sum(v["breached"] for v in sla.values()),
-        },
+        "sla": _sla(widget, window_start, window_end, agent_id),
         "operators": operators,
         "departments": departments,
         "totals": {
-            "chats": metrics["chats_total"],
-            "missed": metrics["chats_missed"],
-            "first_response_median_ms": None,
-            "rating_average": metrics["rating_average"],
+            "chats": total.get("chats_total", 0),
+            "missed": total.get("chats_missed", 0),
+            "first_response_median_ms": _median(total),
+            "first_response_p90_ms": histogram.percentile_ms(_counts(total, histogram.FIRST_RESPONSE), 0.9),
+            "resolution_median_ms": histogram.percentile_ms(_counts(total, histogram.RESOLUTION), 0.5),
+            "rating_average": average,
+            "rating_count": count,
         },
     }

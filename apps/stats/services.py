@@ -13,6 +13,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import date
+from zoneinfo import ZoneInfo
 
 from django.db import connection, transaction
 from django.db.models import F, Subquery
@@ -22,15 +23,20 @@ from apps.chats.models import Rating
 from .models import (
     AGENT_COUNTERS,
     FACT_SHARDS,
+    REPORT_COUNTERS,
     WIDGET_COUNTERS,
     AssignmentFact,
     ChatFacts,
     DailyAgentFacts,
+    DailyReportFacts,
     DailyWidgetFacts,
 )
+from .windows import report_tz
 
 WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
 AgentKey = tuple[int, date]  # (agent id, Moscow day)
+# (report day, channel, is_internal, agent id or 0, department id or 0): models.DailyReportFacts
+ReportKey = tuple[date, str, bool, int, int]
 
 
 class Delta:
@@ -40,6 +46,23 @@ class Delta:
         self.widget_id, self.shard = widget_id, shard
         self.widget: dict[WidgetKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.agent: dict[AgentKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.report: dict[ReportKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self._zone: ZoneInfo | None = None
+
+    def zone(self) -> ZoneInfo:
+        """The widget's report time zone, read once per delta (windows.report_tz)."""
+        if self._zone is None:
+            self._zone = report_tz(widget_id=self.widget_id)
+        return self._zone
+
+    def add_report(self, key: ReportKey, counters: Mapping[str, int], sign: int = 1) -> None:
+        row = self.report[key]
+        for name, value in counters.items():
+            if value:
+                row[name] += sign * int(value)
+
+    def report_rows(self) -> list[tuple[ReportKey, dict[str, int]]]:
+        return sorted((k, dict(v)) for k, v in self.report.items() if any(v.values()))
 
     def add_widget(self, key: WidgetKey, counters: Mapping[str, int], sign: int = 1) -> None:
         row = self.widget[key]
@@ -60,11 +83,12 @@ class Delta:
         return sorted((k, dict(v)) for k, v in self.agent.items() if any(v.values()))
 
     def __bool__(self) -> bool:
-        return bool(self.widget_rows() or self.agent_rows())
+        return bool(self.widget_rows() or self.agent_rows() or self.report_rows())
 
 
 _WIDGET_KEYS = ("widget_id", "day", "channel", "is_internal", "shard")
 _AGENT_KEYS = ("widget_id", "agent_id", "day", "shard")
+_REPORT_KEYS = ("widget_id", "agent_id", "day", "channel", "is_internal", "department_id", "shard")
 
 
 def shard_of(chat_id: int) -> int:
@@ -100,9 +124,14 @@ def _adapt_day(day: date):
     return connection.ops.adapt_datefield_value(day)
 
 
+def _report_shard(delta: Delta, agent_id: int) -> int:
+    """Widget rows spread over the chat's shard, agent rows sit on shard 0 (DailyReportFacts)."""
+    return delta.shard if agent_id == 0 else 0
+
+
 def apply(delta: Delta) -> None:
-    """Add `delta` to the daily rollups (widget rows first, then agent rows, each sorted). Runs in
-    the caller's transaction (no savepoint), or in one of its own outside any."""
+    """Add `delta` to the daily rollups (widget rows, then agent rows, then report rows, each
+    sorted). Runs in the caller's transaction (no savepoint), or in one of its own outside any."""
     widget_rows = [
         ((delta.widget_id, _adapt_day(day), channel, internal, delta.shard), values)
         for (day, channel, internal), values in delta.widget_rows()
@@ -111,11 +140,21 @@ def apply(delta: Delta) -> None:
         ((delta.widget_id, agent_id, _adapt_day(day), delta.shard), values)
         for (agent_id, day), values in delta.agent_rows()
     ]
+    report_rows = sorted(
+        (
+            (delta.widget_id, agent_id, _adapt_day(day), channel, internal, department_id),
+            _report_shard(delta, agent_id),
+            values,
+        )
+        for (day, channel, internal, agent_id, department_id), values in delta.report_rows()
+    )
+    report_rows = [((*key, shard), values) for key, shard, values in report_rows]
     writes = [
         (_upsert_sql(model, keys, counters, len(rows)), _params(rows, counters))
         for model, keys, counters, rows in (
             (DailyWidgetFacts, _WIDGET_KEYS, WIDGET_COUNTERS, widget_rows),
             (DailyAgentFacts, _AGENT_KEYS, AGENT_COUNTERS, agent_rows),
+            (DailyReportFacts, _REPORT_KEYS, REPORT_COUNTERS, report_rows),
         )
         if rows
     ]
@@ -173,6 +212,7 @@ def clear_widget_facts(*, widget_id: int) -> None:
     ChatFacts.objects.filter(widget_id=widget_id).delete()
     DailyWidgetFacts.objects.filter(widget_id=widget_id).delete()
     DailyAgentFacts.objects.filter(widget_id=widget_id).delete()
+    DailyReportFacts.objects.filter(widget_id=widget_id).delete()
 
 
 def insert_chat_facts(rows: list[ChatFacts], *, batch_size: int = 5000) -> None:
@@ -193,6 +233,21 @@ def insert_rollups(delta: Delta, *, batch_size: int = 5000) -> None:
         (
             DailyAgentFacts(widget_id=delta.widget_id, agent_id=agent_id, day=day, **values)
             for (agent_id, day), values in delta.agent_rows()
+        ),
+        batch_size=batch_size,
+    )
+    DailyReportFacts.objects.bulk_create(
+        (
+            DailyReportFacts(
+                widget_id=delta.widget_id,
+                day=day,
+                channel=channel,
+                is_internal=internal,
+                agent_id=agent_id,
+                department_id=department_id,
+                **values,
+            )
+            for (day, channel, internal, agent_id, department_id), values in delta.report_rows()
         ),
         batch_size=batch_size,
     )

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, business_tz, in_supported_range
+from apps.widget.models import BusinessHours
 
 PERIODS = ("today", "yesterday", "week", "month")
 INTERVALS = ("day", "week", "month")
@@ -25,6 +27,14 @@ class WindowError(ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(message)
         self.field = field
+
+
+def report_tz(*, widget_id: int) -> ZoneInfo:
+    """The time zone of the widget's reports: its business-hours time zone when it has stored
+    business hours, else Europe/Moscow (apps.stats.reports)."""
+    hours = BusinessHours.objects.filter(widget_id=widget_id).values_list("hours", flat=True).first()
+    name = (hours or {}).get("timezone")
+    return ZoneInfo(name) if name else business_tz()
 
 
 def midnight(day: date) -> datetime:
