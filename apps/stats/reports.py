@@ -2,7 +2,7 @@
 (`DailyReportFacts`), never from a scan of chats.
 
 Time zone. A report counts whole days of the widget's business-hours time zone when the widget
-has stored business hours, else of Europe/Moscow (`windows.report_tz`). The statistics API's
+has stored business hours, else of Europe/Moscow (`report_tz`). The statistics API's
 rollups are keyed by the Moscow day, and a day of another zone straddles two Moscow days, so it
 cannot be cut out of them without reading that day's chats. The report rollups are therefore
 keyed by the report day itself: the statistics handlers write each chat on its creation day in
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from django.db.models import Count, Sum
 
@@ -43,10 +44,9 @@ from apps.core.models import Widget
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
 from apps.routing.models import SlaClock
 
-from . import histogram
+from . import histogram, windows
 from .models import DailyReportFacts
 from .selectors import RATING_VALUES, agents_of, average_rating
-from .windows import report_tz
 
 MAX_DAYS = 366
 HANDLING = ("ai", "human", "ai_to_human", "human_to_ai", "missed")
@@ -61,6 +61,11 @@ _CHAT_COUNTERS = (
 )
 _RATINGS = tuple(f"rating_{v}" for v in RATING_VALUES)
 _ALL = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE, *histogram.RESOLUTION)
+
+
+def report_tz(widget: Widget) -> ZoneInfo:
+    """The report's time zone (windows.report_tz): business hours' when stored, else Moscow."""
+    return windows.report_tz(widget_id=widget.pk)
 
 
 class ReportRangeError(ValueError):
@@ -146,7 +151,7 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
     ReportRangeError for a range it cannot serve. A fixed number of statements, whatever the
     number of chats or days."""
     check_range(start, end)
-    zone = report_tz(widget_id=widget.pk)
+    zone = report_tz(widget)
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     index = {day: i for i, day in enumerate(days)}
     rows = DailyReportFacts.objects.filter(widget=widget, day__gte=start, day__lte=end).order_by()
