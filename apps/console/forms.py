@@ -13,6 +13,8 @@ from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat
 from apps.core.errors import ValidationFailed
+from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
+from apps.platform.numbers import MAX_ID
 
 from . import selectors
 from .selectors import ChatFilters
@@ -165,10 +167,85 @@ class FilterForm(forms.Form):
         widget=forms.TextInput(attrs={"dir": "auto", "type": "search"}),
     )
 
+    # The reports' drill-down (query parameters `from`, `to`, `agent_id`, `rating`, `handling`).
+    date_from = forms.DateField(
+        label=_("From"),
+        required=False,
+        input_formats=["%Y-%m-%d"],
+        error_messages={"invalid": _("Write a date as YYYY-MM-DD.")},
+    )
+    date_to = forms.DateField(
+        label=_("To"),
+        required=False,
+        input_formats=["%Y-%m-%d"],
+        error_messages={"invalid": _("Write a date as YYYY-MM-DD.")},
+    )
+    agent_id = forms.IntegerField(
+        label=_("Operator"),
+        required=False,
+        min_value=1,
+        max_value=MAX_ID,
+        error_messages={
+            "invalid": _("An operator is named by their number."),
+            "min_value": _("An operator is named by their number."),
+            "max_value": _("An operator is named by their number."),
+        },
+    )
+    rating = forms.TypedChoiceField(
+        label=_("Rating"),
+        required=False,
+        coerce=int,
+        empty_value=None,
+        choices=[(str(v), str(v)) for v in range(1, 6)],
+        error_messages={"invalid_choice": _("A rating is a number from 1 to 5.")},
+    )
+    handling = forms.ChoiceField(
+        label=_("Handling"),
+        required=False,
+        choices=[
+            ("ai", _("AI")),
+            ("human", _("Human")),
+            ("ai_to_human", _("AI to human")),
+            ("human_to_ai", _("Human to AI")),
+            ("missed", _("Missed")),
+        ],
+        error_messages={"invalid_choice": _("Unknown handling.")},
+    )
+
     def __init__(self, data=None, **kwargs):
         # An unbound form shows the defaults as chosen (the view "All", open chats).
         kwargs.setdefault("initial", {"view": selectors.VIEW_ALL, "status": Chat.Status.ACTIVE})
+        if data is not None:
+            data = data.copy()
+            for attribute, param in selectors.PARAM_NAMES.items():
+                if param in data:
+                    data[attribute] = data[param]
         super().__init__(data, **kwargs)
+
+    def _clean_day(self, name: str):
+        day = self.cleaned_data.get(name)
+        if day is not None and not EARLIEST_DAY <= day < LATEST_DAY:
+            raise forms.ValidationError(
+                _("Choose a date from %(first)s to %(last)s.")
+                % {
+                    "first": EARLIEST_DAY.isoformat(),
+                    "last": LATEST_DAY.isoformat(),
+                }
+            )
+        return day
+
+    def clean_date_from(self):
+        return self._clean_day("date_from")
+
+    def clean_date_to(self):
+        return self._clean_day("date_to")
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("date_from"), cleaned.get("date_to")
+        if start is not None and end is not None and end < start:
+            self.add_error("date_to", _("The end date must not be before the start date."))
+        return cleaned
 
     def filters(self) -> ChatFilters:
         """The valid filters; an invalid one is left out (its error is shown), a missing one is
@@ -177,7 +254,7 @@ class FilterForm(forms.Form):
             return ChatFilters()
         self.is_valid()
         defaults = ChatFilters()
-        names = ("view", "status", "channel", "q")
+        names = ("view", "status", "channel", "q", "date_from", "date_to", "agent_id", "rating", "handling")
         data = {name: self.cleaned_data.get(name) or getattr(defaults, name) for name in names}
         data["q"] = data["q"].strip()
         return ChatFilters(**data)

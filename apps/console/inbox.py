@@ -5,6 +5,12 @@ clocks, one for the owner's assign targets."""
 
 from __future__ import annotations
 
+from datetime import date
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
 from apps.agents.models import Agent
 from apps.chats.models import Chat
 
@@ -36,3 +42,51 @@ def mark_sla(chats: list[Chat]) -> None:
     marks = selectors.sla_marks([chat.pk for chat in chats])
     for chat in chats:
         chat.sla = marks.get(chat.pk)
+
+
+# --- the reports' drill-down --------------------------------------------------------------------------
+
+
+def chat_list_url(**filters) -> str:
+    """The chat list's URL showing the chats a figure of the reports counts. Keys: the list's
+    query parameters (`from`, `to` as dates or ISO text, `channel`, `agent_id`, `rating`,
+    `handling`, and `view`, `status`, `q`); `date_from` / `date_to` name `from` / `to` too. Every
+    status and the view "All" unless given, since a report counts closed chats as well."""
+    params = {"view": selectors.VIEW_ALL, "status": selectors.ANY_STATUS}
+    for name, value in filters.items():
+        if value is None or value == "":
+            continue
+        param = selectors.PARAM_NAMES.get(name, name)
+        params[param] = value.isoformat() if isinstance(value, date) else str(value)
+    return f"{reverse('console:chats')}?{urlencode(params)}"
+
+
+def filter_chips(agent: Agent, filters: selectors.ChatFilters) -> list[dict]:
+    """The drill-down filters in force as removable chips: {label, value, remove} with `remove`
+    the list's query without that filter (one statement for the operator's name, at most)."""
+    handling = {
+        "ai": _("AI"),
+        "human": _("Human"),
+        "ai_to_human": _("AI to human"),
+        "human_to_ai": _("Human to AI"),
+        "missed": _("Missed"),
+    }
+    shown = []
+    if filters.date_from is not None:
+        shown.append(("date_from", _("From"), filters.date_from.isoformat()))
+    if filters.date_to is not None:
+        shown.append(("date_to", _("To"), filters.date_to.isoformat()))
+    if filters.agent_id is not None:
+        named = selectors.drill_down_agent(agent=agent, filters=filters)
+        shown.append(("agent_id", _("Operator"), named.name if named else f"#{filters.agent_id}"))
+    if filters.rating is not None:
+        shown.append(("rating", _("Rating"), str(filters.rating)))
+    if filters.handling:
+        shown.append(("handling", _("Handling"), str(handling[filters.handling])))
+    chips = []
+    for attribute, label, value in shown:
+        param = selectors.PARAM_NAMES.get(attribute, attribute)
+        kept = [(k, v) for k, v in filters.params() if k != param]
+        raw = dict(filters.params())[param]
+        chips.append({"label": label, "value": value, "param": param, "raw": raw, "remove": urlencode(kept)})
+    return chips

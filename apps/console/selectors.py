@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
 
 from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -14,10 +14,11 @@ from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
-from apps.chats.models import Chat, Message, VisitorSession
+from apps.chats.models import Chat, Message, Rating, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.routing import selectors as routing_selectors
 from apps.routing.models import ChatRouting, RoutingSettings, SlaClock
+from apps.stats import selectors as stats_selectors
 from apps.widget import selectors as widget_selectors
 
 from .models import SavedView
@@ -34,12 +35,66 @@ VIEWS = (VIEW_MINE, VIEW_UNASSIGNED, VIEW_ALL)
 ANY_STATUS = "any"
 
 
+# The reports' drill-down (apps.console.reports): what a bar or a point of a chart counts.
+HANDLING_FILTERS = ("ai", "human", "ai_to_human", "human_to_ai", "missed")
+# Filter attributes whose query parameter has another name (`from` is a Python keyword).
+PARAM_NAMES = {"date_from": "from", "date_to": "to"}
+
+
 @dataclass(frozen=True)
 class ChatFilters:
     view: str = VIEW_ALL
     status: str = Chat.Status.ACTIVE  # a status, or ANY_STATUS
     channel: str = ""
     q: str = ""
+    # The drill-down: creation dates (inclusive, in the report's time zone), the routing owner,
+    # the latest rating and the handling as the reports count it.
+    date_from: date | None = None
+    date_to: date | None = None
+    agent_id: int | None = None
+    rating: int | None = None
+    handling: str = ""
+
+    def params(self) -> list[tuple[str, str]]:
+        """The filters as the list's query parameters (what a link to them carries), set ones only."""
+        out = []
+        for name, value in vars(self).items():
+            if value not in (None, ""):
+                out.append((PARAM_NAMES.get(name, name), value.isoformat() if isinstance(value, date) else str(value)))
+        return out
+
+
+def _drill_down(queryset: QuerySet[Chat], *, widget, filters: ChatFilters) -> QuerySet[Chat]:
+    """The reports' drill-down filters: each the same rule the report counts by (apps.stats.reports)."""
+    if filters.date_from is not None or filters.date_to is not None:
+        zone = stats_selectors.get_report_tz(widget=widget)
+        if filters.date_from is not None:
+            queryset = queryset.filter(created_at__gte=datetime.combine(filters.date_from, time.min, tzinfo=zone))
+        if filters.date_to is not None:
+            end = datetime.combine(filters.date_to + timedelta(days=1), time.min, tzinfo=zone)
+            queryset = queryset.filter(created_at__lt=end)
+    if filters.agent_id is not None:
+        queryset = queryset.filter(agent_id=filters.agent_id)
+    if filters.rating is not None:
+        latest = Rating.objects.filter(chat_id=OuterRef("pk")).order_by("-created_at", "-id").values("value")[:1]
+        queryset = queryset.annotate(latest_rating=Subquery(latest)).filter(latest_rating=filters.rating)
+    handling = {
+        "ai": Q(handled_by_type=Chat.OperatorType.AI),
+        "human": Q(handled_by_type=Chat.OperatorType.HUMAN),
+        "ai_to_human": Q(went_ai_to_human=True),
+        "human_to_ai": Q(went_human_to_ai=True),
+        "missed": Q(handling=Chat.Handling.MISSED),
+    }.get(filters.handling)
+    if handling is not None:
+        queryset = queryset.filter(handling)
+    return queryset
+
+
+def drill_down_agent(*, agent: Agent, filters: ChatFilters) -> Agent | None:
+    """The operator the `agent_id` filter names, when it is one of the widget's (for its chip)."""
+    if filters.agent_id is None:
+        return None
+    return Agent.objects.filter(widget_id=agent.widget_id, pk=filters.agent_id).first()
 
 
 def routing_on(*, agent: Agent) -> bool:
@@ -106,6 +161,7 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     queryset = chat_selectors.filter_chats(
         queryset, widget=widget, status=status, channel=filters.channel or None, q=filters.q or None
     )
+    queryset = _drill_down(queryset, widget=widget, filters=filters)
     public = Message.objects.filter(
         widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC
     )

@@ -59,7 +59,7 @@ def _chat_or_404(request, chat_id: str) -> Chat:
     return chat
 
 
-FILTER_FIELDS = ("view", "status", "channel", "q")
+FILTER_FIELDS = ("view", "status", "channel", "q", "from", "to", "agent_id", "rating", "handling")
 
 
 def _filter_data(data: QueryDict) -> QueryDict:
@@ -80,7 +80,7 @@ def _display_name(chat: Chat) -> str:
 
 def _query(filters: selectors.ChatFilters) -> str:
     """The list's URL query for `filters` (what a link to them carries)."""
-    return urlencode({name: value for name, value in vars(filters).items() if value})
+    return urlencode(filters.params())
 
 
 def _list_context(
@@ -94,7 +94,8 @@ def _list_context(
     return {
         "filter_form": form,
         "filters": filters,
-        "filter_items": list(vars(filters).items()),
+        "filter_items": filters.params(),
+        "filter_chips": [] if fragment else inbox.filter_chips(request.agent, filters),
         "filter_query": data.urlencode(),
         **inbox.list_reads(request.agent, filters),
         "views": selectors.VIEWS,

@@ -32,7 +32,7 @@ from apps.routing.models import SlaClock
 from apps.stats import facts, routing_facts
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
-from .windows import Window, buckets
+from .windows import Window, buckets, report_tz
 
 WIDGET_METRICS = (
     "chats_total",
@@ -92,6 +92,12 @@ def _add(target: Counters, values: dict) -> None:
     for name, value in values.items():
         if value:
             target[name] = target.get(name, 0) + int(value)
+
+
+def get_report_tz(*, widget: Widget):
+    """The time zone of the widget's reports (and of the console's drill-down dates): its
+    business-hours time zone when it has stored business hours, else Europe/Moscow."""
+    return report_tz(widget_id=widget.pk)
 
 
 # --- widget -----------------------------------------------------------------------------------------
