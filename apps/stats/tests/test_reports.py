@@ -86,7 +86,7 @@ def test_the_statements_do_not_grow_with_the_days_or_the_chats(widget, talk, dja
     for day in range(1, 20):
         chat = talk.at(msk(2025, 1, day, 10)).visitor(channel=f"c{day % 4}")
         talk.at(msk(2025, 1, day, 10, 1)).reply(chat)
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(9):
         build_report(widget=widget, start=date(2024, 1, 1), end=date(2024, 12, 31))
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(9):
         build_report(widget=widget, start=date(2025, 1, 1), end=date(2025, 12, 31))
