@@ -81,7 +81,7 @@ def charts(report: dict, link: LinkFn) -> dict:
             ],
         },
     }
-    for name, divisor, unit in (("first_response", 1000, _("s")), ("resolution", 60_000, _("min"))):
+    for name, divisor, unit in (("first_response", 1000, _("seconds")), ("resolution", 60_000, _("minutes"))):
         figures = report[name]
         day_links = [link(**{"from": d, "to": d}) for d in days]
         specs[name] = {
@@ -117,6 +117,7 @@ def charts(report: dict, link: LinkFn) -> dict:
             {
                 "label": _("Chats"),
                 "data": [handling.get(k, 0) for k in HANDLING],
+                "colours": [0, 1, 2, 3, 5],
                 "links": [link(**{"from": first, "to": last, "handling": k}) for k in HANDLING],
             }
         ],
@@ -127,8 +128,10 @@ def charts(report: dict, link: LinkFn) -> dict:
         "labels": [_("Met"), _("Breached")],
         "axis": _("Chats"),
         # The chat list has no SLA filter: these bars open nothing.
-        "datasets": [{"label": _("Chats"), "data": [sla["met"], sla["breached"]], "colour": 2}],
+        "datasets": [{"label": _("Chats"), "data": [sla["met"], sla["breached"]], "colours": [2, 5]}],
     }
+    for spec in specs.values():
+        spec["empty"] = not any(v for series in spec["datasets"] for v in series["data"])
     return specs
 
 

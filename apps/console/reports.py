@@ -25,16 +25,8 @@ from apps.stats.reports import MAX_DAYS, ReportRangeError, build_report, report_
 
 from . import report_charts
 from .access import operator_required
+from .inbox import chat_list_url
 from .settings.access import is_owner
-
-
-def chat_list_url(**filters) -> str:
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
-    return f"{reverse('console:chats')}?{urlencode(filters)}"
-
 
 PRESETS = (7, 30, 90)
 DEFAULT_PRESET = 30
@@ -124,7 +116,7 @@ def reports(request):
         if wants_csv:
             return HttpResponse(str(refusal), status=400, content_type="text/plain; charset=utf-8")
         context = page_context(
-            request, **_form_context(request, subject, today), refusal=str(refusal), reports_page=True
+            request, **_form_context(request, subject, tz, today), refusal=str(refusal), reports_page=True
         )
         return render(request, "console/reports.html", context, status=400)
     scope = {"agent_id": subject.pk} if subject is not None else {}
@@ -140,10 +132,12 @@ def reports(request):
                 content_type="text/plain; charset=utf-8",
             )
         return _csv(report, chart, span, subject)
+    specs = report_charts.charts(report, link)
     context = {
-        **_form_context(request, subject, today, span),
+        **_form_context(request, subject, tz, today, span),
         "report": report,
-        "charts_data": {"charts": report_charts.charts(report, link), "none": "—"},
+        "charts_data": {"charts": specs, "none": "—"},
+        "charts_empty": {name: spec["empty"] for name, spec in specs.items()},
         "tables": report_charts.tables(report, link),
         "csv_query": _csv_query(span, subject),
         "reports_page": True,
@@ -151,7 +145,7 @@ def reports(request):
     return render(request, "console/reports.html", page_context(request, **context))
 
 
-def _form_context(request, subject: Agent | None, today: date, span: Range | None = None) -> dict:
+def _form_context(request, subject: Agent | None, tz, today: date, span: Range | None = None) -> dict:
     owner = is_owner(request.agent)
     if span is None:
         shown = {"preset": "custom", "start": request.GET.get("from", ""), "end": request.GET.get("to", "")}
@@ -165,7 +159,7 @@ def _form_context(request, subject: Agent | None, today: date, span: Range | Non
         "max_days": MAX_DAYS,
         "today": today.isoformat(),
         "span": span,
-        "tz_name": report_tz(request.agent.widget).key,
+        "tz_name": tz.key,
     }
 
 

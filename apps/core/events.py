@@ -60,6 +60,7 @@ CONTACT_UPDATED = "contact.updated"
 CONTACT_ERASED = "contact.erased"
 CHAT_ASSIGNED = "chat.assigned"
 SLA_BREACHED = "sla.breached"
+SLA_MET = "sla.met"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -138,6 +139,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     AGENT_PROFILE_CHANGED: ("operator_id",),
     ACCOUNT_PROFILE_CHANGED: ("account_id",),
     WIDGET_CONFIG_CHANGED: (),
+    # an SLA clock stopped in time (apps.routing.sla.stop_clocks); its breach is the public sla.breached
+    SLA_MET: ("chat_id", "kind"),
     # the chat's assistant asks to prove the customer's mailbox by an e-mail code (email optional:
     # without it the chat waits for the mailbox); apps.support mails it unless an agent handles the chat
     CHAT_CODE_REQUESTED: ("chat_id", "email"),

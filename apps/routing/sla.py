@@ -193,7 +193,14 @@ def breach(*, widget: Widget, clock: SlaClock, agent_id: int | None, now: dateti
     if not won:
         return False
     clock.breached_at, clock.met, clock.agent_id = now, False, agent_id
-    emit(widget, events.SLA_BREACHED, chat_id=clock.chat_id, policy_id=clock.policy_id, kind=clock.kind)
+    emit(
+        widget,
+        events.SLA_BREACHED,
+        objects={"clock": clock},
+        chat_id=clock.chat_id,
+        policy_id=clock.policy_id,
+        kind=clock.kind,
+    )
     return True
 
 
@@ -210,9 +217,13 @@ def stop_clocks(*, widget: Widget, chat: Chat, kinds: tuple[str, ...], now: date
         if clock.breached_at is None and now > clock.due_at:
             breach(widget=widget, clock=clock, agent_id=chat.agent_id, now=now)
         changes = {"stopped_at": now}
-        if clock.breached_at is None and decide:
+        met = clock.breached_at is None and decide
+        if met:
             changes.update(met=True, agent_id=chat.agent_id)
         stopped += SlaClock.objects.filter(pk=clock.pk).update(**changes)
+        if met:
+            clock.stopped_at, clock.met, clock.agent_id = now, True, chat.agent_id
+            emit(widget, events.SLA_MET, objects={"clock": clock, "chat": chat}, chat_id=chat.pk, kind=clock.kind)
     return stopped
 
 

@@ -6,7 +6,8 @@ class StatsConfig(AppConfig):
     label = "stats"
 
     def ready(self):
-        from . import facts, routing_facts
+        from . import facts, report_facts, routing_facts
 
         facts.register()
         routing_facts.register()
+        report_facts.register()

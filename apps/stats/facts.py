@@ -41,7 +41,7 @@ from apps.chats.models import Chat, ChatTransfer, Message, Rating
 from apps.core import events
 from apps.core.timeparse import business_tz
 
-from . import histogram, routing_facts
+from . import report_facts, routing_facts
 from . import services as stats
 from .models import ChatFacts
 
@@ -147,31 +147,7 @@ def _contribute(delta: stats.Delta, facts: ChatFacts, sign: int) -> None:
     if facts.handled_agent_id is not None:
         delta.add_agent((facts.handled_agent_id, facts.day), {"chats_handled": 1}, sign)
     if facts.report_day is not None:
-        _contribute_report(delta, facts, sign)
-
-
-def _contribute_report(delta: stats.Delta, facts: ChatFacts, sign: int) -> None:
-    """The chat's counters of the reports (models.DailyReportFacts), on its report day: the widget
-    row of its channel and department, its owner's row and its accepting operator's row."""
-    handling = facts.handling
-    resolution_ms = whole_ms(facts.closed_at - facts.created_at) if facts.closed_at else None
-    chat = {
-        "chats_total": 1,
-        "chats_missed": handling == Chat.Handling.MISSED,
-        "chats_accepted": handling != Chat.Handling.MISSED,
-        "chats_handled_ai": facts.handled_type == Chat.OperatorType.AI,
-        "chats_handled_human": facts.handled_type == Chat.OperatorType.HUMAN,
-        "chats_ai_to_human": facts.went_ai_to_human,
-        "chats_human_to_ai": facts.went_human_to_ai,
-        **histogram.one(histogram.FIRST_RESPONSE, facts.first_response_ms),
-        **histogram.one(histogram.RESOLUTION, resolution_ms),
-    }
-    where = (facts.report_day, facts.channel, facts.is_internal)
-    delta.add_report((*where, 0, facts.department_id or 0), chat, sign)
-    if facts.owner_agent_id is not None:
-        delta.add_report((*where, facts.owner_agent_id, 0), {**chat, "chats_accepted": 0}, sign)
-    if facts.accepted_agent_id is not None:
-        delta.add_report((*where, facts.accepted_agent_id, 0), {"chats_accepted": 1}, sign)
+        report_facts.contribute(delta, facts, sign)
 
 
 def _observe(facts: ChatFacts, chat, zone) -> None:
@@ -549,6 +525,7 @@ def rebuild_widget_facts(*, widget_id: int, chunk_size: int = 5000) -> dict[str,
     for at, value, agent_id, channel, internal, department_id in ratings.iterator(chunk_size=20_000):
         chat = SimpleNamespace(channel=channel, is_internal=internal, department_id=department_id)
         _count_rating(delta, chat, at=at, value=value, agent_id=agent_id, sign=1)
+    report_facts.rebuild_sla_into(delta, widget_id=widget_id)
     transfers = ChatTransfer.objects.filter(widget_id=widget_id)
     for at, from_agent_id, to_agent_id in transfers.values_list("created_at", "from_agent_id", "to_agent_id"):
         _count_transfer(delta, at=at, from_agent_id=from_agent_id, to_agent_id=to_agent_id)

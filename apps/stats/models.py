@@ -226,6 +226,8 @@ REPORT_COUNTERS = (
     "rating_3",
     "rating_4",
     "rating_5",
+    "sla_met",
+    "sla_breached",
     *histogram.FIRST_RESPONSE,
     *histogram.RESOLUTION,
 )
@@ -240,7 +242,8 @@ class DailyReportFacts(models.Model):
     credits that agent with: the chats it owns (totals, handling, missed, their durations), the
     chats it accepted and the ratings it received; spread over shard 0 only, since one operator's
     chats seldom commit at once. Chat counters sit on the chat's creation day, ratings on their own
-    day; first response and resolution are histograms (apps.stats.histogram)."""
+    day, SLA clocks on the day they were decided (met: stopped in time; breached: ran out), for the
+    agent the clock names; first response and resolution are histograms (apps.stats.histogram)."""
 
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
     day = models.DateField()
@@ -261,6 +264,8 @@ class DailyReportFacts(models.Model):
     rating_3 = models.IntegerField(default=0)
     rating_4 = models.IntegerField(default=0)
     rating_5 = models.IntegerField(default=0)
+    sla_met = models.IntegerField(default=0)
+    sla_breached = models.IntegerField(default=0)
     for _column in (*histogram.FIRST_RESPONSE, *histogram.RESOLUTION):
         locals()[_column] = models.IntegerField(default=0)
     del _column

@@ -21,28 +21,27 @@ Figures, in the words of the statistics API (apps.stats.selectors):
   the chats created on the day and closed now. Median and 90th percentile by nearest rank, read
   from stored histograms (apps.stats.histogram: within 9.1% of the exact value).
 - rating: the ratings given on the day, by value.
-- SLA: clocks decided in the window (`GET /v1/stats/sla`, all kinds together): met when stopped
-  in time, breached when they ran out.
+- SLA: clocks decided on the days (`GET /v1/stats/sla`, all kinds together): met when stopped
+  in time, breached when they ran out; for an operator, the clocks decided while it owned the chat.
 - operators: chats the operator owns (`chats_total`), accepted first (`chats_accepted`), owns
   unanswered (`chats_missed`; never for the AI operator), the first response of the chats it
   owns, the ratings it received. Departments: the chats of the department the chat is in now.
 
 `agent_id` narrows every figure to one operator's own ("My statistics"): its chats, its ratings
-and the SLA clocks decided while it owned the chat.
+and its SLA clocks.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from django.db.models import Count, Sum
+from django.db.models import Sum
 
 from apps.agents.models import Agent, Department
 from apps.core.models import Widget
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
-from apps.routing.models import SlaClock
 
 from . import histogram, windows
 from .models import DailyReportFacts
@@ -60,7 +59,8 @@ _CHAT_COUNTERS = (
     "chats_human_to_ai",
 )
 _RATINGS = tuple(f"rating_{v}" for v in RATING_VALUES)
-_ALL = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE, *histogram.RESOLUTION)
+_SLA = ("sla_met", "sla_breached")
+_ALL = (*_CHAT_COUNTERS, *_RATINGS, *_SLA, *histogram.FIRST_RESPONSE, *histogram.RESOLUTION)
 
 
 def report_tz(widget: Widget) -> ZoneInfo:
@@ -107,19 +107,6 @@ def _rating(values: dict[str, int]) -> tuple[float | None, int, dict[str, int]]:
     return average_rating(total, count), count, distribution
 
 
-def _sla(widget: Widget, start: datetime, end: datetime, agent_id: int | None) -> dict[str, int]:
-    """The two statements of selectors.sla_stats (ranges of the partial indexes), all kinds."""
-    clocks = SlaClock.objects.filter(widget=widget)
-    if agent_id is not None:
-        clocks = clocks.filter(agent_id=agent_id)
-    met = clocks.filter(met=True, stopped_at__gte=start, stopped_at__lt=end)
-    breached = clocks.filter(breached_at__isnull=False, breached_at__gte=start, breached_at__lt=end)
-    return {
-        "met": met.order_by().aggregate(n=Count("id"))["n"],
-        "breached": breached.order_by().aggregate(n=Count("id"))["n"],
-    }
-
-
 def _operators(widget: Widget, rows, agents: list[Agent]) -> list[dict]:
     per_agent: dict[int, dict[str, int]] = defaultdict(dict)
     wanted = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE)
@@ -149,7 +136,7 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
     """Every figure of the reports page for the report days start..end (inclusive, at most
     MAX_DAYS, in `report_tz`); with `agent_id`, that operator's own figures only. Raises
     ReportRangeError for a range it cannot serve. A fixed number of statements, whatever the
-    number of chats or days."""
+    number of chats or days: ranges of the report rollups' (widget, agent, day) key."""
     check_range(start, end)
     zone = report_tz(widget)
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
@@ -200,8 +187,6 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
         departments = []
 
     average, count, distribution = _rating(total)
-    window_start = datetime.combine(start, time.min, tzinfo=zone)
-    window_end = datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone)
     return {
         "days": [day.isoformat() for day in days],
         "tz": zone.key,
@@ -222,7 +207,7 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
             "human_to_ai": total.get("chats_human_to_ai", 0),
             "missed": total.get("chats_missed", 0),
         },
-        "sla": _sla(widget, window_start, window_end, agent_id),
+        "sla": {"met": total.get("sla_met", 0), "breached": total.get("sla_breached", 0)},
         "operators": operators,
         "departments": departments,
         "totals": {

@@ -95,11 +95,14 @@ function datasetsFor(spec) {
         links: series.links || null,
       };
     }
+    // `colours`: one palette index per bar (the bars of one series are different things, such as
+    // met and breached); each keeps its own pattern too.
+    const perBar = series.colours;
     return {
       label: series.label,
       data: series.data,
-      backgroundColor: pattern(series.colour ?? i, colour),
-      borderColor: colour,
+      backgroundColor: perBar ? perBar.map((c) => pattern(c, PALETTE[c % PALETTE.length])) : pattern(series.colour ?? i, colour),
+      borderColor: perBar ? perBar.map((c) => PALETTE[c % PALETTE.length]) : colour,
       borderWidth: 1,
       links: series.links || null,
     };
