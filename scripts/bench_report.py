@@ -67,6 +67,10 @@ WHAT = {
     "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
     "message_send": "an operator's message through the API against the same service call",
+    "reports": (
+        "the owner's reports page at 1,000,000 chats over 90 days (the page and its CSV downloads over HTTP with a "
+        "session cookie), and the widget's config while reports load against it alone"
+    ),
     "relay": "a frame a worker pushes until the visitor's socket receives it, on the embedded default",
     "routing": (
         "routing with 1,000 chats queued and 200 operators online: a freed slot filled and every queued visitor's "
