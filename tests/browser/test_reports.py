@@ -130,6 +130,9 @@ def test_a_bar_opens_the_chat_list_it_counts(browser, reports_server):
         query = parse_qs(urlsplit(page.url).query)
         assert query["handling"][0] in {"ai", "human", "ai_to_human", "human_to_ai", "missed"}
         assert query["from"] and query["to"]
+        # The list shows the filter as a removable chip, and the chats it counts
+        expect(page.locator(".filter-chips")).to_contain_text("Handling", timeout=WAIT)
+        expect(page.locator(".chat-row").first).to_be_visible()
     finally:
         context.close()
 
