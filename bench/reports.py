@@ -60,18 +60,21 @@ def percentile(values: list[float], q: float) -> float:
 def _seeded(widget) -> bool:
     from django.db import connection
 
+    from apps.stats.models import REPORT_SHARDS
+
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM chats_chat WHERE widget_id = %s", (widget.pk,))
         chats = cur.fetchone()[0]
         if chats != CHATS:
             return False
         cur.execute(
-            "SELECT coalesce(sum(chats_total), 0), coalesce(sum(sla_met), 0) FROM stats_dailyreportfacts "
-            "WHERE widget_id = %s AND agent_id = 0",
+            "SELECT coalesce(sum(chats_total), 0), coalesce(sum(sla_met), 0), coalesce(max(shard), 0) "
+            "FROM stats_dailyreportfacts WHERE widget_id = %s AND agent_id = 0",
             (widget.pk,),
         )
-        counted, sla = cur.fetchone()
-        if counted != CHATS or not sla:  # rollups of an older shape: written again from the chats
+        counted, sla, shard = cur.fetchone()
+        # rollups of an older shape: written again from the chats
+        if counted != CHATS or not sla or shard >= REPORT_SHARDS:
             _write_report_rollups(cur, widget.pk)
             cur.execute("VACUUM ANALYZE stats_dailyreportfacts")
     return True
@@ -135,9 +138,9 @@ def _write_report_rollups(cur, widget_id: int) -> None:
         f"""
         INSERT INTO stats_dailyreportfacts (widget_id, day, channel, is_internal, agent_id, department_id,
                                             shard, {names})
-        SELECT c.widget_id, {day}, c.channel, false, 0, coalesce(c.department_id, 0), c.id %% 16, {aggregates}
+        SELECT c.widget_id, {day}, c.channel, false, 0, coalesce(c.department_id, 0), c.id %% 4, {aggregates}
         FROM chats_chat c WHERE c.widget_id = %(w)s
-        GROUP BY c.widget_id, {day}, c.channel, coalesce(c.department_id, 0), c.id %% 16
+        GROUP BY c.widget_id, {day}, c.channel, coalesce(c.department_id, 0), c.id %% 4
         """,  # noqa: S608
         params,
     )

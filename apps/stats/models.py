@@ -38,6 +38,10 @@ from . import histogram
 
 # Rows per key of the daily rollups (see the module docstring).
 FACT_SHARDS = 16
+# Rows per key of the report rollups' widget rows: they change with a chat's state (created,
+# answered, closed, rated), not with each message, so fewer rows spread the same contention and a
+# report sums a quarter of the rows.
+REPORT_SHARDS = 4
 
 # Counter columns of the daily rollups (the names the selectors and the upserts use).
 WIDGET_COUNTERS = (
@@ -238,12 +242,13 @@ class DailyReportFacts(models.Model):
     zone when it has one, else Europe/Moscow, as it was when the change was counted.
 
     Two kinds of rows share the table. Widget rows (`agent_id` 0) carry every chat of the widget by
-    channel and department (0: none). Agent rows (`department_id` 0) carry what each counter
-    credits that agent with: the chats it owns (totals, handling, missed, their durations), the
-    chats it accepted and the ratings it received; spread over shard 0 only, since one operator's
-    chats seldom commit at once. Chat counters sit on the chat's creation day, ratings on their own
-    day, SLA clocks on the day they were decided (met: stopped in time; breached: ran out), for the
-    agent the clock names; first response and resolution are histograms (apps.stats.histogram)."""
+    channel and department (0: none), spread over REPORT_SHARDS rows per key. Agent rows
+    (`department_id` 0) carry what each counter credits that agent with: the chats it owns (totals,
+    handling, missed, their durations), the chats it accepted, the ratings it received and its SLA
+    clocks; on shard 0 only, since one operator's chats seldom commit at once. Chat counters sit on
+    the chat's creation day, ratings on their own day, SLA clocks on the day they were decided (met:
+    stopped in time; breached: ran out); first response and resolution are histograms
+    (apps.stats.histogram)."""
 
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
     day = models.DateField()

@@ -24,6 +24,7 @@ from .models import (
     AGENT_COUNTERS,
     FACT_SHARDS,
     REPORT_COUNTERS,
+    REPORT_SHARDS,
     WIDGET_COUNTERS,
     AssignmentFact,
     ChatFacts,
@@ -125,8 +126,9 @@ def _adapt_day(day: date):
 
 
 def _report_shard(delta: Delta, agent_id: int) -> int:
-    """Widget rows spread over the chat's shard, agent rows sit on shard 0 (DailyReportFacts)."""
-    return delta.shard if agent_id == 0 else 0
+    """Widget rows spread over REPORT_SHARDS rows by the chat, agent rows sit on shard 0
+    (DailyReportFacts)."""
+    return delta.shard % REPORT_SHARDS if agent_id == 0 else 0
 
 
 def apply(delta: Delta) -> None:
