@@ -50,7 +50,8 @@ def parse_range(params, *, today: date) -> Range:
     `from`..`to` (inclusive dates, at most MAX_DAYS days). No parameter: the last 30 days."""
     preset = params.get("range", "")
     raw_from, raw_to = params.get("from", "").strip(), params.get("to", "").strip()
-    if preset != "custom" and not (raw_from or raw_to):
+    # A chosen preset wins over the dates the form carries along (the page fills them in).
+    if preset in {str(p) for p in PRESETS} or (preset != "custom" and not (raw_from or raw_to)):
         days = int(preset) if preset in {str(p) for p in PRESETS} else DEFAULT_PRESET
         return Range(today - timedelta(days=days - 1), today, str(days))
     try:

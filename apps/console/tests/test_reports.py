@@ -148,6 +148,12 @@ def test_a_bad_range_is_a_clear_message(owner_console, month, params, message):
     assert csv_response.status_code == 400 and message in csv_response.content.decode()
 
 
+def test_a_chosen_preset_wins_over_the_dates_the_form_carries(owner_console, month):
+    params = {"range": "7", "from": "2026-01-01", "to": "2026-03-01"}
+    data = page_data(owner_console.get(URL, params))
+    assert len(data["charts"]["chats_by_channel"]["labels"]) == 7
+
+
 def test_an_unknown_preset_falls_back_to_thirty_days(owner_console, month):
     data = page_data(owner_console.get(URL + "?range=12"))
     assert len(data["charts"]["chats_by_channel"]["labels"]) == 30
