@@ -83,6 +83,8 @@ def test_the_owner_reads_every_chart_in_the_console_language(browser, reports_se
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
     try:
         page = context.new_page()
+        refused = []  # what the Content-Security-Policy blocked (an inline style or script)
+        page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
         open_reports(page, reports_server, language)
         html = page.locator("html")
         expect(html).to_have_attribute("lang", language)
@@ -95,6 +97,7 @@ def test_the_owner_reads_every_chart_in_the_console_language(browser, reports_se
         if language == "ar":
             # Right to left: the range form starts at the right-hand side of the page.
             assert page.locator("#report-range").bounding_box()["x"] > 640
+        assert refused == []
         results = Axe().run(page)
         assert results.violations_count == 0, results.generate_report()
         page.evaluate("window.scrollTo(0, 0)")
