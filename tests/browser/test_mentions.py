@@ -128,3 +128,36 @@ def test_a_mention_reaches_the_other_operators_open_console(page, browser, conso
         expect(pavel.locator("#mentions-count")).to_be_hidden()
     finally:
         pavel_context.close()
+
+
+def test_the_picker_and_the_mentions_page_right_to_left(page, console_server, shot):
+    # Given Olga's console in Arabic, in a visitor's chat's note box
+    from tests.browser.test_console_languages import switch_language
+
+    chat_id = Visitor(console_server, name="Boris").say("Hello")["chat_id"]
+    sign_in(page, console_server)
+    switch_language(page, "العربية")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+    page.goto(console_server.url(f"/console/chats/{chat_id}/"))
+    connected(page)
+    page.locator("#tab-note").click()
+    field = page.locator("#note_body")
+    expect(field).to_be_focused()
+
+    # When she types `@` in Arabic text, the list opens under the box, aligned to the right edge
+    page.keyboard.type("اسأل @")
+    listbox = page.locator("#mention-list")
+    expect(listbox.get_by_role("option").first).to_be_visible(timeout=WAIT)
+    box, items = field.bounding_box(), listbox.bounding_box()
+    assert abs((box["x"] + box["width"]) - (items["x"] + items["width"])) < 2
+    shot(page, "picker-rtl")
+    page.keyboard.type("Pav")
+    page.keyboard.press("Tab")
+    expect(field).to_have_value("اسأل @Pavel ")
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+    # And the Mentions page reads right to left, clean under axe
+    page.goto(console_server.url("/console/mentions/"))
+    expect(page.get_by_role("heading", name="الإشارات", level=1)).to_be_visible()
+    clean_under_axe(page)

@@ -165,8 +165,9 @@
       var li = document.createElement("li");
       li.id = "mention-option-" + i;
       li.setAttribute("role", "option");
-      li.dir = "auto";
-      li.textContent = item.name;
+      var name = document.createElement("bdi"); // the name keeps its direction, the row the page's
+      name.textContent = item.name;
+      li.appendChild(name);
       l.appendChild(li);
     });
     picker.open = items.length > 0;
