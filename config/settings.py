@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "apps.privacy",
     "apps.routing",
     "apps.proactive",
+    "apps.mentions",
 ]
 
 MIDDLEWARE = [

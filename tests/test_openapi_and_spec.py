@@ -44,6 +44,9 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/v1/channels"): frozenset({"channels:register"}),  # "Custom channels"
     # "Canned responses"; render needs chats:read as well, checked in the action
     ("GET", "/v1/canned-responses"): frozenset({"canned:read"}),
+    # Wave 4, "Team work": mentions
+    ("GET", "/v1/mentions"): frozenset({"chats:read"}),
+    ("POST", "/v1/mentions/{}/read"): frozenset({"chats:write"}),
     ("POST", "/v1/canned-responses"): frozenset({"canned:write"}),
     ("GET", "/v1/canned-responses/{}"): frozenset({"canned:read"}),
     ("PATCH", "/v1/canned-responses/{}"): frozenset({"canned:write"}),

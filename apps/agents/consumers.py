@@ -20,7 +20,8 @@ logged-in active user), 4403 (the user is no active operator of the widget), 440
 none while the user serves several widgets) or 1008 (the user already holds SOCKETS_PER_USER
 operator sockets, across processes), so the console can read the reason. Every heartbeat
 checks again: a session that ended closes the socket with 4401, a banned or removed agent with 4403.
-It joins only its own widget's group.
+It joins only its own widget's group and its own agent's (what is for that operator alone: a
+mention, `{"event": "mention", ...}`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from django.contrib import auth
 
 from apps.core.websocket import CLOSE_POLICY_VIOLATION, FramedJsonConsumer, SocketSlots, query_params
 from apps.platform.numbers import MAX_ID, parse_int
-from apps.platform.realtime import widget_group
+from apps.platform.realtime import agent_group, widget_group
 
 from . import presence, services
 from .models import Agent
@@ -142,9 +143,9 @@ class AgentConsumer(FramedJsonConsumer):
             return
         self.agent = agent
         # The group first: nothing the console should see is pushed between "ready" and joining.
-        group = widget_group(agent.widget_id)
-        await self.channel_layer.group_add(group, self.channel_name)
-        self.groups.append(group)
+        for group in (widget_group(agent.widget_id), agent_group(agent.pk)):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups.append(group)
         await database_sync_to_async(presence.open_socket)(**self._presence_key())
         self.registered = True
         self.heartbeat_task = asyncio.create_task(self._heartbeats())

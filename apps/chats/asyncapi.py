@@ -242,6 +242,26 @@ SERVER_FRAMES: dict[str, dict] = {
             "The chat's new routing owner.",
         ),
     },
+    "mentionFrame": {
+        "name": "mention",
+        "title": "Mentioned",
+        "summary": "Operator socket, to the mentioned operator's own consoles only: another operator named them "
+        "with `@` in a private note. The console shows a notification and the count of its Mentions item.",
+        "payload": _frame(
+            "mention",
+            {
+                "mention_id": {**_ID, "description": "The mention (`GET /api/v1/mentions`)."},
+                "chat_id": _CHAT_ID,
+                "message_id": {**_ID, "description": "The private note."},
+                "by_agent_id": {"type": ["integer", "null"], "description": "The note's author."},
+                "by_name": {"type": "string", "description": "The author's display name."},
+                "text": {"type": "string", "description": "The note's text, cut at 200 characters."},
+                "unread": {"type": "integer", "minimum": 0, "description": "The operator's unread mentions now."},
+            },
+            ["mention_id", "chat_id", "message_id", "by_agent_id", "by_name", "text", "unread"],
+            "A mention of this operator.",
+        ),
+    },
     "readyFrame": {
         "name": "ready",
         "title": "Registered",
@@ -337,6 +357,7 @@ AGENT_SENDS = [
     "messageFrame",
     "chatFrame",
     "assignedFrame",
+    "mentionFrame",
     "typingFrame",
     "seenFrame",
     "statusFrame",

@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, queue_views, reports, views
+from . import account_views, context_views, mention_views, queue_views, reports, views
 
 app_name = "console"
 
@@ -33,6 +33,9 @@ urlpatterns = [
     path("settings/", include("apps.console.settings.urls")),
     path("reports/", reports.reports, name="reports"),
     path("canned/", views.canned_picks, name="canned"),
+    path("mentions/", mention_views.mentions, name="mentions"),
+    path("mentions/operators/", mention_views.mention_picks, name="mention-picks"),
+    re_path(r"^mentions/(?P<mention_id>[0-9]{1,20})/open/$", mention_views.open_mention, name="open-mention"),
     path("views/", views.save_view, name="save-view"),
     re_path(r"^views/(?P<view_id>[0-9]{1,20})/delete/$", views.delete_view, name="delete-view"),
     re_path(rf"^chats/{ID}/canned/(?P<canned_id>[0-9]{{1,20}})/$", views.canned_render, name="canned-render"),

@@ -23,6 +23,7 @@ from apps.ai import services as ai_services
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
+from apps.mentions import selectors as mention_selectors
 from apps.platform.numbers import MAX_ID
 
 from . import context_selectors, forms, inbox, present, selectors, services
@@ -162,6 +163,9 @@ def _script_strings() -> dict[str, str]:
         "alert_title": _("New visitor message"),
         "alert_file": _("A file"),
         "assigned_title": _("Chat assigned to you"),
+        "mention_title": _("%(name)s mentioned you"),
+        "mention_someone": _("An operator"),
+        "mention_open": _("Open"),
         "sla_now": str(present.SLA_NOW),
         "sla_minutes": str(present.SLA_MINUTES),
         "sla_hours": str(present.SLA_HOURS),
@@ -176,6 +180,8 @@ def page_context(request, **extra) -> dict:
         "presence": "away" if agent.status == agent.Status.RELAXATION else "online",
         "console_strings": _script_strings(),
         "hours": selectors.business_hours(agent=agent),
+        # the count on the header's "Mentions" item
+        "mentions_unread": mention_selectors.count_unread(widget=agent.widget, agent_id=agent.pk),
         **extra,
     }
 

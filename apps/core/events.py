@@ -118,6 +118,8 @@ KB_CRAWL_FINISHED = "kb.crawl_finished"
 # routing (apps.routing)
 QUEUE_CHANGED = "routing.queue_changed"
 QUEUE_POSITIONS = "routing.queue_positions"
+# mentions (apps.mentions)
+MENTION_CREATED = "mention.created"
 
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a status move that is not a close (set_chat_state, the idle sweep's re-activation)
@@ -166,6 +168,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     # after a queue change: the visitors whose place or estimated wait changed, as
     # [[chat_id, position, estimated_wait_seconds], ...] (both null for a chat that left the queue)
     QUEUE_POSITIONS: ("positions",),
+    # an operator was named with `@` in a private note (one per mentioned operator)
+    MENTION_CREATED: ("mention_id", "chat_id", "agent_id"),
 }
 
 REDRIVE_AFTER = timedelta(seconds=60)

@@ -69,6 +69,11 @@ def widget_group(widget_id: int) -> str:
     return f"widget.{widget_id}"
 
 
+def agent_group(agent_id: int) -> str:
+    """The consoles of one agent row (one operator of one widget): what is for that operator only."""
+    return f"agent.{agent_id}"
+
+
 async def _send(layer, groups: list[str], message: dict) -> None:
     for group in groups:
         try:

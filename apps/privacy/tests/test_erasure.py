@@ -83,6 +83,9 @@ HANDLED: dict[str, object] = {
     # before the message is deleted
     "external.Call.chat": models.CASCADE,
     "external.Call.message": models.CASCADE,
+    # a mention shows its note: it goes with the chat and the note
+    "mentions.Mention.chat": models.CASCADE,
+    "mentions.Mention.message": models.CASCADE,
 }
 
 

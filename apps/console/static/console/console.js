@@ -660,6 +660,8 @@
   // --- the socket ---------------------------------------------------------------------------------------
 
   function onFrame(frame) {
+    // Other scripts of the console (mentions.js) listen to the frames too.
+    body.dispatchEvent(new CustomEvent("console:frame", { detail: frame }));
     switch (frame.event) {
       case "ready":
         retry = 0;
