@@ -243,14 +243,15 @@ _ROOM = ModelStatement(
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
         .live()
-        .order_by("pk")[:1]
+        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")[:1]
     ),
 )
 
 
 def get_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
-    socket opened before it can neither type nor mark seen into the room)."""
+    socket opened before it can neither type nor mark seen into the room). A merged contact may
+    hold several chats on a channel: its room is the one with the latest message."""
     found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
     return found[0] if found else None
 
