@@ -406,3 +406,16 @@ def list_contact_chats(*, widget: Widget, contact: Contact) -> QuerySet[Chat]:
         .live()
         .order_by(F("last_message_at").desc(nulls_last=True), "-id")
     )
+
+
+MERGE_CANDIDATES = 8
+
+
+def find_merge_candidates(*, widget: Widget, exclude: Contact, query: str) -> list[Contact]:
+    """The widget's other live contacts a contact may merge into (the console's "Merge with…"):
+    `query` in the name, e-mail, phone or external id, case-insensitively; newest first, at most
+    MERGE_CANDIDATES."""
+    matches = Q(name__icontains=query) | Q(email__icontains=query) | Q(phone__icontains=query)
+    queryset = Contact.objects.filter(widget=widget).live().exclude(pk=exclude.pk)
+    queryset = queryset.filter(matches | Q(external_id__icontains=query))
+    return list(queryset.order_by("-created_at", "-id")[:MERGE_CANDIDATES])

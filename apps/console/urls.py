@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, queue_views, views
+from . import account_views, context_views, merge_views, queue_views, views
 
 app_name = "console"
 
@@ -42,4 +42,6 @@ urlpatterns = [
         rf"^chats/{ID}/contact/attribute/remove/$", context_views.remove_attribute, name="contact-attribute-remove"
     ),
     re_path(rf"^chats/{ID}/contact/tags/$", context_views.add_tags, name="contact-tags"),
+    re_path(rf"^chats/{ID}/contact/merge/search/$", merge_views.merge_search, name="contact-merge-search"),
+    re_path(rf"^chats/{ID}/contact/merge/$", merge_views.merge_contact, name="contact-merge"),
 ]
