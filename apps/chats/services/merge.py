@@ -98,8 +98,8 @@ def merge_contacts(*, widget: Widget, source: Contact, target: Contact, actor: A
     locked = {pk: _lock(widget=widget, pk=pk) for pk in sorted((source.pk, target.pk))}
     source, target = locked[source.pk], locked[target.pk]
 
-    changed = _take_identity(source=source, target=target)
     merged = _merged_attributes(source=source, target=target)
+    changed = _take_identity(source=source, target=target)
     if merged != target.attributes:
         target.attributes = merged
         changed.append("attributes")
