@@ -23,8 +23,9 @@ from apps.chats.visitor import services as visitor
 from apps.core.errors import NotFound
 from apps.erasure.models import PendingErasure
 from apps.privacy import services as privacy
-from apps.privacy.tests.data import make_person, rows_of
+from apps.privacy.tests.data import fan_out, make_person, rows_of
 from apps.stats.models import ChatFacts
+from apps.webhooks.models import Delivery, Subscription
 from tests.support.plugin import assert_problem
 
 pytestmark = pytest.mark.django_db
@@ -190,6 +191,19 @@ def test_the_webhook_event_is_emitted_once_and_the_audit_row_names_both(api, wid
         target.guid,
     )
     assert row.changes == {"merged_from": {"from": source.guid, "to": target.guid}}
+
+
+def test_a_subscription_to_contact_merged_gets_a_delivery(api, widget):
+    Subscription.objects.create(widget=widget, url="https://receiver.example/hook", events=["contact.merged"])
+    source, target = ContactFactory(widget=widget), ContactFactory(widget=widget)
+
+    merge(api(), source, target)
+    fan_out()
+
+    [delivery] = Delivery.objects.filter(widget=widget)
+    body = json.loads(delivery.body)
+    assert body["type"] == "contact.merged"
+    assert body["data"] == {"button_guid": widget.button_guid, "from": source.guid, "into": target.guid}
 
 
 def test_the_exports_after_the_merge_show_the_target(api, widget):
