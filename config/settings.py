@@ -450,7 +450,8 @@ if AI_PRIVATE_HOSTS:
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
 WEBHOOK_LIVE_EVENTS = env.list(
-    "WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased", "chat.assigned", "sla.breached"]
+    "WEBHOOK_LIVE_EVENTS",
+    default=["message.created", "contact.erased", "chat.assigned", "sla.breached", "contact.merged"],
 )
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])

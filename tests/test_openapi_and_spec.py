@@ -84,6 +84,8 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     # "The widget as the owner's platform": identity verification
     ("POST", "/v1/widget/identity-secret"): frozenset({"widget:write"}),
     ("GET", "/v1/contacts/{}/identity"): frozenset({"contacts:read"}),
+    # "Team work": contact merge
+    ("POST", "/v1/contacts/{}/merge"): frozenset({"contacts:write"}),
     ("GET", "/v1/contacts/by-external-id/{}"): frozenset({"contacts:read"}),
 }
 

@@ -12,10 +12,12 @@ class ChannelsConfig(AppConfig):
         # Registers the Celery tasks in every process (the Telegram long poll is sent by name).
         from . import tasks  # noqa: F401
         from .delivery import kinds
-        from .handlers import queue_outbound_message
+        from .handlers import move_external_contacts, queue_outbound_message
 
         # In the transaction of the message: the delivery row commits with the message or not at all.
         events.subscribe(events.MESSAGE_CREATED, queue_outbound_message, phase=events.IN_TRANSACTION)
+        # In the merge's transaction, before the source contact (and its cascade) is deleted.
+        events.subscribe(events.CONTACT_MERGED, move_external_contacts, phase=events.IN_TRANSACTION)
         for owner, kind in kinds().items():
             ports.provide(ports.ENDPOINT_KIND, kind, key=owner)
 

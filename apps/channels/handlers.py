@@ -5,6 +5,7 @@ from __future__ import annotations
 from apps.core.events import Event
 
 from . import selectors, services
+from .models import ExternalContact
 from .providers import registry
 
 
@@ -18,3 +19,13 @@ def queue_outbound_message(event: Event) -> None:
         services.queue_custom_channel_delivery(widget=event.widget, chat=chat, message=message)
     elif chat.channel in registry.PROVIDERS:
         services.queue_messenger_delivery(widget=event.widget, chat=chat, message=message)
+
+
+def move_external_contacts(event: Event) -> None:
+    """contact.merged, in the transaction (before the source row is deleted): the source's external
+    ids on messenger and custom channels now name the target, so the person's next message there
+    reaches the target's chat."""
+    source, target = event.obj("source"), event.obj("target")
+    if source is None or target is None:
+        return
+    ExternalContact.objects.filter(widget=event.widget, contact=source).update(contact=target)

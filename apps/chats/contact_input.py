@@ -135,3 +135,13 @@ class TagsInput(InputSerializer):
         max_length=TAGS_PER_REQUEST,
         help_text="Tag names to attach, 1 to 50; an existing tag is a no-op.",
     )
+
+
+class ContactMergeInput(InputSerializer):
+    """POST /v1/contacts/{id}/merge: the contact the path's contact merges into."""
+
+    into = StrictCharField(
+        min_length=32,
+        max_length=32,
+        help_text="The guid of the contact that remains (the target); an unknown, foreign or erased one is 404.",
+    )

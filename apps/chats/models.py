@@ -152,14 +152,24 @@ class Chat(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # The guid of the contact this chat came from by a merge (apps.chats.services.merge); empty for
+    # a room made by its contact's first message. Merged chats stay separate chats, so the one-room
+    # rule (and the race it settles between two first messages) holds for the made rooms only.
+    merged_from = models.CharField(max_length=32, blank=True, default="", db_default="")
 
     objects = ChatQuerySet.as_manager()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["widget", "contact", "channel"], name="chat_one_room_per_contact_channel"),
+            models.UniqueConstraint(
+                fields=["widget", "contact", "channel"],
+                name="chat_one_room_per_contact_channel",
+                condition=models.Q(merged_from=""),
+            ),
         ]
         indexes = [
+            # A contact's rooms on a channel (several once contacts were merged).
+            models.Index(fields=["widget", "contact", "channel"], name="chat_contact_channel"),
             models.Index(fields=["widget", "-created_at", "-id"], name="chat_widget_created"),
             models.Index(fields=["widget", "status", "-created_at", "-id"], name="chat_widget_status"),
             models.Index(fields=["widget", "channel", "-created_at", "-id"], name="chat_widget_channel"),

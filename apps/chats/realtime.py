@@ -96,8 +96,15 @@ def erasure_accepted(event: events.Event) -> None:
     group_send([contact_group(event.data["contact_guid"])], {"type": "visitor.gone"})
 
 
+def contact_merged(event: events.Event) -> None:
+    """The source's sockets close (4409) and the widget reconnects with the same session, which now
+    speaks for the target: the socket joins the target's room (the one with the latest message)."""
+    group_send([contact_group(event.data["from"])], {"type": "visitor.moved"})
+
+
 def register() -> None:
     on_commit = events.ON_COMMIT
+    events.subscribe(events.CONTACT_MERGED, contact_merged, phase=on_commit)
     events.subscribe([events.MESSAGE_CREATED, events.RATING_REQUESTED], message_stored, phase=on_commit)
     events.subscribe(
         [

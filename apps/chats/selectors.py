@@ -243,14 +243,15 @@ _ROOM = ModelStatement(
             channel=Slot("channel", Chat._meta.get_field("channel")),
         )
         .live()
-        .order_by("pk")[:1]
+        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")[:1]
     ),
 )
 
 
 def get_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     """The contact's room on `channel`, or None (also once the contact's erasure is accepted, so a
-    socket opened before it can neither type nor mark seen into the room)."""
+    socket opened before it can neither type nor mark seen into the room). A merged contact may
+    hold several chats on a channel: its room is the one with the latest message."""
     found = _ROOM.instances(widget=widget.pk, contact=contact.pk, channel=channel)
     return found[0] if found else None
 
@@ -405,3 +406,16 @@ def list_contact_chats(*, widget: Widget, contact: Contact) -> QuerySet[Chat]:
         .live()
         .order_by(F("last_message_at").desc(nulls_last=True), "-id")
     )
+
+
+MERGE_CANDIDATES = 8
+
+
+def find_merge_candidates(*, widget: Widget, exclude: Contact, query: str) -> list[Contact]:
+    """The widget's other live contacts a contact may merge into (the console's "Merge with…"):
+    `query` in the name, e-mail, phone or external id, case-insensitively; newest first, at most
+    MERGE_CANDIDATES."""
+    matches = Q(name__icontains=query) | Q(email__icontains=query) | Q(phone__icontains=query)
+    queryset = Contact.objects.filter(widget=widget).live().exclude(pk=exclude.pk)
+    queryset = queryset.filter(matches | Q(external_id__icontains=query))
+    return list(queryset.order_by("-created_at", "-id")[:MERGE_CANDIDATES])

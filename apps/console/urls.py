@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, mention_views, queue_views, reports, views
+from . import account_views, context_views, mention_views, merge_views, queue_views, reports, views
 
 app_name = "console"
 
@@ -46,4 +46,6 @@ urlpatterns = [
         rf"^chats/{ID}/contact/attribute/remove/$", context_views.remove_attribute, name="contact-attribute-remove"
     ),
     re_path(rf"^chats/{ID}/contact/tags/$", context_views.add_tags, name="contact-tags"),
+    re_path(rf"^chats/{ID}/contact/merge/search/$", merge_views.merge_search, name="contact-merge-search"),
+    re_path(rf"^chats/{ID}/contact/merge/$", merge_views.merge_contact, name="contact-merge"),
 ]

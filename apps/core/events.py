@@ -61,6 +61,7 @@ CONTACT_ERASED = "contact.erased"
 CHAT_ASSIGNED = "chat.assigned"
 SLA_BREACHED = "sla.breached"
 SLA_MET = "sla.met"
+CONTACT_MERGED = "contact.merged"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -79,6 +80,8 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     # api or automation
     CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
     SLA_BREACHED: ("chat_id", "policy_id", "kind"),
+    # a contact (`from`, its former guid) was merged into another (`into`): the first reads as missing
+    CONTACT_MERGED: ("from", "into"),
 }
 
 # The legacy vocabulary and its native mapping.

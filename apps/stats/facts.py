@@ -366,8 +366,18 @@ def on_rating_updated(event: events.Event) -> None:
         )
 
 
+def on_contact_merged(event: events.Event) -> None:
+    """contact.merged, in the transaction: the moved chats' facts name the target (the export shows
+    its guid; an erasure of the target hides them)."""
+    target, chat_ids = event.obj("target"), event.obj("chat_ids")
+    if target is None or not chat_ids:
+        return
+    ChatFacts.objects.filter(chat_id__in=chat_ids).update(contact_id=target.pk, contact_guid=target.guid)
+
+
 def register() -> None:
     phase = events.IN_TRANSACTION
+    events.subscribe(events.CONTACT_MERGED, on_contact_merged, phase=phase)
     attribution = [
         events.CHAT_CREATED,
         events.CHAT_ACCEPTED,

@@ -117,8 +117,8 @@ class ChatFacts(models.Model):
     first_response_ms = models.BigIntegerField(null=True, blank=True)
     # The chat's own columns the chats export reads, so it reads no chat row.
     contact_id = models.BigIntegerField(null=True, blank=True)
-    # The contact's public id, the one the export shows: a chat's contact never changes, so it is
-    # copied once rather than looked up for every exported row.
+    # The contact's public id, the one the export shows: copied once rather than looked up for every
+    # exported row (a chat changes contact only by a merge, whose handler rewrites both columns).
     contact_guid = models.CharField(max_length=32, blank=True, default="")
     department = models.ForeignKey(
         Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False

@@ -17,7 +17,7 @@ from apps.core.api.views import ScopedAPIView, WidgetScopedViewSet
 from apps.core.errors import NotFound
 
 from .. import selectors, services
-from ..contact_input import ContactPatchInput, TagsInput
+from ..contact_input import ContactMergeInput, ContactPatchInput, TagsInput
 from ..models import Contact, ContactTag
 from .serializers import ContactListQuery
 
@@ -112,9 +112,10 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         "tags": ["tags:write"],
         "identity": ["contacts:read"],
         "by_external_id": ["contacts:read"],
+        "merge": ["contacts:write"],
     }
-    idempotency_required = {"partial_update", "tags"}
-    problem_statuses = {"partial_update": [409], "tags": [409]}
+    idempotency_required = {"partial_update", "tags", "merge"}
+    problem_statuses = {"partial_update": [409], "tags": [409], "merge": [409]}
 
     @classmethod
     def tenant_queryset(cls, widget):
@@ -199,6 +200,32 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
         data = self.validated(TagsInput)
         tags = services.add_tags(widget=request.widget, contact=contact, names=data["tags"])
         return Response({"id": contact.guid, "tags": tags})
+
+    @extend_schema(
+        summary="Merge a contact into another",
+        parameters=[GUID_PARAM],
+        request=ContactMergeInput,
+        responses={200: ContactDoc},
+        description=(
+            "The path's contact (the source) merges into `into` (the target): its chats, visitor sessions, tags, "
+            "identity and attributes move to the target (the target's values win; name, e-mail and phone fill the "
+            "target's empty ones), then the source is deleted and reads as 404 everywhere. Chats on the same channel "
+            "stay separate chats; the visitor's next message goes to the one with the latest message. Emits "
+            "`contact.merged` {from, into}. Answers the target. Merging into itself is 409 `merge_into_self`; two "
+            "contacts verified with different external ids are 409 `merge_identity_conflict`; an unknown, foreign "
+            "or erased target is 404; more than 50 attributes together is 422."
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def merge(self, request, pk=None):
+        source = self.get_object()
+        data = self.validated(ContactMergeInput)
+        target = self.get_queryset().filter(guid=data["into"]).first()
+        if target is None:
+            raise NotFound("No contact with the guid in `into`.")
+        target = services.merge_contacts(widget=request.widget, source=source, target=target)
+        tags = sorted(ContactTag.objects.filter(contact=target).values_list("name", flat=True))
+        return Response(contact_payload(target, tags))
 
 
 def list_account_tag_names(*, widget) -> list[str]:

@@ -8,7 +8,8 @@ Each change calls `apps.core.events.emit` once and does nothing else: the statis
 and the webhooks (the outbox) are handlers of those events.
 
 One module per section: `locking` (the spam and rating errors, the chat row lock), `contacts`,
-`identity` (which contact a visitor session speaks for), `rooms` (a contact's room on a channel),
+`identity` (which contact a visitor session speaks for), `merge` (two contacts become one),
+`rooms` (a contact's room on a channel),
 `attribution` (who answered, the wait for a person), `state` (status, close, transfer, accept),
 `messages` (messages, ratings, typing, receipts, the offline form) and `lifecycle` (the idle
 sweep). Other apps import this package, never a module of it; a test that patches a name patches
@@ -43,6 +44,9 @@ from .locking import AlreadyRated as AlreadyRated
 from .locking import ChatIsSpam as ChatIsSpam
 from .locking import ensure_not_spam as ensure_not_spam
 from .locking import lock_chat as lock_chat
+from .merge import MergeIdentityConflict as MergeIdentityConflict
+from .merge import MergeIntoSelf as MergeIntoSelf
+from .merge import merge_contacts as merge_contacts
 from .messages import TYPING_INTERVAL as TYPING_INTERVAL
 from .messages import MessageInput as MessageInput
 from .messages import Opening as Opening

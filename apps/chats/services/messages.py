@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -151,13 +152,13 @@ def post_client_message(
 
 def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     """The contact's room on `channel`, locked as lock_chat locks it (widget and contact joined), or
-    None when there is none yet."""
+    None when there is none yet (a merged contact's room: the chat with the latest message)."""
     return (
         Chat.objects.select_for_update(of=("self",))
         .select_related("widget", "contact")
         .filter(widget_id=widget.pk, contact_id=contact.pk, channel=channel)
         .live()
-        .order_by("pk")
+        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")
         .first()
     )
 

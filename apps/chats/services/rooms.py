@@ -1,4 +1,5 @@
-"""A contact's room on a channel: one chat per contact and channel, made by its first message."""
+"""A contact's room on a channel: one chat per contact and channel, made by its first message (a
+merged contact may hold several; its room is the one with the latest message)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def get_or_create_room(*, widget: Widget, contact: Contact, channel: str = WIDGE
             )
             return chat
     except IntegrityError:  # the same contact's concurrent first message created it
-        return Chat.objects.get(widget=widget, contact=contact, channel=channel)
+        return Chat.objects.get(widget=widget, contact=contact, channel=channel, merged_from="")
 
 
 def find_room(*, widget: Widget, contact: Contact, channel: str = WIDGET_CHANNEL) -> Chat | None:

@@ -35,6 +35,8 @@ from ..payloads import visitor_chat_frame, visitor_message_frame
 from . import auth, services
 
 CLOSE_BAD_REQUEST, CLOSE_UNAUTHORIZED, CLOSE_NOT_FOUND = 4400, 4401, 4404
+# The session's contact was merged into another: the widget reconnects as after any drop.
+CLOSE_MOVED = 4409
 # Message ids already sent, so a live push and a replay of the same message go out once.
 SENT_MEMORY = 1000
 # Product decision ("Visitor API"): one visitor session holds at most this many sockets at once.
@@ -150,6 +152,11 @@ class VisitorConsumer(FramedJsonConsumer):
         """The contact's erasure was accepted: its sessions are gone, so the socket closes as one
         whose session ended."""
         await self.close(code=CLOSE_UNAUTHORIZED)
+
+    async def visitor_moved(self, event):
+        """The contact was merged into another: the session (kept) now speaks for that contact, so
+        the socket closes and the widget's reconnect joins the target's room."""
+        await self.close(code=CLOSE_MOVED)
 
     async def _send_state(self, room) -> None:
         """After the replay, a room that is closed or waiting for a person says so (the widget shows

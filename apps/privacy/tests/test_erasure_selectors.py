@@ -138,6 +138,12 @@ def _contact_list(w: World) -> None:
     assert w.kept.contact.pk in found and w.gone.contact.pk not in found
 
 
+def _merge_candidates(w: World) -> None:
+    searcher = Contact.objects.create(widget=w.widget, name="Searcher")
+    found = {contact.pk for contact in chats.find_merge_candidates(widget=w.widget, exclude=searcher, query="Person")}
+    assert w.kept.contact.pk in found and w.gone.contact.pk not in found
+
+
 def _view_counts(w: World) -> None:
     Chat.objects.filter(pk__in=[c.pk for c in (*w.kept.chats, *w.gone.chats)]).update(status=Chat.Status.ACTIVE)
     open_chats = Chat.objects.filter(widget=w.widget, status=Chat.Status.ACTIVE, last_message_at__isnull=False)
@@ -178,6 +184,7 @@ CALLED: dict[str, Callable[[World], None]] = {
     ),
     "apps.chats.selectors.get_live_contact": _one_contact_each,
     "apps.chats.selectors.list_contacts": _contact_list,
+    "apps.chats.selectors.find_merge_candidates": _merge_candidates,
     "apps.console.selectors.get_chat": _one_chat_each(
         lambda chat: console.get_chat(agent=HumanAgentFactory(widget=chat.widget), chat_id=chat.pk)
     ),

@@ -43,6 +43,8 @@ DATA_MEMBERS: dict[str, dict] = {
         "description": "The contact fields the change touched.",
     },
     "contact_id": {**_GUID, "description": "The erased contact's former guid."},
+    "from": {**_GUID, "description": "The merged contact's former guid (it no longer exists)."},
+    "into": {**_GUID, "description": "The guid of the contact it was merged into."},
     "agent_id": {
         "type": ["integer", "null"],
         "description": "The new routing owner; null when the chat went back to the queue.",
