@@ -28,4 +28,12 @@ def move_external_contacts(event: Event) -> None:
     source, target = event.obj("source"), event.obj("target")
     if source is None or target is None:
         return
-    ExternalContact.objects.filter(widget=event.widget, contact=source).update(contact=target)
+    links = ExternalContact.objects.filter(widget=event.widget, contact=source)
+    channels = set(links.values_list("channel", flat=True))
+    if channels and ExternalContact.objects.filter(widget=event.widget, contact=target, channel__in=channels).exists():
+        # A reply on a channel goes to the contact's one external id there: with two, the
+        # operator's answers in one conversation could reach the other account.
+        raise services.MergeChannelConflict(
+            "Both contacts write from their own account on the same messenger or channel; they cannot be merged."
+        )
+    links.update(contact=target)

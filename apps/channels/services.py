@@ -39,6 +39,14 @@ class ChannelDisabled(Conflict):
     code, title = "channel_disabled", "Channel is disabled"
 
 
+class MergeChannelConflict(Conflict):
+    """Both contacts of a merge hold an external id on the same channel (two Telegram accounts, two
+    clients of one custom channel): replies go to a contact's one id on a channel, so they stay two
+    contacts."""
+
+    code, title = "merge_channel_conflict", "Contacts on the same channel"
+
+
 # --- custom channels ----------------------------------------------------------------------------
 
 

@@ -34,6 +34,9 @@ REFUSALS = {
     "merge_identity_conflict": gettext_lazy(
         "Both contacts are verified as different people (different IDs on your site); they cannot be merged."
     ),
+    "merge_channel_conflict": gettext_lazy(
+        "Both contacts write from their own account on the same messenger or channel; they cannot be merged."
+    ),
     "not_found": gettext_lazy("That contact no longer exists."),
 }
 

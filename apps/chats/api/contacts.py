@@ -212,7 +212,8 @@ class ContactViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.Retrieve
             "target's empty ones), then the source is deleted and reads as 404 everywhere. Chats on the same channel "
             "stay separate chats; the visitor's next message goes to the one with the latest message. Emits "
             "`contact.merged` {from, into}. Answers the target. Merging into itself is 409 `merge_into_self`; two "
-            "contacts verified with different external ids are 409 `merge_identity_conflict`; an unknown, foreign "
+            "contacts verified with different external ids are 409 `merge_identity_conflict`; two contacts with an "
+            "external id on the same messenger or custom channel are 409 `merge_channel_conflict`; an unknown, foreign "
             "or erased target is 404; more than 50 attributes together is 422."
         ),
     )

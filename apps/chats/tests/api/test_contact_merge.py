@@ -155,6 +155,17 @@ def test_two_different_verified_ids_are_409_merge_identity_conflict(api, widget)
     assert Contact.objects.get(pk=source.pk).external_id == "user-1"
 
 
+def test_two_accounts_on_one_channel_are_409_merge_channel_conflict_and_change_nothing(api, widget):
+    source, target = ContactFactory(widget=widget), ContactFactory(widget=widget)
+    ExternalContact.objects.create(widget=widget, channel="telegram", external_id="tg-1", contact=source)
+    ExternalContact.objects.create(widget=widget, channel="telegram", external_id="tg-2", contact=target)
+    ExternalContact.objects.create(widget=widget, channel="vk", external_id="vk-1", contact=source)
+
+    assert_problem(merge(api(), source, target), 409, "merge_channel_conflict")
+    assert Contact.objects.filter(pk=source.pk).exists()
+    assert ExternalContact.objects.get(external_id="vk-1").contact_id == source.pk
+
+
 # --- the source afterwards ------------------------------------------------------------------------
 
 
