@@ -75,7 +75,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     CONTACT_UPDATED: ("client_id", "changed_fields"),
     CONTACT_ERASED: ("contact_id",),
     # the chat's routing owner changed (`agent_id` null: back in the queue); `by` routing, agent,
-    # api or automation
+    # api, macro or automation
     CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
     SLA_BREACHED: ("chat_id", "policy_id", "kind"),
 }
@@ -93,6 +93,7 @@ LEGACY_NAMES: dict[str, str] = {
 
 CHAT_STATUS_CHANGED = "chat.status_changed"
 CHAT_ATTRIBUTED = "chat.attributed"
+CHAT_DEPARTMENT_CHANGED = "chat.department_changed"
 CHAT_AWAITING_HUMAN = "chat.awaiting_human"
 CHAT_TYPING = "chat.typing"
 MESSAGES_SEEN = "message.seen"
@@ -123,6 +124,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     CHAT_STATUS_CHANGED: ("chat_id", "status"),
     # an operator took an already accepted chat (handler or owner changed, no chat.accepted)
     CHAT_ATTRIBUTED: ("chat_id", "operator_id"),
+    # a macro or a rule set the chat's department (`department_id` null: none); `by` macro or automation
+    CHAT_DEPARTMENT_CHANGED: ("chat_id", "department_id", "by"),
     # a machine operator handed the chat to people (escalation, provider failure); a person's
     # answer ends the wait
     CHAT_AWAITING_HUMAN: ("chat_id", "reason"),

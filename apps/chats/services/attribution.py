@@ -93,11 +93,11 @@ def emit_accepted(*, chat: Chat) -> None:
 
 
 # `by` of chat.assigned for a change of routing owner, from the source of the change.
-ASSIGNED_BY = {"routing": "routing", "console": "agent", "automation": "automation"}
+ASSIGNED_BY = {"routing": "routing", "console": "agent", "automation": "automation", "macro": "macro"}
 
 
 def assigned_by(source: str) -> str:
-    """`routing`, `agent` (a person in the console), `automation`, else `api` (a REST or compat call)."""
+    """`routing`, `agent` (a person in the console), `automation`, `macro`, else `api` (a REST or compat call)."""
     return ASSIGNED_BY.get(source, "api")
 
 
