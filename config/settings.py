@@ -82,6 +82,8 @@ INSTALLED_APPS = [
     "apps.privacy",
     "apps.routing",
     "apps.proactive",
+    "apps.automation",
+    "apps.macros",
 ]
 
 MIDDLEWARE = [
@@ -449,7 +451,8 @@ if AI_PRIVATE_HOSTS:
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
 WEBHOOK_LIVE_EVENTS = env.list(
-    "WEBHOOK_LIVE_EVENTS", default=["message.created", "contact.erased", "chat.assigned", "sla.breached"]
+    "WEBHOOK_LIVE_EVENTS",
+    default=["message.created", "contact.erased", "chat.assigned", "sla.breached", "chat.labels_changed"],
 )
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])

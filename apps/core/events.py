@@ -60,6 +60,7 @@ CONTACT_UPDATED = "contact.updated"
 CONTACT_ERASED = "contact.erased"
 CHAT_ASSIGNED = "chat.assigned"
 SLA_BREACHED = "sla.breached"
+CHAT_LABELS_CHANGED = "chat.labels_changed"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -78,6 +79,8 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     # api, macro or automation
     CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
     SLA_BREACHED: ("chat_id", "policy_id", "kind"),
+    # the chat's labels after the change, sorted without regard to case
+    CHAT_LABELS_CHANGED: ("chat_id", "labels"),
 }
 
 # The legacy vocabulary and its native mapping.

@@ -26,9 +26,17 @@ TRIGGERED_BY: dict[str, str] = {
     events.CHAT_ASSIGNED: "a chat's routing owner changes: routing, an operator, the API or automation "
     "(agent_id null when the chat goes back to the queue)",
     events.SLA_BREACHED: "an SLA clock of a chat passed its due time unmet (once per kind and due time)",
+    events.CHAT_LABELS_CHANGED: "a chat's labels change: an operator, the API, a macro, an automation rule, "
+    "or a label deleted (labels: the chat's label names after the change)",
 }
 # Wave 3 and Wave 4 events are Live (product-decisions.md, "Wave 3" and "Wave 4").
-LIVE_BY_DEFAULT = (events.MESSAGE_CREATED, events.CONTACT_ERASED, events.CHAT_ASSIGNED, events.SLA_BREACHED)
+LIVE_BY_DEFAULT = (
+    events.MESSAGE_CREATED,
+    events.CONTACT_ERASED,
+    events.CHAT_ASSIGNED,
+    events.SLA_BREACHED,
+    events.CHAT_LABELS_CHANGED,
+)
 
 NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)
 LEGACY_NAMES: dict[str, str] = dict(events.LEGACY_NAMES)

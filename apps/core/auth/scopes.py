@@ -62,6 +62,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "sla:write": ("create, change, delete SLA policies", False),
     "campaigns:read": ("read proactive messages and their statistics", False),
     "campaigns:write": ("create, change, delete proactive messages", False),
+    "labels:read": ("read the widget's chat labels", False),
+    "labels:write": ("create, rename, recolour, delete chat labels", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -88,7 +90,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 54 and len(OPERATIONAL_SCOPES) == 53
+assert len(ALL_SCOPES) == 56 and len(OPERATIONAL_SCOPES) == 55
 
 
 def parse_scopes(text: str) -> list[str]:
