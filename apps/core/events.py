@@ -76,7 +76,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     CONTACT_UPDATED: ("client_id", "changed_fields"),
     CONTACT_ERASED: ("contact_id",),
     # the chat's routing owner changed (`agent_id` null: back in the queue); `by` routing, agent,
-    # api, macro or automation
+    # api or automation (a macro or a rule)
     CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
     SLA_BREACHED: ("chat_id", "policy_id", "kind"),
     # the chat's labels after the change, sorted without regard to case

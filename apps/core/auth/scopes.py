@@ -64,6 +64,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "campaigns:write": ("create, change, delete proactive messages", False),
     "labels:read": ("read the widget's chat labels", False),
     "labels:write": ("create, rename, recolour, delete chat labels", False),
+    "macros:read": ("read macros, shared and personal", False),
+    "macros:write": ("create, change, delete macros", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -90,7 +92,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 56 and len(OPERATIONAL_SCOPES) == 55
+assert len(ALL_SCOPES) == 58 and len(OPERATIONAL_SCOPES) == 57
 
 
 def parse_scopes(text: str) -> list[str]:
