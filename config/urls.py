@@ -28,6 +28,7 @@ api_v1 = [
     path("", include("apps.canned.api.urls")),
     path("", include("apps.privacy.api.urls")),
     path("", include("apps.proactive.api.urls")),
+    path("", include("apps.automation.api.urls")),
 ]
 
 urlpatterns = [

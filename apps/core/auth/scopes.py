@@ -66,6 +66,8 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "labels:write": ("create, rename, recolour, delete chat labels", False),
     "macros:read": ("read macros, shared and personal", False),
     "macros:write": ("create, change, delete macros", False),
+    "automation:read": ("read automation rules and their runs", False),
+    "automation:write": ("create, change, delete automation rules", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -92,7 +94,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 58 and len(OPERATIONAL_SCOPES) == 57
+assert len(ALL_SCOPES) == 60 and len(OPERATIONAL_SCOPES) == 59
 
 
 def parse_scopes(text: str) -> list[str]:
