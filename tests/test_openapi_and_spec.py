@@ -89,6 +89,13 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/v1/widget/identity-secret"): frozenset({"widget:write"}),
     ("GET", "/v1/contacts/{}/identity"): frozenset({"contacts:read"}),
     ("GET", "/v1/contacts/by-external-id/{}"): frozenset({"contacts:read"}),
+    # Wave 4, "Team work": macros
+    ("GET", "/v1/macros"): frozenset({"macros:read"}),
+    ("POST", "/v1/macros"): frozenset({"macros:write"}),
+    ("GET", "/v1/macros/{}"): frozenset({"macros:read"}),
+    ("PATCH", "/v1/macros/{}"): frozenset({"macros:write"}),
+    ("DELETE", "/v1/macros/{}"): frozenset({"macros:write"}),
+    ("POST", "/v1/chats/{}/macros/{}/run"): frozenset({"chats:write"}),
 }
 
 
@@ -127,6 +134,7 @@ def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_and_4
     added = {"canned:read", "canned:write", "privacy:write", "audit:read"}  # product-decisions.md "Wave 3"
     added |= {"routing:read", "routing:write", "sla:read", "sla:write"}  # "Wave 4"
     added |= {"campaigns:read", "campaigns:write"}  # "Wave 4", proactive messages
+    added |= {"macros:read", "macros:write"}  # "Team work", macros
     added |= {"automation:read", "automation:write"}  # "Team work", automation rules
     assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43

@@ -40,6 +40,12 @@ def _owner(widget: Widget, visibility: str, agent: Agent | None) -> Agent | None
     return agent
 
 
+def check_macro(*, widget: Widget, visibility: str, agent: Agent | None, actions: Any) -> list[dict]:
+    """The checks of a write, without writing (admin's form): the owner and the actions."""
+    _owner(widget, visibility, agent)
+    return engine.validate_actions(widget=widget, actions=actions, allow_webhook=False)
+
+
 @transaction.atomic
 def create_macro(
     *, widget: Widget, name: str, actions: Any, visibility: str = Macro.Visibility.ALL, agent: Agent | None = None
