@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, queue_views, views
+from . import account_views, context_views, macro_views, queue_views, views
 
 app_name = "console"
 
@@ -30,6 +30,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
     re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
     re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
+    re_path(rf"^chats/{ID}/macros/run/$", macro_views.run_macro, name="macro-run"),
     path("settings/", include("apps.console.settings.urls")),
     path("canned/", views.canned_picks, name="canned"),
     path("views/", views.save_view, name="save-view"),
