@@ -28,6 +28,13 @@ AREAS = (
     ),
     Area("people", _("People"), _("Operators, departments, routing and SLA policies."), "console:settings:people"),
     Area("replies", _("Replies"), _("Canned responses your operators insert."), "console:settings:replies"),
+    Area("macros", _("Macros"), _("Several actions on a chat in one click."), "console:settings:macros"),
+    Area(
+        "automation",
+        _("Automation"),
+        _("Rules that label, route, answer, close or tell your tools by themselves."),
+        "console:settings:automation",
+    ),
     Area("ai", _("AI"), _("The AI operator, its credentials and its knowledge base."), "console:settings:ai"),
     Area("channels", _("Channels"), _("Messengers and your own channels."), "console:settings:channels"),
     Area("developers", _("Developers"), _("API tokens and webhooks."), "console:settings:developers"),
