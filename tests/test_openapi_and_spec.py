@@ -96,6 +96,13 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/v1/macros/{}"): frozenset({"macros:write"}),
     ("DELETE", "/v1/macros/{}"): frozenset({"macros:write"}),
     ("POST", "/v1/chats/{}/macros/{}/run"): frozenset({"chats:write"}),
+    # Wave 4, "Team work": labels on chats
+    ("GET", "/v1/labels"): frozenset({"labels:read"}),
+    ("POST", "/v1/labels"): frozenset({"labels:write"}),
+    ("PATCH", "/v1/labels/{}"): frozenset({"labels:write"}),
+    ("DELETE", "/v1/labels/{}"): frozenset({"labels:write"}),
+    ("GET", "/v1/chats/{}/labels"): frozenset({"chats:read"}),
+    ("PUT", "/v1/chats/{}/labels"): frozenset({"chats:write"}),
 }
 
 
@@ -135,6 +142,7 @@ def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_and_4
     added |= {"routing:read", "routing:write", "sla:read", "sla:write"}  # "Wave 4"
     added |= {"campaigns:read", "campaigns:write"}  # "Wave 4", proactive messages
     added |= {"macros:read", "macros:write"}  # "Team work", macros
+    added |= {"labels:read", "labels:write"}  # "Wave 4", team work: labels
     added |= {"automation:read", "automation:write"}  # "Team work", automation rules
     assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
