@@ -15,6 +15,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db.models import OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
 from apps.chats.models import Chat, ChatLabel, Message, VisitorSession
 from apps.core.errors import AppError
 from apps.core.models import Widget
@@ -40,6 +43,8 @@ class CompiledRule:
 class CompiledSet:
     version: int
     by_event: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict)
+    # event -> the facts its rules read beyond the chat row
+    needs: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -61,7 +66,11 @@ def compiled_rules(widget_id: int, *, version: int) -> CompiledSet:
             needs=frozenset(needs(rule.conditions)),
         )
         by_event.setdefault(rule.event, []).append(compiled)
-    entry = CompiledSet(version=version, by_event={event: tuple(rules) for event, rules in by_event.items()})
+    entry = CompiledSet(
+        version=version,
+        by_event={event: tuple(rules) for event, rules in by_event.items()},
+        needs={event: frozenset().union(*(rule.needs for rule in rules)) for event, rules in by_event.items()},
+    )
     with _lock:
         _cache[widget_id] = entry
     return entry
@@ -74,53 +83,74 @@ def clear_cache() -> None:
 
 def run_event(*, widget_id: int, event_type: str, data: dict) -> list[AutomationRun]:
     """Evaluate the widget's rules of `event_type` for one event and run those that match; returns
-    the runs logged (none when the widget has no rule for the event or the chat is gone)."""
-    version = RuleSet.objects.filter(widget_id=widget_id).values_list("version", flat=True).first()
-    if version is None:
+    the runs logged (none when the widget has no rule for the event or the chat is gone).
+
+    The first statement reads the rule-set version with the event's message, chat and contact (and
+    the contact's page when the cached rules read it); the chat's labels cost one more when a rule
+    reads them, the log one insert."""
+    with _lock:
+        cached = _cache.get(widget_id)
+    guess = cached.needs.get(event_type, frozenset()) if cached else frozenset({"page_url"})
+    chat, text, version, page_url = _load(widget_id, data, with_page="page_url" in guess)
+    if version is None or chat is None:
         return []
-    rules = compiled_rules(widget_id, version=version).by_event.get(event_type, ())
+    compiled = compiled_rules(widget_id, version=version)
+    rules = compiled.by_event.get(event_type, ())
     if not rules:
         return []
-    wanted = frozenset().union(*(rule.needs for rule in rules))
-    chat, text = _load(widget_id, data, wanted)
-    if chat is None:
-        return []
-    facts = _facts(chat, text, wanted)
+    wanted = compiled.needs.get(event_type, frozenset())
+    if "page_url" in wanted and page_url is None:  # the rules changed since the guess
+        page_url = _page_url(chat)
+    facts = _facts(chat, text, page_url or "", wanted)
     hook = _webhook_hook(chat.widget, event_type, data)
     runs = [_run_rule(rule, chat=chat, facts=facts, hook=hook) for rule in rules]
     services.record_runs(runs)
     return runs
 
 
-def _load(widget_id: int, data: dict, wanted: frozenset[str]) -> tuple[Chat | None, str]:
-    """The event's chat with its contact and widget (and the message's text when a rule reads it):
-    one statement."""
+def _load(widget_id: int, data: dict, *, with_page: bool) -> tuple[Chat | None, str, int | None, str | None]:
+    """(the event's chat with its contact and widget, the message's text, the rule-set version, the
+    contact's latest page or None when not read): one statement."""
+    version = RuleSet.objects.filter(widget_id=widget_id).values("version")[:1]
     message_id, chat_id = data.get("message_id"), data.get("chat_id")
-    if message_id and "message_text" in wanted:
-        message = (
-            Message.objects.select_related("chat__contact", "chat__widget")
-            .filter(pk=message_id, widget_id=widget_id)
-            .first()
+    if message_id:
+        rows = Message.objects.select_related("chat__contact", "chat__widget").filter(
+            pk=message_id, widget_id=widget_id
         )
-        return (message.chat, message.body) if message else (None, "")
-    chat = Chat.objects.select_related("contact", "widget").filter(pk=chat_id, widget_id=widget_id).first()
-    return chat, ""
+        contact = OuterRef("chat__contact_id")
+    else:
+        rows = Chat.objects.select_related("contact", "widget").filter(pk=chat_id, widget_id=widget_id)
+        contact = OuterRef("contact_id")
+    page = (
+        VisitorSession.objects.filter(widget_id=widget_id, contact_id=contact)
+        .order_by("-last_seen_at")
+        .values("page_url")[:1]
+    )
+    annotations = {"rules_version": Subquery(version)}
+    if with_page:
+        annotations["contact_page_url"] = Coalesce(Subquery(page), Value(""))
+    row = rows.annotate(**annotations).first()
+    if row is None:
+        return None, "", None, None
+    chat, text = (row.chat, row.body) if message_id else (row, "")
+    return chat, text, row.rules_version, getattr(row, "contact_page_url", None) if with_page else None
 
 
-def _facts(chat: Chat, text: str, wanted: frozenset[str]) -> Facts:
+def _page_url(chat: Chat) -> str:
+    return (
+        VisitorSession.objects.filter(widget_id=chat.widget_id, contact_id=chat.contact_id)
+        .order_by("-last_seen_at")
+        .values_list("page_url", flat=True)
+        .first()
+        or ""
+    )
+
+
+def _facts(chat: Chat, text: str, page_url: str, wanted: frozenset[str]) -> Facts:
     contact = chat.contact
     labels: tuple[str, ...] = ()
     if "labels" in wanted:
         labels = tuple(ChatLabel.objects.filter(chat=chat).values_list("label__name", flat=True))
-    page_url = ""
-    if "page_url" in wanted:
-        page_url = (
-            VisitorSession.objects.filter(widget_id=chat.widget_id, contact_id=contact.pk)
-            .order_by("-last_seen_at")
-            .values_list("page_url", flat=True)
-            .first()
-            or ""
-        )
     hours_open = "business_hours" in wanted and widget_selectors.business_hours_state(chat.widget).open
     return Facts(
         channel=chat.channel,
