@@ -165,10 +165,18 @@ class FilterForm(forms.Form):
         widget=forms.TextInput(attrs={"dir": "auto", "type": "search"}),
     )
 
-    def __init__(self, data=None, **kwargs):
+    label = forms.MultipleChoiceField(
+        label=_("Label"),
+        required=False,
+        error_messages={"invalid_choice": _("This widget has no label named “%(value)s”.")},
+    )
+
+    def __init__(self, data=None, *, labels=(), **kwargs):
         # An unbound form shows the defaults as chosen (the view "All", open chats).
         kwargs.setdefault("initial", {"view": selectors.VIEW_ALL, "status": Chat.Status.ACTIVE})
         super().__init__(data, **kwargs)
+        # `labels`: the widget's labels, the filter's choices (by name, as the list's URL spells them).
+        self.fields["label"].choices = [(label.name, label.name) for label in labels]
 
     def filters(self) -> ChatFilters:
         """The valid filters; an invalid one is left out (its error is shown), a missing one is
@@ -180,6 +188,7 @@ class FilterForm(forms.Form):
         names = ("view", "status", "channel", "q")
         data = {name: self.cleaned_data.get(name) or getattr(defaults, name) for name in names}
         data["q"] = data["q"].strip()
+        data["label"] = tuple(self.cleaned_data.get("label") or ())
         return ChatFilters(**data)
 
 

@@ -14,6 +14,7 @@ from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
+from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.routing import selectors as routing_selectors
@@ -40,6 +41,7 @@ class ChatFilters:
     status: str = Chat.Status.ACTIVE  # a status, or ANY_STATUS
     channel: str = ""
     q: str = ""
+    label: tuple[str, ...] = ()  # label names: chats carrying every one
 
 
 def routing_on(*, agent: Agent) -> bool:
@@ -103,8 +105,19 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
         if queue:
             queryset = queryset.filter(routing__queue_since__isnull=False)
     status = None if filters.status == ANY_STATUS else filters.status or None
+    label_ids = None
+    if filters.label:
+        keys = {chat_services.label_key(name) for name in filters.label}
+        label_ids = [label.pk for label in chat_selectors.get_labels_by_key(widget=widget, keys=keys).values()]
+        if len(label_ids) < len(keys):  # a label deleted meanwhile: no chat carries it
+            return []
     queryset = chat_selectors.filter_chats(
-        queryset, widget=widget, status=status, channel=filters.channel or None, q=filters.q or None
+        queryset,
+        widget=widget,
+        status=status,
+        channel=filters.channel or None,
+        q=filters.q or None,
+        label_ids=label_ids,
     )
     public = Message.objects.filter(
         widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC

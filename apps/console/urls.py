@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, macro_views, queue_views, views
+from . import account_views, context_views, label_views, macro_views, queue_views, views
 
 app_name = "console"
 
@@ -43,4 +43,5 @@ urlpatterns = [
         rf"^chats/{ID}/contact/attribute/remove/$", context_views.remove_attribute, name="contact-attribute-remove"
     ),
     re_path(rf"^chats/{ID}/contact/tags/$", context_views.add_tags, name="contact-tags"),
+    re_path(rf"^chats/{ID}/labels/$", label_views.set_labels, name="chat-labels"),
 ]

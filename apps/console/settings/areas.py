@@ -28,6 +28,7 @@ AREAS = (
     ),
     Area("people", _("People"), _("Operators, departments, routing and SLA policies."), "console:settings:people"),
     Area("replies", _("Replies"), _("Canned responses your operators insert."), "console:settings:replies"),
+    Area("labels", _("Labels"), _("Labels operators put on chats to sort them."), "console:settings:labels"),
     Area("macros", _("Macros"), _("Several actions on a chat in one click."), "console:settings:macros"),
     Area(
         "automation",
