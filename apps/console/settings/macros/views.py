@@ -121,9 +121,12 @@ def _draw_rows(widget, actions: list[dict], errors: dict[int, list[str]] | None 
 
 
 def _choices(widget) -> dict:
+    labels = list(Label.objects.filter(widget=widget).order_by("key").values_list("name", flat=True))
     return {
         "types": [(kind, TYPE_NAMES[kind]) for kind in ACTION_TYPES],
-        "labels": list(Label.objects.filter(widget=widget).order_by("key").values_list("name", flat=True)),
+        "labels": labels,
+        # a list box, never a drop-down look: at least two lines, at most four
+        "labels_size": min(max(len(labels), 2), 4),
         "agents": list(
             Agent.objects.filter(widget=widget)
             .exclude(status=Agent.Status.BANNED)
