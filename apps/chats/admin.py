@@ -9,7 +9,7 @@ from apps.core.admin_site import IssuableWidgetsOnly
 from apps.core.api.serializers import validate_input
 
 from . import services
-from .api.label_serializers import LabelInput
+from .label_input import LabelInput
 from .models import Label
 
 

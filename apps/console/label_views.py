@@ -1,5 +1,5 @@
 """Setting a chat's labels from the context panel: the rules of PUT /v1/chats/{id}/labels
-(ChatLabelsInput) and its service, `set_chat_labels(by="agent")`.
+(`check_chat_label_names`) and its service, `set_chat_labels(by="agent")`.
 
 As the panel's other actions: an htmx post gets the #context fragment back (422 with the API's
 words when refused, nothing changed then) and asks the list to re-read its chips; a plain form post
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
 
 from apps.chats import services as chat_services
-from apps.chats.api.label_serializers import ChatLabelsInput
-from apps.core.api.serializers import validate_input
-from apps.core.errors import AppError, ValidationFailed, flatten_errors
+from apps.core.errors import AppError
 
 from . import views
 from .access import operator_required
@@ -33,11 +30,8 @@ def set_labels(request, chat_id: str):
     chat = views._chat_or_404(request, chat_id)
     error = None
     try:
-        try:
-            data = validate_input(ChatLabelsInput, {"labels": request.POST.getlist("labels")})
-        except ValidationError as exc:
-            raise ValidationFailed("One or more fields are invalid.", errors=flatten_errors(exc.detail)) from None
-        chat_services.set_chat_labels(widget=request.agent.widget, chat=chat, names=data["labels"], by="agent")
+        names = chat_services.check_chat_label_names(request.POST.getlist("labels"))
+        chat_services.set_chat_labels(widget=request.agent.widget, chat=chat, names=names, by="agent")
     except AppError as exc:
         error = _refusal(exc)
     if error is None and not request.htmx:

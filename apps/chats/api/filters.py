@@ -9,9 +9,9 @@ from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
 
 from .. import selectors
+from ..label_input import MAX_LABELS_PER_CHAT, LabelNameField
 from ..models import Chat
-from ..services.labels import MAX_LABELS_PER_CHAT, clean_name, label_key
-from .label_serializers import LabelNameField
+from ..services.labels import clean_name, label_key
 
 
 class WindowQuery(InputSerializer):

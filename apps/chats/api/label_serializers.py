@@ -1,40 +1,16 @@
-"""Inputs and documented shapes of the label routes (`/labels`, `/chats/{id}/labels`, the chat
-list's `label=`). The console's settings page validates with these classes too."""
+"""Documented shapes of the label routes (`/labels`, `/chats/{id}/labels`); their inputs are
+apps.chats.label_input's, shared with the console."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer, LabelField, StrictRegexField
+from apps.core.api.serializers import InputSerializer
 
-from ..services.labels import MAX_LABELS_PER_CHAT, NAME_MAX_CHARS
-
-NAME_HELP = (
-    f"1 to {NAME_MAX_CHARS} characters, stored in NFC with surrounding whitespace removed; unique in the widget "
-    "without regard to case (409 `label_taken`)."
-)
-COLOR_HELP = "`#rrggbb` (stored in lower case), or null for none."
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise serializers.ValidationError("Must contain a visible character.")
-    return value
-
-
-class LabelNameField(LabelField):
-    def __init__(self, **kwargs):
-        kwargs.setdefault("max_length", NAME_MAX_CHARS)
-        kwargs.setdefault("validators", [_not_blank])
-        super().__init__(**kwargs)
-
-
-class ColorField(StrictRegexField):
-    def __init__(self, **kwargs):
-        super().__init__(r"^#[0-9A-Fa-f]{6}$", max_length=7, allow_null=True, help_text=COLOR_HELP, **kwargs)
-
-    def to_internal_value(self, data):
-        return super().to_internal_value(data).lower()
+from ..label_input import ChatLabelsInput as ChatLabelsInput
+from ..label_input import LabelInput as LabelInput
+from ..label_input import LabelNameField as LabelNameField
+from ..label_input import LabelPatchInput as LabelPatchInput
 
 
 class LabelListQuery(InputSerializer):
@@ -49,27 +25,9 @@ class LabelDoc(serializers.Serializer):
     color = serializers.CharField(allow_null=True, help_text="`#rrggbb`, or null when none was chosen.")
 
 
-class LabelInput(InputSerializer):
-    name = LabelNameField(help_text=NAME_HELP)
-    color = ColorField(required=False)
-
-
-class LabelPatchInput(LabelInput):
-    """Any subset of the members; the others keep their values."""
-
-
 class ChatLabelsDoc(serializers.Serializer):
     labels = serializers.ListField(
         child=serializers.CharField(), help_text="The chat's label names, sorted without regard to case."
-    )
-
-
-class ChatLabelsInput(InputSerializer):
-    labels = serializers.ListField(
-        child=LabelNameField(),
-        max_length=MAX_LABELS_PER_CHAT,
-        help_text=f"Names of the widget's labels (any case), at most {MAX_LABELS_PER_CHAT}; replaces the chat's "
-        "labels whole (`[]` takes every label off). A name the widget has no label for is 422.",
     )
 
 

@@ -41,6 +41,7 @@ from .labels import LabelTaken as LabelTaken
 from .labels import TooManyLabels as TooManyLabels
 from .labels import UnknownLabel as UnknownLabel
 from .labels import add_chat_labels as add_chat_labels
+from .labels import check_chat_label_names as check_chat_label_names
 from .labels import create_label as create_label
 from .labels import delete_label as delete_label
 from .labels import label_key as label_key

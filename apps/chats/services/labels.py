@@ -14,20 +14,21 @@ import unicodedata
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
+from rest_framework.exceptions import ValidationError
 
 from apps.audit import services as audit
 from apps.core import events
-from apps.core.errors import ValidationFailed
+from apps.core.api.serializers import validate_input
+from apps.core.errors import ValidationFailed, flatten_errors
 from apps.core.models import Widget
 
 from ..errors import LabelTaken, TooManyLabels, UnknownLabel
+from ..label_input import MAX_LABELS_PER_CHAT, ChatLabelsInput
 from ..models import Chat, ChatLabel, Label
 from .locking import lock_chat
 
 logger = logging.getLogger(__name__)
 
-MAX_LABELS_PER_CHAT = 20
-NAME_MAX_CHARS = 50
 BY = frozenset({"agent", "api", "macro", "automation"})
 AUDIT = "label"  # audit rows: label.created, .changed, .deleted
 
@@ -47,6 +48,16 @@ def sort_names(names: Iterable[str]) -> list[str]:
 
 
 # --- a chat's labels -------------------------------------------------------------------------------------
+
+
+def check_chat_label_names(names: list) -> list[str]:
+    """`names` read by the rules of PUT /v1/chats/{id}/labels (at most MAX_LABELS_PER_CHAT names of
+    1 to 50 characters), for callers outside the REST API (the console's label picker); a bad one
+    raises the API's 422 with its messages by field (`labels.0`)."""
+    try:
+        return validate_input(ChatLabelsInput, {"labels": names})["labels"]
+    except ValidationError as exc:
+        raise ValidationFailed("One or more fields are invalid.", errors=flatten_errors(exc.detail)) from None
 
 
 def _resolve(widget: Widget, names: list[str]) -> list[Label]:

@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from apps.chats import selectors, services
-from apps.chats.api import label_serializers as s
+from apps.chats.api import serializers as s
 from apps.chats.models import ChatLabel, Label
 
 from ... import views as console_views
