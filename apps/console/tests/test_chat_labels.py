@@ -136,3 +136,16 @@ def test_a_refusal_shows_the_apis_words_and_changes_nothing(htmx, api, widget, c
 def test_another_widgets_chat_is_404(htmx, foreign_chat, labels):
     assert htmx.post(f"/console/chats/{foreign_chat.pk}/labels/", {"labels": ["vip"]}).status_code == 404
     assert not ChatLabel.objects.exists()
+
+
+def test_other_consoles_are_told_to_reread_the_chat(
+    htmx, widget, chat, labels, monkeypatch, django_capture_on_commit_callbacks
+):
+    from apps.chats import realtime
+
+    pushed = []
+    monkeypatch.setattr(realtime, "push", lambda groups, frame: pushed.append((list(groups), frame)))
+    with django_capture_on_commit_callbacks(execute=True):
+        services.set_chat_labels(widget=widget, chat=chat, names=["vip"], by="agent")
+
+    assert pushed == [([f"widget.{widget.pk}"], {"event": "chat", "chat_id": chat.pk, "status": chat.status})]
