@@ -99,5 +99,6 @@ SPECTACULAR_SETTINGS = {
         "PersonaVersionSourceEnum": "apps.learning.models.PersonaVersion.Source",
         "WishStatusEnum": "apps.learning.models.Wish.Status",
         "PersonaRestoreEnum": ["snapshot", "previous"],
+        "MacroVisibilityEnum": ["all", "personal"],
     },
 }

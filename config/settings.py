@@ -83,6 +83,8 @@ INSTALLED_APPS = [
     "apps.routing",
     "apps.proactive",
     "apps.mentions",
+    "apps.automation",
+    "apps.macros",
 ]
 
 MIDDLEWARE = [
@@ -451,7 +453,14 @@ if AI_PRIVATE_HOSTS:
 # or per type in Django admin (EventSwitch).
 WEBHOOK_LIVE_EVENTS = env.list(
     "WEBHOOK_LIVE_EVENTS",
-    default=["message.created", "contact.erased", "chat.assigned", "sla.breached", "contact.merged"],
+    default=[
+        "message.created",
+        "contact.erased",
+        "chat.assigned",
+        "sla.breached",
+        "contact.merged",
+        "chat.labels_changed",
+    ],
 )
 # Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])

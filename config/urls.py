@@ -12,6 +12,8 @@ api_v1 = [
     path("", include("apps.stats.api.urls")),
     # routing's chats/{id}/routing before the chats' own routes
     path("", include("apps.routing.api.urls")),
+    # macros' chats/{id}/macros/{macro_id}/run before the chats' own routes
+    path("", include("apps.macros.api.urls")),
     path("", include("apps.chats.api.urls")),
     path("", include("apps.webhooks.api.urls")),
     path("", include("apps.agents.api.urls")),
@@ -27,6 +29,7 @@ api_v1 = [
     path("", include("apps.privacy.api.urls")),
     path("", include("apps.proactive.api.urls")),
     path("", include("apps.mentions.api.urls")),
+    path("", include("apps.automation.api.urls")),
 ]
 
 urlpatterns = [

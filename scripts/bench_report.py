@@ -55,6 +55,10 @@ WHAT = {
         "an INSERT and its push"
     ),
     "ai_test": "the detached assistant test against a request of the same shape, and tests held at once",
+    "automation": (
+        "a widget's 50 automation rules evaluated by the worker for one visitor message (runs logged), and the "
+        "statements the rules' handler adds to the message's request"
+    ),
     "channels": "messenger hooks and the engine's messenger sends against the visitor API and a bare POST loop",
     "chat_export": "a year of chats exported as CSV and JSON Lines, against PostgreSQL's COPY of the same rows",
     "chat_list": "the chat list against a plain view running the same SQL",

@@ -25,8 +25,9 @@ pytestmark = pytest.mark.django_db
 
 NOTES = "/api/v1/_test/notes"
 # the spec's 43, Wave 3's privacy:write, audit:read, canned:read, canned:write and Wave 4's
-# routing:read, routing:write, sla:read, sla:write, campaigns:read, campaigns:write
-OPERATIONAL_SCOPE_COUNT = 53
+# routing:read, routing:write, sla:read, sla:write, campaigns:read, campaigns:write, and team work's
+# labels:read, labels:write, macros:read, macros:write, automation:read, automation:write
+OPERATIONAL_SCOPE_COUNT = 59
 # The spec's presets (core-specification, Authentication), written out rather than imported.
 AI_SETUP = {
     "widget:read",

@@ -52,6 +52,13 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     ("PATCH", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
     ("DELETE", "/v1/canned-responses/{}"): frozenset({"canned:write"}),
     ("GET", "/v1/canned-responses/{}/render"): frozenset({"canned:read"}),
+    # "Team work": automation rules
+    ("GET", "/v1/automation-rules"): frozenset({"automation:read"}),
+    ("POST", "/v1/automation-rules"): frozenset({"automation:write"}),
+    ("GET", "/v1/automation-rules/{}"): frozenset({"automation:read"}),
+    ("PATCH", "/v1/automation-rules/{}"): frozenset({"automation:write"}),
+    ("DELETE", "/v1/automation-rules/{}"): frozenset({"automation:write"}),
+    ("GET", "/v1/automation-rules/{}/runs"): frozenset({"automation:read"}),
     ("GET", "/v1/widget/business-hours"): frozenset({"widget:read"}),  # "Business hours that act"
     ("PUT", "/v1/widget/business-hours"): frozenset({"widget:write"}),
     # "Data protection"
@@ -87,6 +94,20 @@ DECIDED_ROUTES: dict[tuple[str, str], frozenset[str]] = {
     # "Team work": contact merge
     ("POST", "/v1/contacts/{}/merge"): frozenset({"contacts:write"}),
     ("GET", "/v1/contacts/by-external-id/{}"): frozenset({"contacts:read"}),
+    # Wave 4, "Team work": macros
+    ("GET", "/v1/macros"): frozenset({"macros:read"}),
+    ("POST", "/v1/macros"): frozenset({"macros:write"}),
+    ("GET", "/v1/macros/{}"): frozenset({"macros:read"}),
+    ("PATCH", "/v1/macros/{}"): frozenset({"macros:write"}),
+    ("DELETE", "/v1/macros/{}"): frozenset({"macros:write"}),
+    ("POST", "/v1/chats/{}/macros/{}/run"): frozenset({"chats:write"}),
+    # Wave 4, "Team work": labels on chats
+    ("GET", "/v1/labels"): frozenset({"labels:read"}),
+    ("POST", "/v1/labels"): frozenset({"labels:write"}),
+    ("PATCH", "/v1/labels/{}"): frozenset({"labels:write"}),
+    ("DELETE", "/v1/labels/{}"): frozenset({"labels:write"}),
+    ("GET", "/v1/chats/{}/labels"): frozenset({"chats:read"}),
+    ("PUT", "/v1/chats/{}/labels"): frozenset({"chats:write"}),
 }
 
 
@@ -125,6 +146,9 @@ def test_catalogue_has_the_spec_44_grantable_43_operational_and_the_wave_3_and_4
     added = {"canned:read", "canned:write", "privacy:write", "audit:read"}  # product-decisions.md "Wave 3"
     added |= {"routing:read", "routing:write", "sla:read", "sla:write"}  # "Wave 4"
     added |= {"campaigns:read", "campaigns:write"}  # "Wave 4", proactive messages
+    added |= {"macros:read", "macros:write"}  # "Team work", macros
+    added |= {"labels:read", "labels:write"}  # "Wave 4", team work: labels
+    added |= {"automation:read", "automation:write"}  # "Team work", automation rules
     assert added <= OPERATIONAL_SCOPES
     assert len(ALL_SCOPES - added) == 44 and len(OPERATIONAL_SCOPES - added) == 43
     assert RESERVED_SCOPES == {"partners:withdraw"} and CONDITIONAL_SCOPES == {"responder:escalate"}

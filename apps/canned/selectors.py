@@ -54,3 +54,14 @@ def render_for_chat(*, widget: Widget, canned: CannedResponse, chat: Chat, conta
     agent, the `widget_name` setting."""
     assert canned.widget_id == widget.pk and chat.widget_id == widget.pk
     return variables.render(canned.text, variable_values(widget=widget, chat=chat, contacts=contacts))
+
+
+def render_text_for_chat(*, widget: Widget, chat: Chat, text: str, agent: Agent | None = None) -> str:
+    """`text` (checked like a canned response's) with its variables filled in for `chat`, as a
+    macro's message sends it to the chat's own visitor: the contact's values, `agent.name` of
+    `agent` (the operator sending it) when a human, else of the chat's assigned human agent."""
+    assert chat.widget_id == widget.pk
+    values = variable_values(widget=widget, chat=chat, contacts=True)
+    if agent is not None and agent.type == Agent.Type.HUMAN:
+        values["agent.name"] = agent.name
+    return variables.render(text, values)

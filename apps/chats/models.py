@@ -311,3 +311,35 @@ class VisitorSession(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["last_seen_at"], name="visitor_session_last_seen")]
+
+
+class Label(models.Model):
+    """A label operators put on chats (`refund`, `vip`). Names are unique per widget without regard
+    to case: `key` is the name in NFC, case-folded, and carries the uniqueness (SQLite's lower()
+    folds ASCII only, so the rule lives in a stored column rather than an expression index)."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=50)
+    key = models.CharField(max_length=200, editable=False)
+    # `#rrggbb`, or empty: the console draws a neutral dot.
+    color = models.CharField(max_length=7, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["widget", "key"], name="label_widget_key")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ChatLabel(models.Model):
+    """One label on one chat. Deleting the label or the chat removes the row."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="chat_labels")
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="chat_labels")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chat", "label"], name="chat_label_unique")]
+        # The list's `label=` filter: the chats carrying a label, within the tenant.
+        indexes = [models.Index(fields=["widget", "label", "chat"], name="chat_label_widget_label")]

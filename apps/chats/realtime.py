@@ -31,8 +31,9 @@ def message_stored(event: events.Event) -> None:
 
 def chat_status(event: events.Event) -> None:
     """The chat's status as the console shows it, after a close, a state move, a transfer, an
-    acceptance, an operator taking an accepted chat (the other consoles re-read who handles it) or a
-    machine's hand-over to people (the consoles show the chat waiting for a person)."""
+    acceptance, an operator taking an accepted chat (the other consoles re-read who handles it), a
+    machine's hand-over to people (the consoles show the chat waiting for a person) or a change of
+    its labels (the consoles re-read the chips)."""
     if event.type == events.CHAT_CLOSED:
         status = Chat.Status.EXPIRED
     elif event.type == events.CHAT_STATUS_CHANGED:
@@ -114,6 +115,7 @@ def register() -> None:
             events.CHAT_ACCEPTED,
             events.CHAT_ATTRIBUTED,
             events.CHAT_AWAITING_HUMAN,
+            events.CHAT_LABELS_CHANGED,
         ],
         chat_status,
         phase=on_commit,

@@ -15,7 +15,7 @@ from apps.platform.statements import ModelStatement, Slot, Statement
 from apps.widget.models import WidgetIcon
 
 from . import payloads
-from .models import Chat, Contact, ContactTag, File, Message, VisitorSession, VisitorUpload
+from .models import Chat, ChatLabel, Contact, ContactTag, File, Label, Message, VisitorSession, VisitorUpload
 from .payloads import signed_file_url as _signed_file_url
 
 
@@ -82,9 +82,13 @@ def filter_chats(
     q: str | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
+    label_ids: list[int] | None = None,
 ) -> QuerySet[Chat]:
     """The chat list: every state unless `status` names one; `from`/`to` bound the creation date
-    (`to` exclusive); `q` matches visible message text (trigram index on PostgreSQL)."""
+    (`to` exclusive); `q` matches visible message text (trigram index on PostgreSQL); `label_ids`
+    keeps the chats carrying every one of these labels."""
+    for label_id in label_ids or ():
+        queryset = queryset.filter(Exists(ChatLabel.objects.filter(chat_id=OuterRef("pk"), label_id=label_id)))
     if status:
         queryset = queryset.filter(status=status)
     if channel:
@@ -129,6 +133,7 @@ def list_chats(
     end: datetime | None = None,
     has_client_messages: str | None = None,
     q: str | None = None,
+    label_ids: list[int] | None = None,
 ) -> list[dict]:
     """At most `limit` chats of the list (`filter_chats`' filters), as `values()` rows of
     `payloads.CHAT_ROW_FIELDS`, in CHAT_LIST_ORDERING, strictly after `after` (the ordering's values
@@ -138,7 +143,8 @@ def list_chats(
     page runs a statement compiled once per combination of filters (apps.platform.statements: through
     the ORM, building the page's query is about half of a list request's CPU). A new filter is a
     keyword here and in `filter_chats`, and an entry of `_CHAT_LIST_SLOTS` when it is a value."""
-    if q:
+    if q or label_ids:
+        # A label filter, like a search, is built by the ORM: its SQL depends on how many labels.
         queryset = filter_chats(
             _listed_chats(widget),
             widget=widget,
@@ -148,6 +154,7 @@ def list_chats(
             end=end,
             has_client_messages=has_client_messages,
             q=q,
+            label_ids=label_ids,
         )
         return list(_keyset_page(queryset.values(*payloads.CHAT_ROW_FIELDS), after, limit))
     shape, values = _chat_list_bindings(
@@ -419,3 +426,34 @@ def find_merge_candidates(*, widget: Widget, exclude: Contact, query: str) -> li
     queryset = Contact.objects.filter(widget=widget).live().exclude(pk=exclude.pk)
     queryset = queryset.filter(matches | Q(external_id__icontains=query))
     return list(queryset.order_by("-created_at", "-id")[:MERGE_CANDIDATES])
+
+
+# --- labels ---------------------------------------------------------------------------------------
+
+
+def list_labels(*, widget: Widget) -> QuerySet[Label]:
+    """The widget's labels, by name without regard to case."""
+    return Label.objects.filter(widget=widget).order_by("key", "id")
+
+
+def get_labels_by_key(*, widget: Widget, keys: set[str]) -> dict[str, Label]:
+    """The widget's labels whose `key` (apps.chats.services.label_key) is among `keys`."""
+    return {label.key: label for label in Label.objects.filter(widget=widget, key__in=keys)}
+
+
+def get_chat_label_names(*, chat: Chat) -> list[str]:
+    """The chat's label names, sorted without regard to case (as the services return them)."""
+    rows = ChatLabel.objects.filter(chat=chat, widget_id=chat.widget_id).values_list("label__key", "label__name")
+    return [name for _, name in sorted(rows)]
+
+
+def prefetch_chat_labels(chats: list[Chat]) -> None:
+    """Set `label_list` ([Label], sorted without regard to case) on each of `chats` in one statement."""
+    by_chat: dict[int, list[Label]] = {chat.pk: [] for chat in chats}
+    rows = (
+        ChatLabel.objects.filter(chat_id__in=list(by_chat)).select_related("label").order_by("label__key", "label_id")
+    )
+    for row in rows:
+        by_chat[row.chat_id].append(row.label)
+    for chat in chats:
+        chat.label_list = by_chat[chat.pk]

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from django.db.models import Count, F, Window
 
-from apps.chats.models import Chat, ContactTag, Message, VisitorSession
+from apps.chats.models import Chat, ChatLabel, ContactTag, Label, Message, VisitorSession
 
 from .selectors import SlaMark, queue_position_expression, sla_marks
 
@@ -190,3 +190,13 @@ def chat_context(*, chat: Chat) -> ChatContext:
         routing=routing(chat=chat),
         notes=notes(chat=chat),
     )
+
+
+def chat_labels(*, chat: Chat) -> dict:
+    """The chat's labels (chips) and the widget's labels each marked `on` when the chat carries it
+    (the picker): two statements."""
+    on = set(ChatLabel.objects.filter(chat_id=chat.pk, widget_id=chat.widget_id).values_list("label_id", flat=True))
+    choices = list(Label.objects.filter(widget_id=chat.widget_id).order_by("key", "id"))
+    for label in choices:
+        label.on = label.pk in on
+    return {"labels": [label for label in choices if label.on], "choices": choices}

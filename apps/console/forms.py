@@ -212,7 +212,13 @@ class FilterForm(forms.Form):
         error_messages={"invalid_choice": _("Unknown handling.")},
     )
 
-    def __init__(self, data=None, **kwargs):
+    label = forms.MultipleChoiceField(
+        label=_("Label"),
+        required=False,
+        error_messages={"invalid_choice": _("This widget has no label named “%(value)s”.")},
+    )
+
+    def __init__(self, data=None, *, labels=(), **kwargs):
         # An unbound form shows the defaults as chosen (the view "All", open chats).
         kwargs.setdefault("initial", {"view": selectors.VIEW_ALL, "status": Chat.Status.ACTIVE})
         if data is not None:
@@ -221,6 +227,8 @@ class FilterForm(forms.Form):
                 if param in data:
                     data[attribute] = data[param]
         super().__init__(data, **kwargs)
+        # `labels`: the widget's labels, the filter's choices (by name, as the list's URL spells them).
+        self.fields["label"].choices = [(label.name, label.name) for label in labels]
 
     def _clean_day(self, name: str):
         day = self.cleaned_data.get(name)
@@ -257,6 +265,7 @@ class FilterForm(forms.Form):
         names = ("view", "status", "channel", "q", "date_from", "date_to", "agent_id", "rating", "handling")
         data = {name: self.cleaned_data.get(name) or getattr(defaults, name) for name in names}
         data["q"] = data["q"].strip()
+        data["label"] = tuple(self.cleaned_data.get("label") or ())
         return ChatFilters(**data)
 
 

@@ -1,7 +1,7 @@
 """What the chat list adds when the widget routes chats: the Unassigned view as the routing queue
 (positions, waiting times, the owner's Assign action) and each row's SLA mark. Read in a bounded
 number of statements whatever the page holds: the settings, one statement for the page's SLA
-clocks, one for the owner's assign targets."""
+clocks, one for its labels, one for the owner's assign targets."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from apps.agents.models import Agent
+from apps.chats import selectors as chat_selectors
 from apps.chats.models import Chat
 
 from . import selectors
@@ -27,6 +28,7 @@ def list_reads(agent: Agent, filters: selectors.ChatFilters) -> dict:
     queue = selectors.routing_on(agent=agent)
     chats = selectors.list_chats(agent=agent, filters=filters, queue=queue)
     mark_sla(chats)
+    chat_selectors.prefetch_chat_labels(chats)  # each row's label chips, one statement
     queue_view = queue and filters.view == selectors.VIEW_UNASSIGNED
     owner_assigns = queue_view and bool(chats) and is_owner(agent)
     return {

@@ -14,6 +14,7 @@ from apps.ai.models import Assistant
 from apps.canned import selectors as canned_selectors
 from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
+from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message, Rating, VisitorSession
 from apps.platform.numbers import MAX_ID
 from apps.routing import selectors as routing_selectors
@@ -47,6 +48,7 @@ class ChatFilters:
     status: str = Chat.Status.ACTIVE  # a status, or ANY_STATUS
     channel: str = ""
     q: str = ""
+    label: tuple[str, ...] = ()  # label names: chats carrying every one
     # The drill-down: creation dates (inclusive, in the report's time zone), the routing owner,
     # the latest rating and the handling as the reports count it.
     date_from: date | None = None
@@ -59,8 +61,11 @@ class ChatFilters:
         """The filters as the list's query parameters (what a link to them carries), set ones only."""
         out = []
         for name, value in vars(self).items():
-            if value not in (None, ""):
-                out.append((PARAM_NAMES.get(name, name), value.isoformat() if isinstance(value, date) else str(value)))
+            key = PARAM_NAMES.get(name, name)
+            if isinstance(value, tuple):  # a repeated filter (`label`): once a value
+                out += [(key, one) for one in value]
+            elif value not in (None, ""):
+                out.append((key, value.isoformat() if isinstance(value, date) else str(value)))
         return out
 
 
@@ -158,8 +163,19 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
         if queue:
             queryset = queryset.filter(routing__queue_since__isnull=False)
     status = None if filters.status == ANY_STATUS else filters.status or None
+    label_ids = None
+    if filters.label:
+        keys = {chat_services.label_key(name) for name in filters.label}
+        label_ids = [label.pk for label in chat_selectors.get_labels_by_key(widget=widget, keys=keys).values()]
+        if len(label_ids) < len(keys):  # a label deleted meanwhile: no chat carries it
+            return []
     queryset = chat_selectors.filter_chats(
-        queryset, widget=widget, status=status, channel=filters.channel or None, q=filters.q or None
+        queryset,
+        widget=widget,
+        status=status,
+        channel=filters.channel or None,
+        q=filters.q or None,
+        label_ids=label_ids,
     )
     queryset = _drill_down(queryset, widget=widget, filters=filters)
     public = Message.objects.filter(

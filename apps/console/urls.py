@@ -2,7 +2,17 @@
 
 from django.urls import include, path, re_path
 
-from . import account_views, context_views, mention_views, merge_views, queue_views, reports, views
+from . import (
+    account_views,
+    context_views,
+    label_views,
+    macro_views,
+    mention_views,
+    merge_views,
+    queue_views,
+    reports,
+    views,
+)
 
 app_name = "console"
 
@@ -30,6 +40,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/typing/$", views.typing, name="typing"),
     re_path(rf"^chats/{ID}/seen/$", views.seen, name="seen"),
     re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
+    re_path(rf"^chats/{ID}/macros/run/$", macro_views.run_macro, name="macro-run"),
     path("settings/", include("apps.console.settings.urls")),
     path("reports/", reports.reports, name="reports"),
     path("canned/", views.canned_picks, name="canned"),
@@ -48,4 +59,5 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/contact/tags/$", context_views.add_tags, name="contact-tags"),
     re_path(rf"^chats/{ID}/contact/merge/search/$", merge_views.merge_search, name="contact-merge-search"),
     re_path(rf"^chats/{ID}/contact/merge/$", merge_views.merge_contact, name="contact-merge"),
+    re_path(rf"^chats/{ID}/labels/$", label_views.set_labels, name="chat-labels"),
 ]

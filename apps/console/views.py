@@ -20,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.ai import services as ai_services
+from apps.chats import selectors as chat_selectors
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.errors import AppError
@@ -60,7 +61,7 @@ def _chat_or_404(request, chat_id: str) -> Chat:
     return chat
 
 
-FILTER_FIELDS = ("view", "status", "channel", "q", "from", "to", "agent_id", "rating", "handling")
+FILTER_FIELDS = ("view", "status", "channel", "q", "label", "from", "to", "agent_id", "rating", "handling")
 
 
 def _filter_data(data: QueryDict) -> QueryDict:
@@ -68,7 +69,10 @@ def _filter_data(data: QueryDict) -> QueryDict:
     kept = QueryDict(mutable=True)
     for name in FILTER_FIELDS:
         if name in data:
-            kept.setlist(name, data.getlist(name))
+            # The label select's "Any label" is an empty value: no label filter.
+            values = [v for v in data.getlist(name) if v] if name == "label" else data.getlist(name)
+            if values or name != "label":
+                kept.setlist(name, values)
     return kept
 
 
@@ -90,13 +94,15 @@ def _list_context(
     """The list under the request's filters; the whole sidebar unless only the list's `fragment`
     (htmx's refresh) is drawn."""
     data = _filter_data(request.GET) if data is None else data
-    form = forms.FilterForm(data or None)
+    labels = list(chat_selectors.list_labels(widget=request.agent.widget))
+    form = forms.FilterForm(data or None, labels=labels)
     filters = form.filters()
     return {
         "filter_form": form,
         "filters": filters,
         "filter_items": filters.params(),
         "filter_chips": [] if fragment else inbox.filter_chips(request.agent, filters),
+        "widget_labels": labels,
         "filter_query": data.urlencode(),
         **inbox.list_reads(request.agent, filters),
         "views": selectors.VIEWS,
@@ -239,6 +245,8 @@ def context_panel_context(chat: Chat, **extra) -> dict:
     return {
         "chat": chat,
         "details": context_selectors.chat_context(chat=chat),
+        "chat_labels": context_selectors.chat_labels(chat=chat),
+        "labels_error": None,
         "context_saved": False,
         "remove_form": None,
         **bound,

@@ -62,6 +62,7 @@ CHAT_ASSIGNED = "chat.assigned"
 SLA_BREACHED = "sla.breached"
 SLA_MET = "sla.met"
 CONTACT_MERGED = "contact.merged"
+CHAT_LABELS_CHANGED = "chat.labels_changed"
 
 # name -> data fields besides button_guid (the spec's event catalogue).
 CATALOGUE: dict[str, tuple[str, ...]] = {
@@ -77,11 +78,13 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     CONTACT_UPDATED: ("client_id", "changed_fields"),
     CONTACT_ERASED: ("contact_id",),
     # the chat's routing owner changed (`agent_id` null: back in the queue); `by` routing, agent,
-    # api or automation
+    # api or automation (a macro or a rule)
     CHAT_ASSIGNED: ("chat_id", "agent_id", "by"),
     SLA_BREACHED: ("chat_id", "policy_id", "kind"),
     # a contact (`from`, its former guid) was merged into another (`into`): the first reads as missing
     CONTACT_MERGED: ("from", "into"),
+    # the chat's labels after the change, sorted without regard to case
+    CHAT_LABELS_CHANGED: ("chat_id", "labels"),
 }
 
 # The legacy vocabulary and its native mapping.
@@ -97,6 +100,7 @@ LEGACY_NAMES: dict[str, str] = {
 
 CHAT_STATUS_CHANGED = "chat.status_changed"
 CHAT_ATTRIBUTED = "chat.attributed"
+CHAT_DEPARTMENT_CHANGED = "chat.department_changed"
 CHAT_AWAITING_HUMAN = "chat.awaiting_human"
 CHAT_TYPING = "chat.typing"
 MESSAGES_SEEN = "message.seen"
@@ -129,6 +133,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     CHAT_STATUS_CHANGED: ("chat_id", "status"),
     # an operator took an already accepted chat (handler or owner changed, no chat.accepted)
     CHAT_ATTRIBUTED: ("chat_id", "operator_id"),
+    # a macro or a rule set the chat's department (`department_id` null: none); `by` macro or automation
+    CHAT_DEPARTMENT_CHANGED: ("chat_id", "department_id", "by"),
     # a machine operator handed the chat to people (escalation, provider failure); a person's
     # answer ends the wait
     CHAT_AWAITING_HUMAN: ("chat_id", "reason"),

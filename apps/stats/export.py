@@ -6,7 +6,7 @@ channel, creation, closing, contact (and its guid, the contact's one public id),
 attribution, escalations, first response, counted messages and latest rating), in keyset pages of
 PAGE_SIZE ordered by (created_at, chat id) on the facts' (widget, created_at, chat) index, each
 contact's tags a subquery on their (contact, name) index, who assigned the chat (its routing row) and
-whether an SLA clock of it was breached (its clocks) subqueries on those rows' chat keys: one
+whether an SLA clock of it was breached (its clocks) and its labels subqueries on those rows' chat keys: one
 statement a page. While a page is
 spelled and sent, a thread reads the next (read_ahead), so memory stays a few pages whatever the
 window's size. Chats whose contact is under erasure are left out, as every read of chats does.
@@ -36,7 +36,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast
 
-from apps.chats.models import ContactTag
+from apps.chats.models import ChatLabel, ContactTag
 from apps.core import exports
 from apps.core.ratelimit import Slot, Slots, SlotStoreUnavailable  # noqa: F401 - the store failure, named here for callers
 from apps.routing.models import ChatRouting, SlaClock
@@ -62,6 +62,7 @@ COLUMNS = (
     "tags",
     "assigned_by",
     "sla_breached",
+    "labels",
 )
 FORMATS = ("csv", "jsonl")
 MAX_WINDOW_DAYS = 366
@@ -88,7 +89,8 @@ def holding(chunks: Iterator[bytes], slot: Slot, request) -> exports.Holding:
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 PAGE_SIZE = 2000
 
-# Tag names never hold control characters (apps.chats.contact_input.TagNameField).
+# Tag and label names never hold control characters (apps.chats.contact_input.TagNameField, the
+# labels' LabelNameField).
 _TAG_SEPARATOR = "\x1f"
 
 
@@ -133,6 +135,14 @@ _READ = (
     # kind) index, so the page stays one statement.
     Subquery(ChatRouting.objects.filter(chat_id=OuterRef("chat_id")).values("assigned_by")[:1]),
     Exists(SlaClock.objects.filter(chat_id=OuterRef("chat_id"), breached_at__isnull=False)),
+    # The chat's labels, on their (chat, label) key.
+    Subquery(
+        ChatLabel.objects.filter(chat_id=OuterRef("chat_id"))
+        .order_by()
+        .values("chat_id")
+        .annotate(names=_TagNames("label__name"))
+        .values("names")
+    ),
 )
 
 
@@ -230,6 +240,11 @@ def _tag_names(tags: str | None) -> list[str]:
     return sorted(tags.split(_TAG_SEPARATOR)) if tags else []
 
 
+def _label_names(labels: str | None) -> list[str]:
+    """Sorted without regard to case, as the API and chat.labels_changed list them."""
+    return sorted(labels.split(_TAG_SEPARATOR), key=lambda name: (name.casefold(), name)) if labels else []
+
+
 def _seconds(first_response_ms: int | None) -> float | None:
     return None if first_response_ms is None else first_response_ms / 1000
 
@@ -255,7 +270,7 @@ def _cell(text: str) -> str:
 
 def csv_lines(page: list[tuple]) -> str:
     """A page's rows (as export_pages yields them) as CSV lines in COLUMNS' order: booleans
-    `true`/`false`, a null an empty cell, tags joined by `,`. Built as one string per row rather than
+    `true`/`false`, a null an empty cell, tags and labels joined by `,`. Built as one string per row rather than
     through `csv.writer`, which costs more than the rest of a row: every cell but the channel and the
     tags is a number, an ISO timestamp or a word of a fixed vocabulary that never needs quoting."""
     lines = []
@@ -278,6 +293,7 @@ def csv_lines(page: list[tuple]) -> str:
         tags,
         assigned_by,
         sla_breached,
+        labels,
     ) in page:
         append(
             f"{chat_id},{_cell(channel)},{_iso(created_at)},{'' if closed_at is None else _iso(closed_at)},"
@@ -286,7 +302,7 @@ def csv_lines(page: list[tuple]) -> str:
             f"{'' if duration is None else duration.days * 86400 + duration.seconds},{messages},"
             f"{accepted_type},{handled_type},{_TEXT[ai_to_human]},{_TEXT[human_to_ai]},"
             f"{'' if rating is None else rating},{_cell(','.join(_tag_names(tags))) if tags else ''},"
-            f"{assigned_by or ''},{_TEXT[sla_breached]}\r\n"
+            f"{assigned_by or ''},{_TEXT[sla_breached]},{_cell(','.join(_label_names(labels))) if labels else ''}\r\n"
         )
     return "".join(lines)
 
@@ -316,6 +332,7 @@ def json_lines(page: list[tuple]) -> bytes:
                     "tags": _tag_names(tags),
                     "assigned_by": assigned_by or None,
                     "sla_breached": sla_breached,
+                    "labels": _label_names(labels),
                 },
                 option=_LINE,
             )
@@ -337,6 +354,7 @@ def json_lines(page: list[tuple]) -> bytes:
                 tags,
                 assigned_by,
                 sla_breached,
+                labels,
             ) in page
         ]
     )

@@ -28,6 +28,8 @@ TRIGGERED_BY: dict[str, str] = {
     events.SLA_BREACHED: "an SLA clock of a chat passed its due time unmet (once per kind and due time)",
     events.CONTACT_MERGED: "a contact was merged into another (`from` is its former guid; its chats, sessions, tags, "
     "identity and attributes now belong to `into`)",
+    events.CHAT_LABELS_CHANGED: "a chat's labels change: an operator, the API, a macro, an automation rule, "
+    "or a label deleted (labels: the chat's label names after the change)",
 }
 # Wave 3 and Wave 4 events are Live (product-decisions.md, "Wave 3" and "Wave 4").
 LIVE_BY_DEFAULT = (
@@ -36,6 +38,7 @@ LIVE_BY_DEFAULT = (
     events.CHAT_ASSIGNED,
     events.SLA_BREACHED,
     events.CONTACT_MERGED,
+    events.CHAT_LABELS_CHANGED,
 )
 
 NATIVE_NAMES: tuple[str, ...] = tuple(events.CATALOGUE)

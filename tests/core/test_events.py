@@ -182,8 +182,10 @@ def test_lost_hand_off_is_recovered_by_redrive(widget, recorder, monkeypatch):
 
 
 def test_catalogue_has_the_spec_native_names_wave_3_and_4_ones_and_five_legacy_names():
-    assert len(events.CATALOGUE) == 14 and events.CONTACT_ERASED in events.CATALOGUE
-    assert {events.CHAT_ASSIGNED, events.SLA_BREACHED, events.CONTACT_MERGED} <= set(events.CATALOGUE)
+    assert len(events.CATALOGUE) == 15 and events.CONTACT_ERASED in events.CATALOGUE
+    assert {events.CHAT_ASSIGNED, events.SLA_BREACHED, events.CONTACT_MERGED, events.CHAT_LABELS_CHANGED} <= set(
+        events.CATALOGUE
+    )
     assert set(events.LEGACY_NAMES.values()) <= set(events.CATALOGUE)
     assert len(events.LEGACY_NAMES) == 5
 

@@ -8,7 +8,10 @@ from rest_framework import serializers
 from apps.core.api.query import MomentField
 from apps.core.api.serializers import InputSerializer
 
+from .. import selectors
+from ..label_input import MAX_LABELS_PER_CHAT, LabelNameField
 from ..models import Chat
+from ..services.labels import clean_name, label_key
 
 
 class WindowQuery(InputSerializer):
@@ -57,6 +60,22 @@ class ChatListQuery(WindowQuery):
         trim_whitespace=True,
         help_text="2 to 100 characters (surrounding whitespace is removed first), searched in visible message text.",
     )
+    label = serializers.ListField(
+        child=LabelNameField(),
+        required=False,
+        max_length=MAX_LABELS_PER_CHAT,
+        help_text="A label name (any case); repeat the parameter to keep chats carrying every one of them. A name "
+        "the widget has no label for is 422.",
+    )
+
+    def validate_label(self, names: list[str]) -> list[int]:
+        """The names as the ids of the widget's labels (the selector filters by id)."""
+        keys = {label_key(name) for name in names}
+        found = selectors.get_labels_by_key(widget=self.context["request"].widget, keys=keys)
+        unknown = [clean_name(name) for name in names if label_key(name) not in found]
+        if unknown:
+            raise serializers.ValidationError([f"This widget has no label named “{name}”." for name in unknown])
+        return sorted({label.pk for label in found.values()})
 
 
 class MessageListQuery(WindowQuery):

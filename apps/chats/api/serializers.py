@@ -20,6 +20,10 @@ from apps.core.api.serializers import (
 )
 
 from ..contact_input import StrictTextField
+
+# The label routes' inputs, re-exported for the owner's settings page (which may import this module only).
+from ..label_input import LabelInput as LabelInput
+from ..label_input import LabelPatchInput as LabelPatchInput
 from ..models import Chat, File, Message
 from ..selectors import not_erasing_file
 

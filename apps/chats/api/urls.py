@@ -1,4 +1,5 @@
-"""Routes of conversations under /api/v1/: chats (and their transcript), contacts, tags, files.
+"""Routes of conversations under /api/v1/: chats (and their transcript, their labels), contacts,
+tags, labels, files.
 The signed public download lives at /api/files/ (urls_download.py)."""
 
 from django.urls import re_path
@@ -7,6 +8,7 @@ from apps.core.api.routers import ApiRouter
 
 from .contacts import ContactViewSet, TagListView
 from .files import FileViewSet
+from .labels import ChatLabelsViewSet, LabelViewSet
 from .transcript import TranscriptViewSet
 from .views import ChatViewSet
 
@@ -14,8 +16,14 @@ router = ApiRouter()
 router.register("chats", ChatViewSet, basename="chat")
 router.register("contacts", ContactViewSet, basename="contact")
 router.register("files", FileViewSet, basename="file")
+router.register("labels", LabelViewSet, basename="label")
 
 urlpatterns = [
+    re_path(
+        r"^chats/(?P<pk>[0-9]+)/labels/?$",
+        ChatLabelsViewSet.as_view({"get": "retrieve", "put": "update"}),
+        name="chat-labels",
+    ),
     *router.urls,
     re_path(r"^tags/?$", TagListView.as_view(), name="tag-list"),
     re_path(

@@ -28,8 +28,8 @@ def _accepted(extra: dict | None = None) -> Response:
         description=(
             "Chats of the token's widget in every state, newest first. Filters: `status`, `channel`, "
             "`has_client_messages` (1 keeps chats where the visitor wrote), `q` (2 to 100 characters of visible "
-            "message text), `from` and `to` (chat creation date, Europe/Moscow unless an offset is given); `cursor` "
-            "and `limit` page."
+            "message text), `label` (repeatable: chats carrying every label named), `from` and `to` (chat creation "
+            "date, Europe/Moscow unless an offset is given); `cursor` and `limit` page."
         ),
     ),
     retrieve=extend_schema(
@@ -136,7 +136,9 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
 
     @extend_schema(parameters=[ChatListQuery], responses={200: s.ChatDoc(many=True)})
     def list(self, request):
-        filters = _rename_from(self.validated(ChatListQuery, data=query_data(request)))
+        filters = _rename_from(self.validated(ChatListQuery, data=query_data(request, repeatable=("label",))))
+        if "label" in filters:
+            filters["label_ids"] = filters.pop("label")
         page = self.paginator.paginate_selector(selectors.list_chats, request, self, widget=request.widget, **filters)
         return self.get_paginated_response([chat_row_payload(row) for row in page])
 

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chats", "0015_contact_identity"),
+        ("chats", "0016_labels"),
     ]
 
     operations = [

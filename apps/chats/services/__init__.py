@@ -11,9 +11,9 @@ One module per section: `locking` (the spam and rating errors, the chat row lock
 `identity` (which contact a visitor session speaks for), `merge` (two contacts become one),
 `rooms` (a contact's room on a channel),
 `attribution` (who answered, the wait for a person), `state` (status, close, transfer, accept),
-`messages` (messages, ratings, typing, receipts, the offline form) and `lifecycle` (the idle
-sweep). Other apps import this package, never a module of it; a test that patches a name patches
-it in the module that looks it up.
+`messages` (messages, ratings, typing, receipts, the offline form), `labels` (the widget's labels
+and each chat's) and `lifecycle` (the idle sweep). Other apps import this package, never a module
+of it; a test that patches a name patches it in the module that looks it up.
 """
 
 from .attribution import Answer as Answer
@@ -37,6 +37,18 @@ from .identity import Identified as Identified
 from .identity import end_session as end_session
 from .identity import get_verified_contact as get_verified_contact
 from .identity import identify_session as identify_session
+from .labels import MAX_LABELS_PER_CHAT as MAX_LABELS_PER_CHAT
+from .labels import LabelTaken as LabelTaken
+from .labels import TooManyLabels as TooManyLabels
+from .labels import UnknownLabel as UnknownLabel
+from .labels import add_chat_labels as add_chat_labels
+from .labels import check_chat_label_names as check_chat_label_names
+from .labels import create_label as create_label
+from .labels import delete_label as delete_label
+from .labels import label_key as label_key
+from .labels import remove_chat_labels as remove_chat_labels
+from .labels import set_chat_labels as set_chat_labels
+from .labels import update_label as update_label
 from .lifecycle import IDLE_EXPIRY as IDLE_EXPIRY
 from .lifecycle import sweep_idle_chats as sweep_idle_chats
 from .locking import AGENT_MESSAGE_RELATED as AGENT_MESSAGE_RELATED
@@ -54,6 +66,7 @@ from .messages import mark_seen as mark_seen
 from .messages import note_typing as note_typing
 from .messages import post_agent_message as post_agent_message
 from .messages import post_client_message as post_client_message
+from .messages import post_unattributed_message as post_unattributed_message
 from .messages import rate_chat as rate_chat
 from .messages import request_rating as request_rating
 from .messages import submit_offline_message as submit_offline_message
@@ -62,5 +75,6 @@ from .rooms import find_room as find_room
 from .rooms import get_or_create_room as get_or_create_room
 from .state import accept_chat as accept_chat
 from .state import close_chat as close_chat
+from .state import set_chat_department as set_chat_department
 from .state import set_chat_state as set_chat_state
 from .state import transfer_chat as transfer_chat

@@ -92,12 +92,15 @@ def emit_accepted(*, chat: Chat) -> None:
     )
 
 
-# `by` of chat.assigned for a change of routing owner, from the source of the change.
-ASSIGNED_BY = {"routing": "routing", "console": "agent", "automation": "automation"}
+# `by` of chat.assigned for a change of routing owner, from the source of the change. A macro is
+# `automation` too: the public vocabulary of chat.assigned (webhooks, the routing read) names a macro
+# and a rule alike.
+ASSIGNED_BY = {"routing": "routing", "console": "agent", "automation": "automation", "macro": "automation"}
 
 
 def assigned_by(source: str) -> str:
-    """`routing`, `agent` (a person in the console), `automation`, else `api` (a REST or compat call)."""
+    """`routing`, `agent` (a person in the console), `automation` (a macro or a rule), else `api` (a REST or
+    compat call)."""
     return ASSIGNED_BY.get(source, "api")
 
 

@@ -201,6 +201,22 @@ def post_agent_message(
 
 
 @transaction.atomic
+def post_unattributed_message(*, widget: Widget, chat: Chat, data: MessageInput, source: str) -> Message:
+    """An operator message with no agent (an automation rule's or an API-run macro's text): the
+    transcript's shape of the proactive opening, the visitor sees the widget's name. Not an answer:
+    the chat's first response, acceptance and owner stay as people make them. A message into an
+    expired chat reopens it; a spam chat refuses (409)."""
+    chat = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
+    ensure_not_spam(chat, detail="A spam chat takes no messages; move it to active first.")
+    message, fields = _store_message(
+        chat=chat, data=data, author_kind=Message.Author.AGENT, agent=None, now=timezone.now()
+    )
+    chat.save(update_fields=fields)
+    _emit_message(chat, message, source=source)
+    return message
+
+
+@transaction.atomic
 def request_rating(*, widget: Widget, chat: Chat) -> Message:
     """Ask the visitor to rate the chat: a system message the widget draws as a rating form."""
     chat = lock_chat(widget=widget, chat=chat)

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from apps.agents.models import Agent
+from apps.agents.models import Agent, Department
 from apps.agents.services import record_agent_event
 from apps.core import events
 from apps.core.models import Widget
@@ -112,6 +112,25 @@ def transfer_chat(*, widget: Widget, chat: Chat, to_agent: Agent, source: str = 
         to_operator_id=to_agent.pk,
         author_type="OPERATOR",
         source=source,
+    )
+    return chat
+
+
+@transaction.atomic
+def set_chat_department(*, widget: Widget, chat: Chat, department: Department | None, by: str) -> Chat:
+    """The chat's department (its SLA policy and the statistics by department follow it); the
+    assigned operator stays. Emits chat.department_changed once, only when it changed."""
+    chat = lock_chat(widget=widget, chat=chat)
+    if department is not None and department.widget_id != widget.pk:
+        raise AssertionError("department must belong to the widget")
+    new_id = department.pk if department is not None else None
+    if chat.department_id == new_id:
+        return chat
+    chat.department = department
+    chat.updated_at = timezone.now()
+    chat.save(update_fields=["department", "updated_at"])
+    events.emit(
+        widget, events.CHAT_DEPARTMENT_CHANGED, objects={"chat": chat}, chat_id=chat.pk, department_id=new_id, by=by
     )
     return chat
 

@@ -11,8 +11,11 @@ urlpatterns = [
     path("widget/", include("apps.console.settings.widget.urls")),
     path("people/", include("apps.console.settings.people.urls")),
     path("replies/", include("apps.console.settings.replies.urls")),
+    path("labels/", include("apps.console.settings.labels.urls")),
+    path("macros/", include("apps.console.settings.macros.urls")),
     path("ai/", include("apps.console.settings.ai.urls")),
     path("channels/", include("apps.console.settings.channels.urls")),
     path("developers/", include("apps.console.settings.developers.urls")),
     path("data/", include("apps.console.settings.data.urls")),
+    path("automation/", include("apps.console.settings.automation.urls")),
 ]

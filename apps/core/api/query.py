@@ -16,15 +16,19 @@ from apps.platform.numbers import parse_id
 PAGINATION_PARAMS = ("cursor", "limit")
 
 
-def query_data(request, *, skip: tuple[str, ...] = PAGINATION_PARAMS) -> dict:
+def query_data(request, *, skip: tuple[str, ...] = PAGINATION_PARAMS, repeatable: tuple[str, ...] = ()) -> dict:
     """Query parameters minus `skip` (pagination, read by the paginator), one value each: a
-    repeated parameter is refused with 422. Unknown names are refused by the XQuery serializer."""
+    repeated parameter is refused with 422, except those named in `repeatable`, read as a list of
+    every value given. Unknown names are refused by the XQuery serializer."""
     params = request.query_params
     data, errors = {}, {}
     for key in params:
         if key in skip:
             continue
         values = params.getlist(key)
+        if key in repeatable:
+            data[key] = values
+            continue
         if len(values) > 1:
             errors[key] = ["Give this parameter once."]
         data[key] = values[-1]

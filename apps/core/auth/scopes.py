@@ -62,6 +62,12 @@ CATALOGUE: dict[str, tuple[str, bool]] = {
     "sla:write": ("create, change, delete SLA policies", False),
     "campaigns:read": ("read proactive messages and their statistics", False),
     "campaigns:write": ("create, change, delete proactive messages", False),
+    "labels:read": ("read the widget's chat labels", False),
+    "labels:write": ("create, rename, recolour, delete chat labels", False),
+    "macros:read": ("read macros, shared and personal", False),
+    "macros:write": ("create, change, delete macros", False),
+    "automation:read": ("read automation rules and their runs", False),
+    "automation:write": ("create, change, delete automation rules", False),
 }
 
 ALL_SCOPES: frozenset[str] = frozenset(CATALOGUE)
@@ -88,7 +94,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "support-agents": ("support:read", "support:reply", "support:write"),
 }
 
-assert len(ALL_SCOPES) == 54 and len(OPERATIONAL_SCOPES) == 53
+assert len(ALL_SCOPES) == 60 and len(OPERATIONAL_SCOPES) == 59
 
 
 def parse_scopes(text: str) -> list[str]:

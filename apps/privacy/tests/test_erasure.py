@@ -63,6 +63,7 @@ HANDLED: dict[str, object] = {
     "chats.Message.chat": models.CASCADE,
     "chats.ChatTransfer.chat": models.CASCADE,
     "chats.Rating.chat": models.CASCADE,
+    "chats.ChatLabel.chat": models.CASCADE,  # the chat's labels go with it (the widget's labels stay)
     "ai.ReplyClaim.chat": models.CASCADE,
     "ai.ReplyClaim.message": models.CASCADE,
     "ai.ReplyClaim.reply": models.SET_NULL,

@@ -12,7 +12,8 @@ SEP = "\x1f"
 GUIDS = ("7" * 32, "8" * 32, "9" * 32)
 PAGE = [
     # chat, channel, created, closed, contact guid ("" for none), department, first response ms, duration, messages,
-    # accepted, handled, ai->human, human->ai, rating, tags (as the database joins them), assigned by, SLA breached
+    # accepted, handled, ai->human, human->ai, rating, tags (as the database joins them), assigned by, SLA breached,
+    # labels (as the database joins them)
     (
         1,
         "widget",
@@ -31,6 +32,7 @@ PAGE = [
         None,
         None,
         False,
+        None,
     ),
     (
         2,
@@ -50,6 +52,7 @@ PAGE = [
         f"vip{SEP}b2b{SEP}a,b",
         "routing",
         True,
+        f"vip{SEP}B2B{SEP}a,b",
     ),
     (
         3,
@@ -69,6 +72,7 @@ PAGE = [
         'say "hi"',
         "agent",
         False,
+        'q"uote',
     ),
     (
         4,
@@ -88,6 +92,7 @@ PAGE = [
         "line\r\nbreak",
         "",
         True,
+        "Éclair",
     ),
 ]
 
@@ -111,8 +116,10 @@ def reference_cells(row: tuple) -> list:
         tags,
         assigned_by,
         sla_breached,
+        labels,
     ) = row
     names = sorted(tags.split(SEP)) if tags else []
+    label_names = sorted(labels.split(SEP), key=lambda name: (name.casefold(), name)) if labels else []
     return [
         chat,
         channel,
@@ -131,6 +138,7 @@ def reference_cells(row: tuple) -> list:
         names,
         assigned_by or None,
         sla_breached,
+        label_names,
     ]
 
 
@@ -141,7 +149,7 @@ def test_csv_lines_are_what_csv_writer_writes():
     for row in PAGE:
         cells = reference_cells(row)
         cells[11], cells[12], cells[14] = spell[cells[11]], spell[cells[12]], ",".join(cells[14])
-        cells[16] = spell[cells[16]]
+        cells[16], cells[17] = spell[cells[16]], ",".join(cells[17])
         writer.writerow(cells)
     assert export.csv_lines(PAGE) == out.getvalue()
     assert list(csv.reader(io.StringIO(export.csv_lines(PAGE)))) == list(csv.reader(io.StringIO(out.getvalue())))

@@ -60,6 +60,12 @@ DATA_MEMBERS: dict[str, dict] = {
         "enum": ["first_response", "next_response", "resolution"],
         "description": "Which SLA clock ran out.",
     },
+    "labels": {
+        "type": "array",
+        "items": {"type": "string"},
+        "maxItems": 20,
+        "description": "The chat's label names after the change, sorted without regard to case (empty: none left).",
+    },
 }
 
 HEADERS = [

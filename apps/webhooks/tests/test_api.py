@@ -399,9 +399,11 @@ def test_catalogue_lists_both_vocabularies(api):
     rows = api(scopes=["webhooks:read"]).get("/api/v1/webhook-events").json()["data"]
     native = {r["name"]: r for r in rows if r["vocabulary"] == "native"}
     legacy = {r["name"]: r for r in rows if r["vocabulary"] == "legacy"}
-    assert len(native) == 14 and len(legacy) == 5
+    assert len(native) == 15 and len(legacy) == 5
     assert native["message.created"]["enabled"] is True and native["chat.closed"]["enabled"] is False
     assert native["contact.erased"]["status"] == "Live"  # a Wave 3 event (product-decisions.md)
+    assert native["chat.labels_changed"]["status"] == "Live"  # Wave 4, team work
+    assert native["chat.labels_changed"]["data_fields"] == ["button_guid", "chat_id", "labels"]
     assert legacy["chat_finished"]["maps_to"] == "chat.closed"
     assert all(r["triggered_by"] for r in rows)
     assert native["chat.transferred"]["data_fields"] == [

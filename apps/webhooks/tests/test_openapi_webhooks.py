@@ -60,6 +60,8 @@ def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     chats.post_agent_message(widget=widget, chat=chat, agent=first, data=chats.MessageInput(body="Здравствуйте"))
     chats.transfer_chat(widget=widget, chat=chat, to_agent=second)
     chats.rate_chat(widget=widget, chat=chat, value=5)
+    chats.create_label(widget=widget, name="Возврат")
+    chats.set_chat_labels(widget=widget, chat=chat, names=["возврат"], by="agent")
     contact.refresh_from_db()
     chats.update_contact(widget=widget, contact=contact, changes={"name": "Анна П."})
     sla.breach_due(now=timezone.now() + timedelta(minutes=5))  # the SLA beat job, once it is due

@@ -52,7 +52,7 @@ def jsonl(response) -> list[dict]:
 @pytest.fixture
 def day(talk, widget):
     """Jan 15 (Moscow): a missed widget chat; a tg chat the AI answered, handed to a person (closed 10
-    minutes after it opened, rated 4 then 5, its contact tagged); a vk chat a person answered with a
+    minutes after it opened, rated 4 then 5, its contact tagged, the chat labelled); a vk chat a person answered with a
     private note as well."""
     missed = talk.at(msk(2025, 1, 15, 9)).visitor()
     contact = ContactFactory(widget=widget)
@@ -65,6 +65,9 @@ def day(talk, widget):
     talk.at(msk(2025, 1, 15, 10, 4)).rate(tg, 5)
     talk.at(msk(2025, 1, 15, 10, 10))
     chat_services.close_chat(widget=widget, chat=Chat.objects.get(pk=tg.pk))
+    for name in ("vip", "Refund", "unused"):
+        chat_services.create_label(widget=widget, name=name)
+    chat_services.set_chat_labels(widget=widget, chat=tg, names=["vip", "refund"], by="api")
     vk = talk.at(msk(2025, 1, 15, 11)).visitor(channel="vk")
     talk.at(msk(2025, 1, 15, 11, 1, 30)).reply(vk, talk.human)
     talk.at(msk(2025, 1, 15, 11, 2)).reply(vk, talk.human, visibility="private")
@@ -95,6 +98,7 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "tags": [],
         "assigned_by": None,
         "sla_breached": False,
+        "labels": [],
     }
     assert rows[1] == {
         "id": tg.pk,
@@ -114,6 +118,7 @@ def test_jsonl_rows_hold_every_column_for_hand_made_chats(api, day):
         "tags": ["b2b", "vip"],
         "assigned_by": "agent",
         "sla_breached": False,
+        "labels": ["Refund", "vip"],
     }
     # the private note is not a counted message
     assert (rows[2]["messages"], rows[2]["first_response_seconds"], rows[2]["handled_by_type"]) == (2, 90.0, "human")
@@ -129,6 +134,7 @@ def test_csv_has_a_header_and_spells_booleans_nulls_and_tags(api, day):
     assert len(table) == 4
     by_id = {int(line[0]): dict(zip(export.COLUMNS, line, strict=True)) for line in table[1:]}
     assert by_id[tg.pk]["tags"] == "b2b,vip" and by_id[tg.pk]["ai_to_human"] == "true"
+    assert by_id[tg.pk]["labels"] == "Refund,vip" and by_id[missed.pk]["labels"] == ""
     assert by_id[tg.pk]["rating"] == "5" and by_id[tg.pk]["duration_seconds"] == "600"
     assert by_id[missed.pk]["closed_at"] == "" and by_id[missed.pk]["rating"] == ""
     assert by_id[missed.pk]["human_to_ai"] == "false"

@@ -1,0 +1,345 @@
+"""Rules at work: every event, every field read from the chat, every action through a rule, no loops,
+a refused action, the regular expression's time limit, tenancy, the run log and the web process's
+share (product-decisions.md "Team work", automation rules)."""
+
+import json
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from apps.agents.tests.factories import DepartmentFactory
+from apps.automation import handlers, runtime, services
+from apps.automation.models import RUNS_KEPT, AutomationRule, AutomationRun
+from apps.chats import services as chat_services
+from apps.chats.models import Chat, ChatLabel, Message, VisitorSession
+from apps.chats.tests.factories import ChatFactory, ContactFactory, MessageFactory
+from apps.core import events
+from apps.core.errors import ValidationFailed
+from apps.webhooks.models import Delivery, Subscription
+from tests.support.factories import AgentFactory
+
+from .conftest import event_data
+
+pytestmark = pytest.mark.django_db
+
+NOTE = {"type": "add_note", "text": "rule ran"}
+
+
+def notes(chat) -> list[str]:
+    return list(Message.objects.filter(chat=chat, visibility=Message.Visibility.NOTE).values_list("body", flat=True))
+
+
+def runs(rule) -> list[tuple[str, str]]:
+    return list(AutomationRun.objects.filter(rule=rule).order_by("id").values_list("outcome", "detail"))
+
+
+def label(widget, name):
+    return chat_services.create_label(widget=widget, name=name)
+
+
+# --- events -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "event",
+    ["chat.created", "message.created", "chat.closed", "chat.assigned", "sla.breached", "offline_message.created"],
+)
+def test_every_event_runs_its_rules_and_only_its_rules(widget, chat, rule, fire, event):
+    mine = rule(event=event, actions=[{"type": "add_note", "text": event}])
+    other = rule(event="chat.closed" if event != "chat.closed" else "chat.created")
+    fire(widget, event, **event_data(event, chat))
+    assert notes(chat) == [event]
+    assert runs(mine) == [("matched", "1 action(s) ran.")] and runs(other) == []
+
+
+def test_an_operators_message_does_not_run_message_rules(widget, chat, rule, fire):
+    mine = rule(event="message.created")
+    fire(widget, "message.created", **{**event_data("message.created", chat), "author_type": "OPERATOR"})
+    assert runs(mine) == [] and notes(chat) == []
+
+
+def test_a_visitors_message_through_the_service_runs_the_rule_after_the_commit(
+    widget, rule, django_capture_on_commit_callbacks
+):
+    mine = rule(
+        event="message.created",
+        conditions=[{"field": "message.text", "op": "contains", "value": "refund"}],
+        actions=[{"type": "add_note", "text": "refund asked"}],
+    )
+    contact = ContactFactory(widget=widget)
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        message = chat_services.post_client_message(
+            widget=widget, contact=contact, data=chat_services.MessageInput(body="Refund please")
+        )
+        assert runs(mine) == []  # nothing before the commit
+    for callback in pending:
+        callback()
+    assert notes(message.chat) == ["refund asked"] and runs(mine)[0][0] == "matched"
+
+
+def test_rules_run_in_order_of_id_and_a_disabled_one_never(widget, chat, rule, fire):
+    rule(actions=[{"type": "add_note", "text": "first"}])
+    off = rule(actions=[{"type": "add_note", "text": "off"}], enabled=False)
+    rule(actions=[{"type": "add_note", "text": "second"}])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    assert notes(chat) == ["first", "second"] and runs(off) == []
+
+
+def test_a_rule_not_matching_is_logged_and_changes_nothing(widget, chat, rule, fire):
+    mine = rule(conditions=[{"field": "channel", "op": "equals", "value": "telegram"}])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    assert runs(mine) == [("not_matched", "")] and notes(chat) == []
+
+
+# --- fields read from the chat ---------------------------------------------------------------------------
+
+
+def run_with(widget, chat, rule, fire, conditions, event="chat.created", **data):
+    mine = rule(event=event, conditions=conditions)
+    fire(widget, event, **{**event_data(event, chat), **data})
+    return runs(mine)[0][0]
+
+
+def test_channel_department_language_and_attributes_come_from_the_chat(widget, rule, fire):
+    department = DepartmentFactory(widget=widget)
+    chat = ChatFactory(
+        contact=ContactFactory(widget=widget, locale="de", attributes={"plan": "vip"}),
+        channel="telegram",
+        department=department,
+    )
+    conditions = [
+        {"field": "channel", "op": "equals", "value": "telegram"},
+        {"field": "department_id", "op": "equals", "value": department.pk},
+        {"field": "language", "op": "in", "value": ["de", "fr"]},
+        {"field": "contact.attributes.plan", "op": "equals", "value": "VIP"},
+    ]
+    assert run_with(widget, chat, rule, fire, conditions) == "matched"
+
+
+def test_page_url_is_the_contacts_latest_page(widget, chat, rule, fire):
+    VisitorSession.objects.create(widget=widget, contact=chat.contact, token_hash="a" * 64, page_url="https://x/old")
+    VisitorSession.objects.create(
+        widget=widget, contact=chat.contact, token_hash="b" * 64, page_url="https://x/pricing"
+    )
+    AutomationRule.objects.all().delete()
+    conditions = [{"field": "page_url", "op": "contains", "value": "/pricing"}]
+    assert run_with(widget, chat, rule, fire, conditions) == "matched"
+
+
+def test_message_text_is_the_events_message(widget, chat, rule, fire):
+    message = MessageFactory(chat=chat, body="Where is my refund?")
+    conditions = [{"field": "message.text", "op": "matches", "value": r"(?i)\brefund"}]
+    assert run_with(widget, chat, rule, fire, conditions, event="message.created", message_id=message.pk) == "matched"
+
+
+def test_labels_are_the_chats_labels(widget, chat, rule, fire):
+    chat_services.add_chat_labels(widget=widget, chat=chat, names=[label(widget, "VIP").name], by="agent")
+    assert run_with(widget, chat, rule, fire, [{"field": "labels", "op": "equals", "value": "vip"}]) == "matched"
+
+
+@pytest.mark.parametrize("is_open", [True, False])
+def test_business_hours_open_is_the_widgets_state_now(widget, chat, rule, fire, monkeypatch, is_open):
+    state = type("State", (), {"open": is_open})()
+    monkeypatch.setattr(runtime.widget_selectors, "business_hours_state", lambda widget: state)
+    conditions = [{"field": "business_hours.open", "op": "equals", "value": False}]
+    assert run_with(widget, chat, rule, fire, conditions) == ("not_matched" if is_open else "matched")
+
+
+# --- every action through a rule ------------------------------------------------------------------------
+
+
+def test_send_message_and_add_note(widget, chat, rule, fire):
+    rule(actions=[{"type": "send_message", "text": "Hello {{contact.name|there}}"}, NOTE])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    public = Message.objects.filter(chat=chat, visibility=Message.Visibility.PUBLIC).values_list("body", flat=True)
+    assert list(public) == [f"Hello {chat.contact.name}"] and notes(chat) == ["rule ran"]
+
+
+def test_add_labels_and_remove_labels(widget, chat, rule, fire, captured_events):
+    vip, spam = label(widget, "VIP"), label(widget, "Spam")
+    chat_services.add_chat_labels(widget=widget, chat=chat, names=["Spam"], by="agent")
+    rule(actions=[{"type": "add_labels", "labels": ["vip"]}, {"type": "remove_labels", "labels": ["spam"]}])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    assert list(ChatLabel.objects.filter(chat=chat).values_list("label", flat=True)) == [vip.pk]
+    assert spam.pk
+
+
+def test_assign_agent_and_assign_department(widget, chat, rule, fire, captured_events):
+    agent, department = AgentFactory(widget=widget), DepartmentFactory(widget=widget)
+    rule(
+        actions=[
+            {"type": "assign_department", "department_id": department.pk},
+            {"type": "assign_agent", "agent_id": agent.pk},
+        ]
+    )
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    chat.refresh_from_db()
+    assert (chat.agent_id, chat.department_id) == (agent.pk, department.pk)
+    assert (
+        "chat.assigned",
+        {"chat_id": chat.pk, "agent_id": agent.pk, "by": "automation", "button_guid": widget.button_guid},
+    ) in captured_events()
+
+
+def test_close(widget, chat, rule, fire):
+    rule(actions=[{"type": "close"}])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    chat.refresh_from_db()
+    assert chat.status == Chat.Status.EXPIRED
+
+
+def test_send_webhook_queues_one_signed_call_to_the_subscriptions_url(widget, chat, rule, fire):
+    subscription = Subscription.objects.create(
+        widget=widget, url="https://hooks.example/vip", events=[], secret_encrypted="token"
+    )
+    mine = rule(name="VIP writes", actions=[{"type": "send_webhook", "url": "https://hooks.example/vip"}])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    [call] = Delivery.objects.filter(widget=widget)
+    body = json.loads(call.body)
+    assert call.endpoint.url == subscription.url and call.endpoint.secret_encrypted == "token"
+    assert body["type"] == "automation.rule_matched" and body["id"] == str(call.key)
+    assert body["data"] == {
+        "button_guid": widget.button_guid,
+        "rule_id": mine.pk,
+        "rule_name": "VIP writes",
+        "event": "chat.created",
+        "chat_id": chat.pk,
+        "source": "visitor",
+    }
+
+
+def test_a_webhook_url_without_a_subscription_is_refused(widget, rule):
+    with pytest.raises(ValidationFailed) as caught:
+        rule(actions=[{"type": "send_webhook", "url": "https://hooks.example/none"}])
+    assert list(caught.value.errors) == ["actions.0.url"]
+
+
+# --- no loops -----------------------------------------------------------------------------------------
+
+
+def test_what_a_rules_actions_cause_never_triggers_rules(widget, chat, rule, fire, captured_events):
+    agent = AgentFactory(widget=widget)
+    label(widget, "Looped")
+    first = rule(event="chat.created", actions=[{"type": "assign_agent", "agent_id": agent.pk}, {"type": "close"}])
+    second = rule(event="chat.assigned", actions=[{"type": "add_labels", "labels": ["Looped"]}])
+    third = rule(event="chat.closed", actions=[NOTE])
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    types = [type for type, _ in captured_events()]
+    assert "chat.assigned" in types and "chat.closed" in types  # the actions did emit them
+    assert runs(first)[0][0] == "matched" and runs(second) == [] and runs(third) == []
+    assert not ChatLabel.objects.filter(chat=chat).exists() and notes(chat) == []
+
+
+def test_the_handler_skips_at_emit_time_while_a_rules_actions_run(widget, chat, monkeypatch):
+    from apps.automation.context import caused_by_rule
+
+    sent = []
+    monkeypatch.setattr(handlers, "_send", sent.append)
+    with transaction.atomic(), caused_by_rule():
+        events.emit(widget, "chat.closed", chat_id=chat.pk, reason="automation")
+    assert sent == []
+
+
+# --- failures ---------------------------------------------------------------------------------------------
+
+
+def test_a_refused_action_logs_failed_with_the_refusal_and_leaves_the_chat_unchanged(widget, chat, rule, fire):
+    agent = AgentFactory(widget=widget)
+    label(widget, "VIP")
+    mine = rule(
+        actions=[{"type": "add_labels", "labels": ["VIP"]}, NOTE, {"type": "assign_agent", "agent_id": agent.pk}]
+    )
+    agent.delete()  # gone since the rule was saved: the third action is refused at run time
+    fire(widget, "chat.created", **event_data("chat.created", chat))
+    [(outcome, detail)] = runs(mine)
+    assert outcome == "failed" and detail.startswith("Action 3 (assign_agent) was refused")
+    assert not ChatLabel.objects.filter(chat=chat).exists() and notes(chat) == []
+
+
+def test_a_catastrophic_regular_expression_is_stopped_and_logged_failed(widget, chat, rule, fire):
+    message = MessageFactory(chat=chat, body="a" * 40 + "b")
+    mine = rule(event="message.created", conditions=[{"field": "message.text", "op": "matches", "value": "^(a|aa)+$"}])
+    after = rule(event="message.created")
+    fire(widget, "message.created", **{**event_data("message.created", chat), "message_id": message.pk})
+    [(outcome, detail)] = runs(mine)
+    assert outcome == "failed" and "ran out of time" in detail and notes(chat) == ["rule ran"]
+    assert runs(after)[0][0] == "matched"  # the rules after it still ran
+
+
+# --- tenancy ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "path"),
+    [
+        ({"type": "assign_agent", "agent_id": "agent"}, "actions.0.agent_id"),
+        ({"type": "assign_department", "department_id": "department"}, "actions.0.department_id"),
+        ({"type": "add_labels", "labels": ["label"]}, "actions.0.labels.0"),
+        ({"type": "remove_labels", "labels": ["label"]}, "actions.0.labels.0"),
+    ],
+)
+def test_another_widgets_ids_in_actions_are_refused_like_missing_ones(widget, other_widget, rule, action, path):
+    foreign = {
+        "agent": AgentFactory(widget=other_widget).pk,
+        "department": DepartmentFactory(widget=other_widget).pk,
+        "label": chat_services.create_label(widget=other_widget, name="Theirs").name,
+    }
+    member = next(k for k in action if k != "type")
+    value = action[member]
+    action = {**action, member: [foreign[value[0]]] if isinstance(value, list) else foreign[value]}
+    with pytest.raises(ValidationFailed) as caught:
+        rule(actions=[action])
+    assert path in caught.value.errors
+
+
+def test_a_rule_never_acts_on_another_widgets_chat(widget, other_widget, rule, fire):
+    mine = rule()
+    foreign = ChatFactory(contact=ContactFactory(widget=other_widget))
+    fire(other_widget, "chat.created", **event_data("chat.created", foreign))
+    fire(widget, "chat.created", **event_data("chat.created", foreign))  # a foreign id handed by hand
+    assert runs(mine) == [] and notes(foreign) == []
+
+
+# --- the run log ---------------------------------------------------------------------------------------------
+
+
+def test_the_run_log_keeps_the_last_hundred_runs_per_rule(widget, chat, rule, monkeypatch):
+    mine, other = rule(), rule()
+    monkeypatch.setattr(services, "TRIM_EVERY", 1)
+    for _ in range(5):
+        runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    oldest = set(AutomationRun.objects.values_list("pk", flat=True))
+    for _ in range(RUNS_KEPT):
+        runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    for row in (mine, other):
+        assert AutomationRun.objects.filter(rule=row).count() == RUNS_KEPT
+    assert not AutomationRun.objects.filter(pk__in=oldest).exists()
+
+
+# --- the compiled rules -----------------------------------------------------------------------------------
+
+
+def test_rules_are_compiled_once_per_version(widget, chat, rule):
+    mine = rule()
+    runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    with CaptureQueriesContext(connection) as queries:
+        runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    assert not [q for q in queries.captured_queries if "automation_automationrule" in q["sql"]]
+    services.update_rule(widget=widget, rule=mine, changes={"enabled": False})
+    runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    assert len(runs(mine)) == 2  # the change reached the worker's cache: the disabled rule did not run
+
+
+def test_a_visitor_message_costs_the_web_process_no_statement_for_rules(
+    widget, chat, rule, monkeypatch, django_capture_on_commit_callbacks
+):
+    rule(event="message.created")
+    sent = []
+    monkeypatch.setattr(handlers, "_send", sent.append)
+    event = events.Event(widget=widget, type="message.created", data=event_data("message.created", chat))
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
+        handlers.hand_off(event)
+    assert queries.captured_queries == [] and sent == [
+        (widget.pk, "message.created", {"chat_id": chat.pk, "message_id": 0, "source": "visitor"})
+    ]

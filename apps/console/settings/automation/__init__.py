@@ -1,0 +1,1 @@
+"""The owner's automation settings."""
