@@ -10,8 +10,8 @@ with its contact, three labels and a visitor session, and a visitor message.
 
 - `automation_rules_per_message`: one iteration is the worker's task for one visitor message
   (`runtime.run_event`: the rule-set version, the message with its chat and contact, the chat's
-  labels, the contact's page, every rule's conditions, the runs logged in one statement and, one
-  time in ten, the log's trim). The rules were compiled by the warm-up (once per version, as on a
+  labels, the contact's page, every rule's conditions, the runs logged in one statement; the log's
+  trim is a beat job, off this path). The rules were compiled by the warm-up (once per version, as on a
   worker). Target: p50 at most 2 ms.
 - `automation_request_path`: the statements the rules' handler adds to the request that stores a
   visitor's message (its emit-time check and the after-commit hand-off, the broker call replaced

@@ -18,5 +18,5 @@ def get_rule(*, widget: Widget, rule_id: int) -> AutomationRule | None:
 
 
 def list_runs(*, widget: Widget, rule: AutomationRule) -> list[AutomationRun]:
-    """The rule's newest RUNS_KEPT runs, newest first (a worker trims the tail now and then)."""
+    """The rule's newest RUNS_KEPT runs, newest first (the beat job `automation.trim_runs` cuts the tail)."""
     return list(AutomationRun.objects.filter(widget=widget, rule=rule).order_by("-id")[:RUNS_KEPT])

@@ -5,11 +5,10 @@ and is audited (`automation_rule.created`, `.changed`, `.deleted`)."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.audit import services as audit
@@ -23,9 +22,6 @@ from .webhook import check_webhook_actions
 
 AUDIT = "automation_rule"
 MAX_RULES = 200
-# A worker trims a rule's log on about one run in TRIM_EVERY: one statement now and then instead of
-# one per run, so a log holds RUNS_KEPT rows plus a short tail (the API shows RUNS_KEPT).
-TRIM_EVERY = 10
 
 
 def bump(widget_id: int) -> None:
@@ -112,16 +108,25 @@ def delete_rule(*, widget: Widget, rule: AutomationRule) -> None:
 
 
 def record_runs(runs: list[AutomationRun]) -> None:
-    """Store the runs of one event (one statement) and, now and then, trim their rules' logs."""
-    if not runs:
-        return
-    AutomationRun.objects.bulk_create(runs)
-    if random.randrange(TRIM_EVERY) == 0:  # noqa: S311 (a sampling decision, not a secret)
-        trim_runs(rule_ids=[run.rule_id for run in runs])
+    """Store the runs of one event (one statement). The beat job `automation.trim_runs` cuts each
+    rule's log back to RUNS_KEPT, off the event's path; the API reads the newest RUNS_KEPT."""
+    if runs:
+        AutomationRun.objects.bulk_create(runs)
 
 
-def trim_runs(*, rule_ids: list[int]) -> int:
-    """Delete the runs of these rules beyond each one's newest RUNS_KEPT (one statement)."""
+def trim_runs(*, rule_ids: list[int] | None = None) -> int:
+    """Delete the runs of these rules (every rule with more than RUNS_KEPT runs when None) beyond
+    each one's newest RUNS_KEPT; returns how many went."""
+    if rule_ids is None:
+        rule_ids = list(
+            AutomationRun.objects.order_by()
+            .values("rule_id")
+            .annotate(n=Count("id"))
+            .filter(n__gt=RUNS_KEPT)
+            .values_list("rule_id", flat=True)
+        )
+    if not rule_ids:
+        return 0
     oldest_kept = (
         AutomationRun.objects.filter(rule_id=OuterRef("rule_id"))
         .order_by("-id")

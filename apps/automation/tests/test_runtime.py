@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from apps.agents.tests.factories import DepartmentFactory
-from apps.automation import handlers, runtime, services
+from apps.automation import handlers, runtime, selectors, services, tasks
 from apps.automation.models import RUNS_KEPT, AutomationRule, AutomationRun
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, ChatLabel, Message, VisitorSession
@@ -304,17 +304,26 @@ def test_a_rule_never_acts_on_another_widgets_chat(widget, other_widget, rule, f
 # --- the run log ---------------------------------------------------------------------------------------------
 
 
-def test_the_run_log_keeps_the_last_hundred_runs_per_rule(widget, chat, rule, monkeypatch):
+def test_the_run_log_keeps_the_last_hundred_runs_per_rule(widget, chat, rule):
     mine, other = rule(), rule()
-    monkeypatch.setattr(services, "TRIM_EVERY", 1)
+    few = rule()
     for _ in range(5):
         runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
     oldest = set(AutomationRun.objects.values_list("pk", flat=True))
+    services.update_rule(widget=widget, rule=few, changes={"enabled": False})
     for _ in range(RUNS_KEPT):
         runtime.run_event(widget_id=widget.pk, event_type="chat.created", data={"chat_id": chat.pk})
+    # the API reads the newest RUNS_KEPT before the beat job trims
+    assert [run.pk for run in selectors.list_runs(widget=widget, rule=mine)] == list(
+        AutomationRun.objects.filter(rule=mine).order_by("-id").values_list("pk", flat=True)[:RUNS_KEPT]
+    )
+
+    assert tasks.trim_runs() == 2 * 5
     for row in (mine, other):
         assert AutomationRun.objects.filter(rule=row).count() == RUNS_KEPT
-    assert not AutomationRun.objects.filter(pk__in=oldest).exists()
+    assert AutomationRun.objects.filter(rule=few).count() == 5  # under the limit: kept whole
+    assert not AutomationRun.objects.filter(pk__in=oldest, rule__in=[mine, other]).exists()
+    assert tasks.trim_runs() == 0
 
 
 # --- the compiled rules -----------------------------------------------------------------------------------
