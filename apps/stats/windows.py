@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from apps.core.models import Widget
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY, business_tz, in_supported_range
-from apps.widget.models import BusinessHours
+from apps.widget import selectors as widget_selectors
 
 PERIODS = ("today", "yesterday", "week", "month")
 INTERVALS = ("day", "week", "month")
@@ -32,8 +33,9 @@ class WindowError(ValueError):
 def report_tz(*, widget_id: int) -> ZoneInfo:
     """The time zone of the widget's reports: its business-hours time zone when it has stored
     business hours, else Europe/Moscow (apps.stats.reports)."""
-    hours = BusinessHours.objects.filter(widget_id=widget_id).values_list("hours", flat=True).first()
-    name = (hours or {}).get("timezone")
+    # Read with the public config's cache (a business-hours PUT purges it): every visitor message's
+    # statistics ask for it. The default hours (no row stored) are in the business time zone.
+    name = widget_selectors.cached_business_hours(Widget(pk=widget_id)).get("timezone")
     return ZoneInfo(name) if name else business_tz()
 
 

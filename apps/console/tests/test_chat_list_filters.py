@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.chats.models import Chat, Rating
 from apps.console.inbox import chat_list_url
 from apps.widget.hours import default_hours
-from apps.widget.models import BusinessHours
+from apps.widget.services import set_business_hours
 
 from .conftest import make_chat
 
@@ -39,7 +39,7 @@ def test_from_and_to_are_whole_days_in_moscow_by_default(console, widget):
 
 
 def test_from_and_to_follow_the_widgets_business_hours_time_zone(console, widget):
-    BusinessHours.objects.create(widget=widget, hours=default_hours("America/New_York"))
+    set_business_hours(widget=widget, body=default_hours("America/New_York"))
     # 03:00 in Moscow on the 15th is 19:00 on the 14th in New York
     at(make_chat(widget, name="Evening"), datetime(2025, 1, 15, 3, 0, tzinfo=MSK))
     assert listed(console, chat_list_url(**{"from": "2025-01-14", "to": "2025-01-14"})) == {"Evening"}
@@ -129,6 +129,7 @@ def test_the_query_count_does_not_grow_with_the_chats(console, widget, operator)
     )
 
     def count() -> int:
+        console.get(url)  # the cached reads (the report time zone) warm, as on a busy console
         with CaptureQueriesContext(connection) as queries:
             console.get(url)
         return len(queries)

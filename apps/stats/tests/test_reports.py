@@ -33,9 +33,9 @@ def test_a_range_longer_than_366_days_is_refused(widget):
 
 def test_report_days_are_the_widgets_business_hours_days(widget, talk):
     from apps.widget.hours import default_hours
-    from apps.widget.models import BusinessHours
+    from apps.widget.services import set_business_hours
 
-    BusinessHours.objects.create(widget=widget, hours=default_hours("America/New_York"))
+    set_business_hours(widget=widget, body=default_hours("America/New_York"))
     # 03:00 on the 15th in Moscow is 19:00 on the 14th in New York
     chat = talk.at(msk(2025, 1, 15, 3)).visitor()
     talk.at(msk(2025, 1, 15, 3, 1)).rate(chat, 5)
@@ -47,10 +47,10 @@ def test_report_days_are_the_widgets_business_hours_days(widget, talk):
 
 def test_a_later_change_takes_the_chat_back_from_the_day_it_was_counted_on(widget, talk):
     from apps.widget.hours import default_hours
-    from apps.widget.models import BusinessHours
+    from apps.widget.services import set_business_hours
 
     chat = talk.at(msk(2025, 1, 15, 3)).visitor()  # counted on the 15th (Moscow)
-    BusinessHours.objects.create(widget=widget, hours=default_hours("America/New_York"))
+    set_business_hours(widget=widget, body=default_hours("America/New_York"))
     talk.at(msk(2025, 1, 15, 3, 1)).reply(chat)  # now the 14th in New York
     report = build_report(widget=widget, start=date(2025, 1, 14), end=date(2025, 1, 15))
     assert report["chats_by_channel"] == {"widget": [1, 0]}
