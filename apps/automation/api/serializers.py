@@ -35,7 +35,7 @@ class ConditionDoc(serializers.Serializer):
     value = serializers.JSONField(help_text="A text, a list (`in`), an id (`department_id`) or a boolean.")
 
 
-class RuleDoc(serializers.Serializer):
+class AutomationRuleDoc(serializers.Serializer):
     id = serializers.IntegerField(help_text="The rule's id; rules of one event run in order of id.")
     name = serializers.CharField(help_text="1 to 100 characters.")
     enabled = serializers.BooleanField(help_text="A disabled rule never runs.")
@@ -46,7 +46,7 @@ class RuleDoc(serializers.Serializer):
     updated_at = serializers.DateTimeField(help_text="When it last changed.")
 
 
-class RuleInput(InputSerializer):
+class AutomationRuleInput(InputSerializer):
     name = LabelField(max_length=100, help_text="1 to 100 characters, stored in NFC.")
     enabled = serializers.BooleanField(required=False, default=True, help_text="Default true.")
     event = serializers.ChoiceField(choices=EVENTS, help_text="When the rule runs.")
@@ -54,11 +54,11 @@ class RuleInput(InputSerializer):
     actions = serializers.JSONField(help_text=ACTIONS_HELP)
 
 
-class RulePatchInput(RuleInput):
+class AutomationRulePatchInput(AutomationRuleInput):
     """Any subset of the members; the others keep their values."""
 
 
-class RunDoc(serializers.Serializer):
+class AutomationRunDoc(serializers.Serializer):
     at = serializers.DateTimeField(help_text="When the rule was evaluated.")
     chat_id = serializers.IntegerField(allow_null=True, help_text="The chat the event was about.")
     outcome = serializers.ChoiceField(
@@ -69,5 +69,5 @@ class RunDoc(serializers.Serializer):
     detail = serializers.CharField(help_text="What ran, or why it failed (the refusal's own words).")
 
 
-class RunsDoc(serializers.Serializer):
-    data = RunDoc(many=True, help_text="The rule's last 100 runs, newest first.")
+class AutomationRunsDoc(serializers.Serializer):
+    data = AutomationRunDoc(many=True, help_text="The rule's last 100 runs, newest first.")

@@ -61,25 +61,25 @@ class AutomationRuleViewSet(WidgetScopedViewSet):
     }
     idempotency_required = {"create", "partial_update", "destroy"}
 
-    @extend_schema(responses={200: s.RuleDoc(many=True)})
+    @extend_schema(responses={200: s.AutomationRuleDoc(many=True)})
     def list(self, request):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response([rule_payload(row) for row in page])
 
-    @extend_schema(request=s.RuleInput, responses={201: s.RuleDoc})
+    @extend_schema(request=s.AutomationRuleInput, responses={201: s.AutomationRuleDoc})
     def create(self, request):
-        data = self.validated(s.RuleInput)
+        data = self.validated(s.AutomationRuleInput)
         rule = services.create_rule(widget=request.widget, **data)
         return Response(rule_payload(rule), status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: s.RuleDoc})
+    @extend_schema(responses={200: s.AutomationRuleDoc})
     def retrieve(self, request, pk=None):
         return Response(rule_payload(self.get_object()))
 
-    @extend_schema(request=s.RulePatchInput, responses={200: s.RuleDoc})
+    @extend_schema(request=s.AutomationRulePatchInput, responses={200: s.AutomationRuleDoc})
     def partial_update(self, request, pk=None):
         rule = self.get_object()
-        data = self.validated(s.RulePatchInput, partial=True)
+        data = self.validated(s.AutomationRulePatchInput, partial=True)
         rule = services.update_rule(widget=request.widget, rule=rule, changes=dict(data))
         return Response(rule_payload(rule))
 
@@ -92,7 +92,7 @@ class AutomationRuleViewSet(WidgetScopedViewSet):
         summary="A rule's last runs",
         description="The last 100 evaluations of the rule, newest first: `matched`, `not_matched` or `failed` "
         "(with the refusal's own detail; the chat was left unchanged).",
-        responses={200: s.RunsDoc},
+        responses={200: s.AutomationRunsDoc},
     )
     @action(detail=True, methods=["get"])
     def runs(self, request, pk=None):

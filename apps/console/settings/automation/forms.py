@@ -1,6 +1,6 @@
 """The rule form: draws rows of conditions (field, operator, value) and of actions (a type and its
 inputs) and turns what was posted into the API's body, remembering which input each API member came
-from so a refusal lands beside it. It decides nothing: RuleInput and the services do."""
+from so a refusal lands beside it. It decides nothing: AutomationRuleInput and the services do."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def create(request):
     if request.POST.get("add_row"):  # one more row, nothing saved (the page works without script)
         return _form_page(request, form, rule=None)
     body, rows = rule_body(form)
-    outcome = settings_forms.submit(s.RuleInput, body, lambda v: services.create_rule(widget=widget, **v))
+    outcome = settings_forms.submit(s.AutomationRuleInput, body, lambda v: services.create_rule(widget=widget, **v))
     if outcome.refused:
         settings_forms.bind(form, outcome, fields=rows)
         return _form_page(request, form, rule=None, status=outcome.status)
@@ -78,7 +78,7 @@ def edit(request, rule_id):
         return _form_page(request, form, rule=rule)
     body, rows = rule_body(form)
     outcome = settings_forms.submit(
-        s.RulePatchInput,
+        s.AutomationRulePatchInput,
         body,
         lambda v: services.update_rule(widget=widget, rule=rule, changes=dict(v)),
         partial=True,
@@ -98,7 +98,7 @@ def toggle(request, rule_id):
     rule = _rule_or_404(request, rule_id)
     enabled = request.POST.get("enabled") == "true"
     outcome = settings_forms.submit(
-        s.RulePatchInput,
+        s.AutomationRulePatchInput,
         {"enabled": enabled},
         lambda v: services.update_rule(widget=widget, rule=rule, changes=dict(v)),
         partial=True,
