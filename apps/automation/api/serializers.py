@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import InputSerializer, LabelField
+from apps.core.api.serializers import InputSerializer, LabelField, StrictBooleanField
 
 from ..actions import ACTION_TYPES, SEND_WEBHOOK
 from ..conditions import FIELDS, OPS
@@ -48,7 +48,7 @@ class AutomationRuleDoc(serializers.Serializer):
 
 class AutomationRuleInput(InputSerializer):
     name = LabelField(max_length=100, help_text="1 to 100 characters, stored in NFC.")
-    enabled = serializers.BooleanField(required=False, default=True, help_text="Default true.")
+    enabled = StrictBooleanField(required=False, default=True, help_text="Default true.")
     event = serializers.ChoiceField(choices=EVENTS, help_text="When the rule runs.")
     conditions = serializers.JSONField(required=False, default=list, help_text=CONDITIONS_HELP)
     actions = serializers.JSONField(help_text=ACTIONS_HELP)

@@ -69,6 +69,8 @@ def emitted_by_real_flows(widget) -> list[OutboxEvent]:
     with transaction.atomic():  # presence emits these from the agent socket
         events.emit(widget, events.AGENT_ONLINE, operator_id=first.pk)
         events.emit(widget, events.AGENT_OFFLINE, operator_id=first.pk)
+    twin = chats.create_contact(widget=widget, name="Анна")
+    chats.merge_contacts(widget=widget, source=twin, target=contact)
     erased = chats.create_contact(widget=widget, name="Борис")
     privacy.request_contact_erasure(widget=widget, contact=erased)
     privacy.erase_contact(pending_id=PendingErasure.objects.get(contact_id=erased.pk).pk)
