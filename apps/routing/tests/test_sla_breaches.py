@@ -97,6 +97,7 @@ def _statements(widget, policy, chat, *, open_not_due: int) -> int:
 def test_the_jobs_statements_do_not_grow_with_open_clocks_that_are_not_due(widget):
     policy = make_policy(widget)
     chat = ChatFactory(widget=widget)
+    _statements(widget, policy, chat, open_not_due=1)  # the cached reads (the report time zone) warm
     one = _statements(widget, policy, chat, open_not_due=1)
     many = _statements(widget, policy, chat, open_not_due=200)
     assert many == one

@@ -20,11 +20,13 @@ def test_a_claim_leases_the_chat_for_ttl(support):
     chat = support.chat()
     before = timezone.now()
     response = claim(support, chat, {"ttl_sec": 600, "note": "on it"})
+    after = timezone.now()
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["ttl_sec"] == 600 and body["held_by"] == "agent-1" and len(body["claim_id"]) >= 8
     lease = SupportClaim.objects.get(chat=chat)
-    assert timedelta(seconds=599) <= lease.expires_at - before <= timedelta(seconds=601)
+    # the lease runs 600 s from the moment the claim was taken, inside the request
+    assert before + timedelta(seconds=600) <= lease.expires_at <= after + timedelta(seconds=600)
     detail = support.client.get(f"/api/v1/support/chats/{chat.pk}").json()
     assert detail["lease"]["mine"] is True and detail["lease"]["claim_id"] == body["claim_id"]
 
