@@ -15,7 +15,10 @@ a second widget, each with a running first-response clock due tomorrow.
   pushes the queued visitors' new places), and every queued chat's place and estimated wait are
   read (the whole queue in order and the widget's wait per place). Target: p99 under 1 s.
 - `routing_decision`: the same decision timed alone, inside the transaction (its in-transaction
-  handlers included: the chat, its routing row, the statistics), with the statements it ran.
+  handlers included: the chat, its routing row, the statistics), with the statements it ran. A
+  decision is taken in the process whose change freed the slot, the web process first of all, so
+  the slots are timed in a process set up as that one is: config.asgi imported (its start-up
+  objects frozen out of the garbage collector's reach) and the server's collector thresholds.
   Target: p99 at most 20 ms. The statement count is pinned by
   apps/routing/tests/test_routing_statements.py.
 - `routing_sla_tick`: every routing beat job of config.celery.BEAT_SCHEDULE run once, with
@@ -28,6 +31,7 @@ a second widget, each with a running first-response clock due tomorrow.
 Medians and p99 over BENCH_ITERATIONS iterations (default 200; SLA: BENCH_ROUTING_SLA_RUNS, default 20).
 """
 
+import gc
 import statistics
 import sys
 import time
@@ -390,6 +394,9 @@ def main() -> int:
     widget, agent_ids = _routing_data(operators, capacity, queued)
     online = set(agent_ids)
     agent_selectors.PRESENCE_SOURCE = lambda w: online if w.pk == widget.pk else set()
+    import config.asgi
+
+    gc.set_threshold(*config.asgi.SERVER_GC_THRESHOLDS)
     ok = bench_slot(widget, agent_ids, iterations, warmup=env_int("BENCH_WARMUP", 20))
 
     from apps.routing.models import ChatRouting
