@@ -80,7 +80,7 @@ def test_compose_pins_the_stateful_services_to_a_major_version_and_takes_every_i
 def test_every_worker_service_has_its_own_health_check_and_beat_none():
     services = compose()["services"]
     for name, node in (("worker", "celery"), ("ai", "ai"), ("bulk", "bulk")):
-        assert f"--destination {node}@$$HOSTNAME" in services[name]["healthcheck"]["test"][1]
+        assert f"--destination {node}@$$(hostname)" in services[name]["healthcheck"]["test"][1]
     assert services["beat"]["healthcheck"] == {"disable": True}
     assert services["web"]["healthcheck"]["test"] == ["CMD", "python", "deploy/container/healthcheck.py"]
 
