@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 
 _handler: WSGIHandler | None = None
@@ -55,6 +56,16 @@ class Answer:
         if "Retry-After" in self.headers and "retry_after" not in problem:
             problem["retry_after"] = int(self.headers["Retry-After"])
         return problem
+
+
+def default_host() -> str:
+    """A host the REST API accepts (ALLOWED_HOSTS), for a caller that came with none (stdio); an
+    HTTP caller's requests carry its own Host."""
+    for allowed in settings.ALLOWED_HOSTS:
+        if allowed == "*":
+            break
+        return allowed.lstrip(".")
+    return "localhost"
 
 
 def fill(template: str, params: dict[str, Any]) -> str:
@@ -98,10 +109,11 @@ def request(
 ) -> Answer:
     """Send one request to the REST API in this thread; its answer."""
     payload = b"" if body is None else json.dumps(body).encode()
+    host = default_host()
     base = {
-        "SERVER_NAME": "localhost",
+        "SERVER_NAME": host,
         "SERVER_PORT": "443",
-        "HTTP_HOST": "localhost",
+        "HTTP_HOST": host,
         "REMOTE_ADDR": "127.0.0.1",
         "wsgi.url_scheme": "https",
         **(environ or {}),
