@@ -31,6 +31,7 @@ from . import registry
 from .registry import Context, Tool, ToolRefused
 
 NAME = "chat-widget"
+CALLER = "chatwidget.mcp_caller"  # the ASGI scope key of an HTTP request's (credential, environ) (apps.mcp.asgi)
 INSTRUCTIONS = (
     "Tools of one website's chat widget: read and answer its visitors' chats, look up contacts, canned "
     "responses, the knowledge base and statistics. Every tool acts as the API token you were given, within "
@@ -162,7 +163,7 @@ def _read_resource(context: Context, resource: registry.Resource, params: dict, 
 def caller_of(request: Any) -> tuple[str, dict[str, str]]:
     """The credential and the client's environ an HTTP request carries (apps.mcp.asgi put them in its scope)."""
     scope = getattr(request, "scope", None) or {}
-    caller = scope.get("chat_widget.mcp_caller")
+    caller = scope.get(CALLER)
     if caller is None:
         raise MCPError(types.INVALID_REQUEST, "Send `Authorization: Bearer <token>`.")
     return caller
