@@ -6,6 +6,31 @@ import pytest
 
 from apps.mcp.registry import Context
 
+BUDGET = 25  # the per-token budget of the live processes (API_RATE_LIMIT_PER_MINUTE)
+NARROW = ["chats:read"]
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory):
+    """The Procfile's web process on a migrated, seeded embedded default of its own (apps.mcp.tests.live),
+    with tokens of the demo widget: `full` (every operational scope), `narrow` (NARROW), and
+    `budget`, `stdio_budget`, `other` (every scope; each test that spends a budget has its own)."""
+    from apps.core.auth.scopes import OPERATIONAL_SCOPES
+    from tests.live import Template, start_web
+
+    from .live import Live, issue_tokens
+
+    template = Template.build(tmp_path_factory.mktemp("mcp-live"))
+    every = sorted(OPERATIONAL_SCOPES)
+    wanted = {"full": every, "narrow": NARROW, "budget": every, "stdio_budget": every, "other": every}
+    tokens = issue_tokens(template.var_dir, template.seed["button_guid"], wanted)
+    log = template.var_dir / "web.log"
+    server = start_web(template.var_dir, template.seed, log, API_RATE_LIMIT_PER_MINUTE=str(BUDGET))
+    try:
+        yield Live(server=server, var_dir=template.var_dir, tokens=tokens)
+    finally:
+        server.terminate()
+
 
 @pytest.fixture
 def mcp_context(make_token, widget):

@@ -11,42 +11,15 @@ import anyio
 import httpx
 import pytest
 
-from apps.core.auth.scopes import OPERATIONAL_SCOPES
 from apps.mcp import registry
 
-from .live import Live, create_widget, issue_tokens
+from .conftest import BUDGET, NARROW
+from .live import Live, create_widget
 
 pytestmark = pytest.mark.embedded
 
-BUDGET = 25  # the per-token budget the server runs with (API_RATE_LIMIT_PER_MINUTE)
-NARROW = ["chats:read"]
 ACCEPT = "application/json, text/event-stream"
 HANDSHAKE_VERSION = "2025-11-25"
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> Live:
-    from tests.live import Template, start_web
-
-    template = Template.build(tmp_path_factory.mktemp("mcp-live"))
-    guid = template.seed["button_guid"]
-    tokens = issue_tokens(
-        template.var_dir,
-        guid,
-        {
-            "full": sorted(OPERATIONAL_SCOPES),
-            "narrow": NARROW,
-            "budget": sorted(OPERATIONAL_SCOPES),
-            "other": sorted(OPERATIONAL_SCOPES),
-        },
-    )
-    server = start_web(
-        template.var_dir, template.seed, template.var_dir / "web.log", API_RATE_LIMIT_PER_MINUTE=str(BUDGET)
-    )
-    try:
-        yield Live(server=server, var_dir=template.var_dir, tokens=tokens)
-    finally:
-        server.terminate()
 
 
 def listed_for(scopes) -> set[str]:
