@@ -116,18 +116,20 @@ def structured(tool: Tool, result: Any) -> dict | None:
     return {"result": result}
 
 
+def missing_scope(what: str, missing: list[list[str]]) -> dict:
+    alternatives = " and ".join(" or ".join(any_of) for any_of in missing)
+    return {
+        "code": "missing_scope",
+        "detail": f"{what} needs {alternatives}; this token has none of them.",
+        "status": 403,
+        "required_scopes": sorted({scope for any_of in missing for scope in any_of}),
+    }
+
+
 def _call_tool(context: Context, tool: Tool, arguments: dict) -> types.CallToolResult:
     missing = tool.missing(context.token.scopes)
     if missing:
-        alternatives = " and ".join(" or ".join(any_of) for any_of in missing)
-        return tool_error(
-            {
-                "code": "missing_scope",
-                "detail": f"The tool {tool.name} needs {alternatives}; this token has none of them.",
-                "status": 403,
-                "required_scopes": sorted({s for any_of in missing for s in any_of}),
-            }
-        )
+        return tool_error(missing_scope(f"The tool {tool.name}", missing))
     refusal = check_arguments(tool, arguments)
     if refusal is not None:
         return tool_error(refusal)
@@ -151,7 +153,8 @@ def _template_regex(template: str) -> re.Pattern:
 def _read_resource(context: Context, resource: registry.Resource, params: dict, uri: str) -> types.ReadResourceResult:
     missing = resource.missing(context.token.scopes)
     if missing:
-        raise MCPError(types.INVALID_PARAMS, "This token lacks the scopes of this resource.", {"code": "missing_scope"})
+        problem = missing_scope(f"The resource {resource.uri_template}", missing)
+        raise MCPError(types.INVALID_PARAMS, problem["detail"], problem)
     try:
         text = resource.read(context, params)
     except ToolRefused as refused:
