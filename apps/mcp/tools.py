@@ -63,6 +63,28 @@ def _input(call: Call, *, path: dict[str, dict] | None = None, required: tuple[s
     return out
 
 
+KEY_HEADER = "X-Service-Idempotency-Key"
+
+
+def _with_key(call: Call, schema: dict) -> dict:
+    """A write tool's `idempotency_key`: the route's own header parameter (its length and pattern),
+    described for what a repeat answers."""
+    [header] = [
+        p for p in schemas.operation(call).get("parameters", []) if p.get("in") == "header" and p["name"] == KEY_HEADER
+    ]
+    key = {
+        **header["schema"],
+        "description": (
+            "Optional: a unique string (a UUID) naming this one change, sent as the REST API's "
+            f"`{KEY_HEADER}`. Pass it when you may retry after a timeout: if the first call went through, the "
+            "retry is refused with `idempotency_key_reused` (its `previous` says what the first call made) and "
+            "nothing happens twice; a call refused for its arguments leaves the key unused. Without it every call "
+            "is a new change."
+        ),
+    }
+    return {**schema, "properties": {**schema["properties"], "idempotency_key": key}}
+
+
 def _key(args: dict) -> str:
     return args.get("idempotency_key") or uuid.uuid4().hex
 
@@ -81,6 +103,8 @@ def _define(
     *,
     writes: bool,
 ) -> Tool:
+    if writes:
+        input_schema = _with_key(calls[0], input_schema)
     return register(
         Tool(
             name=name,

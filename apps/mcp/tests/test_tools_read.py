@@ -10,7 +10,7 @@ from apps.agents.models import Agent
 from apps.canned import services as canned_services
 from apps.chats import services as chat_services
 from apps.chats.tests.factories import AgentFactory, ChatFactory, ContactFactory, MessageFactory
-from apps.mcp import registry
+from apps.mcp import registry, schemas
 from tests.support.plugin import ALL
 
 from .tool_calls import call_tool, listed_tools, read_resource, resource_templates, rest_problem, tool_names
@@ -93,7 +93,11 @@ def test_every_tool_says_what_it_does_and_has_schemas(make_token):
         assert tool.input_schema["type"] == "object", name
         assert "$ref" not in repr(tool.input_schema), name
         assert tool.output_schema and tool.output_schema["type"] == "object", name
-    assert "idempotency_key" in tools["send_message"].input_schema["properties"]
+    for name, tool in registry.tools().items():
+        if tool.writes:  # the key is the route's own header: its length and pattern
+            [header] = [p for p in schemas.operation(tool.calls[0])["parameters"] if p["in"] == "header"]
+            key = tools[name].input_schema["properties"]["idempotency_key"]
+            assert {k: v for k, v in key.items() if k != "description"} == header["schema"], name
     assert "idempotency_key" not in tools["suggest_reply"].input_schema["properties"]
     assert tools["get_chat"].input_schema["required"] == ["chat_id"]
 
