@@ -120,31 +120,38 @@ async def _problem(err: AppError, scope, send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _report_load(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        # A broken tool definition: every MCP request fails on it too; said once, at start.
+        logger.error("the MCP tools could not be loaded", exc_info=done.exception())
+
+
 class McpApp:
     """The ASGI application of /mcp: authentication, then the SDK's session manager."""
 
     def __init__(self):
         self.server = server.build()
-        self.manager = StreamableHTTPSessionManager(
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """A session manager for the server's life (config.asgi's lifespan; a manager runs once).
+        The tools' schemas are built meanwhile, off the event loop, so the first client does not
+        wait for them."""
+        manager = StreamableHTTPSessionManager(
             app=self.server,
             event_store=MemoryEventStore(),
             max_request_body_size=settings.API_MAX_BODY_BYTES,
         )
-        self.running = False
-
-    @contextlib.asynccontextmanager
-    async def run(self) -> AsyncIterator[None]:
-        """The session manager's life: the server's (config.asgi's lifespan). The tools' schemas are
-        built meanwhile, off the event loop, so the first client does not wait for them."""
-        async with self.manager.run():
-            self.running = True
+        async with manager.run():
+            self.manager = manager
             warm = asyncio.get_running_loop().run_in_executor(None, registry.load)
+            warm.add_done_callback(_report_load)
             try:
                 yield
             finally:
-                self.running = False
-                with contextlib.suppress(Exception):
-                    await warm
+                self.manager = None
+                await asyncio.wait([warm])
 
     async def __call__(self, scope, receive, send) -> None:
         environ = _environ(scope)
@@ -153,7 +160,8 @@ class McpApp:
         except AppError as err:
             await _problem(err, scope, send)
             return
-        if not self.running:
+        manager = self.manager
+        if manager is None:
             await _problem(ServiceUnavailable("The MCP server is not running in this process."), scope, send)
             return
         credential = environ.pop("HTTP_AUTHORIZATION").partition(" ")[2].strip()
@@ -165,7 +173,7 @@ class McpApp:
             ),
             server.CALLER: (credential, environ),
         }
-        await self.manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, send)
 
 
 def is_mcp(scope) -> bool:

@@ -16,11 +16,10 @@ def live(tmp_path_factory):
     with tokens of the demo widget: `full` (every operational scope), `narrow` (NARROW), and
     `budget`, `stdio_budget`, `other` (every scope; each test that spends a budget has its own)."""
     from apps.core.auth.scopes import OPERATIONAL_SCOPES
-    from tests.live import Template, start_web
 
-    from .live import Live, issue_tokens
+    from .live import Live, build_template, issue_tokens, start_web
 
-    template = Template.build(tmp_path_factory.mktemp("mcp-live"))
+    template = build_template(tmp_path_factory.mktemp("mcp-live"))
     every = sorted(OPERATIONAL_SCOPES)
     wanted = {"full": every, "narrow": NARROW, "budget": every, "stdio_budget": every, "other": every}
     tokens = issue_tokens(template.var_dir, template.seed["button_guid"], wanted)

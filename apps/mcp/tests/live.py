@@ -5,6 +5,8 @@ those tests need of it: tokens of chosen scopes, a visitor's chat, the official 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,7 +17,47 @@ import requests
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.live import WebServer, manage
+from tests.live import ROOT, Process, Template, WebServer, environment, free_port
+
+# A loaded machine (two cores shared by several test runs) takes minutes to migrate a new database.
+MANAGE_TIMEOUT = 900
+
+
+def manage(var_dir: Path, *args: str) -> str:
+    """`manage.py` on the embedded default in `var_dir` (tests.live.manage, with a loaded machine's time)."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment(var_dir),
+        capture_output=True,
+        text=True,
+        timeout=MANAGE_TIMEOUT,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def build_template(where: Path) -> Template:
+    """A migrated VAR_DIR with the demo widget (as tests.live.Template.build)."""
+    var_dir = where / "var"
+    var_dir.mkdir(parents=True)
+    manage(var_dir, "migrate", "--noinput")
+    return Template(var_dir=var_dir, seed=json.loads(manage(var_dir, "seed_demo")))
+
+
+def start_web(var_dir: Path, seed: dict, log: Path, **env: str) -> WebServer:
+    """The Procfile's `web` on a free loopback port (as tests.live.start_web, with a loaded machine's time)."""
+    port = free_port()
+    process = Process.start("web", environment(var_dir, PORT=str(port), **env), log)
+    server = WebServer(name="web", proc=process.proc, log=log, port=port, seed=seed)
+    try:
+        server.wait_until_up(timeout=MANAGE_TIMEOUT)
+    except BaseException:
+        server.terminate()
+        raise
+    return server
+
 
 ISSUE = (
     "import json; from apps.core import services; from apps.core.models import Widget; "

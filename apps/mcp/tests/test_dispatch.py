@@ -62,3 +62,24 @@ def test_the_output_schema_is_self_contained():
     schema = schemas.output_for(CHAT)
     assert "id" in schema["properties"]
     assert "$ref" not in repr({k: v for k, v in schema.items() if k != "$defs"}) or "$defs" in schema
+
+
+def test_the_in_process_request_passes_the_rest_apis_middleware(mcp_context, widget, caplog):
+    """The request log line (method, path, status, token prefix: the middleware every REST request
+    passes) is written for the tool's request as for a client's."""
+    chat = ChatFactory(widget=widget)
+    ctx = mcp_context(scopes=["chats:read"])
+    with caplog.at_level("INFO", logger="apps.request"):
+        ctx.call("GET", CHAT.path, path_params={"id": chat.pk}, query={"unused": None})
+    (line,) = [r for r in caplog.records if r.name == "apps.request" and r.getMessage() == "request"]
+    assert (line.method, line.path, line.status) == ("GET", f"/api/v1/chats/{chat.pk}", 200)
+    assert line.token == ctx.token.prefix and line.widget_id == widget.pk
+
+
+def test_query_values_and_path_parameters_are_encoded_as_a_client_would():
+    from apps.mcp import dispatch
+
+    assert dispatch.fill("/api/v1/chats/{id}", {"id": "a/b c"}) == "/api/v1/chats/a%2Fb%20c"
+    assert dispatch._query_string({"a": True, "b": [1, 2], "c": None, "q": "x&y"}) == "a=true&b=1&b=2&q=x%26y"
+    with pytest.raises(ValueError):
+        dispatch.fill("/api/v1/chats/{id}", {})
