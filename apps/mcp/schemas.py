@@ -20,11 +20,10 @@ _lock = threading.Lock()
 IDEMPOTENCY_KEY = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 255,
+    "maxLength": 64,
     "description": (
-        "Optional. Any unique string (a UUID) naming this one change: repeating the call with the same key "
-        "and the same arguments changes nothing again and answers the same; reusing a key with other "
-        "arguments is refused (idempotency_key_reused). Use it when you retry after a timeout."
+        "Optional. A unique string (a UUID) naming this one change, for a retry after a timeout: a call "
+        "with a key already used changes nothing and is refused with idempotency_key_reused (409)."
     ),
 }
 
