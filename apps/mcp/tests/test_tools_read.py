@@ -5,6 +5,7 @@ only for a token holding its routes' scopes."""
 from __future__ import annotations
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from apps.agents.models import Agent
 from apps.canned import services as canned_services
@@ -250,3 +251,18 @@ def test_the_transcript_resource_is_the_routes_text(make_token, api, chat):
     rest = api(scopes=["transcripts:read"]).get(f"/api/v1/chats/{chat.pk}/transcript")
     assert content.text == b"".join(rest.streaming_content).decode()
     assert content.mime_type == "text/plain"
+
+
+def test_the_transcript_of_another_widgets_chat_is_refused_as_a_missing_one(make_token, foreign_chat):
+    credential = make_token(scopes=["transcripts:read"])
+    refusals = []
+    for chat_id in (foreign_chat.pk, foreign_chat.pk + 999):
+        try:
+            read_resource(credential, f"chat://{chat_id}/transcript")
+        except BaseException as raised:  # noqa: BLE001 (unwrapped from the client's task groups, then checked)
+            while isinstance(raised, BaseExceptionGroup) and len(raised.exceptions) == 1:
+                raised = raised.exceptions[0]
+            assert isinstance(raised, MCPError), raised
+            refusals.append((str(raised), raised.data))
+    assert len(refusals) == 2 and refusals[0] == refusals[1]
+    assert (refusals[0][1]["status"], refusals[0][1]["code"]) == (404, "not_found")
