@@ -46,6 +46,15 @@ class Answer:
         """The problem's members a tool error carries: `code`, `detail`, `status`, `errors` when
         present, and the extension members (`required_scopes`, ...); `retry_after` from a 429's
         Retry-After."""
+        if self.status < 400:
+            # Not an answer of the route: the request was sent elsewhere (SECURE_SSL_REDIRECT on a
+            # plain-HTTP /mcp behind no TLS-terminating proxy).
+            where = self.headers.get("Location", "")
+            return {
+                "code": "redirected",
+                "detail": f"The API redirects this request to {where}: connect to /mcp at that address (HTTPS).",
+                "status": self.status,
+            }
         body = self.data if isinstance(self.data, dict) else {}
         problem = {
             "code": body.get("code") or "error",

@@ -79,7 +79,7 @@ class Context:
             idempotency_key=idempotency_key,
             environ=self.environ,
         )
-        if answer.status >= 400:
+        if answer.status >= 300:
             raise ToolRefused(answer.problem())
         return answer.data
 

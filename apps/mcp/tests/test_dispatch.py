@@ -83,3 +83,20 @@ def test_query_values_and_path_parameters_are_encoded_as_a_client_would():
     assert dispatch._query_string({"a": True, "b": [1, 2], "c": None, "q": "x&y"}) == "a=true&b=1&b=2&q=x%26y"
     with pytest.raises(ValueError):
         dispatch.fill("/api/v1/chats/{id}", {})
+
+
+def test_a_redirect_instead_of_an_answer_is_refused_not_taken_for_an_empty_success(
+    mcp_context, widget, settings, monkeypatch
+):
+    """A plain-HTTP /mcp where the REST API requires HTTPS: the route never ran."""
+    from apps.mcp import dispatch
+
+    settings.SECURE_SSL_REDIRECT = True
+    monkeypatch.setattr(dispatch, "_handler", None)  # the middleware reads the setting when loaded
+    chat = ChatFactory(widget=widget)
+    ctx = mcp_context(scopes=["chats:read"])
+    ctx.environ = {"wsgi.url_scheme": "http", "SERVER_PORT": "80"}
+    with pytest.raises(ToolRefused) as refusal:
+        ctx.call("GET", CHAT.path, path_params={"id": chat.pk})
+    assert (refusal.value.problem["code"], refusal.value.problem["status"]) == ("redirected", 301)
+    assert "https://" in refusal.value.problem["detail"]
