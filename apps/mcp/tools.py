@@ -86,7 +86,9 @@ def _with_key(call: Call, schema: dict) -> dict:
 
 
 def _key(args: dict) -> str:
-    return args.get("idempotency_key") or uuid.uuid4().hex
+    """The key sent, as given (a malformed one is the route's to refuse), or a fresh one."""
+    key = args.get("idempotency_key")
+    return uuid.uuid4().hex if key is None else key
 
 
 def _present(args: dict, *names: str) -> dict:

@@ -212,6 +212,21 @@ def test_a_refused_call_does_not_burn_its_key(make_token, twins):
     assert not sent.is_error and Message.objects.filter(chat=chat, body="Fixed").count() == 1
 
 
+def test_a_malformed_key_is_refused_as_the_route_refuses_its_header(make_token, api, twins):
+    chat = twins[1]
+    body = {"type": "text", "body": "x"}
+    rest = api(scopes=["messages:write"]).post(
+        f"/api/v1/chats/{chat.pk}/messages", body, format="json", HTTP_X_SERVICE_IDEMPOTENCY_KEY="two words"
+    )
+    got = call_tool(
+        make_token(scopes=["messages:write"]),
+        "send_message",
+        {"chat_id": chat.pk, **body, "idempotency_key": "two words"},
+    )
+    assert rest.status_code >= 400 and got.is_error and got.problem == rest_problem(rest)
+    assert Message.objects.filter(chat=chat).count() == 1
+
+
 def test_without_a_key_each_call_is_a_new_message(make_token, twins):
     chat = twins[1]
     arguments = {"chat_id": chat.pk, "type": "text", "body": "Again"}
