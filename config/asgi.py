@@ -4,10 +4,13 @@
   WEB_THREADS threads runs each request's whole synchronous path in one thread, as a WSGI server does;
 - HTTP to an async view (the detached assistant test, which awaits an LLM provider): Django's own
   ASGI handler, so the view waits on the event loop and holds no thread;
+- HTTP to /mcp: the MCP server (apps.mcp.asgi: Streamable HTTP, the REST API's bearer tokens), before
+  the body gate and Django, since its streams are the SDK's to read and write (it limits bodies itself);
 - websockets: Channels;
 - the lifespan protocol: what only the server's own process does, once, at its start
-  (`ServerStart`; scripts/web.sh turns the protocol on): its collector's thresholds, and the first-run
-  page's address in the log while no account exists (apps.console.setup).
+  (`ServerStart`; scripts/web.sh turns the protocol on): its collector's thresholds, the first-run
+  page's address in the log while no account exists (apps.console.setup), and the MCP server's
+  session manager, which runs until the server stops.
 
 Every HTTP request passes the body gate first (apps.core.asgi_limits): 413 while the body is read, the
 body read on the event loop before a thread is taken, and a streamed response stopped once its client
@@ -16,6 +19,7 @@ the client's pace on the event loop (ResponseBuffer), so a client that does not 
 """
 
 import asyncio
+import contextlib
 import gc
 import os
 
@@ -34,6 +38,7 @@ django_asgi_app = get_asgi_application()
 
 from apps.console import setup  # noqa: E402
 from apps.core.asgi_limits import RequestBodyLimit, ResponseBuffer, StopWhenGone  # noqa: E402
+from apps.mcp.asgi import McpApp, is_mcp  # noqa: E402
 from apps.platform import realtime  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 
@@ -55,6 +60,17 @@ class ByView:
         return await app(scope, receive, send)
 
 
+class ByPath:
+    """HTTP to /mcp to the MCP server, any other path to the rest of the service."""
+
+    def __init__(self, *, mcp, rest):
+        self.mcp, self.rest = mcp, rest
+
+    async def __call__(self, scope, receive, send):
+        app = self.mcp if is_mcp(scope) else self.rest
+        return await app(scope, receive, send)
+
+
 # The garbage collector's thresholds in the server (the defaults are 700, 10, 10). What is not frozen
 # (below) is mostly what open sockets hold, some 150 tracked objects each, and a collection of the
 # oldest generation walks all of them while no request or push runs. The third threshold makes
@@ -72,33 +88,46 @@ class ServerStart:
     its short-lived threads leave in cycles (their database connections among them) are freed
     soon."""
 
-    async def __call__(self, scope, receive, send):
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                gc.set_threshold(*SERVER_GC_THRESHOLDS)
-                # A database read: in a thread, off the event loop (every web process prints the same code).
-                await asyncio.to_thread(setup.announce_at_start)
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    def __init__(self, *, mcp: McpApp):
+        self.mcp = mcp
 
+    async def __call__(self, scope, receive, send):
+        async with contextlib.AsyncExitStack() as running:
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    gc.set_threshold(*SERVER_GC_THRESHOLDS)
+                    # A database read: in a thread, off the event loop (every web process prints the same code).
+                    await asyncio.to_thread(setup.announce_at_start)
+                    await running.enter_async_context(self.mcp.run())
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await running.aclose()  # the MCP sessions end: their streams close
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+
+mcp_application = McpApp()
 
 application = ProtocolTypeRouter(
     {
         # Over-limit bodies are refused while they are read, before Django spools them; chunked
         # bodies reach Django with the length they had.
-        "http": RequestBodyLimit(
-            ByView(
-                sync_app=ResponseBuffer(WSGIMiddleware(StopWhenGone(wsgi_application), workers=settings.WEB_THREADS)),
-                async_app=django_asgi_app,
-            )
+        "http": ByPath(
+            mcp=mcp_application,
+            rest=RequestBodyLimit(
+                ByView(
+                    sync_app=ResponseBuffer(
+                        WSGIMiddleware(StopWhenGone(wsgi_application), workers=settings.WEB_THREADS)
+                    ),
+                    async_app=django_asgi_app,
+                )
+            ),
         ),
         # Visitor sockets come from the customers' sites (any origin; the session token is the
         # credential); operator sockets validate their origin in their own route.
         "websocket": URLRouter(websocket_urlpatterns),
-        "lifespan": ServerStart(),
+        "lifespan": ServerStart(mcp=mcp_application),
     }
 )
 

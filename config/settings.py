@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "apps.mentions",
     "apps.automation",
     "apps.macros",
+    "apps.mcp",
 ]
 
 MIDDLEWARE = [

@@ -297,6 +297,13 @@ class MessageInput(InputSerializer):
         "Required when the chat has no assigned agent (422 otherwise); optional when it has one, which "
         "then sends.",
     )
+    visibility = serializers.ChoiceField(
+        choices=[Message.Visibility.PUBLIC, Message.Visibility.NOTE],
+        required=False,
+        default=Message.Visibility.PUBLIC,
+        help_text="`public` (the default): the visitor sees it; `note`: a private note for the chat's operators, "
+        "never shown to the visitor and never an answer (the chat is not accepted by it). A note is `text` only.",
+    )
 
     REQUIRED_BY_TYPE = {
         "text": "body",
@@ -327,6 +334,8 @@ class MessageInput(InputSerializer):
             errors["keyboard"] = ["Only keyboard messages carry buttons."]
         if kind == "image" and attrs.get("file") is not None and not attrs["file"].content_type.startswith("image/"):
             errors["file"] = ["Must be an image file."]
+        if attrs.get("visibility") == Message.Visibility.NOTE and kind != Message.Type.TEXT:
+            errors["visibility"] = ["A note is a text message."]
         if errors:
             raise serializers.ValidationError(errors)
         chat = self.context.get("chat")

@@ -195,8 +195,9 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
             "Sends an operator message: `type` text, image, file, location, sticker or keyboard with the member that "
             "type needs (`body`, `file`, `coords`, `sticker`, `keyboard`). `agent_id` (a human agent of this widget, "
             "never the AI operator) is required when the chat has no assigned agent, and optional otherwise (default: "
-            "the chat's agent). A message into an expired chat reopens it. Answers 202: handed to the websocket "
-            "layer; confirm with the message list."
+            "the chat's agent). `visibility: note` stores a private operator note instead (text only; the visitor "
+            "never sees it and it does not accept the chat). A message into an expired chat reopens it. Answers 202: "
+            "handed to the websocket layer; confirm with the message list."
         ),
     )
     @messages.mapping.post
@@ -216,6 +217,7 @@ class ChatViewSet(WidgetScopedViewSet, mixins.ListModelMixin, mixins.RetrieveMod
                 sticker=data.get("sticker"),
                 keyboard=_keyboard(data.get("keyboard")),
                 origin=data.get("origin", ""),
+                visibility=data.get("visibility", Message.Visibility.PUBLIC),
             ),
             locked=True,
         )

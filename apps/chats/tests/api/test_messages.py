@@ -174,6 +174,34 @@ def test_invalid_message_is_422_at_its_path(api, chat, payload, path):
     assert path in body["errors"], body["errors"]
 
 
+def test_a_note_is_stored_for_operators_and_does_not_accept_the_chat(api, chat, captured_events):
+    response = send(api(scopes=["messages:write"]), chat, {"type": "text", "body": "Call back", "visibility": "note"})
+    assert response.status_code == 202
+    message = Message.objects.get(pk=response.json()["id"])
+    assert (message.visibility, message.body, message.agent_id) == ("note", "Call back", chat.agent_id)
+    chat.refresh_from_db()
+    assert chat.accepted_by_id is None and chat.first_agent_reply_at is None
+    assert [t for t, _ in captured_events()] == ["message.created"]
+    listed = api(scopes=["messages:read"]).get(f"/api/v1/chats/{chat.pk}/messages").json()["data"]
+    assert [(m["id"], m["visibility"]) for m in listed] == [(message.pk, "note")]
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (
+            {"type": "location", "coords": {"latitude": 1, "longitude": 2}, "visibility": "note"},
+            "A note is a text message.",
+        ),
+        ({"type": "text", "body": "x", "visibility": "internal"}, '"internal" is not a valid choice.'),
+    ],
+)
+def test_a_note_is_text_and_public_or_note_only(api, chat, payload, message):
+    body = assert_problem(send(api(), chat, payload), 422)
+    assert body["errors"] == {"visibility": [message]}
+    assert not Message.objects.filter(chat=chat).exists()
+
+
 # --- keyboard rules -------------------------------------------------------------------------------------
 
 

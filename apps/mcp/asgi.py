@@ -1,0 +1,180 @@
+"""`/mcp`: the MCP server on Streamable HTTP (the SDK's session manager), mounted by config/asgi.py
+in front of Django.
+
+Every request is authenticated as the REST API authenticates (apps.core.auth.authentication: the
+`Authorization: Bearer` header only, a token in the query string refused): without a valid token it
+is answered 401 problem+json, with the widget's API turned off 403 `api_disabled`, before the SDK
+sees it. The SDK binds a session to the token that opened it (another token's request on it is
+answered 404, as an unknown session is).
+
+Sessions live in this process's memory (the SDK's transports and their tasks). Their resumable
+streams use an in-memory event store for the same reason: an event can only be replayed by the
+process that holds its session, and a restarted process has neither (the client opens a new
+session). The store keeps the last MAX_EVENTS events of all streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+
+import mcp_types as types
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import QueryDict
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from apps.core.auth.authentication import BearerTokenAuthentication
+from apps.core.errors import PROBLEM_CONTENT_TYPE, ApiDisabled, AppError, ServiceUnavailable, problem_body
+
+from . import registry, server
+
+logger = logging.getLogger(__name__)
+
+PATH = "/mcp"
+MAX_EVENTS = 10_000
+
+
+class MemoryEventStore(EventStore):
+    """The events of this process's streams, for a client resuming one (`Last-Event-ID`): the
+    newest MAX_EVENTS, the oldest dropped first."""
+
+    def __init__(self, max_events: int = MAX_EVENTS):
+        self.max_events = max_events
+        self._events: OrderedDict[EventId, tuple[StreamId, types.JSONRPCMessage | None]] = OrderedDict()
+
+    async def store_event(self, stream_id: StreamId, message: types.JSONRPCMessage | None) -> EventId:
+        event_id = uuid.uuid4().hex
+        self._events[event_id] = (stream_id, message)
+        while len(self._events) > self.max_events:
+            self._events.popitem(last=False)
+        return event_id
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        if last_event_id not in self._events:
+            return None
+        stream_id = self._events[last_event_id][0]
+        after = False
+        for event_id, (stream, message) in list(self._events.items()):
+            if event_id == last_event_id:
+                after = True
+            elif after and stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
+class _Shim:
+    """What BearerTokenAuthentication reads of a request: its META and its query parameters."""
+
+    def __init__(self, meta: dict[str, str]):
+        self.META = meta
+        self.query_params = QueryDict(meta.get("QUERY_STRING", ""))
+
+
+def _environ(scope) -> dict[str, str]:
+    """The parts of the client's request the in-process REST requests carry (its address, host,
+    scheme and the proxy's forwarding headers), so they are logged, limited and checked as the
+    client's own."""
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
+    client = scope.get("client") or ("127.0.0.1", 0)
+    server_addr = scope.get("server") or ("localhost", 80)
+    environ = {
+        "REMOTE_ADDR": str(client[0]),
+        "SERVER_NAME": str(server_addr[0]),
+        "SERVER_PORT": str(server_addr[1]),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+    }
+    for name in ("host", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "authorization"):
+        if name in headers:
+            environ["HTTP_" + name.upper().replace("-", "_")] = headers[name]
+    return environ
+
+
+def _authenticate(meta: dict[str, str]):
+    close_old_connections()
+    try:
+        _, token = BearerTokenAuthentication().authenticate(_Shim(meta))
+        if not token.widget.api_enabled:
+            raise ApiDisabled("Enable “Allow widget API (JS and REST)” for this widget in the cabinet.")
+        return token
+    finally:
+        close_old_connections()
+
+
+async def _problem(err: AppError, scope, send) -> None:
+    body = json.dumps(problem_body(err, instance=scope.get("path", PATH)), ensure_ascii=False).encode()
+    headers = [(b"content-type", PROBLEM_CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]
+    if err.status == 401:
+        headers.append((b"www-authenticate", BearerTokenAuthentication().authenticate_header(None).encode()))
+    headers.extend((name.lower().encode(), value.encode()) for name, value in err.headers.items())
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _report_load(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        # A broken tool definition: every MCP request fails on it too; said once, at start.
+        logger.error("the MCP tools could not be loaded", exc_info=done.exception())
+
+
+class McpApp:
+    """The ASGI application of /mcp: authentication, then the SDK's session manager."""
+
+    def __init__(self):
+        self.server = server.build()
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """A session manager for the server's life (config.asgi's lifespan; a manager runs once).
+        The tools' schemas are built meanwhile, off the event loop, so the first client does not
+        wait for them."""
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            event_store=MemoryEventStore(),
+            max_request_body_size=settings.API_MAX_BODY_BYTES,
+        )
+        async with manager.run():
+            self.manager = manager
+            warm = asyncio.get_running_loop().run_in_executor(None, registry.load)
+            warm.add_done_callback(_report_load)
+            try:
+                yield
+            finally:
+                self.manager = None
+                await asyncio.wait([warm])
+
+    async def __call__(self, scope, receive, send) -> None:
+        environ = _environ(scope)
+        try:
+            token = await asyncio.to_thread(_authenticate, environ)
+        except AppError as err:
+            await _problem(err, scope, send)
+            return
+        manager = self.manager
+        if manager is None:
+            await _problem(ServiceUnavailable("The MCP server is not running in this process."), scope, send)
+            return
+        credential = environ.pop("HTTP_AUTHORIZATION").partition(" ")[2].strip()
+        environ.pop("QUERY_STRING")
+        scope = {
+            **scope,
+            "user": AuthenticatedUser(
+                AccessToken(token=credential, client_id=f"token-{token.pk}", scopes=token.scopes)
+            ),
+            server.CALLER: (credential, environ),
+        }
+        await manager.handle_request(scope, receive, send)
+
+
+def is_mcp(scope) -> bool:
+    return scope["type"] == "http" and (scope["path"] == PATH or scope["path"] == PATH + "/")

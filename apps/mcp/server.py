@@ -1,0 +1,252 @@
+"""The SDK's low-level MCP server wired to the registry: tools listed by the caller's scopes, tool
+calls and resource reads run in a worker thread through their REST twins (apps.mcp.registry).
+
+The caller is the bearer token: over HTTP the one apps.mcp.asgi authenticated for the very request
+(the session cannot change hands: the SDK binds it to that token), over stdio the one the command was
+started with. The token is resolved again, in the worker thread, on every list and call, so a
+revocation or a change of its scopes applies to the next message.
+
+A refusal is an MCP tool error (`isError: true`) whose text is the problem's JSON object: `code`,
+`detail`, `status`, `errors` when fields were named, and the problem's other members.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import anyio
+import mcp_types as types
+from django.db import close_old_connections
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from apps.core.errors import AppError
+
+from . import registry
+from .registry import Context, Tool, ToolRefused
+
+NAME = "chat-widget"
+CALLER = "chatwidget.mcp_caller"  # the ASGI scope key of an HTTP request's (credential, environ) (apps.mcp.asgi)
+INSTRUCTIONS = (
+    "Tools of one website's chat widget: read and answer its visitors' chats, look up contacts, canned "
+    "responses, the knowledge base and statistics. Every tool acts as the API token you were given, within "
+    "its scopes; a refusal is a tool error whose text is a JSON object with `code`, `detail` and `status` "
+    "(and `errors` per argument). Pass `idempotency_key` to a tool that changes something when you may retry it."
+)
+
+
+def _version() -> str:
+    from django.conf import settings
+
+    return getattr(settings, "SPECTACULAR_SETTINGS", {}).get("VERSION", "")
+
+
+def _in_thread(credential: str, environ: Mapping[str, str], work, *args) -> Any:
+    """Run `work(context, *args)` as the WSGI server runs a request: this thread's stale database
+    connections closed before and after (its request signals do the same)."""
+    close_old_connections()
+    try:
+        context = Context.authenticate(credential, environ)
+        return work(context, *args)
+    finally:
+        close_old_connections()
+
+
+async def _thread(credential: str, environ: Mapping[str, str], work, *args) -> Any:
+    return await anyio.to_thread.run_sync(partial(_in_thread, credential, environ, work, *args))
+
+
+def problem_of(err: AppError) -> dict:
+    problem: dict[str, Any] = {"code": err.code, "detail": err.detail, "status": err.status}
+    if err.errors:
+        problem["errors"] = err.errors
+    problem.update(err.extra)
+    return problem
+
+
+def tool_error(problem: dict) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(problem, ensure_ascii=False))],
+        is_error=True,
+    )
+
+
+def describe(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=not tool.writes,
+            destructive_hint=False,
+            idempotent_hint=not tool.writes,
+            open_world_hint=False,
+        ),
+    )
+
+
+def check_arguments(tool: Tool, arguments: dict) -> dict | None:
+    """The problem of arguments the tool does not take or of required ones left out (the words of the
+    REST API's own validation), or None. Everything else is the REST route's to validate."""
+    properties = tool.input_schema.get("properties", {})
+    errors: dict[str, list[str]] = {}
+    for name in arguments:
+        if name not in properties:
+            errors[name] = [f"Unknown argument; {tool.name} takes: {', '.join(properties) or 'none'}."]
+    for name in tool.input_schema.get("required", ()):
+        if name not in arguments:
+            errors[name] = ["This field is required."]
+    if not errors:
+        return None
+    return {"code": "validation_failed", "detail": "Validation failed", "status": 422, "errors": errors}
+
+
+def structured(tool: Tool, result: Any) -> dict | None:
+    if tool.output_schema is None:
+        return None
+    props = tool.output_schema.get("properties", {})
+    if isinstance(result, dict) and set(props) != {"result"}:
+        return result
+    return {"result": result}
+
+
+def missing_scope(what: str, missing: list[list[str]]) -> dict:
+    alternatives = " and ".join(" or ".join(any_of) for any_of in missing)
+    return {
+        "code": "missing_scope",
+        "detail": f"{what} needs {alternatives}; this token has none of them.",
+        "status": 403,
+        "required_scopes": sorted({scope for any_of in missing for scope in any_of}),
+    }
+
+
+def _call_tool(context: Context, tool: Tool, arguments: dict) -> types.CallToolResult:
+    missing = tool.missing(context.token.scopes)
+    if missing:
+        return tool_error(missing_scope(f"The tool {tool.name}", missing))
+    refusal = check_arguments(tool, arguments)
+    if refusal is not None:
+        return tool_error(refusal)
+    try:
+        result = tool.run(context, arguments)
+    except ToolRefused as refused:
+        return tool_error(refused.problem)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))],
+        structured_content=structured(tool, result),
+        is_error=False,
+    )
+
+
+def _template_regex(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)
+    pattern = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]+)" for i, part in enumerate(parts))
+    return re.compile(f"^{pattern}$")
+
+
+def _read_resource(context: Context, resource: registry.Resource, params: dict, uri: str) -> types.ReadResourceResult:
+    missing = resource.missing(context.token.scopes)
+    if missing:
+        problem = missing_scope(f"The resource {resource.uri_template}", missing)
+        raise MCPError(types.INVALID_PARAMS, problem["detail"], problem)
+    try:
+        text = resource.read(context, params)
+    except ToolRefused as refused:
+        raise MCPError(types.INVALID_PARAMS, refused.problem.get("detail", ""), refused.problem) from None
+    contents = types.TextResourceContents(uri=uri, mime_type=resource.mime_type, text=text)
+    return types.ReadResourceResult(contents=[contents])
+
+
+def caller_of(request: Any) -> tuple[str, dict[str, str]]:
+    """The credential and the client's environ an HTTP request carries (apps.mcp.asgi put them in its scope)."""
+    scope = getattr(request, "scope", None) or {}
+    caller = scope.get(CALLER)
+    if caller is None:
+        raise MCPError(types.INVALID_REQUEST, "Send `Authorization: Bearer <token>`.")
+    return caller
+
+
+def build(credential: str | None = None, environ: Mapping[str, str] | None = None) -> Server:
+    """The MCP server. With `credential` every message acts as that token (stdio, in-process tests);
+    without, each HTTP request's own token (apps.mcp.asgi)."""
+    fixed = (credential, dict(environ or {})) if credential is not None else None
+
+    def caller(ctx) -> tuple[str, dict[str, str]]:
+        return fixed if fixed is not None else caller_of(ctx.request)
+
+    async def authenticated(ctx, work, *args):
+        credential, env = caller(ctx)
+        try:
+            return await _thread(credential, env, work, *args)
+        except AppError as err:  # the token stopped authenticating since the request came in
+            raise MCPError(types.INVALID_REQUEST, err.detail, problem_of(err)) from None
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        def listed(context: Context) -> list[types.Tool]:
+            scopes = frozenset(context.token.scopes)
+            return [describe(tool) for tool in registry.tools().values() if tool.allowed(scopes)]
+
+        return types.ListToolsResult(tools=await authenticated(ctx, listed))
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = registry.tools().get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        try:
+            return await authenticated(ctx, _call_tool, tool, dict(params.arguments or {}))
+        except MCPError as refused:
+            if isinstance(refused.data, dict) and "code" in refused.data:
+                return tool_error(refused.data)
+            raise
+
+    async def list_resources(ctx, params) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+        def listed(context: Context) -> list[types.ResourceTemplate]:
+            scopes = frozenset(context.token.scopes)
+            return [
+                types.ResourceTemplate(
+                    name=resource.name,
+                    uri_template=resource.uri_template,
+                    description=resource.description,
+                    mime_type=resource.mime_type,
+                )
+                for resource in registry.resources().values()
+                if resource.allowed(scopes)
+            ]
+
+        return types.ListResourceTemplatesResult(resource_templates=await authenticated(ctx, listed))
+
+    async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        for resource in registry.resources().values():
+            match = _template_regex(resource.uri_template).match(uri)
+            if match:
+                return await authenticated(ctx, _read_resource, resource, match.groupdict(), uri)
+        raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"code": "not_found", "status": 404})
+
+    return Server(
+        NAME,
+        version=_version(),
+        title="Chat widget",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+    )
+
+
+async def serve_stdio(credential: str) -> None:
+    """Serve MCP over this process's stdin and stdout as the token `credential`."""
+    server = build(credential, {"REMOTE_ADDR": "127.0.0.1"})
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
