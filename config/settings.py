@@ -85,6 +85,10 @@ INSTALLED_APPS = [
     "apps.mentions",
     "apps.automation",
     "apps.macros",
+    # two-factor sign-in (apps.console.signin): TOTP devices and one-time recovery codes
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
 ]
 
 MIDDLEWARE = [
@@ -99,6 +103,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): whether this session passed the second factor
+    "django_otp.middleware.OTPMiddleware",
     "apps.audit.middleware.AdminActorMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
