@@ -455,6 +455,16 @@ if AI_PRIVATE_HOSTS:
         ",".join(AI_PRIVATE_HOSTS),
     )
 
+# --- single sign-on (OpenID Connect, apps.console.sso) --------------------------------------------
+# The console offers "Sign in with <OIDC_PROVIDER_NAME>" when OIDC_ISSUER and OIDC_CLIENT_ID are set;
+# the endpoints come from the issuer's /.well-known/openid-configuration. The redirect URI to
+# register at the provider: https://<this host>/console/sso/callback/.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="")
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "apps.console.sso.ConsoleOIDCBackend"]
+
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
 WEBHOOK_LIVE_EVENTS = env.list(

@@ -22,6 +22,7 @@ urlpatterns = [
     path("", views.chat_list, name="chats"),
     path("login/", account_views.login_view, name="login"),
     path("logout/", account_views.logout_view, name="logout"),
+    path("sso/", include("apps.console.sso_urls")),  # single sign-on (OpenID Connect)
     path("widget/", account_views.switch_widget, name="switch-widget"),
     path("language/", account_views.set_language, name="language"),
     re_path(rf"^chats/{ID}/$", views.chat_detail, name="chat"),
