@@ -43,6 +43,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
     re_path(rf"^chats/{ID}/macros/run/$", macro_views.run_macro, name="macro-run"),
     path("settings/", include("apps.console.settings.urls")),
+    path("", include("apps.console.pwa_urls")),  # the manifest, the service worker, the offline page
     path("reports/", reports.reports, name="reports"),
     path("canned/", views.canned_picks, name="canned"),
     path("mentions/", mention_views.mentions, name="mentions"),

@@ -1,0 +1,79 @@
+{% autoescape off %}/* The console's service worker (served by apps.console.pwa at /console/sw.js, scope /console/).
+
+   It keeps the shell only: the console's CSS, scripts and icons, and the offline page. It never
+   stores an API answer, a chat, a message or the HTML of a signed-in page: pages always come from
+   the network, and only when the network fails does the worker answer with the offline page.
+   A new shell (a deploy that changes a static file) is a new VERSION, so a new worker and cache. */
+"use strict";
+
+const VERSION = {{ version }};
+const CACHE = "console-shell-" + VERSION;
+const SHELL = {{ shell }};
+const STATIC_PREFIX = {{ static_prefix }};
+const OFFLINE_URL = {{ offline_url }};
+
+self.addEventListener("install", (event) => {
+  // "reload": the files as the server has them now, not an older copy from the HTTP cache
+  event.waitUntil(
+    caches
+      .open(CACHE)
+      .then((cache) => cache.addAll(SHELL.map((url) => new Request(url, { cache: "reload" }))))
+      .then(() => self.skipWaiting()),
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    (async () => {
+      const names = await caches.keys();
+      await Promise.all(
+        names.filter((name) => name.startsWith("console-shell-") && name !== CACHE).map((name) => caches.delete(name)),
+      );
+      // the page's request starts while the worker wakes up, so going through it costs no time
+      if (self.registration.navigationPreload) await self.registration.navigationPreload.enable();
+      await self.clients.claim();
+    })(),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin) return;
+  if (request.mode === "navigate") {
+    event.respondWith(page(event));
+  } else if (url.pathname.startsWith(STATIC_PREFIX) && !url.search) {
+    event.respondWith(shellFile(request));
+  }
+  // anything else (the API, the console's fragments and its socket, chat files) is not touched
+});
+
+// A page: always from the network, never stored; the offline page when the network fails.
+async function page(event) {
+  try {
+    const preloaded = await event.preloadResponse;
+    if (preloaded) return preloaded;
+    return await fetch(event.request);
+  } catch (error) {
+    const cache = await caches.open(CACHE);
+    return (await cache.match(OFFLINE_URL)) || Response.error();
+  }
+}
+
+// A file of the shell: from the cache of this version, else fetched once and kept.
+async function shellFile(request) {
+  const cache = await caches.open(CACHE);
+  const hit = await cache.match(request);
+  if (hit) return hit;
+  const response = await fetch(request);
+  if (response.ok && response.type === "basic") await cache.put(request, response.clone());
+  return response;
+}
+
+/* ---- Web Push: the push engineer's `push` and `notificationclick` handlers go below. -----------
+   The payload (apps/push) is JSON {title, body, url, tag}: show a notification with them, and on a
+   click focus a console window at `url` (or open one). */
+
+/* ---- end of Web Push ------------------------------------------------------------------------- */
+{% endautoescape %}
