@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "apps.mentions",
     "apps.automation",
     "apps.macros",
+    "apps.push",  # Web Push to operators' devices (after routing: its queue handler runs first)
     # two-factor sign-in (apps.console.signin): TOTP devices and one-time recovery codes
     "django_otp",
     "django_otp.plugins.otp_totp",
@@ -464,6 +465,18 @@ OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
 OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
 OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="")
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "apps.console.sso.ConsoleOIDCBackend"]
+
+# --- Web Push (apps.push) ----------------------------------------------------------------------
+# The VAPID key pair (`manage.py generate_vapid_keys` prints one) and the contact the push services
+# may write to. Without both keys the console offers no push notifications.
+VAPID_PRIVATE_KEY = env.str("VAPID_PRIVATE_KEY", default="")
+VAPID_PUBLIC_KEY = env.str("VAPID_PUBLIC_KEY", default="")
+VAPID_SUBJECT = env.str("VAPID_SUBJECT", default="mailto:admin@localhost")
+if not VAPID_SUBJECT.startswith(("mailto:", "https://")):
+    raise ImproperlyConfigured("VAPID_SUBJECT must be a mailto: or https:// URL")
+# One task per device push, on the `bulk` worker: a slow push service never holds the `worker`
+# slots that serve chats, webhooks and events.
+PUSH_QUEUE = env.str("PUSH_QUEUE", default=BULK_QUEUE)
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).
