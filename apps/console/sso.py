@@ -12,11 +12,12 @@ from the three variables and the issuer's discovery document, so nothing else is
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 import jwt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.core.cache import cache
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpResponse
@@ -119,6 +120,10 @@ def library_setting(attr: str, *default):
     document; anything else keeps the library's default."""
     if attr in _FROM_DISCOVERY:
         return discovery()[_FROM_DISCOVERY[attr]]
+    if attr == "OIDC_TOKEN_USE_BASIC_AUTH":
+        # RFC 6749 §2.3.1: every server takes HTTP Basic; the body only where the provider says so.
+        methods = discovery().get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        return "client_secret_basic" in methods
     fixed = {
         "OIDC_RP_CLIENT_ID": settings.OIDC_CLIENT_ID,
         "OIDC_RP_CLIENT_SECRET": settings.OIDC_CLIENT_SECRET,
@@ -133,7 +138,6 @@ def library_setting(attr: str, *default):
         "OIDC_VERIFY_KID": True,
         "OIDC_STORE_ACCESS_TOKEN": False,
         "OIDC_STORE_ID_TOKEN": False,
-        "OIDC_TOKEN_USE_BASIC_AUTH": False,
         "OIDC_AUTHENTICATION_CALLBACK_URL": "console:sso-callback",
         "OIDC_REDIRECT_FIELD_NAME": "next",
     }
@@ -212,8 +216,18 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
         return {**payload, **claims} if isinstance(claims, dict) else {}
 
     def get_token(self, payload):
+        auth = None
+        if self.get_settings("OIDC_TOKEN_USE_BASIC_AUTH"):
+            # form-encoded before Basic encoding (RFC 6749 §2.3.1)
+            auth = (quote_plus(payload["client_id"]), quote_plus(payload.pop("client_secret")))
         response = outbound.request(
-            "POST", self.OIDC_OP_TOKEN_ENDPOINT, data=payload, timeout=TIMEOUT, deadline=DEADLINE, max_bytes=MAX_BYTES
+            "POST",
+            self.OIDC_OP_TOKEN_ENDPOINT,
+            data=payload,
+            auth=auth,
+            timeout=TIMEOUT,
+            deadline=DEADLINE,
+            max_bytes=MAX_BYTES,
         )
         self.raise_token_response_error(response)
         return response.json()
@@ -258,6 +272,10 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
 
     def create_user(self, claims):
         raise SuspiciousOperation("single sign-on never creates a user")
+
+    def get_user(self, user_id):
+        # Django's own lookup (an inactive user is nobody), not the library's
+        return ModelBackend.get_user(self, user_id)
 
 
 def _console_next(value: str | None, request) -> str:

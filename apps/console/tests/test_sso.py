@@ -10,12 +10,13 @@ import socket
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
 from django.test import Client
 
 from apps.agents.models import Agent
 from apps.agents.tests.factories import HumanAgentFactory
 from apps.console import signin, sso
+from apps.console.tests.conftest import PASSWORD
 from tests.oidc_provider import process
 
 pytestmark = pytest.mark.django_db
@@ -87,6 +88,12 @@ def with_query(url: str, **changes: str) -> str:
 def callback_path(url: str) -> str:
     assert url.startswith(CALLBACK), url
     return url.removeprefix("http://testserver")
+
+
+def closed_port() -> int:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        return closed.getsockname()[1]
 
 
 def signed_in_user_id(client: Client):
@@ -251,15 +258,20 @@ def test_the_login_page_offers_the_provider(configured):
 
 
 def test_an_unreachable_provider_is_said_on_the_login_page(configured, settings):
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    settings.OIDC_ISSUER = f"https://127.0.0.1:{port}/o"
+    settings.OIDC_ISSUER = f"https://127.0.0.1:{closed_port()}/o"
 
     answer = Client().get("/console/sso/start/")
 
     assert answer.status_code == 502
     assert "cannot be reached right now" in answer.content.decode()
+
+
+def test_password_sign_ins_never_ask_the_provider(configured, settings, operator):
+    settings.OIDC_ISSUER = f"https://127.0.0.1:{closed_port()}/o"  # asking it would fail
+
+    assert authenticate(None, username=operator.user.get_username(), password=PASSWORD) == operator.user
+    answer = Client().post("/console/login/", {"email": "olga@example.com", "password": PASSWORD})
+    assert answer.status_code == 302
 
 
 def test_without_an_issuer_there_is_no_single_sign_on(settings):
