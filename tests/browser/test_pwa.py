@@ -186,3 +186,34 @@ def test_on_a_phone_the_list_and_the_chat_are_two_screens_and_the_composer_stays
         expect(row).to_be_visible(timeout=WAIT)
     finally:
         context.close()
+
+
+def test_the_phone_screens_mirror_right_to_left(browser, server, shot):
+    context = browser.new_context(viewport=PHONE, locale="en-US", has_touch=True, is_mobile=True)
+    page = context.new_page()
+    try:
+        # Given an operator on a phone whose console speaks Arabic
+        chat_id = Visitor(server, name="Layla").say("مرحبا، هل الطلب جاهز؟")["chat_id"]
+        sign_in(page, server)
+        context.add_cookies([{"name": "django_language", "value": "ar", "url": server.url("/console/")}])
+
+        # The list: right to left, nothing wider than the phone, clean under axe
+        page.reload()
+        connected(page)
+        assert page.locator("html").get_attribute("dir") == "rtl"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        axe_clean(page)
+        shot(page, "list")
+
+        # The chat: the way back to the list at the start side (the right), its arrow pointing there
+        page.goto(server.url(f"/console/chats/{chat_id}/"))
+        connected(page)
+        back = page.locator(".title-row > .phone-only").first
+        assert back.bounding_box()["x"] > PHONE["width"] / 2
+        arrow = back.evaluate("el => getComputedStyle(el, '::before').content")
+        assert "→" in arrow
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        axe_clean(page)
+        shot(page, "chat")
+    finally:
+        context.close()
