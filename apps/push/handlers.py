@@ -1,7 +1,8 @@
 """Web Push's event-bus handlers (registered in PushConfig.ready()) and the SLA warning pass.
 
-- chat.assigned, after the commit: the operator the chat was given to is told, unless they took it
-  themselves (the request's audit actor is that very operator).
+- chat.assigned, in the transaction (where the request's audit actor is still known; the push
+  itself is queued for after the commit): the operator the chat was given to is told, unless they
+  took it themselves (the actor is that very operator).
 - routing.queue_changed `joined`, after the commit: the widget's active operators are told a
   visitor waits, unless routing already gave the chat to someone (its handler serves the queue
   first: the push app is installed after routing).
@@ -76,6 +77,6 @@ def warn_sla_clocks() -> int:
 
 
 def register() -> None:
-    events.subscribe(events.CHAT_ASSIGNED, chat_assigned, phase=events.ON_COMMIT)
+    events.subscribe(events.CHAT_ASSIGNED, chat_assigned, phase=events.IN_TRANSACTION)
     events.subscribe(events.QUEUE_CHANGED, queue_joined, phase=events.ON_COMMIT)
     events.subscribe(events.AGENT_PROFILE_CHANGED, agent_changed, phase=events.IN_TRANSACTION)
