@@ -75,5 +75,42 @@ async function shellFile(request) {
    The payload (apps/push) is JSON {title, body, url, tag}: show a notification with them, and on a
    click focus a console window at `url` (or open one). */
 
+self.addEventListener("push", (event) => {
+  let data = {};
+  try {
+    data = event.data ? event.data.json() : {};
+  } catch (error) {
+    data = {};
+  }
+  const title = data.title || "Operator console";
+  event.waitUntil(
+    self.registration.showNotification(title, {
+      body: data.body || "",
+      tag: data.tag || undefined,
+      // the chat to open; only a path of this console is ever followed (see notificationclick)
+      data: { url: data.url || "./" },
+    }),
+  );
+});
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const target = new URL(event.notification.data && event.notification.data.url ? event.notification.data.url : "./", self.registration.scope);
+  // a payload only ever names a page of this console: anything else opens the console's front page
+  const url = target.origin === self.location.origin && target.href.startsWith(self.registration.scope) ? target.href : self.registration.scope;
+  event.waitUntil(
+    (async () => {
+      const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+      for (const client of windows) {
+        if (client.url.startsWith(self.registration.scope) && "navigate" in client) {
+          await client.focus();
+          return client.navigate(url);
+        }
+      }
+      return self.clients.openWindow(url);
+    })(),
+  );
+});
+
 /* ---- end of Web Push ------------------------------------------------------------------------- */
 {% endautoescape %}
