@@ -24,6 +24,9 @@ import requests
 import trustme
 
 ROOT = Path(__file__).resolve().parents[2]
+# Cookies ignore ports: on the console's own address the provider's session cookie would replace
+# the console's in a browser. Another loopback address keeps them apart.
+HOST = "127.0.0.2"
 START_TIMEOUT = 120  # seconds: migrations on a loaded machine
 PASSWORD = "provider-Password-7"
 
@@ -42,11 +45,16 @@ class Provider:
         with sqlite3.connect(self.db_path) as db:
             return db.execute("SELECT code_challenge, code_challenge_method FROM oauth2_provider_grant").fetchall()
 
+    def register_redirect(self, uri: str) -> None:
+        """The application's redirect URI, for a console whose port is known only once it runs."""
+        with sqlite3.connect(self.db_path) as db:
+            db.execute("UPDATE oauth2_provider_application SET redirect_uris = ?", (uri,))
+
 
 @contextmanager
 def running(state_dir: Path, *, people: dict[str, dict], redirect_uri: str) -> Iterator[Provider]:
     ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert = ca.issue_cert(HOST)
     cert_path, key_path, ca_path = state_dir / "cert.pem", state_dir / "key.pem", state_dir / "ca.pem"
     cert.cert_chain_pems[0].write_to_path(str(cert_path))
     cert.private_key_pem.write_to_path(str(key_path))
@@ -57,7 +65,7 @@ def running(state_dir: Path, *, people: dict[str, dict], redirect_uri: str) -> I
         json.dumps({name: {"password": PASSWORD, **person} for name, person in people.items()})
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.oidc_provider.serve", str(state_dir), str(cert_path), str(key_path)],
+        [sys.executable, "-m", "tests.oidc_provider.serve", str(state_dir), str(cert_path), str(key_path), HOST],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -67,7 +75,7 @@ def running(state_dir: Path, *, people: dict[str, dict], redirect_uri: str) -> I
         line = process.stdout.readline() if ready else ""
         if not line.startswith("READY "):
             raise RuntimeError(f"the test OpenID provider did not start: {line!r}")
-        base = f"https://127.0.0.1:{int(line.split()[1])}"
+        base = f"https://{HOST}:{int(line.split()[1])}"
         yield Provider(
             base=base,
             issuer=f"{base}/o",

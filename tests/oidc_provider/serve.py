@@ -1,6 +1,6 @@
 """Runs the test OpenID Connect provider over HTTPS on a free loopback port.
 
-    python -m tests.oidc_provider.serve STATE_DIR CERT_PEM KEY_PEM
+    python -m tests.oidc_provider.serve STATE_DIR CERT_PEM KEY_PEM HOST
 
 STATE_DIR holds people.json (the people) and client.json (`client_id`, `client_secret`,
 `redirect_uri` of the one registered application, consent skipped). Prints `READY <port>` once it
@@ -30,7 +30,7 @@ class _Handler(WSGIRequestHandler):
 
 
 def main() -> None:
-    state_dir, cert, key = sys.argv[1:4]
+    state_dir, cert, key, host = sys.argv[1:5]
     os.environ["OIDC_PROVIDER_DIR"] = state_dir
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.oidc_provider.settings"
     import django
@@ -57,7 +57,7 @@ def main() -> None:
         skip_authorization=True,
     )
 
-    server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=_Server, handler_class=_Handler)
+    server = make_server(host, 0, get_wsgi_application(), server_class=_Server, handler_class=_Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)

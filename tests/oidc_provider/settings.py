@@ -14,7 +14,7 @@ STATE_DIR = Path(os.environ["OIDC_PROVIDER_DIR"])
 
 SECRET_KEY = os.urandom(32).hex()
 DEBUG = False
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+ALLOWED_HOSTS = ["127.0.0.2"]
 USE_TZ = True
 ROOT_URLCONF = "tests.oidc_provider.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
