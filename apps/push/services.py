@@ -20,15 +20,16 @@ CHOICES = (*KINDS, "previews")
 USER_AGENT_CHARS = 120
 
 
-def _b64url(value: object, *, size: int, field: str, first: int | None = None) -> str:
+def _b64url(value: object, *, size: int, first: int | None = None) -> str:
+    """A base64url string (padding optional) of exactly `size` bytes; ValueError with the message."""
     if not isinstance(value, str) or not value or len(value) > 128:
-        raise ValidationFailed(errors={field: ["Must be a base64url string."]})
+        raise ValueError("Must be a base64url string.")
     try:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
     except (binascii.Error, ValueError):
-        raise ValidationFailed(errors={field: ["Must be a base64url string."]}) from None
+        raise ValueError("Must be a base64url string.") from None
     if len(raw) != size or (first is not None and raw[0] != first):
-        raise ValidationFailed(errors={field: [f"Must encode {size} bytes."]})
+        raise ValueError(f"Must encode {size} bytes.")
     return value.rstrip("=")
 
 
@@ -36,27 +37,42 @@ def _endpoint(value: object) -> str:
     """An https URL of a push service: the guarded client's own shape rules (no userinfo, a host);
     its address is checked again at every send."""
     if not isinstance(value, str) or not value or len(value) > 1024:
-        raise ValidationFailed(errors={"endpoint": ["Must be an https URL of at most 1024 characters."]})
+        raise ValueError(ENDPOINT_RULE)
     try:
         outbound.check_url(value)
     except outbound.OutboundBlocked:
-        raise ValidationFailed(errors={"endpoint": ["Must be an https URL of at most 1024 characters."]}) from None
+        raise ValueError(ENDPOINT_RULE) from None
     return value
 
 
+ENDPOINT_RULE = "Must be an https URL of at most 1024 characters."
+
+
 def clean_subscription(data: object) -> dict:
-    """The browser's PushSubscription JSON (`{endpoint, keys: {p256dh, auth}}`) checked: the
-    receiver's P-256 public key (65 bytes, uncompressed) and its 16-byte auth secret."""
+    """The browser's PushSubscription JSON (`{endpoint, keys: {p256dh, auth}}`) checked: an https
+    endpoint, the receiver's P-256 public key (65 bytes, uncompressed) and its 16-byte auth secret.
+    ValidationFailed names every wrong member at once."""
     if not isinstance(data, dict):
-        raise ValidationFailed(errors={"endpoint": ["This field is required."]})
+        raise ValidationFailed(errors={"endpoint": ["The body must be the browser's subscription as JSON."]})
+    clean: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
     keys = data.get("keys")
-    if not isinstance(keys, dict):
-        raise ValidationFailed(errors={"keys": ["Must hold p256dh and auth."]})
-    return {
-        "endpoint": _endpoint(data.get("endpoint")),
-        "p256dh": _b64url(keys.get("p256dh"), size=65, field="keys.p256dh", first=4),
-        "auth": _b64url(keys.get("auth"), size=16, field="keys.auth"),
-    }
+    checks = [("endpoint", "endpoint", lambda: _endpoint(data.get("endpoint")))]
+    if isinstance(keys, dict):
+        checks += [
+            ("p256dh", "keys.p256dh", lambda: _b64url(keys.get("p256dh"), size=65, first=4)),
+            ("auth", "keys.auth", lambda: _b64url(keys.get("auth"), size=16)),
+        ]
+    else:
+        errors["keys"] = ["Must hold p256dh and auth."]
+    for name, field, check in checks:
+        try:
+            clean[name] = check()
+        except ValueError as exc:
+            errors[field] = [str(exc)]
+    if errors:
+        raise ValidationFailed(errors=errors)
+    return clean
 
 
 @transaction.atomic
