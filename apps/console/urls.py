@@ -24,7 +24,6 @@ urlpatterns = [
     path("", include("apps.console.twofa_urls")),  # two-factor sign-in: the code step, enrolment, the account page
     path("logout/", account_views.logout_view, name="logout"),
     path("", include("apps.console.push_urls")),  # Web Push: the operator's Notifications section
-    path("", include("apps.console.push_urls")),  # Web Push: the operator's Notifications section
     path("sso/", include("apps.console.sso_urls")),  # single sign-on (OpenID Connect)
     path("widget/", account_views.switch_widget, name="switch-widget"),
     path("language/", account_views.set_language, name="language"),
