@@ -200,7 +200,6 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
                 raise SuspiciousOperation("ID token from another issuer")
             if settings.OIDC_CLIENT_ID not in audiences:
                 raise SuspiciousOperation("ID token for another client")
-            self.id_claims = payload
         return payload
 
     def get_userinfo(self, access_token, id_token, payload):
@@ -211,9 +210,12 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
             claims = super().verify_token(response.text)
         else:
             claims = response.json()
+        if not isinstance(claims, dict) or claims.get("sub") != payload.get("sub"):
+            # Core 1.0 §5.3.2: a userinfo answer about someone else is not used
+            raise SuspiciousOperation("userinfo names another subject")
         # Entra ID puts its verification claim only in the ID token: the two are read together,
         # the userinfo answer winning.
-        return {**payload, **claims} if isinstance(claims, dict) else {}
+        return {**payload, **claims}
 
     def get_token(self, payload):
         auth = None

@@ -28,6 +28,9 @@ PEOPLE = {
     "victor": {"email": "victor@example.com", "email_verified": False},
     "stranger": {"email": "stranger@example.com", "email_verified": True},
     "banned": {"email": "bert@example.com", "email_verified": True},
+    # Microsoft Entra ID's spelling of a verified address
+    "erin": {"email": "erin@example.com", "xms_edov": True},
+    "nobody-vouches": {"email": "nora@example.com"},
 }
 
 
@@ -161,6 +164,29 @@ def test_an_unverified_email_is_refused(configured, victor, refusals):
     assert "has not verified your e-mail address" in answer.content.decode()
     assert signed_in_user_id(client) is None
     assert refusals == [{"email": "victor@example.com", "method": "oidc", "reason": "email_unverified"}]
+
+
+def test_entra_ids_domain_verified_claim_counts_as_verified(configured, widget):
+    erin = HumanAgentFactory(widget=widget, name="Erin", email="erin@example.com")
+    client = Client()
+
+    back = process.browse(configured, start(client), "erin")
+    answer = client.get(callback_path(back))
+
+    assert answer.status_code == 302
+    assert signed_in_user_id(client) == str(erin.user.pk)
+
+
+def test_an_email_nobody_vouches_for_is_refused(configured, widget, refusals):
+    HumanAgentFactory(widget=widget, name="Nora", email="nora@example.com")
+    client = Client()
+
+    back = process.browse(configured, start(client), "nobody-vouches")
+    answer = client.get(callback_path(back))
+
+    assert answer.status_code == 403
+    assert signed_in_user_id(client) is None
+    assert refusals[-1]["reason"] == "email_unverified"
 
 
 def test_an_email_of_no_operator_is_refused_and_nobody_is_created(configured, anna, refusals):
