@@ -12,9 +12,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.test import Client
+from django.urls import reverse
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from apps.agents.models import Agent
 from apps.agents.tests.factories import HumanAgentFactory
+from apps.audit.models import AuditEntry
 from apps.console import signin, sso
 from apps.console.tests.conftest import PASSWORD
 from tests.oidc_provider import process
@@ -116,6 +119,20 @@ def test_a_verified_email_of_an_operator_signs_in_and_lands_on_next(configured, 
     assert client.get("/console/").status_code == 200
     assert get_user_model().objects.count() == users
     assert refusals == []
+    row = AuditEntry.objects.get(action="auth.signed_in", target_id=str(anna.pk))
+    assert row.changes["method"]["to"] == "oidc"
+
+
+def test_an_operator_with_an_authenticator_gets_the_code_step_after_the_provider(configured, anna):
+    TOTPDevice.objects.create(user=anna.user, name="phone", confirmed=True)
+    client = Client()
+
+    back = process.browse(configured, start(client), "anna")
+    answer = client.get(callback_path(back))
+
+    assert answer.status_code == 302
+    assert answer["Location"] == reverse("console:login-code")
+    assert signed_in_user_id(client) is None
 
 
 def test_the_authorization_request_carries_pkce_s256_state_and_nonce(configured, anna):
@@ -164,6 +181,8 @@ def test_an_unverified_email_is_refused(configured, victor, refusals):
     assert "has not verified your e-mail address" in answer.content.decode()
     assert signed_in_user_id(client) is None
     assert refusals == [{"email": "victor@example.com", "method": "oidc", "reason": "email_unverified"}]
+    row = AuditEntry.objects.get(action="auth.sign_in_failed", target_id=str(victor.pk))
+    assert (row.changes["method"]["to"], row.changes["reason"]["to"]) == ("oidc", "email_unverified")
 
 
 def test_entra_ids_domain_verified_claim_counts_as_verified(configured, widget):
