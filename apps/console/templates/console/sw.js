@@ -71,9 +71,9 @@ async function shellFile(request) {
   return response;
 }
 
-/* ---- Web Push: the push engineer's `push` and `notificationclick` handlers go below. -----------
-   The payload (apps/push) is JSON {title, body, url, tag}: show a notification with them, and on a
-   click focus a console window at `url` (or open one). */
+/* ---- Web Push (apps/push) -------------------------------------------------------------------
+   The payload is JSON {title, body, url, tag}: a notification shows it, and a click focuses a
+   console window at `url` (or opens one). */
 
 self.addEventListener("push", (event) => {
   let data = {};
