@@ -323,3 +323,30 @@ def test_the_account_pages_need_a_signed_in_operator():
         assert Client().get(url).status_code == 302
     for url in (OFF, NEW_CODES):
         assert Client().post(url, {"code": "123456"}).status_code == 302
+
+
+# --- the setting, in the console's settings page and the REST route -----------------------------------------
+
+
+def test_the_owner_requires_two_factor_from_the_console_settings_and_it_is_audited(owner_console, owner, widget, api):
+    page = owner_console.get("/console/settings/widget/").content.decode()
+    advanced = page[page.index('id="section-advanced"') :]
+    assert 'name="require_2fa"' in advanced and "Require two-factor sign-in" in advanced
+    response = owner_console.post("/console/settings/widget/", {"require_2fa": ["0", "on"]})
+    assert response.status_code == 303
+    assert api().get("/api/v1/widget/settings").json()["data"]["require_2fa"] is True
+    entry = AuditEntry.objects.get(action="widget_settings.changed")
+    assert entry.changes == {"require_2fa": {"from": None, "to": True}}
+    assert (entry.actor_type, entry.actor_id) == ("agent", str(owner.pk))
+    assert twofa.required_for(owner.user)
+
+
+def test_require_2fa_is_a_strict_boolean_kept_from_visitors(api, widget):
+    response = patch(api(), {"require_2fa": "yes"})
+    assert response.status_code == 422 and "require_2fa" in response.json()["errors"]
+    schema = api().get("/api/v1/widget/settings/schema").json()["data"]["fields"]["require_2fa"]
+    assert schema["default"] is False and schema["public"] is False
+    require_2fa(api, widget)
+    config = Client().get(f"/api/visitor/v1/{widget.button_guid}/config")
+    assert config.status_code == 200 and "widget_show_branding" in config.content.decode()
+    assert "require_2fa" not in config.content.decode()
