@@ -86,8 +86,7 @@ INSTALLED_APPS = [
     "apps.automation",
     "apps.macros",
     "apps.push",  # Web Push to operators' devices (after routing: its queue handler runs first)
-    # two-factor sign-in (apps.console.signin): TOTP devices and one-time recovery codes
-    "django_otp",
+    "django_otp",  # two-factor sign-in (apps.console.signin): TOTP and one-time recovery-code devices
     "django_otp.plugins.otp_totp",
     "django_otp.plugins.otp_static",
 ]
@@ -104,8 +103,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # request.user.is_verified(): whether this session passed the second factor
-    "django_otp.middleware.OTPMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): the session passed a second factor
     "apps.audit.middleware.AdminActorMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
