@@ -118,12 +118,16 @@ def method_of(code: str) -> str:
 
 
 @transaction.atomic
-def start_enrolment(user) -> TOTPDevice:
-    """The user's device being enrolled: the unconfirmed one they were shown, else a new one (a fresh
-    secret). A confirmed device is never touched here."""
-    pending = TOTPDevice.objects.select_for_update().filter(user=user, confirmed=False).order_by("-pk").first()
-    if pending is not None:
-        return pending
+def start_enrolment(user, *, device_id: int | None = None) -> TOTPDevice:
+    """The device being enrolled in this session (`device_id`, kept by the caller in the session):
+    it again while unconfirmed, else a new one with a fresh secret. Any other unconfirmed device of
+    the user goes, so a secret shown in one session never becomes the one another confirms. A
+    confirmed device is never touched here."""
+    if device_id is not None:
+        current = TOTPDevice.objects.filter(pk=device_id, user=user, confirmed=False).first()
+        if current is not None:
+            return current
+    TOTPDevice.objects.filter(user=user, confirmed=False).delete()
     return TOTPDevice.objects.create(user=user, name=DEVICE_NAME, confirmed=False)
 
 
@@ -146,11 +150,12 @@ def _check(device_model, device_pk, code: str, method: str) -> Check:
 
 
 @transaction.atomic
-def confirm_enrolment(user, code: str) -> tuple[Check, list[str]]:
-    """Confirm the device being enrolled with a code from the app. On success the device is the
-    user's one TOTP device, ten new recovery codes replace any old ones, and the codes are returned
-    (the only time they are readable); `auth.two_factor_enabled` is recorded for each widget."""
-    pending = TOTPDevice.objects.filter(user=user, confirmed=False).order_by("-pk").first()
+def confirm_enrolment(user, code: str, *, device_id: int | None) -> tuple[Check, list[str]]:
+    """Confirm the device being enrolled in this session with a code from the app. On success the
+    device is the user's one TOTP device, ten new recovery codes replace any old ones, and the codes
+    are returned (the only time they are readable); `auth.two_factor_enabled` is recorded for each
+    widget."""
+    pending = TOTPDevice.objects.filter(pk=device_id, user=user, confirmed=False).first() if device_id else None
     if pending is None:
         return Check(None, TOTP), []
     check = _check(TOTPDevice, pending.pk, normalise(code), TOTP)

@@ -81,8 +81,13 @@ def _to_login(request, message: str = "") -> HttpResponse:
 EXPIRED = gettext_lazy("Your sign-in took too long. Enter your e-mail and password again.")
 
 
+# The device being enrolled in this session (see twofa.start_enrolment).
+ENROL_DEVICE_KEY = "console_enrol_device"
+
+
 def _enrolment(request, user, form) -> dict:
-    device = twofa.start_enrolment(user)
+    device = twofa.start_enrolment(user, device_id=request.session.get(ENROL_DEVICE_KEY))
+    request.session[ENROL_DEVICE_KEY] = device.pk
     issuer = request.get_host().split(":")[0]
     uri = twofa.provisioning_uri(device, issuer=issuer, account=user.email or user.get_username())
     return {
@@ -142,7 +147,9 @@ def login_enrol(request):
         limited = signin.code_refusal(request, held.user)
         if limited is not None:
             return _limited(request, template, context, limited)
-        check, codes = twofa.confirm_enrolment(held.user, form.cleaned_data["code"])
+        check, codes = twofa.confirm_enrolment(
+            held.user, form.cleaned_data["code"], device_id=request.session.get(ENROL_DEVICE_KEY)
+        )
         if not check.passed:
             return _refused(request, held.user, check, template=template, context=context)
         signin.complete(
@@ -153,6 +160,7 @@ def login_enrol(request):
             device=check.device,
             first_factor=held.method,
         )
+        request.session.pop(ENROL_DEVICE_KEY, None)
         # The console opens once the recovery codes have been shown.
         signin.keep_recovery_codes(request, codes, next_url=held.next_url)
         return HttpResponseRedirect(reverse("console:recovery-codes"), status=303)
@@ -197,9 +205,12 @@ def two_factor_enrol(request):
         limited = signin.code_refusal(request, user)
         if limited is not None:
             return _limited(request, template, context, limited)
-        check, codes = twofa.confirm_enrolment(user, form.cleaned_data["code"])
+        check, codes = twofa.confirm_enrolment(
+            user, form.cleaned_data["code"], device_id=request.session.get(ENROL_DEVICE_KEY)
+        )
         if not check.passed:
             return _refused(request, user, check, template=template, context=context)
+        request.session.pop(ENROL_DEVICE_KEY, None)
         signin.mark_verified(request, check.device)
         signin.keep_recovery_codes(request, codes, next_url=reverse("console:two-factor"))
         return HttpResponseRedirect(reverse("console:recovery-codes"), status=303)

@@ -46,7 +46,7 @@ def a_later_step(device) -> None:
 def enrolled(user) -> tuple[TOTPDevice, list[str]]:
     """`user` with a confirmed authenticator and ten recovery codes (through the service)."""
     device = twofa.start_enrolment(user)
-    check, codes = twofa.confirm_enrolment(user, code_of(device))
+    check, codes = twofa.confirm_enrolment(user, code_of(device), device_id=device.pk)
     assert check.passed and len(codes) == 10
     a_later_step(device)
     return TOTPDevice.objects.get(pk=device.pk), codes
@@ -137,6 +137,17 @@ def test_the_account_page_enrols_with_a_qr_code_and_shows_ten_recovery_codes_onc
     assert TOTPDevice.objects.get(user=operator.user).confirmed
     [row] = rows("auth.two_factor_enabled")
     assert (row.actor_type, row.actor_id, row.target_id) == ("agent", str(operator.pk), str(operator.pk))
+
+
+def test_a_secret_shown_in_one_session_is_not_the_one_another_session_confirms(console, operator):
+    console.get(ACCOUNT_ENROL)
+    seen = TOTPDevice.objects.get(user=operator.user, confirmed=False)
+    other = Client()
+    other.force_login(operator.user)
+    other.get(ACCOUNT_ENROL)
+    assert not TOTPDevice.objects.filter(pk=seen.pk).exists()  # replaced by the other session's
+    response = console.post(ACCOUNT_ENROL, {"code": code_of(seen)})
+    assert response.status_code == 401 and not twofa.is_enrolled(operator.user)
 
 
 def test_a_wrong_code_enrols_nothing(console, operator):
