@@ -83,10 +83,10 @@ def notify_agents(agent_ids: list[int], kind: str, chat: Chat, *, text: str | No
         raise ValueError(f"unknown notification kind {kind!r}")
     if not configured() or not agent_ids:
         return 0
-    # A chat under erasure says nothing more (apps.erasure): read through live().
-    if not Chat.objects.live().filter(pk=chat.pk).exists():
-        return 0
     devices = selectors.subscribers(chat.widget, agent_ids=agent_ids, kind=kind)
+    # A chat under erasure says nothing more (apps.erasure): read through live().
+    if not devices or not Chat.objects.live().filter(pk=chat.pk).exists():
+        return 0
     if text is None and kind != "mention" and any(device.previews for device in devices):
         text = _latest_words(chat)
     for device in devices:

@@ -168,3 +168,13 @@ def test_a_suspended_operator_loses_every_device(push_svc, olga, widget):
     add_device(olga, push_svc, "b")
     agent_services.suspend_agent(widget=widget, agent=olga)
     assert not PushSubscription.objects.filter(agent=olga).exists()
+
+
+def test_a_chat_under_erasure_pushes_nothing(push_svc, olga, chat, django_capture_on_commit_callbacks):
+    from apps.privacy import services as privacy
+
+    add_device(olga, push_svc, "phone")
+    privacy.request_contact_erasure(widget=chat.widget, contact=chat.contact)  # its worker never runs here
+    with django_capture_on_commit_callbacks(execute=True):
+        assert notify.notify(olga, "assigned", chat) == 0
+    assert push_svc.rx.hits == []
