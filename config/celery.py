@@ -62,6 +62,7 @@ BEAT_SCHEDULE = {
     "agents.reap_presence": ("apps.agents.tasks_presence.reap_presence", 30),
     "routing.tick": ("apps.routing.tasks.tick", 10),
     "routing.sla_breaches": ("apps.routing.tasks.sla_breaches", 15),
+    "push.sla_warnings": ("apps.push.tasks.sla_warnings", 30),
     "automation.trim_runs": ("apps.automation.tasks.trim_runs", 300),
     "support.purge_support_audit": ("apps.support.tasks.purge_support_audit", 3600),
     "external.finish_rotations": ("apps.external.tasks.finish_rotations", 60),

@@ -86,6 +86,10 @@ INSTALLED_APPS = [
     "apps.automation",
     "apps.macros",
     "apps.mcp",
+    "apps.push",  # Web Push to operators' devices (after routing: its queue handler runs first)
+    "django_otp",  # two-factor sign-in (apps.console.signin): TOTP and one-time recovery-code devices
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
 ]
 
 MIDDLEWARE = [
@@ -100,6 +104,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): the session passed a second factor
     "apps.audit.middleware.AdminActorMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -449,6 +454,25 @@ if AI_PRIVATE_HOSTS:
         "AI_PRIVATE_HOSTS=%s: AI credentials (and nothing else) may reach these hosts, over http:// too",
         ",".join(AI_PRIVATE_HOSTS),
     )
+
+# --- single sign-on (OpenID Connect, apps.console.sso): offered when OIDC_ISSUER and OIDC_CLIENT_ID
+# are set; endpoints from the issuer's discovery document; redirect URI /console/sso/callback/.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="")
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "apps.console.sso.ConsoleOIDCBackend"]
+
+# --- Web Push (apps.push): the VAPID key pair (`manage.py generate_vapid_keys`) and the contact the
+# push services may write to. Without both keys the console offers no push notifications.
+VAPID_PRIVATE_KEY = env.str("VAPID_PRIVATE_KEY", default="")
+VAPID_PUBLIC_KEY = env.str("VAPID_PUBLIC_KEY", default="")
+VAPID_SUBJECT = env.str("VAPID_SUBJECT", default="mailto:admin@localhost")
+if not VAPID_SUBJECT.startswith(("mailto:", "https://")):
+    raise ImproperlyConfigured("VAPID_SUBJECT must be a mailto: or https:// URL")
+# One task per device push, on the `bulk` worker: a slow push service never holds the `worker`
+# slots that serve chats, webhooks and events.
+PUSH_QUEUE = env.str("PUSH_QUEUE", default=BULK_QUEUE)
 
 # Webhook event types enabled platform-wide (`Live`); the others are `Wired` until switched on here
 # or per type in Django admin (EventSwitch).

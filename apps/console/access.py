@@ -18,6 +18,7 @@ from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from apps.agents.models import Agent
+from apps.audit import services as audit
 
 SESSION_WIDGET_KEY = "console_widget_id"
 
@@ -79,6 +80,9 @@ def operator_required(view):
                 logout(request)
             return _to_login(request)
         request.agent, request.agent_rows = agent, rows
-        return view(request, *args, **kwargs)
+        # The operator is the actor of what they do here (audit rows; a push skips what they did
+        # to themselves, such as taking a chat).
+        with audit.acting(audit.agent_actor(agent)):
+            return view(request, *args, **kwargs)
 
     return wrapped

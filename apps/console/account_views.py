@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.core.ratelimit import SignInBudgets, client_address
 
-from . import access, forms, services
+from . import access, forms, services, signin
 from .access import operator_required
 from .views import parse_id
 
@@ -78,8 +78,8 @@ def login_view(request):
         if form.is_valid():
             user = _authenticate(form.cleaned_data["email"], form.cleaned_data["password"])
             if user is not None:
-                services.sign_in(request, user)
-                return HttpResponseRedirect(_safe_next(request))
+                return signin.first_factor_passed(request, user, method="password", next_url=_safe_next(request))
+            signin.first_factor_failed(request, email=email, method="password", reason="bad_credentials")
             context["error"] = FAILED_LOGIN
         return render(request, "console/login.html", context, status=400 if form.errors else 401)
     return render(request, "console/login.html", context)

@@ -8,6 +8,10 @@ class ConsoleConfig(AppConfig):
     label = "console"
 
     def ready(self):
-        from . import realtime
+        from apps.core import admin_site
+
+        from . import realtime, twofa
 
         realtime.register()
+        # Django admin asks a second factor of a user whose widget requires two-factor sign-in.
+        admin_site.require_second_factor_when(twofa.required_for)

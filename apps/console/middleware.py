@@ -63,6 +63,8 @@ def console_policy(*, frame_src: str = "", frame_ancestors: str = "'none'") -> s
             "connect-src 'self'",  # the console's fetches and its operator websocket (same host)
             "font-src 'self'",
             "form-action 'self'",
+            "manifest-src 'self'",  # the installable console's manifest (apps.console.pwa)
+            "worker-src 'self'",  # and its service worker
             *([f"frame-src {frame_src}"] if frame_src else []),
             f"frame-ancestors {frame_ancestors}",
             "base-uri 'none'",

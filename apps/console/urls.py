@@ -21,7 +21,10 @@ ID = r"(?P<chat_id>[0-9]{1,20})"
 urlpatterns = [
     path("", views.chat_list, name="chats"),
     path("login/", account_views.login_view, name="login"),
+    path("", include("apps.console.twofa_urls")),  # two-factor sign-in: the code step, enrolment, the account page
     path("logout/", account_views.logout_view, name="logout"),
+    path("", include("apps.console.push_urls")),  # Web Push: the operator's Notifications section
+    path("sso/", include("apps.console.sso_urls")),  # single sign-on (OpenID Connect)
     path("widget/", account_views.switch_widget, name="switch-widget"),
     path("language/", account_views.set_language, name="language"),
     re_path(rf"^chats/{ID}/$", views.chat_detail, name="chat"),
@@ -42,6 +45,7 @@ urlpatterns = [
     re_path(rf"^chats/{ID}/assign/$", queue_views.assign, name="assign"),
     re_path(rf"^chats/{ID}/macros/run/$", macro_views.run_macro, name="macro-run"),
     path("settings/", include("apps.console.settings.urls")),
+    path("", include("apps.console.pwa_urls")),  # the manifest, the service worker, the offline page
     path("reports/", reports.reports, name="reports"),
     path("canned/", views.canned_picks, name="canned"),
     path("mentions/", mention_views.mentions, name="mentions"),

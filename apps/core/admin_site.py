@@ -1,4 +1,5 @@
-"""The Django admin's site: Django's own, with its sign-in rate limited like the console's.
+"""The Django admin's site: Django's own, with its sign-in rate limited like the console's and
+behind the second factor (django-otp's admin pattern) for whoever must pass one.
 
 Installed as the default site by `apps.core.apps.AdminConfig` (Django's documented way to replace
 `admin.site`), so every `admin.register` and `admin.site.urls` uses it.
@@ -7,13 +8,19 @@ Installed as the default site by `apps.core.apps.AdminConfig` (Django's document
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from django import forms
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
+from django_otp import devices_for_user, user_has_device
+from django_otp.admin import OTPAdminAuthenticationForm
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from .errors import flatten_errors
 from .models import Account, Widget
@@ -23,10 +30,78 @@ from .services import issuable_accounts, issuable_widgets, rows_referring_to
 # Sign-in attempts: the console's limits, under budgets of this page's own.
 LOGIN = SignInBudgets.of_page("admin_login", "username")
 
+# Who else must pass a second factor besides users with a device: the apps above the core say (the
+# console: a user whose widget requires two-factor sign-in), registered in their AppConfig.ready().
+_SECOND_FACTOR_POLICIES: list[Callable[[object], bool]] = []
+
+
+def require_second_factor_when(policy: Callable[[object], bool]) -> None:
+    if policy not in _SECOND_FACTOR_POLICIES:
+        _SECOND_FACTOR_POLICIES.append(policy)
+
+
+def second_factor_required(user) -> bool:
+    """Whether `user` signs in to the admin with a second factor: they have a confirmed device, or a
+    registered policy requires it."""
+    return user_has_device(user) or any(policy(user) for policy in _SECOND_FACTOR_POLICIES)
+
+
+class AdminLoginForm(OTPAdminAuthenticationForm):
+    """The username, the password and, for a user who must pass a second factor, a code: six digits
+    from the authenticator app or one recovery code (the device is chosen by the code's shape, so
+    nobody picks one from a list). A user who must but has no device enrols in the console first."""
+
+    otp_device = forms.CharField(required=False, widget=forms.HiddenInput)
+    otp_token = forms.CharField(
+        required=False,
+        label=gettext_lazy("Two-factor code"),
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "dir": "ltr", "autocapitalize": "off"}),
+    )
+    otp_error_messages = {
+        **OTPAdminAuthenticationForm.otp_error_messages,
+        "token_required": gettext_lazy("Enter the code from your authenticator app, or a recovery code."),
+        "invalid_token": gettext_lazy("That code is not right. Codes change every 30 seconds, and each works once."),
+    }
+
+    def clean(self):
+        cleaned = AdminAuthenticationForm.clean(self)
+        user = self.get_user()
+        if user is None or not second_factor_required(user):
+            return cleaned
+        if not user_has_device(user):
+            raise forms.ValidationError(
+                gettext_lazy(
+                    "Set up two-factor sign-in in the operator console first (your account menu, Two-factor sign-in)."
+                ),
+                code="enrol_first",
+            )
+        if not cleaned.get("otp_device"):
+            cleaned["otp_device"] = self._device_for(user, cleaned.get("otp_token") or "")
+        self.clean_otp(user)
+        return cleaned
+
+    @staticmethod
+    def _device_for(user, token: str) -> str:
+        digits = token.strip().isdigit()
+        for device in devices_for_user(user):
+            if isinstance(device, TOTPDevice) == digits:
+                return device.persistent_id
+        return ""
+
 
 class AdminSite(admin.AdminSite):
     """SECURITY: every sign-in POST spends the LOGIN budgets before Django's login view checks
-    the password; past a limit the answer is 429 with Retry-After and the password is not checked."""
+    the password; past a limit the answer is 429 with Retry-After and the password is not checked.
+    A user who must pass a second factor (`second_factor_required`) reaches the admin only with a
+    session verified by one (a code on this sign-in page, or the console's code step)."""
+
+    login_form = AdminLoginForm
+    login_template = "admin/login_two_factor.html"
+
+    def has_permission(self, request):
+        if not super().has_permission(request):
+            return False
+        return request.user.is_verified() or not second_factor_required(request.user)
 
     @method_decorator(never_cache)
     def login(self, request, extra_context=None):

@@ -1,10 +1,11 @@
-"""The one way an operator is told they were mentioned. Today: a frame to their open consoles (the
-console shows it as a toast, a browser notification when allowed, and the count of the "Mentions"
-item). Web push to their devices goes through here too."""
+"""The one way an operator is told they were mentioned: a frame to their open consoles (the console
+shows it as a toast, a browser notification when allowed, and the count of the "Mentions" item),
+and a push to their devices that chose mentions (apps.push.notify)."""
 
 from __future__ import annotations
 
 from apps.platform.realtime import agent_group, push
+from apps.push import notify as web_push
 
 from . import selectors
 from .models import Mention
@@ -37,3 +38,4 @@ def notify_mention(mention: Mention) -> None:
     mentions now (the console's badge)."""
     unread = selectors.count_unread(widget=mention.widget, agent_id=mention.agent_id)
     push([agent_group(mention.agent_id)], mention_frame(mention, unread=unread))
+    web_push.notify(mention.agent_id, "mention", mention.chat, text=mention.message.body)

@@ -157,6 +157,9 @@ class SlaClock(models.Model):
     # Met when stopped before any breach; breached once, when the timer found it due.
     met = models.BooleanField(null=True, blank=True)
     breached_at = models.DateTimeField(null=True, blank=True)
+    # Set once, when the clock entered its warning window (apps.routing.sla.warn_due): the assignee
+    # is told the chat is about to breach.
+    warned_at = models.DateTimeField(null=True, blank=True)
     # The chat's routing owner when the clock was decided (per-agent statistics); a plain id.
     agent_id = models.BigIntegerField(null=True, blank=True)
 

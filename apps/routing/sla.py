@@ -258,3 +258,44 @@ def breach_due(*, now: datetime | None = None, clock_id: int | None = None, batc
                 done += breach(widget=clock.widget, clock=clock, agent_id=clock.chat.agent_id, now=now)
         if len(rows) < batch:
             return done
+
+
+# --- the warning before a breach --------------------------------------------------------------------------
+
+# A clock warns when it is this close to its due time, or a fifth of its length for a short clock.
+WARN_BEFORE = timedelta(minutes=5)
+WARN_SHARE = 0.2
+
+
+def warn_window(clock: SlaClock) -> timedelta:
+    return min(WARN_BEFORE, (clock.due_at - clock.started_at) * WARN_SHARE)
+
+
+def warn_due(*, now: datetime | None = None, batch: int = BREACH_BATCH) -> list[SlaClock]:
+    """Mark warned the running clocks within their warning window (min(5 min, 20 % of the clock's
+    length) before its due time) and return those this call marked, their chats loaded. A
+    conditional UPDATE per clock: two runs never warn twice for one clock. The candidates are read
+    through the partial index `sla_clock_running` (due in the next WARN_BEFORE)."""
+    now = now or timezone.now()
+    candidates = (
+        SlaClock.objects.filter(
+            stopped_at__isnull=True,
+            breached_at__isnull=True,
+            warned_at__isnull=True,
+            due_at__gt=now,
+            due_at__lte=now + WARN_BEFORE,
+        )
+        .select_related("widget", "chat")
+        .order_by("due_at", "id")[:batch]
+    )
+    warned = []
+    for clock in candidates:
+        if clock.due_at - now > warn_window(clock):
+            continue
+        won = SlaClock.objects.filter(
+            pk=clock.pk, warned_at__isnull=True, stopped_at__isnull=True, breached_at__isnull=True
+        ).update(warned_at=now)
+        if won:
+            clock.warned_at = now
+            warned.append(clock)
+    return warned

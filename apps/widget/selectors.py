@@ -471,3 +471,16 @@ def identity_hash_valid(*, widget: Widget, external_id: str, hash: str, now: dat
         if secret is not None:
             matched |= hmac.compare_digest(identity_hash(secret, external_id).encode(), given)
     return matched
+
+
+# --- operators' sign-in ----------------------------------------------------------------------------------
+
+
+def requiring_two_factor(widget_ids) -> list[int]:
+    """Which of `widget_ids` have `require_2fa` on (sorted). Read from the stored settings, never
+    from a cache: a sign-in decides on it."""
+    return sorted(
+        WidgetSettings.objects.filter(widget_id__in=list(widget_ids), values__require_2fa=True).values_list(
+            "widget_id", flat=True
+        )
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 LANGUAGES = ("ru", "en", "el", "de", "es", "ar", "zh")
 DEFAULT_LANGUAGE_CHOICES = ("auto", *LANGUAGES)

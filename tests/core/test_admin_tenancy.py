@@ -23,9 +23,10 @@ from tests.support.factories import UserFactory, WidgetFactory
 
 pytestmark = pytest.mark.django_db
 
-# The platform's own pages: rows of no account (users and groups are Django's; plans the catalogue;
-# event switches and beat schedules platform-wide settings).
-PLATFORM = {"auth", "django_celery_beat", "billing.plan", "webhooks.eventswitch"}
+# The platform's own pages: rows of no account (users and groups are Django's, and so are the users'
+# two-factor devices, django-otp's; plans the catalogue; event switches and beat schedules
+# platform-wide settings).
+PLATFORM = {"auth", "otp_totp", "otp_static", "django_celery_beat", "billing.plan", "webhooks.eventswitch"}
 MARKER = "zqtheirs"
 
 

@@ -283,6 +283,14 @@ _DEFINITION: list[Field] = [
         "visitors still chat). The hash is made with the identity secret (POST /v1/widget/identity-secret).",
     ),
     BooleanField(
+        "require_2fa",
+        group="security",
+        default=False,
+        public=False,
+        description="Every human operator of the widget signs in to the console and Django admin with a second "
+        "factor (a TOTP code or a recovery code); an operator without one enrols at the next sign-in.",
+    ),
+    BooleanField(
         "widget_prechat_form_enabled",
         group="behaviour",
         default=False,

@@ -114,6 +114,10 @@ LABELS = {
     "widget_show_file_upload": (_("Let visitors attach files"), ""),
     "widget_show_emoji_picker": (_("Show the emoji button"), ""),
     "widget_show_branding": (_("Show the \u201cpowered by\u201d line"), ""),
+    "require_2fa": (
+        _("Require two-factor sign-in"),
+        _("Every operator of this widget signs in with a code from an authenticator app as well as the password."),
+    ),
     "device_profiles": (
         _("Phones and computers"),
         _("Change a setting for one kind of device only. An empty box uses the setting above."),
@@ -289,6 +293,7 @@ SECTIONS = (
         _("Advanced"),
         (
             (_("Page integration"), ("widget_z_index",)),
+            (_("Operators' sign-in"), ("require_2fa",)),
             (_("Phones and computers"), ("device_profiles",)),
             (_("Other settings"), ()),
         ),
