@@ -29,6 +29,7 @@ def _procfile_web_command(port: int) -> list[str]:
     for line in (ROOT / "Procfile").read_text().splitlines():
         if line.startswith("web:"):
             command = line.split(":", 1)[1].strip().replace("${PORT:-8000}", str(port))
+            command = command.replace("${WEB_HOST:-127.0.0.1}", "127.0.0.1")
             return shlex.split(command)
     raise AssertionError("Procfile has no web process")
 
