@@ -247,6 +247,10 @@ def _slot_guard():
     return _file_cache_lock if not settings.REDIS_URL else nullcontext()
 
 
+# How many of a key's slots `Slots.acquire` reads in one cache call once its first choice is held.
+SCAN_CHUNK = 256
+
+
 @dataclass(frozen=True)
 class Slots:
     """At most `count` holders per key at once, across processes (the default cache: Redis, or the
@@ -269,24 +273,30 @@ class Slots:
         `count` are taken. SlotStoreUnavailable when the cache fails.
 
         One slot chosen at random is tried first: a key with few holders has it free nearly always,
-        so taking one is one call. Only when it is held are the held ones read and the free ones
-        tried, in random order, so holders of one key arriving together do not all race for the
-        same first free slot."""
+        so taking one is one call whatever `count` is (an operator may allow thousands of sockets
+        per address). Only when it is held are the others read, SCAN_CHUNK at a time from a random
+        place, and the free ones of a chunk tried in random order, so holders of one key arriving
+        together do not all race for the same first free slot, and no call reads more than a
+        chunk."""
         token = token or secrets.token_hex(8)
-        keys = [self.key(*parts, index=index) for index in range(self.count)]
-        if not keys:
+        if self.count < 1:
             return None
         try:
             with _slot_guard():
-                first = random.choice(keys)
-                if cache.add(first, token, timeout=self.ttl):
-                    return Slot(first, token)
-                held = cache.get_many(keys)
-                free = [key for key in keys if key not in held and key != first]
-                random.shuffle(free)
-                for key in free:
-                    if cache.add(key, token, timeout=self.ttl):
-                        return Slot(key, token)
+                first = random.randrange(self.count)
+                key = self.key(*parts, index=first)
+                if cache.add(key, token, timeout=self.ttl):
+                    return Slot(key, token)
+                start = random.randrange(self.count)
+                for offset in range(0, self.count, SCAN_CHUNK):
+                    indices = [(start + offset + i) % self.count for i in range(min(SCAN_CHUNK, self.count - offset))]
+                    keys = [self.key(*parts, index=index) for index in indices if index != first]
+                    held = cache.get_many(keys)
+                    free = [key for key in keys if key not in held]
+                    random.shuffle(free)
+                    for key in free:
+                        if cache.add(key, token, timeout=self.ttl):
+                            return Slot(key, token)
         except Exception as exc:  # noqa: BLE001 - any store failure: the caller fails closed
             raise SlotStoreUnavailable(str(exc)) from None
         return None

@@ -29,9 +29,34 @@ def test_a_key_has_count_slots_and_no_more():
 def test_a_held_first_choice_falls_back_to_a_free_slot(monkeypatch):
     slots = Slots("test", 3, ttl=60)
     held = slots.acquire("k")
-    monkeypatch.setattr(ratelimit.random, "choice", lambda keys: held.key)
+    monkeypatch.setattr(ratelimit.random, "randrange", lambda n: int(held.key.rsplit(":", 1)[1]))
     other = slots.acquire("k")
     assert other is not None and other.key != held.key
+
+
+def test_a_free_first_choice_is_one_cache_call_whatever_the_count(monkeypatch):
+    calls = []
+    for name in ("add", "get_many"):
+        real = getattr(cache, name)
+        monkeypatch.setattr(
+            cache, name, lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw)
+        )
+    assert Slots("test", 1_000_000, ttl=60).acquire("k") is not None
+    assert calls == ["add"]
+
+
+def test_a_crowded_key_is_read_a_chunk_at_a_time_until_its_last_free_slot(monkeypatch):
+    monkeypatch.setattr(ratelimit, "SCAN_CHUNK", 8)
+    slots = Slots("test", 30, ttl=60)
+    taken = [slots.acquire("k") for _ in range(29)]
+    assert all(taken)
+    reads = []
+    real = cache.get_many
+    monkeypatch.setattr(cache, "get_many", lambda keys, **kw: reads.append(len(keys)) or real(keys, **kw))
+    last = slots.acquire("k")
+    assert last is not None and last.key not in {slot.key for slot in taken}
+    assert slots.acquire("k") is None
+    assert reads and max(reads) <= 8
 
 
 def test_release_frees_only_the_holders_own_slot():
