@@ -23,7 +23,11 @@ used in order by the requests whose path contains `path` (None: any request but 
 the token exchange only takes replies scripted with a path it contains, e.g. ``"oauth"``). Without a
 script a request is answered as the vendor would, with `text` as the completion. Helpers:
 `ok(text)`, `rate_limited(retry_after)`, `server_error(status)`, `unauthorized()`, `bad_request()`,
-`slow(seconds)`, `closed()`, `trickling(seconds_per_byte)`; `delay` slows every unscripted answer.
+`slow(seconds)`, `closed()`, `trickling(seconds_per_byte)`; `delay` slows every unscripted answer, and
+`delay_median` (seconds, with `delay_sigma`) gives each chat completion a delay of its own drawn from a
+lognormal distribution, as real providers vary (`provider_delay`: the same prompt always waits the same
+time; `delays` records each prompt's). A completion asked with ``"stream": true`` (OpenAI's wire format)
+streams as server-sent chunks: the first after a quarter of its delay, the rest spread over the remainder.
 `odd_answer(flavor, shape)` is a 200 no client can use, in one of the `ODD_SHAPES` gateways and
 broken vendors send (content as an object, JSON nested 100,000 deep, the result missing or null, only
 an `error`, a gzip bomb, an HTML page).
@@ -59,6 +63,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -76,9 +81,11 @@ __all__ = [
     "ca_path",
     "closed",
     "hash_embedding",
+    "last_user_text",
     "llm_fake",
     "odd_answer",
     "ok",
+    "provider_delay",
     "rate_limited",
     "asdk_floor_completion",
     "main",
@@ -135,6 +142,25 @@ class HashEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         return [hash_embedding(text, self.dimensions) for text in texts]
+
+
+def provider_delay(prompt: str, *, median: float, sigma: float) -> float:
+    """Seconds a provider takes to answer `prompt`: a lognormal draw (`median`, shape `sigma`) made
+    from the prompt's hash, so a benchmark knows each answer's provider time without asking."""
+    if median <= 0:
+        return 0.0
+    digest = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big")
+    quantile = (digest + 0.5) / 2**64
+    return median * math.exp(sigma * NormalDist().inv_cdf(quantile))
+
+
+def last_user_text(hit_json: Any) -> str:
+    """The text of a chat completion's last user message ("" when it has none)."""
+    messages = hit_json.get("messages") if isinstance(hit_json, dict) else None
+    for message in reversed(messages or []):
+        if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""
 
 
 # --- scripted replies ----------------------------------------------------------------------------------
@@ -341,7 +367,10 @@ class _Handler(BaseHTTPRequestHandler):
         hit = Recorded(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
         fake._record(hit)
         reply = fake._scripted(path)
-        delay = reply.delay if reply is not None else fake.delay
+        delay = reply.delay if reply is not None else fake._delay_of(hit)
+        if reply is None and fake._streams(hit):
+            self._stream(fake, hit, delay)
+            return
         if delay:
             time.sleep(delay)
         if reply is not None and reply.drop:
@@ -365,6 +394,26 @@ class _Handler(BaseHTTPRequestHandler):
             headers=list(reply.headers) if reply else [],
             trickle=reply.trickle if reply else 0.0,
         )
+
+    def _stream(self, fake: FakeLLM, hit: Recorded, delay: float) -> None:
+        """A streamed chat completion (OpenAI's server-sent chunks, then ``data: [DONE]``), chunked
+        on the wire: the first chunk after a quarter of `delay`, the others spread over the rest."""
+        chunks = fake._chunks(hit)
+        pauses = [delay / 4] + [delay * 3 / 4 / max(1, len(chunks) - 1)] * (len(chunks) - 1)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for pause, chunk in zip([*pauses, 0.0], [*chunks, b"data: [DONE]\n\n"], strict=True):
+                if pause:
+                    time.sleep(pause)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
 
     def _send(
         self,
@@ -438,6 +487,9 @@ class FakeLLM:
         self.from_knowledge = from_knowledge
         self.tls = tls  # False: plain http:// (a model server on the owner's network, AI_PRIVATE_HOSTS)
         self.delay = 0.0  # seconds before every unscripted answer
+        self.delay_median = 0.0  # > 0: each chat completion waits provider_delay(its last user text)
+        self.delay_sigma = 0.5
+        self.delays: dict[str, float] = {}  # the last user text of each delayed completion -> its delay
         self.token_ttl = token_ttl
         self.models = list(models or self._default_models())
         self.requests: list[Recorded] = []
@@ -538,6 +590,49 @@ class FakeLLM:
     def _record(self, hit: Recorded) -> None:
         with self._lock:
             self.requests.append(hit)
+
+    def _is_chat(self, hit: Recorded) -> bool:
+        return hit.method == "POST" and hit.path.endswith(("/chat/completions", "/messages"))
+
+    def _delay_of(self, hit: Recorded) -> float:
+        if self.delay_median <= 0 or not self._is_chat(hit):
+            return self.delay
+        try:
+            prompt = last_user_text(hit.json())
+        except ValueError:
+            return self.delay
+        delay = provider_delay(prompt, median=self.delay_median, sigma=self.delay_sigma)
+        with self._lock:
+            self.delays[prompt] = delay
+        return delay
+
+    def _streams(self, hit: Recorded) -> bool:
+        if self.flavor not in ("openai", "openai_compatible") or not self._is_chat(hit) or not self._authorized(hit):
+            return False
+        try:
+            return hit.json().get("stream") is True
+        except (ValueError, AttributeError):
+            return False
+
+    def _chunks(self, hit: Recorded) -> list[bytes]:
+        """The completion's text as OpenAI's `chat.completion.chunk` events, a word or so each."""
+        request = hit.json()
+        ident, created = f"chatcmpl-{secrets.token_hex(8)}", int(time.time())
+        words = re.findall(r"\S+\s*", self.text) or [self.text]
+        deltas = [{"role": "assistant", "content": ""}, *({"content": word} for word in words)]
+        events = []
+        for index, delta in enumerate(deltas):
+            last = index == len(deltas) - 1
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": "stop" if last else None}
+            chunk = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.get("model") or self.models[0],
+                "choices": [choice],
+            }
+            events.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        return events
 
     def _scripted(self, path: str) -> Reply | None:
         is_token = path.endswith("/oauth")
@@ -794,10 +889,11 @@ async def asdk_floor_completion(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m tests.llm_fake [--flavor openai] [--port P] [--text T] [--from-knowledge] [--delay S]`:
+    """`python -m tests.llm_fake [--flavor openai] [--port P] [--text T] [--from-knowledge] [--delay S]
+    [--delay-median S [--delay-sigma X]]`:
     one fake in a process of its own (its threads off the caller's interpreter lock). Prints one JSON
     line {flavor, port, origin, base_url, api_key, ca_path}, serves until standard input closes, then
-    prints {"requests": n}."""
+    prints {"requests": n, "delays": {last user text: seconds}}."""
     import argparse
     import sys
 
@@ -811,9 +907,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="answer a completion whose system prompt carries knowledge-base excerpts with the first one",
     )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
+    parser.add_argument(
+        "--delay-median",
+        type=float,
+        default=0.0,
+        help="each chat completion waits a lognormal delay of this median (seconds), drawn from its last user text",
+    )
+    parser.add_argument("--delay-sigma", type=float, default=0.5, help="the lognormal delay's shape")
     args = parser.parse_args(argv)
     fake = FakeLLM(args.flavor, text=args.text, port=args.port, from_knowledge=args.from_knowledge).start()
     fake.delay = args.delay
+    fake.delay_median, fake.delay_sigma = args.delay_median, args.delay_sigma
     info = {
         "flavor": fake.flavor,
         "port": fake.port,
@@ -825,7 +929,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(info), flush=True)
     sys.stdin.read()
     fake.stop()
-    print(json.dumps({"requests": len(fake.requests)}), flush=True)
+    print(json.dumps({"requests": len(fake.requests), "delays": fake.delays}), flush=True)
     return 0
 
 
