@@ -114,14 +114,23 @@ def check_kept_connections(**kwargs) -> None:
 
 
 @signals.worker_init.connect
-def no_connection_pool_in_workers(**kwargs) -> None:
-    """The connection pool is the web's (DB_POOL_MAX_SIZE, set by scripts/web.sh). A worker started
-    with it in its environment drops it before its first connection: Celery closes a prefork child's
-    pool around every task, and the `ai` worker's 16 threads would wait on a pool smaller than them.
-    Workers keep a connection per pool process or thread instead (CELERY_DB_REUSE_MAX)."""
+def no_connection_pool_in_prefork_workers(sender=None, **kwargs) -> None:
+    """The connection pool (DB_POOL_MAX_SIZE) serves processes whose threads share connections: the
+    web, and a thread-pool worker such as the Procfile's `ai`, whose threads give their connection
+    back while they wait on a provider (apps.platform.connections). A prefork worker started with
+    it in its environment drops it before its first connection: Celery closes a prefork child's
+    pool around every task, so each task would open a new one. Prefork workers keep a connection
+    per pool process instead (CELERY_DB_REUSE_MAX)."""
+    if _runs_threads(sender):
+        return
     database = settings.DATABASES["default"]
     if database.get("OPTIONS", {}).pop("pool", None) is not None:
         database["CONN_MAX_AGE"] = 0
+
+
+def _runs_threads(worker) -> bool:
+    pool_cls = getattr(worker, "pool_cls", None)
+    return isinstance(pool_cls, type) and pool_cls.__module__ == "celery.concurrency.thread"
 
 
 # Every task sent carries the moment it was sent: /metrics reads the oldest waiting one's age from the

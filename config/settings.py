@@ -159,11 +159,11 @@ else:
         options.update({"server_side_binding": True, "prepare_threshold": DB_PREPARE_THRESHOLD})
         options["options"] = f"{options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
     # A process-wide connection pool (Django's own `pool` option, psycopg-pool) for processes that
-    # serve many short units of work at once: the web (scripts/web.sh sets DB_POOL_MAX_SIZE). A request,
-    # or a detached AI test's database hop, takes an open connection and gives it back when it ends,
-    # instead of opening one per request (a PostgreSQL backend start each). Celery workers
-    # leave it unset: Celery closes the pool of a prefork child around every task, and their
-    # connections are per task or kept by CELERY_DB_REUSE_MAX. With CONN_HEALTH_CHECKS Django has the
+    # serve many short units of work at once: the web (scripts/web.sh sets DB_POOL_MAX_SIZE) and the
+    # `ai` worker's threads (the Procfile). A request or a task takes an open connection and gives it
+    # back when it ends or waits on a provider, instead of opening one each (a PostgreSQL backend
+    # start). Prefork workers drop it (config.celery): Celery closes a prefork child's pool around
+    # every task; their connections are kept by CELERY_DB_REUSE_MAX. With CONN_HEALTH_CHECKS Django has the
     # pool check a connection before handing it out (one empty round trip), so a server restart costs
     # no request.
     DB_POOL_MAX_SIZE = env.int("DB_POOL_MAX_SIZE", default=0)
@@ -310,10 +310,10 @@ BULK_QUEUE = "bulk"
 # Bulk threads one widget may hold at once (apps.core.bulk): the Procfile's `bulk` worker runs 2.
 BULK_WIDGET_SLOTS = env.int("BULK_WIDGET_SLOTS", default=1)
 # AI tasks (answers, hand-over summaries) of one widget that may wait on its provider at once, across
-# `ai` worker processes (apps.ai.runtime.turns): the Procfile's `ai` worker runs 16 threads, so one
+# `ai` worker processes (apps.ai.runtime.turns): the Procfile's `ai` worker runs 64 threads, so one
 # widget's slow model server holds at most this many and leaves the rest to every other widget. A task
 # over the cap goes back to the queue for a few seconds, holding no thread meanwhile.
-AI_WIDGET_SLOTS = env.int("AI_WIDGET_SLOTS", default=2)
+AI_WIDGET_SLOTS = env.int("AI_WIDGET_SLOTS", default=24)
 if AI_WIDGET_SLOTS < 1:
     raise ImproperlyConfigured(f"AI_WIDGET_SLOTS must be at least 1, not {AI_WIDGET_SLOTS}")
 CELERY_TASK_ROUTES = {

@@ -1,7 +1,7 @@
 """One tenant's slow model server on the shared `ai` worker, started from the Procfile's `ai` line (a
-thread pool of 16) on the embedded default: widget A's model server answers 30 s late and 20 of its
+thread pool of 64) on the embedded default: widget A's model server answers 30 s late and 40 of its
 visitors write at once; widget B's visitor still gets the AI's answer within seconds, because A holds
-at most AI_WIDGET_SLOTS (2) of the worker's threads and its other tasks wait without one. A's
+at most AI_WIDGET_SLOTS (24) of the worker's threads and its other tasks wait without one. A's
 visitor who writes an escalation trigger is handed to people at once, with no provider call and no
 slot; and once A's model server answers again, every one of A's waiting messages is answered.
 
@@ -24,8 +24,8 @@ from tests.llm_fake import FakeLLM, ca_path
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]  # django_db: the plugin's autouse fixtures want it
 
 SLOW_SECONDS = 30.0  # widget A's model server, before it recovers
-VISITORS_OF_A = 20
-CAP = 2  # AI_WIDGET_SLOTS' default
+VISITORS_OF_A = 40  # more than A's share
+CAP = 24  # AI_WIDGET_SLOTS' default
 HANDOVER = phrases.DEFAULTS["handover_offline"]["en"]  # nobody of A is online
 PROMPT_LIMIT_SECONDS = 15.0  # an idle worker answers in about a second; behind A's tasks it took SLOW_SECONDS
 
@@ -147,5 +147,5 @@ def test_a_slow_tenant_holds_only_its_share_of_the_ai_worker(live_var, start_pro
         print(f"A's {len(a_ids)} messages: {dict(outcomes)}")
         assert sorted(answered) == sorted(a_ids), f"{len(answered)} of {len(a_ids)} answered"
         assert set(bodies) <= _questions(slow)
-        assert set(outcomes) <= {"A's answer.", HANDOVER} and outcomes["A's answer."] >= VISITORS_OF_A // 2, outcomes
+        assert set(outcomes) <= {"A's answer.", HANDOVER} and outcomes["A's answer."] >= VISITORS_OF_A - CAP, outcomes
         assert ai.alive()

@@ -1,6 +1,6 @@
-"""The shared `ai` worker with a slow tenant, on PostgreSQL + Redis: the Procfile's `ai` line (16
+"""The shared `ai` worker with a slow tenant, on PostgreSQL + Redis: the Procfile's `ai` line (64
 threads) on the test database and the broker on Redis; widget A's model server answers 30 s late for
-20 of its visitors and widget B's answer still arrives within seconds (the embedded default's run of
+40 of its visitors and widget B's answer still arrives within seconds (the embedded default's run of
 the same is tests/test_abuse_slow_ai_worker.py)."""
 
 from __future__ import annotations

@@ -53,9 +53,11 @@ def test_without_reuse_nothing_is_checked(settings):
     assert connection.health_check_done is True
 
 
-def test_a_worker_started_with_the_webs_pool_setting_drops_the_pool(monkeypatch):
+def test_a_prefork_worker_started_with_the_webs_pool_setting_drops_the_pool(monkeypatch):
     # given a worker's settings with the web's pool in them (DB_POOL_MAX_SIZE in its environment)
     from types import SimpleNamespace
+
+    from celery.concurrency.prefork import TaskPool as PreforkTaskPool
 
     import config.celery
 
@@ -65,8 +67,29 @@ def test_a_worker_started_with_the_webs_pool_setting_drops_the_pool(monkeypatch)
     monkeypatch.setattr(config.celery, "settings", worker_settings)
 
     # when the worker starts
-    config.celery.no_connection_pool_in_workers(sender=None)
+    config.celery.no_connection_pool_in_prefork_workers(sender=SimpleNamespace(pool_cls=PreforkTaskPool))
 
     # then its connections are opened without the pool
     assert "pool" not in worker_settings.DATABASES["default"]["OPTIONS"]
     assert worker_settings.DATABASES["default"]["CONN_MAX_AGE"] == 0
+
+
+def test_a_thread_pool_worker_keeps_the_pool_its_threads_share(monkeypatch):
+    # given the `ai` worker's settings: a thread pool started with DB_POOL_MAX_SIZE
+    from types import SimpleNamespace
+
+    from celery.concurrency.thread import TaskPool as ThreadTaskPool
+
+    import config.celery
+
+    pool = {"max_size": 8}
+    worker_settings = SimpleNamespace(
+        DATABASES={"default": {"ENGINE": "django.db.backends.postgresql", "OPTIONS": {"pool": pool}}}
+    )
+    monkeypatch.setattr(config.celery, "settings", worker_settings)
+
+    # when the worker starts
+    config.celery.no_connection_pool_in_prefork_workers(sender=SimpleNamespace(pool_cls=ThreadTaskPool))
+
+    # then its threads take their connections from the pool
+    assert worker_settings.DATABASES["default"]["OPTIONS"]["pool"] is pool

@@ -28,6 +28,7 @@ from apps.chats.models import Chat, Message
 from apps.core import events, provider_waits, queueing
 from apps.core.models import Widget
 from apps.core.ratelimit import Budget
+from apps.platform import connections
 
 from . import errors, handoff, links, pipeline, reply_safety, runtime, selectors
 from .models import Assistant
@@ -105,6 +106,7 @@ def summarise_handover(*, chat_id: int, operator_id: int, since: float | None = 
     turn = turns.take(widget.pk)
     if not turn.granted:
         return _summary_later(chat_id=chat_id, operator_id=operator_id, since=since)
+    connections.lend_back_while_waiting()
     try:
         completion = complete(
             chain,
@@ -196,6 +198,7 @@ def suggest_reply(*, widget: Widget, chat: Chat) -> Suggestion:
             widget=widget, assistant=assistant, ai_settings=ai_settings, question=question, history=history
         )
         load_sdks(chain)
+        connections.lend_back_while_waiting()
         try:
             completion = complete(
                 chain,

@@ -20,8 +20,8 @@ def answer_visitor_message(message_id: int) -> str:
     """The AI operator answers one visitor message (apps.ai.runtime.answer: idempotent, claims the
     message before the provider call, so a redelivery or a second worker answers nothing twice).
 
-    The `ai` worker keeps each thread's connection across tasks (CELERY_DB_REUSE_MAX): after a
-    database error the connection is closed, so the retry starts on a fresh one."""
+    After a database error the thread's connection is let go (the `ai` worker's pool discards a
+    broken one; a kept one is closed), so the retry starts on a sound one."""
     try:
         return runtime.answer(message_id=message_id)
     except DatabaseError:

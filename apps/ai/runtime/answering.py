@@ -16,7 +16,7 @@ from apps.agents.models import Agent
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message
 from apps.core.models import Widget
-from apps.platform import metrics
+from apps.platform import connections, metrics
 
 from .. import config, handoff, pipeline, reply_safety, retrieval, routing, selectors
 from ..models import AiSettings, Alert, Assistant, ReplyClaim
@@ -223,6 +223,7 @@ def _run(
     )
     locale = handoff.visitor_locale(widget=widget, chat=chat, question=question)
     _typing(widget, chat, "start")
+    connections.lend_back_while_waiting()
     started = time.monotonic()
     try:
         completion = complete(
