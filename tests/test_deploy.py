@@ -175,3 +175,43 @@ def test_the_entrypoint_refuses_an_unknown_process_and_runs_a_management_command
     )
     assert ran.returncode == 0, ran.stderr
     assert "--owner-email" in ran.stdout
+
+
+WORKERS = PROCESSES - {"web", "beat"}
+
+
+def _image_metrics_port() -> str:
+    found = re.search(r"(?m)^\s+METRICS_PORT=(\d+)\s*$", (ROOT / "Dockerfile").read_text())
+    assert found, "the image sets METRICS_PORT"
+    return found.group(1)
+
+
+def test_every_worker_container_serves_its_metrics_on_the_compose_network_only():
+    port = _image_metrics_port()
+    assert re.search(rf"(?m)^EXPOSE .*\b{port}\b", (ROOT / "Dockerfile").read_text())
+    services = compose()["services"]
+    for name in WORKERS:
+        assert services[name]["expose"] == [port], name
+        assert "ports" not in services[name], name  # never published on the host
+        assert services[name]["env_file"] == ".env"  # METRICS_TOKEN
+    for name in ("web", "beat"):
+        assert "expose" not in services[name]
+    assert re.search(r"(?m)^METRICS_TOKEN=", (DEPLOY / ".env.example").read_text())
+
+
+def test_every_worker_pod_declares_its_metrics_port_for_the_scrape_and_beat_none():
+    port = _image_metrics_port()
+    deployments = _kind("Deployment")
+    for name in WORKERS:
+        template = deployments[f"chatwidget-{name}"]["spec"]["template"]
+        container = template["spec"]["containers"][0]
+        assert {"name": "metrics", "containerPort": int(port)} in container["ports"], name
+        assert template["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": port,
+            "prometheus.io/path": "/metrics",
+        }, name
+        assert {"secretRef": {"name": "chatwidget-secrets"}} in container["envFrom"], name
+    assert "METRICS_TOKEN" in _kind("Secret")["chatwidget-secrets"]["stringData"]
+    beat = deployments["chatwidget-beat"]["spec"]["template"]
+    assert "annotations" not in beat["metadata"] and "ports" not in beat["spec"]["containers"][0]
