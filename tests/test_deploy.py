@@ -215,3 +215,20 @@ def test_every_worker_pod_declares_its_metrics_port_for_the_scrape_and_beat_none
     assert "METRICS_TOKEN" in _kind("Secret")["chatwidget-secrets"]["stringData"]
     beat = deployments["chatwidget-beat"]["spec"]["template"]
     assert "annotations" not in beat["metadata"] and "ports" not in beat["spec"]["containers"][0]
+
+
+AGGREGATED = re.compile(r"^(topk\(\d+, )?(histogram_quantile\([0-9.]+, )?(sum|max|min)( by \(([a-z_, ]+)\))? ?\(")
+
+
+def test_the_dashboard_and_the_alerts_aggregate_over_every_target_web_and_workers_alike():
+    """Web and worker containers each report their own series of the same names (told apart by
+    `instance` and `job`): every query aggregates them, and none keeps those labels apart."""
+    dashboard = json.loads((DEPLOY / "grafana" / "chatwidget.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    exprs += [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
+    for expr in exprs:
+        for part in re.split(r"\s/\s", expr.strip()):
+            found = AGGREGATED.match(part.strip())
+            assert found, expr
+            assert not {"instance", "job"} & set(re.split(r",\s*", found.group(5) or "")), expr
