@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from http import HTTPStatus
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from apps.platform import metrics
@@ -38,8 +39,9 @@ def _problem(environ, start_response, status: int, code: str, title: str, detail
         "instance": environ.get("PATH_INFO") or "/",
         "code": code,
     }
-    reasons = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
-    start_response(f"{status} {reasons[status]}", [("Content-Type", PROBLEM_CONTENT_TYPE), *(headers or {}).items()])
+    start_response(
+        f"{status} {HTTPStatus(status).phrase}", [("Content-Type", PROBLEM_CONTENT_TYPE), *(headers or {}).items()]
+    )
     return [json.dumps(body).encode()]
 
 
@@ -66,7 +68,7 @@ class _Handler(WSGIRequestHandler):
     timeout = 10
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
-        """Scrapes are not logged (one every few seconds); the refused ones are, at debug."""
+        """Scrapes come every few seconds: their request lines go to the debug level only."""
         logger.debug("metrics port: %s", format % args)
 
 
