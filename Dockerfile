@@ -24,7 +24,9 @@ RUN python3 -m venv /opt/venv \
 FROM ${BASE_IMAGE}
 # VAR_DIR holds what the processes write besides the database: the collected static files (made
 # below, at build time), the metrics of the host's processes and the embedded default's files.
-# Uploaded chat files live under MEDIA_ROOT, a volume of their own (deploy/compose.yaml).
+# Uploaded chat files live under MEDIA_ROOT, a volume of their own (deploy/compose.yaml). A Celery
+# worker's container serves its own processes' metrics on METRICS_PORT (its folder is no web's to
+# read; docs/operating/metrics.md); the other processes leave the variable unread.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -32,7 +34,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     VAR_DIR=/app/var \
     MEDIA_ROOT=/data/media \
     WEB_HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    METRICS_PORT=9464
 RUN (getent group chatwidget || groupadd --gid 10001 chatwidget) \
     && useradd --uid 10001 --gid chatwidget --home-dir /app --no-create-home --shell /usr/sbin/nologin chatwidget
 COPY --from=build /opt/venv /opt/venv
@@ -45,7 +48,7 @@ RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v0 \
     && chown -R chatwidget:chatwidget /app/var /data \
     && chmod 0755 deploy/container/entrypoint.sh
 USER chatwidget
-EXPOSE 8000
+EXPOSE 8000 9464
 VOLUME ["/data/media"]
 # The web process's own check (database, cache and broker answer); other processes' containers
 # replace it (deploy/compose.yaml, deploy/kubernetes/).

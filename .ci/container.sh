@@ -10,9 +10,11 @@
 #                                  `up` becomes healthy; create_widget and issue_token inside the
 #                                  container and an API call with the token; a visitor's message
 #                                  through nginx and its push on the visitor's websocket; a webhook
-#                                  delivered to a receiver; `down` then `up` keeps the data; then the
+#                                  delivered to a receiver and counted on the worker container's own
+#                                  metrics port; `down` then `up` keeps the data; then the
 #                                  Kubernetes manifests with `podman kube play` (what podman supports
-#                                  of them: the ConfigMap and the web Deployment) answering /healthz
+#                                  of them: the ConfigMap and the web and worker Deployments): the web
+#                                  pod answers /healthz, the worker pod its metrics port
 #
 # WORK is a folder of the caller's (CI's temporary folder). Everything this script starts is removed
 # on exit, images included after `check`.
@@ -226,6 +228,7 @@ SECURE_SSL_REDIRECT=0
 EMAIL_URL=consolemail://
 WEB_CONCURRENCY=1
 OUTBOUND_ALLOW_LOOPBACK=1
+METRICS_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
 HTTP_PORT=$HTTP_PORT
 HTTPS_PORT=$(free_port)
 APP_IMAGE=$APP_IMAGE
@@ -273,6 +276,10 @@ EOF
     --button-guid "$guid" --hook-url "https://127.0.0.1:$HOOK_PORT/hook" --hook-secret ci-signing-secret-0123 \
     --hooks "$hook/out/hooks.jsonl" --phase first
 
+  log "the worker containers' metrics ports on the compose network"
+  .venv/bin/python .ci/container_check.py --base "http://localhost:$HTTP_PORT" --phase metrics \
+    --web-container "${PROJECT}_web_1"
+
   log "down and up again: the data is kept"
   compose --env-file deploy/.env down >"$WORK/down.log" 2>&1 || { cat "$WORK/down.log"; exit 1; }
   up_in_order || { cat "$WORK/up.log"; exit 1; }
@@ -284,7 +291,8 @@ EOF
   # compose stack's network, with its PostgreSQL and Redis as the Secret's URLs.
   .venv/bin/python .ci/container_kube.py --out "$WORK/kube-play.yaml" --image "$APP_IMAGE" \
     --database-url "postgres://chatwidget:$(sed -n 's/^POSTGRES_PASSWORD=//p' deploy/.env)@postgres:5432/chatwidget" \
-    --redis-url "redis://redis:6379/1" --secret-key "$(sed -n 's/^SECRET_KEY=//p' deploy/.env)"
+    --redis-url "redis://redis:6379/1" --secret-key "$(sed -n 's/^SECRET_KEY=//p' deploy/.env)" \
+    --metrics-token "$(sed -n 's/^METRICS_TOKEN=//p' deploy/.env)"
   "${PODMAN[@]}" kube play --network "${PROJECT}_default" "$WORK/kube-play.yaml" >"$WORK/kube.log" 2>&1 ||
     { cat "$WORK/kube.log"; exit 1; }
   local web_ctr
@@ -301,6 +309,26 @@ EOF
     sleep 3
   done
   echo "ok  the web pod of deploy/kubernetes/web.yaml answers /healthz"
+  local worker_ctr
+  worker_ctr="$("${PODMAN[@]}" ps --filter pod=chatwidget-worker-pod-0 --format '{{.Names}}' | grep -v infra | head -n 1)"
+  [[ -n "$worker_ctr" ]] || { cat "$WORK/kube.log"; "${PODMAN[@]}" pod ps >&2; exit 1; }
+  # The worker pod's declared metrics port, with the token of the Secret (its stand-in here).
+  until "${PODMAN[@]}" exec "$worker_ctr" python -c '
+import os, urllib.request
+request = urllib.request.Request(
+    "http://127.0.0.1:" + os.environ["METRICS_PORT"] + "/metrics",
+    headers={"Authorization": "Bearer " + os.environ["METRICS_TOKEN"]},
+)
+assert b"chatwidget_delivery_attempts_total" in urllib.request.urlopen(request, timeout=10).read()
+' 2>/dev/null; do
+    if ((SECONDS >= deadline + 120)); then
+      "${PODMAN[@]}" logs --tail 40 "$worker_ctr" >&2
+      echo "the worker pod did not answer its metrics port" >&2
+      exit 1
+    fi
+    sleep 3
+  done
+  echo "ok  the worker pod of deploy/kubernetes/workers.yaml answers its metrics port with the Secret's token"
 }
 
 case "$MODE" in

@@ -1,14 +1,19 @@
 """The checks of .ci/container.sh against deploy/compose.yaml's stack, every request through its
 nginx. `--phase first`: the API with a token made inside the container, a webhook subscription, a
 visitor's message and its push on the visitor's websocket, an operator's reply pushed too, and the
-webhook delivered to the receiver with a valid signature. `--phase again` (after `down` and `up`):
-the same token still answers and the chat is still there. Exits non-zero with the first failure."""
+webhook delivered to the receiver with a valid signature. `--phase metrics` (after `first`): from the
+web container, over the compose network, each worker container's own metrics port refuses a scrape
+without METRICS_TOKEN and answers one with it, and the worker that delivered the webhook counts the
+delivery. `--phase again` (after `down` and `up`): the same token still answers and the chat is
+still there. Exits non-zero with the first failure."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
+import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -99,11 +104,63 @@ def again(args, api: httpx.Client) -> None:
     check(kept, "after down and up, the visitor's message is still there", messages)
 
 
+# Run by the web container's Python (`podman exec -i WEB python -`), with the METRICS_TOKEN every app
+# container reads from deploy/.env: the scrapes go over the compose network, by service name, as a
+# Prometheus on that network would send them.
+SCRAPE = """
+import json, os, urllib.error, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+
+token, answers = os.environ["METRICS_TOKEN"], {}
+for service in ("worker", "ai", "bulk"):
+    url = f"http://{service}:9464/metrics"
+    try:
+        urllib.request.urlopen(url, timeout=30)
+        refused = 200
+    except urllib.error.HTTPError as exc:
+        refused = exc.code
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    delivered = samples.get(("chatwidget_delivery_attempts_total", (("kind", "webhook"), ("outcome", "delivered"))))
+    answers[service] = {"refused": refused, "families": len(text.split("# TYPE")) - 1, "delivered": delivered}
+print(json.dumps(answers))
+"""
+
+
+def worker_metrics(args) -> None:
+    scraped = subprocess.run(  # noqa: S603 (a fixed command line)
+        [shutil.which("podman"), "exec", "-i", args.web_container, "python", "-"],
+        input=SCRAPE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    check(scraped.returncode == 0, "the worker containers' metrics ports answer on the compose network", scraped.stderr)
+    answers = json.loads(scraped.stdout)
+    for service, answer in answers.items():
+        check(answer["refused"] == 401, f"{service}:9464/metrics refuses a scrape without METRICS_TOKEN", answer)
+        check(answer["families"] > 0, f"{service}:9464/metrics answers the token's scrape", answer)
+    delivered = answers["worker"]["delivered"]
+    check(bool(delivered and delivered >= 1), "the worker's port counts the webhook it delivered", answers)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for name in ("--base", "--token", "--button-guid", "--hook-url", "--hook-secret", "--hooks", "--phase"):
+    for name in ("--base", "--phase"):
         parser.add_argument(name, required=True)
+    for name in ("--token", "--button-guid", "--hook-url", "--hook-secret", "--hooks"):
+        parser.add_argument(name, default="")
+    parser.add_argument("--web-container", default="chatwidget_web_1")
     args = parser.parse_args()
+    if args.phase == "metrics":
+        worker_metrics(args)
+        return
     api = httpx.Client(base_url=args.base, headers={"Authorization": f"Bearer {args.token}"}, timeout=60)
     public = httpx.Client(base_url=args.base, timeout=60)
     response = api.get("/api/v1/chats")

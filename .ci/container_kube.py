@@ -1,7 +1,8 @@
-"""The part of deploy/kubernetes/ that `podman kube play` runs, for .ci/container.sh: the ConfigMap
-and the web Deployment as committed, with CI's values where a cluster has its own: the image, the
-Secret's values (podman plays no Secret from a manifest: a ConfigMap of the same name stands in
-for it), the uploads' claim as a podman volume, and the port on the host's network."""
+"""The part of deploy/kubernetes/ that `podman kube play` runs, for .ci/container.sh: the ConfigMap,
+the web Deployment and the default queue's worker Deployment as committed, with CI's values where a
+cluster has its own: the image, the Secret's values (podman plays no Secret from a manifest: a
+ConfigMap of the same name stands in for it), the uploads' claim as a podman volume, and one
+replica each."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ KUBE = pathlib.Path(__file__).resolve().parents[1] / "deploy" / "kubernetes"
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for name in ("--out", "--image", "--database-url", "--redis-url", "--secret-key"):
+    for name in ("--out", "--image", "--database-url", "--redis-url", "--secret-key", "--metrics-token"):
         parser.add_argument(name, required=True)
     args = parser.parse_args()
 
@@ -29,20 +30,26 @@ def main() -> None:
         DATABASE_URL=args.database_url,
         REDIS_URL=args.redis_url,
         EMAIL_URL="consolemail://",
+        METRICS_TOKEN=args.metrics_token,
     )
     values = {k: v for k, v in values.items() if v}
     name = secrets["metadata"]["name"]
     stand_in = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": values}
 
     claim = yaml.safe_load((KUBE / "media.yaml").read_text())
-    web = next(doc for doc in yaml.safe_load_all((KUBE / "web.yaml").read_text()) if doc["kind"] == "Deployment")
-    web["spec"]["replicas"] = 1
-    container = web["spec"]["template"]["spec"]["containers"][0]
-    container["image"] = args.image
-    container["envFrom"] = [
-        {"configMapRef": ref["secretRef"]} if "secretRef" in ref else ref for ref in container["envFrom"]
-    ]
-    pathlib.Path(args.out).write_text(yaml.safe_dump_all([config, stand_in, claim, web], sort_keys=False))
+    deployments = []
+    for path, name in (("web.yaml", "chatwidget-web"), ("workers.yaml", "chatwidget-worker")):
+        deployment = next(
+            doc for doc in yaml.safe_load_all((KUBE / path).read_text()) if doc["metadata"]["name"] == name
+        )
+        deployment["spec"]["replicas"] = 1
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        container["image"] = args.image
+        container["envFrom"] = [
+            {"configMapRef": ref["secretRef"]} if "secretRef" in ref else ref for ref in container["envFrom"]
+        ]
+        deployments.append(deployment)
+    pathlib.Path(args.out).write_text(yaml.safe_dump_all([config, stand_in, claim, *deployments], sort_keys=False))
 
 
 if __name__ == "__main__":

@@ -146,3 +146,15 @@ def forget_live_metrics(**kwargs) -> None:
     from apps.platform import metrics  # here: prometheus-client must be imported after the settings
 
     metrics.mark_process_dead()
+
+
+@signals.worker_ready.connect
+def serve_metrics(**kwargs):
+    """METRICS_PORT set (the image sets it): this worker's processes' counts on a port of its own, served
+    by the main process once its pool runs (apps.platform.metrics_server). A container's web reads no
+    files of the workers, so its /metrics would miss them. Answers the server, or None."""
+    if not settings.METRICS_PORT:
+        return None
+    from apps.platform import metrics_server  # here: prometheus-client must be imported after the settings
+
+    return metrics_server.serve(settings.METRICS_PORT)

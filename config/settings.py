@@ -329,8 +329,8 @@ CELERY_TASK_ROUTES = {
 }
 
 # --- metrics (GET /metrics) -------------------------------------------------------------------------
-# Unset: /metrics answers loopback callers only; set: only `Authorization: Bearer <METRICS_TOKEN>`.
-METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Token unset: loopback callers only, set: `Authorization: Bearer` it. Port: a worker's own /metrics, 0: none.
+METRICS_TOKEN, METRICS_PORT = env.str("METRICS_TOKEN", default=""), env.int("METRICS_PORT", default=0)
 # prometheus-client's multiprocess mode: every web and worker process of a host writes its counters
 # into files of this folder and a scrape sums them. The library reads the variable when it is first
 # imported, so it is set here, before any app module imports it; `manage.py reset_metrics` (run by

@@ -175,3 +175,60 @@ def test_the_entrypoint_refuses_an_unknown_process_and_runs_a_management_command
     )
     assert ran.returncode == 0, ran.stderr
     assert "--owner-email" in ran.stdout
+
+
+WORKERS = PROCESSES - {"web", "beat"}
+
+
+def _image_metrics_port() -> str:
+    found = re.search(r"(?m)^\s+METRICS_PORT=(\d+)\s*$", (ROOT / "Dockerfile").read_text())
+    assert found, "the image sets METRICS_PORT"
+    return found.group(1)
+
+
+def test_every_worker_container_serves_its_metrics_on_the_compose_network_only():
+    port = _image_metrics_port()
+    assert re.search(rf"(?m)^EXPOSE .*\b{port}\b", (ROOT / "Dockerfile").read_text())
+    services = compose()["services"]
+    for name in WORKERS:
+        assert services[name]["expose"] == [port], name
+        assert "ports" not in services[name], name  # never published on the host
+        assert services[name]["env_file"] == ".env"  # METRICS_TOKEN
+    for name in ("web", "beat"):
+        assert "expose" not in services[name]
+    assert re.search(r"(?m)^METRICS_TOKEN=", (DEPLOY / ".env.example").read_text())
+
+
+def test_every_worker_pod_declares_its_metrics_port_for_the_scrape_and_beat_none():
+    port = _image_metrics_port()
+    deployments = _kind("Deployment")
+    for name in WORKERS:
+        template = deployments[f"chatwidget-{name}"]["spec"]["template"]
+        container = template["spec"]["containers"][0]
+        assert {"name": "metrics", "containerPort": int(port)} in container["ports"], name
+        assert template["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": port,
+            "prometheus.io/path": "/metrics",
+        }, name
+        assert {"secretRef": {"name": "chatwidget-secrets"}} in container["envFrom"], name
+    assert "METRICS_TOKEN" in _kind("Secret")["chatwidget-secrets"]["stringData"]
+    beat = deployments["chatwidget-beat"]["spec"]["template"]
+    assert "annotations" not in beat["metadata"] and "ports" not in beat["spec"]["containers"][0]
+
+
+AGGREGATED = re.compile(r"^(topk\(\d+, )?(histogram_quantile\([0-9.]+, )?(sum|max|min)( by \(([a-z_, ]+)\))? ?\(")
+
+
+def test_the_dashboard_and_the_alerts_aggregate_over_every_target_web_and_workers_alike():
+    """Web and worker containers each report their own series of the same names (told apart by
+    `instance` and `job`): every query aggregates them, and none keeps those labels apart."""
+    dashboard = json.loads((DEPLOY / "grafana" / "chatwidget.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    exprs += [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
+    for expr in exprs:
+        for part in re.split(r"\s/\s", expr.strip()):
+            found = AGGREGATED.match(part.strip())
+            assert found, expr
+            assert not {"instance", "job"} & set(re.split(r",\s*", found.group(5) or "")), expr

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import logging
 import posixpath
 from pathlib import Path
@@ -106,31 +104,15 @@ def healthz(request):
     return JsonResponse({"status": "ok" if healthy else "error", "checks": results}, status=200 if healthy else 503)
 
 
-def _is_loopback(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return (mapped or ip).is_loopback
-
-
 def _metrics_refusal(request) -> AppError | None:
-    """SECURITY: with METRICS_TOKEN set only `Authorization: Bearer <METRICS_TOKEN>` is answered (401
-    otherwise); unset, only a loopback client is (403 otherwise, whatever it sends). The client is
-    the address the rate limits use (TRUSTED_PROXY_HOPS applies), so a proxy on the same host does
+    """Who may read /metrics (apps.platform.metrics.refusal), as this app's problem classes. The client
+    is the address the rate limits use (TRUSTED_PROXY_HOPS applies), so a proxy on the same host does
     not make every caller loopback."""
-    token = settings.METRICS_TOKEN
-    if token:
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
-            return None
-        return NotAuthenticated(
-            "Send Authorization: Bearer <METRICS_TOKEN>.", headers={"WWW-Authenticate": 'Bearer realm="metrics"'}
-        )
-    if _is_loopback(client_address(request)):
+    refused = metrics.refusal(request.headers.get("Authorization", ""), client_address(request))
+    if refused is None:
         return None
-    return Forbidden("Without METRICS_TOKEN the metrics are answered to loopback callers only.")
+    error = NotAuthenticated if refused.status == NotAuthenticated.status else Forbidden
+    return error(refused.detail, headers=refused.headers)
 
 
 @require_GET

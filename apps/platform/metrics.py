@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hmac
+import ipaddress
 import logging
 import os
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from celery import current_app
+from django.conf import settings
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
@@ -278,13 +282,64 @@ class ReadingsCollector:
             yield waiting
 
 
-def exposition() -> bytes:
-    """The whole text format of one scrape: every process's files summed, then the readings."""
+def exposition(*, readings: bool = True) -> bytes:
+    """The whole text format of one scrape: every process's files summed, then the readings. A
+    worker's own port (apps.platform.metrics_server) leaves the readings to the web's /metrics: they
+    are the database's and the broker's values, the same wherever they are read."""
     forget_dead_processes()
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(ReadingsCollector())
+    if readings:
+        registry.register(ReadingsCollector())
     return generate_latest(registry)
+
+
+# --- who may read them ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a scrape is not answered, as the problem+json fields of apps.core.errors' classes of the
+    same code (NotAuthenticated, Forbidden)."""
+
+    status: int
+    code: str
+    title: str
+    detail: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def refusal(authorization: str, client: str) -> Refusal | None:
+    """SECURITY: with METRICS_TOKEN set only `Authorization: Bearer <METRICS_TOKEN>` is answered (401
+    otherwise); unset, only a loopback client is (403 otherwise, whatever it sends). `client` is
+    the caller's address as the caller's server knows it: the web's /metrics passes the address the
+    rate limits use (TRUSTED_PROXY_HOPS applies), a worker's port the peer of its socket."""
+    token = settings.METRICS_TOKEN
+    if token:
+        scheme, _, given = authorization.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+            return None
+        return Refusal(
+            401,
+            "not_authenticated",
+            "Authentication required",
+            "Send Authorization: Bearer <METRICS_TOKEN>.",
+            {"WWW-Authenticate": 'Bearer realm="metrics"'},
+        )
+    if _is_loopback(client):
+        return None
+    return Refusal(
+        403, "forbidden", "Forbidden", "Without METRICS_TOKEN the metrics are answered to loopback callers only."
+    )
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
 
 
 # --- process life ---------------------------------------------------------------------------------------
