@@ -8,10 +8,10 @@ action engine, all or nothing, inside `caused_by_rule()` so that nothing they ca
 again. The event's evaluation is logged in one row (apps.automation.models.AutomationEvaluation):
 the version its rules were compiled at, and the rules that matched or failed.
 
-A visitor message whose rules read no label and none of them matches costs two statements: the
-event's row (selectors.event_row) and the log's insert; the chat's labels cost one more when a rule
-reads them. The chat's model instance is read only for a rule that matches (its actions act on it)
-or for the business hours.
+A visitor message none of whose rules matches costs two statements: the event's row with what the
+rules read of the chat, its contact and labels (selectors.event_row, guessed from the rules cached:
+a fact the guess missed costs one more) and the log's insert. The chat's model instance is read
+only for a rule that matches (its actions act on it) or for the business hours.
 """
 
 from __future__ import annotations
@@ -117,12 +117,13 @@ def run_event(*, widget_id: int, event_type: str, data: dict) -> Evaluated:
     chat is not the widget's)."""
     with _lock:
         cached = _cache.get(widget_id)
-    guess = cached.needs.get(event_type, frozenset()) if cached else frozenset({"page_url"})
+    guess = cached.needs.get(event_type, frozenset()) if cached else frozenset({"page_url", "labels"})
     row = selectors.event_row(
         widget_id=widget_id,
         message_id=data.get("message_id"),
         chat_id=data.get("chat_id"),
         with_page="page_url" in guess,
+        with_labels="labels" in guess,
     )
     if row is None or row["rules_version"] is None:
         return NOTHING
@@ -167,7 +168,9 @@ def _facts(row: dict, wanted: frozenset[str], event: _Event) -> Facts:
     page_url = row.get("contact_page_url")
     if "page_url" in wanted and page_url is None:  # the rules changed since the guess
         page_url = _page_url(event.chat)
-    labels = selectors.chat_label_names(event.chat_id) if "labels" in wanted else ()
+    labels = row.get("label_names", ()) if "labels" in wanted else ()
+    if "labels" in wanted and "label_names" not in row:  # the rules changed since the guess
+        labels = selectors.chat_label_names(event.chat_id)
     hours_open = "business_hours" in wanted and widget_selectors.business_hours_state(event.chat.widget).open
     attributes = row["contact_attributes"]
     return Facts(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Aggregate, Exists, F, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Coalesce
 
 from apps.chats.models import Chat, ChatLabel, Message, VisitorSession
@@ -56,9 +56,27 @@ def list_runs(*, widget: Widget, rule: AutomationRule) -> list[Run]:
 # --- the facts of one event (the rules' worker: compiled once) -------------------------------------------
 
 
-def _event_row(by_message: bool, with_page: bool):
+# Label names never hold control characters (the labels' LabelNameField).
+LABEL_SEPARATOR = "\x1f"
+
+
+class _LabelNames(Aggregate):
+    """The names joined by LABEL_SEPARATOR, in no set order: STRING_AGG, GROUP_CONCAT on SQLite."""
+
+    function = "STRING_AGG"
+    output_field = TextField()
+
+    def __init__(self, expression, **extra):
+        super().__init__(expression, Value(LABEL_SEPARATOR), **extra)
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="GROUP_CONCAT", **extra_context)
+
+
+def _event_row(by_message: bool, with_page: bool, with_labels: bool):
     """The event's chat (by its message, or by itself) with what the conditions read of it and of its
-    contact, the widget's rule-set version and, `with_page`, the contact's latest page."""
+    contact, the widget's rule-set version and, `with_page`, the contact's latest page and,
+    `with_labels`, the chat's label names."""
     widget = Slot("widget", Widget._meta.pk)
     if by_message:
         rows = Message.objects.filter(pk=Slot("id", Message._meta.pk), widget_id=widget)
@@ -66,12 +84,21 @@ def _event_row(by_message: bool, with_page: bool):
     else:
         rows = Chat.objects.filter(pk=Slot("id", Chat._meta.pk), widget_id=widget)
         chat, text = "", {}
+    labels = (
+        ChatLabel.objects.filter(chat_id=OuterRef(f"{chat}id"))
+        .order_by()
+        .values("chat_id")
+        .annotate(names=_LabelNames("label__name"))
+        .values("names")
+    )
     page = (
         VisitorSession.objects.filter(widget_id=OuterRef("widget_id"), contact_id=OuterRef(f"{chat}contact_id"))
         .order_by("-last_seen_at")
         .values("page_url")[:1]
     )
     extra = {"contact_page_url": Coalesce(Subquery(page), Value(""))} if with_page else {}
+    if with_labels:
+        extra["label_names"] = Coalesce(Subquery(labels), Value(""), output_field=TextField())
     return rows.values(
         chat_pk=F(f"{chat}id"),
         chat_channel=F(f"{chat}channel"),
@@ -88,18 +115,25 @@ _EVENT_ROW = Statement(_event_row)
 _CHAT_LABELS = Statement(lambda: ChatLabel.objects.filter(chat_id=Slot("chat", Chat._meta.pk)).values("label__name"))
 
 
-def event_row(*, widget_id: int, message_id: int | None, chat_id: int | None, with_page: bool) -> dict | None:
+def event_row(
+    *, widget_id: int, message_id: int | None, chat_id: int | None, with_page: bool, with_labels: bool
+) -> dict | None:
     """One statement: the event's row (by `message_id` when given, else `chat_id`) of the widget:
     chat_pk, chat_channel, chat_department_id, contact_locale, contact_attributes, rules_version
-    (None for a widget that never had a rule), message_body (by a message) and contact_page_url
-    (`with_page`); None when it is not the widget's."""
+    (None for a widget that never had a rule), message_body (by a message), contact_page_url
+    (`with_page`) and label_names (`with_labels`, a tuple of names); None when it is not the widget's."""
     if message_id:
-        found = _EVENT_ROW.rows((True, with_page), widget=widget_id, id=message_id)
+        found = _EVENT_ROW.rows((True, with_page, with_labels), widget=widget_id, id=message_id)
     elif chat_id:
-        found = _EVENT_ROW.rows((False, with_page), widget=widget_id, id=chat_id)
+        found = _EVENT_ROW.rows((False, with_page, with_labels), widget=widget_id, id=chat_id)
     else:
         return None
-    return found[0] if found else None
+    if not found:
+        return None
+    row = found[0]
+    if with_labels:
+        row["label_names"] = tuple(row["label_names"].split(LABEL_SEPARATOR)) if row["label_names"] else ()
+    return row
 
 
 def chat_label_names(chat_id: int) -> tuple[str, ...]:
