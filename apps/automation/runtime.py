@@ -63,10 +63,6 @@ class Evaluated:
     rule_ids: tuple[int, ...] = ()
     results: dict[str, list[str]] = field(default_factory=dict)
 
-    def outcome(self, rule_id: int) -> tuple[str, str]:
-        found = self.results.get(str(rule_id))
-        return (found[0], found[1]) if found else (Outcome.NOT_MATCHED.value, "")
-
 
 NOTHING = Evaluated()
 
