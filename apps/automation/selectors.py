@@ -56,7 +56,7 @@ def list_runs(*, widget: Widget, rule: AutomationRule) -> list[Run]:
 # --- the facts of one event (the rules' worker: compiled once) -------------------------------------------
 
 
-# Label names never hold control characters (the labels' LabelNameField).
+# Label names never hold control characters (apps.core.api.serializers.normalize_label refuses them).
 LABEL_SEPARATOR = "\x1f"
 
 
