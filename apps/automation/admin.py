@@ -1,11 +1,12 @@
 from django import forms
 from django.contrib import admin
+from django.utils.html import format_html, format_html_join
 
-from apps.core.admin_site import IssuableWidgetsOnly
+from apps.core.admin_site import IssuableWidgetsOnly, ReadOnlyAdmin
 from apps.core.errors import ValidationFailed
 
-from . import services
-from .models import AutomationRule, AutomationRun
+from . import selectors, services
+from .models import AutomationEvaluation, AutomationRule
 
 
 class AutomationRuleForm(forms.ModelForm):
@@ -41,7 +42,25 @@ class AutomationRuleAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
     search_fields = ("name", "widget__button_guid")
     list_select_related = ("widget",)
     raw_id_fields = ("widget",)
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("created_at", "updated_at", "last_runs")
+
+    @admin.display(description="Last runs (newest first)")
+    def last_runs(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        runs = selectors.list_runs(widget=obj.widget, rule=obj)
+        if not runs:
+            return "The rule has not run yet."
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((run.at.isoformat(), run.chat_id or "", run.outcome, run.detail) for run in runs),
+        )
+        return format_html(
+            "<table><thead><tr><th>At</th><th>Chat</th><th>Outcome</th><th>Detail</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
 
     def get_readonly_fields(self, request, obj=None):
         return (*self.readonly_fields, "widget") if obj else self.readonly_fields
@@ -69,17 +88,12 @@ class AutomationRuleAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
             services.delete_rule(widget=rule.widget, rule=rule)
 
 
-@admin.register(AutomationRun)
-class AutomationRunAdmin(IssuableWidgetsOnly, admin.ModelAdmin):
-    """The rules' run log, read only (written by the workers)."""
+@admin.register(AutomationEvaluation)
+class AutomationEvaluationAdmin(IssuableWidgetsOnly, ReadOnlyAdmin, admin.ModelAdmin):
+    """The rules' run log as stored, read only (written by the workers): one row per evaluated event,
+    naming the rules that matched or failed; every other rule of the event's version did not match.
+    A rule's own runs are on its page."""
 
-    list_display = ("rule", "at", "chat_id", "outcome", "detail")
-    list_filter = ("outcome",)
-    list_select_related = ("rule",)
-    raw_id_fields = ("widget", "rule")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    list_display = ("at", "event", "chat_id", "version", "results")
+    list_filter = ("event",)
+    raw_id_fields = ("widget",)

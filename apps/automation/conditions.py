@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import regex
@@ -155,17 +156,26 @@ class Facts:
     business_hours_open: bool = False
 
     def value(self, field: str) -> Any:
-        if field.startswith(ATTRIBUTE_PREFIX):
-            return _as_text((self.attributes or {}).get(field[len(ATTRIBUTE_PREFIX) :]))
-        return {
-            "channel": self.channel,
-            "department_id": self.department_id,
-            "language": self.language,
-            "page_url": self.page_url,
-            "message.text": self.message_text,
-            "labels": self.labels,
-            "business_hours.open": self.business_hours_open,
-        }[field]
+        return _getter(field)(self)
+
+
+# the facts' attribute of each field (the compiled conditions read them directly)
+_ATTRIBUTES = {
+    "channel": "channel",
+    "department_id": "department_id",
+    "language": "language",
+    "page_url": "page_url",
+    "message.text": "message_text",
+    "labels": "labels",
+    "business_hours.open": "business_hours_open",
+}
+
+
+def _getter(field: str) -> Callable[[Facts], Any]:
+    if field.startswith(ATTRIBUTE_PREFIX):
+        key = field[len(ATTRIBUTE_PREFIX) :]
+        return lambda facts: _as_text((facts.attributes or {}).get(key))
+    return attrgetter(_ATTRIBUTES[field])
 
 
 def _as_text(value: Any) -> str:
@@ -188,7 +198,8 @@ def compile_condition(condition: dict) -> Test:
             equal = _compile_op("equals", value, numeric=False)
             return lambda facts: not any(equal(label) for label in facts.labels)
         return lambda facts: any(one(label) for label in facts.labels)
-    return lambda facts: one(facts.value(field))
+    get = _getter(field)
+    return lambda facts: one(get(facts))
 
 
 def _compile_op(op: str, value: Any, *, numeric: bool) -> Callable[[Any], bool]:

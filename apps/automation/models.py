@@ -2,7 +2,12 @@
 
 A widget's rules are read by the workers once per rule-set version (`RuleSet.version`, changed in
 the transaction of every write to the widget's rules; apps.automation.runtime caches the compiled
-set under it), the AI configuration's pattern."""
+set under it), the AI configuration's pattern.
+
+The log is one row per evaluated event (`AutomationEvaluation`: the version it ran at, and the rules
+that matched or failed with their detail). Which rules an event ran is the version's membership
+(`RuleSetMember`, written with the version), so a rule's runs are the evaluations of its event at
+the versions it belongs to, `not_matched` unless the row names it (apps.automation.selectors.list_runs)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,12 @@ EVENTS = (
 RUNS_KEPT = 100
 
 
+class Outcome(models.TextChoices):
+    MATCHED = "matched"
+    NOT_MATCHED = "not_matched"
+    FAILED = "failed"
+
+
 def new_version() -> int:
     """Random rather than counted: a row deleted and made again never repeats a cached version."""
     return secrets.randbits(62)
@@ -34,6 +45,8 @@ class RuleSet(models.Model):
 
     widget = models.OneToOneField(Widget, on_delete=models.CASCADE, primary_key=True, related_name="+")
     version = models.BigIntegerField(default=new_version)
+    # when `version` last changed: the trim forgets older versions' memberships only well after it
+    changed_at = models.DateTimeField(default=timezone.now)
 
 
 class AutomationRule(models.Model):
@@ -56,25 +69,41 @@ class AutomationRule(models.Model):
         return f"{self.name} ({self.event}, widget {self.widget_id})"
 
 
-class AutomationRun(models.Model):
-    """One evaluation of a rule for one event; the newest RUNS_KEPT of a rule are kept."""
-
-    class Outcome(models.TextChoices):
-        MATCHED = "matched"
-        NOT_MATCHED = "not_matched"
-        FAILED = "failed"
+class RuleSetMember(models.Model):
+    """A rule enabled at a version of its widget's rules, with its event at that version: an event
+    evaluated at `version` ran this rule when the events match."""
 
     widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
-    rule = models.ForeignKey(AutomationRule, on_delete=models.CASCADE, related_name="runs", db_index=False)
+    version = models.BigIntegerField()
+    event = models.CharField(max_length=32, choices=[(name, name) for name in EVENTS])
+    rule = models.ForeignKey(AutomationRule, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    class Meta:
+        constraints = [
+            # a rule's versions (its runs' lookup, and the cascade of a deleted rule)
+            models.UniqueConstraint(fields=["rule", "version"], name="automation_member_rule_version"),
+        ]
+        indexes = [models.Index(fields=["widget", "version"], name="automation_member_widget")]
+
+
+class AutomationEvaluation(models.Model):
+    """One event evaluated against the widget's rules of `event` at `version` (every member of the
+    version for that event ran once). `results` holds only the rules that matched or failed:
+    {"<rule id>": [outcome, detail]}; every other member's run was `not_matched`."""
+
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.BigIntegerField()
+    event = models.CharField(max_length=32, choices=[(name, name) for name in EVENTS])
     at = models.DateTimeField(default=timezone.now)
     # the chat the event was about (no foreign key: the log outlives a deleted chat)
     chat_id = models.BigIntegerField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    detail = models.CharField(max_length=500, blank=True, default="")
+    results = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["widget", "rule", "-id"], name="automation_run_widget_rule"),
-            # the trim and the cascade of a deleted rule find a rule's rows by this one
-            models.Index(fields=["rule", "-id"], name="automation_run_rule"),
+            # a rule's runs (the evaluations of its versions, newest first) and the trim's deletes
+            models.Index(fields=["widget", "version", "event", "id"], name="automation_evaluation_version"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.event} at {self.at:%Y-%m-%d %H:%M:%S} (widget {self.widget_id})"

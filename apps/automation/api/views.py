@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from apps.core.api.views import WidgetScopedViewSet
 
 from .. import selectors, services
-from ..models import AutomationRule, AutomationRun
+from ..models import AutomationRule
 from . import serializers as s
 
 
@@ -27,7 +27,7 @@ def rule_payload(rule: AutomationRule) -> dict:
     }
 
 
-def run_payload(run: AutomationRun) -> dict:
+def run_payload(run: selectors.Run) -> dict:
     return {"at": run.at.isoformat(), "chat_id": run.chat_id, "outcome": run.outcome, "detail": run.detail}
 
 

@@ -3,7 +3,8 @@ import itertools
 import pytest
 from django.db import transaction
 
-from apps.automation import runtime, services
+from apps.automation import runtime, selectors, services
+from apps.automation.models import AutomationEvaluation, RuleSet
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from apps.core import events
@@ -84,3 +85,19 @@ def event_data(type: str, chat) -> dict:
             "phone": "",
         },
     }[type]
+
+
+def runs(rule) -> list[tuple[str, str]]:
+    """The rule's runs as the API reads them, oldest first: (outcome, detail)."""
+    return [(run.outcome, run.detail) for run in reversed(selectors.list_runs(widget=rule.widget, rule=rule))]
+
+
+def log_run(rule, *, outcome="not_matched", detail="", chat_id=None) -> AutomationEvaluation:
+    """One evaluation of the rule's event at its widget's current version, as the runtime logs it."""
+    return AutomationEvaluation.objects.create(
+        widget_id=rule.widget_id,
+        version=RuleSet.objects.get(widget_id=rule.widget_id).version,
+        event=rule.event,
+        chat_id=chat_id,
+        results={} if outcome == "not_matched" else {str(rule.pk): [outcome, detail]},
+    )

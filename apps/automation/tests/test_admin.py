@@ -58,3 +58,19 @@ def test_another_accounts_rules_are_neither_listed_nor_changed(widget, other_wid
     assert response.status_code == 302 and response["Location"] == "/admin/"
     theirs.refresh_from_db()
     assert theirs.name == "Theirs"
+
+
+def test_a_rules_page_shows_its_last_runs_and_the_log_is_listed(admin_client, widget):
+    from apps.automation import services
+
+    from .conftest import log_run
+
+    rule = services.create_rule(
+        widget=widget, name="Refunds", event="chat.created", conditions=[], actions=[{"type": "close"}]
+    )
+    log_run(rule, outcome="failed", detail="Action 1 was refused", chat_id=770077)
+    log_run(rule, chat_id=780078)
+    page = admin_client.get(f"/admin/automation/automationrule/{rule.pk}/change/").content.decode()
+    assert "Action 1 was refused" in page and "not_matched" in page and page.index("780078") < page.index("770077")
+    listed = admin_client.get("/admin/automation/automationevaluation/")
+    assert listed.status_code == 200 and "Action 1 was refused" in listed.content.decode()

@@ -4,11 +4,13 @@
 import pytest
 
 from apps.audit.models import AuditEntry
-from apps.automation import runtime
-from apps.automation.models import AutomationRule, AutomationRun
+from apps.automation import runtime, services
+from apps.automation.models import AutomationRule
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from tests.support.factories import AgentFactory
 from tests.support.plugin import assert_problem
+
+from .conftest import log_run
 
 pytestmark = pytest.mark.django_db
 
@@ -132,25 +134,33 @@ def test_another_widgets_agent_in_an_action_is_422_like_a_missing_one(api, idem,
     assert assert_problem(response, 422)["errors"]["actions.0.agent_id"] == ["Unknown id."]
 
 
-def test_runs_lists_the_last_runs_newest_first(api, widget):
-    rule = AutomationRule.objects.create(
-        widget=widget, name="r", event="chat.created", actions=[{"type": "add_note", "text": "x"}]
+def make_rule(widget, **overrides) -> AutomationRule:
+    return services.create_rule(
+        widget=widget,
+        **{"name": "r", "event": "chat.created", "conditions": [], "actions": [{"type": "close"}], **overrides},
     )
+
+
+def test_runs_lists_the_last_runs_newest_first(api, widget):
+    rule = make_rule(widget)
     chat = ChatFactory(contact=ContactFactory(widget=widget))
     for outcome in ("matched", "not_matched", "failed"):
-        AutomationRun.objects.create(widget=widget, rule=rule, chat_id=chat.pk, outcome=outcome, detail=outcome)
+        log_run(rule, outcome=outcome, detail="" if outcome == "not_matched" else outcome, chat_id=chat.pk)
     data = api(scopes=READ).get(url(rule, "/runs")).json()["data"]
-    assert [r["outcome"] for r in data] == ["failed", "not_matched", "matched"]
+    assert [(r["outcome"], r["detail"]) for r in data] == [
+        ("failed", "failed"),
+        ("not_matched", ""),
+        ("matched", "matched"),
+    ]
     assert set(data[0]) == {"at", "chat_id", "outcome", "detail"} and data[0]["chat_id"] == chat.pk
 
 
 def test_runs_show_at_most_a_hundred(api, widget):
-    rule = AutomationRule.objects.create(widget=widget, name="r", event="chat.created", actions=[{"type": "close"}])
-    AutomationRun.objects.bulk_create(
-        AutomationRun(widget=widget, rule=rule, outcome="not_matched", detail=str(i)) for i in range(120)
-    )
+    rule = make_rule(widget)
+    for i in range(120):
+        log_run(rule, outcome="failed", detail=str(i))
     data = api(scopes=READ).get(url(rule, "/runs")).json()["data"]
-    assert len(data) == 100 and data[0]["detail"] == "119"
+    assert len(data) == 100 and data[0]["detail"] == "119" and data[-1]["detail"] == "20"
 
 
 def test_a_rule_created_through_the_api_runs(api, idem, widget, fire):
@@ -164,3 +174,12 @@ def test_a_rule_created_through_the_api_runs(api, idem, widget, fire):
     runtime.clear_cache()
     fire(widget, "chat.created", **event_data("chat.created", chat))
     assert [r["outcome"] for r in client.get(url(rule_id, "/runs")).json()["data"]] == ["matched"]
+
+
+def test_another_widgets_rule_with_runs_is_404_and_its_runs_stay_out_of_ours(api, widget, other_widget):
+    theirs, mine = make_rule(other_widget), make_rule(widget)
+    log_run(theirs, outcome="failed", detail="their secret")
+    log_run(mine, outcome="matched", detail="1 action(s) ran.")
+    client = api(scopes=READ)
+    assert_problem(client.get(url(theirs, "/runs")), 404)
+    assert [r["detail"] for r in client.get(url(mine, "/runs")).json()["data"]] == ["1 action(s) ran."]

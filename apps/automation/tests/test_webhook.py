@@ -16,7 +16,7 @@ from apps.webhooks import services as webhooks
 from apps.webhooks.models import Subscription
 from apps.webhooks.tests.receiver import Receiver
 
-from .conftest import event_data
+from .conftest import event_data, runs
 
 pytestmark = pytest.mark.django_db
 
@@ -82,6 +82,6 @@ def test_a_deleted_subscription_makes_the_run_fail_and_nothing_is_sent(widget, c
     mine = rule(actions=[{"type": "add_note", "text": "VIP"}, {"type": "send_webhook", "url": url}])
     subscription.delete()
     fire(widget, "chat.created", **event_data("chat.created", chat))
-    [(outcome, detail)] = mine.runs.values_list("outcome", "detail")
+    [(outcome, detail)] = runs(mine)
     assert outcome == "failed" and "Subscribe this address under Webhooks first" in detail
     assert not chat.messages.exists() and webhooks.deliver_due(concurrency=1) == 0

@@ -10,7 +10,8 @@ import pytest
 
 from apps.agents.tests.factories import DepartmentFactory
 from apps.audit.models import AuditEntry
-from apps.automation.models import AutomationRule, AutomationRun
+from apps.automation import services
+from apps.automation.models import AutomationEvaluation, AutomationRule, RuleSet
 from apps.chats import services as chat_services
 from apps.console.settings.automation.forms import RuleForm, rule_body
 from tests.support.plugin import assert_problem
@@ -171,8 +172,16 @@ def test_the_switch_turns_a_rule_off_and_on(owner_console, owner, widget):
 
 
 def test_the_runs_page_shows_the_last_runs(owner_console, widget):
-    rule = make_rule(widget)
-    AutomationRun.objects.create(widget=widget, rule=rule, chat_id=77, outcome="failed", detail="Action 1 was refused")
+    rule = services.create_rule(
+        widget=widget, name="Refunds", event="message.created", conditions=[], actions=[{"type": "close"}]
+    )
+    AutomationEvaluation.objects.create(
+        widget=widget,
+        version=RuleSet.objects.get(widget=widget).version,
+        event=rule.event,
+        chat_id=77,
+        results={str(rule.pk): ["failed", "Action 1 was refused"]},
+    )
     page = text(owner_console.get(f"{LIST}{rule.pk}/runs/"))
     assert "Action 1 was refused" in page and "#77" in page and "Failed" in page
 
