@@ -116,11 +116,15 @@ async def request(
     return Answer(status, answer_headers, b"".join(chunks).decode())
 
 
-async def open_session(app: McpApp, token: str) -> str:
+async def initialize(app: McpApp, token: str) -> Answer:
     answer = await request(app, "POST", token, body=INITIALIZE)
     assert answer.status == 200, answer.text
     assert answer.messages()[0]["result"]["protocolVersion"] == VERSION
-    return answer.headers["mcp-session-id"]
+    return answer
+
+
+async def open_session(app: McpApp, token: str) -> str:
+    return (await initialize(app, token)).headers["mcp-session-id"]
 
 
 @contextlib.asynccontextmanager
@@ -215,19 +219,23 @@ def test_a_stream_resumes_on_another_process_from_its_last_event_id(make_token):
 
     async def go():
         async with processes() as (a, b):
-            session = await open_session(a, token)
+            opened = await initialize(a, token)
+            session = opened.headers["mcp-session-id"]
             answer = await request(a, "POST", token, session=session, body=rpc("tools/list", id_=7))
-            events = answer.events()
+            events = opened.events() + answer.events()
             priming = [event_id for event_id, message in events if message is None]
-            (result,) = answer.messages()
-            assert priming and all(event_id for event_id, _ in events)
+            assert len(priming) == 2 and all(event_id for event_id, _ in events)
+            assert len({event_id for event_id, _ in events}) == len(events)
 
-            def answered(text: str) -> bool:
-                return '"id":7' in text.replace(" ", "")
+            def answered(id_: int) -> Callable[[str], bool]:
+                return lambda text: f'"id":{id_}' in text.replace(" ", "")
 
-            replay = await request(b, "GET", token, session=session, until=answered, last_event_id=priming[0])
-            assert replay.status == 200, replay.text
-            assert replay.messages()[0] == result
+            for first, reply in zip(priming, (opened.messages()[0], answer.messages()[0]), strict=True):
+                replay = await request(
+                    b, "GET", token, session=session, until=answered(reply["id"]), last_event_id=first
+                )
+                assert replay.status == 200, replay.text
+                assert replay.messages()[0] == reply
             # an event id is its session's own: another session of the same token resumes nothing
             other = await open_session(b, token)
             foreign = await request(a, "GET", token, session=other, last_event_id=priming[0])
@@ -262,7 +270,12 @@ def test_a_resumed_stream_follows_a_request_still_answered_by_another_process(ma
             progress,
             types.JSONRPCResponse(jsonrpc="2.0", id=9, result={"ok": True}),
         ]
-        assert [int(event.event_id) for event in got] == [int(priming) + 2, int(priming) + 3]
+        tag, _, first = priming.rpartition("-")
+        assert [event.event_id for event in got] == [f"{tag}-{int(first) + 2}", f"{tag}-{int(first) + 3}"]
+        # resumed after its answer, a stream has nothing more to wait for
+        with anyio.fail_after(5):
+            assert await on_b.replay_events_after(got[-1].event_id, collect) == "9"
+        assert len(got) == 2
 
     run(go)
 
