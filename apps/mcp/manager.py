@@ -69,10 +69,11 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     The seam into the SDK (mcp 2.3.0), all of it in this class: sessions must survive the web
     server's several processes, and the SDK's manager has no hook for a session it did not open.
     It overrides `_handle_stateful_request` (the registry's checks around the SDK's own handling)
-    and `_admit_session` (a new session's transport gets the session's own event store), and an
-    adopted session joins the manager's `_server_instances` / `_session_owners` under its
-    `_session_creation_lock`, is served in its `_task_group` with its `_lifespan_state`, and is
-    dropped by its `_discard_session`, exactly as the SDK's own sessions are."""
+    and `_admit_session` (a new session's transport gets the session's own event store: the SDK
+    gives every session the manager's one store, whose streams are named by request ids, which
+    every session reuses), and an adopted session joins the manager's `_server_instances` /
+    `_session_owners` under its `_session_creation_lock`, is served in its `_task_group` with its
+    `_lifespan_state`, and is dropped by its `_discard_session`, as the SDK's own sessions are."""
 
     def __init__(self, app, *, registry: Registry, **kwargs):
         super().__init__(app, session_idle_timeout=registry.idle, **kwargs)
