@@ -25,7 +25,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -65,8 +65,8 @@ def _key(session_id: str, *parts: object) -> str:
     return ":".join(("mcp:session", session_id, *map(str, parts)))
 
 
-async def _off_loop(call: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(call, *args)
+async def _off_loop(call: Callable[[], T]) -> T:
+    return await asyncio.to_thread(call)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Registry:
         )
 
         def open_() -> None:
-            store().set(_key(session_id), session.__dict__, self.idle)
+            store().set(_key(session_id), asdict(session), self.idle)
             # The counter may exist already: the answer to `initialize` stored its first event.
             if not store().add(_key(session_id, "n"), 0, self.idle):
                 store().touch(_key(session_id, "n"), self.idle)
@@ -107,7 +107,7 @@ class Registry:
         await _off_loop(open_)
 
     async def get(self, session_id: str) -> Session | None:
-        entry = await _off_loop(store().get, _key(session_id))
+        entry = await _off_loop(lambda: store().get(_key(session_id)))
         return Session(**entry) if isinstance(entry, dict) else None
 
     async def touch(self, session_id: str) -> bool:
@@ -154,7 +154,7 @@ class SessionEvents(EventStore):
         return f"{self.tag}-{number}"
 
     async def store_event(self, stream_id: StreamId, message: types.JSONRPCMessage | None) -> EventId:
-        return await _off_loop(self._store, stream_id, message)
+        return await _off_loop(lambda: self._store(stream_id, message))
 
     def _after(self, number: int) -> list[tuple[int, StreamId, str | None]]:
         """The events stored after the `number`-th that the session still keeps, oldest first, up to
@@ -173,11 +173,11 @@ class SessionEvents(EventStore):
         """Sends the events of `last_event_id`'s stream that followed it. A request's stream whose
         answer is not stored yet is followed until it is (up to `follow_for` seconds): the request
         may be running in another process, whose events reach this one through the store alone."""
-        tag, _, number = last_event_id.rpartition("-")
-        if tag != self.tag or not number.isdigit():
+        tag, _, digits = last_event_id.rpartition("-")
+        if tag != self.tag or not digits.isdigit():
             return None
-        number = int(number)
-        event = await _off_loop(store().get, _key(self.session_id, "e", number))
+        number = int(digits)
+        event = await _off_loop(lambda: store().get(_key(self.session_id, "e", number)))
         if event is None:
             return None
         stream_id, data = event
@@ -185,7 +185,7 @@ class SessionEvents(EventStore):
         answered = stream_id == GET_STREAM_KEY or (data is not None and _is_answer(data))
         give_up = time.monotonic() + self.follow_for
         while True:
-            for seen, stream, data in await _off_loop(self._after, number):
+            for seen, stream, data in await _off_loop(functools.partial(self._after, number)):
                 number = seen
                 if stream != stream_id or data is None:
                     continue
