@@ -102,7 +102,7 @@ class ServerStart:
                     await running.enter_async_context(self.mcp.run())
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    await running.aclose()  # the MCP sessions end: their streams close
+                    await running.aclose()  # the streams of the MCP sessions this process holds close
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 

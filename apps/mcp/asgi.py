@@ -7,10 +7,9 @@ is answered 401 problem+json, with the widget's API turned off 403 `api_disabled
 sees it. The SDK binds a session to the token that opened it (another token's request on it is
 answered 404, as an unknown session is).
 
-Sessions live in this process's memory (the SDK's transports and their tasks). Their resumable
-streams use an in-memory event store for the same reason: an event can only be replayed by the
-process that holds its session, and a restarted process has neither (the client opens a new
-session). The store keeps the last MAX_EVENTS events of all streams.
+Sessions are shared by the web server's processes and replicas (apps.mcp.manager, apps.mcp.sessions):
+a session opened by one process is served by whichever receives its next request, and a stream is
+resumed (`Last-Event-ID`) on any of them.
 """
 
 from __future__ import annotations
@@ -19,56 +18,24 @@ import asyncio
 import contextlib
 import json
 import logging
-import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 
-import mcp_types as types
 from django.conf import settings
 from django.db import close_old_connections
 from django.http import QueryDict
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from apps.core.auth.authentication import BearerTokenAuthentication
 from apps.core.errors import PROBLEM_CONTENT_TYPE, ApiDisabled, AppError, ServiceUnavailable, problem_body
 
 from . import registry, server
+from .manager import SharedSessionManager
+from .sessions import Registry
 
 logger = logging.getLogger(__name__)
 
 PATH = "/mcp"
-MAX_EVENTS = 10_000
-
-
-class MemoryEventStore(EventStore):
-    """The events of this process's streams, for a client resuming one (`Last-Event-ID`): the
-    newest MAX_EVENTS, the oldest dropped first."""
-
-    def __init__(self, max_events: int = MAX_EVENTS):
-        self.max_events = max_events
-        self._events: OrderedDict[EventId, tuple[StreamId, types.JSONRPCMessage | None]] = OrderedDict()
-
-    async def store_event(self, stream_id: StreamId, message: types.JSONRPCMessage | None) -> EventId:
-        event_id = uuid.uuid4().hex
-        self._events[event_id] = (stream_id, message)
-        while len(self._events) > self.max_events:
-            self._events.popitem(last=False)
-        return event_id
-
-    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
-        if last_event_id not in self._events:
-            return None
-        stream_id = self._events[last_event_id][0]
-        after = False
-        for event_id, (stream, message) in list(self._events.items()):
-            if event_id == last_event_id:
-                after = True
-            elif after and stream == stream_id and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream_id
 
 
 class _Shim:
@@ -127,20 +94,22 @@ def _report_load(done: asyncio.Future) -> None:
 
 
 class McpApp:
-    """The ASGI application of /mcp: authentication, then the SDK's session manager."""
+    """The ASGI application of /mcp: authentication, then the SDK's session manager with the
+    sessions of `sessions` (by default, the registry every process shares)."""
 
-    def __init__(self):
+    def __init__(self, sessions: Registry | None = None):
         self.server = server.build()
-        self.manager: StreamableHTTPSessionManager | None = None
+        self.sessions = sessions or Registry()
+        self.manager: SharedSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """A session manager for the server's life (config.asgi's lifespan; a manager runs once).
         The tools' schemas are built meanwhile, off the event loop, so the first client does not
         wait for them."""
-        manager = StreamableHTTPSessionManager(
-            app=self.server,
-            event_store=MemoryEventStore(),
+        manager = SharedSessionManager(
+            self.server,
+            registry=self.sessions,
             max_request_body_size=settings.API_MAX_BODY_BYTES,
         )
         async with manager.run():
