@@ -1,8 +1,8 @@
 """The part of deploy/kubernetes/ that `podman kube play` runs, for .ci/container.sh: the ConfigMap,
 the web Deployment and the default queue's worker Deployment as committed, with CI's values where a
 cluster has its own: the image, the Secret's values (podman plays no Secret from a manifest: a
-ConfigMap of the same name stands in for it), the uploads' claim as a podman volume, and one
-replica each."""
+ConfigMap of the same name stands in for it), the uploads' claim as a podman volume, the pod's name
+for its address, and one replica each."""
 
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ def main() -> None:
         container["envFrom"] = [
             {"configMapRef": ref["secretRef"]} if "secretRef" in ref else ref for ref in container["envFrom"]
         ]
+        # podman fills a field reference from the pod's metadata only: the pod's name stands in for
+        # its address (status.podIP), which joins ALLOWED_HOSTS the same way.
+        for env in container.get("env", []):
+            if env.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.podIP":
+                env["valueFrom"] = {"fieldRef": {"fieldPath": "metadata.name"}}
         deployments.append(deployment)
     pathlib.Path(args.out).write_text(yaml.safe_dump_all([config, stand_in, claim, *deployments], sort_keys=False))
 

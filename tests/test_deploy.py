@@ -232,3 +232,30 @@ def test_the_dashboard_and_the_alerts_aggregate_over_every_target_web_and_worker
             found = AGGREGATED.match(part.strip())
             assert found, expr
             assert not {"instance", "job"} & set(re.split(r",\s*", found.group(5) or "")), expr
+
+
+def test_web_pods_are_scraped_at_their_address_which_joins_the_allowed_hosts():
+    template = _kind("Deployment")["chatwidget-web"]["spec"]["template"]
+    assert template["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "8000",
+        "prometheus.io/path": "/metrics",
+    }
+    container = template["spec"]["containers"][0]
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "VAR_DIR": str(ROOT / "var"),
+        "ALLOWED_HOSTS": "chat.example.com",
+        "POD_IP": "10.42.0.7",
+    }
+    shell = "from django.conf import settings; print(settings.ALLOWED_HOSTS)"
+    ran = subprocess.run(
+        ["sh", str(DEPLOY / "container" / "entrypoint.sh"), "manage", "shell", "-c", shell],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "['chat.example.com', '10.42.0.7']"

@@ -12,6 +12,12 @@
 set -eu
 cd "$(dirname "$0")/../.."
 
+# On Kubernetes the pod's own address (POD_IP, from the Downward API in web.yaml) is one of the
+# service's host names, so Prometheus can scrape each web pod's /metrics at its address.
+if [ -n "${POD_IP:-}" ]; then
+  export ALLOWED_HOSTS="${ALLOWED_HOSTS:+$ALLOWED_HOSTS,}$POD_IP"
+fi
+
 role="${1:-web}"
 [ "$#" -gt 0 ] && shift
 
