@@ -1,0 +1,147 @@
+"""The MCP server (`/mcp`, apps.mcp) against its REST twin: the same question asked as an AI agent
+asks it, a `list_chats` tool call in an open session (protocol 2025-11-25, the session opened as the
+official client opens it), and as an integrator asks it, `GET /api/v1/chats` with the same token over
+the same HTTP client (httpx2, a kept-alive connection), measured in the same run. The tool call is a
+thin call of the same view, so what it adds is the protocol: JSON-RPC in, the answer as structured
+content and its JSON as text, a server-sent event out, and the session's bookkeeping. Target (issue 84): `ratio<=1.3`.
+
+As deployed: the web process under uvicorn (bench.lib.common.Server), PostgreSQL and Redis (the MCP
+sessions' store). A widget of its own (`bench-mcp-*`, deleted at the end) with BENCH_MCP_CHATS chats
+(default 20, a page of the list). Each figure is the median of per-round medians, the rounds
+alternating (BENCH_ROUNDS, default 5, of BENCH_ITERATIONS calls, default 100).
+
+Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.lib.common import Server, env_int, report_latency, skipped  # noqa: E402
+from bench.lib.env import postgres_problem  # noqa: E402
+
+NAME = "mcp_tool_call"
+TARGET = "ratio<=1.3"
+CHATS = env_int("BENCH_MCP_CHATS", 20)
+
+
+def seed():
+    from apps.chats.tests.factories import ChatFactory
+    from apps.core.auth.scopes import ALL_SCOPES
+    from apps.core.services import issue_token
+    from tests.support.factories import WidgetFactory
+
+    tag = uuid.uuid4().hex[:12]
+    widget = WidgetFactory(name=f"bench-mcp-{tag}", api_enabled=True, account__user__username=f"mcp{tag}")
+    for _ in range(CHATS):
+        ChatFactory(contact__widget=widget)
+    return widget, issue_token(widget=widget, scopes=sorted(ALL_SCOPES), name="bench").plaintext
+
+
+PROTOCOL = "2025-11-25"  # a session's era: what today's MCP clients speak
+
+
+def _answer(response) -> dict:
+    """The JSON-RPC answer of a POST: a JSON body, or the `data:` of its server-sent event."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
+
+
+async def measure(server: Server, token: str) -> tuple[float, float]:
+    """A session opened as the official client opens it, then each measured call a `tools/call` POST
+    carrying the session id, read to its answer: the server's work, not a client library's (the SDK's
+    client also checks each result against the tool's output schema, which is the agent's CPU)."""
+    import httpx2
+
+    rounds, iterations = env_int("BENCH_ROUNDS", 5), env_int("BENCH_ITERATIONS", 100)
+    mcp = f"{server.base}/mcp"
+    base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(headers=base, timeout=60) as http:
+        opened = await http.post(
+            mcp,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        )
+        if opened.status_code != 200:
+            raise RuntimeError(f"initialize answered {opened.status_code} {opened.text[:300]}")
+        headers = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": PROTOCOL}
+        await http.post(mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_chats", "arguments": {}}}
+
+        async def ours() -> None:
+            answer = _answer(await http.post(mcp, json=call, headers=headers))
+            result = answer.get("result") or {}
+            if result.get("isError") or len(result.get("structuredContent", {}).get("data", ())) != CHATS:
+                raise RuntimeError(f"list_chats answered {str(answer)[:300]}")
+
+        async def floor() -> None:
+            answer = await http.get(f"{server.base}/api/v1/chats")
+            if answer.status_code != 200 or len(answer.json()["data"]) != CHATS:
+                raise RuntimeError(f"GET /api/v1/chats answered {answer.status_code} {answer.text[:300]}")
+
+        async def one_round(step) -> float:
+            samples = []
+            for _ in range(iterations):
+                started = time.perf_counter()
+                await step()
+                samples.append(time.perf_counter() - started)
+            return statistics.median(samples) * 1000
+
+        for _ in range(env_int("BENCH_WARMUP", 20)):
+            await ours()
+            await floor()
+        ours_rounds, floor_rounds = [], []
+        for _ in range(rounds):
+            ours_rounds.append(await one_round(ours))
+            floor_rounds.append(await one_round(floor))
+        await http.delete(mcp, headers=headers)
+    return statistics.median(ours_rounds), statistics.median(floor_rounds)
+
+
+def main() -> int:
+    problem = postgres_problem()
+    if problem:
+        skipped(NAME, problem)
+        return 0
+    if not os.environ.get("REDIS_URL"):
+        skipped(NAME, "REDIS_URL is not set: the MCP sessions are kept in Redis as deployed")
+        return 0
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    widget, token = seed()
+    try:
+        with Server(NAME) as server:
+            ours, floor = asyncio.run(measure(server, token))
+            report_latency(NAME, ours, floor, target=TARGET)
+    finally:
+        from apps.core.models import Widget
+
+        Widget.objects.filter(pk=widget.pk).delete()
+    return 0
+
+
+if __name__ == "__main__":
+    from bench.lib.env import setup_django
+
+    setup_django()
+    sys.exit(main())
