@@ -26,7 +26,7 @@ from django.http import QueryDict
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
-from apps.core.auth.authentication import BearerTokenAuthentication
+from apps.core.auth.authentication import RESOLVED_TOKEN, BearerTokenAuthentication
 from apps.core.errors import PROBLEM_CONTENT_TYPE, ApiDisabled, AppError, ServiceUnavailable, problem_body
 
 from . import registry, server
@@ -135,6 +135,8 @@ class McpApp:
             return
         credential = environ.pop("HTTP_AUTHORIZATION").partition(" ")[2].strip()
         environ.pop("QUERY_STRING")
+        # The token read above serves the whole request: its tools' REST calls reuse it.
+        environ[RESOLVED_TOKEN] = (credential, token)
         scope = {
             **scope,
             "user": AuthenticatedUser(

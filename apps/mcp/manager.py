@@ -149,13 +149,14 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         await super()._handle_stateful_request(scope, reading, answer)
 
     async def _keep_open(self, session_id: str) -> None:
-        """The session's expiry moves on while a request runs; ended elsewhere, it ends here."""
+        """The session's expiry moves on while a long request runs (its start found the session open,
+        its end moves the expiry on); ended elsewhere meanwhile, it ends here."""
         while True:
-            if not await self.registry.touch(session_id):
+            await anyio.sleep(self.registry.idle / 3)
+            if not await self.registry.touch(session_id, force=True):
                 if (held := self._server_instances.get(session_id)) is not None:
                     await self._discard_session(session_id, held)
                 return
-            await anyio.sleep(self.registry.idle / 3)
 
     async def _adopt(self, session_id: str, session: Session, scope) -> bool:
         """Whether this process holds the session, adopting it if need be (False: no room for it)."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.core.auth.authentication import BearerTokenAuthentication
+from apps.core.auth.authentication import RESOLVED_TOKEN, BearerTokenAuthentication
 from apps.core.models import ApiToken, Widget
 
 from . import dispatch, schemas
@@ -55,7 +55,11 @@ class Context:
     def authenticate(cls, credential: str, environ: Mapping[str, str] | None = None) -> Context:
         """The context of a bearer token, checked as the REST API checks it (unknown, malformed,
         expired and revoked alike: apps.core.errors.InvalidToken)."""
-        token = BearerTokenAuthentication.resolve(credential)
+        resolved = (environ or {}).get(RESOLVED_TOKEN)
+        if resolved is not None and resolved[0] == credential:
+            token = resolved[1]  # resolved for this very HTTP request (apps.mcp.asgi)
+        else:
+            token = BearerTokenAuthentication.resolve(credential)
         return cls(token=token, widget=token.widget, credential=credential, environ=environ or {})
 
     def call(

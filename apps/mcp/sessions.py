@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -38,6 +39,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 IDLE = 30 * 60
 MAX_EVENTS = 200
+# Sessions whose last move of their expiry a process remembers, at most (Registry.touch).
+MAX_TOUCHED = 10_000
 EVENT_TTL = 10 * 60
 # How often a resumed stream whose request is still being answered (by any process) looks for its
 # next events, and for how long at most.
@@ -89,6 +92,10 @@ class Registry:
 
     def __init__(self, idle: float = IDLE):
         self.idle = idle
+        # A session's expiry is moved on at most this often by one process (a thirtieth of the idle
+        # time: a minute of thirty), so a session's every request costs no write to the store.
+        self.touch_every = idle / 30
+        self._touched: dict[str, float] = {}
 
     async def open(self, session_id: str, owner: str, client_params: dict[str, Any] | None) -> None:
         session = Session(
@@ -110,14 +117,26 @@ class Registry:
         entry = await _off_loop(lambda: store().get(_key(session_id)))
         return Session(**entry) if isinstance(entry, dict) else None
 
-    async def touch(self, session_id: str) -> bool:
-        """Whether the session is still open; if it is, it lives IDLE seconds from now."""
+    async def touch(self, session_id: str, *, force: bool = False) -> bool:
+        """Whether the session is still open; if it is, it lives IDLE seconds from now. Unless
+        `force`d, a session this process moved on within `touch_every` seconds is left as it is (it
+        lives at least IDLE - touch_every seconds more)."""
+        now = time.monotonic()
+        if not force and now - self._touched.get(session_id, -math.inf) < self.touch_every:
+            return True
 
         def touch() -> bool:
             store().touch(_key(session_id, "n"), self.idle)
             return store().touch(_key(session_id), self.idle)
 
-        return await _off_loop(touch)
+        alive = await _off_loop(touch)
+        if len(self._touched) > MAX_TOUCHED:
+            self._touched = {sid: at for sid, at in self._touched.items() if now - at < self.touch_every}
+        if alive:
+            self._touched[session_id] = now
+        else:
+            self._touched.pop(session_id, None)
+        return alive
 
     async def end(self, session_id: str) -> None:
         def end() -> None:

@@ -48,6 +48,12 @@ def _in_force(token: ApiToken, now) -> bool:
     return not token.is_revoked and not token.is_expired(now)
 
 
+# The environ key of a token already resolved for the request being served, as (credential, token):
+# a route called in-process for it (apps.mcp.dispatch) reuses it instead of reading it again. A
+# client cannot send it: the server puts a client's headers under HTTP_* keys.
+RESOLVED_TOKEN = "chatwidget.resolved_token"  # noqa: S105 - a key name, not a secret
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
@@ -62,7 +68,8 @@ class BearerTokenAuthentication(BaseAuthentication):
         credential = credential.strip()
         if scheme.lower() != "bearer" or not credential or " " in credential:
             raise InvalidToken("The Authorization header must be `Bearer <token>`.")
-        token = self.resolve(credential)
+        resolved = request.META.get(RESOLVED_TOKEN)
+        token = resolved[1] if resolved is not None and resolved[0] == credential else self.resolve(credential)
         principal = TokenPrincipal(token)
         # The tenant comes from the token only, never from the URL or the body. `request` is the
         # view's DRF request: its views read `request.widget`, and `request.auth` is the token.

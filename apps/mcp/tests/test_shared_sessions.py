@@ -298,3 +298,30 @@ def test_a_session_idle_for_its_idle_time_ends_on_every_process(make_token):
                 assert (await request(app, "POST", token, session=session, body=rpc("ping"))).status == 404
 
     run(go)
+
+
+def test_a_busy_session_moves_its_expiry_on_once_per_thirtieth_of_its_idle_time(monkeypatch):
+    from apps.mcp import sessions
+
+    writes = []
+    monkeypatch.setattr(sessions.time, "monotonic", lambda: clock[0])
+    clock = [1000.0]
+    registry_ = Registry(idle=30 * 60)
+
+    async def go():
+        await registry_.open("s1", "token-1", None)
+        kind = type(sessions.store())  # each thread has its own cache object: count at their class
+        real = kind.touch
+        monkeypatch.setattr(kind, "touch", lambda self, key, *a, **kw: writes.append(key) or real(self, key, *a, **kw))
+        assert await registry_.touch("s1")  # the first use of this process: written
+        clock[0] += 59
+        assert await registry_.touch("s1")  # within a minute: left as it is
+        clock[0] += 2
+        assert await registry_.touch("s1")  # a minute on: written again
+        assert await registry_.touch("s1", force=True)
+        await registry_.end("s1")
+        clock[0] += 61
+        assert not await registry_.touch("s1")  # ended: the store says so
+
+    run(go)
+    assert len(writes) == 2 * 4  # the session's entry and its event counter, each time
