@@ -3,12 +3,13 @@ the AI operator's answer arriving on the visitor's websocket, against a provider
 real ones do, at 1, 20 and 100 concurrent chats; and, with a provider that answers at once, how many
 answers the machine gives per second and what each answer costs each process.
 
-As deployed: the web process under uvicorn (bench.lib.common.Server), the Procfile's `worker` and `ai`
-lines (celery, the same broker), Redis, PostgreSQL, and the OpenAI-format loopback fakes in processes
-of their own (`python -m tests.llm_fake`). Each chat is one visitor session of a widget with AI
-switched on, with its websocket open as the widget holds it; a chat's loop POSTs a message to the
-visitor API and waits until the AI's answer arrives on that socket, then sends the next. The levels'
-chats are all of one widget, so at 20 and 100 the widget's cap on its AI answers at once
+As deployed: the web under uvicorn with one process per core, as scripts/web.sh starts it with Redis
+(bench.lib.common.Server), the Procfile's `worker` and `ai` lines (celery, the same broker), Redis,
+PostgreSQL, and the OpenAI-format loopback fakes in processes of their own (`python -m
+tests.llm_fake`). Each chat is one visitor session of a widget with AI switched on, with its
+websocket open as the widget holds it; a chat's loop POSTs a message to the visitor API and waits
+until the AI's answer arrives on that socket, then sends the next. The levels' chats are all of one
+widget, so at 20 and 100 the widget's cap on its AI answers at once
 (AI_WIDGET_SLOTS) is part of what its visitors feel.
 
 The provider: each completion waits a delay drawn from a lognormal distribution (median
@@ -80,6 +81,8 @@ PROVIDER_MEDIAN = env_int("BENCH_AI_REPLY_PROVIDER_MEDIAN_MS", 800) / 1000
 PROVIDER_SIGMA = 0.5
 THROUGHPUT_CHATS = env_int("BENCH_AI_REPLY_THROUGHPUT_CHATS", 20)
 THROUGHPUT_WIDGETS = 10
+# The web processes, as scripts/web.sh starts them with Redis: one per core.
+WEB_PROCESSES = os.cpu_count() or 1
 # The floor's threads each hold a database connection: at most this many (PostgreSQL's default
 # max_connections is 100, shared with the measured processes).
 FLOOR_THREADS = 20
@@ -467,7 +470,7 @@ def main() -> int:
     try:
         for entry, worker in workers.items():
             wait_ready(worker, logs[entry])
-        with Server(NAME, env=env) as server:
+        with Server(NAME, workers=WEB_PROCESSES, env=env) as server:
             run_level(server, fast_widgets, 2, messages=10)  # warm up: connections, the worker's imports
             for level in LEVELS:
                 result = run_level(server, [widget], level)

@@ -45,14 +45,17 @@ PREFIXES = (
     ("transcript_service_", "transcript_memory"),
     ("transcript_asgi_", "transcript_memory"),
     ("transcript", "transcript"),
+    ("visitor_config", "visitor_config"),
     ("widget_", "widget"),
 )
 
 WHAT = {
     "ai_floor": "the provider layer's completion against the same call made with the OpenAI SDK",
     "ai_reply": (
-        "a visitor's message to the AI operator's answer on the visitor's websocket, against one SDK call, "
-        "an INSERT and its push"
+        "a visitor's message to the AI operator's answer on the visitor's websocket, with a provider that takes "
+        "as long as real ones (a lognormal delay, median 800 ms): the time added to each answer, against one SDK "
+        "call, an INSERT and its push; and the answers per second with a provider that answers at once, with each "
+        "process's CPU per answer"
     ),
     "ai_test": "the detached assistant test against a request of the same shape, and tests held at once",
     "automation": (
@@ -70,6 +73,7 @@ WHAT = {
     "kb_quality": "recall@5 and MRR of keyword, vector and hybrid knowledge-base search with a real model",
     "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
+    "mcp": "an MCP tool call in a session against its REST twin",
     "message_send": "an operator's message through the API against the same service call",
     "reports": (
         "the owner's reports page at 1,000,000 chats over 90 days (the page and its CSV downloads over HTTP with a "
@@ -88,6 +92,8 @@ WHAT = {
     "support_reply": "a support agent's reply against an operator's reply",
     "transcript": "a chat transcript against PostgreSQL's COPY",
     "transcript_memory": "memory held while a transcript streams",
+    "visitor_config": "the visitor config of a widget with proactive messages and identity verification against a "
+    "plain widget's",
     "webhooks": "webhook deliveries against the receiver's capacity",
     "widget": "the widget's size and what it adds to the host page's load",
 }
