@@ -189,14 +189,12 @@ class SharedSessionManager(StreamableHTTPSessionManager):
                 # As the SDK's own sessions: the transport's idle scope ends this task.
                 with transport.idle_scope or anyio.CancelScope():
                     dispatcher = JSONRPCDispatcher(read_stream, write_stream, inline_methods=frozenset({"initialize"}))
-                    connection = Connection.for_loop(
+                    peer = Connection.for_loop(  # the MCP client's connection (not a database's)
                         dispatcher, session_id=session_id, protocol_version_hint=session.protocol_version
                     )
-                    connection.client_params = _client_params(session)
-                    connection.initialized.set()
-                    await serve_connection(
-                        self.app, dispatcher, connection=connection, lifespan_state=self._lifespan_state
-                    )
+                    peer.client_params = _client_params(session)
+                    peer.initialized.set()
+                    await serve_connection(self.app, dispatcher, connection=peer, lifespan_state=self._lifespan_state)
             except Exception:
                 logger.exception("Session %s crashed", session_id)
             finally:
