@@ -233,30 +233,36 @@ BREACH_BATCH = 200
 
 
 def due_clocks(*, now: datetime, clock_id: int | None = None):
-    """The running clocks due by `now`, oldest due first, locked (SKIP LOCKED) when read in a
-    transaction: the partial index `sla_clock_running` holds exactly the rows this filters on."""
+    """The running clocks due by `now`, oldest due first: the partial index `sla_clock_running`
+    holds exactly the rows this filters on."""
     due = SlaClock.objects.filter(stopped_at__isnull=True, breached_at__isnull=True, due_at__lte=now)
     if clock_id is not None:
         due = due.filter(pk=clock_id)
-    return (
-        due.select_related("widget", "chat").select_for_update(skip_locked=True, of=("self",)).order_by("due_at", "id")
-    )
+    return due.order_by("due_at", "id")
 
 
 def breach_due(*, now: datetime | None = None, clock_id: int | None = None, batch: int = BREACH_BATCH) -> int:
-    """Breach the running clocks due by `now` (or the one clock `clock_id`), a batch per transaction.
-    Each batch is one read of the partial index `sla_clock_running` (locking its rows with SKIP
-    LOCKED on PostgreSQL, so a concurrent run takes other rows) and, per clock, the conditional
-    UPDATE of `breach` and its event: two runs never emit twice for one clock. Returns how many
-    clocks this call breached."""
+    """Breach the running clocks due by `now` (or the one clock `clock_id`), each in a transaction of
+    its own: a breach adds to the report rollups (apps.stats), shared rows that one chat's change
+    locks in a fixed order, so a transaction holding two chats' rows could wait in a cycle on one
+    holding two others. Each batch is one read of the partial index `sla_clock_running`; a clock is
+    then locked with SKIP LOCKED (a concurrent run, or the answer stopping it, holds it: skipped)
+    and breached by the conditional UPDATE of `breach` with its event, so two runs never emit twice
+    for one clock. Returns how many clocks this call breached."""
     now = now or timezone.now()
     done = 0
     while True:
-        with transaction.atomic():
-            rows = list(due_clocks(now=now, clock_id=clock_id)[:batch])
-            for clock in rows:
-                done += breach(widget=clock.widget, clock=clock, agent_id=clock.chat.agent_id, now=now)
-        if len(rows) < batch:
+        ids = list(due_clocks(now=now, clock_id=clock_id).values_list("pk", flat=True)[:batch])
+        breached = 0
+        for pk in ids:
+            with transaction.atomic():
+                locked = due_clocks(now=now, clock_id=pk).select_related("widget", "chat")
+                clock = locked.select_for_update(skip_locked=True, of=("self",)).first()
+                if clock is not None:
+                    breached += breach(widget=clock.widget, clock=clock, agent_id=clock.chat.agent_id, now=now)
+        done += breached
+        # A full batch that another run took whole is that run's to finish.
+        if len(ids) < batch or not breached:
             return done
 
 

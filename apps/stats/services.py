@@ -4,7 +4,9 @@ away and hands it here as a `Delta`; this module owns how it is stored.
 Locking: the caller holds the chat row lock (the chat services take it), so the chat's own
 `ChatFacts` row has one writer at a time. Daily rollup rows are shared by every chat of a day;
 `apply` upserts them with `counter = counter + delta` in one fixed order (widget rows, then agent
-rows, each sorted by key), so two transactions never wait on each other's rows in a cycle.
+rows, each sorted by key), so two transactions never wait on each other's rows in a cycle, as long
+as a transaction changes one chat: callers that change many chats (the SLA timer, releasing an
+operator's chats) take a transaction per chat.
 """
 
 from __future__ import annotations

@@ -97,5 +97,5 @@ def test_the_beat_read_goes_through_the_partial_index(widget):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE routing_slaclock")
     with transaction.atomic():
-        plan = sla.due_clocks(now=T0)[: sla.BREACH_BATCH].explain()
+        plan = sla.due_clocks(now=T0).values_list("pk", flat=True)[: sla.BREACH_BATCH].explain()
     assert "sla_clock_running" in plan, plan

@@ -14,6 +14,7 @@ from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
 from apps.stats import selectors
 from apps.stats.windows import Window
+from tests.support.concurrency import race
 from tests.support.factories import AgentFactory
 
 from . import reference
@@ -70,3 +71,56 @@ def test_concurrent_conversations_lose_nothing_and_never_deadlock(widget):
     assert selectors.get_widget_stats(widget=widget, window=window, metrics=["messages_total"]) == {
         "messages_total": 2 * THREADS * ROUNDS
     }
+
+
+def test_the_breach_timer_and_an_answer_never_wait_on_each_other_in_a_cycle(widget, monkeypatch):
+    """A breach and an in-time answer each add to the report rows of their chat's shard and of the
+    operator. The timer holds one clock's rows at a time: were it to keep the first clock's rows
+    while taking the second's, an answer holding the second's shard and waiting for the
+    operator's row would close a cycle (PostgreSQL's deadlock)."""
+    from apps.chats.tests.factories import ChatFactory
+    from apps.routing import sla
+    from apps.routing.models import SlaClock
+    from apps.routing.tests.sla_support import T0, make_policy
+    from apps.stats.models import REPORT_SHARDS
+
+    operator = AgentFactory(widget=widget)
+    policy = make_policy(widget)
+    by_shard: dict[int, list[Chat]] = {}
+    while len(by_shard) < 2 or max(len(chats) for chats in by_shard.values()) < 2:
+        chat = ChatFactory(widget=widget, agent=operator)
+        by_shard.setdefault(chat.pk % REPORT_SHARDS, []).append(chat)
+    shared = next(chats for chats in by_shard.values() if len(chats) >= 2)
+    alone = next(chats[0] for chats in by_shard.values() if chats is not shared)
+    # The timer takes `alone` first, then `shared[0]`; the answer stops `shared[1]`'s clock in time.
+    for chat, due in ((alone, T0), (shared[0], T0 + timedelta(seconds=1)), (shared[1], T0 + timedelta(hours=1))):
+        SlaClock.objects.create(
+            widget=widget, chat=chat, policy_id=policy.pk, kind="first_response", started_at=T0, due_at=due
+        )
+    now = T0 + timedelta(seconds=2)
+    first_breached, answered = threading.Event(), threading.Event()
+    breach = sla.breach
+
+    def breach_then_let_the_answer_in(**kwargs):
+        won = breach(**kwargs)
+        if not first_breached.is_set():
+            first_breached.set()
+            answered.wait(timeout=2)  # the answer blocks on the operator's row meanwhile: no signal
+        return won
+
+    monkeypatch.setattr(sla, "breach", breach_then_let_the_answer_in)
+
+    def answer():
+        from django.db import transaction
+
+        first_breached.wait(timeout=10)
+        try:
+            with transaction.atomic():
+                return sla.stop_clocks(widget=widget, chat=shared[1], kinds=("first_response",), now=now)
+        finally:
+            answered.set()
+
+    results = race([lambda: sla.breach_due(now=now), answer])
+    assert results == [2, 1]
+    rows = SlaClock.objects.order_by("due_at").values_list("met", "breached_at")
+    assert list(rows) == [(False, now), (False, now), (True, None)]
