@@ -8,7 +8,9 @@ As deployed: the web under uvicorn with one process per core, as scripts/web.sh 
 PostgreSQL, and the OpenAI-format loopback fakes in processes of their own (`python -m
 tests.llm_fake`). Each chat is one visitor session of a widget with AI switched on, with its
 websocket open as the widget holds it; a chat's loop POSTs a message to the visitor API and waits
-until the AI's answer arrives on that socket, then sends the next. The levels' chats are all of one
+until the AI's answer arrives on that socket, then sends the next; the chats are tasks of the
+benchmark's one event loop (aiohttp), so its own work stays a small part of what is measured. The
+levels' chats are all of one
 widget, so at 20 and 100 the widget's cap on its AI answers at once
 (AI_WIDGET_SLOTS) is part of what its visitors feel.
 
@@ -48,6 +50,7 @@ share); seeds its own widgets (`bench-ai-reply-*`, deleted at the end). Knobs: B
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -61,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aiohttp
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -230,44 +234,62 @@ class Level:
 def run_level(server: Server, widgets: list, level: int, messages: int = MESSAGES) -> Level:
     """`level` chats (chat i on widget i modulo their number), each sending messages one after the
     other until `messages` are answered in all; each chat's questions are its own, so each has its
-    own provider delay."""
+    own provider delay. The chats are tasks of one event loop (aiohttp's client and websockets), so
+    at 100 the client's own threads do not queue behind each other for the interpreter and what is
+    measured is the server's time, not the benchmark's."""
+    return asyncio.run(_run_level(server, widgets, level, messages))
+
+
+async def _run_level(server: Server, widgets: list, level: int, messages: int) -> Level:
     per_chat = max(1, messages // level)
     result = Level()
     opened: list[float] = []
-    lock = threading.Lock()
     started = time.perf_counter()
+    timeout = aiohttp.ClientTimeout(total=30)
 
-    def chat_loop(widget) -> None:
-        http = session()
+    async def chat_loop(http: aiohttp.ClientSession, widget) -> None:
         try:
-            with visitor(server, widget, http) as (base, headers, wait):
-                with lock:
-                    opened.append(time.perf_counter())
-                send(http, base, headers, wait, uuid.uuid4().hex[:10])
+            base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
+            async with http.post(f"{base}/sessions", json={}) as r:
+                assert r.status == 201, await r.text()
+                token = (await r.json())["session_token"]
+            ws_url = f"{server.base.replace('http://', 'ws://')}/ws/visitor/{widget.button_guid}/?session={token}"
+            async with http.ws_connect(ws_url, autoping=True) as ws:
+                opened.append(time.perf_counter())
+                await send(http, base, {"Authorization": f"Visitor {token}"}, ws, uuid.uuid4().hex[:10])
         except Exception as exc:  # noqa: BLE001 - reported below
-            with lock:
-                result.errors += 1
-                result.first_error = result.first_error or repr(exc)
+            result.errors += 1
+            result.first_error = result.first_error or repr(exc)
 
-    def send(http, base, headers, wait, tag: str) -> None:
+    async def wait(ws, accept, timeout: float = 120) -> tuple[float, dict]:
+        """Frames until a `message` frame whose message `accept` takes: when it arrived and the message."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = json.loads(await ws.receive_str(timeout=max(0.001, deadline - time.monotonic())))
+            if frame.get("event") == "message" and accept(frame["message"]):
+                return time.perf_counter(), frame["message"]
+
+    async def send(http, base, headers, ws, tag: str) -> None:
         mark = 0
         for i in range(per_chat + 1):  # the first message opens the room (not timed)
             question = f"Question {i} of chat {tag}: how long is delivery?"
             sent = time.perf_counter()
-            r = http.post(f"{base}/messages", json={"type": "text", "body": question}, headers=headers, timeout=30)
+            body = {"type": "text", "body": question}
+            async with http.post(f"{base}/messages", json=body, headers=headers) as r:
+                assert r.status == 201, await r.text()
+                stored = await r.json()
             posted = time.perf_counter()
-            assert r.status_code == 201, r.text
-            seen_at, answer = wait(is_answer(max(mark, r.json()["id"])))
+            seen_at, answer = await wait(ws, is_answer(max(mark, stored["id"])))
             mark = answer["id"]
             if i > 0:
-                with lock:
-                    result.answered.append(((seen_at - sent) * 1000, (posted - sent) * 1000, question))
+                result.answered.append(((seen_at - sent) * 1000, (posted - sent) * 1000, question))
 
-    threads = [threading.Thread(target=chat_loop, args=(widgets[i % len(widgets)],)) for i in range(level)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # One connection pool per chat, as each visitor's browser has its own.
+    sessions = [aiohttp.ClientSession(timeout=timeout) for _ in range(level)]
+    try:
+        await asyncio.gather(*(chat_loop(http, widgets[i % len(widgets)]) for i, http in enumerate(sessions)))
+    finally:
+        await asyncio.gather(*(http.close() for http in sessions))
     result.sockets_open = (max(opened) - started) * 1000 if len(opened) == level else float("inf")
     if result.errors:
         print(
