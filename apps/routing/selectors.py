@@ -7,8 +7,8 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
 from apps.agents import selectors as agent_selectors
@@ -105,8 +105,10 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
     online = agent_selectors.online_agent_ids(widget)
     if not online:
         return empty
-    # Each operator with their open chats (the partial index chat_widget_agent_open answers the
-    # count alone) and their last automatic assignment, in one statement.
+    # Each operator with a free slot: their open chats (the partial index chat_widget_agent_open
+    # answers the count alone) below their capacity, and their last automatic assignment, in one
+    # statement. The full ones never leave the database: with every operator busy but one, the
+    # decision reads one row, not one per operator online.
     open_chats = (
         Chat.objects.filter(widget=widget, agent_id=OuterRef("pk"), status=Chat.Status.ACTIVE)
         .order_by()
@@ -116,8 +118,13 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
     )
     agents = list(
         Agent.objects.filter(widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE)
-        .annotate(load=Coalesce(Subquery(open_chats), 0))
-        .values_list("pk", "capacity", "load", "routing__last_assigned_at")
+        .annotate(
+            load=Coalesce(Subquery(open_chats), 0),
+            # An operator's own capacity, else (unset or 0) the widget's default.
+            slots=Coalesce(NullIf(F("capacity"), Value(0)), Value(settings.default_capacity)),
+        )
+        .filter(load__lt=F("slots"))
+        .values_list("pk", "slots", "load", "routing__last_assigned_at")
     )
     if not agents:
         return empty
@@ -137,12 +144,11 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
                 listed.add(code)
                 if is_open:
                     open_departments.setdefault(code, set()).add(department_id)
-    default = settings.default_capacity
     candidates = [
         Candidate(
             agent_id=pk,
             load=load,
-            capacity=capacity or default,
+            capacity=capacity,
             last_assigned_at=last_assigned_at,
             departments=frozenset(memberships.get(pk, ())),
         )
