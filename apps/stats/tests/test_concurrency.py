@@ -124,3 +124,49 @@ def test_the_breach_timer_and_an_answer_never_wait_on_each_other_in_a_cycle(widg
     assert results == [2, 1]
     rows = SlaClock.objects.order_by("due_at").values_list("met", "breached_at")
     assert list(rows) == [(False, now), (False, now), (True, None)]
+
+
+def test_the_idle_sweep_and_a_close_never_wait_on_each_other_in_a_cycle(widget, monkeypatch):
+    """The idle sweep closes one chat per transaction: holding the first chat's report rows (its
+    shard's, its operator's) while it takes the second's, it would close a cycle with an operator
+    closing a third chat of the second's shard, who waits for the operator's row."""
+    from apps.chats.services import lifecycle
+    from apps.chats.tests.factories import ChatFactory
+    from apps.stats import facts
+    from apps.stats.models import REPORT_SHARDS
+
+    operator = AgentFactory(widget=widget)
+    by_shard: dict[int, list[Chat]] = {}
+    while len(by_shard) < 2 or max(len(chats) for chats in by_shard.values()) < 2:
+        chat = ChatFactory(widget=widget, agent=operator)
+        by_shard.setdefault(chat.pk % REPORT_SHARDS, []).append(chat)
+    shared = next(chats for chats in by_shard.values() if len(chats) >= 2)
+    alone = next(chats[0] for chats in by_shard.values() if chats is not shared)
+    now = timezone.now()
+    # The sweep closes `alone`, then `shared[0]` (quiet longest first); the operator closes `shared[1]`.
+    for chat, quiet in ((alone, 30), (shared[0], 20), (shared[1], 0)):
+        Chat.objects.filter(pk=chat.pk).update(last_message_at=now - timedelta(minutes=quiet))
+    facts.rebuild_widget_facts(widget_id=widget.pk)
+    first_closed, closed = threading.Event(), threading.Event()
+    expire = lifecycle._expire
+
+    def expire_then_let_the_close_in(chat, **kwargs):
+        expire(chat, **kwargs)
+        if not first_closed.is_set():
+            first_closed.set()
+            closed.wait(timeout=2)  # the close blocks on the operator's row meanwhile: no signal
+
+    monkeypatch.setattr(lifecycle, "_expire", expire_then_let_the_close_in)
+
+    def close():
+        first_closed.wait(timeout=10)
+        try:
+            return services.close_chat(widget=widget, chat=shared[1]).status
+        finally:
+            closed.set()
+
+    results = race([lambda: services.sweep_idle_chats(now=now)["expired"], close])
+    assert results == [2, Chat.Status.EXPIRED]
+    # (The close's chat was talked in: the sweep's second pass may make it active again.)
+    swept = Chat.objects.filter(pk__in=[alone.pk, shared[0].pk])
+    assert set(swept.values_list("status", flat=True)) == {Chat.Status.EXPIRED}
