@@ -178,6 +178,16 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
         label_ids=label_ids,
     )
     queryset = _drill_down(queryset, widget=widget, filters=filters)
+    by_queue = queue and filters.view == VIEW_UNASSIGNED
+    if by_queue:
+        order = ("routing__queue_since", "id")
+    else:
+        mine_first = Case(When(agent_id=agent.pk, then=Value(0)), default=Value(1), output_field=IntegerField())
+        order = (mine_first, "-last_message_at", "-id")
+    # The page's chats are chosen from the chat rows alone; the joins and the per-chat subqueries
+    # below then run for those LIST_SIZE, not for every chat the filters match.
+    page = queryset.order_by(*order).values("pk")[:LIST_SIZE]
+    queryset = Chat.objects.filter(widget_id=widget.pk, pk__in=page).select_related("contact", "agent", "last_message")
     public = Message.objects.filter(
         widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC
     )
@@ -200,12 +210,9 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
         visitor_page=_visitor_page(),
         queue_since=F("routing__queue_since"),
     )
-    if queue and filters.view == VIEW_UNASSIGNED:
-        queryset = queryset.annotate(queue_position=queue_position_expression()).order_by("routing__queue_since", "id")
-    else:
-        mine_first = Case(When(agent_id=agent.pk, then=Value(0)), default=Value(1), output_field=IntegerField())
-        queryset = queryset.order_by(mine_first, "-last_message_at", "-id")
-    return list(queryset[:LIST_SIZE])
+    if by_queue:
+        queryset = queryset.annotate(queue_position=queue_position_expression())
+    return list(queryset.order_by(*order))
 
 
 def _visitor_page():
