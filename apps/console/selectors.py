@@ -186,7 +186,17 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
         order = (mine_first, "-last_message_at", "-id")
     # The page's chats are chosen from the chat rows alone; the joins and the per-chat subqueries
     # below then run for those LIST_SIZE, not for every chat the filters match.
-    page = queryset.order_by(*order).values("pk")[:LIST_SIZE]
+    if by_queue:
+        page = list(queryset.order_by(*order).values_list("pk", flat=True)[:LIST_SIZE])
+    else:
+        # The operator's own chats, then the others, each newest activity first: two walks of the
+        # widget's activity indexes that stop at a page, where one order over both would sort every
+        # chat the filters match.
+        activity = ("-last_message_at", "-id")
+        page = list(queryset.filter(agent_id=agent.pk).order_by(*activity).values_list("pk", flat=True)[:LIST_SIZE])
+        if len(page) < LIST_SIZE:
+            others = queryset.exclude(agent_id=agent.pk).order_by(*activity).values_list("pk", flat=True)
+            page += others[: LIST_SIZE - len(page)]
     queryset = Chat.objects.filter(widget_id=widget.pk, pk__in=page).select_related("contact", "agent", "last_message")
     public = Message.objects.filter(
         widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC
