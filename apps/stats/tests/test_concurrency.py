@@ -73,25 +73,32 @@ def test_concurrent_conversations_lose_nothing_and_never_deadlock(widget):
     }
 
 
-def test_the_breach_timer_and_an_answer_never_wait_on_each_other_in_a_cycle(widget, monkeypatch):
-    """A breach and an in-time answer each add to the report rows of their chat's shard and of the
-    operator. The timer holds one clock's rows at a time: were it to keep the first clock's rows
-    while taking the second's, an answer holding the second's shard and waiting for the
-    operator's row would close a cycle (PostgreSQL's deadlock)."""
+def _chats_on_two_report_shards(widget, operator) -> tuple[Chat, list[Chat]]:
+    """Chats of `operator`: one alone on its report shard, and two sharing another one."""
     from apps.chats.tests.factories import ChatFactory
-    from apps.routing import sla
-    from apps.routing.models import SlaClock
-    from apps.routing.tests.sla_support import T0, make_policy
     from apps.stats.models import REPORT_SHARDS
 
-    operator = AgentFactory(widget=widget)
-    policy = make_policy(widget)
     by_shard: dict[int, list[Chat]] = {}
     while len(by_shard) < 2 or max(len(chats) for chats in by_shard.values()) < 2:
         chat = ChatFactory(widget=widget, agent=operator)
         by_shard.setdefault(chat.pk % REPORT_SHARDS, []).append(chat)
     shared = next(chats for chats in by_shard.values() if len(chats) >= 2)
     alone = next(chats[0] for chats in by_shard.values() if chats is not shared)
+    return alone, shared
+
+
+def test_the_breach_timer_and_an_answer_never_wait_on_each_other_in_a_cycle(widget, monkeypatch):
+    """A breach and an in-time answer each add to the report rows of their chat's shard and of the
+    operator. The timer holds one clock's rows at a time: were it to keep the first clock's rows
+    while taking the second's, an answer holding the second's shard and waiting for the
+    operator's row would close a cycle (PostgreSQL's deadlock)."""
+    from apps.routing import sla
+    from apps.routing.models import SlaClock
+    from apps.routing.tests.sla_support import T0, make_policy
+
+    operator = AgentFactory(widget=widget)
+    policy = make_policy(widget)
+    alone, shared = _chats_on_two_report_shards(widget, operator)
     # The timer takes `alone` first, then `shared[0]`; the answer stops `shared[1]`'s clock in time.
     for chat, due in ((alone, T0), (shared[0], T0 + timedelta(seconds=1)), (shared[1], T0 + timedelta(hours=1))):
         SlaClock.objects.create(
@@ -131,17 +138,10 @@ def test_the_idle_sweep_and_a_close_never_wait_on_each_other_in_a_cycle(widget, 
     shard's, its operator's) while it takes the second's, it would close a cycle with an operator
     closing a third chat of the second's shard, who waits for the operator's row."""
     from apps.chats.services import lifecycle
-    from apps.chats.tests.factories import ChatFactory
     from apps.stats import facts
-    from apps.stats.models import REPORT_SHARDS
 
     operator = AgentFactory(widget=widget)
-    by_shard: dict[int, list[Chat]] = {}
-    while len(by_shard) < 2 or max(len(chats) for chats in by_shard.values()) < 2:
-        chat = ChatFactory(widget=widget, agent=operator)
-        by_shard.setdefault(chat.pk % REPORT_SHARDS, []).append(chat)
-    shared = next(chats for chats in by_shard.values() if len(chats) >= 2)
-    alone = next(chats[0] for chats in by_shard.values() if chats is not shared)
+    alone, shared = _chats_on_two_report_shards(widget, operator)
     now = timezone.now()
     # The sweep closes `alone`, then `shared[0]` (quiet longest first); the operator closes `shared[1]`.
     for chat, quiet in ((alone, 30), (shared[0], 20), (shared[1], 0)):
