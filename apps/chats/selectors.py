@@ -263,6 +263,28 @@ def get_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
     return found[0] if found else None
 
 
+def _locked_chat(related: tuple[str, ...]):
+    rows = Chat.objects.select_for_update(of=("self",))
+    # select_related() without names would join every non-null foreign key (the widget's account
+    # and user, the contact's widget, ...): an empty `related` joins nothing.
+    if related:
+        rows = rows.select_related(*related)
+    return rows.filter(pk=Slot("chat", Chat._meta.pk), widget_id=Slot("widget", Widget._meta.pk)).live()
+
+
+# Every chat writer takes its chat through it (apps.chats.services.lock_chat), routing's decisions
+# among them: compiled once per set of related rows.
+_LOCKED_CHAT = ModelStatement(_locked_chat)
+
+
+def locked_chat(*, widget_id: int, chat_id: int, related: tuple[str, ...]) -> Chat | None:
+    """The chat row of the widget, locked until the transaction ends (only the chat's own row),
+    with `related` rows joined; None when the widget has no such chat or its contact's erasure was
+    accepted. Raises TransactionManagementError outside a transaction, as the ORM does."""
+    found = _LOCKED_CHAT.instances((tuple(related),), widget=widget_id, chat=chat_id)
+    return found[0] if found else None
+
+
 def _previous_message_at():
     at = Slot("at", Message._meta.get_field("created_at"))
     earlier = Q(created_at__lt=at) | Q(created_at=at, id__lt=Slot("message", Message._meta.pk))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from apps.core.errors import Conflict
 from apps.core.models import Widget
 
+from .. import selectors
 from ..models import Chat
 
 
@@ -42,9 +43,7 @@ def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget
 
     It always reads and locks: a chat locked already in the same transaction is read again by its
     primary key (the lock is held, so nothing waits), and the caller gets the row as it stands."""
-    rows = Chat.objects.select_for_update(of=("self",))
-    # select_related() without names would join every non-null foreign key (the widget's account
-    # and user, the contact's widget, ...): an empty `related` joins nothing.
-    if related:
-        rows = rows.select_related(*related)
-    return rows.live().get(pk=chat.pk, widget_id=widget.pk)
+    found = selectors.locked_chat(widget_id=widget.pk, chat_id=chat.pk, related=related)
+    if found is None:
+        raise Chat.DoesNotExist("Chat matching query does not exist.")
+    return found
