@@ -3,11 +3,12 @@ and the routing read of a chat."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models import Count, F, Field, IntegerField, Lookup, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
@@ -16,6 +17,7 @@ from apps.agents.models import Agent, Department
 from apps.chats.models import Chat
 from apps.chats.services import WIDGET_CHANNEL
 from apps.core.models import Widget
+from apps.platform.statements import ModelStatement, Slot, Statement
 from apps.widget import selectors as widget_selectors
 
 from .models import ChatRouting, RoutingSettings
@@ -31,6 +33,18 @@ def routing_settings(widget: Widget) -> RoutingSettings:
     """The widget's settings (the defaults, unsaved, before the first PUT)."""
     row = RoutingSettings.objects.filter(widget=widget).first()
     return row if row is not None else RoutingSettings(widget=widget)
+
+
+_LOCKED_SETTINGS = ModelStatement(
+    lambda: RoutingSettings.objects.select_for_update().filter(widget_id=Slot("widget", Widget._meta.pk))
+)
+
+
+def locked_settings(widget: Widget) -> RoutingSettings | None:
+    """The widget's settings row, locked until the transaction ends (what every decision of the
+    widget holds), or None before the first one is written."""
+    found = _LOCKED_SETTINGS.instances(widget=widget.pk)
+    return found[0] if found else None
 
 
 # How long a process trusts its cached copy of the settings (a PUT purges it at once).
@@ -95,6 +109,71 @@ class Pool:
         return rows
 
 
+class _Ids(Field):
+    """A list of ids bound as one parameter: an array on PostgreSQL, a JSON list elsewhere."""
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        ids = [int(v) for v in value]
+        return ids if connection.vendor == "postgresql" else json.dumps(ids)
+
+
+class _AnyOf(Lookup):
+    """`lhs` is one of a list of ids bound as one parameter (`_Ids`): the statement's text is the same
+    whatever the number of ids, so it is compiled once and prepared once (an IN list has a
+    placeholder per id: a text for each count, which the driver parses again on every run once it
+    is longer than its cache takes)."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        # the compiled left and right sides only; the ids travel as a parameter
+        return f"{lhs} IN (SELECT value FROM json_each({rhs}))", [*lhs_params, *rhs_params]  # noqa: S608
+
+    def as_postgresql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs}::bigint[])", [*lhs_params, *rhs_params]
+
+
+def _pool_agents():
+    """Each online active human with a free slot: their open chats (COUNT(*): the partial index
+    chat_widget_agent_open answers it) below their capacity (their own, else the widget's default),
+    and their last automatic assignment."""
+    widget = Slot("widget", Widget._meta.pk)
+    open_chats = (
+        Chat.objects.filter(widget_id=widget, agent_id=OuterRef("pk"), status=Chat.Status.ACTIVE)
+        .order_by()
+        .values("agent_id")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return (
+        Agent.objects.filter(
+            _AnyOf(F("pk"), Slot("online", _Ids())),
+            widget_id=widget,
+            type=Agent.Type.HUMAN,
+            status=Agent.Status.ACTIVE,
+        )
+        .annotate(
+            load=Coalesce(Subquery(open_chats), 0),
+            slots=Coalesce(NullIf(F("capacity"), 0), Slot("default_capacity", IntegerField())),
+        )
+        .filter(load__lt=F("slots"))
+        .values_list("pk", "slots", "load", "routing__last_assigned_at")
+    )
+
+
+_POOL_AGENTS = Statement(_pool_agents)
+_DEPARTMENTS = Statement(
+    lambda: Department.objects.filter(widget_id=Slot("widget", Widget._meta.pk)).values_list(
+        "pk", "channels", "schedule"
+    )
+)
+
+
 def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = None) -> Pool:
     """The operators routing may choose from now (a few statements, whatever the queue's length):
     outside the widget's business hours nobody is eligible."""
@@ -105,34 +184,16 @@ def pool(widget: Widget, settings: RoutingSettings, *, now: datetime | None = No
     online = agent_selectors.online_agent_ids(widget)
     if not online:
         return empty
-    # Each operator with a free slot: their open chats (the partial index chat_widget_agent_open
-    # answers the count alone) below their capacity, and their last automatic assignment, in one
-    # statement. The full ones never leave the database: with every operator busy but one, the
-    # decision reads one row, not one per operator online.
-    open_chats = (
-        Chat.objects.filter(widget=widget, agent_id=OuterRef("pk"), status=Chat.Status.ACTIVE)
-        .order_by()
-        .values("agent_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    agents = list(
-        Agent.objects.filter(widget=widget, pk__in=online, type=Agent.Type.HUMAN, status=Agent.Status.ACTIVE)
-        .annotate(
-            load=Coalesce(Subquery(open_chats), 0),
-            # An operator's own capacity, else (unset or 0) the widget's default.
-            slots=Coalesce(NullIf(F("capacity"), Value(0)), Value(settings.default_capacity)),
-        )
-        .filter(load__lt=F("slots"))
-        .values_list("pk", "slots", "load", "routing__last_assigned_at")
-    )
+    # The full ones never leave the database: with every operator busy but one, the decision reads
+    # one row, not one per operator online.
+    agents = _POOL_AGENTS.tuples(widget=widget.pk, online=online, default_capacity=settings.default_capacity)
     if not agents:
         return empty
     ids = [row[0] for row in agents]
     memberships: dict[int, set[int]] = {}
     listed: set[str] = set()
     open_departments: dict[str, set[int]] = {}
-    departments = list(Department.objects.filter(widget=widget).values_list("pk", "channels", "schedule"))
+    departments = _DEPARTMENTS.tuples(widget=widget.pk)
     if departments:
         for department_id, agent_id in Department.agents.through.objects.filter(
             department__widget=widget, agent_id__in=ids
@@ -191,11 +252,16 @@ def queue(widget: Widget | int, *, limit: int | None = None) -> list[tuple[int, 
 def queue_head(widget: Widget, *, limit: int) -> list[tuple[int, str, list[int]]]:
     """(chat id, channel, operators who timed out on it) of the first `limit` chats of the queue,
     in order: what one decision needs, in one statement."""
-    return list(
-        ChatRouting.objects.filter(widget_id=widget.pk, queue_since__isnull=False)
+    return _QUEUE_HEAD.tuples((limit,), widget=widget.pk)
+
+
+_QUEUE_HEAD = Statement(
+    lambda limit: (
+        ChatRouting.objects.filter(widget_id=Slot("widget", Widget._meta.pk), queue_since__isnull=False)
         .order_by("queue_since", "chat_id")
         .values_list("chat_id", "chat__channel", "timed_out")[:limit]
     )
+)
 
 
 def queued_widget_ids() -> list[int]:

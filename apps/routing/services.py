@@ -73,7 +73,7 @@ def put_settings(*, widget: Widget, data: dict) -> RoutingSettings:
 
 def _lock_widget(widget: Widget) -> RoutingSettings:
     """The widget's routing settings row, locked: held by every decision of the widget."""
-    row = RoutingSettings.objects.select_for_update().filter(widget=widget).first()
+    row = selectors.locked_settings(widget)
     if row is None:
         RoutingSettings.objects.get_or_create(widget=widget)
         row = RoutingSettings.objects.select_for_update().get(widget=widget)

@@ -74,3 +74,23 @@ def test_the_count_does_not_grow_with_the_queue_or_the_operators(widget, other_w
     )
     large = decide(other_widget)
     assert small == large, (small, large)
+
+
+def test_the_pool_is_one_statement_whatever_the_operators_online(widget, other_widget, monkeypatch):
+    # the operators online are one parameter: one statement text (compiled and prepared once)
+    # serves 5 and 200 of them, and each finds exactly its widget's operators with a free slot
+    from apps.routing import selectors
+
+    seed(widget, monkeypatch, 5)
+    online_small = agent_selectors.PRESENCE_SOURCE
+    seed(other_widget, monkeypatch, 200)
+    online_large = agent_selectors.PRESENCE_SOURCE
+    texts = {
+        selectors._POOL_AGENTS.sql(widget=w.pk, online=online(w), default_capacity=3)[0]
+        for w, online in ((widget, online_small), (other_widget, online_large))
+    }
+    assert len(texts) == 1
+    settings = RoutingSettings.objects.get(widget=other_widget)
+    found = selectors.pool(other_widget, settings).candidates
+    assert sorted(c.agent_id for c in found) == sorted(online_large(other_widget))
+    assert {(c.load, c.capacity) for c in found} == {(0, 3)}
