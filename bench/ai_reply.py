@@ -39,9 +39,13 @@ core the processes kept busy: answers over their CPU seconds) and the CPU millis
 each process (`web`, `worker`, `ai`, and `postgres` and `redis` when this user can read them); no
 target beyond no failed request.
 
-Each level also prints an INFO line splitting a message's latency at the POST's answer: `post_p50`,
-the visitor API's write of the message itself, and `after_post_p50`/`after_post_p99`, from that
-answer to the AI's answer on the socket.
+A chat's first message opens its room and is not timed; every chat has its room open and its first
+answer before any chat sends a timed message, and then each chat's first timed message comes at a
+random moment within one provider median, so the timed messages are those of chats in conversation
+rather than of rooms opened in the same second. Each level also prints an INFO line splitting a
+message's latency at the POST's answer: `post_p50`, the visitor API's write of the message itself,
+and `after_post_p50`/`after_post_p99`, from that answer to the AI's answer on the socket; and
+`opening_post_p50`/`opening_post_p99`, the POSTs that opened the rooms, all at once.
 
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker and channel layer the processes
 share); seeds its own widgets (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES
@@ -53,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -229,6 +234,8 @@ class Level:
     errors: int = 0
     first_error: str = ""
     sockets_open: float = 0.0
+    # POSTs of the messages that open the rooms (not timed), ms
+    openings: list[float] = field(default_factory=list)
 
 
 def run_level(server: Server, widgets: list, level: int, messages: int = MESSAGES) -> Level:
@@ -246,8 +253,19 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
     opened: list[float] = []
     started = time.perf_counter()
     timeout = aiohttp.ClientTimeout(total=30)
+    # Every chat opens its room and has its first answer before any chat sends a timed message: the
+    # timed POSTs measure chats in conversation, not a queue behind rooms being opened at once (the
+    # openings' own POSTs are reported apart). A chat that stops on an error still counts as ready.
+    ready, all_ready, waiting = 0, asyncio.Event(), set()
+
+    def arrived() -> None:
+        nonlocal ready
+        ready += 1
+        if ready == level:
+            all_ready.set()
 
     async def chat_loop(http: aiohttp.ClientSession, widget) -> None:
+        tag = uuid.uuid4().hex[:10]
         try:
             base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
             async with http.post(f"{base}/sessions", json={}) as r:
@@ -256,10 +274,12 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
             ws_url = f"{server.base.replace('http://', 'ws://')}/ws/visitor/{widget.button_guid}/?session={token}"
             async with http.ws_connect(ws_url, autoping=True) as ws:
                 opened.append(time.perf_counter())
-                await send(http, base, {"Authorization": f"Visitor {token}"}, ws, uuid.uuid4().hex[:10])
+                await send(http, base, {"Authorization": f"Visitor {token}"}, ws, tag)
         except Exception as exc:  # noqa: BLE001 - reported below
             result.errors += 1
             result.first_error = result.first_error or repr(exc)
+            if tag not in waiting:
+                arrived()
 
     async def wait(ws, accept, timeout: float = 120) -> tuple[float, dict]:
         """Frames until a `message` frame whose message `accept` takes: when it arrived and the message."""
@@ -272,6 +292,13 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
     async def send(http, base, headers, ws, tag: str) -> None:
         mark = 0
         for i in range(per_chat + 1):  # the first message opens the room (not timed)
+            if i == 1:
+                waiting.add(tag)
+                arrived()
+                await all_ready.wait()
+                # Chats in conversation write at their own moments, not all in the same millisecond:
+                # each one's first timed message comes at a random point of one provider median.
+                await asyncio.sleep(random.uniform(0, PROVIDER_MEDIAN))  # noqa: S311 - not a secret
             question = f"Question {i} of chat {tag}: how long is delivery?"
             sent = time.perf_counter()
             body = {"type": "text", "body": question}
@@ -283,6 +310,8 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
             mark = answer["id"]
             if i > 0:
                 result.answered.append(((seen_at - sent) * 1000, (posted - sent) * 1000, question))
+            else:
+                result.openings.append((posted - sent) * 1000)
 
     # One connection pool per chat, as each visitor's browser has its own.
     sessions = [aiohttp.ClientSession(timeout=timeout) for _ in range(level)]
@@ -452,6 +481,8 @@ def report(level: int, result: Level, floor: list[tuple[float, str]]) -> None:
         post_p50=round(percentile(posts, 0.5), 1),
         after_post_p50=round(percentile(after, 0.5), 1),
         after_post_p99=round(percentile(after, 0.99), 1),
+        opening_post_p50=round(percentile(result.openings, 0.5), 1) if result.openings else None,
+        opening_post_p99=round(percentile(result.openings, 0.99), 1) if result.openings else None,
     )
 
 
