@@ -281,6 +281,9 @@ def locked_chat(*, widget_id: int, chat_id: int, related: tuple[str, ...]) -> Ch
     """The chat row of the widget, locked until the transaction ends (only the chat's own row),
     with `related` rows joined; None when the widget has no such chat or its contact's erasure was
     accepted. Raises TransactionManagementError outside a transaction, as the ORM does."""
+    low, high = connection.ops.integer_field_range(Chat._meta.pk.get_internal_type())
+    if (low is not None and chat_id < low) or (high is not None and chat_id > high):
+        return None  # outside the column: the ORM finds nothing, the bound statement would fail
     found = _LOCKED_CHAT.instances((tuple(related),), widget=widget_id, chat=chat_id)
     return found[0] if found else None
 

@@ -50,6 +50,13 @@ def test_another_widgets_chat_is_not_found():
         lock_chat(widget=WidgetFactory(), chat=chat)
 
 
+@pytest.mark.parametrize("key", [2**63, -(2**63) - 1])
+def test_an_id_outside_the_column_is_not_found(key):
+    chat = ChatFactory()
+    with transaction.atomic(), pytest.raises(Chat.DoesNotExist):
+        lock_chat(widget=chat.widget, chat=Chat(pk=key))
+
+
 @pytest.mark.skipif(not connection.features.has_select_for_update, reason="SQLite has no row locks")
 @pytest.mark.django_db(transaction=True)
 def test_nothing_locks_outside_a_transaction():

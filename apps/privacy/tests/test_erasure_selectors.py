@@ -51,7 +51,6 @@ EXEMPT: dict[str, str] = {
     "apps.routing.selectors.queue_position": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.routing_payload": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.sla_payload": TAKES_A_LIVE_PARENT,
-    "apps.routing.selectors.pool": "counts each operator's open chats: no row of a person leaves it",
     "apps.canned.selectors.render_for_chat": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.variable_values": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.render_text_for_chat": TAKES_A_LIVE_PARENT,
@@ -178,6 +177,9 @@ CALLED: dict[str, Callable[[World], None]] = {
     "apps.chats.selectors.not_erasing_file": _files,
     "apps.chats.selectors.get_room": _one_chat_each(
         lambda chat: chats.get_room(widget=chat.widget, contact=chat.contact, channel=chat.channel)
+    ),
+    "apps.chats.selectors.locked_chat": _one_chat_each(
+        lambda chat: chats.locked_chat(widget_id=chat.widget_id, chat_id=chat.pk, related=("contact",))
     ),
     "apps.chats.selectors.list_chats": _chat_list(
         lambda w: [
