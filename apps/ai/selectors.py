@@ -3,14 +3,16 @@ function every provider caller uses to find the chain of ProviderConfig to try).
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from apps.agents.models import Agent
+from apps.chats.models import Message
 from apps.core.crypto import decrypt_secret
 from apps.core.models import Widget
+from apps.platform.statements import ModelStatement, Slot
 
 from . import phrases
-from .models import AiSettings, Assistant, Credential, IntegrationBinding
+from .models import AiSettings, Assistant, Credential, IntegrationBinding, ReplyClaim
 from .providers import endpoint_of
 
 AGENT_TO_OPERATOR_STATUS = {
@@ -294,3 +296,74 @@ def get_signing_binding(widget: Widget) -> tuple[int, str] | None:
     if secret is None:
         return None
     return binding.api_token_id, secret
+
+
+# --- the answer's reads ----------------------------------------------------------------------------------
+
+
+def newer_visitor_messages(chat_id, widget_id, message_id) -> QuerySet:
+    """The visitor messages of the chat after `message_id` (values or expressions: OuterRef, Slot)."""
+    return Message.objects.filter(
+        chat_id=chat_id, widget_id=widget_id, author_kind=Message.Author.CLIENT, id__gt=message_id
+    )
+
+
+def _answerable_message():
+    return (
+        Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
+        .annotate(
+            newer_exists=Exists(newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
+            # The AI configuration's version: the configuration itself comes from the process's copy.
+            ai_config_version=Subquery(
+                AiSettings.objects.filter(widget_id=OuterRef("widget_id")).values("config_version")[:1]
+            ),
+        )
+        .filter(pk=Slot("message", Message._meta.pk))
+        # A contact whose erasure was accepted reads as missing: nothing of it goes to a provider.
+        .live()
+    )
+
+
+# Every answer starts with it: compiled once.
+_ANSWERABLE_MESSAGE = ModelStatement(_answerable_message)
+
+
+def answerable_message(message_id: int) -> Message | None:
+    """The message with its chat, the chat's widget, contact and handler, `newer_exists` (a newer
+    visitor message of the chat) and `ai_config_version` (the widget's AI settings' version, None
+    without settings); None when there is no such message or its contact's erasure was accepted."""
+    found = _ANSWERABLE_MESSAGE.instances(message=message_id)
+    return found[0] if found else None
+
+
+def _held_claim():
+    ai_row = AiSettings.objects.filter(widget_id=Slot("widget", Widget._meta.pk))
+    return (
+        ReplyClaim.objects.select_for_update()
+        .filter(pk=Slot("claim", ReplyClaim._meta.pk), token=Slot("token", ReplyClaim._meta.get_field("token")))
+        .annotate(
+            newer_exists=Exists(
+                newer_visitor_messages(
+                    Slot("chat", Message._meta.get_field("chat").target_field),
+                    Slot("widget", Widget._meta.pk),
+                    Slot("message", Message._meta.pk),
+                )
+            ),
+            ai_enabled=Subquery(ai_row.values("enabled")[:1]),
+            ai_shadow=Subquery(ai_row.values("shadow_mode")[:1]),
+        )
+    )
+
+
+# Every answer ends with it, under the chat's lock: compiled once.
+_HELD_CLAIM = ModelStatement(_held_claim)
+
+
+def held_claim(claim: ReplyClaim, message: Message) -> ReplyClaim | None:
+    """The claim locked until the transaction ends, if it still holds its token, with `newer_exists`
+    (a visitor message of the chat newer than `message`), and the widget's AI switch and shadow mode
+    as they stand now (`ai_enabled`, `ai_shadow`); None when another worker took it over."""
+    found = _HELD_CLAIM.instances(
+        claim=claim.pk, token=claim.token, chat=message.chat_id, widget=message.widget_id, message=message.pk
+    )
+    return found[0] if found else None

@@ -288,6 +288,32 @@ def locked_chat(*, widget_id: int, chat_id: int, related: tuple[str, ...]) -> Ch
     return found[0] if found else None
 
 
+def _locked_room():
+    return (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("widget", "contact")
+        .filter(
+            widget_id=Slot("widget", Widget._meta.pk),
+            contact_id=Slot("contact", Contact._meta.pk),
+            channel=Slot("channel", Chat._meta.get_field("channel")),
+        )
+        .live()
+        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")[:1]
+    )
+
+
+# Every visitor message finds and locks its room with it: compiled once.
+_LOCKED_ROOM = ModelStatement(_locked_room)
+
+
+def locked_room(*, widget_id: int, contact_id: int, channel: str) -> Chat | None:
+    """The contact's room on `channel`, locked until the transaction ends (only the chat's own row),
+    with its widget and contact joined; None when there is none yet or the contact's erasure was
+    accepted. A merged contact may have several: the one with the latest message."""
+    found = _LOCKED_ROOM.instances(widget=widget_id, contact=contact_id, channel=channel)
+    return found[0] if found else None
+
+
 def _previous_message_at():
     at = Slot("at", Message._meta.get_field("created_at"))
     earlier = Q(created_at__lt=at) | Q(created_at=at, id__lt=Slot("message", Message._meta.pk))

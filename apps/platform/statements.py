@@ -145,12 +145,14 @@ class _CompiledModels:
     init_list: tuple[str, ...]  # the model's own attnames, in column order
     model_columns: slice
     populators: tuple  # the ORM's RelatedPopulators (select_related), stateless once built
+    annotations: tuple[tuple[str, int], ...]  # (attribute, column) of each annotate() value
 
 
 class ModelStatement(Statement):
-    """`build(*shape)` returns a model queryset (`select_related` and `select_for_update` allowed)
-    whose varying values are `Slot`s; each run returns its model instances, built as the ORM's own
-    iterable builds them (`Model.from_db`, related rows cached on their foreign keys). For a lookup
+    """`build(*shape)` returns a model queryset (`select_related`, `select_for_update` and `annotate`
+    allowed) whose varying values are `Slot`s; each run returns its model instances, built as the
+    ORM's own iterable builds them (`Model.from_db`, related rows cached on their foreign keys, each
+    annotation set as an attribute). For a lookup
     every write makes, such as a writer's `SELECT ... FOR UPDATE` of a chat with three related rows,
     building and compiling the query is most of its cost through the ORM.
 
@@ -178,13 +180,15 @@ class ModelStatement(Statement):
             obj = compiled.model.from_db(using, compiled.init_list, row[compiled.model_columns])
             for populator in compiled.populators:
                 populator.populate(row, obj)
+            for name, position in compiled.annotations:
+                setattr(obj, name, row[position])
             found.append(obj)
         return found
 
     def _compile(self, using: str, shape: tuple) -> _CompiledModels:
         queryset = self._build(*shape)
         query = queryset.query
-        if query.values_select or query.annotation_select:  # values(), values_list() or annotate()
+        if query.values_select or (query.annotation_select and not query.default_cols):  # values(), values_list()
             raise TypeError("a ModelStatement compiles querysets of model instances only")
         compiler = query.get_compiler(using)
         sql, params = compiler.as_sql()  # FOR UPDATE outside a transaction: the ORM's own error
@@ -201,6 +205,7 @@ class ModelStatement(Statement):
             init_list=tuple(column[0].target.attname for column in select[model_columns]),
             model_columns=model_columns,
             populators=tuple(get_related_populators(klass_info, select, using)),
+            annotations=tuple(compiler.annotation_col_map.items()),
         )
         with self._lock:
             self._compiled[(using, shape)] = compiled

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Count
 from django.db.models.functions import Upper
 from django.test.utils import CaptureQueriesContext
 
@@ -82,16 +83,40 @@ def test_rows_name_the_columns_in_the_order_values_gave_them(widget):
     assert found[:2] == ("ORDERED", "ordered")
 
 
-@pytest.mark.parametrize("shape", ["values", "values_list", "annotate"])
+@pytest.mark.parametrize("shape", ["values", "values_list", "values_list_of_an_expression"])
 def test_a_model_statement_compiles_querysets_of_instances_only(widget, shape):
     queryset = Widget.objects.filter(pk=Slot("pk", Widget._meta.pk))
     built = {
         "values": queryset.values("name"),
         "values_list": queryset.values_list("name"),
-        "annotate": queryset.annotate(label=Upper("name")),
+        "values_list_of_an_expression": queryset.values_list(Upper("name")),
     }[shape]
     with pytest.raises(TypeError):
         statements.ModelStatement(lambda: built).instances(pk=widget.pk)
+
+
+def test_a_model_statements_annotations_are_attributes_as_the_orm_sets_them(widget):
+    def build():
+        return (
+            ApiToken.objects.select_related("widget")
+            .annotate(label=Upper("name"), siblings=Count("widget__api_tokens"))
+            .filter(pk=Slot("pk", ApiToken._meta.pk))
+        )
+
+    issued = services.issue_token(widget=widget, scopes=["chats:read"], name="annotated")
+    services.issue_token(widget=widget, scopes=["chats:read"], name="other")
+    token = ApiToken.objects.get(prefix=issued.plaintext[:12])
+
+    (found,) = statements.ModelStatement(build).instances(pk=token.pk)
+
+    expected = (
+        ApiToken.objects.select_related("widget")
+        .annotate(label=Upper("name"), siblings=Count("widget__api_tokens"))
+        .get(pk=token.pk)
+    )
+    assert (found.pk, found.label, found.siblings) == (expected.pk, expected.label, expected.siblings)
+    assert (found.label, found.siblings) == ("ANNOTATED", 2)
+    assert found.widget == widget and found.name == "annotated"
 
 
 def test_a_model_statement_has_no_tuples(widget):

@@ -9,7 +9,6 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from apps.agents.models import Agent
@@ -23,7 +22,7 @@ from ..models import AiSettings, Alert, Assistant, ReplyClaim
 from ..providers import ChatMessage, ProviderError, complete
 from . import enqueueing, limits, turns
 from .claims import _claim, _hold, _let_go
-from .reads import _content, _newer_visitor_messages, visible_history
+from .reads import _content, visible_history
 
 logger = logging.getLogger(__name__)
 
@@ -34,20 +33,7 @@ def answer(*, message_id: int) -> str:
     `disabled`, `unconfigured`, `claimed_elsewhere`, `waiting` (the widget's slots are taken: the task
     comes back, `turns`) or `not_a_visitor_message`. Safe to run twice
     and concurrently for one message: it is answered at most once."""
-    message = (
-        Message.objects.select_related("chat", "chat__widget", "chat__contact", "chat__handled_by")
-        .annotate(
-            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
-            # The AI configuration's version: the configuration itself comes from the process's copy.
-            ai_config_version=Subquery(
-                AiSettings.objects.filter(widget_id=OuterRef("widget_id")).values("config_version")[:1]
-            ),
-        )
-        .filter(pk=message_id)
-        # A contact whose erasure was accepted reads as missing: nothing of it goes to a provider.
-        .live()
-        .first()
-    )
+    message = selectors.answerable_message(message_id)
     if message is None or message.author_kind != Message.Author.CLIENT:
         return "not_a_visitor_message"
     chat, widget = message.chat, message.chat.widget
@@ -310,17 +296,7 @@ def _finish(
         return str(ReplyClaim.State.DROPPED)
     # One read under the chat's lock: the claim (locked), whether a newer visitor message arrived,
     # and the AI switch and shadow mode again (they may have changed while the provider worked).
-    ai_row = AiSettings.objects.filter(widget_id=widget.pk)
-    held = (
-        ReplyClaim.objects.select_for_update()
-        .filter(pk=claim.pk, token=claim.token)
-        .annotate(
-            newer_exists=Exists(_newer_visitor_messages(message.chat_id, message.widget_id, message.pk)),
-            ai_enabled=Subquery(ai_row.values("enabled")[:1]),
-            ai_shadow=Subquery(ai_row.values("shadow_mode")[:1]),
-        )
-        .first()
-    )
+    held = selectors.held_claim(claim, message)
     if held is None or held.state != ReplyClaim.State.WORKING:
         return "claimed_elsewhere"
     reply = None

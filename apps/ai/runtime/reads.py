@@ -12,14 +12,8 @@ from ..models import Assistant
 from . import limits
 
 
-def _newer_visitor_messages(chat_id, widget_id, message_id):
-    return Message.objects.filter(
-        chat_id=chat_id, widget_id=widget_id, author_kind=Message.Author.CLIENT, id__gt=message_id
-    )
-
-
 def newer_visitor_message_exists(message: Message) -> bool:
-    return _newer_visitor_messages(message.chat_id, message.widget_id, message.pk).exists()
+    return selectors.newer_visitor_messages(message.chat_id, message.widget_id, message.pk).exists()
 
 
 def active_operator(widget: Widget, assistant: Assistant) -> Agent | None:

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from apps.chats.models import Chat, Message
 
+from .. import selectors
 from ..models import AiSettings, ReplyClaim
 from . import enqueueing, limits, turns
-from .reads import _newer_visitor_messages
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,9 @@ def lost_messages(*, now: datetime | None = None, limit: int = REDRIVE_LIMIT) ->
         .exclude(chat__handled_by_type=Chat.OperatorType.HUMAN)
         .annotate(
             claimed=Exists(live_claims),
-            newer_exists=Exists(_newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))),
+            newer_exists=Exists(
+                selectors.newer_visitor_messages(OuterRef("chat_id"), OuterRef("widget_id"), OuterRef("pk"))
+            ),
         )
         .filter(claimed=False, newer_exists=False)
         .order_by("created_at", "id")

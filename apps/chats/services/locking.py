@@ -38,8 +38,8 @@ AGENT_MESSAGE_RELATED = ("widget", "contact", "agent")
 def lock_chat(*, widget: Widget, chat: Chat, related: tuple[str, ...] = ("widget", "contact")) -> Chat:
     """The chat row of `widget`, locked until the transaction ends (only the chat's own row:
     `of=self`), with `related` rows joined. The one way a writer takes a chat by id (a visitor's
-    message takes its room by contact: `_locked_room`). Chat.DoesNotExist when `widget` has no
-    such chat, or its contact's erasure was accepted (apps.erasure): nothing writes it back.
+    message takes its room by contact: `selectors.locked_room`). Chat.DoesNotExist when `widget` has
+    no such chat, or its contact's erasure was accepted (apps.erasure): nothing writes it back.
 
     It always reads and locks: a chat locked already in the same transaction is read again by its
     primary key (the lock is held, so nothing waits), and the caller gets the row as it stands."""

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from apps.agents.models import Agent
 from apps.core import events
 from apps.core.models import Widget
 
+from .. import selectors
 from ..models import PROACTIVE_ORIGIN, Chat, Contact, Message, Rating
 from .attribution import assigned_by, emit_accepted, emit_assigned, record_answer
 from .locking import AGENT_MESSAGE_RELATED, AlreadyRated, ensure_not_spam, lock_chat
@@ -132,7 +132,7 @@ def post_client_message(
 
     An existing room is found and locked by one statement (every visitor message takes this path:
     finding it and then locking it by id read the chat twice)."""
-    chat = _locked_room(widget=widget, contact=contact, channel=channel)
+    chat = selectors.locked_room(widget_id=widget.pk, contact_id=contact.pk, channel=channel)
     new_room = chat is None
     if new_room:
         chat = get_or_create_room(widget=widget, contact=contact, channel=channel, source=source)
@@ -148,19 +148,6 @@ def post_client_message(
     if new_room and on_new_room is not None:
         on_new_room(chat)
     return message
-
-
-def _locked_room(*, widget: Widget, contact: Contact, channel: str) -> Chat | None:
-    """The contact's room on `channel`, locked as lock_chat locks it (widget and contact joined), or
-    None when there is none yet (a merged contact's room: the chat with the latest message)."""
-    return (
-        Chat.objects.select_for_update(of=("self",))
-        .select_related("widget", "contact")
-        .filter(widget_id=widget.pk, contact_id=contact.pk, channel=channel)
-        .live()
-        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")
-        .first()
-    )
 
 
 @transaction.atomic

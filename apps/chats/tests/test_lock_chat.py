@@ -8,9 +8,9 @@ from django.db import connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
+from apps.chats import selectors
 from apps.chats.models import Chat
 from apps.chats.services import AGENT_MESSAGE_RELATED, MessageInput, lock_chat, post_client_message
-from apps.chats.services.messages import _locked_room
 from apps.chats.tests.factories import ChatFactory, ContactFactory
 from tests.support.factories import AgentFactory, WidgetFactory
 
@@ -135,8 +135,8 @@ def test_another_widgets_contact_finds_no_room_of_this_widget():
     chat = ChatFactory()
     other = WidgetFactory()
     with transaction.atomic():
-        assert _locked_room(widget=other, contact=chat.contact, channel=chat.channel) is None
-        assert _locked_room(widget=chat.widget, contact=chat.contact, channel=chat.channel) == chat
+        assert selectors.locked_room(widget_id=other.pk, contact_id=chat.contact_id, channel=chat.channel) is None
+        assert selectors.locked_room(widget_id=chat.widget_id, contact_id=chat.contact_id, channel=chat.channel) == chat
 
 
 def _chat_reads(ctx) -> int:

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 import apps
 from apps.agents.tests.factories import HumanAgentFactory
+from apps.ai import selectors as ai
 from apps.ai.tests.factories import AiOperatorFactory, AssistantFactory
 from apps.canned import selectors as canned
 from apps.chats import selectors as chats
@@ -52,6 +53,8 @@ EXEMPT: dict[str, str] = {
     "apps.routing.selectors.routing_payload": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.sla_payload": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.render_for_chat": TAKES_A_LIVE_PARENT,
+    "apps.ai.selectors.held_claim": "the claim of a message its caller read through .live(), and whether a newer one exists",
+    "apps.ai.selectors.newer_visitor_messages": "a subquery of messages after one its caller read through .live()",
     "apps.canned.selectors.variable_values": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.render_text_for_chat": TAKES_A_LIVE_PARENT,
     "apps.chats.selectors.get_chat_label_names": TAKES_A_LIVE_PARENT,
@@ -172,7 +175,14 @@ def _evidence(w: World) -> None:
     assert not [word for word in w.gone.words if word in found]
 
 
+def _answerable_message(w: World) -> None:
+    for person, found in ((w.kept, True), (w.gone, False)):
+        message = MessageFactory(chat=person.chats[0], author_kind=Message.Author.CLIENT)
+        assert (ai.answerable_message(message.pk) is not None) is found
+
+
 CALLED: dict[str, Callable[[World], None]] = {
+    "apps.ai.selectors.answerable_message": _answerable_message,
     "apps.canned.selectors.get_chat": _one_chat_each(lambda chat: canned.get_chat(widget=chat.widget, chat_id=chat.pk)),
     "apps.chats.selectors.not_erasing_file": _files,
     "apps.chats.selectors.get_room": _one_chat_each(
@@ -180,6 +190,9 @@ CALLED: dict[str, Callable[[World], None]] = {
     ),
     "apps.chats.selectors.locked_chat": _one_chat_each(
         lambda chat: chats.locked_chat(widget_id=chat.widget_id, chat_id=chat.pk, related=("contact",))
+    ),
+    "apps.chats.selectors.locked_room": _one_chat_each(
+        lambda chat: chats.locked_room(widget_id=chat.widget_id, contact_id=chat.contact_id, channel=chat.channel)
     ),
     "apps.chats.selectors.list_chats": _chat_list(
         lambda w: [
