@@ -40,9 +40,11 @@ each process (`web`, `worker`, `ai`, and `postgres` and `redis` when this user c
 target beyond no failed request.
 
 A chat's first message opens its room and is not timed; every chat has its room open and its first
-answer before any chat sends a timed message, and then each chat's first timed message comes at a
-random moment within one provider median, so the timed messages are those of chats in conversation
-rather than of rooms opened in the same second. Each level also prints an INFO line splitting a
+answer before any chat sends a timed message, and then each chat's first timed message comes after
+a pause drawn uniformly up to BENCH_AI_REPLY_FIRST_PAUSE_MS (default 5 s: a visitor reads the answer
+and types the next question), so the timed messages are those of chats in conversation rather than
+of 100 visitors writing in the same instant; after that each chat writes as soon as it has its
+answer. Each level also prints an INFO line splitting a
 message's latency at the POST's answer: `post_p50`, the visitor API's write of the message itself,
 and `after_post_p50`/`after_post_p99`, from that answer to the AI's answer on the socket; and
 `opening_post_p50`/`opening_post_p99`, the POSTs that opened the rooms, all at once.
@@ -88,6 +90,9 @@ TARGETS = {
 MESSAGES = env_int("BENCH_AI_REPLY_MESSAGES", 200)
 PROVIDER_MEDIAN = env_int("BENCH_AI_REPLY_PROVIDER_MEDIAN_MS", 800) / 1000
 PROVIDER_SIGMA = 0.5
+# A visitor's pause between reading the first answer and sending the next message (the most of a
+# uniform draw): the time to read two sentences and type a short question, which is longer still.
+FIRST_PAUSE = env_int("BENCH_AI_REPLY_FIRST_PAUSE_MS", 5000) / 1000
 THROUGHPUT_CHATS = env_int("BENCH_AI_REPLY_THROUGHPUT_CHATS", 20)
 THROUGHPUT_WIDGETS = 10
 # The web processes, as scripts/web.sh starts them with Redis: one per core.
@@ -296,9 +301,9 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
                 waiting.add(tag)
                 arrived()
                 await all_ready.wait()
-                # Chats in conversation write at their own moments, not all in the same millisecond:
-                # each one's first timed message comes at a random point of one provider median.
-                await asyncio.sleep(random.uniform(0, PROVIDER_MEDIAN))  # noqa: S311 - not a secret
+                # Chats in conversation write at their own moments, not all in the same instant: each
+                # visitor reads the first answer and writes again after a pause of up to FIRST_PAUSE.
+                await asyncio.sleep(random.uniform(0, FIRST_PAUSE))  # noqa: S311 - not a secret
             question = f"Question {i} of chat {tag}: how long is delivery?"
             sent = time.perf_counter()
             body = {"type": "text", "body": question}

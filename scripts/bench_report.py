@@ -54,8 +54,9 @@ WHAT = {
     "ai_reply": (
         "a visitor's message to the AI operator's answer on the visitor's websocket, with a provider that takes "
         "as long as real ones (a lognormal delay, median 800 ms): the time added to each answer, against one SDK "
-        "call, an INSERT and its push, timed once every chat's room is open and answered (the POSTs that opened the "
-        "rooms, all at once, are the `opening_post` figures of the log's INFO lines); and the answers per second "
+        "call, an INSERT and its push, timed once every chat's room is open and answered and each visitor has paused "
+        "up to 5 s before writing again (the POSTs that opened the rooms, all at once, are the `opening_post` figures "
+        "of the log's INFO lines); and the answers per second "
         "with a provider that answers at once, with each process's CPU per answer"
     ),
     "ai_test": "the detached assistant test against a request of the same shape, and tests held at once",
