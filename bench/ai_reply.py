@@ -290,7 +290,12 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
         """Frames until a `message` frame whose message `accept` takes: when it arrived and the message."""
         deadline = time.monotonic() + timeout
         while True:
-            frame = json.loads(await ws.receive_str(timeout=max(0.001, deadline - time.monotonic())))
+            received = await ws.receive(timeout=max(0.001, deadline - time.monotonic()))
+            if received.type != aiohttp.WSMsgType.TEXT:
+                raise ConnectionError(
+                    f"the socket ended ({received.type.name}, close code {ws.close_code}, {ws.exception()!r})"
+                )
+            frame = json.loads(received.data)
             if frame.get("event") == "message" and accept(frame["message"]):
                 return time.perf_counter(), frame["message"]
 
