@@ -109,8 +109,14 @@ def filter_chats(
         if ids is not None:
             queryset = queryset.filter(pk__in=ids)
         else:
+            # A scalar subquery, not EXISTS: PostgreSQL turns an EXISTS into a semi-join and, for a
+            # pattern the index cannot narrow, plans it as a hash join over every visible message of
+            # the widget. A scalar subquery stays a probe of each chat's own messages, so the list
+            # walks the chats in its order and stops at its page.
             matching = visible_messages(widget).filter(chat_id=OuterRef("pk"), body__ilike=like_pattern(q))
-            queryset = queryset.filter(Exists(matching))
+            queryset = queryset.alias(matched_message=Subquery(matching.values("pk")[:1])).filter(
+                matched_message__isnull=False
+            )
     return queryset
 
 
