@@ -269,7 +269,7 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
         if ready == level:
             all_ready.set()
 
-    async def chat_loop(http: aiohttp.ClientSession, widget) -> None:
+    async def chat_loop(http: aiohttp.ClientSession, sockets: aiohttp.ClientSession, widget) -> None:
         tag = uuid.uuid4().hex[:10]
         try:
             base = f"{server.base}/api/visitor/v1/{widget.button_guid}"
@@ -277,7 +277,7 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
                 assert r.status == 201, await r.text()
                 token = (await r.json())["session_token"]
             ws_url = f"{server.base.replace('http://', 'ws://')}/ws/visitor/{widget.button_guid}/?session={token}"
-            async with http.ws_connect(ws_url, autoping=True) as ws:
+            async with sockets.ws_connect(ws_url, autoping=True) as ws:
                 opened.append(time.perf_counter())
                 await send(http, base, {"Authorization": f"Visitor {token}"}, ws, tag)
         except Exception as exc:  # noqa: BLE001 - reported below
@@ -324,11 +324,17 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
                 result.openings.append((posted - sent) * 1000)
 
     # One connection pool per chat, as each visitor's browser has its own.
+    # A browser opens a socket on a connection of its own, never on one its requests kept alive: so
+    # does each chat here (the server closes a socket upgraded on a kept-alive connection once the
+    # HTTP keep-alive timeout passes, uvicorn's timer being left armed by the upgrade).
     sessions = [aiohttp.ClientSession(timeout=timeout) for _ in range(level)]
+    sockets = [aiohttp.ClientSession() for _ in range(level)]
     try:
-        await asyncio.gather(*(chat_loop(http, widgets[i % len(widgets)]) for i, http in enumerate(sessions)))
+        await asyncio.gather(
+            *(chat_loop(http, sockets[i], widgets[i % len(widgets)]) for i, http in enumerate(sessions))
+        )
     finally:
-        await asyncio.gather(*(http.close() for http in sessions))
+        await asyncio.gather(*(http.close() for http in (*sessions, *sockets)))
     result.sockets_open = (max(opened) - started) * 1000 if len(opened) == level else float("inf")
     if result.errors:
         print(
