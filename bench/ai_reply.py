@@ -44,10 +44,10 @@ answer before any chat sends a timed message, and then each chat's first timed m
 a pause drawn uniformly up to BENCH_AI_REPLY_FIRST_PAUSE_MS (default 5 s: a visitor reads the answer
 and types the next question), so the timed messages are those of chats in conversation rather than
 of 100 visitors writing in the same instant; after that each chat writes as soon as it has its
-answer. Each level also prints an INFO line splitting a
-message's latency at the POST's answer: `post_p50`, the visitor API's write of the message itself,
-and `after_post_p50`/`after_post_p99`, from that answer to the AI's answer on the socket; and
-`opening_post_p50`/`opening_post_p99`, the POSTs that opened the rooms, all at once.
+answer. Each level also prints an INFO line splitting a message's latency at the POST's answer:
+`post_p50`, the visitor API's write of the message itself, and `after_post_p50`/`after_post_p99`,
+from that answer to the AI's answer on the socket; and `opening_post_p50`/`opening_post_p99`, the
+POSTs that opened the rooms, all at once.
 
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL, the broker and channel layer the processes
 share); seeds its own widgets (`bench-ai-reply-*`, deleted at the end). Knobs: BENCH_AI_REPLY_MESSAGES
@@ -90,8 +90,8 @@ TARGETS = {
 MESSAGES = env_int("BENCH_AI_REPLY_MESSAGES", 200)
 PROVIDER_MEDIAN = env_int("BENCH_AI_REPLY_PROVIDER_MEDIAN_MS", 800) / 1000
 PROVIDER_SIGMA = 0.5
-# A visitor's pause between reading the first answer and sending the next message (the most of a
-# uniform draw): the time to read two sentences and type a short question, which is longer still.
+# The longest pause (of a uniform draw) between a visitor's first answer and their next message:
+# shorter than a person needs to read two sentences and type a short question.
 FIRST_PAUSE = env_int("BENCH_AI_REPLY_FIRST_PAUSE_MS", 5000) / 1000
 THROUGHPUT_CHATS = env_int("BENCH_AI_REPLY_THROUGHPUT_CHATS", 20)
 THROUGHPUT_WIDGETS = 10
@@ -323,10 +323,10 @@ async def _run_level(server: Server, widgets: list, level: int, messages: int) -
             else:
                 result.openings.append((posted - sent) * 1000)
 
-    # One connection pool per chat, as each visitor's browser has its own.
-    # A browser opens a socket on a connection of its own, never on one its requests kept alive: so
-    # does each chat here (the server closes a socket upgraded on a kept-alive connection once the
-    # HTTP keep-alive timeout passes, uvicorn's timer being left armed by the upgrade).
+    # One connection pool per chat, as each visitor's browser has its own. A browser opens a socket on
+    # a connection of its own, never on one its requests kept alive: so does each chat here (the
+    # server closes a socket upgraded on a kept-alive connection once the HTTP keep-alive timeout
+    # passes, uvicorn's timer being left armed by the upgrade).
     sessions = [aiohttp.ClientSession(timeout=timeout) for _ in range(level)]
     sockets = [aiohttp.ClientSession() for _ in range(level)]
     try:

@@ -152,9 +152,9 @@ class ModelStatement(Statement):
     """`build(*shape)` returns a model queryset (`select_related`, `select_for_update` and `annotate`
     allowed) whose varying values are `Slot`s; each run returns its model instances, built as the
     ORM's own iterable builds them (`Model.from_db`, related rows cached on their foreign keys, each
-    annotation set as an attribute). For a lookup
-    every write makes, such as a writer's `SELECT ... FOR UPDATE` of a chat with three related rows,
-    building and compiling the query is most of its cost through the ORM.
+    annotation set as an attribute). For a lookup every write makes, such as a writer's `SELECT ...
+    FOR UPDATE` of a chat with three related rows, building and compiling the query is most of its
+    cost through the ORM.
 
     A locking statement raises TransactionManagementError outside a transaction, as the ORM's
     does."""

@@ -48,13 +48,13 @@ TAKES_A_LIVE_PARENT = "reads under a chat, contact or ticket its caller already 
 
 # selector -> why it needs no erasure rule of its own
 EXEMPT: dict[str, str] = {
+    "apps.ai.selectors.held_claim": "the claim of a message its caller read through .live(), and whether a newer one exists",
+    "apps.ai.selectors.newer_visitor_messages": "a subquery of messages after one its caller read through .live()",
     "apps.routing.selectors.chat_routing": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.queue_position": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.routing_payload": TAKES_A_LIVE_PARENT,
     "apps.routing.selectors.sla_payload": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.render_for_chat": TAKES_A_LIVE_PARENT,
-    "apps.ai.selectors.held_claim": "the claim of a message its caller read through .live(), and whether a newer one exists",
-    "apps.ai.selectors.newer_visitor_messages": "a subquery of messages after one its caller read through .live()",
     "apps.canned.selectors.variable_values": TAKES_A_LIVE_PARENT,
     "apps.canned.selectors.render_text_for_chat": TAKES_A_LIVE_PARENT,
     "apps.chats.selectors.get_chat_label_names": TAKES_A_LIVE_PARENT,
