@@ -126,8 +126,11 @@ def test_enrolment_by_the_qr_code_then_a_recovery_code(browser, server):
 
         # the QR code, read from pixels as a phone's camera would
         shot = png_pixels(page.locator("svg.qr").screenshot())
-        # one code, whatever number of times the reader reports it (it may find it once per pass)
-        [uri] = {found.text for found in zxingcpp.read_barcodes(shot)}
+        # one QR code, whatever number of times the reader reports it (it may find it once per
+        # pass); only QR is asked for, since a random secret's modules can pass for a 1D barcode
+        found = {code.text for code in zxingcpp.read_barcodes(shot, formats=zxingcpp.BarcodeFormat.QRCode)}
+        assert len(found) == 1, found
+        [uri] = found
         assert uri.startswith("otpauth://totp/") and "issuer=" in uri
         typed_key = page.locator("#twofa-secret").inner_text().replace(" ", "")
         assert parse_qs(urlparse(uri).query)["secret"][0] == typed_key  # the same secret in text
