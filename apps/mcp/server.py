@@ -69,11 +69,19 @@ def problem_of(err: AppError) -> dict:
     return problem
 
 
-def tool_error(problem: dict) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(problem, ensure_ascii=False))],
-        is_error=True,
-    )
+def tool_result(text: str, *, structured_content: dict | None = None, is_error: bool = False) -> dict:
+    """A `tools/call` result in its wire form. The SDK validates a handler's result against the
+    protocol's CallToolResult either way; a dict spares building that model here (the whole answer
+    of the route, twice: as structured content and as its JSON text) and dumping it back there."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    result["resultType"] = "complete"  # as the model dumps it; the SDK drops it for versions without it
+    if structured_content is not None:
+        result["structuredContent"] = structured_content
+    return result
+
+
+def tool_error(problem: dict) -> dict:
+    return tool_result(json.dumps(problem, ensure_ascii=False), is_error=True)
 
 
 def describe(tool: Tool) -> types.Tool:
@@ -126,7 +134,7 @@ def missing_scope(what: str, missing: list[list[str]]) -> dict:
     }
 
 
-def _call_tool(context: Context, tool: Tool, arguments: dict) -> types.CallToolResult:
+def _call_tool(context: Context, tool: Tool, arguments: dict) -> dict:
     missing = tool.missing(context.token.scopes)
     if missing:
         return tool_error(missing_scope(f"The tool {tool.name}", missing))
@@ -137,11 +145,7 @@ def _call_tool(context: Context, tool: Tool, arguments: dict) -> types.CallToolR
         result = tool.run(context, arguments)
     except ToolRefused as refused:
         return tool_error(refused.problem)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))],
-        structured_content=structured(tool, result),
-        is_error=False,
-    )
+    return tool_result(json.dumps(result, ensure_ascii=False, default=str), structured_content=structured(tool, result))
 
 
 def _template_regex(template: str) -> re.Pattern:
@@ -194,7 +198,7 @@ def build(credential: str | None = None, environ: Mapping[str, str] | None = Non
 
         return types.ListToolsResult(tools=await authenticated(ctx, listed))
 
-    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> dict:
         tool = registry.tools().get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")

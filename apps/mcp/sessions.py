@@ -15,6 +15,12 @@ set; on the embedded default, whose web server is one process, a cache in this p
   its number, so another session's ids resume nothing. A session keeps its newest MAX_EVENTS
   events (storing one drops the one MAX_EVENTS before it), each for EVENT_TTL seconds.
 
+On Redis an event is stored by one script (the counter's INCR, the event's SET, the oldest one's
+DEL: one round trip, atomic across processes) on the process's shared client
+(apps.platform.redis_pool), its stream and message as JSON, and events are read back on that
+client; the counter and every key are the cache's own (`make_key`), so the registry's reads and its
+DELETE find them. Elsewhere the same steps go through the cache API, under its lock.
+
 The cache is synchronous (and Django's async methods run it on one shared thread): each call runs
 in a worker thread, off the event loop.
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -55,13 +62,44 @@ def _in_memory() -> BaseCache:
     return LocMemCache("mcp-sessions", {"OPTIONS": {"MAX_ENTRIES": 10_000}})
 
 
+@functools.cache
+def _shared() -> BaseCache:
+    return caches.create_connection("default")
+
+
 def store() -> BaseCache:
     """Where the sessions are: with REDIS_URL the default cache, which every process and replica
     shares. Without it the default cache is a folder of files that keeps at most 300 entries and,
     when full, drops a third of them at random (sessions among them, with every event a session
     stores adding one); the one web process keeps them in its memory instead (the oldest used
-    dropped first past 10,000 entries)."""
-    return caches["default"] if settings.REDIS_URL else _in_memory()
+    dropped first past 10,000 entries).
+
+    One instance of the default cache serves the whole process (redis-py's connection pool is
+    thread-safe). `caches["default"]` would not do here: Django keeps it per context, and each call
+    below runs in a worker thread on a copy of its request's context, where it would build a new
+    client, with a new connection to Redis, every time."""
+    return _shared() if settings.REDIS_URL else _in_memory()
+
+
+# KEYS[1]: the session's event counter; KEYS[2]: its events' key without their number.
+# ARGV: the event, its time to live in seconds, MAX_EVENTS. A counter that is gone (the session ended
+# or expired) starts again, living as long as the event: the session's last events go nowhere.
+_APPEND = """
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], 0, 'EX', ARGV[2]) end
+local n = redis.call('INCR', KEYS[1])
+redis.call('SET', KEYS[2] .. n, ARGV[1], 'EX', ARGV[2])
+local keep = tonumber(ARGV[3])
+if n > keep then redis.call('DEL', KEYS[2] .. (n - keep)) end
+return n
+"""
+
+
+@functools.cache
+def _redis():
+    from apps.platform.redis_pool import shared_client
+
+    client = shared_client(settings.REDIS_URL)
+    return client, client.register_script(_APPEND)
 
 
 def _key(session_id: str, *parts: object) -> str:
@@ -160,17 +198,34 @@ class SessionEvents(EventStore):
         self.ttl, self.follow_for = ttl, follow_for
 
     def _store(self, stream_id: StreamId, message: types.JSONRPCMessage | None) -> EventId:
+        data = None if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
         counter = _key(self.session_id, "n")
-        try:  # atomic: Redis counts across processes, the in-memory cache under its lock
+        if settings.REDIS_URL:
+            _, append = _redis()
+            cache = store()
+            # the event keys' common part, as the cache's key function (prefix:version:key) makes them
+            events = cache.make_key(_key(self.session_id, "e", ""))
+            keys = [cache.make_key(counter), events]
+            number = append(keys=keys, args=[_pack(stream_id, data), int(self.ttl), MAX_EVENTS])
+            return f"{self.tag}-{number}"
+        try:  # atomic: the in-memory cache counts under its lock
             number = store().incr(counter)
         except ValueError:  # the session is gone (ended, expired): its last events go nowhere
             store().add(counter, 0, self.ttl)
             number = store().incr(counter)
-        data = None if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
         store().set(_key(self.session_id, "e", number), (stream_id, data), self.ttl)
         if number > MAX_EVENTS:
             store().delete(_key(self.session_id, "e", number - MAX_EVENTS))
         return f"{self.tag}-{number}"
+
+    def _events(self, numbers: range) -> dict[int, tuple[StreamId, str | None]]:
+        """The events of `numbers` the session keeps: each one's stream and message."""
+        if settings.REDIS_URL:
+            client, _ = _redis()
+            found = client.mget([store().make_key(_key(self.session_id, "e", n)) for n in numbers]) if numbers else []
+            return {n: _unpack(raw) for n, raw in zip(numbers, found, strict=True) if raw is not None}
+        keys = {_key(self.session_id, "e", n): n for n in numbers}
+        return {keys[key]: tuple(event) for key, event in store().get_many(list(keys)).items()}
 
     async def store_event(self, stream_id: StreamId, message: types.JSONRPCMessage | None) -> EventId:
         return await _off_loop(lambda: self._store(stream_id, message))
@@ -180,12 +235,12 @@ class SessionEvents(EventStore):
         the first one numbered but not stored yet (its process is writing it)."""
         last = store().get(_key(self.session_id, "n")) or 0
         numbers = range(max(number + 1, last - MAX_EVENTS + 1), last + 1)
-        found = store().get_many([_key(self.session_id, "e", n) for n in numbers])
+        found = self._events(numbers)
         events = []
         for n in numbers:
-            if (key := _key(self.session_id, "e", n)) not in found:
+            if n not in found:
                 break
-            events.append((n, *found[key]))
+            events.append((n, *found[n]))
         return events
 
     async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
@@ -196,7 +251,7 @@ class SessionEvents(EventStore):
         if tag != self.tag or not digits.isdigit():
             return None
         number = int(digits)
-        event = await _off_loop(lambda: store().get(_key(self.session_id, "e", number)))
+        event = (await _off_loop(lambda: self._events(range(number, number + 1)))).get(number)
         if event is None:
             return None
         stream_id, data = event
@@ -214,6 +269,18 @@ class SessionEvents(EventStore):
             if answered or time.monotonic() >= give_up:
                 return stream_id
             await asyncio.sleep(FOLLOW_EVERY)
+
+
+def _pack(stream_id: StreamId, data: str | None) -> str:
+    """An event as Redis keeps it: its stream id as JSON (one line), then its message as sent, if any
+    (not quoted again: a page of a list would be escaped and unescaped once more for nothing)."""
+    head = json.dumps(stream_id)
+    return head if data is None else f"{head}\n{data}"
+
+
+def _unpack(raw: bytes) -> tuple[StreamId, str | None]:
+    head, newline, data = raw.decode().partition("\n")
+    return json.loads(head), (data if newline else None)
 
 
 def _is_answer(message: types.JSONRPCMessage | str) -> bool:

@@ -310,7 +310,7 @@ def test_a_busy_session_moves_its_expiry_on_once_per_thirtieth_of_its_idle_time(
 
     async def go():
         await registry_.open("s1", "token-1", None)
-        kind = type(sessions.store())  # each thread has its own cache object: count at their class
+        kind = type(sessions.store())  # counted at the cache's class, whichever object serves
         real = kind.touch
         monkeypatch.setattr(kind, "touch", lambda self, key, *a, **kw: writes.append(key) or real(self, key, *a, **kw))
         assert await registry_.touch("s1")  # the first use of this process: written
@@ -325,3 +325,36 @@ def test_a_busy_session_moves_its_expiry_on_once_per_thirtieth_of_its_idle_time(
 
     run(go)
     assert len(writes) == 2 * 4  # the session's entry and its event counter, each time
+
+
+def test_a_session_keeps_its_newest_events_and_ending_it_drops_them(make_token, monkeypatch):
+    from apps.mcp import sessions
+
+    monkeypatch.setattr(sessions, "MAX_EVENTS", 3)
+    session = uuid.uuid4().hex
+    registry_ = Registry()
+
+    async def go():
+        await registry_.open(session, "token-1", None)
+        events = SessionEvents(session)
+        ids = [await events.store_event("5", None)]
+        for n in range(4):
+            note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={"progress": n})
+            ids.append(await events.store_event("5", note))
+        got: list[EventMessage] = []
+
+        async def collect(event: EventMessage) -> None:
+            got.append(event)
+
+        # the first two are dropped: resuming from the first is resuming from nothing
+        assert await events.replay_events_after(ids[0], collect) is None
+        assert await events.replay_events_after(ids[1], collect) is None
+        # from the third, the two after it, as they were sent
+        events.follow_for = 0
+        assert await events.replay_events_after(ids[2], collect) == "5"
+        assert [event.event_id for event in got] == ids[3:]
+        assert [event.message.params["progress"] for event in got] == [2, 3]
+        await registry_.end(session)
+        assert await events.replay_events_after(ids[3], collect) is None
+
+    run(go)
