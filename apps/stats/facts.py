@@ -42,6 +42,7 @@ from apps.core import events
 from apps.core.timeparse import business_tz
 
 from . import report_facts, routing_facts
+from . import selectors as stats_selectors
 from . import services as stats
 from .models import ChatFacts
 
@@ -193,7 +194,7 @@ def _sync(delta: stats.Delta, chat: Chat, *, conversation_start: datetime | None
     """Bring the chat's snapshot up to date and put the difference into `delta`. Idempotent: a
     second call finds nothing to change. A chat without a snapshot (made before facts existed)
     enters with its whole contribution."""
-    facts = stats.get_chat_facts(chat_id=chat.pk)
+    facts = stats_selectors.chat_facts(chat_id=chat.pk)
     created = facts is None
     if created:
         facts = ChatFacts(chat_id=chat.pk, widget_id=chat.widget_id)

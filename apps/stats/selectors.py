@@ -28,10 +28,11 @@ from django.db.models import Count, Sum
 
 from apps.agents.models import Agent
 from apps.core.models import Widget
+from apps.platform.statements import ModelStatement, Slot
 from apps.routing.models import SlaClock
 from apps.stats import facts, routing_facts
 
-from .models import AGENT_COUNTERS, WIDGET_COUNTERS, DailyAgentFacts, DailyWidgetFacts
+from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
 from .windows import Window, buckets, report_tz
 
 WIDGET_METRICS = (
@@ -73,6 +74,17 @@ AGENT_METRICS = (
 RATING_VALUES = (1, 2, 3, 4, 5)
 
 Counters = dict[str, int]
+
+
+# Every stored message brings its chat's snapshot up to date (apps.stats.facts), so this read is
+# compiled once.
+_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)).order_by("pk")[:1])
+
+
+def chat_facts(*, chat_id: int) -> ChatFacts | None:
+    """The chat's snapshot; the caller holds the chat row lock."""
+    found = _CHAT_FACTS.instances(chat=chat_id)
+    return found[0] if found else None
 
 
 def average_seconds(total_ms: int, count: int) -> float | None:

@@ -169,11 +169,6 @@ def apply(delta: Delta) -> None:
             cursor.execute(sql, params)
 
 
-def get_chat_facts(*, chat_id: int) -> ChatFacts | None:
-    """The chat's snapshot; the caller holds the chat row lock."""
-    return ChatFacts.objects.filter(pk=chat_id).first()
-
-
 def save_chat_facts(facts: ChatFacts, *, created: bool, fields: tuple[str, ...]) -> None:
     """Store a new snapshot whole, or write `fields` of an existing one: the counters that
     `message_stored` and `refresh_chat_rating` keep are never written back from a copy."""
