@@ -95,16 +95,7 @@ async def _send_each(layer, sends: list[tuple[list[str], dict]]) -> None:
 
 
 def _send_all(sends: list[tuple[list[str], dict]]) -> None:
-    """Every (groups, message) in one hop to the layer's event loop.
-
-    On the web server's loop the caller does not wait for the sends: a view's thread goes on to its
-    answer while the loop sends (each send still given up after PUSH_TIMEOUT_SECONDS, and logged).
-    Waiting would hold one of the process's few request threads for as long as the loop takes to
-    come round to the sends, which under load is longer than the request's own work. Frames keep
-    their order: the loop starts the hops in the order they were handed over, and each group's send
-    goes out in that order (channels-redis publishes one at a time per connection, the in-process
-    layer appends to a queue). Another process's own loop (a worker's) is waited for: its task
-    ends with its pushes sent."""
+    """Every (groups, message) in one hop to the layer's event loop."""
     layer = get_channel_layer()
     if layer is None or not sends:
         return
@@ -115,8 +106,7 @@ def _send_all(sends: list[tuple[list[str], dict]]) -> None:
     try:
         if loop is not None and loop.is_running() and not _on(loop):
             sent = asyncio.run_coroutine_threadsafe(_send_each(layer, sends), loop)
-            if loop is not _server_loop:
-                sent.result(timeout=PUSH_TIMEOUT_SECONDS * count + 1)
+            sent.result(timeout=PUSH_TIMEOUT_SECONDS * count + 1)
         else:
             async_to_sync(_send_each)(layer, sends)
     except Exception:  # best effort, as above
