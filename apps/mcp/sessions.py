@@ -17,9 +17,10 @@ set; on the embedded default, whose web server is one process, a cache in this p
 
 On Redis an event is stored by one script (the counter's INCR, the event's SET, the oldest one's
 DEL: one round trip, atomic across processes) on the process's shared client
-(apps.platform.redis_pool), its stream and message as JSON, and events are read back on that
-client; the counter and every key are the cache's own (`make_key`), so the registry's reads and its
-DELETE find them. Elsewhere the same steps go through the cache API, under its lock.
+(apps.platform.redis_pool), as its stream id (JSON) and its message's JSON on a line of their own
+(_pack), and events are read back on that client; the counter and every key are the cache's own
+(`make_key`), so the registry's reads and its DELETE find them. Elsewhere the same steps go through
+the cache API, under its lock.
 
 The cache is synchronous (and Django's async methods run it on one shared thread): each call runs
 in a worker thread, off the event loop.
@@ -77,7 +78,7 @@ def store() -> BaseCache:
     One instance of the default cache serves the whole process (redis-py's connection pool is
     thread-safe). `caches["default"]` would not do here: Django keeps it per context, and each call
     below runs in a worker thread on a copy of its request's context, where it would build a new
-    client, with a new connection to Redis, every time."""
+    cache object and client on every call."""
     return _shared() if settings.REDIS_URL else _in_memory()
 
 
