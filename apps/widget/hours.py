@@ -125,7 +125,8 @@ def validate(body: object) -> tuple[dict, dict]:
                     errors[f"holidays.{index}"] = ["A date YYYY-MM-DD."]
                 elif value in seen:
                     errors[f"holidays.{index}"] = ["This date is listed twice."]
-                seen.add(value)
+                else:
+                    seen.add(value)
     if "outside_hours" in body and body["outside_hours"] not in MODES:
         errors["outside_hours"] = ["Must be offline_form, ai_only or hidden."]
     if errors:

@@ -151,3 +151,14 @@ def test_an_empty_week_is_always_closed_with_no_opening():
 def test_a_departments_week_is_read_in_the_widgets_time_zone(day, when, expected):
     schedule = {"Monday": day}
     assert hours.department_open_at(schedule, "Europe/Berlin", at(BERLIN, *when)) is expected
+
+
+def test_holidays_that_are_not_dates_are_each_refused_whatever_their_json_type():
+    body = {**hours.default_hours("Europe/Berlin"), "holidays": [["2026-01-01"], {"a": 1}, "2026-01-01", "2026-01-01"]}
+    cleaned, errors = hours.validate(body)
+    assert cleaned == {}
+    assert errors == {
+        "holidays.0": ["A date YYYY-MM-DD."],
+        "holidays.1": ["A date YYYY-MM-DD."],
+        "holidays.3": ["This date is listed twice."],
+    }
