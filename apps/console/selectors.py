@@ -16,7 +16,9 @@ from apps.canned.models import CannedResponse
 from apps.chats import selectors as chat_selectors
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Message, Rating, VisitorSession
+from apps.core.models import Widget
 from apps.platform.numbers import MAX_ID
+from apps.platform.statements import AnyOf, Ids, ModelStatement, Slot
 from apps.routing import selectors as routing_selectors
 from apps.routing.models import ChatRouting, RoutingSettings, SlaClock
 from apps.stats import selectors as stats_selectors
@@ -147,7 +149,8 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     name, e-mail or phone, the page of its newest visitor session (`visitor_page`). A chat whose
     contact is under erasure is left out, as every read of chats leaves it out.
 
-    The agent's own chats come first (each operator sees what is theirs at the top). With `queue`
+    The agent's own chats come first (each operator sees what is theirs at the top); a search (`q`)
+    lists its matches by newest activity alone, whoever owns them. With `queue`
     (routing on), the Unassigned view is the routing queue: the chats waiting in it, in queue order,
     each with its `queue_position`; every row carries `queue_since` (set while the chat waits)."""
     widget = agent.widget
@@ -179,25 +182,36 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     )
     queryset = _drill_down(queryset, widget=widget, filters=filters)
     by_queue = queue and filters.view == VIEW_UNASSIGNED
-    if by_queue:
-        order = ("routing__queue_since", "id")
-    else:
-        mine_first = Case(When(agent_id=agent.pk, then=Value(0)), default=Value(1), output_field=IntegerField())
-        order = (mine_first, "-last_message_at", "-id")
+    order = ORDER_QUEUE if by_queue else ORDER_ACTIVITY if filters.q else ORDER_MINE_FIRST
+    activity = ("-last_message_at", "-id")
     # The page's chats are chosen from the chat rows alone; the joins and the per-chat subqueries
-    # below then run for those LIST_SIZE, not for every chat the filters match.
+    # of `_LIST_ROWS` then run for those LIST_SIZE, not for every chat the filters match.
     if by_queue:
-        page = list(queryset.order_by(*order).values_list("pk", flat=True)[:LIST_SIZE])
+        page = list(queryset.order_by("routing__queue_since", "id").values_list("pk", flat=True)[:LIST_SIZE])
+    elif filters.q:
+        # A search is one walk in list order that stops at a page. Putting the operator's matches
+        # first would have to prove, for a text the trigram index cannot narrow, that none of their
+        # other chats matches: a probe of each of them, however few match.
+        page = list(queryset.order_by(*activity).values_list("pk", flat=True)[:LIST_SIZE])
     else:
         # The operator's own chats, then the others, each newest activity first: two walks of the
         # widget's activity indexes that stop at a page, where one order over both would sort every
         # chat the filters match.
-        activity = ("-last_message_at", "-id")
         page = list(queryset.filter(agent_id=agent.pk).order_by(*activity).values_list("pk", flat=True)[:LIST_SIZE])
         if len(page) < LIST_SIZE:
             others = queryset.exclude(agent_id=agent.pk).order_by(*activity).values_list("pk", flat=True)
             page += others[: LIST_SIZE - len(page)]
-    queryset = Chat.objects.filter(widget_id=widget.pk, pk__in=page).select_related("contact", "agent", "last_message")
+    if not page:
+        return []
+    return _LIST_ROWS.instances((order,), widget=widget.pk, page=page, agent=agent.pk)
+
+
+ORDER_QUEUE, ORDER_ACTIVITY, ORDER_MINE_FIRST = "queue", "activity", "mine_first"
+
+
+def _list_rows(order: str) -> QuerySet[Chat]:
+    """The rows of a page of chats (`page`, ids of the widget `widget`) with what each row shows, in
+    the list's `order`: the queue's, newest activity, or the operator's (`agent`) own chats first."""
     public = Message.objects.filter(
         widget_id=OuterRef("widget_id"), chat_id=OuterRef("pk"), visibility=Message.Visibility.PUBLIC
     )
@@ -209,20 +223,33 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     awaiting = Q(last_message__author_kind=Message.Author.CLIENT) & ~Q(
         status__in=[Chat.Status.EXPIRED, Chat.Status.SPAM]
     )
-    queryset = queryset.annotate(
-        unread=Coalesce(Subquery(unread), 0),
-        replied_at=Subquery(replied.values("created_at")[:1]),
-        waiting_since=Case(
-            When(awaiting & Q(replied_at__isnull=True), then=Subquery(first_ever)),
-            When(awaiting, then=Subquery(first_unanswered)),
-            default=None,
-        ),
-        visitor_page=_visitor_page(),
-        queue_since=F("routing__queue_since"),
+    queryset = (
+        Chat.objects.filter(AnyOf(F("pk"), Slot("page", Ids())), widget_id=Slot("widget", Widget._meta.pk))
+        .select_related("contact", "agent", "last_message")
+        .annotate(
+            unread=Coalesce(Subquery(unread), 0),
+            replied_at=Subquery(replied.values("created_at")[:1]),
+            waiting_since=Case(
+                When(awaiting & Q(replied_at__isnull=True), then=Subquery(first_ever)),
+                When(awaiting, then=Subquery(first_unanswered)),
+                default=None,
+            ),
+            visitor_page=_visitor_page(),
+            queue_since=F("routing__queue_since"),
+        )
     )
-    if by_queue:
-        queryset = queryset.annotate(queue_position=queue_position_expression())
-    return list(queryset.order_by(*order))
+    if order == ORDER_QUEUE:
+        return queryset.annotate(queue_position=queue_position_expression()).order_by("routing__queue_since", "id")
+    if order == ORDER_ACTIVITY:
+        return queryset.order_by("-last_message_at", "-id")
+    mine = Slot("agent", Agent._meta.pk)
+    mine_first = Case(When(agent_id=mine, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return queryset.order_by(mine_first, "-last_message_at", "-id")
+
+
+# Compiled once per order (apps.platform.statements): building and compiling this query through the
+# ORM cost as much as running it.
+_LIST_ROWS = ModelStatement(_list_rows)
 
 
 def _visitor_page():

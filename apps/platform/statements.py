@@ -20,13 +20,14 @@ instances from rows where they need them (`Model.from_db`).
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Expression, Field, QuerySet
+from django.db.models import Expression, Field, Lookup, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.transaction import TransactionManagementError
 
@@ -43,6 +44,36 @@ class Slot(Expression):
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r})"
+
+
+class Ids(Field):
+    """A list of ids bound as one slot (`Slot("page", Ids())`): an array on PostgreSQL, a JSON list
+    elsewhere."""
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        ids = [int(v) for v in value]
+        return ids if connection.vendor == "postgresql" else json.dumps(ids)
+
+
+class AnyOf(Lookup):
+    """`AnyOf(F("pk"), Slot("ids", Ids()))`: `lhs` is one of a list of ids bound as one parameter.
+    The statement's text is the same whatever the number of ids, so it is compiled once and prepared
+    once (an IN list has a placeholder per id: a text for each count, which the driver parses again
+    on every run once it is longer than its cache takes)."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        # the compiled left and right sides only; the ids travel as a parameter
+        return f"{lhs} IN (SELECT value FROM json_each({rhs}))", [*lhs_params, *rhs_params]  # noqa: S608
+
+    def as_postgresql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs}::bigint[])", [*lhs_params, *rhs_params]
 
 
 @dataclass(frozen=True)

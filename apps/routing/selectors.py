@@ -3,12 +3,11 @@ and the routing read of a chat."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F, Field, IntegerField, Lookup, OuterRef, Q, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
@@ -17,7 +16,7 @@ from apps.agents.models import Agent, Department
 from apps.chats.models import Chat
 from apps.chats.services import WIDGET_CHANNEL
 from apps.core.models import Widget
-from apps.platform.statements import ModelStatement, Slot, Statement
+from apps.platform.statements import AnyOf, Ids, ModelStatement, Slot, Statement
 from apps.widget import selectors as widget_selectors
 
 from .models import ChatRouting, RoutingSettings
@@ -109,35 +108,6 @@ class Pool:
         return rows
 
 
-class _Ids(Field):
-    """A list of ids bound as one parameter: an array on PostgreSQL, a JSON list elsewhere."""
-
-    def get_db_prep_value(self, value, connection, prepared=False):
-        ids = [int(v) for v in value]
-        return ids if connection.vendor == "postgresql" else json.dumps(ids)
-
-
-class _AnyOf(Lookup):
-    """`lhs` is one of a list of ids bound as one parameter (`_Ids`): the statement's text is the same
-    whatever the number of ids, so it is compiled once and prepared once (an IN list has a
-    placeholder per id: a text for each count, which the driver parses again on every run once it
-    is longer than its cache takes)."""
-
-    lookup_name = "any_of"
-    prepare_rhs = False
-
-    def as_sql(self, compiler, connection):
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        rhs, rhs_params = self.process_rhs(compiler, connection)
-        # the compiled left and right sides only; the ids travel as a parameter
-        return f"{lhs} IN (SELECT value FROM json_each({rhs}))", [*lhs_params, *rhs_params]  # noqa: S608
-
-    def as_postgresql(self, compiler, connection):
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} = ANY({rhs}::bigint[])", [*lhs_params, *rhs_params]
-
-
 def _pool_agents():
     """Each online active human with a free slot: their open chats (COUNT(*): the partial index
     chat_widget_agent_open answers it) below their capacity (their own, else the widget's default),
@@ -152,7 +122,7 @@ def _pool_agents():
     )
     return (
         Agent.objects.filter(
-            _AnyOf(F("pk"), Slot("online", _Ids())),
+            AnyOf(F("pk"), Slot("online", Ids())),
             widget_id=widget,
             type=Agent.Type.HUMAN,
             status=Agent.Status.ACTIVE,

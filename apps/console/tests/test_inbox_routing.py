@@ -1,6 +1,6 @@
-"""The operator's inbox under routing: each operator's own chats first, the Unassigned view as the
-routing queue (order, positions, waiting times), the owner assigning from it, SLA marks on the list
-and in the context panel, the `assigned` push, and the statements each costs."""
+"""The operator's inbox under routing: each operator's own chats first (a search newest first), the
+Unassigned view as the routing queue (order, positions, waiting times), the owner assigning from it,
+SLA marks on the list and in the context panel, the `assigned` push, and the statements each costs."""
 
 from datetime import timedelta
 
@@ -104,6 +104,16 @@ def test_each_operator_sees_their_own_chats_first(console, widget, operator, col
     theirs = make_chat(widget, name="Theirs", agent=colleague)
     nobody = make_chat(widget, name="Nobody")
     assert row_ids(console.get("/console/").content.decode()) == [mine.pk, nobody.pk, theirs.pk]
+
+
+@pytest.mark.parametrize("q", ["ok", "order"])  # shorter than a trigram, and one the trigram index narrows
+def test_a_search_lists_its_matches_newest_first_whoever_owns_them(console, widget, operator, colleague, q):
+    mine = make_chat(widget, name="Mine", body="ok, the order is on its way")
+    Chat.objects.filter(pk=mine.pk).update(agent=operator, last_message_at=timezone.now() - timedelta(hours=2))
+    theirs = make_chat(widget, name="Theirs", agent=colleague, body="ok, where is my order?")
+    make_chat(widget, name="Elsewhere", agent=operator, body="Hello there")
+    html = console.get("/console/", {"view": "all", "status": "any", "q": q}).content.decode()
+    assert row_ids(html) == [theirs.pk, mine.pk]
 
 
 def test_a_queued_chat_says_so_in_the_other_views(console, queue):
