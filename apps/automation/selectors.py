@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 from apps.chats.models import Chat, ChatLabel, Message, VisitorSession
 from apps.core.models import Widget
 from apps.platform.statements import Slot, Statement
+from apps.widget import selectors as widget_selectors
 
 from .models import RUNS_KEPT, AutomationEvaluation, AutomationRule, Outcome, RuleSet, RuleSetMember
 
@@ -21,6 +22,25 @@ def list_rules(widget: Widget) -> QuerySet[AutomationRule]:
 
 def get_rule(*, widget: Widget, rule_id: int) -> AutomationRule | None:
     return AutomationRule.objects.filter(widget=widget, pk=rule_id).first()
+
+
+# How long a process trusts its cached rule events (a rule's write purges them at once).
+RULE_EVENTS_TTL = 3600
+
+
+def rule_events(widget: Widget) -> frozenset[str]:
+    """The events the widget's enabled rules react to, read with the widget config's cache (every
+    rule write purges it), so an event no rule reacts to is never handed to a worker."""
+    return frozenset(
+        widget_selectors.cached_for_config(
+            widget=widget,
+            name="automation-events",
+            build=lambda: sorted(
+                set(AutomationRule.objects.filter(widget=widget, enabled=True).values_list("event", flat=True))
+            ),
+            ttl=RULE_EVENTS_TTL,
+        )
+    )
 
 
 # --- the run log ------------------------------------------------------------------------------------

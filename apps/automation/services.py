@@ -16,6 +16,7 @@ from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from apps.audit import services as audit
+from apps.core import events
 from apps.core.errors import ValidationFailed
 from apps.core.models import Widget
 
@@ -28,10 +29,13 @@ AUDIT = "automation_rule"
 MAX_RULES = 200
 
 
-def bump(widget_id: int) -> None:
+def bump(widget: Widget) -> None:
     """A write to the widget's rules: a new version with its members (the rules enabled now, with
-    their events); every worker loads the rules again on its next event. The version row's lock
-    orders concurrent writes, so each version's members are the rules as of its own write."""
+    their events); every worker loads the rules again on its next event, and the web processes read
+    the events the rules react to again (`selectors.rule_events`, cached with the widget config).
+    The version row's lock orders concurrent writes, so each version's members are the rules as of
+    its own write."""
+    widget_id = widget.pk
     version, now = new_version(), timezone.now()
     current = RuleSet.objects.filter(widget_id=widget_id)
     if not current.update(version=version, changed_at=now):
@@ -41,6 +45,7 @@ def bump(widget_id: int) -> None:
     RuleSetMember.objects.bulk_create(
         RuleSetMember(widget_id=widget_id, version=version, event=event, rule_id=pk) for pk, event in enabled
     )
+    events.emit(widget, events.WIDGET_CONFIG_CHANGED)
 
 
 def validate_rule(*, widget: Widget, data: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +89,7 @@ def create_rule(
     if AutomationRule.objects.filter(widget=widget).count() >= MAX_RULES:
         raise ValidationFailed(errors={"name": [f"A widget has at most {MAX_RULES} rules."]})
     rule = AutomationRule.objects.create(widget=widget, **data)
-    bump(widget.pk)
+    bump(widget)
     audit.record_row(widget=widget, target_type=AUDIT, target_id=rule.pk, before=None, after=audit.values(rule))
     return rule
 
@@ -100,7 +105,7 @@ def update_rule(*, widget: Widget, rule: AutomationRule, changes: dict[str, Any]
         setattr(row, name, value)
     row.updated_at = timezone.now()
     row.save()
-    bump(widget.pk)
+    bump(widget)
     audit.record_row(widget=widget, target_type=AUDIT, target_id=row.pk, before=before, after=audit.values(row))
     return row
 
@@ -113,7 +118,7 @@ def delete_rule(*, widget: Widget, rule: AutomationRule) -> None:
         return
     before = audit.values(row)
     row.delete()
-    bump(widget.pk)
+    bump(widget)
     audit.record_row(widget=widget, target_type=AUDIT, target_id=rule.pk, before=before, after=None)
 
 

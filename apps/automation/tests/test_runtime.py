@@ -428,11 +428,50 @@ def test_a_visitor_message_costs_the_web_process_no_statement_for_rules(
     sent = []
     monkeypatch.setattr(handlers, "_send", sent.append)
     event = events.Event(widget=widget, type="message.created", data=event_data("message.created", chat))
+    selectors.rule_events(widget)  # the first reader after the rule's write fills the cache
     with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
         handlers.hand_off(event)
     assert queries.captured_queries == [] and sent == [
         (widget.pk, "message.created", {"chat_id": chat.pk, "message_id": 0, "source": "visitor"})
     ]
+
+
+def test_an_event_no_enabled_rule_reacts_to_is_not_handed_to_a_worker(
+    widget, chat, rule, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(handlers, "_send", sent.append)
+
+    def hand_off(type):
+        with django_capture_on_commit_callbacks(execute=True):
+            handlers.hand_off(events.Event(widget=widget, type=type, data=event_data(type, chat)))
+        return [args[1] for args in sent]
+
+    assert hand_off("message.created") == []  # no rule at all
+    mine = rule(event="chat.closed")
+    assert hand_off("message.created") == []  # a rule of another event
+    assert hand_off("chat.closed") == ["chat.closed"]  # the rule's write reached the cache at once
+    services.update_rule(widget=widget, rule=mine, changes={"enabled": False})
+    assert hand_off("chat.closed") == ["chat.closed"]  # disabled: nothing more
+    services.update_rule(widget=widget, rule=mine, changes={"enabled": True, "event": "message.created"})
+    assert hand_off("message.created") == ["chat.closed", "message.created"]
+    services.delete_rule(widget=widget, rule=mine)
+    assert hand_off("message.created") == ["chat.closed", "message.created"]
+
+
+def test_with_the_cache_down_every_rule_event_is_handed_to_the_worker(
+    widget, chat, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(handlers, "_send", sent.append)
+
+    def down(widget):
+        raise ConnectionError("the cache is down")
+
+    monkeypatch.setattr(selectors, "rule_events", down)
+    with django_capture_on_commit_callbacks(execute=True):
+        handlers.hand_off(events.Event(widget=widget, type="chat.closed", data=event_data("chat.closed", chat)))
+    assert [args[1] for args in sent] == ["chat.closed"]
 
 
 def test_a_visitor_message_costs_the_worker_two_statements_whatever_the_rules_read(
