@@ -139,6 +139,10 @@ def _unseen_client_messages():
     )
 
 
+# The list's orders: the routing queue's, newest activity (a search), the operator's own chats first.
+ORDER_QUEUE, ORDER_ACTIVITY, ORDER_MINE_FIRST = "queue", "activity", "mine_first"
+
+
 def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> list[Chat]:
     """The chats with messages (an empty room has nothing to read or answer) of the agent's widget
     under a view, newest activity first (LIST_SIZE at most), with
@@ -204,9 +208,6 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     if not page:
         return []
     return _LIST_ROWS.instances((order,), widget=widget.pk, page=page, agent=agent.pk)
-
-
-ORDER_QUEUE, ORDER_ACTIVITY, ORDER_MINE_FIRST = "queue", "activity", "mine_first"
 
 
 def _list_rows(order: str) -> QuerySet[Chat]:
