@@ -114,9 +114,7 @@ def _insert(row: IdempotencyKey) -> bool:
         inserted = cursor.fetchone()
     if inserted is None:
         return False
-    row.pk = inserted[0]
-    row._state.adding = False
-    row._state.db = connection.alias
+    row.pk = inserted[0]  # `record` saves its answer by this key (an UPDATE of update_fields)
     return True
 
 
