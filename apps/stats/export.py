@@ -25,7 +25,6 @@ from django.db.models import (
     Aggregate,
     CharField,
     DurationField,
-    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
@@ -35,6 +34,7 @@ from django.db.models import (
     Value,
 )
 from django.db.models.functions import Cast
+from django.db.models.lookups import IsNull
 
 from apps.chats.models import ChatLabel, ContactTag
 from apps.core import exports
@@ -132,9 +132,15 @@ _READ = (
         .values("names")
     ),
     # Routing's own rows, by their chat keys: the routing row's primary key and the clocks' (chat,
-    # kind) index, so the page stays one statement.
+    # kind) index, so the page stays one statement. The breach is a scalar subquery, not EXISTS:
+    # PostgreSQL may run an EXISTS as one hash of every breached clock of every widget, built for
+    # each page when it expects the window's many rows, where a scalar subquery is always probed
+    # chat by chat on the index.
     Subquery(ChatRouting.objects.filter(chat_id=OuterRef("chat_id")).values("assigned_by")[:1]),
-    Exists(SlaClock.objects.filter(chat_id=OuterRef("chat_id"), breached_at__isnull=False)),
+    IsNull(
+        Subquery(SlaClock.objects.filter(chat_id=OuterRef("chat_id"), breached_at__isnull=False).values("pk")[:1]),
+        False,
+    ),
     # The chat's labels, on their (chat, label) key.
     Subquery(
         ChatLabel.objects.filter(chat_id=OuterRef("chat_id"))
