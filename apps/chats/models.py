@@ -116,7 +116,10 @@ class Chat(models.Model):
         HUMAN = "human"
         AI = "ai"
 
-    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="chats")
+    # No index of its own: the (widget, ...) indexes of Meta serve every read of a widget's chats,
+    # and a widget-only index let PostgreSQL walk all of a widget's chats to keep the few that a
+    # partial (widget, status, ...) index holds.
+    widget = models.ForeignKey(Widget, on_delete=models.CASCADE, related_name="chats", db_index=False)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="chats")
     channel = models.CharField(max_length=64, default="widget")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
