@@ -4,13 +4,12 @@ estimated at about its own open chats, not at the share of open chats across eve
 knows that an operator's chats are all of one widget (0020_chat_agent_widget_statistics), and it
 has no widget-only index to walk a widget's every chat with (0019_chat_widget_no_own_index)."""
 
-import json
-
 import pytest
 from django.db import connection
 
 from apps.chats.models import Chat, Contact
 from tests.support.factories import AgentFactory, WidgetFactory
+from tests.support.plans import estimate
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -36,21 +35,8 @@ def test_a_widgets_open_chats_are_estimated_from_its_own_statuses():
     chats(quiet, open_every=100)  # 20 open among 2,000
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE chats_chat")
-        open_chats = Chat.objects.filter(widget=quiet, status=Chat.Status.ACTIVE)
-        sql, params = open_chats.values("pk").query.sql_with_params()
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    estimate = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
     # Without the statistics: 2,000 chats of the widget times the open share of all (2,020 of 4,000).
-    assert estimate <= 100, estimate
-
-
-def _estimate(queryset) -> float:
-    sql, params = queryset.values("pk").query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"]
+    assert estimate(Chat.objects.filter(widget=quiet, status=Chat.Status.ACTIVE)) <= 100
 
 
 def test_an_operators_chats_are_estimated_as_all_in_their_widget():
@@ -66,7 +52,7 @@ def test_an_operators_chats_are_estimated_as_all_in_their_widget():
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE chats_chat")
     # The operator has 500 chats. Without the statistics: 500 times the widget's half of all chats.
-    assert _estimate(Chat.objects.filter(widget=ours, agent=operators[ours][0])) >= CHATS // OPERATORS * 4 // 5
+    assert estimate(Chat.objects.filter(widget=ours, agent=operators[ours][0])) >= CHATS // OPERATORS * 4 // 5
 
 
 def test_no_index_of_the_chats_holds_the_widget_alone():

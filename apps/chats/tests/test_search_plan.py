@@ -2,24 +2,17 @@
 list's order and probes each chat's own messages, stopping at the page: PostgreSQL's plan reaches the
 messages only through a per-chat subplan, never through a join over every message of the widget."""
 
-import json
-
 import pytest
 from django.db import connection
 
 from apps.chats import selectors
 from apps.chats.models import Chat, Contact, Message
 from tests.support.factories import WidgetFactory
+from tests.support.plans import nodes, plan
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 CHATS = 400
-
-
-def _nodes(node: dict):
-    yield node
-    for child in node.get("Plans", ()):
-        yield from _nodes(child)
 
 
 def test_a_two_letter_search_probes_each_chat_instead_of_joining_every_message():
@@ -36,14 +29,10 @@ def test_a_two_letter_search_probes_each_chat_instead_of_joining_every_message()
         "-last_message_at", "-id"
     )
     assert len(page.values_list("pk", flat=True)) == CHATS * 3 // 4
-    sql, params = page.values("pk")[:50].query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    root = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
-    probes = [node for node in _nodes(root) if node.get("Relation Name") == "chats_message"]
-    assert probes and all(_under_subplan(root, node) for node in probes), plan
-    assert not [node for node in _nodes(root) if "Join" in node["Node Type"] or node["Node Type"] == "Hash"], plan
+    root = plan(page.values("pk")[:50])
+    probes = [node for node in nodes(root) if node.get("Relation Name") == "chats_message"]
+    assert probes and all(_under_subplan(root, node) for node in probes), root
+    assert not [node for node in nodes(root) if "Join" in node["Node Type"] or node["Node Type"] == "Hash"], root
 
 
 def _under_subplan(root: dict, target: dict) -> bool:

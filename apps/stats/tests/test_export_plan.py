@@ -2,7 +2,6 @@
 (chat, kind) index: PostgreSQL's plan never reads the breached clocks of every widget, which another
 widget's history would make a scan of its whole SLA record for each page of ours."""
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,18 +13,13 @@ from apps.stats import export
 from apps.stats.models import ChatFacts
 from apps.stats.windows import Window
 from tests.support.factories import WidgetFactory
+from tests.support.plans import nodes, plan
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 OURS = 600
 THEIRS = 3000
 JAN = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def _nodes(node: dict):
-    yield node
-    for child in node.get("Plans", ()):
-        yield from _nodes(child)
 
 
 def _chats(widget, count: int) -> list[Chat]:
@@ -59,12 +53,7 @@ def test_an_export_page_probes_its_own_chats_clocks_whatever_other_widgets_breac
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE stats_chatfacts; ANALYZE routing_slaclock; ANALYZE erasure_pendingerasure")
-    page = export._facts(ours.pk, Window(JAN, JAN + timedelta(days=1)))[: export.PAGE_SIZE]
-    sql, params = page.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    root = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
-    clocks = [node for node in _nodes(root) if node.get("Relation Name") == "routing_slaclock"]
-    assert clocks, plan
-    assert all("chat_id" in node.get("Index Cond", "") for node in clocks), plan
+    root = plan(export._facts(ours.pk, Window(JAN, JAN + timedelta(days=1)))[: export.PAGE_SIZE])
+    clocks = [node for node in nodes(root) if node.get("Relation Name") == "routing_slaclock"]
+    assert clocks, root
+    assert all("chat_id" in node.get("Index Cond", "") for node in clocks), root
