@@ -15,10 +15,11 @@ a second widget, each with a running first-response clock due tomorrow.
   pushes the queued visitors' new places), and every queued chat's place and estimated wait are
   read (the whole queue in order and the widget's wait per place). Target: p99 under 1 s.
 - `routing_decision`: the same decision timed alone, inside the transaction (its in-transaction
-  handlers included: the chat, its routing row, the statistics), with the statements it ran. A
-  decision is taken in the process whose change freed the slot, the web process first of all, so
-  the slots are timed in a process set up as that one is: config.asgi imported (its start-up
-  objects frozen out of the garbage collector's reach) and the server's collector thresholds.
+  handlers included: the chat, its routing row, the statistics), with the statements a warm one runs
+  (its widget's routing settings and automation rules cached). A decision is taken in the process
+  whose change freed the slot, the web process first of all, so the slots are timed in a process
+  set up as that one is: config.asgi imported (its start-up objects frozen out of the garbage
+  collector's reach) and the server's collector thresholds.
   Target: p99 at most 20 ms. The statement count is pinned by
   apps/routing/tests/test_routing_statements.py.
 - `routing_sla_tick`: every routing beat job of config.celery.BEAT_SCHEDULE run once, with
@@ -200,6 +201,8 @@ def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bo
         _free_a_slot(widget, agent_ids[i % len(agent_ids)])
         # The statements are counted in the warm-up only: capturing them (Django's debug cursor
         # renders every statement's SQL) is a cost production never pays, so timed runs go without.
+        # The first decision also reads the widget's routing settings and automation rules into
+        # their caches; the figure is a warm decision's (the most of the other warm-up ones).
         counting = i < warmup
         connection.queries_log.clear()  # a full log (9,000 statements) would count none
         with CaptureQueriesContext(connection) if counting else nullcontext() as queries:
@@ -234,7 +237,7 @@ def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bo
         target="p99<=20",
         ours=statistics.median(decision),
         p99=percentile(decision, 0.99),
-        statements=max(statements),
+        statements=max(statements[1:] or statements),
         n=iterations,
     )
     return ok
