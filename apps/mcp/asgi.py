@@ -25,12 +25,13 @@ from django.db import close_old_connections
 from django.http import QueryDict
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
 from apps.core.auth.authentication import RESOLVED_TOKEN, BearerTokenAuthentication
 from apps.core.errors import PROBLEM_CONTENT_TYPE, ApiDisabled, AppError, ServiceUnavailable, problem_body
 
 from . import registry, server
-from .manager import SharedSessionManager
+from .manager import SESSION_LOOKUP, SharedSessionManager
 from .sessions import Registry
 
 logger = logging.getLogger(__name__)
@@ -124,13 +125,16 @@ class McpApp:
 
     async def __call__(self, scope, receive, send) -> None:
         environ = _environ(scope)
+        lookup = self._look_up_session(scope)
         try:
             token = await asyncio.to_thread(_authenticate, environ)
         except AppError as err:
+            _drop(lookup)
             await _problem(err, scope, send)
             return
         manager = self.manager
         if manager is None:
+            _drop(lookup)
             await _problem(ServiceUnavailable("The MCP server is not running in this process."), scope, send)
             return
         credential = environ.pop("HTTP_AUTHORIZATION").partition(" ")[2].strip()
@@ -144,7 +148,28 @@ class McpApp:
             ),
             server.CALLER: (credential, environ),
         }
+        if lookup is not None:
+            scope[SESSION_LOOKUP] = lookup
         await manager.handle_request(scope, receive, send)
+
+    def _look_up_session(self, scope) -> asyncio.Task | None:
+        """The registry's entry of the session the request names, looked up while its token is
+        checked (two round trips to two servers, each in a worker thread, instead of one after the
+        other); the manager awaits it (SESSION_LOOKUP) once the request is authenticated."""
+        for name, value in scope.get("headers", ()):
+            if name.lower() == MCP_SESSION_ID_HEADER.encode():
+                lookup = asyncio.ensure_future(self.sessions.get(value.decode("latin-1")))
+                # A request refused before the manager reads it leaves its failure (the store out of
+                # reach) unread; the manager's await still raises it.
+                lookup.add_done_callback(lambda done: done.cancelled() or done.exception())
+                return lookup
+        return None
+
+
+def _drop(lookup: asyncio.Task | None) -> None:
+    """The lookup of a request refused before the manager reads it."""
+    if lookup is not None:
+        lookup.cancel()
 
 
 def is_mcp(scope) -> bool:

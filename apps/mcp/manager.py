@@ -40,6 +40,10 @@ from .sessions import Registry, Session, SessionEvents
 
 logger = logging.getLogger(__name__)
 
+# The ASGI scope key of a request's session lookup already under way: an awaitable of the registry's
+# entry (Registry.get) of the session its Mcp-Session-Id header names.
+SESSION_LOOKUP = "chatwidget.mcp_session_lookup"
+
 
 def _owner(scope) -> str | None:
     user = scope.get("user")
@@ -105,7 +109,8 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if session_id is None:
             await self._open(owner, scope, receive, send)
             return
-        session = await self.registry.get(session_id)
+        lookup = scope.get(SESSION_LOOKUP)  # started with the request's authentication (apps.mcp.asgi)
+        session = await (lookup if lookup is not None else self.registry.get(session_id))
         if session is None and (held := self._server_instances.get(session_id)) is not None:
             await self._discard_session(session_id, held)  # ended on another process, or expired
         if session is None or session.owner != owner:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp.server.streamable_http import EventMessage
 
-from apps.mcp import registry
+from apps.mcp import asgi, registry
 from apps.mcp.asgi import McpApp
 from apps.mcp.sessions import Registry, SessionEvents
 
@@ -193,6 +194,47 @@ def test_delete_on_one_process_ends_the_session_on_every_process(make_token):
                 after = await request(app, "POST", token, session=session, body=rpc("tools/list", id_=5))
                 assert after.status == 404, after.text
             assert session not in a.manager._server_instances  # the opening process let it go too
+
+    run(go)
+
+
+class WatchedRegistry(Registry):
+    """The registry, noting each read of a session."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+        self.reading = threading.Event()
+
+    async def get(self, session_id):
+        self.reads += 1
+        self.reading.set()
+        return await super().get(session_id)
+
+
+def test_a_requests_session_is_read_once_while_its_token_is_checked(make_token, monkeypatch):
+    token = make_token()
+    sessions = WatchedRegistry()
+    app = McpApp(sessions)
+    check = asgi._authenticate
+    overlapped = []
+
+    def authenticate(meta):
+        # The token's check waits (in its worker thread) for the session's read to start.
+        overlapped.append(sessions.reading.wait(5))
+        return check(meta)
+
+    async def go():
+        async with app.run():
+            session = await open_session(app, token)
+            monkeypatch.setattr(asgi, "_authenticate", authenticate)
+            sessions.reads = 0
+            sessions.reading.clear()
+            listed = await request(app, "POST", token, session=session, body=rpc("tools/list"))
+            assert listed.status == 200, listed.text
+            assert (overlapped, sessions.reads) == ([True], 1)
+            refused = await request(app, "POST", "not-a-token", session=session, body=rpc("tools/list", id_=3))
+            assert refused.status == 401, refused.text
 
     run(go)
 
