@@ -189,7 +189,7 @@ def main() -> int:
         return 1
     rules = env_int("BENCH_AUTOMATION_RULES", 50)
     widget, chat, message = _data(rules)
-    ok = bench_rules(
+    bench_rules(
         widget,
         chat,
         message,
@@ -197,8 +197,9 @@ def main() -> int:
         iterations=env_int("BENCH_ITERATIONS", 300),
         warmup=env_int("BENCH_WARMUP", 20),
     )
-    ok &= bench_request_path(widget, chat, message)
-    return 0 if ok else 1
+    bench_request_path(widget, chat, message)
+    # A missed target is not a failed run: bench.lib.targets gives the verdict from the BENCH lines.
+    return 0
 
 
 if __name__ == "__main__":

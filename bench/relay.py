@@ -47,9 +47,10 @@ def main() -> int:
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    ok50 = bench_line(f"{NAME}.p50", ours=round(p50, 1), floor=None, ratio=None, target="ours<250", unit="ms")
-    ok99 = bench_line(f"{NAME}.p99", ours=round(p99, 1), floor=None, ratio=None, target="ours<500", unit="ms")
-    return 0 if ok50 and ok99 else 1
+    bench_line(f"{NAME}.p50", ours=round(p50, 1), floor=None, ratio=None, target="ours<250", unit="ms")
+    bench_line(f"{NAME}.p99", ours=round(p99, 1), floor=None, ratio=None, target="ours<500", unit="ms")
+    # A missed target is not a failed run: bench.lib.targets gives the verdict from the BENCH lines.
+    return 0
 
 
 def measure(web, var_dir: Path, runs: int) -> list[float]:

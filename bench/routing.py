@@ -401,18 +401,19 @@ def main() -> int:
     import config.asgi
 
     gc.set_threshold(*config.asgi.SERVER_GC_THRESHOLDS)
-    ok = bench_slot(widget, agent_ids, iterations, warmup=env_int("BENCH_WARMUP", 20))
+    bench_slot(widget, agent_ids, iterations, warmup=env_int("BENCH_WARMUP", 20))
 
     from apps.routing.models import ChatRouting
 
     # The SLA pass alone: this widget's queue no longer waits (the beat pass would serve it).
     ChatRouting.objects.filter(widget=widget).update(queue_since=None)
-    ok &= bench_sla(
+    bench_sla(
         env_int("BENCH_ROUTING_SLA_CHATS", 100_000),
         env_int("BENCH_ROUTING_SLA_DUE", 5),
         env_int("BENCH_ROUTING_SLA_RUNS", 20),
     )
-    return 0 if ok else 1
+    # A missed target is not a failed run: bench.lib.targets gives the verdict from the BENCH lines.
+    return 0
 
 
 if __name__ == "__main__":

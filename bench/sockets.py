@@ -100,7 +100,9 @@ def main() -> int:
     finally:
         Account.objects.filter(pk=widget.account_id).delete()
         drop_queued_work_of_deleted_rows(NAME)
-    return report(ours, floor, n)
+    report(ours, floor, n)
+    # A missed target is not a failed run: bench.lib.targets gives the verdict from the BENCH lines.
+    return 0
 
 
 def make_widget(n: int):
@@ -340,99 +342,94 @@ async def run_floor(server: Server, n: int, replies: int) -> dict:
     return result
 
 
-def report(ours: dict, floor: dict, n: int) -> int:
+def report(ours: dict, floor: dict, n: int) -> None:
     def ratio(a, b):
         return round(a / b, 2) if b else None
 
-    results = [
+    bench_line(
+        f"{NAME}.opens",
+        ours=round(ours["opens_per_s"], 1),
+        floor=round(floor["opens_per_s"], 1),
+        ratio=ratio(floor["opens_per_s"], ours["opens_per_s"]),
+        target=f"ours>={OPENS_TARGET}",
+        unit="opens/s",
+    )
+    bench_line(
+        f"{NAME}.open_all",
+        ours=round(ours["open_seconds"], 1),
+        floor=round(floor["open_seconds"], 1),
+        ratio=ratio(ours["open_seconds"], floor["open_seconds"]),
+        target=f"ours<={OPEN_TARGET_SECONDS * n / 10_000:g}",
+        unit="s",
+    )
+    bench_line(
+        f"{NAME}.open_cpu",
+        ours=round(ours["open_cpu_ms"], 2),
+        floor=round(floor["open_cpu_ms"], 2),
+        ratio=ratio(ours["open_cpu_ms"], floor["open_cpu_ms"]),
+        target=None,
+        unit="ms/open",
+    )
+    bench_line(
+        f"{NAME}.failed",
+        ours=ours["failed"],
+        floor=floor["failed"],
+        ratio=None,
+        target="ours==0",
+        unit="sockets",
+    )
+    bench_line(
+        f"{NAME}.rss",
+        ours=round(ours["rss_kb"], 1),
+        floor=round(floor["rss_kb"], 1),
+        ratio=ratio(ours["rss_kb"], floor["rss_kb"]),
+        target=f"ours<={RSS_TARGET_KB}",
+        unit="kB/socket",
+    )
+    bench_line(
+        f"{NAME}.idle_cpu",
+        ours=round(ours["idle_cpu"], 1),
+        floor=round(floor["idle_cpu"], 1),
+        ratio=None,
+        target=f"ours<={IDLE_CPU_TARGET}",
+        unit="%core",
+    )
+    bench_line(
+        f"{NAME}.fds",
+        ours=round(ours["fds"] / max(ours["opened"], 1), 3),
+        floor=round(floor["fds"] / max(floor["opened"], 1), 3),
+        ratio=None,
+        target=None,
+        unit="fds/socket",
+    )
+    bench_line(
+        f"{NAME}.push.p50",
+        ours=round(ours["p50"], 1),
+        floor=round(floor["p50"], 1),
+        ratio=ratio(ours["p50"], floor["p50"]),
+        target=None,
+        unit="ms",
+    )
+    bench_line(
+        f"{NAME}.push.p99",
+        ours=round(ours["p99"], 1),
+        floor=round(floor["p99"], 1),
+        ratio=ratio(ours["p99"], floor["p99"]),
+        target=f"ours<={P99_TARGET}",
+        unit="ms",
+    )
+    bench_line(
+        f"{NAME}.push.drops", ours=ours["drops"], floor=floor["drops"], ratio=None, target="ours==0", unit="replies"
+    )
+    for name in ("post_p50", "after_post_p50", "after_post_p99"):
         bench_line(
-            f"{NAME}.opens",
-            ours=round(ours["opens_per_s"], 1),
-            floor=round(floor["opens_per_s"], 1),
-            ratio=ratio(floor["opens_per_s"], ours["opens_per_s"]),
-            target=f"ours>={OPENS_TARGET}",
-            unit="opens/s",
-        ),
-        bench_line(
-            f"{NAME}.open_all",
-            ours=round(ours["open_seconds"], 1),
-            floor=round(floor["open_seconds"], 1),
-            ratio=ratio(ours["open_seconds"], floor["open_seconds"]),
-            target=f"ours<={OPEN_TARGET_SECONDS * n / 10_000:g}",
-            unit="s",
-        ),
-        bench_line(
-            f"{NAME}.open_cpu",
-            ours=round(ours["open_cpu_ms"], 2),
-            floor=round(floor["open_cpu_ms"], 2),
-            ratio=ratio(ours["open_cpu_ms"], floor["open_cpu_ms"]),
-            target=None,
-            unit="ms/open",
-        ),
-        bench_line(
-            f"{NAME}.failed",
-            ours=ours["failed"],
-            floor=floor["failed"],
-            ratio=None,
-            target="ours==0",
-            unit="sockets",
-        ),
-        bench_line(
-            f"{NAME}.rss",
-            ours=round(ours["rss_kb"], 1),
-            floor=round(floor["rss_kb"], 1),
-            ratio=ratio(ours["rss_kb"], floor["rss_kb"]),
-            target=f"ours<={RSS_TARGET_KB}",
-            unit="kB/socket",
-        ),
-        bench_line(
-            f"{NAME}.idle_cpu",
-            ours=round(ours["idle_cpu"], 1),
-            floor=round(floor["idle_cpu"], 1),
-            ratio=None,
-            target=f"ours<={IDLE_CPU_TARGET}",
-            unit="%core",
-        ),
-        bench_line(
-            f"{NAME}.fds",
-            ours=round(ours["fds"] / max(ours["opened"], 1), 3),
-            floor=round(floor["fds"] / max(floor["opened"], 1), 3),
-            ratio=None,
-            target=None,
-            unit="fds/socket",
-        ),
-        bench_line(
-            f"{NAME}.push.p50",
-            ours=round(ours["p50"], 1),
-            floor=round(floor["p50"], 1),
-            ratio=ratio(ours["p50"], floor["p50"]),
+            f"{NAME}.push.{name}",
+            ours=round(ours[name], 1),
+            floor=round(floor[name], 1),
+            ratio=ratio(ours[name], floor[name]),
             target=None,
             unit="ms",
-        ),
-        bench_line(
-            f"{NAME}.push.p99",
-            ours=round(ours["p99"], 1),
-            floor=round(floor["p99"], 1),
-            ratio=ratio(ours["p99"], floor["p99"]),
-            target=f"ours<={P99_TARGET}",
-            unit="ms",
-        ),
-        bench_line(
-            f"{NAME}.push.drops", ours=ours["drops"], floor=floor["drops"], ratio=None, target="ours==0", unit="replies"
-        ),
-        *(
-            bench_line(
-                f"{NAME}.push.{name}",
-                ours=round(ours[name], 1),
-                floor=round(floor[name], 1),
-                ratio=ratio(ours[name], floor[name]),
-                target=None,
-                unit="ms",
-            )
-            for name in ("post_p50", "after_post_p50", "after_post_p99")
-        ),
-    ]
-    return 0 if all(r is not False for r in results) else 1
+        )
 
 
 if __name__ == "__main__":
