@@ -105,7 +105,7 @@ def _data(rules: int):
     return widget, chat, message
 
 
-def bench_rules(widget, chat, message, *, rules: int, iterations: int, warmup: int) -> bool:
+def bench_rules(widget, chat, message, *, rules: int, iterations: int, warmup: int) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -132,7 +132,7 @@ def bench_rules(widget, chat, message, *, rules: int, iterations: int, warmup: i
     # database (a `SELECT 1`) measured between the iterations
     info(f"{NAME}_rules_per_message.cpu", p50=statistics.median(cpu), unit="ms")
     info(f"{NAME}_rules_per_message.round_trip", p50=statistics.median(round_trips), unit="ms")
-    return bench(
+    bench(
         f"{NAME}_rules_per_message",
         unit="ms",
         target="p50<=2",
@@ -143,7 +143,7 @@ def bench_rules(widget, chat, message, *, rules: int, iterations: int, warmup: i
     )
 
 
-def bench_request_path(widget, chat, message) -> bool:
+def bench_request_path(widget, chat, message) -> None:
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
@@ -175,7 +175,7 @@ def bench_request_path(widget, chat, message) -> bool:
             handlers.hand_off(event)
     assert len(sent) == 1, "the hand-off must run after the commit"
     added = len(ours) - len(floor)
-    return bench(f"{NAME}_request_path", unit="statements", target="statements==0", statements=added)
+    bench(f"{NAME}_request_path", unit="statements", target="statements==0", statements=added)
 
 
 def main() -> int:

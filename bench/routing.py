@@ -189,7 +189,7 @@ def _positions(widget) -> list[tuple[int, int, int | None]]:
     ]
 
 
-def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bool:
+def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> None:
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
@@ -217,11 +217,11 @@ def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bo
             t2 = time.perf_counter()
         if assigned != 1 or len(places) != queued:
             print(f"BENCH {NAME}_slot_filled FAILED (assigned {assigned}, {len(places)} queued, not {queued})")
-            return False
+            return
         if i >= warmup:
             cycle.append((t2 - t0) * 1000)
             decision.append((t1 - t0) * 1000)
-    ok = bench(
+    bench(
         f"{NAME}_slot_filled",
         unit="ms",
         target="p99<1000",
@@ -231,7 +231,7 @@ def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bo
         operators=len(agent_ids),
         n=iterations,
     )
-    ok &= bench(
+    bench(
         f"{NAME}_decision",
         unit="ms",
         target="p99<=20",
@@ -240,7 +240,6 @@ def bench_slot(widget, agent_ids: list[int], iterations: int, warmup: int) -> bo
         statements=max(statements[1:] or statements),
         n=iterations,
     )
-    return ok
 
 
 # --- SLA -----------------------------------------------------------------------------------------------------
@@ -330,7 +329,7 @@ def _tick(jobs, runs: int, widget, first: int, due: int) -> tuple[float, int]:
     return statistics.median(times), max(statements)
 
 
-def bench_sla(chats: int, due: int, runs: int) -> bool:
+def bench_sla(chats: int, due: int, runs: int) -> None:
     from django.utils import timezone
 
     from apps.routing.models import SlaClock
@@ -355,7 +354,7 @@ def bench_sla(chats: int, due: int, runs: int) -> bool:
     running = SlaClock.objects.filter(widget=widget, chat_id__gte=first + due, stopped_at__isnull=True)
     running.update(stopped_at=timezone.now(), met=True)
     floor_ms, floor_statements = _tick(jobs, runs, widget, first, due)
-    ok = bench(
+    bench(
         f"{NAME}_sla_tick",
         unit="ms",
         target="extra_statements<=0,ratio<=2",
@@ -368,7 +367,7 @@ def bench_sla(chats: int, due: int, runs: int) -> bool:
         due=due,
         open=chats,
     )
-    ok &= bench(
+    bench(
         f"{NAME}_sla_due_read",
         unit="rows",
         target="extra_rows<=0",
@@ -377,7 +376,6 @@ def bench_sla(chats: int, due: int, runs: int) -> bool:
         extra_rows=examined - due,
         open=chats,
     )
-    return ok
 
 
 def main() -> int:
