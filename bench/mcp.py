@@ -1,14 +1,21 @@
 """The MCP server (`/mcp`, apps.mcp) against its REST twin: the same question asked as an AI agent
-asks it, a `list_chats` tool call in an open session (protocol 2025-11-25, the session opened as the
-official client opens it), and as an integrator asks it, `GET /api/v1/chats` with the same token over
-the same HTTP client (httpx2, a kept-alive connection), measured in the same run. The tool call is a
-thin call of the same view, so what it adds is the protocol: JSON-RPC in, the answer as structured
-content and its JSON as text, a server-sent event out, and the session's bookkeeping. Target (issue 84): `ratio<=1.3`.
+asks it, a `list_chats` tool call, and as an integrator asks it, `GET /api/v1/chats` with the same
+token over the same HTTP client (httpx2, a kept-alive connection), measured in the same run. The tool
+call is a thin call of the same view, so what it adds is the protocol: JSON-RPC in, the answer as
+structured content and its JSON as text, and the era's transport.
+
+- `mcp_tool_call`: the call as the official client (mcp.client.Client, its default mode "auto")
+  makes it: `server/discover`, then each call a self-contained POST of protocol 2026-07-28 answered
+  with one JSON body. Target (issue 84): `ratio<=1.3`.
+- `mcp_tool_call_session` (no target): the call in a session of the handshake era (protocol
+  2025-11-25, `initialize`; the client's mode "legacy", and clients built before 2026-07-28): the
+  session looked up in the registry every process shares, and the answer an event stream whose
+  events are stored for `Last-Event-ID` (apps.mcp.sessions).
 
 As deployed: the web process under uvicorn (bench.lib.common.Server), PostgreSQL and Redis (the MCP
 sessions' store). A widget of its own (`bench-mcp-*`, deleted at the end) with BENCH_MCP_CHATS chats
-(default 20, a page of the list). Each figure is the median of per-round medians, the rounds
-alternating (BENCH_ROUNDS, default 5, of BENCH_ITERATIONS calls, default 100).
+(default 20, a page of the list). Each figure is the median of per-round medians, the three steps
+alternating round by round (BENCH_ROUNDS, default 5, of BENCH_ITERATIONS calls, default 100).
 
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
 """
@@ -30,6 +37,7 @@ from bench.lib.common import Server, env_int, report_latency, skipped  # noqa: E
 from bench.lib.env import postgres_problem  # noqa: E402
 
 NAME = "mcp_tool_call"
+SESSION_NAME = "mcp_tool_call_session"
 TARGET = "ratio<=1.3"
 CHATS = env_int("BENCH_MCP_CHATS", 20)
 
@@ -47,7 +55,8 @@ def seed():
     return widget, issue_token(widget=widget, scopes=sorted(ALL_SCOPES), name="bench").plaintext
 
 
-PROTOCOL = "2025-11-25"  # a session's era: what today's MCP clients speak
+SESSION_PROTOCOL = "2025-11-25"  # the newest version of the handshake era
+PROTOCOL = "2026-07-28"  # the per-request era: what the official client speaks by default
 
 
 def _answer(response) -> dict:
@@ -58,16 +67,36 @@ def _answer(response) -> dict:
     return json.loads(data[-1])
 
 
-async def measure(server: Server, token: str) -> tuple[float, float]:
-    """A session opened as the official client opens it, then each measured call a `tools/call` POST
-    carrying the session id, read to its answer: the server's work, not a client library's (the SDK's
-    client also checks each result against the tool's output schema, which is the agent's CPU)."""
+async def measure(server: Server, token: str) -> dict[str, float]:
+    """Each measured call a POST read to its answer, as the official client sends it: the server's
+    work, not a client library's (the SDK's client also checks each result against the tool's output
+    schema, which is the agent's CPU). The session is opened as the client's mode "legacy" opens it."""
     import httpx2
 
     rounds, iterations = env_int("BENCH_ROUNDS", 5), env_int("BENCH_ITERATIONS", 100)
     mcp = f"{server.base}/mcp"
     base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
     async with httpx2.AsyncClient(headers=base, timeout=60) as http:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        discovered = await http.post(
+            mcp,
+            json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": meta}},
+            headers={"MCP-Protocol-Version": PROTOCOL, "Mcp-Method": "server/discover"},
+        )
+        if discovered.status_code != 200 or "result" not in discovered.json():
+            raise RuntimeError(f"server/discover answered {discovered.status_code} {discovered.text[:300]}")
+        per_request = {"MCP-Protocol-Version": PROTOCOL, "Mcp-Method": "tools/call", "Mcp-Name": "list_chats"}
+        per_request_call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "list_chats", "arguments": {}, "_meta": meta},
+        }
+
         opened = await http.post(
             mcp,
             json={
@@ -75,7 +104,7 @@ async def measure(server: Server, token: str) -> tuple[float, float]:
                 "id": 0,
                 "method": "initialize",
                 "params": {
-                    "protocolVersion": PROTOCOL,
+                    "protocolVersion": SESSION_PROTOCOL,
                     "capabilities": {},
                     "clientInfo": {"name": "bench", "version": "1"},
                 },
@@ -83,15 +112,25 @@ async def measure(server: Server, token: str) -> tuple[float, float]:
         )
         if opened.status_code != 200:
             raise RuntimeError(f"initialize answered {opened.status_code} {opened.text[:300]}")
-        headers = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": PROTOCOL}
-        await http.post(mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_chats", "arguments": {}}}
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": SESSION_PROTOCOL}
+        await http.post(mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        session_call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "list_chats", "arguments": {}},
+        }
 
-        async def ours() -> None:
-            answer = _answer(await http.post(mcp, json=call, headers=headers))
+        def check(answer: dict) -> None:
             result = answer.get("result") or {}
             if result.get("isError") or len(result.get("structuredContent", {}).get("data", ())) != CHATS:
                 raise RuntimeError(f"list_chats answered {str(answer)[:300]}")
+
+        async def ours() -> None:
+            check(_answer(await http.post(mcp, json=per_request_call, headers=per_request)))
+
+        async def in_session() -> None:
+            check(_answer(await http.post(mcp, json=session_call, headers=session)))
 
         async def floor() -> None:
             answer = await http.get(f"{server.base}/api/v1/chats")
@@ -106,15 +145,16 @@ async def measure(server: Server, token: str) -> tuple[float, float]:
                 samples.append(time.perf_counter() - started)
             return statistics.median(samples) * 1000
 
+        steps = {"ours": ours, "session": in_session, "floor": floor}
         for _ in range(env_int("BENCH_WARMUP", 20)):
-            await ours()
-            await floor()
-        ours_rounds, floor_rounds = [], []
+            for step in steps.values():
+                await step()
+        medians: dict[str, list[float]] = {name: [] for name in steps}
         for _ in range(rounds):
-            ours_rounds.append(await one_round(ours))
-            floor_rounds.append(await one_round(floor))
-        await http.delete(mcp, headers=headers)
-    return statistics.median(ours_rounds), statistics.median(floor_rounds)
+            for name, step in steps.items():
+                medians[name].append(await one_round(step))
+        await http.delete(mcp, headers=session)
+    return {name: statistics.median(values) for name, values in medians.items()}
 
 
 def main() -> int:
@@ -131,8 +171,9 @@ def main() -> int:
     widget, token = seed()
     try:
         with Server(NAME) as server:
-            ours, floor = asyncio.run(measure(server, token))
-            report_latency(NAME, ours, floor, target=TARGET)
+            figures = asyncio.run(measure(server, token))
+            report_latency(NAME, figures["ours"], figures["floor"], target=TARGET)
+            report_latency(SESSION_NAME, figures["session"], figures["floor"], target=None)
     finally:
         from apps.core.models import Widget
 

@@ -75,7 +75,9 @@ WHAT = {
     "kb_quality": "recall@5 and MRR of keyword, vector and hybrid knowledge-base search with a real model",
     "kb_search": "knowledge-base search against the machine's own limit, the GIN match alone plus the numpy scan",
     "load": "requests per second under locust, against a plain Django view with the same SQL",
-    "mcp": "an MCP tool call in a session against its REST twin",
+    "mcp": (
+        "an MCP tool call as the official client makes it, and in a session of the handshake era, against its REST twin"
+    ),
     "message_send": "an operator's message through the API against the same service call",
     "reports": (
         "the owner's reports page at 1,000,000 chats over 90 days (the page and its CSV downloads over HTTP with a "
