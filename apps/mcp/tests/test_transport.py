@@ -235,6 +235,37 @@ def test_delete_ends_the_session(live):
         assert after.status_code == 404, after.text
 
 
+PER_REQUEST_VERSION = "2026-07-28"
+
+
+def test_a_per_request_call_is_one_json_body_without_a_session(live):
+    """Protocol 2026-07-28, as the official client speaks it by default: no session, and a call that
+    ends within the SDK's stream window is answered as one JSON body, its twin's answer inside."""
+    chat_id = live.new_chat()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": PER_REQUEST_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        **_headers(live, "narrow"),
+        "MCP-Protocol-Version": PER_REQUEST_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "list_chats",
+    }
+    call = _rpc("tools/call", {"name": "list_chats", "arguments": {}, "_meta": meta}, id_=5)
+    with httpx.Client(timeout=30) as http:
+        answer = http.post(live.url, json=call, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("application/json")
+    assert "mcp-session-id" not in answer.headers
+    message = answer.json()
+    assert message["id"] == 5 and not message["result"]["isError"], message
+    rest = live.rest("GET", "/api/v1/chats", token="narrow").json()
+    assert message["result"]["structuredContent"]["data"] == rest["data"]
+    assert chat_id in {chat["id"] for chat in rest["data"]}
+
+
 def test_a_stream_resumes_from_its_last_event_id(live):
     """The SDK's resumability: each SSE event carries an id (the event store keeps them), and a GET
     with `Last-Event-ID` replays what followed on that stream: a client whose connection dropped
