@@ -148,9 +148,8 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             return statistics.median(samples) * 1000
 
         steps = {"ours": ours, "session": in_session, "floor": floor}
-        # A web process serves its first few thousand calls slower than its steady state, and a
-        # database still busy with the previous benchmark's writes slows the first rounds too: the
-        # steps alternate, unmeasured, until both have passed.
+        # A web process serves its first few thousand calls slower than its steady state: the steps
+        # alternate, unmeasured, until that has passed.
         warm_until = time.monotonic() + env_int("BENCH_MCP_WARMUP_SECONDS", 5)
         for done in itertools.count(1):
             for step in steps.values():
