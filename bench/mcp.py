@@ -76,6 +76,7 @@ async def measure(server: Server, token: str) -> dict[str, float]:
     import httpx2
 
     rounds, iterations = env_int("BENCH_ROUNDS", 5), env_int("BENCH_ITERATIONS", 100)
+    warm_calls, warm_seconds = env_int("BENCH_WARMUP", 20), env_int("BENCH_MCP_WARMUP_SECONDS", 5)
     mcp = f"{server.base}/mcp"
     base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
     async with httpx2.AsyncClient(headers=base, timeout=60) as http:
@@ -150,11 +151,11 @@ async def measure(server: Server, token: str) -> dict[str, float]:
         steps = {"ours": ours, "session": in_session, "floor": floor}
         # A web process serves its first few thousand calls slower than its steady state: the steps
         # alternate, unmeasured, until that has passed.
-        warm_until = time.monotonic() + env_int("BENCH_MCP_WARMUP_SECONDS", 5)
+        warm_until = time.monotonic() + warm_seconds
         for done in itertools.count(1):
             for step in steps.values():
                 await step()
-            if done >= env_int("BENCH_WARMUP", 20) and time.monotonic() >= warm_until:
+            if done >= warm_calls and time.monotonic() >= warm_until:
                 break
         medians: dict[str, list[float]] = {name: [] for name in steps}
         for _ in range(rounds):
