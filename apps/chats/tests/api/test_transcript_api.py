@@ -274,13 +274,14 @@ def test_asgi_sends_before_the_transcript_is_complete(make_token, widget, chat, 
     monkeypatch.setattr(asgi, "application", recording)
     call_asgi(url(chat.pk), make_token(scopes=["transcripts:read"]))
 
-    # Streaming interleaves: the first bytes leave before the last piece is produced.
-    assert timeline.count("produced") > 5
+    # Streaming interleaves: the first bytes leave before the last piece is produced. Exactly when
+    # they leave is the event loop's and the GIL's business (the adapter queues up to 10 messages
+    # and the response buffer writes them on a task of its own), so the test asks for more pieces
+    # than that queue holds and for nothing tighter than "before the last one".
+    assert timeline.count("produced") > 20
     first_sent = timeline.index("sent")
     last_produced = len(timeline) - 1 - timeline[::-1].index("produced")
     assert first_sent < last_produced
-    second_produced = timeline.index("produced", 1)
-    assert "sent" in timeline[1:second_produced]
 
 
 @served
