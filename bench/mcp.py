@@ -14,8 +14,9 @@ structured content and its JSON as text, and the era's transport.
 
 As deployed: the web process under uvicorn (bench.lib.common.Server), PostgreSQL and Redis (the MCP
 sessions' store). A widget of its own (`bench-mcp-*`, deleted at the end) with BENCH_MCP_CHATS chats
-(default 20, a page of the list). Each figure is the median of per-round medians, the three steps
-alternating round by round (BENCH_ROUNDS, default 5, of BENCH_ITERATIONS calls, default 100), after
+(default 20, a page of the list). Each figure is the median of per-round medians (BENCH_ROUNDS,
+default 5, of BENCH_ITERATIONS calls of each step, default 100), the three steps alternating call by
+call within a round (as bench.lib.common.compare alternates ours and the floor), after
 a warm-up of at least BENCH_WARMUP calls of each (default 20) and BENCH_MCP_WARMUP_SECONDS (default 5).
 
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
@@ -140,13 +141,19 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             if answer.status_code != 200 or len(answer.json()["data"]) != CHATS:
                 raise RuntimeError(f"GET /api/v1/chats answered {answer.status_code} {answer.text[:300]}")
 
-        async def one_round(step) -> float:
-            samples = []
-            for _ in range(iterations):
-                started = time.perf_counter()
-                await step()
-                samples.append(time.perf_counter() - started)
-            return statistics.median(samples) * 1000
+        async def one_round() -> None:
+            """`iterations` calls of each step, the steps alternating call by call (a shared machine's
+            speed changes from one second to the next; alternate calls see the same), each step
+            going first in turn; each step's median."""
+            samples: dict[str, list[float]] = {name: [] for name in steps}
+            order = list(steps.items())
+            for i in range(iterations):
+                for name, step in order[i % 3 :] + order[: i % 3]:
+                    started = time.perf_counter()
+                    await step()
+                    samples[name].append(time.perf_counter() - started)
+            for name, values in samples.items():
+                medians[name].append(statistics.median(values) * 1000)
 
         steps = {"ours": ours, "session": in_session, "floor": floor}
         # A web process serves its first few thousand calls slower than its steady state: the steps
@@ -159,8 +166,7 @@ async def measure(server: Server, token: str) -> dict[str, float]:
                 break
         medians: dict[str, list[float]] = {name: [] for name in steps}
         for _ in range(rounds):
-            for name, step in steps.items():
-                medians[name].append(await one_round(step))
+            await one_round()
         await http.delete(mcp, headers=session)
     return {name: statistics.median(values) for name, values in medians.items()}
 

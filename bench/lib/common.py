@@ -6,8 +6,10 @@ high to matter, DEBUG off, and DJANGO_SETTINGS_MODULE=bench.lib.settings (the pr
 plus the floor views under /bench/). Ours and the floor are served by the same process, so the
 ratio is what our code adds over a plain Django view doing the same database work.
 
-Figures are medians: each round times `iterations` sequential keep-alive requests and takes their
-median; ours and the floor alternate round by round; the figure is the median of the rounds.
+Figures are medians: each round times `iterations` sequential keep-alive requests of each, ours and
+the floor alternating call by call (a shared machine runs at different speeds from one second to the
+next, and alternate calls see the same speed), and takes each side's median; the figure is the median
+of the rounds.
 Knobs: BENCH_ROUNDS (default 5), BENCH_ITERATIONS (per benchmark default), BENCH_WARMUP (default 20).
 """
 
@@ -231,13 +233,11 @@ def expect(response: requests.Response, status: int = 200) -> requests.Response:
     return response
 
 
-def _round(fn: Callable[[], object], iterations: int) -> float:
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+def timed(fn: Callable[[], object]) -> float:
+    """One call of `fn`, in ms."""
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
 
 
 def compare(
@@ -249,7 +249,8 @@ def compare(
     warmup: int | None = None,
     env: bool = True,
 ) -> tuple[float, float]:
-    """Median latency in ms of ours and of the floor (median of per-round medians, rounds alternate).
+    """Median latency in ms of ours and of the floor (median of per-round medians; within a round the
+    two alternate call by call, each going first every other call).
     With `env`, BENCH_ROUNDS / BENCH_ITERATIONS / BENCH_WARMUP override the defaults."""
     rounds = rounds or env_int("BENCH_ROUNDS", 5)
     if env:
@@ -260,8 +261,14 @@ def compare(
         floor()
     ours_rounds, floor_rounds = [], []
     for _ in range(rounds):
-        ours_rounds.append(_round(ours, iterations))
-        floor_rounds.append(_round(floor, iterations))
+        ours_samples: list[float] = []
+        floor_samples: list[float] = []
+        for i in range(iterations):
+            pair = ((ours, ours_samples), (floor, floor_samples))
+            for fn, into in pair if i % 2 == 0 else reversed(pair):
+                into.append(timed(fn))
+        ours_rounds.append(statistics.median(ours_samples))
+        floor_rounds.append(statistics.median(floor_samples))
     return statistics.median(ours_rounds), statistics.median(floor_rounds)
 
 
