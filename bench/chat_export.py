@@ -46,6 +46,7 @@ def seed(count: int) -> int:
     from apps.core.models import Widget
     from apps.stats.facts import moscow_day
     from apps.stats.models import ChatFacts
+    from bench.lib.restore import delete_in_batches
 
     existing = Widget.objects.filter(name=EXPORT_WIDGET_NAME).first()
     if existing is not None:
@@ -53,6 +54,10 @@ def seed(count: int) -> int:
         if made == count:
             return existing.pk
         print(f"{NAME}: the export widget holds {made} chats, not {count}: making it again", flush=True)
+        # Its big tables first, a batch at a time: the widget's own delete would gather every chat of
+        # it into one statement, past PostgreSQL's 65,535 parameters.
+        for model in (Message, Chat, Contact):
+            delete_in_batches(model.objects.filter(widget=existing))
         existing.delete()
     started = time.perf_counter()
     step = timedelta(seconds=365 * 86400 / count)

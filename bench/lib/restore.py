@@ -52,7 +52,7 @@ def _rows(queryset) -> list[dict]:
     return list(queryset.order_by(pk).values())
 
 
-def _delete(queryset, batch: int = 10_000) -> None:
+def delete_in_batches(queryset, batch: int = 10_000) -> None:
     """Delete the rows of `queryset` a batch of primary keys at a time: the ORM's delete looks up what
     hangs on the rows with one `IN` list of their keys per relation, and PostgreSQL takes at most
     65,535 parameters in a statement."""
@@ -129,7 +129,7 @@ class Restore:
                 Chat.objects.filter(pk=row["id"]).update(**{k: v for k, v in row.items() if k != "id"})
             for label in BIG:  # messages, then chats (with what hangs on them), then contacts
                 model = next(m for m in self.tops if m._meta.label == label)
-                _delete(model.objects.filter(widget_id=self.widget_id, pk__gt=self.tops[model]))
+                delete_in_batches(model.objects.filter(widget_id=self.widget_id, pk__gt=self.tops[model]))
             had_facts = {row["chat_id"] for row in self.facts}
             ChatFacts.objects.filter(chat_id__in=self.chat_ids).exclude(chat_id__in=had_facts).delete()
             for row in self.facts:
@@ -137,7 +137,7 @@ class Restore:
             for model, rows in self.snapshots.items():
                 pk = model._meta.pk.attname
                 kept = {row[pk]: row for row in rows}
-                _delete(model.objects.filter(widget_id=self.widget_id).exclude(pk__in=list(kept)))
+                delete_in_batches(model.objects.filter(widget_id=self.widget_id).exclude(pk__in=list(kept)))
                 current = {row[pk]: row for row in _rows(model.objects.filter(widget_id=self.widget_id))}
                 for key, row in kept.items():
                     if current.get(key) != row:
