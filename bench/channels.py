@@ -5,8 +5,8 @@
    contact found, the message stored through the chats services with its events fanned out) vs the
    floor of the same message stored through the visitor API in the same run (`POST
    /api/visitor/v1/{guid}/messages` with a visitor session: the widget and session looked up, the
-   same chats service). Figures are sequential keep-alive requests (medians of alternating rounds,
-   bench.lib.common.compare) shown as messages per second. Target: floor/ours at most 1.5.
+   same chats service). Figures are sequential keep-alive requests (medians of rounds in which the two
+   alternate call by call, bench.lib.common.compare) shown as messages per second. Target: floor/ours at most 1.5.
 2. outbound: M operator messages of a `tg` chat queued as the handler queues them, then sent by
    the delivery engine (`apps.webhooks` `deliver_due`: lease, the messenger kind's credential read,
    sendMessage over the guarded client one at a time as the kind keeps a chat's order, attempt rows,

@@ -8,8 +8,8 @@ cache the config is kept in). Two widgets of their own (`bench-visitor-config-*`
 configured through the REST API as an owner would: one with BENCH_CONFIG_PROACTIVE proactive messages
 (default 10, each with page patterns, a time on page and attributes), identity verification
 `optional` and an identity secret; the other as created. Each figure is the median of per-round
-medians (bench.lib.common.compare: the rounds alternate), with the config cached as a visitor's
-browser would find it after the first visitor of the minute.
+medians (bench.lib.common.compare: the two alternate call by call), with the config cached as a
+visitor's browser would find it after the first visitor of the minute.
 
 Needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
 """
