@@ -141,19 +141,19 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             if answer.status_code != 200 or len(answer.json()["data"]) != CHATS:
                 raise RuntimeError(f"GET /api/v1/chats answered {answer.status_code} {answer.text[:300]}")
 
-        async def one_round() -> None:
+        async def one_round() -> dict[str, float]:
             """`iterations` calls of each step, the steps alternating call by call (a shared machine's
             speed changes from one second to the next; alternate calls see the same), each step
-            going first in turn; each step's median."""
+            going first in turn; each step's median, in ms."""
             samples: dict[str, list[float]] = {name: [] for name in steps}
             order = list(steps.items())
             for i in range(iterations):
-                for name, step in order[i % 3 :] + order[: i % 3]:
+                turn = i % len(order)
+                for name, step in order[turn:] + order[:turn]:
                     started = time.perf_counter()
                     await step()
                     samples[name].append(time.perf_counter() - started)
-            for name, values in samples.items():
-                medians[name].append(statistics.median(values) * 1000)
+            return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
         steps = {"ours": ours, "session": in_session, "floor": floor}
         # A web process serves its first few thousand calls slower than its steady state: the steps
@@ -166,7 +166,8 @@ async def measure(server: Server, token: str) -> dict[str, float]:
                 break
         medians: dict[str, list[float]] = {name: [] for name in steps}
         for _ in range(rounds):
-            await one_round()
+            for name, median in (await one_round()).items():
+                medians[name].append(median)
         await http.delete(mcp, headers=session)
     return {name: statistics.median(values) for name, values in medians.items()}
 
