@@ -99,6 +99,16 @@ def describe(tool: Tool) -> types.Tool:
     )
 
 
+def input_schema(name: str) -> dict | None:
+    """The input schema of the tool `name` (None for an unknown one), for the SDK's check of a
+    per-request call's `Mcp-Param-*` headers against its arguments. Without it the SDK finds the schema
+    by running the `tools/list` handler for every call that has arguments: a second trip to a worker
+    thread, the token resolved again and every tool described. A tool's schema is the same whatever
+    the caller's scopes; a tool the token may not use is refused when the call runs."""
+    tool = registry.tools().get(name)
+    return tool.input_schema if tool is not None else None
+
+
 def check_arguments(tool: Tool, arguments: dict) -> dict | None:
     """The problem of arguments the tool does not take or of required ones left out (the words of the
     REST API's own validation), or None. Everything else is the REST route's to validate."""
@@ -246,6 +256,7 @@ def build(credential: str | None = None, environ: Mapping[str, str] | None = Non
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        get_tool_input_schema=input_schema,
     )
 
 

@@ -122,3 +122,14 @@ def test_the_transcript_resource_is_listed_and_read_by_its_scope(make_token, wid
     raised = _raised(make_token(scopes=["chats:read"]), refused)
     assert isinstance(raised, MCPError)
     assert raised.data["code"] == "missing_scope" and raised.data["required_scopes"] == ["transcripts:read"]
+
+
+def test_the_sdk_reads_a_tools_input_schema_without_listing_the_tools():
+    """A per-request call with arguments has its `Mcp-Param-*` headers checked against the tool's
+    input schema; the server hands the SDK each schema by name, so the check does not run the
+    `tools/list` handler (a worker thread and the token resolved again) for every call."""
+    built = server.build("unused")
+    assert built.get_tool_input_schema is not None
+    for name, tool in registry.tools().items():
+        assert built.get_tool_input_schema(name) == tool.input_schema
+    assert built.get_tool_input_schema("no_such_tool") is None

@@ -266,6 +266,33 @@ def test_a_per_request_call_is_one_json_body_without_a_session(live):
     assert chat_id in {chat["id"] for chat in rest["data"]}
 
 
+def test_a_per_request_call_with_arguments_is_answered_with_them(live):
+    """Protocol 2026-07-28, a call with an argument: the SDK checks its headers against the tool's
+    input schema (the server's `get_tool_input_schema`) and the twin gets the argument."""
+    live.new_chat()
+    live.new_chat()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": PER_REQUEST_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        **_headers(live, "narrow"),
+        "MCP-Protocol-Version": PER_REQUEST_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "list_chats",
+    }
+    call = _rpc("tools/call", {"name": "list_chats", "arguments": {"limit": 1}, "_meta": meta}, id_=6)
+    with httpx.Client(timeout=30) as http:
+        answer = http.post(live.url, json=call, headers=headers)
+    assert answer.status_code == 200, answer.text
+    message = answer.json()
+    assert message["id"] == 6 and not message["result"]["isError"], message
+    rest = live.rest("GET", "/api/v1/chats?limit=1", token="narrow").json()
+    assert message["result"]["structuredContent"]["data"] == rest["data"]
+    assert len(rest["data"]) == 1
+
+
 def test_a_stream_resumes_from_its_last_event_id(live):
     """The SDK's resumability: each SSE event carries an id (the event store keeps them), and a GET
     with `Last-Event-ID` replays what followed on that stream: a client whose connection dropped
