@@ -1,8 +1,9 @@
 """The MCP server (`/mcp`, apps.mcp) against its REST twin: the same question asked as an AI agent
-asks it, a `list_chats` tool call, and as an integrator asks it, `GET /api/v1/chats` with the same
-token over the same HTTP client (httpx2, a kept-alive connection), measured in the same run. The tool
-call is a thin call of the same view, so what it adds is the protocol: JSON-RPC in, the answer as
-structured content and its JSON as text, and the era's transport.
+asks it, a `list_chats` tool call, and as an integrator asks it, `GET /api/v1/chats`, both with the
+page size as their argument (`limit`), with the same token over the same HTTP client (httpx2, a
+kept-alive connection), measured in the same run. The tool call is a thin call of the same view, so
+what it adds is the protocol: JSON-RPC in, the answer as structured content and its JSON as text,
+and the era's transport.
 
 - `mcp_tool_call`: the call as the official client (mcp.client.Client, its default mode "auto")
   makes it: `server/discover`, then each call a self-contained POST of protocol 2026-07-28 answered
@@ -60,6 +61,9 @@ def seed():
 
 SESSION_PROTOCOL = "2025-11-25"  # the newest version of the handshake era
 PROTOCOL = "2026-07-28"  # the per-request era: what the official client speaks by default
+# The page asked for, on every step: an agent's call names its arguments, and a call with arguments
+# is one the SDK checks against the tool's input schema (its `Mcp-Param-*` headers).
+PAGE = {"limit": CHATS}
 
 
 def _answer(response) -> dict:
@@ -98,7 +102,7 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "list_chats", "arguments": {}, "_meta": meta},
+            "params": {"name": "list_chats", "arguments": PAGE, "_meta": meta},
         }
 
         opened = await http.post(
@@ -122,7 +126,7 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "list_chats", "arguments": {}},
+            "params": {"name": "list_chats", "arguments": PAGE},
         }
 
         def check(answer: dict) -> None:
@@ -137,7 +141,7 @@ async def measure(server: Server, token: str) -> dict[str, float]:
             check(_answer(await http.post(mcp, json=session_call, headers=session)))
 
         async def floor() -> None:
-            answer = await http.get(f"{server.base}/api/v1/chats")
+            answer = await http.get(f"{server.base}/api/v1/chats", params=PAGE)
             if answer.status_code != 200 or len(answer.json()["data"]) != CHATS:
                 raise RuntimeError(f"GET /api/v1/chats answered {answer.status_code} {answer.text[:300]}")
 
