@@ -238,10 +238,8 @@ def test_delete_ends_the_session(live):
 PER_REQUEST_VERSION = "2026-07-28"
 
 
-def test_a_per_request_call_is_one_json_body_without_a_session(live):
-    """Protocol 2026-07-28, as the official client speaks it by default: no session, and a call that
-    ends within the SDK's stream window is answered as one JSON body, its twin's answer inside."""
-    chat_id = live.new_chat()
+def _per_request_call(live, tool: str) -> tuple[dict, dict]:
+    """The `_meta` and the headers of a protocol 2026-07-28 call of `tool` with the narrow token."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": PER_REQUEST_VERSION,
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
@@ -251,8 +249,16 @@ def test_a_per_request_call_is_one_json_body_without_a_session(live):
         **_headers(live, "narrow"),
         "MCP-Protocol-Version": PER_REQUEST_VERSION,
         "Mcp-Method": "tools/call",
-        "Mcp-Name": "list_chats",
+        "Mcp-Name": tool,
     }
+    return meta, headers
+
+
+def test_a_per_request_call_is_one_json_body_without_a_session(live):
+    """Protocol 2026-07-28, as the official client speaks it by default: no session, and a call that
+    ends within the SDK's stream window is answered as one JSON body, its twin's answer inside."""
+    chat_id = live.new_chat()
+    meta, headers = _per_request_call(live, "list_chats")
     call = _rpc("tools/call", {"name": "list_chats", "arguments": {}, "_meta": meta}, id_=5)
     with httpx.Client(timeout=30) as http:
         answer = http.post(live.url, json=call, headers=headers)
@@ -271,17 +277,7 @@ def test_a_per_request_call_with_arguments_is_answered_with_them(live):
     input schema (the server's `get_tool_input_schema`) and the twin gets the argument."""
     live.new_chat()
     live.new_chat()
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": PER_REQUEST_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = {
-        **_headers(live, "narrow"),
-        "MCP-Protocol-Version": PER_REQUEST_VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "list_chats",
-    }
+    meta, headers = _per_request_call(live, "list_chats")
     call = _rpc("tools/call", {"name": "list_chats", "arguments": {"limit": 1}, "_meta": meta}, id_=6)
     with httpx.Client(timeout=30) as http:
         answer = http.post(live.url, json=call, headers=headers)
