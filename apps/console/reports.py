@@ -25,7 +25,7 @@ from apps.stats.reports import MAX_DAYS, ReportRangeError, build_report, report_
 
 from . import report_charts
 from .access import operator_required
-from .inbox import chat_list_url
+from .inbox import chat_list_links
 from .settings.access import is_owner
 
 PRESETS = (7, 30, 90)
@@ -121,9 +121,10 @@ def reports(request):
         )
         return render(request, "console/reports.html", context, status=400)
     scope = {"agent_id": subject.pk} if subject is not None else {}
+    chat_list = chat_list_links()
 
     def link(**filters) -> str:
-        return chat_list_url(**{**scope, **filters})
+        return chat_list(**{**scope, **filters})
 
     if wants_csv:
         if chart not in report_charts.CSV_NAMES:
