@@ -6,7 +6,7 @@ clocks, one for its labels, one for the owner's assign targets."""
 from __future__ import annotations
 
 from datetime import date
-from urllib.parse import quote_plus, urlencode
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -61,16 +61,6 @@ def chat_list_links():
     """`chat_list_url` for many figures of one page: the list's path is resolved once, not for each
     of the page's links (a report has more than a thousand: every cell of its tables and charts)."""
     path = reverse("console:chats")
-    # The page's links share their names and most values (its days, channels, operators): each is
-    # quoted once, as `urlencode` quotes it.
-    quoted: dict[str, str] = {}
-
-    def quote(text: str) -> str:
-        try:
-            return quoted[text]
-        except KeyError:
-            quoted[text] = quote_plus(text)
-            return quoted[text]
 
     def link(**filters) -> str:
         params = {"view": selectors.VIEW_ALL, "status": selectors.ANY_STATUS}
@@ -79,7 +69,7 @@ def chat_list_links():
                 continue
             param = selectors.PARAM_NAMES.get(name, name)
             params[param] = value.isoformat() if isinstance(value, date) else str(value)
-        return f"{path}?" + "&".join(f"{quote(name)}={quote(value)}" for name, value in params.items())
+        return f"{path}?{urlencode(params)}"
 
     return link
 
