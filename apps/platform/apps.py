@@ -18,8 +18,8 @@ def send_lists_in_binary() -> None:
     for `list`, so a `%s` placeholder picks it). Django's bulk_create sends each column as one array
     (`INSERT ... SELECT * FROM UNNEST(%s::type[], ...)`), and so do the webhook engine's statements.
     In the text format psycopg quotes every element and escapes each of its quotes with a regular
-    expression in Python: a fan-out's JSON bodies spent a third of its time there. A binary array
-    carries each element's bytes with their length. Registered on psycopg's global adapters before
+    expression in Python, and a webhook's JSON body is full of quotes. A binary array carries each
+    element's bytes with their length, escaped nowhere. Registered on psycopg's global adapters before
     Django builds its connections' adapters from them (at the first connection)."""
     import psycopg
     from psycopg.types.array import ListBinaryDumper
