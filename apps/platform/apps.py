@@ -9,7 +9,7 @@ class PlatformConfig(AppConfig):
     label = "platform"
 
     def ready(self) -> None:
-        if any(db["ENGINE"].startswith("django.db.backends.postgresql") for db in settings.DATABASES.values()):
+        if settings.USING_POSTGRES:
             send_lists_in_binary()
 
 
