@@ -68,14 +68,14 @@ def _environ(scope) -> dict[str, str]:
 
 
 def _authenticate(meta: dict[str, str]):
+    """The request's token, on the request's thread (server.RequestThread), which returns the
+    database connection when the request ends. The thread's stale connections are closed first, as
+    Django's request_started signal closes them."""
     close_old_connections()
-    try:
-        _, token = BearerTokenAuthentication().authenticate(_Shim(meta))
-        if not token.widget.api_enabled:
-            raise ApiDisabled("Enable “Allow widget API (JS and REST)” for this widget in the cabinet.")
-        return token
-    finally:
-        close_old_connections()
+    _, token = BearerTokenAuthentication().authenticate(_Shim(meta))
+    if not token.widget.api_enabled:
+        raise ApiDisabled("Enable “Allow widget API (JS and REST)” for this widget in the cabinet.")
+    return token
 
 
 async def _problem(err: AppError, scope, send) -> None:
@@ -124,10 +124,17 @@ class McpApp:
                 await asyncio.wait([warm])
 
     async def __call__(self, scope, receive, send) -> None:
+        thread = server.RequestThread()
+        try:
+            await self._serve(scope, receive, send, thread)
+        finally:
+            thread.close()
+
+    async def _serve(self, scope, receive, send, thread: server.RequestThread) -> None:
         environ = _environ(scope)
         lookup = self._look_up_session(scope)
         try:
-            token = await asyncio.to_thread(_authenticate, environ)
+            token = await thread.run(_authenticate, environ)
         except AppError as err:
             _drop(lookup)
             await _problem(err, scope, send)
@@ -147,6 +154,7 @@ class McpApp:
                 AccessToken(token=credential, client_id=f"token-{token.pk}", scopes=token.scopes)
             ),
             server.CALLER: (credential, environ),
+            server.REQUEST_THREAD: thread,
         }
         if lookup is not None:
             scope[SESSION_LOOKUP] = lookup

@@ -1,5 +1,6 @@
 """The SDK's low-level MCP server wired to the registry: tools listed by the caller's scopes, tool
-calls and resource reads run in a worker thread through their REST twins (apps.mcp.registry).
+calls and resource reads run in a worker thread (an HTTP request's own: RequestThread) through
+their REST twins (apps.mcp.registry).
 
 The caller is the bearer token: over HTTP the one apps.mcp.asgi authenticated for the very request
 (the session cannot change hands: the SDK binds it to that token), over stdio the one the command was
@@ -12,9 +13,13 @@ A refusal is an MCP tool error (`isError: true`) whose text is the problem's JSO
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -32,6 +37,7 @@ from .registry import Context, Tool, ToolRefused
 
 NAME = "chat-widget"
 CALLER = "chatwidget.mcp_caller"  # the ASGI scope key of an HTTP request's (credential, environ) (apps.mcp.asgi)
+REQUEST_THREAD = "chatwidget.mcp_request_thread"  # the ASGI scope key of an HTTP request's RequestThread
 INSTRUCTIONS = (
     "Tools of one website's chat widget: read and answer its visitors' chats, look up contacts, canned "
     "responses, the knowledge base and statistics. Every tool acts as the API token you were given, within "
@@ -59,6 +65,57 @@ def _in_thread(credential: str, environ: Mapping[str, str], work, *args) -> Any:
 
 async def _thread(credential: str, environ: Mapping[str, str], work, *args) -> Any:
     return await anyio.to_thread.run_sync(partial(_in_thread, credential, environ, work, *args))
+
+
+class RequestThread:
+    """The one thread of an HTTP request's synchronous work, as Django's ASGI handler gives each
+    request one (asgiref's thread-sensitive mode): apps.mcp.asgi authenticates the request on it,
+    and the tool call or list the request carries runs on it too, on the database connection the
+    authentication took. So a request takes one connection from the pool (and pays its health check)
+    instead of one for the token and another for the tool.
+
+    `close()` returns the connection from this thread after its work, without waiting for it. Work
+    that comes after (a session's call whose request has already ended) runs as the stdio server's
+    does, on a worker thread of its own (`_thread`). A thread whose work is done waits for the next
+    request (at most IDLE_KEPT of them): starting one for each request costs about what the second
+    connection did."""
+
+    IDLE_KEPT = 32
+    _idle: deque[ThreadPoolExecutor] = deque()  # deque's append and pop are atomic: no lock
+
+    def __init__(self):
+        try:
+            self._executor = self._idle.pop()
+        except IndexError:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-request")
+        self.open = True
+
+    async def run(self, func, *args) -> Any:
+        """`func(*args)` on this thread, with the caller's context variables (as asyncio.to_thread)."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, partial(context.run, func, *args))
+
+    def close(self) -> None:
+        if not self.open:
+            return
+        self.open = False
+        executor = self._executor
+        # Queued after any work still running on the thread (a call whose client went away); the
+        # thread waits for another request only once all of it is done.
+        executor.submit(close_old_connections).add_done_callback(lambda _: self._release(executor))
+
+    @classmethod
+    def _release(cls, executor: ThreadPoolExecutor) -> None:
+        if len(cls._idle) < cls.IDLE_KEPT:
+            cls._idle.append(executor)
+        else:
+            executor.shutdown(wait=False)
+
+
+def _on_request_thread(credential: str, environ: Mapping[str, str], work, *args) -> Any:
+    """Run `work(context, *args)` on the request's thread: its connection is the one the request's
+    authentication opened, and RequestThread.close() returns it."""
+    return work(Context.authenticate(credential, environ), *args)
 
 
 def problem_of(err: AppError) -> dict:
@@ -196,7 +253,10 @@ def build(credential: str | None = None, environ: Mapping[str, str] | None = Non
 
     async def authenticated(ctx, work, *args):
         credential, env = caller(ctx)
+        thread = (getattr(ctx.request, "scope", None) or {}).get(REQUEST_THREAD)
         try:
+            if thread is not None and thread.open:
+                return await thread.run(_on_request_thread, credential, env, work, *args)
             return await _thread(credential, env, work, *args)
         except AppError as err:  # the token stopped authenticating since the request came in
             raise MCPError(types.INVALID_REQUEST, err.detail, problem_of(err)) from None
