@@ -272,7 +272,7 @@ EOF
   "${PODMAN[@]}" exec -d "${PROJECT}_worker_1" python /ci-hook/receiver.py --port "$HOOK_PORT" \
     --cert /ci-hook/server.pem --key /ci-hook/server.key --secret ci-signing-secret-0123 --out /ci-hook/out/hooks.jsonl
 
-  .venv/bin/python .ci/container_check.py --base "http://localhost:$HTTP_PORT" --token "$token" \
+  .venv/bin/python .ci/container_check.py --base "http://localhost:$HTTP_PORT" --token="$token" \
     --button-guid "$guid" --hook-url "https://127.0.0.1:$HOOK_PORT/hook" --hook-secret ci-signing-secret-0123 \
     --hooks "$hook/out/hooks.jsonl" --phase first
 
@@ -283,16 +283,18 @@ EOF
   log "down and up again: the data is kept"
   compose --env-file deploy/.env down >"$WORK/down.log" 2>&1 || { cat "$WORK/down.log"; exit 1; }
   up_in_order || { cat "$WORK/up.log"; exit 1; }
-  .venv/bin/python .ci/container_check.py --base "http://localhost:$HTTP_PORT" --token "$token" \
+  .venv/bin/python .ci/container_check.py --base "http://localhost:$HTTP_PORT" --token="$token" \
     --button-guid "$guid" --hook-url "" --hook-secret "" --hooks "" --phase again
 
   log "the Kubernetes manifests with podman kube play"
   # What podman plays of them: the ConfigMap, the uploads' claim and the web Deployment's pod, on the
   # compose stack's network, with its PostgreSQL and Redis as the Secret's URLs.
+  # The secrets are joined to their flags with "=": token_urlsafe's alphabet has "-", and argparse
+  # takes a separate value that begins with it for an option of its own.
   .venv/bin/python .ci/container_kube.py --out "$WORK/kube-play.yaml" --image "$APP_IMAGE" \
-    --database-url "postgres://chatwidget:$(sed -n 's/^POSTGRES_PASSWORD=//p' deploy/.env)@postgres:5432/chatwidget" \
-    --redis-url "redis://redis:6379/1" --secret-key "$(sed -n 's/^SECRET_KEY=//p' deploy/.env)" \
-    --metrics-token "$(sed -n 's/^METRICS_TOKEN=//p' deploy/.env)"
+    --database-url="postgres://chatwidget:$(sed -n 's/^POSTGRES_PASSWORD=//p' deploy/.env)@postgres:5432/chatwidget" \
+    --redis-url "redis://redis:6379/1" --secret-key="$(sed -n 's/^SECRET_KEY=//p' deploy/.env)" \
+    --metrics-token="$(sed -n 's/^METRICS_TOKEN=//p' deploy/.env)"
   "${PODMAN[@]}" kube play --network "${PROJECT}_default" "$WORK/kube-play.yaml" >"$WORK/kube.log" 2>&1 ||
     { cat "$WORK/kube.log"; exit 1; }
   local web_ctr
