@@ -241,6 +241,40 @@ def test_the_clean_up_puts_back_messages_rooms_rollups_and_facts(capsys):
     assert "clean-up: the widget's rows, statistics rollups and facts are as before the run" in capsys.readouterr().out
 
 
+@pytest.mark.django_db
+def test_a_run_stopped_before_its_clean_up_is_put_back_by_the_next(tmp_path, capsys):
+    from apps.chats import services as chat_services
+    from apps.chats.models import Contact
+    from apps.chats.visitor import services as visitor_services
+    from apps.webhooks.models import Subscription
+    from bench.lib.restore import Restore, fingerprint
+    from tests.support.factories import WidgetFactory
+
+    # given a widget with a visitor's room
+    widget = WidgetFactory()
+    session, _ = visitor_services.start_session(widget=widget)
+    first = visitor_services.send_message(
+        widget=widget, contact=session.contact, data=chat_services.MessageInput(body="Hello")
+    )
+    before = fingerprint(widget.pk, [first.chat_id])
+
+    # when a run writes rows with unique addresses and is stopped before its clean-up
+    stopped = Restore(widget.pk, [first.chat_id], name="load", state_dir=tmp_path).__enter__()
+    Subscription.objects.create(widget=widget, url="https://hooks.bench.invalid/load/0", events=["chat.closed"])
+    other, _ = visitor_services.start_session(widget=widget, name="Load visitor 0")
+    visitor_services.send_message(widget=widget, contact=other.contact, data=chat_services.MessageInput(body="Hi"))
+    assert stopped.state_path.exists()
+
+    # then the next run of that benchmark puts the stopped run's rows back first, and can write its own
+    with Restore(widget.pk, [first.chat_id], name="load", state_dir=tmp_path) as again:
+        assert fingerprint(widget.pk, [first.chat_id]) == before
+        assert not Contact.objects.filter(widget=widget, name="Load visitor 0").exists()
+        Subscription.objects.create(widget=widget, url="https://hooks.bench.invalid/load/0", events=["chat.closed"])
+    assert fingerprint(widget.pk, [first.chat_id]) == before
+    assert not again.state_path.exists()
+    assert "load: an earlier run stopped before its clean-up: putting its widget back first" in capsys.readouterr().out
+
+
 @pytest.mark.redis
 @pytest.mark.django_db
 def test_stale_fan_out_tasks_are_dropped_and_the_others_kept(widget, settings):

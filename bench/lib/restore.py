@@ -12,6 +12,10 @@ Every model with a `widget` foreign key is covered:
 The fingerprint is the count and largest primary key of each big table plus a digest of every
 other table's rows of the widget and of the touched chats' rows and facts; `Restore` raises
 `NotRestored` when the fingerprints differ (the benchmark then fails).
+While the block runs, the snapshot is also kept in a file (var/bench/NAME.restore.pickle): a run
+stopped before its clean-up (killed, cut off) leaves it behind, and the next `Restore` of that name
+first puts the stopped run's widget back from it, so its rows do not stay in the data set (nor collide
+with the next run's, as unique names and addresses would).
 
 Celery hand-offs of the run's outbox events that no worker took are removed from the Redis broker
 queue too (when the broker is Redis), so no task for a deleted event is left behind; so are queued AI
@@ -24,7 +28,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import pickle
 from collections import Counter
+from pathlib import Path
+
+from .env import ROOT
 
 BIG = ("chats.Message", "chats.Chat", "chats.Contact")
 
@@ -84,11 +92,16 @@ def fingerprint(widget_id: int, chat_ids: list[int]) -> dict[str, object]:
     return out
 
 
-class Restore:
-    """with Restore(widget_id, chat_ids): ... — snapshot on entry, restore and verify on exit."""
+STATE_DIR = ROOT / "var" / "bench"
 
-    def __init__(self, widget_id: int, chat_ids: list[int], *, name: str):
+
+class Restore:
+    """with Restore(widget_id, chat_ids): ... — snapshot on entry, restore and verify on exit; a
+    stopped run's snapshot left in `state_dir` is put back first."""
+
+    def __init__(self, widget_id: int, chat_ids: list[int], *, name: str, state_dir: Path | None = None):
         self.widget_id, self.chat_ids, self.name = widget_id, list(chat_ids), name
+        self.state_path = (state_dir or STATE_DIR) / f"{name}.restore.pickle"
 
     def __enter__(self) -> Restore:
         from django.db.models import Max
@@ -96,6 +109,7 @@ class Restore:
         from apps.chats.models import Chat
         from apps.stats.models import ChatFacts
 
+        self._put_back_a_stopped_run()
         self.before = fingerprint(self.widget_id, self.chat_ids)
         self.tops, self.snapshots = {}, {}
         for model in _widget_models():
@@ -107,7 +121,39 @@ class Restore:
         self.chats = _rows(Chat.objects.filter(pk__in=self.chat_ids))
         self.facts = _rows(ChatFacts.objects.filter(chat_id__in=self.chat_ids))
         self.outbox_ids = set(self._outbox_ids())
+        self._keep_state()
         return self
+
+    _STATE = ("widget_id", "chat_ids", "before", "chats", "facts", "outbox_ids")
+
+    def _keep_state(self) -> None:
+        """The snapshot in a file, with the models by their labels, until the clean-up has run."""
+        state = {key: getattr(self, key) for key in self._STATE}
+        state["tops"] = {model._meta.label: top for model, top in self.tops.items()}
+        state["snapshots"] = {model._meta.label: rows for model, rows in self.snapshots.items()}
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.state_path.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(state))
+        partial.replace(self.state_path)
+
+    def _put_back_a_stopped_run(self) -> None:
+        if not self.state_path.exists():
+            return
+        from django.apps import apps
+
+        from apps.core.models import Widget
+
+        # the harness's own file, written by an earlier run of this benchmark in var/bench
+        state = pickle.loads(self.state_path.read_bytes())  # noqa: S301
+        if Widget.objects.filter(pk=state["widget_id"]).exists():
+            print(f"{self.name}: an earlier run stopped before its clean-up: putting its widget back first", flush=True)
+            stopped = Restore(state["widget_id"], state["chat_ids"], name=f"{self.name} (stopped run)")
+            for key in self._STATE:
+                setattr(stopped, key, state[key])
+            stopped.tops = {apps.get_model(label): top for label, top in state["tops"].items()}
+            stopped.snapshots = {apps.get_model(label): rows for label, rows in state["snapshots"].items()}
+            stopped.restore()
+        self.state_path.unlink()
 
     def _outbox_ids(self):
         from apps.core.models import OutboxEvent
@@ -116,6 +162,7 @@ class Restore:
 
     def __exit__(self, *exc) -> None:
         self.restore()
+        self.state_path.unlink(missing_ok=True)
 
     def restore(self) -> None:
         from django.db import transaction
