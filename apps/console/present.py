@@ -8,8 +8,9 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from django.utils import timezone
+from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from apps.chats import services as chat_services
 from apps.chats.models import Chat, Contact
@@ -72,6 +73,16 @@ def channel(code: str) -> dict:
     if code.startswith("ch") and code[2:].isdigit():
         return {"name": _("Custom channel %(id)s") % {"id": code[2:]}, "mark": "API", "kind": "custom"}
     return {"name": code, "mark": code[:2].upper(), "kind": "other"}
+
+
+def unread_label(count: int) -> str:
+    """"3 unread messages", said where a row's count is shown."""
+    return ngettext("%(n)s unread message", "%(n)s unread messages", count) % {"n": count}
+
+
+def waiting_label(since: datetime, *, now: datetime | None = None) -> str:
+    """"waiting 5 minutes": how long a visitor has waited since `since`."""
+    return _("waiting %(time)s") % {"time": timesince(since, now)}
 
 
 def state_note(chat: Chat, *, now: datetime | None = None) -> str:

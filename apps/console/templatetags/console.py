@@ -52,6 +52,16 @@ def when(moment) -> str:
 
 
 @register.filter
+def unread_label(count: int) -> str:
+    return present.unread_label(count)
+
+
+@register.filter
+def waiting(since) -> str:
+    return present.waiting_label(since)
+
+
+@register.filter
 def sla_due(due_at) -> str:
     return present.sla_due(due_at)
 
