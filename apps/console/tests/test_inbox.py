@@ -7,10 +7,11 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from apps.chats.models import Chat, Contact, Message, VisitorSession
 from apps.chats.tests.factories import ChatFactory, ContactFactory, MessageFactory
+from apps.console import present
 
 from .conftest import make_chat
 
@@ -103,6 +104,17 @@ def test_a_row_shows_the_channel_unread_count_and_waiting_time(console, widget, 
     assert "3 unread messages" in html  # every visitor message nobody marked seen
     assert "waiting 10\xa0minutes" in html  # since the first unanswered one, not the last
     assert "<bdi>hello?</bdi>" in html
+
+
+@pytest.mark.parametrize(
+    ("count", "said"),
+    [(1, "1 непрочитанное сообщение"), (3, "3 непрочитанных сообщения"), (5, "5 непрочитанных сообщений")],
+)
+def test_a_rows_unread_count_and_wait_are_said_in_the_consoles_language(count, said):
+    now = timezone.now()
+    with translation.override("ru"):
+        assert present.unread_label(count) == said
+        assert present.waiting_label(now - timedelta(minutes=10), now=now) == "ждёт 10\xa0минут"
 
 
 def test_an_answered_chat_shows_no_waiting_time(console, widget, operator):
