@@ -76,12 +76,12 @@ def channel(code: str) -> dict:
 
 
 def unread_label(count: int) -> str:
-    """"3 unread messages", said where a row's count is shown."""
+    """A row's count of unread messages in words ("3 unread messages")."""
     return ngettext("%(n)s unread message", "%(n)s unread messages", count) % {"n": count}
 
 
 def waiting_label(since: datetime, *, now: datetime | None = None) -> str:
-    """"waiting 5 minutes": how long a visitor has waited since `since`."""
+    """How long a visitor has waited since `since`, in words ("waiting 5 minutes")."""
     return _("waiting %(time)s") % {"time": timesince(since, now)}
 
 
