@@ -269,8 +269,15 @@ def queue_position(chat: Chat) -> tuple[int | None, int | None]:
     return position, (round(position * per_place) if per_place is not None else None)
 
 
+# Every assignment reads the chat's row (apps.routing.services.record_assignment): compiled once.
+_CHAT_ROUTING = ModelStatement(
+    lambda: ChatRouting.objects.filter(chat_id=Slot("chat", ChatRouting._meta.pk)).order_by("pk")[:1]
+)
+
+
 def chat_routing(chat: Chat) -> ChatRouting | None:
-    return ChatRouting.objects.filter(chat_id=chat.pk).first()
+    found = _CHAT_ROUTING.instances(chat=chat.pk)
+    return found[0] if found else None
 
 
 def _iso(value: datetime | None) -> str | None:

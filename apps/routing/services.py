@@ -340,7 +340,9 @@ def record_assignment(*, chat: Chat, agent_id: int | None, by: str, now: datetim
     transaction): assignment time and who assigned, the wait it ends, the re-route timer an
     automatic assignment starts, the operator's last assignment for round robin."""
     now = now or timezone.now()
-    row, _ = ChatRouting.objects.get_or_create(chat_id=chat.pk, defaults={"widget_id": chat.widget_id})
+    row = selectors.chat_routing(chat)
+    if row is None:
+        row, _ = ChatRouting.objects.get_or_create(chat_id=chat.pk, defaults={"widget_id": chat.widget_id})
     if agent_id is None:
         return  # back in the queue: `release` wrote the row already
     left_queue = row.queue_since is not None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from apps.chats.models import Chat
@@ -28,16 +28,18 @@ from apps.core import events
 from apps.core.timeparse import business_tz
 from apps.routing.models import ChatRouting
 
+from . import selectors as stats_selectors
 from . import services as stats
-from .models import AssignmentFact, ChatFacts
+from .models import AssignmentFact
 
 
 def _moscow_day(moment: datetime):
     return moment.astimezone(business_tz()).date()
 
 
-# The chat's routing row as the change left it, read with its facts in one statement.
-_ROUTING_READ = {
+# The chat's routing row as the change left it, read with its facts in one statement
+# (apps.stats.selectors.assignment_facts).
+ROUTING_READ = {
     "queued_at": "queued_at",
     "queue_since": "queue_since",
     "wait_seconds": "wait_seconds",
@@ -48,13 +50,7 @@ _ROUTING_READ = {
 def assigned(*, chat: Chat, agent_id: int | None, by: str, now: datetime | None = None) -> None:
     """The (locked) chat's routing owner changed to `agent_id` (None: back to the queue) by `by`."""
     now = now or timezone.now()
-    routing = ChatRouting.objects.filter(chat_id=OuterRef("chat_id"))
-    facts = (
-        ChatFacts.objects.filter(pk=chat.pk)
-        .annotate(**{name: Subquery(routing.values(field)[:1]) for name, field in _ROUTING_READ.items()})
-        .values("reroutes", "assignment_wait_ms", *_ROUTING_READ)
-        .first()
-    )
+    facts = stats_selectors.assignment_facts(chat_id=chat.pk)
     if facts is None:  # a chat older than its facts: the rebuild counts it
         return
     reroutes = facts["routing_reroutes"] or 0

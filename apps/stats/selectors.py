@@ -24,12 +24,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import date
 
-from django.db.models import Count, Sum
+from django.db.models import Count, OuterRef, Subquery, Sum
 
 from apps.agents.models import Agent
 from apps.core.models import Widget
-from apps.platform.statements import ModelStatement, Slot
-from apps.routing.models import SlaClock
+from apps.platform.statements import ModelStatement, Slot, Statement
+from apps.routing.models import ChatRouting, SlaClock
 from apps.stats import facts, routing_facts
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyWidgetFacts
@@ -84,6 +84,28 @@ _CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", Ch
 def chat_facts(*, chat_id: int) -> ChatFacts | None:
     """The chat's snapshot; the caller holds the chat row lock."""
     found = _CHAT_FACTS.instances(chat=chat_id)
+    return found[0] if found else None
+
+
+def _assignment_facts():
+    routing = ChatRouting.objects.filter(chat_id=OuterRef("chat_id"))
+    return (
+        ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk))
+        .annotate(**{name: Subquery(routing.values(field)[:1]) for name, field in routing_facts.ROUTING_READ.items()})
+        .values("reroutes", "assignment_wait_ms", *routing_facts.ROUTING_READ)
+        .order_by("pk")[:1]
+    )
+
+
+# Every change of a chat's routing owner reads this (apps.stats.routing_facts.assigned): compiled once.
+_ASSIGNMENT_FACTS = Statement(_assignment_facts)
+
+
+def assignment_facts(*, chat_id: int) -> dict | None:
+    """The chat's counted routing facts (`reroutes`, `assignment_wait_ms`) and its routing row as
+    it stands (`queued_at`, `queue_since`, `wait_seconds`, `routing_reroutes`); None for a chat
+    older than its facts."""
+    found = _ASSIGNMENT_FACTS.rows(chat=chat_id)
     return found[0] if found else None
 
 
