@@ -234,6 +234,19 @@ _QUEUE_HEAD = Statement(
 )
 
 
+# Every freed slot asks this first (services.serve): compiled once.
+_ANYONE_QUEUED = Statement(
+    lambda: ChatRouting.objects.filter(widget_id=Slot("widget", Widget._meta.pk), queue_since__isnull=False).values(
+        "chat_id"
+    )[:1]
+)
+
+
+def anyone_queued(widget: Widget) -> bool:
+    """Whether a chat of the widget waits in its queue."""
+    return bool(_ANYONE_QUEUED.tuples(widget=widget.pk))
+
+
 def queued_widget_ids() -> list[int]:
     """Widgets with someone in the queue (the beat job's pass)."""
     return list(ChatRouting.objects.filter(queue_since__isnull=False).values_list("widget_id", flat=True).distinct())

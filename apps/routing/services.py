@@ -151,7 +151,7 @@ def leave_queue(*, chat: Chat, reason: str) -> bool:
 def serve(widget: Widget, *, limit: int = SERVE_BATCH) -> int:
     """Assign queued chats while an eligible operator has a free slot, one decision per transaction,
     in queue order. Returns how many chats were assigned."""
-    if not ChatRouting.objects.filter(widget_id=widget.pk, queue_since__isnull=False).exists():
+    if not selectors.anyone_queued(widget):
         return 0
     assigned = 0
     while assigned < limit:
