@@ -210,9 +210,9 @@ def list_chats(*, agent: Agent, filters: ChatFilters, queue: bool = False) -> li
     return _LIST_ROWS.instances((order,), widget=widget.pk, page=page, agent=agent.pk)
 
 
-# The columns a row draws (console/_chat_list.html): a chat has a few dozen, its last message a
-# handful of JSON ones, and loading the rest for every row of every list is most of the list's
-# reading time.
+# The columns a row draws (console/_chat_list.html), besides the keys: the other columns of the chat,
+# its contact, owner and last message (four of them JSON) would be loaded and converted for every row
+# of every list and never shown. A row that draws another one adds it here.
 LIST_ROW_FIELDS = (
     "widget_id",
     "status",
