@@ -42,6 +42,7 @@ from django.db.models import Sum
 from apps.agents.models import Agent, Department
 from apps.core.models import Widget
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
+from apps.platform.statements import Slot, Statement
 
 from . import histogram, windows
 from .models import DailyReportFacts
@@ -107,11 +108,42 @@ def _rating(values: dict[str, int]) -> tuple[float | None, int, dict[str, int]]:
     return average_rating(total, count), count, distribution
 
 
-def _operators(widget: Widget, rows, agents: list[Agent]) -> list[dict]:
+_AGENT_COLUMNS = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE)
+_DEPARTMENT_COLUMNS = ("chats_total", "chats_missed", *_RATINGS, *histogram.FIRST_RESPONSE)
+
+
+def _rows(*, scoped: bool):
+    """The report rollups of the widget's days start..end: with `scoped`, one agent's rows (agent 0:
+    the widget's own rows); without, every operator's."""
+    meta = DailyReportFacts._meta
+    rows = DailyReportFacts.objects.filter(
+        widget_id=Slot("widget", Widget._meta.pk),
+        day__gte=Slot("start", meta.get_field("day")),
+        day__lte=Slot("end", meta.get_field("day")),
+    ).order_by()
+    if scoped:
+        return rows.filter(agent_id=Slot("agent", meta.get_field("agent_id")))
+    return rows.filter(agent_id__gt=0)
+
+
+# Each read sums some two hundred columns: compiled once, not built and compiled by the ORM on every
+# load of the page. Each is summed by the database to what the page draws: per day (every counter),
+# per day and channel (chats only), per department and per operator (their tables' columns).
+_PER_DAY = Statement(lambda: _rows(scoped=True).values("day").annotate(**_sums(_ALL)))
+_PER_DAY_AND_CHANNEL = Statement(
+    lambda: _rows(scoped=True).filter(is_internal=False).values("day", "channel").annotate(n=Sum("chats_total"))
+)
+_PER_DEPARTMENT = Statement(
+    lambda: _rows(scoped=True).exclude(department_id=0).values("department_id").annotate(**_sums(_DEPARTMENT_COLUMNS))
+)
+# shape (scoped,): one operator's own rows, or every operator's
+_PER_AGENT = Statement(lambda scoped: _rows(scoped=scoped).values("agent_id").annotate(**_sums(_AGENT_COLUMNS)))
+
+
+def _operators(rows: list[dict], agents: list[Agent]) -> list[dict]:
     per_agent: dict[int, dict[str, int]] = defaultdict(dict)
-    wanted = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE)
-    for row in rows.values("agent_id").annotate(**_sums(wanted)):
-        _add(per_agent[row["agent_id"]], row, wanted)
+    for row in rows:
+        _add(per_agent[row["agent_id"]], row, _AGENT_COLUMNS)
     out = []
     for agent in agents:
         values = per_agent.get(agent.pk, {})
@@ -141,34 +173,29 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
     zone = report_tz(widget)
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     index = {day: i for i, day in enumerate(days)}
-    rows = DailyReportFacts.objects.filter(widget=widget, day__gte=start, day__lte=end).order_by()
-    scope = rows.filter(agent_id=agent_id or 0)
+    span = {"widget": widget.pk, "start": start, "end": end}
+    scope = {**span, "agent": agent_id or 0}
 
-    # Three reads of the same rows, each summed by the database to what it draws: per day (every
-    # counter), per day and channel (chats only), per department (its table's columns).
     per_day: list[dict[str, int]] = [{} for _ in days]
     total: dict[str, int] = {}
-    for row in scope.values("day").annotate(**_sums(_ALL)):
+    for row in _PER_DAY.rows(**scope):
         _add(per_day[index[row["day"]]], row, _ALL)
         _add(total, row, _ALL)
     by_channel: dict[str, list[int]] = defaultdict(lambda: [0] * len(days))
-    channels = scope.filter(is_internal=False).values("day", "channel").annotate(n=Sum("chats_total"))
-    for row in channels:
+    for row in _PER_DAY_AND_CHANNEL.rows(**scope):
         if row["n"]:
             by_channel[row["channel"]][index[row["day"]]] += row["n"]
     per_department: dict[int, dict[str, int]] = defaultdict(dict)
     if agent_id is None:
-        wanted = ("chats_total", "chats_missed", *_RATINGS, *histogram.FIRST_RESPONSE)
-        grouped = scope.exclude(department_id=0).values("department_id").annotate(**_sums(wanted))
-        for row in grouped:
-            _add(per_department[row["department_id"]], row, wanted)
+        for row in _PER_DEPARTMENT.rows(**scope):
+            _add(per_department[row["department_id"]], row, _DEPARTMENT_COLUMNS)
 
     def series(columns, q):
         return [histogram.percentile_ms(_counts(values, columns), q) for values in per_day]
 
     if agent_id is None:
         agents = list(agents_of(widget).order_by("name", "pk"))
-        operators = _operators(widget, rows.filter(agent_id__gt=0), agents)
+        operators = _operators(_PER_AGENT.rows((False,), **span), agents)
         departments = []
         for department in Department.objects.filter(widget=widget).order_by("name", "pk"):
             values = per_department.get(department.pk, {})
@@ -183,7 +210,7 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
                 }
             )
     else:
-        operators = _operators(widget, scope, list(agents_of(widget).filter(pk=agent_id)))
+        operators = _operators(_PER_AGENT.rows((True,), **scope), list(agents_of(widget).filter(pk=agent_id)))
         departments = []
 
     average, count, distribution = _rating(total)
