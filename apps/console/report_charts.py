@@ -41,6 +41,11 @@ def day_label(iso: str) -> str:
     return dateformat.format(date.fromisoformat(iso), "j M")
 
 
+def day_labels(days: list[str]) -> dict[str, str]:
+    """Each day's label, worded once for a chart and the tables that repeat it."""
+    return {d: day_label(d) for d in days}
+
+
 def duration(ms: int | float | None) -> str:
     """A duration as a reader says it: 42 s, 3 min 20 s, 2 h 5 min; a dash when nothing was measured."""
     if ms is None:
@@ -62,7 +67,7 @@ def _scaled(values: list, divisor: int) -> list:
 def charts(report: dict, link: LinkFn) -> dict:
     """The specs the page's script draws (labels, series, a link per point), keyed by chart name."""
     days = report["days"]
-    labels = [day_label(d) for d in days]
+    labels = list(day_labels(days).values())
     first, last = days[0], days[-1]
     channels = report["chats_by_channel"]
     specs = {
@@ -138,13 +143,14 @@ def charts(report: dict, link: LinkFn) -> dict:
 def tables(report: dict, link: LinkFn) -> dict:
     """The same numbers as rows for the page's tables: each cell is (text, link or None)."""
     days = report["days"]
+    labels = day_labels(days)
     first, last = days[0], days[-1]
     channels = report["chats_by_channel"]
     by_day = []
     for i, d in enumerate(days):
         cells = [(counts[i], link(**{"from": d, "to": d, "channel": code})) for code, counts in channels.items()]
         total = sum(counts[i] for counts in channels.values())
-        by_day.append({"day": day_label(d), "cells": cells, "total": (total, link(**{"from": d, "to": d}))})
+        by_day.append({"day": labels[d], "cells": cells, "total": (total, link(**{"from": d, "to": d}))})
     out = {
         "first_response_total": duration(report["totals"].get("first_response_median_ms")),
         "channels": [channel_name(code) for code in channels],
@@ -154,7 +160,7 @@ def tables(report: dict, link: LinkFn) -> dict:
         figures = report[name]
         out[name] = [
             {
-                "day": day_label(d),
+                "day": labels[d],
                 "link": link(**{"from": d, "to": d}),
                 "median": duration(figures["median_ms"][i]),
                 "p90": duration(figures["p90_ms"][i]),

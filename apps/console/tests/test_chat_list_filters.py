@@ -2,14 +2,16 @@
 what a figure of the reports counts, as shareable query parameters of the list."""
 
 from datetime import date, datetime
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from apps.chats.models import Chat, Rating
-from apps.console.inbox import chat_list_url
+from apps.console.inbox import chat_list_links, chat_list_url
 from apps.widget.hours import default_hours
 from apps.widget.services import set_business_hours
 
@@ -17,6 +19,19 @@ from .conftest import make_chat
 
 pytestmark = pytest.mark.django_db
 MSK = ZoneInfo("Europe/Moscow")
+
+
+def test_a_pages_links_are_the_lists_url_encoded_once():
+    """The reports page builds its thousand links with one `chat_list_links()`: each equals the
+    list's own URL with the filters `urlencode`d, the same link asked twice is the same string, and a
+    value that needs quoting is quoted."""
+    links = chat_list_links()
+    first = links(**{"from": "2025-01-14", "to": "2025-01-14", "channel": "a b&c/é"}, rating=None)
+    expected = {"view": "all", "status": "any", "from": "2025-01-14", "to": "2025-01-14", "channel": "a b&c/é"}
+    assert first == f"{reverse('console:chats')}?{urlencode(expected)}"
+    assert links(**{"from": "2025-01-14", "to": "2025-01-14", "channel": "a b&c/é"}, rating=None) is first
+    assert links(agent_id=7, date_from=date(2025, 1, 2)) == chat_list_url(agent_id=7, date_from=date(2025, 1, 2))
+    assert "agent_id=7" in links(agent_id=7, date_from=date(2025, 1, 2))
 
 
 def listed(client, url: str) -> set[str]:
