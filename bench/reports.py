@@ -19,6 +19,13 @@ loopback, so it is the server's time plus well under a millisecond.
 The widget's other requests while a report loads: p50 of the visitor config
 (GET /api/visitor/v1/<guid>/config) alone, and again while another client, a process of its own
 signed in as the owner, loads the 90-day report without pause; target: at most twice the time alone.
+Which of the two server processes takes a connection is the kernel's choice, and it decides the
+figure: a report rendering in the visitor's own process shares that process's interpreter lock
+with the visitor's request, one in the other process does not. The loader is therefore started
+again (a new connection) until its connection is seen (psutil: the server process holding each
+side's socket) in the visitor's process and, if the kernel gives it within PLACEMENT_TRIES, in the
+other one. The target is checked on the same-process figure, the worse one; the other is reported
+beside it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import secrets
 import sys
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -48,6 +57,8 @@ DEPARTMENTS = 4
 TARGET_P50_MS = 200
 TARGET_P99_MS = 500
 WIDGET_SLOWDOWN = 2
+# Loader starts allowed to find each placement of its connection (a start takes about a second).
+PLACEMENT_TRIES = 8
 # Measured and reported without a target: the targets are the issue's, for the 90-day data set; a
 # year's custom range draws four times the days (its HTML carries every chart's table).
 UNTARGETED = {"page_366_days"}
@@ -300,6 +311,61 @@ def load_reports(url: str, cookies: dict[str, str], stop) -> None:
         expect(loader.get(url, params={"range": "90"}))
 
 
+def _server_processes(server_pid: int, client_pid: int, port: int, *, besides: set[int] = frozenset()) -> set[int]:
+    """The server processes holding the connections `client_pid` has open to `port`, leaving out the
+    client's local ports in `besides` (a forked loader inherits its parent's sockets)."""
+    try:
+        ports = {
+            c.laddr.port
+            for c in psutil.Process(client_pid).net_connections("tcp")
+            if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+        } - besides
+        holders = set()
+        for child in psutil.Process(server_pid).children(recursive=True):
+            if any(c.raddr and c.raddr.port in ports for c in child.net_connections("tcp")):
+                holders.add(child.pid)
+        return holders
+    except psutil.Error:
+        return set()
+
+
+def _own_ports(port: int) -> set[int]:
+    return {
+        c.laddr.port
+        for c in psutil.Process().net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    }
+
+
+def while_loading(server, visitor, config: str, url: str, cookies: dict, iterations: int, warmup: int) -> dict:
+    """The visitor config's samples while the report loads, by where the loader's connection landed:
+    {"same": [...], "other": [...]}, each placement measured once when it was seen."""
+    visitor_process = _server_processes(server.proc.pid, os.getpid(), server.port)
+    mine = _own_ports(server.port)
+    found: dict[str, list[float]] = {}
+    for _ in range(PLACEMENT_TRIES):
+        stop = multiprocessing.Event()
+        loader = multiprocessing.Process(target=load_reports, args=(url, cookies, stop), daemon=True)
+        loader.start()
+        try:
+            placement = None
+            deadline = time.monotonic() + 10
+            while placement is None and time.monotonic() < deadline and loader.is_alive():
+                holders = _server_processes(server.proc.pid, loader.pid, server.port, besides=mine)
+                if holders:
+                    placement = "same" if holders == visitor_process else "other"
+                else:
+                    time.sleep(0.05)
+            if placement is not None and placement not in found:
+                found[placement], _ = timed(visitor, config, {}, iterations, warmup)
+        finally:
+            stop.set()
+            loader.join()
+        if len(found) == 2 or (server.workers == 1 and found):
+            break
+    return found
+
+
 def timed(http, url: str, params: dict, iterations: int, warmup: int) -> tuple[list[float], bytes]:
     body = b""
     for _ in range(warmup):
@@ -364,17 +430,12 @@ def main() -> int:
             info(f"{NAME}_{kind}_shape", bytes=len(body))
 
         config = f"{server.base}/api/visitor/v1/{widget.button_guid}/config"
+        owner = clients["owner"].cookies.get_dict()
+        for client in clients.values():
+            client.close()  # only the visitor's connection stays open in this process
         visitor = session()
         alone, _ = timed(visitor, config, {}, iterations, warmup)
-        stop = multiprocessing.Event()
-        owner = clients["owner"].cookies.get_dict()
-        loader = multiprocessing.Process(target=load_reports, args=(url, owner, stop), daemon=True)
-        loader.start()
-        try:
-            during, _ = timed(visitor, config, {}, iterations, warmup)
-        finally:
-            stop.set()
-            loader.join()
+        during = while_loading(server, visitor, config, url, owner, iterations, warmup)
 
     for kind, samples in results.items():
         if kind in UNTARGETED:
@@ -383,7 +444,16 @@ def main() -> int:
         for label, q, target in (("p50", 0.5, TARGET_P50_MS), ("p99", 0.99, TARGET_P99_MS)):
             ours = percentile(samples, q)
             bench_line(f"{NAME}_{kind}_{label}", ours=ours, floor=None, ratio=None, target=f"ours<={target}", unit="ms")
-    ours, floor = percentile(during, 0.5), percentile(alone, 0.5)
+    floor = percentile(alone, 0.5)
+    if "other" in during:
+        ours = percentile(during["other"], 0.5)
+        info(f"{NAME}_widget_config_while_loading_other_process_p50", ms=ours, alone_ms=floor, ratio=ours / floor)
+    else:
+        info(f"{NAME}_widget_config_while_loading_other_process_p50", seen="no", loader_starts=PLACEMENT_TRIES)
+    if "same" not in during:
+        print(f"BENCH {NAME}_widget_config_while_loading_p50 FAILED (the loader never shared the visitor's process)")
+        return 1
+    ours = percentile(during["same"], 0.5)
     bench_line(
         f"{NAME}_widget_config_while_loading_p50",
         ours=ours,
