@@ -81,7 +81,8 @@ WHAT = {
     "message_send": "an operator's message through the API against the same service call",
     "reports": (
         "the owner's reports page at 1,000,000 chats over 90 days (the page and its CSV downloads over HTTP with a "
-        "session cookie), and the widget's config while reports load against it alone"
+        "session cookie), and the widget's config while reports load against it alone: checked with the report "
+        "rendering in the visitor's own server process, reported beside it in the other one"
     ),
     "relay": "a frame a worker pushes until the visitor's socket receives it, on the embedded default",
     "routing": (
