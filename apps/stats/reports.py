@@ -37,16 +37,20 @@ from collections import defaultdict
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from django.db.models import Sum
-
 from apps.agents.models import Agent, Department
 from apps.core.models import Widget
 from apps.core.timeparse import EARLIEST_DAY, LATEST_DAY
-from apps.platform.statements import Slot, Statement
 
 from . import histogram, windows
-from .models import DailyReportFacts
-from .selectors import RATING_VALUES, agents_of, average_rating
+from .selectors import (
+    RATING_VALUES,
+    agents_of,
+    average_rating,
+    report_days,
+    report_days_by_channel,
+    report_departments,
+    report_operators,
+)
 
 MAX_DAYS = 366
 HANDLING = ("ai", "human", "ai_to_human", "human_to_ai", "missed")
@@ -82,10 +86,6 @@ def check_range(start: date, end: date) -> None:
         raise ReportRangeError(f"Dates must be from {EARLIEST_DAY} to {LATEST_DAY}.")
 
 
-def _sums(columns) -> dict:
-    return {name: Sum(name) for name in columns}
-
-
 def _add(target: dict[str, int], row: dict, columns) -> None:
     for name in columns:
         value = row.get(name)
@@ -110,34 +110,6 @@ def _rating(values: dict[str, int]) -> tuple[float | None, int, dict[str, int]]:
 
 _AGENT_COLUMNS = (*_CHAT_COUNTERS, *_RATINGS, *histogram.FIRST_RESPONSE)
 _DEPARTMENT_COLUMNS = ("chats_total", "chats_missed", *_RATINGS, *histogram.FIRST_RESPONSE)
-
-
-def _rows(*, scoped: bool):
-    """The report rollups of the widget's days start..end: with `scoped`, one agent's rows (agent 0:
-    the widget's own rows); without, every operator's."""
-    meta = DailyReportFacts._meta
-    rows = DailyReportFacts.objects.filter(
-        widget_id=Slot("widget", Widget._meta.pk),
-        day__gte=Slot("start", meta.get_field("day")),
-        day__lte=Slot("end", meta.get_field("day")),
-    ).order_by()
-    if scoped:
-        return rows.filter(agent_id=Slot("agent", meta.get_field("agent_id")))
-    return rows.filter(agent_id__gt=0)
-
-
-# Each read sums some two hundred columns: compiled once, not built and compiled by the ORM on every
-# load of the page. Each is summed by the database to what the page draws: per day (every counter),
-# per day and channel (chats only), per department and per operator (their tables' columns).
-_PER_DAY = Statement(lambda: _rows(scoped=True).values("day").annotate(**_sums(_ALL)))
-_PER_DAY_AND_CHANNEL = Statement(
-    lambda: _rows(scoped=True).filter(is_internal=False).values("day", "channel").annotate(n=Sum("chats_total"))
-)
-_PER_DEPARTMENT = Statement(
-    lambda: _rows(scoped=True).exclude(department_id=0).values("department_id").annotate(**_sums(_DEPARTMENT_COLUMNS))
-)
-# shape (scoped,): one operator's own rows, or every operator's
-_PER_AGENT = Statement(lambda scoped: _rows(scoped=scoped).values("agent_id").annotate(**_sums(_AGENT_COLUMNS)))
 
 
 def _operators(rows: list[dict], agents: list[Agent]) -> list[dict]:
@@ -173,21 +145,22 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
     zone = report_tz(widget)
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     index = {day: i for i, day in enumerate(days)}
-    span = {"widget": widget.pk, "start": start, "end": end}
-    scope = {**span, "agent": agent_id or 0}
+    span = {"widget_id": widget.pk, "start": start, "end": end}
 
+    # Reads of the same rows, each summed by the database to what it draws: per day (every counter),
+    # per day and channel (chats only), per department and per operator (their tables' columns).
     per_day: list[dict[str, int]] = [{} for _ in days]
     total: dict[str, int] = {}
-    for row in _PER_DAY.rows(**scope):
+    for row in report_days(**span, agent_id=agent_id or 0, columns=_ALL):
         _add(per_day[index[row["day"]]], row, _ALL)
         _add(total, row, _ALL)
     by_channel: dict[str, list[int]] = defaultdict(lambda: [0] * len(days))
-    for row in _PER_DAY_AND_CHANNEL.rows(**scope):
-        if row["n"]:
-            by_channel[row["channel"]][index[row["day"]]] += row["n"]
+    for row in report_days_by_channel(**span, agent_id=agent_id or 0):
+        if row["chats"]:
+            by_channel[row["channel"]][index[row["day"]]] += row["chats"]
     per_department: dict[int, dict[str, int]] = defaultdict(dict)
     if agent_id is None:
-        for row in _PER_DEPARTMENT.rows(**scope):
+        for row in report_departments(**span, columns=_DEPARTMENT_COLUMNS):
             _add(per_department[row["department_id"]], row, _DEPARTMENT_COLUMNS)
 
     def series(columns, q):
@@ -195,7 +168,7 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
 
     if agent_id is None:
         agents = list(agents_of(widget).order_by("name", "pk"))
-        operators = _operators(_PER_AGENT.rows((False,), **span), agents)
+        operators = _operators(report_operators(**span, agent_id=None, columns=_AGENT_COLUMNS), agents)
         departments = []
         for department in Department.objects.filter(widget=widget).order_by("name", "pk"):
             values = per_department.get(department.pk, {})
@@ -210,7 +183,8 @@ def build_report(*, widget: Widget, start: date, end: date, agent_id: int | None
                 }
             )
     else:
-        operators = _operators(_PER_AGENT.rows((True,), **scope), list(agents_of(widget).filter(pk=agent_id)))
+        rows = report_operators(**span, agent_id=agent_id, columns=_AGENT_COLUMNS)
+        operators = _operators(rows, list(agents_of(widget).filter(pk=agent_id)))
         departments = []
 
     average, count, distribution = _rating(total)
