@@ -320,10 +320,11 @@ def _server_processes(server_pid: int, client_pid: int, port: int, *, besides: s
             for c in psutil.Process(client_pid).net_connections("tcp")
             if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
         } - besides
+        server = psutil.Process(server_pid)  # one worker serves in this process itself, more in its children
         holders = set()
-        for child in psutil.Process(server_pid).children(recursive=True):
-            if any(c.raddr and c.raddr.port in ports for c in child.net_connections("tcp")):
-                holders.add(child.pid)
+        for process in (server, *server.children(recursive=True)):
+            if any(c.raddr and c.raddr.port in ports for c in process.net_connections("tcp")):
+                holders.add(process.pid)
         return holders
     except psutil.Error:
         return set()
