@@ -37,16 +37,6 @@ def _moscow_day(moment: datetime):
     return moment.astimezone(business_tz()).date()
 
 
-# The chat's routing row as the change left it, read with its facts in one statement
-# (apps.stats.selectors.assignment_facts).
-ROUTING_READ = {
-    "queued_at": "queued_at",
-    "queue_since": "queue_since",
-    "wait_seconds": "wait_seconds",
-    "routing_reroutes": "reroutes",
-}
-
-
 def assigned(*, chat: Chat, agent_id: int | None, by: str, now: datetime | None = None) -> None:
     """The (locked) chat's routing owner changed to `agent_id` (None: back to the queue) by `by`."""
     now = now or timezone.now()

@@ -87,12 +87,21 @@ def chat_facts(*, chat_id: int) -> ChatFacts | None:
     return found[0] if found else None
 
 
+# The chat's routing row as the change left it (name read -> ChatRouting field), read with its facts.
+_ROUTING_READ = {
+    "queued_at": "queued_at",
+    "queue_since": "queue_since",
+    "wait_seconds": "wait_seconds",
+    "routing_reroutes": "reroutes",
+}
+
+
 def _assignment_facts():
     routing = ChatRouting.objects.filter(chat_id=OuterRef("chat_id"))
     return (
         ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk))
-        .annotate(**{name: Subquery(routing.values(field)[:1]) for name, field in routing_facts.ROUTING_READ.items()})
-        .values("reroutes", "assignment_wait_ms", *routing_facts.ROUTING_READ)
+        .annotate(**{name: Subquery(routing.values(field)[:1]) for name, field in _ROUTING_READ.items()})
+        .values("reroutes", "assignment_wait_ms", *_ROUTING_READ)
         .order_by("pk")[:1]
     )
 
