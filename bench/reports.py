@@ -311,15 +311,20 @@ def load_reports(url: str, cookies: dict[str, str], stop) -> None:
         expect(loader.get(url, params={"range": "90"}))
 
 
+def _client_ports(client_pid: int, port: int) -> set[int]:
+    """The local ports of the connections `client_pid` has open to `port`."""
+    return {
+        c.laddr.port
+        for c in psutil.Process(client_pid).net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    }
+
+
 def _server_processes(server_pid: int, client_pid: int, port: int, *, besides: set[int] = frozenset()) -> set[int]:
     """The server processes holding the connections `client_pid` has open to `port`, leaving out the
     client's local ports in `besides` (a forked loader inherits its parent's sockets)."""
     try:
-        ports = {
-            c.laddr.port
-            for c in psutil.Process(client_pid).net_connections("tcp")
-            if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
-        } - besides
+        ports = _client_ports(client_pid, port) - besides
         server = psutil.Process(server_pid)  # one worker serves in this process itself, more in its children
         holders = set()
         for process in (server, *server.children(recursive=True)):
@@ -330,19 +335,11 @@ def _server_processes(server_pid: int, client_pid: int, port: int, *, besides: s
         return set()
 
 
-def _own_ports(port: int) -> set[int]:
-    return {
-        c.laddr.port
-        for c in psutil.Process().net_connections("tcp")
-        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
-    }
-
-
 def while_loading(server, visitor, config: str, url: str, cookies: dict, iterations: int, warmup: int) -> dict:
     """The visitor config's samples while the report loads, by where the loader's connection landed:
     {"same": [...], "other": [...]}, each placement measured once when it was seen."""
     visitor_process = _server_processes(server.proc.pid, os.getpid(), server.port)
-    mine = _own_ports(server.port)
+    mine = _client_ports(os.getpid(), server.port)
     found: dict[str, list[float]] = {}
     for _ in range(PLACEMENT_TRIES):
         stop = multiprocessing.Event()
