@@ -21,14 +21,15 @@ either side no longer decides the verdict (single runs of the same code gave 0.3
 1. seed: N message.created events committed in one transaction and fanned out in hand-offs of
    FAN_OUT_BATCH events (what the fan-out tasks of that transaction run): N due deliveries; the
    fan-out rate is printed (INFO).
-2. floor: the receiver's capacity with the engine's connection count (CONCURRENCY = 16), measured
-   after the seed: locust (bench/lib/locust_receiver.py, gevent, one keep-alive HTTPS connection per
-   user, 16 users) POSTs signed bodies of the deliveries' size for BENCH_WEBHOOK_FLOOR_SECONDS (4)
+2. floor: the receiver's capacity with as many connections as the engine holds open to one endpoint
+   (its share of WEBHOOK_CONCURRENCY's places, `endpoint_share`), measured after the seed: locust
+   (bench/lib/locust_receiver.py, gevent, one keep-alive HTTPS connection per user, that many users)
+   POSTs signed bodies of the deliveries' size for BENCH_WEBHOOK_FLOOR_SECONDS (4)
    after a 1 s warm-up: POSTs/s. Also, once, a single pooled session's sequential round trip (the
    latency floor, printed).
-3. throughput: the N due deliveries sent by `deliver_due` in this process (its pool of 16 threads
-   over pooled guarded sessions, leases, Attempt rows) until all are delivered: deliveries/s vs the
-   floor. Target ratio >= 0.5.
+3. throughput: the N due deliveries sent by `deliver_due` in this process (as deployed:
+   WEBHOOK_CONCURRENCY places on the guarded client's outbound thread, leases, Attempt rows) until
+   all are delivered: deliveries/s vs the floor. Target ratio >= 0.5.
 4. end to end, as the deployment runs it: N more events are committed in one transaction with their
    hand-off (one fan_out_batch task per FAN_OUT_BATCH events), and the running worker fans them out
    and delivers them (fan_out_batch and deliver_due tasks on its two pool processes): events/s from
@@ -64,7 +65,6 @@ N = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "2000"))
 L = int(os.environ.get("BENCH_WEBHOOK_LATENCY_EVENTS", "200"))
 # the worker's warm-up before the end-to-end run: hand-offs of FAN_OUT_BATCH events each
 WARM_TASKS = 4
-CONCURRENCY = 16
 TARGET = 0.5
 # rounds of (seed, floor, engine, end to end); the figures are the medians, the ratios per round
 ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "5"))
@@ -333,6 +333,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection, transaction
 
@@ -345,12 +346,14 @@ def main() -> int:
     from apps.core import events
     from apps.webhooks import delivery as engine
     from apps.webhooks import services
+    from apps.webhooks.delivery.run import endpoint_share
     from apps.webhooks.models import Delivery
     from bench.lib.restore import drop_stale_hand_offs
     from bench.lib.targets import bench, info
     from tests.support.factories import WidgetFactory
 
     warm = WARM_TASKS * events.FAN_OUT_BATCH
+    connections = endpoint_share(settings.WEBHOOK_CONCURRENCY)  # what the engine opens to the receiver
     receiver, port, ca_path = start_receiver()
     os.environ["REQUESTS_CA_BUNDLE"] = ca_path
     widget = worker = None
@@ -401,13 +404,13 @@ def main() -> int:
             # 2. the floor, after the seed: the receiver's capacity with the engine's connection
             # count; measured before our runs in even rounds, after them in odd ones
             if r % 2 == 0:
-                floors.append(receiver_capacity(port, secret, body_bytes, CONCURRENCY))
+                floors.append(receiver_capacity(port, secret, body_bytes, connections))
 
             # 3. delivery throughput of the engine in this process
             started = time.perf_counter()
             with mock.patch.object(engine.sweep, "trigger", lambda countdown=None: None):
                 while Delivery.objects.filter(subscription=subscription, status="pending").exists():
-                    services.deliver_due(concurrency=CONCURRENCY)
+                    services.deliver_due()
             engines.append(N / (time.perf_counter() - started))
             delivered += N
             assert Delivery.objects.filter(subscription=subscription, status="delivered").count() == delivered
@@ -422,7 +425,7 @@ def main() -> int:
             wait_delivered(subscription, delivered)
 
             if r % 2 == 1:
-                floors.append(receiver_capacity(port, secret, body_bytes, CONCURRENCY))
+                floors.append(receiver_capacity(port, secret, body_bytes, connections))
 
         print(f"floor: one sequential session answers {single_rate:.0f} POSTs/s", flush=True)
         # through the broker and the running worker, one event at a time
@@ -459,7 +462,7 @@ def main() -> int:
             engine=engines[r],
             end_to_end=ends[r],
             fanout=fanouts[r],
-            unit="POSTs/s (floor, 16 connections), deliveries/s, events/s, events/s",
+            unit=f"POSTs/s (floor, {connections} connections), deliveries/s, events/s, events/s",
         )
     throughput = [ours / floor for ours, floor in zip(engines, floors, strict=True)]
     end_to_end = [ours / floor for ours, floor in zip(ends, floors, strict=True)]
@@ -476,7 +479,7 @@ def main() -> int:
         ratio=median(throughput),
         ratio_lo=min(throughput),
         ratio_hi=max(throughput),
-        connections=CONCURRENCY,
+        connections=connections,
         rounds=ROUNDS,
     )
     bench(
@@ -488,7 +491,7 @@ def main() -> int:
         ratio=median(end_to_end),
         ratio_lo=min(end_to_end),
         ratio_hi=max(end_to_end),
-        connections=CONCURRENCY,
+        connections=connections,
         rounds=ROUNDS,
     )
     bench(

@@ -496,6 +496,13 @@ if WEBHOOK_DELIVERY_RETENTION_DAYS < 1:
     raise ImproperlyConfigured(
         f"WEBHOOK_DELIVERY_RETENTION_DAYS must be at least 1, not {WEBHOOK_DELIVERY_RETENTION_DAYS}"
     )
+# Attempts one webhook engine run (`deliver_due`, a fan-out's `send_new`) keeps in flight at once, in
+# each worker process; one endpoint holds at most three quarters of them. A place costs a pooled
+# connection, not a thread (the guarded client's session opens at most 100); more places let each
+# recorded group of finished attempts be larger, fewer statements per delivery (docs/performance.md).
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=64)
+if not 2 <= WEBHOOK_CONCURRENCY <= 100:
+    raise ImproperlyConfigured(f"WEBHOOK_CONCURRENCY must be from 2 to 100, not {WEBHOOK_CONCURRENCY}")
 # After an external operator's secret rotation the previous secret keeps signing this long.
 EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS = env.int("EXTERNAL_OPERATOR_SECRET_OVERLAP_SECONDS", default=3600)
 

@@ -43,8 +43,8 @@ def test_a_worker_killed_mid_batch_loses_no_channel_message(widget, receiver, tr
     keys = {str(key) for key in Delivery.objects.values_list("key", flat=True)}
     assert len(keys) == MESSAGES and receiver.hits == []
     assert connection.vendor == "postgresql"
-    # when a worker runs the engine and is killed once some messages have reached the channel ...
-    in_flight = kill_mid_batch(receiver, tmp_path / "worker.log", after_hits=30)
+    # when a worker (16 places) runs the engine and is killed once some messages have reached the channel ...
+    in_flight = kill_mid_batch(receiver, tmp_path / "worker.log", after_hits=30, concurrency=16)
     # ... and the leases run out and the sweeper takes over in this process
     sweep_until_settled()
     # then no message is lost, and the duplicates are the requests in flight at the kill, each once

@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from ..models import Delivery
 from . import record, sweep
 from .lease import LEASE, _move
-from .run import _PoolRun
+from .run import _PoolRun, endpoint_share
 from .send import _send
 
 logger = logging.getLogger(__package__)  # the engine's one logger, named as its package
@@ -24,7 +25,7 @@ logger = logging.getLogger(__package__)  # the engine's one logger, named as its
 NEW_AT_ONCE = 100
 
 
-def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float = 50.0) -> int:
+def send_new(rows: list[Delivery], *, concurrency: int | None = None, max_seconds: float = 50.0) -> int:
     """Attempt fan-out's new rows (committed, subscriptions' rows, as fan-out built them) in this
     process now: the first NEW_AT_ONCE are leased by their delivery ids, with their subscription's
     current url and secret, and sent (inline when there is one, else in flight together, each endpoint
@@ -32,6 +33,7 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
     meanwhile, or whose subscription was deactivated, is left alone (the engine drops the latter).
     Returns the number of attempts made. Best effort: on any failure the rows not leased stay due
     and the leased ones come back after LEASE."""
+    concurrency = concurrency or settings.WEBHOOK_CONCURRENCY
     try:
         rows = [row for row in rows if row.status == Delivery.Status.PENDING]
         if len(rows) > NEW_AT_ONCE:
@@ -46,7 +48,7 @@ def send_new(rows: list[Delivery], *, concurrency: int = 16, max_seconds: float 
         run = _PoolRun(
             concurrency=concurrency,
             batch_size=NEW_AT_ONCE,
-            per_endpoint=max(1, concurrency * 3 // 4),
+            per_endpoint=endpoint_share(concurrency),
             queue=[(row.pk, row.target_key) for row in leased],
             preloaded={row.pk: row for row in leased},
             leases=False,

@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 
+from django.conf import settings
+
 from ..models import Delivery
 from . import record, send
 from .kinds import kind_of
@@ -30,10 +32,15 @@ def attempt_delivery(delivery_pk: int) -> str:
 
 
 def deliver_due(
-    *, max_seconds: float = 50.0, concurrency: int = 16, batch_size: int = 64, per_endpoint: int | None = None
+    *,
+    max_seconds: float = 50.0,
+    concurrency: int | None = None,
+    batch_size: int = 64,
+    per_endpoint: int | None = None,
 ) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
-    `concurrency` attempts in flight on the outbound thread and refills as they finish; the
+    `concurrency` attempts in flight (default WEBHOOK_CONCURRENCY) on the outbound thread and
+    refills as they finish; the
     finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
     caller's thread and transaction: used by tests).
 
@@ -43,14 +50,21 @@ def deliver_due(
     queue, in order, while the others' are sent.
     Returns the number of attempts made."""
     deadline = time.monotonic() + max_seconds
+    concurrency = concurrency or settings.WEBHOOK_CONCURRENCY
     if concurrency <= 1:
         return _deliver_inline(deadline=deadline, batch_size=batch_size)
     run = _PoolRun(
         concurrency=concurrency,
         batch_size=batch_size,
-        per_endpoint=per_endpoint or max(1, concurrency * 3 // 4),
+        per_endpoint=per_endpoint or endpoint_share(concurrency),
     )
     return run.until(deadline)
+
+
+def endpoint_share(concurrency: int) -> int:
+    """The places one endpoint may hold of a run's `concurrency`: three quarters, so an endpoint
+    that answers slowly always leaves a quarter to the others."""
+    return max(1, concurrency * 3 // 4)
 
 
 def _deliver_inline(*, deadline: float, batch_size: int) -> int:

@@ -22,10 +22,10 @@ from apps.webhooks.tests.receiver import Receiver
 from tests.support.processes import ROOT, wait_until_ready, worker_env
 
 
-def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int) -> int:
-    """Start a worker (solo pool) on a queue of its own, have it run `deliver_due`, and SIGKILL it once
-    the receiver has `after_hits` requests. Returns the requests it had in flight when it died (they
-    reach the receiver and are never recorded)."""
+def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int, concurrency: int) -> int:
+    """Start a worker (solo pool, WEBHOOK_CONCURRENCY `concurrency`) on a queue of its own, have it run
+    `deliver_due`, and SIGKILL it once the receiver has `after_hits` requests. Returns the requests it
+    had in flight when it died (they reach the receiver and are never recorded)."""
     from config.celery import app
 
     queue = f"kill-test-{uuid.uuid4().hex[:8]}"
@@ -34,7 +34,7 @@ def kill_mid_batch(receiver: Receiver, log: Path, *, after_hits: int) -> int:
             [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-Q", queue]
             + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
             cwd=ROOT,
-            env=worker_env(ca_bundle=str(receiver.ca_path)),
+            env={**worker_env(ca_bundle=str(receiver.ca_path)), "WEBHOOK_CONCURRENCY": str(concurrency)},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -10,6 +10,9 @@ database locks whole tables across threads); the kill test also needs Redis for 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -266,8 +269,8 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_duplicates_at_most_its_in_f
     keys = emit_messages(widget, 200, bulk=True)
     assert receiver.hits == []
     assert connection.vendor == "postgresql"
-    # when the worker runs deliver_due and is killed once some requests have reached the receiver
-    in_flight = kill_mid_batch(receiver, tmp_path / "worker.log", after_hits=40)
+    # when the worker (16 places) runs deliver_due and is killed once some requests have reached the receiver
+    in_flight = kill_mid_batch(receiver, tmp_path / "worker.log", after_hits=40, concurrency=16)
     # ... and the leases run out and the sweeper takes over in this process
     sweep_until_settled()
     # then no event is lost ...
@@ -557,3 +560,29 @@ def test_a_slow_endpoint_does_not_stall_the_others(widget, receiver, lost_trigge
     first_wave = [hit for hit in receiver.snapshot() if hit.path == "/slow" and hit.at < slow[0].at + 1.0]
     assert len(first_wave) == 6
     assert Delivery.objects.filter(subscription__url__endswith="/fast", status="delivered").count() == 20
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_run_keeps_webhook_concurrency_places_and_one_endpoint_three_quarters_of_them(
+    widget, receiver, lost_triggers, settings
+):
+    # given WEBHOOK_CONCURRENCY 8 and 20 deliveries due to an endpoint answering after 1 s
+    settings.WEBHOOK_CONCURRENCY = 8
+    receiver.rule = always(200, delay=1.0)
+    services.create_subscription(widget=widget, url=receiver.url(), events=["message.created"])
+    emit_messages(widget, 20, bulk=True)
+    # when a run with the default places may start attempts for half a second
+    done = services.deliver_due(max_seconds=0.5)
+    # then the endpoint held 6 of the 8 places, and the rows not started went back to the queue
+    assert done == len(receiver.snapshot()) == Attempt.objects.count() == 6
+    assert Delivery.objects.filter(status="pending", next_attempt_at__lte=timezone.now()).count() == 14
+
+
+@pytest.mark.parametrize("value", ["1", "101"])
+def test_webhook_concurrency_out_of_range_stops_start_up(value):
+    env = {**os.environ, "WEBHOOK_CONCURRENCY": value, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and f"WEBHOOK_CONCURRENCY must be from 2 to 100, not {value}" in done.stderr
