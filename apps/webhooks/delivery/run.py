@@ -40,9 +40,8 @@ def deliver_due(
 ) -> int:
     """Send due deliveries until none are due or the time budget is spent. Keeps up to
     `concurrency` attempts in flight (default WEBHOOK_CONCURRENCY) on the outbound thread and
-    refills as they finish; the
-    finished ones are recorded together, from this thread. `concurrency=1` runs inline (in the
-    caller's thread and transaction: used by tests).
+    refills as they finish; the finished ones are recorded together, from this thread.
+    `concurrency=1` runs inline (in the caller's thread and transaction: used by tests).
 
     One endpoint has at most `per_endpoint` attempts in flight (default three quarters of the
     places; fewer when its kind says so: `max_in_flight`), so an endpoint that answers slowly,
