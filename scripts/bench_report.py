@@ -81,8 +81,9 @@ WHAT = {
     "message_send": "an operator's message through the API against the same service call",
     "reports": (
         "the owner's reports page at 1,000,000 chats over 90 days (the page and its CSV downloads over HTTP with a "
-        "session cookie), and the widget's config while reports load against it alone: checked with the report "
-        "rendering in the visitor's own server process, reported beside it in the other one"
+        "session cookie), and the widget's config while reports load against it alone: checked on a one-process "
+        "server, where the report renders in the visitor's own process, and reported beside it with the report in "
+        "the other process of a two-process server"
     ),
     "relay": "a frame a worker pushes until the visitor's socket receives it, on the embedded default",
     "routing": (
@@ -99,7 +100,9 @@ WHAT = {
     "transcript_memory": "memory held while a transcript streams",
     "visitor_config": "the visitor config of a widget with proactive messages and identity verification against a "
     "plain widget's",
-    "webhooks": "webhook deliveries against the receiver's capacity",
+    "webhooks": (
+        "webhook deliveries against the receiver's capacity over as many connections as the engine opens to it"
+    ),
     "widget": "the widget's size and what it adds to the host page's load",
 }
 
