@@ -487,20 +487,14 @@ WEBHOOK_LIVE_EVENTS = env.list(
         "chat.labels_changed",
     ],
 )
-# Fernet keys (newest first) encrypting webhook secrets at rest; empty: derived from SECRET_KEY.
-WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])
-# Settled webhook deliveries (delivered, failed, skipped) unchanged for this many days are deleted by
-# the nightly job webhooks.purge_delivery_log, with the outbox events no delivery refers to any more.
+WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default=[])  # Fernet, newest first; empty: from SECRET_KEY
+# Settled deliveries unchanged this many days go nightly, with unreferenced outbox events (purge_delivery_log).
 WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
 if WEBHOOK_DELIVERY_RETENTION_DAYS < 1:
     raise ImproperlyConfigured(
         f"WEBHOOK_DELIVERY_RETENTION_DAYS must be at least 1, not {WEBHOOK_DELIVERY_RETENTION_DAYS}"
     )
-# Attempts one webhook engine run (`deliver_due`, a fan-out's `send_new`) keeps in flight at once, in
-# each worker process; one endpoint holds at most three quarters of them. A place costs a pooled
-# connection, not a thread (the guarded client's session opens at most 100); more places let each
-# recorded group of finished attempts be larger, fewer statements per delivery (docs/performance.md).
-WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=64)
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=64)  # attempts in flight per engine run
 if not 2 <= WEBHOOK_CONCURRENCY <= 100:
     raise ImproperlyConfigured(f"WEBHOOK_CONCURRENCY must be from 2 to 100, not {WEBHOOK_CONCURRENCY}")
 # After an external operator's secret rotation the previous secret keeps signing this long.
