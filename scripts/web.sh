@@ -1,7 +1,8 @@
 #!/usr/bin/env sh
 # The Procfile's web process: uvicorn serving config.asgi with WEB_CONCURRENCY worker processes
-# (uvicorn's own --workers supervisor: it binds the socket once, forks the workers, restarts one
-# that dies and stops them all on SIGTERM). Arguments are passed on to uvicorn.
+# (uvicorn's own supervisor: it starts the workers, restarts one that dies and stops them all on
+# SIGTERM), each worker with a listening socket of its own (apps/platform/webserver.py), so the kernel
+# spreads connections over the workers. Arguments are uvicorn's options and are passed on.
 #
 # WEB_CONCURRENCY: the number of web processes; default the number of cores with REDIS_URL.
 # Without REDIS_URL (the embedded default of `make run`) the channel layer and operator presence
@@ -56,6 +57,7 @@ set -- --timeout-keep-alive 75 "$@"
 set -- --lifespan on "$@"
 
 if [ "$workers" -gt 1 ]; then
-  exec uvicorn config.asgi:application --workers "$workers" "$@"
+  # `python` as the container's entrypoint runs it: the environment's, with uvicorn beside it on PATH
+  exec python -m apps.platform.webserver config.asgi:application --workers "$workers" "$@"
 fi
 exec uvicorn config.asgi:application "$@"

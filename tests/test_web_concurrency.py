@@ -1,8 +1,8 @@
 """The web topology (scripts/web.sh, the Procfile's `web`): how many processes it starts, and that
 websockets and presence work across processes with REDIS_URL (channels-redis, presence in Redis).
 
-The first tests run scripts/web.sh with a stand-in `uvicorn` first on PATH that prints the arguments
-it was given, so they read the decision without starting a server. The last one starts the Procfile's
+The first tests run scripts/web.sh with stand-ins for `uvicorn` and `python` first on PATH that print
+the arguments they were given, so they read the decision without starting a server. The last one starts the Procfile's
 web command twice, as two processes on PostgreSQL and Redis, and puts the visitor on one and the
 operator on the other.
 """
@@ -10,10 +10,12 @@ operator on the other.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from importlib import import_module
 from pathlib import Path
 
@@ -26,13 +28,16 @@ WEB_SH = ROOT / "scripts" / "web.sh"
 # every start of the web process runs the lifespan protocol, sends frames uncompressed and keeps idle
 # connections open longer than the proxy in front does
 SERVER_FLAGS = "--lifespan on --timeout-keep-alive 75 --ws-per-message-deflate false"
+# above one process: uvicorn's supervisor with a listening socket per process
+SEVERAL = "python -m apps.platform.webserver"
 
 
 def _decide(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     fake = tmp_path / "bin"
     fake.mkdir(exist_ok=True)
-    (fake / "uvicorn").write_text('#!/bin/sh\necho "uvicorn $*"\n')
-    (fake / "uvicorn").chmod(0o755)
+    for name in ("uvicorn", "python"):
+        (fake / name).write_text(f'#!/bin/sh\necho "{name} $*"\n')
+        (fake / name).chmod(0o755)
     base = {k: v for k, v in os.environ.items() if k not in {"WEB_CONCURRENCY", "REDIS_URL"}}
     base["PATH"] = f"{fake}{os.pathsep}{base.get('PATH', '')}"
     base.update(env)
@@ -53,7 +58,7 @@ def test_with_redis_the_default_is_one_process_per_core(tmp_path):
     assert done.returncode == 0, done.stderr
     expected = f"uvicorn config.asgi:application {SERVER_FLAGS} --port 9"
     if nproc > 1:
-        expected = f"uvicorn config.asgi:application --workers {nproc} {SERVER_FLAGS} --port 9"
+        expected = f"{SEVERAL} config.asgi:application --workers {nproc} {SERVER_FLAGS} --port 9"
     assert done.stdout.strip() == expected
 
 
@@ -61,14 +66,14 @@ def test_with_redis_the_default_is_one_process_per_core(tmp_path):
 def test_web_concurrency_sets_the_process_count_with_redis(tmp_path, value, workers):
     done = _decide(tmp_path, REDIS_URL="redis://127.0.0.1:1/0", WEB_CONCURRENCY=value)
     assert done.returncode == 0, done.stderr
-    flag = f" --workers {workers}" if workers else ""
-    assert done.stdout.strip() == f"uvicorn config.asgi:application{flag} {SERVER_FLAGS} --port 9"
+    command = f"{SEVERAL} config.asgi:application --workers {workers}" if workers else "uvicorn config.asgi:application"
+    assert done.stdout.strip() == f"{command} {SERVER_FLAGS} --port 9"
 
 
 def test_several_processes_without_redis_are_refused_with_the_reason(tmp_path):
     done = _decide(tmp_path, WEB_CONCURRENCY="2")
     assert done.returncode == 2
-    assert done.stdout == ""  # uvicorn never started
+    assert done.stdout == ""  # no server started
     assert "needs REDIS_URL" in done.stderr and "in-process" in done.stderr
 
 
@@ -219,6 +224,35 @@ def _serving_workers(pid: int) -> list[int]:
     return [child for child in _children(pid) if "spawn_main" in read_proc(Path(f"/proc/{child}/cmdline"))]
 
 
+LISTEN, ESTABLISHED = "0A", "01"
+
+
+def _sockets(pid: int, port: int, state: str) -> set[int]:
+    """The inodes of the TCP sockets process `pid` holds on local `port` in `state` (/proc/net/tcp)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        for row in read_proc(Path(f"/proc/{pid}/net/{table}")).splitlines()[1:]:
+            fields = row.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
+                inodes.add(int(fields[9]))
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            held.add(os.readlink(fd))
+        except FileNotFoundError:  # closed between the listing and the read
+            pass
+    return {inode for inode in inodes if f"socket:[{inode}]" in held}
+
+
+def _kept_alive(port: int) -> http.client.HTTPConnection:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    response.read()
+    assert response.status == 200
+    return connection
+
+
 def _running(pid: int) -> bool:
     """A live process (not gone, not a zombie waiting for a reaper)."""
     import time
@@ -246,6 +280,17 @@ def test_web_concurrency_two_runs_two_serving_processes_that_stop_together(start
     helpers = _children(server.proc.pid)
     assert len(workers) == 2, server.output()[-2000:]
     assert all(requests.get(server.url("/healthz"), timeout=10).status_code == 200 for _ in range(20))
+    # each from a listening socket of its own on the one port
+    listeners = [_sockets(pid, server.port, LISTEN) for pid in workers]
+    assert [len(found) for found in listeners] == [1, 1]
+    assert listeners[0] != listeners[1]
+    # and 20 connections opened at once are kept by both (all in one: a chance of 2 in 2**20)
+    with ThreadPoolExecutor(20) as pool:
+        connections = list(pool.map(lambda _: _kept_alive(server.port), range(20)))
+    held = [len(_sockets(pid, server.port, ESTABLISHED)) for pid in workers]
+    for connection in connections:
+        connection.close()
+    assert sum(held) == 20 and min(held) >= 1, held
     # and SIGTERM to the group (as honcho stops it) stops the supervisor and both workers
     server.terminate(timeout=20)
     assert server.proc.returncode is not None
