@@ -16,6 +16,10 @@ supervisor hands each process it starts the sockets it was given, pickled; the o
 bound to the address without listening: it holds the address (and a port of 0 to one number) for
 the processes, and the kernel hands connections only to listening sockets. A Unix socket (--uds,
 --fd) has no such group, so the processes share it as under `uvicorn --workers`.
+
+A process that stops (SIGHUP's restart, a crash) closes its socket, and the kernel resets the
+connections still waiting in that socket's queue unless `net.ipv4.tcp_migrate_req` is 1, which moves
+them to another process's socket.
 """
 
 from __future__ import annotations
