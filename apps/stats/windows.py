@@ -35,7 +35,11 @@ def report_tz(*, widget_id: int) -> ZoneInfo:
     business hours, else Europe/Moscow (apps.stats.reports)."""
     # Read with the public config's cache (a business-hours PUT purges it): every visitor message's
     # statistics ask for it. The default hours (no row stored) are in the business time zone.
-    name = widget_selectors.cached_business_hours(Widget(pk=widget_id)).get("timezone")
+    return zone_named(widget_selectors.cached_business_hours(Widget(pk=widget_id)).get("timezone"))
+
+
+def zone_named(name: str | None) -> ZoneInfo:
+    """The report time zone of stored business hours' `timezone` (None: none stored)."""
     return ZoneInfo(name) if name else business_tz()
 
 
