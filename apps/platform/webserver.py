@@ -3,8 +3,8 @@ of its own in every process.
 
 `uvicorn --workers N` binds one socket and every process accepts from it. The kernel wakes the
 process that waited last, so connections opened together land mostly in one process and stay there
-while they are kept alive: of 20 connections opened at once to two processes, 13 to 17 (once all 20)
-went to one of them, whose clients then waited twice as long as the other's. Here each process binds
+while they are kept alive: of 20 connections opened at once to two processes, 13 to 17 went to one
+of them (in one benchmark round, all 20), whose clients then waited about twice as long. Here each process binds
 its own socket to the same address with SO_REUSEPORT, and the kernel spreads new connections over
 the sockets by the connection's addresses.
 
@@ -99,7 +99,8 @@ def main(args: list[str]) -> None:
             sys.exit(STARTUP_FAILURE)
         config.port = holder.getsockname()[1]
         scheme = "https" if config.is_ssl else "http"
-        logger.info("Uvicorn running on %s://%s:%d (Press CTRL+C to quit)", scheme, config.host, config.port)
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        logger.info("Uvicorn running on %s://%s:%d (Press CTRL+C to quit)", scheme, host, config.port)
         sockets = [OwnSocket(config.host, config.port, config.backlog)]
     supervisor = Multiprocess(config, sockets=sockets)  # type: ignore[arg-type]
     try:
