@@ -248,6 +248,8 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
     def get_object(self):
         queryset = self.get_queryset()
         value = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+        if _is_integer_field(queryset.model, self.lookup_field):
+            value = self.lookup_key(value)
         try:
             obj = queryset.get(**{self.lookup_field: value})
         except (queryset.model.DoesNotExist, ValueError, TypeError):
@@ -262,17 +264,28 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
             value = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
         field = _integer_field(type(self).queryset.model, self.lookup_field)
         low, high = connection.ops.integer_field_range(field.get_internal_type())
+        # ASCII digits only: int() would also take "+2", " 2", "2_0" and other scripts' digits, so
+        # one row would answer at many addresses (the schema's id is an integer, written plainly)
+        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise NotFound()
         try:
-            key = int(value)  # as the ORM converts a lookup value of an integer field
-        except (TypeError, ValueError):
+            key = int(value)
+        except ValueError:  # more digits than int() converts
             raise NotFound() from None
         if (low is not None and key < low) or (high is not None and key > high):
             raise NotFound()
         return key
 
 
-def _integer_field(model, name: str):
+_INTEGER_TYPES = {"AutoField", "BigAutoField", "IntegerField", "BigIntegerField"}
+
+
+def _is_integer_field(model, name: str) -> bool:
     field = model._meta.pk if name == "pk" else model._meta.get_field(name)
-    if field.get_internal_type() not in {"AutoField", "BigAutoField", "IntegerField", "BigIntegerField"}:
+    return field.get_internal_type() in _INTEGER_TYPES
+
+
+def _integer_field(model, name: str):
+    if not _is_integer_field(model, name):
         raise TypeError(f"lookup_key needs an integer lookup field, not {model.__name__}.{name}")
-    return field
+    return model._meta.pk if name == "pk" else model._meta.get_field(name)

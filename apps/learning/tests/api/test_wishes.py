@@ -291,3 +291,12 @@ def test_revert_takes_an_empty_json_object_as_no_body(client, assistant, propose
     reverted = act(client, proposed["id"], "revert", {})
     assert reverted.status_code == 200, reverted.content
     assert reverted.json()["status"] == "reverted"
+
+
+@pytest.mark.parametrize("written", ["%0B{id}", "%20{id}", "+{id}", "{id}%20", "0_{id}", "{fullwidth}"])
+def test_a_wish_is_found_only_at_its_id_written_in_plain_digits(client, proposed, written):
+    wish_id = proposed["id"]
+    fullwidth = "".join(chr(0xFF10 + int(digit)) for digit in str(wish_id))
+    r = client.get(f"{WISHES}/{written.format(id=wish_id, fullwidth=fullwidth)}")
+    assert_problem(r, 404)
+    assert client.get(f"{WISHES}/{wish_id}").status_code == 200
