@@ -110,9 +110,9 @@ def free_port() -> int:
 class Server:
     """The web server in a subprocess; use as a context manager.
 
-    It is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers: uvicorn's --workers
-    supervisor above one process; the web's database connection pool), so ours and the floor share the
-    process count and the deployment's settings.
+    It is started as the Procfile's web is (scripts/web.sh, WEB_CONCURRENCY=workers: above one process,
+    uvicorn's supervisor with a listening socket per process; the web's database connection pool), so
+    ours and the floor share the process count and the deployment's settings.
 
     BENCH_WEB_COMMAND replaces that command, to measure another server or topology against it in the
     same harness: a shell command with {port} and {workers} in it, e.g.
