@@ -200,7 +200,6 @@ def _sync(delta: stats.Delta, chat: Chat, *, conversation_start: datetime | None
         facts = ChatFacts(chat_id=chat.pk, widget_id=chat.widget_id)
         before = None
     else:
-        delta.know_zone(facts.report_zone)
         before = _state(facts)
         _contribute(delta, facts, -1)
     if conversation_start is not None:

@@ -25,14 +25,12 @@ from collections.abc import Iterable
 from datetime import date
 
 from django.db.models import Count, OuterRef, Subquery, Sum
-from django.db.models.fields.json import KT
 
 from apps.agents.models import Agent
 from apps.core.models import Widget
 from apps.platform.statements import ModelStatement, Slot, Statement
 from apps.routing.models import ChatRouting, SlaClock
 from apps.stats import facts, routing_facts
-from apps.widget.models import BusinessHours
 
 from .models import AGENT_COUNTERS, WIDGET_COUNTERS, ChatFacts, DailyAgentFacts, DailyReportFacts, DailyWidgetFacts
 from .windows import Window, buckets, report_tz
@@ -80,23 +78,11 @@ Counters = dict[str, int]
 
 # Every stored message brings its chat's snapshot up to date (apps.stats.facts), so this read is
 # compiled once.
-# With the widget's report time zone as its business hours store it (`report_zone`, windows.report_tz):
-# every stored message reads the snapshot and needs the zone, which then costs no cache round trip.
-_CHAT_FACTS = ModelStatement(
-    lambda: (
-        ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk))
-        .annotate(
-            report_zone=Subquery(
-                BusinessHours.objects.filter(pk=OuterRef("widget_id")).values(zone=KT("hours__timezone"))[:1]
-            )
-        )
-        .order_by("pk")[:1]
-    )
-)
+_CHAT_FACTS = ModelStatement(lambda: ChatFacts.objects.filter(pk=Slot("chat", ChatFacts._meta.pk)).order_by("pk")[:1])
 
 
 def chat_facts(*, chat_id: int) -> ChatFacts | None:
-    """The chat's snapshot, with `report_zone`; the caller holds the chat row lock."""
+    """The chat's snapshot; the caller holds the chat row lock."""
     found = _CHAT_FACTS.instances(chat=chat_id)
     return found[0] if found else None
 

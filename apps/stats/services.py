@@ -34,7 +34,7 @@ from .models import (
     DailyReportFacts,
     DailyWidgetFacts,
 )
-from .windows import report_tz, zone_named
+from .windows import report_tz
 
 WidgetKey = tuple[date, str, bool]  # (Moscow day, channel, is_internal)
 AgentKey = tuple[int, date]  # (agent id, Moscow day)
@@ -57,12 +57,6 @@ class Delta:
         if self._zone is None:
             self._zone = report_tz(widget_id=self.widget_id)
         return self._zone
-
-    def know_zone(self, name: str | None) -> None:
-        """The report time zone as the caller read the widget's stored business hours with its own
-        statement (`timezone`, None when none is stored), so zone() asks no cache."""
-        if self._zone is None:
-            self._zone = zone_named(name)
 
     def add_report(self, key: ReportKey, counters: Mapping[str, int], sign: int = 1) -> None:
         row = self.report[key]

@@ -33,14 +33,9 @@ class WindowError(ValueError):
 def report_tz(*, widget_id: int) -> ZoneInfo:
     """The time zone of the widget's reports: its business-hours time zone when it has stored
     business hours, else Europe/Moscow (apps.stats.reports)."""
-    # Read with the public config's cache (a business-hours PUT purges it). A stored message's
-    # statistics take it with the chat's snapshot instead (selectors.chat_facts, Delta.know_zone).
-    # The default hours (no row stored) are in the business time zone.
-    return zone_named(widget_selectors.cached_business_hours(Widget(pk=widget_id)).get("timezone"))
-
-
-def zone_named(name: str | None) -> ZoneInfo:
-    """The report time zone of stored business hours' `timezone` (None: none stored)."""
+    # Read with the public config's cache (a business-hours PUT purges it): every visitor message's
+    # statistics ask for it. The default hours (no row stored) are in the business time zone.
+    name = widget_selectors.cached_business_hours(Widget(pk=widget_id)).get("timezone")
     return ZoneInfo(name) if name else business_tz()
 
 

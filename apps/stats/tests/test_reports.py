@@ -57,25 +57,6 @@ def test_a_later_change_takes_the_chat_back_from_the_day_it_was_counted_on(widge
     assert report["handling"]["missed"] == 0 and report["handling"]["human"] == 1
 
 
-def test_a_reply_takes_the_zone_from_the_chats_snapshot_without_the_cache(widget, talk, monkeypatch):
-    from apps.widget import selectors as widget_selectors
-    from apps.widget.hours import default_hours
-    from apps.widget.services import set_business_hours
-
-    set_business_hours(widget=widget, body=default_hours("America/New_York"))
-    chat = talk.at(msk(2025, 1, 15, 3)).visitor()  # the chat's snapshot is written
-
-    def through_the_cache(widget):
-        raise AssertionError("the report time zone was read through the config cache")
-
-    monkeypatch.setattr(widget_selectors, "cached_business_hours", through_the_cache)
-    talk.at(msk(2025, 1, 15, 3, 1)).reply(chat)
-    monkeypatch.undo()
-    report = build_report(widget=widget, start=date(2025, 1, 14), end=date(2025, 1, 15))
-    assert report["chats_by_channel"] == {"widget": [1, 0]}
-    assert report["handling"]["missed"] == 0 and report["handling"]["human"] == 1
-
-
 def test_histogram_buckets_hold_their_edges_and_read_within_the_bound():
     from apps.stats import histogram
 
