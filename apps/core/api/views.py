@@ -280,12 +280,16 @@ class WidgetScopedViewSet(ContractMixin, viewsets.GenericViewSet):
 _INTEGER_TYPES = {"AutoField", "BigAutoField", "IntegerField", "BigIntegerField"}
 
 
+def _lookup_field(model, name: str):
+    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+
+
 def _is_integer_field(model, name: str) -> bool:
-    field = model._meta.pk if name == "pk" else model._meta.get_field(name)
-    return field.get_internal_type() in _INTEGER_TYPES
+    return _lookup_field(model, name).get_internal_type() in _INTEGER_TYPES
 
 
 def _integer_field(model, name: str):
-    if not _is_integer_field(model, name):
+    field = _lookup_field(model, name)
+    if field.get_internal_type() not in _INTEGER_TYPES:
         raise TypeError(f"lookup_key needs an integer lookup field, not {model.__name__}.{name}")
-    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+    return field
