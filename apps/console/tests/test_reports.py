@@ -9,12 +9,14 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.utils import dateformat, timezone
+from django.utils.html import escape
 
 from apps.agents.tests.factories import HumanAgentFactory
 from apps.chats import services
 from apps.chats.models import Chat
 from apps.chats.tests.factories import ContactFactory
+from apps.console import report_charts
 from apps.console.inbox import chat_list_url
 from apps.stats.reports import build_report, report_tz
 
@@ -108,6 +110,38 @@ def test_every_bar_links_to_the_chat_list_filtered_to_what_it_counts(owner_conso
     )
     # the table view carries the same links, so the keyboard reaches every drill-down
     assert telegram["links"][-1].replace("&", "&amp;") in response.content.decode()
+
+
+def test_the_day_tables_carry_each_count_with_its_link(owner_console, month):
+    # Given today's chats (website 3, Telegram 2); When the owner opens the last 7 days
+    html = owner_console.get(URL + "?range=7").content.decode()
+
+    # Then today's row of the channel table holds each count and the total, each a link to its
+    # chats (escaped as HTML), and the response-time table's row links the day
+    end = today(month)
+    day = end.isoformat()
+    label = dateformat.format(end, "j M")
+
+    def cell(count, **filters):
+        return f'<td><a href="{escape(chat_list_url(**filters))}">{count}</a></td>'
+
+    report = build_report(widget=month, start=end - timedelta(days=6), end=end)
+    counts = {"widget": 3, "tg": 2}
+    assert (
+        f'<tr><th scope="row">{label}</th>'
+        + "".join(
+            cell(counts[code], **{"from": day, "to": day, "channel": code}) for code in report["chats_by_channel"]
+        )
+        + cell(5, **{"from": day, "to": day})
+        + "</tr>"
+    ) in html
+    first_response = report_charts.duration(report["first_response"]["median_ms"][-1])
+    assert "&amp;" in escape(chat_list_url(**{"from": day, "to": day}))
+    assert (
+        f'<tr><th scope="row"><a href="{escape(chat_list_url(**{"from": day, "to": day}))}">{label}</a></th>'
+        f"<td>{escape(first_response)}</td>"
+    ) in html
+    assert f'<tr><th scope="row">{dateformat.format(end - timedelta(days=1), "j M")}</th>' in html  # a day of 0
 
 
 def test_the_presets_and_a_custom_range_set_the_days(owner_console, month):
