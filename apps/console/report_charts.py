@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import date
 from html import escape
 
+from django.conf import settings
 from django.utils import dateformat
 from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
@@ -45,7 +46,7 @@ def day_label(iso: str) -> str:
 
 
 def day_labels(days: list[str]) -> dict[str, str]:
-    """Each day's label, worded once for a chart and the tables that repeat it."""
+    """Each day's label, worded once for the charts and the tables that repeat it (both take it)."""
     return {d: day_label(d) for d in days}
 
 
@@ -67,10 +68,11 @@ def _scaled(values: list, divisor: int) -> list:
     return [None if v is None else round(v / divisor, 1) for v in values]
 
 
-def charts(report: dict, link: LinkFn) -> dict:
-    """The specs the page's script draws (labels, series, a link per point), keyed by chart name."""
+def charts(report: dict, link: LinkFn, labels: dict[str, str]) -> dict:
+    """The specs the page's script draws (labels, series, a link per point), keyed by chart name.
+    `labels`: `day_labels` of the report's days."""
     days = report["days"]
-    labels = list(day_labels(days).values())
+    labels = list(labels.values())
     first, last = days[0], days[-1]
     channels = report["chats_by_channel"]
     specs = {
@@ -143,11 +145,10 @@ def charts(report: dict, link: LinkFn) -> dict:
     return specs
 
 
-def tables(report: dict, link: LinkFn) -> dict:
+def tables(report: dict, link: LinkFn, labels: dict[str, str]) -> dict:
     """The same numbers as rows for the page's tables: the day tables' rows as HTML (`_row`), the
-    other tables' rows as dicts of figures and links."""
+    other tables' rows as dicts of figures and links. `labels`: `day_labels` of the report's days."""
     days = report["days"]
-    labels = day_labels(days)
     first, last = days[0], days[-1]
     channels = report["chats_by_channel"]
     by_day = []
@@ -211,7 +212,9 @@ def _row(day: str, cells: list[tuple[str | None, object]], *, day_link: str | No
     head = escape(day) if day_link is None else f'<a href="{escape(day_link)}">{escape(day)}</a>'
     parts = [f'<th scope="row">{head}</th>']
     for href, value in cells:
-        text = escape(str(localize(value)))
+        # A count is its digits unless thousands are grouped: what `localize` answers for an int then,
+        # after looking up the language's three number formats (some 700 counts a page).
+        text = escape(str(value) if type(value) is int and not settings.USE_THOUSAND_SEPARATOR else localize(value))
         parts.append(f"<td>{text}</td>" if href is None else f'<td><a href="{escape(href)}">{text}</a></td>')
     return mark_safe("".join(parts))  # noqa: S308 - every value in it is escaped above
 

@@ -134,13 +134,14 @@ def reports(request):
                 content_type="text/plain; charset=utf-8",
             )
         return _csv(report, chart, span, subject)
-    specs = report_charts.charts(report, link)
+    labels = report_charts.day_labels(report["days"])
+    specs = report_charts.charts(report, link, labels)
     context = {
         **_form_context(request, subject, tz, today, span),
         "report": report,
         "charts_data": {"charts": specs, "none": "—"},
         "charts_empty": {name: spec["empty"] for name, spec in specs.items()},
-        "tables": report_charts.tables(report, link),
+        "tables": report_charts.tables(report, link, labels),
         "csv_query": _csv_query(span, subject),
         "reports_page": True,
     }
