@@ -150,7 +150,6 @@ def post_client_message(
     return message
 
 
-@transaction.atomic
 def post_agent_message(
     *, widget: Widget, chat: Chat, agent: Agent | None, data: MessageInput, source: str = "api", locked: bool = False
 ) -> Message:
@@ -160,9 +159,19 @@ def post_agent_message(
 
     `locked=True`: the caller took `chat` from `lock_chat(widget=widget, related=AGENT_MESSAGE_RELATED)`
     in the transaction this call runs in (the REST send and a support reply lock it before they
-    validate against it), so the service writes under that lock instead of reading the row again."""
-    if not locked:
+    validate against it), so the service writes under that lock, in that transaction: a savepoint
+    of its own would add two statements to every send and undo nothing the caller's rollback does
+    not, as the refusals come before the first write."""
+    if locked:
+        if not transaction.get_connection().in_atomic_block:
+            raise AssertionError("locked=True needs the caller's transaction, the one that holds the lock")
+        return _write_agent_message(chat=chat, agent=agent, data=data, source=source)
+    with transaction.atomic():
         chat = lock_chat(widget=widget, chat=chat, related=AGENT_MESSAGE_RELATED)
+        return _write_agent_message(chat=chat, agent=agent, data=data, source=source)
+
+
+def _write_agent_message(*, chat: Chat, agent: Agent | None, data: MessageInput, source: str) -> Message:
     ensure_not_spam(chat, detail="A spam chat takes no messages; move it to active first.")
     author = agent or chat.agent
     if author is None:

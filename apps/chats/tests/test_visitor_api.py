@@ -454,6 +454,17 @@ def test_second_message_writes_into_the_same_room_without_chat_created(client, w
     assert types == ["chat.created", "message.created", "message.created"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_message_is_written_in_one_transaction_without_a_savepoint(client, widget, token):
+    # given a room (statements compiled)
+    assert say(client, widget, token, "first").status_code == 201
+    # when the visitor writes again
+    with CaptureQueriesContext(connection) as ctx:
+        assert say(client, widget, token, "second").status_code == 201
+    # then the message, its rollups and its outbox row are one transaction with no savepoint
+    assert not [q["sql"] for q in ctx.captured_queries if "SAVEPOINT" in q["sql"].upper()]
+
+
 def test_message_into_an_expired_room_reopens_it(client, widget, token, contact):
     say(client, widget, token)
     Chat.objects.filter(contact=contact).update(status=Chat.Status.EXPIRED)

@@ -298,13 +298,14 @@ def upload_file(*, widget: Widget, contact: Contact, upload) -> File:
     return file
 
 
-@transaction.atomic
 def send_message(
     *, widget: Widget, contact: Contact, data: chat_services.MessageInput, proactive: ProactiveMessage | None = None
 ) -> Message:
     """The visitor writes. The first message makes the room (chat.created); a spam room is 409.
     `proactive` (an enabled message of the widget the visitor answers): when this message makes the
-    room, the proactive text in the visitor's language opens it and the message counts `replied`."""
+    room, the proactive text in the visitor's language opens it and the message counts `replied`.
+    Everything written is written by post_client_message's one transaction (the new room's
+    announcement and count run in it)."""
     _own(widget, contact)
     opening = None
     if proactive is not None:
@@ -312,18 +313,15 @@ def send_message(
         language = widget_selectors.effective_settings(widget).get("widget_default_language") or ""
         found = proactive_selectors.opening(proactive, locale=contact.locale, default_language=language)
         opening = chat_services.Opening(body=found.body, agent=found.agent)
-    started = []
 
     def new_room(chat: Chat) -> None:
-        started.append(chat)
         _announce_room(contact=contact, chat_id=chat.pk)
+        if proactive is not None:
+            proactive_services.count(widget=widget, message_id=proactive.pk, kind="replied")
 
-    message = chat_services.post_client_message(
+    return chat_services.post_client_message(
         widget=widget, contact=contact, data=data, source="visitor", on_new_room=new_room, opening=opening
     )
-    if started and proactive is not None:
-        proactive_services.count(widget=widget, message_id=proactive.pk, kind="replied")
-    return message
 
 
 def note_proactive(*, widget: Widget, message_id: int, kind: str) -> None:

@@ -140,6 +140,35 @@ def test_send_reads_its_chat_once_locked(api, chat):
         assert 'FOR UPDATE OF "chats_chat"' in chat_reads[0]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_send_writes_in_the_requests_one_transaction(api, chat):
+    # given a client that sent once (statements compiled)
+    client = api()
+    send(client, chat, {"type": "text", "body": "first"})
+    # when it sends again
+    with CaptureQueriesContext(connection) as ctx:
+        assert send(client, chat, {"type": "text", "body": "second"}).status_code == 202
+    # then the message is written in the transaction that claimed the key and locked the chat,
+    # with no savepoint of its own
+    assert not [q["sql"] for q in ctx.captured_queries if "SAVEPOINT" in q["sql"].upper()]
+    assert Message.objects.filter(chat=chat, body="second").count() == 1
+
+
+def test_a_send_into_a_spam_chat_is_409_and_leaves_the_key_free(api, chat):
+    # given a spam chat
+    Chat.objects.filter(pk=chat.pk).update(status=Chat.Status.SPAM)
+    client = api()
+    headers = idem()
+    # when an operator writes into it
+    response = send(client, chat, {"type": "text", "body": "x"}, **headers)
+    # then it is refused, nothing is stored, and the key was not spent on the refusal
+    assert_problem(response, 409)
+    assert not Message.objects.filter(chat=chat, body="x").exists()
+    Chat.objects.filter(pk=chat.pk).update(status=Chat.Status.ACTIVE)
+    assert send(client, chat, {"type": "text", "body": "x"}, **headers).status_code == 202
+    assert Message.objects.filter(chat=chat, body="x").count() == 1
+
+
 @pytest.mark.parametrize("key", ["abc", "0x10", str(2**63), "-1"])
 def test_send_to_a_key_that_is_no_chat_id_is_404(api, key):
     response = api().post(f"/api/v1/chats/{key}/messages", {"type": "text", "body": "x"}, format="json", **idem())
