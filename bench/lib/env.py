@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def setup_django() -> None:
     """Configure Django in this process with the project's settings (idempotent)."""
+    # Run as `python bench/<name>.py`, the bench folder comes first on sys.path, where
+    # bench/channels.py would hide the `channels` package (Django Channels) from Django's imports.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
